@@ -1,0 +1,1 @@
+"""The resolved, lowered model that back ends consume."""

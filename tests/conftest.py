@@ -1,0 +1,72 @@
+"""Fixtures shared by the whole suite: the two databases every end-to-end test runs on.
+
+`database_url` is parametrized over SQLite and PostgreSQL. Each test gets a database of its own: a
+fresh SQLite file, or a fresh PostgreSQL database in the session's throwaway cluster.
+
+PostgreSQL tests skip only when no server binaries exist *and* the run is not CI. Under CI (CI=true)
+or with LOOM_REQUIRE_POSTGRES=1 a missing PostgreSQL is an error, so CI can never go green by
+skipping them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.pgcluster import Cluster, PostgresUnavailable, running_cluster
+
+_REQUIRE_PG = os.environ.get("CI", "").lower() in {"1", "true", "yes"} or bool(
+    os.environ.get("LOOM_REQUIRE_POSTGRES")
+)
+_db_counter = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Cluster]:
+    try:
+        with running_cluster() as cluster:
+            yield cluster
+    except PostgresUnavailable as exc:
+        if _REQUIRE_PG:
+            pytest.fail(f"PostgreSQL is required for this run but could not start: {exc}")
+        pytest.skip(f"PostgreSQL unavailable: {exc}")
+
+
+def _create_pg_database(cluster: Cluster) -> str:
+    import asyncio
+
+    import asyncpg
+
+    name = f"loom_test_{os.getpid()}_{next(_db_counter)}"
+
+    async def create() -> None:
+        conn = await asyncpg.connect(cluster.dsn())
+        try:
+            await conn.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            await conn.close()
+
+    asyncio.run(create())
+    return name
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite+aiosqlite:///{tmp_path / 'test.db'}"
+
+
+@pytest.fixture
+def postgres_url(pg_cluster: Cluster) -> str:
+    return pg_cluster.url(_create_pg_database(pg_cluster))
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest) -> str:
+    """One URL per database engine; tests using it run once on each."""
+    if request.param == "sqlite":
+        return str(request.getfixturevalue("sqlite_url"))
+    return str(request.getfixturevalue("postgres_url"))
