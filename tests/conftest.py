@@ -70,3 +70,19 @@ def database_url(request: pytest.FixtureRequest) -> str:
     if request.param == "sqlite":
         return str(request.getfixturevalue("sqlite_url"))
     return str(request.getfixturevalue("postgres_url"))
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-snapshots",
+        action="store_true",
+        default=False,
+        help="rewrite golden files (generated code, rendered diagnostics) instead of comparing",
+    )
+
+
+@pytest.fixture
+def update_snapshots(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-snapshots")) or bool(
+        os.environ.get("LOOM_UPDATE_SNAPSHOTS")
+    )
