@@ -1,0 +1,19 @@
+"""Test kit for Loom services.
+
+`serve(model_files, database_url)` compiles a model, generates its service into a temporary folder,
+starts it in-process (lifespan included, so the schema exists) and yields a `ServiceClient`: an
+`httpx.AsyncClient` bound to the app over ASGI — no network, no port — that also exposes the app and
+the runtime `Service` (its event bus and fault hooks)::
+
+    async with serve(["examples/banking/banking.loom"], "sqlite+aiosqlite:///t.db") as client:
+        r = await client.post("/api/workflows/register_customer", json={"name": "Ada"})
+        assert r.status_code == 200
+
+A model that does not compile raises `ModelError` carrying the rendered diagnostics.
+"""
+
+from __future__ import annotations
+
+from loom.testing._service import ModelError, ServiceClient, build_service, serve
+
+__all__ = ["ModelError", "ServiceClient", "build_service", "serve"]

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs Loom with its test extras and runs the whole suite, PostgreSQL tests included: the suite
+# starts (and stops) its own throwaway PostgreSQL 15 cluster on loopback.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh test
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "PostgreSQL server binaries missing: installing them with apt-get" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+  fi
+fi
+export LOOM_REQUIRE_POSTGRES=1
+exec .venv/bin/python -m pytest "$@"

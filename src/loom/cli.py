@@ -1,0 +1,142 @@
+"""The `loom` command: check, build and run a model.
+
+Exit codes: 0 success, 1 the model has errors, 2 the command line or the environment is wrong.
+Whatever goes wrong, the user gets a sentence, never a Python traceback.
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+
+from loom.build import BuildError, build_model, cache_dir_for, default_sqlite_url, load_app
+
+app = typer.Typer(
+    name="loom",
+    help="Loom: check a domain model, generate its FastAPI + SQLAlchemy service, and run it.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+class Format(str, enum.Enum):
+    text = "text"
+    json = "json"
+
+
+class Color(str, enum.Enum):
+    auto = "auto"
+    always = "always"
+    never = "never"
+
+
+Files = Annotated[list[Path], typer.Argument(help="The model's .loom files (one model).")]
+
+
+def _fail(message: str, code: int = 2) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _use_color(color: Color) -> bool:
+    if color is Color.auto:
+        return sys.stderr.isatty()
+    return color is Color.always
+
+
+def _compile(files: list[Path], fmt: Format, color: Color, *, quiet_ok: bool = False):  # noqa: ANN202
+    from loom.lang import compile_files, render_json, render_text
+
+    result = compile_files([str(f) for f in files])
+    if fmt is Format.json:
+        typer.echo(render_json(result.diagnostics))
+    elif result.diagnostics or not quiet_ok:
+        text = render_text(result.diagnostics, result.sources, color=_use_color(color))
+        if text:
+            typer.echo(text, err=not result.ok or quiet_ok)
+    return result
+
+
+@app.command()
+def check(
+    files: Files,
+    format: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.text,
+    color: Annotated[Color, typer.Option(help="Colour the text output.")] = Color.auto,
+) -> None:
+    """Parse, resolve and type-check a model, and print its diagnostics."""
+    result = _compile(files, format, color)
+    if format is Format.text and result.ok and not result.diagnostics:
+        typer.echo(f"ok: {len(files)} file(s), no problems")
+    raise typer.Exit(0 if result.ok else 1)
+
+
+@app.command()
+def build(
+    files: Files,
+    output: Annotated[Path, typer.Option("-o", "--output", help="Folder to write the package into.")],
+    color: Annotated[Color, typer.Option(help="Colour the diagnostics.")] = Color.auto,
+) -> None:
+    """Generate the service package for a model into OUTPUT."""
+    result = _compile(files, Format.text, color, quiet_ok=True)
+    if not result.ok or result.model is None:
+        raise typer.Exit(1)
+    try:
+        written = build_model(result.model, output)
+    except BuildError as exc:
+        _fail(str(exc))
+    typer.echo(f"wrote {len(written)} files to {output}")
+
+
+@app.command()
+def run(
+    files: Files,
+    database_url: Annotated[
+        str | None,
+        typer.Option(help="SQLAlchemy async URL; default: a SQLite file beside the first model file."),
+    ] = None,
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    color: Annotated[Color, typer.Option(help="Colour the diagnostics.")] = Color.auto,
+) -> None:
+    """Build the model into a cache folder and serve it with uvicorn."""
+    import uvicorn
+
+    result = _compile(files, Format.text, color, quiet_ok=True)
+    if not result.ok or result.model is None:
+        raise typer.Exit(1)
+    out = cache_dir_for(files)
+    try:
+        build_model(result.model, out)
+        url = database_url or default_sqlite_url(files[0])
+        application = load_app(out, url)
+    except BuildError as exc:
+        _fail(str(exc))
+    typer.echo(f"serving {', '.join(str(f) for f in files)} on http://{host}:{port} ({_safe(url)})")
+    typer.echo(f"  OpenAPI: http://{host}:{port}/openapi.json   docs: http://{host}:{port}/docs")
+    uvicorn.run(application, host=host, port=port, log_level="info")
+
+
+def _safe(url: str) -> str:
+    """Hide a password in a database URL before printing it."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - printing must never fail
+        return "<database url>"
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,193 @@
+"""The one registry of `loom.*` diagnostic codes, and the `Diagnostic` value every stage reports.
+
+Every code a stage may emit is declared here once, with its severity, so that severity is a property
+of the rule (not of the call site) and docs/diagnostics.md can be checked against the registry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Severity = Literal["error", "warning"]
+
+DOCS_PAGE = "docs/diagnostics.md"
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A source range. Lines and columns are 1-based; `end_column` is exclusive.
+
+    `start`/`end` are character offsets into the file's text; they let the checker quote the exact
+    source of an expression (the IR keeps it for error messages at run time).
+    """
+
+    file: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    start: int = 0
+    end: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CodeInfo:
+    code: str
+    severity: Severity
+    summary: str
+
+    @property
+    def anchor(self) -> str:
+        return f"{DOCS_PAGE}#{self.code}"
+
+
+_E, _W = "error", "warning"
+
+REGISTRY: dict[str, CodeInfo] = {
+    c.code: c
+    for c in [
+        # Reading and parsing
+        CodeInfo("loom.file-unreadable", _E, "a model file could not be read"),
+        CodeInfo("loom.syntax-error", _E, "the text does not follow Loom's grammar"),
+        CodeInfo("loom.invalid-escape", _E, "a string literal contains an unknown escape sequence"),
+        CodeInfo("loom.internal-error", _E, "the compiler itself failed (a bug in Loom)"),
+        # Names
+        CodeInfo("loom.duplicate-declaration", _E, "a name is declared twice in the same scope"),
+        CodeInfo("loom.unknown-type", _E, "a type name does not resolve"),
+        CodeInfo("loom.unknown-name", _E, "a name in an expression does not resolve"),
+        CodeInfo("loom.unknown-field", _E, "a field name does not exist on the aggregate or event"),
+        CodeInfo("loom.unknown-operation", _E, "an operation or method does not exist"),
+        CodeInfo("loom.unknown-event", _E, "an emitted event is not declared in the context"),
+        CodeInfo("loom.unknown-aggregate", _E, "an aggregate name does not resolve"),
+        CodeInfo("loom.unknown-enum-member", _E, "a qualified enum member does not exist"),
+        CodeInfo("loom.unknown-trait", _E, "`with` names a trait Loom does not know"),
+        CodeInfo("loom.ambiguous-enum-member", _E, "a bare enum member belongs to several enums"),
+        CodeInfo("loom.invalid-type-use", _E, "an aggregate or event is used where a value type is needed"),
+        # Types
+        CodeInfo("loom.type-mismatch", _E, "a value's type does not fit where it is used"),
+        CodeInfo("loom.argument-count", _E, "a call passes the wrong number of arguments"),
+        CodeInfo("loom.cannot-infer-type", _E, "the type of a value cannot be determined"),
+        # Aggregates
+        CodeInfo("loom.assign-to-readonly", _E, "an assignment targets something that cannot change"),
+        CodeInfo("loom.compound-assign-type", _E, "`+=` / `-=` on a field that is not a number"),
+        CodeInfo("loom.function-impure", _E, "a function calls an operation"),
+        CodeInfo("loom.operation-in-expression", _E, "an operation call is used as a value"),
+        CodeInfo("loom.invalid-statement", _E, "a statement is not allowed in this kind of body"),
+        CodeInfo("loom.emit-fields", _E, "an emit leaves out, repeats or invents an event field"),
+        CodeInfo("loom.unused-local", _W, "a `let` value is never read"),
+        # Workflows
+        CodeInfo("loom.workflow-unknown-name", _E, "a workflow call receiver is not a repository or aggregate"),
+        CodeInfo(
+            "loom.workflow-cross-context-repository",
+            _E,
+            "a workflow names a repository of another context",
+        ),
+        CodeInfo("loom.workflow-explicit-save", _E, "a workflow body saves explicitly"),
+        CodeInfo("loom.workflow-mutation-unsaved", _E, "a mutation the exit save would not persist"),
+        CodeInfo("loom.workflow-create-args", _E, "the arguments of `Agg.create(...)` do not bind"),
+        CodeInfo("loom.workflow-compound-assign", _E, "`+=` / `-=` in a workflow body"),
+        CodeInfo("loom.workflow-foreign-assign", _E, "a workflow assigns a field of an aggregate"),
+        CodeInfo("loom.workflow-find-by-id", _E, "`findById` in a workflow body"),
+        CodeInfo("loom.workflow-nested-call", _E, "a load or create is not the whole value of a `let`"),
+        CodeInfo("loom.workflow-return-type", _E, "a workflow declares an unsupported result type"),
+        CodeInfo("loom.workflow-missing-return", _E, "a create with a result type does not end in `return`"),
+        CodeInfo("loom.workflow-unexpected-return", _E, "`return` in a create with no result type"),
+        CodeInfo("loom.workflow-handle-removed", _E, "a workflow declares a `handle` member"),
+        CodeInfo("loom.operation-on-id", _E, "an operation is called on an id instead of a loaded aggregate"),
+        CodeInfo("loom.unsupported-call", _E, "a call form Loom does not support here"),
+        CodeInfo("loom.unreachable-statement", _E, "a statement follows `return`"),
+        CodeInfo("loom.isolation-level", _E, "`transactional(...)` names an unknown isolation level"),
+    ]
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    code: str
+    message: str
+    span: Span
+    label: str = ""
+    secondary: tuple[tuple[Span, str], ...] = ()
+    help: str | None = None
+    severity: Severity = field(default="error")
+
+    @staticmethod
+    def make(
+        code: str,
+        message: str,
+        span: Span,
+        label: str = "",
+        *,
+        secondary: tuple[tuple[Span, str], ...] | list[tuple[Span, str]] = (),
+        help: str | None = None,
+    ) -> Diagnostic:
+        # Severity comes from the registry, so an unregistered code fails loudly in tests (and is
+        # turned into loom.internal-error at the compiler boundary in production).
+        info = REGISTRY[code]
+        return Diagnostic(code, message, span, label, tuple(secondary), help, info.severity)
+
+    def sort_key(self) -> tuple[str, int, int, str]:
+        return (self.span.file, self.span.line, self.span.column, self.code)
+
+
+class Sink:
+    """Collects diagnostics for one compilation."""
+
+    def __init__(self) -> None:
+        self.items: list[Diagnostic] = []
+
+    def report(
+        self,
+        code: str,
+        message: str,
+        span: Span,
+        label: str = "",
+        *,
+        secondary: tuple[tuple[Span, str], ...] | list[tuple[Span, str]] = (),
+        help: str | None = None,
+    ) -> None:
+        self.items.append(Diagnostic.make(code, message, span, label, secondary=secondary, help=help))
+
+    @property
+    def has_errors(self) -> bool:
+        return any(d.severity == "error" for d in self.items)
+
+
+# --------------------------------------------------------------------------------------------------
+# "Did you mean" support, shared by every unknown-* rule.
+
+
+def _osa_distance(a: str, b: str) -> int:
+    """Optimal-string-alignment distance: Levenshtein plus adjacent transpositions (`cerate`)."""
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        prev2, prev = prev, cur
+    return prev[len(b)]
+
+
+def suggest(name: str, candidates: object) -> str | None:
+    """The closest candidate, if it is close enough to be a plausible typo of `name`."""
+    best: tuple[int, str] | None = None
+    limit = max(1, len(name) // 3)
+    for cand in sorted(set(candidates)):  # type: ignore[call-overload]
+        if cand == name:
+            continue
+        if cand.lower() == name.lower():
+            return cand
+        d = _osa_distance(name.lower(), cand.lower())
+        if d <= limit and (best is None or d < best[0]):
+            best = (d, cand)
+    return best[1] if best else None
+
+
+def did_you_mean(name: str, candidates: object) -> str | None:
+    s = suggest(name, candidates)
+    return f"did you mean `{s}`?" if s else None

@@ -1,0 +1,40 @@
+"""Base classes of generated aggregates and events."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+from uuid import UUID
+
+
+class DomainEvent:
+    """Generated events subclass this as `@dataclass(frozen=True)` and set `event_type`."""
+
+    __slots__ = ()
+    event_type: ClassVar[str] = "DomainEvent"
+
+
+class AggregateRoot:
+    """Generated aggregates subclass this as `@dataclass(eq=False)`.
+
+    Bookkeeping lives in plain attributes, not dataclass fields: `_loom_version` (0 = never
+    saved) and `_loom_events` (raised, not yet taken by a repository save)."""
+
+    if TYPE_CHECKING:
+        id: UUID
+
+    _loom_version: int = 0
+    _loom_events: list[DomainEvent] | None = None
+
+    def _raise_event(self, event: DomainEvent) -> None:
+        events = self._loom_events
+        if events is None:
+            self._loom_events = [event]
+        else:
+            events.append(event)
+
+    def _take_events(self) -> list[DomainEvent]:
+        events = self._loom_events
+        if not events:
+            return []
+        self._loom_events = None
+        return events

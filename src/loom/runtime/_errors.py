@@ -1,0 +1,82 @@
+"""Domain and persistence errors; each maps to one RFC 9457 problem (see `_problems`)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+RefusalKind = Literal["precondition", "invariant", "state-gate"]
+
+_REFUSAL = {
+    "precondition": ("urn:loom:problem:precondition-failed", "Precondition failed"),
+    "invariant": ("urn:loom:problem:invariant-failed", "Invariant failed"),
+    "state-gate": ("urn:loom:problem:state-gate-refused", "State gate refused"),
+}
+
+
+class LoomError(Exception):
+    """Base of the errors that become problem+json responses."""
+
+    status: int = 500
+    type: str = "urn:loom:problem:internal"
+    title: str = "Internal Server Error"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+    def extensions(self) -> dict[str, Any]:
+        """Extension members of the problem body."""
+        return {}
+
+
+class NotFound(LoomError):
+    status = 404
+    type = "urn:loom:problem:not-found"
+    title = "Not Found"
+
+    def __init__(self, aggregate: str, id: object, detail: str | None = None) -> None:
+        super().__init__(detail or f"{aggregate} {id} does not exist")
+        self.aggregate = aggregate
+        self.id = id
+
+    def extensions(self) -> dict[str, Any]:
+        return {"aggregate": self.aggregate}
+
+
+class Refused(LoomError):
+    status = 422
+
+    def __init__(self, kind: RefusalKind, rule: str, detail: str) -> None:
+        try:
+            self.type, self.title = _REFUSAL[kind]
+        except KeyError:
+            raise ValueError(f"unknown refusal kind {kind!r}") from None
+        super().__init__(detail)
+        self.kind = kind
+        self.rule = rule
+
+    def extensions(self) -> dict[str, Any]:
+        return {"rule": self.rule}
+
+
+class ConcurrencyConflict(LoomError):
+    status = 409
+    type = "urn:loom:problem:concurrency-conflict"
+    title = "Concurrency conflict"
+
+    def __init__(self, aggregate: str, id: object, detail: str | None = None) -> None:
+        super().__init__(
+            detail
+            or f"{aggregate} {id} was changed concurrently; reload it and try again"
+        )
+        self.aggregate = aggregate
+        self.id = id
+
+    def extensions(self) -> dict[str, Any]:
+        return {"aggregate": self.aggregate}
+
+
+def require(condition: bool, *, kind: RefusalKind, rule: str, detail: str) -> None:
+    """Raise `Refused(kind, rule, detail)` when `condition` is false."""
+    if not condition:
+        raise Refused(kind, rule, detail)

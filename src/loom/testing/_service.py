@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+import atexit
+import hashlib
+import importlib
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import httpx
+
+from loom.build import build_model, import_package
+
+_cache_root: Path | None = None
+_built: dict[str, ModuleType] = {}
+
+
+class ModelError(Exception):
+    """The model given to the test kit does not compile; the message holds the diagnostics."""
+
+
+def _root() -> Path:
+    global _cache_root
+    if _cache_root is None:
+        _cache_root = Path(tempfile.mkdtemp(prefix="loom-testing-"))
+        atexit.register(shutil.rmtree, _cache_root, True)
+    return _cache_root
+
+
+def build_service(model_files: Sequence[str | Path]) -> ModuleType:
+    """Compile and generate a model once per process (keyed by the files' contents) and return the
+    generated package's `main` module."""
+    from loom.lang import compile_files, render_text
+
+    paths = [Path(p) for p in model_files]
+    key = hashlib.sha256()
+    for p in paths:
+        key.update(str(p).encode() + b"\0" + p.read_bytes() + b"\0")
+    digest = key.hexdigest()[:16]
+    if digest in _built:
+        return _built[digest]
+    result = compile_files([str(p) for p in paths])
+    if not result.ok or result.model is None:
+        raise ModelError(render_text(result.diagnostics, result.sources))
+    out = _root() / f"svc_{digest}"
+    build_model(result.model, out)
+    main = import_package(out)
+    _built[digest] = main
+    return main
+
+
+class ServiceClient(httpx.AsyncClient):
+    """An HTTP client wired to one running, in-process service."""
+
+    def __init__(self, app: Any, main: ModuleType) -> None:
+        super().__init__(transport=httpx.ASGITransport(app=app), base_url="http://loom.test")
+        self.app = app
+        self._main = main
+
+    @property
+    def service(self) -> Any:
+        """The runtime `Service` of the app: `.events` (subscribe), `.faults`, `.engine`."""
+        return self.app.state.loom
+
+    def module(self, dotted: str) -> ModuleType:
+        """A module of the generated package, e.g. `client.module("banking.domain")`."""
+        package = self._main.__name__.rsplit(".", 1)[0]
+        return importlib.import_module(f"{package}.{dotted}")
+
+
+@asynccontextmanager
+async def serve(
+    model_files: Sequence[str | Path], database_url: str
+) -> AsyncIterator[ServiceClient]:
+    main = build_service(model_files)
+    app = main.build_app(database_url)
+    async with app.router.lifespan_context(app):
+        async with ServiceClient(app, main) as client:
+            yield client
