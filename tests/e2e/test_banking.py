@@ -8,7 +8,7 @@ import uuid
 from typing import Any
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import select
 
 from loom.testing import ServiceClient
 
@@ -222,12 +222,12 @@ async def test_events_are_dispatched_after_commit_only(bank: ServiceClient) -> N
 
     async def record(event: Any) -> None:
         # Read through a connection of our own: the write that raised the event must be committed.
+        accounts = bank.module("banking.tables").accounts
+        account_id = getattr(event, "account", None) or event.from_
         async with bank.service.engine.connect() as conn:
-            row = await conn.execute(
-                text("select balance from banking_accounts where id = :id"),
-                {"id": getattr(event, "account", None) or getattr(event, "from_")},
+            value = await conn.scalar(
+                select(accounts.c.balance).where(accounts.c.id == account_id)
             )
-            value = row.scalar()
         seen.append((type(event).__name__, value))
 
     for name in ("MoneyWithdrawn", "MoneyDeposited", "TransferMade"):

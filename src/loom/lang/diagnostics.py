@@ -52,6 +52,9 @@ REGISTRY: dict[str, CodeInfo] = {
         CodeInfo("loom.syntax-error", _E, "the text does not follow Loom's grammar"),
         CodeInfo("loom.invalid-escape", _E, "a string literal contains an unknown escape sequence"),
         CodeInfo("loom.internal-error", _E, "the compiler itself failed (a bug in Loom)"),
+        CodeInfo(
+            "loom.nesting-too-deep", _E, "an expression nests deeper than the compiler handles"
+        ),
         # Names
         CodeInfo("loom.duplicate-declaration", _E, "a name is declared twice in the same scope"),
         CodeInfo("loom.unknown-type", _E, "a type name does not resolve"),
@@ -63,13 +66,19 @@ REGISTRY: dict[str, CodeInfo] = {
         CodeInfo("loom.unknown-enum-member", _E, "a qualified enum member does not exist"),
         CodeInfo("loom.unknown-trait", _E, "`with` names a trait Loom does not know"),
         CodeInfo("loom.ambiguous-enum-member", _E, "a bare enum member belongs to several enums"),
-        CodeInfo("loom.invalid-type-use", _E, "an aggregate or event is used where a value type is needed"),
+        CodeInfo(
+            "loom.invalid-type-use",
+            _E,
+            "an aggregate or event is used where a value type is needed",
+        ),
         # Types
         CodeInfo("loom.type-mismatch", _E, "a value's type does not fit where it is used"),
         CodeInfo("loom.argument-count", _E, "a call passes the wrong number of arguments"),
         CodeInfo("loom.cannot-infer-type", _E, "the type of a value cannot be determined"),
         # Aggregates
-        CodeInfo("loom.assign-to-readonly", _E, "an assignment targets something that cannot change"),
+        CodeInfo(
+            "loom.assign-to-readonly", _E, "an assignment targets something that cannot change"
+        ),
         CodeInfo("loom.compound-assign-type", _E, "`+=` / `-=` on a field that is not a number"),
         CodeInfo("loom.function-impure", _E, "a function calls an operation"),
         CodeInfo("loom.operation-in-expression", _E, "an operation call is used as a value"),
@@ -77,27 +86,50 @@ REGISTRY: dict[str, CodeInfo] = {
         CodeInfo("loom.emit-fields", _E, "an emit leaves out, repeats or invents an event field"),
         CodeInfo("loom.unused-local", _W, "a `let` value is never read"),
         # Workflows
-        CodeInfo("loom.workflow-unknown-name", _E, "a workflow call receiver is not a repository or aggregate"),
+        CodeInfo(
+            "loom.workflow-unknown-name",
+            _E,
+            "a workflow call receiver is not a repository or aggregate",
+        ),
         CodeInfo(
             "loom.workflow-cross-context-repository",
             _E,
             "a workflow names a repository of another context",
         ),
         CodeInfo("loom.workflow-explicit-save", _E, "a workflow body saves explicitly"),
-        CodeInfo("loom.workflow-mutation-unsaved", _E, "a mutation the exit save would not persist"),
+        CodeInfo(
+            "loom.workflow-mutation-unsaved", _E, "a mutation the exit save would not persist"
+        ),
         CodeInfo("loom.workflow-create-args", _E, "the arguments of `Agg.create(...)` do not bind"),
         CodeInfo("loom.workflow-compound-assign", _E, "`+=` / `-=` in a workflow body"),
         CodeInfo("loom.workflow-foreign-assign", _E, "a workflow assigns a field of an aggregate"),
         CodeInfo("loom.workflow-find-by-id", _E, "`findById` in a workflow body"),
-        CodeInfo("loom.workflow-nested-call", _E, "a load or create is not the whole value of a `let`"),
+        CodeInfo(
+            "loom.workflow-missing-repository",
+            _E,
+            "a workflow creates an aggregate that has no repository to save it",
+        ),
+        CodeInfo(
+            "loom.workflow-nested-call", _E, "a load or create is not the whole value of a `let`"
+        ),
         CodeInfo("loom.workflow-return-type", _E, "a workflow declares an unsupported result type"),
-        CodeInfo("loom.workflow-missing-return", _E, "a create with a result type does not end in `return`"),
+        CodeInfo(
+            "loom.workflow-missing-return",
+            _E,
+            "a create with a result type does not end in `return`",
+        ),
         CodeInfo("loom.workflow-unexpected-return", _E, "`return` in a create with no result type"),
         CodeInfo("loom.workflow-handle-removed", _E, "a workflow declares a `handle` member"),
-        CodeInfo("loom.operation-on-id", _E, "an operation is called on an id instead of a loaded aggregate"),
+        CodeInfo(
+            "loom.operation-on-id",
+            _E,
+            "an operation is called on an id instead of a loaded aggregate",
+        ),
         CodeInfo("loom.unsupported-call", _E, "a call form Loom does not support here"),
         CodeInfo("loom.unreachable-statement", _E, "a statement follows `return`"),
-        CodeInfo("loom.isolation-level", _E, "`transactional(...)` names an unknown isolation level"),
+        CodeInfo(
+            "loom.isolation-level", _E, "`transactional(...)` names an unknown isolation level"
+        ),
     ]
 }
 
@@ -147,7 +179,9 @@ class Sink:
         secondary: tuple[tuple[Span, str], ...] | list[tuple[Span, str]] = (),
         help: str | None = None,
     ) -> None:
-        self.items.append(Diagnostic.make(code, message, span, label, secondary=secondary, help=help))
+        self.items.append(
+            Diagnostic.make(code, message, span, label, secondary=secondary, help=help)
+        )
 
     @property
     def has_errors(self) -> bool:

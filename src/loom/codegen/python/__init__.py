@@ -1,0 +1,48 @@
+"""The Python back end: IR -> a FastAPI + Pydantic 2 + SQLAlchemy 2 (async Core) service package.
+
+`generate(model, package=...)` returns every file of the package as text, keyed by its path relative
+to the package folder. Pure and deterministic: the same model gives the same bytes. The generated
+code imports its siblings relatively and `loom.runtime` absolutely, so it loads under any name.
+"""
+
+from __future__ import annotations
+
+from loom.codegen.python._shared import ModelInfo, context_module
+from loom.codegen.python.domain import emit_domain
+from loom.codegen.python.main import (
+    emit_context_init,
+    emit_main,
+    emit_metadata,
+    emit_package_init,
+)
+from loom.codegen.python.repositories import emit_repositories
+from loom.codegen.python.routes import emit_routes
+from loom.codegen.python.schemas import emit_schemas
+from loom.codegen.python.tables import emit_tables
+from loom.codegen.python.workflows import emit_workflows
+from loom.model import ir
+
+__all__ = ["generate"]
+
+
+def generate(model: ir.Model, *, package: str = "service") -> dict[str, str]:
+    """Every file of the generated package: relative path (POSIX) -> text."""
+    info = ModelInfo(model, package)
+    files: dict[str, str] = {
+        "__init__.py": emit_package_init(info),
+        "_metadata.py": emit_metadata(info),
+    }
+    routers: list[tuple[str, str]] = []
+    for context in model.contexts:
+        mod = context_module(context)
+        files[f"{mod}/__init__.py"] = emit_context_init(info, info.files_of(context), context.name)
+        files[f"{mod}/domain.py"] = emit_domain(info, context)
+        files[f"{mod}/tables.py"] = emit_tables(info, context)
+        files[f"{mod}/repositories.py"] = emit_repositories(info, context)
+        files[f"{mod}/schemas.py"] = emit_schemas(info, context)
+        files[f"{mod}/routes.py"] = emit_routes(info, context)
+        files[f"{mod}/workflows.py"] = emit_workflows(info, context)
+        routers.append((mod, "routes"))
+        routers.append((mod, "workflows"))
+    files["main.py"] = emit_main(info, routers)
+    return dict(sorted(files.items()))

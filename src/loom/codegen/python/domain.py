@@ -1,0 +1,274 @@
+"""`<context>/domain.py`: id types, enums, events and aggregates (dataclasses with operations).
+
+Operations mutate the aggregate in memory only; the route or workflow that called them saves at the
+end, so a refusal (precondition, state gate, invariant) leaves nothing written.
+"""
+
+from __future__ import annotations
+
+from loom.codegen.python import names
+from loom.codegen.python._code import (
+    Group,
+    Imports,
+    call,
+    docstring,
+    header,
+    lay,
+    module_text,
+    one_line,
+    py_str,
+    where,
+)
+from loom.codegen.python._shared import ModelInfo, NameAlloc, TypeNames, create_method, used_locals
+from loom.codegen.python.expressions import Scope, render, render_as
+from loom.model import ir
+
+
+def emit_domain(info: ModelInfo, context: ir.Context) -> str:
+    imports = Imports()
+    imports.add("__future__", "annotations")
+    types = TypeNames(info, context, imports, mode="domain", in_domain=True)
+    blocks: list[list[str]] = []
+
+    if context.aggregates:
+        imports.add("typing", "NewType")
+        imports.add("uuid", "UUID")
+        blocks.append(
+            [
+                f'{names.id_type(a.name)} = NewType("{names.id_type(a.name)}", UUID)'
+                for a in context.aggregates
+            ]
+        )
+    for enum in context.enums:
+        blocks.append(_enum(enum, imports))
+    for event in context.events:
+        blocks.append(_event(event, types, imports))
+    for agg in context.aggregates:
+        blocks.append(_aggregate(info, context, agg, types, imports))
+
+    head = header(info.files_of(context), f"Domain of context {context.name}.")
+    return module_text(head, imports, blocks)
+
+
+def _enum(enum: ir.Enum, imports: Imports) -> list[str]:
+    imports.module("enum")
+    lines = [
+        f"class {names.pascal(enum.name)}(enum.StrEnum):",
+        f"    {docstring(f'enum {enum.name} ({where(enum.origin)})')}",
+        "",
+    ]
+    for member in enum.members:
+        lines.append(f"    {names.upper_snake(member)} = {py_str(member)}")
+    return lines
+
+
+def _event(event: ir.Event, types: TypeNames, imports: Imports) -> list[str]:
+    imports.add("dataclasses", "dataclass")
+    imports.add("typing", "ClassVar")
+    imports.add("loom.runtime", "DomainEvent")
+    lines = [
+        "@dataclass(frozen=True, kw_only=True)",
+        f"class {names.pascal(event.name)}(DomainEvent):",
+        f"    {docstring(f'event {event.name} ({where(event.origin)})')}",
+        "",
+        f"    event_type: ClassVar[str] = {py_str(event.name)}",
+    ]
+    for f in event.fields:
+        lines.append(f"    {names.ident(f.name)}: {types.render(f.type)}")
+    return lines
+
+
+def _is_constant(expr: ir.Expr) -> bool:
+    if isinstance(expr, ir.Literal_ | ir.EnumMember):
+        return True
+    if isinstance(expr, ir.Unary) and expr.op == "-":
+        return _is_constant(expr.operand)
+    return False
+
+
+def _field_default(f: ir.Field, scope: Scope, imports: Imports) -> str | None:
+    if f.default is None:
+        return None
+    expr = f.default
+    if isinstance(expr, ir.Now):
+        imports.add("dataclasses", "field")
+        imports.add("loom.runtime", "now")
+        return "field(default_factory=now)"
+    if isinstance(expr, ir.ListLiteral) and not expr.items:
+        imports.add("dataclasses", "field")
+        return "field(default_factory=list)"
+    text = render_as(expr, f.type, scope)
+    if _is_constant(expr):
+        return text
+    imports.add("dataclasses", "field")
+    return f"field(default_factory=lambda: {text})"
+
+
+def _aggregate(
+    info: ModelInfo, context: ir.Context, agg: ir.Aggregate, types: TypeNames, imports: Imports
+) -> list[str]:
+    imports.add("dataclasses", "dataclass", "field")
+    imports.add("loom.runtime", "AggregateRoot", "new_id")
+    cls = names.pascal(agg.name)
+    id_t = names.id_type(agg.name)
+    scope = Scope(imports=imports, enum_ref=types.enum_ref)
+    lines = [
+        "@dataclass(eq=False, kw_only=True)",
+        f"class {cls}(AggregateRoot):",
+        f"    {docstring(f'aggregate {agg.name} ({where(agg.origin)})')}",
+        "",
+        f"    id: {id_t} = field(default_factory=lambda: {id_t}(new_id()))",
+    ]
+    for f in agg.fields:
+        default = _field_default(f, scope, imports)
+        annotation = f"    {names.ident(f.name)}: {types.render(f.type)}"
+        lines.append(annotation if default is None else f"{annotation} = {default}")
+
+    has_invariants = bool(agg.invariants)
+    methods: list[list[str]] = [_create(agg, types, has_invariants)]
+    for d in agg.derived:
+        methods.append(_derived(d, types, scope))
+    if has_invariants:
+        methods.append(_invariants(agg, scope))
+    for fn in agg.functions:
+        methods.append(_function(fn, types, imports))
+    for op in agg.operations:
+        methods.append(_operation(info, context, agg, op, types, imports, has_invariants))
+    for method in methods:
+        lines.append("")
+        lines.extend(method)
+    return lines
+
+
+def _create(agg: ir.Aggregate, types: TypeNames, has_invariants: bool) -> list[str]:
+    cls = names.pascal(agg.name)
+    var = NameAlloc({names.ident(f.name) for f in agg.fields} | {"cls"}).take(names.snake(agg.name))
+    params: list[str] = ["cls"]
+    if agg.create_inputs:
+        params.append("*")
+    params += [f"{names.ident(f.name)}: {types.render(f.type)}" for f in agg.create_inputs]
+    lines = ["    @classmethod"]
+    lines += lay(Group(f"def {create_method(agg)}(", params, f") -> {cls}:"), 1)
+    checked = ", its invariants checked" if has_invariants else ""
+    lines.append(
+        "        "
+        + docstring(f"{agg.name}.create ({where(agg.origin)}): a new {agg.name}{checked}")
+    )
+    kwargs = [f"{names.ident(f.name)}={names.ident(f.name)}" for f in agg.create_inputs]
+    if has_invariants:
+        lines += lay(call("cls", kwargs, prefix=f"{var} = "), 2)
+        lines.append(f"        {var}._check_invariants()")
+        lines.append(f"        return {var}")
+    else:
+        lines += lay(call("cls", kwargs, prefix="return "), 2)
+    return lines
+
+
+def _derived(d: ir.Derived, types: TypeNames, scope: Scope) -> list[str]:
+    lines = [
+        "    @property",
+        f"    def {names.ident(d.name)}(self) -> {types.render(d.type)}:",
+        f"        {docstring(f'derived {d.name} ({where(d.origin)})')}",
+    ]
+    lines += lay(f"return {render_as(d.value, d.type, scope)}", 2)
+    return lines
+
+
+def _require(cond: str, kind: str, rule: str, detail: str, depth: int) -> list[str]:
+    doc = call(
+        "require",
+        [cond, f"kind={py_str(kind)}", f"rule={py_str(rule)}", f"detail={py_str(detail)}"],
+    )
+    return lay(doc, depth)
+
+
+def _invariants(agg: ir.Aggregate, scope: Scope) -> list[str]:
+    scope.imports.add("loom.runtime", "require")
+    lines = [
+        "    def _check_invariants(self) -> None:",
+        f"        {docstring(f'invariants of {agg.name} ({where(agg.origin)})')}",
+    ]
+    for inv in agg.invariants:
+        rule = f"{agg.name}: invariant {one_line(inv.condition.text)}"
+        detail = inv.message if inv.message is not None else f"{rule} failed"
+        lines.append(f"        # invariant {one_line(inv.condition.text)} ({where(inv.origin)})")
+        lines += _require(render(inv.condition, scope), "invariant", rule, detail, 2)
+    return lines
+
+
+def _function(fn: ir.Function, types: TypeNames, imports: Imports) -> list[str]:
+    scope = Scope(
+        imports=imports,
+        enum_ref=types.enum_ref,
+        params={p.name: names.ident(p.name) for p in fn.params},
+    )
+    params = ["self"] + [f"{names.ident(p.name)}: {types.render(p.type)}" for p in fn.params]
+    lines = lay(
+        Group(f"def _{names.snake(fn.name)}(", params, f") -> {types.render(fn.result)}:"), 1
+    )
+    lines.append(f"        {docstring(f'function {fn.name} ({where(fn.origin)})')}")
+    lines += lay(f"return {render_as(fn.value, fn.result, scope)}", 2)
+    return lines
+
+
+def _operation(
+    info: ModelInfo,
+    context: ir.Context,
+    agg: ir.Aggregate,
+    op: ir.Operation,
+    types: TypeNames,
+    imports: Imports,
+    has_invariants: bool,
+) -> list[str]:
+    param_names = {p.name: names.ident(p.name) for p in op.params}
+    scope = Scope(imports=imports, enum_ref=types.enum_ref, params=dict(param_names))
+    alloc = NameAlloc({"self", *param_names.values()})
+    params = ["self"] + [f"{param_names[p.name]}: {types.render(p.type)}" for p in op.params]
+    lines = lay(Group(f"def {names.ident(op.name)}(", params, ") -> None:"), 1)
+    lines.append(f"        {docstring(f'operation {agg.name}.{op.name} ({where(op.origin)})')}")
+    label = f"{agg.name}.{op.name}"
+    if op.when is not None:
+        imports.add("loom.runtime", "require")
+        rule = f"{label}: when {one_line(op.when.text)}"
+        detail = f"{label} is not allowed in the current state (when {one_line(op.when.text)})"
+        lines += _require(render(op.when, scope), "state-gate", rule, detail, 2)
+    fields = {f.name: f for f in agg.fields}
+    for i, stmt in enumerate(op.body):
+        if isinstance(stmt, ir.Precondition):
+            imports.add("loom.runtime", "require")
+            rule = f"{label}: precondition {one_line(stmt.condition.text)}"
+            detail = stmt.message if stmt.message is not None else f"{rule} failed"
+            lines += _require(render(stmt.condition, scope), "precondition", rule, detail, 2)
+        elif isinstance(stmt, ir.Assign):
+            target = fields[stmt.field]
+            op_text = "=" if stmt.op == ":=" else stmt.op
+            value = render_as(stmt.value, target.type, scope)
+            lines += lay(f"self.{names.ident(stmt.field)} {op_text} {value}", 2)
+        elif isinstance(stmt, ir.Let):
+            later = used_locals(op.body[i + 1 :])
+            var = alloc.take(
+                names.ident(stmt.name) if stmt.name in later else "_" + names.snake(stmt.name)
+            )
+            scope.locals[stmt.name] = var
+            lines += lay(f"{var} = {render(stmt.value, scope)}", 2)
+        elif isinstance(stmt, ir.Emit):
+            event = info.event(stmt.context, stmt.event)
+            cls_name = types.domain_name(stmt.context, names.pascal(stmt.event))
+            lines += lay(
+                call("self._raise_event", [call(cls_name, event_args(event, stmt, scope))]), 2
+            )
+        else:
+            raise NotImplementedError(
+                f"{type(stmt).__name__} in operation {label} ({where(op.origin)})"
+            )
+    if has_invariants:
+        lines.append("        self._check_invariants()")
+    return lines
+
+
+def event_args(event: ir.Event, stmt: ir.Emit, scope: Scope) -> list[str]:
+    field_types = {f.name: f.type for f in event.fields}
+    return [
+        f"{names.ident(name)}={render_as(expr, field_types[name], scope)}"
+        for name, expr in stmt.args
+    ]

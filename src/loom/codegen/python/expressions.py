@@ -1,0 +1,226 @@
+"""IR expression -> Python source.
+
+Precedence follows Python's grammar; a child is parenthesised only when Python would otherwise read
+it differently. Comparisons never chain (`(a < b) == c`), and the right operand of a binary operator
+at the same level keeps its parentheses (`a - (b - c)`). Arithmetic that the model types as decimal
+turns every int operand into a `Decimal`, and `/` is always decimal division.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from loom.codegen.python import names
+from loom.codegen.python._code import Imports, py_str
+from loom.model import ir
+
+# Python precedence levels (higher binds tighter).
+COND = 1
+OR = 2
+AND = 3
+NOT = 4
+CMP = 5
+ADD = 8
+MUL = 9
+UNARY = 10
+ATOM = 20
+
+_BINARY_PREC = {
+    "||": OR,
+    "&&": AND,
+    "==": CMP,
+    "!=": CMP,
+    "<": CMP,
+    "<=": CMP,
+    ">": CMP,
+    ">=": CMP,
+    "+": ADD,
+    "-": ADD,
+    "*": MUL,
+    "/": MUL,
+    "%": MUL,
+}
+_PY_OP = {"&&": "and", "||": "or"}
+
+
+@dataclass
+class Scope:
+    """What names mean where an expression is rendered.
+
+    `self_name` renders SelfField (`self` in the domain); `params` maps a parameter to its Python
+    expression (`amount` in a method, `body.amount` in a route); `locals` maps a `let` name to its
+    Python variable. `enum_ref` returns the Python name of an enum class (registering any import).
+    """
+
+    imports: Imports
+    enum_ref: Callable[[str, str], str]
+    self_name: str | None = "self"
+    params: dict[str, str] = field(default_factory=dict)
+    locals: dict[str, str] = field(default_factory=dict)
+
+
+def render(expr: ir.Expr, scope: Scope) -> str:
+    """Python source for `expr`, without outer parentheses."""
+    return _render(expr, scope)[0]
+
+
+def render_as(expr: ir.Expr, target: ir.Type, scope: Scope) -> str:
+    """`expr` converted to `target` where Python needs it: an int where a decimal is expected."""
+    text, prec = _render(expr, scope)
+    if _is_decimal(target) and _is_int(expr.type):
+        return _to_decimal(expr, text, prec, scope)
+    return text
+
+
+def _is_int(t: ir.Type) -> bool:
+    return isinstance(t, ir.PrimitiveType) and t.name == "int"
+
+
+def _is_decimal(t: ir.Type) -> bool:
+    if isinstance(t, ir.OptionalType):
+        return _is_decimal(t.inner)
+    return isinstance(t, ir.PrimitiveType) and t.name == "decimal"
+
+
+def _is_string(t: ir.Type) -> bool:
+    return isinstance(t, ir.PrimitiveType) and t.name == "string"
+
+
+def _to_decimal(expr: ir.Expr, text: str, prec: int, scope: Scope) -> str:
+    scope.imports.add("decimal", "Decimal")
+    if isinstance(expr, ir.Literal_) and isinstance(expr.value, int):
+        return f"Decimal({expr.value})"
+    return f"Decimal({text})"
+
+
+def _wrap(text: str, prec: int, need: int) -> str:
+    return f"({text})" if prec < need else text
+
+
+def _literal(expr: ir.Literal_, scope: Scope) -> tuple[str, int]:
+    value = expr.value
+    if value is None:
+        return "None", ATOM
+    if isinstance(value, bool):
+        return ("True" if value else "False"), ATOM
+    if _is_decimal(expr.type):
+        scope.imports.add("decimal", "Decimal")
+        return f"Decimal({py_str(str(value))})", ATOM
+    if isinstance(value, int):
+        return str(value), (UNARY if value < 0 else ATOM)
+    if isinstance(expr.type, ir.EnumType):
+        return (
+            f"{scope.enum_ref(expr.type.name, expr.type.context)}.{names.upper_snake(value)}",
+            ATOM,
+        )
+    return py_str(str(value)), ATOM
+
+
+def _render(expr: ir.Expr, scope: Scope) -> tuple[str, int]:
+    if isinstance(expr, ir.Literal_):
+        return _literal(expr, scope)
+    if isinstance(expr, ir.SelfField):
+        if scope.self_name is None:
+            raise ValueError(f"`{expr.text}` refers to an aggregate member outside an aggregate")
+        return f"{scope.self_name}.{_member_name(expr.name, expr.kind)}", ATOM
+    if isinstance(expr, ir.Param):
+        return scope.params.get(expr.name, names.ident(expr.name)), ATOM
+    if isinstance(expr, ir.Local):
+        return scope.locals.get(expr.name, names.ident(expr.name)), ATOM
+    if isinstance(expr, ir.Member):
+        obj, prec = _render(expr.obj, scope)
+        return f"{_wrap(obj, prec, ATOM)}.{_member_name(expr.name, expr.kind)}", ATOM
+    if isinstance(expr, ir.EnumMember):
+        cls = scope.enum_ref(expr.type.name, expr.type.context)
+        return f"{cls}.{names.upper_snake(expr.member)}", ATOM
+    if isinstance(expr, ir.Unary):
+        if expr.op == "!":
+            operand, prec = _render(expr.operand, scope)
+            return f"not {_wrap(operand, prec, NOT)}", NOT
+        operand, prec = _render(expr.operand, scope)
+        return f"-{_wrap(operand, prec, UNARY + 1 if prec == UNARY else UNARY)}", UNARY
+    if isinstance(expr, ir.Binary):
+        return _binary(expr, scope)
+    if isinstance(expr, ir.Conditional):
+        cond = _wrap(*_render(expr.condition, scope), OR)
+        then = _wrap(*_branch(expr.then, expr.type, scope), OR)
+        other = _wrap(*_branch(expr.otherwise, expr.type, scope), COND)
+        return f"{then} if {cond} else {other}", COND
+    if isinstance(expr, ir.Now):
+        scope.imports.add("loom.runtime", "now")
+        return "now()", ATOM
+    if isinstance(expr, ir.FunctionCall):
+        if scope.self_name is None:
+            raise ValueError(f"`{expr.text}`: functions outside an aggregate are not supported yet")
+        args = ", ".join(render(a, scope) for a in expr.args)
+        return f"{scope.self_name}._{names.snake(expr.function)}({args})", ATOM
+    if isinstance(expr, ir.ListLiteral):
+        element = expr.type.element if isinstance(expr.type, ir.ListType) else None
+        items = [
+            render_as(i, element, scope) if element is not None else render(i, scope)
+            for i in expr.items
+        ]
+        return "[" + ", ".join(items) + "]", ATOM
+    raise TypeError(f"unknown expression node {type(expr).__name__}")
+
+
+def _branch(expr: ir.Expr, target: ir.Type, scope: Scope) -> tuple[str, int]:
+    if _is_decimal(target) and _is_int(expr.type):
+        text, prec = _render(expr, scope)
+        return _to_decimal(expr, text, prec, scope), ATOM
+    return _render(expr, scope)
+
+
+def _binary(expr: ir.Binary, scope: Scope) -> tuple[str, int]:
+    op = expr.op
+    prec = _BINARY_PREC[op]
+    py_op = _PY_OP.get(op, op)
+    left_t, right_t = expr.left.type, expr.right.type
+    if prec == CMP:
+        none_left = isinstance(expr.left, ir.Literal_) and expr.left.value is None
+        none_right = isinstance(expr.right, ir.Literal_) and expr.right.value is None
+        if op in ("==", "!=") and (none_left or none_right):
+            py_op = "is" if op == "==" else "is not"
+        left = _wrap(*_render(expr.left, scope), CMP + 1)
+        right = _wrap(*_render(expr.right, scope), CMP + 1)
+        return f"{left} {py_op} {right}", CMP
+    if prec in (AND, OR):
+        left = _wrap(*_render(expr.left, scope), prec)
+        right = _wrap(*_render(expr.right, scope), prec + 1)
+        return f"{left} {py_op} {right}", prec
+    # arithmetic
+    if op == "+" and (_is_string(expr.type) or _is_string(left_t) or _is_string(right_t)):
+        left = _concat_operand(expr.left, scope, prec)
+        right = _concat_operand(expr.right, scope, prec + 1)
+        return f"{left} + {right}", prec
+    decimal = op == "/" or _is_decimal(expr.type) or _is_decimal(left_t) or _is_decimal(right_t)
+    if op == "/" and not (_is_decimal(left_t) or _is_decimal(right_t)):
+        # int / int is decimal division: make the dividend a Decimal.
+        text, p = _render(expr.left, scope)
+        left = _to_decimal(expr.left, text, p, scope)
+        right = _wrap(*_render(expr.right, scope), prec + 1)
+        return f"{left} / {right}", prec
+    left = _arith_operand(expr.left, scope, prec, decimal)
+    right = _arith_operand(expr.right, scope, prec + 1, decimal)
+    return f"{left} {py_op} {right}", prec
+
+
+def _arith_operand(expr: ir.Expr, scope: Scope, need: int, decimal: bool) -> str:
+    text, prec = _render(expr, scope)
+    if decimal and _is_int(expr.type):
+        return _to_decimal(expr, text, prec, scope)
+    return _wrap(text, prec, need)
+
+
+def _concat_operand(expr: ir.Expr, scope: Scope, need: int) -> str:
+    text, prec = _render(expr, scope)
+    if not _is_string(expr.type):
+        return f"str({text})"
+    return _wrap(text, prec, need)
+
+
+def _member_name(name: str, kind: str) -> str:
+    if kind == "id":
+        return "id"
+    return names.ident(name)

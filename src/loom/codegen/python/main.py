@@ -1,0 +1,66 @@
+"""`main.py` (the app factory), `_metadata.py` (the one MetaData) and the package `__init__.py`s."""
+
+from __future__ import annotations
+
+from loom.codegen.python._code import (
+    Group,
+    Imports,
+    call,
+    docstring,
+    header,
+    lay,
+    module_text,
+    py_str,
+)
+from loom.codegen.python._shared import ModelInfo
+
+
+def app_title(info: ModelInfo) -> str:
+    return ", ".join(c.name for c in info.model.contexts) or info.package
+
+
+def emit_main(info: ModelInfo, routers: list[tuple[str, str]]) -> str:
+    """`routers` lists (context module, module name) pairs whose `router` the app mounts."""
+    imports = Imports()
+    imports.add("fastapi", "FastAPI")
+    imports.add("loom.runtime", "create_app")
+    imports.add("._metadata", "metadata")
+    # Each context's routes import its repositories, which import its tables: that registers every
+    # table on the MetaData.
+    refs: list[str] = []
+    for mod, kind in routers:
+        imports.add(f".{mod}", f"{kind} as {mod}_{kind}")
+        refs.append(f"{mod}_{kind}.router")
+    lines = ["def build_app(database_url: str | None = None) -> FastAPI:"]
+    lines.append(
+        "    "
+        + docstring(f"The {app_title(info)} service; database_url defaults to LOOM_DATABASE_URL.")
+    )
+    args = [
+        f"title={py_str(app_title(info))}",
+        "metadata=metadata",
+        Group("routers=[", refs, "]"),
+        "database_url=database_url",
+    ]
+    lines += lay(call("create_app", args, prefix="return "), 1)
+    head = header(
+        info.all_files(), "The app factory: `uvicorn --factory <package>.main:build_app`."
+    )
+    return module_text(head, imports, [lines])
+
+
+def emit_metadata(info: ModelInfo) -> str:
+    imports = Imports()
+    imports.add("sqlalchemy", "MetaData")
+    head = header(info.all_files(), "The one MetaData every context's tables register on.")
+    return module_text(head, imports, [["metadata = MetaData()"]])
+
+
+def emit_package_init(info: ModelInfo) -> str:
+    head = header(info.all_files(), f"The {app_title(info)} service package.")
+    return "\n".join(head) + "\n"
+
+
+def emit_context_init(info: ModelInfo, files: list[str], context_name: str) -> str:
+    head = header(files, f"Context {context_name}.")
+    return "\n".join(head) + "\n"

@@ -1,0 +1,317 @@
+"""The syntax tree: what the file says, before any name is resolved.
+
+Nodes compare by identity (`eq=False`) so the checker can key side tables on them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from loom.lang.diagnostics import Span
+
+# --------------------------------------------------------------------------------------------------
+# Types
+
+
+@dataclass(eq=False)
+class TypeRef:
+    name: str
+    name_span: Span
+    is_id: bool
+    is_list: bool
+    is_optional: bool
+    span: Span
+
+
+# --------------------------------------------------------------------------------------------------
+# Expressions
+
+
+@dataclass(eq=False)
+class Name:
+    name: str
+    span: Span
+
+
+@dataclass(eq=False)
+class Literal:
+    kind: str  # "string" | "int" | "decimal" | "bool"
+    value: str | int | bool
+    span: Span
+
+
+@dataclass(eq=False)
+class ListLit:
+    items: list[Expr]
+    span: Span
+
+
+@dataclass(eq=False)
+class Unary:
+    op: str
+    operand: Expr
+    span: Span
+
+
+@dataclass(eq=False)
+class Binary:
+    op: str
+    left: Expr
+    right: Expr
+    span: Span
+    op_span: Span
+
+
+@dataclass(eq=False)
+class Ternary:
+    condition: Expr
+    then: Expr
+    otherwise: Expr
+    span: Span
+
+
+@dataclass(eq=False)
+class MemberAccess:
+    obj: Expr
+    name: str
+    name_span: Span
+    span: Span
+
+
+@dataclass(eq=False)
+class Arg:
+    """A call argument: positional (`name is None`), named (`x: e`) or one record entry."""
+
+    name: str | None
+    name_span: Span | None
+    value: Expr
+    span: Span
+
+
+@dataclass(eq=False)
+class Record:
+    """`{ x: a, y: b }` — only as the single argument of `Agg.create`."""
+
+    entries: list[Arg]
+    span: Span
+
+
+@dataclass(eq=False)
+class Call:
+    callee: Expr
+    args: list[Arg | Record]
+    span: Span
+
+
+Expr = Name | Literal | ListLit | Unary | Binary | Ternary | MemberAccess | Call
+
+
+# --------------------------------------------------------------------------------------------------
+# Statements
+
+
+@dataclass(eq=False)
+class Precondition:
+    condition: Expr
+    message: str | None
+    span: Span
+
+
+@dataclass(eq=False)
+class Assign:
+    target: Expr
+    op: str
+    value: Expr
+    span: Span
+
+
+@dataclass(eq=False)
+class Let:
+    name: str
+    name_span: Span
+    value: Expr
+    span: Span
+
+
+@dataclass(eq=False)
+class Emit:
+    event: str
+    event_span: Span
+    fields: list[Arg]
+    span: Span
+
+
+@dataclass(eq=False)
+class Return:
+    value: Expr
+    span: Span
+
+
+@dataclass(eq=False)
+class ExprStmt:
+    expr: Expr
+    span: Span
+
+
+Stmt = Precondition | Assign | Let | Emit | Return | ExprStmt
+
+
+# --------------------------------------------------------------------------------------------------
+# Declarations
+
+
+@dataclass(eq=False)
+class Param:
+    name: str
+    name_span: Span
+    type: TypeRef
+    span: Span
+
+
+@dataclass(eq=False)
+class Field:
+    name: str
+    name_span: Span
+    type: TypeRef
+    immutable: bool
+    default: Expr | None
+    span: Span
+
+
+@dataclass(eq=False)
+class Derived:
+    name: str
+    name_span: Span
+    type: TypeRef
+    value: Expr
+    span: Span
+
+
+@dataclass(eq=False)
+class Invariant:
+    condition: Expr
+    message: str | None
+    span: Span
+
+
+@dataclass(eq=False)
+class Function:
+    name: str
+    name_span: Span
+    params: list[Param]
+    result: TypeRef
+    value: Expr
+    span: Span
+
+
+@dataclass(eq=False)
+class Operation:
+    name: str
+    name_span: Span
+    params: list[Param]
+    when: Expr | None
+    body: list[Stmt]
+    span: Span
+
+
+Member = Field | Derived | Invariant | Function | Operation
+
+
+@dataclass(eq=False)
+class Enum:
+    name: str
+    name_span: Span
+    members: list[tuple[str, Span]]
+    span: Span
+
+
+@dataclass(eq=False)
+class Aggregate:
+    name: str
+    name_span: Span
+    traits: list[tuple[str, Span]]
+    members: list[Member]
+    span: Span
+
+    @property
+    def fields(self) -> list[Field]:
+        return [m for m in self.members if isinstance(m, Field)]
+
+    @property
+    def derived(self) -> list[Derived]:
+        return [m for m in self.members if isinstance(m, Derived)]
+
+    @property
+    def invariants(self) -> list[Invariant]:
+        return [m for m in self.members if isinstance(m, Invariant)]
+
+    @property
+    def functions(self) -> list[Function]:
+        return [m for m in self.members if isinstance(m, Function)]
+
+    @property
+    def operations(self) -> list[Operation]:
+        return [m for m in self.members if isinstance(m, Operation)]
+
+
+@dataclass(eq=False)
+class Repository:
+    name: str
+    name_span: Span
+    aggregate: str
+    aggregate_span: Span
+    span: Span
+
+
+@dataclass(eq=False)
+class Event:
+    name: str
+    name_span: Span
+    fields: list[Param]
+    span: Span
+
+
+@dataclass(eq=False)
+class Create:
+    params: list[Param]
+    result: TypeRef | None
+    body: list[Stmt]
+    span: Span
+
+
+@dataclass(eq=False)
+class Handle:
+    """A leftover `handle` member: parsed only so that it can be refused with a precise message."""
+
+    name: str
+    name_span: Span
+    span: Span
+
+
+@dataclass(eq=False)
+class Workflow:
+    name: str
+    name_span: Span
+    transactional: bool
+    isolation: str | None
+    isolation_span: Span | None
+    creates: list[Create]
+    handles: list[Handle]
+    span: Span
+
+
+Decl = Enum | Aggregate | Repository | Event | Workflow
+
+
+@dataclass(eq=False)
+class Context:
+    name: str
+    name_span: Span
+    decls: list[Decl]
+    span: Span
+
+
+@dataclass(eq=False)
+class File:
+    name: str
+    contexts: list[Context] = field(default_factory=list)

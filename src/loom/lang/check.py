@@ -1,0 +1,335 @@
+"""The rules of aggregates: defaults, derived values, invariants, functions and operation bodies.
+
+The checker keeps the typed IR form of each expression in side tables keyed by the AST node, for
+`lower.py` to assemble. Expression typing is in `expressions.py`; workflow bodies have their own
+rules in `rules_workflow.py`.
+"""
+
+from __future__ import annotations
+
+from loom.lang import ast
+from loom.lang.diagnostics import Sink, did_you_mean
+from loom.lang.expressions import Binding, ExpressionChecker, Scope, a
+from loom.lang.resolve import ContextSymbols, Program, resolve_type
+from loom.lang.types import AnyType, is_error, is_numeric, show
+from loom.model import ir
+
+__all__ = ["Binding", "Checker", "Scope", "a"]
+
+
+class Checker(ExpressionChecker):
+    def __init__(self, prog: Program, sink: Sink, sources: dict[str, str]) -> None:
+        self.prog = prog
+        self.sink = sink
+        self.sources = sources
+        self.types: dict[int, AnyType] = {}  # id(TypeRef) -> type
+        self.exprs: dict[int, ir.Expr] = {}  # id(root ast expr) -> typed IR expression
+        self.emits: dict[int, tuple[str, dict[str, ir.Expr]]] = {}  # id(Emit) -> event, args
+        self.stmts: dict[int, object] = {}  # id(workflow stmt) -> what lowering needs
+        self.bindings: dict[int, list[Binding]] = {}  # id(Create) -> loads/creates in order
+
+    # ---- entry
+
+    def run(self) -> None:
+        for ctx in self.prog.contexts.values():
+            self._declare_types(ctx)
+        for ctx in self.prog.contexts.values():
+            for agg in ctx.aggregates.values():
+                self.check_aggregate(ctx, agg)
+        from loom.lang import rules_workflow
+
+        for ctx in self.prog.contexts.values():
+            for wf in ctx.workflows.values():
+                rules_workflow.check_workflow(self, ctx, wf)
+
+    def _declare_types(self, ctx: ContextSymbols) -> None:
+        def res(t: ast.TypeRef) -> None:
+            self.types[id(t)] = resolve_type(ctx, t, self.sink)
+
+        for agg in ctx.aggregates.values():
+            for m in agg.members:
+                if isinstance(m, (ast.Field, ast.Derived)):
+                    res(m.type)
+                elif isinstance(m, (ast.Function, ast.Operation)):
+                    for p in m.params:
+                        res(p.type)
+                    if isinstance(m, ast.Function):
+                        res(m.result)
+        for ev in ctx.events.values():
+            for p in ev.fields:
+                res(p.type)
+
+    # ---- helpers
+
+    def check_aggregate(self, ctx: ContextSymbols, agg: ast.Aggregate) -> None:
+        for m in agg.members:
+            if isinstance(m, ast.Field) and m.default is not None:
+                ft = self.type_of(m.type)
+                x = self.root(m.default, Scope(ctx, agg, "default"), ft)
+                self.mismatch(
+                    x,
+                    m.default,
+                    ft,
+                    f"the default of `{m.name}` is {a(x.type)}, but the field is {a(ft)}",
+                    [(m.type.span, f"`{m.name}` is declared here as `{show(ft)}`")],
+                )
+            elif isinstance(m, ast.Derived):
+                dt = self.type_of(m.type)
+                x = self.root(m.value, Scope(ctx, agg, "derived"), dt)
+                self.mismatch(
+                    x,
+                    m.value,
+                    dt,
+                    f"derived `{m.name}` is declared {a(dt)} but its value is {a(x.type)}",
+                    [(m.type.span, "declared type")],
+                )
+            elif isinstance(m, ast.Invariant):
+                self.exprs[id(m.condition)] = self.condition(
+                    m.condition, Scope(ctx, agg, "invariant"), "an invariant"
+                )
+            elif isinstance(m, ast.Function):
+                scope = self._params_scope(ctx, agg, "function", m.params)
+                rt = self.type_of(m.result)
+                x = self.root(m.value, scope, rt)
+                self.mismatch(
+                    x,
+                    m.value,
+                    rt,
+                    f"function `{m.name}` returns {a(rt)}, but its value is {a(x.type)}",
+                    [(m.result.span, "declared result type")],
+                )
+            elif isinstance(m, ast.Operation):
+                self.check_operation(ctx, agg, m)
+
+    def _params_scope(
+        self, ctx: ContextSymbols, agg: ast.Aggregate | None, kind: str, params: list[ast.Param]
+    ) -> Scope:
+        scope = Scope(ctx, agg, kind)
+        for p in params:
+            scope.names.setdefault(
+                p.name, Binding(p.name, self.type_of(p.type), p.name_span, "param")
+            )
+        return scope
+
+    def check_operation(self, ctx: ContextSymbols, agg: ast.Aggregate, op: ast.Operation) -> None:
+        scope = self._params_scope(ctx, agg, "operation", op.params)
+        if op.when is not None:
+            self.exprs[id(op.when)] = self.condition(op.when, scope, "a `when` gate")
+        for stmt in op.body:
+            self.operation_stmt(stmt, scope)
+        self.warn_unused(scope)
+
+    def warn_unused(self, scope: Scope) -> None:
+        for b in scope.names.values():
+            if b.kind == "value" and not b.used:
+                self.report(
+                    "loom.unused-local",
+                    f"`{b.name}` is never used",
+                    b.span,
+                    "assigned but never read",
+                    help="remove the `let`, or use the value",
+                )
+
+    def bind_local(self, scope: Scope, b: Binding) -> None:
+        prev = scope.names.get(b.name)
+        if prev is not None:
+            what = "parameter" if prev.kind == "param" else "local"
+            self.report(
+                "loom.duplicate-declaration",
+                f"`{b.name}` is already a {what} here",
+                b.span,
+                "declared again here",
+                secondary=[(prev.span, "first declared here")],
+                help="choose another name: bindings cannot be redeclared or shadowed",
+            )
+            return
+        scope.names[b.name] = b
+
+    def operation_stmt(self, stmt: ast.Stmt, scope: Scope) -> None:
+        if isinstance(stmt, ast.Precondition):
+            self.exprs[id(stmt.condition)] = self.condition(stmt.condition, scope, "a precondition")
+        elif isinstance(stmt, ast.Let):
+            x = self.root(stmt.value, scope)
+            self.bind_local(
+                scope, Binding(stmt.name, x.type, stmt.name_span, "value", used=is_error(x.type))
+            )
+        elif isinstance(stmt, ast.Assign):
+            self.operation_assign(stmt, scope)
+        elif isinstance(stmt, ast.Emit):
+            self.check_emit(stmt, scope)
+        elif isinstance(stmt, ast.Return):
+            self.report(
+                "loom.invalid-statement",
+                "an operation cannot `return` a value",
+                stmt.span,
+                "not allowed in an operation",
+                help="an operation changes its aggregate; read the result back from it, "
+                "or compute it with a `function`",
+            )
+        else:
+            self.report(
+                "loom.invalid-statement",
+                "this statement has no effect in an operation",
+                stmt.span,
+                "not an assignment, `let`, `emit` or `precondition`",
+                help="an operation body assigns fields (`x := e`), names values, checks "
+                "preconditions and emits events; it does not call other operations",
+            )
+
+    def operation_assign(self, stmt: ast.Assign, scope: Scope) -> None:
+        assert scope.agg is not None
+        agg = scope.agg
+        target = stmt.target
+        value_expected: AnyType | None = None
+        if not isinstance(target, ast.Name):
+            self.report(
+                "loom.assign-to-readonly",
+                "an operation assigns only its own aggregate's fields",
+                target.span,
+                "not a field of this aggregate",
+                help="write the field name on its own, e.g. `status := Confirmed`",
+            )
+            self.root(stmt.value, scope)
+            return
+        name = target.name
+        members = self.fields_of(scope.ctx, agg.name)
+        binding = scope.names.get(name)
+        decl = next(
+            (m for m in agg.members if isinstance(m, (ast.Field, ast.Derived)) and m.name == name),
+            None,
+        )
+        if binding is not None:
+            what = "a parameter" if binding.kind == "param" else "a local value"
+            self.report(
+                "loom.assign-to-readonly",
+                f"cannot assign `{name}`: it is {what}",
+                target.span,
+                "not a field",
+                secondary=[(binding.span, "declared here")],
+                help="only the aggregate's fields can be assigned; use a new `let` for a new value",
+            )
+        elif name == "id":
+            self.report(
+                "loom.assign-to-readonly",
+                "cannot assign `id`: an aggregate's identity never changes",
+                target.span,
+                "read-only",
+                help="create another aggregate instead",
+            )
+        elif isinstance(decl, ast.Derived):
+            self.report(
+                "loom.assign-to-readonly",
+                f"cannot assign `{name}`: it is derived",
+                target.span,
+                "a derived value",
+                secondary=[(decl.name_span, "derived here")],
+                help="assign the fields it is computed from",
+            )
+        elif isinstance(decl, ast.Field) and decl.immutable:
+            self.report(
+                "loom.assign-to-readonly",
+                f"cannot assign `{name}`: the field is immutable",
+                target.span,
+                "immutable field",
+                secondary=[(decl.span, "declared `immutable` here")],
+                help="remove `immutable` from the field if it must change",
+            )
+        elif isinstance(decl, ast.Field):
+            value_expected = self.type_of(decl.type)
+        else:
+            self.report(
+                "loom.unknown-field",
+                f"aggregate `{agg.name}` has no field `{name}`",
+                target.span,
+                "unknown field",
+                help=did_you_mean(name, [n for n, v in members.items() if v[0] == "field"]),
+            )
+        x = self.root(stmt.value, scope, value_expected)
+        if value_expected is None or not isinstance(decl, ast.Field):
+            return
+        compound = stmt.op in ("+=", "-=")
+        if compound and not is_error(value_expected) and not is_numeric(value_expected):
+            self.report(
+                "loom.compound-assign-type",
+                f"`{stmt.op}` needs a numeric field, but `{name}` is {a(value_expected)}",
+                target.span,
+                f"{a(value_expected)} field",
+                secondary=[(decl.type.span, "declared type")],
+                help=f"write `{name} := …` with the new value instead",
+            )
+            return
+        self.mismatch(
+            x,
+            stmt.value,
+            value_expected,
+            f"cannot assign {a(x.type)} to `{name}`, {a(value_expected)} field",
+            [(decl.name_span, f"`{name}` is declared here as `{show(value_expected)}`")],
+        )
+
+    # ---- emit (operations and workflows)
+
+    def check_emit(self, stmt: ast.Emit, scope: Scope) -> None:
+        ev = scope.ctx.events.get(stmt.event)
+        if ev is None:
+            self.report(
+                "loom.unknown-event",
+                f"unknown event `{stmt.event}` in context `{scope.ctx.name}`",
+                stmt.event_span,
+                "not an event",
+                help=did_you_mean(stmt.event, scope.ctx.events)
+                or f"declare it: `event {stmt.event} {{ … }}`",
+            )
+            for entry in stmt.fields:
+                self.expr(entry.value, scope)
+            return
+        decls = {p.name: p for p in ev.fields}
+        given: dict[str, ast.Arg] = {}
+        args: dict[str, ir.Expr] = {}
+        for entry in stmt.fields:
+            assert entry.name is not None and entry.name_span is not None
+            p = decls.get(entry.name)
+            if entry.name in given:
+                self.report(
+                    "loom.emit-fields",
+                    f"field `{entry.name}` of `{ev.name}` is given twice",
+                    entry.name_span,
+                    "given again here",
+                    secondary=[(given[entry.name].span, "first given here")],
+                    help="give each field once",
+                )
+                self.expr(entry.value, scope)
+                continue
+            given[entry.name] = entry
+            if p is None:
+                self.report(
+                    "loom.emit-fields",
+                    f"event `{ev.name}` has no field `{entry.name}`",
+                    entry.name_span,
+                    "unknown field",
+                    help=did_you_mean(entry.name, decls)
+                    or f"its fields are {', '.join(f'`{n}`' for n in decls) or 'none'}",
+                )
+                self.expr(entry.value, scope)
+                continue
+            pt = self.type_of(p.type)
+            x = self.expr(entry.value, scope, pt)
+            self.mismatch(
+                x,
+                entry.value,
+                pt,
+                f"field `{p.name}` of `{ev.name}` is {a(pt)}, but this value is {a(x.type)}",
+                [(p.span, "declared here")],
+            )
+            args[p.name] = x
+        missing = [n for n in decls if n not in given]
+        if missing:
+            listed = ", ".join(f"`{n}`" for n in missing)
+            self.report(
+                "loom.emit-fields",
+                f"`emit {ev.name}` leaves out {listed}",
+                stmt.event_span,
+                f"missing {listed}",
+                secondary=[(ev.name_span, "event declared here")],
+                help="an emit gives every field of the event",
+            )
+        self.emits[id(stmt)] = (ev.name, args)

@@ -1,0 +1,503 @@
+"""Typing of expressions. Each expression is typed by building its IR form (an `ir.Expr` carries its
+type and its source text); an expression that already has a diagnostic gets the ERROR type, which
+fits everywhere, so one mistake makes one message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from loom.lang import ast
+from loom.lang.diagnostics import Sink, Span, did_you_mean
+from loom.lang.resolve import ContextSymbols, Program, kind_of
+from loom.lang.types import (
+    ERROR,
+    AnyType,
+    assignable,
+    comparable,
+    is_error,
+    is_numeric,
+    join,
+    ordered,
+    show,
+    strip_optional,
+)
+from loom.model import ir
+
+_LITERAL_TYPES = {"string": ir.STRING, "int": ir.INT, "decimal": ir.DECIMAL, "bool": ir.BOOL}
+
+
+def a(t: AnyType | str) -> str:
+    """`an `int``, `a `string``: the article that reads right before a quoted type."""
+    name = t if isinstance(t, str) else show(t)
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} `{name}`"
+
+
+@dataclass
+class Binding:
+    """A name in a body: a parameter, or a `let` (of a plain value, a load, or a create)."""
+
+    name: str
+    type: AnyType
+    span: Span
+    kind: str  # "param" | "value" | "loaded" | "created"
+    aggregate: str | None = None
+    repository: str | None = None
+    used: bool = False
+    mutated: bool = False
+
+
+@dataclass
+class Scope:
+    ctx: ContextSymbols
+    agg: ast.Aggregate | None
+    kind: str  # "default" | "derived" | "invariant" | "function" | "operation" | "workflow"
+    names: dict[str, Binding] = field(default_factory=dict)
+
+    @property
+    def reads_fields(self) -> bool:
+        # A default is evaluated before the aggregate exists, so it cannot read its fields.
+        return self.agg is not None and self.kind != "default"
+
+
+class ExpressionChecker:
+    """State and expression typing shared by the aggregate and workflow rules."""
+
+    prog: Program
+    sink: Sink
+    sources: dict[str, str]
+    types: dict[int, AnyType]
+    exprs: dict[int, ir.Expr]
+
+    def text(self, span: Span) -> str:
+        return self.sources.get(span.file, "")[span.start : span.end]
+
+    def poison(self, e: ast.Expr) -> ir.Expr:
+        return ir.Literal_(None, ERROR, self.text(e.span))  # type: ignore[arg-type]
+
+    def type_of(self, t: ast.TypeRef) -> AnyType:
+        return self.types.get(id(t), ERROR)
+
+    def report(self, code: str, message: str, span: Span, label: str = "", **kw: object) -> None:
+        self.sink.report(code, message, span, label, **kw)  # type: ignore[arg-type]
+
+    def mismatch(
+        self,
+        x: ir.Expr,
+        node: ast.Expr,
+        target: AnyType,
+        message: str,
+        secondary: list[tuple[Span, str]] | None = None,
+        help: str | None = None,
+    ) -> bool:
+        """Report `loom.type-mismatch` unless a value of x's type fits `target`. True when it fits."""
+        if assignable(x.type, target):
+            return True
+        if help is None and x.type == ir.DECIMAL and target == ir.INT:
+            help = "a `decimal` never narrows to `int` implicitly; change the target's type to `decimal`"
+        self.report(
+            "loom.type-mismatch",
+            message,
+            node.span,
+            f"this is {a(x.type)}",
+            secondary=secondary or [],
+            help=help or "convert the value, or change the type",
+        )
+        return False
+
+    def condition(self, e: ast.Expr, scope: Scope, what: str) -> ir.Expr:
+        x = self.expr(e, scope, ir.BOOL)
+        if not is_error(x.type) and x.type != ir.BOOL:
+            self.report(
+                "loom.type-mismatch",
+                f"{what} must be a `bool`, not {a(x.type)}",
+                e.span,
+                f"this is {a(x.type)}",
+                help="write a comparison, e.g. `amount > 0`",
+            )
+        return x
+
+    def root(self, e: ast.Expr, scope: Scope, expected: AnyType | None = None) -> ir.Expr:
+        x = self.expr(e, scope, expected)
+        self.exprs[id(e)] = x
+        return x
+
+    # ---- aggregates
+
+    def fields_of(self, ctx: ContextSymbols, agg_name: str) -> dict[str, tuple[str, AnyType, Span]]:
+        """Readable members of an aggregate: name -> (kind, type, declaration span)."""
+        agg = ctx.aggregates[agg_name]
+        out: dict[str, tuple[str, AnyType, Span]] = {
+            "id": ("id", ir.IdType(agg.name, ctx.name), agg.name_span)
+        }
+        for m in agg.members:
+            if isinstance(m, ast.Field):
+                out.setdefault(m.name, ("field", self.type_of(m.type), m.name_span))
+            elif isinstance(m, ast.Derived):
+                out.setdefault(m.name, ("derived", self.type_of(m.type), m.name_span))
+        return out
+
+    # ---- expressions
+
+    def expr(self, e: ast.Expr, scope: Scope, expected: AnyType | None = None) -> ir.Expr:
+        text = self.text(e.span)
+        if isinstance(e, ast.Literal):
+            return ir.Literal_(e.value, _LITERAL_TYPES[e.kind], text)
+        if isinstance(e, ast.Name):
+            return self.name(e, scope, expected)
+        if isinstance(e, ast.ListLit):
+            return self.list_literal(e, scope, expected)
+        if isinstance(e, ast.Unary):
+            return self.unary(e, scope, text)
+        if isinstance(e, ast.Binary):
+            return self.binary(e, scope, text)
+        if isinstance(e, ast.Ternary):
+            c = self.condition(e.condition, scope, "the condition of `? :`")
+            t = self.expr(e.then, scope, expected)
+            o = self.expr(e.otherwise, scope, expected if expected is not None else t.type)
+            jt = join(t.type, o.type)
+            if jt is None:
+                self.report(
+                    "loom.type-mismatch",
+                    f"the branches of `? :` differ: {a(t.type)} and {a(o.type)}",
+                    e.otherwise.span,
+                    f"this is {a(o.type)}",
+                    secondary=[(e.then.span, f"this is {a(t.type)}")],
+                    help="make both branches the same type",
+                )
+                jt = ERROR
+            return ir.Conditional(c, t, o, jt, text)  # type: ignore[arg-type]
+        if isinstance(e, ast.MemberAccess):
+            return self.member(e, scope, text)
+        if isinstance(e, ast.Call):
+            return self.call(e, scope, text)
+        return self.poison(e)
+
+    def list_literal(self, e: ast.ListLit, scope: Scope, expected: AnyType | None) -> ir.Expr:
+        text = self.text(e.span)
+        target = strip_optional(expected) if expected is not None else None
+        el: AnyType | None = target.element if isinstance(target, ir.ListType) else None
+        if not e.items and el is None:
+            self.report(
+                "loom.cannot-infer-type",
+                "cannot tell the element type of `[]` here",
+                e.span,
+                "empty list",
+                help="use it where a list type is expected, e.g. a field `tags: string[] = []`",
+            )
+            return self.poison(e)
+        items = []
+        for item in e.items:
+            x = self.expr(item, scope, el)
+            if el is None or is_error(el):
+                el = x.type
+            elif x.type == ir.DECIMAL and el == ir.INT and not isinstance(target, ir.ListType):
+                el = ir.DECIMAL
+            else:
+                self.mismatch(x, item, el, f"a list of `{show(el)}` cannot hold {a(x.type)}")
+            items.append(x)
+        return ir.ListLiteral(tuple(items), ir.ListType(el), text)  # type: ignore[arg-type]
+
+    def unary(self, e: ast.Unary, scope: Scope, text: str) -> ir.Expr:
+        x = self.expr(e.operand, scope)
+        if e.op == "!":
+            ok, t = x.type == ir.BOOL, ir.BOOL
+        else:
+            ok, t = is_numeric(x.type), x.type
+        if not ok and not is_error(x.type):
+            need = "`bool`" if e.op == "!" else "number"
+            self.report(
+                "loom.type-mismatch",
+                f"`{e.op}` needs a {need}, not {a(x.type)}",
+                e.operand.span,
+                f"this is {a(x.type)}",
+            )
+            t = ERROR
+        return ir.Unary(e.op, x, t, text)  # type: ignore[arg-type]
+
+    def binary(self, e: ast.Binary, scope: Scope, text: str) -> ir.Expr:
+        op = e.op
+        if op in ("&&", "||"):
+            left = self.condition(e.left, scope, f"the left side of `{op}`")
+            right = self.condition(e.right, scope, f"the right side of `{op}`")
+            return ir.Binary(op, left, right, ir.BOOL, text)  # type: ignore[arg-type]
+        left = self.expr(e.left, scope)
+        hint = strip_optional(left.type) if not is_error(left.type) else None
+        right = self.expr(e.right, scope, hint)
+        lt, rt = left.type, right.type
+        result: AnyType
+        if op in ("==", "!="):
+            ok, result = comparable(lt, rt), ir.BOOL
+        elif op in ("<", "<=", ">", ">="):
+            ok, result = ordered(lt, rt), ir.BOOL
+        elif op == "+" and lt == ir.STRING and rt == ir.STRING:
+            ok, result = True, ir.STRING
+        elif is_error(lt) or is_error(rt):
+            ok, result = True, ERROR
+        else:
+            ok = is_numeric(lt) and is_numeric(rt)
+            result = ir.DECIMAL if op == "/" or ir.DECIMAL in (lt, rt) else ir.INT
+        if not ok:
+            if op in ("==", "!=", "<", "<=", ">", ">="):
+                msg = f"cannot compare {a(lt)} with {a(rt)} using `{op}`"
+                hlp = "compare values of one type (an `int` compares with a `decimal`)"
+            elif op == "+":
+                msg = f"cannot add {a(lt)} and {a(rt)}"
+                hlp = "`+` adds two numbers or joins two strings"
+            else:
+                msg = f"`{op}` needs two numbers, not {a(lt)} and {a(rt)}"
+                hlp = "use numeric operands"
+            self.report(
+                "loom.type-mismatch",
+                msg,
+                e.span,
+                f"{a(lt)} {op} {a(rt)}",
+                secondary=[(e.left.span, f"this is {a(lt)}")],
+                help=hlp,
+            )
+            result = ERROR if op not in ("==", "!=", "<", "<=", ">", ">=") else ir.BOOL
+        return ir.Binary(op, left, right, result, text)  # type: ignore[arg-type]
+
+    def name(self, e: ast.Name, scope: Scope, expected: AnyType | None) -> ir.Expr:
+        text, n = self.text(e.span), e.name
+        b = scope.names.get(n)
+        if b is not None:
+            b.used = True
+            if b.kind == "param":
+                return ir.Param(n, b.type, text)  # type: ignore[arg-type]
+            return ir.Local(n, b.type, text)  # type: ignore[arg-type]
+        members = self.fields_of(scope.ctx, scope.agg.name) if scope.agg is not None else {}
+        if n in members and scope.reads_fields:
+            kind, t, _ = members[n]
+            return ir.SelfField(n, t, text, kind)  # type: ignore[arg-type]
+        enums = scope.ctx.members.get(n, [])
+        want = strip_optional(expected) if expected is not None else None
+        if isinstance(want, ir.EnumType) and any(en.name == want.name for en in enums):
+            return ir.EnumMember(want.name, n, want, text)
+        if len(enums) == 1:
+            et = ir.EnumType(enums[0].name, scope.ctx.name)
+            return ir.EnumMember(enums[0].name, n, et, text)
+        if len(enums) > 1:
+            self.report(
+                "loom.ambiguous-enum-member",
+                f"`{n}` is a member of several enums: " + ", ".join(f"`{en.name}`" for en in enums),
+                e.span,
+                "ambiguous",
+                secondary=[(en.name_span, f"`{en.name}` has `{n}`") for en in enums],
+                help=f"qualify it, e.g. `{enums[0].name}.{n}`",
+            )
+            return self.poison(e)
+        if n in members and scope.kind == "default":
+            self.report(
+                "loom.unknown-name",
+                f"a default cannot read the field `{n}`",
+                e.span,
+                "fields do not exist yet when defaults are evaluated",
+                help="use a literal, an enum member or `now()`",
+            )
+            return self.poison(e)
+        decl = scope.ctx.names.get(n)
+        if decl is not None:
+            kind = kind_of(decl)
+            art = "an" if kind[0] in "aeiou" else "a"
+            self.report(
+                "loom.unknown-name",
+                f"`{n}` is {art} {kind}, not a value",
+                e.span,
+                "not a value",
+                help="use one of its values, e.g. a loaded or created local",
+            )
+            return self.poison(e)
+        candidates = [*scope.names, *scope.ctx.members]
+        if scope.reads_fields:
+            candidates += list(members)
+        self.report(
+            "loom.unknown-name",
+            f"unknown name `{n}`",
+            e.span,
+            "not found in this scope",
+            help=did_you_mean(n, candidates),
+        )
+        return self.poison(e)
+
+    def member(self, e: ast.MemberAccess, scope: Scope, text: str) -> ir.Expr:
+        obj = e.obj
+        if (
+            isinstance(obj, ast.Name)
+            and obj.name in scope.ctx.enums
+            and obj.name not in scope.names
+        ):
+            en = scope.ctx.enums[obj.name]
+            names = [m for m, _ in en.members]
+            if e.name not in names:
+                self.report(
+                    "loom.unknown-enum-member",
+                    f"enum `{en.name}` has no member `{e.name}`",
+                    e.name_span,
+                    "unknown member",
+                    help=did_you_mean(e.name, names)
+                    or f"its members are {', '.join(f'`{m}`' for m in names)}",
+                )
+                return self.poison(e)
+            return ir.EnumMember(en.name, e.name, ir.EnumType(en.name, scope.ctx.name), text)
+        x = self.expr(obj, scope)
+        t = x.type
+        if is_error(t):
+            return self.poison(e)
+        if isinstance(t, ir.AggregateType):
+            members = self.fields_of(scope.ctx, t.name)
+            if e.name in members:
+                kind, mt, _ = members[e.name]
+                return ir.Member(x, e.name, mt, text, kind)  # type: ignore[arg-type]
+            self.report(
+                "loom.unknown-field",
+                f"`{t.name}` has no field `{e.name}`",
+                e.name_span,
+                "unknown field",
+                help=did_you_mean(e.name, members),
+            )
+            return self.poison(e)
+        if isinstance(t, ir.IdType):
+            repo = scope.ctx.repo_for.get(t.aggregate)
+            load = f"`{repo.name}.getById({x.text})`" if repo else "its repository's `getById`"
+            self.report(
+                "loom.unknown-field",
+                f"`{x.text}` is {a(t)}, an identity, so it has no field `{e.name}`",
+                e.name_span,
+                "not a field of an id",
+                help=f"load the {t.aggregate} first with {load}",
+            )
+            return self.poison(e)
+        self.report(
+            "loom.unknown-field", f"{a(t)} has no field `{e.name}`", e.name_span, "unknown field"
+        )
+        return self.poison(e)
+
+    def call(self, e: ast.Call, scope: Scope, text: str) -> ir.Expr:
+        if isinstance(e.callee, ast.MemberAccess):
+            if scope.kind == "workflow":
+                from loom.lang import rules_workflow
+
+                return rules_workflow.value_call(self, e, scope)
+            return self.aggregate_member_call(e, scope)
+        if not isinstance(e.callee, ast.Name):
+            self.report(
+                "loom.unsupported-call",
+                "only functions and operations can be called",
+                e.callee.span,
+                "not callable",
+            )
+            return self.poison(e)
+        n = e.callee.name
+        agg = scope.agg
+        fns = {f.name: f for f in agg.functions} if agg else {}
+        ops = {o.name: o for o in agg.operations} if agg else {}
+        if n in fns and scope.reads_fields:
+            f = fns[n]
+            args = self.check_args(e, scope, f.params, f"function `{n}`", f.name_span)
+            return ir.FunctionCall(n, args, self.type_of(f.result), text)  # type: ignore[arg-type]
+        if n in ops and scope.reads_fields:
+            for arg in e.args:
+                if isinstance(arg, ast.Arg):
+                    self.expr(arg.value, scope)
+            if scope.kind == "function":
+                self.report(
+                    "loom.function-impure",
+                    f"a function cannot call the operation `{n}`",
+                    e.span,
+                    "an operation changes the aggregate",
+                    secondary=[(ops[n].name_span, "operation declared here")],
+                    help="functions are pure; compute the value without calling an operation",
+                )
+            else:
+                self.report(
+                    "loom.operation-in-expression",
+                    f"the operation `{n}` has no value and cannot be used in an expression",
+                    e.span,
+                    "an operation call",
+                    secondary=[(ops[n].name_span, "operation declared here")],
+                    help="operations are called from workflows, as statements; use a "
+                    "`function` for a computed value",
+                )
+            return self.poison(e)
+        if n == "now" and n not in fns:
+            if e.args:
+                self.report(
+                    "loom.argument-count",
+                    f"`now()` takes no arguments, got {len(e.args)}",
+                    e.span,
+                    "no arguments expected",
+                    help="write `now()`",
+                )
+            return ir.Now(ir.DATETIME, text)
+        self.report(
+            "loom.unknown-name",
+            f"unknown function `{n}`",
+            e.callee.span,
+            "not a function",
+            help=did_you_mean(n, [*fns, "now"]) if scope.reads_fields else did_you_mean(n, ["now"]),
+        )
+        for arg in e.args:
+            if isinstance(arg, ast.Arg):
+                self.expr(arg.value, scope)
+        return self.poison(e)
+
+    def aggregate_member_call(self, e: ast.Call, scope: Scope) -> ir.Expr:
+        assert isinstance(e.callee, ast.MemberAccess)
+        recv = e.callee.obj
+        if isinstance(recv, ast.Name) and recv.name in scope.ctx.repositories:
+            code = "loom.function-impure" if scope.kind == "function" else "loom.unsupported-call"
+            self.report(
+                code,
+                f"an aggregate cannot use the repository `{recv.name}`",
+                e.span,
+                "repository call inside an aggregate",
+                help="load what you need in a workflow and pass it in as a parameter",
+            )
+        else:
+            self.report(
+                "loom.unsupported-call",
+                "calls on a value are not supported inside an aggregate",
+                e.span,
+                "unsupported call",
+                help="call a function of this aggregate by name, e.g. `fee(amount)`",
+            )
+        return self.poison(e)
+
+    def check_args(
+        self, e: ast.Call, scope: Scope, params: list[ast.Param], what: str, decl: Span
+    ) -> tuple[ir.Expr, ...]:
+        out: list[ir.Expr] = []
+        for i, arg in enumerate(e.args):
+            if isinstance(arg, ast.Record) or arg.name is not None:
+                self.report(
+                    "loom.unsupported-call",
+                    f"{what} takes positional arguments",
+                    arg.span,
+                    "named or record argument",
+                    help="pass the values in parameter order, without names",
+                )
+                return tuple(out)
+            pt = self.type_of(params[i].type) if i < len(params) else None
+            x = self.expr(arg.value, scope, pt)
+            if pt is not None:
+                self.mismatch(
+                    x,
+                    arg.value,
+                    pt,
+                    f"argument `{params[i].name}` of {what} is {a(pt)}, but this is {a(x.type)}",
+                    [(params[i].span, "parameter")],
+                )
+            out.append(x)
+        if len(e.args) != len(params):
+            self.report(
+                "loom.argument-count",
+                f"{what} takes {len(params)} argument"
+                f"{'s' if len(params) != 1 else ''}, but {len(e.args)} "
+                f"{'were' if len(e.args) != 1 else 'was'} given",
+                e.span,
+                f"{len(e.args)} given",
+                secondary=[(decl, "declared here")],
+                help="pass " + (", ".join(f"`{p.name}`" for p in params) or "no arguments"),
+            )
+        return tuple(out)

@@ -1,0 +1,296 @@
+"""Symbol tables: contexts merged across files, their declarations, and the names inside each one.
+
+One namespace per context holds enums, aggregates, repositories, events and workflows together: a
+generated service has one module per context, where two declarations with one name would collide.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from loom.lang import ast
+from loom.lang.diagnostics import Sink, Span, did_you_mean
+from loom.lang.types import ERROR, AnyType, storable
+from loom.model import ir
+
+PRIMITIVES = ("string", "int", "decimal", "bool", "datetime", "date")
+ISOLATION_LEVELS = ("read_committed", "repeatable_read", "serializable")
+TRAITS = ("crudish",)
+
+_KIND = {
+    ast.Enum: "enum",
+    ast.Aggregate: "aggregate",
+    ast.Repository: "repository",
+    ast.Event: "event",
+    ast.Workflow: "workflow",
+}
+
+
+def kind_of(decl: object) -> str:
+    return _KIND.get(type(decl), "declaration")
+
+
+@dataclass
+class ContextSymbols:
+    name: str
+    span: Span
+    decls: list[ast.Decl] = field(default_factory=list)
+    names: dict[str, ast.Decl] = field(default_factory=dict)
+    enums: dict[str, ast.Enum] = field(default_factory=dict)
+    aggregates: dict[str, ast.Aggregate] = field(default_factory=dict)
+    repositories: dict[str, ast.Repository] = field(default_factory=dict)
+    events: dict[str, ast.Event] = field(default_factory=dict)
+    workflows: dict[str, ast.Workflow] = field(default_factory=dict)
+    # enum member name -> the enums declaring it (a bare member resolves only when this is unique)
+    members: dict[str, list[ast.Enum]] = field(default_factory=dict)
+    # aggregate name -> its repository (the first one, when a duplicate was reported)
+    repo_for: dict[str, ast.Repository] = field(default_factory=dict)
+
+
+@dataclass
+class Program:
+    contexts: dict[str, ContextSymbols] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)
+
+    def repositories_elsewhere(self, name: str, here: str) -> list[tuple[str, ast.Repository]]:
+        return [
+            (c.name, c.repositories[name])
+            for c in self.contexts.values()
+            if c.name != here and name in c.repositories
+        ]
+
+
+def _article(word: str) -> str:
+    return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
+
+
+def _dup(sink: Sink, what: str, name: str, span: Span, first: Span, extra: str = "") -> None:
+    sink.report(
+        "loom.duplicate-declaration",
+        f"{what} `{name}` is declared twice{extra}",
+        span,
+        "declared again here",
+        secondary=[(first, "first declared here")],
+        help="rename one of them, or remove the second",
+    )
+
+
+def build(files: list[ast.File], sink: Sink) -> Program:
+    prog = Program(files=[f.name for f in files])
+    for f in files:
+        for ctx in f.contexts:
+            syms = prog.contexts.get(ctx.name)
+            if syms is None:
+                syms = prog.contexts[ctx.name] = ContextSymbols(ctx.name, ctx.name_span)
+            for decl in ctx.decls:
+                _declare(syms, decl, sink)
+    for syms in prog.contexts.values():
+        for decl in syms.decls:
+            _check_decl(syms, decl, sink)
+    return prog
+
+
+def _declare(syms: ContextSymbols, decl: ast.Decl, sink: Sink) -> None:
+    first = syms.names.get(decl.name)
+    if first is not None:
+        where = f" in context `{syms.name}`"
+        _dup(
+            sink,
+            kind_of(decl).capitalize(),
+            decl.name,
+            decl.name_span,
+            first.name_span,
+            where
+            + (
+                f" (the first is {_article(kind_of(first))})"
+                if type(first) is not type(decl)
+                else ""
+            ),
+        )
+        return
+    syms.names[decl.name] = decl
+    syms.decls.append(decl)
+    table = {
+        ast.Enum: syms.enums,
+        ast.Aggregate: syms.aggregates,
+        ast.Repository: syms.repositories,
+        ast.Event: syms.events,
+        ast.Workflow: syms.workflows,
+    }[type(decl)]
+    table[decl.name] = decl  # type: ignore[index]
+
+
+def _check_decl(syms: ContextSymbols, decl: ast.Decl, sink: Sink) -> None:
+    if isinstance(decl, ast.Enum):
+        seen: dict[str, Span] = {}
+        for name, span in decl.members:
+            if name in seen:
+                _dup(sink, "Enum member", name, span, seen[name], f" in `{decl.name}`")
+                continue
+            seen[name] = span
+            syms.members.setdefault(name, []).append(decl)
+    elif isinstance(decl, ast.Aggregate):
+        _check_aggregate(decl, sink)
+    elif isinstance(decl, ast.Repository):
+        if decl.aggregate not in syms.aggregates:
+            sink.report(
+                "loom.unknown-aggregate",
+                f"repository `{decl.name}` is for `{decl.aggregate}`, which is not an aggregate of "
+                f"context `{syms.name}`",
+                decl.aggregate_span,
+                "no such aggregate",
+                help=did_you_mean(decl.aggregate, syms.aggregates),
+            )
+        elif decl.aggregate in syms.repo_for:
+            other = syms.repo_for[decl.aggregate]
+            sink.report(
+                "loom.duplicate-declaration",
+                f"`{decl.aggregate}` already has a repository, `{other.name}`",
+                decl.name_span,
+                "second repository",
+                secondary=[(other.name_span, "the first repository")],
+                help="an aggregate has one repository; remove this one",
+            )
+        else:
+            syms.repo_for[decl.aggregate] = decl
+    elif isinstance(decl, ast.Event):
+        _check_params(decl.fields, sink, "Event field", decl.name)
+    elif isinstance(decl, ast.Workflow):
+        _check_workflow(decl, sink)
+
+
+def _check_params(params: list[ast.Param], sink: Sink, what: str, owner: str) -> None:
+    seen: dict[str, Span] = {}
+    for p in params:
+        if p.name in seen:
+            _dup(sink, what, p.name, p.name_span, seen[p.name], f" in `{owner}`")
+        else:
+            seen[p.name] = p.name_span
+
+
+def _check_aggregate(agg: ast.Aggregate, sink: Sink) -> None:
+    for name, span in agg.traits:
+        if name not in TRAITS:
+            sink.report(
+                "loom.unknown-trait",
+                f"unknown trait `{name}` on aggregate `{agg.name}`",
+                span,
+                "not a trait",
+                help=did_you_mean(name, TRAITS) or "the only trait is `crudish`",
+            )
+    seen: dict[str, Span] = {}
+    for m in agg.members:
+        if isinstance(m, ast.Invariant):
+            continue
+        if m.name == "id":
+            sink.report(
+                "loom.duplicate-declaration",
+                f"`id` is declared in aggregate `{agg.name}`, but every aggregate already has one",
+                m.name_span,
+                "`id` is implicit",
+                help=f"remove it: `id` is always there, typed `{agg.name} id`",
+            )
+            continue
+        if m.name in seen:
+            _dup(sink, "Member", m.name, m.name_span, seen[m.name], f" in aggregate `{agg.name}`")
+        else:
+            seen[m.name] = m.name_span
+        if isinstance(m, (ast.Function, ast.Operation)):
+            _check_params(m.params, sink, "Parameter", m.name)
+
+
+def _check_workflow(wf: ast.Workflow, sink: Sink) -> None:
+    if wf.isolation is not None and wf.isolation not in ISOLATION_LEVELS:
+        assert wf.isolation_span is not None
+        sink.report(
+            "loom.isolation-level",
+            f"unknown isolation level `{wf.isolation}`",
+            wf.isolation_span,
+            "not an isolation level",
+            help=did_you_mean(wf.isolation, ISOLATION_LEVELS)
+            or "use one of `read_committed`, `repeatable_read`, `serializable`",
+        )
+    for h in wf.handles:
+        sink.report(
+            "loom.workflow-handle-removed",
+            f"workflows have no `handle` member; `handle {h.name}` must become a `commandHandler`",
+            h.name_span,
+            "`handle` was removed",
+            help=f"move it out of the workflow as `commandHandler {h.name}(…) {{ … }}`, or model the "
+            "step as an aggregate operation",
+        )
+    for extra in wf.creates[1:]:
+        sink.report(
+            "loom.duplicate-declaration",
+            f"workflow `{wf.name}` has more than one `create`",
+            extra.span,
+            "second `create`",
+            secondary=[(wf.creates[0].span, "the first `create`")],
+            help="a workflow has one entry; declare a second workflow for the other one",
+        )
+    for c in wf.creates:
+        _check_params(c.params, sink, "Parameter", f"{wf.name}.create")
+
+
+# --------------------------------------------------------------------------------------------------
+# Types
+
+
+def resolve_type(
+    syms: ContextSymbols, t: ast.TypeRef, sink: Sink, *, value: bool = True
+) -> AnyType:
+    """The IR type a type reference names; ERROR (with a diagnostic) when it does not resolve.
+
+    `value=True` refuses aggregate and event types (fields, parameters and event fields hold values,
+    never whole aggregates); a workflow result is resolved with `value=False` and judged by its rule.
+    """
+    base: AnyType
+    if t.is_id:
+        if t.name in syms.aggregates:
+            base = ir.IdType(t.name, syms.name)
+        else:
+            sink.report(
+                "loom.unknown-aggregate",
+                f"`{t.name} id` names no aggregate of context `{syms.name}`",
+                t.name_span,
+                "not an aggregate",
+                help=did_you_mean(t.name, syms.aggregates)
+                or "an `id` type is the identity of an aggregate declared in the same context",
+            )
+            return ERROR
+    elif t.name in PRIMITIVES:
+        base = ir.PrimitiveType(t.name)  # type: ignore[arg-type]
+    elif t.name in syms.enums:
+        base = ir.EnumType(t.name, syms.name)
+    elif t.name in syms.aggregates:
+        base = ir.AggregateType(t.name, syms.name)
+    elif t.name in syms.events:
+        base = ir.EventType(t.name, syms.name)
+    else:
+        known = [*PRIMITIVES, *syms.enums, *syms.aggregates]
+        sink.report(
+            "loom.unknown-type",
+            f"unknown type `{t.name}`",
+            t.name_span,
+            "not a type",
+            help=did_you_mean(t.name, known)
+            or "a type is a primitive (string, int, decimal, bool, datetime, date), an enum, or `X id`",
+        )
+        return ERROR
+    if t.is_list:
+        base = ir.ListType(base)  # type: ignore[arg-type]
+    if t.is_optional:
+        base = ir.OptionalType(base)  # type: ignore[arg-type]
+    if value and not storable(base):
+        what = "an aggregate" if t.name in syms.aggregates else "an event"
+        sink.report(
+            "loom.invalid-type-use",
+            f"`{t.name}` is {what}, not a value type",
+            t.name_span,
+            f"{what} here",
+            help=f"store its identity instead: `{t.name} id`"
+            if t.name in syms.aggregates
+            else "events are raised with `emit`, not stored",
+        )
+        return ERROR
+    return base

@@ -1,0 +1,130 @@
+"""The FastAPI side: app factory, service dependency, and the Loom route class."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from contextlib import asynccontextmanager
+from decimal import Decimal
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
+from sqlalchemy import MetaData
+from sqlalchemy.exc import DBAPIError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+from ._errors import LoomError
+from ._problems import install_problem_handlers, problem_for
+from ._schemas import Problem
+from ._service import Service
+
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./loom.db"
+_HANDLED = (LoomError, RequestValidationError, StarletteHTTPException, DBAPIError)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+class LoomRequest(Request):
+    """A request whose JSON body keeps every number exact (floats parse as Decimal)."""
+
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            body = await self.body()
+            try:
+                self._json = json.loads(
+                    body, parse_float=Decimal, parse_constant=_reject_constant
+                )
+            except json.JSONDecodeError:
+                raise
+            except (ValueError, RecursionError) as exc:
+                doc = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
+                raise json.JSONDecodeError(str(exc), doc, 0) from exc
+        return self._json
+
+
+class LoomRoute(APIRoute):
+    """Parses JSON bodies with `parse_float=Decimal` and answers every error as problem+json."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        original = super().get_route_handler()
+
+        async def handler(request: Request) -> Response:
+            request.__class__ = LoomRequest
+            try:
+                return await original(request)
+            except Exception as exc:
+                if isinstance(exc, _HANDLED) or not _has_custom_handler(request, exc):
+                    return problem_for(request, exc)
+                raise
+
+        return handler
+
+
+def _has_custom_handler(request: Request, exc: Exception) -> bool:
+    handlers = getattr(request.app, "exception_handlers", {})
+    for klass in type(exc).__mro__:
+        if klass is Exception:
+            return False
+        if klass in handlers:
+            return True
+    return False
+
+
+def get_service(request: Request) -> Service:
+    """FastAPI dependency: the app's `Service`."""
+    return request.app.state.loom  # type: ignore[no-any-return]
+
+
+def create_app(
+    *,
+    title: str,
+    metadata: MetaData,
+    routers: Sequence[APIRouter],
+    database_url: str | None = None,
+    **fastapi_options: Any,
+) -> FastAPI:
+    """A FastAPI app with the routers, the problem handlers and a lifespan that builds the
+    `Service` (URL argument, else LOOM_DATABASE_URL, else ./loom.db) and creates the schema."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        url = database_url or os.environ.get("LOOM_DATABASE_URL") or DEFAULT_DATABASE_URL
+        service = Service.from_url(url, metadata)
+        try:
+            await service.create_schema()
+            app.state.loom = service
+            yield
+        finally:
+            await service.dispose()
+
+    app = FastAPI(title=title, lifespan=lifespan, **fastapi_options)
+    for router in routers:
+        app.include_router(router)
+    install_problem_handlers(app)
+    _add_problem_schema(app)
+    return app
+
+
+def _add_problem_schema(app: FastAPI) -> None:
+    base_openapi = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = base_openapi()
+        problem = Problem.model_json_schema(ref_template="#/components/schemas/{model}")
+        defs = problem.pop("$defs", {})
+        schemas = schema.setdefault("components", {}).setdefault("schemas", {})
+        schemas.setdefault("Problem", problem)
+        for name, definition in defs.items():
+            schemas.setdefault(name, definition)
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

@@ -1,0 +1,157 @@
+"""Row <-> aggregate mapping, computed once per (aggregate class, table).
+
+Columns are the dataclass field names (a field `from_` may use the column `from`), plus `id`
+and `version`. Enum fields are stored as their values; `list[T]` fields as JSON lists whose
+elements are rebuilt from `T`. Nothing is reflected per row.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import types
+import typing
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import Table
+
+from .types import JsonList, decode_list
+
+VERSION_ATTR = "_loom_version"
+Converter = Callable[[Any], Any]
+
+
+def _unwrap(tp: Any) -> tuple[Any, bool]:
+    """Strip NewType / Annotated / Optional; answer (core type, optional?)."""
+    optional = False
+    while True:
+        if hasattr(tp, "__supertype__"):  # NewType
+            tp = tp.__supertype__
+            continue
+        origin = typing.get_origin(tp)
+        if origin is typing.Annotated:
+            tp = typing.get_args(tp)[0]
+            continue
+        if origin is typing.Union or origin is types.UnionType:
+            args = [a for a in typing.get_args(tp) if a is not type(None)]
+            if len(args) != len(typing.get_args(tp)):
+                optional = True
+            if len(args) == 1:
+                tp = args[0]
+                continue
+        return tp, optional
+
+
+def _none_safe(fn: Converter) -> Converter:
+    def convert(value: Any) -> Any:
+        return None if value is None else fn(value)
+    return convert
+
+
+def _enum_value(value: Any) -> Any:
+    return value.value if isinstance(value, enum.Enum) else value
+
+
+def _load_converter(tp: Any, column_type: Any) -> Converter | None:
+    core, _ = _unwrap(tp)
+    if isinstance(core, type) and issubclass(core, enum.Enum):
+        return _none_safe(core)
+    if typing.get_origin(core) is list:
+        if isinstance(column_type, JsonList) and column_type.item_type is not None:
+            return None  # the column type decodes elements itself
+        (item,) = typing.get_args(core) or (Any,)
+        item, _ = _unwrap(item)
+        return decode_list(item)
+    return None
+
+
+def _dump_converter(tp: Any) -> Converter | None:
+    core, _ = _unwrap(tp)
+    if isinstance(core, type) and issubclass(core, enum.Enum):
+        return _enum_value
+    return None
+
+
+class Mapper:
+    """How one aggregate class maps onto one table."""
+
+    __slots__ = (
+        "cls", "table", "name", "columns", "attrs", "loaders", "dump_plain", "dump_converted",
+        "uses_dict",
+    )
+
+    def __init__(self, cls: type, table: Table) -> None:
+        if not dataclasses.is_dataclass(cls):
+            raise TypeError(f"{cls.__name__} must be a dataclass to be stored")
+        self.cls = cls
+        self.table = table
+        self.name = cls.__name__
+        hints = typing.get_type_hints(cls)
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        if "id" not in fields:
+            raise TypeError(f"{cls.__name__} has no `id` field")
+        if "version" not in table.c or "id" not in table.c:
+            raise TypeError(f"table {table.name} needs `id` and `version` columns")
+        attrs: list[str] = []
+        loaders: list[tuple[str, Converter]] = []
+        plain: list[tuple[str, str]] = []
+        converted: list[tuple[str, str, Converter]] = []
+        seen: set[str] = set()
+        for column in table.c:
+            if column.key == "version":
+                attrs.append(VERSION_ATTR)
+                continue
+            attr = column.key if column.key in fields else f"{column.key}_"
+            if attr not in fields:
+                raise TypeError(
+                    f"column {table.name}.{column.key} matches no field of {cls.__name__}"
+                )
+            seen.add(attr)
+            attrs.append(attr)
+            tp = hints.get(attr, Any)
+            load = _load_converter(tp, column.type)
+            if load is not None:
+                loaders.append((attr, load))
+            dump = _dump_converter(tp)
+            if dump is None:
+                plain.append((column.key, attr))
+            else:
+                converted.append((column.key, attr, dump))
+        missing = sorted(set(fields) - seen)
+        if missing:
+            raise TypeError(f"{cls.__name__} fields without a column in {table.name}: {missing}")
+        self.columns = tuple(table.c)
+        self.attrs = tuple(attrs)
+        self.loaders = tuple(loaders)
+        self.dump_plain = tuple(plain)
+        self.dump_converted = tuple(converted)
+        self.uses_dict = hasattr(object.__new__(cls), "__dict__")
+
+    def load(self, row: Any) -> Any:
+        """Build an aggregate from a row (columns in table order) without running __init__."""
+        obj = object.__new__(self.cls)
+        if self.uses_dict:
+            d = obj.__dict__
+            d.update(zip(self.attrs, row))
+            for attr, convert in self.loaders:
+                d[attr] = convert(d[attr])
+        else:  # pragma: no cover - slotted aggregates
+            for attr, value in zip(self.attrs, row):
+                object.__setattr__(obj, attr, value)
+            for attr, convert in self.loaders:
+                object.__setattr__(obj, attr, convert(getattr(obj, attr)))
+        return obj
+
+    def dump(self, obj: Any) -> dict[str, Any]:
+        """Column values of an aggregate, without `version`."""
+        if self.uses_dict:
+            d = obj.__dict__
+            params = {key: d[attr] for key, attr in self.dump_plain}
+            for key, attr, convert in self.dump_converted:
+                params[key] = convert(d[attr])
+        else:  # pragma: no cover
+            params = {key: getattr(obj, attr) for key, attr in self.dump_plain}
+            for key, attr, convert in self.dump_converted:
+                params[key] = convert(getattr(obj, attr))
+        return params

@@ -1,0 +1,143 @@
+"""RFC 9457 problem+json responses for every error a request can end in."""
+
+from __future__ import annotations
+
+import json
+import logging
+import traceback
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from sqlalchemy.exc import DBAPIError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+from ._dberrors import classify
+from ._errors import ConcurrencyConflict, LoomError
+
+logger = logging.getLogger("loom.http")
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+INVALID_REQUEST = "urn:loom:problem:invalid-request"
+INTERNAL = "urn:loom:problem:internal"
+
+_PROBLEM_REF = {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}}
+PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
+    404: {"description": "Not Found (urn:loom:problem:not-found)", "content": _PROBLEM_REF},
+    409: {
+        "description": "Concurrency conflict (urn:loom:problem:concurrency-conflict)",
+        "content": _PROBLEM_REF,
+    },
+    422: {
+        "description": "Invalid request, or a precondition / invariant / state gate refused",
+        "content": _PROBLEM_REF,
+    },
+    500: {"description": "Internal error (urn:loom:problem:internal)", "content": _PROBLEM_REF},
+}
+
+
+def problem(
+    status: int, type: str, title: str, detail: str, instance: str,
+    headers: dict[str, str] | None = None, **extensions: Any,
+) -> Response:
+    body: dict[str, Any] = {
+        "type": type, "title": title, "status": status, "detail": detail, "instance": instance,
+    }
+    body.update(extensions)
+    return Response(
+        json.dumps(body, ensure_ascii=False, default=str).encode(),
+        status_code=status,
+        media_type=PROBLEM_MEDIA_TYPE,
+        headers=headers,
+    )
+
+
+def _path(loc: Any) -> str:
+    return ".".join(str(part) for part in loc) if isinstance(loc, (tuple, list)) else str(loc)
+
+
+def validation_errors(errors: Any) -> list[dict[str, str]]:
+    out = []
+    for err in errors:
+        kind = err.get("type")
+        if kind == "json_invalid":
+            ctx = err.get("ctx") or {}
+            out.append({"path": "body", "message": f"Invalid JSON: {ctx.get('error', 'cannot parse')}"})
+            continue
+        out.append({"path": _path(err.get("loc", ())), "message": str(err.get("msg", kind))})
+    return out
+
+
+def _phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Error"
+
+
+def _log_internal(request: Request, exc: BaseException) -> None:
+    logger.error(
+        json.dumps(
+            {
+                "level": "error",
+                "event": "unhandled_exception",
+                "method": request.method,
+                "path": request.url.path,
+                "error": f"{type(exc).__name__}: {exc}",
+                "traceback": "".join(traceback.format_exception(exc)),
+            },
+            default=str,
+        )
+    )
+
+
+def internal_problem(request: Request, exc: BaseException) -> Response:
+    _log_internal(request, exc)
+    return problem(
+        500, INTERNAL, "Internal Server Error",
+        "The server could not complete the request.", request.url.path,
+    )
+
+
+def problem_for(request: Request, exc: BaseException) -> Response:
+    """The problem response for any exception."""
+    instance = request.url.path
+    if isinstance(exc, LoomError):
+        return problem(exc.status, exc.type, exc.title, exc.detail, instance, **exc.extensions())
+    if isinstance(exc, RequestValidationError):
+        errors = validation_errors(exc.errors())
+        detail = "; ".join(f"{e['path']}: {e['message']}" for e in errors) or "invalid request"
+        return problem(422, INVALID_REQUEST, "Invalid request", detail, instance, errors=errors)
+    if isinstance(exc, StarletteHTTPException):
+        if exc.status_code < 200 or exc.status_code in (204, 304):
+            return Response(status_code=exc.status_code, headers=exc.headers)
+        phrase = _phrase(exc.status_code)
+        detail = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail, default=str)
+        return problem(exc.status_code, "about:blank", phrase, detail, instance,
+                       headers=exc.headers)
+    if isinstance(exc, DBAPIError):
+        kind = classify(exc)
+        if kind in ("conflict", "duplicate"):
+            c = ConcurrencyConflict(
+                "unit of work", None,
+                "the data was changed concurrently; reload it and try again",
+            )
+            return problem(c.status, c.type, c.title, c.detail, instance, aggregate=c.aggregate)
+        if kind == "data":
+            return problem(
+                422, INVALID_REQUEST, "Invalid request",
+                "a value is out of range or cannot be stored", instance, errors=[],
+            )
+    return internal_problem(request, exc)
+
+
+async def _handler(request: Request, exc: Exception) -> Response:
+    return problem_for(request, exc)
+
+
+def install_problem_handlers(app: FastAPI) -> None:
+    for kind in (LoomError, RequestValidationError, StarletteHTTPException, DBAPIError,
+                 Exception):
+        app.add_exception_handler(kind, _handler)

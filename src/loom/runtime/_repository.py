@@ -1,0 +1,176 @@
+"""Repositories: load and save aggregates with optimistic versioning."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar, Generic, TypeVar
+from uuid import UUID
+
+from sqlalchemy import Select, Table, bindparam, delete, func, insert, select, update
+from sqlalchemy.exc import DBAPIError
+
+from ._domain import AggregateRoot
+from ._errors import ConcurrencyConflict, NotFound
+from ._mapping import VERSION_ATTR, Mapper
+from ._schemas import Page
+from ._service import Work
+
+A = TypeVar("A", bound=AggregateRoot)
+
+
+class _Statements:
+    """Statements and the mapper of one repository class, built once."""
+
+    __slots__ = ("mapper", "by_id", "by_id_locked", "by_ids", "by_ids_locked", "insert",
+                 "update", "delete", "count", "page")
+
+    def __init__(self, aggregate: type, table: Table) -> None:
+        self.mapper = Mapper(aggregate, table)
+        c = table.c
+        cols = self.mapper.columns
+        self.by_id = select(*cols).where(c.id == bindparam("id"))
+        self.by_id_locked = self.by_id.with_for_update()
+        self.by_ids = select(*cols).where(c.id.in_(bindparam("ids", expanding=True)))
+        self.by_ids_locked = self.by_ids.order_by(c.id).with_for_update()
+        self.insert = insert(table)
+        self.update = (
+            update(table)
+            .where(c.id == bindparam("_loom_id"), c.version == bindparam("_loom_v"))
+            .values(version=c.version + 1)
+        )
+        self.delete = delete(table).where(
+            c.id == bindparam("_loom_id"), c.version == bindparam("_loom_v")
+        )
+        self.count = select(func.count()).select_from(table)
+        self.page: Select[Any] = select(*cols).order_by(c.id)
+
+
+class Repository(Generic[A]):
+    """Generated: `class Accounts(Repository[Account]): aggregate = Account; table = accounts`."""
+
+    aggregate: ClassVar[type]
+    table: ClassVar[Table]
+    _loom_statements: ClassVar[_Statements | None] = None
+
+    __slots__ = ("work",)
+
+    def __init__(self, work: Work) -> None:
+        self.work = work
+
+    @classmethod
+    def _statements(cls) -> _Statements:
+        found = cls.__dict__.get("_loom_statements")
+        if found is None:
+            found = _Statements(cls.aggregate, cls.table)
+            cls._loom_statements = found
+        return found
+
+    # -- reads ------------------------------------------------------------------------------
+    async def find_by_id(self, id: UUID) -> A | None:
+        st = self._statements()
+        work = self.work
+        stmt = st.by_id_locked if work.lock_reads else st.by_id
+        conn = work._conn or await work.connection()
+        try:
+            row = (await conn.execute(stmt, {"id": id})).first()
+        except DBAPIError as err:
+            raise work._translate(err, st.mapper.name, id) from err
+        return None if row is None else st.mapper.load(row)
+
+    async def get_by_id(self, id: UUID) -> A:
+        found = await self.find_by_id(id)
+        if found is None:
+            raise NotFound(self._statements().mapper.name, id)
+        return found
+
+    async def get_many(self, ids: Sequence[UUID]) -> list[A]:
+        """Load several aggregates in one query, answered in the order of `ids`; `NotFound`
+        for the first id that does not exist."""
+        st = self._statements()
+        work = self.work
+        stmt = st.by_ids_locked if work.lock_reads else st.by_ids
+        conn = work._conn or await work.connection()
+        try:
+            rows = (await conn.execute(stmt, {"ids": list(dict.fromkeys(ids))})).all()
+        except DBAPIError as err:
+            raise work._translate(err, st.mapper.name) from err
+        load = st.mapper.load
+        by_id = {}
+        for row in rows:
+            obj = load(row)
+            by_id[obj.id] = obj
+        result = []
+        for id in ids:
+            found = by_id.get(id)
+            if found is None:
+                raise NotFound(st.mapper.name, id)
+            result.append(found)
+        return result
+
+    async def page(self, limit: int, offset: int) -> Page[A]:
+        """One page of aggregates ordered by id (creation order for UUIDv7 ids)."""
+        st = self._statements()
+        work = self.work
+        conn = work._conn or await work.connection()
+        try:
+            total = (await conn.execute(st.count)).scalar_one()
+            rows = (await conn.execute(st.page.limit(limit).offset(offset))).all()
+        except DBAPIError as err:
+            raise work._translate(err, st.mapper.name) from err
+        load = st.mapper.load
+        return Page.model_construct(
+            items=[load(r) for r in rows], limit=limit, offset=offset, total=total
+        )
+
+    # -- writes -----------------------------------------------------------------------------
+    async def save(self, aggregate: A) -> None:
+        """INSERT (version 1) a never-saved aggregate, else UPDATE ... WHERE version = v.
+        `ConcurrencyConflict` when the row changed (or, on insert, already exists)."""
+        st = self._statements()
+        mapper = st.mapper
+        work = self.work
+        d = aggregate.__dict__
+        id = d["id"]
+        work._before_save(mapper.name, id)
+        version = d.get(VERSION_ATTR, 0)
+        params = mapper.dump(aggregate)
+        conn = work._conn or await work.connection()
+        try:
+            if version == 0:
+                params["version"] = 1
+                await conn.execute(st.insert, params)
+            else:
+                params["_loom_id"] = id
+                params["_loom_v"] = version
+                del params["id"]
+                result = await conn.execute(st.update, params)
+                if result.rowcount != 1:
+                    raise ConcurrencyConflict(mapper.name, id)
+        except DBAPIError as err:
+            raise work._translate(err, mapper.name, id) from err
+        d[VERSION_ATTR] = version + 1
+        events = aggregate._take_events()
+        if events:
+            await work._after_save(events)
+
+    async def delete(self, aggregate: A) -> None:
+        """DELETE the aggregate's row if its version still matches, else `ConcurrencyConflict`;
+        its pending events are dispatched like a save's."""
+        st = self._statements()
+        mapper = st.mapper
+        work = self.work
+        id = aggregate.id
+        version = aggregate.__dict__.get(VERSION_ATTR, 0)
+        if version == 0:
+            raise NotFound(mapper.name, id)
+        conn = work._conn or await work.connection()
+        try:
+            result = await conn.execute(st.delete, {"_loom_id": id, "_loom_v": version})
+        except DBAPIError as err:
+            raise work._translate(err, mapper.name, id) from err
+        if result.rowcount != 1:
+            raise ConcurrencyConflict(mapper.name, id)
+        aggregate.__dict__[VERSION_ATTR] = 0
+        events = aggregate._take_events()
+        if events:
+            await work._after_save(events)

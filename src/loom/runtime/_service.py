@@ -1,0 +1,243 @@
+"""The service (engine, event bus, faults) and its units of work."""
+
+from __future__ import annotations
+
+import logging
+from types import TracebackType
+from typing import Any
+
+from sqlalchemy import MetaData, event
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from ._dberrors import classify
+from ._domain import DomainEvent
+from ._errors import ConcurrencyConflict
+from ._events import EventBus
+from ._faults import Faults
+
+logger = logging.getLogger("loom.runtime")
+
+ISOLATION_LEVELS = {
+    "read_committed": "READ COMMITTED",
+    "repeatable_read": "REPEATABLE READ",
+    "serializable": "SERIALIZABLE",
+}
+_BEGIN_OPTION = "loom_begin"
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def _install_sqlite_hooks(engine: AsyncEngine) -> None:
+    """SQLite: WAL, a busy timeout, and transactions begun by us (`BEGIN IMMEDIATE` for units of
+    work, so concurrent writers queue on the write lock instead of losing an update)."""
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # the driver never emits BEGIN itself
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+            cursor.execute("PRAGMA journal_mode = WAL")
+            cursor.execute("PRAGMA synchronous = NORMAL")
+            cursor.execute("PRAGMA foreign_keys = ON")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        begin = conn.get_execution_options().get(_BEGIN_OPTION)
+        if begin:
+            conn.exec_driver_sql(begin)
+
+
+class Service:
+    """One per app (on `app.state.loom`): the engine, the event bus and the fault hooks."""
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        metadata: MetaData,
+        *,
+        events: EventBus | None = None,
+        faults: Faults | None = None,
+        lock_reads: bool = True,
+    ) -> None:
+        self.engine = engine
+        self.metadata = metadata
+        self.events = events or EventBus()
+        self.faults = faults or Faults()
+        self.dialect = engine.dialect.name
+        self.is_sqlite = self.dialect == "sqlite"
+        # PostgreSQL: rows read inside `transaction()` are locked (SELECT ... FOR UPDATE), so
+        # writers of one row queue instead of failing; the version check stays the safety net.
+        self.lock_reads = lock_reads and self.dialect == "postgresql"
+
+    @classmethod
+    def from_url(cls, url: str, metadata: MetaData, **engine_options: Any) -> Service:
+        engine = create_async_engine(url, **engine_options)
+        if engine.dialect.name == "sqlite":
+            _install_sqlite_hooks(engine)
+        return cls(engine, metadata)
+
+    async def create_schema(self) -> None:
+        async with self.engine.connect() as conn:
+            if self.is_sqlite:
+                conn = await conn.execution_options(**{_BEGIN_OPTION: "BEGIN IMMEDIATE"})
+            async with conn.begin():
+                await conn.run_sync(self.metadata.create_all)
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()
+
+    def transaction(self, isolation: str | None = None) -> Work:
+        """`async with service.transaction() as work:` one connection, one transaction; events
+        are dispatched after the commit."""
+        if isolation is not None and isolation not in ISOLATION_LEVELS:
+            raise ValueError(
+                f"isolation must be one of {sorted(ISOLATION_LEVELS)} or None, not {isolation!r}"
+            )
+        return Work(self, True, isolation)
+
+    def autocommit(self) -> Work:
+        """`async with service.autocommit() as work:` each save commits on its own and
+        dispatches its events right after."""
+        return Work(self, False, None)
+
+
+class Work:
+    """A unit of work. Use it as an async context manager (from `Service`), hand it to
+    repositories, and `emit` workflow-level events."""
+
+    __slots__ = (
+        "service", "transactional", "isolation", "_conn", "_pending", "_emitted", "_saves",
+        "_last_target",
+    )
+
+    def __init__(self, service: Service, transactional: bool, isolation: str | None) -> None:
+        self.service = service
+        self.transactional = transactional
+        self.isolation = isolation
+        self._conn: AsyncConnection | None = None
+        self._pending: list[DomainEvent] = []
+        self._emitted: list[DomainEvent] = []
+        self._saves = 0
+        self._last_target: tuple[str, object] | None = None
+
+    # -- public -----------------------------------------------------------------------------
+    def emit(self, event: DomainEvent) -> None:
+        """Record a workflow-level event; dispatched after the block succeeds (after commit)."""
+        self._emitted.append(event)
+
+    @property
+    def lock_reads(self) -> bool:
+        return self.transactional and self.service.lock_reads
+
+    async def connection(self) -> AsyncConnection:
+        """The unit of work's connection (opened, and in `transaction()` begun, on first use)."""
+        conn = self._conn
+        if conn is None:
+            conn = await self._open()
+        return conn
+
+    # -- context manager --------------------------------------------------------------------
+    async def __aenter__(self) -> Work:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        conn = self._conn
+        if exc_type is not None:
+            self._pending.clear()
+            self._emitted.clear()
+            if conn is not None:
+                self._conn = None
+                await _close_quietly(conn, rollback=self.transactional)
+            return
+        if conn is not None:
+            self._conn = None
+            if self.transactional:
+                try:
+                    await conn.commit()
+                except DBAPIError as err:
+                    await _close_quietly(conn, rollback=True)
+                    raise self._translate(err) from err
+                except BaseException:
+                    await _close_quietly(conn, rollback=True)
+                    raise
+            await conn.close()
+        pending, emitted = self._pending, self._emitted
+        if pending or emitted:
+            self._pending, self._emitted = [], []
+            bus = self.service.events
+            if pending:
+                await bus.dispatch(pending)
+            if emitted:
+                await bus.dispatch(emitted)
+
+    # -- used by repositories -----------------------------------------------------------------
+    async def _open(self) -> AsyncConnection:
+        service = self.service
+        conn = await service.engine.connect()
+        try:
+            if self.transactional:
+                if service.is_sqlite:
+                    conn = await conn.execution_options(**{_BEGIN_OPTION: "BEGIN IMMEDIATE"})
+                elif self.isolation is not None:
+                    conn = await conn.execution_options(
+                        isolation_level=ISOLATION_LEVELS[self.isolation]
+                    )
+                await conn.begin()
+            elif not service.is_sqlite:
+                conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+        except DBAPIError as err:
+            await _close_quietly(conn, rollback=True)
+            raise self._translate(err) from err
+        except BaseException:
+            await _close_quietly(conn, rollback=True)
+            raise
+        self._conn = conn
+        return conn
+
+    def _before_save(self, aggregate: str, id: object) -> None:
+        self._saves += 1
+        self._last_target = (aggregate, id)
+        faults = self.service.faults
+        if faults.armed:
+            faults.check_save(self._saves)
+
+    async def _after_save(self, events: list[DomainEvent]) -> None:
+        if not events:
+            return
+        if self.transactional:
+            self._pending.extend(events)
+        else:
+            await self.service.events.dispatch(events)
+
+    def _translate(self, err: DBAPIError, aggregate: str | None = None, id: object = None) -> Exception:
+        kind = classify(err)
+        if kind in ("conflict", "duplicate"):
+            if aggregate is None and self._last_target is not None:
+                aggregate, id = self._last_target
+            return ConcurrencyConflict(aggregate or "unit of work", id)
+        return err
+
+
+async def _close_quietly(conn: AsyncConnection, *, rollback: bool) -> None:
+    try:
+        if rollback:
+            await conn.rollback()
+    except Exception:  # noqa: BLE001 - the original error is the one that matters
+        logger.debug("rollback failed", exc_info=True)
+        try:
+            await conn.invalidate()
+        except Exception:  # noqa: BLE001
+            pass
+    try:
+        await conn.close()
+    except Exception:  # noqa: BLE001
+        logger.debug("close failed", exc_info=True)

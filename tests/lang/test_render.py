@@ -1,0 +1,69 @@
+"""Golden snapshots of the text and JSON renderings (`pytest --update-snapshots` rewrites them)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from loom.lang import compile_sources, render_json, render_text
+
+DATA = Path(__file__).parent / "data" / "render"
+
+
+@pytest.mark.parametrize("case", sorted(DATA.glob("*.loom")), ids=lambda p: p.stem)
+def test_render_snapshot(case: Path, update_snapshots: bool) -> None:
+    result = compile_sources({case.name: case.read_text()})
+    assert result.diagnostics, "a render case must produce diagnostics"
+    outputs = {
+        case.with_suffix(".txt"): render_text(result.diagnostics, result.sources) + "\n",
+        case.with_suffix(".json"): render_json(result.diagnostics) + "\n",
+    }
+    for path, text in outputs.items():
+        if update_snapshots or not path.exists():
+            path.write_text(text)
+            continue
+        assert text == path.read_text(), f"{path.name} changed; rerun with --update-snapshots"
+
+
+def test_text_rendering_has_the_documented_parts() -> None:
+    result = compile_sources({"x.loom": (DATA / "type_mismatch.loom").read_text()})
+    text = render_text(result.diagnostics, result.sources)
+    lines = text.splitlines()
+    assert lines[0] == (
+        "x.loom:7:15: error[loom.type-mismatch]: cannot assign an `int` to `name`, a `string` field"
+    )
+    assert "      name := n" in text and "^ this is an `int`" in text
+    assert "---- `name` is declared here as `string`" in text
+    assert "= help:" in text and lines[-1] == "1 error"
+
+
+def test_json_rendering_fields() -> None:
+    result = compile_sources({"x.loom": (DATA / "several.loom").read_text()})
+    items = json.loads(render_json(result.diagnostics))
+    assert {
+        "code",
+        "severity",
+        "message",
+        "file",
+        "line",
+        "column",
+        "end_line",
+        "end_column",
+        "labels",
+        "help",
+    } <= set(items[0])
+    assert [i["line"] for i in items] == sorted(i["line"] for i in items)
+    assert any(i["severity"] == "warning" for i in items)
+
+
+def test_color_output_uses_ansi_only_when_asked() -> None:
+    result = compile_sources({"x.loom": (DATA / "type_mismatch.loom").read_text()})
+    assert "\x1b[" not in render_text(result.diagnostics, result.sources)
+    assert "\x1b[" in render_text(result.diagnostics, result.sources, color=True)
+
+
+def test_nothing_to_render() -> None:
+    assert render_text([], {}) == ""
+    assert json.loads(render_json([])) == []

@@ -1,0 +1,188 @@
+"""Storage conformance: every column type round-trips, versions advance, stale writes conflict,
+pages are ordered — on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta, timezone
+from decimal import Decimal
+from uuid import UUID
+
+import pytest
+from sqlalchemy import Column, Integer, MetaData, String, Table, Uuid, select
+
+from loom.runtime import ConcurrencyConflict, NotFound, Repository, Service, new_id
+
+from .sample_service import Item, Items, Level, items
+
+THIRTY_DIGITS = Decimal("12345678901234567890.1234567890")
+PLUS_TWO = timezone(timedelta(hours=2))
+
+
+def full_item() -> Item:
+    return Item(
+        name="full",
+        count=2**62,
+        amount=THIRTY_DIGITS,
+        due=date(2031, 12, 31),
+        happened_at=datetime(2030, 6, 1, 12, 30, 15, 123456, tzinfo=PLUS_TWO),
+        level=Level.HIGH,
+        maybe_level=Level.LOW,
+        note="ünïcødé ✓",
+        tags=["a", "b"],
+        amounts=[THIRTY_DIGITS, Decimal("-0.000000000000000000000001"), Decimal("1.50")],
+        dates=[date(1999, 1, 2)],
+        stamps=[datetime(2001, 2, 3, 4, 5, 6, 7, tzinfo=PLUS_TWO)],
+        refs=[new_id(), new_id()],
+        levels=[Level.HIGH, Level.LOW],
+        flags=[True, False],
+        numbers=[0, -1, 2**63 - 1],
+        closed=True,
+    )
+
+
+async def load(service: Service, id: UUID) -> Item:
+    async with service.autocommit() as work:
+        return await Items(work).get_by_id(id)
+
+
+async def test_every_column_type_round_trips(service: Service) -> None:
+    original = full_item()
+    async with service.transaction() as work:
+        await Items(work).save(original)
+    loaded = await load(service, original.id)
+    for name in ("name", "count", "amount", "due", "level", "maybe_level", "note", "tags",
+                 "amounts", "dates", "refs", "levels", "flags", "numbers", "closed"):
+        assert getattr(loaded, name) == getattr(original, name), name
+        assert type(getattr(loaded, name)) is type(getattr(original, name)), name
+    assert str(loaded.amount) == "12345678901234567890.1234567890"
+    assert [str(a) for a in loaded.amounts] == [str(a) for a in original.amounts]
+    assert type(loaded.level) is Level and type(loaded.levels[0]) is Level
+    assert all(type(r) is UUID for r in loaded.refs)
+    # datetimes: same instant, delivered as aware UTC
+    assert loaded.happened_at == original.happened_at
+    assert loaded.happened_at.tzinfo is not None and loaded.happened_at.utcoffset() == timedelta(0)
+    assert loaded.stamps == original.stamps and loaded.stamps[0].utcoffset() == timedelta(0)
+    assert loaded.id == original.id and loaded._loom_version == 1
+
+
+async def test_optional_none_round_trips(service: Service) -> None:
+    original = Item(name="empty")
+    async with service.autocommit() as work:
+        await Items(work).save(original)
+    loaded = await load(service, original.id)
+    assert loaded.due is None and loaded.maybe_level is None and loaded.note is None
+    assert loaded.tags == [] and loaded.amount == Decimal("0") and loaded.closed is False
+
+
+async def test_naive_datetime_is_taken_as_utc(service: Service) -> None:
+    original = Item(name="naive", happened_at=datetime(2030, 1, 1, 8, 0))
+    async with service.autocommit() as work:
+        await Items(work).save(original)
+    loaded = await load(service, original.id)
+    assert loaded.happened_at == datetime(2030, 1, 1, 8, 0, tzinfo=UTC)
+
+
+async def test_version_increments_on_each_save(service: Service) -> None:
+    item = Item(name="v")
+    assert item._loom_version == 0
+    async with service.autocommit() as work:
+        await Items(work).save(item)
+    assert item._loom_version == 1
+    for expected in (2, 3):
+        async with service.transaction() as work:
+            repo = Items(work)
+            loaded = await repo.get_by_id(item.id)
+            loaded.increment(1)
+            await repo.save(loaded)
+        assert loaded._loom_version == expected
+    async with service.engine.connect() as conn:
+        row = (await conn.execute(select(items.c.version, items.c.count))).one()
+    assert tuple(row) == (3, 2)
+
+
+async def test_stale_version_conflicts(service: Service) -> None:
+    item = Item(name="stale")
+    async with service.autocommit() as work:
+        await Items(work).save(item)
+    first, second = await load(service, item.id), await load(service, item.id)
+    first.increment(1)
+    async with service.autocommit() as work:
+        await Items(work).save(first)
+    second.increment(5)
+    with pytest.raises(ConcurrencyConflict) as caught:
+        async with service.transaction() as work:
+            await Items(work).save(second)
+    assert caught.value.aggregate == "Item" and caught.value.id == item.id
+    assert (await load(service, item.id)).count == 1
+
+
+async def test_duplicate_insert_conflicts(service: Service) -> None:
+    item = Item(name="dup")
+    async with service.autocommit() as work:
+        await Items(work).save(item)
+    clone = Item(name="dup", id=item.id)
+    with pytest.raises(ConcurrencyConflict):
+        async with service.autocommit() as work:
+            await Items(work).save(clone)
+    with pytest.raises(ConcurrencyConflict):
+        async with service.transaction() as work:
+            await Items(work).save(Item(name="dup", id=item.id))
+
+
+async def test_missing_and_many(service: Service) -> None:
+    a, b = Item(name="a"), Item(name="b")
+    async with service.transaction() as work:
+        repo = Items(work)
+        await repo.save(a)
+        await repo.save(b)
+    async with service.autocommit() as work:
+        repo = Items(work)
+        assert await repo.find_by_id(new_id()) is None
+        missing = new_id()
+        with pytest.raises(NotFound) as caught:
+            await repo.get_by_id(missing)
+        assert caught.value.aggregate == "Item" and caught.value.id == missing
+        assert [x.name for x in await repo.get_many([b.id, a.id, b.id])] == ["b", "a", "b"]
+        with pytest.raises(NotFound):
+            await repo.get_many([a.id, missing])
+
+
+async def test_page_is_ordered_by_creation_with_total(service: Service) -> None:
+    created = [Item(name=f"i{n}") for n in range(7)]
+    for item in created:  # separate units of work, creation order
+        async with service.autocommit() as work:
+            await Items(work).save(item)
+    async with service.autocommit() as work:
+        page = await Items(work).page(3, 2)
+        everything = await Items(work).page(100, 0)
+        beyond = await Items(work).page(10, 50)
+    assert [i.name for i in page.items] == ["i2", "i3", "i4"]
+    assert (page.limit, page.offset, page.total) == (3, 2, 7)
+    assert [i.id for i in everything.items] == [i.id for i in created]
+    assert beyond.items == [] and beyond.total == 7
+
+
+async def test_delete_checks_version(service: Service) -> None:
+    item = Item(name="gone")
+    async with service.autocommit() as work:
+        await Items(work).save(item)
+    stale = await load(service, item.id)
+    async with service.transaction() as work:
+        await Items(work).delete(await Items(work).get_by_id(item.id))
+    with pytest.raises(ConcurrencyConflict):
+        async with service.autocommit() as work:
+            await Items(work).delete(stale)
+    async with service.autocommit() as work:
+        assert await Items(work).find_by_id(item.id) is None
+
+
+def test_mapping_refuses_a_table_that_does_not_match() -> None:
+    other = Table("runtime_bad", MetaData(), Column("id", Uuid, primary_key=True),
+                  Column("version", Integer), Column("name", String))
+
+    class Bad(Repository[Item]):
+        aggregate = Item
+        table = other
+
+    with pytest.raises(TypeError, match="fields without a column"):
+        Bad._statements()
