@@ -20,6 +20,8 @@ EXAMPLES = [
     ROOT / "examples/banking/banking.loom",
     ROOT / "examples/sales/sales.loom",
     *sorted((Path(__file__).parent / "data" / "ok").glob("*.loom")),
+    # The diagnostics cases start from broken models, so their edits reach the error paths.
+    *sorted((Path(__file__).parent / "data" / "diagnostics").glob("*.loom")),
 ]
 TEXTS = [p.read_text() for p in EXAMPLES]
 TOKEN = re.compile(

@@ -12,9 +12,15 @@ from loom.lang import compile_sources, render_json, render_text
 DATA = Path(__file__).parent / "data" / "render"
 
 
-@pytest.mark.parametrize("case", sorted(DATA.glob("*.loom")), ids=lambda p: p.stem)
+CASES = sorted(DATA.glob("*.loom")) + sorted(p for p in DATA.iterdir() if p.is_dir())
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda p: p.stem)
 def test_render_snapshot(case: Path, update_snapshots: bool) -> None:
-    result = compile_sources({case.name: case.read_text()})
+    # A folder is one model of several files, named relative to the folder.
+    files = sorted(case.glob("*.loom")) if case.is_dir() else [case]
+    names = {(f"{case.name}/{f.name}" if case.is_dir() else f.name): f.read_text() for f in files}
+    result = compile_sources(names)
     assert result.diagnostics, "a render case must produce diagnostics"
     outputs = {
         case.with_suffix(".txt"): render_text(result.diagnostics, result.sources) + "\n",

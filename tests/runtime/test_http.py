@@ -9,6 +9,7 @@ from uuid import UUID
 
 import httpx
 import pytest
+from decimal import Decimal
 
 from loom.runtime import ConcurrencyConflict, Service, new_id
 
@@ -183,3 +184,23 @@ async def test_openapi_and_docs(client: httpx.AsyncClient) -> None:
     responses = spec["paths"]["/api/items/{id}"]["get"]["responses"]
     assert responses["404"]["content"][PROBLEM]["schema"]["$ref"] == "#/components/schemas/Problem"
     assert (await client.get("/docs")).status_code == 200
+
+
+async def test_unstorable_values_are_client_errors_not_500s(
+    client: httpx.AsyncClient, service: Service
+) -> None:
+    # PostgreSQL refuses NUL in text and numerics beyond its range (SQLSTATE class 22): that
+    # is the client's data, so a 422; SQLite stores both exactly.
+    r = await client.post("/api/items", json={"name": "nul\u0000byte"})
+    assert r.status_code in (200, 422), r.text
+    if r.status_code == 422:
+        assert not service.is_sqlite
+        assert r.json()["type"] == "urn:loom:problem:invalid-request"
+    for huge in ("1E+200000", "1E+2000000", "-1E-2000000"):
+        r = await client.post("/api/items", json={"name": "big", "amount": huge})
+        assert r.status_code in (200, 422), r.text
+        if r.status_code == 200:
+            got = (await client.get(f"/api/items/{r.json()}")).json()["amount"]
+            assert Decimal(got) == Decimal(huge)
+        else:
+            assert not service.is_sqlite

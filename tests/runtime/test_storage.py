@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import Column, Integer, MetaData, String, Table, Uuid, select
 
 from loom.runtime import ConcurrencyConflict, NotFound, Repository, Service, new_id
+from loom.runtime._errors import InvalidValue
 
 from .sample_service import Item, Items, Level, items
 
@@ -186,3 +187,30 @@ def test_mapping_refuses_a_table_that_does_not_match() -> None:
 
     with pytest.raises(TypeError, match="fields without a column"):
         Bad._statements()
+
+
+@pytest.mark.parametrize("text", ["1E+131071", "-1E-16383", "123456789012345678901234567890E+100"])
+async def test_extreme_decimals_round_trip_exactly(service: Service, text: str) -> None:
+    item = Item(name="extreme", amount=Decimal(text))
+    async with service.autocommit() as work:
+        await Items(work).save(item)
+    assert (await load(service, item.id)).amount == Decimal(text)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"amount": Decimal("1E+131072")}, {"amount": Decimal("1E-16384")},
+     {"amount": Decimal("NaN")}, {"count": 2**63}, {"count": -(2**63) - 1}],
+    ids=["decimal-too-large", "decimal-too-fine", "nan", "int-too-large", "int-too-small"],
+)
+async def test_values_the_database_cannot_hold_are_refused_not_altered(
+    service: Service, changes: dict[str, object]
+) -> None:
+    item = Item(name="bad", **changes)  # type: ignore[arg-type]
+    if service.is_sqlite and "amount" in changes and changes["amount"] == changes["amount"]:
+        pytest.skip("SQLite stores any finite decimal as exact text")
+    with pytest.raises(InvalidValue):
+        async with service.transaction() as work:
+            await Items(work).save(item)
+    async with service.autocommit() as work:
+        assert await Items(work).find_by_id(item.id) is None

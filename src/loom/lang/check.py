@@ -44,7 +44,7 @@ class Checker(ExpressionChecker):
 
     def _declare_types(self, ctx: ContextSymbols) -> None:
         def res(t: ast.TypeRef) -> None:
-            self.types[id(t)] = resolve_type(ctx, t, self.sink)
+            self.types[id(t)] = resolve_type(ctx, t, self.sink, prog=self.prog)
 
         for agg in ctx.aggregates.values():
             for m in agg.members:
@@ -100,6 +100,45 @@ class Checker(ExpressionChecker):
                 )
             elif isinstance(m, ast.Operation):
                 self.check_operation(ctx, agg, m)
+        self.check_cycles(agg)
+
+    def check_cycles(self, agg: ast.Aggregate) -> None:
+        """Derived values and functions are evaluated on every read; a cycle would never end."""
+        decls: dict[str, ast.Derived | ast.Function] = {}
+        deps: dict[str, list[str]] = {}
+        for m in agg.members:
+            if isinstance(m, (ast.Derived, ast.Function)) and id(m.value) in self.exprs:
+                decls.setdefault(m.name, m)
+                deps.setdefault(m.name, list(_references(self.exprs[id(m.value)])))
+        done: set[str] = set()
+
+        def visit(name: str, path: list[str]) -> None:
+            if name in path:
+                cycle = path[path.index(name) :] + [name]
+                first = decls[cycle[0]]
+                self.report(
+                    "loom.cyclic-definition",
+                    f"`{cycle[0]}` depends on itself: " + " → ".join(f"`{n}`" for n in cycle),
+                    first.name_span,
+                    "defined in terms of itself",
+                    secondary=[
+                        (decls[n].name_span, f"`{n}` is part of the cycle")
+                        for n in dict.fromkeys(cycle[1:-1])
+                    ],
+                    help="compute it from fields and parameters, without going back to itself",
+                )
+                done.update(cycle)
+                return
+            if name in done or name not in deps:
+                return
+            for dep in deps[name]:
+                visit(dep, [*path, name])
+                if name in done:
+                    return
+            done.add(name)
+
+        for name in deps:
+            visit(name, [])
 
     def _params_scope(
         self, ctx: ContextSymbols, agg: ast.Aggregate | None, kind: str, params: list[ast.Param]
@@ -121,13 +160,13 @@ class Checker(ExpressionChecker):
 
     def warn_unused(self, scope: Scope) -> None:
         for b in scope.names.values():
-            if b.kind == "value" and not b.used:
+            if b.kind == "value" and not b.used and not b.name.startswith("_"):
                 self.report(
                     "loom.unused-local",
                     f"`{b.name}` is never used",
                     b.span,
                     "assigned but never read",
-                    help="remove the `let`, or use the value",
+                    help="remove the `let`, use the value, or start its name with `_`",
                 )
 
     def bind_local(self, scope: Scope, b: Binding) -> None:
@@ -192,23 +231,15 @@ class Checker(ExpressionChecker):
             self.root(stmt.value, scope)
             return
         name = target.name
+        # The target of `:=` is always a field, so `operation rename(name: string) { name := name }`
+        # assigns the field from the parameter; a binding is only an error when no field matches.
         members = self.fields_of(scope.ctx, agg.name)
         binding = scope.names.get(name)
         decl = next(
             (m for m in agg.members if isinstance(m, (ast.Field, ast.Derived)) and m.name == name),
             None,
         )
-        if binding is not None:
-            what = "a parameter" if binding.kind == "param" else "a local value"
-            self.report(
-                "loom.assign-to-readonly",
-                f"cannot assign `{name}`: it is {what}",
-                target.span,
-                "not a field",
-                secondary=[(binding.span, "declared here")],
-                help="only the aggregate's fields can be assigned; use a new `let` for a new value",
-            )
-        elif name == "id":
+        if name == "id":
             self.report(
                 "loom.assign-to-readonly",
                 "cannot assign `id`: an aggregate's identity never changes",
@@ -236,6 +267,16 @@ class Checker(ExpressionChecker):
             )
         elif isinstance(decl, ast.Field):
             value_expected = self.type_of(decl.type)
+        elif binding is not None:
+            what = "a parameter" if binding.kind == "param" else "a local value"
+            self.report(
+                "loom.assign-to-readonly",
+                f"cannot assign `{name}`: it is {what}",
+                target.span,
+                "not a field",
+                secondary=[(binding.span, "declared here")],
+                help="only the aggregate's fields can be assigned; use a new `let` for a new value",
+            )
         else:
             self.report(
                 "loom.unknown-field",
@@ -333,3 +374,27 @@ class Checker(ExpressionChecker):
                 help="an emit gives every field of the event",
             )
         self.emits[id(stmt)] = (ev.name, args)
+
+
+def _references(x: ir.Expr) -> list[str]:
+    """Derived values and functions of the same aggregate that an expression reads, in order."""
+    out: list[str] = []
+    stack: list[object] = [x]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, ir.SelfField) and e.kind == "derived":
+            out.append(e.name)
+        elif isinstance(e, ir.FunctionCall):
+            out.append(e.function)
+            stack.extend(reversed(e.args))
+        elif isinstance(e, ir.Unary):
+            stack.append(e.operand)
+        elif isinstance(e, ir.Binary):
+            stack.extend((e.right, e.left))
+        elif isinstance(e, ir.Conditional):
+            stack.extend((e.otherwise, e.then, e.condition))
+        elif isinstance(e, ir.ListLiteral):
+            stack.extend(reversed(e.items))
+        elif isinstance(e, ir.Member):
+            stack.append(e.obj)
+    return out

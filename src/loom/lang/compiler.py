@@ -34,7 +34,7 @@ def compile_files(paths: Sequence[str | Path]) -> CompileResult:
     for p in paths:
         name = str(p)
         try:
-            sources[name] = Path(p).read_text(encoding="utf-8")
+            sources[name] = Path(p).read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             sink.report(
@@ -79,7 +79,9 @@ def _run(sources: dict[str, str], sink: Sink) -> ir.Model | None:
     from loom.lang import check, lower, parser, resolve
 
     files: list[ast.File] = [parser.parse(name, text, sink) for name, text in sources.items()]
-    if sink.has_errors and not any(f.contexts for f in files):
+    if sink.has_errors:
+        # A file that did not parse is missing declarations the others may use; checking the rest
+        # would mostly report names that are only "unknown" because of the syntax error.
         return None
     prog = resolve.build(files, sink)
     checker = check.Checker(prog, sink, sources)

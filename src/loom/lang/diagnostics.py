@@ -81,6 +81,11 @@ REGISTRY: dict[str, CodeInfo] = {
         ),
         CodeInfo("loom.compound-assign-type", _E, "`+=` / `-=` on a field that is not a number"),
         CodeInfo("loom.function-impure", _E, "a function calls an operation"),
+        CodeInfo(
+            "loom.cyclic-definition",
+            _E,
+            "a derived value or function is defined in terms of itself",
+        ),
         CodeInfo("loom.operation-in-expression", _E, "an operation call is used as a value"),
         CodeInfo("loom.invalid-statement", _E, "a statement is not allowed in this kind of body"),
         CodeInfo("loom.emit-fields", _E, "an emit leaves out, repeats or invents an event field"),
@@ -120,6 +125,7 @@ REGISTRY: dict[str, CodeInfo] = {
         ),
         CodeInfo("loom.workflow-unexpected-return", _E, "`return` in a create with no result type"),
         CodeInfo("loom.workflow-handle-removed", _E, "a workflow declares a `handle` member"),
+        CodeInfo("loom.workflow-without-create", _W, "a workflow has no `create` entry"),
         CodeInfo(
             "loom.operation-on-id",
             _E,

@@ -420,6 +420,15 @@ class ExpressionChecker:
                     "`function` for a computed value",
                 )
             return self.poison(e)
+        if (n in fns or n in ops) and scope.kind == "default":
+            self.report(
+                "loom.unknown-name",
+                f"a default cannot call `{n}`: it needs the aggregate, which does not exist yet",
+                e.callee.span,
+                "not available in a default",
+                help="use a literal, an enum member or `now()`; or make the value a `derived`",
+            )
+            return self.poison(e)
         if n == "now" and n not in fns:
             if e.args:
                 self.report(

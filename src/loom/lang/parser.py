@@ -53,8 +53,26 @@ def _terminal_text() -> dict[str, str]:
     return out
 
 
+_EXPRESSION_START = {
+    "NAME",
+    "STRING",
+    "INT",
+    "DECIMAL",
+    "LPAR",
+    "LSQB",
+    "BANG",
+    "MINUS",
+    "TRUE",
+    "FALSE",
+}
+
+
 def describe_expected(names: set[str] | frozenset[str]) -> str:
     texts = _terminal_text()
+    if {"NAME", "STRING", "INT"} <= set(names):
+        # Where a value may start, the ten terminals that can begin one read better as one word.
+        rest = set(names) - _EXPRESSION_START
+        return "an expression" if not rest else describe_expected(rest) + " or an expression"
     shown: set[str] = set()
     operators = 0
     for n in names:
@@ -118,18 +136,20 @@ def _report_syntax_error(file: str, text: str, exc: UnexpectedInput, sink: Sink)
                 tok.start_pos or 0,
                 tok.end_pos or 0,
             )
-        expected = describe_expected(exc.expected)
+        expected = describe_expected(_acceptable(exc))
         before = text[: tok.start_pos or 0].rstrip() if tok.type != "$END" else ""
         if set(exc.expected) == {"NAME"} and before.endswith(":"):
             # Only a name fits after `:` here (not a value), so the grammar wants a type.
-            expected = "a type (`string`, `int`, `decimal`, `bool`, `datetime`, `date`, an enum, `X id`)"
+            expected = (
+                "a type (`string`, `int`, `decimal`, `bool`, `datetime`, `date`, an enum, `X id`)"
+            )
         found = _describe_token(tok)
         sink.report(
             "loom.syntax-error",
             f"unexpected {found}; expected {expected}",
             span,
             f"expected {expected} here",
-            help=_hint(tok, exc.expected),
+            help=_soft_keyword_hint(tok, before) or _hint(tok, exc.expected),
         )
         return
     if isinstance(exc, UnexpectedCharacters):
@@ -152,11 +172,42 @@ def _report_syntax_error(file: str, text: str, exc: UnexpectedInput, sink: Sink)
     sink.report("loom.syntax-error", "unexpected end of file", span, "the model ends here")
 
 
+_SOFT_KEYWORDS = {
+    "id": "a field cannot be named `id`: every aggregate already has one (`x: Customer id` reads the "
+    "`id` after a type as part of the type)",
+    "immutable": "after a field's type, `immutable` is read as that field's modifier; give this "
+    "field another name",
+    "message": "after a precondition or invariant, `message` is read as its message; give the field "
+    "another name",
+}
+
+
+def _soft_keyword_hint(tok: Token, before: str) -> str | None:
+    """Explain the one confusing case of contextual keywords: a member named like the keyword that
+    may end the previous member (`n: int` then `id: …`)."""
+    if tok.type == "$END" or str(tok) not in (":", ":=", "+=", "-="):
+        return None
+    words = before.split()
+    return _SOFT_KEYWORDS.get(words[-1]) if words else None
+
+
+def _acceptable(exc: UnexpectedToken) -> set[str]:
+    """The terminals that really fit at the error. LALR merges states, so `exc.expected` can list
+    tokens that would fail a step later; simulating each one on a copy of the parser is exact."""
+    try:
+        accepted = set(exc.interactive_parser.accepts())
+    except Exception:  # noqa: BLE001 - only a better message is at stake
+        return set(exc.expected)
+    return accepted or set(exc.expected)
+
+
 def _hint(tok: Token, expected: set[str]) -> str | None:
     if tok.type == "$END":
         return "a `{` is probably missing its `}`"
     if tok.type == "NAME" and "COMMA" in expected:
         return "separate the items with `,`"
+    if "NAME" in expected and str(tok).isidentifier() and tok.type != "NAME":
+        return f"`{tok}` is a keyword here; choose another name"
     return None
 
 

@@ -79,11 +79,10 @@ def render_one(d: Diagnostic, sources: Mapping[str, str], *, color: bool = False
         if _line_of(sources, sp) is None:
             continue
         if sp.file != s.file:
-            out.append(
-                f"{' ' * gutter} {_paint('::', _BLUE, color)} {sp.file}:{sp.line}:{sp.column}"
-            )
-        else:
-            out.append(bar)
+            # Another file: name it, the way rustc does, before quoting its line.
+            where = f"{sp.file}:{sp.line}:{sp.column}"
+            out.append(f"{' ' * gutter}{_paint(':::', _BLUE, color)} {where}")
+        out.append(bar)
         _snippet(out, sources, sp, label, "-", gutter, color, _BLUE)
     if d.help:
         out.append(f"{' ' * gutter} = {_paint('help', _BOLD, color)}: {d.help}")
@@ -102,7 +101,7 @@ def summary(diagnostics: Sequence[Diagnostic]) -> str:
 
 
 def render_text(
-    diagnostics: Sequence[Diagnostic], sources: Mapping[str, str], *, color: bool = False
+    diagnostics: Sequence[Diagnostic], sources: Mapping[str, str], color: bool = False
 ) -> str:
     """Every diagnostic with its source context, then a summary line; "" when there is nothing."""
     if not diagnostics:

@@ -219,6 +219,14 @@ def _check_workflow(wf: ast.Workflow, sink: Sink) -> None:
             help=f"move it out of the workflow as `commandHandler {h.name}(…) {{ … }}`, or model the "
             "step as an aggregate operation",
         )
+    if not wf.creates and not wf.handles:
+        sink.report(
+            "loom.workflow-without-create",
+            f"workflow `{wf.name}` has no `create`, so nothing can start it",
+            wf.name_span,
+            "no entry point",
+            help="add `create(params) { … }`, or remove the workflow",
+        )
     for extra in wf.creates[1:]:
         sink.report(
             "loom.duplicate-declaration",
@@ -237,13 +245,36 @@ def _check_workflow(wf: ast.Workflow, sink: Sink) -> None:
 
 
 def resolve_type(
-    syms: ContextSymbols, t: ast.TypeRef, sink: Sink, *, value: bool = True
+    syms: ContextSymbols,
+    t: ast.TypeRef,
+    sink: Sink,
+    *,
+    value: bool = True,
+    prog: Program | None = None,
 ) -> AnyType:
     """The IR type a type reference names; ERROR (with a diagnostic) when it does not resolve.
 
     `value=True` refuses aggregate and event types (fields, parameters and event fields hold values,
     never whole aggregates); a workflow result is resolved with `value=False` and judged by its rule.
+    `prog` lets the message name the other context when the name is declared there.
     """
+    elsewhere = (
+        next(
+            (
+                c.name
+                for c in prog.contexts.values()
+                if c.name != syms.name and (t.name in c.aggregates or t.name in c.enums)
+            ),
+            None,
+        )
+        if prog is not None
+        else None
+    )
+    foreign = (
+        f"`{t.name}` is declared in context `{elsewhere}`; a type refers to its own context only"
+        if elsewhere
+        else None
+    )
     base: AnyType
     if t.is_id:
         if t.name in syms.aggregates:
@@ -254,7 +285,8 @@ def resolve_type(
                 f"`{t.name} id` names no aggregate of context `{syms.name}`",
                 t.name_span,
                 "not an aggregate",
-                help=did_you_mean(t.name, syms.aggregates)
+                help=foreign
+                or did_you_mean(t.name, syms.aggregates)
                 or "an `id` type is the identity of an aggregate declared in the same context",
             )
             return ERROR
@@ -273,7 +305,8 @@ def resolve_type(
             f"unknown type `{t.name}`",
             t.name_span,
             "not a type",
-            help=did_you_mean(t.name, known)
+            help=foreign
+            or did_you_mean(t.name, known)
             or "a type is a primitive (string, int, decimal, bool, datetime, date), an enum, or `X id`",
         )
         return ERROR

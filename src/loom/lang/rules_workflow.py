@@ -53,12 +53,12 @@ def check_workflow(ck: Checker, ctx: ContextSymbols, wf: ast.Workflow) -> None:
 def _check_create(ck: Checker, ctx: ContextSymbols, wf: ast.Workflow, c: ast.Create) -> None:
     scope = Scope(ctx, None, "workflow")
     for p in c.params:
-        t = resolve_type(ctx, p.type, ck.sink)
+        t = resolve_type(ctx, p.type, ck.sink, prog=ck.prog)
         ck.types[id(p.type)] = t
         scope.names.setdefault(p.name, Binding(p.name, t, p.name_span, "param"))
     result: AnyType | None = None
     if c.result is not None:
-        result = resolve_type(ctx, c.result, ck.sink, value=False)
+        result = resolve_type(ctx, c.result, ck.sink, value=False, prog=ck.prog)
         if not storable(result):
             ck.report(
                 "loom.workflow-return-type",
@@ -72,9 +72,11 @@ def _check_create(ck: Checker, ctx: ContextSymbols, wf: ast.Workflow, c: ast.Cre
         ck.types[id(c.result)] = result
     binds: list[Binding] = []
     ck.bindings[id(c)] = binds
-    returned = False
+    dead = reported = False
     for stmt in c.body:
-        if returned:
+        if dead and not reported:
+            # One report per body; the dead statements are still checked, so a `let` among them
+            # does not turn every later use into an unknown name.
             ck.report(
                 "loom.unreachable-statement",
                 "this statement comes after `return` and never runs",
@@ -82,10 +84,9 @@ def _check_create(ck: Checker, ctx: ContextSymbols, wf: ast.Workflow, c: ast.Cre
                 "unreachable",
                 help="move it before the `return`, or remove it",
             )
-            returned = False  # one report per run of dead statements is enough
-            continue
+            reported = True
         _stmt(ck, stmt, scope, result, binds)
-        returned = isinstance(stmt, ast.Return)
+        dead = dead or isinstance(stmt, ast.Return)
     last = c.body[-1] if c.body else None
     if c.result is not None and not any(isinstance(s, ast.Return) for s in c.body):
         ck.report(

@@ -9,6 +9,8 @@ Errors (each becomes an RFC 9457 application/problem+json response)
                                                         state-gate-refused; kind: "precondition"
                                                         | "invariant" | "state-gate"
     ConcurrencyConflict(aggregate, id, detail=None) 409 urn:loom:problem:concurrency-conflict
+    InvalidValue(detail=...)                        422 urn:loom:problem:invalid-request (a value
+                                                        the database cannot hold exactly)
     require(condition, *, kind, rule, detail)       raises Refused when condition is false
 
 Domain
@@ -43,7 +45,7 @@ HTTP
 
 from . import clock
 from ._domain import AggregateRoot, DomainEvent
-from ._errors import ConcurrencyConflict, LoomError, NotFound, Refused, require
+from ._errors import ConcurrencyConflict, InvalidValue, LoomError, NotFound, Refused, require
 from ._events import EventBus, EventEnvelope, current_envelope
 from ._faults import Faults
 from ._http import LoomRoute, create_app, get_service
@@ -64,6 +66,7 @@ __all__ = [
     "Faults",
     "Int32",
     "Int64",
+    "InvalidValue",
     "LoomError",
     "LoomRoute",
     "NotFound",

@@ -5,7 +5,9 @@ from __future__ import annotations
 import sqlite3
 from typing import Literal
 
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DataError, DBAPIError
+
+from .types import ValueNotStorable
 
 Kind = Literal["conflict", "duplicate", "data", "other"]
 
@@ -43,7 +45,7 @@ def classify(exc: BaseException) -> Kind:
                 return "conflict"
             if isinstance(err, sqlite3.IntegrityError) and "unique" in text:
                 return "duplicate"
-        if isinstance(err, OverflowError):
+        if isinstance(err, (OverflowError, ValueNotStorable, DataError)):
             return "data"
         name = type(err).__name__
         if name in {"SerializationError", "DeadlockDetectedError"}:
@@ -54,6 +56,6 @@ def classify(exc: BaseException) -> Kind:
         text = str(exc.orig).lower()
         if any(t in text for t in _SQLITE_RACE_TEXT[:2]):
             return "conflict"
-        if "out of range" in text:
+        if "out of range" in text or "out of int" in text:
             return "data"
     return "other"

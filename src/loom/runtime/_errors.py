@@ -80,3 +80,18 @@ def require(condition: bool, *, kind: RefusalKind, rule: str, detail: str) -> No
     """Raise `Refused(kind, rule, detail)` when `condition` is false."""
     if not condition:
         raise Refused(kind, rule, detail)
+
+
+class InvalidValue(LoomError):
+    """A value the database cannot store exactly (out of range, NUL in text, ...): the client's
+    data, so a 422 `invalid-request` rather than a 500."""
+
+    status = 422
+    type = "urn:loom:problem:invalid-request"
+    title = "Invalid request"
+
+    def __init__(self, detail: str = "a value is out of range or cannot be stored") -> None:
+        super().__init__(detail)
+
+    def extensions(self) -> dict[str, Any]:
+        return {"errors": [{"path": "body", "message": self.detail}]}

@@ -13,7 +13,7 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from sqlalchemy import MetaData
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import StatementError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
@@ -23,7 +23,7 @@ from ._schemas import Problem
 from ._service import Service
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./loom.db"
-_HANDLED = (LoomError, RequestValidationError, StarletteHTTPException, DBAPIError)
+_HANDLED = (LoomError, RequestValidationError, StarletteHTTPException, StatementError)
 
 
 def _reject_constant(name: str) -> Any:

@@ -10,12 +10,12 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import StatementError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from ._dberrors import classify
-from ._errors import ConcurrencyConflict, LoomError
+from ._errors import ConcurrencyConflict, InvalidValue, LoomError
 
 logger = logging.getLogger("loom.http")
 
@@ -117,7 +117,7 @@ def problem_for(request: Request, exc: BaseException) -> Response:
         detail = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail, default=str)
         return problem(exc.status_code, "about:blank", phrase, detail, instance,
                        headers=exc.headers)
-    if isinstance(exc, DBAPIError):
+    if isinstance(exc, StatementError):
         kind = classify(exc)
         if kind in ("conflict", "duplicate"):
             c = ConcurrencyConflict(
@@ -126,10 +126,7 @@ def problem_for(request: Request, exc: BaseException) -> Response:
             )
             return problem(c.status, c.type, c.title, c.detail, instance, aggregate=c.aggregate)
         if kind == "data":
-            return problem(
-                422, INVALID_REQUEST, "Invalid request",
-                "a value is out of range or cannot be stored", instance, errors=[],
-            )
+            return problem_for(request, InvalidValue())
     return internal_problem(request, exc)
 
 
@@ -138,6 +135,6 @@ async def _handler(request: Request, exc: Exception) -> Response:
 
 
 def install_problem_handlers(app: FastAPI) -> None:
-    for kind in (LoomError, RequestValidationError, StarletteHTTPException, DBAPIError,
+    for kind in (LoomError, RequestValidationError, StarletteHTTPException, StatementError,
                  Exception):
         app.add_exception_handler(kind, _handler)

@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from uuid import UUID
 
 from sqlalchemy import Select, Table, bindparam, delete, func, insert, select, update
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import StatementError
 
 from ._domain import AggregateRoot
 from ._errors import ConcurrencyConflict, NotFound
@@ -73,7 +73,7 @@ class Repository(Generic[A]):
         conn = work._conn or await work.connection()
         try:
             row = (await conn.execute(stmt, {"id": id})).first()
-        except DBAPIError as err:
+        except (StatementError, OverflowError) as err:
             raise work._translate(err, st.mapper.name, id) from err
         return None if row is None else st.mapper.load(row)
 
@@ -92,7 +92,7 @@ class Repository(Generic[A]):
         conn = work._conn or await work.connection()
         try:
             rows = (await conn.execute(stmt, {"ids": list(dict.fromkeys(ids))})).all()
-        except DBAPIError as err:
+        except (StatementError, OverflowError) as err:
             raise work._translate(err, st.mapper.name) from err
         load = st.mapper.load
         by_id = {}
@@ -115,7 +115,7 @@ class Repository(Generic[A]):
         try:
             total = (await conn.execute(st.count)).scalar_one()
             rows = (await conn.execute(st.page.limit(limit).offset(offset))).all()
-        except DBAPIError as err:
+        except (StatementError, OverflowError) as err:
             raise work._translate(err, st.mapper.name) from err
         load = st.mapper.load
         return Page.model_construct(
@@ -146,7 +146,7 @@ class Repository(Generic[A]):
                 result = await conn.execute(st.update, params)
                 if result.rowcount != 1:
                     raise ConcurrencyConflict(mapper.name, id)
-        except DBAPIError as err:
+        except (StatementError, OverflowError) as err:
             raise work._translate(err, mapper.name, id) from err
         d[VERSION_ATTR] = version + 1
         events = aggregate._take_events()
@@ -166,7 +166,7 @@ class Repository(Generic[A]):
         conn = work._conn or await work.connection()
         try:
             result = await conn.execute(st.delete, {"_loom_id": id, "_loom_v": version})
-        except DBAPIError as err:
+        except (StatementError, OverflowError) as err:
             raise work._translate(err, mapper.name, id) from err
         if result.rowcount != 1:
             raise ConcurrencyConflict(mapper.name, id)

@@ -8,12 +8,12 @@ from typing import Any
 
 from sqlalchemy import MetaData, event
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import StatementError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from ._dberrors import classify
 from ._domain import DomainEvent
-from ._errors import ConcurrencyConflict
+from ._errors import ConcurrencyConflict, InvalidValue
 from ._events import EventBus
 from ._faults import Faults
 
@@ -46,7 +46,9 @@ def _install_sqlite_hooks(engine: AsyncEngine) -> None:
 
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: Connection) -> None:
-        begin = conn.get_execution_options().get(_BEGIN_OPTION)
+        # plain `engine.begin()` keeps a real (deferred) transaction; autocommit units of work
+        # pass "" and run each statement on its own
+        begin = conn.get_execution_options().get(_BEGIN_OPTION, "BEGIN")
         if begin:
             conn.exec_driver_sql(begin)
 
@@ -163,7 +165,7 @@ class Work:
             if self.transactional:
                 try:
                     await conn.commit()
-                except DBAPIError as err:
+                except (StatementError, OverflowError) as err:
                     await _close_quietly(conn, rollback=True)
                     raise self._translate(err) from err
                 except BaseException:
@@ -192,9 +194,11 @@ class Work:
                         isolation_level=ISOLATION_LEVELS[self.isolation]
                     )
                 await conn.begin()
-            elif not service.is_sqlite:
+            elif service.is_sqlite:
+                conn = await conn.execution_options(**{_BEGIN_OPTION: ""})
+            else:
                 conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
-        except DBAPIError as err:
+        except StatementError as err:
             await _close_quietly(conn, rollback=True)
             raise self._translate(err) from err
         except BaseException:
@@ -218,12 +222,17 @@ class Work:
         else:
             await self.service.events.dispatch(events)
 
-    def _translate(self, err: DBAPIError, aggregate: str | None = None, id: object = None) -> Exception:
+    def _translate(
+        self, err: BaseException, aggregate: str | None = None, id: object = None
+    ) -> BaseException:
+        """The runtime error a database error stands for (the error itself when none)."""
         kind = classify(err)
         if kind in ("conflict", "duplicate"):
             if aggregate is None and self._last_target is not None:
                 aggregate, id = self._last_target
             return ConcurrencyConflict(aggregate or "unit of work", id)
+        if kind == "data":
+            return InvalidValue()
         return err
 
 

@@ -23,7 +23,18 @@ from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-__all__ = ["DecimalText", "JsonList", "UtcDateTime", "decode_list", "encode_list_item"]
+__all__ = [
+    "DecimalText", "JsonList", "UtcDateTime", "ValueNotStorable", "decode_list",
+    "encode_list_item",
+]
+
+# PostgreSQL NUMERIC: up to 131072 digits before the decimal point, 16383 after.
+_PG_MAX_ADJUSTED = 131071
+_PG_MAX_SCALE = 16383
+
+
+class ValueNotStorable(ValueError):
+    """A value the column cannot hold exactly (answered as a 422, never stored altered)."""
 
 _UTC_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
@@ -56,7 +67,16 @@ class DecimalText(TypeDecorator[Decimal]):
             return None
         if not isinstance(value, Decimal):
             value = _as_decimal(value)
+        if not value.is_finite():
+            raise ValueNotStorable(f"{value} is not a finite decimal")
         if dialect.name == "postgresql":
+            # asyncpg's binary encoding silently wraps beyond NUMERIC's range: refuse instead
+            exponent = value.as_tuple().exponent
+            if value and (
+                value.adjusted() > _PG_MAX_ADJUSTED
+                or (isinstance(exponent, int) and exponent < -_PG_MAX_SCALE)
+            ):
+                raise ValueNotStorable(f"{value} is outside the range of NUMERIC")
             return value
         return str(value)
 
@@ -68,8 +88,11 @@ class DecimalText(TypeDecorator[Decimal]):
 
 def _as_decimal(value: Any) -> Decimal:
     if isinstance(value, float):
-        raise TypeError("DecimalText refuses floats; pass a Decimal, int or str")
-    return Decimal(value)
+        raise ValueNotStorable("DecimalText refuses floats; pass a Decimal, int or str")
+    try:
+        return Decimal(value)
+    except ArithmeticError as exc:
+        raise ValueNotStorable(f"{value!r} is not a decimal") from exc
 
 
 class UtcDateTime(TypeDecorator[datetime]):
