@@ -38,7 +38,7 @@ def test_ok_models_compile_clean(path: Path) -> None:
 def test_banking_lowers_with_exit_saves() -> None:
     model = compiled(BANKING)
     transfer = workflow(model, "Banking", "transfer")
-    *_, ret, s1, s2 = transfer.body
+    *_, s1, s2, ret = transfer.body
     assert isinstance(ret, ir.Return) and ret.value.text == "source.balance"
     assert (s1, s2) == (
         ir.Save("source", "Accounts", "Account", fresh=False),

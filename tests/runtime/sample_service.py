@@ -1,3 +1,4 @@
+# ruff: noqa: B008  (FastAPI dependencies as defaults, as generated code writes them)
 """A hand-written service in exactly the shape the Loom code generator emits: domain, table,
 repository, schemas, routes and workflows. The runtime tests drive it over HTTP."""
 
@@ -64,7 +65,7 @@ class Item(AggregateRoot):
 
     name: str
     count: int = 0
-    amount: Decimal = Decimal("0")
+    amount: Decimal = Decimal(0)
     due: date | None = None
     happened_at: datetime = field(default_factory=now)
     level: Level = Level.LOW
@@ -82,19 +83,31 @@ class Item(AggregateRoot):
     id: ItemId = field(default_factory=lambda: ItemId(new_id()))
 
     def _check_invariants(self) -> None:
-        require(self.count <= 1_000_000, kind="invariant", rule="Item: invariant count <= 1000000",
-                detail="an item never counts past a million")
+        require(
+            self.count <= 1_000_000,
+            kind="invariant",
+            rule="Item: invariant count <= 1000000",
+            detail="an item never counts past a million",
+        )
 
     def increment(self, by: int) -> None:
-        require(by > 0, kind="precondition", rule="Item.increment: precondition by > 0",
-                detail="by must be positive")
+        require(
+            by > 0,
+            kind="precondition",
+            rule="Item.increment: precondition by > 0",
+            detail="by must be positive",
+        )
         self.count += by
         self._raise_event(Incremented(item=self.id, by=by))
         self._check_invariants()
 
     def close(self) -> None:
-        require(self.count == 0, kind="state-gate", rule="Item.close: when count == 0",
-                detail="Item.close is not allowed in the current state (when count == 0)")
+        require(
+            self.count == 0,
+            kind="state-gate",
+            rule="Item.close: when count == 0",
+            detail="Item.close is not allowed in the current state (when count == 0)",
+        )
         self.closed = True
         self._check_invariants()
 
@@ -102,7 +115,8 @@ class Item(AggregateRoot):
 # ---------------------------------------------------------------- tables.py
 metadata = MetaData()
 items = Table(
-    "runtime_items", metadata,
+    "runtime_items",
+    metadata,
     Column("id", Uuid, primary_key=True),
     Column("version", Integer, nullable=False),
     Column("name", String, nullable=False),
@@ -148,15 +162,23 @@ class ItemOut(BaseModel):
 
     @classmethod
     def from_aggregate(cls, item: Item) -> ItemOut:
-        return cls(id=item.id, version=item._loom_version, name=item.name, count=item.count,
-                   amount=item.amount, due=item.due, happened_at=item.happened_at,
-                   level=item.level, tags=item.tags)
+        return cls(
+            id=item.id,
+            version=item._loom_version,
+            name=item.name,
+            count=item.count,
+            amount=item.amount,
+            due=item.due,
+            happened_at=item.happened_at,
+            level=item.level,
+            tags=item.tags,
+        )
 
 
 class ItemCreate(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
     name: str
-    amount: Decimal = Decimal("0")
+    amount: Decimal = Decimal(0)
     count: Int64 = 0
 
 
@@ -198,16 +220,18 @@ async def get_item(id: UUID, service: Service = Depends(get_service)) -> ItemOut
 
 
 @router.get("/api/items", response_model=Page[ItemOut], responses=PROBLEM_RESPONSES)
-async def list_items(limit: PageLimit = 50, offset: PageOffset = 0,
-                     service: Service = Depends(get_service)) -> Page[ItemOut]:
+async def list_items(
+    limit: PageLimit = 50, offset: PageOffset = 0, service: Service = Depends(get_service)
+) -> Page[ItemOut]:
     async with service.autocommit() as work:
         page = await Items(work).page(limit, offset)
     return page.map(ItemOut.from_aggregate)
 
 
 @router.post("/api/items/{id}/increment", status_code=204, responses=PROBLEM_RESPONSES)
-async def item_increment(id: UUID, body: IncrementInput,
-                         service: Service = Depends(get_service)) -> None:
+async def item_increment(
+    id: UUID, body: IncrementInput, service: Service = Depends(get_service)
+) -> None:
     async with service.transaction() as work:
         repo = Items(work)
         item = await repo.get_by_id(id)
@@ -242,8 +266,9 @@ async def boom() -> None:
 workflows = APIRouter(route_class=LoomRoute, tags=["Runtime: workflows"])
 
 
-@workflows.post("/api/workflows/pair", status_code=200, response_model=int,
-                responses=PROBLEM_RESPONSES)
+@workflows.post(
+    "/api/workflows/pair", status_code=200, response_model=int, responses=PROBLEM_RESPONSES
+)
 async def pair(body: PairInput, service: Service = Depends(get_service)) -> int:
     """transactional: all or nothing"""
     async with service.transaction() as work:
@@ -259,8 +284,9 @@ async def pair(body: PairInput, service: Service = Depends(get_service)) -> int:
     return result
 
 
-@workflows.post("/api/workflows/loose_pair", status_code=200, response_model=int,
-                responses=PROBLEM_RESPONSES)
+@workflows.post(
+    "/api/workflows/loose_pair", status_code=200, response_model=int, responses=PROBLEM_RESPONSES
+)
 async def loose_pair(body: PairInput, service: Service = Depends(get_service)) -> int:
     """non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
@@ -278,5 +304,9 @@ async def loose_pair(body: PairInput, service: Service = Depends(get_service)) -
 
 # ---------------------------------------------------------------- main.py
 def build_app(database_url: str | None = None) -> FastAPI:
-    return create_app(title="runtime-sample", metadata=metadata, routers=[router, workflows],
-                      database_url=database_url)
+    return create_app(
+        title="runtime-sample",
+        metadata=metadata,
+        routers=[router, workflows],
+        database_url=database_url,
+    )

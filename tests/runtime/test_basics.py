@@ -55,12 +55,19 @@ def test_errors_and_require() -> None:
         require(False, kind="state-gate", rule="A.op: when x", detail="not now")
     err = caught.value
     assert (err.status, err.type, err.rule, err.detail) == (
-        422, "urn:loom:problem:state-gate-refused", "A.op: when x", "not now")
+        422,
+        "urn:loom:problem:state-gate-refused",
+        "A.op: when x",
+        "not now",
+    )
     with pytest.raises(ValueError):
         Refused("nonsense", "r", "d")  # type: ignore[arg-type]
     nf = NotFound("Account", 7)
-    assert (nf.status, nf.extensions(), nf.detail) == (404, {"aggregate": "Account"},
-                                                       "Account 7 does not exist")
+    assert (nf.status, nf.extensions(), nf.detail) == (
+        404,
+        {"aggregate": "Account"},
+        "Account 7 does not exist",
+    )
     assert ConcurrencyConflict("Account", 7).status == 409
 
 
@@ -103,3 +110,21 @@ def test_race_errors_are_conflicts() -> None:
     assert classify(_wrapped(PgError("23505"))) == "duplicate"
     assert classify(_wrapped(PgError("22003"))) == "data"
     assert classify(_wrapped(PgError("42P01"))) == "other"
+
+
+def test_wire_model_reads_an_aggregate_by_attributes() -> None:
+    from .sample_service import ItemOut
+
+    item = Item(name="w", tags=["t"])
+    item.__dict__["_loom_version"] = 4
+    out = ItemOut.model_validate(item, from_attributes=True)
+    assert out.version == item.version == 4 and out.tags == ["t"]
+    assert out.happened_at == item.happened_at
+
+
+def test_plain_urls_get_async_drivers() -> None:
+    from loom.runtime._service import async_url
+
+    assert async_url("postgresql://u@h/db") == "postgresql+asyncpg://u@h/db"
+    assert async_url("sqlite:///./x.db") == "sqlite+aiosqlite:///./x.db"
+    assert async_url("sqlite+aiosqlite:///x.db") == "sqlite+aiosqlite:///x.db"

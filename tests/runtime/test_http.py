@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import logging
+from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
 import httpx
 import pytest
-from decimal import Decimal
 
 from loom.runtime import ConcurrencyConflict, Service, new_id
 
@@ -38,10 +38,17 @@ async def test_not_found_has_the_same_body_from_every_call_site(client: httpx.As
     assert got["instance"] == f"/api/items/{missing}"
     assert posted["instance"] == f"/api/items/{missing}/increment"
     got.pop("instance"), posted.pop("instance")
-    assert got == posted == {
-        "type": "urn:loom:problem:not-found", "title": "Not Found", "status": 404,
-        "detail": f"Item {missing} does not exist", "aggregate": "Item",
-    }
+    assert (
+        got
+        == posted
+        == {
+            "type": "urn:loom:problem:not-found",
+            "title": "Not Found",
+            "status": 404,
+            "detail": f"Item {missing} does not exist",
+            "aggregate": "Item",
+        }
+    )
 
 
 async def test_refusals_name_their_rule(client: httpx.AsyncClient) -> None:
@@ -55,9 +62,7 @@ async def test_refusals_name_their_rule(client: httpx.AsyncClient) -> None:
     body = problem(await client.post(f"/api/items/{item}/close"), 422)
     assert body["type"] == "urn:loom:problem:state-gate-refused"
     assert body["rule"] == "Item.close: when count == 0"
-    body = problem(
-        await client.post(f"/api/items/{item}/increment", json={"by": 1_000_000}), 422
-    )
+    body = problem(await client.post(f"/api/items/{item}/increment", json={"by": 1_000_000}), 422)
     assert body["type"] == "urn:loom:problem:invariant-failed"
     assert body["rule"] == "Item: invariant count <= 1000000"
 
@@ -84,13 +89,21 @@ async def test_validation_errors_carry_paths(
 
 
 @pytest.mark.parametrize(
-    "raw", [b'{"by": 1', b"not json", b'{"by": NaN}', b'{"by": Infinity}', b"\xff\xfe\x00",
-            b"[" * 100_000]
+    "raw",
+    [
+        b'{"by": 1',
+        b"not json",
+        b'{"by": NaN}',
+        b'{"by": Infinity}',
+        b"\xff\xfe\x00",
+        b"[" * 100_000,
+    ],
 )
 async def test_malformed_json_is_a_422(client: httpx.AsyncClient, raw: bytes) -> None:
     item = await create(client)
-    r = await client.post(f"/api/items/{item}/increment", content=raw,
-                          headers={"content-type": "application/json"})
+    r = await client.post(
+        f"/api/items/{item}/increment", content=raw, headers={"content-type": "application/json"}
+    )
     body = problem(r, 422)
     assert body["type"] == "urn:loom:problem:invalid-request"
     assert body["errors"][0]["path"] == "body"
@@ -151,8 +164,9 @@ async def test_unknown_route_and_method_are_problems(client: httpx.AsyncClient) 
 async def test_decimals_cross_the_wire_exactly(client: httpx.AsyncClient) -> None:
     item = await create(client)
     raw = b'{"amount": 1234567890123.456789012345}'  # 25 significant digits, a JSON number
-    r = await client.post(f"/api/items/{item}/amount", content=raw,
-                          headers={"content-type": "application/json"})
+    r = await client.post(
+        f"/api/items/{item}/amount", content=raw, headers={"content-type": "application/json"}
+    )
     assert r.status_code == 204, r.text
     got = (await client.get(f"/api/items/{item}")).json()
     assert got["amount"] == "1234567890123.456789012345"  # output: a JSON string
@@ -163,8 +177,11 @@ async def test_decimals_cross_the_wire_exactly(client: httpx.AsyncClient) -> Non
 
 
 async def test_create_with_decimal_number_body(client: httpx.AsyncClient) -> None:
-    r = await client.post("/api/items", content=b'{"name": "n", "amount": 0.30000000000000004}',
-                          headers={"content-type": "application/json"})
+    r = await client.post(
+        "/api/items",
+        content=b'{"name": "n", "amount": 0.30000000000000004}',
+        headers={"content-type": "application/json"},
+    )
     assert r.status_code == 200, r.text
     got = (await client.get(f"/api/items/{r.json()}")).json()
     assert got["amount"] == "0.30000000000000004"
@@ -204,3 +221,24 @@ async def test_unstorable_values_are_client_errors_not_500s(
             assert Decimal(got) == Decimal(huge)
         else:
             assert not service.is_sqlite
+
+
+def test_pool_exhaustion_is_a_503_not_a_500() -> None:
+    from sqlalchemy.exc import TimeoutError as PoolTimeout
+    from starlette.requests import Request
+
+    from loom.runtime._problems import problem_for
+
+    request = Request(
+        {
+            "type": "http",
+            "method": "GET",
+            "path": "/x",
+            "headers": [],
+            "query_string": b"",
+            "root_path": "",
+        }
+    )
+    r = problem_for(request, PoolTimeout("QueuePool limit reached"))
+    assert r.status_code == 503 and r.headers["retry-after"] == "1"
+    assert json.loads(r.body)["type"] == "urn:loom:problem:unavailable"

@@ -51,8 +51,23 @@ async def test_every_column_type_round_trips(service: Service) -> None:
     async with service.transaction() as work:
         await Items(work).save(original)
     loaded = await load(service, original.id)
-    for name in ("name", "count", "amount", "due", "level", "maybe_level", "note", "tags",
-                 "amounts", "dates", "refs", "levels", "flags", "numbers", "closed"):
+    for name in (
+        "name",
+        "count",
+        "amount",
+        "due",
+        "level",
+        "maybe_level",
+        "note",
+        "tags",
+        "amounts",
+        "dates",
+        "refs",
+        "levels",
+        "flags",
+        "numbers",
+        "closed",
+    ):
         assert getattr(loaded, name) == getattr(original, name), name
         assert type(getattr(loaded, name)) is type(getattr(original, name)), name
     assert str(loaded.amount) == "12345678901234567890.1234567890"
@@ -72,7 +87,7 @@ async def test_optional_none_round_trips(service: Service) -> None:
         await Items(work).save(original)
     loaded = await load(service, original.id)
     assert loaded.due is None and loaded.maybe_level is None and loaded.note is None
-    assert loaded.tags == [] and loaded.amount == Decimal("0") and loaded.closed is False
+    assert loaded.tags == [] and loaded.amount == Decimal(0) and loaded.closed is False
 
 
 async def test_naive_datetime_is_taken_as_utc(service: Service) -> None:
@@ -178,8 +193,13 @@ async def test_delete_checks_version(service: Service) -> None:
 
 
 def test_mapping_refuses_a_table_that_does_not_match() -> None:
-    other = Table("runtime_bad", MetaData(), Column("id", Uuid, primary_key=True),
-                  Column("version", Integer), Column("name", String))
+    other = Table(
+        "runtime_bad",
+        MetaData(),
+        Column("id", Uuid, primary_key=True),
+        Column("version", Integer),
+        Column("name", String),
+    )
 
     class Bad(Repository[Item]):
         aggregate = Item
@@ -199,8 +219,13 @@ async def test_extreme_decimals_round_trip_exactly(service: Service, text: str) 
 
 @pytest.mark.parametrize(
     "changes",
-    [{"amount": Decimal("1E+131072")}, {"amount": Decimal("1E-16384")},
-     {"amount": Decimal("NaN")}, {"count": 2**63}, {"count": -(2**63) - 1}],
+    [
+        {"amount": Decimal("1E+131072")},
+        {"amount": Decimal("1E-16384")},
+        {"amount": Decimal("NaN")},
+        {"count": 2**63},
+        {"count": -(2**63) - 1},
+    ],
     ids=["decimal-too-large", "decimal-too-fine", "nan", "int-too-large", "int-too-small"],
 )
 async def test_values_the_database_cannot_hold_are_refused_not_altered(
@@ -214,3 +239,28 @@ async def test_values_the_database_cannot_hold_are_refused_not_altered(
             await Items(work).save(item)
     async with service.autocommit() as work:
         assert await Items(work).find_by_id(item.id) is None
+
+
+async def test_datetimes_at_the_edges_of_the_calendar(service: Service) -> None:
+    edges = [datetime(5, 1, 1, tzinfo=UTC), datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)]
+    item = Item(name="edges", happened_at=edges[0], stamps=edges)
+    async with service.autocommit() as work:
+        await Items(work).save(item)
+    loaded = await load(service, item.id)
+    assert loaded.happened_at == edges[0] and loaded.stamps == edges
+
+
+async def test_finders_by_criteria(service: Service) -> None:
+    made = [Item(name="f", level=Level.HIGH if n % 2 else Level.LOW, count=n) for n in range(5)]
+    async with service.transaction() as work:
+        for item in made:
+            await Items(work).save(item)
+    async with service.autocommit() as work:
+        repo = Items(work)
+        high = await repo.find_all(items.c.level == Level.HIGH.value)
+        assert [i.count for i in high] == [1, 3] and all(i.level is Level.HIGH for i in high)
+        assert (await repo.find_one(items.c.count == 4)).id == made[4].id  # type: ignore[union-attr]
+        assert await repo.find_one(items.c.count == 99) is None
+        assert await repo.count() == 5 and await repo.count(items.c.count >= 3) == 2
+        desc = await repo.find_all(order_by=items.c.count.desc(), limit=2, offset=1)
+        assert [i.count for i in desc] == [3, 2]

@@ -60,8 +60,9 @@ async def test_autocommit_failure_keeps_earlier_saves_and_their_events(
     a, b = await create(client, "a"), await create(client, "b")
     seen = record(service)
     service.faults.fail_save(2)
-    r = await client.post("/api/workflows/loose_pair",
-                          json={"first": str(a), "second": str(b), "by": 1})
+    r = await client.post(
+        "/api/workflows/loose_pair", json={"first": str(a), "second": str(b), "by": 1}
+    )
     assert r.status_code == 500, r.text
     assert (await committed_counts(service)) == {a: 1, b: 0}
     assert seen == [Incremented(item=a, by=1)]  # the workflow-level event is never dispatched
@@ -81,7 +82,9 @@ async def test_events_after_commit_in_order_aggregate_then_workflow(
     r = await client.post("/api/workflows/pair", json={"first": str(a), "second": str(b), "by": 3})
     assert r.status_code == 200 and r.json() == 3
     assert [e for e, _ in seen] == [
-        Incremented(item=a, by=3), Incremented(item=b, by=3), PairBumped(first=a, second=b)
+        Incremented(item=a, by=3),
+        Incremented(item=b, by=3),
+        PairBumped(first=a, second=b),
     ]
     # every handler, even the first, already sees both rows committed
     assert all(counts == {a: 3, b: 3} for _, counts in seen)
@@ -98,8 +101,9 @@ async def test_autocommit_dispatches_each_save_right_after_its_commit(
 
     service.events.subscribe(Incremented, handler)
     service.events.subscribe(PairBumped, handler)
-    r = await client.post("/api/workflows/loose_pair",
-                          json={"first": str(a), "second": str(b), "by": 2})
+    r = await client.post(
+        "/api/workflows/loose_pair", json={"first": str(a), "second": str(b), "by": 2}
+    )
     assert r.status_code == 200, r.text
     assert seen == [
         ("Incremented", {a: 2, b: 0}),
@@ -144,11 +148,16 @@ async def test_failing_reactor_is_logged_and_never_changes_the_answer(
     (envelope,) = envelopes
     assert envelope.event_id.version == 7 and envelope.event_type == "Incremented"
     lines = [json.loads(rec.getMessage()) for rec in caplog.records if rec.name == "loom.events"]
-    assert lines == [{
-        "level": "error", "event": "reactor_failed", "handler": lines[0]["handler"],
-        "event_type": "Incremented", "event_id": str(envelope.event_id),
-        "error": "ValueError: reactor exploded",
-    }]
+    assert lines == [
+        {
+            "level": "error",
+            "event": "reactor_failed",
+            "handler": lines[0]["handler"],
+            "event_type": "Incremented",
+            "event_id": str(envelope.event_id),
+            "error": "ValueError: reactor exploded",
+        }
+    ]
     assert "broken" in lines[0]["handler"]
     assert (await committed_counts(service)) == {a: 1}
 
@@ -189,3 +198,29 @@ async def test_faults_count_within_the_unit_of_work_that_reaches_them(service: S
 async def _all(service: Service) -> list[Item]:
     async with service.autocommit() as work:
         return (await Items(work).page(100, 0)).items
+
+
+async def test_a_transaction_holds_one_connection(service: Service) -> None:
+    async with service.transaction() as work:
+        first = await work.connection()
+        await Items(work).save(Item(name="one"))
+        await Items(work).save(Item(name="two"))
+        assert await work.connection() is first
+        assert first.in_transaction()
+    assert service.engine.pool.checkedout() == 0
+
+
+async def test_workflow_events_wait_for_a_clean_exit_in_autocommit(service: Service) -> None:
+    seen = record(service)
+    with pytest.raises(RuntimeError):
+        async with service.autocommit() as work:
+            work.emit(PairBumped(first=Item(name="x").id, second=Item(name="y").id))
+            raise RuntimeError("body failed")
+    assert seen == []
+    item = Item(name="z")
+    async with service.autocommit() as work:
+        work.emit(PairBumped(first=item.id, second=item.id))
+        item.increment(1)
+        await Items(work).save(item)
+        assert seen == [Incremented(item=item.id, by=1)]  # aggregate event: right after commit
+    assert seen == [Incremented(item=item.id, by=1), PairBumped(first=item.id, second=item.id)]

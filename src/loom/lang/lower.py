@@ -14,11 +14,6 @@ from loom.lang.resolve import ContextSymbols, Program
 from loom.lang.rules_workflow import CallOp, Create, Load
 from loom.model import ir
 
-# ir.Save says "at the exit of a body": the saves are the last statements of a create body, after
-# a final `return` too (a `Return` records the answer; the back end sends it once the unit of work,
-# saves included, is done — the Python back end assigns it to `result` and returns at the end).
-# Flip this to put them just before a final `return` instead.
-SAVES_BEFORE_RETURN = False
 
 
 def origin(span: Span) -> ir.Origin:
@@ -159,9 +154,9 @@ class _Lower:
                 if b.kind == "created" or (b.kind == "loaded" and b.mutated):
                     assert b.aggregate and b.repository
                     saves.append(ir.Save(b.name, b.repository, b.aggregate, b.kind == "created"))
-            at = len(body)
-            if SAVES_BEFORE_RETURN and body and isinstance(body[-1], ir.Return):
-                at -= 1
+            # The exit saves go just before a final `return`: its value is read inside the unit of
+            # work, after the saves, and the back end answers it once the unit of work is done.
+            at = len(body) - 1 if body and isinstance(body[-1], ir.Return) else len(body)
             body[at:at] = saves
             creates.append(
                 ir.WorkflowCreate(

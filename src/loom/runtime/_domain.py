@@ -25,6 +25,11 @@ class AggregateRoot:
     _loom_version: int = 0
     _loom_events: list[DomainEvent] | None = None
 
+    @property
+    def version(self) -> int:
+        """The stored version (0 = never saved); read-only, advanced by `Repository.save`."""
+        return self._loom_version
+
     def _raise_event(self, event: DomainEvent) -> None:
         events = self._loom_events
         if events is None:

@@ -66,8 +66,7 @@ class ConcurrencyConflict(LoomError):
 
     def __init__(self, aggregate: str, id: object, detail: str | None = None) -> None:
         super().__init__(
-            detail
-            or f"{aggregate} {id} was changed concurrently; reload it and try again"
+            detail or f"{aggregate} {id} was changed concurrently; reload it and try again"
         )
         self.aggregate = aggregate
         self.id = id

@@ -64,9 +64,7 @@ class EventBus:
     def handlers_for(self, event_class: type) -> tuple[Handler, ...]:
         found = self._resolved.get(event_class)
         if found is None:
-            found = tuple(
-                h for klass in event_class.__mro__ for h in self._handlers.get(klass, ())
-            )
+            found = tuple(h for klass in event_class.__mro__ for h in self._handlers.get(klass, ()))
             self._resolved[event_class] = found
         return found
 

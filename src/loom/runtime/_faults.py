@@ -7,7 +7,7 @@ class Faults:
     """`fail_save(n)` makes the n-th save (1-based, counted within the next unit of work that
     reaches it) raise `error` (default `RuntimeError("injected fault")`); `clear()` disarms."""
 
-    __slots__ = ("armed", "_n", "_error")
+    __slots__ = ("_error", "_n", "armed")
 
     def __init__(self) -> None:
         self.armed = False

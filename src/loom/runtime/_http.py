@@ -14,6 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from sqlalchemy import MetaData
 from sqlalchemy.exc import StatementError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
@@ -23,7 +24,13 @@ from ._schemas import Problem
 from ._service import Service
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./loom.db"
-_HANDLED = (LoomError, RequestValidationError, StarletteHTTPException, StatementError)
+_HANDLED = (
+    LoomError,
+    RequestValidationError,
+    StarletteHTTPException,
+    StatementError,
+    PoolTimeout,
+)
 
 
 def _reject_constant(name: str) -> Any:
@@ -37,9 +44,7 @@ class LoomRequest(Request):
         if not hasattr(self, "_json"):
             body = await self.body()
             try:
-                self._json = json.loads(
-                    body, parse_float=Decimal, parse_constant=_reject_constant
-                )
+                self._json = json.loads(body, parse_float=Decimal, parse_constant=_reject_constant)
             except json.JSONDecodeError:
                 raise
             except (ValueError, RecursionError) as exc:
@@ -78,7 +83,12 @@ def _has_custom_handler(request: Request, exc: Exception) -> bool:
 
 def get_service(request: Request) -> Service:
     """FastAPI dependency: the app's `Service`."""
-    return request.app.state.loom  # type: ignore[no-any-return]
+    try:
+        return request.app.state.loom  # type: ignore[no-any-return]
+    except AttributeError:
+        raise RuntimeError(
+            "the Loom service is not running: start the app's lifespan (create_app sets it up)"
+        ) from None
 
 
 def create_app(

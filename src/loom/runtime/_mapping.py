@@ -46,6 +46,7 @@ def _unwrap(tp: Any) -> tuple[Any, bool]:
 def _none_safe(fn: Converter) -> Converter:
     def convert(value: Any) -> Any:
         return None if value is None else fn(value)
+
     return convert
 
 
@@ -77,7 +78,14 @@ class Mapper:
     """How one aggregate class maps onto one table."""
 
     __slots__ = (
-        "cls", "table", "name", "columns", "attrs", "loaders", "dump_plain", "dump_converted",
+        "attrs",
+        "cls",
+        "columns",
+        "dump_converted",
+        "dump_plain",
+        "loaders",
+        "name",
+        "table",
         "uses_dict",
     )
 

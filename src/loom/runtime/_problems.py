@@ -11,6 +11,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from sqlalchemy.exc import StatementError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
@@ -39,15 +40,24 @@ PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 
 def problem(
-    status: int, type: str, title: str, detail: str, instance: str,
-    headers: dict[str, str] | None = None, **extensions: Any,
+    status: int,
+    type: str,
+    title: str,
+    detail: str,
+    instance: str,
+    headers: dict[str, str] | None = None,
+    **extensions: Any,
 ) -> Response:
     body: dict[str, Any] = {
-        "type": type, "title": title, "status": status, "detail": detail, "instance": instance,
+        "type": type,
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "instance": instance,
     }
     body.update(extensions)
     return Response(
-        json.dumps(body, ensure_ascii=False, default=str).encode(),
+        json.dumps(body, ensure_ascii=False, separators=(",", ":"), default=str).encode(),
         status_code=status,
         media_type=PROBLEM_MEDIA_TYPE,
         headers=headers,
@@ -64,7 +74,9 @@ def validation_errors(errors: Any) -> list[dict[str, str]]:
         kind = err.get("type")
         if kind == "json_invalid":
             ctx = err.get("ctx") or {}
-            out.append({"path": "body", "message": f"Invalid JSON: {ctx.get('error', 'cannot parse')}"})
+            out.append(
+                {"path": "body", "message": f"Invalid JSON: {ctx.get('error', 'cannot parse')}"}
+            )
             continue
         out.append({"path": _path(err.get("loc", ())), "message": str(err.get("msg", kind))})
     return out
@@ -96,8 +108,11 @@ def _log_internal(request: Request, exc: BaseException) -> None:
 def internal_problem(request: Request, exc: BaseException) -> Response:
     _log_internal(request, exc)
     return problem(
-        500, INTERNAL, "Internal Server Error",
-        "The server could not complete the request.", request.url.path,
+        500,
+        INTERNAL,
+        "Internal Server Error",
+        "The server could not complete the request.",
+        request.url.path,
     )
 
 
@@ -115,13 +130,24 @@ def problem_for(request: Request, exc: BaseException) -> Response:
             return Response(status_code=exc.status_code, headers=exc.headers)
         phrase = _phrase(exc.status_code)
         detail = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail, default=str)
-        return problem(exc.status_code, "about:blank", phrase, detail, instance,
-                       headers=exc.headers)
+        return problem(
+            exc.status_code, "about:blank", phrase, detail, instance, headers=exc.headers
+        )
+    if isinstance(exc, PoolTimeout):  # every connection busy for pool_timeout: overload
+        return problem(
+            503,
+            "urn:loom:problem:unavailable",
+            "Service Unavailable",
+            "The service is overloaded; retry shortly.",
+            instance,
+            headers={"Retry-After": "1"},
+        )
     if isinstance(exc, StatementError):
         kind = classify(exc)
         if kind in ("conflict", "duplicate"):
             c = ConcurrencyConflict(
-                "unit of work", None,
+                "unit of work",
+                None,
                 "the data was changed concurrently; reload it and try again",
             )
             return problem(c.status, c.type, c.title, c.detail, instance, aggregate=c.aggregate)
@@ -135,6 +161,11 @@ async def _handler(request: Request, exc: Exception) -> Response:
 
 
 def install_problem_handlers(app: FastAPI) -> None:
-    for kind in (LoomError, RequestValidationError, StarletteHTTPException, StatementError,
-                 Exception):
+    for kind in (
+        LoomError,
+        RequestValidationError,
+        StarletteHTTPException,
+        StatementError,
+        Exception,
+    ):
         app.add_exception_handler(kind, _handler)

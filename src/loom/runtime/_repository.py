@@ -21,8 +21,18 @@ A = TypeVar("A", bound=AggregateRoot)
 class _Statements:
     """Statements and the mapper of one repository class, built once."""
 
-    __slots__ = ("mapper", "by_id", "by_id_locked", "by_ids", "by_ids_locked", "insert",
-                 "update", "delete", "count", "page")
+    __slots__ = (
+        "by_id",
+        "by_id_locked",
+        "by_ids",
+        "by_ids_locked",
+        "count",
+        "delete",
+        "insert",
+        "mapper",
+        "page",
+        "update",
+    )
 
     def __init__(self, aggregate: type, table: Table) -> None:
         self.mapper = Mapper(aggregate, table)
@@ -74,7 +84,7 @@ class Repository(Generic[A]):
         try:
             row = (await conn.execute(stmt, {"id": id})).first()
         except (StatementError, OverflowError) as err:
-            raise work._translate(err, st.mapper.name, id) from err
+            work._reraise(err, st.mapper.name, id)
         return None if row is None else st.mapper.load(row)
 
     async def get_by_id(self, id: UUID) -> A:
@@ -93,7 +103,7 @@ class Repository(Generic[A]):
         try:
             rows = (await conn.execute(stmt, {"ids": list(dict.fromkeys(ids))})).all()
         except (StatementError, OverflowError) as err:
-            raise work._translate(err, st.mapper.name) from err
+            work._reraise(err, st.mapper.name)
         load = st.mapper.load
         by_id = {}
         for row in rows:
@@ -116,11 +126,51 @@ class Repository(Generic[A]):
             total = (await conn.execute(st.count)).scalar_one()
             rows = (await conn.execute(st.page.limit(limit).offset(offset))).all()
         except (StatementError, OverflowError) as err:
-            raise work._translate(err, st.mapper.name) from err
+            work._reraise(err, st.mapper.name)
         load = st.mapper.load
         return Page.model_construct(
             items=[load(r) for r in rows], limit=limit, offset=offset, total=total
         )
+
+    async def find_all(
+        self,
+        *where: Any,
+        order_by: Any = None,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> list[A]:
+        """Aggregates matching SQLAlchemy criteria on the table's columns (ordered by id unless
+        `order_by` is given), for generated finders: `find_all(accounts.c.owner == owner)`."""
+        st = self._statements()
+        stmt = select(*st.mapper.columns).where(*where)
+        stmt = stmt.order_by(order_by if order_by is not None else self.table.c.id)
+        if limit is not None:
+            stmt = stmt.limit(limit)
+        if offset is not None:
+            stmt = stmt.offset(offset)
+        if self.work.lock_reads:
+            stmt = stmt.with_for_update()
+        rows = await self._rows(stmt)
+        load = st.mapper.load
+        return [load(r) for r in rows]
+
+    async def find_one(self, *where: Any) -> A | None:
+        """The first aggregate (by id) matching the criteria, or None."""
+        found = await self.find_all(*where, limit=1)
+        return found[0] if found else None
+
+    async def count(self, *where: Any) -> int:
+        """How many rows match the criteria (all rows without criteria)."""
+        stmt = select(func.count()).select_from(self.table).where(*where)
+        return int((await self._rows(stmt))[0][0])
+
+    async def _rows(self, stmt: Any) -> Any:
+        work = self.work
+        conn = work._conn or await work.connection()
+        try:
+            return (await conn.execute(stmt)).all()
+        except (StatementError, OverflowError) as err:
+            work._reraise(err, self._statements().mapper.name)
 
     # -- writes -----------------------------------------------------------------------------
     async def save(self, aggregate: A) -> None:
@@ -147,7 +197,7 @@ class Repository(Generic[A]):
                 if result.rowcount != 1:
                     raise ConcurrencyConflict(mapper.name, id)
         except (StatementError, OverflowError) as err:
-            raise work._translate(err, mapper.name, id) from err
+            work._reraise(err, mapper.name, id)
         d[VERSION_ATTR] = version + 1
         events = aggregate._take_events()
         if events:
@@ -167,7 +217,7 @@ class Repository(Generic[A]):
         try:
             result = await conn.execute(st.delete, {"_loom_id": id, "_loom_v": version})
         except (StatementError, OverflowError) as err:
-            raise work._translate(err, mapper.name, id) from err
+            work._reraise(err, mapper.name, id)
         if result.rowcount != 1:
             raise ConcurrencyConflict(mapper.name, id)
         aggregate.__dict__[VERSION_ATTR] = 0

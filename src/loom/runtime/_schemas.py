@@ -35,7 +35,9 @@ class Page(BaseModel, Generic[T]):
     def map(self, fn: Callable[[Any], U]) -> Page[U]:
         """The same page with `fn` applied to every item (no validation)."""
         return Page.model_construct(
-            items=[fn(x) for x in self.items], limit=self.limit, offset=self.offset,
+            items=[fn(x) for x in self.items],
+            limit=self.limit,
+            offset=self.offset,
             total=self.total,
         )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from types import TracebackType
-from typing import Any
+from typing import Any, NoReturn, Self
 
 from sqlalchemy import MetaData, event
 from sqlalchemy.engine import Connection
@@ -53,6 +53,18 @@ def _install_sqlite_hooks(engine: AsyncEngine) -> None:
             conn.exec_driver_sql(begin)
 
 
+def async_url(url: str) -> str:
+    """`url` with the async driver Loom uses when it names none."""
+    for plain, driver in (
+        ("postgresql://", "postgresql+asyncpg://"),
+        ("postgres://", "postgresql+asyncpg://"),
+        ("sqlite://", "sqlite+aiosqlite://"),
+    ):
+        if url.startswith(plain):
+            return driver + url[len(plain) :]
+    return url
+
+
 class Service:
     """One per app (on `app.state.loom`): the engine, the event bus and the fault hooks."""
 
@@ -77,7 +89,8 @@ class Service:
 
     @classmethod
     def from_url(cls, url: str, metadata: MetaData, **engine_options: Any) -> Service:
-        engine = create_async_engine(url, **engine_options)
+        """A service on `url` (`postgresql://` and `sqlite://` get their async drivers)."""
+        engine = create_async_engine(async_url(url), **engine_options)
         if engine.dialect.name == "sqlite":
             _install_sqlite_hooks(engine)
         return cls(engine, metadata)
@@ -112,8 +125,14 @@ class Work:
     repositories, and `emit` workflow-level events."""
 
     __slots__ = (
-        "service", "transactional", "isolation", "_conn", "_pending", "_emitted", "_saves",
+        "_conn",
+        "_emitted",
         "_last_target",
+        "_pending",
+        "_saves",
+        "isolation",
+        "service",
+        "transactional",
     )
 
     def __init__(self, service: Service, transactional: bool, isolation: str | None) -> None:
@@ -143,7 +162,7 @@ class Work:
         return conn
 
     # -- context manager --------------------------------------------------------------------
-    async def __aenter__(self) -> Work:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(
@@ -167,7 +186,7 @@ class Work:
                     await conn.commit()
                 except (StatementError, OverflowError) as err:
                     await _close_quietly(conn, rollback=True)
-                    raise self._translate(err) from err
+                    self._reraise(err)
                 except BaseException:
                     await _close_quietly(conn, rollback=True)
                     raise
@@ -200,7 +219,7 @@ class Work:
                 conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
         except StatementError as err:
             await _close_quietly(conn, rollback=True)
-            raise self._translate(err) from err
+            self._reraise(err)
         except BaseException:
             await _close_quietly(conn, rollback=True)
             raise
@@ -222,31 +241,32 @@ class Work:
         else:
             await self.service.events.dispatch(events)
 
-    def _translate(
+    def _reraise(
         self, err: BaseException, aggregate: str | None = None, id: object = None
-    ) -> BaseException:
-        """The runtime error a database error stands for (the error itself when none)."""
+    ) -> NoReturn:
+        """Raise the runtime error a database error stands for (inside its `except` block):
+        a lost race -> ConcurrencyConflict, unstorable data -> InvalidValue, else `err` itself."""
         kind = classify(err)
         if kind in ("conflict", "duplicate"):
             if aggregate is None and self._last_target is not None:
                 aggregate, id = self._last_target
-            return ConcurrencyConflict(aggregate or "unit of work", id)
+            raise ConcurrencyConflict(aggregate or "unit of work", id) from err
         if kind == "data":
-            return InvalidValue()
-        return err
+            raise InvalidValue() from err
+        raise err
 
 
 async def _close_quietly(conn: AsyncConnection, *, rollback: bool) -> None:
     try:
         if rollback:
             await conn.rollback()
-    except Exception:  # noqa: BLE001 - the original error is the one that matters
+    except Exception:
         logger.debug("rollback failed", exc_info=True)
         try:
             await conn.invalidate()
-        except Exception:  # noqa: BLE001
-            pass
+        except Exception:
+            logger.debug("invalidate failed", exc_info=True)
     try:
         await conn.close()
-    except Exception:  # noqa: BLE001
+    except Exception:
         logger.debug("close failed", exc_info=True)

@@ -1,9 +1,9 @@
 """The runtime clock: `now()` reads it; tests replace it.
 
-    from loom.runtime import clock
-    with clock.frozen(datetime(2030, 1, 1, tzinfo=UTC)):
-        ...
-    clock.set_clock(lambda: ...); clock.reset_clock()
+from loom.runtime import clock
+with clock.frozen(datetime(2030, 1, 1, tzinfo=UTC)):
+    ...
+clock.set_clock(lambda: ...); clock.reset_clock()
 """
 
 from __future__ import annotations

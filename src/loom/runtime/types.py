@@ -24,7 +24,11 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
 __all__ = [
-    "DecimalText", "JsonList", "UtcDateTime", "ValueNotStorable", "decode_list",
+    "DecimalText",
+    "JsonList",
+    "UtcDateTime",
+    "ValueNotStorable",
+    "decode_list",
     "encode_list_item",
 ]
 
@@ -36,13 +40,16 @@ _PG_MAX_SCALE = 16383
 class ValueNotStorable(ValueError):
     """A value the column cannot hold exactly (answered as a 422, never stored altered)."""
 
-_UTC_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
-
 
 def _to_utc(value: datetime) -> datetime:
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
     return value if value.tzinfo is UTC else value.astimezone(UTC)
+
+
+def _format_utc(value: datetime) -> str:
+    """Fixed-width ISO-8601 in UTC (`0005-01-01T00:00:00.000000Z`): sorts chronologically."""
+    return _to_utc(value).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def _parse_utc(text: str) -> datetime:
@@ -112,7 +119,7 @@ class UtcDateTime(TypeDecorator[datetime]):
         value = _to_utc(value)
         if dialect.name == "postgresql":
             return value
-        return value.strftime(_UTC_FORMAT)
+        return _format_utc(value)
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
         if value is None:
@@ -133,7 +140,7 @@ def encode_list_item(item: Any) -> Any:
     if isinstance(item, Decimal):
         return str(item)
     if isinstance(item, datetime):
-        return _to_utc(item).strftime(_UTC_FORMAT)
+        return _format_utc(item)
     if isinstance(item, date):
         return item.isoformat()
     if isinstance(item, UUID):

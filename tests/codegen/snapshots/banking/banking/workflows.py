@@ -50,8 +50,8 @@ async def register_customer(
     async with service.autocommit() as work:
         customers = Customers(work)
         customer = Customer.create(name=body.name, email=body.email)
-        result = customer.id
         await customers.save(customer)
+        result = customer.id
     return result
 
 
@@ -80,8 +80,8 @@ async def open_account(
             tags=[],
             frozen=False,
         )
-        result = account.id
         await accounts.save(account)
+        result = account.id
     return result
 
 
@@ -109,9 +109,9 @@ async def transfer(
                 amount=body.amount,
             ),
         )
-        result = source.balance
         await accounts.save(source)
         await accounts.save(target)
+        result = source.balance
     return result
 
 

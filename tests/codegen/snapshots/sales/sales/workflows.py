@@ -81,6 +81,6 @@ async def register_customer(
     async with service.autocommit() as work:
         customers = Customers(work)
         customer = Customer.create(name=body.name, credit_limit=body.credit_limit)
-        result = customer.id
         await customers.save(customer)
+        result = customer.id
     return result
