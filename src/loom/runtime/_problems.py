@@ -6,6 +6,7 @@ import json
 import logging
 import traceback
 from http import HTTPStatus
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -45,7 +46,7 @@ def problem(
     title: str,
     detail: str,
     instance: str,
-    headers: dict[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
     **extensions: Any,
 ) -> Response:
     body: dict[str, Any] = {

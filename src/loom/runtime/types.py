@@ -15,6 +15,7 @@ from __future__ import annotations
 import enum
 from datetime import UTC, date, datetime
 from decimal import Decimal
+from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
@@ -169,7 +170,7 @@ def _decoder(item_type: Any) -> Any:
     return None
 
 
-def decode_list(item_type: Any) -> Any:
+def decode_list(item_type: Any) -> Callable[[Any], Any] | None:
     """A function turning a stored JSON list into a list of `item_type` (None: keep as is)."""
     element = _decoder(item_type)
     if element is None:

@@ -59,15 +59,19 @@ def schema_names(context: ir.Context) -> SchemaNames:
 
 
 def _field_line(
-    name: str, t: ir.Type, types: TypeNames, imports: Imports, optional_default: bool
+    name: str, t: ir.Type, types: TypeNames, imports: Imports, is_input: bool
 ) -> str:
     attr = schema_attr(name)
     annotation = types.render(t)
     alias = attr != name
-    default = optional_default and isinstance(t, ir.OptionalType)
+    default = is_input and isinstance(t, ir.OptionalType)
     if alias:
         imports.add("pydantic", "Field")
-        args = (["default=None"] if default else []) + [f"alias={py_str(name)}"]
+        # Inputs are only ever validated from JSON, so they take the wire name as their alias.
+        # Outputs are built in code by attribute name (which type checkers see) and only
+        # serialised under the wire name.
+        kind = "alias" if is_input else "serialization_alias"
+        args = (["default=None"] if default else []) + [f"{kind}={py_str(name)}"]
         return f"    {attr}: {annotation} = Field({', '.join(args)})"
     if default:
         return f"    {attr}: {annotation} = None"
@@ -90,15 +94,13 @@ def _input_class(
 
 
 def _out_class(cls: str, agg: ir.Aggregate, out_types: TypeNames, imports: Imports) -> list[str]:
-    imports.add("pydantic", "BaseModel", "ConfigDict")
+    imports.add("pydantic", "BaseModel")
     imports.add("typing", "Self")
     agg_cls = out_types.domain_name(agg.context, names.pascal(agg.name))
     id_t = out_types.domain_name(agg.context, names.id_type(agg.name))
     lines = [
         f"class {cls}(BaseModel):",
         f"    {docstring(f'{agg.name} as the API answers it (aggregate {agg.name}, {where(agg.origin)})')}",
-        "",
-        "    model_config = ConfigDict(populate_by_name=True)",
         "",
         f"    id: {id_t}",
         "    version: int",
@@ -113,7 +115,7 @@ def _out_class(cls: str, agg: ir.Aggregate, out_types: TypeNames, imports: Impor
         f"    def from_aggregate(cls, {var}: {agg_cls}) -> Self:",
         f"        {docstring(f'The wire form of aggregate {agg.name}.')}",
     ]
-    kwargs = [f"id={var}.id", f"version={var}._loom_version"]
+    kwargs = [f"id={var}.id", f"version={var}.version"]
     kwargs += [f"{schema_attr(name)}={var}.{names.ident(name)}" for name, _ in members]
     lines += lay(call("cls", kwargs, prefix="return "), 2)
     return lines

@@ -15,8 +15,6 @@ from .domain import Account, AccountId, AccountKind, Customer, CustomerId
 class CustomerOut(BaseModel):
     """Customer as the API answers it (aggregate Customer, banking.loom:7)"""
 
-    model_config = ConfigDict(populate_by_name=True)
-
     id: CustomerId
     version: int
     name: str
@@ -27,7 +25,7 @@ class CustomerOut(BaseModel):
         """The wire form of aggregate Customer."""
         return cls(
             id=customer.id,
-            version=customer._loom_version,
+            version=customer.version,
             name=customer.name,
             email=customer.email,
         )
@@ -36,15 +34,13 @@ class CustomerOut(BaseModel):
 class AccountOut(BaseModel):
     """Account as the API answers it (aggregate Account, banking.loom:12)"""
 
-    model_config = ConfigDict(populate_by_name=True)
-
     id: AccountId
     version: int
     owner: CustomerId
     number: str
     balance: Int64
     kind: AccountKind
-    opened_at: datetime = Field(alias="openedAt")
+    opened_at: datetime = Field(serialization_alias="openedAt")
     tags: list[str]
     frozen: bool
     overdrawn: bool
@@ -54,7 +50,7 @@ class AccountOut(BaseModel):
         """The wire form of aggregate Account."""
         return cls(
             id=account.id,
-            version=account._loom_version,
+            version=account.version,
             owner=account.owner,
             number=account.number,
             balance=account.balance,

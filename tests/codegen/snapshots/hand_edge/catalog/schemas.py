@@ -16,14 +16,12 @@ from .domain import Box, BoxId, Color
 class BoxOut(BaseModel):
     """Box as the API answers it (aggregate Box, catalog.loom:4)"""
 
-    model_config = ConfigDict(populate_by_name=True)
-
     id: BoxId
     version: int
-    from_: str = Field(alias="from")
+    from_: str = Field(serialization_alias="from")
     price: Decimal
     colors: list[Color]
-    ship_by: date | None = Field(alias="shipBy")
+    ship_by: date | None = Field(serialization_alias="shipBy")
     weight: Int64 | None
     total: Decimal
 
@@ -32,7 +30,7 @@ class BoxOut(BaseModel):
         """The wire form of aggregate Box."""
         return cls(
             id=box.id,
-            version=box._loom_version,
+            version=box.version,
             from_=box.from_,
             price=box.price,
             colors=box.colors,

@@ -13,8 +13,6 @@ from .domain import Parcel, ParcelId
 class ParcelOut(BaseModel):
     """Parcel as the API answers it (aggregate Parcel, shipping.loom:2)"""
 
-    model_config = ConfigDict(populate_by_name=True)
-
     id: ParcelId
     version: int
     box: BoxId
@@ -25,7 +23,7 @@ class ParcelOut(BaseModel):
         """The wire form of aggregate Parcel."""
         return cls(
             id=parcel.id,
-            version=parcel._loom_version,
+            version=parcel.version,
             box=parcel.box,
             label=parcel.label,
         )

@@ -14,12 +14,10 @@ from .domain import Customer, CustomerId, Order, OrderId, OrderStatus
 class CustomerOut(BaseModel):
     """Customer as the API answers it (aggregate Customer, sales.loom:5)"""
 
-    model_config = ConfigDict(populate_by_name=True)
-
     id: CustomerId
     version: int
     name: str
-    credit_limit: Decimal = Field(alias="creditLimit")
+    credit_limit: Decimal = Field(serialization_alias="creditLimit")
     display: str
 
     @classmethod
@@ -27,7 +25,7 @@ class CustomerOut(BaseModel):
         """The wire form of aggregate Customer."""
         return cls(
             id=customer.id,
-            version=customer._loom_version,
+            version=customer.version,
             name=customer.name,
             credit_limit=customer.credit_limit,
             display=customer.display,
@@ -53,20 +51,18 @@ class CustomerAddCreditInput(BaseModel):
 class OrderOut(BaseModel):
     """Order as the API answers it (aggregate Order, sales.loom:23)"""
 
-    model_config = ConfigDict(populate_by_name=True)
-
     id: OrderId
     version: int
-    customer_id: CustomerId = Field(alias="customerId")
+    customer_id: CustomerId = Field(serialization_alias="customerId")
     status: OrderStatus
-    placed_at: datetime = Field(alias="placedAt")
+    placed_at: datetime = Field(serialization_alias="placedAt")
 
     @classmethod
     def from_aggregate(cls, order: Order) -> Self:
         """The wire form of aggregate Order."""
         return cls(
             id=order.id,
-            version=order._loom_version,
+            version=order.version,
             customer_id=order.customer_id,
             status=order.status,
             placed_at=order.placed_at,

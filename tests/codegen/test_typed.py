@@ -1,0 +1,33 @@
+"""Generated services are typed: each example's package passes `mypy --strict`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from loom.build import build_model
+from loom.lang import compile_files
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = {
+    "banking": ["examples/banking/banking.loom"],
+    "sales": ["examples/sales/sales.loom", "examples/sales/onboarding.loom"],
+}
+
+
+@pytest.mark.parametrize("example", sorted(EXAMPLES))
+def test_generated_package_passes_mypy_strict(example: str, tmp_path: Path) -> None:
+    result = compile_files([str(ROOT / f) for f in EXAMPLES[example]])
+    assert result.model is not None
+    build_model(result.model, tmp_path / example)
+    run = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", example],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
