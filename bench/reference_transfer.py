@@ -12,6 +12,7 @@ from uuid import UUID
 from fastapi import FastAPI, HTTPException
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import BigInteger, Column, Integer, MetaData, String, Table, Uuid, select, update
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 metadata = MetaData()
@@ -41,6 +42,12 @@ def build_reference_app(engine: AsyncEngine) -> FastAPI:
 
     @app.post("/transfer")
     async def transfer(body: TransferIn) -> int:
+        try:
+            return await _transfer(body)
+        except DBAPIError as exc:  # locked / serialization failure / deadlock: the caller retries
+            raise HTTPException(409, "concurrent update") from exc
+
+    async def _transfer(body: TransferIn) -> int:
         async with engine.begin() as conn:
             # Two reads, like the workflow's two loads (one could fetch both rows at once).
             src = (await conn.execute(_by_id.where(accounts.c.id == body.from_account))).first()

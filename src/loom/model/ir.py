@@ -201,9 +201,40 @@ class Now:
 
 @dataclass(frozen=True, slots=True)
 class FunctionCall:
-    """A call of a pure `function` of the enclosing aggregate (or, later, workflow)."""
+    """A call of a pure `function`.
+
+    - `owner="aggregate"`, `receiver=None`: a function of the enclosing aggregate (`fee(x)`).
+    - `owner="aggregate"`, `receiver=e`: a function of the aggregate `e` evaluates to, called from a
+      workflow or handler body (`source.fee(x)`); `aggregate` names it.
+    - `owner="workflow"`: a function of the enclosing workflow `workflow` (emitted at module scope,
+      namespaced by the workflow).
+    """
 
     function: str
+    args: tuple[Expr, ...]
+    type: Type
+    text: str
+    owner: Literal["aggregate", "workflow"] = "aggregate"
+    receiver: Expr | None = None
+    aggregate: str | None = None
+    workflow: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StateField:
+    """A state field of the enclosing (correlated) workflow, read in one of its bodies."""
+
+    name: str
+    type: Type
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceCall:
+    """A call of a non-mutating domain-service method used as a value: `Pricing.quote(a, 3)`."""
+
+    service: str
+    method: str
     args: tuple[Expr, ...]
     type: Type
     text: str
@@ -229,6 +260,8 @@ Expr: TypeAlias = (
     | Now
     | FunctionCall
     | ListLiteral
+    | StateField
+    | ServiceCall
 )
 
 
@@ -328,8 +361,149 @@ class Save:
     fresh: bool
 
 
+@dataclass(frozen=True, slots=True)
+class Read:
+    """A repository read. Which one is given by `kind`:
+
+    - `"by_id"`: `Repo.getById(id)` / `Repo.findById(id)`; `args` is `(("id", e),)`.
+    - `"by_key"`: `Repo.getBy(code: x)` / `Repo.findBy(code: x)` over a `unique (…)` key; `args` names
+      the key fields in the key's declared order; `key` is the key's fields.
+    - `"criterion"`: `Repo.findAll(C(args))` / `Repo.find(C(args))`; `target` names the criterion;
+      `args` are the criterion's parameters by name.
+    - `"retrieval"`: `Repo.run(R(args))`; `target` names the retrieval.
+    - `"find"`: a declared `find byCode(c: string): Agg?` of the repository; `target` names it.
+
+    `cardinality` says what the read answers: `"one"` (must exist; a miss is the standard 404),
+    `"optional"` (None on a miss) or `"many"` (a list, possibly empty).
+    """
+
+    repository: str
+    aggregate: str
+    kind: Literal["by_id", "by_key", "criterion", "retrieval", "find"]
+    cardinality: Literal["one", "optional", "many"]
+    args: tuple[tuple[str, Expr], ...]
+    target: str | None = None
+    key: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """`let x = <read>` for a read of cardinality "one" (other than by id) or "many"."""
+
+    name: str
+    read: Read
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class IfLet:
+    """`if let x = <optional read> { then } else { otherwise }`.
+
+    Each branch ends with its own Save statements (branch-local creations and mutations, including
+    of `x`), placed by lowering. `otherwise` is empty when there is no else branch.
+    """
+
+    name: str
+    read: Read | None
+    then: tuple[Stmt, ...]
+    otherwise: tuple[Stmt, ...]
+    origin: Origin
+    value: Expr | None = None  # the source when it is an optional value rather than a read
+
+
+@dataclass(frozen=True, slots=True)
+class ForEach:
+    """`for x in <list> { body }`; the body ends with a Save of `x` when an operation (or a mutating
+    service call) was invoked on it, and Saves of what the body created."""
+
+    name: str
+    items: Expr
+    body: tuple[Stmt, ...]
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class NotFoundStmt:
+    """`notFound` / `notFound "detail"`: end the body with the standard 404 problem.
+
+    `aggregate` is set for a bare `notFound` in an `if let` else (the detail then names it, exactly as
+    a by-id miss of that aggregate would); `detail` is the given text, if any.
+    """
+
+    detail: str | None
+    aggregate: str | None
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    """`Repo.delete(x)` / `Repo.remove(x)`: delete the aggregate bound to `name` (version-checked).
+    Lowering never adds a Save for it afterwards."""
+
+    name: str
+    repository: str
+    aggregate: str
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class AssignState:
+    """`field := value` on the enclosing workflow's own state (create / on / apply bodies)."""
+
+    field: str
+    value: Expr
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class BindInstance:
+    """Load-or-allocate the instance row of the enclosing correlated workflow, keyed by `key`.
+
+    Lowering puts it first in a create body whose parameters include the correlation field, or in
+    place of the body's assignment to the correlation field otherwise. Afterwards StateField reads
+    and AssignState writes act on that instance."""
+
+    key: Expr
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class SaveInstance:
+    """Inserted by lowering among the exit saves (after the aggregate saves) of every body of a
+    correlated workflow: persist its instance row, version-checked."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallService:
+    """`Svc.method(args)` as a statement. `mutates` names the locals (bound aggregates) the call
+    mutates; lowering saves them at exit like operation targets."""
+
+    service: str
+    method: str
+    args: tuple[Expr, ...]
+    mutates: tuple[str, ...]
+    origin: Origin
+
+
 Stmt: TypeAlias = (
-    Precondition | Assign | Let | Emit | Return | LoadById | CreateAggregate | CallOperation | Save
+    Precondition
+    | Assign
+    | Let
+    | Emit
+    | Return
+    | LoadById
+    | CreateAggregate
+    | CallOperation
+    | Save
+    | Load
+    | IfLet
+    | ForEach
+    | NotFoundStmt
+    | Delete
+    | AssignState
+    | CallService
+    | BindInstance
+    | SaveInstance
 )
 
 
@@ -376,21 +550,79 @@ class Invariant:
 
 @dataclass(frozen=True, slots=True)
 class Function:
+    """A pure function: the expression form (`value`) or the block form (`body`: Let, Precondition,
+    and a final Return), exactly one of the two. `value` is None for the block form."""
+
     name: str
     params: tuple[Parameter, ...]
     result: Type
-    value: Expr
+    value: Expr | None
     origin: Origin
+    body: tuple[Stmt, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class Operation:
+    """An operation. `private`: no route, callable only from the aggregate's other members.
+    `extern`: no body in the model; the user's Python implements it (`result` may then be set)."""
+
     name: str
     params: tuple[Parameter, ...]
     when: Expr | None
     body: tuple[Stmt, ...]
     origin: Origin
     emits: tuple[str, ...] = ()
+    private: bool = False
+    extern: bool = False
+    result: Type | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Factory:
+    """A declared `create(params) { … }` of an aggregate. Its body (Precondition, Let, Assign with
+    `:=`, Emit) initialises the fields; fields it does not assign take their defaults."""
+
+    params: tuple[Parameter, ...]
+    body: tuple[Stmt, ...]
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class Criterion:
+    """`criterion Name(params) of Agg = condition`; the condition reads SelfField and Param only and
+    is translatable to SQL (comparisons, boolean operators, arithmetic, literals, enum members,
+    now())."""
+
+    name: str
+    aggregate: str
+    params: tuple[Parameter, ...]
+    condition: Expr
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieval:
+    """`retrieval Name(params) of Agg { where: Criterion(args) }`; `args` are over its params."""
+
+    name: str
+    aggregate: str
+    params: tuple[Parameter, ...]
+    criterion: str
+    args: tuple[Expr, ...]
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class RepositoryFind:
+    """A declared `find byCode(c: string): Agg?` (or `: Agg`, `: Agg[]`) of a repository: equality on
+    the fields named by the find (`byCode` -> `code`, `byOwnerAndNumber` -> `owner`, `number`), in
+    parameter order."""
+
+    name: str
+    params: tuple[Parameter, ...]
+    fields: tuple[str, ...]
+    cardinality: Literal["one", "optional", "many"]
+    origin: Origin
 
 
 @dataclass(frozen=True, slots=True)
@@ -403,11 +635,20 @@ class Aggregate:
     functions: tuple[Function, ...]
     operations: tuple[Operation, ...]
     origin: Origin
+    crudish: bool = False
+    factory: Factory | None = None
+    unique: tuple[tuple[str, ...], ...] = ()
 
     @property
-    def create_inputs(self) -> tuple[Field, ...]:
-        """The inputs `Agg.create(...)` binds to, in order (all stored fields, for now)."""
-        return self.fields
+    def create_inputs(self) -> tuple[Field, ...] | tuple[Parameter, ...]:
+        """The inputs `Agg.create(...)` binds to, in order: the declared factory's parameters, else
+        the stored fields."""
+        return self.factory.params if self.factory else self.fields
+
+    @property
+    def updatable_fields(self) -> tuple[Field, ...]:
+        """The fields a crudish update may change: every field that is not immutable."""
+        return tuple(f for f in self.fields if not f.immutable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -415,6 +656,7 @@ class Repository:
     name: str
     aggregate: str
     origin: Origin
+    finds: tuple[RepositoryFind, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -433,16 +675,75 @@ class WorkflowCreate:
     origin: Origin
 
 
+@dataclass(frozen=True, slots=True)
+class Apply:
+    """`apply(e: Event) { field := … }` of an event-sourced workflow: folds each event the workflow
+    emits into its state (AssignState statements over `param`, an event-typed Param). The back end
+    runs the matching apply right after each workflow-level Emit of that event."""
+
+    event: str
+    param: str
+    body: tuple[Stmt, ...]
+    origin: Origin
+
+
 Isolation: TypeAlias = Literal["read_committed", "repeatable_read", "serializable"]
 
 
 @dataclass(frozen=True, slots=True)
 class Workflow:
+    """A workflow. `state` are its declared state fields; `correlation` names the id-shaped one that
+    keys its instance rows (None: no instance is kept). A command `create` binds the instance by the
+    parameter named like the correlation field, or by the value its body assigns to that field."""
+
     name: str
     context: str
     transactional: bool
     isolation: Isolation | None
     creates: tuple[WorkflowCreate, ...]
+    origin: Origin
+    state: tuple[Field, ...] = ()
+    correlation: str | None = None
+    functions: tuple[Function, ...] = ()
+    event_sourced: bool = False
+    applies: tuple[Apply, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Handler:
+    """A context-level `commandHandler` (POST) or `queryHandler` (GET, read-only) with a body in the
+    workflow vocabulary. A query handler may return aggregates (`Agg`, `Agg?`, `Agg[]`)."""
+
+    kind: Literal["command", "query"]
+    name: str
+    context: str
+    params: tuple[Parameter, ...]
+    result: Type | None
+    body: tuple[Stmt, ...]
+    origin: Origin
+    transactional: bool = False
+    isolation: Isolation | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceMethod:
+    """A method of a domain service: aggregate-typed and value parameters, a body in the operation
+    vocabulary over them (operation calls on aggregate parameters, precondition, let, emit, return).
+    `mutates` lists the aggregate parameters it calls operations on."""
+
+    name: str
+    params: tuple[Parameter, ...]
+    result: Type | None
+    body: tuple[Stmt, ...]
+    mutates: tuple[str, ...]
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class DomainService:
+    name: str
+    context: str
+    methods: tuple[ServiceMethod, ...]
     origin: Origin
 
 
@@ -455,6 +756,10 @@ class Context:
     events: tuple[Event, ...]
     workflows: tuple[Workflow, ...]
     origin: Origin
+    criteria: tuple[Criterion, ...] = ()
+    retrievals: tuple[Retrieval, ...] = ()
+    handlers: tuple[Handler, ...] = ()
+    services: tuple[DomainService, ...] = ()
 
     def aggregate(self, name: str) -> Aggregate:
         return next(a for a in self.aggregates if a.name == name)
