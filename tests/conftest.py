@@ -36,7 +36,7 @@ def pg_cluster() -> Iterator[Cluster]:
         pytest.skip(f"PostgreSQL unavailable: {exc}")
 
 
-def _create_pg_database(cluster: Cluster) -> str:
+def create_pg_database(cluster: Cluster) -> str:
     import asyncio
 
     import asyncpg
@@ -61,7 +61,7 @@ def sqlite_url(tmp_path: Path) -> str:
 
 @pytest.fixture
 def postgres_url(pg_cluster: Cluster) -> str:
-    return pg_cluster.url(_create_pg_database(pg_cluster))
+    return pg_cluster.url(create_pg_database(pg_cluster))
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

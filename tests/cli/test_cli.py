@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import socket
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
+
+from tests.liveserver import free_port as _free_port
+from tests.liveserver import running
 
 ROOT = Path(__file__).resolve().parents[2]
 BANKING = ROOT / "examples/banking/banking.loom"
@@ -89,44 +86,6 @@ def test_build_is_deterministic_and_guards_foreign_folders(tmp_path: Path) -> No
     r = loom("build", str(BANKING), "-o", str(foreign))
     assert r.returncode == 2 and "refusing" in r.stderr
     assert (foreign / "notes.txt").read_text() == "keep me"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def running(*args: str, port: int) -> Iterator[str]:
-    proc = subprocess.Popen(
-        [*LOOM, "run", *args, "--port", str(port)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/openapi.json", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                out = proc.stdout.read() if proc.stdout else ""
-                pytest.fail(f"loom run did not start:\n{out}")
-            time.sleep(0.2)
-        yield base
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def _copy_model(tmp_path: Path) -> Path:
