@@ -60,39 +60,49 @@ async def measure(url: str, requests: int, rounds: int, concurrency: int) -> dic
             transport=httpx.ASGITransport(app=build_reference_app(engine)), base_url="http://ref"
         )
 
+        # One pair of accounts per concurrent caller, so that concurrent requests measure
+        # throughput rather than lock contention on one pair (which the 409 tests cover).
         owner = (await gen.post("/api/workflows/register_customer", json={"name": "B"})).json()
-        gen_ids = []
-        for number in ("G-1", "G-2"):
-            r = await gen.post("/api/workflows/open_account", json={"owner": owner, "number": number})
-            gen_ids.append(r.json())
-            await _post_ok(gen, f"/api/accounts/{r.json()}/deposit", {"amount": START_BALANCE})
-        ref_ids = [uuid.uuid4(), uuid.uuid4()]
+        gen_pairs: list[list[object]] = []
+        ref_pairs: list[list[object]] = []
+        for pair in range(concurrency):
+            ids: list[object] = []
+            for side in (1, 2):
+                r = await gen.post(
+                    "/api/workflows/open_account", json={"owner": owner, "number": f"G-{pair}-{side}"}
+                )
+                ids.append(r.json())
+                await _post_ok(gen, f"/api/accounts/{r.json()}/deposit", {"amount": START_BALANCE})
+            gen_pairs.append(ids)
+            ref_pairs.append([uuid.uuid4(), uuid.uuid4()])
         async with engine.begin() as conn:
             await conn.execute(
                 ref_accounts.insert(),
                 [
-                    {"id": i, "version": 1, "number": f"R-{n}", "balance": START_BALANCE, "frozen": 0}
-                    for n, i in enumerate(ref_ids)
+                    {"id": i, "version": 1, "number": f"R-{i}", "balance": START_BALANCE, "frozen": 0}
+                    for pair in ref_pairs
+                    for i in pair
                 ],
             )
 
-        def payload(ids: list[object], i: int) -> dict[str, object]:
-            # Alternate the direction so that balances never run out; with concurrency > 1 the
-            # calls of one batch use alternating directions too and may collide (a 409 is counted).
-            a, b = (ids[0], ids[1]) if i % 2 == 0 else (ids[1], ids[0])
+        def payload(pairs: list[list[object]], i: int) -> dict[str, object]:
+            # Call i uses pair i % concurrency, alternating its direction so balances never run out.
+            a, b = pairs[i % concurrency]
+            if (i // concurrency) % 2:
+                a, b = b, a
             return {"fromAccount": str(a), "toAccount": str(b), "amount": 1}
 
         conflicts = {"generated": 0, "hand-written": 0}
 
         async def call_gen(i: int) -> None:
-            r = await gen.post("/api/workflows/transfer", json=payload(gen_ids, i))
+            r = await gen.post("/api/workflows/transfer", json=payload(gen_pairs, i))
             if r.status_code == 409:
                 conflicts["generated"] += 1
             elif r.status_code != 200:
                 raise SystemExit(f"generated transfer failed: {r.status_code} {r.text}")
 
         async def call_ref(i: int) -> None:
-            r = await ref.post("/transfer", json=payload(ref_ids, i))
+            r = await ref.post("/transfer", json=payload(ref_pairs, i))
             if r.status_code == 409:
                 conflicts["hand-written"] += 1
             elif r.status_code != 200:
