@@ -153,7 +153,32 @@ class ExprStmt:
     span: Span
 
 
-Stmt = Precondition | Assign | Let | Emit | Return | ExprStmt
+@dataclass(eq=False)
+class IfLet:
+    name: str
+    name_span: Span
+    source: Expr
+    then: list[Stmt]
+    otherwise: list[Stmt] | None
+    span: Span
+
+
+@dataclass(eq=False)
+class ForEach:
+    name: str
+    name_span: Span
+    items: Expr
+    body: list[Stmt]
+    span: Span
+
+
+@dataclass(eq=False)
+class NotFound:
+    detail: str | None
+    span: Span
+
+
+Stmt = Precondition | Assign | Let | Emit | Return | ExprStmt | IfLet | ForEach | NotFound
 
 
 # --------------------------------------------------------------------------------------------------
@@ -200,8 +225,9 @@ class Function:
     name_span: Span
     params: list[Param]
     result: TypeRef
-    value: Expr
+    value: Expr | None  # None for the block form
     span: Span
+    body: list[Stmt] | None = None  # the block form
 
 
 @dataclass(eq=False)
@@ -212,9 +238,28 @@ class Operation:
     when: Expr | None
     body: list[Stmt]
     span: Span
+    private: bool = False
+    extern: bool = False
+    result: TypeRef | None = None
+    has_body: bool = True  # False for an extern operation written without a block
 
 
-Member = Field | Derived | Invariant | Function | Operation
+@dataclass(eq=False)
+class Unique:
+    fields: list[tuple[str, Span]]
+    span: Span
+    name: str = "unique"
+
+
+@dataclass(eq=False)
+class Factory:
+    params: list[Param]
+    body: list[Stmt]
+    span: Span
+    name: str = "create"
+
+
+Member = Field | Derived | Invariant | Function | Operation | Unique | Factory
 
 
 @dataclass(eq=False)
@@ -253,6 +298,27 @@ class Aggregate:
     def operations(self) -> list[Operation]:
         return [m for m in self.members if isinstance(m, Operation)]
 
+    @property
+    def uniques(self) -> list[Unique]:
+        return [m for m in self.members if isinstance(m, Unique)]
+
+    @property
+    def factory(self) -> Factory | None:
+        return next((m for m in self.members if isinstance(m, Factory)), None)
+
+    @property
+    def crudish(self) -> bool:
+        return any(t == "crudish" for t, _ in self.traits)
+
+
+@dataclass(eq=False)
+class RepoFind:
+    name: str
+    name_span: Span
+    params: list[Param]
+    result: TypeRef
+    span: Span
+
 
 @dataclass(eq=False)
 class Repository:
@@ -260,6 +326,69 @@ class Repository:
     name_span: Span
     aggregate: str
     aggregate_span: Span
+    span: Span
+    finds: list[RepoFind] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Criterion:
+    name: str
+    name_span: Span
+    params: list[Param]
+    aggregate: str
+    aggregate_span: Span
+    condition: Expr
+    span: Span
+
+
+@dataclass(eq=False)
+class Retrieval:
+    name: str
+    name_span: Span
+    params: list[Param]
+    aggregate: str
+    aggregate_span: Span
+    where: Expr
+    span: Span
+
+
+@dataclass(eq=False)
+class Handler:
+    kind: str  # "command" | "query"
+    name: str
+    name_span: Span
+    params: list[Param]
+    result: TypeRef | None
+    transactional: bool
+    isolation: str | None
+    isolation_span: Span | None
+    body: list[Stmt]
+    span: Span
+
+
+@dataclass(eq=False)
+class ServiceMethod:
+    name: str
+    name_span: Span
+    params: list[Param]
+    result: TypeRef | None
+    body: list[Stmt] | None
+    value: Expr | None
+    span: Span
+
+
+@dataclass(eq=False)
+class DomainService:
+    name: str
+    name_span: Span
+    methods: list[ServiceMethod]
+    span: Span
+
+
+@dataclass(eq=False)
+class Apply:
+    params: list[Param]
+    body: list[Stmt]
     span: Span
 
 
@@ -298,9 +427,23 @@ class Workflow:
     creates: list[Create]
     handles: list[Handle]
     span: Span
+    event_sourced: bool = False
+    state: list[Field] = field(default_factory=list)
+    functions: list[Function] = field(default_factory=list)
+    applies: list[Apply] = field(default_factory=list)
 
 
-Decl = Enum | Aggregate | Repository | Event | Workflow
+Decl = (
+    Enum
+    | Aggregate
+    | Repository
+    | Event
+    | Workflow
+    | Criterion
+    | Retrieval
+    | Handler
+    | DomainService
+)
 
 
 @dataclass(eq=False)

@@ -36,28 +36,52 @@ class Checker(ExpressionChecker):
         for ctx in self.prog.contexts.values():
             for agg in ctx.aggregates.values():
                 self.check_aggregate(ctx, agg)
-        from loom.lang import rules_workflow
+        from loom.lang import rules_decls, rules_workflow
 
         for ctx in self.prog.contexts.values():
+            rules_decls.check_context(self, ctx)
             for wf in ctx.workflows.values():
                 rules_workflow.check_workflow(self, ctx, wf)
+            for h in ctx.handlers.values():
+                rules_workflow.check_handler(self, ctx, h)
 
     def _declare_types(self, ctx: ContextSymbols) -> None:
-        def res(t: ast.TypeRef) -> None:
-            self.types[id(t)] = resolve_type(ctx, t, self.sink, prog=self.prog)
+        def res(t: ast.TypeRef | None, value: bool = True) -> None:
+            if t is not None:
+                self.types[id(t)] = resolve_type(ctx, t, self.sink, value=value, prog=self.prog)
 
         for agg in ctx.aggregates.values():
             for m in agg.members:
                 if isinstance(m, (ast.Field, ast.Derived)):
                     res(m.type)
-                elif isinstance(m, (ast.Function, ast.Operation)):
+                elif isinstance(m, (ast.Function, ast.Operation, ast.Factory)):
                     for p in m.params:
                         res(p.type)
-                    if isinstance(m, ast.Function):
+                    if isinstance(m, (ast.Function, ast.Operation)):
                         res(m.result)
         for ev in ctx.events.values():
             for p in ev.fields:
                 res(p.type)
+        for wf in ctx.workflows.values():
+            for f in wf.state:
+                res(f.type)
+            for fn in wf.functions:
+                for p in fn.params:
+                    res(p.type)
+                res(fn.result)
+        for d in [*ctx.criteria.values(), *ctx.retrievals.values()]:
+            for p in d.params:
+                res(p.type)
+        for repo in ctx.repositories.values():
+            for f in repo.finds:
+                for p in f.params:
+                    res(p.type)
+                res(f.result, value=False)
+        for svc in ctx.services.values():
+            for m in svc.methods:
+                for p in m.params:
+                    res(p.type, value=False)
+                res(m.result, value=False)
 
     # ---- helpers
 
@@ -89,18 +113,80 @@ class Checker(ExpressionChecker):
                 )
             elif isinstance(m, ast.Function):
                 scope = self._params_scope(ctx, agg, "function", m.params)
-                rt = self.type_of(m.result)
-                x = self.root(m.value, scope, rt)
-                self.mismatch(
-                    x,
-                    m.value,
-                    rt,
-                    f"function `{m.name}` returns {a(rt)}, but its value is {a(x.type)}",
-                    [(m.result.span, "declared result type")],
-                )
+                scope.block = m.body is not None
+                self.function_body(m, scope)
             elif isinstance(m, ast.Operation):
                 self.check_operation(ctx, agg, m)
+            elif isinstance(m, ast.Factory):
+                scope = self._params_scope(ctx, agg, "factory", m.params)
+                for stmt in m.body:
+                    self.operation_stmt(stmt, scope)
+                self.warn_unused(scope)
         self.check_cycles(agg)
+
+    def function_body(self, m: ast.Function, scope: Scope) -> None:
+        """A pure function, either form: `= expr`, or `{ let … precondition … return e }`."""
+        rt = self.type_of(m.result)
+        if m.value is not None:
+            x = self.root(m.value, scope, rt)
+            self.mismatch(
+                x,
+                m.value,
+                rt,
+                f"function `{m.name}` returns {a(rt)}, but its value is {a(x.type)}",
+                [(m.result.span, "declared result type")],
+            )
+            return
+        body = m.body or []
+        for i, stmt in enumerate(body):
+            if isinstance(stmt, ast.Return):
+                x = self.root(stmt.value, scope, rt)
+                self.mismatch(
+                    x,
+                    stmt.value,
+                    rt,
+                    f"function `{m.name}` returns {a(rt)}, but this value is {a(x.type)}",
+                    [(m.result.span, "declared result type")],
+                )
+                if i != len(body) - 1:
+                    self.report(
+                        "loom.unreachable-statement",
+                        "this statement comes after `return` and never runs",
+                        body[i + 1].span,
+                        "unreachable",
+                        help="move it before the `return`, or remove it",
+                    )
+            elif isinstance(stmt, (ast.Let, ast.Precondition, ast.NotFound)):
+                self.operation_stmt(stmt, scope)
+            else:
+                what = {
+                    ast.Assign: "assign",
+                    ast.Emit: "emit an event",
+                }.get(type(stmt), "call an operation, a repository, a service or an extern")
+                if isinstance(stmt, ast.ExprStmt):
+                    before = len(self.sink.items)
+                    self.expr(stmt.expr, scope)
+                    if any(
+                        d.code == "loom.function-block-impure" for d in self.sink.items[before:]
+                    ):
+                        continue  # the call itself was reported
+                self.report(
+                    "loom.function-block-impure",
+                    f"a function is pure, so its body cannot {what}",
+                    stmt.span,
+                    "a side effect",
+                    help="a function body has `let`, `precondition` and a final `return`; change "
+                    "state in an operation",
+                )
+        if not body or not isinstance(body[-1], ast.Return):
+            self.report(
+                "loom.function-missing-return",
+                f"function `{m.name}` does not end in `return`",
+                m.name_span,
+                "no final `return`",
+                help="end the body with `return <value>`",
+            )
+        self.warn_unused(scope)
 
     def check_cycles(self, agg: ast.Aggregate) -> None:
         """Derived values and functions are evaluated on every read; a cycle would never end."""
@@ -151,6 +237,16 @@ class Checker(ExpressionChecker):
         return scope
 
     def check_operation(self, ctx: ContextSymbols, agg: ast.Aggregate, op: ast.Operation) -> None:
+        if op.extern:
+            if op.has_body:
+                self.report(
+                    "loom.extern-has-body",
+                    f"extern operation `{op.name}` has a body, but its code is the user's Python",
+                    op.name_span,
+                    "extern with a body",
+                    help="remove the body, or remove `extern` to write it in Loom",
+                )
+            return
         scope = self._params_scope(ctx, agg, "operation", op.params)
         if op.when is not None:
             self.exprs[id(op.when)] = self.condition(op.when, scope, "a `when` gate")
@@ -196,6 +292,11 @@ class Checker(ExpressionChecker):
             self.operation_assign(stmt, scope)
         elif isinstance(stmt, ast.Emit):
             self.check_emit(stmt, scope)
+        elif isinstance(stmt, ast.NotFound):
+            where = {"factory": "a `create` factory", "function": "a function"}
+            from loom.lang.rules_body import notfound_outside
+
+            notfound_outside(self, stmt, where.get(scope.kind, "an operation"))
         elif isinstance(stmt, ast.Return):
             self.report(
                 "loom.invalid-statement",
@@ -256,9 +357,9 @@ class Checker(ExpressionChecker):
                 secondary=[(decl.name_span, "derived here")],
                 help="assign the fields it is computed from",
             )
-        elif isinstance(decl, ast.Field) and decl.immutable:
+        elif isinstance(decl, ast.Field) and decl.immutable and scope.kind != "factory":
             self.report(
-                "loom.assign-to-readonly",
+                "loom.immutable-field-assign",
                 f"cannot assign `{name}`: the field is immutable",
                 target.span,
                 "immutable field",
@@ -289,6 +390,15 @@ class Checker(ExpressionChecker):
         if value_expected is None or not isinstance(decl, ast.Field):
             return
         compound = stmt.op in ("+=", "-=")
+        if compound and scope.kind == "factory":
+            self.report(
+                "loom.invalid-statement",
+                f"a `create` sets fields with `:=`; `{stmt.op}` has nothing to add to yet",
+                stmt.span,
+                "compound assignment in a factory",
+                help=f"write `{name} := …` with the initial value",
+            )
+            return
         if compound and not is_error(value_expected) and not is_numeric(value_expected):
             self.report(
                 "loom.compound-assign-type",

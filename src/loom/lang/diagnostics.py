@@ -136,6 +136,69 @@ REGISTRY: dict[str, CodeInfo] = {
         CodeInfo(
             "loom.isolation-level", _E, "`transactional(...)` names an unknown isolation level"
         ),
+        # Reads, branches and loops
+        CodeInfo(
+            "loom.iflet-bad-source", _E, "`if let` branches on something that is not optional"
+        ),
+        CodeInfo(
+            "loom.optional-read-outside-if-let",
+            _E,
+            "an optional read is used outside the source of an `if let`",
+        ),
+        CodeInfo("loom.notfound-outside-body", _E, "`notFound` outside a workflow or handler body"),
+        CodeInfo("loom.unknown-criterion", _E, "a criterion name does not resolve"),
+        CodeInfo("loom.unknown-retrieval", _E, "a retrieval name does not resolve"),
+        CodeInfo("loom.unknown-key", _E, "`getBy` / `findBy` arguments are not one unique key"),
+        CodeInfo("loom.find-field", _E, "a declared find's name does not map to fields"),
+        CodeInfo(
+            "loom.criterion-not-translatable", _E, "a criterion uses something SQL cannot express"
+        ),
+        # Aggregates, continued
+        CodeInfo("loom.immutable-field-assign", _E, "an operation assigns an immutable field"),
+        CodeInfo("loom.private-operation-call", _E, "a private operation is called from outside"),
+        CodeInfo("loom.extern-has-body", _E, "an extern operation has a body"),
+        CodeInfo(
+            "loom.factory-unassigned-field",
+            _E,
+            "a declared `create` leaves a required field unset",
+        ),
+        CodeInfo("loom.function-block-impure", _E, "a block-form function has a side effect"),
+        CodeInfo(
+            "loom.function-missing-return", _E, "a block-form function does not end in `return`"
+        ),
+        # Handlers, services and workflow state
+        CodeInfo("loom.query-handler-mutates", _E, "a queryHandler changes something"),
+        CodeInfo("loom.service-impure", _E, "a domain service method does more than it may"),
+        CodeInfo(
+            "loom.workflow-function-uses-state",
+            _E,
+            "a workflow function reads the workflow's state",
+        ),
+        CodeInfo(
+            "loom.workflow-uncorrelated-state-write",
+            _E,
+            "state is assigned in a workflow with no correlation key",
+        ),
+        CodeInfo(
+            "loom.workflow-uncorrelated-state-read",
+            _E,
+            "state is read in a workflow with no correlation key",
+        ),
+        CodeInfo(
+            "loom.workflow-eventsourced-assign",
+            _E,
+            "`:=` outside `apply` in an event-sourced workflow",
+        ),
+        CodeInfo(
+            "loom.apply-outside-event-sourced",
+            _E,
+            "`apply` in a workflow that is not event-sourced",
+        ),
+        CodeInfo(
+            "loom.state-correlation-missing",
+            _E,
+            "a create of a correlated workflow cannot tell which instance it starts",
+        ),
     ]
 }
 

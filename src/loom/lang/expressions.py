@@ -9,10 +9,12 @@ from dataclasses import dataclass, field
 
 from loom.lang import ast
 from loom.lang.diagnostics import Sink, Span, did_you_mean
+from loom.lang.expr_calls import CallTyping
 from loom.lang.resolve import ContextSymbols, Program, kind_of
 from loom.lang.types import (
     ERROR,
     AnyType,
+    a,
     assignable,
     comparable,
     is_error,
@@ -27,12 +29,6 @@ from loom.model import ir
 _LITERAL_TYPES = {"string": ir.STRING, "int": ir.INT, "decimal": ir.DECIMAL, "bool": ir.BOOL}
 
 
-def a(t: AnyType | str) -> str:
-    """`an `int``, `a `string``: the article that reads right before a quoted type."""
-    name = t if isinstance(t, str) else show(t)
-    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} `{name}`"
-
-
 @dataclass
 class Binding:
     """A name in a body: a parameter, or a `let` (of a plain value, a load, or a create)."""
@@ -45,14 +41,45 @@ class Binding:
     repository: str | None = None
     used: bool = False
     mutated: bool = False
+    deleted: bool = False
 
 
 @dataclass
 class Scope:
     ctx: ContextSymbols
     agg: ast.Aggregate | None
-    kind: str  # "default" | "derived" | "invariant" | "function" | "operation" | "workflow"
+    kind: str  # "default" | "derived" | "invariant" | "function" | "operation" | "workflow" | ...
     names: dict[str, Binding] = field(default_factory=dict)
+    # Workflow and handler bodies: the enclosing workflow (None in a handler), which body this is
+    # ("create" | "command" | "query" | "apply"), and the workflow's state fields.
+    wf: ast.Workflow | None = None
+    body: str = ""
+    block: bool = False  # a block-form function
+    state: dict[str, AnyType] = field(default_factory=dict)
+    correlated: bool = False
+    # The aggregate of the `if let` read whose else branch this is (for a bare `notFound`).
+    miss: str | None = None
+    depth: int = 0  # 0 for the body itself, +1 per nested block
+    # One shared cell per body: is the workflow instance bound yet (a create that takes no
+    # correlation parameter binds it where it assigns the correlation field)?
+    bound: list[bool] = field(default_factory=lambda: [True])
+
+    def child(self, miss: str | None = None) -> Scope:
+        """A nested block: sees the outer bindings (shared, so use marks carry), adds its own."""
+        return Scope(
+            self.ctx,
+            self.agg,
+            self.kind,
+            dict(self.names),
+            self.wf,
+            self.body,
+            self.block,
+            self.state,
+            self.correlated,
+            miss,
+            self.depth + 1,
+            self.bound,
+        )
 
     @property
     def reads_fields(self) -> bool:
@@ -60,7 +87,7 @@ class Scope:
         return self.agg is not None and self.kind != "default"
 
 
-class ExpressionChecker:
+class ExpressionChecker(CallTyping):
     """State and expression typing shared by the aggregate and workflow rules."""
 
     prog: Program
@@ -266,6 +293,8 @@ class ExpressionChecker:
             if b.kind == "param":
                 return ir.Param(n, b.type, text)  # type: ignore[arg-type]
             return ir.Local(n, b.type, text)  # type: ignore[arg-type]
+        if n in scope.state:
+            return self.state_read(e, scope, text)
         members = self.fields_of(scope.ctx, scope.agg.name) if scope.agg is not None else {}
         if n in members and scope.reads_fields:
             kind, t, _ = members[n]
@@ -357,6 +386,18 @@ class ExpressionChecker:
                 help=did_you_mean(e.name, members),
             )
             return self.poison(e)
+        if isinstance(t, ir.EventType) and t.name in scope.ctx.events:
+            fields = {p.name: p for p in scope.ctx.events[t.name].fields}
+            if e.name in fields:
+                return ir.Member(x, e.name, self.type_of(fields[e.name].type), text)  # type: ignore[arg-type]
+            self.report(
+                "loom.unknown-field",
+                f"event `{t.name}` has no field `{e.name}`",
+                e.name_span,
+                "unknown field",
+                help=did_you_mean(e.name, fields),
+            )
+            return self.poison(e)
         if isinstance(t, ir.IdType):
             repo = scope.ctx.repo_for.get(t.aggregate)
             load = f"`{repo.name}.getById({x.text})`" if repo else "its repository's `getById`"
@@ -372,141 +413,3 @@ class ExpressionChecker:
             "loom.unknown-field", f"{a(t)} has no field `{e.name}`", e.name_span, "unknown field"
         )
         return self.poison(e)
-
-    def call(self, e: ast.Call, scope: Scope, text: str) -> ir.Expr:
-        if isinstance(e.callee, ast.MemberAccess):
-            if scope.kind == "workflow":
-                from loom.lang import rules_workflow
-
-                return rules_workflow.value_call(self, e, scope)
-            return self.aggregate_member_call(e, scope)
-        if not isinstance(e.callee, ast.Name):
-            self.report(
-                "loom.unsupported-call",
-                "only functions and operations can be called",
-                e.callee.span,
-                "not callable",
-            )
-            return self.poison(e)
-        n = e.callee.name
-        agg = scope.agg
-        fns = {f.name: f for f in agg.functions} if agg else {}
-        ops = {o.name: o for o in agg.operations} if agg else {}
-        if n in fns and scope.reads_fields:
-            f = fns[n]
-            args = self.check_args(e, scope, f.params, f"function `{n}`", f.name_span)
-            return ir.FunctionCall(n, args, self.type_of(f.result), text)  # type: ignore[arg-type]
-        if n in ops and scope.reads_fields:
-            for arg in e.args:
-                if isinstance(arg, ast.Arg):
-                    self.expr(arg.value, scope)
-            if scope.kind == "function":
-                self.report(
-                    "loom.function-impure",
-                    f"a function cannot call the operation `{n}`",
-                    e.span,
-                    "an operation changes the aggregate",
-                    secondary=[(ops[n].name_span, "operation declared here")],
-                    help="functions are pure; compute the value without calling an operation",
-                )
-            else:
-                self.report(
-                    "loom.operation-in-expression",
-                    f"the operation `{n}` has no value and cannot be used in an expression",
-                    e.span,
-                    "an operation call",
-                    secondary=[(ops[n].name_span, "operation declared here")],
-                    help="operations are called from workflows, as statements; use a "
-                    "`function` for a computed value",
-                )
-            return self.poison(e)
-        if (n in fns or n in ops) and scope.kind == "default":
-            self.report(
-                "loom.unknown-name",
-                f"a default cannot call `{n}`: it needs the aggregate, which does not exist yet",
-                e.callee.span,
-                "not available in a default",
-                help="use a literal, an enum member or `now()`; or make the value a `derived`",
-            )
-            return self.poison(e)
-        if n == "now" and n not in fns:
-            if e.args:
-                self.report(
-                    "loom.argument-count",
-                    f"`now()` takes no arguments, got {len(e.args)}",
-                    e.span,
-                    "no arguments expected",
-                    help="write `now()`",
-                )
-            return ir.Now(ir.DATETIME, text)
-        self.report(
-            "loom.unknown-name",
-            f"unknown function `{n}`",
-            e.callee.span,
-            "not a function",
-            help=did_you_mean(n, [*fns, "now"]) if scope.reads_fields else did_you_mean(n, ["now"]),
-        )
-        for arg in e.args:
-            if isinstance(arg, ast.Arg):
-                self.expr(arg.value, scope)
-        return self.poison(e)
-
-    def aggregate_member_call(self, e: ast.Call, scope: Scope) -> ir.Expr:
-        assert isinstance(e.callee, ast.MemberAccess)
-        recv = e.callee.obj
-        if isinstance(recv, ast.Name) and recv.name in scope.ctx.repositories:
-            code = "loom.function-impure" if scope.kind == "function" else "loom.unsupported-call"
-            self.report(
-                code,
-                f"an aggregate cannot use the repository `{recv.name}`",
-                e.span,
-                "repository call inside an aggregate",
-                help="load what you need in a workflow and pass it in as a parameter",
-            )
-        else:
-            self.report(
-                "loom.unsupported-call",
-                "calls on a value are not supported inside an aggregate",
-                e.span,
-                "unsupported call",
-                help="call a function of this aggregate by name, e.g. `fee(amount)`",
-            )
-        return self.poison(e)
-
-    def check_args(
-        self, e: ast.Call, scope: Scope, params: list[ast.Param], what: str, decl: Span
-    ) -> tuple[ir.Expr, ...]:
-        out: list[ir.Expr] = []
-        for i, arg in enumerate(e.args):
-            if isinstance(arg, ast.Record) or arg.name is not None:
-                self.report(
-                    "loom.unsupported-call",
-                    f"{what} takes positional arguments",
-                    arg.span,
-                    "named or record argument",
-                    help="pass the values in parameter order, without names",
-                )
-                return tuple(out)
-            pt = self.type_of(params[i].type) if i < len(params) else None
-            x = self.expr(arg.value, scope, pt)
-            if pt is not None:
-                self.mismatch(
-                    x,
-                    arg.value,
-                    pt,
-                    f"argument `{params[i].name}` of {what} is {a(pt)}, but this is {a(x.type)}",
-                    [(params[i].span, "parameter")],
-                )
-            out.append(x)
-        if len(e.args) != len(params):
-            self.report(
-                "loom.argument-count",
-                f"{what} takes {len(params)} argument"
-                f"{'s' if len(params) != 1 else ''}, but {len(e.args)} "
-                f"{'were' if len(e.args) != 1 else 'was'} given",
-                e.span,
-                f"{len(e.args)} given",
-                secondary=[(decl, "declared here")],
-                help="pass " + (", ".join(f"`{p.name}`" for p in params) or "no arguments"),
-            )
-        return tuple(out)

@@ -1,23 +1,24 @@
 """Checked AST to IR. Runs only on a model without errors, so every lookup here succeeds.
 
-Lowering is where the implicit parts of a workflow become explicit for the back ends: the exit
-saves, the normalised `Agg.create` arguments (every input, in field order, defaults filled in), and
-emit arguments in the event's field order.
+Lowering is where the implicit parts of a workflow become explicit for the back ends: the saves
+(see `lower_body.py`), the instance binding of correlated workflows, the normalised `Agg.create`
+arguments (every input, in order, defaults filled in), and emit arguments in the event's order.
 """
 
 from __future__ import annotations
 
 from loom.lang import ast
 from loom.lang.check import Checker
-from loom.lang.diagnostics import Span
+from loom.lang.facts import CallOp
+from loom.lang.lower_body import BodyLowerer, origin
+from loom.lang.reads import find_cardinality
 from loom.lang.resolve import ContextSymbols, Program
-from loom.lang.rules_workflow import CallOp, Create, Load
+from loom.lang.rules_calls import mutated_params
+from loom.lang.rules_decls import find_fields
+from loom.lang.rules_workflow import correlation
 from loom.model import ir
 
-
-
-def origin(span: Span) -> ir.Origin:
-    return ir.Origin(span.file, span.line, span.column)
+__all__ = ["lower", "origin"]
 
 
 class _Lower:
@@ -50,9 +51,7 @@ class _Lower:
             ),
             aggregates=tuple(self.aggregate(ctx, d) for d in decls if isinstance(d, ast.Aggregate)),
             repositories=tuple(
-                ir.Repository(d.name, d.aggregate, origin(d.span))
-                for d in decls
-                if isinstance(d, ast.Repository)
+                self.repository(ctx, d) for d in decls if isinstance(d, ast.Repository)
             ),
             events=tuple(
                 ir.Event(d.name, ctx.name, self.params(d.fields), origin(d.span))
@@ -61,9 +60,60 @@ class _Lower:
             ),
             workflows=tuple(self.workflow(ctx, d) for d in decls if isinstance(d, ast.Workflow)),
             origin=origin(ctx.span),
+            criteria=tuple(
+                ir.Criterion(
+                    d.name, d.aggregate, self.params(d.params), self.e(d.condition), origin(d.span)
+                )
+                for d in decls
+                if isinstance(d, ast.Criterion)
+            ),
+            retrievals=tuple(
+                ir.Retrieval(
+                    d.name,
+                    d.aggregate,
+                    self.params(d.params),
+                    self.ck.stmts[id(d)][0],  # type: ignore[index]
+                    tuple(self.ck.stmts[id(d)][1]),  # type: ignore[index]
+                    origin(d.span),
+                )
+                for d in decls
+                if isinstance(d, ast.Retrieval)
+            ),
+            handlers=tuple(self.handler(ctx, d) for d in decls if isinstance(d, ast.Handler)),
+            services=tuple(self.service(ctx, d) for d in decls if isinstance(d, ast.DomainService)),
+        )
+
+    def repository(self, ctx: ContextSymbols, d: ast.Repository) -> ir.Repository:
+        finds = tuple(
+            ir.RepositoryFind(
+                f.name,
+                self.params(f.params),
+                tuple(find_fields(f.name) or ()),
+                find_cardinality(f.result),  # type: ignore[arg-type]
+                origin(f.span),
+            )
+            for f in d.finds
+        )
+        return ir.Repository(d.name, d.aggregate, origin(d.span), finds)
+
+    def function(self, ctx: ContextSymbols, f: ast.Function) -> ir.Function:
+        if f.value is not None:
+            return ir.Function(
+                f.name, self.params(f.params), self.t(f.result), self.e(f.value), origin(f.span)
+            )
+        low = BodyLowerer(self.ck, ctx)
+        body = tuple(
+            ir.Return(self.e(s.value), origin(s.span))
+            if isinstance(s, ast.Return)
+            else low.stmt(s, [])
+            for s in f.body or []
+        )
+        return ir.Function(
+            f.name, self.params(f.params), self.t(f.result), None, origin(f.span), body
         )
 
     def aggregate(self, ctx: ContextSymbols, agg: ast.Aggregate) -> ir.Aggregate:
+        factory = agg.factory
         return ir.Aggregate(
             name=agg.name,
             context=ctx.name,
@@ -85,18 +135,22 @@ class _Lower:
                 ir.Invariant(i.condition and self.e(i.condition), i.message, origin(i.span))
                 for i in agg.invariants
             ),
-            functions=tuple(
-                ir.Function(
-                    f.name, self.params(f.params), self.t(f.result), self.e(f.value), origin(f.span)
-                )
-                for f in agg.functions
-            ),
+            functions=tuple(self.function(ctx, f) for f in agg.functions),
             operations=tuple(self.operation(ctx, op) for op in agg.operations),
             origin=origin(agg.span),
+            crudish=agg.crudish,
+            factory=ir.Factory(
+                self.params(factory.params),
+                tuple(self.stmt(ctx, s) for s in factory.body),
+                origin(factory.span),
+            )
+            if factory is not None
+            else None,
+            unique=tuple(tuple(n for n, _ in u.fields) for u in agg.uniques),
         )
 
     def operation(self, ctx: ContextSymbols, op: ast.Operation) -> ir.Operation:
-        body = tuple(self.stmt(ctx, s) for s in op.body)
+        body = tuple(self.stmt(ctx, s) for s in op.body) if not op.extern else ()
         emits: list[str] = []
         for s in body:
             if isinstance(s, ir.Emit) and s.event not in emits:
@@ -108,62 +162,45 @@ class _Lower:
             body,
             origin(op.span),
             tuple(emits),
+            private=op.private,
+            extern=op.extern,
+            result=self.t(op.result) if op.result is not None else None,
         )
 
     def stmt(self, ctx: ContextSymbols, s: ast.Stmt) -> ir.Stmt:
-        o = origin(s.span)
-        if isinstance(s, ast.Precondition):
-            return ir.Precondition(self.e(s.condition), s.message, o)
-        if isinstance(s, ast.Assign):
-            assert isinstance(s.target, ast.Name)
-            return ir.Assign(s.target.name, s.op, self.e(s.value), o)  # type: ignore[arg-type]
-        if isinstance(s, ast.Emit):
-            name, given = self.ck.emits[id(s)]
-            ev = ctx.events[name]
-            return ir.Emit(name, ctx.name, tuple((f.name, given[f.name]) for f in ev.fields), o)
+        """A statement of an operation, factory or service body (no saves there)."""
         if isinstance(s, ast.Return):
-            return ir.Return(self.e(s.value), o)
-        found = self.ck.stmts.get(id(s))
-        if isinstance(s, ast.Let):
-            if isinstance(found, Load):
-                return ir.LoadById(s.name, found.repository, found.aggregate, found.id, o)
-            if isinstance(found, Create):
-                agg = ctx.aggregates[found.aggregate]
-                args = tuple(
-                    (
-                        f.name,
-                        found.given[f.name]
-                        if f.name in found.given
-                        else self.e(f.default)
-                        if f.default is not None
-                        else None,
-                    )
-                    for f in agg.fields
-                )
-                return ir.CreateAggregate(s.name, found.aggregate, args, o)
-            return ir.Let(s.name, self.e(s.value), o)
-        assert isinstance(found, CallOp), s
-        return ir.CallOperation(found.target, found.aggregate, found.operation, found.args, o)
+            return ir.Return(self.e(s.value), origin(s.span))
+        return BodyLowerer(self.ck, ctx).stmt(s, [])
 
     def workflow(self, ctx: ContextSymbols, wf: ast.Workflow) -> ir.Workflow:
+        corr = correlation(self.ck, wf)
         creates = []
         for c in wf.creates:
-            body = [self.stmt(ctx, s) for s in c.body]
-            saves = []
-            for b in self.ck.bindings[id(c)]:
-                if b.kind == "created" or (b.kind == "loaded" and b.mutated):
-                    assert b.aggregate and b.repository
-                    saves.append(ir.Save(b.name, b.repository, b.aggregate, b.kind == "created"))
-            # The exit saves go just before a final `return`: its value is read inside the unit of
-            # work, after the saves, and the back end answers it once the unit of work is done.
-            at = len(body) - 1 if body and isinstance(body[-1], ir.Return) else len(body)
-            body[at:at] = saves
+            first: list[ir.Stmt] = []
+            param = next((p for p in c.params if p.name == corr), None)
+            if param is not None:
+                t = self.t(param.type)
+                first.append(ir.BindInstance(ir.Param(param.name, t, param.name), origin(c.span)))
+            body = BodyLowerer(self.ck, ctx, instance=corr is not None).body(c.body, first)
             creates.append(
                 ir.WorkflowCreate(
                     self.params(c.params),
                     self.t(c.result) if c.result else None,
-                    tuple(body),
+                    body,
                     origin(c.span),
+                )
+            )
+        applies = []
+        for ap in wf.applies:
+            ev = self.t(ap.params[0].type)
+            assert isinstance(ev, ir.EventType)
+            applies.append(
+                ir.Apply(
+                    ev.name,
+                    ap.params[0].name,
+                    tuple(BodyLowerer(self.ck, ctx).stmt(s, []) for s in ap.body),
+                    origin(ap.span),
                 )
             )
         return ir.Workflow(
@@ -173,7 +210,71 @@ class _Lower:
             wf.isolation if wf.transactional else None,  # type: ignore[arg-type]
             tuple(creates),
             origin(wf.span),
+            state=tuple(
+                ir.Field(
+                    f.name,
+                    self.t(f.type),
+                    self.e(f.default) if f.default else None,
+                    f.immutable,
+                    origin(f.span),
+                )
+                for f in wf.state
+            ),
+            correlation=corr,
+            functions=tuple(self.function(ctx, f) for f in wf.functions),
+            event_sourced=wf.event_sourced,
+            applies=tuple(applies),
         )
+
+    def handler(self, ctx: ContextSymbols, h: ast.Handler) -> ir.Handler:
+        return ir.Handler(
+            h.kind,  # type: ignore[arg-type]
+            h.name,
+            ctx.name,
+            self.params(h.params),
+            self.t(h.result) if h.result else None,
+            BodyLowerer(self.ck, ctx).body(h.body),
+            origin(h.span),
+            transactional=h.transactional,
+            isolation=h.isolation if h.transactional else None,  # type: ignore[arg-type]
+        )
+
+    def service(self, ctx: ContextSymbols, svc: ast.DomainService) -> ir.DomainService:
+        from loom.lang.expressions import Scope
+
+        methods = []
+        for m in svc.methods:
+            if m.value is not None:
+                body: tuple[ir.Stmt, ...] = (ir.Return(self.e(m.value), origin(m.value.span)),)
+            else:
+                out: list[ir.Stmt] = []
+                for s in m.body or []:
+                    found = self.ck.stmts.get(id(s))
+                    if isinstance(found, CallOp):
+                        out.append(
+                            ir.CallOperation(
+                                found.target,
+                                found.aggregate,
+                                found.operation,
+                                found.args,
+                                origin(s.span),
+                            )
+                        )
+                    else:
+                        out.append(self.stmt(ctx, s))
+                body = tuple(out)
+            mut = mutated_params(self.ck, Scope(ctx, None, "service"), m)
+            methods.append(
+                ir.ServiceMethod(
+                    m.name,
+                    self.params(m.params),
+                    self.t(m.result) if m.result else None,
+                    body,
+                    tuple(m.params[i].name for i in mut),
+                    origin(m.span),
+                )
+            )
+        return ir.DomainService(svc.name, ctx.name, tuple(methods), origin(svc.span))
 
 
 def lower(prog: Program, ck: Checker) -> ir.Model:

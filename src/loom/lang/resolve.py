@@ -23,6 +23,10 @@ _KIND = {
     ast.Repository: "repository",
     ast.Event: "event",
     ast.Workflow: "workflow",
+    ast.Criterion: "criterion",
+    ast.Retrieval: "retrieval",
+    ast.Handler: "handler",
+    ast.DomainService: "domain service",
 }
 
 
@@ -41,6 +45,10 @@ class ContextSymbols:
     repositories: dict[str, ast.Repository] = field(default_factory=dict)
     events: dict[str, ast.Event] = field(default_factory=dict)
     workflows: dict[str, ast.Workflow] = field(default_factory=dict)
+    criteria: dict[str, ast.Criterion] = field(default_factory=dict)
+    retrievals: dict[str, ast.Retrieval] = field(default_factory=dict)
+    handlers: dict[str, ast.Handler] = field(default_factory=dict)
+    services: dict[str, ast.DomainService] = field(default_factory=dict)
     # enum member name -> the enums declaring it (a bare member resolves only when this is unique)
     members: dict[str, list[ast.Enum]] = field(default_factory=dict)
     # aggregate name -> its repository (the first one, when a duplicate was reported)
@@ -116,6 +124,10 @@ def _declare(syms: ContextSymbols, decl: ast.Decl, sink: Sink) -> None:
         ast.Repository: syms.repositories,
         ast.Event: syms.events,
         ast.Workflow: syms.workflows,
+        ast.Criterion: syms.criteria,
+        ast.Retrieval: syms.retrievals,
+        ast.Handler: syms.handlers,
+        ast.DomainService: syms.services,
     }[type(decl)]
     table[decl.name] = decl  # type: ignore[index]
 
@@ -157,6 +169,19 @@ def _check_decl(syms: ContextSymbols, decl: ast.Decl, sink: Sink) -> None:
         _check_params(decl.fields, sink, "Event field", decl.name)
     elif isinstance(decl, ast.Workflow):
         _check_workflow(decl, sink)
+    elif isinstance(decl, ast.Handler):
+        _check_isolation(decl.isolation, decl.isolation_span, sink)
+        _check_params(decl.params, sink, "Parameter", decl.name)
+    elif isinstance(decl, (ast.Criterion, ast.Retrieval)):
+        _check_params(decl.params, sink, "Parameter", decl.name)
+    elif isinstance(decl, ast.DomainService):
+        seen_m: dict[str, Span] = {}
+        for m in decl.methods:
+            if m.name in seen_m:
+                _dup(sink, "Method", m.name, m.name_span, seen_m[m.name], f" in `{decl.name}`")
+            else:
+                seen_m[m.name] = m.name_span
+            _check_params(m.params, sink, "Parameter", m.name)
 
 
 def _check_params(params: list[ast.Param], sink: Sink, what: str, owner: str) -> None:
@@ -179,8 +204,20 @@ def _check_aggregate(agg: ast.Aggregate, sink: Sink) -> None:
                 help=did_you_mean(name, TRAITS) or "the only trait is `crudish`",
             )
     seen: dict[str, Span] = {}
+    factories = [m for m in agg.members if isinstance(m, ast.Factory)]
+    for extra in factories[1:]:
+        sink.report(
+            "loom.duplicate-declaration",
+            f"aggregate `{agg.name}` declares more than one `create`",
+            extra.span,
+            "second `create`",
+            secondary=[(factories[0].span, "the first `create`")],
+            help="an aggregate has one factory; merge the two",
+        )
+    for f in factories[:1]:
+        _check_params(f.params, sink, "Parameter", f"{agg.name}.create")
     for m in agg.members:
-        if isinstance(m, ast.Invariant):
+        if isinstance(m, (ast.Invariant, ast.Unique, ast.Factory)):
             continue
         if m.name == "id":
             sink.report(
@@ -199,17 +236,29 @@ def _check_aggregate(agg: ast.Aggregate, sink: Sink) -> None:
             _check_params(m.params, sink, "Parameter", m.name)
 
 
-def _check_workflow(wf: ast.Workflow, sink: Sink) -> None:
-    if wf.isolation is not None and wf.isolation not in ISOLATION_LEVELS:
-        assert wf.isolation_span is not None
+def _check_isolation(isolation: str | None, span: Span | None, sink: Sink) -> None:
+    if isolation is not None and isolation not in ISOLATION_LEVELS:
+        assert span is not None
         sink.report(
             "loom.isolation-level",
-            f"unknown isolation level `{wf.isolation}`",
-            wf.isolation_span,
+            f"unknown isolation level `{isolation}`",
+            span,
             "not an isolation level",
-            help=did_you_mean(wf.isolation, ISOLATION_LEVELS)
+            help=did_you_mean(isolation, ISOLATION_LEVELS)
             or "use one of `read_committed`, `repeatable_read`, `serializable`",
         )
+
+
+def _check_workflow(wf: ast.Workflow, sink: Sink) -> None:
+    _check_isolation(wf.isolation, wf.isolation_span, sink)
+    seen: dict[str, Span] = {}
+    for m in [*wf.state, *wf.functions]:
+        if m.name in seen:
+            _dup(sink, "Member", m.name, m.name_span, seen[m.name], f" in workflow `{wf.name}`")
+        else:
+            seen[m.name] = m.name_span
+    for fn in wf.functions:
+        _check_params(fn.params, sink, "Parameter", fn.name)
     for h in wf.handles:
         sink.report(
             "loom.workflow-handle-removed",

@@ -38,6 +38,12 @@ def show(t: AnyType) -> str:
     return "?"
 
 
+def a(t: AnyType | str) -> str:
+    """`an `int``, `a `string``: the article that reads right before a quoted type."""
+    name = t if isinstance(t, str) else show(t)
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} `{name}`"
+
+
 def is_error(t: AnyType) -> bool:
     return isinstance(t, ErrorType)
 

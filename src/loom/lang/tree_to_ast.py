@@ -1,0 +1,404 @@
+"""Parse tree to AST: one callback per grammar rule (see grammar.lark)."""
+
+from __future__ import annotations
+
+from lark import Token, Transformer, v_args
+
+from loom.lang import ast
+from loom.lang.diagnostics import Sink, Span
+
+# --------------------------------------------------------------------------------------------------
+# Tree to AST
+
+
+def _unescape(raw: str) -> tuple[str, str | None]:
+    """Decode a string literal (with its quotes). Returns the text and the first bad escape, if any."""
+    out: list[str] = []
+    bad: str | None = None
+    i, body = 0, raw[1:-1]
+    simple = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "0": "\0"}
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            if nxt in simple:
+                out.append(simple[nxt])
+            else:
+                bad = bad or "\\" + nxt
+                out.append(nxt)
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out), bad
+
+
+@v_args(meta=True)
+class _Build(Transformer):
+    def __init__(self, file: str, sink: Sink) -> None:
+        super().__init__()
+        self.file = file
+        self.sink = sink
+
+    def sp(self, meta: object) -> Span:
+        m = meta
+        if getattr(m, "empty", True):
+            return Span(self.file, 1, 1, 1, 1)
+        return Span(self.file, m.line, m.column, m.end_line, m.end_column, m.start_pos, m.end_pos)  # type: ignore[attr-defined]
+
+    def tsp(self, tok: Token) -> Span:
+        return Span(
+            self.file,
+            tok.line or 1,
+            tok.column or 1,
+            tok.end_line or 1,
+            tok.end_column or 1,
+            tok.start_pos or 0,
+            tok.end_pos or 0,
+        )
+
+    def _string(self, tok: Token) -> str:
+        value, bad = _unescape(str(tok))
+        if bad:
+            self.sink.report(
+                "loom.invalid-escape",
+                f"unknown escape sequence `{bad}` in a string",
+                self.tsp(tok),
+                "unknown escape",
+                help='use one of `\\n`, `\\t`, `\\r`, `\\"`, `\\\\`, `\\0`',
+            )
+        return value
+
+    # ---- declarations
+    def start(self, meta, ch):
+        return ast.File(self.file, list(ch))
+
+    def context(self, meta, ch):
+        return ast.Context(str(ch[0]), self.tsp(ch[0]), list(ch[1:]), self.sp(meta))
+
+    def enum_member(self, meta, ch):
+        return (str(ch[0]), self.tsp(ch[0]))
+
+    def enum(self, meta, ch):
+        return ast.Enum(str(ch[0]), self.tsp(ch[0]), list(ch[1:]), self.sp(meta))
+
+    def traits(self, meta, ch):
+        return [(str(t), self.tsp(t)) for t in ch]
+
+    def aggregate(self, meta, ch):
+        traits: list = []
+        members = []
+        for c in ch[1:]:
+            if isinstance(c, list):
+                traits = c
+            else:
+                members.append(c)
+        return ast.Aggregate(str(ch[0]), self.tsp(ch[0]), traits, members, self.sp(meta))
+
+    def immutable(self, meta, ch):
+        return "immutable"
+
+    def default(self, meta, ch):
+        return ("default", ch[0])
+
+    def message(self, meta, ch):
+        return ("message", self._string(ch[0]))
+
+    def when(self, meta, ch):
+        return ("when", ch[0])
+
+    def result(self, meta, ch):
+        return ("result", ch[0])
+
+    def field(self, meta, ch):
+        name, typ = ch[0], ch[1]
+        immutable = "immutable" in ch[2:]
+        default = next((c[1] for c in ch[2:] if isinstance(c, tuple)), None)
+        return ast.Field(str(name), self.tsp(name), typ, immutable, default, self.sp(meta))
+
+    def derived(self, meta, ch):
+        return ast.Derived(str(ch[0]), self.tsp(ch[0]), ch[1], ch[2], self.sp(meta))
+
+    def invariant(self, meta, ch):
+        msg = ch[1][1] if len(ch) > 1 else None
+        return ast.Invariant(ch[0], msg, self.sp(meta))
+
+    def function(self, meta, ch):
+        if isinstance(ch[3], list):
+            return ast.Function(
+                str(ch[0]), self.tsp(ch[0]), ch[1], ch[2], None, self.sp(meta), body=ch[3]
+            )
+        return ast.Function(str(ch[0]), self.tsp(ch[0]), ch[1], ch[2], ch[3], self.sp(meta))
+
+    def private(self, meta, ch):
+        return "private"
+
+    def operation(self, meta, ch):
+        private = ch[0] == "private"
+        if private:
+            ch = ch[1:]
+        when = next((c[1] for c in ch[2:] if isinstance(c, tuple)), None)
+        return ast.Operation(
+            str(ch[0]), self.tsp(ch[0]), ch[1], when, ch[-1], self.sp(meta), private=private
+        )
+
+    def extern_operation(self, meta, ch):
+        result = next((c[1] for c in ch[2:] if isinstance(c, tuple)), None)
+        body = next((c for c in ch[2:] if isinstance(c, list)), None)
+        return ast.Operation(
+            str(ch[0]),
+            self.tsp(ch[0]),
+            ch[1],
+            None,
+            body or [],
+            self.sp(meta),
+            extern=True,
+            result=result,
+            has_body=body is not None,
+        )
+
+    def unique(self, meta, ch):
+        return ast.Unique([(str(t), self.tsp(t)) for t in ch], self.sp(meta))
+
+    def factory(self, meta, ch):
+        return ast.Factory(ch[0], ch[1], self.sp(meta))
+
+    def repo_find(self, meta, ch):
+        return ast.RepoFind(str(ch[0]), self.tsp(ch[0]), ch[1], ch[2], self.sp(meta))
+
+    def crit_params(self, meta, ch):
+        return ("params", ch[0])
+
+    def _crit(self, ch):
+        params = next((c[1] for c in ch if isinstance(c, tuple)), [])
+        rest = [c for c in ch[1:] if not isinstance(c, tuple)]
+        return params, rest[0], rest[1]
+
+    def criterion(self, meta, ch):
+        params, agg, cond = self._crit(ch)
+        return ast.Criterion(
+            str(ch[0]), self.tsp(ch[0]), params, str(agg), self.tsp(agg), cond, self.sp(meta)
+        )
+
+    def retrieval(self, meta, ch):
+        params, agg, where = self._crit(ch)
+        return ast.Retrieval(
+            str(ch[0]), self.tsp(ch[0]), params, str(agg), self.tsp(agg), where, self.sp(meta)
+        )
+
+    def _handler(self, kind, meta, ch):
+        result = next((c[1] for c in ch[2:] if isinstance(c, tuple) and c[0] == "result"), None)
+        tx = next((c for c in ch[2:] if isinstance(c, tuple) and c[0] == "transactional"), None)
+        return ast.Handler(
+            kind,
+            str(ch[0]),
+            self.tsp(ch[0]),
+            ch[1],
+            result,
+            tx is not None,
+            tx[1] if tx else None,
+            tx[2] if tx else None,
+            ch[-1],
+            self.sp(meta),
+        )
+
+    def command_handler(self, meta, ch):
+        return self._handler("command", meta, ch)
+
+    def query_handler(self, meta, ch):
+        return self._handler("query", meta, ch)
+
+    def domain_service(self, meta, ch):
+        return ast.DomainService(str(ch[0]), self.tsp(ch[0]), list(ch[1:]), self.sp(meta))
+
+    def service_method(self, meta, ch):
+        result = next((c[1] for c in ch[2:] if isinstance(c, tuple)), None)
+        last = ch[-1]
+        body = last if isinstance(last, list) else None
+        value = None if isinstance(last, (list, tuple)) else last
+        return ast.ServiceMethod(
+            str(ch[0]), self.tsp(ch[0]), ch[1], result, body, value, self.sp(meta)
+        )
+
+    def event_sourced(self, meta, ch):
+        return "eventSourced"
+
+    def apply(self, meta, ch):
+        return ast.Apply(ch[0], ch[1], self.sp(meta))
+
+    def params(self, meta, ch):
+        return list(ch)
+
+    def param(self, meta, ch):
+        return ast.Param(str(ch[0]), self.tsp(ch[0]), ch[1], self.sp(meta))
+
+    def id_mark(self, meta, ch):
+        return "id"
+
+    def list_mark(self, meta, ch):
+        return "list"
+
+    def opt_mark(self, meta, ch):
+        return "opt"
+
+    def type(self, meta, ch):
+        marks = set(ch[1:])
+        return ast.TypeRef(
+            str(ch[0]),
+            self.tsp(ch[0]),
+            "id" in marks,
+            "list" in marks,
+            "opt" in marks,
+            self.sp(meta),
+        )
+
+    def repository(self, meta, ch):
+        return ast.Repository(
+            str(ch[0]), self.tsp(ch[0]), str(ch[1]), self.tsp(ch[1]), self.sp(meta), list(ch[2:])
+        )
+
+    def event(self, meta, ch):
+        return ast.Event(str(ch[0]), self.tsp(ch[0]), list(ch[1:]), self.sp(meta))
+
+    def transactional(self, meta, ch):
+        if ch:
+            return ("transactional", str(ch[0]), self.tsp(ch[0]))
+        return ("transactional", None, None)
+
+    def workflow(self, meta, ch):
+        tx = next((c for c in ch[1:] if isinstance(c, tuple)), None)
+        creates = [c for c in ch[1:] if isinstance(c, ast.Create)]
+        handles = [c for c in ch[1:] if isinstance(c, ast.Handle)]
+        return ast.Workflow(
+            str(ch[0]),
+            self.tsp(ch[0]),
+            tx is not None,
+            tx[1] if tx else None,
+            tx[2] if tx else None,
+            creates,
+            handles,
+            self.sp(meta),
+            event_sourced="eventSourced" in ch[1:],
+            state=[c for c in ch[1:] if isinstance(c, ast.Field)],
+            functions=[c for c in ch[1:] if isinstance(c, ast.Function)],
+            applies=[c for c in ch[1:] if isinstance(c, ast.Apply)],
+        )
+
+    def create(self, meta, ch):
+        result = next((c[1] for c in ch[1:] if isinstance(c, tuple)), None)
+        return ast.Create(ch[0], result, ch[-1], self.sp(meta))
+
+    def handle(self, meta, ch):
+        return ast.Handle(str(ch[0]), self.tsp(ch[0]), self.sp(meta))
+
+    # ---- statements
+    def block(self, meta, ch):
+        return list(ch)
+
+    def precondition(self, meta, ch):
+        msg = ch[1][1] if len(ch) > 1 else None
+        return ast.Precondition(ch[0], msg, self.sp(meta))
+
+    def let(self, meta, ch):
+        return ast.Let(str(ch[0]), self.tsp(ch[0]), ch[1], self.sp(meta))
+
+    def entry(self, meta, ch):
+        return ast.Arg(str(ch[0]), self.tsp(ch[0]), ch[1], self.sp(meta))
+
+    def emit(self, meta, ch):
+        return ast.Emit(str(ch[0]), self.tsp(ch[0]), list(ch[1:]), self.sp(meta))
+
+    def return_(self, meta, ch):
+        return ast.Return(ch[0], self.sp(meta))
+
+    def assign_op(self, meta, ch):
+        return str(ch[0])
+
+    def assign(self, meta, ch):
+        return ast.Assign(ch[0], ch[1], ch[2], self.sp(meta))
+
+    def expr_stmt(self, meta, ch):
+        return ast.ExprStmt(ch[0], self.sp(meta))
+
+    def if_let(self, meta, ch):
+        otherwise = ch[3][1] if len(ch) > 3 else None
+        return ast.IfLet(str(ch[0]), self.tsp(ch[0]), ch[1], ch[2], otherwise, self.sp(meta))
+
+    def else_block(self, meta, ch):
+        return ("else", ch[0])
+
+    def for_stmt(self, meta, ch):
+        return ast.ForEach(str(ch[0]), self.tsp(ch[0]), ch[1], ch[2], self.sp(meta))
+
+    def not_found(self, meta, ch):
+        return ast.NotFound(self._string(ch[0]) if ch else None, self.sp(meta))
+
+    # ---- expressions
+    def ternary(self, meta, ch):
+        return ast.Ternary(ch[0], ch[1], ch[2], self.sp(meta))
+
+    def _binary(self, meta, left, op, right, op_span):
+        return ast.Binary(op, left, right, self.sp(meta), op_span)
+
+    def or_op(self, meta, ch):
+        return self._binary(meta, ch[0], "||", ch[1], ch[0].span)
+
+    def and_op(self, meta, ch):
+        return self._binary(meta, ch[0], "&&", ch[1], ch[0].span)
+
+    def compare(self, meta, ch):
+        return self._binary(meta, ch[0], ch[1][0], ch[2], ch[1][1])
+
+    def arith(self, meta, ch):
+        return self._binary(meta, ch[0], ch[1][0], ch[2], ch[1][1])
+
+    def cmp_op(self, meta, ch):
+        return (str(ch[0]), self.tsp(ch[0]))
+
+    add_op = mul_op = unary_op = cmp_op
+
+    def prefix(self, meta, ch):
+        return ast.Unary(ch[0][0], ch[1], self.sp(meta))
+
+    def member(self, meta, ch):
+        return ast.MemberAccess(ch[0], str(ch[1]), self.tsp(ch[1]), self.sp(meta))
+
+    def call(self, meta, ch):
+        return ast.Call(ch[0], ch[1], self.sp(meta))
+
+    def args(self, meta, ch):
+        return list(ch)
+
+    def pos_arg(self, meta, ch):
+        return ast.Arg(None, None, ch[0], self.sp(meta))
+
+    def named_arg(self, meta, ch):
+        return ast.Arg(str(ch[0]), self.tsp(ch[0]), ch[1], self.sp(meta))
+
+    def record_arg(self, meta, ch):
+        return ast.Record(list(ch), self.sp(meta))
+
+    def name(self, meta, ch):
+        return ast.Name(str(ch[0]), self.tsp(ch[0]))
+
+    def string(self, meta, ch):
+        return ast.Literal("string", self._string(ch[0]), self.tsp(ch[0]))
+
+    def int(self, meta, ch):
+        return ast.Literal("int", int(str(ch[0])), self.tsp(ch[0]))
+
+    def decimal(self, meta, ch):
+        return ast.Literal("decimal", str(ch[0]), self.tsp(ch[0]))
+
+    def true(self, meta, ch):
+        return ast.Literal("bool", True, self.sp(meta))
+
+    def false(self, meta, ch):
+        return ast.Literal("bool", False, self.sp(meta))
+
+    def list(self, meta, ch):
+        return ast.ListLit(list(ch), self.sp(meta))
+
+
+# `return` is a Python keyword, so the rule's callback needs an alias.
+setattr(_Build, "return", _Build.return_)
