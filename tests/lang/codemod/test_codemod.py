@@ -67,12 +67,6 @@ COMPILES = [
 ]
 
 
-# `commandHandler` support is being added to the compiler concurrently with this codemod; until it
-# has landed (parse, check and lowering), the outputs that use it cannot compile.
-needs_command_handlers = pytest.mark.xfail(
-    reason="`commandHandler` support is being added to the compiler concurrently",
-    strict=False,
-)
 
 
 def _pair(case: str) -> tuple[Path, Path]:
@@ -113,7 +107,6 @@ def test_second_run_is_a_no_op(case: str) -> None:
     assert all(x.already_marked for x in result.left)
 
 
-@needs_command_handlers
 @pytest.mark.parametrize("case", COMPILES)
 def test_output_compiles(case: str) -> None:
     out = _pair(case)[1]
