@@ -101,10 +101,26 @@ def run(
     ] = None,
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    extern: Annotated[
+        str | None,
+        typer.Option(
+            help="Python module implementing the model's extern operations "
+            "(default: $LOOM_EXTERN_MODULE). The model's folder is importable."
+        ),
+    ] = None,
     color: Annotated[Color, typer.Option(help="Colour the diagnostics.")] = Color.auto,
 ) -> None:
     """Build the model into a cache folder and serve it with uvicorn."""
+    import os
+
     import uvicorn
+
+    if extern:
+        os.environ["LOOM_EXTERN_MODULE"] = extern
+    # An extern module usually sits beside the model (or in the working folder): make both importable.
+    for folder in (str(files[0].resolve().parent), os.getcwd()):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
 
     result = _compile(files, Format.text, color, quiet_ok=True)
     if not result.ok or result.model is None:

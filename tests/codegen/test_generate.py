@@ -22,6 +22,8 @@ from tests.codegen.util import ROOT, check_snapshots, import_generated, ruff, wr
 EXAMPLES = {
     "banking": ["examples/banking/banking.loom"],
     "sales": ["examples/sales/sales.loom", "examples/sales/onboarding.loom"],
+    "support": ["examples/support/support.loom"],
+    "ok_support_workflows": ["tests/lang/data/ok/support_workflows.loom"],
 }
 
 

@@ -15,6 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = {
     "banking": ["examples/banking/banking.loom"],
     "sales": ["examples/sales/sales.loom", "examples/sales/onboarding.loom"],
+    "support": ["examples/support/support.loom"],
+    "ok_support_workflows": ["tests/lang/data/ok/support_workflows.loom"],
 }
 
 

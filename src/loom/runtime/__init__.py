@@ -9,7 +9,11 @@ Errors (each becomes an RFC 9457 application/problem+json response)
     Refused(kind, rule, detail)                     422 urn:loom:problem:precondition-failed |
                                                         invariant-failed | state-gate-refused + rule
     ConcurrencyConflict(aggregate, id, detail=None) 409 urn:loom:problem:concurrency-conflict
-    InvalidValue(detail=...)                        422 urn:loom:problem:invalid-request (a value
+    DuplicateKey(aggregate, key=(), detail=None)    409 urn:loom:problem:duplicate-key    + aggregate
+                                                    (a save breaking a `unique (…)` natural key)
+    not_found(aggregate, detail=None) -> NotFound   the model's `notFound` (detail defaults to
+                                                    "<Aggregate> not found")
+    InvalidValue(detail=..., path="body")                        422 urn:loom:problem:invalid-request (a value
                                                         the database cannot hold exactly)
     require(condition, *, kind, rule, detail)       raises Refused when condition is false
     (request validation -> 422 invalid-request with errors [{path, message}]; anything else ->
@@ -34,7 +38,14 @@ Persistence
     Repository[A]        subclass sets `aggregate` and `table`; Repo(work) then
                          get_by_id, find_by_id, get_many, page(limit, offset), save, delete,
                          find_all(*where, order_by=, limit=, offset=), find_one(*where),
-                         count(*where)
+                         count(*where), get_one(*where, key=); class attribute
+                         `unique` (natural keys) turns a duplicate into DuplicateKey
+    as_number(x), sql_bool(x)  criteria helpers: decimals compare numerically on SQLite (CAST)
+                               and exactly on PostgreSQL; a Python bool as a where-clause
+    Instances[S]         workflow instance rows: subclass sets `state` (dataclass), `table`,
+                         `key` (the correlation field) and `workflow`; Store(work) then
+                         find(key), get(key) (NotFound), bind(key) (load-or-allocate),
+                         save(instance) (version-checked); instance_version(instance)
     Faults               fail_save(n, error=None), clear()
     loom.runtime.types   DecimalText, UtcDateTime, JsonList([item_type]) column types
 
@@ -44,7 +55,13 @@ Events
     current_envelope()   the envelope of the event being handled (inside a handler)
 
 HTTP
-    create_app(*, title, metadata, routers, database_url=None, **fastapi_options) -> FastAPI
+    create_app(*, title, metadata, routers, database_url=None, externs=None, extern_module=None,
+               **fastapi_options) -> FastAPI
+                                            externs: {class: (methods…)} the model's extern
+                                            operations need; loaded at startup from
+                                            extern_module / LOOM_EXTERN_MODULE onto
+                                            service.externs (ExternError when missing)
+    load_externs(module, required) -> dict  ExternError(RuntimeError)
     get_service(request) -> Service         FastAPI dependency (app.state.loom)
     LoomRoute                               APIRoute: JSON floats parse as Decimal; problem+json
     PROBLEM_RESPONSES                       `responses=` for route decorators (404/409/422/500)
@@ -57,12 +74,24 @@ HTTP
 """
 
 from . import clock
+from ._criteria import as_number, sql_bool
 from ._domain import AggregateRoot, DomainEvent
-from ._errors import ConcurrencyConflict, InvalidValue, LoomError, NotFound, Refused, require
+from ._errors import (
+    ConcurrencyConflict,
+    DuplicateKey,
+    InvalidValue,
+    LoomError,
+    NotFound,
+    Refused,
+    not_found,
+    require,
+)
 from ._events import EventBus, EventEnvelope, current_envelope
+from ._externs import ExternError, load_externs
 from ._faults import Faults
 from ._http import LoomRoute, create_app, get_service
 from ._ids import new_id
+from ._instances import Instances, instance_version
 from ._problems import PROBLEM_RESPONSES
 from ._repository import Repository
 from ._schemas import Int32, Int64, Page, PageLimit, PageOffset, Problem
@@ -74,9 +103,12 @@ __all__ = [
     "AggregateRoot",
     "ConcurrencyConflict",
     "DomainEvent",
+    "DuplicateKey",
     "EventBus",
     "EventEnvelope",
+    "ExternError",
     "Faults",
+    "Instances",
     "Int32",
     "Int64",
     "InvalidValue",
@@ -91,11 +123,16 @@ __all__ = [
     "Repository",
     "Service",
     "Work",
+    "as_number",
     "clock",
     "create_app",
     "current_envelope",
     "get_service",
+    "instance_version",
+    "load_externs",
     "new_id",
+    "not_found",
     "now",
     "require",
+    "sql_bool",
 ]

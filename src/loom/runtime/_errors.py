@@ -43,6 +43,12 @@ class NotFound(LoomError):
         return {"aggregate": self.aggregate}
 
 
+def not_found(aggregate: str, detail: str | None = None) -> NotFound:
+    """The model's `notFound` / `notFound "detail"`: the by-id miss's problem (same status, type,
+    title, `aggregate` member); a bare one says "<Aggregate> not found"."""
+    return NotFound(aggregate, None, detail if detail is not None else f"{aggregate} not found")
+
+
 class Refused(LoomError):
     status = 422
 
@@ -75,6 +81,25 @@ class ConcurrencyConflict(LoomError):
         return {"aggregate": self.aggregate}
 
 
+class DuplicateKey(LoomError):
+    """An insert whose natural key (`unique (…)`) another row already holds: 409."""
+
+    status = 409
+    type = "urn:loom:problem:duplicate-key"
+    title = "Duplicate key"
+
+    def __init__(
+        self, aggregate: str, key: tuple[str, ...] = (), detail: str | None = None
+    ) -> None:
+        named = " or ".join(key) if key else "natural key"
+        super().__init__(detail or f"another {aggregate} already has this {named}")
+        self.aggregate = aggregate
+        self.key = key
+
+    def extensions(self) -> dict[str, Any]:
+        return {"aggregate": self.aggregate}
+
+
 def require(condition: bool, *, kind: RefusalKind, rule: str, detail: str) -> None:
     """Raise `Refused(kind, rule, detail)` when `condition` is false."""
     if not condition:
@@ -89,8 +114,11 @@ class InvalidValue(LoomError):
     type = "urn:loom:problem:invalid-request"
     title = "Invalid request"
 
-    def __init__(self, detail: str = "a value is out of range or cannot be stored") -> None:
+    def __init__(
+        self, detail: str = "a value is out of range or cannot be stored", path: str = "body"
+    ) -> None:
         super().__init__(detail)
+        self.path = path
 
     def extensions(self) -> dict[str, Any]:
-        return {"errors": [{"path": "body", "message": self.detail}]}
+        return {"errors": [{"path": self.path, "message": self.detail}]}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
 from decimal import Decimal
 from typing import Any
@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from ._errors import LoomError
+from ._externs import load_externs
 from ._problems import install_problem_handlers, problem_for
 from ._schemas import Problem
 from ._service import Service
@@ -97,15 +98,23 @@ def create_app(
     metadata: MetaData,
     routers: Sequence[APIRouter],
     database_url: str | None = None,
+    externs: Mapping[str, Sequence[str]] | None = None,
+    extern_module: str | None = None,
     **fastapi_options: Any,
 ) -> FastAPI:
     """A FastAPI app with the routers, the problem handlers and a lifespan that builds the
-    `Service` (URL argument, else LOOM_DATABASE_URL, else ./loom.db) and creates the schema."""
+    `Service` (URL argument, else LOOM_DATABASE_URL, else ./loom.db) and creates the schema.
+
+    `externs` maps each extern class the model needs to its methods; the lifespan loads them from
+    `extern_module` (else LOOM_EXTERN_MODULE) onto `service.externs`, or fails with `ExternError`.
+    """
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        loaded = load_externs(extern_module, externs or {})
         url = database_url or os.environ.get("LOOM_DATABASE_URL") or DEFAULT_DATABASE_URL
         service = Service.from_url(url, metadata)
+        service.externs = loaded
         try:
             await service.create_schema()
             app.state.loom = service

@@ -89,7 +89,7 @@ class Mapper:
         "uses_dict",
     )
 
-    def __init__(self, cls: type, table: Table) -> None:
+    def __init__(self, cls: type, table: Table, key: str = "id") -> None:
         if not dataclasses.is_dataclass(cls):
             raise TypeError(f"{cls.__name__} must be a dataclass to be stored")
         self.cls = cls
@@ -97,10 +97,10 @@ class Mapper:
         self.name = cls.__name__
         hints = typing.get_type_hints(cls)
         fields = {f.name: f for f in dataclasses.fields(cls)}
-        if "id" not in fields:
-            raise TypeError(f"{cls.__name__} has no `id` field")
-        if "version" not in table.c or "id" not in table.c:
-            raise TypeError(f"table {table.name} needs `id` and `version` columns")
+        if key not in fields:
+            raise TypeError(f"{cls.__name__} has no `{key}` field")
+        if "version" not in table.c or key not in table.c:
+            raise TypeError(f"table {table.name} needs `{key}` and `version` columns")
         attrs: list[str] = []
         loaders: list[tuple[str, Converter]] = []
         plain: list[tuple[str, str]] = []

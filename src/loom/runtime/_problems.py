@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import traceback
-from http import HTTPStatus
 from collections.abc import Mapping
+from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI, Request

@@ -9,8 +9,9 @@ from uuid import UUID
 from sqlalchemy import Select, Table, bindparam, delete, func, insert, select, update
 from sqlalchemy.exc import StatementError
 
+from ._dberrors import classify
 from ._domain import AggregateRoot
-from ._errors import ConcurrencyConflict, NotFound
+from ._errors import ConcurrencyConflict, DuplicateKey, NotFound
 from ._mapping import VERSION_ATTR, Mapper
 from ._schemas import Page
 from ._service import Work
@@ -60,6 +61,9 @@ class Repository(Generic[A]):
 
     aggregate: ClassVar[type]
     table: ClassVar[Table]
+    #: the natural keys (`unique (…)`, model field names): a save that breaks one raises
+    #: `DuplicateKey` (409) instead of `ConcurrencyConflict`
+    unique: ClassVar[tuple[tuple[str, ...], ...]] = ()
     _loom_statements: ClassVar[_Statements | None] = None
 
     __slots__ = ("work",)
@@ -159,6 +163,14 @@ class Repository(Generic[A]):
         found = await self.find_all(*where, limit=1)
         return found[0] if found else None
 
+    async def get_one(self, *where: Any, key: object = None) -> A:
+        """The first aggregate matching the criteria; `NotFound` (naming `key`) when none."""
+        found = await self.find_all(*where, limit=1)
+        if not found:
+            name = self._statements().mapper.name
+            raise NotFound(name, key, f"{name} {key} does not exist")
+        return found[0]
+
     async def count(self, *where: Any) -> int:
         """How many rows match the criteria (all rows without criteria)."""
         stmt = select(func.count()).select_from(self.table).where(*where)
@@ -197,11 +209,17 @@ class Repository(Generic[A]):
                 if result.rowcount != 1:
                     raise ConcurrencyConflict(mapper.name, id)
         except (StatementError, OverflowError) as err:
+            if self.unique and classify(err) == "duplicate":
+                raise DuplicateKey(mapper.name, self._unique_names()) from err
             work._reraise(err, mapper.name, id)
         d[VERSION_ATTR] = version + 1
         events = aggregate._take_events()
         if events:
             await work._after_save(events)
+
+    @classmethod
+    def _unique_names(cls) -> tuple[str, ...]:
+        return tuple(", ".join(key) for key in cls.unique)
 
     async def delete(self, aggregate: A) -> None:
         """DELETE the aggregate's row if its version still matches, else `ConcurrencyConflict`;

@@ -81,6 +81,8 @@ class Service:
         self.metadata = metadata
         self.events = events or EventBus()
         self.faults = faults or Faults()
+        # the user's extern classes by name (loaded by create_app's lifespan)
+        self.externs: dict[str, Any] = {}
         self.dialect = engine.dialect.name
         self.is_sqlite = self.dialect == "sqlite"
         # PostgreSQL: rows read inside `transaction()` are locked (SELECT ... FOR UPDATE), so

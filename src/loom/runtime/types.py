@@ -13,9 +13,9 @@ on SQLite and PostgreSQL.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from datetime import UTC, date, datetime
 from decimal import Decimal
-from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 

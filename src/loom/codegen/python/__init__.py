@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from loom.codegen.python._shared import ModelInfo, context_module
 from loom.codegen.python.domain import emit_domain
+from loom.codegen.python.expressions import SIGNATURES, signatures
+from loom.codegen.python.handlers import emit_handlers
 from loom.codegen.python.main import (
     emit_context_init,
     emit_main,
@@ -18,6 +20,12 @@ from loom.codegen.python.main import (
 from loom.codegen.python.repositories import emit_repositories
 from loom.codegen.python.routes import emit_routes
 from loom.codegen.python.schemas import emit_schemas
+from loom.codegen.python.services import (
+    emit_externs,
+    emit_services,
+    extern_aggregates,
+    externs_required,
+)
 from loom.codegen.python.tables import emit_tables
 from loom.codegen.python.workflows import emit_workflows
 from loom.model import ir
@@ -27,12 +35,21 @@ __all__ = ["generate"]
 
 def generate(model: ir.Model, *, package: str = "service") -> dict[str, str]:
     """Every file of the generated package: relative path (POSIX) -> text."""
+    token = SIGNATURES.set(signatures(model))
+    try:
+        return _generate(model, package)
+    finally:
+        SIGNATURES.reset(token)
+
+
+def _generate(model: ir.Model, package: str) -> dict[str, str]:
     info = ModelInfo(model, package)
     files: dict[str, str] = {
         "__init__.py": emit_package_init(info),
         "_metadata.py": emit_metadata(info),
     }
     routers: list[tuple[str, str]] = []
+    externs: list[tuple[str, list[str]]] = []
     for context in model.contexts:
         mod = context_module(context)
         files[f"{mod}/__init__.py"] = emit_context_init(info, info.files_of(context), context.name)
@@ -44,5 +61,13 @@ def generate(model: ir.Model, *, package: str = "service") -> dict[str, str]:
         files[f"{mod}/workflows.py"] = emit_workflows(info, context)
         routers.append((mod, "routes"))
         routers.append((mod, "workflows"))
-    files["main.py"] = emit_main(info, routers)
+        if context.services:
+            files[f"{mod}/services.py"] = emit_services(info, context)
+        if extern_aggregates(context):
+            files[f"{mod}/externs.py"] = emit_externs(info, context)
+            externs += externs_required(context)
+        if context.handlers:
+            files[f"{mod}/handlers.py"] = emit_handlers(info, context)
+            routers.append((mod, "handlers"))
+    files["main.py"] = emit_main(info, routers, externs)
     return dict(sorted(files.items()))

@@ -107,6 +107,10 @@ def _origins(context: ir.Context) -> Iterator[ir.Origin]:
         context.repositories,
         context.events,
         context.workflows,
+        context.criteria,
+        context.retrievals,
+        context.handlers,
+        context.services,
     ):
         for decl in group:
             yield decl.origin
@@ -219,9 +223,11 @@ def sub_exprs(expr: ir.Expr) -> Iterator[ir.Expr]:
         yield from sub_exprs(expr.condition)
         yield from sub_exprs(expr.then)
         yield from sub_exprs(expr.otherwise)
-    elif isinstance(expr, ir.FunctionCall | ir.ListLiteral):
-        for e in expr.args if isinstance(expr, ir.FunctionCall) else expr.items:
+    elif isinstance(expr, ir.FunctionCall | ir.ListLiteral | ir.ServiceCall):
+        for e in expr.items if isinstance(expr, ir.ListLiteral) else expr.args:
             yield from sub_exprs(e)
+        if isinstance(expr, ir.FunctionCall) and expr.receiver is not None:
+            yield from sub_exprs(expr.receiver)
 
 
 def stmt_exprs(stmt: ir.Stmt) -> Iterable[ir.Expr]:
@@ -235,23 +241,52 @@ def stmt_exprs(stmt: ir.Stmt) -> Iterable[ir.Expr]:
         return (stmt.id,)
     if isinstance(stmt, ir.CreateAggregate):
         return tuple(e for _, e in stmt.args if e is not None)
-    if isinstance(stmt, ir.CallOperation):
+    if isinstance(stmt, ir.CallOperation | ir.CallService):
         return stmt.args
+    if isinstance(stmt, ir.Load):
+        return tuple(e for _, e in stmt.read.args)
+    if isinstance(stmt, ir.IfLet):
+        reads = tuple(e for _, e in stmt.read.args) if stmt.read is not None else ()
+        return reads + ((stmt.value,) if stmt.value is not None else ())
+    if isinstance(stmt, ir.ForEach):
+        return (stmt.items,)
+    if isinstance(stmt, ir.AssignState):
+        return (stmt.value,)
+    if isinstance(stmt, ir.BindInstance):
+        return (stmt.key,)
     return ()
 
 
-def used_locals(stmts: Iterable[ir.Stmt]) -> set[str]:
-    """Names of `let` bindings that later statements read (or call, or save)."""
-    used: set[str] = set()
+def child_blocks(stmt: ir.Stmt) -> tuple[tuple[ir.Stmt, ...], ...]:
+    if isinstance(stmt, ir.IfLet):
+        return (stmt.then, stmt.otherwise)
+    if isinstance(stmt, ir.ForEach):
+        return (stmt.body,)
+    return ()
+
+
+def walk(stmts: Iterable[ir.Stmt]) -> Iterator[ir.Stmt]:
+    """Every statement, nested ones included, in source (pre-)order."""
     for stmt in stmts:
+        yield stmt
+        for block in child_blocks(stmt):
+            yield from walk(block)
+
+
+def used_locals(stmts: Iterable[ir.Stmt]) -> set[str]:
+    """Names of `let` bindings that later statements (nested ones included) read, call or save."""
+    used: set[str] = set()
+    for stmt in walk(stmts):
         for expr in stmt_exprs(stmt):
             for sub in sub_exprs(expr):
                 if isinstance(sub, ir.Local):
                     used.add(sub.name)
         if isinstance(stmt, ir.CallOperation):
             used.add(stmt.target)
-        if isinstance(stmt, ir.Save):
+        if isinstance(stmt, ir.Save | ir.Delete):
             used.add(stmt.name)
+        if isinstance(stmt, ir.CallService):
+            used.update(stmt.mutates)
     return used
 
 
@@ -267,3 +302,30 @@ class NameAlloc:
             name += "_"
         self.taken.add(name)
         return name
+
+
+# --------------------------------------------------------------------------------------------------
+# Workflow instances (correlated workflows)
+
+
+def state_class(wf: ir.Workflow) -> str:
+    """The dataclass of a correlated workflow's state, in domain.py: `FollowUpState`."""
+    return names.pascal(wf.name) + "State"
+
+
+def instances_class(wf: ir.Workflow) -> str:
+    """Its instance store, in repositories.py: `FollowUpInstances`."""
+    return names.pascal(wf.name) + "Instances"
+
+
+def instances_table_var(wf: ir.Workflow) -> str:
+    return names.snake(wf.name) + "_instances"
+
+
+def instance_out_class(wf: ir.Workflow) -> str:
+    return names.pascal(wf.name) + "InstanceOut"
+
+
+def correlated(context: ir.Context) -> list[ir.Workflow]:
+    """The workflows that keep instance rows."""
+    return [wf for wf in context.workflows if wf.correlation is not None]

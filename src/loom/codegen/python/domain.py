@@ -19,7 +19,15 @@ from loom.codegen.python._code import (
     py_str,
     where,
 )
-from loom.codegen.python._shared import ModelInfo, NameAlloc, TypeNames, create_method, used_locals
+from loom.codegen.python._shared import (
+    ModelInfo,
+    NameAlloc,
+    TypeNames,
+    correlated,
+    create_method,
+    state_class,
+    used_locals,
+)
 from loom.codegen.python.expressions import Scope, render, render_as
 from loom.model import ir
 
@@ -45,6 +53,8 @@ def emit_domain(info: ModelInfo, context: ir.Context) -> str:
         blocks.append(_event(event, types, imports))
     for agg in context.aggregates:
         blocks.append(_aggregate(info, context, agg, types, imports))
+    for wf in correlated(context):
+        blocks.append(_workflow_state(wf, types, imports))
 
     head = header(info.files_of(context), f"Domain of context {context.name}.")
     return module_text(head, imports, blocks)
@@ -75,6 +85,40 @@ def _event(event: ir.Event, types: TypeNames, imports: Imports) -> list[str]:
     ]
     for f in event.fields:
         lines.append(f"    {names.ident(f.name)}: {types.render(f.type)}")
+    return lines
+
+
+_ZERO = {"int": "0", "string": '""', "bool": "False"}
+
+
+def _workflow_state(wf: ir.Workflow, types: TypeNames, imports: Imports) -> list[str]:
+    """The state of a correlated workflow: one instance row per correlation key."""
+    imports.add("dataclasses", "dataclass")
+    scope = Scope(imports=imports, enum_ref=types.enum_ref)
+    lines = [
+        "@dataclass(kw_only=True)",
+        f"class {state_class(wf)}:",
+        f"    {docstring(f'state of workflow {wf.name} ({where(wf.origin)})')}",
+        "",
+    ]
+    for f in wf.state:
+        default = _field_default(f, scope, imports)
+        annotation = f"    {names.ident(f.name)}: {types.render(f.type)}"
+        if default is None and f.name != wf.correlation:
+            if isinstance(f.type, ir.OptionalType):
+                default = "None"
+            elif isinstance(f.type, ir.ListType):
+                imports.add("dataclasses", "field")
+                default = "field(default_factory=list)"
+            elif isinstance(f.type, ir.PrimitiveType) and f.type.name in _ZERO:
+                default = _ZERO[f.type.name]
+            elif isinstance(f.type, ir.PrimitiveType) and f.type.name == "decimal":
+                imports.add("decimal", "Decimal")
+                default = "Decimal(0)"
+            else:  # no zero value: unset until the body assigns it
+                default = "None  # type: ignore[assignment]"
+        line = annotation if default is None else f"{annotation} = {default}"
+        lines += lay(line.removeprefix("    "), 1)
     return lines
 
 
@@ -111,7 +155,7 @@ def _aggregate(
     imports.add("loom.runtime", "AggregateRoot", "new_id")
     cls = names.pascal(agg.name)
     id_t = names.id_type(agg.name)
-    scope = Scope(imports=imports, enum_ref=types.enum_ref)
+    scope = Scope(imports=imports, enum_ref=types.enum_ref, owner=agg.name)
     lines = [
         "@dataclass(eq=False, kw_only=True)",
         f"class {cls}(AggregateRoot):",
@@ -122,16 +166,17 @@ def _aggregate(
     for f in agg.fields:
         default = _field_default(f, scope, imports)
         annotation = f"    {names.ident(f.name)}: {types.render(f.type)}"
-        lines.append(annotation if default is None else f"{annotation} = {default}")
+        line = annotation if default is None else f"{annotation} = {default}"
+        lines += lay(line.removeprefix("    "), 1)
 
     has_invariants = bool(agg.invariants)
-    methods: list[list[str]] = [_create(agg, types, has_invariants)]
+    methods: list[list[str]] = [_create(info, context, agg, types, imports, has_invariants)]
     for d in agg.derived:
         methods.append(_derived(d, types, scope))
     if has_invariants:
         methods.append(_invariants(agg, scope))
     for fn in agg.functions:
-        methods.append(_function(fn, types, imports))
+        methods.append(_function(fn, types, imports, agg.name))
     for op in agg.operations:
         methods.append(_operation(info, context, agg, op, types, imports, has_invariants))
     for method in methods:
@@ -140,9 +185,17 @@ def _aggregate(
     return lines
 
 
-def _create(agg: ir.Aggregate, types: TypeNames, has_invariants: bool) -> list[str]:
+def _create(
+    info: ModelInfo,
+    context: ir.Context,
+    agg: ir.Aggregate,
+    types: TypeNames,
+    imports: Imports,
+    has_invariants: bool,
+) -> list[str]:
     cls = names.pascal(agg.name)
-    var = NameAlloc({names.ident(f.name) for f in agg.fields} | {"cls"}).take(names.snake(agg.name))
+    taken = {names.ident(f.name) for f in agg.create_inputs} | {"cls"}
+    var = NameAlloc(taken).take(names.snake(agg.name))
     params: list[str] = ["cls"]
     if agg.create_inputs:
         params.append("*")
@@ -150,18 +203,92 @@ def _create(agg: ir.Aggregate, types: TypeNames, has_invariants: bool) -> list[s
     lines = ["    @classmethod"]
     lines += lay(Group(f"def {create_method(agg)}(", params, f") -> {cls}:"), 1)
     checked = ", its invariants checked" if has_invariants else ""
+    origin = agg.factory.origin if agg.factory is not None else agg.origin
     lines.append(
-        "        "
-        + docstring(f"{agg.name}.create ({where(agg.origin)}): a new {agg.name}{checked}")
+        "        " + docstring(f"{agg.name}.create ({where(origin)}): a new {agg.name}{checked}")
     )
-    kwargs = [f"{names.ident(f.name)}={names.ident(f.name)}" for f in agg.create_inputs]
-    if has_invariants:
+    emits: list[ir.Emit] = []
+    if agg.factory is not None:
+        body, kwargs, emits = _factory_body(info, context, agg, agg.factory, types, imports, var)
+        lines += body
+    else:
+        kwargs = [f"{names.ident(f.name)}={names.ident(f.name)}" for f in agg.create_inputs]
+    if has_invariants or emits:
         lines += lay(call("cls", kwargs, prefix=f"{var} = "), 2)
-        lines.append(f"        {var}._check_invariants()")
+        scope = Scope(
+            imports=imports,
+            enum_ref=types.enum_ref,
+            self_name=var,
+            params={p.name: names.ident(p.name) for p in agg.create_inputs},
+        )
+        for stmt in emits:
+            event = info.event(stmt.context, stmt.event)
+            cls_name = types.domain_name(stmt.context, names.pascal(stmt.event))
+            lines += lay(
+                call(f"{var}._raise_event", [call(cls_name, event_args(event, stmt, scope))]), 2
+            )
+        if has_invariants:
+            lines.append(f"        {var}._check_invariants()")
         lines.append(f"        return {var}")
     else:
         lines += lay(call("cls", kwargs, prefix="return "), 2)
     return lines
+
+
+def _factory_body(
+    info: ModelInfo,
+    context: ir.Context,
+    agg: ir.Aggregate,
+    factory: ir.Factory,
+    types: TypeNames,
+    imports: Imports,
+    var: str,
+) -> tuple[list[str], list[str], list[ir.Emit]]:
+    """A declared `create(…) { … }`: preconditions and lets run first, assignments become locals,
+    the aggregate is built from them (unassigned fields take their defaults), then its events."""
+    params = {p.name: names.ident(p.name) for p in factory.params}
+    scope = Scope(imports=imports, enum_ref=types.enum_ref, self_name=None, params=dict(params))
+    alloc = NameAlloc({"cls", var, *params.values()})
+    fields = {f.name: f for f in agg.fields}
+    lines: list[str] = []
+    emits: list[ir.Emit] = []
+    label = f"{agg.name}.create"
+    for i, stmt in enumerate(factory.body):
+        if isinstance(stmt, ir.Precondition):
+            imports.add("loom.runtime", "require")
+            rule = f"{label}: precondition {one_line(stmt.condition.text)}"
+            detail = stmt.message if stmt.message is not None else f"{rule} failed"
+            lines += _require(render(stmt.condition, scope), "precondition", rule, detail, 2)
+        elif isinstance(stmt, ir.Let):
+            later = used_locals(factory.body[i + 1 :])
+            name = names.ident(stmt.name) if stmt.name in later else "_" + names.snake(stmt.name)
+            local = alloc.take(name)
+            scope.locals[stmt.name] = local
+            lines += lay(f"{local} = {render(stmt.value, scope)}", 2)
+        elif isinstance(stmt, ir.Assign):
+            value = stmt.value
+            if (
+                isinstance(value, ir.Param)
+                and stmt.field not in scope.fields
+                and params.get(value.name) == names.ident(stmt.field)
+            ):
+                scope.fields[stmt.field] = params[value.name]  # `code := code`
+                continue
+            local = alloc.take(names.ident(stmt.field))
+            text = render_as(value, fields[stmt.field].type, scope)
+            scope.fields[stmt.field] = local
+            lines += lay(f"{local} = {text}", 2)
+        elif isinstance(stmt, ir.Emit):
+            emits.append(stmt)
+        else:
+            raise NotImplementedError(f"{type(stmt).__name__} in {label} ({where(factory.origin)})")
+    kwargs = [
+        f"{names.ident(f.name)}={scope.fields.get(f.name, 'None')}"
+        for f in agg.fields
+        # unassigned optional fields without a default start as None
+        if f.name in scope.fields or (f.default is None and isinstance(f.type, ir.OptionalType))
+    ]
+    return lines, kwargs, emits
 
 
 def _derived(d: ir.Derived, types: TypeNames, scope: Scope) -> list[str]:
@@ -196,10 +323,11 @@ def _invariants(agg: ir.Aggregate, scope: Scope) -> list[str]:
     return lines
 
 
-def _function(fn: ir.Function, types: TypeNames, imports: Imports) -> list[str]:
+def _function(fn: ir.Function, types: TypeNames, imports: Imports, owner: str) -> list[str]:
     scope = Scope(
         imports=imports,
         enum_ref=types.enum_ref,
+        owner=owner,
         params={p.name: names.ident(p.name) for p in fn.params},
     )
     params = ["self"] + [f"{names.ident(p.name)}: {types.render(p.type)}" for p in fn.params]
@@ -207,7 +335,31 @@ def _function(fn: ir.Function, types: TypeNames, imports: Imports) -> list[str]:
         Group(f"def _{names.snake(fn.name)}(", params, f") -> {types.render(fn.result)}:"), 1
     )
     lines.append(f"        {docstring(f'function {fn.name} ({where(fn.origin)})')}")
-    lines += lay(f"return {render_as(fn.value, fn.result, scope)}", 2)
+    return lines + function_body(fn, scope, 2, f"function {fn.name}")
+
+
+def function_body(fn: ir.Function, scope: Scope, depth: int, label: str) -> list[str]:
+    """The body of a pure function: `return <expr>`, or the block form (let, precondition,
+    return)."""
+    if fn.value is not None:
+        return lay(f"return {render_as(fn.value, fn.result, scope)}", depth)
+    lines: list[str] = []
+    alloc = NameAlloc({"self", *scope.params.values()})
+    for i, stmt in enumerate(fn.body):
+        if isinstance(stmt, ir.Precondition):
+            scope.imports.add("loom.runtime", "require")
+            rule = f"{label}: precondition {one_line(stmt.condition.text)}"
+            detail = stmt.message if stmt.message is not None else f"{rule} failed"
+            lines += _require(render(stmt.condition, scope), "precondition", rule, detail, depth)
+        elif isinstance(stmt, ir.Let):
+            later = used_locals(fn.body[i + 1 :])
+            name = names.ident(stmt.name) if stmt.name in later else "_" + names.snake(stmt.name)
+            scope.locals[stmt.name] = alloc.take(name)
+            lines += lay(f"{scope.locals[stmt.name]} = {render(stmt.value, scope)}", depth)
+        elif isinstance(stmt, ir.Return):
+            lines += lay(f"return {render_as(stmt.value, fn.result, scope)}", depth)
+        else:
+            raise NotImplementedError(f"{type(stmt).__name__} in {label} ({where(fn.origin)})")
     return lines
 
 
@@ -221,7 +373,9 @@ def _operation(
     has_invariants: bool,
 ) -> list[str]:
     param_names = {p.name: names.ident(p.name) for p in op.params}
-    scope = Scope(imports=imports, enum_ref=types.enum_ref, params=dict(param_names))
+    scope = Scope(
+        imports=imports, enum_ref=types.enum_ref, params=dict(param_names), owner=agg.name
+    )
     alloc = NameAlloc({"self", *param_names.values()})
     params = ["self"] + [f"{param_names[p.name]}: {types.render(p.type)}" for p in op.params]
     lines = lay(Group(f"def {names.ident(op.name)}(", params, ") -> None:"), 1)

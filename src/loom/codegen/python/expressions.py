@@ -8,8 +8,10 @@ turns every int operand into a `Decimal`, and `/` is always decimal division.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from loom.codegen.python import names
 from loom.codegen.python._code import Imports, py_str
@@ -58,6 +60,39 @@ class Scope:
     self_name: str | None = "self"
     params: dict[str, str] = field(default_factory=dict)
     locals: dict[str, str] = field(default_factory=dict)
+    # the Python variable holding the enclosing workflow's instance (StateField reads)
+    state: str | None = None
+    # where domain-service classes come from (None: defined in the module being written)
+    services_module: str | None = ".services"
+    # aggregate fields read as locals (a declared factory assigns them before the aggregate exists)
+    fields: dict[str, str] = field(default_factory=dict)
+    # the aggregate whose members are in scope (for calls of its functions)
+    owner: str | None = None
+
+
+# (("aggregate" | "workflow"), owner name, function name) -> parameter types, for the model being
+# generated (set by `generate`): arguments are converted to them (an int where a decimal is due).
+SIGNATURES: ContextVar[Mapping[tuple[str, str, str], tuple[ir.Type, ...]]] = ContextVar(
+    "loom_codegen_signatures", default=MappingProxyType({})
+)
+
+
+def signatures(model: ir.Model) -> dict[tuple[str, str, str], tuple[ir.Type, ...]]:
+    found: dict[tuple[str, str, str], tuple[ir.Type, ...]] = {}
+    clashes: set[tuple[str, str, str]] = set()
+    for ctx in model.contexts:
+        owners = [("aggregate", a.name, a.functions) for a in ctx.aggregates]
+        owners += [("workflow", w.name, w.functions) for w in ctx.workflows]
+        for kind, name, functions in owners:
+            for fn in functions:
+                key = (kind, name, fn.name)
+                types = tuple(p.type for p in fn.params)
+                if key in found and found[key] != types:
+                    clashes.add(key)
+                found[key] = types
+    for key in clashes:
+        del found[key]
+    return found
 
 
 def render(expr: ir.Expr, scope: Scope) -> str:
@@ -121,6 +156,8 @@ def _render(expr: ir.Expr, scope: Scope) -> tuple[str, int]:
     if isinstance(expr, ir.Literal_):
         return _literal(expr, scope)
     if isinstance(expr, ir.SelfField):
+        if expr.name in scope.fields and expr.kind != "id":
+            return scope.fields[expr.name], ATOM
         if scope.self_name is None:
             raise ValueError(f"`{expr.text}` refers to an aggregate member outside an aggregate")
         return f"{scope.self_name}.{_member_name(expr.name, expr.kind)}", ATOM
@@ -151,10 +188,33 @@ def _render(expr: ir.Expr, scope: Scope) -> tuple[str, int]:
         scope.imports.add("loom.runtime", "now")
         return "now()", ATOM
     if isinstance(expr, ir.FunctionCall):
+        if expr.owner == "workflow":
+            key = ("workflow", expr.workflow or "", expr.function)
+        else:
+            key = ("aggregate", expr.aggregate or scope.owner or "", expr.function)
+        params = SIGNATURES.get().get(key)
+        if params is not None and len(params) == len(expr.args):
+            args = ", ".join(render_as(a, t, scope) for a, t in zip(expr.args, params))
+        else:
+            args = ", ".join(render(a, scope) for a in expr.args)
+        if expr.owner == "workflow":
+            return f"{workflow_function(expr.workflow or '', expr.function)}({args})", ATOM
+        if expr.receiver is not None:
+            receiver = _wrap(*_render(expr.receiver, scope), ATOM)
+            return f"{receiver}._{names.snake(expr.function)}({args})", ATOM
         if scope.self_name is None:
-            raise ValueError(f"`{expr.text}`: functions outside an aggregate are not supported yet")
-        args = ", ".join(render(a, scope) for a in expr.args)
+            raise ValueError(f"`{expr.text}`: an aggregate function outside its aggregate")
         return f"{scope.self_name}._{names.snake(expr.function)}({args})", ATOM
+    if isinstance(expr, ir.StateField):
+        if scope.state is None:
+            raise ValueError(f"`{expr.text}` reads workflow state outside a correlated workflow")
+        return f"{scope.state}.{names.ident(expr.name)}", ATOM
+    if isinstance(expr, ir.ServiceCall):
+        cls = names.pascal(expr.service)
+        if scope.services_module is not None:
+            scope.imports.add(scope.services_module, cls)
+        args = ", ".join(render(a, scope) for a in expr.args)
+        return f"{cls}.{names.ident(expr.method)}({args})", ATOM
     if isinstance(expr, ir.ListLiteral):
         element = expr.type.element if isinstance(expr.type, ir.ListType) else None
         items = [
@@ -163,6 +223,11 @@ def _render(expr: ir.Expr, scope: Scope) -> tuple[str, int]:
         ]
         return "[" + ", ".join(items) + "]", ATOM
     raise TypeError(f"unknown expression node {type(expr).__name__}")
+
+
+def workflow_function(workflow: str, function: str) -> str:
+    """A workflow function at module scope: `<workflow_snake>_<fn_snake>`."""
+    return f"{names.snake(workflow)}_{names.snake(function)}"
 
 
 def _branch(expr: ir.Expr, target: ir.Type, scope: Scope) -> tuple[str, int]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from loom.codegen.python._code import (
+    Doc,
     Group,
     Imports,
     call,
@@ -19,8 +20,14 @@ def app_title(info: ModelInfo) -> str:
     return ", ".join(c.name for c in info.model.contexts) or info.package
 
 
-def emit_main(info: ModelInfo, routers: list[tuple[str, str]]) -> str:
-    """`routers` lists (context module, module name) pairs whose `router` the app mounts."""
+def emit_main(
+    info: ModelInfo,
+    routers: list[tuple[str, str]],
+    externs: list[tuple[str, list[str]]] | None = None,
+) -> str:
+    """`routers` lists (context module, module name) pairs whose `router` the app mounts;
+    `externs` the (class, methods) of extern operations the user's module must provide (the app
+    then takes `extern_module`, else LOOM_EXTERN_MODULE, and loads it at startup)."""
     imports = Imports()
     imports.add("fastapi", "FastAPI")
     imports.add("loom.runtime", "create_app")
@@ -31,17 +38,30 @@ def emit_main(info: ModelInfo, routers: list[tuple[str, str]]) -> str:
     for mod, kind in routers:
         imports.add(f".{mod}", f"{kind} as {mod}_{kind}")
         refs.append(f"{mod}_{kind}.router")
-    lines = ["def build_app(database_url: str | None = None) -> FastAPI:"]
-    lines.append(
-        "    "
-        + docstring(f"The {app_title(info)} service; database_url defaults to LOOM_DATABASE_URL.")
-    )
-    args = [
+    args: list[Doc] = [
         f"title={py_str(app_title(info))}",
         "metadata=metadata",
         Group("routers=[", refs, "]"),
         "database_url=database_url",
     ]
+    if externs:
+        params = ["database_url: str | None = None", "extern_module: str | None = None"]
+        lines = lay(Group("def build_app(", params, ") -> FastAPI:"))
+        doc = (
+            f"The {app_title(info)} service; database_url defaults to LOOM_DATABASE_URL, "
+            "extern_module to LOOM_EXTERN_MODULE."
+        )
+        items = [
+            f"{py_str(cls)}: ({''.join(py_str(m) + ', ' for m in methods).rstrip(' ')})"
+            if len(methods) == 1
+            else f"{py_str(cls)}: ({', '.join(py_str(m) for m in methods)})"
+            for cls, methods in externs
+        ]
+        args += [Group("externs={", items, "}"), "extern_module=extern_module"]
+    else:
+        lines = ["def build_app(database_url: str | None = None) -> FastAPI:"]
+        doc = f"The {app_title(info)} service; database_url defaults to LOOM_DATABASE_URL."
+    lines.append("    " + docstring(doc))
     lines += lay(call("create_app", args, prefix="return "), 1)
     head = header(
         info.all_files(), "The app factory: `uvicorn --factory <package>.main:build_app`."

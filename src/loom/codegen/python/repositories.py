@@ -1,40 +1,278 @@
-"""`<context>/repositories.py`: one repository class per aggregate (the runtime does the work).
+"""`<context>/repositories.py`: one repository class per aggregate (the runtime does the work), and
+the context's criteria as where-clause builders.
 
 An aggregate without a declared repository still gets one, named `<Aggregate>Repository`, for its
-routes.
+routes. Each repository also gets, as typed async methods:
+
+- per natural key `unique (code)`: `find_by_code(code) -> A | None`, `get_by_code(code) -> A` (404);
+- per criterion `C` of its aggregate: `find_by_c(...) -> A | None` (first by id), `find_all_by_c(...)`;
+- per retrieval `R`: `run_r(...) -> list[A]`;
+- per declared find `byX`: `find_by_x` (optional), `get_by_x` (must exist) or `find_all_by_x` (list).
+
+Every one is a single SELECT whose where-clause is built from the arguments: the database filters.
 """
 
 from __future__ import annotations
 
 from loom.codegen.python import names
-from loom.codegen.python._code import Imports, docstring, header, module_text, where
-from loom.codegen.python._shared import ModelInfo
+from loom.codegen.python._code import (
+    Doc,
+    Group,
+    Imports,
+    docstring,
+    header,
+    lay,
+    module_text,
+    py_str,
+    where,
+)
+from loom.codegen.python._shared import (
+    ModelInfo,
+    NameAlloc,
+    TypeNames,
+    correlated,
+    instances_class,
+    instances_table_var,
+    state_class,
+)
+from loom.codegen.python.criteria import SqlRenderer, key_condition
+from loom.codegen.python.expressions import Scope, render_as
 from loom.codegen.python.tables import table_var
 from loom.model import ir
 
 
+def key_method(prefix: str, fields: tuple[str, ...]) -> str:
+    return f"{prefix}_by_" + "_and_".join(names.snake(f) for f in fields)
+
+
+def criterion_function(name: str) -> str:
+    return names.escape(names.snake(name))
+
+
+def find_method(find: ir.RepositoryFind) -> str:
+    prefix = {"one": "get", "optional": "find", "many": "find_all"}[find.cardinality]
+    return f"{prefix}_{names.snake(find.name)}"
+
+
+def read_method(read: ir.Read) -> str:
+    """The repository method a body read calls."""
+    if read.kind == "by_id":
+        return "get_by_id" if read.cardinality == "one" else "find_by_id"
+    if read.kind == "by_key":
+        return key_method("get" if read.cardinality == "one" else "find", read.key)
+    if read.kind == "criterion":
+        assert read.target is not None
+        base = names.snake(read.target)
+        return f"find_all_by_{base}" if read.cardinality == "many" else f"find_by_{base}"
+    if read.kind == "retrieval":
+        assert read.target is not None
+        return f"run_{names.snake(read.target)}"
+    prefix = {"one": "get", "optional": "find", "many": "find_all"}[read.cardinality]
+    return f"{prefix}_{names.snake(read.target or '')}"
+
+
+def read_params(context: ir.Context, read: ir.Read) -> list[tuple[str, ir.Type]]:
+    """The parameters (model name, type) of the method `read_method(read)` names, in order."""
+    agg = context.aggregate(read.aggregate)
+    fields = {f.name: f.type for f in agg.fields}
+    if read.kind == "by_id":
+        return [("id", ir.IdType(agg.name, agg.context))]
+    if read.kind == "by_key":
+        return [(f, fields[f]) for f in read.key]
+    if read.kind == "criterion":
+        crit = next(c for c in context.criteria if c.name == read.target)
+        return [(p.name, p.type) for p in crit.params]
+    if read.kind == "retrieval":
+        ret = next(r for r in context.retrievals if r.name == read.target)
+        return [(p.name, p.type) for p in ret.params]
+    repo = next(r for r in context.repositories if r.name == read.repository)
+    find = next(f for f in repo.finds if f.name == read.target)
+    return [(p.name, p.type) for p in find.params]
+
+
 def emit_repositories(info: ModelInfo, context: ir.Context) -> str:
     imports = Imports()
+    types = TypeNames(info, context, imports, mode="domain")
     blocks: list[list[str]] = []
     if context.aggregates:
         imports.add("loom.runtime", "Repository")
         imports.add(".", "tables")
+    for crit in context.criteria:
+        blocks.append(_criterion(context, crit, types, imports))
     for agg in context.aggregates:
-        cls = names.pascal(agg.name)
-        imports.add(".domain", cls)
-        repo = context.repository_for(agg.name)
-        if repo is not None:
-            doc = f"repository {repo.name} for {agg.name} ({where(repo.origin)})"
-        else:
-            doc = f"the repository of aggregate {agg.name} ({where(agg.origin)})"
+        blocks.append(_repository(info, context, agg, types, imports))
+    for wf in correlated(context):
+        imports.add("loom.runtime", "Instances")
+        imports.add(".", "tables")
+        imports.add(".domain", state_class(wf))
         blocks.append(
             [
-                f"class {info.repository_class(context, agg.name)}(Repository[{cls}]):",
-                f"    {docstring(doc)}",
+                f"class {instances_class(wf)}(Instances[{state_class(wf)}]):",
+                f"    {docstring(f'instances of workflow {wf.name} ({where(wf.origin)})')}",
                 "",
-                f"    aggregate = {cls}",
-                f"    table = tables.{table_var(agg)}",
+                f"    state = {state_class(wf)}",
+                f"    table = tables.{instances_table_var(wf)}",
+                f"    key = {py_str(names.ident(wf.correlation or ''))}",
+                f"    workflow = {py_str(wf.name)}",
             ]
         )
     head = header(info.files_of(context), f"Repositories of context {context.name}.")
     return module_text(head, imports, blocks)
+
+
+def _signature(
+    name: str, params: list[tuple[str, ir.Type]], result: str, types: TypeNames, *, method: bool
+) -> tuple[list[str], dict[str, str]]:
+    alloc = NameAlloc({"self", "c", "cls"})
+    py = {p: alloc.take(names.ident(p)) for p, _ in params}
+    items = (["self"] if method else []) + [f"{py[p]}: {types.render(t)}" for p, t in params]
+    head = f"async def {name}(" if method else f"def {name}("
+    return lay(Group(head, items, f") -> {result}:"), 1 if method else 0), py
+
+
+def _criterion(
+    context: ir.Context, crit: ir.Criterion, types: TypeNames, imports: Imports
+) -> list[str]:
+    imports.add("sqlalchemy", "ColumnElement")
+    agg = context.aggregate(crit.aggregate)
+    params = [(p.name, p.type) for p in crit.params]
+    lines, py = _signature(
+        criterion_function(crit.name), params, "ColumnElement[bool]", types, method=False
+    )
+    lines.append(f"    {docstring(f'criterion {crit.name} of {agg.name} ({where(crit.origin)})')}")
+    scope = Scope(imports=imports, enum_ref=types.enum_ref, self_name=None, params=py)
+    sql = SqlRenderer(scope).where_doc(crit.condition)
+    lines.append(f"    c = tables.{table_var(agg)}.c")
+    lines += lay(
+        Group("return " + sql.head, sql.items, sql.tail)
+        if isinstance(sql, Group)
+        else f"return {sql}",
+        1,
+    )
+    return lines
+
+
+def _repository(
+    info: ModelInfo, context: ir.Context, agg: ir.Aggregate, types: TypeNames, imports: Imports
+) -> list[str]:
+    cls = names.pascal(agg.name)
+    imports.add(".domain", cls)
+    repo = context.repository_for(agg.name)
+    if repo is not None:
+        doc = f"repository {repo.name} for {agg.name} ({where(repo.origin)})"
+    else:
+        doc = f"the repository of aggregate {agg.name} ({where(agg.origin)})"
+    lines = [
+        f"class {info.repository_class(context, agg.name)}(Repository[{cls}]):",
+        f"    {docstring(doc)}",
+        "",
+        f"    aggregate = {cls}",
+        f"    table = tables.{table_var(agg)}",
+    ]
+    if agg.unique:
+        keys = [_tuple([py_str(f) for f in key]) for key in agg.unique]
+        lines += lay(f"unique = {_tuple(keys)}", 1)
+    methods: dict[str, list[str]] = {}
+    fields = {f.name: f for f in agg.fields}
+    for key in agg.unique:
+        params = [(f, fields[f].type) for f in key]
+        cond = key_condition(tuple(fields[f] for f in key), {f: f for f in key})
+        what = f"natural key unique ({', '.join(key)}) of {agg.name} ({where(agg.origin)})"
+        for prefix in ("find", "get"):
+            call = "find_one" if prefix == "find" else "get_one"
+            methods.setdefault(
+                key_method(prefix, key),
+                _method(key_method(prefix, key), params, call, cls, cond, what, types, imports),
+            )
+    for crit in (c for c in context.criteria if c.aggregate == agg.name):
+        params = [(p.name, p.type) for p in crit.params]
+        base = names.snake(crit.name)
+        what = f"criterion {crit.name} ({where(crit.origin)})"
+        for name, call in ((f"find_by_{base}", "find_one"), (f"find_all_by_{base}", "find_all")):
+            methods.setdefault(
+                name, _crit_method(name, params, call, cls, crit, what, types, imports)
+            )
+    for ret in (r for r in context.retrievals if r.aggregate == agg.name):
+        params = [(p.name, p.type) for p in ret.params]
+        name = f"run_{names.snake(ret.name)}"
+        crit = next(c for c in context.criteria if c.name == ret.criterion)
+        what = f"retrieval {ret.name} ({where(ret.origin)})"
+        methods.setdefault(name, _ret_method(name, params, cls, ret, crit, what, types, imports))
+    for find in repo.finds if repo is not None else ():
+        params = [(p.name, p.type) for p in find.params]
+        pmap = {f: p.name for f, p in zip(find.fields, find.params, strict=True)}
+        cond = key_condition(tuple(fields[f] for f in find.fields), pmap)
+        call = {"one": "get_one", "optional": "find_one", "many": "find_all"}[find.cardinality]
+        name = find_method(find)
+        what = f"find {find.name} of {repo.name if repo else agg.name} ({where(find.origin)})"
+        methods.setdefault(name, _method(name, params, call, cls, cond, what, types, imports))
+    for body in methods.values():
+        lines.append("")
+        lines.extend(body)
+    return lines
+
+
+def _tuple(items: list[str]) -> str:
+    return f"({items[0]},)" if len(items) == 1 else "(" + ", ".join(items) + ")"
+
+
+def _result(call: str, cls: str) -> str:
+    return {"find_one": f"{cls} | None", "get_one": cls, "find_all": f"list[{cls}]"}[call]
+
+
+def _method(
+    name: str,
+    params: list[tuple[str, ir.Type]],
+    call: str,
+    cls: str,
+    cond: ir.Expr,
+    what: str,
+    types: TypeNames,
+    imports: Imports,
+) -> list[str]:
+    lines, py = _signature(name, params, _result(call, cls), types, method=True)
+    lines.append(f"        {docstring(what)}")
+    scope = Scope(imports=imports, enum_ref=types.enum_ref, self_name=None, params=py)
+    lines.append("        c = self.table.c")
+    args: list[Doc] = [SqlRenderer(scope).where_doc(cond)]
+    if call == "get_one":
+        args.append(f"key={py[params[0][0]]}")
+    lines += lay(Group(f"return await self.{call}(", args, ")"), 2)
+    return lines
+
+
+def _crit_method(
+    name: str,
+    params: list[tuple[str, ir.Type]],
+    call: str,
+    cls: str,
+    crit: ir.Criterion,
+    what: str,
+    types: TypeNames,
+    imports: Imports,
+) -> list[str]:
+    lines, py = _signature(name, params, _result(call, cls), types, method=True)
+    lines.append(f"        {docstring(what)}")
+    args = ", ".join(py[p] for p, _ in params)
+    lines += lay(f"return await self.{call}({criterion_function(crit.name)}({args}))", 2)
+    return lines
+
+
+def _ret_method(
+    name: str,
+    params: list[tuple[str, ir.Type]],
+    cls: str,
+    ret: ir.Retrieval,
+    crit: ir.Criterion,
+    what: str,
+    types: TypeNames,
+    imports: Imports,
+) -> list[str]:
+    lines, py = _signature(name, params, f"list[{cls}]", types, method=True)
+    lines.append(f"        {docstring(what)}")
+    scope = Scope(imports=imports, enum_ref=types.enum_ref, self_name=None, params=py)
+    args = ", ".join(
+        render_as(a, p.type, scope) for a, p in zip(ret.args, crit.params, strict=True)
+    )
+    lines += lay(f"return await self.find_all({criterion_function(crit.name)}({args}))", 2)
+    return lines

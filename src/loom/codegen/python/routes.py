@@ -1,4 +1,6 @@
-"""`<context>/routes.py`: per aggregate, GET one, GET a page and POST one route per operation.
+"""`<context>/routes.py`: per aggregate, GET one, GET a page and POST one route per operation (not
+for private operations); a crudish aggregate also gets POST (create, 201 + Location), PATCH (the
+mutable fields the body names; an immutable or unknown member is a 422 invalid-request) and DELETE.
 
 An operation route loads the aggregate, calls the domain method and saves, all in one transaction:
 a refusal raises before the save, so nothing is written.
@@ -18,8 +20,14 @@ from loom.codegen.python._code import (
     py_str,
     where,
 )
-from loom.codegen.python._shared import ModelInfo, NameAlloc, TypeNames, schema_attr
-from loom.codegen.python.schemas import schema_names
+from loom.codegen.python._shared import (
+    ModelInfo,
+    NameAlloc,
+    TypeNames,
+    create_method,
+    schema_attr,
+)
+from loom.codegen.python.schemas import SchemaNames, schema_names
 from loom.model import ir
 
 SERVICE_PARAM = "service: Annotated[Service, Depends(get_service)]"
@@ -92,26 +100,49 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
         block += lay(f"return page.map({out}.from_aggregate)", 1)
         blocks.append(block)
 
+        if agg.crudish:
+            blocks += _crudish(info, context, agg, sn, var, functions, imports)
+
         # POST operation
         for op in agg.operations:
+            if op.private:
+                continue
             fn = functions.take(f"{names.snake(agg.name)}_{names.snake(op.name)}")
             path = f"/api/{plural}/{{id}}/{names.snake(op.name)}"
-            block = decorator("post", path, tag, status=204)
+            status = 200 if op.extern and op.result is not None else 204
+            block = decorator("post", path, tag, status=status)
             params = ["id: UUID"]
             key = (agg.name, op.name)
             if key in sn.op_input:
                 imports.add(".schemas", sn.op_input[key])
                 params.append(f"body: {sn.op_input[key]}")
             params.append(SERVICE_PARAM)
-            block += lay(Group(f"async def {fn}(", params, ") -> None:"))
-            block.append(f"    {docstring(f'operation {agg.name}.{op.name} ({where(op.origin)})')}")
+            result_t = "None"
+            if status == 200 and op.result is not None:
+                result_t = TypeNames(info, context, imports, mode="output").render(op.result)
+            block += lay(Group(f"async def {fn}(", params, f") -> {result_t}:"))
+            kind = "extern operation" if op.extern else "operation"
+            block.append(f"    {docstring(f'{kind} {agg.name}.{op.name} ({where(op.origin)})')}")
             block.append("    async with service.transaction() as work:")
             repo_var = NameAlloc({var, "id", "service", "work", "body"}).take(plural)
             block.append(f"        {repo_var} = {repo}(work)")
             block.append(f"        {var} = await {repo_var}.get_by_id(id)")
             args = [wire_to_domain(f"body.{schema_attr(p.name)}", p.type, types) for p in op.params]
-            block += lay(call(f"{var}.{names.ident(op.name)}", args), 2)
+            if op.extern:
+                protocol = names.pascal(agg.name) + "Externs"
+                imports.add(".externs", protocol)
+                imports.add("typing", "cast")
+                externs = f"cast({protocol}, service.externs[{py_str(protocol)}])"
+                method = f"{externs}.{names.ident(op.name)}"
+                prefix = "result = " if status == 200 else ""
+                block += lay(call(method, [var, *args], prefix=prefix), 2)
+                if agg.invariants:
+                    block.append(f"        {var}._check_invariants()")
+            else:
+                block += lay(call(f"{var}.{names.ident(op.name)}", args), 2)
             block.append(f"        await {repo_var}.save({var})")
+            if status == 200:
+                block.append("    return result")
             blocks.append(block)
     head = header(info.files_of(context), f"Aggregate routes of context {context.name}.")
     return module_text(head, imports, blocks)
@@ -122,3 +153,77 @@ def wire_to_domain(text: str, t: ir.Type, types: TypeNames) -> str:
     enums, so nothing needs converting today; kept as the one place to do it."""
     del types, t
     return text
+
+
+def _crudish(
+    info: ModelInfo,
+    context: ir.Context,
+    agg: ir.Aggregate,
+    sn: SchemaNames,
+    var: str,
+    functions: NameAlloc,
+    imports: Imports,
+) -> list[list[str]]:
+    """POST (201 + Location), PATCH (mutable fields only) and DELETE of a crudish aggregate."""
+    repo = info.repository_class(context, agg.name)
+    out = sn.out[agg.name]
+    plural = names.plural_snake(agg.name)
+    tag = f"{context.name}: {agg.name}"
+    cls = names.pascal(agg.name)
+    imports.add(".domain", cls)
+    imports.add("fastapi", "Response")
+    repo_var = NameAlloc({var, "id", "service", "work", "body", "response"}).take(plural)
+    blocks = []
+
+    fn = functions.take(f"create_{names.snake(agg.name)}")
+    create_in = sn.create_input[agg.name]
+    imports.add(".schemas", create_in)
+    block = decorator("post", f"/api/{plural}", tag, status=201)
+    params = [f"body: {create_in}", "response: Response", SERVICE_PARAM]
+    block += lay(Group(f"async def {fn}(", params, f") -> {out}:"))
+    block.append(f"    {docstring(f'crudish create of {agg.name} ({where(agg.origin)})')}")
+    inputs = agg.factory.params if agg.factory is not None else agg.fields
+    kwargs = [f"{names.ident(f.name)}=body.{schema_attr(f.name)}" for f in inputs]
+    block.append("    async with service.autocommit() as work:")
+    block += lay(call(f"{cls}.{create_method(agg)}", kwargs, prefix=f"{var} = "), 2)
+    block.append(f"        await {repo}(work).save({var})")
+    block.append(f'    response.headers["Location"] = f"/api/{plural}/{{{var}.id}}"')
+    block.append(f"    return {out}.from_aggregate({var})")
+    blocks.append(block)
+
+    fn = functions.take(f"update_{names.snake(agg.name)}")
+    update_in = sn.update_input[agg.name]
+    imports.add(".schemas", update_in)
+    block = decorator("patch", f"/api/{plural}/{{id}}", tag)
+    params = ["id: UUID", f"body: {update_in}", SERVICE_PARAM]
+    block += lay(Group(f"async def {fn}(", params, f") -> {out}:"))
+    doc = f"crudish update of {agg.name} ({where(agg.origin)}): the fields the body names"
+    block.append(f"    {docstring(doc)}")
+    block.append("    async with service.transaction() as work:")
+    block.append(f"        {repo_var} = {repo}(work)")
+    block.append(f"        {var} = await {repo_var}.get_by_id(id)")
+    for f in agg.updatable_fields:
+        attr, field_attr = schema_attr(f.name), names.ident(f.name)
+        block.append(f"        if {py_str(attr)} in body.model_fields_set:")
+        if not isinstance(f.type, ir.OptionalType):
+            imports.add("loom.runtime", "InvalidValue")
+            block.append(f"            if body.{attr} is None:")
+            message = py_str(f"{f.name} may not be null")
+            path = py_str(f"body.{f.name}")
+            block += lay(call("raise InvalidValue", [message, f"path={path}"]), 4)
+        block.append(f"            {var}.{field_attr} = body.{attr}")
+    if agg.invariants:
+        block.append(f"        {var}._check_invariants()")
+    block.append(f"        await {repo_var}.save({var})")
+    block.append(f"    return {out}.from_aggregate({var})")
+    blocks.append(block)
+
+    fn = functions.take(f"delete_{names.snake(agg.name)}")
+    block = decorator("delete", f"/api/{plural}/{{id}}", tag, status=204)
+    block += lay(Group(f"async def {fn}(", ["id: UUID", SERVICE_PARAM], ") -> None:"))
+    block.append(f"    {docstring(f'crudish delete of {agg.name} ({where(agg.origin)})')}")
+    block.append("    async with service.transaction() as work:")
+    block.append(f"        {repo_var} = {repo}(work)")
+    block.append(f"        await {repo_var}.delete(await {repo_var}.get_by_id(id))")
+    blocks.append(block)
+    return blocks

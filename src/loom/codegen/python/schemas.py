@@ -20,7 +20,16 @@ from loom.codegen.python._code import (
     py_str,
     where,
 )
-from loom.codegen.python._shared import ModelInfo, NameAlloc, TypeNames, schema_attr
+from loom.codegen.python._shared import (
+    ModelInfo,
+    NameAlloc,
+    TypeNames,
+    correlated,
+    instance_out_class,
+    schema_attr,
+    state_class,
+)
+from loom.codegen.python.expressions import Scope, render_as
 from loom.model import ir
 
 
@@ -31,6 +40,9 @@ class SchemaNames:
     out: dict[str, str]  # aggregate -> AccountOut
     op_input: dict[tuple[str, str], str]  # (aggregate, operation) -> AccountWithdrawInput
     workflow_input: dict[str, str]  # workflow -> TransferInput
+    create_input: dict[str, str]  # crudish aggregate -> TicketCreateInput
+    update_input: dict[str, str]  # crudish aggregate -> TicketUpdateInput
+    handler_input: dict[str, str]  # command handler with parameters -> EscalateOpenInput
 
 
 def http_create(wf: ir.Workflow) -> ir.WorkflowCreate | None:
@@ -48,34 +60,126 @@ def schema_names(context: ir.Context) -> SchemaNames:
         (a.name, o.name): alloc.take(names.pascal(a.name) + names.pascal(o.name) + "Input")
         for a in context.aggregates
         for o in a.operations
-        if o.params
+        if o.params and not o.private
     }
     workflow_input = {}
     for wf in context.workflows:
         create = http_create(wf)
         if create is not None and create.params:
             workflow_input[wf.name] = alloc.take(names.pascal(wf.name) + "Input")
-    return SchemaNames(out, op_input, workflow_input)
+    crud = [a for a in context.aggregates if a.crudish]
+    create_input = {a.name: alloc.take(names.pascal(a.name) + "CreateInput") for a in crud}
+    update_input = {a.name: alloc.take(names.pascal(a.name) + "UpdateInput") for a in crud}
+    handler_input = {
+        h.name: alloc.take(names.pascal(h.name) + "Input")
+        for h in context.handlers
+        if h.kind == "command" and h.params
+    }
+    return SchemaNames(out, op_input, workflow_input, create_input, update_input, handler_input)
 
 
 def _field_line(
-    name: str, t: ir.Type, types: TypeNames, imports: Imports, is_input: bool
+    name: str,
+    t: ir.Type,
+    types: TypeNames,
+    imports: Imports,
+    is_input: bool,
+    default: str | None = None,
+    force_field: bool = False,
 ) -> str:
+    """One attribute line of a wire model (laid out over several lines when too long)."""
+    text = _field_text(name, t, types, imports, is_input, default, force_field)
+    return "\n".join(lay(text.removeprefix("    "), 1))
+
+
+def _field_text(
+    name: str,
+    t: ir.Type,
+    types: TypeNames,
+    imports: Imports,
+    is_input: bool,
+    default: str | None = None,
+    force_field: bool = False,
+) -> str:
+    """`default` is a `default=…` or `default_factory=…` argument for an input field."""
     attr = schema_attr(name)
     annotation = types.render(t)
     alias = attr != name
-    default = is_input and isinstance(t, ir.OptionalType)
-    if alias:
+    if default is None and is_input and isinstance(t, ir.OptionalType):
+        default = "default=None"
+    if alias or force_field or (default is not None and not default.startswith("default=")):
         imports.add("pydantic", "Field")
         # Inputs are only ever validated from JSON, so they take the wire name as their alias.
         # Outputs are built in code by attribute name (which type checkers see) and only
         # serialised under the wire name.
         kind = "alias" if is_input else "serialization_alias"
-        args = (["default=None"] if default else []) + [f"{kind}={py_str(name)}"]
+        args = ([default] if default else []) + ([f"{kind}={py_str(name)}"] if alias else [])
         return f"    {attr}: {annotation} = Field({', '.join(args)})"
-    if default:
-        return f"    {attr}: {annotation} = None"
+    if default is not None:
+        return f"    {attr}: {annotation} = {default.removeprefix('default=')}"
     return f"    {attr}: {annotation}"
+
+
+def input_default(f: ir.Field, types: TypeNames, imports: Imports) -> str | None:
+    """A create input's default: the field's declared default, as pydantic takes it."""
+    if f.default is None:
+        return None
+    expr = f.default
+    if isinstance(expr, ir.Now):
+        imports.add("loom.runtime", "now")
+        return "default_factory=now"
+    if isinstance(expr, ir.ListLiteral) and not expr.items:
+        return "default_factory=list"
+    domain = TypeNames(types.info, types.context, imports, mode="domain")
+    text = render_as(expr, f.type, Scope(imports=imports, enum_ref=domain.enum_ref))
+    if isinstance(expr, ir.Literal_ | ir.EnumMember) or (
+        isinstance(expr, ir.Unary) and isinstance(expr.operand, ir.Literal_)
+    ):
+        return f"default={text}"
+    return f"default_factory=lambda: {text}"
+
+
+def _create_class(cls: str, agg: ir.Aggregate, types: TypeNames, imports: Imports) -> list[str]:
+    imports.add("pydantic", "BaseModel", "ConfigDict")
+    doc = f"The body of crudish create of {agg.name} ({where(agg.origin)})"
+    lines = [
+        f"class {cls}(BaseModel):",
+        f"    {docstring(doc)}",
+        "",
+        '    model_config = ConfigDict(extra="forbid")',
+        "",
+    ]
+    if agg.factory is not None:
+        lines += [_field_line(p.name, p.type, types, imports, True) for p in agg.factory.params]
+    else:
+        lines += [
+            _field_line(f.name, f.type, types, imports, True, input_default(f, types, imports))
+            for f in agg.fields
+        ]
+    return lines
+
+
+def _update_class(cls: str, agg: ir.Aggregate, types: TypeNames, imports: Imports) -> list[str]:
+    imports.add("pydantic", "BaseModel", "ConfigDict")
+    doc = f"The body of crudish update of {agg.name}: any mutable fields ({where(agg.origin)})"
+    lines = [
+        f"class {cls}(BaseModel):",
+        f"    {docstring(doc)}",
+        "",
+        '    model_config = ConfigDict(extra="forbid")',
+    ]
+    # absent members keep their value (the route refuses `null` for a non-optional field)
+    fields = [
+        _field_line(
+            f.name,
+            f.type if isinstance(f.type, ir.OptionalType) else ir.OptionalType(f.type),
+            types,
+            imports,
+            True,
+        )
+        for f in agg.updatable_fields
+    ]
+    return lines + ([""] + fields if fields else [])
 
 
 def _input_class(
@@ -121,6 +225,33 @@ def _out_class(cls: str, agg: ir.Aggregate, out_types: TypeNames, imports: Impor
     return lines
 
 
+def _instance_class(wf: ir.Workflow, out_types: TypeNames, imports: Imports) -> list[str]:
+    """`{"<correlation>": id, "version": n, <state fields>…}`."""
+    imports.add("pydantic", "BaseModel")
+    imports.add("typing", "Self")
+    imports.add("loom.runtime", "instance_version")
+    state = out_types.domain_name(wf.context, state_class(wf))
+    cls = instance_out_class(wf)
+    doc = f"an instance of workflow {wf.name} as the API answers it ({where(wf.origin)})"
+    key = next(f for f in wf.state if f.name == wf.correlation)
+    members = [key] + [f for f in wf.state if f.name != wf.correlation]
+    lines = [f"class {cls}(BaseModel):", f"    {docstring(doc)}", ""]
+    lines.append(_field_line(key.name, key.type, out_types, imports, False))
+    lines.append("    version: int")
+    lines += [_field_line(f.name, f.type, out_types, imports, False) for f in members[1:]]
+    lines += [
+        "",
+        "    @classmethod",
+        f"    def from_state(cls, state: {state}) -> Self:",
+        f"        {docstring(f'The wire form of an instance of workflow {wf.name}.')}",
+    ]
+    kwargs = [f"{schema_attr(key.name)}=state.{names.ident(key.name)}"]
+    kwargs.append("version=instance_version(state)")
+    kwargs += [f"{schema_attr(f.name)}=state.{names.ident(f.name)}" for f in members[1:]]
+    lines += lay(call("cls", kwargs, prefix="return "), 2)
+    return lines
+
+
 def emit_schemas(info: ModelInfo, context: ir.Context) -> str:
     imports = Imports()
     in_types = TypeNames(info, context, imports, mode="input")
@@ -129,6 +260,9 @@ def emit_schemas(info: ModelInfo, context: ir.Context) -> str:
     blocks: list[list[str]] = []
     for agg in context.aggregates:
         blocks.append(_out_class(sn.out[agg.name], agg, out_types, imports))
+        if agg.name in sn.create_input:
+            blocks.append(_create_class(sn.create_input[agg.name], agg, in_types, imports))
+            blocks.append(_update_class(sn.update_input[agg.name], agg, in_types, imports))
         for op in agg.operations:
             key = (agg.name, op.name)
             if key in sn.op_input:
@@ -141,5 +275,11 @@ def emit_schemas(info: ModelInfo, context: ir.Context) -> str:
             blocks.append(
                 _input_class(sn.workflow_input[wf.name], doc, create.params, in_types, imports)
             )
+    for wf in correlated(context):
+        blocks.append(_instance_class(wf, out_types, imports))
+    for h in context.handlers:
+        if h.name in sn.handler_input:
+            doc = f"The body of commandHandler {h.name} ({where(h.origin)})"
+            blocks.append(_input_class(sn.handler_input[h.name], doc, h.params, in_types, imports))
     head = header(info.files_of(context), f"Wire models of context {context.name}.")
     return module_text(head, imports, blocks)

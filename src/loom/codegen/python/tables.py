@@ -1,14 +1,23 @@
 """`<context>/tables.py`: one SQLAlchemy Core table per aggregate, on the package's one MetaData.
 
 Table names are `<context_snake>_<plural_snake>` so two contexts never collide; columns are `id`,
-`version`, then one per field in declaration order (snake_case).
+`version`, then one per field in declaration order (snake_case), then one UNIQUE constraint per
+natural key (`unique (…)`), named `uq_<table>_<columns>`. A correlated workflow's instances live in
+`<context_snake>_<workflow_snake>_instances`: the correlation field (primary key), `version`, then
+one column per other state field.
 """
 
 from __future__ import annotations
 
 from loom.codegen.python import names
-from loom.codegen.python._code import Imports, call, header, lay, module_text, py_str, where
-from loom.codegen.python._shared import ModelInfo, column_name, context_module
+from loom.codegen.python._code import Doc, Imports, call, header, lay, module_text, py_str, where
+from loom.codegen.python._shared import (
+    ModelInfo,
+    column_name,
+    context_module,
+    correlated,
+    instances_table_var,
+)
 from loom.model import ir
 
 
@@ -47,13 +56,27 @@ def _column_type(t: ir.Type, imports: Imports) -> str:
     raise TypeError(f"a field cannot have type {t!r}")
 
 
+def _has_zero(f: ir.Field) -> bool:
+    """Whether a state field always holds a value (else its column is nullable)."""
+    if isinstance(f.type, ir.OptionalType):
+        return False
+    if f.default is not None or isinstance(f.type, ir.ListType):
+        return True
+    return isinstance(f.type, ir.PrimitiveType) and f.type.name in (
+        "int",
+        "string",
+        "bool",
+        "decimal",
+    )
+
+
 def emit_tables(info: ModelInfo, context: ir.Context) -> str:
     imports = Imports()
     imports.add("sqlalchemy", "Column", "Integer", "Table", "Uuid")
     imports.add(".._metadata", "metadata")
     blocks: list[list[str]] = []
     for agg in context.aggregates:
-        columns = [
+        columns: list[Doc] = [
             py_str(table_name(context, agg)),
             "metadata",
             'Column("id", Uuid, primary_key=True)',
@@ -65,8 +88,36 @@ def emit_tables(info: ModelInfo, context: ir.Context) -> str:
             columns.append(
                 f"Column({py_str(column_name(f.name))}, {col_type}, nullable={nullable})"
             )
+        for unique in agg.unique:
+            imports.add("sqlalchemy", "UniqueConstraint")
+            cols = [py_str(column_name(f)) for f in unique]
+            uq = f"uq_{table_name(context, agg)}_{'_'.join(column_name(f) for f in unique)}"
+            columns.append(call("UniqueConstraint", [*cols, f"name={py_str(uq[:63])}"]))
         block = [f"# aggregate {agg.name} ({where(agg.origin)})"]
         block += lay(call("Table", columns, prefix=f"{table_var(agg)} = "))
         blocks.append(block)
+    for wf in correlated(context):
+        blocks.append(_instance_table(context, wf, imports))
     head = header(info.files_of(context), f"Tables of context {context.name}.")
     return module_text(head, imports, blocks)
+
+
+def _instance_table(context: ir.Context, wf: ir.Workflow, imports: Imports) -> list[str]:
+    """The instance rows of a correlated workflow."""
+    key = next(f for f in wf.state if f.name == wf.correlation)
+    key_type = _column_type(key.type, imports)
+    columns: list[Doc] = [
+        py_str(f"{context_module(context).rstrip('_')}_{names.snake(wf.name)}_instances"),
+        "metadata",
+        call("Column", [py_str(column_name(key.name)), key_type, "primary_key=True"]),
+        'Column("version", Integer, nullable=False)',
+    ]
+    for f in wf.state:
+        if f.name == wf.correlation:
+            continue
+        nullable = "True" if not _has_zero(f) else "False"
+        col_type = _column_type(f.type, imports)
+        columns.append(f"Column({py_str(column_name(f.name))}, {col_type}, nullable={nullable})")
+    block = [f"# instances of workflow {wf.name} ({where(wf.origin)})"]
+    block += lay(call("Table", columns, prefix=f"{instances_table_var(wf)} = "))
+    return block

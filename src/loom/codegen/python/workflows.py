@@ -13,12 +13,10 @@ from loom.codegen.python import names
 from loom.codegen.python._code import (
     Group,
     Imports,
-    call,
     docstring,
     header,
     lay,
     module_text,
-    one_line,
     py_str,
     where,
 )
@@ -26,12 +24,16 @@ from loom.codegen.python._shared import (
     ModelInfo,
     NameAlloc,
     TypeNames,
-    create_method,
+    correlated,
+    instance_out_class,
+    instances_class,
     schema_attr,
-    used_locals,
+    state_class,
+    walk,
 )
-from loom.codegen.python.domain import event_args
-from loom.codegen.python.expressions import Scope, render, render_as
+from loom.codegen.python.bodies import BodyWriter, apply_function, assign_state
+from loom.codegen.python.domain import function_body
+from loom.codegen.python.expressions import Scope, workflow_function
 from loom.codegen.python.routes import SERVICE_PARAM, decorator, route_imports
 from loom.codegen.python.schemas import http_create, schema_names
 from loom.model import ir
@@ -48,6 +50,14 @@ def emit_workflows(info: ModelInfo, context: ir.Context) -> str:
         | {"PROBLEM_RESPONSES", "now", "require", "Decimal"}
     )
     blocks: list[list[str]] = [["router = APIRouter(route_class=LoomRoute)"]]
+    types = TypeNames(info, context, imports, mode="domain")
+    for wf in context.workflows:
+        for fn in wf.functions:
+            blocks.append(_function(wf, fn, types, imports))
+            functions.taken.add(workflow_function(wf.name, fn.name))
+        for apply in wf.applies if wf.correlation is not None else ():
+            blocks.append(_apply(wf, apply, types, imports))
+            functions.taken.add(apply_function(wf, apply))
     for wf in context.workflows:
         create = http_create(wf)
         if create is None:
@@ -56,8 +66,68 @@ def emit_workflows(info: ModelInfo, context: ir.Context) -> str:
         blocks.append(
             _workflow(info, context, wf, create, sn.workflow_input.get(wf.name), imports, functions)
         )
+    for wf in correlated(context):
+        blocks.append(_instance_route(context, wf, imports, functions))
+    if len(blocks) == 1 or all(b[0].startswith("#") for b in blocks[1:]):  # no route after all
+        imports.discard("typing", "Annotated")
+        imports.discard("fastapi", "Depends")
+        imports.discard("loom.runtime", "PROBLEM_RESPONSES", "Service", "get_service")
     head = header(info.files_of(context), f"Workflow routes of context {context.name}.")
     return module_text(head, imports, blocks)
+
+
+def _function(wf: ir.Workflow, fn: ir.Function, types: TypeNames, imports: Imports) -> list[str]:
+    """A workflow function: pure, over its parameters, at module scope."""
+    params = {p.name: names.ident(p.name) for p in fn.params}
+    scope = Scope(imports=imports, enum_ref=types.enum_ref, self_name=None, params=dict(params))
+    items = [f"{params[p.name]}: {types.render(p.type)}" for p in fn.params]
+    name = workflow_function(wf.name, fn.name)
+    lines = lay(Group(f"def {name}(", items, f") -> {types.render(fn.result)}:"))
+    lines.append(f"    {docstring(f'function {wf.name}.{fn.name} ({where(fn.origin)})')}")
+    return lines + function_body(fn, scope, 1, f"workflow {wf.name}: function {fn.name}")
+
+
+def _apply(wf: ir.Workflow, apply: ir.Apply, types: TypeNames, imports: Imports) -> list[str]:
+    """`apply(e: Event) { … }`: fold one emitted event into the instance."""
+    event_cls = types.domain_name(wf.context, names.pascal(apply.event))
+    state_cls = types.domain_name(wf.context, state_class(wf))
+    param = NameAlloc({"state"}).take(names.ident(apply.param))
+    scope = Scope(
+        imports=imports,
+        enum_ref=types.enum_ref,
+        self_name=None,
+        params={apply.param: param},
+        state="state",
+    )
+    head = f"def {apply_function(wf, apply)}("
+    lines = lay(Group(head, [f"state: {state_cls}", f"{param}: {event_cls}"], ") -> None:"))
+    doc = f"apply({apply.param}: {apply.event}) of workflow {wf.name} ({where(apply.origin)})"
+    lines.append(f"    {docstring(doc)}")
+    for stmt in apply.body:
+        if not isinstance(stmt, ir.AssignState):
+            raise NotImplementedError(f"{type(stmt).__name__} in {doc}")
+        lines += assign_state(wf, stmt, scope, 1)
+    return lines or ["    pass"]
+
+
+def _instance_route(
+    context: ir.Context, wf: ir.Workflow, imports: Imports, functions: NameAlloc
+) -> list[str]:
+    """`GET /api/workflows/<snake>/instances/{id}`: the instance keyed by the correlation id."""
+    imports.add("uuid", "UUID")
+    store, out = instances_class(wf), instance_out_class(wf)
+    imports.add(".repositories", store)
+    imports.add(".schemas", out)
+    fn = functions.take(f"get_{names.snake(wf.name)}_instance")
+    path = f"/api/workflows/{names.snake(wf.name)}/instances/{{id}}"
+    lines = decorator("get", path, f"{context.name}: workflows")
+    lines += lay(Group(f"async def {fn}(", ["id: UUID", SERVICE_PARAM], f") -> {out}:"))
+    doc = f"an instance of workflow {wf.name} ({where(wf.origin)}), by its {wf.correlation}"
+    lines.append(f"    {docstring(doc)}")
+    lines.append("    async with service.autocommit() as work:")
+    lines.append(f"        instance = await {store}(work).get(id)")
+    lines.append(f"    return {out}.from_state(instance)")
+    return lines
 
 
 def _workflow(
@@ -94,96 +164,29 @@ def _workflow(
         self_name=None,
         params={p.name: f"body.{schema_attr(p.name)}" for p in create.params},
     )
-    # Local names: the model's `let`s first, then one variable per repository the body uses.
-    alloc = NameAlloc(_RESERVED)
-    for stmt in create.body:
-        if isinstance(stmt, ir.Let | ir.LoadById | ir.CreateAggregate):
-            scope.locals[stmt.name] = alloc.take(names.ident(stmt.name))
-    repos: dict[str, str] = {}  # aggregate -> variable
-    for stmt in create.body:
-        if isinstance(stmt, ir.LoadById | ir.Save) and stmt.aggregate not in repos:
-            repos[stmt.aggregate] = alloc.take(names.plural_snake(stmt.aggregate))
-
-    uses_work = bool(repos) or any(isinstance(s, ir.Emit) for s in create.body)
-    as_work = " as work" if uses_work else ""
+    writer = BodyWriter(
+        info,
+        context,
+        imports,
+        domain_types,
+        scope,
+        f"workflow {wf.name}",
+        set(_RESERVED),
+        workflow=wf,
+    )
+    writer.prepare(create.body)
+    if isinstance(create.result, ir.OptionalType):
+        lines.append(f"    result: {domain_types.render(create.result)} = None")
+    as_work = " as work" if writer.uses_work(create.body) else ""
     if wf.transactional:
         arg = f"isolation={py_str(wf.isolation)}" if wf.isolation else ""
         lines.append(f"    async with service.transaction({arg}){as_work}:")
     else:
         lines.append(f"    async with service.autocommit(){as_work}:")
-    body: list[str] = []
-    for agg_name, var in repos.items():
-        repo_cls = info.repository_class(context, agg_name)
-        imports.add(".repositories", repo_cls)
-        body.append(f"        {var} = {repo_cls}(work)")
-    for i, stmt in enumerate(create.body):
-        later = used_locals(create.body[i + 1 :])
-        body += _statement(info, context, wf, stmt, scope, repos, later, domain_types, imports)
-    if create.result is not None and not any(isinstance(s, ir.Return) for s in create.body):
+    body = writer.repo_lines(2) + writer.block(create.body, 2)
+    if create.result is not None and not any(isinstance(s, ir.Return) for s in walk(create.body)):
         raise ValueError(f"workflow {wf.name} declares a result but never returns one")
     lines += body or ["        pass"]
     if create.result is not None:
         lines.append("    return result")
     return lines
-
-
-def _statement(
-    info: ModelInfo,
-    context: ir.Context,
-    wf: ir.Workflow,
-    stmt: ir.Stmt,
-    scope: Scope,
-    repos: dict[str, str],
-    later: set[str],
-    types: TypeNames,
-    imports: Imports,
-) -> list[str]:
-    depth = 2
-    if isinstance(stmt, ir.Precondition):
-        imports.add("loom.runtime", "require")
-        rule = f"workflow {wf.name}: precondition {one_line(stmt.condition.text)}"
-        detail = stmt.message if stmt.message is not None else f"{rule} failed"
-        args = [
-            render(stmt.condition, scope),
-            'kind="precondition"',
-            f"rule={py_str(rule)}",
-            f"detail={py_str(detail)}",
-        ]
-        return lay(call("require", args), depth)
-    if isinstance(stmt, ir.Let):
-        var = scope.locals[stmt.name]
-        if stmt.name not in later:
-            var = "_" + var.lstrip("_")
-        return lay(f"{var} = {render(stmt.value, scope)}", depth)
-    if isinstance(stmt, ir.LoadById):
-        load = f"await {repos[stmt.aggregate]}.get_by_id({render(stmt.id, scope)})"
-        if stmt.name not in later:
-            return [f"{'    ' * depth}# {stmt.name}: must exist", *lay(load, depth)]
-        return lay(f"{scope.locals[stmt.name]} = {load}", depth)
-    if isinstance(stmt, ir.CreateAggregate):
-        agg = info.aggregate(context.name, stmt.aggregate)
-        cls = types.domain_name(context.name, names.pascal(agg.name))
-        field_types = {f.name: f.type for f in agg.fields}
-        kwargs = [
-            f"{names.ident(name)}="
-            + ("None" if expr is None else render_as(expr, field_types[name], scope))
-            for name, expr in stmt.args
-        ]
-        return lay(
-            call(f"{cls}.{create_method(agg)}", kwargs, prefix=f"{scope.locals[stmt.name]} = "),
-            depth,
-        )
-    if isinstance(stmt, ir.CallOperation):
-        op = info.operation(context.name, stmt.aggregate, stmt.operation)
-        args = [render_as(a, p.type, scope) for a, p in zip(stmt.args, op.params, strict=True)]
-        target = scope.locals[stmt.target]
-        return lay(call(f"{target}.{names.ident(stmt.operation)}", args), depth)
-    if isinstance(stmt, ir.Emit):
-        event = info.event(stmt.context, stmt.event)
-        cls = types.domain_name(stmt.context, names.pascal(stmt.event))
-        return lay(call("work.emit", [call(cls, event_args(event, stmt, scope))]), depth)
-    if isinstance(stmt, ir.Return):
-        return lay(f"result = {render(stmt.value, scope)}", depth)
-    if isinstance(stmt, ir.Save):
-        return [f"{'    ' * depth}await {repos[stmt.aggregate]}.save({scope.locals[stmt.name]})"]
-    raise NotImplementedError(f"{type(stmt).__name__} in workflow {wf.name} ({where(wf.origin)})")

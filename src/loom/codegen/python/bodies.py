@@ -1,0 +1,290 @@
+"""Bodies in the workflow vocabulary (workflow creates, command and query handlers) -> Python.
+
+One `BodyWriter` per generated function. `prepare(body)` names every binding (in source order,
+nested ones included) and one repository variable per aggregate the body reads, saves or deletes;
+`block(body, depth)` renders the statements:
+
+    let x = Repo.find(C(a))       x = await tickets.find_by_c(a)
+    if let x = <read> {…} else {…} x = await tickets.find_by_code(code)
+                                   if x is not None: … else: …
+    for t in due { t.op() }        for t in due: t.op(); await tickets.save(t)
+    notFound "detail"              raise not_found("Ticket", "detail")
+    Repo.delete(x)                 await tickets.delete(x)
+
+The saves lowering placed (at the end of a branch, an iteration or the body) render where they
+stand, so a refusal inside a loop leaves the earlier iterations' saves to the unit of work: rolled
+back in `transaction()`, committed in `autocommit()`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from loom.codegen.python import names
+from loom.codegen.python._code import INDENT, Group, Imports, call, lay, one_line, py_str
+from loom.codegen.python._shared import (
+    ModelInfo,
+    NameAlloc,
+    TypeNames,
+    create_method,
+    instances_class,
+    instances_table_var,
+    used_locals,
+    walk,
+)
+from loom.codegen.python.domain import event_args
+from loom.codegen.python.expressions import Scope, render, render_as
+from loom.codegen.python.repositories import read_method, read_params
+from loom.model import ir
+
+
+def externs_class(aggregate: str) -> str:
+    """The Protocol (and the user's class) of an aggregate's extern operations."""
+    return names.pascal(aggregate) + "Externs"
+
+
+def apply_function(wf: ir.Workflow, apply: ir.Apply) -> str:
+    return f"{names.snake(wf.name)}_apply_{names.snake(apply.event)}"
+
+
+def assign_state(wf: ir.Workflow, stmt: ir.AssignState, scope: Scope, depth: int) -> list[str]:
+    field_t = next(f.type for f in wf.state if f.name == stmt.field)
+    value = render_as(stmt.value, field_t, scope)
+    return lay(f"{scope.state}.{names.ident(stmt.field)} = {value}", depth)
+
+
+_BINDS = (ir.Let, ir.LoadById, ir.CreateAggregate, ir.Load, ir.IfLet, ir.ForEach)
+
+
+def _repo_aggregate(stmt: ir.Stmt) -> str | None:
+    if isinstance(stmt, ir.LoadById | ir.Save | ir.Delete):
+        return stmt.aggregate
+    if isinstance(stmt, ir.Load):
+        return stmt.read.aggregate
+    if isinstance(stmt, ir.IfLet) and stmt.read is not None:
+        return stmt.read.aggregate
+    return None
+
+
+def _optional_aggregate(t: ir.Type) -> str | None:
+    inner = t.inner if isinstance(t, ir.OptionalType) else t
+    return inner.name if isinstance(inner, ir.AggregateType) else None
+
+
+@dataclass
+class BodyWriter:
+    info: ModelInfo
+    context: ir.Context
+    imports: Imports
+    types: TypeNames
+    scope: Scope
+    label: str  # "workflow transfer", "commandHandler EscalateOpen": the rule prefix
+    reserved: set[str]
+    work: str = "work"
+    default_miss: str = "Resource"
+    workflow: ir.Workflow | None = None  # the enclosing workflow (state, applies)
+    service: str = "service"  # the Service variable (externs are reached through it)
+    repos: dict[str, str] = field(default_factory=dict)
+    _vars: dict[int, str] = field(default_factory=dict)
+    _miss: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.alloc = NameAlloc(self.reserved)
+        self.instance_var: str | None = None
+        self.store_var: str | None = None
+
+    # -- preparation -------------------------------------------------------------------------
+    def prepare(self, body: tuple[ir.Stmt, ...]) -> None:
+        for stmt in walk(body):
+            if isinstance(stmt, _BINDS):
+                self._vars[id(stmt)] = self.alloc.take(names.ident(stmt.name))
+        wf = self.workflow
+        for stmt in walk(body):
+            if isinstance(stmt, ir.Emit) and self._apply(stmt) is not None:
+                self._vars[id(stmt)] = self.alloc.take(names.snake(stmt.event))
+        if wf is not None and any(isinstance(s, ir.BindInstance) for s in walk(body)):
+            self.instance_var = self.alloc.take("instance")
+        for stmt in walk(body):
+            agg = _repo_aggregate(stmt)
+            if agg is not None and agg not in self.repos:
+                self.repos[agg] = self.alloc.take(names.plural_snake(agg))
+        if wf is not None and self.instance_var is not None:
+            self.store_var = self.alloc.take(instances_table_var(wf))
+
+    def _apply(self, stmt: ir.Emit) -> ir.Apply | None:
+        wf = self.workflow
+        if wf is None or not wf.event_sourced:
+            return None
+        return next((a for a in wf.applies if a.event == stmt.event), None)
+
+    def uses_work(self, body: tuple[ir.Stmt, ...]) -> bool:
+        return bool(self.repos) or any(
+            isinstance(s, ir.Emit | ir.BindInstance | ir.SaveInstance) for s in walk(body)
+        )
+
+    def repo_lines(self, depth: int) -> list[str]:
+        out = []
+        for agg_name, var in self.repos.items():
+            repo_cls = self.info.repository_class(self.context, agg_name)
+            self.imports.add(".repositories", repo_cls)
+            out.append(f"{INDENT * depth}{var} = {repo_cls}({self.work})")
+        if self.workflow is not None and self.store_var is not None:
+            store_cls = instances_class(self.workflow)
+            self.imports.add(".repositories", store_cls)
+            out.append(f"{INDENT * depth}{self.store_var} = {store_cls}({self.work})")
+        return out
+
+    # -- statements --------------------------------------------------------------------------
+    def block(
+        self, stmts: tuple[ir.Stmt, ...], depth: int, outer_later: frozenset[str] = frozenset()
+    ) -> list[str]:
+        out: list[str] = []
+        for i, stmt in enumerate(stmts):
+            later = used_locals(stmts[i + 1 :]) | outer_later
+            out += self.statement(stmt, depth, later)
+        return out
+
+    def _bind(self, stmt: ir.Stmt) -> str:
+        var = self._vars[id(stmt)]
+        self.scope.locals[stmt.name] = var  # type: ignore[union-attr]
+        return var
+
+    def statement(self, stmt: ir.Stmt, depth: int, later: set[str] | frozenset[str]) -> list[str]:
+        pad = INDENT * depth
+        scope = self.scope
+        if isinstance(stmt, ir.Precondition):
+            self.imports.add("loom.runtime", "require")
+            rule = f"{self.label}: precondition {one_line(stmt.condition.text)}"
+            detail = stmt.message if stmt.message is not None else f"{rule} failed"
+            args = [
+                render(stmt.condition, scope),
+                'kind="precondition"',
+                f"rule={py_str(rule)}",
+                f"detail={py_str(detail)}",
+            ]
+            return lay(call("require", args), depth)
+        if isinstance(stmt, ir.Let):
+            var = self._bind(stmt)
+            if stmt.name not in later:
+                var = "_" + var.lstrip("_")
+            return lay(f"{var} = {render(stmt.value, scope)}", depth)
+        if isinstance(stmt, ir.LoadById):
+            var = self._bind(stmt)
+            load = f"await {self.repos[stmt.aggregate]}.get_by_id({render(stmt.id, scope)})"
+            if stmt.name not in later:
+                return [f"{pad}# {stmt.name}: must exist", *lay(load, depth)]
+            return lay(f"{var} = {load}", depth)
+        if isinstance(stmt, ir.Load):
+            var = self._bind(stmt)
+            return lay(f"{var} = {self.read(stmt.read)}", depth)
+        if isinstance(stmt, ir.CreateAggregate):
+            return self._create(stmt, depth)
+        if isinstance(stmt, ir.CallOperation):
+            op = self.info.operation(self.context.name, stmt.aggregate, stmt.operation)
+            args = [render_as(a, p.type, scope) for a, p in zip(stmt.args, op.params, strict=True)]
+            target = scope.locals[stmt.target]
+            if op.extern:
+                return self._extern(stmt, op, target, args, depth)
+            return lay(call(f"{target}.{names.ident(stmt.operation)}", args), depth)
+        if isinstance(stmt, ir.CallService):
+            cls = names.pascal(stmt.service)
+            self.imports.add(".services", cls)
+            args = [render(a, scope) for a in stmt.args]
+            return lay(call(f"{cls}.{names.ident(stmt.method)}", args), depth)
+        if isinstance(stmt, ir.Emit):
+            event = self.info.event(stmt.context, stmt.event)
+            cls = self.types.domain_name(stmt.context, names.pascal(stmt.event))
+            value = call(cls, event_args(event, stmt, scope))
+            apply = self._apply(stmt)
+            if apply is None or self.workflow is None or self.instance_var is None:
+                return lay(call(f"{self.work}.emit", [value]), depth)
+            # event-sourced: fold the event into the instance right after emitting it
+            var = self._vars[id(stmt)]
+            out = lay(Group(f"{var} = {value.head}", value.items, value.tail), depth)
+            out.append(f"{pad}{self.work}.emit({var})")
+            fn = apply_function(self.workflow, apply)
+            out.append(f"{pad}{fn}({self.instance_var}, {var})")
+            return out
+        if isinstance(stmt, ir.Return):
+            return lay(f"result = {render(stmt.value, scope)}", depth)
+        if isinstance(stmt, ir.Save):
+            return [f"{pad}await {self.repos[stmt.aggregate]}.save({scope.locals[stmt.name]})"]
+        if isinstance(stmt, ir.Delete):
+            return [f"{pad}await {self.repos[stmt.aggregate]}.delete({scope.locals[stmt.name]})"]
+        if isinstance(stmt, ir.IfLet):
+            return self._if_let(stmt, depth, later)
+        if isinstance(stmt, ir.ForEach):
+            items = render(stmt.items, scope)
+            var = self._bind(stmt)
+            out = lay(f"for {var} in {items}:", depth)
+            return out + (self.block(stmt.body, depth + 1, frozenset(later)) or [f"{pad}    pass"])
+        if isinstance(stmt, ir.NotFoundStmt):
+            self.imports.add("loom.runtime", "not_found")
+            agg = stmt.aggregate or (self._miss[-1] if self._miss else self.default_miss)
+            args = [py_str(agg)] + ([py_str(stmt.detail)] if stmt.detail is not None else [])
+            return lay(call("raise not_found", args), depth)
+        if isinstance(stmt, ir.BindInstance) and self.instance_var is not None:
+            scope.state = self.instance_var
+            key = render(stmt.key, scope)
+            return lay(f"{self.instance_var} = await {self.store_var}.bind({key})", depth)
+        if isinstance(stmt, ir.SaveInstance) and self.instance_var is not None:
+            return [f"{pad}await {self.store_var}.save({self.instance_var})"]
+        if isinstance(stmt, ir.AssignState) and scope.state is not None and self.workflow:
+            return assign_state(self.workflow, stmt, scope, depth)
+        raise NotImplementedError(f"{type(stmt).__name__} in {self.label}")
+
+    def _extern(
+        self, stmt: ir.CallOperation, op: ir.Operation, target: str, args: list[str], depth: int
+    ) -> list[str]:
+        """An extern operation: the user's method gets the aggregate and the arguments; the
+        invariants are checked afterwards (the aggregate is saved like after any operation)."""
+        protocol = externs_class(stmt.aggregate)
+        self.imports.add(".externs", protocol)
+        self.imports.add("typing", "cast")
+        externs = f"cast({protocol}, {self.service}.externs[{py_str(protocol)}])"
+        method = f"{externs}.{names.ident(op.name)}"
+        out = lay(call(method, [target, *args]), depth)
+        agg = self.info.aggregate(self.context.name, stmt.aggregate)
+        if agg.invariants:
+            out.append(f"{INDENT * depth}{target}._check_invariants()")
+        return out
+
+    def read(self, read: ir.Read) -> str:
+        """`await <repo>.<method>(args)` for a repository read."""
+        given = dict(read.args)
+        args = [
+            render_as(given[name], t, self.scope) for name, t in read_params(self.context, read)
+        ]
+        return f"await {self.repos[read.aggregate]}.{read_method(read)}({', '.join(args)})"
+
+    def _if_let(self, stmt: ir.IfLet, depth: int, later: set[str] | frozenset[str]) -> list[str]:
+        pad = INDENT * depth
+        if stmt.read is not None:
+            source = self.read(stmt.read)
+            miss = stmt.read.aggregate
+        else:
+            assert stmt.value is not None
+            source = render(stmt.value, self.scope)
+            miss = _optional_aggregate(stmt.value.type) or self.default_miss
+        var = self._bind(stmt)
+        out = lay(f"{var} = {source}", depth)
+        out.append(f"{pad}if {var} is not None:")
+        out += self.block(stmt.then, depth + 1, frozenset(later)) or [f"{pad}    pass"]
+        if stmt.otherwise:
+            out.append(f"{pad}else:")
+            self._miss.append(miss)
+            out += self.block(stmt.otherwise, depth + 1, frozenset(later))
+            self._miss.pop()
+        return out
+
+    def _create(self, stmt: ir.CreateAggregate, depth: int) -> list[str]:
+        agg = self.info.aggregate(self.context.name, stmt.aggregate)
+        cls = self.types.domain_name(self.context.name, names.pascal(agg.name))
+        input_types = {p.name: p.type for p in agg.create_inputs}
+        kwargs = [
+            f"{names.ident(name)}="
+            + ("None" if expr is None else render_as(expr, input_types[name], self.scope))
+            for name, expr in stmt.args
+        ]
+        var = self._bind(stmt)
+        return lay(call(f"{cls}.{create_method(agg)}", kwargs, prefix=f"{var} = "), depth)

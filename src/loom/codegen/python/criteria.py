@@ -1,0 +1,162 @@
+"""Criteria -> SQLAlchemy where-clauses over an aggregate's table.
+
+A criterion's condition reads the aggregate's fields (`SelfField`) and the criterion's parameters.
+Field reads become columns (`c.due_at`); everything that reads no column stays plain Python and is
+bound as a parameter. Decimal operands go through `as_number` (numeric on SQLite's TEXT storage,
+exact NUMERIC on PostgreSQL); enums compare as their stored value strings; a column always ends up on
+the left of a comparison (so that both Python and mypy pick the column's operator).
+"""
+
+from __future__ import annotations
+
+from loom.codegen.python import names
+from loom.codegen.python._code import Doc, call, py_str
+from loom.codegen.python._shared import column_name
+from loom.codegen.python.expressions import Scope, render, render_as
+from loom.model import ir
+
+_FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "==", "!=": "!="}
+
+
+def _is_decimal(t: ir.Type) -> bool:
+    if isinstance(t, ir.OptionalType):
+        return _is_decimal(t.inner)
+    return isinstance(t, ir.PrimitiveType) and t.name == "decimal"
+
+
+def _reads_column(expr: ir.Expr) -> bool:
+    if isinstance(expr, ir.SelfField):
+        return True
+    if isinstance(expr, ir.Unary):
+        return _reads_column(expr.operand)
+    if isinstance(expr, ir.Binary):
+        return _reads_column(expr.left) or _reads_column(expr.right)
+    if isinstance(expr, ir.Conditional):
+        return any(_reads_column(e) for e in (expr.condition, expr.then, expr.otherwise))
+    return False
+
+
+class SqlRenderer:
+    """Renders criterion conditions; `cols` is the Python name of the table's column collection."""
+
+    def __init__(self, scope: Scope, cols: str = "c") -> None:
+        self.scope = scope
+        self.cols = cols
+
+    def _runtime(self, name: str) -> str:
+        self.scope.imports.add("loom.runtime", name)
+        return name
+
+    def _sa(self, name: str) -> str:
+        self.scope.imports.add("sqlalchemy", name)
+        return name
+
+    def where(self, expr: ir.Expr) -> str:
+        """A where-clause (ColumnElement[bool]) for a boolean condition."""
+        if not _reads_column(expr):
+            return f"{self._runtime('sql_bool')}({render(expr, self.scope)})"
+        return self._sql(expr)
+
+    def where_doc(self, expr: ir.Expr) -> Doc:
+        """`where` as a layout: a top-level and_/or_ may be exploded one part per line."""
+        if isinstance(expr, ir.Binary) and expr.op in ("&&", "||") and _reads_column(expr):
+            fn = self._sa("and_" if expr.op == "&&" else "or_")
+            return call(fn, [self.where(p) for p in self._flatten(expr, expr.op)])
+        return self.where(expr)
+
+    def _py(self, expr: ir.Expr, decimal: bool) -> str:
+        """A value that reads no column (bound as a parameter)."""
+        if isinstance(expr, ir.EnumMember):
+            return py_str(expr.member)
+        text = render(expr, self.scope)
+        if isinstance(expr.type, ir.EnumType) and not isinstance(expr, ir.Literal_):
+            return f"{text}.value"
+        if decimal:
+            return f"{self._runtime('as_number')}({text})"
+        return text
+
+    def _operand(self, expr: ir.Expr, decimal: bool) -> str:
+        if _reads_column(expr):
+            text = self._sql(expr)
+            return text if _simple(expr) else f"({text})"
+        text = self._py(expr, decimal)
+        return text if _simple(expr) or decimal else f"({text})"
+
+    def _sql(self, expr: ir.Expr) -> str:
+        if isinstance(expr, ir.SelfField):
+            col = "id" if expr.kind == "id" else column_name(expr.name)
+            text = f"{self.cols}.{col}"
+            if _is_decimal(expr.type):
+                return f"{self._runtime('as_number')}({text})"
+            return text
+        if isinstance(expr, ir.Unary):
+            if expr.op == "!":
+                return f"{self._sa('not_')}({self.where(expr.operand)})"
+            return f"-{self._operand(expr.operand, _is_decimal(expr.type))}"
+        if isinstance(expr, ir.Conditional):
+            then = self._value(expr.then, _is_decimal(expr.type))
+            other = self._value(expr.otherwise, _is_decimal(expr.type))
+            return f"{self._sa('case')}(({self.where(expr.condition)}, {then}), else_={other})"
+        if isinstance(expr, ir.Binary):
+            return self._binary(expr)
+        raise ValueError(f"`{expr.text}` cannot be translated to SQL")
+
+    def _value(self, expr: ir.Expr, decimal: bool) -> str:
+        if _reads_column(expr):
+            return self._sql(expr)
+        if decimal:
+            return self._py(expr, True)
+        return f"{self._sa('literal')}({self._py(expr, False)})"
+
+    def _binary(self, expr: ir.Binary) -> str:
+        op: str = expr.op
+        if op in ("&&", "||"):
+            fn = self._sa("and_" if op == "&&" else "or_")
+            parts = self._flatten(expr, op)
+            return f"{fn}({', '.join(self.where(p) for p in parts)})"
+        left, right = expr.left, expr.right
+        decimal = _is_decimal(left.type) or _is_decimal(right.type) or _is_decimal(expr.type)
+        if op in _FLIP:
+            if not _reads_column(left):
+                left, right, op = right, left, _FLIP[op]
+            none = isinstance(right, ir.Literal_) and right.value is None
+            lhs = self._operand(left, decimal)
+            if none:
+                return f"{lhs}.is_(None)" if op == "==" else f"{lhs}.is_not(None)"
+            return f"{lhs} {op} {self._operand(right, decimal)}"
+        if op == "/" and not decimal:
+            decimal = True
+        lhs = self._operand(left, decimal)
+        if not _reads_column(left) and not decimal:
+            lhs = f"{self._sa('literal')}({lhs})"
+        return f"{lhs} {op} {self._operand(right, decimal)}"
+
+    def _flatten(self, expr: ir.Expr, op: str) -> list[ir.Expr]:
+        if isinstance(expr, ir.Binary) and expr.op == op and _reads_column(expr):
+            return self._flatten(expr.left, op) + self._flatten(expr.right, op)
+        return [expr]
+
+
+def _simple(expr: ir.Expr) -> bool:
+    return isinstance(
+        expr, ir.SelfField | ir.Param | ir.Local | ir.Literal_ | ir.EnumMember | ir.Now | ir.Member
+    ) and not (isinstance(expr, ir.Literal_) and isinstance(expr.value, int) and expr.value < 0)
+
+
+def key_condition(fields: tuple[ir.Field, ...], params: dict[str, str]) -> ir.Expr:
+    """`f1 == p1 && f2 == p2 …` as IR, for natural-key reads and declared finds."""
+    cond: ir.Expr | None = None
+    for f in fields:
+        eq = ir.Binary(
+            "==",
+            ir.SelfField(f.name, f.type, f.name),
+            ir.Param(params[f.name], f.type, params[f.name]),
+            ir.BOOL,
+            f"{f.name} == {params[f.name]}",
+        )
+        cond = eq if cond is None else ir.Binary("&&", cond, eq, ir.BOOL, "")
+    assert cond is not None
+    return cond
+
+
+__all__ = ["SqlRenderer", "key_condition", "names", "render_as"]

@@ -1,0 +1,148 @@
+"""`<context>/handlers.py` (only for a context with handlers): command and query handlers.
+
+- `commandHandler Name(params) [: T] [transactional[(level)]]` -> `POST /api/commands/<snake>`, the
+  JSON body holds the parameters; 204, or 200 with the value. It runs like a workflow create:
+  `service.transaction(...)` when transactional, else `service.autocommit()`.
+- `queryHandler Name(params): T` -> `GET /api/queries/<snake>?param=…` (list parameters repeat the
+  key); 200 with the value. It runs in `service.autocommit()` and only reads.
+
+Aggregates in a result cross the wire as their `<Aggregate>Out` JSON (lists as arrays, a missing
+optional as `null`).
+"""
+
+from __future__ import annotations
+
+from loom.codegen.python import names
+from loom.codegen.python._code import (
+    Group,
+    Imports,
+    docstring,
+    header,
+    lay,
+    module_text,
+    py_str,
+    where,
+)
+from loom.codegen.python._shared import ModelInfo, NameAlloc, TypeNames, schema_attr
+from loom.codegen.python.bodies import BodyWriter
+from loom.codegen.python.expressions import Scope
+from loom.codegen.python.routes import SERVICE_PARAM, decorator, route_imports
+from loom.codegen.python.schemas import SchemaNames, schema_names
+from loom.model import ir
+
+_RESERVED = {"body", "service", "work", "result", "self", "cls", "now", "require", "router"}
+
+
+def emit_handlers(info: ModelInfo, context: ir.Context) -> str:
+    imports = Imports()
+    route_imports(imports)
+    sn = schema_names(context)
+    functions = NameAlloc(
+        {"router", "Annotated", "APIRouter", "Depends", "Query", "Service", "LoomRoute"}
+        | {"get_service", "PROBLEM_RESPONSES", "now", "require", "not_found", "Decimal"}
+    )
+    blocks: list[list[str]] = [["router = APIRouter(route_class=LoomRoute)"]]
+    for handler in context.handlers:
+        blocks.append(_handler(info, context, handler, sn, imports, functions))
+    head = header(info.files_of(context), f"Command and query handlers of context {context.name}.")
+    return module_text(head, imports, blocks)
+
+
+def wire_result(
+    t: ir.Type, text: str, sn: SchemaNames, out_types: TypeNames, imports: Imports
+) -> tuple[str, str]:
+    """(return annotation, expression) of a value as the API answers it."""
+    inner = t.inner if isinstance(t, ir.OptionalType) else t
+    if isinstance(t, ir.ListType):
+        inner = t.element
+    if isinstance(inner, ir.AggregateType) and inner.name in sn.out:
+        out = sn.out[inner.name]
+        imports.add(".schemas", out)
+        if isinstance(t, ir.ListType):
+            return f"list[{out}]", f"[{out}.from_aggregate(item) for item in {text}]"
+        if isinstance(t, ir.OptionalType):
+            return f"{out} | None", f"None if {text} is None else {out}.from_aggregate({text})"
+        return out, f"{out}.from_aggregate({text})"
+    return out_types.render(t), text
+
+
+def _handler(
+    info: ModelInfo,
+    context: ir.Context,
+    handler: ir.Handler,
+    sn: SchemaNames,
+    imports: Imports,
+    functions: NameAlloc,
+) -> list[str]:
+    domain_types = TypeNames(info, context, imports, mode="domain")
+    in_types = TypeNames(info, context, imports, mode="input")
+    out_types = TypeNames(info, context, imports, mode="output")
+    fn = functions.take(names.ident(handler.name))
+    tag = f"{context.name}: handlers"
+    command = handler.kind == "command"
+    alloc = NameAlloc(_RESERVED)
+    params: list[str] = []
+    py: dict[str, str] = {}
+    if command:
+        path = f"/api/commands/{names.snake(handler.name)}"
+        status = 200 if handler.result is not None else 204
+        lines = decorator("post", path, tag, status=status)
+        if handler.name in sn.handler_input:
+            imports.add(".schemas", sn.handler_input[handler.name])
+            params.append(f"body: {sn.handler_input[handler.name]}")
+        py = {p.name: f"body.{schema_attr(p.name)}" for p in handler.params}
+        params.append(SERVICE_PARAM)
+    else:
+        imports.add("fastapi", "Query")
+        lines = decorator("get", f"/api/queries/{names.snake(handler.name)}", tag)
+        params.append(SERVICE_PARAM)
+        optional: list[str] = []
+        for p in handler.params:
+            var = alloc.take(names.ident(p.name))
+            py[p.name] = var
+            query = f"Query(alias={py_str(p.name)})" if var != p.name else "Query()"
+            item = f"{var}: Annotated[{in_types.render(p.type)}, {query}]"
+            if isinstance(p.type, ir.OptionalType):
+                optional.append(item + " = None")
+            else:
+                params.append(item)
+        params += optional
+    if handler.result is not None:
+        result_t, result_expr = wire_result(handler.result, "result", sn, out_types, imports)
+    else:
+        result_t, result_expr = "None", ""
+    lines += lay(Group(f"async def {fn}(", params, f") -> {result_t}:"))
+    kind = "commandHandler" if command else "queryHandler"
+    if not command:
+        mode = "read-only"
+    elif handler.transactional:
+        mode = "transactional" + (f"({handler.isolation})" if handler.isolation else "")
+    else:
+        mode = "non-transactional: each save commits on its own"
+    lines.append(f"    {docstring(f'{kind} {handler.name} ({where(handler.origin)}): {mode}')}")
+
+    scope = Scope(imports=imports, enum_ref=domain_types.enum_ref, self_name=None, params=py)
+    writer = BodyWriter(
+        info, context, imports, domain_types, scope, f"{kind} {handler.name}", alloc.taken
+    )
+    result_agg = handler.result
+    while isinstance(result_agg, ir.OptionalType | ir.ListType):
+        result_agg = (
+            result_agg.inner if isinstance(result_agg, ir.OptionalType) else result_agg.element
+        )
+    if isinstance(result_agg, ir.AggregateType):
+        writer.default_miss = result_agg.name
+    writer.prepare(handler.body)
+    if isinstance(handler.result, ir.OptionalType):
+        lines.append(f"    result: {domain_types.render(handler.result)} = None")
+    as_work = " as work" if writer.uses_work(handler.body) else ""
+    if command and handler.transactional:
+        arg = f"isolation={py_str(handler.isolation)}" if handler.isolation else ""
+        lines.append(f"    async with service.transaction({arg}){as_work}:")
+    else:
+        lines.append(f"    async with service.autocommit(){as_work}:")
+    body = writer.repo_lines(2) + writer.block(handler.body, 2)
+    lines += body or ["        pass"]
+    if handler.result is not None:
+        lines += lay(f"return {result_expr}", 1)
+    return lines

@@ -1,0 +1,129 @@
+"""Workflow instances: the persisted state of a correlated workflow, one row per correlation key.
+
+Generated:
+
+    @dataclass(kw_only=True)
+    class FollowUpState:            # in domain.py: the correlation field first, then the state
+        ticket: TicketId
+        attempts: int = 0
+
+    class FollowUpInstances(Instances[FollowUpState]):
+        state = FollowUpState
+        table = tables.follow_up_instances
+        key = "ticket"
+        workflow = "FollowUp"
+
+A body binds its instance with `await store.bind(key)` (load it, or allocate a fresh one with the
+declared defaults: nothing is written yet) and saves it last with `await store.save(instance)`:
+INSERT at version 1, else UPDATE … WHERE version = v (a lost race is a `ConcurrencyConflict`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Generic, TypeVar
+
+from sqlalchemy import Table, bindparam, insert, select, update
+from sqlalchemy.exc import StatementError
+
+from ._errors import ConcurrencyConflict, NotFound
+from ._mapping import VERSION_ATTR, Mapper
+from ._service import Work
+
+S = TypeVar("S")
+
+
+class _Statements:
+    __slots__ = ("by_key", "by_key_locked", "insert", "mapper", "update")
+
+    def __init__(self, state: type, table: Table, key: str) -> None:
+        self.mapper = Mapper(state, table, key)
+        c = table.c
+        self.by_key = select(*self.mapper.columns).where(c[key] == bindparam("_loom_key"))
+        self.by_key_locked = self.by_key.with_for_update()
+        self.insert = insert(table)
+        self.update = (
+            update(table)
+            .where(c[key] == bindparam("_loom_key"), c.version == bindparam("_loom_v"))
+            .values(version=c.version + 1)
+        )
+
+
+class Instances(Generic[S]):
+    """The instance rows of one workflow (subclassed by generated code)."""
+
+    state: ClassVar[type]
+    table: ClassVar[Table]
+    key: ClassVar[str]
+    workflow: ClassVar[str]
+    _loom_statements: ClassVar[_Statements | None] = None
+
+    __slots__ = ("work",)
+
+    def __init__(self, work: Work) -> None:
+        self.work = work
+
+    @classmethod
+    def _statements(cls) -> _Statements:
+        found = cls.__dict__.get("_loom_statements")
+        if found is None:
+            found = _Statements(cls.state, cls.table, cls.key)
+            cls._loom_statements = found
+        return found
+
+    async def find(self, key: Any) -> S | None:
+        """The instance keyed by `key`, or None."""
+        st = self._statements()
+        work = self.work
+        stmt = st.by_key_locked if work.lock_reads else st.by_key
+        conn = work._conn or await work.connection()
+        try:
+            row = (await conn.execute(stmt, {"_loom_key": key})).first()
+        except (StatementError, OverflowError) as err:
+            work._reraise(err, self.workflow, key)
+        return None if row is None else st.mapper.load(row)
+
+    async def get(self, key: Any) -> S:
+        """The instance keyed by `key`; `NotFound` (named by the workflow) when none."""
+        found = await self.find(key)
+        if found is None:
+            raise NotFound(self.workflow, key, f"{self.workflow} instance {key} does not exist")
+        return found
+
+    async def bind(self, key: Any) -> S:
+        """Load-or-allocate: the stored instance, else a fresh one (declared defaults, version 0,
+        not written until `save`)."""
+        found = await self.find(key)
+        if found is not None:
+            return found
+        fresh = self.state(**{self.key: key})
+        fresh.__dict__[VERSION_ATTR] = 0
+        return fresh  # type: ignore[no-any-return]
+
+    async def save(self, instance: S) -> None:
+        """INSERT (version 1) or UPDATE … WHERE version = v; `ConcurrencyConflict` on a lost race."""
+        st = self._statements()
+        work = self.work
+        d = instance.__dict__
+        key = d[self.key]
+        version = d.get(VERSION_ATTR, 0)
+        params = st.mapper.dump(instance)
+        conn = work._conn or await work.connection()
+        try:
+            if version == 0:
+                params["version"] = 1
+                await conn.execute(st.insert, params)
+            else:
+                params["_loom_key"] = key
+                params["_loom_v"] = version
+                del params[self.key]
+                result = await conn.execute(st.update, params)
+                if result.rowcount != 1:
+                    raise ConcurrencyConflict(self.workflow, key)
+        except (StatementError, OverflowError) as err:
+            work._reraise(err, self.workflow, key)
+        d[VERSION_ATTR] = version + 1
+
+
+def instance_version(instance: Any) -> int:
+    """The stored version of an instance (0 = never saved)."""
+    return int(instance.__dict__.get(VERSION_ATTR, 0))
