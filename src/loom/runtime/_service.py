@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from types import TracebackType
 from typing import Any, NoReturn, Self
@@ -88,6 +89,11 @@ class Service:
         # PostgreSQL: rows read inside `transaction()` are locked (SELECT ... FOR UPDATE), so
         # writers of one row queue instead of failing; the version check stays the safety net.
         self.lock_reads = lock_reads and self.dialect == "postgresql"
+        # SQLite has one writer at a time. Transactional units of work of this process queue on
+        # this lock before `BEGIN IMMEDIATE`, instead of in SQLite's busy handler, which polls with
+        # sleeps of up to 100 ms and so collapses throughput under concurrency. Other processes
+        # still meet the busy timeout.
+        self.sqlite_writer: asyncio.Lock | None = asyncio.Lock() if self.is_sqlite else None
 
     @classmethod
     def from_url(cls, url: str, metadata: MetaData, **engine_options: Any) -> Service:
@@ -129,6 +135,7 @@ class Work:
     __slots__ = (
         "_conn",
         "_emitted",
+        "_holds_writer",
         "_last_target",
         "_pending",
         "_saves",
@@ -146,6 +153,7 @@ class Work:
         self._emitted: list[DomainEvent] = []
         self._saves = 0
         self._last_target: tuple[str, object] | None = None
+        self._holds_writer = False
 
     # -- public -----------------------------------------------------------------------------
     def emit(self, event: DomainEvent) -> None:
@@ -174,25 +182,29 @@ class Work:
         tb: TracebackType | None,
     ) -> None:
         conn = self._conn
-        if exc_type is not None:
-            self._pending.clear()
-            self._emitted.clear()
+        try:
+            if exc_type is not None:
+                self._pending.clear()
+                self._emitted.clear()
+                if conn is not None:
+                    self._conn = None
+                    await _close_quietly(conn, rollback=self.transactional)
+                return
             if conn is not None:
                 self._conn = None
-                await _close_quietly(conn, rollback=self.transactional)
-            return
-        if conn is not None:
-            self._conn = None
-            if self.transactional:
-                try:
-                    await conn.commit()
-                except (StatementError, OverflowError) as err:
-                    await _close_quietly(conn, rollback=True)
-                    self._reraise(err)
-                except BaseException:
-                    await _close_quietly(conn, rollback=True)
-                    raise
-            await conn.close()
+                if self.transactional:
+                    try:
+                        await conn.commit()
+                    except (StatementError, OverflowError) as err:
+                        await _close_quietly(conn, rollback=True)
+                        self._reraise(err)
+                    except BaseException:
+                        await _close_quietly(conn, rollback=True)
+                        raise
+                await conn.close()
+        finally:
+            # Before dispatch: handlers may open units of work of their own.
+            self._release_writer()
         pending, emitted = self._pending, self._emitted
         if pending or emitted:
             self._pending, self._emitted = [], []
@@ -203,9 +215,23 @@ class Work:
                 await bus.dispatch(emitted)
 
     # -- used by repositories -----------------------------------------------------------------
+    def _release_writer(self) -> None:
+        if self._holds_writer:
+            self._holds_writer = False
+            writer = self.service.sqlite_writer
+            assert writer is not None
+            writer.release()
+
     async def _open(self) -> AsyncConnection:
         service = self.service
-        conn = await service.engine.connect()
+        if self.transactional and service.sqlite_writer is not None:
+            await service.sqlite_writer.acquire()
+            self._holds_writer = True
+        try:
+            conn = await service.engine.connect()
+        except BaseException:
+            self._release_writer()
+            raise
         try:
             if self.transactional:
                 if service.is_sqlite:
@@ -221,9 +247,11 @@ class Work:
                 conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
         except StatementError as err:
             await _close_quietly(conn, rollback=True)
+            self._release_writer()
             self._reraise(err)
         except BaseException:
             await _close_quietly(conn, rollback=True)
+            self._release_writer()
             raise
         self._conn = conn
         return conn
