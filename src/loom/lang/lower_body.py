@@ -172,7 +172,11 @@ class BodyLowerer:
                 self._mark(frames, n, "mutated")
             return ir.CallService(found.service, found.method, found.args, found.mutates, o)
         if isinstance(found, DeleteStmt):
-            self._mark(frames, found.name, "deleted")
+            # Deleted in the block that binds it: never saved. Deleted in a nested branch or loop,
+            # the exit save stays (another path may have mutated it) and the runtime skips the save
+            # of an aggregate its unit of work deleted.
+            if found.name in frame.held:
+                frame.held[found.name].deleted = True
             return ir.Delete(found.name, found.repository, found.aggregate, o)
         raise AssertionError(f"unlowered statement {s!r}")
 

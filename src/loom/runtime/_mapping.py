@@ -19,6 +19,7 @@ from sqlalchemy import Table
 from .types import JsonList, decode_list
 
 VERSION_ATTR = "_loom_version"
+DELETED_ATTR = "_loom_deleted"  # set by Repository.delete; a later save is skipped
 Converter = Callable[[Any], Any]
 
 

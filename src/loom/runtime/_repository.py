@@ -12,7 +12,7 @@ from sqlalchemy.exc import StatementError
 from ._dberrors import classify
 from ._domain import AggregateRoot
 from ._errors import ConcurrencyConflict, DuplicateKey, NotFound
-from ._mapping import VERSION_ATTR, Mapper
+from ._mapping import DELETED_ATTR, VERSION_ATTR, Mapper
 from ._schemas import Page
 from ._service import Work
 
@@ -193,6 +193,9 @@ class Repository(Generic[A]):
         work = self.work
         d = aggregate.__dict__
         id = d["id"]
+        if d.get(DELETED_ATTR):
+            # Deleted earlier in this unit of work (on the path the body took): nothing to write.
+            return
         work._before_save(mapper.name, id)
         version = d.get(VERSION_ATTR, 0)
         params = mapper.dump(aggregate)
@@ -239,6 +242,7 @@ class Repository(Generic[A]):
         if result.rowcount != 1:
             raise ConcurrencyConflict(mapper.name, id)
         aggregate.__dict__[VERSION_ATTR] = 0
+        aggregate.__dict__[DELETED_ATTR] = True
         events = aggregate._take_events()
         if events:
             await work._after_save(events)
