@@ -228,6 +228,16 @@ def _check_aggregate(agg: ast.Aggregate, sink: Sink) -> None:
                 help=f"remove it: `id` is always there, typed `{agg.name} id`",
             )
             continue
+        if m.name == "version":
+            sink.report(
+                "loom.reserved-member-name",
+                f"`version` is reserved in aggregate `{agg.name}`: every aggregate carries its "
+                "version for optimistic concurrency, stored and answered under that name",
+                m.name_span,
+                "reserved name",
+                help="rename the member, e.g. `revision` or `schemaVersion`",
+            )
+            continue
         if m.name in seen:
             _dup(sink, "Member", m.name, m.name_span, seen[m.name], f" in aggregate `{agg.name}`")
         else:
@@ -253,6 +263,16 @@ def _check_workflow(wf: ast.Workflow, sink: Sink) -> None:
     _check_isolation(wf.isolation, wf.isolation_span, sink)
     seen: dict[str, Span] = {}
     for m in [*wf.state, *wf.functions]:
+        if m.name == "version" and m in wf.state:
+            sink.report(
+                "loom.reserved-member-name",
+                f"`version` is reserved in workflow `{wf.name}`: every instance row carries its "
+                "version for optimistic concurrency, stored and answered under that name",
+                m.name_span,
+                "reserved name",
+                help="rename the state field, e.g. `revision` or `step`",
+            )
+            continue
         if m.name in seen:
             _dup(sink, "Member", m.name, m.name_span, seen[m.name], f" in workflow `{wf.name}`")
         else:
