@@ -76,7 +76,7 @@ def _compile(sources: dict[str, str], sink: Sink) -> CompileResult:
 
 
 def _run(sources: dict[str, str], sink: Sink) -> ir.Model | None:
-    from loom.lang import check, lower, parser, resolve
+    from loom.lang import check, lower, parser, resolve, rules_names
 
     files: list[ast.File] = [parser.parse(name, text, sink) for name, text in sources.items()]
     if sink.has_errors:
@@ -86,6 +86,7 @@ def _run(sources: dict[str, str], sink: Sink) -> ir.Model | None:
     prog = resolve.build(files, sink)
     checker = check.Checker(prog, sink, sources)
     checker.run()
+    rules_names.check_generated_names(prog, sink)
     if sink.has_errors:
         return None
     return lower.lower(prog, checker)

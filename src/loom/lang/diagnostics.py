@@ -58,6 +58,11 @@ REGISTRY: dict[str, CodeInfo] = {
         # Names
         CodeInfo("loom.duplicate-declaration", _E, "a name is declared twice in the same scope"),
         CodeInfo("loom.reserved-member-name", _E, "a member uses a name Loom reserves (`version`)"),
+        CodeInfo(
+            "loom.generated-name-collision",
+            _E,
+            "two declarations would get the same route or column in the generated service",
+        ),
         CodeInfo("loom.unknown-type", _E, "a type name does not resolve"),
         CodeInfo("loom.unknown-name", _E, "a name in an expression does not resolve"),
         CodeInfo("loom.unknown-field", _E, "a field name does not exist on the aggregate or event"),

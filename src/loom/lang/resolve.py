@@ -345,18 +345,31 @@ def resolve_type(
         else None
     )
     base: AnyType
+    owners = (
+        [c.name for c in prog.contexts.values() if c.name != syms.name and t.name in c.aggregates]
+        if prog is not None and t.is_id and t.name not in syms.aggregates
+        else []
+    )
     if t.is_id:
         if t.name in syms.aggregates:
             base = ir.IdType(t.name, syms.name)
+        elif len(owners) == 1:
+            # Contexts refer to each other's aggregates by identity only: an id is a plain value.
+            base = ir.IdType(t.name, owners[0])
         else:
             sink.report(
                 "loom.unknown-aggregate",
-                f"`{t.name} id` names no aggregate of context `{syms.name}`",
+                f"`{t.name} id` names no aggregate of context `{syms.name}`"
+                + (" (it is ambiguous across contexts)" if owners else ""),
                 t.name_span,
                 "not an aggregate",
-                help=foreign
-                or did_you_mean(t.name, syms.aggregates)
-                or "an `id` type is the identity of an aggregate declared in the same context",
+                help=(
+                    f"`{t.name}` is declared in contexts {', '.join(f'`{o}`' for o in owners)}; "
+                    "an id of another context must name an aggregate only one context declares"
+                )
+                if owners
+                else did_you_mean(t.name, syms.aggregates)
+                or "an `id` type is the identity of an aggregate of this or another context",
             )
             return ERROR
     elif t.name in PRIMITIVES:
