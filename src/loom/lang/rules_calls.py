@@ -13,7 +13,7 @@ from loom.lang.check import Checker
 from loom.lang.diagnostics import Span, did_you_mean
 from loom.lang.expressions import Binding, Scope, a
 from loom.lang.facts import CallOp, Create, DeleteStmt, Load, ReadLoad, ServiceStmt
-from loom.lang.reads import repo_call
+from loom.lang.reads import READS, repo_call
 from loom.lang.rules_create import create_args
 from loom.lang.types import is_error
 from loom.model import ir
@@ -105,7 +105,9 @@ def classify(ck: Checker, call: ast.Call, scope: Scope, position: str, name: str
             f"`{r}` is not a repository, an aggregate, a domain service or a local here",
             recv.span,
             "unknown receiver",
-            help=did_you_mean(r, candidates)
+            # A read method says the receiver should be a repository: suggest repositories first.
+            help=(did_you_mean(r, ctx.repositories) if method in READS else None)
+            or did_you_mean(r, candidates)
             or f"declare a repository: `repository {r} for <Aggregate> {{ }}`",
         )
     args_only(ck, call, scope)
