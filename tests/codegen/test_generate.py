@@ -24,6 +24,7 @@ EXAMPLES = {
     "sales": ["examples/sales/sales.loom", "examples/sales/onboarding.loom"],
     "support": ["examples/support/support.loom"],
     "ok_support_workflows": ["tests/lang/data/ok/support_workflows.loom"],
+    "ok_values_payloads": ["tests/lang/data/ok/values_payloads.loom"],
 }
 
 

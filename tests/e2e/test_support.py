@@ -414,19 +414,19 @@ async def test_openapi_lists_handlers_and_hides_private_things(desk: ServiceClie
     assert "get" in paths["/api/workflows/follow_up/instances/{id}"]
     assert "get" in paths["/api/workflows/ledger/instances/{id}"]
     assert "200" in paths["/api/commands/close_by_code"]["post"]["responses"]
-    # No route for a private operation, a criterion, a retrieval, a declared find or a service.
+    # Declared finds are public, read-only routes.
+    assert set(paths["/api/tickets/find/by_customer"]) == {"get"}
+    assert set(paths["/api/agents/find/by_handle"]) == {"get"}
+    # No route for a private operation, a criterion, a retrieval or a service.
     assert "/api/tickets/{id}/touch" not in paths
     hidden = (
         "touch",
         "due_open",
         "overdue",
         "open_for",
-        "by_customer",
-        "by_handle",
         "escalation",
         "sla_days",
         "channel_for",
-        "find",
         "retriev",
         "criteri",
     )

@@ -103,7 +103,19 @@ class Call:
     span: Span
 
 
-Expr = Name | Literal | ListLit | Unary | Binary | Ternary | MemberAccess | Call
+@dataclass(eq=False)
+class RecordExpr:
+    """`Money { amount: 1, currency: "EUR" }`: a value object or payload built from its fields. Only a
+    whole value (a `let` / `return` / `:=` right-hand side, an entry, an argument, a list item, a
+    default), never an operand."""
+
+    type_name: str
+    type_span: Span
+    entries: list[Arg]
+    span: Span
+
+
+Expr = Name | Literal | ListLit | Unary | Binary | Ternary | MemberAccess | Call | RecordExpr
 
 
 # --------------------------------------------------------------------------------------------------
@@ -401,6 +413,29 @@ class Event:
 
 
 @dataclass(eq=False)
+class ValueObject:
+    """`value Money { amount: decimal, currency: string  invariant amount >= 0 }`."""
+
+    name: str
+    name_span: Span
+    fields: list[Field]
+    invariants: list[Invariant]
+    span: Span
+
+
+@dataclass(eq=False)
+class Payload:
+    """`command Name { … }` (or `query`, `response`, `error`): a transport record, in scope only as a
+    workflow `create` parameter and in a commandHandler / queryHandler contract."""
+
+    kind: str  # "command" | "query" | "response" | "error"
+    name: str
+    name_span: Span
+    fields: list[Field]
+    span: Span
+
+
+@dataclass(eq=False)
 class Create:
     params: list[Param]
     result: TypeRef | None
@@ -443,6 +478,8 @@ Decl = (
     | Retrieval
     | Handler
     | DomainService
+    | ValueObject
+    | Payload
 )
 
 

@@ -27,12 +27,20 @@ class Checker(ExpressionChecker):
         self.emits: dict[int, tuple[str, dict[str, ir.Expr]]] = {}  # id(Emit) -> event, args
         self.stmts: dict[int, object] = {}  # id(workflow stmt) -> what lowering needs
         self.bindings: dict[int, list[Binding]] = {}  # id(Create) -> loads/creates in order
+        # id(Aggregate) -> (calling operation, called operation, call) for cycle detection
+        self.own_calls: dict[int, list[tuple[str | None, str, ast.Call]]] = {}
+        self.current_operation: str | None = None
 
     # ---- entry
 
     def run(self) -> None:
+        from loom.lang import rules_records
+
         for ctx in self.prog.contexts.values():
             self._declare_types(ctx)
+        for ctx in self.prog.contexts.values():
+            # Value objects first: the defaults and bodies below may construct them.
+            rules_records.check_records(self, ctx)
         for ctx in self.prog.contexts.values():
             for agg in ctx.aggregates.values():
                 self.check_aggregate(ctx, agg)
@@ -62,6 +70,9 @@ class Checker(ExpressionChecker):
         for ev in ctx.events.values():
             for p in ev.fields:
                 res(p.type)
+        for rec in [*ctx.values.values(), *ctx.payloads.values()]:
+            for f in rec.fields:
+                res(f.type)
         for wf in ctx.workflows.values():
             for f in wf.state:
                 res(f.type)
@@ -123,6 +134,7 @@ class Checker(ExpressionChecker):
                     self.operation_stmt(stmt, scope)
                 self.warn_unused(scope)
         self.check_cycles(agg)
+        self.check_operation_cycles(agg)
 
     def function_body(self, m: ast.Function, scope: Scope) -> None:
         """A pure function, either form: `= expr`, or `{ let … precondition … return e }`."""
@@ -250,8 +262,10 @@ class Checker(ExpressionChecker):
         scope = self._params_scope(ctx, agg, "operation", op.params)
         if op.when is not None:
             self.exprs[id(op.when)] = self.condition(op.when, scope, "a `when` gate")
+        self.current_operation = op.name
         for stmt in op.body:
             self.operation_stmt(stmt, scope)
+        self.current_operation = None
         self.warn_unused(scope)
 
     def warn_unused(self, scope: Scope) -> None:
@@ -306,6 +320,8 @@ class Checker(ExpressionChecker):
                 help="an operation changes its aggregate; read the result back from it, "
                 "or compute it with a `function`",
             )
+        elif self._own_operation_call(stmt, scope):
+            return
         else:
             self.report(
                 "loom.invalid-statement",
@@ -313,8 +329,75 @@ class Checker(ExpressionChecker):
                 stmt.span,
                 "not an assignment, `let`, `emit` or `precondition`",
                 help="an operation body assigns fields (`x := e`), names values, checks "
-                "preconditions and emits events; it does not call other operations",
+                "preconditions, emits events and calls the aggregate's other operations "
+                "(`other(args)`)",
             )
+
+    def _own_operation_call(self, stmt: ast.Stmt, scope: Scope) -> bool:
+        """`other(args)` in an operation (not a factory or function) runs another operation of
+        the same aggregate. True when `stmt` is such a call (reported or recorded)."""
+        if scope.kind != "operation" or scope.agg is None or not isinstance(stmt, ast.ExprStmt):
+            return False
+        call = stmt.expr
+        if not isinstance(call, ast.Call) or not isinstance(call.callee, ast.Name):
+            return False
+        name = call.callee.name
+        if name in scope.names:
+            return False
+        op = next(
+            (m for m in scope.agg.members if isinstance(m, ast.Operation) and m.name == name),
+            None,
+        )
+        if op is None:
+            return False
+        if op.extern:
+            self.report(
+                "loom.invalid-statement",
+                f"`{name}` is an extern operation: its Python runs through the extern handler, "
+                "which an operation body cannot reach",
+                call.callee.span,
+                "extern operation",
+                secondary=[(op.name_span, "declared `extern` here")],
+                help="call it from a workflow or a commandHandler instead",
+            )
+            return True
+        args = self.check_args(call, scope, op.params, f"operation `{name}`", op.name_span)
+        self.stmts[id(stmt)] = ("own-operation", name, args)
+        self.own_calls.setdefault(id(scope.agg), []).append((self.current_operation, name, call))
+        return True
+
+    def check_operation_cycles(self, agg: ast.Aggregate) -> None:
+        """Operations calling each other in a circle would recurse until the stack runs out."""
+        calls = self.own_calls.get(id(agg), [])
+        graph: dict[str, list[tuple[str, ast.Call]]] = {}
+        for caller, callee, node in calls:
+            if caller is not None:
+                graph.setdefault(caller, []).append((callee, node))
+        reported: set[frozenset[str]] = set()
+
+        def visit(name: str, names: list[str], calls: list[ast.Call]) -> None:
+            # calls[i] is the call from names[i] to the next name on the path
+            if name in names:
+                at = names.index(name)
+                circle, spans = names[at:], calls[at:]
+                if frozenset(circle) in reported:
+                    return
+                reported.add(frozenset(circle))
+                loop = " → ".join(f"`{n}`" for n in [*circle, name])
+                self.report(
+                    "loom.cyclic-definition",
+                    f"operation `{circle[0]}` calls itself: {loop}",
+                    spans[0].span,
+                    "this call starts the circle",
+                    secondary=[(c.span, "part of the circle") for c in spans[1:]],
+                    help="move the shared steps into one operation, or break the circle",
+                )
+                return
+            for callee, node in graph.get(name, []):
+                visit(callee, [*names, name], [*calls, node])
+
+        for start in graph:
+            visit(start, [], [])
 
     def operation_assign(self, stmt: ast.Assign, scope: Scope) -> None:
         assert scope.agg is not None
@@ -505,6 +588,8 @@ def _references(x: ir.Expr) -> list[str]:
             stack.extend((e.otherwise, e.then, e.condition))
         elif isinstance(e, ir.ListLiteral):
             stack.extend(reversed(e.items))
+        elif isinstance(e, ir.Construct):
+            stack.extend(reversed([a.value for a in e.args if a.value is not None]))
         elif isinstance(e, ir.Member):
             stack.append(e.obj)
     return out

@@ -77,6 +77,22 @@ REGISTRY: dict[str, CodeInfo] = {
             _E,
             "an aggregate or event is used where a value type is needed",
         ),
+        # Value objects and payloads
+        CodeInfo(
+            "loom.record-fields",
+            _E,
+            "a record expression leaves out, repeats or invents a field",
+        ),
+        CodeInfo(
+            "loom.value-object-in-query",
+            _E,
+            "a criterion, natural key or declared find reads a value object",
+        ),
+        CodeInfo(
+            "loom.query-parameter-type",
+            _E,
+            "a queryHandler parameter the query string cannot carry",
+        ),
         # Types
         CodeInfo("loom.type-mismatch", _E, "a value's type does not fit where it is used"),
         CodeInfo("loom.argument-count", _E, "a call passes the wrong number of arguments"),
@@ -90,7 +106,7 @@ REGISTRY: dict[str, CodeInfo] = {
         CodeInfo(
             "loom.cyclic-definition",
             _E,
-            "a derived value or function is defined in terms of itself",
+            "a derived value, function or operation is defined in terms of itself",
         ),
         CodeInfo("loom.operation-in-expression", _E, "an operation call is used as a value"),
         CodeInfo("loom.invalid-statement", _E, "a statement is not allowed in this kind of body"),
@@ -115,6 +131,16 @@ REGISTRY: dict[str, CodeInfo] = {
         CodeInfo("loom.workflow-compound-assign", _E, "`+=` / `-=` in a workflow body"),
         CodeInfo("loom.workflow-foreign-assign", _E, "a workflow assigns a field of an aggregate"),
         CodeInfo("loom.workflow-find-by-id", _E, "`findById` in a workflow body"),
+        CodeInfo(
+            "loom.workflow-eventsourced-unapplied",
+            _W,
+            "an event-sourced workflow emits an event no `apply` folds",
+        ),
+        CodeInfo(
+            "loom.workflow-use-after-delete",
+            _E,
+            "a body uses an aggregate after deleting it",
+        ),
         CodeInfo(
             "loom.workflow-missing-repository",
             _E,

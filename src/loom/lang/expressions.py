@@ -19,6 +19,7 @@ from loom.lang.types import (
     comparable,
     is_error,
     is_numeric,
+    is_record,
     join,
     ordered,
     show,
@@ -63,6 +64,8 @@ class Scope:
     # One shared cell per body: is the workflow instance bound yet (a create that takes no
     # correlation parameter binds it where it assigns the correlation field)?
     bound: list[bool] = field(default_factory=lambda: [True])
+    # The value object whose invariants (or field defaults) are checked: its fields read by name.
+    record: ast.ValueObject | None = None
 
     def child(self, miss: str | None = None) -> Scope:
         """A nested block: sees the outer bindings (shared, so use marks carry), adds its own."""
@@ -84,7 +87,7 @@ class Scope:
     @property
     def reads_fields(self) -> bool:
         # A default is evaluated before the aggregate exists, so it cannot read its fields.
-        return self.agg is not None and self.kind != "default"
+        return (self.agg is not None or self.record is not None) and self.kind != "default"
 
 
 class ExpressionChecker(CallTyping):
@@ -164,6 +167,17 @@ class ExpressionChecker(CallTyping):
                 out.setdefault(m.name, ("derived", self.type_of(m.type), m.name_span))
         return out
 
+    def self_members(self, scope: Scope) -> dict[str, tuple[str, AnyType, Span]]:
+        """What a bare name may read as a member of `self`: the aggregate's fields, derived values
+        and `id`, or the fields of the value object whose invariants are checked."""
+        if scope.agg is not None:
+            return self.fields_of(scope.ctx, scope.agg.name)
+        if scope.record is not None:
+            return {
+                f.name: ("field", self.type_of(f.type), f.name_span) for f in scope.record.fields
+            }
+        return {}
+
     # ---- expressions
 
     def expr(self, e: ast.Expr, scope: Scope, expected: AnyType | None = None) -> ir.Expr:
@@ -198,6 +212,10 @@ class ExpressionChecker(CallTyping):
             return self.member(e, scope, text)
         if isinstance(e, ast.Call):
             return self.call(e, scope, text)
+        if isinstance(e, ast.RecordExpr):
+            from loom.lang import rules_records
+
+            return rules_records.record_expr(self, e, scope, text)  # type: ignore[arg-type]
         return self.poison(e)
 
     def list_literal(self, e: ast.ListLit, scope: Scope, expected: AnyType | None) -> ir.Expr:
@@ -265,7 +283,13 @@ class ExpressionChecker(CallTyping):
             ok = is_numeric(lt) and is_numeric(rt)
             result = ir.DECIMAL if op == "/" or ir.DECIMAL in (lt, rt) else ir.INT
         if not ok:
-            if op in ("==", "!=", "<", "<=", ">", ">="):
+            if is_record(strip_optional(lt)) and op not in ("==", "!="):
+                msg = (
+                    f"`{op}` is not defined on {a(lt)}: a value object or payload is compared "
+                    "with `==` / `!=` only"
+                )
+                hlp = f"apply `{op}` to its fields, e.g. `{self.text(e.left.span)}.<field>`"
+            elif op in ("==", "!=", "<", "<=", ">", ">="):
                 msg = f"cannot compare {a(lt)} with {a(rt)} using `{op}`"
                 hlp = "compare values of one type (an `int` compares with a `decimal`)"
             elif op == "+":
@@ -295,7 +319,7 @@ class ExpressionChecker(CallTyping):
             return ir.Local(n, b.type, text)  # type: ignore[arg-type]
         if n in scope.state:
             return self.state_read(e, scope, text)
-        members = self.fields_of(scope.ctx, scope.agg.name) if scope.agg is not None else {}
+        members = self.self_members(scope)
         if n in members and scope.reads_fields:
             kind, t, _ = members[n]
             return ir.SelfField(n, t, text, kind)  # type: ignore[arg-type]
@@ -396,6 +420,19 @@ class ExpressionChecker(CallTyping):
                 e.name_span,
                 "unknown field",
                 help=did_you_mean(e.name, fields),
+            )
+            return self.poison(e)
+        if is_record(t):
+            from loom.lang import rules_records
+
+            return rules_records.record_member(self, e, x, t, text)  # type: ignore[arg-type]
+        if isinstance(t, ir.OptionalType) and is_record(t.inner):
+            self.report(
+                "loom.unknown-field",
+                f"`{x.text}` is {a(t)}: it may be absent, so `.{e.name}` cannot be read directly",
+                e.name_span,
+                "read of an optional value",
+                help=f"branch on it first: `if let v = {x.text} {{ … v.{e.name} … }}`",
             )
             return self.poison(e)
         if isinstance(t, ir.IdType):

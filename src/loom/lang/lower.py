@@ -81,6 +81,43 @@ class _Lower:
             ),
             handlers=tuple(self.handler(ctx, d) for d in decls if isinstance(d, ast.Handler)),
             services=tuple(self.service(ctx, d) for d in decls if isinstance(d, ast.DomainService)),
+            values=tuple(
+                ir.ValueObject(
+                    d.name,
+                    ctx.name,
+                    self.record_fields(d.fields),
+                    tuple(
+                        ir.Invariant(self.e(i.condition), i.message, origin(i.span))
+                        for i in d.invariants
+                    ),
+                    origin(d.span),
+                )
+                for d in decls
+                if isinstance(d, ast.ValueObject)
+            ),
+            payloads=tuple(
+                ir.Payload(
+                    d.kind,  # type: ignore[arg-type]
+                    d.name,
+                    ctx.name,
+                    self.record_fields(d.fields),
+                    origin(d.span),
+                )
+                for d in decls
+                if isinstance(d, ast.Payload)
+            ),
+        )
+
+    def record_fields(self, fields: list[ast.Field]) -> tuple[ir.Field, ...]:
+        return tuple(
+            ir.Field(
+                f.name,
+                self.t(f.type),
+                self.e(f.default) if f.default is not None else None,
+                False,
+                origin(f.span),
+            )
+            for f in fields
         )
 
     def repository(self, ctx: ContextSymbols, d: ast.Repository) -> ir.Repository:
@@ -155,6 +192,9 @@ class _Lower:
         for s in body:
             if isinstance(s, ir.Emit) and s.event not in emits:
                 emits.append(s.event)
+        for event in self._called_emits(ctx, op, {op.name}):
+            if event not in emits:
+                emits.append(event)
         return ir.Operation(
             op.name,
             self.params(op.params),
@@ -166,6 +206,29 @@ class _Lower:
             extern=op.extern,
             result=self.t(op.result) if op.result is not None else None,
         )
+
+    def _called_emits(self, ctx: ContextSymbols, op: ast.Operation, seen: set[str]) -> list[str]:
+        """Events raised by the operations `op` calls on its own aggregate, transitively."""
+        out: list[str] = []
+        agg = next((a for a in ctx.aggregates.values() if op in a.members), None)
+        if agg is None:
+            return out
+        for s in op.body:
+            found = self.ck.stmts.get(id(s))
+            if not (isinstance(found, tuple) and found and found[0] == "own-operation"):
+                continue
+            name = found[1]
+            if name in seen:
+                continue
+            seen.add(name)
+            callee = next(
+                (m for m in agg.members if isinstance(m, ast.Operation) and m.name == name), None
+            )
+            if callee is None:
+                continue
+            out += [x.event for x in callee.body if isinstance(x, ast.Emit)]
+            out += self._called_emits(ctx, callee, seen)
+        return out
 
     def stmt(self, ctx: ContextSymbols, s: ast.Stmt) -> ir.Stmt:
         """A statement of an operation, factory or service body (no saves there)."""

@@ -164,6 +164,9 @@ class BodyLowerer:
         if isinstance(s, ast.NotFound):
             agg = found.aggregate if isinstance(found, NotFoundFact) else None
             return ir.NotFoundStmt(s.detail, agg, o)
+        if isinstance(found, tuple) and found and found[0] == "own-operation":
+            _, op_name, args = found
+            return ir.CallOwnOperation(op_name, args, o)
         if isinstance(found, CallOp):
             self._mark(frames, found.target, "mutated")
             return ir.CallOperation(found.target, found.aggregate, found.operation, found.args, o)

@@ -5,6 +5,7 @@ stops at the first one (LALR recovery would mostly produce follow-on noise for a
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 
 from lark import Lark, Token
@@ -142,7 +143,8 @@ def _report_syntax_error(file: str, text: str, exc: UnexpectedInput, sink: Sink)
         if set(exc.expected) == {"NAME"} and before.endswith(":"):
             # Only a name fits after `:` here (not a value), so the grammar wants a type.
             expected = (
-                "a type (`string`, `int`, `decimal`, `bool`, `datetime`, `date`, an enum, `X id`)"
+                "a type (`string`, `int`, `decimal`, `bool`, `datetime`, `date`, an enum, a value "
+                "object, `X id`)"
             )
         found = _describe_token(tok)
         sink.report(
@@ -150,7 +152,9 @@ def _report_syntax_error(file: str, text: str, exc: UnexpectedInput, sink: Sink)
             f"unexpected {found}; expected {expected}",
             span,
             f"expected {expected} here",
-            help=_soft_keyword_hint(tok, before) or _hint(tok, exc.expected),
+            help=_soft_keyword_hint(tok, before)
+            or _record_hint(tok, before)
+            or _hint(tok, exc.expected),
         )
         return
     if isinstance(exc, UnexpectedCharacters):
@@ -190,6 +194,24 @@ def _soft_keyword_hint(tok: Token, before: str) -> str | None:
         return None
     words = before.split()
     return _SOFT_KEYWORDS.get(words[-1]) if words else None
+
+
+_RECORD_START = re.compile(r"\b[A-Z][A-Za-z0-9_]*\s*(\{\s*[A-Za-z_][A-Za-z0-9_]*\s*)?$")
+
+
+def _record_hint(tok: Token, before: str) -> str | None:
+    """A record expression `Money { … }` where only an expression fits (an operand, the source of
+    `if let` / `for`, a condition): the `{` or the first entry's `:` is what fails to parse."""
+    if tok.type == "$END" or str(tok) not in ("{", ":"):
+        return None
+    m = _RECORD_START.search(before)
+    if m is None or (str(tok) == "{") != (m.group(1) is None):
+        return None
+    return (
+        "a record `Name { field: value }` is a whole value (a `let`, `return` or `:=` right-hand "
+        "side, an entry, an argument, a list item, a default), not an operand nor the source of "
+        "`if let` / `for`: bind it first with `let` and use the name here"
+    )
 
 
 def _acceptable(exc: UnexpectedToken) -> set[str]:

@@ -2,6 +2,9 @@
 
 One namespace per context holds enums, aggregates, repositories, events and workflows together: a
 generated service has one module per context, where two declarations with one name would collide.
+The one exception is a payload sharing its name with the workflow or handler it is the input of
+(`command ReserveSeat` + `workflow ReserveSeat`): a payload is a type, the other an entry point,
+and their generated names never meet.
 """
 
 from __future__ import annotations
@@ -27,10 +30,18 @@ _KIND = {
     ast.Retrieval: "retrieval",
     ast.Handler: "handler",
     ast.DomainService: "domain service",
+    ast.ValueObject: "value object",
 }
+
+PAYLOAD_SCOPE = (
+    "payload types may be used only as the type of a workflow `create` parameter, or as a "
+    "parameter or the result of a commandHandler / queryHandler"
+)
 
 
 def kind_of(decl: object) -> str:
+    if isinstance(decl, ast.Payload):
+        return f"{decl.kind} payload"
     return _KIND.get(type(decl), "declaration")
 
 
@@ -49,6 +60,8 @@ class ContextSymbols:
     retrievals: dict[str, ast.Retrieval] = field(default_factory=dict)
     handlers: dict[str, ast.Handler] = field(default_factory=dict)
     services: dict[str, ast.DomainService] = field(default_factory=dict)
+    values: dict[str, ast.ValueObject] = field(default_factory=dict)
+    payloads: dict[str, ast.Payload] = field(default_factory=dict)
     # enum member name -> the enums declaring it (a bare member resolves only when this is unique)
     members: dict[str, list[ast.Enum]] = field(default_factory=dict)
     # aggregate name -> its repository (the first one, when a duplicate was reported)
@@ -98,8 +111,22 @@ def build(files: list[ast.File], sink: Sink) -> Program:
     return prog
 
 
+def _may_share(a: ast.Decl, b: ast.Decl) -> bool:
+    """A payload and the workflow or handler it is the input of may have one name."""
+    kinds = {type(a), type(b)}
+    return ast.Payload in kinds and len(kinds) == 2 and bool(kinds & {ast.Workflow, ast.Handler})
+
+
 def _declare(syms: ContextSymbols, decl: ast.Decl, sink: Sink) -> None:
     first = syms.names.get(decl.name)
+    if first is not None and _may_share(first, decl):
+        first = next(
+            (d for d in syms.decls if d.name == decl.name and not _may_share(d, decl)), None
+        )
+        if first is None:
+            syms.decls.append(decl)
+            _table(syms, decl)[decl.name] = decl
+            return
     if first is not None:
         where = f" in context `{syms.name}`"
         _dup(
@@ -118,6 +145,10 @@ def _declare(syms: ContextSymbols, decl: ast.Decl, sink: Sink) -> None:
         return
     syms.names[decl.name] = decl
     syms.decls.append(decl)
+    _table(syms, decl)[decl.name] = decl
+
+
+def _table(syms: ContextSymbols, decl: ast.Decl) -> dict[str, ast.Decl]:
     table = {
         ast.Enum: syms.enums,
         ast.Aggregate: syms.aggregates,
@@ -128,8 +159,10 @@ def _declare(syms: ContextSymbols, decl: ast.Decl, sink: Sink) -> None:
         ast.Retrieval: syms.retrievals,
         ast.Handler: syms.handlers,
         ast.DomainService: syms.services,
+        ast.ValueObject: syms.values,
+        ast.Payload: syms.payloads,
     }[type(decl)]
-    table[decl.name] = decl  # type: ignore[index]
+    return table  # type: ignore[return-value]
 
 
 def _check_decl(syms: ContextSymbols, decl: ast.Decl, sink: Sink) -> None:
@@ -167,6 +200,8 @@ def _check_decl(syms: ContextSymbols, decl: ast.Decl, sink: Sink) -> None:
             syms.repo_for[decl.aggregate] = decl
     elif isinstance(decl, ast.Event):
         _check_params(decl.fields, sink, "Event field", decl.name)
+    elif isinstance(decl, (ast.ValueObject, ast.Payload)):
+        _check_params(decl.fields, sink, "Field", decl.name)
     elif isinstance(decl, ast.Workflow):
         _check_workflow(decl, sink)
     elif isinstance(decl, ast.Handler):
@@ -184,7 +219,9 @@ def _check_decl(syms: ContextSymbols, decl: ast.Decl, sink: Sink) -> None:
             _check_params(m.params, sink, "Parameter", m.name)
 
 
-def _check_params(params: list[ast.Param], sink: Sink, what: str, owner: str) -> None:
+def _check_params(
+    params: list[ast.Param] | list[ast.Field], sink: Sink, what: str, owner: str
+) -> None:
     seen: dict[str, Span] = {}
     for p in params:
         if p.name in seen:
@@ -320,19 +357,23 @@ def resolve_type(
     *,
     value: bool = True,
     prog: Program | None = None,
+    payloads: bool = False,
 ) -> AnyType:
     """The IR type a type reference names; ERROR (with a diagnostic) when it does not resolve.
 
     `value=True` refuses aggregate and event types (fields, parameters and event fields hold values,
     never whole aggregates); a workflow result is resolved with `value=False` and judged by its rule.
-    `prog` lets the message name the other context when the name is declared there.
+    `payloads=True` admits payload types (a workflow `create` parameter, a handler contract);
+    elsewhere a payload name does not resolve. `prog` lets the message name the other context when
+    the name is declared there.
     """
     elsewhere = (
         next(
             (
                 c.name
                 for c in prog.contexts.values()
-                if c.name != syms.name and (t.name in c.aggregates or t.name in c.enums)
+                if c.name != syms.name
+                and (t.name in c.aggregates or t.name in c.enums or t.name in c.values)
             ),
             None,
         )
@@ -380,8 +421,24 @@ def resolve_type(
         base = ir.AggregateType(t.name, syms.name)
     elif t.name in syms.events:
         base = ir.EventType(t.name, syms.name)
+    elif t.name in syms.values:
+        base = ir.ValueType(t.name, syms.name)
+    elif t.name in syms.payloads:
+        payload = syms.payloads[t.name]
+        if not payloads:
+            sink.report(
+                "loom.unknown-type",
+                f"`{t.name}` is a {payload.kind} payload, and payload types are not in scope here",
+                t.name_span,
+                "a payload type out of its scope",
+                secondary=[(payload.name_span, f"{payload.kind} `{t.name}` is declared here")],
+                help=PAYLOAD_SCOPE + "; for a record stored or passed anywhere else declare a "
+                f"value object, `value {t.name} {{ … }}`",
+            )
+            return ERROR
+        base = ir.PayloadType(t.name, syms.name, payload.kind)  # type: ignore[arg-type]
     else:
-        known = [*PRIMITIVES, *syms.enums, *syms.aggregates]
+        known = [*PRIMITIVES, *syms.enums, *syms.aggregates, *syms.values]
         sink.report(
             "loom.unknown-type",
             f"unknown type `{t.name}`",
@@ -389,7 +446,8 @@ def resolve_type(
             "not a type",
             help=foreign
             or did_you_mean(t.name, known)
-            or "a type is a primitive (string, int, decimal, bool, datetime, date), an enum, or `X id`",
+            or "a type is a primitive (string, int, decimal, bool, datetime, date), an enum, a "
+            "value object, or `X id`",
         )
         return ERROR
     if t.is_list:

@@ -10,6 +10,7 @@ from loom.lang.check import Checker
 from loom.lang.diagnostics import did_you_mean
 from loom.lang.expressions import Binding, Scope, a
 from loom.lang.resolve import ContextSymbols
+from loom.lang.rules_records import holds_record, refuse_value_query, value_read
 from loom.lang.types import is_error, show
 from loom.model import ir
 
@@ -30,7 +31,7 @@ def check_context(ck: Checker, ctx: ContextSymbols) -> None:
 
 
 def _uniques(ck: Checker, agg: ast.Aggregate) -> None:
-    fields = {f.name for f in agg.fields}
+    fields = {f.name: f for f in agg.fields}
     for u in agg.uniques:
         for name, span in u.fields:
             if name not in fields:
@@ -41,6 +42,8 @@ def _uniques(ck: Checker, agg: ast.Aggregate) -> None:
                     "unknown field",
                     help=did_you_mean(name, fields) or "a unique key lists stored fields",
                 )
+            elif holds_record(ft := ck.type_of(fields[name].type)):
+                refuse_value_query(ck, f"a unique key of `{agg.name}`", name, ft, span)
 
 
 def _factory(ck: Checker, ctx: ContextSymbols, agg: ast.Aggregate) -> None:
@@ -109,7 +112,9 @@ def _finds(ck: Checker, ctx: ContextSymbols, repo: ast.Repository) -> None:
         else:
             for n, p in zip(names, f.params):
                 ft, pt = ck.type_of(fields[n].type), ck.type_of(p.type)
-                if not is_error(ft) and not is_error(pt) and ft != pt:
+                if holds_record(ft):
+                    refuse_value_query(ck, f"find `{f.name}`", n, ft, f.name_span)
+                elif not is_error(ft) and not is_error(pt) and ft != pt:
                     ck.report(
                         "loom.type-mismatch",
                         f"parameter `{p.name}` of `{f.name}` is {a(pt)}, but the field `{n}` is "
@@ -144,6 +149,8 @@ _SQL_OK = (
 
 def untranslatable(x: ir.Expr) -> ir.Expr | None:
     """The first part of a criterion SQL cannot express, or None."""
+    if isinstance(x, ir.Member) and _reads_param(x):
+        return None  # a field of a value-typed parameter: a plain value, bound from Python
     if not isinstance(x, _SQL_OK) or (isinstance(x, ir.SelfField) and x.kind == "derived"):
         return x
     if isinstance(x, ir.Unary):
@@ -151,6 +158,12 @@ def untranslatable(x: ir.Expr) -> ir.Expr | None:
     if isinstance(x, ir.Binary):
         return untranslatable(x.left) or untranslatable(x.right)
     return None
+
+
+def _reads_param(x: ir.Expr) -> bool:
+    while isinstance(x, ir.Member):
+        x = x.obj
+    return isinstance(x, ir.Param)
 
 
 def _criterion(ck: Checker, ctx: ContextSymbols, c: ast.Criterion) -> None:
@@ -169,6 +182,10 @@ def _criterion(ck: Checker, ctx: ContextSymbols, c: ast.Criterion) -> None:
         scope.names.setdefault(p.name, Binding(p.name, ck.type_of(p.type), p.name_span, "param"))
     x = ck.condition(c.condition, scope, "a criterion")
     ck.exprs[id(c.condition)] = x
+    stored = value_read(x)
+    if stored is not None:
+        refuse_value_query(ck, f"criterion `{c.name}`", stored[0], stored[1], c.condition.span)
+        return
     bad = untranslatable(x)
     if bad is not None and not is_error(bad.type):
         ck.report(

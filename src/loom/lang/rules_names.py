@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from loom.lang import ast
 from loom.lang.diagnostics import Sink, Span
-from loom.lang.resolve import Program
+from loom.lang.resolve import Program, kind_of
 from loom.model.naming import plural_snake, snake
 
 
@@ -37,6 +37,11 @@ def check_generated_names(prog: Program, sink: Sink) -> None:
                 "aggregate routes are not prefixed by their context; rename one of the aggregates",
             )
             _check_members(agg, sink)
+        for rec in [*ctx.values.values(), *ctx.payloads.values()]:
+            # a payload may share its name with a workflow or handler: a type and an entry point
+            # meet in no generated name (the payload's wire models are `<Name>Input` / `<Name>Out`,
+            # and one taking a payload as its only parameter gets no input model of its own)
+            _check_members(rec, sink)
         for wf in ctx.workflows.values():
             claim(
                 f"/api/workflows/{snake(wf.name)}",
@@ -54,11 +59,13 @@ def check_generated_names(prog: Program, sink: Sink) -> None:
             )
 
 
-def _check_members(agg: ast.Aggregate, sink: Sink) -> None:
+def _check_members(agg: ast.Aggregate | ast.ValueObject | ast.Payload, sink: Sink) -> None:
     """Members whose names differ but whose snake_case spellings (columns, attributes, operation
-    routes) are the same."""
+    routes) are the same; for a value object or payload, its fields (attributes, stored keys)."""
     seen: dict[str, tuple[str, Span]] = {}
-    for m in agg.members:
+    members = agg.members if isinstance(agg, ast.Aggregate) else agg.fields
+    what = "aggregate" if isinstance(agg, ast.Aggregate) else kind_of(agg)
+    for m in members:
         name = getattr(m, "name", None)
         span = getattr(m, "name_span", None)
         if not isinstance(name, str) or span is None:
@@ -70,7 +77,7 @@ def _check_members(agg: ast.Aggregate, sink: Sink) -> None:
         elif first[0] != name:  # same spelling twice is a duplicate declaration, reported elsewhere
             sink.report(
                 "loom.generated-name-collision",
-                f"`{name}` and `{first[0]}` in aggregate `{agg.name}` are both `{key}` in the "
+                f"`{name}` and `{first[0]}` in {what} `{agg.name}` are both `{key}` in the "
                 "generated service",
                 span,
                 "second spelling",

@@ -6,7 +6,7 @@ Their bodies are checked statement by statement in `rules_body.py`; calls in `ru
 
 from __future__ import annotations
 
-from loom.lang import ast
+from loom.lang import ast, rules_delete
 from loom.lang.check import Checker
 from loom.lang.diagnostics import did_you_mean
 from loom.lang.expressions import Binding, Scope, a
@@ -14,7 +14,8 @@ from loom.lang.facts import CallOp, Create, Load  # noqa: F401 - re-exported for
 from loom.lang.resolve import ContextSymbols, resolve_type
 from loom.lang.rules_body import block, terminates
 from loom.lang.rules_calls import classify
-from loom.lang.types import ERROR, AnyType, show, storable
+from loom.lang.rules_records import check_query_params, result_problem
+from loom.lang.types import ERROR, AnyType, show
 from loom.model import ir
 
 
@@ -46,6 +47,46 @@ def check_workflow(ck: Checker, ctx: ContextSymbols, wf: ast.Workflow) -> None:
         _check_create(ck, ctx, wf, c, state, corr)
     for ap in wf.applies:
         _check_apply(ck, ctx, wf, ap, state, corr)
+    if wf.event_sourced and wf.state:
+        _check_unapplied(ck, ctx, wf)
+
+
+def _check_unapplied(ck: Checker, ctx: ContextSymbols, wf: ast.Workflow) -> None:
+    """An event-sourced workflow's state changes only through `apply`; an event it emits with no
+    `apply` clause leaves the state as it was, which is rarely what the author meant."""
+    applied = {
+        t.name
+        for ap in wf.applies
+        if len(ap.params) == 1 and isinstance(t := ck.type_of(ap.params[0].type), ir.EventType)
+    }
+    warned: set[str] = set()
+    for c in wf.creates:
+        for emit in _emits(c.body):
+            if emit.event in applied or emit.event in warned or emit.event not in ctx.events:
+                continue
+            warned.add(emit.event)
+            ck.report(
+                "loom.workflow-eventsourced-unapplied",
+                f"`{wf.name}` is event-sourced, but no `apply` folds `{emit.event}` into its "
+                "state, so emitting it changes nothing there",
+                emit.event_span,
+                "emitted, never applied",
+                secondary=[(wf.name_span, "event-sourced workflow")],
+                help=f"add `apply(e: {emit.event}) {{ … }}` to `{wf.name}`, or emit it from a "
+                "workflow that is not event-sourced",
+            )
+
+
+def _emits(stmts: list[ast.Stmt]) -> list[ast.Emit]:
+    out: list[ast.Emit] = []
+    for st in stmts:
+        if isinstance(st, ast.Emit):
+            out.append(st)
+        elif isinstance(st, ast.IfLet):
+            out += _emits(st.then) + _emits(st.otherwise or [])
+        elif isinstance(st, ast.ForEach):
+            out += _emits(st.body)
+    return out
 
 
 def _body_scope(
@@ -59,7 +100,8 @@ def _body_scope(
 ) -> Scope:
     scope = Scope(ctx, None, "workflow", wf=wf, body=body, state=state, correlated=corr is not None)
     for p in params:
-        t = resolve_type(ctx, p.type, ck.sink, prog=ck.prog)
+        # A workflow `create` and a handler contract are where payload types are in scope.
+        t = resolve_type(ctx, p.type, ck.sink, prog=ck.prog, payloads=True)
         ck.types[id(p.type)] = t
         scope.names.setdefault(p.name, Binding(p.name, t, p.name_span, "param"))
     return scope
@@ -74,12 +116,21 @@ def _result(
 ) -> AnyType | None:
     if t is None:
         return None
-    result = resolve_type(ctx, t, ck.sink, value=False, prog=ck.prog)
-    bare = result
-    while isinstance(bare, (ir.OptionalType, ir.ListType)):
-        bare = bare.inner if isinstance(bare, ir.OptionalType) else bare.element
-    ok = storable(result) or (aggregates and isinstance(bare, ir.AggregateType))
-    if not ok:
+    result = resolve_type(ctx, t, ck.sink, value=False, prog=ck.prog, payloads=True)
+    problem = result_problem(result, what)
+    if problem is not None and problem not in ("an aggregate", "an event"):
+        ck.report(
+            "loom.workflow-return-type",
+            f"{what} cannot answer {a(result)}, {problem}: return the id and read the record "
+            "back, or use a queryHandler / commandHandler, which may return value objects and "
+            "payloads",
+            t.span,
+            "unsupported result type",
+            help="declare an id result (`create(…): X id`, then `return x.id`), or move this entry "
+            f"into a handler: `commandHandler Name(…): {show(result)} {{ … }}`",
+        )
+        result = ERROR
+    elif problem is not None:
         ck.report(
             "loom.workflow-return-type",
             f"{what} cannot answer {a(result)}: return the id and read the record back, or use "
@@ -102,6 +153,7 @@ def _entry(
     result_ref: ast.TypeRef | None,
 ) -> None:
     block(ck, body, scope, result)
+    rules_delete.check_body(ck, body)
     if result_ref is not None and not (
         terminates(body) or any(isinstance(s, ast.Return) for s in body)
     ):
@@ -220,6 +272,8 @@ def _check_apply(
 def check_handler(ck: Checker, ctx: ContextSymbols, h: ast.Handler) -> None:
     scope = _body_scope(ck, ctx, h.params, h.kind, None, {}, None)
     result = _result(ck, ctx, h.result, h.kind == "query", f"a {h.kind}Handler")
+    if h.kind == "query":
+        check_query_params(ck, h)
     if h.kind == "query" and h.result is None:
         ck.report(
             "loom.workflow-return-type",

@@ -260,6 +260,21 @@ class _Build(Transformer):
     def event(self, meta, ch):
         return ast.Event(str(ch[0]), self.tsp(ch[0]), list(ch[1:]), self.sp(meta))
 
+    def record_field(self, meta, ch):
+        default = next((c[1] for c in ch[2:] if isinstance(c, tuple)), None)
+        return ast.Field(str(ch[0]), self.tsp(ch[0]), ch[1], False, default, self.sp(meta))
+
+    def value_object(self, meta, ch):
+        fields = [c for c in ch[1:] if isinstance(c, ast.Field)]
+        invariants = [c for c in ch[1:] if isinstance(c, ast.Invariant)]
+        return ast.ValueObject(str(ch[0]), self.tsp(ch[0]), fields, invariants, self.sp(meta))
+
+    def payload_kind(self, meta, ch):
+        return str(ch[0])
+
+    def payload(self, meta, ch):
+        return ast.Payload(ch[0], str(ch[1]), self.tsp(ch[1]), list(ch[2:]), self.sp(meta))
+
     def transactional(self, meta, ch):
         if ch:
             return ("transactional", str(ch[0]), self.tsp(ch[0]))
@@ -377,6 +392,9 @@ class _Build(Transformer):
 
     def record_arg(self, meta, ch):
         return ast.Record(list(ch), self.sp(meta))
+
+    def record(self, meta, ch):
+        return ast.RecordExpr(str(ch[0]), self.tsp(ch[0]), list(ch[1:]), self.sp(meta))
 
     def name(self, meta, ch):
         return ast.Name(str(ch[0]), self.tsp(ch[0]))

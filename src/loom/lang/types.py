@@ -29,6 +29,8 @@ def show(t: AnyType) -> str:
             return f"{agg} id"
         case ir.EnumType(name, _) | ir.AggregateType(name, _) | ir.EventType(name, _):
             return name
+        case ir.ValueType(name, _) | ir.PayloadType(name, _, _):
+            return name
         case ir.ListType(el):
             return f"{show(el)}[]"
         case ir.OptionalType(inner):
@@ -102,6 +104,18 @@ def join(a: AnyType, b: AnyType) -> AnyType | None:
     if assignable(b, a):
         return a
     return None
+
+
+def bare(t: AnyType) -> AnyType:
+    """`T` of `T`, `T?`, `T[]` and `T[]?`."""
+    while isinstance(t, (ir.OptionalType, ir.ListType)):
+        t = t.inner if isinstance(t, ir.OptionalType) else t.element
+    return t
+
+
+def is_record(t: AnyType) -> bool:
+    """A value object or a payload (a record with fields, built by `Name { … }`)."""
+    return isinstance(t, (ir.ValueType, ir.PayloadType))
 
 
 def storable(t: AnyType) -> bool:

@@ -84,8 +84,36 @@ class VoidType:
     """The type of a call statement with no value (an operation call)."""
 
 
+@dataclass(frozen=True, slots=True)
+class ValueType:
+    """A value object (`value Money { … }`): an immutable record compared by its fields, usable
+    wherever a field or parameter type goes."""
+
+    name: str
+    context: str
+
+
+@dataclass(frozen=True, slots=True)
+class PayloadType:
+    """A payload (`command` / `query` / `response` / `error`): a transport record, only a workflow
+    `create` parameter or part of a command / query handler contract."""
+
+    name: str
+    context: str
+    kind: Literal["command", "query", "response", "error"]
+
+
 Type: TypeAlias = (
-    PrimitiveType | IdType | EnumType | ListType | OptionalType | AggregateType | EventType | VoidType
+    PrimitiveType
+    | IdType
+    | EnumType
+    | ListType
+    | OptionalType
+    | AggregateType
+    | EventType
+    | VoidType
+    | ValueType
+    | PayloadType
 )
 
 STRING = PrimitiveType("string")
@@ -247,6 +275,26 @@ class ListLiteral:
     text: str
 
 
+@dataclass(frozen=True, slots=True)
+class RecordArg:
+    """One field of a record expression: its declared type and its value (None: an optional field
+    left out that declares no default)."""
+
+    name: str
+    type: Type
+    value: Expr | None
+
+
+@dataclass(frozen=True, slots=True)
+class Construct:
+    """`Money { amount: 1, currency: "EUR" }`: a value object or payload. `args` lists every field in
+    declaration order; a field the expression left out carries its declared default."""
+
+    type: ValueType | PayloadType
+    args: tuple[RecordArg, ...]
+    text: str
+
+
 Expr: TypeAlias = (
     Literal_
     | SelfField
@@ -262,6 +310,7 @@ Expr: TypeAlias = (
     | ListLiteral
     | StateField
     | ServiceCall
+    | Construct
 )
 
 
@@ -485,6 +534,17 @@ class CallService:
     origin: Origin
 
 
+@dataclass(frozen=True, slots=True)
+class CallOwnOperation:
+    """Inside an aggregate operation: `other(args)` runs another operation of the same aggregate
+    (private or not) whole — its `when` gate, preconditions, assignments, emits and invariant
+    check — on `self`."""
+
+    operation: str
+    args: tuple[Expr, ...]
+    origin: Origin
+
+
 Stmt: TypeAlias = (
     Precondition
     | Assign
@@ -504,6 +564,7 @@ Stmt: TypeAlias = (
     | CallService
     | BindInstance
     | SaveInstance
+    | CallOwnOperation
 )
 
 
@@ -748,6 +809,31 @@ class DomainService:
 
 
 @dataclass(frozen=True, slots=True)
+class ValueObject:
+    """`value Money { amount: decimal, currency: string  invariant amount >= 0 }`: an immutable
+    record compared by its fields. Its invariants (over its own fields, read as SelfField) hold for
+    every constructed value; a stored one is not checked again when it is read back."""
+
+    name: str
+    context: str
+    fields: tuple[Field, ...]
+    invariants: tuple[Invariant, ...]
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class Payload:
+    """`command` / `query` / `response` / `error` `Name { fields }`: a transport record of a workflow
+    `create` or a handler contract."""
+
+    kind: Literal["command", "query", "response", "error"]
+    name: str
+    context: str
+    fields: tuple[Field, ...]
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
 class Context:
     name: str
     enums: tuple[Enum, ...]
@@ -760,9 +846,21 @@ class Context:
     retrievals: tuple[Retrieval, ...] = ()
     handlers: tuple[Handler, ...] = ()
     services: tuple[DomainService, ...] = ()
+    values: tuple[ValueObject, ...] = ()
+    payloads: tuple[Payload, ...] = ()
 
     def aggregate(self, name: str) -> Aggregate:
         return next(a for a in self.aggregates if a.name == name)
+
+    @property
+    def records(self) -> tuple[ValueObject | Payload, ...]:
+        """The value objects, then the payloads."""
+        out: tuple[ValueObject | Payload, ...] = (*self.values, *self.payloads)
+        return out
+
+    def record(self, name: str) -> ValueObject | Payload:
+        """The value object or payload of that name."""
+        return next(r for r in self.records if r.name == name)
 
     def repository_for(self, aggregate: str) -> Repository | None:
         return next((r for r in self.repositories if r.aggregate == aggregate), None)

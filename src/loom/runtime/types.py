@@ -8,11 +8,20 @@ on SQLite and PostgreSQL.
   as themselves, Decimal as its exact string, date/datetime as ISO-8601 (datetimes in UTC), UUID as
   its string, enums as their value. The repository mapper rebuilds elements from the aggregate's
   `list[T]` field type, so the round trip is lossless (see `decode_list`).
+- `JsonValue`: a value object (a dataclass), or a list of them, as JSON text on every engine: an
+  object per value, its fields under their attribute names, each encoded like a `JsonList` element
+  (so a Decimal stays its exact string), nested value objects as nested objects. Reading rebuilds
+  the dataclasses from their type hints without calling their constructor, so a stored value is not
+  re-validated.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import json
+import types
+import typing
 from collections.abc import Callable
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -27,10 +36,18 @@ from sqlalchemy.types import TypeDecorator, TypeEngine
 __all__ = [
     "DecimalText",
     "JsonList",
+    "JsonValue",
     "UtcDateTime",
     "ValueNotStorable",
     "decode_list",
+    "decode_value",
     "encode_list_item",
+    "encode_value",
+    "map_list",
+    "map_list_or",
+    "map_optional",
+    "map_optional_list",
+    "map_or",
 ]
 
 # PostgreSQL NUMERIC: up to 131072 digits before the decimal point, 16383 after.
@@ -214,3 +231,135 @@ class JsonList(TypeDecorator[list[Any]]):
     @property
     def python_type(self) -> type:
         return list
+
+
+# --------------------------------------------------------------------------------------------------
+# Value objects
+
+
+def encode_value(value: Any) -> Any:
+    """A value object (dataclass), a list, or a plain value in its JSON-native form."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: encode_value(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, list):
+        return [encode_value(v) for v in value]
+    return encode_list_item(value)
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    found = _HINTS.get(cls)
+    if found is None:
+        found = _HINTS[cls] = typing.get_type_hints(cls)
+    return found
+
+
+def _strip(tp: Any) -> tuple[Any, bool]:
+    """NewType, Annotated and `T | None` removed: (the core type, optional?)."""
+    optional = False
+    while True:
+        if hasattr(tp, "__supertype__"):  # NewType
+            tp = tp.__supertype__
+            continue
+        origin = typing.get_origin(tp)
+        if origin is typing.Annotated:
+            tp = typing.get_args(tp)[0]
+            continue
+        if origin is typing.Union or origin is types.UnionType:
+            args = [a for a in typing.get_args(tp) if a is not type(None)]
+            optional = optional or len(args) != len(typing.get_args(tp))
+            if len(args) == 1:
+                tp = args[0]
+                continue
+        return tp, optional
+
+
+def decode_value(tp: Any, data: Any) -> Any:
+    """Rebuild a value of type `tp` from its JSON-native form (the inverse of `encode_value`).
+    Dataclasses are rebuilt field by field without running `__init__` / `__post_init__`; a field
+    missing from the stored object takes the dataclass default (the model grew a defaulted field)."""
+    if data is None:
+        return None
+    core, _ = _strip(tp)
+    if typing.get_origin(core) is list:
+        (item,) = typing.get_args(core) or (Any,)
+        return [decode_value(item, v) for v in data]
+    if isinstance(core, type) and dataclasses.is_dataclass(core):
+        obj = object.__new__(core)
+        hints = _hints(core)
+        for f in dataclasses.fields(core):
+            if f.name in data:
+                value = decode_value(hints.get(f.name, Any), data[f.name])
+            elif f.default is not dataclasses.MISSING:
+                value = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                value = f.default_factory()
+            else:
+                raise ValueError(f"stored {core.__name__} has no `{f.name}`")
+            object.__setattr__(obj, f.name, value)
+        return obj
+    convert = _decoder(core)
+    return data if convert is None else convert(data)
+
+
+class JsonValue(TypeDecorator[Any]):
+    """A value object (or a list of them) as JSON text. `JsonValue(Money)`, `JsonValue(list[Money])`:
+    the type tells how to rebuild what is read."""
+
+    impl = Text
+    cache_ok = True
+
+    def __init__(self, value_type: Any) -> None:
+        super().__init__()
+        self.value_type = value_type
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        try:
+            encoded = encode_value(value)
+        except TypeError as exc:
+            raise ValueNotStorable(str(exc)) from exc
+        return json.dumps(encoded, ensure_ascii=False, separators=(",", ":"))
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        return decode_value(self.value_type, json.loads(value))
+
+
+# --------------------------------------------------------------------------------------------------
+# Conversions between wire models and domain values, used by generated schemas and routes: each
+# maps a converter (`MoneyInput.to_domain`, `MoneyOut.from_value`) over an optional or list value.
+
+_T = typing.TypeVar("_T")
+_U = typing.TypeVar("_U")
+
+
+def map_optional(value: _T | None, convert: Callable[[_T], _U]) -> _U | None:
+    """`convert(value)`, or None for None."""
+    return None if value is None else convert(value)
+
+
+def map_list(values: list[_T], convert: Callable[[_T], _U]) -> list[_U]:
+    """`convert` applied to each element."""
+    return [convert(v) for v in values]
+
+
+def map_optional_list(values: list[_T] | None, convert: Callable[[_T], _U]) -> list[_U] | None:
+    """`convert` applied to each element, or None for None."""
+    return None if values is None else [convert(v) for v in values]
+
+
+def map_or(value: _T | None, convert: Callable[[_T], _U], default: Callable[[], _U]) -> _U:
+    """`convert(value)`, or `default()` for None (a request member left out that has a default)."""
+    return default() if value is None else convert(value)
+
+
+def map_list_or(
+    values: list[_T] | None, convert: Callable[[_T], _U], default: Callable[[], list[_U]]
+) -> list[_U]:
+    """`convert` applied to each element, or `default()` for None."""
+    return default() if values is None else [convert(v) for v in values]

@@ -42,6 +42,10 @@ def lay(doc: Doc, indent: int = 0, suffix: str = "") -> list[str]:
     text = flat(doc) + suffix
     if isinstance(doc, str) and len(pad) + len(text) > LINE_LENGTH and not suffix:
         return _split_statement(doc, indent)
+    if isinstance(doc, str) and len(pad) + len(text) > LINE_LENGTH:
+        split = _split_item(doc, indent, suffix)
+        if split is not None:
+            return split
     if isinstance(doc, str) or not doc.items or len(pad) + len(text) <= LINE_LENGTH:
         return [pad + text]
     lines = [pad + doc.head]
@@ -119,6 +123,19 @@ def _split_args(inner: str) -> list[str]:
     if inner[start:].strip():
         parts.append(inner[start:].strip())
     return parts
+
+
+def _split_item(text: str, indent: int, suffix: str) -> list[str] | None:
+    """An item of an exploded bracket (`price=Money(…)`) too long for its line, laid out the way
+    ruff format leaves it: its own trailing bracket exploded, one argument a line. None when the
+    item is not one call (operators at its top level)."""
+    delimiters, open_at = _scan(text)
+    if open_at <= 0 or delimiters:
+        return None
+    head, inner = text[: open_at + 1], text[open_at + 1 : -1]
+    if not inner or " for " in inner or len(INDENT * indent + head) > LINE_LENGTH:
+        return None
+    return lay(Group(head, _split_args(inner), text[-1]), indent, suffix)
 
 
 def _split_statement(text: str, indent: int) -> list[str]:

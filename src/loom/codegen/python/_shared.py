@@ -27,6 +27,8 @@ _PYDANTIC_RESERVED = {
     "update_forward_refs",
     "validate",
     "from_aggregate",
+    "from_value",
+    "to_domain",
 }
 
 
@@ -111,6 +113,8 @@ def _origins(context: ir.Context) -> Iterator[ir.Origin]:
         context.retrievals,
         context.handlers,
         context.services,
+        context.values,
+        context.payloads,
     ):
         for decl in group:
             yield decl.origin
@@ -134,13 +138,78 @@ def context_files(context: ir.Context) -> list[str]:
 # Types
 
 
+def record_classes(context: ir.Context) -> dict[str, tuple[str, str]]:
+    """The wire models of each value object and payload of a context, in `schemas.py`: name ->
+    (request model, response model), `MoneyInput` / `MoneyOut` unless a domain name took them."""
+    alloc = NameAlloc(
+        {names.pascal(a.name) for a in context.aggregates}
+        | {names.pascal(e.name) for e in context.enums}
+        | {names.pascal(e.name) for e in context.events}
+        | {names.id_type(a.name) for a in context.aggregates}
+        | {names.pascal(r.name) for r in context.records}
+        | {state_class(wf) for wf in context.workflows}
+    )
+    out: dict[str, tuple[str, str]] = {}
+    for r in context.records:
+        base = names.pascal(r.name)
+        out[r.name] = (alloc.take(base + "Input"), alloc.take(base + "Out"))
+    return out
+
+
+def is_record(t: ir.Type) -> bool:
+    return isinstance(t, ir.ValueType | ir.PayloadType)
+
+
+def record_of(t: ir.Type) -> ir.ValueType | ir.PayloadType | None:
+    """The value object or payload a type holds (`T`, `T?`, `T[]`, `T[]?`), if any."""
+    while isinstance(t, ir.OptionalType | ir.ListType):
+        t = t.inner if isinstance(t, ir.OptionalType) else t.element
+    return t if isinstance(t, ir.ValueType | ir.PayloadType) else None
+
+
+def convert(text: str, t: ir.Type, fn: str, imports: Imports) -> str:
+    """`text` (of type `t`) with the converter `fn` applied to each record it holds, through the
+    `map_*` helpers of `loom.runtime.types` (calls, so a long one lays out like any call)."""
+    if isinstance(t, ir.OptionalType) and isinstance(t.inner, ir.ListType):
+        helper = "map_optional_list"
+    elif isinstance(t, ir.OptionalType):
+        helper = "map_optional"
+    elif isinstance(t, ir.ListType):
+        helper = "map_list"
+    else:
+        return f"{fn}({text})"
+    imports.add("loom.runtime.types", helper)
+    return f"{helper}({text}, {fn})"
+
+
+def wire_to_domain(text: str, t: ir.Type, in_types: TypeNames) -> str:
+    """A request value (a wire model, or a list / optional of them) as the domain takes it: the
+    value objects and payloads it holds built through `to_domain()`, which checks invariants."""
+    rec = record_of(t)
+    if rec is None:
+        return text
+    if is_record(t):
+        return f"{text}.to_domain()"
+    return convert(text, t, f"{in_types.render(rec)}.to_domain", in_types.imports)
+
+
+def domain_to_wire(text: str, t: ir.Type, out_types: TypeNames) -> str:
+    """A domain value as a response model takes it (value objects through `<Name>Out`)."""
+    rec = record_of(t)
+    if rec is None:
+        return text
+    return convert(text, t, f"{out_types.render(rec)}.from_value", out_types.imports)
+
+
 @dataclass
 class TypeNames:
     """Renders IR types as Python annotations for one generated module.
 
     `mode` is "domain" (plain Python types), "input" (request bodies: Int64, AwareDatetime) or
     "output" (responses: Int64, datetime). `here` is the context whose domain module defines names
-    locally (`domain.py` itself) or None when every domain name is imported from `.domain`.
+    locally (`domain.py` itself) or None when every domain name is imported from `.domain`. Value
+    objects and payloads are their domain dataclasses in "domain" mode, else their wire models
+    (imported from `.schemas` unless `in_schemas`).
     """
 
     info: ModelInfo
@@ -148,6 +217,7 @@ class TypeNames:
     imports: Imports
     mode: str = "domain"
     in_domain: bool = False
+    in_schemas: bool = False
 
     def domain_name(self, context: str, name: str) -> str:
         """A class/NewType defined in a context's domain module, imported as needed."""
@@ -161,6 +231,17 @@ class TypeNames:
 
     def enum_ref(self, name: str, context: str) -> str:
         return self.domain_name(context, names.pascal(name))
+
+    def schema_name(self, t: ir.ValueType | ir.PayloadType) -> str:
+        """The wire model of a value object or payload, for this module's mode."""
+        context = self.info.context(t.context)
+        cls = record_classes(context)[t.name][0 if self.mode == "input" else 1]
+        if t.context == self.context.name:
+            if not self.in_schemas:
+                self.imports.add(".schemas", cls)
+        else:
+            self.imports.add(f"..{context_module(context)}.schemas", cls)
+        return cls
 
     def render(self, t: ir.Type) -> str:
         if isinstance(t, ir.PrimitiveType):
@@ -177,6 +258,10 @@ class TypeNames:
             return self.domain_name(t.context, names.pascal(t.name))
         if isinstance(t, ir.EventType):
             return self.domain_name(t.context, names.pascal(t.name))
+        if isinstance(t, ir.ValueType | ir.PayloadType):
+            if self.mode == "domain":
+                return self.domain_name(t.context, names.pascal(t.name))
+            return self.schema_name(t)
         if isinstance(t, ir.VoidType):
             return "None"
         raise TypeError(f"unknown type {t!r}")
@@ -223,6 +308,10 @@ def sub_exprs(expr: ir.Expr) -> Iterator[ir.Expr]:
         yield from sub_exprs(expr.condition)
         yield from sub_exprs(expr.then)
         yield from sub_exprs(expr.otherwise)
+    elif isinstance(expr, ir.Construct):
+        for arg in expr.args:
+            if arg.value is not None:
+                yield from sub_exprs(arg.value)
     elif isinstance(expr, ir.FunctionCall | ir.ListLiteral | ir.ServiceCall):
         for e in expr.items if isinstance(expr, ir.ListLiteral) else expr.args:
             yield from sub_exprs(e)

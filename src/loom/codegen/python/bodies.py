@@ -29,12 +29,16 @@ from loom.codegen.python._shared import (
     create_method,
     instances_class,
     instances_table_var,
+    record_of,
+    schema_attr,
     used_locals,
     walk,
+    wire_to_domain,
 )
 from loom.codegen.python.domain import event_args
 from loom.codegen.python.expressions import Scope, render, render_as
 from loom.codegen.python.repositories import read_method, read_params
+from loom.codegen.python.schemas import sole_payload
 from loom.model import ir
 
 
@@ -51,6 +55,27 @@ def assign_state(wf: ir.Workflow, stmt: ir.AssignState, scope: Scope, depth: int
     field_t = next(f.type for f in wf.state if f.name == stmt.field)
     value = render_as(stmt.value, field_t, scope)
     return lay(f"{scope.state}.{names.ident(stmt.field)} = {value}", depth)
+
+
+def body_params(
+    params: tuple[ir.Parameter, ...], alloc: NameAlloc, in_types: TypeNames
+) -> tuple[dict[str, str], list[str]]:
+    """The Python expression of each parameter of a workflow `create` or command handler, read
+    from the request `body` (which is the payload itself when that is the only parameter), and the
+    lines, run before the unit of work, that build the value objects and payloads among them from
+    their request models (a value object's invariants refuse a bad one there: 422)."""
+    whole = sole_payload(params) is not None
+    py: dict[str, str] = {}
+    lines: list[str] = []
+    for p in params:
+        wire = "body" if whole else f"body.{schema_attr(p.name)}"
+        if record_of(p.type) is None:
+            py[p.name] = wire
+            continue
+        var = alloc.take(names.ident(p.name))
+        lines += lay(f"{var} = {wire_to_domain(wire, p.type, in_types)}", 1)
+        py[p.name] = var
+    return py, lines
 
 
 _BINDS = (ir.Let, ir.LoadById, ir.CreateAggregate, ir.Load, ir.IfLet, ir.ForEach)

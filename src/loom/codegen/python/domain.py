@@ -49,6 +49,8 @@ def emit_domain(info: ModelInfo, context: ir.Context) -> str:
         )
     for enum in context.enums:
         blocks.append(_enum(enum, imports))
+    for record in context.records:
+        blocks.append(_record(record, types, imports))
     for event in context.events:
         blocks.append(_event(event, types, imports))
     for agg in context.aggregates:
@@ -85,6 +87,43 @@ def _event(event: ir.Event, types: TypeNames, imports: Imports) -> list[str]:
     ]
     for f in event.fields:
         lines.append(f"    {names.ident(f.name)}: {types.render(f.type)}")
+    return lines
+
+
+def _record(rec: ir.ValueObject | ir.Payload, types: TypeNames, imports: Imports) -> list[str]:
+    """A value object or payload: a frozen dataclass, compared by its fields. A value object checks
+    its invariants whenever it is constructed (`__post_init__`); reading one back from storage
+    does not construct it again."""
+    imports.add("dataclasses", "dataclass")
+    scope = Scope(imports=imports, enum_ref=types.enum_ref)
+    what = "value" if isinstance(rec, ir.ValueObject) else rec.kind
+    lines = [
+        "@dataclass(frozen=True, kw_only=True)",
+        f"class {names.pascal(rec.name)}:",
+        f"    {docstring(f'{what} {rec.name} ({where(rec.origin)})')}",
+    ]
+    if rec.fields:
+        lines.append("")
+    for f in rec.fields:
+        default = _field_default(f, scope, imports)
+        if default is None and isinstance(f.type, ir.OptionalType):
+            default = "None"
+        annotation = f"    {names.ident(f.name)}: {types.render(f.type)}"
+        line = annotation if default is None else f"{annotation} = {default}"
+        lines += lay(line.removeprefix("    "), 1)
+    if isinstance(rec, ir.ValueObject) and rec.invariants:
+        imports.add("loom.runtime", "require")
+        lines += [
+            "",
+            "    def __post_init__(self) -> None:",
+            f"        {docstring(f'invariants of {rec.name}, checked on construction')}",
+        ]
+        for inv in rec.invariants:
+            rule = f"{rec.name}: invariant {one_line(inv.condition.text)}"
+            detail = inv.message if inv.message is not None else f"{rule} failed"
+            comment = f"# invariant {one_line(inv.condition.text)} ({where(inv.origin)})"
+            lines.append(f"        {comment}")
+            lines += _require(render(inv.condition, scope), "invariant", rule, detail, 2)
     return lines
 
 
@@ -411,6 +450,13 @@ def _operation(
             lines += lay(
                 call("self._raise_event", [call(cls_name, event_args(event, stmt, scope))]), 2
             )
+        elif isinstance(stmt, ir.CallOwnOperation):
+            callee = next(o for o in agg.operations if o.name == stmt.operation)
+            args = [
+                render_as(arg, p.type, scope)
+                for arg, p in zip(stmt.args, callee.params, strict=True)
+            ]
+            lines += lay(call(f"self.{names.ident(stmt.operation)}", args), 2)
         else:
             raise NotImplementedError(
                 f"{type(stmt).__name__} in operation {label} ({where(op.origin)})"

@@ -215,6 +215,14 @@ def _render(expr: ir.Expr, scope: Scope) -> tuple[str, int]:
             scope.imports.add(scope.services_module, cls)
         args = ", ".join(render(a, scope) for a in expr.args)
         return f"{cls}.{names.ident(expr.method)}({args})", ATOM
+    if isinstance(expr, ir.Construct):
+        cls = scope.enum_ref(expr.type.name, expr.type.context)  # any domain class, by model name
+        kwargs = [
+            f"{names.ident(arg.name)}="
+            + ("None" if arg.value is None else render_as(arg.value, arg.type, scope))
+            for arg in expr.args
+        ]
+        return f"{cls}({', '.join(kwargs)})", ATOM
     if isinstance(expr, ir.ListLiteral):
         element = expr.type.element if isinstance(expr.type, ir.ListType) else None
         items = [

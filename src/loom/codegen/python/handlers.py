@@ -23,11 +23,11 @@ from loom.codegen.python._code import (
     py_str,
     where,
 )
-from loom.codegen.python._shared import ModelInfo, NameAlloc, TypeNames, schema_attr
-from loom.codegen.python.bodies import BodyWriter
+from loom.codegen.python._shared import ModelInfo, NameAlloc, TypeNames, domain_to_wire
+from loom.codegen.python.bodies import BodyWriter, body_params
 from loom.codegen.python.expressions import Scope
 from loom.codegen.python.routes import SERVICE_PARAM, decorator, route_imports
-from loom.codegen.python.schemas import SchemaNames, schema_names
+from loom.codegen.python.schemas import SchemaNames, schema_names, sole_payload
 from loom.model import ir
 
 _RESERVED = {"body", "service", "work", "result", "self", "cls", "now", "require", "router"}
@@ -63,7 +63,7 @@ def wire_result(
         if isinstance(t, ir.OptionalType):
             return f"{out} | None", f"None if {text} is None else {out}.from_aggregate({text})"
         return out, f"{out}.from_aggregate({text})"
-    return out_types.render(t), text
+    return out_types.render(t), domain_to_wire(text, t, out_types)
 
 
 def _handler(
@@ -90,16 +90,25 @@ def _handler(
         if handler.name in sn.handler_input:
             imports.add(".schemas", sn.handler_input[handler.name])
             params.append(f"body: {sn.handler_input[handler.name]}")
-        py = {p.name: f"body.{schema_attr(p.name)}" for p in handler.params}
+        elif handler.params:  # one payload parameter: the body is the payload
+            params.append(f"body: {in_types.render(handler.params[0].type)}")
+        py, built = body_params(handler.params, alloc, in_types)
         params.append(SERVICE_PARAM)
     else:
         imports.add("fastapi", "Query")
         lines = decorator("get", f"/api/queries/{names.snake(handler.name)}", tag)
         params.append(SERVICE_PARAM)
         optional: list[str] = []
+        built = []
+        whole = sole_payload(handler.params)
         for p in handler.params:
             var = alloc.take(names.ident(p.name))
             py[p.name] = var
+            if p is whole:  # one payload parameter: its fields are the query parameters
+                params.append(f"{var}: Annotated[{in_types.render(p.type)}, Query()]")
+                py[p.name] = alloc.take(var + "_")
+                built += lay(f"{py[p.name]} = {var}.to_domain()", 1)
+                continue
             query = f"Query(alias={py_str(p.name)})" if var != p.name else "Query()"
             item = f"{var}: Annotated[{in_types.render(p.type)}, {query}]"
             if isinstance(p.type, ir.OptionalType):
@@ -120,6 +129,7 @@ def _handler(
     else:
         mode = "non-transactional: each save commits on its own"
     lines.append(f"    {docstring(f'{kind} {handler.name} ({where(handler.origin)}): {mode}')}")
+    lines += built
 
     scope = Scope(imports=imports, enum_ref=domain_types.enum_ref, self_name=None, params=py)
     writer = BodyWriter(

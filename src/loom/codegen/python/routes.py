@@ -25,9 +25,13 @@ from loom.codegen.python._shared import (
     NameAlloc,
     TypeNames,
     create_method,
+    domain_to_wire,
     schema_attr,
 )
-from loom.codegen.python.schemas import SchemaNames, schema_names
+from loom.codegen.python._shared import wire_to_domain as _wire_to_domain
+from loom.codegen.python.expressions import Scope
+from loom.codegen.python.repositories import find_method
+from loom.codegen.python.schemas import SchemaNames, field_to_domain, schema_names
 from loom.model import ir
 
 SERVICE_PARAM = "service: Annotated[Service, Depends(get_service)]"
@@ -100,6 +104,8 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
         block += lay(f"return page.map({out}.from_aggregate)", 1)
         blocks.append(block)
 
+        blocks += _find_routes(info, context, agg, out, var, functions, imports)
+
         if agg.crudish:
             blocks += _crudish(info, context, agg, sn, var, functions, imports)
 
@@ -117,9 +123,11 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
                 imports.add(".schemas", sn.op_input[key])
                 params.append(f"body: {sn.op_input[key]}")
             params.append(SERVICE_PARAM)
-            result_t = "None"
+            result_t, result = "None", "result"
             if status == 200 and op.result is not None:
-                result_t = TypeNames(info, context, imports, mode="output").render(op.result)
+                out_types = TypeNames(info, context, imports, mode="output")
+                result_t = out_types.render(op.result)
+                result = domain_to_wire("result", op.result, out_types)
             block += lay(Group(f"async def {fn}(", params, f") -> {result_t}:"))
             kind = "extern operation" if op.extern else "operation"
             block.append(f"    {docstring(f'{kind} {agg.name}.{op.name} ({where(op.origin)})')}")
@@ -142,17 +150,72 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
                 block += lay(call(f"{var}.{names.ident(op.name)}", args), 2)
             block.append(f"        await {repo_var}.save({var})")
             if status == 200:
-                block.append("    return result")
+                block += lay(f"return {result}", 1)
             blocks.append(block)
     head = header(info.files_of(context), f"Aggregate routes of context {context.name}.")
     return module_text(head, imports, blocks)
 
 
+def _find_routes(
+    info: ModelInfo,
+    context: ir.Context,
+    agg: ir.Aggregate,
+    out: str,
+    var: str,
+    functions: NameAlloc,
+    imports: Imports,
+) -> list[list[str]]:
+    """GET /api/<plural>/find/<find_snake>?<params> per declared find of the aggregate's
+    repository: one aggregate (a miss is the standard 404) or, for `Agg[]`, a list."""
+    repo = context.repository_for(agg.name)
+    if repo is None or not repo.finds:
+        return []
+    cls = info.repository_class(context, agg.name)
+    plural = names.plural_snake(agg.name)
+    tag = f"{context.name}: {agg.name}"
+    types = TypeNames(info, context, imports, mode="input")
+    blocks = []
+    for find in repo.finds:
+        fn = functions.take(f"find_{plural}_{names.snake(find.name)}")
+        block = decorator("get", f"/api/{plural}/find/{names.snake(find.name)}", tag)
+        alloc = NameAlloc({"service", "work", var, "found"})
+        py = {p.name: alloc.take(names.ident(p.name)) for p in find.params}
+        params = []
+        for p in find.params:
+            query = "Query()" if py[p.name] == p.name else f"Query(alias={py_str(p.name)})"
+            params.append(f"{py[p.name]}: Annotated[{types.render(p.type)}, {query}]")
+        params.append(SERVICE_PARAM)
+        result = f"list[{out}]" if find.cardinality == "many" else out
+        imports.add("fastapi", "Query")
+        block += lay(Group(f"async def {fn}(", params, f") -> {result}:"))
+        doc = f"find {find.name} of {repo.name} ({where(find.origin)})"
+        block.append(f"    {docstring(doc)}")
+        args = [py[p.name] for p in find.params]
+        method = find_method(find)
+        block.append("    async with service.autocommit() as work:")
+        if find.cardinality == "optional":
+            # the same 404 problem as the getBy form of this lookup
+            block += lay(call(f"await {cls}(work).{method}", args, prefix=f"{var} = "), 2)
+            imports.add("loom.runtime", "NotFound")
+            key = args[0] if len(args) == 1 else "(" + ", ".join(args) + ")"
+            block.append(f"    if {var} is None:")
+            block += lay(call("raise NotFound", [py_str(agg.name), key]), 2)
+            block.append(f"    return {out}.from_aggregate({var})")
+        elif find.cardinality == "one":
+            block += lay(call(f"await {cls}(work).{method}", args, prefix=f"{var} = "), 2)
+            block.append(f"    return {out}.from_aggregate({var})")
+        else:
+            block += lay(call(f"await {cls}(work).{method}", args, prefix="found = "), 2)
+            block.append(f"    return [{out}.from_aggregate(x) for x in found]")
+        blocks.append(block)
+    return blocks
+
+
 def wire_to_domain(text: str, t: ir.Type, types: TypeNames) -> str:
     """A request value as the domain takes it. Schemas already use the domain's id NewTypes and
-    enums, so nothing needs converting today; kept as the one place to do it."""
-    del types, t
-    return text
+    enums; value objects and payloads are built from their request models (`to_domain()`)."""
+    in_types = TypeNames(types.info, types.context, types.imports, mode="input")
+    return _wire_to_domain(text, t, in_types)
 
 
 def _crudish(
@@ -182,8 +245,21 @@ def _crudish(
     params = [f"body: {create_in}", "response: Response", SERVICE_PARAM]
     block += lay(Group(f"async def {fn}(", params, f") -> {out}:"))
     block.append(f"    {docstring(f'crudish create of {agg.name} ({where(agg.origin)})')}")
-    inputs = agg.factory.params if agg.factory is not None else agg.fields
-    kwargs = [f"{names.ident(f.name)}=body.{schema_attr(f.name)}" for f in inputs]
+    types = TypeNames(info, context, imports, mode="domain")
+    in_types = TypeNames(info, context, imports, mode="input")
+    domain = Scope(imports=imports, enum_ref=types.enum_ref, self_name=None)
+    if agg.factory is not None:
+        kwargs = [
+            f"{names.ident(p.name)}="
+            + _wire_to_domain(f"body.{schema_attr(p.name)}", p.type, in_types)
+            for p in agg.factory.params
+        ]
+    else:
+        kwargs = [
+            f"{names.ident(f.name)}="
+            + field_to_domain(f"body.{schema_attr(f.name)}", f, in_types, domain)
+            for f in agg.fields
+        ]
     block.append("    async with service.autocommit() as work:")
     block += lay(call(f"{cls}.{create_method(agg)}", kwargs, prefix=f"{var} = "), 2)
     block.append(f"        await {repo}(work).save({var})")
@@ -211,7 +287,8 @@ def _crudish(
             message = py_str(f"{f.name} may not be null")
             path = py_str(f"body.{f.name}")
             block += lay(call("raise InvalidValue", [message, f"path={path}"]), 4)
-        block.append(f"            {var}.{field_attr} = body.{attr}")
+        value = _wire_to_domain(f"body.{attr}", f.type, in_types)
+        block += lay(f"{var}.{field_attr} = {value}", 3)
     if agg.invariants:
         block.append(f"        {var}._check_invariants()")
     block.append(f"        await {repo_var}.save({var})")

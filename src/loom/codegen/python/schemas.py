@@ -3,6 +3,11 @@
 Attributes are snake_case; a pydantic alias keeps the model's spelling on the wire (`openedAt`,
 `fromAccount`, `from`). Request bodies forbid unknown members. `<Aggregate>Out` carries `id`,
 `version`, every field and every derived value, and builds itself from an aggregate.
+
+Each value object and payload `Money` has a request model `MoneyInput` (whose `to_domain()` builds
+the domain value, checking its invariants) and a response model `MoneyOut` (`from_value(v)`); the
+models that hold one nest them. A workflow or command handler whose only parameter is a payload
+takes that payload's request model as its whole body.
 """
 
 from __future__ import annotations
@@ -25,9 +30,13 @@ from loom.codegen.python._shared import (
     NameAlloc,
     TypeNames,
     correlated,
+    domain_to_wire,
     instance_out_class,
+    record_classes,
+    record_of,
     schema_attr,
     state_class,
+    wire_to_domain,
 )
 from loom.codegen.python.expressions import Scope, render_as
 from loom.model import ir
@@ -43,6 +52,7 @@ class SchemaNames:
     create_input: dict[str, str]  # crudish aggregate -> TicketCreateInput
     update_input: dict[str, str]  # crudish aggregate -> TicketUpdateInput
     handler_input: dict[str, str]  # command handler with parameters -> EscalateOpenInput
+    records: dict[str, tuple[str, str]]  # value object / payload -> (MoneyInput, MoneyOut)
 
 
 def http_create(wf: ir.Workflow) -> ir.WorkflowCreate | None:
@@ -53,8 +63,16 @@ def http_create(wf: ir.Workflow) -> ir.WorkflowCreate | None:
     return None
 
 
+def sole_payload(params: tuple[ir.Parameter, ...]) -> ir.Parameter | None:
+    """The parameter, when it is the only one and typed by a payload: the body is that payload."""
+    if len(params) == 1 and isinstance(params[0].type, ir.PayloadType):
+        return params[0]
+    return None
+
+
 def schema_names(context: ir.Context) -> SchemaNames:
-    alloc = NameAlloc()
+    records = record_classes(context)
+    alloc = NameAlloc({cls for pair in records.values() for cls in pair})
     out = {a.name: alloc.take(names.pascal(a.name) + "Out") for a in context.aggregates}
     op_input = {
         (a.name, o.name): alloc.take(names.pascal(a.name) + names.pascal(o.name) + "Input")
@@ -65,7 +83,7 @@ def schema_names(context: ir.Context) -> SchemaNames:
     workflow_input = {}
     for wf in context.workflows:
         create = http_create(wf)
-        if create is not None and create.params:
+        if create is not None and create.params and sole_payload(create.params) is None:
             workflow_input[wf.name] = alloc.take(names.pascal(wf.name) + "Input")
     crud = [a for a in context.aggregates if a.crudish]
     create_input = {a.name: alloc.take(names.pascal(a.name) + "CreateInput") for a in crud}
@@ -73,9 +91,11 @@ def schema_names(context: ir.Context) -> SchemaNames:
     handler_input = {
         h.name: alloc.take(names.pascal(h.name) + "Input")
         for h in context.handlers
-        if h.kind == "command" and h.params
+        if h.kind == "command" and h.params and sole_payload(h.params) is None
     }
-    return SchemaNames(out, op_input, workflow_input, create_input, update_input, handler_input)
+    return SchemaNames(
+        out, op_input, workflow_input, create_input, update_input, handler_input, records
+    )
 
 
 def _field_line(
@@ -120,6 +140,42 @@ def _field_text(
     return f"    {attr}: {annotation}"
 
 
+def _strip_optional(t: ir.Type) -> ir.Type:
+    return t.inner if isinstance(t, ir.OptionalType) else t
+
+
+def wire_default(f: ir.Field) -> bool:
+    """A field holding value objects with a default other than `[]`: its request member is
+    nullable and defaults to null, and null stands for the declared default (built in the domain:
+    a wire model has no rendering of a domain default)."""
+    if f.default is None or record_of(f.type) is None:
+        return False
+    return not (isinstance(f.default, ir.ListLiteral) and not f.default.items)
+
+
+def input_field(f: ir.Field, types: TypeNames, imports: Imports) -> str:
+    """The request member of a field that has a default (a crudish create, a value object's or a
+    payload's request model)."""
+    if wire_default(f):
+        return _field_line(f.name, ir.OptionalType(_strip_optional(f.type)), types, imports, True)
+    return _field_line(f.name, f.type, types, imports, True, input_default(f, types, imports))
+
+
+def field_to_domain(text: str, f: ir.Field, in_types: TypeNames, domain: Scope) -> str:
+    """The request member `text` of field `f` as the domain takes it (see `wire_default`)."""
+    if not wire_default(f):
+        return wire_to_domain(text, f.type, in_types)
+    assert f.default is not None
+    rec = record_of(f.type)
+    assert rec is not None
+    default = f"lambda: {render_as(f.default, f.type, domain)}"
+    fn = f"{in_types.render(rec)}.to_domain"
+    inner = _strip_optional(f.type)
+    helper = "map_list_or" if isinstance(inner, ir.ListType) else "map_or"
+    in_types.imports.add("loom.runtime.types", helper)
+    return f"{helper}({text}, {fn}, {default})"
+
+
 def input_default(f: ir.Field, types: TypeNames, imports: Imports) -> str | None:
     """A create input's default: the field's declared default, as pydantic takes it."""
     if f.default is None:
@@ -152,10 +208,7 @@ def _create_class(cls: str, agg: ir.Aggregate, types: TypeNames, imports: Import
     if agg.factory is not None:
         lines += [_field_line(p.name, p.type, types, imports, True) for p in agg.factory.params]
     else:
-        lines += [
-            _field_line(f.name, f.type, types, imports, True, input_default(f, types, imports))
-            for f in agg.fields
-        ]
+        lines += [input_field(f, types, imports) for f in agg.fields]
     return lines
 
 
@@ -220,7 +273,10 @@ def _out_class(cls: str, agg: ir.Aggregate, out_types: TypeNames, imports: Impor
         f"        {docstring(f'The wire form of aggregate {agg.name}.')}",
     ]
     kwargs = [f"id={var}.id", f"version={var}.version"]
-    kwargs += [f"{schema_attr(name)}={var}.{names.ident(name)}" for name, _ in members]
+    kwargs += [
+        f"{schema_attr(name)}={domain_to_wire(f'{var}.{names.ident(name)}', t, out_types)}"
+        for name, t in members
+    ]
     lines += lay(call("cls", kwargs, prefix="return "), 2)
     return lines
 
@@ -247,17 +303,104 @@ def _instance_class(wf: ir.Workflow, out_types: TypeNames, imports: Imports) -> 
     ]
     kwargs = [f"{schema_attr(key.name)}=state.{names.ident(key.name)}"]
     kwargs.append("version=instance_version(state)")
-    kwargs += [f"{schema_attr(f.name)}=state.{names.ident(f.name)}" for f in members[1:]]
+    kwargs += [
+        f"{schema_attr(f.name)}={domain_to_wire(f'state.{names.ident(f.name)}', f.type, out_types)}"
+        for f in members[1:]
+    ]
     lines += lay(call("cls", kwargs, prefix="return "), 2)
     return lines
 
 
+def _record_order(context: ir.Context) -> list[ir.ValueObject | ir.Payload]:
+    """Value objects and payloads, each after the value objects its fields hold (class bodies refer
+    to the models they nest)."""
+    by_name = {r.name: r for r in context.records}
+    out: list[ir.ValueObject | ir.Payload] = []
+
+    def visit(rec: ir.ValueObject | ir.Payload) -> None:
+        if rec in out:
+            return
+        for f in rec.fields:
+            dep = record_of(f.type)
+            if dep is not None and dep.context == context.name and by_name.get(dep.name) is not rec:
+                visit(by_name[dep.name])
+        out.append(rec)
+
+    for rec in by_name.values():
+        visit(rec)
+    return out
+
+
+def _record_classes(
+    rec: ir.ValueObject | ir.Payload,
+    sn: SchemaNames,
+    in_types: TypeNames,
+    out_types: TypeNames,
+    imports: Imports,
+) -> list[list[str]]:
+    """`<Name>Input` (with `to_domain()`) and `<Name>Out` (with `from_value(v)`) of a record."""
+    imports.add("pydantic", "BaseModel", "ConfigDict")
+    imports.add("typing", "Self")
+    in_cls, out_cls = sn.records[rec.name]
+    domain = TypeNames(in_types.info, in_types.context, imports, mode="domain")
+    cls = domain.render(
+        ir.ValueType(rec.name, rec.context)
+        if isinstance(rec, ir.ValueObject)
+        else ir.PayloadType(rec.name, rec.context, rec.kind)
+    )
+    what = f"value {rec.name}" if isinstance(rec, ir.ValueObject) else f"{rec.kind} {rec.name}"
+    scope = Scope(imports=imports, enum_ref=domain.enum_ref, self_name=None)
+    checked = " (its invariants checked)" if isinstance(rec, ir.ValueObject) else ""
+    request = [
+        f"class {in_cls}(BaseModel):",
+        f"    {docstring(f'{what} as a request carries it ({where(rec.origin)})')}",
+        "",
+        '    model_config = ConfigDict(extra="forbid")',
+    ]
+    if rec.fields:
+        request.append("")
+    request += [input_field(f, in_types, imports) for f in rec.fields]
+    kwargs = [
+        f"{names.ident(f.name)}="
+        + field_to_domain(f"self.{schema_attr(f.name)}", f, in_types, scope)
+        for f in rec.fields
+    ]
+    request += [
+        "",
+        f"    def to_domain(self) -> {cls}:",
+        f"        {docstring(f'The domain {what}{checked}.')}",
+        *lay(call(cls, kwargs, prefix="return "), 2),
+    ]
+    response = [
+        f"class {out_cls}(BaseModel):",
+        f"    {docstring(f'{what} as the API answers it ({where(rec.origin)})')}",
+    ]
+    if rec.fields:
+        response.append("")
+    response += [_field_line(f.name, f.type, out_types, imports, False) for f in rec.fields]
+    var = "value"
+    kwargs = [
+        f"{schema_attr(f.name)}={domain_to_wire(f'{var}.{names.ident(f.name)}', f.type, out_types)}"
+        for f in rec.fields
+    ]
+    response += [
+        "",
+        "    @classmethod",
+        f"    def from_value(cls, {var}: {cls}) -> Self:",
+        f"        {docstring(f'The wire form of {what}.')}",
+        *lay(call("cls", kwargs, prefix="return "), 2),
+    ]
+    return [request, response]
+
+
 def emit_schemas(info: ModelInfo, context: ir.Context) -> str:
     imports = Imports()
-    in_types = TypeNames(info, context, imports, mode="input")
-    out_types = TypeNames(info, context, imports, mode="output")
+    in_types = TypeNames(info, context, imports, mode="input", in_schemas=True)
+    out_types = TypeNames(info, context, imports, mode="output", in_schemas=True)
     sn = schema_names(context)
     blocks: list[list[str]] = []
+    for rec in _record_order(context):
+        blocks += _record_classes(rec, sn, in_types, out_types, imports)
     for agg in context.aggregates:
         blocks.append(_out_class(sn.out[agg.name], agg, out_types, imports))
         if agg.name in sn.create_input:

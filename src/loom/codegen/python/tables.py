@@ -17,6 +17,7 @@ from loom.codegen.python._shared import (
     context_module,
     correlated,
     instances_table_var,
+    record_of,
 )
 from loom.model import ir
 
@@ -33,6 +34,13 @@ def table_name(context: ir.Context, agg: ir.Aggregate) -> str:
 def _column_type(t: ir.Type, imports: Imports) -> str:
     if isinstance(t, ir.OptionalType):
         return _column_type(t.inner, imports)
+    record = record_of(t)
+    if record is not None:
+        # a value object (or a list of them): JSON text, rebuilt into the domain dataclasses
+        cls = names.pascal(record.name)
+        imports.add("loom.runtime.types", "JsonValue")
+        imports.add(".domain", cls)
+        return f"JsonValue({f'list[{cls}]' if isinstance(t, ir.ListType) else cls})"
     if isinstance(t, ir.ListType):
         imports.add("loom.runtime.types", "JsonList")
         return "JsonList"

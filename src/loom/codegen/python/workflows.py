@@ -27,11 +27,10 @@ from loom.codegen.python._shared import (
     correlated,
     instance_out_class,
     instances_class,
-    schema_attr,
     state_class,
     walk,
 )
-from loom.codegen.python.bodies import BodyWriter, apply_function, assign_state
+from loom.codegen.python.bodies import BodyWriter, apply_function, assign_state, body_params
 from loom.codegen.python.domain import function_body
 from loom.codegen.python.expressions import Scope, workflow_function
 from loom.codegen.python.routes import SERVICE_PARAM, decorator, route_imports
@@ -145,10 +144,13 @@ def _workflow(
     path = f"/api/workflows/{names.snake(wf.name)}"
     status = 200 if create.result is not None else 204
     lines = decorator("post", path, f"{context.name}: workflows", status=status)
+    in_types = TypeNames(info, context, imports, mode="input")
     params = []
     if input_cls is not None:
         imports.add(".schemas", input_cls)
         params.append(f"body: {input_cls}")
+    elif create.params:  # one payload parameter: the body is the payload
+        params.append(f"body: {in_types.render(create.params[0].type)}")
     params.append(SERVICE_PARAM)
     result_t = out_types.render(create.result) if create.result is not None else "None"
     lines += lay(Group(f"async def {fn}(", params, f") -> {result_t}:"))
@@ -158,11 +160,14 @@ def _workflow(
         mode = "non-transactional: each save commits on its own"
     lines.append(f"    {docstring(f'workflow {wf.name} ({where(wf.origin)}): {mode}')}")
 
+    alloc = NameAlloc(_RESERVED)
+    py_params, built = body_params(create.params, alloc, in_types)
+    lines += built
     scope = Scope(
         imports=imports,
         enum_ref=domain_types.enum_ref,
         self_name=None,
-        params={p.name: f"body.{schema_attr(p.name)}" for p in create.params},
+        params=py_params,
     )
     writer = BodyWriter(
         info,
@@ -171,7 +176,7 @@ def _workflow(
         domain_types,
         scope,
         f"workflow {wf.name}",
-        set(_RESERVED),
+        alloc.taken,
         workflow=wf,
     )
     writer.prepare(create.body)

@@ -11,6 +11,7 @@ from loom.runtime import (
     PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
+    NotFound,
     Page,
     PageLimit,
     PageOffset,
@@ -53,6 +54,38 @@ async def list_tickets(
     async with service.autocommit() as work:
         page = await Tickets(work).page(limit, offset)
     return page.map(TicketOut.from_aggregate)
+
+
+@router.get(
+    "/api/tickets/find/by_code",
+    responses=PROBLEM_RESPONSES,
+    tags=["Support: Ticket"],
+)
+async def find_tickets_by_code(
+    code: Annotated[str, Query()],
+    service: Annotated[Service, Depends(get_service)],
+) -> TicketOut:
+    """find byCode of Tickets (support.loom:16)"""
+    async with service.autocommit() as work:
+        ticket = await Tickets(work).find_by_code(code)
+    if ticket is None:
+        raise NotFound("Ticket", code)
+    return TicketOut.from_aggregate(ticket)
+
+
+@router.get(
+    "/api/tickets/find/by_customer",
+    responses=PROBLEM_RESPONSES,
+    tags=["Support: Ticket"],
+)
+async def find_tickets_by_customer(
+    customer: Annotated[str, Query()],
+    service: Annotated[Service, Depends(get_service)],
+) -> list[TicketOut]:
+    """find byCustomer of Tickets (support.loom:17)"""
+    async with service.autocommit() as work:
+        found = await Tickets(work).find_all_by_customer(customer)
+    return [TicketOut.from_aggregate(x) for x in found]
 
 
 @router.post(

@@ -6,12 +6,14 @@ from typing import Annotated, cast
 from uuid import UUID
 
 from fastapi import APIRouter, Depends, Query, Response
+from pydantic import AwareDatetime
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
     Int64,
     InvalidValue,
     LoomRoute,
+    NotFound,
     Page,
     PageLimit,
     PageOffset,
@@ -54,6 +56,54 @@ async def list_tickets(
     async with service.autocommit() as work:
         page = await Tickets(work).page(limit, offset)
     return page.map(TicketOut.from_aggregate)
+
+
+@router.get(
+    "/api/tickets/find/by_code",
+    responses=PROBLEM_RESPONSES,
+    tags=["Support: Ticket"],
+)
+async def find_tickets_by_code(
+    code: Annotated[str, Query()],
+    service: Annotated[Service, Depends(get_service)],
+) -> TicketOut:
+    """find byCode of Tickets (support_workflows.loom:37)"""
+    async with service.autocommit() as work:
+        ticket = await Tickets(work).find_by_code(code)
+    if ticket is None:
+        raise NotFound("Ticket", code)
+    return TicketOut.from_aggregate(ticket)
+
+
+@router.get(
+    "/api/tickets/find/by_customer",
+    responses=PROBLEM_RESPONSES,
+    tags=["Support: Ticket"],
+)
+async def find_tickets_by_customer(
+    customer: Annotated[str, Query()],
+    service: Annotated[Service, Depends(get_service)],
+) -> list[TicketOut]:
+    """find byCustomer of Tickets (support_workflows.loom:38)"""
+    async with service.autocommit() as work:
+        found = await Tickets(work).find_all_by_customer(customer)
+    return [TicketOut.from_aggregate(x) for x in found]
+
+
+@router.get(
+    "/api/tickets/find/by_customer_and_due_at",
+    responses=PROBLEM_RESPONSES,
+    tags=["Support: Ticket"],
+)
+async def find_tickets_by_customer_and_due_at(
+    customer: Annotated[str, Query()],
+    due_at: Annotated[AwareDatetime, Query(alias="dueAt")],
+    service: Annotated[Service, Depends(get_service)],
+) -> TicketOut:
+    """find byCustomerAndDueAt of Tickets (support_workflows.loom:39)"""
+    async with service.autocommit() as work:
+        ticket = await Tickets(work).get_by_customer_and_due_at(customer, due_at)
+    return TicketOut.from_aggregate(ticket)
 
 
 @router.post(

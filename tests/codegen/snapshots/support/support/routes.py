@@ -11,6 +11,7 @@ from loom.runtime import (
     PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
+    NotFound,
     Page,
     PageLimit,
     PageOffset,
@@ -55,6 +56,21 @@ async def list_tickets(
     async with service.autocommit() as work:
         page = await Tickets(work).page(limit, offset)
     return page.map(TicketOut.from_aggregate)
+
+
+@router.get(
+    "/api/tickets/find/by_customer",
+    responses=PROBLEM_RESPONSES,
+    tags=["Support: Ticket"],
+)
+async def find_tickets_by_customer(
+    customer: Annotated[str, Query()],
+    service: Annotated[Service, Depends(get_service)],
+) -> list[TicketOut]:
+    """find byCustomer of Tickets (support.loom:64)"""
+    async with service.autocommit() as work:
+        found = await Tickets(work).find_all_by_customer(customer)
+    return [TicketOut.from_aggregate(x) for x in found]
 
 
 @router.post(
@@ -253,6 +269,23 @@ async def list_agents(
     async with service.autocommit() as work:
         page = await Agents(work).page(limit, offset)
     return page.map(AgentOut.from_aggregate)
+
+
+@router.get(
+    "/api/agents/find/by_handle",
+    responses=PROBLEM_RESPONSES,
+    tags=["Support: Agent"],
+)
+async def find_agents_by_handle(
+    handle: Annotated[str, Query()],
+    service: Annotated[Service, Depends(get_service)],
+) -> AgentOut:
+    """find byHandle of Agents (support.loom:67)"""
+    async with service.autocommit() as work:
+        agent = await Agents(work).find_by_handle(handle)
+    if agent is None:
+        raise NotFound("Agent", handle)
+    return AgentOut.from_aggregate(agent)
 
 
 @router.post(
