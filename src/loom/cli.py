@@ -6,10 +6,12 @@ Whatever goes wrong, the user gets a sentence, never a Python traceback.
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -78,7 +80,9 @@ def check(
 @app.command()
 def build(
     files: Files,
-    output: Annotated[Path, typer.Option("-o", "--output", help="Folder to write the package into.")],
+    output: Annotated[
+        Path, typer.Option("-o", "--output", help="Folder to write the package into.")
+    ],
     color: Annotated[Color, typer.Option(help="Colour the diagnostics.")] = Color.auto,
 ) -> None:
     """Generate the service package for a model into OUTPUT."""
@@ -97,7 +101,9 @@ def run(
     files: Files,
     database_url: Annotated[
         str | None,
-        typer.Option(help="SQLAlchemy async URL; default: a SQLite file beside the first model file."),
+        typer.Option(
+            help="SQLAlchemy async URL; default: a SQLite file beside the first model file."
+        ),
     ] = None,
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
@@ -227,6 +233,173 @@ def fix_handle(
     if scan_errors or (check_only and changed):
         raise typer.Exit(1)
     raise typer.Exit(0)
+
+
+dead_app = typer.Typer(
+    name="dead-letters",
+    help="List and redrive dead letters: durable events whose delivery failed maxAttempts times "
+    "(see docs/events.md).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(dead_app, name="dead-letters")
+
+ModelOrDir = Annotated[
+    Path | None,
+    typer.Argument(
+        help="The model (or its folder): its database is the one `loom run` uses, a SQLite file "
+        "beside the model. Default: the current folder.",
+        show_default=False,
+    ),
+]
+DatabaseUrl = Annotated[
+    str | None, typer.Option(help="The service's database instead of the model's default one.")
+]
+
+
+@dead_app.command("list")
+def dead_letters_list(
+    model: ModelOrDir = None,
+    database_url: DatabaseUrl = None,
+    format: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.text,
+    limit: Annotated[int, typer.Option(min=1, max=500, help="At most this many.")] = 50,
+    offset: Annotated[int, typer.Option(min=0, help="Skip this many.")] = 0,
+) -> None:
+    """List dead letters, oldest first (exit 0, also when there are none)."""
+    import json
+
+    url = _dead_letters_url(model, database_url)
+    try:
+        page = asyncio.run(_on_outbox(url, lambda outbox: _dead_page(outbox, limit, offset)))
+    except Exception as exc:  # noqa: BLE001 - a sentence, never a traceback
+        _fail(f"cannot read the dead letters of {_safe(url)}: {exc}")
+    if format is Format.json:
+        typer.echo(json.dumps(page, default=str, ensure_ascii=False))
+        return
+    items = page["items"]
+    if not items:
+        typer.echo(
+            f"no dead letters ({page['total']} in all)" if page["total"] else "no dead letters"
+        )
+        return
+    first = offset + 1
+    typer.echo(f"{page['total']} dead letter(s); {first}-{offset + len(items)}:")
+    for d in items:
+        typer.echo(
+            f"{d['event_id']}  {d['event_type']}  channel={d['channel']}  attempts={d['attempts']}"
+            f"  occurred={d['occurred_at']}  correlation={d['correlation_id']}"
+        )
+        typer.echo(f"    last error: {d['last_error']}")
+
+
+@dead_app.command("redrive")
+def dead_letters_redrive(
+    args: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="EVENT_ID [MODEL_OR_DIR]",
+            help="The dead letter to put back in the queue (none with --all), then optionally "
+            "the model or its folder, as for `list`.",
+            show_default=False,
+        ),
+    ] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Redrive every dead letter.")] = False,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Put dead letters back in the queue: the service's relay delivers them again from attempt 1.
+
+    Exit codes: 0 redriven (with --all, also when there was none); 1 EVENT_ID is not a dead
+    letter; 2 wrong arguments or no database.
+    """
+    from uuid import UUID
+
+    rest = list(args or [])
+    event_id: UUID | None = None
+    if not all_:
+        if not rest:
+            _fail("name the dead letter's EVENT_ID, or pass --all")
+        try:
+            event_id = UUID(rest.pop(0))
+        except ValueError:
+            _fail("EVENT_ID must be a UUID (as `loom dead-letters list` shows it)")
+    if len(rest) > 1:
+        _fail(f"unexpected argument(s): {' '.join(rest[1:])}")
+    url = _dead_letters_url(Path(rest[0]) if rest else None, database_url)
+    try:
+        count = asyncio.run(_on_outbox(url, lambda outbox: _redrive(outbox, event_id)))
+    except Exception as exc:  # noqa: BLE001 - a sentence, never a traceback
+        _fail(f"cannot redrive in {_safe(url)}: {exc}")
+    if event_id is None:
+        typer.echo(f"redriven {count} dead letter(s)")
+    elif count:
+        typer.echo(f"redriven {event_id}: the service's relay delivers it again")
+    else:
+        typer.echo(f"error: no dead letter has the event id {event_id}", err=True)
+        raise typer.Exit(1)
+
+
+async def _on_outbox(url: str, action: Callable[[Any], Awaitable[Any]]) -> Any:
+    """Run `action(service.outbox)` on the tables directly (no model needed); a database where
+    no service with channels ever ran has no outbox, which reads as empty."""
+    from sqlalchemy import MetaData, inspect
+
+    from loom.runtime import Service
+
+    service = Service.from_url(url, MetaData())
+    try:
+        async with service.engine.connect() as conn:
+            exists = await conn.run_sync(lambda c: inspect(c).has_table("__loom_outbox"))
+        return await action(service.outbox) if exists else await action(None)
+    finally:
+        await service.dispose()
+
+
+async def _dead_page(outbox: Any, limit: int, offset: int) -> dict[str, Any]:
+    if outbox is None:
+        return {"items": [], "limit": limit, "offset": offset, "total": 0}
+    items = await outbox.dead_letters(limit, offset)
+    total = (await outbox.counts())["dead"]
+    return {"items": [_as_dict(d) for d in items], "limit": limit, "offset": offset, "total": total}
+
+
+def _as_dict(dead: Any) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return asdict(dead)
+
+
+async def _redrive(outbox: Any, event_id: Any) -> int:
+    if outbox is None:
+        return 0
+    if event_id is None:
+        return int(await outbox.redrive_all())
+    return 1 if await outbox.redrive(event_id) else 0
+
+
+def _dead_letters_url(model: Path | None, database_url: str | None) -> str:
+    """The explicit URL, else the SQLite file `loom run` keeps beside the model."""
+    if database_url:
+        return database_url
+    target = model or Path.cwd()
+    if target.is_dir():
+        files = sorted(target.glob("*.loom"))
+        if not files:
+            _fail(f"no .loom file in {target}: name the model, or pass --database-url")
+        # `loom run` names the database after the first model file it was given
+        with_db = [f for f in files if f.with_suffix(".db").exists()]
+        first = (with_db or files)[0]
+    elif target.is_file():
+        first = target
+    else:
+        _fail(f"{target}: no such file or folder")
+    db = first.resolve().with_suffix(".db")
+    if not db.exists():
+        _fail(
+            f"no database at {db} (has `loom run` served this model?); "
+            "pass --database-url for another one"
+        )
+    return default_sqlite_url(first)
 
 
 def main() -> None:

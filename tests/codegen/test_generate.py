@@ -25,6 +25,8 @@ EXAMPLES = {
     "support": ["examples/support/support.loom"],
     "ok_support_workflows": ["tests/lang/data/ok/support_workflows.loom"],
     "ok_values_payloads": ["tests/lang/data/ok/values_payloads.loom"],
+    "shop": ["examples/shop/shop.loom"],
+    "ok_events": ["tests/lang/data/ok/events.loom"],
 }
 
 

@@ -92,6 +92,14 @@ async def test_keys_crudish_and_handlers(client: httpx.AsyncClient) -> None:
     assert (r.status_code, r.json()) == (200, True)
     r = await client.post("/api/commands/close_ticket", json={"code": "B"})
     assert (r.status_code, r.json()) == (200, b["id"])
+    # `filter NotClosed`: a closed ticket is invisible to every read through Tickets ...
+    r = await client.post("/api/commands/remove", json={"code": "B"})
+    assert r.status_code == 404 and r.json()["aggregate"] == "Ticket"
+    assert (await client.get(f"/api/tickets/{b['id']}")).status_code == 404
+    # ... except a read that says `ignoring NotClosed`
+    r = await client.post("/api/commands/reopen", json={"id": b["id"]})
+    assert r.status_code == 204, r.text
+    assert (await client.get(f"/api/tickets/{b['id']}")).json()["status"] == "Breached"
     r = await client.post("/api/commands/remove", json={"code": "B"})
     assert r.status_code == 204
     r = await client.post("/api/commands/purge", json={"id": b["id"]})

@@ -18,6 +18,8 @@ describes behaviour for over HTTP, on SQLite and on PostgreSQL (the `database_ur
 
 from __future__ import annotations
 
+import json
+import logging
 import re
 import uuid
 from collections.abc import AsyncIterator
@@ -734,15 +736,78 @@ async def test_53_serializable_transfer(database_url: str) -> None:
 
 
 @xfail_if_header("54_reactor_failure")
-async def test_54_reactor_failure_keeps_the_command(database_url: str) -> None:
+async def test_54_reactor_failure_keeps_the_command(
+    database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
     async with case("54_reactor_failure", database_url) as c:
         r = await c.post("/api/tickets", json={"email": "boom@example.test", "status": "Open"})
         assert r.status_code == 201, r.text
         t = r.json()["id"]
-        await post_ok(c, f"/api/tickets/{t}/resolve")
+        with caplog.at_level(logging.INFO, logger="loom.events"):
+            # The starter's precondition refuses: the command keeps its 204 and its write.
+            r = await c.post(f"/api/tickets/{t}/resolve", json={})
+        assert r.status_code == 204, r.text
         assert (await get_json(c, f"/api/tickets/{t}"))["status"] == "Resolved"
+        # The failed reaction left nothing of its own: no instance row, no Survey.
         problem(await c.get(f"/api/workflows/ask_for_rating/instances/{t}"), 404, "not-found")
         assert (await get_json(c, "/api/surveys"))["total"] == 0
+        # One structured line, with the seed's members; no retry on the request path.
+        lines = [json.loads(x.getMessage()) for x in caplog.records if x.name == "loom.events"]
+        failed = [x for x in lines if x["event"] == "reactor_failed"]
+        assert len(failed) == 1, lines
+        (line,) = failed
+        assert line["level"] == "error"
+        assert line["handler"] == "Support.AskForRating.create(TicketResolved)"
+        assert line["event_type"] == "Support.TicketResolved"
+        assert uuid.UUID(line["event_id"])
+        assert line["error"].startswith("Refused: ") and "e.email" in line["error"]
+        dispatched = [x for x in lines if x["event"] == "event_dispatched"]
+        assert [x["event_id"] for x in dispatched] == [line["event_id"]]
+
+        # The same starter for another ticket runs, and allocates the instance keyed by `by`.
+        r = await c.post("/api/tickets", json={"email": "ann@example.test", "status": "Open"})
+        t2 = r.json()["id"]
+        await post_ok(c, f"/api/tickets/{t2}/resolve")
+        instance = await get_json(c, f"/api/workflows/ask_for_rating/instances/{t2}")
+        assert instance == {"ticket": t2, "version": 1}
+        surveys = (await get_json(c, "/api/surveys"))["items"]
+        assert [(s["ticket"], s["email"]) for s in surveys] == [(t2, "ann@example.test")]
+        # An event-triggered-only workflow has no command route.
+        paths = (await get_json(c, "/openapi.json"))["paths"]
+        assert "/api/workflows/ask_for_rating" not in paths
+
+
+# --------------------------------------------------------------------------------------------------
+# 06, 55 — event-triggered starters
+
+
+async def test_06_replica_starter_folds_the_event(database_url: str) -> None:
+    async with case("06_replica_event_starter", database_url) as c:
+        event = c.module("dispatch.domain").TechnicianRegistered
+        tech = uuid.uuid4()
+        async with c.service.transaction() as work:
+            work.emit(event(tech=tech, skills=["gas", "water"]))
+        replicas = (await get_json(c, "/api/tech_replicas"))["items"]
+        assert [(r["tech"], r["skills"]) for r in replicas] == [(str(tech), ["gas", "water"])]
+        instance = await get_json(c, f"/api/workflows/replicate_techs/instances/{tech}")
+        assert instance == {"tech": str(tech), "version": 1}
+
+
+async def test_55_command_and_event_entries(database_url: str) -> None:
+    async with case("55_triggers_and_payloads", database_url) as c:
+        order = str(uuid.uuid4())
+        await post_ok(c, "/api/workflows/fulfillment", {"order": order, "note": "rush"})
+        assert (await get_json(c, f"/api/workflows/fulfillment/instances/{order}"))["version"] == 1
+        problem(
+            await c.post("/api/workflows/fulfillment", json={"order": order, "note": ""}),
+            422,
+            "precondition-failed",
+        )
+        # The event-triggered create continues the same instance (load-or-allocate by `by`).
+        received = c.module("billing.domain").PaymentReceived
+        async with c.service.transaction() as work:
+            work.emit(received(order=uuid.UUID(order), amount=5))
+        assert (await get_json(c, f"/api/workflows/fulfillment/instances/{order}"))["version"] == 2
 
 
 async def test_58_command_handler_replaces_handle(database_url: str) -> None:

@@ -29,6 +29,8 @@ CHECKS = [
 MODELS = {
     "banking": ["examples/banking/banking.loom"],
     "sales": ["examples/sales/sales.loom", "examples/sales/onboarding.loom"],
+    # reactions, durable channels (the relay runs under the traffic), projections, admin routes
+    "shop": ["examples/shop/shop.loom"],
 }
 
 

@@ -113,3 +113,22 @@ def test_compiling_banking_is_fast() -> None:
     for _ in range(5):
         compiled(BANKING)
     assert (time.perf_counter() - start) / 5 < 0.25
+
+
+def test_shop_is_three_contexts_joined_by_events() -> None:
+    model = compiled(["examples/shop/shop.loom"])
+    orders, inventory, payment = model.contexts
+    assert [c.name for c in model.contexts] == ["Orders", "Inventory", "Payment"]
+    reserve = next(w for w in inventory.workflows if w.name == "reserveStock")
+    assert reserve.creates == () and reserve.correlation is None
+    assert [r.event for r in reserve.reactions] == [
+        ir.EventType("OrderPlaced", "Orders"),
+        ir.EventType("PaymentFailed", "Payment"),
+    ]
+    take = next(w for w in payment.workflows if w.name == "takePayment")
+    branch = next(s for s in take.reactions[0].body if isinstance(s, ir.If))
+    assert [type(s) for s in branch.then] == [ir.Emit] == [type(s) for s in branch.otherwise]
+    carried = [e for c in model.contexts for ch in c.channels for e in ch.events]
+    assert len(carried) == 6 and len(set(carried)) == 6  # every event of the flow is durable
+    (progress,) = orders.projections
+    assert progress.key == "order" and len(progress.reactions) == 6

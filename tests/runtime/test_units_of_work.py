@@ -155,6 +155,8 @@ async def test_failing_reactor_is_logged_and_never_changes_the_answer(
             "handler": lines[0]["handler"],
             "event_type": "Incremented",
             "event_id": str(envelope.event_id),
+            "correlation_id": r.headers["x-correlation-id"],
+            "causation_id": None,
             "error": "ValueError: reactor exploded",
         }
     ]

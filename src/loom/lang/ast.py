@@ -21,6 +21,9 @@ class TypeRef:
     is_list: bool
     is_optional: bool
     span: Span
+    # `Orders.OrderPlaced` / `Orders.Order id`: the context a qualified name names
+    qualifier: str | None = None
+    qualifier_span: Span | None = None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -143,6 +146,8 @@ class Let:
     name_span: Span
     value: Expr
     span: Span
+    # `let x = Repo.read(…) ignoring F, G`: the repository filters this read switches off
+    ignoring: list[tuple[str, Span]] = field(default_factory=list)
 
 
 @dataclass(eq=False)
@@ -173,6 +178,7 @@ class IfLet:
     then: list[Stmt]
     otherwise: list[Stmt] | None
     span: Span
+    ignoring: list[tuple[str, Span]] = field(default_factory=list)
 
 
 @dataclass(eq=False)
@@ -190,7 +196,17 @@ class NotFound:
     span: Span
 
 
-Stmt = Precondition | Assign | Let | Emit | Return | ExprStmt | IfLet | ForEach | NotFound
+@dataclass(eq=False)
+class If:
+    """`if cond { … } [else { … }]`; an `else if …` is an else block holding that one statement."""
+
+    condition: Expr
+    then: list[Stmt]
+    otherwise: list[Stmt] | None
+    span: Span
+
+
+Stmt = Precondition | Assign | Let | Emit | Return | ExprStmt | IfLet | ForEach | NotFound | If
 
 
 # --------------------------------------------------------------------------------------------------
@@ -340,6 +356,7 @@ class Repository:
     aggregate_span: Span
     span: Span
     finds: list[RepoFind] = field(default_factory=list)
+    filters: list[tuple[str, Span]] = field(default_factory=list)  # `filter Criterion`
 
 
 @dataclass(eq=False)
@@ -441,6 +458,18 @@ class Create:
     result: TypeRef | None
     body: list[Stmt]
     span: Span
+    # `create(e: Event) by e.field { … }`: the correlation value of an event-triggered starter
+    by: Expr | None = None
+
+
+@dataclass(eq=False)
+class On:
+    """`on(e: Event) [by e.field] { … }`: a reaction of a workflow or a projection."""
+
+    params: list[Param]
+    by: Expr | None
+    body: list[Stmt]
+    span: Span
 
 
 @dataclass(eq=False)
@@ -466,6 +495,41 @@ class Workflow:
     state: list[Field] = field(default_factory=list)
     functions: list[Function] = field(default_factory=list)
     applies: list[Apply] = field(default_factory=list)
+    ons: list[On] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Projection:
+    """`projection Name { key: X id  n: int = 0  on(e: Event) by e.x { n := n + 1 } }`: a read
+    model folded from events, one row per key, served over HTTP only."""
+
+    name: str
+    name_span: Span
+    fields: list[Field]
+    ons: list[On]
+    span: Span
+
+
+@dataclass(eq=False)
+class ChannelSetting:
+    """One `key: value` of a channel. `value` is a list of (possibly qualified) names with their
+    spans, an int, or a (min, max) pair of durations in milliseconds."""
+
+    key: str
+    key_span: Span
+    value: list[tuple[str | None, str, Span]] | int | tuple[int, int]
+    value_span: Span
+    span: Span
+
+
+@dataclass(eq=False)
+class Channel:
+    """`channel Name { carries: A, Ctx.B  retention: work  maxAttempts: 5  backoff: 1s .. 5m }`."""
+
+    name: str
+    name_span: Span
+    settings: list[ChannelSetting]
+    span: Span
 
 
 Decl = (
@@ -480,6 +544,8 @@ Decl = (
     | DomainService
     | ValueObject
     | Payload
+    | Projection
+    | Channel
 )
 
 

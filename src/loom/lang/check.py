@@ -52,6 +52,12 @@ class Checker(ExpressionChecker):
                 rules_workflow.check_workflow(self, ctx, wf)
             for h in ctx.handlers.values():
                 rules_workflow.check_handler(self, ctx, h)
+        from loom.lang import rules_events
+
+        for ctx in self.prog.contexts.values():
+            for proj in ctx.projections.values():
+                rules_events.check_projection(self, ctx, proj)
+        rules_events.check_channels(self)
 
     def _declare_types(self, ctx: ContextSymbols) -> None:
         def res(t: ast.TypeRef | None, value: bool = True) -> None:
@@ -70,7 +76,7 @@ class Checker(ExpressionChecker):
         for ev in ctx.events.values():
             for p in ev.fields:
                 res(p.type)
-        for rec in [*ctx.values.values(), *ctx.payloads.values()]:
+        for rec in [*ctx.values.values(), *ctx.payloads.values(), *ctx.projections.values()]:
             for f in rec.fields:
                 res(f.type)
         for wf in ctx.workflows.values():
@@ -170,6 +176,14 @@ class Checker(ExpressionChecker):
                     )
             elif isinstance(stmt, (ast.Let, ast.Precondition, ast.NotFound)):
                 self.operation_stmt(stmt, scope)
+            elif isinstance(stmt, ast.If):
+                self.report(
+                    "loom.invalid-statement",
+                    "a function body has no `if`: it computes one value",
+                    stmt.span,
+                    "`if` in a function",
+                    help="choose between values with `cond ? a : b`",
+                )
             else:
                 what = {
                     ast.Assign: "assign",
@@ -297,7 +311,24 @@ class Checker(ExpressionChecker):
     def operation_stmt(self, stmt: ast.Stmt, scope: Scope) -> None:
         if isinstance(stmt, ast.Precondition):
             self.exprs[id(stmt.condition)] = self.condition(stmt.condition, scope, "a precondition")
+        elif isinstance(stmt, ast.If) and scope.kind == "operation":
+            # `if c { … } else { … }` in an operation: each branch a block of its own
+            self.exprs[id(stmt.condition)] = self.condition(
+                stmt.condition, scope, "the condition of `if`"
+            )
+            for branch in (stmt.then, stmt.otherwise):
+                if branch is None:
+                    continue
+                inner = scope.child()
+                for s in branch:
+                    self.operation_stmt(s, inner)
+                own = Scope(inner.ctx, inner.agg, inner.kind)
+                own.names = {n: b for n, b in inner.names.items() if scope.names.get(n) is not b}
+                self.warn_unused(own)
         elif isinstance(stmt, ast.Let):
+            from loom.lang.rules_filters import refuse_outside_body
+
+            refuse_outside_body(self, stmt)
             x = self.root(stmt.value, scope)
             self.bind_local(
                 scope, Binding(stmt.name, x.type, stmt.name_span, "value", used=is_error(x.type))

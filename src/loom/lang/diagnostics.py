@@ -67,7 +67,7 @@ REGISTRY: dict[str, CodeInfo] = {
         CodeInfo("loom.unknown-name", _E, "a name in an expression does not resolve"),
         CodeInfo("loom.unknown-field", _E, "a field name does not exist on the aggregate or event"),
         CodeInfo("loom.unknown-operation", _E, "an operation or method does not exist"),
-        CodeInfo("loom.unknown-event", _E, "an emitted event is not declared in the context"),
+        CodeInfo("loom.unknown-event", _E, "an event name does not resolve"),
         CodeInfo("loom.unknown-aggregate", _E, "an aggregate name does not resolve"),
         CodeInfo("loom.unknown-enum-member", _E, "a qualified enum member does not exist"),
         CodeInfo("loom.unknown-trait", _E, "`with` names a trait Loom does not know"),
@@ -135,6 +135,12 @@ REGISTRY: dict[str, CodeInfo] = {
             "loom.workflow-eventsourced-unapplied",
             _W,
             "an event-sourced workflow emits an event no `apply` folds",
+        ),
+        CodeInfo("loom.repository-filter", _E, "a repository filter is not a usable criterion"),
+        CodeInfo(
+            "loom.unknown-filter",
+            _E,
+            "`ignoring` names no filter of the read's repository",
         ),
         CodeInfo(
             "loom.workflow-use-after-delete",
@@ -231,6 +237,26 @@ REGISTRY: dict[str, CodeInfo] = {
             _E,
             "a create of a correlated workflow cannot tell which instance it starts",
         ),
+        # Reactions, channels and projections
+        CodeInfo(
+            "loom.trigger-parameter",
+            _E,
+            "an event-triggered `create` or an `on` does not take exactly one event parameter",
+        ),
+        CodeInfo(
+            "loom.reactor-uncorrelated",
+            _E,
+            "a reaction's `by` does not match whether its workflow keeps instances",
+        ),
+        CodeInfo("loom.by-without-event", _E, "`by` on a `create` no event triggers"),
+        CodeInfo("loom.by-not-event-field", _E, "`by` is not a field of the event parameter"),
+        CodeInfo(
+            "loom.channel-setting",
+            _E,
+            "a channel setting is unknown, repeated, missing or out of range",
+        ),
+        CodeInfo("loom.channel-overlap", _E, "an event is carried by two channels"),
+        CodeInfo("loom.projection-key", _E, "a projection has no field that can key its rows"),
     ]
 }
 

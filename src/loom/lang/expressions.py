@@ -410,8 +410,10 @@ class ExpressionChecker(CallTyping):
                 help=did_you_mean(e.name, members),
             )
             return self.poison(e)
-        if isinstance(t, ir.EventType) and t.name in scope.ctx.events:
-            fields = {p.name: p for p in scope.ctx.events[t.name].fields}
+        home = self.prog.contexts.get(t.context) if isinstance(t, ir.EventType) else None
+        if isinstance(t, ir.EventType) and home is not None and t.name in home.events:
+            # an event of this context or of another one (events are a context's public surface)
+            fields = {p.name: p for p in home.events[t.name].fields}
             if e.name in fields:
                 return ir.Member(x, e.name, self.type_of(fields[e.name].type), text)  # type: ignore[arg-type]
             self.report(

@@ -18,6 +18,7 @@ class Load:
     repository: str
     aggregate: str
     id: ir.Expr
+    ignoring: tuple[str, ...] = ()
 
 
 @dataclass
@@ -78,3 +79,13 @@ class StateWrite:
 @dataclass
 class NotFoundFact:
     aggregate: str | None
+
+
+@dataclass
+class Trigger:
+    """The event an event-triggered `create` or an `on` reacts to: its parameter, and the typed
+    `by` value (None without `by`)."""
+
+    event: ir.EventType
+    param: str
+    by: ir.Expr | None

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from loom.lang import ast
 from loom.lang.check import Checker
-from loom.lang.facts import CallOp
+from loom.lang.facts import CallOp, Trigger
 from loom.lang.lower_body import BodyLowerer, origin
 from loom.lang.reads import find_cardinality
 from loom.lang.resolve import ContextSymbols, Program
 from loom.lang.rules_calls import mutated_params
 from loom.lang.rules_decls import find_fields
+from loom.lang.rules_events import projection_key
 from loom.lang.rules_workflow import correlation
 from loom.model import ir
 
@@ -106,6 +107,63 @@ class _Lower:
                 for d in decls
                 if isinstance(d, ast.Payload)
             ),
+            projections=tuple(
+                self.projection(ctx, d) for d in decls if isinstance(d, ast.Projection)
+            ),
+            channels=tuple(self.channel(ctx, d) for d in decls if isinstance(d, ast.Channel)),
+        )
+
+    def reaction(
+        self,
+        ctx: ContextSymbols,
+        kind: str,
+        node: ast.Create | ast.On,
+        instance: bool,
+        route: bool,
+    ) -> ir.Reaction:
+        """A starter (`kind="create"`), an `on` of a workflow (`route`: an instance must exist),
+        or an `on` of a projection (its row is loaded or allocated)."""
+        trig = self.ck.stmts[id(node)]
+        assert isinstance(trig, Trigger)
+        first: list[ir.Stmt] = []
+        if trig.by is not None:
+            o = origin(node.span)
+            first.append(ir.RouteInstance(trig.by, o) if route else ir.BindInstance(trig.by, o))
+        body = BodyLowerer(self.ck, ctx, instance=instance).body(node.body, first)
+        return ir.Reaction(
+            kind,  # type: ignore[arg-type]
+            trig.event,
+            trig.param,
+            trig.by,
+            body,
+            origin(node.span),
+        )
+
+    def projection(self, ctx: ContextSymbols, p: ast.Projection) -> ir.Projection:
+        key = projection_key(self.ck, p)
+        assert key is not None
+        return ir.Projection(
+            p.name,
+            ctx.name,
+            self.record_fields(p.fields),
+            key.name,
+            tuple(self.reaction(ctx, "on", on, True, False) for on in p.ons),
+            origin(p.span),
+        )
+
+    def channel(self, ctx: ContextSymbols, ch: ast.Channel) -> ir.Channel:
+        values = {s.key: s.value for s in ch.settings}
+        retention = values.get("retention")
+        attempts = values.get("maxAttempts")
+        backoff = values.get("backoff")
+        return ir.Channel(
+            ch.name,
+            ctx.name,
+            tuple(self.ck.stmts.get(id(ch), [])),  # type: ignore[arg-type]
+            origin(ch.span),
+            retention=retention[0][1] if isinstance(retention, list) else "work",  # type: ignore[arg-type]
+            max_attempts=attempts if isinstance(attempts, int) else 5,
+            backoff_ms=backoff if isinstance(backoff, tuple) else (1_000, 300_000),
         )
 
     def record_fields(self, fields: list[ast.Field]) -> tuple[ir.Field, ...]:
@@ -131,7 +189,9 @@ class _Lower:
             )
             for f in d.finds
         )
-        return ir.Repository(d.name, d.aggregate, origin(d.span), finds)
+        return ir.Repository(
+            d.name, d.aggregate, origin(d.span), finds, tuple(n for n, _ in d.filters)
+        )
 
     def function(self, ctx: ContextSymbols, f: ast.Function) -> ir.Function:
         if f.value is not None:
@@ -189,7 +249,7 @@ class _Lower:
     def operation(self, ctx: ContextSymbols, op: ast.Operation) -> ir.Operation:
         body = tuple(self.stmt(ctx, s) for s in op.body) if not op.extern else ()
         emits: list[str] = []
-        for s in body:
+        for s in _ir_walk(body):
             if isinstance(s, ir.Emit) and s.event not in emits:
                 emits.append(s.event)
         for event in self._called_emits(ctx, op, {op.name}):
@@ -213,7 +273,7 @@ class _Lower:
         agg = next((a for a in ctx.aggregates.values() if op in a.members), None)
         if agg is None:
             return out
-        for s in op.body:
+        for s in _ast_walk(op.body):
             found = self.ck.stmts.get(id(s))
             if not (isinstance(found, tuple) and found and found[0] == "own-operation"):
                 continue
@@ -226,7 +286,7 @@ class _Lower:
             )
             if callee is None:
                 continue
-            out += [x.event for x in callee.body if isinstance(x, ast.Emit)]
+            out += [x.event for x in _ast_walk(callee.body) if isinstance(x, ast.Emit)]
             out += self._called_emits(ctx, callee, seen)
         return out
 
@@ -239,7 +299,11 @@ class _Lower:
     def workflow(self, ctx: ContextSymbols, wf: ast.Workflow) -> ir.Workflow:
         corr = correlation(self.ck, wf)
         creates = []
+        reactions = []
         for c in wf.creates:
+            if isinstance(self.ck.stmts.get(id(c)), Trigger):
+                reactions.append(self.reaction(ctx, "create", c, corr is not None, False))
+                continue
             first: list[ir.Stmt] = []
             param = next((p for p in c.params if p.name == corr), None)
             if param is not None:
@@ -287,6 +351,8 @@ class _Lower:
             functions=tuple(self.function(ctx, f) for f in wf.functions),
             event_sourced=wf.event_sourced,
             applies=tuple(applies),
+            reactions=tuple(reactions)
+            + tuple(self.reaction(ctx, "on", on, corr is not None, True) for on in wf.ons),
         )
 
     def handler(self, ctx: ContextSymbols, h: ast.Handler) -> ir.Handler:
@@ -338,6 +404,25 @@ class _Lower:
                 )
             )
         return ir.DomainService(svc.name, ctx.name, tuple(methods), origin(svc.span))
+
+
+def _ir_walk(stmts: tuple[ir.Stmt, ...]) -> list[ir.Stmt]:
+    """The statements of an operation body, those in `if` branches included."""
+    out: list[ir.Stmt] = []
+    for s in stmts:
+        out.append(s)
+        if isinstance(s, ir.If):
+            out += _ir_walk(s.then) + _ir_walk(s.otherwise)
+    return out
+
+
+def _ast_walk(stmts: list[ast.Stmt]) -> list[ast.Stmt]:
+    out: list[ast.Stmt] = []
+    for s in stmts:
+        out.append(s)
+        if isinstance(s, ast.If):
+            out += _ast_walk(s.then) + _ast_walk(s.otherwise or [])
+    return out
 
 
 def lower(prog: Program, ck: Checker) -> ir.Model:

@@ -105,7 +105,11 @@ class BodyLowerer:
             if isinstance(lowered, ir.NotFoundStmt):
                 ended = True
                 break
-            if isinstance(lowered, ir.IfLet) and _ends(lowered.then) and _ends(lowered.otherwise):
+            if (
+                isinstance(lowered, (ir.IfLet, ir.If))
+                and _ends(lowered.then)
+                and _ends(lowered.otherwise)
+            ):
                 ended = True
                 break
         if not ended:
@@ -134,7 +138,9 @@ class BodyLowerer:
         if isinstance(s, ast.Let):
             if isinstance(found, Load):
                 frame.held[s.name] = _Held(found.repository, found.aggregate, False)
-                return ir.LoadById(s.name, found.repository, found.aggregate, found.id, o)
+                return ir.LoadById(
+                    s.name, found.repository, found.aggregate, found.id, o, found.ignoring
+                )
             if isinstance(found, ReadLoad):
                 if found.read.cardinality == "one":
                     frame.held[s.name] = _Held(found.read.repository, found.read.aggregate, False)
@@ -152,6 +158,10 @@ class BodyLowerer:
             t = self.block(s.then, frames, then, [])
             other = self.block(s.otherwise, frames, _Frame(), []) if s.otherwise is not None else []
             return ir.IfLet(s.name, found.read, tuple(t), tuple(other), o, found.value)
+        if isinstance(s, ast.If):
+            t = self.block(s.then, frames, _Frame(), [])
+            other = self.block(s.otherwise, frames, _Frame(), []) if s.otherwise is not None else []
+            return ir.If(self.e(s.condition), tuple(t), tuple(other), o)
         if isinstance(s, ast.ForEach):
             items = self.e(s.items)
             body = _Frame()
@@ -206,4 +216,4 @@ def _ends(stmts: tuple[ir.Stmt, ...]) -> bool:
     last = stmts[-1]
     if isinstance(last, (ir.Return, ir.NotFoundStmt)):
         return True
-    return isinstance(last, ir.IfLet) and _ends(last.then) and _ends(last.otherwise)
+    return isinstance(last, (ir.IfLet, ir.If)) and _ends(last.then) and _ends(last.otherwise)

@@ -125,6 +125,10 @@ def parse(file: str, text: str, sink: Sink) -> ast.File:
 
 def _report_syntax_error(file: str, text: str, exc: UnexpectedInput, sink: Sink) -> None:
     if isinstance(exc, UnexpectedToken):
+        word = _unknown_declaration(exc)
+        if word is not None:
+            report_unknown_declaration(file, word, sink)
+            return
         tok = exc.token
         if tok.type == "$END" or getattr(tok, "line", None) is None:
             span = _end_of_text(file, text)
@@ -175,6 +179,72 @@ def _report_syntax_error(file: str, text: str, exc: UnexpectedInput, sink: Sink)
         return
     span = _end_of_text(file, text)
     sink.report("loom.syntax-error", "unexpected end of file", span, "the model ends here")
+
+
+# What may start a declaration of a context (`channel` is a word, not a keyword: see grammar.lark).
+DECLARATION_WORDS = (
+    "aggregate",
+    "channel",
+    "command",
+    "commandHandler",
+    "criterion",
+    "domainService",
+    "enum",
+    "error",
+    "event",
+    "projection",
+    "query",
+    "queryHandler",
+    "repository",
+    "response",
+    "retrieval",
+    "value",
+    "workflow",
+)
+
+
+def _unknown_declaration(exc: UnexpectedToken) -> Token | None:
+    """`agregate Foo { … }` parses as far as it does because `NAME NAME {` is how a `channel`
+    starts; when the first word is not `channel`, that word is the mistake, not what follows."""
+    try:
+        stack = list(exc.interactive_parser.parser_state.value_stack)
+    except Exception:  # noqa: BLE001 - only a better message is at stake
+        return None
+    for i in range(len(stack) - 2):
+        first, second, third = stack[i : i + 3]
+        if (
+            isinstance(first, Token)
+            and isinstance(second, Token)
+            and isinstance(third, Token)
+            and (first.type, second.type, third.type) == ("NAME", "NAME", "LBRACE")
+            and str(first) != "channel"
+        ):
+            return first
+    return None
+
+
+def report_unknown_declaration(file: str, word: Token, sink: Sink) -> None:
+    from loom.lang.diagnostics import did_you_mean
+
+    span = Span(
+        file,
+        word.line or 1,
+        word.column or 1,
+        word.end_line or word.line or 1,
+        word.end_column or (word.column or 1) + len(str(word)),
+        word.start_pos or 0,
+        word.end_pos or 0,
+    )
+    sink.report(
+        "loom.syntax-error",
+        f"unknown declaration `{word}`; expected one of "
+        + ", ".join(f"`{w}`" for w in DECLARATION_WORDS),
+        span,
+        "not a declaration",
+        help=did_you_mean(str(word), DECLARATION_WORDS)
+        or "a context declares aggregates, repositories, events, workflows, projections, "
+        "channels and the other declarations of docs/language.md",
+    )
 
 
 _SOFT_KEYWORDS = {

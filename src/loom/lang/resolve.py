@@ -31,6 +31,8 @@ _KIND = {
     ast.Handler: "handler",
     ast.DomainService: "domain service",
     ast.ValueObject: "value object",
+    ast.Projection: "projection",
+    ast.Channel: "channel",
 }
 
 PAYLOAD_SCOPE = (
@@ -62,6 +64,8 @@ class ContextSymbols:
     services: dict[str, ast.DomainService] = field(default_factory=dict)
     values: dict[str, ast.ValueObject] = field(default_factory=dict)
     payloads: dict[str, ast.Payload] = field(default_factory=dict)
+    projections: dict[str, ast.Projection] = field(default_factory=dict)
+    channels: dict[str, ast.Channel] = field(default_factory=dict)
     # enum member name -> the enums declaring it (a bare member resolves only when this is unique)
     members: dict[str, list[ast.Enum]] = field(default_factory=dict)
     # aggregate name -> its repository (the first one, when a duplicate was reported)
@@ -161,6 +165,8 @@ def _table(syms: ContextSymbols, decl: ast.Decl) -> dict[str, ast.Decl]:
         ast.DomainService: syms.services,
         ast.ValueObject: syms.values,
         ast.Payload: syms.payloads,
+        ast.Projection: syms.projections,
+        ast.Channel: syms.channels,
     }[type(decl)]
     return table  # type: ignore[return-value]
 
@@ -200,7 +206,7 @@ def _check_decl(syms: ContextSymbols, decl: ast.Decl, sink: Sink) -> None:
             syms.repo_for[decl.aggregate] = decl
     elif isinstance(decl, ast.Event):
         _check_params(decl.fields, sink, "Event field", decl.name)
-    elif isinstance(decl, (ast.ValueObject, ast.Payload)):
+    elif isinstance(decl, (ast.ValueObject, ast.Payload, ast.Projection)):
         _check_params(decl.fields, sink, "Field", decl.name)
     elif isinstance(decl, ast.Workflow):
         _check_workflow(decl, sink)
@@ -325,25 +331,21 @@ def _check_workflow(wf: ast.Workflow, sink: Sink) -> None:
             help=f"move it out of the workflow as `commandHandler {h.name}(…) {{ … }}`, or model the "
             "step as an aggregate operation",
         )
-    if not wf.creates and not wf.handles:
+    if not wf.creates and not wf.handles and not wf.ons:
         sink.report(
             "loom.workflow-without-create",
-            f"workflow `{wf.name}` has no `create`, so nothing can start it",
+            f"workflow `{wf.name}` has no `create` and no `on`, so nothing can start it",
             wf.name_span,
             "no entry point",
-            help="add `create(params) { … }`, or remove the workflow",
+            help="add `create(params) { … }` (a command), `create(e: Event) by e.key { … }` or "
+            "`on(e: Event) { … }` (a reaction), or remove the workflow",
         )
-    for extra in wf.creates[1:]:
-        sink.report(
-            "loom.duplicate-declaration",
-            f"workflow `{wf.name}` has more than one `create`",
-            extra.span,
-            "second `create`",
-            secondary=[(wf.creates[0].span, "the first `create`")],
-            help="a workflow has one entry; declare a second workflow for the other one",
-        )
+    # Two command creates; an event-triggered one (`by`, or typed by an event) is checked with the
+    # types, in rules_workflow.
     for c in wf.creates:
         _check_params(c.params, sink, "Parameter", f"{wf.name}.create")
+    for on in wf.ons:
+        _check_params(on.params, sink, "Parameter", f"{wf.name}.on")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -358,13 +360,16 @@ def resolve_type(
     value: bool = True,
     prog: Program | None = None,
     payloads: bool = False,
+    events: bool = False,
 ) -> AnyType:
     """The IR type a type reference names; ERROR (with a diagnostic) when it does not resolve.
 
     `value=True` refuses aggregate and event types (fields, parameters and event fields hold values,
     never whole aggregates); a workflow result is resolved with `value=False` and judged by its rule.
     `payloads=True` admits payload types (a workflow `create` parameter, a handler contract);
-    elsewhere a payload name does not resolve. `prog` lets the message name the other context when
+    elsewhere a payload name does not resolve. `events=True` admits an event type (the parameter of
+    an event-triggered `create` or an `on`), of this context by its name or of another one
+    qualified, `Orders.OrderPlaced`. `prog` lets the message name the other context when
     the name is declared there.
     """
     elsewhere = (
@@ -391,7 +396,12 @@ def resolve_type(
         if prog is not None and t.is_id and t.name not in syms.aggregates
         else []
     )
-    if t.is_id:
+    if t.qualifier is not None:
+        qualified = _qualified(syms, t, sink, prog)
+        if qualified is None:
+            return ERROR
+        base = qualified
+    elif t.is_id:
         if t.name in syms.aggregates:
             base = ir.IdType(t.name, syms.name)
         elif len(owners) == 1:
@@ -438,6 +448,23 @@ def resolve_type(
             return ERROR
         base = ir.PayloadType(t.name, syms.name, payload.kind)  # type: ignore[arg-type]
     else:
+        home = (
+            next(
+                (
+                    c.name
+                    for c in prog.contexts.values()
+                    if c.name != syms.name and t.name in c.events
+                ),
+                None,
+            )
+            if prog is not None
+            else None
+        )
+        if home is not None:
+            foreign = (
+                f"`{t.name}` is an event of context `{home}`: name it `{home}.{t.name}` (an "
+                "event of another context is qualified by its context)"
+            )
         known = [*PRIMITIVES, *syms.enums, *syms.aggregates, *syms.values]
         sink.report(
             "loom.unknown-type",
@@ -454,7 +481,7 @@ def resolve_type(
         base = ir.ListType(base)  # type: ignore[arg-type]
     if t.is_optional:
         base = ir.OptionalType(base)  # type: ignore[arg-type]
-    if value and not storable(base):
+    if value and not storable(base) and not (events and isinstance(base, ir.EventType)):
         what = "an aggregate" if t.name in syms.aggregates else "an event"
         sink.report(
             "loom.invalid-type-use",
@@ -467,3 +494,48 @@ def resolve_type(
         )
         return ERROR
     return base
+
+
+def _qualified(
+    syms: ContextSymbols, t: ast.TypeRef, sink: Sink, prog: Program | None
+) -> AnyType | None:
+    """`Ctx.Name`: an event of context `Ctx`, or (`Ctx.Name id`) the id of one of its aggregates.
+    Events are a context's public surface; everything else of it stays private."""
+    assert t.qualifier is not None and t.qualifier_span is not None
+    other = prog.contexts.get(t.qualifier) if prog is not None else None
+    if other is None and t.qualifier == syms.name:
+        other = syms
+    if other is None:
+        contexts = list(prog.contexts) if prog is not None else [syms.name]
+        sink.report(
+            "loom.unknown-type",
+            f"`{t.qualifier}.{t.name}`: there is no context `{t.qualifier}`",
+            t.qualifier_span,
+            "not a context",
+            help=did_you_mean(t.qualifier, contexts)
+            or "a qualified name is `Context.Event` (or `Context.Aggregate id`)",
+        )
+        return None
+    if t.is_id and t.name in other.aggregates:
+        return ir.IdType(t.name, other.name)
+    if not t.is_id and t.name in other.events:
+        return ir.EventType(t.name, other.name)
+    decl = other.names.get(t.name)
+    if decl is not None:
+        what = kind_of(decl)
+        why = (
+            f"`{t.qualifier}.{t.name}` is {_article(what)} of context `{other.name}`; only its "
+            "events (and its aggregates' ids) are visible to other contexts"
+        )
+        fix = (
+            f"write `{t.qualifier}.{t.name} id` for its identity"
+            if isinstance(decl, ast.Aggregate)
+            else "an event is the public surface of a context; publish one and consume it here"
+        )
+    else:
+        why = f"context `{other.name}` declares no event `{t.name}`"
+        fix = did_you_mean(t.name, [*other.events, *other.aggregates]) or (
+            f"its events are {', '.join(f'`{e}`' for e in other.events) or 'none'}"
+        )
+    sink.report("loom.unknown-type", why, t.name_span, "not an event of that context", help=fix)
+    return None

@@ -35,7 +35,7 @@ def terminates(stmts: list[ast.Stmt]) -> bool:
     last = stmts[-1]
     if isinstance(last, (ast.Return, ast.NotFound)):
         return True
-    if isinstance(last, ast.IfLet) and last.otherwise is not None:
+    if isinstance(last, (ast.IfLet, ast.If)) and last.otherwise is not None:
         return terminates(last.then) and terminates(last.otherwise)
     return False
 
@@ -77,10 +77,12 @@ def stmt_(ck: Checker, stmt: ast.Stmt, scope: Scope, result: AnyType | None) -> 
         _expr_stmt(ck, stmt, scope)
     elif isinstance(stmt, ast.IfLet):
         _if_let(ck, stmt, scope, result)
+    elif isinstance(stmt, ast.If):
+        _if(ck, stmt, scope, result)
     elif isinstance(stmt, ast.ForEach):
         _for(ck, stmt, scope, result)
     elif isinstance(stmt, ast.NotFound):
-        if scope.body not in ("create", "command", "query"):
+        if scope.body not in ("create", "command", "query", "starter", "on"):
             notfound_outside(ck, stmt, "an `apply` clause")
         ck.stmts[id(stmt)] = NotFoundFact(scope.miss if stmt.detail is None else None)
 
@@ -191,6 +193,17 @@ def _state_write(ck: Checker, stmt: ast.Assign, target: ast.Name, scope: Scope) 
     x = ck.root(stmt.value, scope, ft)
     ck.mismatch(x, stmt.value, ft, f"cannot assign {a(x.type)} to `{target.name}`, {a(ft)} state")
     key = target.name == _correlation(ck, wf)
+    if key and scope.body in ("starter", "on"):
+        ck.report(
+            "loom.assign-to-readonly",
+            f"cannot assign `{target.name}`: it keys the instance this reaction runs on, and `by` "
+            "already gave it its value",
+            stmt.span,
+            "the correlation key",
+            help=f"remove the assignment; the instance is the one whose `{target.name}` is the "
+            "`by` value",
+        )
+        return
     if key and scope.depth > 0 and not scope.bound[0]:
         ck.report(
             "loom.state-correlation-missing",
@@ -209,12 +222,18 @@ def unbound_state(ck: Checker, scope: Scope, span: Span, name: str) -> None:
     """State is used before the create has bound its instance (by assigning the key)."""
     if scope.bound[0]:
         return
+    row = scope.body == "projection"
     ck.report(
         "loom.state-correlation-missing",
-        f"`{name}` is workflow state, used before the body binds its instance",
+        f"`{name}` is a field of the projection's row, used before the body binds the row"
+        if row
+        else f"`{name}` is workflow state, used before the body binds its instance",
         span,
-        "no instance yet",
-        help="assign the correlation field first; that is what loads or allocates the instance",
+        "no row yet" if row else "no instance yet",
+        help="assign the key field first (or add `by e.<field>`); that is what loads or "
+        "allocates the row"
+        if row
+        else "assign the correlation field first; that is what loads or allocates the instance",
     )
     scope.bound[0] = True  # one report per body
 
@@ -325,6 +344,18 @@ def _if_let(ck: Checker, stmt: ast.IfLet, scope: Scope, result: AnyType | None) 
         other = scope.child(miss=agg)
         block(ck, stmt.otherwise, other, result)
         ck.warn_unused(_own(other, scope))
+
+
+def _if(ck: Checker, stmt: ast.If, scope: Scope, result: AnyType | None) -> None:
+    """`if cond { … } else { … }`: each branch is a block of its own (its bindings stay in it, and
+    lowering saves what it creates or mutates at its end)."""
+    ck.exprs[id(stmt.condition)] = ck.condition(stmt.condition, scope, "the condition of `if`")
+    for branch in (stmt.then, stmt.otherwise):
+        if branch is None:
+            continue
+        inner = scope.child(miss=scope.miss)
+        block(ck, branch, inner, result)
+        ck.warn_unused(_own(inner, scope))
 
 
 def _own(inner: Scope, outer: Scope) -> Scope:

@@ -87,7 +87,20 @@ def classify(ck: Checker, call: ast.Call, scope: Scope, position: str, name: str
     if r in ctx.aggregates:
         return _aggregate_call(ck, call, scope, position, name, ctx.aggregates[r], method, mspan)
     elsewhere = ck.prog.repositories_elsewhere(r, ctx.name)
-    if elsewhere:
+    if r in ctx.projections:
+        from loom.model.naming import snake
+
+        ck.report(
+            "loom.workflow-unknown-name",
+            f"`{r}` is a projection: a read model served over HTTP only "
+            f"(`GET /api/projections/{snake(r)}/{{key}}`), never read by a workflow",
+            recv.span,
+            "a projection, not a repository",
+            secondary=[(ctx.projections[r].name_span, "projection declared here")],
+            help="fold the same events into an aggregate of this context (a local replica) and "
+            "read that through its repository",
+        )
+    elif elsewhere:
         other_ctx, other = elsewhere[0]
         ck.report(
             "loom.workflow-cross-context-repository",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from loom.lang import ast
+from loom.lang import ast, rules_filters
 from loom.lang.check import Checker
 from loom.lang.diagnostics import did_you_mean
 from loom.lang.expressions import Binding, Scope, a
@@ -21,6 +21,7 @@ def check_context(ck: Checker, ctx: ContextSymbols) -> None:
         _factory(ck, ctx, agg)
     for repo in ctx.repositories.values():
         _finds(ck, ctx, repo)
+        rules_filters.check_repository_filters(ck, ctx, repo)
     for c in ctx.criteria.values():
         _criterion(ck, ctx, c)
     for r in ctx.retrievals.values():

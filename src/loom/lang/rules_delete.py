@@ -35,7 +35,7 @@ def _block(ck: Checker, body: list[ast.Stmt], deleted: dict[str, Span]) -> None:
                 help=f"use `{name.name}` before deleting it, or read the values you need into "
                 "`let`s first",
             )
-        if isinstance(stmt, ast.IfLet):
+        if isinstance(stmt, (ast.IfLet, ast.If)):
             _block(ck, stmt.then, deleted)
             if stmt.otherwise is not None:
                 _block(ck, stmt.otherwise, deleted)
@@ -52,6 +52,8 @@ def _uses(stmt: ast.Stmt, deleted: dict[str, Span]) -> Iterator[ast.Name]:
         return
     if isinstance(stmt, ast.IfLet):
         roots: list[object] = [stmt.source]
+    elif isinstance(stmt, ast.If):
+        roots = [stmt.condition]
     elif isinstance(stmt, ast.ForEach):
         roots = [stmt.items]
     else:

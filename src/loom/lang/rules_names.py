@@ -49,6 +49,14 @@ def check_generated_names(prog: Program, sink: Sink) -> None:
                 wf.name_span,
                 "workflow routes are not prefixed by their context; rename one of the workflows",
             )
+        for proj in ctx.projections.values():
+            claim(
+                f"/api/projections/{snake(proj.name)}",
+                f"projection `{ctx.name}.{proj.name}`",
+                proj.name_span,
+                "projection routes are not prefixed by their context; rename one of the "
+                "projections",
+            )
         for h in ctx.handlers.values():
             kind = "commands" if h.kind == "command" else "queries"
             claim(

@@ -6,11 +6,16 @@ Their bodies are checked statement by statement in `rules_body.py`; calls in `ru
 
 from __future__ import annotations
 
-from loom.lang import ast, rules_delete
+from loom.lang import ast, rules_delete, rules_events, rules_filters
 from loom.lang.check import Checker
 from loom.lang.diagnostics import did_you_mean
 from loom.lang.expressions import Binding, Scope, a
-from loom.lang.facts import CallOp, Create, Load  # noqa: F401 - re-exported for older imports
+from loom.lang.facts import (  # noqa: F401 - CallOp, Create, Load: re-exported for older imports
+    CallOp,
+    Create,
+    Load,
+    Trigger,
+)
 from loom.lang.resolve import ContextSymbols, resolve_type
 from loom.lang.rules_body import block, terminates
 from loom.lang.rules_calls import classify
@@ -43,8 +48,41 @@ def check_workflow(ck: Checker, ctx: ContextSymbols, wf: ast.Workflow) -> None:
                 p.name, Binding(p.name, ck.type_of(p.type), p.name_span, "param")
             )
         ck.function_body(fn, scope)
+    commands: list[ast.Create] = []
+    triggers: dict[ir.EventType, ast.Create | ast.On] = {}
     for c in wf.creates:
+        for p in c.params:
+            # an event type here makes this create a starter; a payload, a command entry
+            _param_type(ck, ctx, p, payloads=True)
+        if any(isinstance(ck.type_of(p.type), ir.EventType) for p in c.params):
+            event = _check_starter(ck, ctx, wf, c, state, corr)
+            _once(ck, wf, triggers, event, c)
+            continue
+        if c.by is not None:
+            ck.report(
+                "loom.by-without-event",
+                "`by` keys an event-triggered `create`, but no event triggers this one",
+                c.by.span,
+                "`by` without an event",
+                help="type the parameter by an event (`create(e: SomeEvent) by e.key`), or "
+                "remove `by`: a command `create` binds its instance by the parameter named like "
+                "the correlation field",
+            )
+        commands.append(c)
         _check_create(ck, ctx, wf, c, state, corr)
+    for extra in commands[1:]:
+        ck.report(
+            "loom.duplicate-declaration",
+            f"workflow `{wf.name}` has more than one command `create`",
+            extra.span,
+            "second `create`",
+            secondary=[(commands[0].span, "the first `create`")],
+            help="a workflow has one command entry; declare a second workflow (or a "
+            "commandHandler) for the other one",
+        )
+    for on in wf.ons:
+        event = _check_on(ck, ctx, wf, on, state, corr)
+        _once(ck, wf, triggers, event, on)
     for ap in wf.applies:
         _check_apply(ck, ctx, wf, ap, state, corr)
     if wf.event_sourced and wf.state:
@@ -60,8 +98,8 @@ def _check_unapplied(ck: Checker, ctx: ContextSymbols, wf: ast.Workflow) -> None
         if len(ap.params) == 1 and isinstance(t := ck.type_of(ap.params[0].type), ir.EventType)
     }
     warned: set[str] = set()
-    for c in wf.creates:
-        for emit in _emits(c.body):
+    for body in [*(c.body for c in wf.creates), *(on.body for on in wf.ons)]:
+        for emit in _emits(body):
             if emit.event in applied or emit.event in warned or emit.event not in ctx.events:
                 continue
             warned.add(emit.event)
@@ -82,11 +120,23 @@ def _emits(stmts: list[ast.Stmt]) -> list[ast.Emit]:
     for st in stmts:
         if isinstance(st, ast.Emit):
             out.append(st)
-        elif isinstance(st, ast.IfLet):
+        elif isinstance(st, (ast.IfLet, ast.If)):
             out += _emits(st.then) + _emits(st.otherwise or [])
         elif isinstance(st, ast.ForEach):
             out += _emits(st.body)
     return out
+
+
+def _param_type(
+    ck: Checker, ctx: ContextSymbols, p: ast.Param, *, payloads: bool = False
+) -> AnyType:
+    """Resolve (once) the type of a parameter of a workflow entry: an event type is admitted (it
+    makes the entry a reaction), a payload type where `payloads` says so."""
+    t = ck.types.get(id(p.type))
+    if t is None:
+        t = resolve_type(ctx, p.type, ck.sink, prog=ck.prog, payloads=payloads, events=True)
+        ck.types[id(p.type)] = t
+    return t
 
 
 def _body_scope(
@@ -101,8 +151,10 @@ def _body_scope(
     scope = Scope(ctx, None, "workflow", wf=wf, body=body, state=state, correlated=corr is not None)
     for p in params:
         # A workflow `create` and a handler contract are where payload types are in scope.
-        t = resolve_type(ctx, p.type, ck.sink, prog=ck.prog, payloads=True)
-        ck.types[id(p.type)] = t
+        t = ck.types.get(id(p.type))
+        if t is None:
+            t = resolve_type(ctx, p.type, ck.sink, prog=ck.prog, payloads=True)
+            ck.types[id(p.type)] = t
         scope.names.setdefault(p.name, Binding(p.name, t, p.name_span, "param"))
     return scope
 
@@ -154,6 +206,7 @@ def _entry(
 ) -> None:
     block(ck, body, scope, result)
     rules_delete.check_body(ck, body)
+    rules_filters.check_body(ck, body)
     if result_ref is not None and not (
         terminates(body) or any(isinstance(s, ast.Return) for s in body)
     ):
@@ -207,13 +260,125 @@ def _check_create(
         )
 
 
+def _once(
+    ck: Checker,
+    wf: ast.Workflow,
+    seen: dict[ir.EventType, ast.Create | ast.On],
+    event: ir.EventType | None,
+    node: ast.Create | ast.On,
+) -> None:
+    spans = {e: n.span for e, n in seen.items()}
+    here = next(c.name for c in ck.prog.contexts.values() if wf in c.workflows.values())
+    rules_events.once(ck, wf.name, here, spans, event, node.span)
+    if event is not None and event not in seen:
+        seen[event] = node
+
+
+def _key_field(wf: ast.Workflow, corr: str | None) -> ast.Field | None:
+    return next((f for f in wf.state if f.name == corr), None) if corr is not None else None
+
+
+def _check_starter(
+    ck: Checker,
+    ctx: ContextSymbols,
+    wf: ast.Workflow,
+    c: ast.Create,
+    state: dict[str, AnyType],
+    corr: str | None,
+) -> ir.EventType | None:
+    """`create(e: Event) by e.key { … }`: load-or-allocate the instance keyed by `by`, then run
+    the body as one reaction (its own transaction)."""
+    scope = _body_scope(ck, ctx, c.params, "starter", wf, state, corr)
+    found = rules_events.trigger_event(ck, c.params, c.span, "an event-triggered `create`")
+    if c.result is not None:
+        ck.report(
+            "loom.workflow-return-type",
+            "an event-triggered `create` answers no one: it runs after the command that raised "
+            "its event has answered",
+            c.result.span,
+            "a result nobody receives",
+            help="remove the result type; record what a caller needs in the workflow's state "
+            "(`GET …/instances/{id}`) or in an aggregate",
+        )
+    if corr is None and c.by is not None:
+        _uncorrelated_by(ck, wf, c.by)
+    elif corr is not None and c.by is None:
+        param = found[1] if found else "e"
+        ck.report(
+            "loom.state-correlation-missing",
+            f"this event-triggered `create` of `{wf.name}` does not say which instance it starts",
+            c.span,
+            "no `by`",
+            help=f"add `by {param}.<field>`: the event field holding the `{corr}` of the instance",
+        )
+    by = rules_events.check_by(
+        ck, scope, c.by, found[1] if found else None, _key_field(wf, corr), wf.name
+    )
+    scope.bound[0] = True
+    _entry(ck, scope, c.body, None, None)
+    if found is None:
+        return None
+    ck.stmts[id(c)] = Trigger(found[0], found[1], by if corr is not None else None)
+    return found[0]
+
+
+def _check_on(
+    ck: Checker,
+    ctx: ContextSymbols,
+    wf: ast.Workflow,
+    on: ast.On,
+    state: dict[str, AnyType],
+    corr: str | None,
+) -> ir.EventType | None:
+    """`on(e: Event) [by e.key] { … }`: with `by`, run on the instance keyed by it (none: the
+    event is dropped, logged `event_unrouted`); without, a stateless reaction."""
+    for p in on.params:
+        _param_type(ck, ctx, p)
+    scope = _body_scope(ck, ctx, on.params, "on", wf, state, corr)
+    found = rules_events.trigger_event(ck, on.params, on.span, "`on`")
+    param = found[1] if found else "e"
+    if corr is not None and on.by is None:
+        ck.report(
+            "loom.reactor-uncorrelated",
+            f"`{wf.name}` keeps one instance per `{corr}`, so its `on` must say which instance "
+            "the event is for",
+            on.span,
+            "no `by`",
+            help=f"add `by {param}.<field>`: the event field holding the `{corr}`; a reaction "
+            "that keeps no state belongs in a workflow without an id-shaped state field",
+        )
+    elif corr is None and on.by is not None:
+        _uncorrelated_by(ck, wf, on.by)
+    by = rules_events.check_by(
+        ck, scope, on.by, found[1] if found else None, _key_field(wf, corr), wf.name
+    )
+    scope.bound[0] = True
+    _entry(ck, scope, on.body, None, None)
+    if found is None:
+        return None
+    ck.stmts[id(on)] = Trigger(found[0], found[1], by if corr is not None else None)
+    return found[0]
+
+
+def _uncorrelated_by(ck: Checker, wf: ast.Workflow, by: ast.Expr) -> None:
+    ck.report(
+        "loom.reactor-uncorrelated",
+        f"`{wf.name}` keeps no instances (it has no id-shaped state field), so `by` has nothing "
+        "to key",
+        by.span,
+        "`by` without instances",
+        help="remove `by`, or declare the correlation key as the workflow's first id-shaped "
+        "state field, e.g. `order: Order id`",
+    )
+
+
 def _assigns(stmts: list[ast.Stmt], name: str) -> bool:
     for s in stmts:
         if isinstance(s, ast.Assign) and isinstance(s.target, ast.Name) and s.target.name == name:
             return True
         blocks = (
             [s.then, s.otherwise or []]
-            if isinstance(s, ast.IfLet)
+            if isinstance(s, (ast.IfLet, ast.If))
             else [s.body]
             if isinstance(s, ast.ForEach)
             else []
@@ -256,7 +421,7 @@ def _check_apply(
             help="write `apply(e: SomeEvent) { field := … }`",
         )
     for s in ap.body:
-        if isinstance(s, (ast.ExprStmt, ast.Emit, ast.IfLet, ast.ForEach, ast.Return)):
+        if isinstance(s, (ast.ExprStmt, ast.Emit, ast.IfLet, ast.If, ast.ForEach, ast.Return)):
             ck.report(
                 "loom.invalid-statement",
                 "an `apply` clause only folds the event into the state",

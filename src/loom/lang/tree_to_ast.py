@@ -242,20 +242,37 @@ class _Build(Transformer):
         return "opt"
 
     def type(self, meta, ch):
-        marks = set(ch[1:])
+        names = [c for c in ch if isinstance(c, Token)]
+        marks = {c for c in ch if not isinstance(c, Token)}
+        name, qualifier = names[-1], names[0] if len(names) > 1 else None
         return ast.TypeRef(
-            str(ch[0]),
-            self.tsp(ch[0]),
+            str(name),
+            self.tsp(name),
             "id" in marks,
             "list" in marks,
             "opt" in marks,
             self.sp(meta),
+            str(qualifier) if qualifier is not None else None,
+            self.tsp(qualifier) if qualifier is not None else None,
         )
 
     def repository(self, meta, ch):
+        members = list(ch[2:])
         return ast.Repository(
-            str(ch[0]), self.tsp(ch[0]), str(ch[1]), self.tsp(ch[1]), self.sp(meta), list(ch[2:])
+            str(ch[0]),
+            self.tsp(ch[0]),
+            str(ch[1]),
+            self.tsp(ch[1]),
+            self.sp(meta),
+            [m for m in members if isinstance(m, ast.RepoFind)],
+            [m[1] for m in members if isinstance(m, tuple) and m[0] == "filter"],
         )
+
+    def repo_filter(self, meta, ch):
+        return ("filter", (str(ch[0]), self.tsp(ch[0])))
+
+    def ignoring(self, meta, ch):
+        return ("ignoring", [(str(n), self.tsp(n)) for n in ch])
 
     def event(self, meta, ch):
         return ast.Event(str(ch[0]), self.tsp(ch[0]), list(ch[1:]), self.sp(meta))
@@ -297,11 +314,54 @@ class _Build(Transformer):
             state=[c for c in ch[1:] if isinstance(c, ast.Field)],
             functions=[c for c in ch[1:] if isinstance(c, ast.Function)],
             applies=[c for c in ch[1:] if isinstance(c, ast.Apply)],
+            ons=[c for c in ch[1:] if isinstance(c, ast.On)],
         )
 
     def create(self, meta, ch):
-        result = next((c[1] for c in ch[1:] if isinstance(c, tuple)), None)
-        return ast.Create(ch[0], result, ch[-1], self.sp(meta))
+        result = next((c[1] for c in ch[1:] if isinstance(c, tuple) and c[0] == "result"), None)
+        by = next((c[1] for c in ch[1:] if isinstance(c, tuple) and c[0] == "by"), None)
+        return ast.Create(ch[0], result, ch[-1], self.sp(meta), by)
+
+    def by(self, meta, ch):
+        return ("by", ch[0])
+
+    def on(self, meta, ch):
+        by = next((c[1] for c in ch[1:] if isinstance(c, tuple) and c[0] == "by"), None)
+        return ast.On(ch[0], by, ch[-1], self.sp(meta))
+
+    def projection(self, meta, ch):
+        return ast.Projection(
+            str(ch[0]),
+            self.tsp(ch[0]),
+            [c for c in ch[1:] if isinstance(c, ast.Field)],
+            [c for c in ch[1:] if isinstance(c, ast.On)],
+            self.sp(meta),
+        )
+
+    def channel(self, meta, ch):
+        if str(ch[0]) != "channel":  # `NAME NAME {` is a channel's shape; any other word is a typo
+            from loom.lang.parser import report_unknown_declaration
+
+            report_unknown_declaration(self.file, ch[0], self.sink)
+        return ast.Channel(str(ch[1]), self.tsp(ch[1]), list(ch[2:]), self.sp(meta))
+
+    def channel_setting(self, meta, ch):
+        value, value_span = ch[1]
+        return ast.ChannelSetting(str(ch[0]), self.tsp(ch[0]), value, value_span, self.sp(meta))
+
+    def qname(self, meta, ch):
+        if len(ch) == 2:
+            return (str(ch[0]), str(ch[1]), self.sp(meta))
+        return (None, str(ch[0]), self.sp(meta))
+
+    def setting_names(self, meta, ch):
+        return (list(ch), self.sp(meta))
+
+    def setting_int(self, meta, ch):
+        return (int(str(ch[0])), self.sp(meta))
+
+    def setting_range(self, meta, ch):
+        return ((_millis(str(ch[0])), _millis(str(ch[1]))), self.sp(meta))
 
     def handle(self, meta, ch):
         return ast.Handle(str(ch[0]), self.tsp(ch[0]), self.sp(meta))
@@ -315,7 +375,8 @@ class _Build(Transformer):
         return ast.Precondition(ch[0], msg, self.sp(meta))
 
     def let(self, meta, ch):
-        return ast.Let(str(ch[0]), self.tsp(ch[0]), ch[1], self.sp(meta))
+        ignoring = ch[2][1] if len(ch) > 2 else []
+        return ast.Let(str(ch[0]), self.tsp(ch[0]), ch[1], self.sp(meta), ignoring)
 
     def entry(self, meta, ch):
         return ast.Arg(str(ch[0]), self.tsp(ch[0]), ch[1], self.sp(meta))
@@ -336,11 +397,22 @@ class _Build(Transformer):
         return ast.ExprStmt(ch[0], self.sp(meta))
 
     def if_let(self, meta, ch):
+        ch = list(ch)
+        ignoring = ch.pop(2)[1] if isinstance(ch[2], tuple) and ch[2][0] == "ignoring" else []
         otherwise = ch[3][1] if len(ch) > 3 else None
-        return ast.IfLet(str(ch[0]), self.tsp(ch[0]), ch[1], ch[2], otherwise, self.sp(meta))
+        return ast.IfLet(
+            str(ch[0]), self.tsp(ch[0]), ch[1], ch[2], otherwise, self.sp(meta), ignoring
+        )
 
     def else_block(self, meta, ch):
         return ("else", ch[0])
+
+    def else_if(self, meta, ch):
+        return ("else", [ch[0]])
+
+    def if_stmt(self, meta, ch):
+        otherwise = ch[2][1] if len(ch) > 2 else None
+        return ast.If(ch[0], ch[1], otherwise, self.sp(meta))
 
     def for_stmt(self, meta, ch):
         return ast.ForEach(str(ch[0]), self.tsp(ch[0]), ch[1], ch[2], self.sp(meta))
@@ -416,6 +488,15 @@ class _Build(Transformer):
 
     def list(self, meta, ch):
         return ast.ListLit(list(ch), self.sp(meta))
+
+
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def _millis(text: str) -> int:
+    """`100ms`, `1s`, `5m`, `2h`, `1d` in milliseconds."""
+    digits = text.rstrip("smhd")
+    return int(digits) * _UNIT_MS[text[len(digits) :]]
 
 
 # `return` is a Python keyword, so the rule's callback needs an alias.

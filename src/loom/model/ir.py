@@ -369,6 +369,7 @@ class LoadById:
     aggregate: str
     id: Expr
     origin: Origin
+    ignoring: tuple[str, ...] = ()  # repository filters switched off for this read
 
 
 @dataclass(frozen=True, slots=True)
@@ -433,6 +434,7 @@ class Read:
     args: tuple[tuple[str, Expr], ...]
     target: str | None = None
     key: tuple[str, ...] = ()
+    ignoring: tuple[str, ...] = ()  # repository filters switched off (`ignoring …`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -517,6 +519,28 @@ class BindInstance:
 
 
 @dataclass(frozen=True, slots=True)
+class RouteInstance:
+    """First statement of an `on(e: E) by e.key` reaction of a correlated workflow: load the instance
+    keyed by `key`. When there is none the reaction ends there: the event is dropped and logged
+    (`event_unrouted`), and nothing is written. StateField reads and AssignState writes then act on
+    that instance."""
+
+    key: Expr
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class If:
+    """`if condition { then } else { otherwise }`. Like IfLet, each branch ends with the saves of what
+    it created or mutated (placed by lowering); `otherwise` is empty without an else branch."""
+
+    condition: Expr
+    then: tuple[Stmt, ...]
+    otherwise: tuple[Stmt, ...]
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
 class SaveInstance:
     """Inserted by lowering among the exit saves (after the aggregate saves) of every body of a
     correlated workflow: persist its instance row, version-checked."""
@@ -565,6 +589,8 @@ Stmt: TypeAlias = (
     | BindInstance
     | SaveInstance
     | CallOwnOperation
+    | RouteInstance
+    | If
 )
 
 
@@ -718,6 +744,8 @@ class Repository:
     aggregate: str
     origin: Origin
     finds: tuple[RepositoryFind, ...] = ()
+    # `filter C`: parameterless criteria of the aggregate that every read through it applies
+    filters: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -748,6 +776,30 @@ class Apply:
     origin: Origin
 
 
+@dataclass(frozen=True, slots=True)
+class Reaction:
+    """A reaction to an event, run after the commit that raised it, in a unit of work of its own
+    (one transaction, whatever the workflow's `transactional` says; a failure leaves no effect).
+
+    - `kind="create"`: an event-triggered `create(e: E) by e.key` of a correlated workflow. Its
+      body starts with BindInstance(by): the instance keyed by `by` is loaded or allocated.
+    - `kind="on"`: `on(e: E) [by e.key]`. With `by` (a correlated workflow, or a projection), the
+      body starts with RouteInstance(by) (a workflow: no instance drops the event) or BindInstance
+      (a projection: its row is loaded or allocated). Without `by`, a stateless reaction (an
+      uncorrelated workflow) or, in a projection, one whose body binds the row by assigning the key.
+
+    `event` is the event (of this context or another); `param` the name its body reads it by;
+    `by` the correlation value over Param(param), None without `by`. Correlated bodies end with
+    SaveInstance, like the workflow's other bodies."""
+
+    kind: Literal["create", "on"]
+    event: EventType
+    param: str
+    by: Expr | None
+    body: tuple[Stmt, ...]
+    origin: Origin
+
+
 Isolation: TypeAlias = Literal["read_committed", "repeatable_read", "serializable"]
 
 
@@ -768,6 +820,8 @@ class Workflow:
     functions: tuple[Function, ...] = ()
     event_sourced: bool = False
     applies: tuple[Apply, ...] = ()
+    # event-triggered creates and `on` reactions, in source order; `creates` are the command ones
+    reactions: tuple[Reaction, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -834,6 +888,40 @@ class Payload:
 
 
 @dataclass(frozen=True, slots=True)
+class Projection:
+    """`projection Name { fields  on(e: E) [by e.x] { … } }`: a read model with one row per value of
+    its key field `key` (the first id-shaped field, else the first field), folded from events by
+    its reactions (kind "on"; their bodies: BindInstance, Let, Precondition, AssignState, If, and a
+    final SaveInstance). Served over HTTP only, never read by a workflow."""
+
+    name: str
+    context: str
+    fields: tuple[Field, ...]
+    key: str
+    reactions: tuple[Reaction, ...]
+    origin: Origin
+
+
+Retention: TypeAlias = Literal["work", "log"]
+
+
+@dataclass(frozen=True, slots=True)
+class Channel:
+    """`channel Name { carries: …  retention: …  maxAttempts: n  backoff: first .. cap }`: the events
+    it carries (of any context) are durable: written to the outbox in the transaction of the write
+    that raised them and delivered by the relay at least once, retried with a backoff doubling from
+    `backoff_ms[0]` to `backoff_ms[1]`, dead-lettered after `max_attempts` deliveries."""
+
+    name: str
+    context: str
+    events: tuple[EventType, ...]
+    origin: Origin
+    retention: Retention = "work"
+    max_attempts: int = 5
+    backoff_ms: tuple[int, int] = (1_000, 300_000)
+
+
+@dataclass(frozen=True, slots=True)
 class Context:
     name: str
     enums: tuple[Enum, ...]
@@ -848,6 +936,8 @@ class Context:
     services: tuple[DomainService, ...] = ()
     values: tuple[ValueObject, ...] = ()
     payloads: tuple[Payload, ...] = ()
+    projections: tuple[Projection, ...] = ()
+    channels: tuple[Channel, ...] = ()
 
     def aggregate(self, name: str) -> Aggregate:
         return next(a for a in self.aggregates if a.name == name)

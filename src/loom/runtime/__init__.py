@@ -28,12 +28,19 @@ Domain
                          use_clock(fn), frozen(dt))
 
 Persistence
-    Service(engine, metadata, *, events=None, faults=None, lock_reads=True)
-    Service.from_url(url, metadata, **engine_options)     .engine .events .faults .metadata
+    Service(engine, metadata, *, events=None, faults=None, lock_reads=True, channels=(),
+            relay_options=None)
+    Service.from_url(url, metadata, *, channels=(), relay_options=None, **engine_options)
+        .engine .events .faults .metadata .channels .outbox .relay
         await .create_schema()  await .dispose()
         async with .transaction(isolation=None) as work   one connection + one transaction;
                                                           events dispatched after commit
         async with .autocommit() as work                  each save commits on its own
+        async with .reaction() as work                    a handler's transaction; for a
+                                                          durable delivery it records the inbox
+                                                          row first (AlreadyHandled if there)
+        await .settle()                                   deliver everything due, chains included
+        await .start_relay() / .stop_relay()
     Work                 work.emit(event); await work.connection()
     Repository[A]        subclass sets `aggregate` and `table`; Repo(work) then
                          get_by_id, find_by_id, get_many, page(limit, offset), save, delete,
@@ -46,17 +53,38 @@ Persistence
                          `key` (the correlation field) and `workflow`; Store(work) then
                          find(key), get(key) (NotFound), bind(key) (load-or-allocate),
                          save(instance) (version-checked); instance_version(instance)
-    Faults               fail_save(n, error=None), clear()
+    Faults               fail_save(n, error=None), crash_relay(after="claim"|"deliver"), clear()
     loom.runtime.types   DecimalText, UtcDateTime, JsonList([item_type]) column types
 
-Events
-    EventBus             subscribe(event_type, handler), unsubscribe(...), dispatch(events)
-    EventEnvelope        event_id (UUIDv7), event_type, occurred_at, event
+Events (docs/events.md)
+    EventBus             subscribe(event_class, handler, *, name=None)  name: the consumer
+                         ("Ctx.Workflow.on_event"), used in logs and as the inbox key;
+                         register(event_class) (decodable by its event_type); unsubscribe;
+                         dispatch(events) (in-process, never raises)
+    EventEnvelope        event_id (UUIDv7), event_type, occurred_at, event, correlation_id,
+                         causation_id (the event whose handler emitted this one)
     current_envelope()   the envelope of the event being handled (inside a handler)
+    Channel(name, events, *, retention="work"|"log", max_attempts=5, backoff=Backoff())
+                         durable: carried events go through __loom_outbox and the relay
+    Backoff(initial=1s, factor=2.0, maximum=5min)    .delay(attempt) -> timedelta
+    AlreadyHandled       raised by service.reaction() on a redelivery (treated as success)
+    DeadLetter           service.outbox.dead_letters(limit, offset) items; redrive(event_id),
+                         redrive_all(), counts(), prune_inbox(before)
+    log_unrouted(event_type, handler)     the `event_unrouted` line, ids from context
+    current_correlation_id()              X-Correlation-Id of the request / delivery
+    Principal(id, claims, is_system), ANONYMOUS, SYSTEM, current_principal(),
+    use_principal(p)     handlers run as SYSTEM
 
 HTTP
     create_app(*, title, metadata, routers, database_url=None, externs=None, extern_module=None,
-               **fastapi_options) -> FastAPI
+               channels=(), event_types=(), subscribe=None, relay=None, relay_options=None,
+               dead_letter_routes=None, **fastapi_options) -> FastAPI
+                                            subscribe(service) wires handlers at startup; the
+                                            relay runs when there are channels (not with
+                                            relay=False / LOOM_RELAY=off); with channels,
+                                            GET /api/admin/dead-letters and
+                                            POST /api/admin/dead-letters/{id}/redrive; every
+                                            response carries X-Correlation-Id
                                             externs: {class: (methods…)} the model's extern
                                             operations need; loaded at startup from
                                             extern_module / LOOM_EXTERN_MODULE onto
@@ -74,6 +102,7 @@ HTTP
 """
 
 from . import clock
+from ._channels import Backoff, Channel
 from ._criteria import as_number, sql_bool
 from ._domain import AggregateRoot, DomainEvent
 from ._errors import (
@@ -86,12 +115,15 @@ from ._errors import (
     not_found,
     require,
 )
-from ._events import EventBus, EventEnvelope, current_envelope
+from ._events import AlreadyHandled, EventBus, EventEnvelope, current_envelope, log_unrouted
 from ._externs import ExternError, load_externs
 from ._faults import Faults
 from ._http import LoomRoute, create_app, get_service
 from ._ids import new_id
 from ._instances import Instances, instance_version
+from ._logs import current_correlation_id
+from ._outbox import DeadLetter
+from ._principal import ANONYMOUS, SYSTEM, Principal, current_principal, use_principal
 from ._problems import PROBLEM_RESPONSES
 from ._repository import Repository
 from ._schemas import Int32, Int64, Page, PageLimit, PageOffset, Problem
@@ -99,9 +131,15 @@ from ._service import Service, Work
 from .clock import now
 
 __all__ = [
+    "ANONYMOUS",
     "PROBLEM_RESPONSES",
+    "SYSTEM",
     "AggregateRoot",
+    "AlreadyHandled",
+    "Backoff",
+    "Channel",
     "ConcurrencyConflict",
+    "DeadLetter",
     "DomainEvent",
     "DuplicateKey",
     "EventBus",
@@ -118,6 +156,7 @@ __all__ = [
     "Page",
     "PageLimit",
     "PageOffset",
+    "Principal",
     "Problem",
     "Refused",
     "Repository",
@@ -126,13 +165,17 @@ __all__ = [
     "as_number",
     "clock",
     "create_app",
+    "current_correlation_id",
     "current_envelope",
+    "current_principal",
     "get_service",
     "instance_version",
     "load_externs",
+    "log_unrouted",
     "new_id",
     "not_found",
     "now",
     "require",
     "sql_bool",
+    "use_principal",
 ]

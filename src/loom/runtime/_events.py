@@ -1,44 +1,114 @@
-"""In-process event bus: handlers run after commit, in order; failures are logged, never raised."""
+"""The event bus: named subscriptions, the event-type registry, and delivery to handlers.
+
+Two paths share `EventBus.deliver`: in-process dispatch right after a commit (`dispatch`), and the
+outbox relay. A handler failure is logged (`reactor_failed`) and reported to the caller, never
+raised; the relay uses the report to retry.
+"""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 from . import clock
 from ._domain import DomainEvent
 from ._ids import new_id
-
-logger = logging.getLogger("loom.events")
+from ._logs import _correlation, current_correlation_id, log_fact
+from ._principal import SYSTEM
+from ._principal import _current as _principal
 
 Handler = Callable[[Any], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
 class EventEnvelope:
-    """Delivery metadata of one dispatched event; the domain event itself stays clean."""
+    """Delivery metadata of one event; the domain event itself stays clean.
+
+    correlation_id: shared by every event of one chain (the request's X-Correlation-Id, else the
+    root event's id); causation_id: the id of the event whose handler emitted this one."""
 
     event_id: UUID
     event_type: str
     occurred_at: datetime
     event: DomainEvent
+    correlation_id: str = ""
+    causation_id: str | None = None
 
 
-_current: ContextVar[EventEnvelope | None] = ContextVar("loom_event_envelope", default=None)
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """The handler being run: its consumer name, the envelope, and whether it came from the
+    outbox (only durable deliveries can be repeated, so only they record an inbox row)."""
+
+    consumer: str
+    envelope: EventEnvelope
+    durable: bool
+
+
+class AlreadyHandled(Exception):
+    """Raised by `service.reaction()` when this consumer already processed this event; the
+    dispatcher treats it as success (`event_skipped_duplicate`)."""
+
+
+class Subscription(NamedTuple):
+    name: str
+    handler: Handler
+
+
+_delivery: ContextVar[Delivery | None] = ContextVar("loom_delivery", default=None)
+
+
+def current_delivery() -> Delivery | None:
+    return _delivery.get()
 
 
 def current_envelope() -> EventEnvelope | None:
     """The envelope of the event being handled (inside a handler), else None."""
-    return _current.get()
+    delivery = _delivery.get()
+    return None if delivery is None else delivery.envelope
 
 
-def _handler_name(handler: Any) -> str:
+def new_envelope(event: DomainEvent, event_id: UUID | None = None) -> EventEnvelope:
+    """An envelope for an event raised now, inheriting the ids of the running request/delivery."""
+    event_id = event_id or new_id()
+    parent = current_envelope()
+    correlation = current_correlation_id() or (parent.correlation_id if parent else None)
+    return EventEnvelope(
+        event_id=event_id,
+        event_type=event.event_type,
+        occurred_at=clock.now(),
+        event=event,
+        correlation_id=correlation or str(event_id),
+        causation_id=None if parent is None else str(parent.event_id),
+    )
+
+
+def envelope_fields(envelope: EventEnvelope) -> dict[str, Any]:
+    return {
+        "event_type": envelope.event_type,
+        "event_id": str(envelope.event_id),
+        "correlation_id": envelope.correlation_id,
+        "causation_id": envelope.causation_id,
+    }
+
+
+def log_unrouted(event_type: str, handler: str) -> None:
+    """`event_unrouted`: an `on` reactor found no workflow instance for the event's key."""
+    envelope = current_envelope()
+    fields: dict[str, Any] = {"handler": handler, "event_type": event_type}
+    if envelope is not None:
+        fields.update(envelope_fields(envelope), event_type=event_type)
+    else:
+        fields["correlation_id"] = current_correlation_id()
+    log_fact("event_unrouted", logging.WARNING, fields)
+
+
+def _default_name(handler: Any) -> str:
     name = getattr(handler, "__qualname__", None) or type(handler).__qualname__
     module = getattr(handler, "__module__", None)
     return f"{module}.{name}" if module else str(name)
@@ -48,65 +118,104 @@ class EventBus:
     """Subscribe async handlers per event class (a handler for `DomainEvent` sees every event)."""
 
     def __init__(self) -> None:
-        self._handlers: dict[type, list[Handler]] = {}
-        self._resolved: dict[type, tuple[Handler, ...]] = {}
+        self._handlers: dict[type, list[Subscription]] = {}
+        self._resolved: dict[type, tuple[Subscription, ...]] = {}
+        self._types: dict[str, type[DomainEvent]] = {}
 
-    def subscribe(self, event_type: type[DomainEvent], handler: Handler) -> None:
-        self._handlers.setdefault(event_type, []).append(handler)
+    def subscribe(
+        self, event_type: type[DomainEvent], handler: Handler, *, name: str | None = None
+    ) -> None:
+        """Run `handler(event)` for every `event_type` event. `name` is the stable consumer name
+        (logs, inbox key), e.g. "Inventory.ReserveStock.on_order_placed"."""
+        subs = self._handlers.setdefault(event_type, [])
+        taken = {s.name for s in subs}
+        if name is None:
+            base = name = _default_name(handler)
+            n = 1
+            while name in taken:  # two closures of one function: keep them apart
+                n += 1
+                name = f"{base}#{n}"
+        elif name in taken:
+            raise ValueError(f"a handler named {name!r} already handles {event_type.__name__}")
+        subs.append(Subscription(name, handler))
         self._resolved.clear()
+        if event_type is not DomainEvent:
+            self.register(event_type)
 
     def unsubscribe(self, event_type: type[DomainEvent], handler: Handler) -> None:
-        handlers = self._handlers.get(event_type, [])
-        if handler in handlers:
-            handlers.remove(handler)
+        subs = self._handlers.get(event_type, [])
+        subs[:] = [s for s in subs if s.handler != handler]
         self._resolved.clear()
 
-    def handlers_for(self, event_class: type) -> tuple[Handler, ...]:
+    def register(self, event_class: type[DomainEvent]) -> None:
+        """Make `event_class` decodable from the outbox by its `event_type`."""
+        key = event_class.event_type
+        known = self._types.get(key)
+        if known is not None and known is not event_class:
+            raise ValueError(f"two event classes have the event type {key!r}")
+        self._types[key] = event_class
+
+    def event_class(self, event_type: str) -> type[DomainEvent] | None:
+        return self._types.get(event_type)
+
+    def handlers_for(self, event_class: type) -> tuple[Subscription, ...]:
         found = self._resolved.get(event_class)
         if found is None:
-            found = tuple(h for klass in event_class.__mro__ for h in self._handlers.get(klass, ()))
+            found = tuple(s for klass in event_class.__mro__ for s in self._handlers.get(klass, ()))
             self._resolved[event_class] = found
         return found
 
     @property
     def has_subscribers(self) -> bool:
-        return bool(self._handlers)
+        return any(self._handlers.values())
 
     async def dispatch(self, events: Iterable[DomainEvent]) -> None:
-        """Deliver each event to its handlers, in order. Never raises for a handler failure."""
+        """In-process: deliver each event to its handlers, in order. Never raises for a handler
+        failure and never retries (the request already has its answer)."""
         if not self._handlers:
             return
         for event in events:
-            handlers = self.handlers_for(type(event))
-            if not handlers:
-                continue
-            envelope = EventEnvelope(
-                event_id=new_id(),
-                event_type=getattr(event, "event_type", type(event).__name__),
-                occurred_at=clock.now(),
-                event=event,
-            )
-            token = _current.set(envelope)
-            try:
-                for handler in handlers:
-                    try:
-                        await handler(event)
-                    except Exception as exc:  # noqa: BLE001 - a reactor never fails the request
-                        _log_failure(handler, envelope, exc)
-            finally:
-                _current.reset(token)
+            subs = self.handlers_for(type(event))
+            if subs:
+                await self.deliver(new_envelope(event), subs)
 
-
-def _log_failure(handler: Any, envelope: EventEnvelope, exc: BaseException) -> None:
-    logger.error(
-        json.dumps(
-            {
-                "level": "error",
-                "event": "reactor_failed",
-                "handler": _handler_name(handler),
-                "event_type": envelope.event_type,
-                "event_id": str(envelope.event_id),
-                "error": f"{type(exc).__name__}: {exc}",
-            }
-        )
-    )
+    async def deliver(
+        self,
+        envelope: EventEnvelope,
+        subs: Iterable[Subscription],
+        *,
+        channel: str | None = None,
+        attempt: int | None = None,
+    ) -> list[str]:
+        """Run every handler for one event, as SYSTEM with the event's ids in context; answer
+        the errors of the handlers that failed (empty: delivered)."""
+        durable = channel is not None
+        where: dict[str, Any] = envelope_fields(envelope)
+        if durable:
+            where.update(attempt=attempt, channel=channel)
+        log_fact("event_dispatched", logging.INFO, where)
+        errors: list[str] = []
+        correlation = _correlation.set(envelope.correlation_id)
+        principal = _principal.set(SYSTEM)
+        try:
+            for sub in subs:
+                token = _delivery.set(Delivery(sub.name, envelope, durable))
+                try:
+                    await sub.handler(envelope.event)
+                except AlreadyHandled:
+                    log_fact(
+                        "event_skipped_duplicate", logging.INFO, {"handler": sub.name, **where}
+                    )
+                except Exception as exc:  # noqa: BLE001 - a reaction never fails its cause
+                    error = f"{type(exc).__name__}: {exc}"
+                    errors.append(f"{sub.name}: {error}")
+                    fields = {"handler": sub.name, **where, "error": error}
+                    log_fact("reactor_failed", logging.ERROR, fields)
+                else:
+                    log_fact("event_handled", logging.INFO, {"handler": sub.name, **where})
+                finally:
+                    _delivery.reset(token)
+        finally:
+            _principal.reset(principal)
+            _correlation.reset(correlation)
+        return errors

@@ -18,8 +18,13 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
+from ._admin import admin_router
+from ._channels import Channel
+from ._correlation import CorrelationMiddleware
+from ._domain import DomainEvent
 from ._errors import LoomError
 from ._externs import load_externs
+from ._logs import install_default_handler
 from ._problems import install_problem_handlers, problem_for
 from ._schemas import Problem
 from ._service import Service
@@ -100,32 +105,56 @@ def create_app(
     database_url: str | None = None,
     externs: Mapping[str, Sequence[str]] | None = None,
     extern_module: str | None = None,
+    channels: Sequence[Channel] = (),
+    event_types: Sequence[type[DomainEvent]] = (),
+    subscribe: Callable[[Service], None] | None = None,
+    relay: bool | None = None,
+    relay_options: Mapping[str, Any] | None = None,
+    dead_letter_routes: bool | None = None,
     **fastapi_options: Any,
 ) -> FastAPI:
-    """A FastAPI app with the routers, the problem handlers and a lifespan that builds the
-    `Service` (URL argument, else LOOM_DATABASE_URL, else ./loom.db) and creates the schema.
+    """A FastAPI app with the routers, the problem handlers, the X-Correlation-Id middleware and a
+    lifespan that builds the `Service` (URL argument, else LOOM_DATABASE_URL, else ./loom.db),
+    creates the schema, wires the events and runs the outbox relay.
 
     `externs` maps each extern class the model needs to its methods; the lifespan loads them from
     `extern_module` (else LOOM_EXTERN_MODULE) onto `service.externs`, or fails with `ExternError`.
+
+    Events: `channels` are the durable channels; `event_types` the event classes to register
+    (so the relay can decode them); `subscribe(service)` subscribes the handlers. The relay runs
+    when there are channels, unless `relay=False` or LOOM_RELAY=off; `relay_options` go to
+    `Relay`. The dead-letter admin routes are mounted when there are channels (or when
+    `dead_letter_routes` says so).
     """
+    run_relay = relay if relay is not None else os.environ.get("LOOM_RELAY", "").lower() != "off"
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        install_default_handler()
         loaded = load_externs(extern_module, externs or {})
         url = database_url or os.environ.get("LOOM_DATABASE_URL") or DEFAULT_DATABASE_URL
-        service = Service.from_url(url, metadata)
+        service = Service.from_url(url, metadata, channels=channels, relay_options=relay_options)
         service.externs = loaded
+        for event_type in event_types:
+            service.events.register(event_type)
         try:
+            if subscribe is not None:
+                subscribe(service)
             await service.create_schema()
             app.state.loom = service
+            if run_relay:
+                await service.start_relay()
             yield
         finally:
-            await service.dispose()
+            await service.dispose()  # stops the relay first
 
     app = FastAPI(title=title, lifespan=lifespan, **fastapi_options)
     for router in routers:
         app.include_router(router)
+    if dead_letter_routes if dead_letter_routes is not None else bool(channels):
+        app.include_router(admin_router(LoomRoute, get_service))
     install_problem_handlers(app)
+    app.add_middleware(CorrelationMiddleware)
     _add_problem_schema(app)
     return app
 

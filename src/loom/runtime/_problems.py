@@ -18,6 +18,7 @@ from starlette.responses import Response
 
 from ._dberrors import classify
 from ._errors import ConcurrencyConflict, InvalidValue, LoomError
+from ._logs import current_correlation_id
 
 logger = logging.getLogger("loom.http")
 
@@ -98,6 +99,7 @@ def _log_internal(request: Request, exc: BaseException) -> None:
                 "event": "unhandled_exception",
                 "method": request.method,
                 "path": request.url.path,
+                "correlation_id": current_correlation_id(),
                 "error": f"{type(exc).__name__}: {exc}",
                 "traceback": "".join(traceback.format_exception(exc)),
             },

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, ClassVar, Generic, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar, Generic, Self, TypeVar
 from uuid import UUID
 
 from sqlalchemy import Select, Table, bindparam, delete, func, insert, select, update
@@ -64,12 +64,31 @@ class Repository(Generic[A]):
     #: the natural keys (`unique (…)`, model field names): a save that breaks one raises
     #: `DuplicateKey` (409) instead of `ConcurrencyConflict`
     unique: ClassVar[tuple[tuple[str, ...], ...]] = ()
+    #: the repository's filters (`filter Live` in the model): name -> where-clause factory. Every
+    #: read applies them unless the repository was widened with `ignoring(name, ...)`.
+    filters: ClassVar[Mapping[str, Callable[[], Any]]] = {}
     _loom_statements: ClassVar[_Statements | None] = None
 
-    __slots__ = ("work",)
+    __slots__ = ("_ignored", "work")
 
     def __init__(self, work: Work) -> None:
         self.work = work
+        self._ignored: frozenset[str] = frozenset()
+
+    def ignoring(self, *names: str) -> Self:
+        """This repository with the named filters switched off (the model's `ignoring …`)."""
+        unknown = [n for n in names if n not in self.filters]
+        if unknown:
+            raise ValueError(f"{type(self).__name__} has no filter {unknown[0]!r}")
+        widened = type(self)(self.work)
+        widened._ignored = self._ignored | frozenset(names)
+        return widened
+
+    def _filter_clauses(self) -> list[Any]:
+        filters = self.filters
+        if not filters:
+            return []
+        return [make() for name, make in filters.items() if name not in self._ignored]
 
     @classmethod
     def _statements(cls) -> _Statements:
@@ -84,6 +103,9 @@ class Repository(Generic[A]):
         st = self._statements()
         work = self.work
         stmt = st.by_id_locked if work.lock_reads else st.by_id
+        clauses = self._filter_clauses()
+        if clauses:
+            stmt = stmt.where(*clauses)
         conn = work._conn or await work.connection()
         try:
             row = (await conn.execute(stmt, {"id": id})).first()
@@ -103,6 +125,9 @@ class Repository(Generic[A]):
         st = self._statements()
         work = self.work
         stmt = st.by_ids_locked if work.lock_reads else st.by_ids
+        clauses = self._filter_clauses()
+        if clauses:
+            stmt = stmt.where(*clauses)
         conn = work._conn or await work.connection()
         try:
             rows = (await conn.execute(stmt, {"ids": list(dict.fromkeys(ids))})).all()
@@ -125,10 +150,14 @@ class Repository(Generic[A]):
         """One page of aggregates ordered by id (creation order for UUIDv7 ids)."""
         st = self._statements()
         work = self.work
+        count, rows_stmt = st.count, st.page
+        clauses = self._filter_clauses()
+        if clauses:
+            count, rows_stmt = count.where(*clauses), rows_stmt.where(*clauses)
         conn = work._conn or await work.connection()
         try:
-            total = (await conn.execute(st.count)).scalar_one()
-            rows = (await conn.execute(st.page.limit(limit).offset(offset))).all()
+            total = (await conn.execute(count)).scalar_one()
+            rows = (await conn.execute(rows_stmt.limit(limit).offset(offset))).all()
         except (StatementError, OverflowError) as err:
             work._reraise(err, st.mapper.name)
         load = st.mapper.load
@@ -146,7 +175,7 @@ class Repository(Generic[A]):
         """Aggregates matching SQLAlchemy criteria on the table's columns (ordered by id unless
         `order_by` is given), for generated finders: `find_all(accounts.c.owner == owner)`."""
         st = self._statements()
-        stmt = select(*st.mapper.columns).where(*where)
+        stmt = select(*st.mapper.columns).where(*where, *self._filter_clauses())
         stmt = stmt.order_by(order_by if order_by is not None else self.table.c.id)
         if limit is not None:
             stmt = stmt.limit(limit)
@@ -173,7 +202,7 @@ class Repository(Generic[A]):
 
     async def count(self, *where: Any) -> int:
         """How many rows match the criteria (all rows without criteria)."""
-        stmt = select(func.count()).select_from(self.table).where(*where)
+        stmt = select(func.count()).select_from(self.table).where(*where, *self._filter_clauses())
         return int((await self._rows(stmt))[0][0])
 
     async def _rows(self, stmt: Any) -> Any:
@@ -199,7 +228,8 @@ class Repository(Generic[A]):
         work._before_save(mapper.name, id)
         version = d.get(VERSION_ATTR, 0)
         params = mapper.dump(aggregate)
-        conn = work._conn or await work.connection()
+        # autocommit + durable events: a short transaction for the row and its outbox rows
+        conn = await work._write_connection(aggregate)
         try:
             if version == 0:
                 params["version"] = 1
@@ -234,7 +264,7 @@ class Repository(Generic[A]):
         version = aggregate.__dict__.get(VERSION_ATTR, 0)
         if version == 0:
             raise NotFound(mapper.name, id)
-        conn = work._conn or await work.connection()
+        conn = await work._write_connection(aggregate)
         try:
             result = await conn.execute(st.delete, {"_loom_id": id, "_loom_v": version})
         except (StatementError, OverflowError) as err:

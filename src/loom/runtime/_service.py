@@ -1,31 +1,25 @@
-"""The service (engine, event bus, faults) and its units of work."""
+"""The service: engine, event bus, durable channels, outbox relay and fault hooks; it hands out
+units of work (`_work.Work`)."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
-from types import TracebackType
-from typing import Any, NoReturn, Self
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from sqlalchemy import MetaData, event
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import StatementError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from ._dberrors import classify
-from ._domain import DomainEvent
-from ._errors import ConcurrencyConflict, InvalidValue
-from ._events import EventBus
+from ._channels import Channel, route_table
+from ._events import EventBus, current_delivery
 from ._faults import Faults
+from ._outbox import Outbox, runtime_metadata
+from ._relay import Relay
+from ._work import BEGIN_OPTION, ISOLATION_LEVELS, Work
 
-logger = logging.getLogger("loom.runtime")
+__all__ = ["ISOLATION_LEVELS", "Service", "Work", "async_url"]
 
-ISOLATION_LEVELS = {
-    "read_committed": "READ COMMITTED",
-    "repeatable_read": "REPEATABLE READ",
-    "serializable": "SERIALIZABLE",
-}
-_BEGIN_OPTION = "loom_begin"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 
@@ -49,7 +43,7 @@ def _install_sqlite_hooks(engine: AsyncEngine) -> None:
     def _on_begin(conn: Connection) -> None:
         # plain `engine.begin()` keeps a real (deferred) transaction; autocommit units of work
         # pass "" and run each statement on its own
-        begin = conn.get_execution_options().get(_BEGIN_OPTION, "BEGIN")
+        begin = conn.get_execution_options().get(BEGIN_OPTION, "BEGIN")
         if begin:
             conn.exec_driver_sql(begin)
 
@@ -67,7 +61,10 @@ def async_url(url: str) -> str:
 
 
 class Service:
-    """One per app (on `app.state.loom`): the engine, the event bus and the fault hooks."""
+    """One per app (on `app.state.loom`): the engine, the event bus, the durable channels with
+    their outbox and relay, and the fault hooks.
+
+    `relay_options` go to `Relay` (poll_interval, batch_size, lease, listen, name)."""
 
     def __init__(
         self,
@@ -77,6 +74,8 @@ class Service:
         events: EventBus | None = None,
         faults: Faults | None = None,
         lock_reads: bool = True,
+        channels: Sequence[Channel] = (),
+        relay_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.engine = engine
         self.metadata = metadata
@@ -94,28 +93,45 @@ class Service:
         # sleeps of up to 100 ms and so collapses throughput under concurrency. Other processes
         # still meet the busy timeout.
         self.sqlite_writer: asyncio.Lock | None = asyncio.Lock() if self.is_sqlite else None
+        self.channels: tuple[Channel, ...] = tuple(channels)
+        # event type -> channel; empty means every event takes the in-process path
+        self.routes, self.channels_by_name = route_table(self.channels)
+        self.outbox = Outbox(self)
+        self.relay = Relay(self, **dict(relay_options or {}))
 
     @classmethod
-    def from_url(cls, url: str, metadata: MetaData, **engine_options: Any) -> Service:
+    def from_url(
+        cls,
+        url: str,
+        metadata: MetaData,
+        *,
+        channels: Sequence[Channel] = (),
+        relay_options: Mapping[str, Any] | None = None,
+        **engine_options: Any,
+    ) -> Service:
         """A service on `url` (`postgresql://` and `sqlite://` get their async drivers)."""
         engine = create_async_engine(async_url(url), **engine_options)
         if engine.dialect.name == "sqlite":
             _install_sqlite_hooks(engine)
-        return cls(engine, metadata)
+        return cls(engine, metadata, channels=channels, relay_options=relay_options)
 
     async def create_schema(self) -> None:
+        """The model's tables, plus `__loom_outbox` / `__loom_inbox` when there are channels."""
         async with self.engine.connect() as conn:
             if self.is_sqlite:
-                conn = await conn.execution_options(**{_BEGIN_OPTION: "BEGIN IMMEDIATE"})
+                conn = await conn.execution_options(**{BEGIN_OPTION: "BEGIN IMMEDIATE"})
             async with conn.begin():
                 await conn.run_sync(self.metadata.create_all)
+                if self.channels:
+                    await conn.run_sync(runtime_metadata.create_all)
 
     async def dispose(self) -> None:
+        await self.relay.stop()
         await self.engine.dispose()
 
     def transaction(self, isolation: str | None = None) -> Work:
         """`async with service.transaction() as work:` one connection, one transaction; events
-        are dispatched after the commit."""
+        are dispatched (or written to the outbox) at the commit."""
         if isolation is not None and isolation not in ISOLATION_LEVELS:
             raise ValueError(
                 f"isolation must be one of {sorted(ISOLATION_LEVELS)} or None, not {isolation!r}"
@@ -127,176 +143,27 @@ class Service:
         dispatches its events right after."""
         return Work(self, False, None)
 
+    def reaction(self) -> Work:
+        """`async with service.reaction() as work:` the transactional unit of work of the
+        handler being run. For a durable delivery it first records (consumer, event_id) in the
+        inbox, in the same transaction, and raises `AlreadyHandled` when a previous delivery
+        already did: a redelivered event is skipped, never applied twice. Elsewhere it is
+        `transaction()`."""
+        delivery = current_delivery()
+        if delivery is None or not delivery.durable:
+            return Work(self, True, None)
+        return Work(self, True, None, inbox=(delivery.consumer, delivery.envelope.event_id))
 
-class Work:
-    """A unit of work. Use it as an async context manager (from `Service`), hand it to
-    repositories, and `emit` workflow-level events."""
+    async def start_relay(self) -> None:
+        """Run the outbox relay in the background (create_app's lifespan does this)."""
+        await self.relay.start()
 
-    __slots__ = (
-        "_conn",
-        "_emitted",
-        "_holds_writer",
-        "_last_target",
-        "_pending",
-        "_saves",
-        "isolation",
-        "service",
-        "transactional",
-    )
+    async def stop_relay(self) -> None:
+        await self.relay.stop()
 
-    def __init__(self, service: Service, transactional: bool, isolation: str | None) -> None:
-        self.service = service
-        self.transactional = transactional
-        self.isolation = isolation
-        self._conn: AsyncConnection | None = None
-        self._pending: list[DomainEvent] = []
-        self._emitted: list[DomainEvent] = []
-        self._saves = 0
-        self._last_target: tuple[str, object] | None = None
-        self._holds_writer = False
-
-    # -- public -----------------------------------------------------------------------------
-    def emit(self, event: DomainEvent) -> None:
-        """Record a workflow-level event; dispatched after the block succeeds (after commit)."""
-        self._emitted.append(event)
-
-    @property
-    def lock_reads(self) -> bool:
-        return self.transactional and self.service.lock_reads
-
-    async def connection(self) -> AsyncConnection:
-        """The unit of work's connection (opened, and in `transaction()` begun, on first use)."""
-        conn = self._conn
-        if conn is None:
-            conn = await self._open()
-        return conn
-
-    # -- context manager --------------------------------------------------------------------
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        conn = self._conn
-        try:
-            if exc_type is not None:
-                self._pending.clear()
-                self._emitted.clear()
-                if conn is not None:
-                    self._conn = None
-                    await _close_quietly(conn, rollback=self.transactional)
-                return
-            if conn is not None:
-                self._conn = None
-                if self.transactional:
-                    try:
-                        await conn.commit()
-                    except (StatementError, OverflowError) as err:
-                        await _close_quietly(conn, rollback=True)
-                        self._reraise(err)
-                    except BaseException:
-                        await _close_quietly(conn, rollback=True)
-                        raise
-                await conn.close()
-        finally:
-            # Before dispatch: handlers may open units of work of their own.
-            self._release_writer()
-        pending, emitted = self._pending, self._emitted
-        if pending or emitted:
-            self._pending, self._emitted = [], []
-            bus = self.service.events
-            if pending:
-                await bus.dispatch(pending)
-            if emitted:
-                await bus.dispatch(emitted)
-
-    # -- used by repositories -----------------------------------------------------------------
-    def _release_writer(self) -> None:
-        if self._holds_writer:
-            self._holds_writer = False
-            writer = self.service.sqlite_writer
-            assert writer is not None
-            writer.release()
-
-    async def _open(self) -> AsyncConnection:
-        service = self.service
-        if self.transactional and service.sqlite_writer is not None:
-            await service.sqlite_writer.acquire()
-            self._holds_writer = True
-        try:
-            conn = await service.engine.connect()
-        except BaseException:
-            self._release_writer()
-            raise
-        try:
-            if self.transactional:
-                if service.is_sqlite:
-                    conn = await conn.execution_options(**{_BEGIN_OPTION: "BEGIN IMMEDIATE"})
-                elif self.isolation is not None:
-                    conn = await conn.execution_options(
-                        isolation_level=ISOLATION_LEVELS[self.isolation]
-                    )
-                await conn.begin()
-            elif service.is_sqlite:
-                conn = await conn.execution_options(**{_BEGIN_OPTION: ""})
-            else:
-                conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
-        except StatementError as err:
-            await _close_quietly(conn, rollback=True)
-            self._release_writer()
-            self._reraise(err)
-        except BaseException:
-            await _close_quietly(conn, rollback=True)
-            self._release_writer()
-            raise
-        self._conn = conn
-        return conn
-
-    def _before_save(self, aggregate: str, id: object) -> None:
-        self._saves += 1
-        self._last_target = (aggregate, id)
-        faults = self.service.faults
-        if faults.armed:
-            faults.check_save(self._saves)
-
-    async def _after_save(self, events: list[DomainEvent]) -> None:
-        if not events:
-            return
-        if self.transactional:
-            self._pending.extend(events)
-        else:
-            await self.service.events.dispatch(events)
-
-    def _reraise(
-        self, err: BaseException, aggregate: str | None = None, id: object = None
-    ) -> NoReturn:
-        """Raise the runtime error a database error stands for (inside its `except` block):
-        a lost race -> ConcurrencyConflict, unstorable data -> InvalidValue, else `err` itself."""
-        kind = classify(err)
-        if kind in ("conflict", "duplicate"):
-            if aggregate is None and self._last_target is not None:
-                aggregate, id = self._last_target
-            raise ConcurrencyConflict(aggregate or "unit of work", id) from err
-        if kind == "data":
-            raise InvalidValue() from err
-        raise err
-
-
-async def _close_quietly(conn: AsyncConnection, *, rollback: bool) -> None:
-    try:
-        if rollback:
-            await conn.rollback()
-    except Exception:
-        logger.debug("rollback failed", exc_info=True)
-        try:
-            await conn.invalidate()
-        except Exception:
-            logger.debug("invalidate failed", exc_info=True)
-    try:
-        await conn.close()
-    except Exception:
-        logger.debug("close failed", exc_info=True)
+    async def settle(self) -> None:
+        """Deliver everything due now, the deliveries' own durable events included, and return
+        when nothing is due (in-process reactions already ran before their request answered).
+        Rows another service holds a live lease on, and retries scheduled later, are not due."""
+        if self.channels:
+            await self.relay.settle()

@@ -9,6 +9,10 @@ the runtime `Service` (its event bus and fault hooks)::
         r = await client.post("/api/workflows/register_customer", json={"name": "Ada"})
         assert r.status_code == 200
 
+A request returns only after every reaction it caused has run, the outbox relay included: the
+client awaits `service.settle()` after each response, so a follow-up GET sees the terminal state of
+a whole choreography with no sleeps or polling (`serve(..., settle=False)` turns that off).
+
 A model that does not compile raises `ModelError` carrying the rendered diagnostics.
 """
 

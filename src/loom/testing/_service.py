@@ -54,12 +54,32 @@ def build_service(model_files: Sequence[str | Path]) -> ModuleType:
 
 
 class ServiceClient(httpx.AsyncClient):
-    """An HTTP client wired to one running, in-process service."""
+    """An HTTP client wired to one running, in-process service.
 
-    def __init__(self, app: Any, main: ModuleType) -> None:
+    A request returns only after every reaction it caused has run: the in-process ones ran before
+    the service answered, and after each response the client awaits `service.settle()`, which
+    delivers what the request wrote to the outbox — and what those deliveries wrote, chains
+    included — until nothing is due. So a follow-up GET sees the terminal state with no sleeps.
+    Pass `settle=False` to observe the state in between (then `await client.settle()` by hand).
+    A retry scheduled for later (a failing reactor's backoff) is not due, so it is not awaited."""
+
+    def __init__(self, app: Any, main: ModuleType, *, settle: bool = True) -> None:
         super().__init__(transport=httpx.ASGITransport(app=app), base_url="http://loom.test")
         self.app = app
         self._main = main
+        self.settles = settle
+
+    async def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
+        response = await super().send(request, **kwargs)
+        if self.settles:
+            await self.settle()
+        return response
+
+    async def settle(self) -> None:
+        """Deliver everything due in the outbox, chains included (a no-op without channels)."""
+        service = getattr(self.app.state, "loom", None)
+        if service is not None:
+            await service.settle()
 
     @property
     def service(self) -> Any:
@@ -74,10 +94,12 @@ class ServiceClient(httpx.AsyncClient):
 
 @asynccontextmanager
 async def serve(
-    model_files: Sequence[str | Path], database_url: str
+    model_files: Sequence[str | Path], database_url: str, *, settle: bool = True
 ) -> AsyncIterator[ServiceClient]:
+    """Serve the model in-process on `database_url` and yield a client for it (see
+    `ServiceClient`: each request returns after every reaction it caused, unless `settle=False`)."""
     main = build_service(model_files)
     app = main.build_app(database_url)
     async with app.router.lifespan_context(app):
-        async with ServiceClient(app, main) as client:
+        async with ServiceClient(app, main, settle=settle) as client:
             yield client

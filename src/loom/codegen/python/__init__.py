@@ -11,6 +11,8 @@ from loom.codegen.python._shared import ModelInfo, context_module
 from loom.codegen.python.domain import emit_domain
 from loom.codegen.python.expressions import SIGNATURES, signatures
 from loom.codegen.python.handlers import emit_handlers
+from loom.codegen.python.projections import emit_projections
+from loom.codegen.python.reactions import emit_reactions, has_reactions
 from loom.codegen.python.main import (
     emit_context_init,
     emit_main,
@@ -50,6 +52,7 @@ def _generate(model: ir.Model, package: str) -> dict[str, str]:
     }
     routers: list[tuple[str, str]] = []
     externs: list[tuple[str, list[str]]] = []
+    reactions: list[str] = []  # context modules with a reactions.py
     for context in model.contexts:
         mod = context_module(context)
         files[f"{mod}/__init__.py"] = emit_context_init(info, info.files_of(context), context.name)
@@ -69,5 +72,11 @@ def _generate(model: ir.Model, package: str) -> dict[str, str]:
         if context.handlers:
             files[f"{mod}/handlers.py"] = emit_handlers(info, context)
             routers.append((mod, "handlers"))
-    files["main.py"] = emit_main(info, routers, externs)
+        if context.projections:
+            files[f"{mod}/projections.py"] = emit_projections(info, context)
+            routers.append((mod, "projections"))
+        if has_reactions(context):
+            files[f"{mod}/reactions.py"] = emit_reactions(info, context)
+            reactions.append(mod)
+    files["main.py"] = emit_main(info, routers, externs, reactions)
     return dict(sorted(files.items()))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from loom.codegen.python import names
 from loom.codegen.python._code import Imports
@@ -101,9 +102,14 @@ class ModelInfo:
         return ordered
 
 
+class _HasOrigin(Protocol):
+    @property
+    def origin(self) -> ir.Origin: ...
+
+
 def _origins(context: ir.Context) -> Iterator[ir.Origin]:
     yield context.origin
-    for group in (
+    groups: tuple[tuple[_HasOrigin, ...], ...] = (
         context.enums,
         context.aggregates,
         context.repositories,
@@ -115,7 +121,10 @@ def _origins(context: ir.Context) -> Iterator[ir.Origin]:
         context.services,
         context.values,
         context.payloads,
-    ):
+        context.projections,
+        context.channels,
+    )
+    for group in groups:
         for decl in group:
             yield decl.origin
     for agg in context.aggregates:
@@ -124,6 +133,11 @@ def _origins(context: ir.Context) -> Iterator[ir.Origin]:
     for wf in context.workflows:
         for create in wf.creates:
             yield create.origin
+        for reaction in wf.reactions:
+            yield reaction.origin
+    for p in context.projections:
+        for reaction in p.reactions:
+            yield reaction.origin
 
 
 def context_files(context: ir.Context) -> list[str]:
@@ -148,6 +162,7 @@ def record_classes(context: ir.Context) -> dict[str, tuple[str, str]]:
         | {names.id_type(a.name) for a in context.aggregates}
         | {names.pascal(r.name) for r in context.records}
         | {state_class(wf) for wf in context.workflows}
+        | {state_class(p) for p in context.projections}
     )
     out: dict[str, tuple[str, str]] = {}
     for r in context.records:
@@ -341,13 +356,15 @@ def stmt_exprs(stmt: ir.Stmt) -> Iterable[ir.Expr]:
         return (stmt.items,)
     if isinstance(stmt, ir.AssignState):
         return (stmt.value,)
-    if isinstance(stmt, ir.BindInstance):
+    if isinstance(stmt, ir.BindInstance | ir.RouteInstance):
         return (stmt.key,)
+    if isinstance(stmt, ir.If):
+        return (stmt.condition,)
     return ()
 
 
 def child_blocks(stmt: ir.Stmt) -> tuple[tuple[ir.Stmt, ...], ...]:
-    if isinstance(stmt, ir.IfLet):
+    if isinstance(stmt, ir.IfLet | ir.If):
         return (stmt.then, stmt.otherwise)
     if isinstance(stmt, ir.ForEach):
         return (stmt.body,)
@@ -394,25 +411,49 @@ class NameAlloc:
 
 
 # --------------------------------------------------------------------------------------------------
-# Workflow instances (correlated workflows)
+# Keyed rows: the instances of a correlated workflow, the rows of a projection
+
+Keyed = ir.Workflow | ir.Projection
 
 
-def state_class(wf: ir.Workflow) -> str:
-    """The dataclass of a correlated workflow's state, in domain.py: `FollowUpState`."""
-    return names.pascal(wf.name) + "State"
+def state_class(wf: Keyed) -> str:
+    """The dataclass of a correlated workflow's state, in domain.py: `FollowUpState`; of a
+    projection's row: `TicketStatsRow`."""
+    return names.pascal(wf.name) + ("State" if isinstance(wf, ir.Workflow) else "Row")
 
 
-def instances_class(wf: ir.Workflow) -> str:
-    """Its instance store, in repositories.py: `FollowUpInstances`."""
-    return names.pascal(wf.name) + "Instances"
+def instances_class(wf: Keyed) -> str:
+    """Its store, in repositories.py: `FollowUpInstances`, `TicketStatsRows`."""
+    return names.pascal(wf.name) + ("Instances" if isinstance(wf, ir.Workflow) else "Rows")
 
 
-def instances_table_var(wf: ir.Workflow) -> str:
-    return names.snake(wf.name) + "_instances"
+def instances_table_var(wf: Keyed) -> str:
+    return names.snake(wf.name) + ("_instances" if isinstance(wf, ir.Workflow) else "_rows")
 
 
-def instance_out_class(wf: ir.Workflow) -> str:
-    return names.pascal(wf.name) + "InstanceOut"
+def instance_out_class(wf: Keyed) -> str:
+    return names.pascal(wf.name) + ("InstanceOut" if isinstance(wf, ir.Workflow) else "Out")
+
+
+def keyed_fields(wf: Keyed) -> tuple[ir.Field, ...]:
+    """The stored fields: a workflow's state, a projection's fields (the key among them)."""
+    return wf.state if isinstance(wf, ir.Workflow) else wf.fields
+
+
+def key_of(wf: Keyed) -> str:
+    """The field keying the rows: the correlation field, or the projection's key."""
+    key = wf.correlation if isinstance(wf, ir.Workflow) else wf.key
+    assert key is not None
+    return key
+
+
+def keyed_what(wf: Keyed) -> str:
+    return "workflow" if isinstance(wf, ir.Workflow) else "projection"
+
+
+def keyed(context: ir.Context) -> list[Keyed]:
+    """Everything of a context that keeps keyed rows: correlated workflows, then projections."""
+    return [*correlated(context), *context.projections]
 
 
 def correlated(context: ir.Context) -> list[ir.Workflow]:

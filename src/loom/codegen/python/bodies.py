@@ -27,8 +27,10 @@ from loom.codegen.python._shared import (
     NameAlloc,
     TypeNames,
     create_method,
+    Keyed,
     instances_class,
     instances_table_var,
+    keyed_fields,
     record_of,
     schema_attr,
     used_locals,
@@ -51,8 +53,8 @@ def apply_function(wf: ir.Workflow, apply: ir.Apply) -> str:
     return f"{names.snake(wf.name)}_apply_{names.snake(apply.event)}"
 
 
-def assign_state(wf: ir.Workflow, stmt: ir.AssignState, scope: Scope, depth: int) -> list[str]:
-    field_t = next(f.type for f in wf.state if f.name == stmt.field)
+def assign_state(wf: Keyed, stmt: ir.AssignState, scope: Scope, depth: int) -> list[str]:
+    field_t = next(f.type for f in keyed_fields(wf) if f.name == stmt.field)
     value = render_as(stmt.value, field_t, scope)
     return lay(f"{scope.state}.{names.ident(stmt.field)} = {value}", depth)
 
@@ -109,6 +111,11 @@ class BodyWriter:
     default_miss: str = "Resource"
     workflow: ir.Workflow | None = None  # the enclosing workflow (state, applies)
     service: str = "service"  # the Service variable (externs are reached through it)
+    # the keyed rows the body binds: a correlated workflow's instances (the default when
+    # `workflow` keeps them), or the rows of the projection whose reaction this is
+    keyed: Keyed | None = None
+    # a reaction: (event type, handler name) for the `event_unrouted` line of a RouteInstance
+    unrouted: tuple[str, str] | None = None
     repos: dict[str, str] = field(default_factory=dict)
     _vars: dict[int, str] = field(default_factory=dict)
     _miss: list[str] = field(default_factory=list)
@@ -117,24 +124,28 @@ class BodyWriter:
         self.alloc = NameAlloc(self.reserved)
         self.instance_var: str | None = None
         self.store_var: str | None = None
+        if self.keyed is None and self.workflow is not None and self.workflow.correlation:
+            self.keyed = self.workflow
 
     # -- preparation -------------------------------------------------------------------------
     def prepare(self, body: tuple[ir.Stmt, ...]) -> None:
         for stmt in walk(body):
             if isinstance(stmt, _BINDS):
                 self._vars[id(stmt)] = self.alloc.take(names.ident(stmt.name))
-        wf = self.workflow
         for stmt in walk(body):
             if isinstance(stmt, ir.Emit) and self._apply(stmt) is not None:
                 self._vars[id(stmt)] = self.alloc.take(names.snake(stmt.event))
-        if wf is not None and any(isinstance(s, ir.BindInstance) for s in walk(body)):
-            self.instance_var = self.alloc.take("instance")
+        held = self.keyed
+        binds = (ir.BindInstance, ir.RouteInstance)
+        if held is not None and any(isinstance(s, binds) for s in walk(body)):
+            row = isinstance(held, ir.Projection)
+            self.instance_var = self.alloc.take("row" if row else "instance")
         for stmt in walk(body):
             agg = _repo_aggregate(stmt)
             if agg is not None and agg not in self.repos:
                 self.repos[agg] = self.alloc.take(names.plural_snake(agg))
-        if wf is not None and self.instance_var is not None:
-            self.store_var = self.alloc.take(instances_table_var(wf))
+        if held is not None and self.instance_var is not None:
+            self.store_var = self.alloc.take(instances_table_var(held))
 
     def _apply(self, stmt: ir.Emit) -> ir.Apply | None:
         wf = self.workflow
@@ -144,7 +155,8 @@ class BodyWriter:
 
     def uses_work(self, body: tuple[ir.Stmt, ...]) -> bool:
         return bool(self.repos) or any(
-            isinstance(s, ir.Emit | ir.BindInstance | ir.SaveInstance) for s in walk(body)
+            isinstance(s, ir.Emit | ir.BindInstance | ir.SaveInstance | ir.RouteInstance)
+            for s in walk(body)
         )
 
     def repo_lines(self, depth: int) -> list[str]:
@@ -153,8 +165,8 @@ class BodyWriter:
             repo_cls = self.info.repository_class(self.context, agg_name)
             self.imports.add(".repositories", repo_cls)
             out.append(f"{INDENT * depth}{var} = {repo_cls}({self.work})")
-        if self.workflow is not None and self.store_var is not None:
-            store_cls = instances_class(self.workflow)
+        if self.keyed is not None and self.store_var is not None:
+            store_cls = instances_class(self.keyed)
             self.imports.add(".repositories", store_cls)
             out.append(f"{INDENT * depth}{self.store_var} = {store_cls}({self.work})")
         return out
@@ -195,7 +207,8 @@ class BodyWriter:
             return lay(f"{var} = {render(stmt.value, scope)}", depth)
         if isinstance(stmt, ir.LoadById):
             var = self._bind(stmt)
-            load = f"await {self.repos[stmt.aggregate]}.get_by_id({render(stmt.id, scope)})"
+            repo = self.repos[stmt.aggregate] + _widen(stmt.ignoring)
+            load = f"await {repo}.get_by_id({render(stmt.id, scope)})"
             if stmt.name not in later:
                 return [f"{pad}# {stmt.name}: must exist", *lay(load, depth)]
             return lay(f"{var} = {load}", depth)
@@ -238,6 +251,8 @@ class BodyWriter:
             return [f"{pad}await {self.repos[stmt.aggregate]}.delete({scope.locals[stmt.name]})"]
         if isinstance(stmt, ir.IfLet):
             return self._if_let(stmt, depth, later)
+        if isinstance(stmt, ir.If):
+            return self._if(stmt, depth, later)
         if isinstance(stmt, ir.ForEach):
             items = render(stmt.items, scope)
             var = self._bind(stmt)
@@ -252,10 +267,21 @@ class BodyWriter:
             scope.state = self.instance_var
             key = render(stmt.key, scope)
             return lay(f"{self.instance_var} = await {self.store_var}.bind({key})", depth)
+        if isinstance(stmt, ir.RouteInstance) and self.instance_var is not None:
+            assert self.unrouted is not None
+            self.imports.add("loom.runtime", "log_unrouted")
+            scope.state = self.instance_var
+            key = render(stmt.key, scope)
+            event_type, handler = self.unrouted
+            out = lay(f"{self.instance_var} = await {self.store_var}.find({key})", depth)
+            out.append(f"{pad}if {self.instance_var} is None:  # no instance: the event is dropped")
+            out += lay(call("log_unrouted", [py_str(event_type), py_str(handler)]), depth + 1)
+            out.append(f"{pad}    return")
+            return out
         if isinstance(stmt, ir.SaveInstance) and self.instance_var is not None:
             return [f"{pad}await {self.store_var}.save({self.instance_var})"]
-        if isinstance(stmt, ir.AssignState) and scope.state is not None and self.workflow:
-            return assign_state(self.workflow, stmt, scope, depth)
+        if isinstance(stmt, ir.AssignState) and scope.state is not None and self.keyed:
+            return assign_state(self.keyed, stmt, scope, depth)
         raise NotImplementedError(f"{type(stmt).__name__} in {self.label}")
 
     def _extern(
@@ -280,7 +306,23 @@ class BodyWriter:
         args = [
             render_as(given[name], t, self.scope) for name, t in read_params(self.context, read)
         ]
-        return f"await {self.repos[read.aggregate]}.{read_method(read)}({', '.join(args)})"
+        repo = self.repos[read.aggregate] + _widen(read.ignoring)
+        return f"await {repo}.{read_method(read)}({', '.join(args)})"
+
+    def _if(
+        self, stmt: ir.If, depth: int, later: set[str] | frozenset[str], keyword: str = "if"
+    ) -> list[str]:
+        """`if c: … else: …`; an else branch that is one `if` of its own reads `elif`."""
+        pad = INDENT * depth
+        out = lay(f"{keyword} {render(stmt.condition, self.scope)}:", depth)
+        out += self.block(stmt.then, depth + 1, frozenset(later)) or [f"{pad}    pass"]
+        other = stmt.otherwise
+        if len(other) == 1 and isinstance(other[0], ir.If):
+            return out + self._if(other[0], depth, later, "elif")
+        if other:
+            out.append(f"{pad}else:")
+            out += self.block(other, depth + 1, frozenset(later))
+        return out
 
     def _if_let(self, stmt: ir.IfLet, depth: int, later: set[str] | frozenset[str]) -> list[str]:
         pad = INDENT * depth
@@ -313,3 +355,10 @@ class BodyWriter:
         ]
         var = self._bind(stmt)
         return lay(call(f"{cls}.{create_method(agg)}", kwargs, prefix=f"{var} = "), depth)
+
+
+def _widen(ignoring: tuple[str, ...]) -> str:
+    """`.ignoring("Live", …)` for a read that switches repository filters off, else nothing."""
+    if not ignoring:
+        return ""
+    return ".ignoring(" + ", ".join(py_str(n) for n in ignoring) + ")"

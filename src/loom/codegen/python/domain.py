@@ -23,8 +23,11 @@ from loom.codegen.python._shared import (
     ModelInfo,
     NameAlloc,
     TypeNames,
-    correlated,
+    Keyed,
     create_method,
+    key_of,
+    keyed,
+    keyed_fields,
     state_class,
     used_locals,
 )
@@ -55,7 +58,7 @@ def emit_domain(info: ModelInfo, context: ir.Context) -> str:
         blocks.append(_event(event, types, imports))
     for agg in context.aggregates:
         blocks.append(_aggregate(info, context, agg, types, imports))
-    for wf in correlated(context):
+    for wf in keyed(context):
         blocks.append(_workflow_state(wf, types, imports))
 
     head = header(info.files_of(context), f"Domain of context {context.name}.")
@@ -83,7 +86,8 @@ def _event(event: ir.Event, types: TypeNames, imports: Imports) -> list[str]:
         f"class {names.pascal(event.name)}(DomainEvent):",
         f"    {docstring(f'event {event.name} ({where(event.origin)})')}",
         "",
-        f"    event_type: ClassVar[str] = {py_str(event.name)}",
+        # qualified by its context: stable across contexts, the name logs and the outbox use
+        f"    event_type: ClassVar[str] = {py_str(f'{event.context}.{event.name}')}",
     ]
     for f in event.fields:
         lines.append(f"    {names.ident(f.name)}: {types.render(f.type)}")
@@ -130,20 +134,22 @@ def _record(rec: ir.ValueObject | ir.Payload, types: TypeNames, imports: Imports
 _ZERO = {"int": "0", "string": '""', "bool": "False"}
 
 
-def _workflow_state(wf: ir.Workflow, types: TypeNames, imports: Imports) -> list[str]:
-    """The state of a correlated workflow: one instance row per correlation key."""
+def _workflow_state(wf: Keyed, types: TypeNames, imports: Imports) -> list[str]:
+    """The state of a correlated workflow (one instance row per correlation key), or the row of a
+    projection (one per key)."""
     imports.add("dataclasses", "dataclass")
     scope = Scope(imports=imports, enum_ref=types.enum_ref)
+    what = "state of workflow" if isinstance(wf, ir.Workflow) else "a row of projection"
     lines = [
         "@dataclass(kw_only=True)",
         f"class {state_class(wf)}:",
-        f"    {docstring(f'state of workflow {wf.name} ({where(wf.origin)})')}",
+        f"    {docstring(f'{what} {wf.name} ({where(wf.origin)})')}",
         "",
     ]
-    for f in wf.state:
+    for f in keyed_fields(wf):
         default = _field_default(f, scope, imports)
         annotation = f"    {names.ident(f.name)}: {types.render(f.type)}"
-        if default is None and f.name != wf.correlation:
+        if default is None and f.name != key_of(wf):
             if isinstance(f.type, ir.OptionalType):
                 default = "None"
             elif isinstance(f.type, ir.ListType):
@@ -426,41 +432,62 @@ def _operation(
         detail = f"{label} is not allowed in the current state (when {one_line(op.when.text)})"
         lines += _require(render(op.when, scope), "state-gate", rule, detail, 2)
     fields = {f.name: f for f in agg.fields}
-    for i, stmt in enumerate(op.body):
+
+    def block(stmts: tuple[ir.Stmt, ...], depth: int, outer: frozenset[str]) -> list[str]:
+        out: list[str] = []
+        for i, stmt in enumerate(stmts):
+            out += statement(stmt, depth, used_locals(stmts[i + 1 :]) | outer)
+        return out
+
+    def statement(stmt: ir.Stmt, depth: int, later: set[str] | frozenset[str]) -> list[str]:
         if isinstance(stmt, ir.Precondition):
             imports.add("loom.runtime", "require")
             rule = f"{label}: precondition {one_line(stmt.condition.text)}"
             detail = stmt.message if stmt.message is not None else f"{rule} failed"
-            lines += _require(render(stmt.condition, scope), "precondition", rule, detail, 2)
-        elif isinstance(stmt, ir.Assign):
+            return _require(render(stmt.condition, scope), "precondition", rule, detail, depth)
+        if isinstance(stmt, ir.Assign):
             target = fields[stmt.field]
             op_text = "=" if stmt.op == ":=" else stmt.op
             value = render_as(stmt.value, target.type, scope)
-            lines += lay(f"self.{names.ident(stmt.field)} {op_text} {value}", 2)
-        elif isinstance(stmt, ir.Let):
-            later = used_locals(op.body[i + 1 :])
+            return lay(f"self.{names.ident(stmt.field)} {op_text} {value}", depth)
+        if isinstance(stmt, ir.Let):
             var = alloc.take(
                 names.ident(stmt.name) if stmt.name in later else "_" + names.snake(stmt.name)
             )
             scope.locals[stmt.name] = var
-            lines += lay(f"{var} = {render(stmt.value, scope)}", 2)
-        elif isinstance(stmt, ir.Emit):
+            return lay(f"{var} = {render(stmt.value, scope)}", depth)
+        if isinstance(stmt, ir.Emit):
             event = info.event(stmt.context, stmt.event)
             cls_name = types.domain_name(stmt.context, names.pascal(stmt.event))
-            lines += lay(
-                call("self._raise_event", [call(cls_name, event_args(event, stmt, scope))]), 2
+            return lay(
+                call("self._raise_event", [call(cls_name, event_args(event, stmt, scope))]), depth
             )
-        elif isinstance(stmt, ir.CallOwnOperation):
+        if isinstance(stmt, ir.CallOwnOperation):
             callee = next(o for o in agg.operations if o.name == stmt.operation)
             args = [
                 render_as(arg, p.type, scope)
                 for arg, p in zip(stmt.args, callee.params, strict=True)
             ]
-            lines += lay(call(f"self.{names.ident(stmt.operation)}", args), 2)
-        else:
-            raise NotImplementedError(
-                f"{type(stmt).__name__} in operation {label} ({where(op.origin)})"
-            )
+            return lay(call(f"self.{names.ident(stmt.operation)}", args), depth)
+        if isinstance(stmt, ir.If):
+            return if_(stmt, depth, frozenset(later), "if")
+        raise NotImplementedError(
+            f"{type(stmt).__name__} in operation {label} ({where(op.origin)})"
+        )
+
+    def if_(stmt: ir.If, depth: int, later: frozenset[str], keyword: str) -> list[str]:
+        pad = "    " * depth
+        out = lay(f"{keyword} {render(stmt.condition, scope)}:", depth)
+        out += block(stmt.then, depth + 1, later) or [f"{pad}    pass"]
+        other = stmt.otherwise
+        if len(other) == 1 and isinstance(other[0], ir.If):
+            return out + if_(other[0], depth, later, "elif")
+        if other:
+            out.append(f"{pad}else:")
+            out += block(other, depth + 1, later)
+        return out
+
+    lines += block(op.body, 2, frozenset())
     if has_invariants:
         lines.append("        self._check_invariants()")
     return lines

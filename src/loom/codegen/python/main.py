@@ -13,7 +13,9 @@ from loom.codegen.python._code import (
     module_text,
     py_str,
 )
-from loom.codegen.python._shared import ModelInfo
+from loom.codegen.python import names
+from loom.codegen.python._shared import ModelInfo, context_module
+from loom.model import ir
 
 
 def app_title(info: ModelInfo) -> str:
@@ -24,10 +26,14 @@ def emit_main(
     info: ModelInfo,
     routers: list[tuple[str, str]],
     externs: list[tuple[str, list[str]]] | None = None,
+    reactions: list[str] | None = None,
 ) -> str:
     """`routers` lists (context module, module name) pairs whose `router` the app mounts;
     `externs` the (class, methods) of extern operations the user's module must provide (the app
-    then takes `extern_module`, else LOOM_EXTERN_MODULE, and loads it at startup)."""
+    then takes `extern_module`, else LOOM_EXTERN_MODULE, and loads it at startup); `reactions`
+    the context modules with a `reactions.py`, whose `subscribe(service)` the app runs at start.
+    The model's channels become `CHANNELS`, and the events they carry are registered, so the
+    relay can decode them."""
     imports = Imports()
     imports.add("fastapi", "FastAPI")
     imports.add("loom.runtime", "create_app")
@@ -44,6 +50,14 @@ def emit_main(
         Group("routers=[", refs, "]"),
         "database_url=database_url",
     ]
+    blocks: list[list[str]] = []
+    channels = [ch for c in info.model.contexts for ch in c.channels]
+    if channels:
+        blocks.append(_channels(info, channels, imports))
+        args += ["channels=CHANNELS", "event_types=EVENT_TYPES"]
+    if reactions:
+        blocks.append(_subscribe(info, reactions, imports))
+        args.append("subscribe=subscribe")
     if externs:
         params = ["database_url: str | None = None", "extern_module: str | None = None"]
         lines = lay(Group("def build_app(", params, ") -> FastAPI:"))
@@ -66,7 +80,67 @@ def emit_main(
     head = header(
         info.all_files(), "The app factory: `uvicorn --factory <package>.main:build_app`."
     )
-    return module_text(head, imports, [lines])
+    return module_text(head, imports, [*blocks, lines])
+
+
+def _duration(ms: int) -> str:
+    if ms % 1000:
+        return f"timedelta(milliseconds={ms})"
+    return f"timedelta(seconds={ms // 1000})"
+
+
+def _channels(info: ModelInfo, channels: list[ir.Channel], imports: Imports) -> list[str]:
+    """`CHANNELS`: one runtime Channel per `channel` (named `<Context>.<Name>`), and
+    `EVENT_TYPES`: the event classes they carry."""
+    imports.add("datetime", "timedelta")
+    imports.add("loom.runtime", "Backoff", "Channel", "DomainEvent")
+    items: list[Doc] = []
+    carried: list[ir.EventType] = []
+    for ch in channels:
+        first, cap = ch.backoff_ms
+        backoff = call(
+            "Backoff",
+            [f"initial={_duration(first)}", f"maximum={_duration(cap)}"],
+            prefix="backoff=",
+        )
+        events = [py_str(f"{e.context}.{e.name}") for e in ch.events]
+        items.append(
+            call(
+                "Channel",
+                [
+                    py_str(f"{ch.context}.{ch.name}"),
+                    Group("[", events, "]"),
+                    f"retention={py_str(ch.retention)}",
+                    f"max_attempts={ch.max_attempts}",
+                    backoff,
+                ],
+            )
+        )
+        carried += [e for e in ch.events if e not in carried]
+    classes: list[Doc] = []
+    for e in carried:
+        mod = context_module(info.context(e.context))
+        imports.add(f".{mod}", f"domain as {mod}_domain")
+        classes.append(f"{mod}_domain.{names.pascal(e.name)}")
+    lines = [
+        "# The durable channels of the model: their events go through the outbox and the relay."
+    ]
+    lines += lay(Group("CHANNELS = [", items, "]"))
+    lines.append("# The events they carry, registered so the relay can decode them.")
+    lines += lay(Group("EVENT_TYPES: list[type[DomainEvent]] = [", classes, "]"))
+    return lines
+
+
+def _subscribe(info: ModelInfo, reactions: list[str], imports: Imports) -> list[str]:
+    imports.add("loom.runtime", "Service")
+    lines = [
+        "def subscribe(service: Service) -> None:",
+        "    " + docstring("Subscribe every reaction of the model to its event (at app start)."),
+    ]
+    for mod in reactions:
+        imports.add(f".{mod}", f"reactions as {mod}_reactions")
+        lines.append(f"    {mod}_reactions.subscribe(service)")
+    return lines
 
 
 def emit_metadata(info: ModelInfo) -> str:

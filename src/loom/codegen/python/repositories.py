@@ -30,9 +30,10 @@ from loom.codegen.python._shared import (
     ModelInfo,
     NameAlloc,
     TypeNames,
-    correlated,
     instances_class,
     instances_table_var,
+    key_of,
+    keyed,
     state_class,
 )
 from loom.codegen.python.criteria import SqlRenderer, key_condition
@@ -101,18 +102,23 @@ def emit_repositories(info: ModelInfo, context: ir.Context) -> str:
         blocks.append(_criterion(context, crit, types, imports))
     for agg in context.aggregates:
         blocks.append(_repository(info, context, agg, types, imports))
-    for wf in correlated(context):
-        imports.add("loom.runtime", "Instances")
+    for wf in keyed(context):
+        if isinstance(wf, ir.Workflow):
+            imports.add("loom.runtime", "Instances")
+            base, what = "Instances", "instances of workflow"
+        else:
+            imports.add("loom.runtime._projections", "Rows")
+            base, what = "Rows", "rows of projection"
         imports.add(".", "tables")
         imports.add(".domain", state_class(wf))
         blocks.append(
             [
-                f"class {instances_class(wf)}(Instances[{state_class(wf)}]):",
-                f"    {docstring(f'instances of workflow {wf.name} ({where(wf.origin)})')}",
+                f"class {instances_class(wf)}({base}[{state_class(wf)}]):",
+                f"    {docstring(f'{what} {wf.name} ({where(wf.origin)})')}",
                 "",
                 f"    state = {state_class(wf)}",
                 f"    table = tables.{instances_table_var(wf)}",
-                f"    key = {py_str(names.ident(wf.correlation or ''))}",
+                f"    key = {py_str(names.ident(key_of(wf)))}",
                 f"    workflow = {py_str(wf.name)}",
             ]
         )
@@ -172,6 +178,9 @@ def _repository(
     if agg.unique:
         keys = [_tuple([py_str(f) for f in key]) for key in agg.unique]
         lines += lay(f"unique = {_tuple(keys)}", 1)
+    if repo is not None and repo.filters:
+        entries = [f"{py_str(n)}: {criterion_function(n)}" for n in repo.filters]
+        lines += lay(Group("filters = {", entries, "}"), 1)
     methods: dict[str, list[str]] = {}
     fields = {f.name: f for f in agg.fields}
     for key in agg.unique:

@@ -152,6 +152,10 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
             if status == 200:
                 block += lay(f"return {result}", 1)
             blocks.append(block)
+    if not context.aggregates:  # a context of events, workflows or projections only
+        imports.discard("typing", "Annotated")
+        imports.discard("fastapi", "Depends")
+        imports.discard("loom.runtime", "PROBLEM_RESPONSES", "Service", "get_service")
     head = header(info.files_of(context), f"Aggregate routes of context {context.name}.")
     return module_text(head, imports, blocks)
 

@@ -29,9 +29,12 @@ from loom.codegen.python._shared import (
     ModelInfo,
     NameAlloc,
     TypeNames,
-    correlated,
+    Keyed,
     domain_to_wire,
     instance_out_class,
+    key_of,
+    keyed,
+    keyed_fields,
     record_classes,
     record_of,
     schema_attr,
@@ -281,16 +284,18 @@ def _out_class(cls: str, agg: ir.Aggregate, out_types: TypeNames, imports: Impor
     return lines
 
 
-def _instance_class(wf: ir.Workflow, out_types: TypeNames, imports: Imports) -> list[str]:
-    """`{"<correlation>": id, "version": n, <state fields>…}`."""
+def _instance_class(wf: Keyed, out_types: TypeNames, imports: Imports) -> list[str]:
+    """`{"<correlation>": id, "version": n, <state fields>…}`; a projection's row alike."""
     imports.add("pydantic", "BaseModel")
     imports.add("typing", "Self")
     imports.add("loom.runtime", "instance_version")
     state = out_types.domain_name(wf.context, state_class(wf))
     cls = instance_out_class(wf)
-    doc = f"an instance of workflow {wf.name} as the API answers it ({where(wf.origin)})"
-    key = next(f for f in wf.state if f.name == wf.correlation)
-    members = [key] + [f for f in wf.state if f.name != wf.correlation]
+    what = "an instance of workflow" if isinstance(wf, ir.Workflow) else "a row of projection"
+    doc = f"{what} {wf.name} as the API answers it ({where(wf.origin)})"
+    fields = keyed_fields(wf)
+    key = next(f for f in fields if f.name == key_of(wf))
+    members = [key] + [f for f in fields if f.name != key.name]
     lines = [f"class {cls}(BaseModel):", f"    {docstring(doc)}", ""]
     lines.append(_field_line(key.name, key.type, out_types, imports, False))
     lines.append("    version: int")
@@ -299,7 +304,7 @@ def _instance_class(wf: ir.Workflow, out_types: TypeNames, imports: Imports) -> 
         "",
         "    @classmethod",
         f"    def from_state(cls, state: {state}) -> Self:",
-        f"        {docstring(f'The wire form of an instance of workflow {wf.name}.')}",
+        f"        {docstring(f'The wire form of {what} {wf.name}.')}",
     ]
     kwargs = [f"{schema_attr(key.name)}=state.{names.ident(key.name)}"]
     kwargs.append("version=instance_version(state)")
@@ -418,7 +423,7 @@ def emit_schemas(info: ModelInfo, context: ir.Context) -> str:
             blocks.append(
                 _input_class(sn.workflow_input[wf.name], doc, create.params, in_types, imports)
             )
-    for wf in correlated(context):
+    for wf in keyed(context):
         blocks.append(_instance_class(wf, out_types, imports))
     for h in context.handlers:
         if h.name in sn.handler_input:

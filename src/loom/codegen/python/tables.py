@@ -15,8 +15,11 @@ from loom.codegen.python._shared import (
     ModelInfo,
     column_name,
     context_module,
-    correlated,
+    Keyed,
     instances_table_var,
+    key_of,
+    keyed,
+    keyed_fields,
     record_of,
 )
 from loom.model import ir
@@ -104,28 +107,30 @@ def emit_tables(info: ModelInfo, context: ir.Context) -> str:
         block = [f"# aggregate {agg.name} ({where(agg.origin)})"]
         block += lay(call("Table", columns, prefix=f"{table_var(agg)} = "))
         blocks.append(block)
-    for wf in correlated(context):
+    for wf in keyed(context):
         blocks.append(_instance_table(context, wf, imports))
     head = header(info.files_of(context), f"Tables of context {context.name}.")
     return module_text(head, imports, blocks)
 
 
-def _instance_table(context: ir.Context, wf: ir.Workflow, imports: Imports) -> list[str]:
-    """The instance rows of a correlated workflow."""
-    key = next(f for f in wf.state if f.name == wf.correlation)
+def _instance_table(context: ir.Context, wf: Keyed, imports: Imports) -> list[str]:
+    """The instance rows of a correlated workflow, or the rows of a projection."""
+    fields = keyed_fields(wf)
+    key = next(f for f in fields if f.name == key_of(wf))
     key_type = _column_type(key.type, imports)
     columns: list[Doc] = [
-        py_str(f"{context_module(context).rstrip('_')}_{names.snake(wf.name)}_instances"),
+        py_str(f"{context_module(context).rstrip('_')}_{instances_table_var(wf)}"),
         "metadata",
         call("Column", [py_str(column_name(key.name)), key_type, "primary_key=True"]),
         'Column("version", Integer, nullable=False)',
     ]
-    for f in wf.state:
-        if f.name == wf.correlation:
+    for f in fields:
+        if f.name == key.name:
             continue
         nullable = "True" if not _has_zero(f) else "False"
         col_type = _column_type(f.type, imports)
         columns.append(f"Column({py_str(column_name(f.name))}, {col_type}, nullable={nullable})")
-    block = [f"# instances of workflow {wf.name} ({where(wf.origin)})"]
+    what = "instances of workflow" if isinstance(wf, ir.Workflow) else "rows of projection"
+    block = [f"# {what} {wf.name} ({where(wf.origin)})"]
     block += lay(call("Table", columns, prefix=f"{instances_table_var(wf)} = "))
     return block

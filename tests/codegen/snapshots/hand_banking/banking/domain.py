@@ -27,7 +27,7 @@ class AccountKind(enum.StrEnum):
 class MoneyWithdrawn(DomainEvent):
     """event MoneyWithdrawn (banking.loom:53)"""
 
-    event_type: ClassVar[str] = "MoneyWithdrawn"
+    event_type: ClassVar[str] = "Banking.MoneyWithdrawn"
     account: AccountId
     amount: int
 
@@ -36,7 +36,7 @@ class MoneyWithdrawn(DomainEvent):
 class MoneyDeposited(DomainEvent):
     """event MoneyDeposited (banking.loom:54)"""
 
-    event_type: ClassVar[str] = "MoneyDeposited"
+    event_type: ClassVar[str] = "Banking.MoneyDeposited"
     account: AccountId
     amount: int
 
@@ -45,7 +45,7 @@ class MoneyDeposited(DomainEvent):
 class TransferMade(DomainEvent):
     """event TransferMade (banking.loom:55)"""
 
-    event_type: ClassVar[str] = "TransferMade"
+    event_type: ClassVar[str] = "Banking.TransferMade"
     from_: AccountId
     to: AccountId
     amount: int

@@ -27,7 +27,7 @@ class Color(enum.StrEnum):
 class Repriced(DomainEvent):
     """event Repriced (catalog.loom:19)"""
 
-    event_type: ClassVar[str] = "Repriced"
+    event_type: ClassVar[str] = "Catalog.Repriced"
     box: BoxId
     from_: str
 

@@ -29,7 +29,7 @@ class Status(enum.StrEnum):
 class TicketOpened(DomainEvent):
     """event TicketOpened (support.loom:38)"""
 
-    event_type: ClassVar[str] = "TicketOpened"
+    event_type: ClassVar[str] = "Support.TicketOpened"
     ticket: TicketId
     code: str
 

@@ -25,18 +25,18 @@ class Status(enum.StrEnum):
 
 @dataclass(frozen=True, kw_only=True)
 class Charged(DomainEvent):
-    """event Charged (support_workflows.loom:59)"""
+    """event Charged (support_workflows.loom:62)"""
 
-    event_type: ClassVar[str] = "Charged"
+    event_type: ClassVar[str] = "Support.Charged"
     ticket: TicketId
     amount: int
 
 
 @dataclass(frozen=True, kw_only=True)
 class Swept(DomainEvent):
-    """event Swept (support_workflows.loom:60)"""
+    """event Swept (support_workflows.loom:63)"""
 
-    event_type: ClassVar[str] = "Swept"
+    event_type: ClassVar[str] = "Support.Swept"
     count: int
 
 
@@ -109,10 +109,15 @@ class Ticket(AggregateRoot):
         """operation Ticket.bump (support_workflows.loom:33)"""
         self.priority = self.priority + n
 
+    def bump_twice(self, n: int) -> None:
+        """operation Ticket.bumpTwice (support_workflows.loom:34)"""
+        self.bump(n)
+        self.touch()
+
 
 @dataclass(kw_only=True)
 class FulfillOrderState:
-    """state of workflow FulfillOrder (support_workflows.loom:138)"""
+    """state of workflow FulfillOrder (support_workflows.loom:145)"""
 
     ticket: TicketId
     attempts: int = 0
@@ -121,14 +126,14 @@ class FulfillOrderState:
 
 @dataclass(kw_only=True)
 class AdoptState:
-    """state of workflow Adopt (support_workflows.loom:155)"""
+    """state of workflow Adopt (support_workflows.loom:162)"""
 
     ticket: TicketId
 
 
 @dataclass(kw_only=True)
 class LedgerState:
-    """state of workflow Ledger (support_workflows.loom:164)"""
+    """state of workflow Ledger (support_workflows.loom:171)"""
 
     ticket: TicketId
     total: int = 0

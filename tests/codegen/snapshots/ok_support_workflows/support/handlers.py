@@ -28,6 +28,7 @@ from .schemas import (
     NotifyInput,
     PurgeInput,
     RemoveInput,
+    ReopenInput,
     TicketOut,
 )
 from .services import Escalation
@@ -45,7 +46,7 @@ async def escalate_open(
     body: EscalateOpenInput,
     service: Annotated[Service, Depends(get_service)],
 ) -> None:
-    """commandHandler EscalateOpen (support_workflows.loom:62): non-transactional: each save commits on its own"""
+    """commandHandler EscalateOpen (support_workflows.loom:65): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.find_by_open_for(body.customer)
@@ -66,7 +67,7 @@ async def bump_by_code(
     body: BumpByCodeInput,
     service: Annotated[Service, Depends(get_service)],
 ) -> None:
-    """commandHandler BumpByCode (support_workflows.loom:65): transactional(serializable)"""
+    """commandHandler BumpByCode (support_workflows.loom:68): transactional(serializable)"""
     async with service.transaction(isolation="serializable") as work:
         tickets = Tickets(work)
         hit = await tickets.find_by_code(body.code)
@@ -85,7 +86,7 @@ async def close_ticket(
     body: CloseTicketInput,
     service: Annotated[Service, Depends(get_service)],
 ) -> TicketId:
-    """commandHandler CloseTicket (support_workflows.loom:68): non-transactional: each save commits on its own"""
+    """commandHandler CloseTicket (support_workflows.loom:71): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_code(body.code)
@@ -105,7 +106,7 @@ async def escalate_pair(
     body: EscalatePairInput,
     service: Annotated[Service, Depends(get_service)],
 ) -> bool:
-    """commandHandler EscalatePair (support_workflows.loom:73): non-transactional: each save commits on its own"""
+    """commandHandler EscalatePair (support_workflows.loom:76): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         tickets = Tickets(work)
         x = await tickets.get_by_id(body.a)
@@ -128,7 +129,7 @@ async def purge(
     body: PurgeInput,
     service: Annotated[Service, Depends(get_service)],
 ) -> None:
-    """commandHandler Purge (support_workflows.loom:80): non-transactional: each save commits on its own"""
+    """commandHandler Purge (support_workflows.loom:83): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.find_by_id(body.id)
@@ -148,11 +149,29 @@ async def remove(
     body: RemoveInput,
     service: Annotated[Service, Depends(get_service)],
 ) -> None:
-    """commandHandler Remove (support_workflows.loom:83): non-transactional: each save commits on its own"""
+    """commandHandler Remove (support_workflows.loom:86): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_code(body.code)
         await tickets.delete(t)
+
+
+@router.post(
+    "/api/commands/reopen",
+    status_code=204,
+    responses=PROBLEM_RESPONSES,
+    tags=["Support: handlers"],
+)
+async def reopen(
+    body: ReopenInput,
+    service: Annotated[Service, Depends(get_service)],
+) -> None:
+    """commandHandler Reopen (support_workflows.loom:90): non-transactional: each save commits on its own"""
+    async with service.autocommit() as work:
+        tickets = Tickets(work)
+        t = await tickets.ignoring("NotClosed").get_by_id(body.id)
+        t.escalate()
+        await tickets.save(t)
 
 
 @router.post(
@@ -165,7 +184,7 @@ async def notify(
     body: NotifyInput,
     service: Annotated[Service, Depends(get_service)],
 ) -> None:
-    """commandHandler Notify (support_workflows.loom:87): non-transactional: each save commits on its own"""
+    """commandHandler Notify (support_workflows.loom:94): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_id(body.id)
@@ -182,7 +201,7 @@ async def due_tickets(
     service: Annotated[Service, Depends(get_service)],
     as_of: Annotated[AwareDatetime, Query(alias="asOf")],
 ) -> list[TicketOut]:
-    """queryHandler DueTickets (support_workflows.loom:91): read-only"""
+    """queryHandler DueTickets (support_workflows.loom:98): read-only"""
     async with service.autocommit() as work:
         tickets = Tickets(work)
         due = await tickets.run_due(as_of)
@@ -199,7 +218,7 @@ async def by_code(
     service: Annotated[Service, Depends(get_service)],
     code: Annotated[str, Query()],
 ) -> TicketOut:
-    """queryHandler ByCode (support_workflows.loom:95): read-only"""
+    """queryHandler ByCode (support_workflows.loom:102): read-only"""
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.find_by_code(code)
@@ -219,7 +238,7 @@ async def open_count(
     service: Annotated[Service, Depends(get_service)],
     c: Annotated[str, Query()],
 ) -> Int64:
-    """queryHandler OpenCount (support_workflows.loom:98): read-only"""
+    """queryHandler OpenCount (support_workflows.loom:105): read-only"""
     async with service.autocommit() as work:
         tickets = Tickets(work)
         _open = await tickets.find_all_by_open_for(c)
@@ -239,7 +258,7 @@ async def slack(
     code: Annotated[str, Query()],
     as_of: Annotated[AwareDatetime, Query(alias="asOf")],
 ) -> bool:
-    """queryHandler Slack (support_workflows.loom:104): read-only"""
+    """queryHandler Slack (support_workflows.loom:111): read-only"""
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_code(code)

@@ -12,30 +12,37 @@ from . import tables
 from .domain import AdoptState, FulfillOrderState, LedgerState, Ticket
 
 
+def not_closed() -> ColumnElement[bool]:
+    """criterion NotClosed of Ticket (support_workflows.loom:43)"""
+    c = tables.tickets.c
+    return c.status != "Closed"
+
+
 def due_open(as_of: datetime) -> ColumnElement[bool]:
-    """criterion DueOpen of Ticket (support_workflows.loom:42)"""
+    """criterion DueOpen of Ticket (support_workflows.loom:45)"""
     c = tables.tickets.c
     return and_(c.due_at < as_of, c.status == "Open")
 
 
 def open_for(c_: str) -> ColumnElement[bool]:
-    """criterion OpenFor of Ticket (support_workflows.loom:43)"""
+    """criterion OpenFor of Ticket (support_workflows.loom:46)"""
     c = tables.tickets.c
     return and_(c.customer == c_, c.status == "Open")
 
 
 def all_open() -> ColumnElement[bool]:
-    """criterion AllOpen of Ticket (support_workflows.loom:44)"""
+    """criterion AllOpen of Ticket (support_workflows.loom:47)"""
     c = tables.tickets.c
     return c.status == "Open"
 
 
 class Tickets(Repository[Ticket]):
-    """repository Tickets for Ticket (support_workflows.loom:36)"""
+    """repository Tickets for Ticket (support_workflows.loom:37)"""
 
     aggregate = Ticket
     table = tables.tickets
     unique = (("code",), ("customer", "dueAt"))
+    filters = {"NotClosed": not_closed}
 
     async def find_by_code(self, code: str) -> Ticket | None:
         """natural key unique (code) of Ticket (support_workflows.loom:5)"""
@@ -68,46 +75,54 @@ class Tickets(Repository[Ticket]):
             key=customer,
         )
 
+    async def find_by_not_closed(self) -> Ticket | None:
+        """criterion NotClosed (support_workflows.loom:43)"""
+        return await self.find_one(not_closed())
+
+    async def find_all_by_not_closed(self) -> list[Ticket]:
+        """criterion NotClosed (support_workflows.loom:43)"""
+        return await self.find_all(not_closed())
+
     async def find_by_due_open(self, as_of: datetime) -> Ticket | None:
-        """criterion DueOpen (support_workflows.loom:42)"""
+        """criterion DueOpen (support_workflows.loom:45)"""
         return await self.find_one(due_open(as_of))
 
     async def find_all_by_due_open(self, as_of: datetime) -> list[Ticket]:
-        """criterion DueOpen (support_workflows.loom:42)"""
+        """criterion DueOpen (support_workflows.loom:45)"""
         return await self.find_all(due_open(as_of))
 
     async def find_by_open_for(self, c_: str) -> Ticket | None:
-        """criterion OpenFor (support_workflows.loom:43)"""
+        """criterion OpenFor (support_workflows.loom:46)"""
         return await self.find_one(open_for(c_))
 
     async def find_all_by_open_for(self, c_: str) -> list[Ticket]:
-        """criterion OpenFor (support_workflows.loom:43)"""
+        """criterion OpenFor (support_workflows.loom:46)"""
         return await self.find_all(open_for(c_))
 
     async def find_by_all_open(self) -> Ticket | None:
-        """criterion AllOpen (support_workflows.loom:44)"""
+        """criterion AllOpen (support_workflows.loom:47)"""
         return await self.find_one(all_open())
 
     async def find_all_by_all_open(self) -> list[Ticket]:
-        """criterion AllOpen (support_workflows.loom:44)"""
+        """criterion AllOpen (support_workflows.loom:47)"""
         return await self.find_all(all_open())
 
     async def run_due(self, as_of: datetime) -> list[Ticket]:
-        """retrieval Due (support_workflows.loom:45)"""
+        """retrieval Due (support_workflows.loom:48)"""
         return await self.find_all(due_open(as_of))
 
     async def run_opened(self) -> list[Ticket]:
-        """retrieval Opened (support_workflows.loom:46)"""
+        """retrieval Opened (support_workflows.loom:49)"""
         return await self.find_all(all_open())
 
     async def find_all_by_customer(self, customer: str) -> list[Ticket]:
-        """find byCustomer of Tickets (support_workflows.loom:38)"""
+        """find byCustomer of Tickets (support_workflows.loom:39)"""
         c = self.table.c
         return await self.find_all(c.customer == customer)
 
 
 class FulfillOrderInstances(Instances[FulfillOrderState]):
-    """instances of workflow FulfillOrder (support_workflows.loom:138)"""
+    """instances of workflow FulfillOrder (support_workflows.loom:145)"""
 
     state = FulfillOrderState
     table = tables.fulfill_order_instances
@@ -116,7 +131,7 @@ class FulfillOrderInstances(Instances[FulfillOrderState]):
 
 
 class AdoptInstances(Instances[AdoptState]):
-    """instances of workflow Adopt (support_workflows.loom:155)"""
+    """instances of workflow Adopt (support_workflows.loom:162)"""
 
     state = AdoptState
     table = tables.adopt_instances
@@ -125,7 +140,7 @@ class AdoptInstances(Instances[AdoptState]):
 
 
 class LedgerInstances(Instances[LedgerState]):
-    """instances of workflow Ledger (support_workflows.loom:164)"""
+    """instances of workflow Ledger (support_workflows.loom:171)"""
 
     state = LedgerState
     table = tables.ledger_instances

@@ -26,6 +26,7 @@ from .externs import TicketExterns
 from .repositories import Tickets
 from .schemas import (
     TicketBumpInput,
+    TicketBumpTwiceInput,
     TicketCreateInput,
     TicketNotifyInput,
     TicketOut,
@@ -67,7 +68,7 @@ async def find_tickets_by_code(
     code: Annotated[str, Query()],
     service: Annotated[Service, Depends(get_service)],
 ) -> TicketOut:
-    """find byCode of Tickets (support_workflows.loom:37)"""
+    """find byCode of Tickets (support_workflows.loom:38)"""
     async with service.autocommit() as work:
         ticket = await Tickets(work).find_by_code(code)
     if ticket is None:
@@ -84,7 +85,7 @@ async def find_tickets_by_customer(
     customer: Annotated[str, Query()],
     service: Annotated[Service, Depends(get_service)],
 ) -> list[TicketOut]:
-    """find byCustomer of Tickets (support_workflows.loom:38)"""
+    """find byCustomer of Tickets (support_workflows.loom:39)"""
     async with service.autocommit() as work:
         found = await Tickets(work).find_all_by_customer(customer)
     return [TicketOut.from_aggregate(x) for x in found]
@@ -100,7 +101,7 @@ async def find_tickets_by_customer_and_due_at(
     due_at: Annotated[AwareDatetime, Query(alias="dueAt")],
     service: Annotated[Service, Depends(get_service)],
 ) -> TicketOut:
-    """find byCustomerAndDueAt of Tickets (support_workflows.loom:39)"""
+    """find byCustomerAndDueAt of Tickets (support_workflows.loom:40)"""
     async with service.autocommit() as work:
         ticket = await Tickets(work).get_by_customer_and_due_at(customer, due_at)
     return TicketOut.from_aggregate(ticket)
@@ -290,4 +291,23 @@ async def ticket_bump(
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
         ticket.bump(body.n)
+        await tickets.save(ticket)
+
+
+@router.post(
+    "/api/tickets/{id}/bump_twice",
+    status_code=204,
+    responses=PROBLEM_RESPONSES,
+    tags=["Support: Ticket"],
+)
+async def ticket_bump_twice(
+    id: UUID,
+    body: TicketBumpTwiceInput,
+    service: Annotated[Service, Depends(get_service)],
+) -> None:
+    """operation Ticket.bumpTwice (support_workflows.loom:34)"""
+    async with service.transaction() as work:
+        tickets = Tickets(work)
+        ticket = await tickets.get_by_id(id)
+        ticket.bump_twice(body.n)
         await tickets.save(ticket)

@@ -81,8 +81,16 @@ class TicketBumpInput(BaseModel):
     n: Int64
 
 
+class TicketBumpTwiceInput(BaseModel):
+    """The body of operation Ticket.bumpTwice (support_workflows.loom:34)"""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n: Int64
+
+
 class SweepInput(BaseModel):
-    """The body of workflow sweep (support_workflows.loom:110)"""
+    """The body of workflow sweep (support_workflows.loom:117)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -90,7 +98,7 @@ class SweepInput(BaseModel):
 
 
 class OpenTicketInput(BaseModel):
-    """The body of workflow openTicket (support_workflows.loom:124)"""
+    """The body of workflow openTicket (support_workflows.loom:131)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -100,7 +108,7 @@ class OpenTicketInput(BaseModel):
 
 
 class FulfillOrderInput(BaseModel):
-    """The body of workflow FulfillOrder (support_workflows.loom:147)"""
+    """The body of workflow FulfillOrder (support_workflows.loom:154)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -109,7 +117,7 @@ class FulfillOrderInput(BaseModel):
 
 
 class AdoptInput(BaseModel):
-    """The body of workflow Adopt (support_workflows.loom:157)"""
+    """The body of workflow Adopt (support_workflows.loom:164)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -117,7 +125,7 @@ class AdoptInput(BaseModel):
 
 
 class LedgerInput(BaseModel):
-    """The body of workflow Ledger (support_workflows.loom:167)"""
+    """The body of workflow Ledger (support_workflows.loom:174)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -126,7 +134,7 @@ class LedgerInput(BaseModel):
 
 
 class FulfillOrderInstanceOut(BaseModel):
-    """an instance of workflow FulfillOrder as the API answers it (support_workflows.loom:138)"""
+    """an instance of workflow FulfillOrder as the API answers it (support_workflows.loom:145)"""
 
     ticket: TicketId
     version: int
@@ -145,7 +153,7 @@ class FulfillOrderInstanceOut(BaseModel):
 
 
 class AdoptInstanceOut(BaseModel):
-    """an instance of workflow Adopt as the API answers it (support_workflows.loom:155)"""
+    """an instance of workflow Adopt as the API answers it (support_workflows.loom:162)"""
 
     ticket: TicketId
     version: int
@@ -157,7 +165,7 @@ class AdoptInstanceOut(BaseModel):
 
 
 class LedgerInstanceOut(BaseModel):
-    """an instance of workflow Ledger as the API answers it (support_workflows.loom:164)"""
+    """an instance of workflow Ledger as the API answers it (support_workflows.loom:171)"""
 
     ticket: TicketId
     version: int
@@ -174,7 +182,7 @@ class LedgerInstanceOut(BaseModel):
 
 
 class EscalateOpenInput(BaseModel):
-    """The body of commandHandler EscalateOpen (support_workflows.loom:62)"""
+    """The body of commandHandler EscalateOpen (support_workflows.loom:65)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -182,7 +190,7 @@ class EscalateOpenInput(BaseModel):
 
 
 class BumpByCodeInput(BaseModel):
-    """The body of commandHandler BumpByCode (support_workflows.loom:65)"""
+    """The body of commandHandler BumpByCode (support_workflows.loom:68)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -191,7 +199,7 @@ class BumpByCodeInput(BaseModel):
 
 
 class CloseTicketInput(BaseModel):
-    """The body of commandHandler CloseTicket (support_workflows.loom:68)"""
+    """The body of commandHandler CloseTicket (support_workflows.loom:71)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -199,7 +207,7 @@ class CloseTicketInput(BaseModel):
 
 
 class EscalatePairInput(BaseModel):
-    """The body of commandHandler EscalatePair (support_workflows.loom:73)"""
+    """The body of commandHandler EscalatePair (support_workflows.loom:76)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -208,7 +216,7 @@ class EscalatePairInput(BaseModel):
 
 
 class PurgeInput(BaseModel):
-    """The body of commandHandler Purge (support_workflows.loom:80)"""
+    """The body of commandHandler Purge (support_workflows.loom:83)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -216,15 +224,23 @@ class PurgeInput(BaseModel):
 
 
 class RemoveInput(BaseModel):
-    """The body of commandHandler Remove (support_workflows.loom:83)"""
+    """The body of commandHandler Remove (support_workflows.loom:86)"""
 
     model_config = ConfigDict(extra="forbid")
 
     code: str
 
 
+class ReopenInput(BaseModel):
+    """The body of commandHandler Reopen (support_workflows.loom:90)"""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: TicketId
+
+
 class NotifyInput(BaseModel):
-    """The body of commandHandler Notify (support_workflows.loom:87)"""
+    """The body of commandHandler Notify (support_workflows.loom:94)"""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -31,7 +31,7 @@ tickets = Table(
     UniqueConstraint("customer", "due_at", name="uq_support_tickets_customer_due_at"),
 )
 
-# instances of workflow FulfillOrder (support_workflows.loom:138)
+# instances of workflow FulfillOrder (support_workflows.loom:145)
 fulfill_order_instances = Table(
     "support_fulfill_order_instances",
     metadata,
@@ -41,7 +41,7 @@ fulfill_order_instances = Table(
     Column("note", String, nullable=True),
 )
 
-# instances of workflow Adopt (support_workflows.loom:155)
+# instances of workflow Adopt (support_workflows.loom:162)
 adopt_instances = Table(
     "support_adopt_instances",
     metadata,
@@ -49,7 +49,7 @@ adopt_instances = Table(
     Column("version", Integer, nullable=False),
 )
 
-# instances of workflow Ledger (support_workflows.loom:164)
+# instances of workflow Ledger (support_workflows.loom:171)
 ledger_instances = Table(
     "support_ledger_instances",
     metadata,

@@ -38,18 +38,18 @@ router = APIRouter(route_class=LoomRoute)
 
 
 def fulfill_order_sla_days(priority: int) -> int:
-    """function FulfillOrder.slaDays (support_workflows.loom:142)"""
+    """function FulfillOrder.slaDays (support_workflows.loom:149)"""
     return 1 if priority > 5 else 5
 
 
 def fulfill_order_twice(n: int) -> int:
-    """function FulfillOrder.twice (support_workflows.loom:143)"""
+    """function FulfillOrder.twice (support_workflows.loom:150)"""
     d = fulfill_order_sla_days(n)
     return d * 2
 
 
 def ledger_apply_charged(state: LedgerState, e: Charged) -> None:
-    """apply(e: Charged) of workflow Ledger (support_workflows.loom:171)"""
+    """apply(e: Charged) of workflow Ledger (support_workflows.loom:178)"""
     state.total = state.total + e.amount
 
 
@@ -63,7 +63,7 @@ async def sweep(
     body: SweepInput,
     service: Annotated[Service, Depends(get_service)],
 ) -> Int64:
-    """workflow sweep (support_workflows.loom:109): transactional, all-or-nothing"""
+    """workflow sweep (support_workflows.loom:116): transactional, all-or-nothing"""
     async with service.transaction() as work:
         tickets = Tickets(work)
         due = await tickets.run_due(body.as_of)
@@ -90,7 +90,7 @@ async def open_ticket(
     body: OpenTicketInput,
     service: Annotated[Service, Depends(get_service)],
 ) -> TicketId:
-    """workflow openTicket (support_workflows.loom:123): non-transactional: each save commits on its own"""
+    """workflow openTicket (support_workflows.loom:130): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = Ticket.create(code=body.code, customer=body.customer, due_at=body.due_at)
@@ -130,7 +130,7 @@ async def fulfill_order(
     body: FulfillOrderInput,
     service: Annotated[Service, Depends(get_service)],
 ) -> None:
-    """workflow FulfillOrder (support_workflows.loom:138): non-transactional: each save commits on its own"""
+    """workflow FulfillOrder (support_workflows.loom:145): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         tickets = Tickets(work)
         fulfill_order_instances = FulfillOrderInstances(work)
@@ -157,7 +157,7 @@ async def adopt(
     body: AdoptInput,
     service: Annotated[Service, Depends(get_service)],
 ) -> None:
-    """workflow Adopt (support_workflows.loom:155): non-transactional: each save commits on its own"""
+    """workflow Adopt (support_workflows.loom:162): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         tickets = Tickets(work)
         adopt_instances = AdoptInstances(work)
@@ -178,7 +178,7 @@ async def ledger(
     body: LedgerInput,
     service: Annotated[Service, Depends(get_service)],
 ) -> None:
-    """workflow Ledger (support_workflows.loom:164): non-transactional: each save commits on its own"""
+    """workflow Ledger (support_workflows.loom:171): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         ledger_instances = LedgerInstances(work)
         instance = await ledger_instances.bind(body.ticket)
@@ -203,7 +203,7 @@ async def get_fulfill_order_instance(
     id: UUID,
     service: Annotated[Service, Depends(get_service)],
 ) -> FulfillOrderInstanceOut:
-    """an instance of workflow FulfillOrder (support_workflows.loom:138), by its ticket"""
+    """an instance of workflow FulfillOrder (support_workflows.loom:145), by its ticket"""
     async with service.autocommit() as work:
         instance = await FulfillOrderInstances(work).get(id)
     return FulfillOrderInstanceOut.from_state(instance)
@@ -218,7 +218,7 @@ async def get_adopt_instance(
     id: UUID,
     service: Annotated[Service, Depends(get_service)],
 ) -> AdoptInstanceOut:
-    """an instance of workflow Adopt (support_workflows.loom:155), by its ticket"""
+    """an instance of workflow Adopt (support_workflows.loom:162), by its ticket"""
     async with service.autocommit() as work:
         instance = await AdoptInstances(work).get(id)
     return AdoptInstanceOut.from_state(instance)
@@ -233,7 +233,7 @@ async def get_ledger_instance(
     id: UUID,
     service: Annotated[Service, Depends(get_service)],
 ) -> LedgerInstanceOut:
-    """an instance of workflow Ledger (support_workflows.loom:164), by its ticket"""
+    """an instance of workflow Ledger (support_workflows.loom:171), by its ticket"""
     async with service.autocommit() as work:
         instance = await LedgerInstances(work).get(id)
     return LedgerInstanceOut.from_state(instance)

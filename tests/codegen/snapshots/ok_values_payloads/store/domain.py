@@ -106,7 +106,7 @@ class Refusal:
 class Repriced(DomainEvent):
     """event Repriced (values_payloads.loom:44)"""
 
-    event_type: ClassVar[str] = "Repriced"
+    event_type: ClassVar[str] = "Store.Repriced"
     product: ProductId
     before: Money
     after: Money

@@ -29,7 +29,7 @@ class OrderStatus(enum.StrEnum):
 class OrderPlaced(DomainEvent):
     """event OrderPlaced (sales.loom:32)"""
 
-    event_type: ClassVar[str] = "OrderPlaced"
+    event_type: ClassVar[str] = "Sales.OrderPlaced"
     order: OrderId
     at: datetime
 

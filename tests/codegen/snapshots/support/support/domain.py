@@ -29,7 +29,7 @@ class Status(enum.StrEnum):
 class TicketBreached(DomainEvent):
     """event TicketBreached (support.loom:78)"""
 
-    event_type: ClassVar[str] = "TicketBreached"
+    event_type: ClassVar[str] = "Support.TicketBreached"
     ticket: TicketId
     code: str
 
@@ -38,7 +38,7 @@ class TicketBreached(DomainEvent):
 class Charged(DomainEvent):
     """event Charged (support.loom:79)"""
 
-    event_type: ClassVar[str] = "Charged"
+    event_type: ClassVar[str] = "Support.Charged"
     ticket: TicketId
     amount: int
 

@@ -1,0 +1,311 @@
+"""The transactional outbox and the inbox: their tables, the write done inside a unit of work, and
+the dead-letter operations (list, redrive) behind the admin endpoint and `loom dead-letters`.
+
+`__loom_outbox` holds one row per durable event, written on the connection and in the transaction
+of the write that raised it, so the row exists if and only if that write committed. `__loom_inbox`
+holds (consumer, event_id) for every durable delivery a consumer processed, written in the
+consumer's own transaction, so a redelivery is recognised and skipped.
+
+Every timestamp is `loom.runtime.clock.now()` passed as a parameter, never the database's clock:
+tests move time with the clock helpers, and replicas with skewed database clocks agree.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from sqlalchemy import (
+    Column,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    Uuid,
+    bindparam,
+    delete,
+    func,
+    insert,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from . import clock
+from ._channels import Channel
+from ._codec import encode
+from ._domain import DomainEvent
+from ._events import new_envelope
+from ._logs import log_fact
+from .types import UtcDateTime
+
+if TYPE_CHECKING:
+    from ._service import Service
+
+NOTIFY_CHANNEL = "loom_outbox"
+PENDING, DELIVERED, DEAD = "pending", "delivered", "dead"
+
+runtime_metadata = MetaData()
+outbox = Table(
+    "__loom_outbox",
+    runtime_metadata,
+    Column("event_id", Uuid, primary_key=True),
+    Column("channel", String, nullable=False),
+    Column("event_type", String, nullable=False),
+    Column("payload", Text, nullable=False),
+    Column("correlation_id", String, nullable=False),
+    Column("causation_id", String, nullable=True),
+    Column("occurred_at", UtcDateTime, nullable=False),
+    Column("available_at", UtcDateTime, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("status", String, nullable=False),
+    Column("last_error", Text, nullable=True),
+    Column("claimed_by", String, nullable=True),
+    Column("claimed_until", UtcDateTime, nullable=True),
+    Column("delivered_at", UtcDateTime, nullable=True),
+    # the relay's claim: pending rows, due first, in event order
+    Index("ix___loom_outbox_due", "status", "available_at", "event_id"),
+)
+inbox = Table(
+    "__loom_inbox",
+    runtime_metadata,
+    Column("consumer", String, nullable=False),
+    Column("event_id", Uuid, nullable=False),
+    Column("processed_at", UtcDateTime, nullable=False),
+    PrimaryKeyConstraint("consumer", "event_id", name="pk___loom_inbox"),
+)
+
+_INSERT_OUTBOX = insert(outbox)
+_PG_NOTIFY = text(f"SELECT pg_notify('{NOTIFY_CHANNEL}', '')")
+
+
+_COLUMNS = tuple(c.name for c in outbox.c)
+_INSERT_AND_NOTIFY: dict[int, Any] = {}
+
+
+def _insert_and_notify(n: int) -> Any:
+    """PostgreSQL: insert n rows and notify in one round trip,
+    `WITH ins AS (INSERT ... RETURNING 1) SELECT pg_notify(...) FROM ins LIMIT 1`
+    (a data-modifying CTE always runs to completion, whatever the outer query reads). Written as
+    text with typed parameters: SQLAlchemy does not cache the compiled form of a multi-row
+    INSERT inside a CTE, and compiling it per commit would cost more than the round trip saved."""
+    found = _INSERT_AND_NOTIFY.get(n)
+    if found is None:
+        rows = ", ".join("(" + ", ".join(f":{c}_{i}" for c in _COLUMNS) + ")" for i in range(n))
+        found = text(
+            f"WITH ins AS (INSERT INTO {outbox.name} ({', '.join(_COLUMNS)}) VALUES {rows} "
+            f"RETURNING 1) SELECT pg_notify('{NOTIFY_CHANNEL}', '') FROM ins LIMIT 1"
+        ).bindparams(
+            *(bindparam(f"{c}_{i}", type_=outbox.c[c].type) for i in range(n) for c in _COLUMNS)
+        )
+        if n <= 16:  # the common sizes stay compiled; a huge batch is built once and dropped
+            _INSERT_AND_NOTIFY[n] = found
+    return found
+
+
+def _numbered(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    return {f"{c}_{i}": row[c] for i, row in enumerate(rows) for c in _COLUMNS}
+
+
+def inbox_insert(dialect: str) -> Any:
+    """INSERT ... ON CONFLICT DO NOTHING into the inbox: rowcount 0 means "already processed"."""
+    if dialect == "postgresql":
+        return postgresql.insert(inbox).on_conflict_do_nothing()
+    if dialect == "sqlite":
+        return sqlite.insert(inbox).on_conflict_do_nothing()
+    raise NotImplementedError(f"the inbox needs ON CONFLICT support ({dialect})")
+
+
+async def write_events(
+    conn: AsyncConnection, dialect: str, items: Sequence[tuple[Channel, DomainEvent]]
+) -> None:
+    """Write one outbox row per durable event, in order, on `conn` (inside its transaction).
+
+    PostgreSQL also gets a `pg_notify`, which the server delivers only if the transaction
+    commits: relays of other replicas wake up exactly when there is something to deliver."""
+    now = clock.now()
+    rows = []
+    for channel, event in items:
+        envelope = new_envelope(event)
+        rows.append(
+            {
+                "event_id": envelope.event_id,
+                "channel": channel.name,
+                "event_type": envelope.event_type,
+                "payload": encode(event),
+                "correlation_id": envelope.correlation_id,
+                "causation_id": envelope.causation_id,
+                "occurred_at": envelope.occurred_at,
+                "available_at": now,
+                "attempts": 0,
+                "status": PENDING,
+                "last_error": None,
+                "claimed_by": None,
+                "claimed_until": None,
+                "delivered_at": None,
+            }
+        )
+    if dialect == "postgresql":
+        await conn.execute(_insert_and_notify(len(rows)), _numbered(rows))
+    else:
+        await conn.execute(_INSERT_OUTBOX, rows)
+
+
+async def notify(conn: AsyncConnection, dialect: str) -> None:
+    if dialect == "postgresql":
+        await conn.execute(_PG_NOTIFY)
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """A durable event whose delivery failed `max_attempts` times; kept until redriven."""
+
+    event_id: UUID
+    event_type: str
+    channel: str
+    attempts: int
+    last_error: str | None
+    occurred_at: datetime
+    correlation_id: str
+    payload: dict[str, Any]
+
+
+def _payload(text: str) -> dict[str, Any]:
+    """A dead letter's payload as a dict; a row that is not a JSON object (often the reason it
+    died) is still listed, its text under "_unparsed"."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {"_unparsed": text}
+    return value if isinstance(value, dict) else {"_unparsed": text}
+
+
+_DEAD_COLUMNS = (
+    outbox.c.event_id,
+    outbox.c.event_type,
+    outbox.c.channel,
+    outbox.c.attempts,
+    outbox.c.last_error,
+    outbox.c.occurred_at,
+    outbox.c.correlation_id,
+    outbox.c.payload,
+)
+
+_REDRIVEN = (
+    outbox.c.event_id,
+    outbox.c.event_type,
+    outbox.c.channel,
+    outbox.c.correlation_id,
+    outbox.c.causation_id,
+)
+
+
+def _redrive_values() -> dict[str, Any]:
+    return {
+        "status": PENDING,
+        "attempts": 0,
+        "available_at": clock.now(),
+        "claimed_by": None,
+        "claimed_until": None,
+    }
+
+
+class Outbox:
+    """`service.outbox`: dead letters and counts (the relay does the delivering)."""
+
+    def __init__(self, service: Service) -> None:
+        self._service = service
+
+    async def dead_letters(self, limit: int = 50, offset: int = 0) -> list[DeadLetter]:
+        """Dead letters, oldest event first."""
+        stmt = (
+            select(*_DEAD_COLUMNS)
+            .where(outbox.c.status == DEAD)
+            .order_by(outbox.c.event_id)
+            .limit(limit)
+            .offset(offset)
+        )
+        async with self._service.engine.connect() as conn:
+            rows = (await conn.execute(stmt)).all()
+        return [
+            DeadLetter(
+                event_id=r.event_id,
+                event_type=r.event_type,
+                channel=r.channel,
+                attempts=r.attempts,
+                last_error=r.last_error,
+                occurred_at=r.occurred_at,
+                correlation_id=r.correlation_id,
+                payload=_payload(r.payload),
+            )
+            for r in rows
+        ]
+
+    async def counts(self) -> dict[str, int]:
+        """Rows per status: {"pending": n, "delivered": n, "dead": n}."""
+        stmt = select(outbox.c.status, func.count()).group_by(outbox.c.status)
+        async with self._service.engine.connect() as conn:
+            found = {status: int(n) for status, n in (await conn.execute(stmt)).all()}
+        return {status: found.get(status, 0) for status in (PENDING, DELIVERED, DEAD)}
+
+    async def prune_inbox(self, before: datetime) -> int:
+        """Delete inbox records processed before `before`; answers how many. Keep them longer
+        than any redelivery can come: the lease, every retry, and the time a dead letter may wait
+        before it is redriven (a redriven event whose record is gone is applied again)."""
+        async with self._service.transaction() as work:
+            conn = await work.connection()
+            result = await conn.execute(delete(inbox).where(inbox.c.processed_at < before))
+        return int(result.rowcount)
+
+    async def redrive(self, event_id: UUID) -> bool:
+        """Put one dead letter back in the queue (attempts from zero); False if there is none."""
+        stmt = (
+            update(outbox)
+            .where(outbox.c.event_id == event_id, outbox.c.status == DEAD)
+            .values(**_redrive_values())
+            .returning(*_REDRIVEN)
+        )
+        return bool(await self._redrive(stmt))
+
+    async def redrive_all(self) -> int:
+        """Put every dead letter back in the queue; answers how many."""
+        stmt = (
+            update(outbox)
+            .where(outbox.c.status == DEAD)
+            .values(**_redrive_values())
+            .returning(*_REDRIVEN)
+        )
+        return await self._redrive(stmt)
+
+    async def _redrive(self, stmt: Any) -> int:
+        service = self._service
+        async with service.transaction() as work:
+            conn = await work.connection()
+            rows = (await conn.execute(stmt)).all()
+            if rows:
+                await notify(conn, service.dialect)
+        for row in rows:
+            log_fact(
+                "event_redriven",
+                logging.INFO,
+                {
+                    "event_type": row.event_type,
+                    "event_id": str(row.event_id),
+                    "correlation_id": row.correlation_id,
+                    "causation_id": row.causation_id,
+                    "channel": row.channel,
+                },
+            )
+        if rows:
+            service.relay.wake()
+        return len(rows)

@@ -1,0 +1,388 @@
+"""The outbox relay: claims due rows, delivers each to every subscribed handler, marks the outcome.
+
+One round: claim a batch in a short transaction (PostgreSQL `FOR UPDATE SKIP LOCKED`, SQLite under
+the service's writer lock and `BEGIN IMMEDIATE`), setting a lease (claimed_by, claimed_until);
+deliver the rows in event order, outside any relay transaction; then, in one more short
+transaction, delete (retention work) or mark delivered (retention log) the rows that succeeded and
+reschedule or dead-letter the ones that failed. Every mark is guarded by `claimed_by`, so a relay
+that lost its lease changes nothing. A relay that dies between claim and mark leaves rows whose
+lease expires; another round re-claims them and the inbox skips what was already applied.
+
+Wake-ups: the committing unit of work wakes its own service's relay; on PostgreSQL a LISTEN
+connection wakes it on every other replica's commit; polling is the fallback. Any error of a round
+(a dropped connection included) is logged as `relay_error` and retried with backoff: it never ends
+the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import and_, bindparam, delete, or_, select, update
+
+from . import clock
+from ._channels import channel_named
+from ._codec import decode
+from ._events import EventEnvelope
+from ._ids import new_id
+from ._listen import Listener
+from ._logs import log_fact
+from ._outbox import DEAD, DELIVERED, PENDING, outbox
+from ._work import Work
+
+if TYPE_CHECKING:
+    from ._service import Service
+
+o = outbox.c
+_ROW = (
+    o.event_id,
+    o.channel,
+    o.event_type,
+    o.payload,
+    o.correlation_id,
+    o.causation_id,
+    o.occurred_at,
+    o.attempts,
+)
+_due = and_(
+    o.status == PENDING,
+    o.available_at <= bindparam("now"),
+    or_(o.claimed_until.is_(None), o.claimed_until < bindparam("now")),
+)
+_due_ids = select(o.event_id).where(_due).order_by(o.event_id).limit(bindparam("n"))
+# PostgreSQL: a CTE runs its locking SELECT exactly once; SKIP LOCKED lets replicas claim
+# disjoint batches at the same time instead of queueing on each other's rows.
+_pg_due = _due_ids.with_for_update(skip_locked=True).cte("due")
+_CLAIM_PG = (
+    update(outbox)
+    .where(o.event_id == _pg_due.c.event_id)
+    .values(claimed_by=bindparam("me"), claimed_until=bindparam("until"))
+    .returning(*_ROW)
+)
+_CLAIM_SQLITE = (
+    update(outbox)
+    .where(o.event_id.in_(_due_ids.scalar_subquery()))
+    .values(claimed_by=bindparam("me"), claimed_until=bindparam("until"))
+    .returning(*_ROW)
+)
+_mine = and_(o.event_id.in_(bindparam("ids", expanding=True)), o.claimed_by == bindparam("me"))
+_DELETE_DONE = delete(outbox).where(_mine)
+_LOG_DONE = (
+    update(outbox)
+    .where(_mine)
+    .values(status=DELIVERED, delivered_at=bindparam("at"), claimed_by=None, claimed_until=None)
+)
+_RELEASE = update(outbox).where(_mine).values(claimed_by=None, claimed_until=None)
+_one_mine = and_(o.event_id == bindparam("id"), o.claimed_by == bindparam("me"))
+_RETRY = (
+    update(outbox)
+    .where(_one_mine)
+    .values(
+        attempts=bindparam("attempts"),
+        available_at=bindparam("at"),
+        last_error=bindparam("error"),
+        claimed_by=None,
+        claimed_until=None,
+    )
+)
+_DEAD = (
+    update(outbox)
+    .where(_one_mine)
+    .values(
+        status=DEAD,
+        attempts=bindparam("attempts"),
+        last_error=bindparam("error"),
+        claimed_by=None,
+        claimed_until=None,
+    )
+)
+_MAX_ERROR = 2000
+
+
+class _Crash(Exception):
+    """A simulated process crash (`Faults.crash_relay`): the relay stops without marking."""
+
+
+class Relay:
+    """`service.relay`. Options: poll_interval (s, the fallback when nothing wakes it),
+    batch_size (rows per claim), lease (how long a claim is exclusive), listen (PostgreSQL
+    LISTEN/NOTIFY), name (the claimed_by stamp; unique per relay by default), linger (s: under
+    a steady stream, how long to let rows gather before the next claim; 0: never)."""
+
+    def __init__(
+        self,
+        service: Service,
+        *,
+        poll_interval: float = 2.0,
+        batch_size: int = 100,
+        lease: timedelta = timedelta(seconds=60),
+        listen: bool = True,
+        name: str | None = None,
+        linger: float = 0.005,
+    ) -> None:
+        if batch_size < 1 or poll_interval <= 0 or lease <= timedelta(0) or linger < 0:
+            raise ValueError(
+                "relay: batch_size, poll_interval and lease must be positive, linger not negative"
+            )
+        self._service = service
+        self.poll_interval = poll_interval
+        self.batch_size = batch_size
+        self.lease = lease
+        self.linger = linger
+        self.name = name or f"{socket.gethostname()}:{os.getpid()}:{new_id().hex[-12:]}"
+        self._listen = listen and service.dialect == "postgresql"
+        self._wake = asyncio.Event()
+        self._lock = asyncio.Lock()
+        self._task: asyncio.Task[None] | None = None
+        self._listener: Listener | None = None
+        self._stopping = False
+        self._next_retry: datetime | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    @property
+    def listening(self) -> bool:
+        """PostgreSQL: the LISTEN connection is up."""
+        return self._listener is not None and self._listener.listening
+
+    async def wait_listening(self) -> None:
+        """Until the LISTEN connection is (back) up; at once when there is none to wait for."""
+        if self._listener is not None:
+            await self._listener.wait_listening()
+
+    def wake(self) -> None:
+        """Something may be due: run a round now (no-op when the relay is not running)."""
+        self._wake.set()
+
+    def wake_local(self) -> None:
+        """A commit of this service wrote outbox rows. While LISTEN is up, its NOTIFY wakes
+        the relay anyway: waking now too would cost an extra, empty round."""
+        if not self.listening:
+            self._wake.set()
+
+    async def start(self) -> None:
+        if self.running or not self._service.channels:
+            return
+        self._stopping = False
+        if self._listen:
+            self._listener = Listener(self._service.engine.url, self.wake, self.poll_interval)
+            await self._listener.start()
+        self._task = asyncio.create_task(self._run(), name=f"loom-relay {self.name}")
+
+    async def stop(self, timeout: float = 5.0) -> None:
+        """Finish the round in progress (up to `timeout` seconds), then stop."""
+        self._stopping = True
+        self._wake.set()
+        task, self._task = self._task, None
+        if task is not None:
+            done, _ = await asyncio.wait({task}, timeout=timeout)
+            if not done:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            await listener.stop()
+
+    async def settle(self) -> None:
+        """Run rounds until one claims nothing."""
+        while True:
+            try:
+                async with self._lock:
+                    claimed = await self._round(in_loop=False)
+            except _Crash:
+                return
+            if not claimed:
+                return
+
+    # -- the loop ---------------------------------------------------------------------------
+    async def _run(self) -> None:
+        failures = 0
+        while not self._stopping:
+            self._wake.clear()
+            try:
+                async with self._lock:
+                    claimed = await self._round(in_loop=True)
+                failures = 0
+            except _Crash:
+                return
+            except Exception as exc:  # noqa: BLE001 - the loop outlives any database trouble
+                failures += 1
+                log_fact(
+                    "relay_error",
+                    logging.ERROR,
+                    {
+                        "attempt": failures,
+                        "error": f"{type(exc).__name__}: {exc}",
+                        "relay": self.name,
+                    },
+                )
+                await self._pause(min(0.05 * 2 ** min(failures, 10), max(self.poll_interval, 1.0)))
+                continue
+            if claimed >= self.batch_size:
+                await asyncio.sleep(0)  # more may be due; let requests run between batches
+                continue
+            if claimed and self._wake.is_set() and self.linger:
+                # a steady stream (rows this round, and more committed meanwhile): let a batch
+                # gather rather than pay a claim and a mark per row; an idle relay starts at once
+                await asyncio.sleep(self.linger)
+                continue
+            # a wake-up during the round (a chain's commit, a NOTIFY) ends this pause at once
+            await self._pause(self._idle_delay())
+
+    async def _pause(self, seconds: float) -> None:
+        """Wait for a wake-up, at most `seconds`."""
+        if self._stopping:
+            return
+        try:
+            await asyncio.wait_for(self._wake.wait(), timeout=seconds)
+        except TimeoutError:
+            pass
+
+    def _idle_delay(self) -> float:
+        """Until the earliest retry this relay scheduled, at most the poll interval. (Retries
+        other replicas scheduled, and leases of dead relays, are found by polling.)"""
+        wait = self.poll_interval
+        retry = self._next_retry
+        if retry is not None:
+            left = (retry - clock.now()).total_seconds()
+            if left <= 0:
+                self._next_retry = None
+                return 0.0
+            wait = min(wait, left)
+        return wait
+
+    # -- one round --------------------------------------------------------------------------
+    async def _round(self, in_loop: bool = False) -> int:
+        """Claim, deliver, mark; answers how many rows were delivered (0: nothing was due, or
+        nothing could be delivered, so a caller looping on it always ends)."""
+        rows, until = await self._claim()
+        if not rows:
+            return 0
+        self._crash_point("claim")
+        outcomes: list[tuple[Any, list[str]]] = []
+        left: list[Any] = []
+        for row in rows:
+            # never deliver on an expired lease: another relay may hold the row by now
+            if (in_loop and self._stopping) or clock.now() >= until:
+                left.append(row)
+                continue
+            outcomes.append((row, await self._deliver(row)))
+        self._crash_point("deliver")
+        await self._mark(outcomes, left)
+        return len(outcomes)
+
+    async def _claim(self) -> tuple[list[Any], datetime]:
+        """The claimed rows in event order (RETURNING has none), and the lease's end."""
+        service = self._service
+        now = clock.now()
+        until = now + self.lease
+        stmt = _CLAIM_PG if service.dialect == "postgresql" else _CLAIM_SQLITE
+        params = {"now": now, "n": self.batch_size, "me": self.name, "until": until}
+        async with self._work() as work:
+            conn = await work.connection()
+            rows = (await conn.execute(stmt, params)).all()
+        return sorted(rows, key=lambda r: r.event_id), until
+
+    def _work(self) -> Work:
+        """The relay's own statements are each atomic and guarded on their own, so PostgreSQL
+        runs them in autocommit (no BEGIN/COMMIT round trips); SQLite queues them on the
+        service's writer lock with BEGIN IMMEDIATE, like every writer of this process."""
+        return Work(self._service, self._service.is_sqlite, None)
+
+    def _crash_point(self, point: str) -> None:
+        faults = self._service.faults
+        if faults.relay_crash == point:
+            faults.relay_crash = None
+            log_fact("relay_crashed", logging.ERROR, {"after": point, "relay": self.name})
+            raise _Crash(point)
+
+    async def _deliver(self, row: Any) -> list[str]:
+        bus = self._service.events
+        cls = bus.event_class(row.event_type)
+        envelope_ids = {
+            "event_type": row.event_type,
+            "event_id": str(row.event_id),
+            "correlation_id": row.correlation_id,
+            "causation_id": row.causation_id,
+            "attempt": row.attempts + 1,
+            "channel": row.channel,
+        }
+        if cls is None:
+            error = f"no event class is registered for {row.event_type}"
+            log_fact("event_undeliverable", logging.ERROR, {**envelope_ids, "error": error})
+            return [error]
+        try:
+            event = decode(cls, row.payload)
+        except Exception as exc:  # noqa: BLE001 - a bad row is retried, then dead-lettered
+            error = f"the payload does not decode as {cls.__name__}: {exc}"
+            log_fact("event_undeliverable", logging.ERROR, {**envelope_ids, "error": error})
+            return [error]
+        envelope = EventEnvelope(
+            event_id=row.event_id,
+            event_type=row.event_type,
+            occurred_at=row.occurred_at,
+            event=event,
+            correlation_id=row.correlation_id,
+            causation_id=row.causation_id,
+        )
+        subs = bus.handlers_for(cls)
+        return await bus.deliver(envelope, subs, channel=row.channel, attempt=row.attempts + 1)
+
+    async def _mark(self, outcomes: Sequence[tuple[Any, list[str]]], left: list[Any]) -> None:
+        service = self._service
+        now = clock.now()
+        done_work: list[Any] = []
+        done_log: list[Any] = []
+        lines: list[tuple[str, int, dict[str, Any]]] = []
+        async with self._work() as work:
+            conn = await work.connection()
+            for row, errors in outcomes:
+                channel = channel_named(service.channels_by_name, row.channel)
+                if not errors:
+                    (done_log if channel.retention == "log" else done_work).append(row.event_id)
+                    continue
+                attempts = row.attempts + 1
+                error = "; ".join(errors)[:_MAX_ERROR]
+                params: dict[str, Any] = {
+                    "id": row.event_id,
+                    "me": self.name,
+                    "attempts": attempts,
+                    "error": error,
+                }
+                fields = {
+                    "event_type": row.event_type,
+                    "event_id": str(row.event_id),
+                    "correlation_id": row.correlation_id,
+                    "causation_id": row.causation_id,
+                    "attempt": attempts,
+                    "error": error,
+                    "channel": row.channel,
+                }
+                if attempts >= channel.max_attempts:
+                    result = await conn.execute(_DEAD, params)
+                    line = ("event_dead_lettered", logging.ERROR, fields)
+                else:
+                    params["at"] = at = now + channel.backoff.delay(attempts)
+                    result = await conn.execute(_RETRY, params)
+                    line = ("retry_scheduled", logging.WARNING, {**fields, "retry_at": at})
+                    earliest = self._next_retry
+                    if earliest is None or earliest <= now or at < earliest:
+                        self._next_retry = at
+                if result.rowcount == 1:  # else the lease was lost: the new holder decides
+                    lines.append(line)
+            if done_work:
+                await conn.execute(_DELETE_DONE, {"ids": done_work, "me": self.name})
+            if done_log:
+                await conn.execute(_LOG_DONE, {"ids": done_log, "me": self.name, "at": now})
+            if left:
+                await conn.execute(_RELEASE, {"ids": [r.event_id for r in left], "me": self.name})
+        for fact, level, fields in lines:
+            log_fact(fact, level, fields)

@@ -1,0 +1,139 @@
+"""`loom dead-letters list|redrive`, run as a user runs it (a subprocess), on both databases."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+from uuid import UUID
+
+from sqlalchemy import MetaData
+
+from loom.runtime import Channel, DomainEvent, Service
+
+LOOM = [sys.executable, "-m", "loom.cli"]
+
+
+def loom(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*LOOM, "dead-letters", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+        check=False,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Failed(DomainEvent):
+    event_type: ClassVar[str] = "Cli.Failed"
+    n: int
+
+
+async def make_dead_letters(url: str, n: int) -> list[UUID]:
+    """A database holding `n` dead letters, made the real way: a relay, a failing handler."""
+    service = Service.from_url(
+        url, MetaData(), channels=[Channel("cli", ["Cli.Failed"], max_attempts=1)]
+    )
+
+    async def broken(event: DomainEvent) -> None:
+        raise ValueError("the handler is broken")
+
+    service.events.subscribe(Failed, broken, name="Cli.Broken.on_failed")
+    try:
+        await service.create_schema()
+        async with service.transaction() as work:
+            for i in range(n):
+                work.emit(Failed(n=i))
+        await service.settle()
+        return [d.event_id for d in await service.outbox.dead_letters()]
+    finally:
+        await service.dispose()
+
+
+async def counts(url: str) -> dict[str, int]:
+    service = Service.from_url(url, MetaData())
+    try:
+        return await service.outbox.counts()
+    finally:
+        await service.dispose()
+
+
+async def test_list_and_redrive(database_url: str) -> None:
+    first, second = await make_dead_letters(database_url, 2)
+    db = ["--database-url", database_url]
+
+    listed = loom("list", *db)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[0] == "2 dead letter(s); 1-2:"
+    assert str(first) in listed.stdout and str(second) in listed.stdout
+    assert "Cli.Failed  channel=cli  attempts=1" in listed.stdout
+    assert "last error: Cli.Broken.on_failed: ValueError: the handler is broken" in listed.stdout
+
+    page = json.loads(loom("list", *db, "--format", "json", "--limit", "1", "--offset", "1").stdout)
+    assert (page["total"], page["limit"], page["offset"]) == (2, 1, 1)
+    (item,) = page["items"]
+    assert item["event_id"] == str(second) and item["payload"] == {"n": 1}
+
+    one = loom("redrive", str(first), *db)
+    assert one.returncode == 0, one.stderr
+    assert one.stdout.strip() == f"redriven {first}: the service's relay delivers it again"
+    assert await counts(database_url) == {"pending": 1, "delivered": 0, "dead": 1}
+
+    again = loom("redrive", str(first), *db)  # pending now, no longer dead
+    assert again.returncode == 1
+    assert again.stderr.strip() == f"error: no dead letter has the event id {first}"
+
+    every = loom("redrive", "--all", *db)
+    assert every.returncode == 0 and every.stdout.strip() == "redriven 1 dead letter(s)"
+    assert loom("list", *db).stdout.strip() == "no dead letters"
+    assert await counts(database_url) == {"pending": 2, "delivered": 0, "dead": 0}
+
+
+async def test_the_default_database_is_the_one_loom_run_uses(tmp_path: Path) -> None:
+    model = tmp_path / "shop.loom"
+    model.write_text("context Shop { }\n")
+    (dead,) = await make_dead_letters(f"sqlite+aiosqlite:///{tmp_path / 'shop.db'}", 1)
+    for args, cwd in (((str(model),), None), ((str(tmp_path),), None), ((), tmp_path)):
+        r = loom("list", *args, cwd=cwd)
+        assert r.returncode == 0, r.stderr
+        assert str(dead) in r.stdout
+    r = loom("redrive", str(dead), str(model))
+    assert r.returncode == 0, r.stderr
+    assert loom("list", cwd=tmp_path).stdout.strip() == "no dead letters"
+
+
+async def test_a_database_without_an_outbox_has_no_dead_letters(tmp_path: Path) -> None:
+    (tmp_path / "plain.loom").write_text("context Plain { }\n")
+    service = Service.from_url(f"sqlite+aiosqlite:///{tmp_path / 'plain.db'}", MetaData())
+    await service.create_schema()  # no channels: no outbox table
+    await service.dispose()
+    r = loom("list", cwd=tmp_path)
+    assert (r.returncode, r.stdout.strip()) == (0, "no dead letters")
+    assert json.loads(loom("list", "--format", "json", cwd=tmp_path).stdout)["total"] == 0
+    r = loom("redrive", "--all", cwd=tmp_path)
+    assert (r.returncode, r.stdout.strip()) == (0, "redriven 0 dead letter(s)")
+
+
+def test_mistakes_get_a_sentence_and_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "never_run.loom").write_text("context X { }\n")
+    cases = {
+        ("list",): "no database at",
+        ("list", str(tmp_path / "missing.loom")): "no such file or folder",
+        ("redrive",): "name the dead letter's EVENT_ID, or pass --all",
+        ("redrive", "not-a-uuid"): "EVENT_ID must be a UUID",
+        ("list", "--database-url", "postgresql+asyncpg://nobody@127.0.0.1:1/none"): "cannot read",
+    }
+    for args, message in cases.items():
+        r = loom(*args, cwd=tmp_path)
+        assert r.returncode == 2, (args, r.stdout, r.stderr)
+        assert message in r.stderr, (args, r.stderr)
+        assert "Traceback" not in r.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = loom("list", cwd=empty)
+    assert r.returncode == 2 and "no .loom file in" in r.stderr
