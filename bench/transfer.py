@@ -25,9 +25,9 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.reference_transfer import accounts as ref_accounts  # noqa: E402
-from bench.reference_transfer import build_reference_app, metadata  # noqa: E402
-from loom.testing import build_service  # noqa: E402
+from bench.reference_transfer import accounts as ref_accounts
+from bench.reference_transfer import build_reference_app, metadata
+from loom.testing import build_service
 
 BANKING = ROOT / "examples/banking/banking.loom"
 START_BALANCE = 10**12
@@ -69,7 +69,8 @@ async def measure(url: str, requests: int, rounds: int, concurrency: int) -> dic
             ids: list[object] = []
             for side in (1, 2):
                 r = await gen.post(
-                    "/api/workflows/open_account", json={"owner": owner, "number": f"G-{pair}-{side}"}
+                    "/api/workflows/open_account",
+                    json={"owner": owner, "number": f"G-{pair}-{side}"},
                 )
                 ids.append(r.json())
                 await _post_ok(gen, f"/api/accounts/{r.json()}/deposit", {"amount": START_BALANCE})
@@ -79,7 +80,13 @@ async def measure(url: str, requests: int, rounds: int, concurrency: int) -> dic
             await conn.execute(
                 ref_accounts.insert(),
                 [
-                    {"id": i, "version": 1, "number": f"R-{i}", "balance": START_BALANCE, "frozen": 0}
+                    {
+                        "id": i,
+                        "version": 1,
+                        "number": f"R-{i}",
+                        "balance": START_BALANCE,
+                        "frozen": 0,
+                    }
                     for pair in ref_pairs
                     for i in pair
                 ],
@@ -117,7 +124,12 @@ async def measure(url: str, requests: int, rounds: int, concurrency: int) -> dic
         await gen.aclose()
         await ref.aclose()
     g, h = statistics.median(gen_rates), statistics.median(ref_rates)
-    return {"generated": g, "hand-written": h, "ratio": g / h, **{f"409 {k}": v for k, v in conflicts.items()}}
+    return {
+        "generated": g,
+        "hand-written": h,
+        "ratio": g / h,
+        **{f"409 {k}": v for k, v in conflicts.items()},
+    }
 
 
 def _report(db: str, result: dict[str, float]) -> str:
@@ -128,7 +140,9 @@ def _report(db: str, result: dict[str, float]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
     parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
     parser.add_argument("--requests", type=int, default=1000, help="requests per round and app")
     parser.add_argument("--rounds", type=int, default=5)
@@ -139,15 +153,24 @@ def main() -> None:
     if args.db in ("sqlite", "both"):
         with tempfile.TemporaryDirectory() as tmp:
             url = f"sqlite+aiosqlite:///{tmp}/bench.db"
-            rows.append(("SQLite", asyncio.run(measure(url, args.requests, args.rounds, args.concurrency))))
+            rows.append(
+                ("SQLite", asyncio.run(measure(url, args.requests, args.rounds, args.concurrency)))
+            )
     if args.db in ("postgres", "both"):
         from tests.pgcluster import running_cluster
 
         with running_cluster() as cluster:
             url = cluster.url()
-            rows.append(("PostgreSQL 15", asyncio.run(measure(url, args.requests, args.rounds, args.concurrency))))
+            rows.append(
+                (
+                    "PostgreSQL 15",
+                    asyncio.run(measure(url, args.requests, args.rounds, args.concurrency)),
+                )
+            )
 
-    print(f"transfer workflow, {args.rounds} rounds x {args.requests} requests, concurrency {args.concurrency}")
+    print(
+        f"transfer workflow, {args.rounds} rounds x {args.requests} requests, concurrency {args.concurrency}"
+    )
     print("| database | generated | hand-written | ratio |")
     print("|---|---|---|---|")
     for db, result in rows:

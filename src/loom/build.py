@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 
 # A folder holding this file was written by `loom build`, so a rebuild may replace it whole.
 MARKER = ".loom-build"
-_MARKER_TEXT = "Written by `loom build`. Every build replaces this folder: do not edit files here.\n"
+_MARKER_TEXT = (
+    "Written by `loom build`. Every build replaces this folder: do not edit files here.\n"
+)
 
 
 class BuildError(Exception):

@@ -51,7 +51,7 @@ def _use_color(color: Color) -> bool:
     return color is Color.always
 
 
-def _compile(files: list[Path], fmt: Format, color: Color, *, quiet_ok: bool = False):  # noqa: ANN202
+def _compile(files: list[Path], fmt: Format, color: Color, *, quiet_ok: bool = False):
     from loom.lang import compile_files, render_json, render_text
 
     result = compile_files([str(f) for f in files])
@@ -115,14 +115,49 @@ def run(
         ),
     ] = None,
     color: Annotated[Color, typer.Option(help="Colour the diagnostics.")] = Color.auto,
+    jwt_secret: Annotated[
+        str | None,
+        typer.Option(
+            help="Verify bearer tokens (JWT, HS256) with this secret, at least 32 bytes "
+            "(default: $LOOM_JWT_SECRET; prefer the variable: an argument shows in `ps`). "
+            "Without a key every request is anonymous."
+        ),
+    ] = None,
+    jwt_public_key: Annotated[
+        Path | None,
+        typer.Option(
+            help="Verify bearer tokens with this PEM public key file: RS256 (RSA) or ES256 "
+            "(EC P-256) (default: $LOOM_JWT_PUBLIC_KEY)."
+        ),
+    ] = None,
+    jwt_audience: Annotated[
+        str | None,
+        typer.Option(help="The `aud` a token must carry (default: $LOOM_JWT_AUDIENCE)."),
+    ] = None,
+    jwt_issuer: Annotated[
+        str | None,
+        typer.Option(help="The `iss` a token must carry (default: $LOOM_JWT_ISSUER)."),
+    ] = None,
 ) -> None:
     """Build the model into a cache folder and serve it with uvicorn."""
     import os
 
     import uvicorn
 
+    from loom.runtime import AuthConfigError
+
     if extern:
         os.environ["LOOM_EXTERN_MODULE"] = extern
+    for variable, value in (
+        ("LOOM_JWT_SECRET", jwt_secret),
+        ("LOOM_JWT_PUBLIC_KEY", str(jwt_public_key) if jwt_public_key else None),
+        ("LOOM_JWT_AUDIENCE", jwt_audience),
+        ("LOOM_JWT_ISSUER", jwt_issuer),
+    ):
+        if value:
+            os.environ[variable] = value
+    if jwt_secret and jwt_public_key:
+        _fail("give --jwt-secret or --jwt-public-key, not both")
     # An extern module usually sits beside the model (or in the working folder): make both importable.
     for folder in (str(files[0].resolve().parent), os.getcwd()):
         if folder not in sys.path:
@@ -136,9 +171,16 @@ def run(
         build_model(result.model, out)
         url = database_url or default_sqlite_url(files[0])
         application = load_app(out, url)
-    except BuildError as exc:
+    except (BuildError, AuthConfigError) as exc:
         _fail(str(exc))
     typer.echo(f"serving {', '.join(str(f) for f in files)} on http://{host}:{port} ({_safe(url)})")
+    auth = application.state.loom_auth
+    algorithms = "/".join(getattr(auth, "algorithms", ()))
+    typer.echo(
+        f"  auth: bearer JWT ({algorithms})"
+        if auth is not None
+        else "  auth: none (every request is anonymous)"
+    )
     typer.echo(f"  OpenAPI: http://{host}:{port}/openapi.json   docs: http://{host}:{port}/docs")
     uvicorn.run(application, host=host, port=port, log_level="info")
 
@@ -238,7 +280,7 @@ def fix_handle(
 dead_app = typer.Typer(
     name="dead-letters",
     help="List and redrive dead letters: durable events whose delivery failed maxAttempts times "
-    "(see docs/events.md).",
+    "(docs/events.md) and process timeouts whose handler did (docs/processes.md).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -258,6 +300,17 @@ DatabaseUrl = Annotated[
 ]
 
 
+class DeadKind(str, enum.Enum):
+    event = "event"
+    timeout = "timeout"
+
+
+KindOption = Annotated[
+    DeadKind | None,
+    typer.Option("--kind", help="Only dead events, or only dead timeouts (default: both)."),
+]
+
+
 @dead_app.command("list")
 def dead_letters_list(
     model: ModelOrDir = None,
@@ -265,13 +318,16 @@ def dead_letters_list(
     format: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.text,
     limit: Annotated[int, typer.Option(min=1, max=500, help="At most this many.")] = 50,
     offset: Annotated[int, typer.Option(min=0, help="Skip this many.")] = 0,
+    kind: KindOption = None,
 ) -> None:
-    """List dead letters, oldest first (exit 0, also when there are none)."""
+    """List dead letters, oldest first: dead events, then dead timeouts (exit 0, also when there
+    are none)."""
     import json
 
     url = _dead_letters_url(model, database_url)
+    wanted = None if kind is None else kind.value
     try:
-        page = asyncio.run(_on_outbox(url, lambda outbox: _dead_page(outbox, limit, offset)))
+        page = asyncio.run(_on_outbox(url, lambda svc: _dead_page(svc, limit, offset, wanted)))
     except Exception as exc:  # noqa: BLE001 - a sentence, never a traceback
         _fail(f"cannot read the dead letters of {_safe(url)}: {exc}")
     if format is Format.json:
@@ -286,10 +342,17 @@ def dead_letters_list(
     first = offset + 1
     typer.echo(f"{page['total']} dead letter(s); {first}-{offset + len(items)}:")
     for d in items:
-        typer.echo(
-            f"{d['event_id']}  {d['event_type']}  channel={d['channel']}  attempts={d['attempts']}"
-            f"  occurred={d['occurred_at']}  correlation={d['correlation_id']}"
-        )
+        if d["kind"] == "timeout":
+            typer.echo(
+                f"timeout  {d['job_id']}  {d['process']}.{d['timeout']}  key={d['key']}"
+                f"  attempts={d['attempts']}  due={d['due_at']}  correlation={d['correlation_id']}"
+            )
+        else:
+            typer.echo(
+                f"event    {d['event_id']}  {d['event_type']}  channel={d['channel']}"
+                f"  attempts={d['attempts']}  occurred={d['occurred_at']}"
+                f"  correlation={d['correlation_id']}"
+            )
         typer.echo(f"    last error: {d['last_error']}")
 
 
@@ -306,8 +369,10 @@ def dead_letters_redrive(
     ] = None,
     all_: Annotated[bool, typer.Option("--all", help="Redrive every dead letter.")] = False,
     database_url: DatabaseUrl = None,
+    kind: KindOption = None,
 ) -> None:
-    """Put dead letters back in the queue: the service's relay delivers them again from attempt 1.
+    """Put dead letters back in the queue: the service's relay delivers them (its scheduler fires
+    the timeouts) again from attempt 1. ID is an event id or a timeout's job id.
 
     Exit codes: 0 redriven (with --all, also when there was none); 1 EVENT_ID is not a dead
     letter; 2 wrong arguments or no database.
@@ -327,11 +392,14 @@ def dead_letters_redrive(
         _fail(f"unexpected argument(s): {' '.join(rest[1:])}")
     url = _dead_letters_url(Path(rest[0]) if rest else None, database_url)
     try:
-        count = asyncio.run(_on_outbox(url, lambda outbox: _redrive(outbox, event_id)))
+        wanted = None if kind is None else kind.value
+        count = asyncio.run(_on_outbox(url, lambda svc: _redrive(svc, event_id, wanted)))
     except Exception as exc:  # noqa: BLE001 - a sentence, never a traceback
         _fail(f"cannot redrive in {_safe(url)}: {exc}")
     if event_id is None:
         typer.echo(f"redriven {count} dead letter(s)")
+    elif count == 2:
+        typer.echo(f"redriven {event_id}: the service's scheduler fires it again")
     elif count:
         typer.echo(f"redriven {event_id}: the service's relay delivers it again")
     else:
@@ -340,41 +408,51 @@ def dead_letters_redrive(
 
 
 async def _on_outbox(url: str, action: Callable[[Any], Awaitable[Any]]) -> Any:
-    """Run `action(service.outbox)` on the tables directly (no model needed); a database where
-    no service with channels ever ran has no outbox, which reads as empty."""
+    """Run `action(service)` on the tables directly (no model needed): the service has channels
+    when the database has an outbox, and processes when it has a timer table; a database where
+    no such service ever ran reads as empty."""
     from sqlalchemy import MetaData, inspect
 
-    from loom.runtime import Service
+    from loom.runtime import Channel, Service
 
-    service = Service.from_url(url, MetaData())
+    probe = Service.from_url(url, MetaData())
     try:
-        async with service.engine.connect() as conn:
-            exists = await conn.run_sync(lambda c: inspect(c).has_table("__loom_outbox"))
-        return await action(service.outbox) if exists else await action(None)
+        async with probe.engine.connect() as conn:
+            tables = await conn.run_sync(lambda c: set(inspect(c).get_table_names()))
+    finally:
+        await probe.dispose()
+    channels = [Channel("(any)", ())] if "__loom_outbox" in tables else []
+    service = Service.from_url(
+        url, MetaData(), channels=channels, processes="__loom_timers" in tables
+    )
+    try:
+        return await action(service)
     finally:
         await service.dispose()
 
 
-async def _dead_page(outbox: Any, limit: int, offset: int) -> dict[str, Any]:
-    if outbox is None:
-        return {"items": [], "limit": limit, "offset": offset, "total": 0}
-    items = await outbox.dead_letters(limit, offset)
-    total = (await outbox.counts())["dead"]
-    return {"items": [_as_dict(d) for d in items], "limit": limit, "offset": offset, "total": total}
+async def _dead_page(service: Any, limit: int, offset: int, kind: Any) -> dict[str, Any]:
+    from loom.runtime._admin import dead_page
+
+    items, total = await dead_page(service, limit, offset, kind)
+    return {
+        "items": [item.model_dump(mode="json") for item in items],
+        "limit": limit,
+        "offset": offset,
+        "total": total,
+    }
 
 
-def _as_dict(dead: Any) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    return asdict(dead)
-
-
-async def _redrive(outbox: Any, event_id: Any) -> int:
-    if outbox is None:
-        return 0
+async def _redrive(service: Any, event_id: Any, kind: Any) -> int:
+    """How many were redriven; for one id, 1 for an event and 2 for a timeout."""
+    events = bool(service.channels) and kind in (None, "event")
+    timeouts = service.uses_processes and kind in (None, "timeout")
     if event_id is None:
-        return int(await outbox.redrive_all())
-    return 1 if await outbox.redrive(event_id) else 0
+        count = int(await service.outbox.redrive_all()) if events else 0
+        return count + (int(await service.timers.redrive_all()) if timeouts else 0)
+    if events and await service.outbox.redrive(event_id):
+        return 1
+    return 2 if timeouts and await service.timers.redrive(event_id) else 0
 
 
 def _dead_letters_url(model: Path | None, database_url: str | None) -> str:

@@ -27,6 +27,8 @@ EXAMPLES = {
     "ok_values_payloads": ["tests/lang/data/ok/values_payloads.loom"],
     "shop": ["examples/shop/shop.loom"],
     "ok_events": ["tests/lang/data/ok/events.loom"],
+    "principal": ["tests/e2e/models/principal.loom"],
+    "scheduling": ["examples/scheduling/scheduling.loom"],
 }
 
 

@@ -19,7 +19,9 @@ EXAMPLES = {
     "ok_support_workflows": ["tests/lang/data/ok/support_workflows.loom"],
     "ok_values_payloads": ["tests/lang/data/ok/values_payloads.loom"],
     "shop": ["examples/shop/shop.loom"],
+    "scheduling": ["examples/scheduling/scheduling.loom"],
     "ok_events": ["tests/lang/data/ok/events.loom"],
+    "principal": ["tests/e2e/models/principal.loom"],
 }
 
 

@@ -818,3 +818,29 @@ async def test_58_command_handler_replaces_handle(database_url: str) -> None:
         assert (await get_json(c, f"/api/orders/{o}"))["closed"] is True
         spec = await get_json(c, "/openapi.json")
         assert "post" in spec["paths"]["/api/commands/close"]
+
+
+# --------------------------------------------------------------------------------------------------
+# 59 — a reaction runs as the system principal
+
+
+async def test_59_the_warned_gate_refuses_the_reaction(
+    database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The warning is right: the starter runs as the system principal, `requires
+    currentUser.hasRole("admin")` refuses it (403 inside the reaction), and the reaction fails
+    without effect, logged `reactor_failed`."""
+    async with case("59_reactor_system_principal", database_url) as c:
+        domain = c.module("support.domain")
+        async with c.service.transaction() as work:
+            ticket = domain.Ticket.create(closed=False)
+            await c.module("support.repositories").Tickets(work).save(ticket)
+        with caplog.at_level(logging.INFO, logger="loom.events"):
+            async with c.service.transaction() as work:
+                work.emit(domain.Expired(ticket=ticket.id))
+        assert (await get_json(c, f"/api/tickets/{ticket.id}"))["closed"] is False
+        problem(await c.get(f"/api/workflows/auto_close/instances/{ticket.id}"), 404, "not-found")
+        lines = [json.loads(x.getMessage()) for x in caplog.records if x.name == "loom.events"]
+        (failed,) = [x for x in lines if x["event"] == "reactor_failed"]
+        assert failed["handler"] == "Support.AutoClose.create(Expired)"
+        assert failed["error"].startswith("Forbidden: ") and "requires" in failed["error"]

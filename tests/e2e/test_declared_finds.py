@@ -70,3 +70,22 @@ async def test_declared_finds_have_routes(database_url: str, tmp_path: Path) -> 
         assert "/api/trucks/find/by_plate" in paths
         # criteria lookups stay internal: only the query handler that uses one is routed
         assert [p for p in paths if "big" in p.lower()] == ["/api/queries/any_big"]
+
+
+async def test_an_aggregate_whose_plural_is_a_keyword(database_url: str, tmp_path: Path) -> None:
+    # `A` -> plural `as`: every generated variable named after it must still be valid Python
+    model = tmp_path / "k.loom"
+    model.write_text(
+        """
+context K {
+  aggregate A with crudish { n: int  operation bump() { n += 1 } }
+  repository As for A { find byN(n: int): A? }
+  commandHandler Bump(id: A id) { let a = As.getById(id)  a.bump() }
+}
+"""
+    )
+    async with serve([model], database_url) as c:
+        a = (await c.post("/api/as", json={"n": 1})).json()["id"]
+        assert (await c.post("/api/commands/bump", json={"id": a})).status_code == 204
+        assert (await c.post(f"/api/as/{a}/bump", json={})).status_code == 204
+        assert (await c.get("/api/as/find/by_n", params={"n": 3})).json()["id"] == a

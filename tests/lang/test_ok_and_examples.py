@@ -124,11 +124,12 @@ def test_shop_is_three_contexts_joined_by_events() -> None:
     assert [r.event for r in reserve.reactions] == [
         ir.EventType("OrderPlaced", "Orders"),
         ir.EventType("PaymentFailed", "Payment"),
+        ir.EventType("PaymentTimedOut", "Orders"),  # the payment deadline's compensation
     ]
     take = next(w for w in payment.workflows if w.name == "takePayment")
     branch = next(s for s in take.reactions[0].body if isinstance(s, ir.If))
     assert [type(s) for s in branch.then] == [ir.Emit] == [type(s) for s in branch.otherwise]
     carried = [e for c in model.contexts for ch in c.channels for e in ch.events]
-    assert len(carried) == 6 and len(set(carried)) == 6  # every event of the flow is durable
+    assert len(carried) == 7 and len(set(carried)) == 7  # every event of the flow is durable
     (progress,) = orders.projections
     assert progress.key == "order" and len(progress.reactions) == 6

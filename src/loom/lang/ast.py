@@ -206,7 +206,49 @@ class If:
     span: Span
 
 
-Stmt = Precondition | Assign | Let | Emit | Return | ExprStmt | IfLet | ForEach | NotFound | If
+@dataclass(eq=False)
+class Schedule:
+    """`schedule NAME at EXPR` / `schedule NAME after 15m`: arm (or re-arm) a named timeout of the
+    enclosing correlated workflow's instance. Exactly one of `at` / `after_ms` is set."""
+
+    name: str
+    name_span: Span
+    at: Expr | None
+    after_ms: int | None
+    span: Span
+
+
+@dataclass(eq=False)
+class Cancel:
+    """`cancel NAME`: disarm a named timeout of the instance (nothing armed: nothing happens)."""
+
+    name: str
+    name_span: Span
+    span: Span
+
+
+@dataclass(eq=False)
+class Complete:
+    """`complete`: end the instance; later events and timeouts for it are ignored."""
+
+    span: Span
+
+
+Stmt = (
+    Precondition
+    | Assign
+    | Let
+    | Emit
+    | Return
+    | ExprStmt
+    | IfLet
+    | ForEach
+    | NotFound
+    | If
+    | Schedule
+    | Cancel
+    | Complete
+)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -270,6 +312,8 @@ class Operation:
     extern: bool = False
     result: TypeRef | None = None
     has_body: bool = True  # False for an extern operation written without a block
+    # `requires gate`: who may run it (over `currentUser`, the parameters and the fields)
+    requires: Expr | None = None
 
 
 @dataclass(eq=False)
@@ -473,6 +517,28 @@ class On:
 
 
 @dataclass(eq=False)
+class OnTimeout:
+    """`on timeout NAME { … }`: the handler of a timeout of a correlated workflow."""
+
+    name: str
+    name_span: Span
+    body: list[Stmt]
+    span: Span
+
+
+@dataclass(eq=False)
+class Timer:
+    """`timer NAME every 1h { … }`: a context's recurring sweep, a body like a commandHandler's."""
+
+    name: str
+    name_span: Span
+    every_ms: int
+    every_span: Span
+    body: list[Stmt]
+    span: Span
+
+
+@dataclass(eq=False)
 class Handle:
     """A leftover `handle` member: parsed only so that it can be refused with a precise message."""
 
@@ -496,6 +562,7 @@ class Workflow:
     functions: list[Function] = field(default_factory=list)
     applies: list[Apply] = field(default_factory=list)
     ons: list[On] = field(default_factory=list)
+    timeouts: list[OnTimeout] = field(default_factory=list)
 
 
 @dataclass(eq=False)
@@ -546,6 +613,7 @@ Decl = (
     | Payload
     | Projection
     | Channel
+    | Timer
 )
 
 

@@ -52,12 +52,17 @@ class Checker(ExpressionChecker):
                 rules_workflow.check_workflow(self, ctx, wf)
             for h in ctx.handlers.values():
                 rules_workflow.check_handler(self, ctx, h)
+            for tm in ctx.timers.values():
+                rules_workflow.check_timer(self, ctx, tm)
         from loom.lang import rules_events
 
         for ctx in self.prog.contexts.values():
             for proj in ctx.projections.values():
                 rules_events.check_projection(self, ctx, proj)
         rules_events.check_channels(self)
+        from loom.lang import rules_principal
+
+        rules_principal.check_reactor_gates(self)
 
     def _declare_types(self, ctx: ContextSymbols) -> None:
         def res(t: ast.TypeRef | None, value: bool = True) -> None:
@@ -174,7 +179,10 @@ class Checker(ExpressionChecker):
                         "unreachable",
                         help="move it before the `return`, or remove it",
                     )
-            elif isinstance(stmt, (ast.Let, ast.Precondition, ast.NotFound)):
+            elif isinstance(
+                stmt,
+                (ast.Let, ast.Precondition, ast.NotFound, ast.Schedule, ast.Cancel, ast.Complete),
+            ):
                 self.operation_stmt(stmt, scope)
             elif isinstance(stmt, ast.If):
                 self.report(
@@ -263,6 +271,9 @@ class Checker(ExpressionChecker):
         return scope
 
     def check_operation(self, ctx: ContextSymbols, agg: ast.Aggregate, op: ast.Operation) -> None:
+        if op.requires is not None:
+            gate = self._params_scope(ctx, agg, "requires", op.params)
+            self.exprs[id(op.requires)] = self.condition(op.requires, gate, "a `requires` gate")
         if op.extern:
             if op.has_body:
                 self.report(
@@ -275,7 +286,8 @@ class Checker(ExpressionChecker):
             return
         scope = self._params_scope(ctx, agg, "operation", op.params)
         if op.when is not None:
-            self.exprs[id(op.when)] = self.condition(op.when, scope, "a `when` gate")
+            state_gate = self._params_scope(ctx, agg, "when", op.params)
+            self.exprs[id(op.when)] = self.condition(op.when, state_gate, "a `when` gate")
         self.current_operation = op.name
         for stmt in op.body:
             self.operation_stmt(stmt, scope)
@@ -342,6 +354,10 @@ class Checker(ExpressionChecker):
             from loom.lang.rules_body import notfound_outside
 
             notfound_outside(self, stmt, where.get(scope.kind, "an operation"))
+        elif isinstance(stmt, (ast.Schedule, ast.Cancel, ast.Complete)):
+            from loom.lang.rules_body import timeout_stmt
+
+            timeout_stmt(self, stmt, scope)
         elif isinstance(stmt, ast.Return):
             self.report(
                 "loom.invalid-statement",

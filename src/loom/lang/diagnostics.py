@@ -257,6 +257,29 @@ REGISTRY: dict[str, CodeInfo] = {
         ),
         CodeInfo("loom.channel-overlap", _E, "an event is carried by two channels"),
         CodeInfo("loom.projection-key", _E, "a projection has no field that can key its rows"),
+        # Principal and gates
+        CodeInfo(
+            "loom.current-user-misplaced",
+            _E,
+            "`currentUser` is read outside a `requires` gate or a request's body",
+        ),
+        CodeInfo(
+            "loom.reactor-gate-unsatisfiable",
+            _W,
+            "a reaction calls an operation whose `requires` gate refuses the system principal",
+        ),
+        # Process managers: timeouts and completion
+        CodeInfo(
+            "loom.timeout-outside-process",
+            _E,
+            "`schedule`, `cancel`, `complete` or `on timeout` outside a correlated workflow",
+        ),
+        CodeInfo(
+            "loom.timeout-unknown",
+            _E,
+            "`cancel` or `on timeout` names a timeout no body schedules",
+        ),
+        CodeInfo("loom.timeout-unhandled", _E, "a scheduled timeout has no `on timeout` handler"),
     ]
 }
 

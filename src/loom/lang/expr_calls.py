@@ -30,6 +30,11 @@ class CallTyping:
         return rules_workflow.workflow_function_call(self, e, scope, text)  # type: ignore[arg-type]
 
     def call(self: ExpressionChecker, e: ast.Call, scope: Scope, text: str) -> ir.Expr:
+        if isinstance(e.callee, ast.MemberAccess):
+            from loom.lang import rules_principal
+
+            if rules_principal.is_current_user(e.callee.obj, scope):
+                return rules_principal.call(self, e, scope, text)
         if isinstance(e.callee, ast.Name) and scope.wf is not None:
             found = self.workflow_function_call(e, scope, text)
             if found is not None:

@@ -52,7 +52,8 @@ class Scope:
     kind: str  # "default" | "derived" | "invariant" | "function" | "operation" | "workflow" | ...
     names: dict[str, Binding] = field(default_factory=dict)
     # Workflow and handler bodies: the enclosing workflow (None in a handler), which body this is
-    # ("create" | "command" | "query" | "apply"), and the workflow's state fields.
+    # ("create" | "command" | "query" | "apply" | "starter" | "on" | "timeout" | "timer"),
+    # and the workflow's state fields.
     wf: ast.Workflow | None = None
     body: str = ""
     block: bool = False  # a block-form function
@@ -317,6 +318,10 @@ class ExpressionChecker(CallTyping):
             if b.kind == "param":
                 return ir.Param(n, b.type, text)  # type: ignore[arg-type]
             return ir.Local(n, b.type, text)  # type: ignore[arg-type]
+        if n == "currentUser":
+            from loom.lang import rules_principal
+
+            return rules_principal.bare(self, e, scope)
         if n in scope.state:
             return self.state_read(e, scope, text)
         members = self.self_members(scope)
@@ -375,6 +380,10 @@ class ExpressionChecker(CallTyping):
 
     def member(self, e: ast.MemberAccess, scope: Scope, text: str) -> ir.Expr:
         obj = e.obj
+        if isinstance(obj, ast.Name) and obj.name == "currentUser" and obj.name not in scope.names:
+            from loom.lang import rules_principal
+
+            return rules_principal.member(self, e, scope, text)
         if (
             isinstance(obj, ast.Name)
             and obj.name in scope.ctx.enums

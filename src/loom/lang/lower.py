@@ -12,7 +12,7 @@ from loom.lang.check import Checker
 from loom.lang.facts import CallOp, Trigger
 from loom.lang.lower_body import BodyLowerer, origin
 from loom.lang.reads import find_cardinality
-from loom.lang.resolve import ContextSymbols, Program
+from loom.lang.resolve import ContextSymbols, Program, is_process
 from loom.lang.rules_calls import mutated_params
 from loom.lang.rules_decls import find_fields
 from loom.lang.rules_events import projection_key
@@ -111,6 +111,7 @@ class _Lower:
                 self.projection(ctx, d) for d in decls if isinstance(d, ast.Projection)
             ),
             channels=tuple(self.channel(ctx, d) for d in decls if isinstance(d, ast.Channel)),
+            timers=tuple(self.timer(ctx, d) for d in decls if isinstance(d, ast.Timer)),
         )
 
     def reaction(
@@ -265,6 +266,7 @@ class _Lower:
             private=op.private,
             extern=op.extern,
             result=self.t(op.result) if op.result is not None else None,
+            requires=self.e(op.requires) if op.requires is not None else None,
         )
 
     def _called_emits(self, ctx: ContextSymbols, op: ast.Operation, seen: set[str]) -> list[str]:
@@ -353,7 +355,20 @@ class _Lower:
             applies=tuple(applies),
             reactions=tuple(reactions)
             + tuple(self.reaction(ctx, "on", on, corr is not None, True) for on in wf.ons),
+            timeouts=tuple(
+                ir.OnTimeout(
+                    t.name,
+                    BodyLowerer(self.ck, ctx, instance=True).body(t.body),
+                    origin(t.span),
+                )
+                for t in wf.timeouts
+            ),
+            process=corr is not None and is_process(wf),
         )
+
+    def timer(self, ctx: ContextSymbols, tm: ast.Timer) -> ir.Timer:
+        body = BodyLowerer(self.ck, ctx).body(tm.body)
+        return ir.Timer(tm.name, ctx.name, tm.every_ms, body, origin(tm.span))
 
     def handler(self, ctx: ContextSymbols, h: ast.Handler) -> ir.Handler:
         return ir.Handler(

@@ -174,6 +174,13 @@ class BodyLowerer:
         if isinstance(s, ast.NotFound):
             agg = found.aggregate if isinstance(found, NotFoundFact) else None
             return ir.NotFoundStmt(s.detail, agg, o)
+        if isinstance(s, ast.Schedule):
+            at = self.e(s.at) if s.at is not None else None
+            return ir.ScheduleTimeout(s.name, at, s.after_ms, o)
+        if isinstance(s, ast.Cancel):
+            return ir.CancelTimeout(s.name, o)
+        if isinstance(s, ast.Complete):
+            return ir.CompleteInstance(o)
         if isinstance(found, tuple) and found and found[0] == "own-operation":
             _, op_name, args = found
             return ir.CallOwnOperation(op_name, args, o)

@@ -198,6 +198,7 @@ DECLARATION_WORDS = (
     "repository",
     "response",
     "retrieval",
+    "timer",
     "value",
     "workflow",
 )
@@ -295,6 +296,12 @@ def _acceptable(exc: UnexpectedToken) -> set[str]:
 
 
 def _hint(tok: Token, expected: set[str]) -> str | None:
+    if str(tok) == "requires" and tok.type != "STRING":
+        return (
+            "`requires` comes right after the parameters, before `when` (the order they are "
+            "checked in): `operation name(…) requires <who may> when <state> { … }`; a "
+            "commandHandler or workflow takes no gate: gate the operation it calls"
+        )
     if tok.type == "$END":
         return "a `{` is probably missing its `}`"
     if tok.type == "NAME" and "COMMA" in expected:

@@ -33,6 +33,7 @@ _KIND = {
     ast.ValueObject: "value object",
     ast.Projection: "projection",
     ast.Channel: "channel",
+    ast.Timer: "timer",
 }
 
 PAYLOAD_SCOPE = (
@@ -66,6 +67,7 @@ class ContextSymbols:
     payloads: dict[str, ast.Payload] = field(default_factory=dict)
     projections: dict[str, ast.Projection] = field(default_factory=dict)
     channels: dict[str, ast.Channel] = field(default_factory=dict)
+    timers: dict[str, ast.Timer] = field(default_factory=dict)
     # enum member name -> the enums declaring it (a bare member resolves only when this is unique)
     members: dict[str, list[ast.Enum]] = field(default_factory=dict)
     # aggregate name -> its repository (the first one, when a duplicate was reported)
@@ -167,6 +169,7 @@ def _table(syms: ContextSymbols, decl: ast.Decl) -> dict[str, ast.Decl]:
         ast.Payload: syms.payloads,
         ast.Projection: syms.projections,
         ast.Channel: syms.channels,
+        ast.Timer: syms.timers,
     }[type(decl)]
     return table  # type: ignore[return-value]
 
@@ -302,6 +305,26 @@ def _check_isolation(isolation: str | None, span: Span | None, sink: Sink) -> No
         )
 
 
+def _process_stmts(stmts: list[ast.Stmt]) -> bool:
+    for s in stmts:
+        if isinstance(s, (ast.Schedule, ast.Cancel, ast.Complete)):
+            return True
+        if isinstance(s, (ast.IfLet, ast.If)) and (
+            _process_stmts(s.then) or _process_stmts(s.otherwise or [])
+        ):
+            return True
+        if isinstance(s, ast.ForEach) and _process_stmts(s.body):
+            return True
+    return False
+
+
+def is_process(wf: ast.Workflow) -> bool:
+    """A process manager: a workflow with `on timeout` handlers, or whose bodies schedule,
+    cancel or complete (its instance then also answers `ended` and `timeouts`)."""
+    bodies = [c.body for c in wf.creates] + [o.body for o in wf.ons]
+    return bool(wf.timeouts) or any(_process_stmts(b) for b in bodies)
+
+
 def _check_workflow(wf: ast.Workflow, sink: Sink) -> None:
     _check_isolation(wf.isolation, wf.isolation_span, sink)
     seen: dict[str, Span] = {}
@@ -314,6 +337,16 @@ def _check_workflow(wf: ast.Workflow, sink: Sink) -> None:
                 m.name_span,
                 "reserved name",
                 help="rename the state field, e.g. `revision` or `step`",
+            )
+            continue
+        if m.name in ("ended", "timeouts") and m in wf.state and is_process(wf):
+            sink.report(
+                "loom.reserved-member-name",
+                f"`{m.name}` is reserved in workflow `{wf.name}`: it uses timeouts or `complete`, "
+                f"so its instance answers `{m.name}` (whether it ended, its pending timeouts)",
+                m.name_span,
+                "reserved name",
+                help="rename the state field, e.g. `closed` or `deadlines`",
             )
             continue
         if m.name in seen:

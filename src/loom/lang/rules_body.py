@@ -55,7 +55,7 @@ def block(ck: Checker, stmts: list[ast.Stmt], scope: Scope, result: AnyType | No
             )
             reported = True
         stmt_(ck, stmt, scope, result)
-        dead = dead or isinstance(stmt, (ast.Return, ast.NotFound))
+        dead = dead or isinstance(stmt, (ast.Return, ast.NotFound, ast.Complete))
 
 
 def stmt_(ck: Checker, stmt: ast.Stmt, scope: Scope, result: AnyType | None) -> None:
@@ -82,9 +82,59 @@ def stmt_(ck: Checker, stmt: ast.Stmt, scope: Scope, result: AnyType | None) -> 
     elif isinstance(stmt, ast.ForEach):
         _for(ck, stmt, scope, result)
     elif isinstance(stmt, ast.NotFound):
-        if scope.body not in ("create", "command", "query", "starter", "on"):
+        if scope.body not in ("create", "command", "query", "starter", "on", "timeout", "timer"):
             notfound_outside(ck, stmt, "an `apply` clause")
         ck.stmts[id(stmt)] = NotFoundFact(scope.miss if stmt.detail is None else None)
+    elif isinstance(stmt, (ast.Schedule, ast.Cancel, ast.Complete)):
+        timeout_stmt(ck, stmt, scope)
+
+
+def timeout_stmt(ck: Checker, stmt: ast.Schedule | ast.Cancel | ast.Complete, scope: Scope) -> None:
+    """`schedule` / `cancel` / `complete`: only in a body of a correlated workflow (not `apply`).
+    Names are matched against the workflow's `on timeout` handlers in rules_workflow."""
+    word = {ast.Schedule: "schedule", ast.Cancel: "cancel", ast.Complete: "complete"}[type(stmt)]
+    if isinstance(stmt, ast.Schedule) and stmt.at is not None:
+        x = ck.root(stmt.at, scope, ir.DATETIME)
+        ck.exprs[id(stmt.at)] = x
+        ck.mismatch(x, stmt.at, ir.DATETIME, f"`schedule … at` needs a datetime, not {a(x.type)}")
+    wf = scope.wf
+    if wf is not None and scope.correlated and scope.body != "apply" and scope.kind == "workflow":
+        if not scope.bound[0]:
+            ck.report(
+                "loom.state-correlation-missing",
+                f"`{word}` acts on the instance, used before the body binds it",
+                stmt.span,
+                "no instance yet",
+                help="assign the correlation field first; that is what loads or allocates the "
+                "instance",
+            )
+            scope.bound[0] = True  # one report per body
+        return
+    if wf is None or scope.kind != "workflow":
+        where = "outside the body of a workflow"
+        fix = (
+            "move it into a body of a workflow that keeps instances (one with an id-shaped "
+            "state field); a context-wide sweep is a `timer NAME every 1h { … }`"
+        )
+    elif scope.body == "apply":
+        where = "in an `apply` clause"
+        fix = (
+            "an `apply` only folds an event into the state; arm or end the process in the "
+            "body that emits the event"
+        )
+    else:
+        where = f"in `{wf.name}`, which keeps no instance"
+        fix = (
+            "declare the correlation key as a state field (e.g. `appointment: Appointment "
+            "id`): timeouts and completion belong to one instance"
+        )
+    ck.report(
+        "loom.timeout-outside-process",
+        f"`{word}` is used {where}",
+        stmt.span,
+        "no process instance here",
+        help=fix,
+    )
 
 
 def notfound_outside(ck: Checker, stmt: ast.NotFound, where: str) -> None:
@@ -193,7 +243,7 @@ def _state_write(ck: Checker, stmt: ast.Assign, target: ast.Name, scope: Scope) 
     x = ck.root(stmt.value, scope, ft)
     ck.mismatch(x, stmt.value, ft, f"cannot assign {a(x.type)} to `{target.name}`, {a(ft)} state")
     key = target.name == _correlation(ck, wf)
-    if key and scope.body in ("starter", "on"):
+    if key and scope.body in ("starter", "on", "timeout"):
         ck.report(
             "loom.assign-to-readonly",
             f"cannot assign `{target.name}`: it keys the instance this reaction runs on, and `by` "

@@ -8,7 +8,7 @@ an `if let` source, or a typed `ir.Expr` for a value call).
 
 from __future__ import annotations
 
-from loom.lang import ast
+from loom.lang import ast, rules_principal
 from loom.lang.check import Checker
 from loom.lang.diagnostics import Span, did_you_mean
 from loom.lang.expressions import Binding, Scope, a
@@ -55,6 +55,18 @@ def classify(ck: Checker, call: ast.Call, scope: Scope, position: str, name: str
     recv, method = call.callee.obj, call.callee.name
     mspan = call.callee.name_span
     ctx = scope.ctx
+    if rules_principal.is_current_user(recv, scope):
+        x = ck.expr(call, scope)  # `currentUser.hasRole(…)`: a value, typed with expressions
+        if position == "stmt":
+            ck.report(
+                "loom.invalid-statement",
+                f"`{ck.text(call.span)}` computes a value that is not used",
+                call.span,
+                "the value is not used",
+                help="bind it with `let`, or use it in a condition",
+            )
+            return None
+        return x
     if not isinstance(recv, ast.Name):
         ck.expr(recv, scope)
         ck.report(

@@ -292,6 +292,9 @@ def _service_method(
                 x = ck.root(stmt.value, scope, rt)
                 ck.mismatch(x, stmt.value, rt, f"`{m.name}` returns {a(rt)}, not {a(x.type)}")
             continue
+        if isinstance(stmt, (ast.Schedule, ast.Cancel, ast.Complete)):
+            ck.operation_stmt(stmt, scope)
+            continue
         if isinstance(stmt, (ast.Let, ast.Precondition, ast.Emit, ast.NotFound)):
             ck.operation_stmt(stmt, scope) if not isinstance(stmt, ast.Emit) else ck.check_emit(
                 stmt, scope

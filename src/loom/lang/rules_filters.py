@@ -81,9 +81,7 @@ def _check_ignoring(ck: Checker, stmt: ast.Let | ast.IfLet) -> None:
     repo_name: str | None = None
     if isinstance(found, Load):
         repo_name = found.repository
-    elif isinstance(found, ReadLoad):
-        repo_name = found.read.repository
-    elif isinstance(found, IfLetFact) and found.read is not None:
+    elif isinstance(found, ReadLoad) or isinstance(found, IfLetFact) and found.read is not None:
         repo_name = found.read.repository
     source = stmt.value if isinstance(stmt, ast.Let) else stmt.source
     if repo_name is None:
@@ -91,7 +89,12 @@ def _check_ignoring(ck: Checker, stmt: ast.Let | ast.IfLet) -> None:
             _not_a_read(ck, stmt.ignoring[0][1], source)
         return
     repo = next(
-        (r for c in ck.prog.contexts.values() for r in c.repositories.values() if r.name == repo_name),
+        (
+            r
+            for c in ck.prog.contexts.values()
+            for r in c.repositories.values()
+            if r.name == repo_name
+        ),
         None,
     )
     filters = [n for n, _ in repo.filters] if repo is not None else []
@@ -118,11 +121,7 @@ def _check_ignoring(ck: Checker, stmt: ast.Let | ast.IfLet) -> None:
         return
     if isinstance(found, Load):
         ck.stmts[id(stmt)] = dataclasses.replace(found, ignoring=tuple(kept))
-    elif isinstance(found, ReadLoad):
-        ck.stmts[id(stmt)] = dataclasses.replace(
-            found, read=dataclasses.replace(found.read, ignoring=tuple(kept))
-        )
-    elif isinstance(found, IfLetFact) and found.read is not None:
+    elif isinstance(found, ReadLoad) or isinstance(found, IfLetFact) and found.read is not None:
         ck.stmts[id(stmt)] = dataclasses.replace(
             found, read=dataclasses.replace(found.read, ignoring=tuple(kept))
         )

@@ -87,6 +87,99 @@ def check_workflow(ck: Checker, ctx: ContextSymbols, wf: ast.Workflow) -> None:
         _check_apply(ck, ctx, wf, ap, state, corr)
     if wf.event_sourced and wf.state:
         _check_unapplied(ck, ctx, wf)
+    _check_timeouts(ck, ctx, wf, state, corr)
+
+
+def _timeout_stmts(stmts: list[ast.Stmt]) -> list[ast.Schedule | ast.Cancel]:
+    out: list[ast.Schedule | ast.Cancel] = []
+    for s in stmts:
+        if isinstance(s, (ast.Schedule, ast.Cancel)):
+            out.append(s)
+        elif isinstance(s, (ast.IfLet, ast.If)):
+            out += _timeout_stmts(s.then) + _timeout_stmts(s.otherwise or [])
+        elif isinstance(s, ast.ForEach):
+            out += _timeout_stmts(s.body)
+    return out
+
+
+def _check_timeouts(
+    ck: Checker,
+    ctx: ContextSymbols,
+    wf: ast.Workflow,
+    state: dict[str, AnyType],
+    corr: str | None,
+) -> None:
+    """`on timeout NAME` bodies, and the names `schedule` / `cancel` use: every scheduled name has
+    one handler, every handler and every cancel names a scheduled timeout."""
+    bodies = [c.body for c in wf.creates] + [on.body for on in wf.ons]
+    bodies += [t.body for t in wf.timeouts]
+    used = [s for b in bodies for s in _timeout_stmts(b)]
+    scheduled = {s.name for s in used if isinstance(s, ast.Schedule)}
+    handlers: dict[str, ast.OnTimeout] = {}
+    for t in wf.timeouts:
+        first = handlers.get(t.name)
+        if first is not None:
+            ck.report(
+                "loom.duplicate-declaration",
+                f"timeout `{t.name}` of `{wf.name}` already has a handler",
+                t.name_span,
+                "second `on timeout`",
+                secondary=[(first.name_span, "the first handler")],
+                help="a timeout has one handler: merge the two bodies",
+            )
+            continue
+        handlers[t.name] = t
+        scope = _body_scope(ck, ctx, [], "timeout", wf, state, corr)
+        if corr is None:
+            ck.report(
+                "loom.timeout-outside-process",
+                f"`on timeout {t.name}` is declared in `{wf.name}`, which keeps no instance",
+                t.span,
+                "no process instance here",
+                help="declare the correlation key as a state field (e.g. `appointment: "
+                "Appointment id`): a timeout belongs to one instance",
+            )
+        elif t.name not in scheduled:
+            ck.report(
+                "loom.timeout-unknown",
+                f"no body of `{wf.name}` schedules a timeout `{t.name}`, so this handler never runs",
+                t.name_span,
+                "never scheduled",
+                help=did_you_mean(t.name, scheduled)
+                or f"arm it in a body with `schedule {t.name} after 15m` (or `at <datetime>`), "
+                "or remove the handler",
+            )
+        _entry(ck, scope, t.body, None, None)
+    if corr is None:
+        return  # each statement was already reported as outside a process
+    for s in used:
+        if s.name in handlers:
+            continue
+        if isinstance(s, ast.Schedule):
+            ck.report(
+                "loom.timeout-unhandled",
+                f"timeout `{s.name}` is scheduled, but `{wf.name}` has no `on timeout {s.name}`",
+                s.name_span,
+                "no handler",
+                help=did_you_mean(s.name, handlers)
+                or f"add `on timeout {s.name} {{ … }}` to `{wf.name}`: what happens when it fires",
+            )
+        else:
+            ck.report(
+                "loom.timeout-unknown",
+                f"`{wf.name}` has no timeout `{s.name}` to cancel",
+                s.name_span,
+                "unknown timeout",
+                help=did_you_mean(s.name, handlers)
+                or "cancel a name that a `schedule` arms and an `on timeout` handles",
+            )
+
+
+def check_timer(ck: Checker, ctx: ContextSymbols, tm: ast.Timer) -> None:
+    """`timer NAME every D { … }`: a recurring sweep, checked like a commandHandler body with no
+    parameters and no result."""
+    scope = _body_scope(ck, ctx, [], "timer", None, {}, None)
+    _entry(ck, scope, tm.body, None, None)
 
 
 def _check_unapplied(ck: Checker, ctx: ContextSymbols, wf: ast.Workflow) -> None:
@@ -185,8 +278,8 @@ def _result(
     elif problem is not None:
         ck.report(
             "loom.workflow-return-type",
-            f"{what} cannot answer {a(result)}: return the id and read the record back, or use "
-            + ("a queryHandler" if what == "a commandHandler" else "a commandHandler"),
+            f"{what} cannot answer {a(result)}: return the id and read the record back, or read "
+            "it in a queryHandler (the only callable that answers aggregates)",
             t.span,
             "unsupported result type",
             help=f"declare the result as `{show(result).rstrip('[]?')} id` and `return x.id`; "

@@ -107,6 +107,9 @@ class _Build(Transformer):
     def when(self, meta, ch):
         return ("when", ch[0])
 
+    def requires(self, meta, ch):
+        return ("requires", ch[0])
+
     def result(self, meta, ch):
         return ("result", ch[0])
 
@@ -137,13 +140,22 @@ class _Build(Transformer):
         private = ch[0] == "private"
         if private:
             ch = ch[1:]
-        when = next((c[1] for c in ch[2:] if isinstance(c, tuple)), None)
+        when = next((c[1] for c in ch[2:] if isinstance(c, tuple) and c[0] == "when"), None)
+        gate = next((c[1] for c in ch[2:] if isinstance(c, tuple) and c[0] == "requires"), None)
         return ast.Operation(
-            str(ch[0]), self.tsp(ch[0]), ch[1], when, ch[-1], self.sp(meta), private=private
+            str(ch[0]),
+            self.tsp(ch[0]),
+            ch[1],
+            when,
+            ch[-1],
+            self.sp(meta),
+            private=private,
+            requires=gate,
         )
 
     def extern_operation(self, meta, ch):
-        result = next((c[1] for c in ch[2:] if isinstance(c, tuple)), None)
+        result = next((c[1] for c in ch[2:] if isinstance(c, tuple) and c[0] == "result"), None)
+        gate = next((c[1] for c in ch[2:] if isinstance(c, tuple) and c[0] == "requires"), None)
         body = next((c for c in ch[2:] if isinstance(c, list)), None)
         return ast.Operation(
             str(ch[0]),
@@ -155,6 +167,7 @@ class _Build(Transformer):
             extern=True,
             result=result,
             has_body=body is not None,
+            requires=gate,
         )
 
     def unique(self, meta, ch):
@@ -315,6 +328,7 @@ class _Build(Transformer):
             functions=[c for c in ch[1:] if isinstance(c, ast.Function)],
             applies=[c for c in ch[1:] if isinstance(c, ast.Apply)],
             ons=[c for c in ch[1:] if isinstance(c, ast.On)],
+            timeouts=[c for c in ch[1:] if isinstance(c, ast.OnTimeout)],
         )
 
     def create(self, meta, ch):
@@ -365,6 +379,26 @@ class _Build(Transformer):
 
     def handle(self, meta, ch):
         return ast.Handle(str(ch[0]), self.tsp(ch[0]), self.sp(meta))
+
+    def on_timeout(self, meta, ch):
+        return ast.OnTimeout(str(ch[0]), self.tsp(ch[0]), ch[1], self.sp(meta))
+
+    def timer(self, meta, ch):
+        return ast.Timer(
+            str(ch[0]), self.tsp(ch[0]), _millis(str(ch[1])), self.tsp(ch[1]), ch[2], self.sp(meta)
+        )
+
+    def schedule_at(self, meta, ch):
+        return ast.Schedule(str(ch[0]), self.tsp(ch[0]), ch[1], None, self.sp(meta))
+
+    def schedule_after(self, meta, ch):
+        return ast.Schedule(str(ch[0]), self.tsp(ch[0]), None, _millis(str(ch[1])), self.sp(meta))
+
+    def cancel(self, meta, ch):
+        return ast.Cancel(str(ch[0]), self.tsp(ch[0]), self.sp(meta))
+
+    def complete(self, meta, ch):
+        return ast.Complete(self.sp(meta))
 
     # ---- statements
     def block(self, meta, ch):

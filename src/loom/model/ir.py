@@ -275,6 +275,25 @@ class ListLiteral:
     text: str
 
 
+PrincipalMember: TypeAlias = Literal[
+    "id", "isSystem", "isAuthenticated", "roles", "hasRole", "claim"
+]
+
+
+@dataclass(frozen=True, slots=True)
+class CurrentUser:
+    """A read of the principal the code runs as (`currentUser`): the request's user, anonymous,
+    or the system (a reaction). `member` is what is read: `id` (string, "" when anonymous),
+    `isSystem`, `isAuthenticated` (bool), `roles` (string[]), or the calls `hasRole(name)` (bool)
+    and `claim(name)` (string, "" when absent), whose one argument is `args[0]`. Only in an
+    operation's `requires` gate and in command-side workflow / handler bodies."""
+
+    member: PrincipalMember
+    args: tuple[Expr, ...]
+    type: Type
+    text: str
+
+
 @dataclass(frozen=True, slots=True)
 class RecordArg:
     """One field of a record expression: its declared type and its value (None: an optional field
@@ -311,6 +330,7 @@ Expr: TypeAlias = (
     | StateField
     | ServiceCall
     | Construct
+    | CurrentUser
 )
 
 
@@ -569,6 +589,34 @@ class CallOwnOperation:
     origin: Origin
 
 
+@dataclass(frozen=True, slots=True)
+class ScheduleTimeout:
+    """`schedule NAME at EXPR` / `schedule NAME after 15m` in a body of a process workflow: arm
+    the named timeout of the bound instance (re-arming replaces the armed one), in the body's unit
+    of work. Exactly one of `at` (a datetime) and `after_ms` is set."""
+
+    name: str
+    at: Expr | None
+    after_ms: int | None
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class CancelTimeout:
+    """`cancel NAME`: disarm the named timeout of the bound instance (none armed: no effect)."""
+
+    name: str
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class CompleteInstance:
+    """`complete`: end the bound instance (its `ended` flag, saved with it) and disarm all its
+    timeouts; later events and timeouts for it are ignored (and logged)."""
+
+    origin: Origin
+
+
 Stmt: TypeAlias = (
     Precondition
     | Assign
@@ -591,6 +639,9 @@ Stmt: TypeAlias = (
     | CallOwnOperation
     | RouteInstance
     | If
+    | ScheduleTimeout
+    | CancelTimeout
+    | CompleteInstance
 )
 
 
@@ -651,7 +702,9 @@ class Function:
 @dataclass(frozen=True, slots=True)
 class Operation:
     """An operation. `private`: no route, callable only from the aggregate's other members.
-    `extern`: no body in the model; the user's Python implements it (`result` may then be set)."""
+    `extern`: no body in the model; the user's Python implements it (`result` may then be set).
+    `requires`: the gate over the principal (CurrentUser), the parameters and the fields, checked
+    first, before `when`, wherever the operation runs; refused, it is a 403 `forbidden`."""
 
     name: str
     params: tuple[Parameter, ...]
@@ -662,6 +715,7 @@ class Operation:
     private: bool = False
     extern: bool = False
     result: Type | None = None
+    requires: Expr | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -800,6 +854,30 @@ class Reaction:
     origin: Origin
 
 
+@dataclass(frozen=True, slots=True)
+class OnTimeout:
+    """`on timeout NAME { … }` of a process workflow: run by the scheduler when the timeout armed
+    under NAME is due (and still the armed one), as the system principal, in one unit of work, on
+    the instance that armed it. Its body acts on that instance (no BindInstance / RouteInstance:
+    the instance is the one the timer row names) and ends with SaveInstance."""
+
+    name: str
+    body: tuple[Stmt, ...]
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class Timer:
+    """`timer NAME every 1h { … }`: a context's recurring sweep, a body in the commandHandler
+    vocabulary run once per tick (across replicas) in a transaction, as the system principal."""
+
+    name: str
+    context: str
+    every_ms: int
+    body: tuple[Stmt, ...]
+    origin: Origin
+
+
 Isolation: TypeAlias = Literal["read_committed", "repeatable_read", "serializable"]
 
 
@@ -822,6 +900,10 @@ class Workflow:
     applies: tuple[Apply, ...] = ()
     # event-triggered creates and `on` reactions, in source order; `creates` are the command ones
     reactions: tuple[Reaction, ...] = ()
+    # a process manager: `on timeout` handlers, and whether any body schedules, cancels or
+    # completes (its instance rows then also keep `ended`, and its instance answers its timeouts)
+    timeouts: tuple[OnTimeout, ...] = ()
+    process: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -938,6 +1020,7 @@ class Context:
     payloads: tuple[Payload, ...] = ()
     projections: tuple[Projection, ...] = ()
     channels: tuple[Channel, ...] = ()
+    timers: tuple[Timer, ...] = ()
 
     def aggregate(self, name: str) -> Aggregate:
         return next(a for a in self.aggregates if a.name == name)

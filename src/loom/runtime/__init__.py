@@ -16,6 +16,11 @@ Errors (each becomes an RFC 9457 application/problem+json response)
     InvalidValue(detail=..., path="body")                        422 urn:loom:problem:invalid-request (a value
                                                         the database cannot hold exactly)
     require(condition, *, kind, rule, detail)       raises Refused when condition is false
+    Forbidden(rule, detail)                         403 urn:loom:problem:forbidden + rule (an
+                                                        operation's `requires` gate refused)
+    authorize(condition, *, rule, detail)           raises Forbidden when condition is false
+    Unauthenticated(detail=..., *, error="")        401 urn:loom:problem:unauthenticated, with
+                                                        WWW-Authenticate: Bearer
     (request validation -> 422 invalid-request with errors [{path, message}]; anything else ->
     500 urn:loom:problem:internal, logged on `loom.http`; connection pool exhausted -> 503)
 
@@ -49,6 +54,7 @@ Persistence
                          `unique` (natural keys) turns a duplicate into DuplicateKey
     as_number(x), sql_bool(x)  criteria helpers: decimals compare numerically on SQLite (CAST)
                                and exactly on PostgreSQL; a Python bool as a where-clause
+    Rows[S]              projection rows (an Instances keyed by the projection's key)
     Instances[S]         workflow instance rows: subclass sets `state` (dataclass), `table`,
                          `key` (the correlation field) and `workflow`; Store(work) then
                          find(key), get(key) (NotFound), bind(key) (load-or-allocate),
@@ -71,9 +77,32 @@ Events (docs/events.md)
     DeadLetter           service.outbox.dead_letters(limit, offset) items; redrive(event_id),
                          redrive_all(), counts(), prune_inbox(before)
     log_unrouted(event_type, handler)     the `event_unrouted` line, ids from context
+    log_fact(fact, level, fields)         any other lifecycle line (e.g. process_ignored_ended)
     current_correlation_id()              X-Correlation-Id of the request / delivery
-    Principal(id, claims, is_system), ANONYMOUS, SYSTEM, current_principal(),
-    use_principal(p)     handlers run as SYSTEM
+    Principal(id, claims, is_system, roles), ANONYMOUS, SYSTEM, current_principal(),
+    use_principal(p)     handlers run as SYSTEM; the model's `currentUser` members are
+                         .subject (id, "" when anonymous), .is_system, .is_authenticated,
+                         .roles, .has_role(r), .claim(c) ("" when absent)
+
+Processes (loom.runtime.processes; docs/processes.md)
+    Decision(state, commands=(), timeouts=(), cancel=(), ended=False)   what a step decides
+    Timeout(name, at=None, after=None)      arm a named timeout (exactly one of at / after)
+    ProcessManager[S]                       protocol: name, version, is_state(value)
+    ProcessRunner(service, store=None)      service.processes: run(Process, key, step, work=),
+                                            timeout(Process, due, step, work=) -> Outcome;
+                                            get, list, pending, armed(work, due)
+    Outcome                                 decided | ignored | ended_ignored | stale
+    TimeoutDue                              what a timeout handler receives (job_id, due_at…)
+    Tick                                    what a context timer's handler receives
+    ProcessStateRefused                     a state another version saved (never misread)
+    service.timeouts.register(process, handler, *, max_attempts=5, backoff=Backoff())
+    service.recurring.register(name, every, handler)     context timers (one run per tick)
+    service.scheduler (run_due, start/stop), service.timers (dead_letters, redrive, counts)
+    create_app(..., processes=False, scheduler=None, scheduler_options=None)
+                         processes=True: the process/timer/tick tables and the dead-letter
+                         routes (dead timeouts listed with kind "timeout"); the scheduler runs
+                         when the service uses processes (not with scheduler=False /
+                         LOOM_SCHEDULER=off)
 
 HTTP
     create_app(*, title, metadata, routers, database_url=None, externs=None, extern_module=None,
@@ -92,7 +121,15 @@ HTTP
     load_externs(module, required) -> dict  ExternError(RuntimeError)
     get_service(request) -> Service         FastAPI dependency (app.state.loom)
     LoomRoute                               APIRoute: JSON floats parse as Decimal; problem+json
-    PROBLEM_RESPONSES                       `responses=` for route decorators (404/409/422/500)
+    PROBLEM_RESPONSES                       `responses=` for route decorators
+                                            (401/403/404/409/422/500)
+    create_app(..., auth=None)              auth: an Authenticator (JwtAuth), False for none,
+                                            None to read LOOM_JWT_SECRET / LOOM_JWT_PUBLIC_KEY
+                                            (+ LOOM_JWT_AUDIENCE / LOOM_JWT_ISSUER)
+    JwtAuth.hs256(secret, *, audience=None, issuer=None, leeway=0)
+    JwtAuth.public_key(pem, *, audience=None, issuer=None, leeway=0)   RS256 / ES256
+    JwtAuth.from_env() -> JwtAuth | None    Authenticator: authenticate(token) -> Principal
+    AuthConfigError(ValueError)             settings that cannot work (short secret, bad key)
     Page[T]                                 {"items", "limit", "offset", "total"}; .map(fn)
     Int64, Int32                            bounded ints for wire schemas (body, path, query)
     PageLimit (1..500), PageOffset (>= 0)   write `limit: PageLimit = 50` or
@@ -102,16 +139,20 @@ HTTP
 """
 
 from . import clock
+from ._auth import AuthConfigError, Authenticator, JwtAuth
 from ._channels import Backoff, Channel
 from ._criteria import as_number, sql_bool
 from ._domain import AggregateRoot, DomainEvent
 from ._errors import (
     ConcurrencyConflict,
     DuplicateKey,
+    Forbidden,
     InvalidValue,
     LoomError,
     NotFound,
     Refused,
+    Unauthenticated,
+    authorize,
     not_found,
     require,
 )
@@ -121,14 +162,25 @@ from ._faults import Faults
 from ._http import LoomRoute, create_app, get_service
 from ._ids import new_id
 from ._instances import Instances, instance_version
-from ._logs import current_correlation_id
+from ._logs import current_correlation_id, log_fact
 from ._outbox import DeadLetter
 from ._principal import ANONYMOUS, SYSTEM, Principal, current_principal, use_principal
 from ._problems import PROBLEM_RESPONSES
+from ._process_model import (
+    Decision,
+    Outcome,
+    ProcessManager,
+    ProcessStateRefused,
+    Tick,
+    Timeout,
+    TimeoutDue,
+)
+from ._projections import Rows
 from ._repository import Repository
 from ._schemas import Int32, Int64, Page, PageLimit, PageOffset, Problem
 from ._service import Service, Work
 from .clock import now
+from .processes import ProcessRunner
 
 __all__ = [
     "ANONYMOUS",
@@ -136,33 +188,48 @@ __all__ = [
     "SYSTEM",
     "AggregateRoot",
     "AlreadyHandled",
+    "AuthConfigError",
+    "Authenticator",
     "Backoff",
     "Channel",
     "ConcurrencyConflict",
     "DeadLetter",
+    "Decision",
     "DomainEvent",
     "DuplicateKey",
     "EventBus",
     "EventEnvelope",
     "ExternError",
     "Faults",
+    "Forbidden",
     "Instances",
     "Int32",
     "Int64",
     "InvalidValue",
+    "JwtAuth",
     "LoomError",
     "LoomRoute",
     "NotFound",
+    "Outcome",
     "Page",
     "PageLimit",
     "PageOffset",
     "Principal",
     "Problem",
+    "ProcessManager",
+    "ProcessRunner",
+    "ProcessStateRefused",
     "Refused",
     "Repository",
+    "Rows",
     "Service",
+    "Tick",
+    "Timeout",
+    "TimeoutDue",
+    "Unauthenticated",
     "Work",
     "as_number",
+    "authorize",
     "clock",
     "create_app",
     "current_correlation_id",
@@ -171,6 +238,7 @@ __all__ = [
     "get_service",
     "instance_version",
     "load_externs",
+    "log_fact",
     "log_unrouted",
     "new_id",
     "not_found",

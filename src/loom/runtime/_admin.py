@@ -1,20 +1,25 @@
 # ruff: noqa: B008  (FastAPI dependencies as defaults)
 """Admin HTTP endpoints for dead letters (tag "admin"):
 
-GET  /api/admin/dead-letters?limit&offset            -> {items, limit, offset, total}
-POST /api/admin/dead-letters/{event_id}/redrive      -> 204, or a 404 problem
+GET  /api/admin/dead-letters?limit&offset&kind       -> {items, limit, offset, total}
+POST /api/admin/dead-letters/{id}/redrive            -> 204, or a 404 problem
+
+Two kinds of dead letters share the page (dead events first, then dead timeouts; `kind` filters):
+durable events whose delivery failed (`kind: "event"`, keyed by `event_id`) and process timeouts
+whose handler failed (`kind: "timeout"`, keyed by `job_id`). Redrive takes either id.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Response
+from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel
 
+from ._auth import require_admin
 from ._errors import NotFound
 from ._problems import PROBLEM_RESPONSES
 from ._schemas import Page, PageLimit, PageOffset
@@ -22,6 +27,7 @@ from ._service import Service
 
 
 class DeadLetterOut(BaseModel):
+    kind: Literal["event"] = "event"
     event_id: UUID
     event_type: str
     channel: str
@@ -32,33 +38,92 @@ class DeadLetterOut(BaseModel):
     payload: dict[str, Any]
 
 
+class DeadTimeoutOut(BaseModel):
+    kind: Literal["timeout"] = "timeout"
+    job_id: UUID
+    process: str
+    key: str
+    timeout: str
+    due_at: datetime
+    attempts: int
+    last_error: str | None
+    correlation_id: str | None
+
+
+DeadItem = DeadLetterOut | DeadTimeoutOut
+Kind = Literal["event", "timeout"]
+
+
+async def dead_page(
+    service: Service, limit: int, offset: int, kind: Kind | None = None
+) -> tuple[list[DeadItem], int]:
+    """One page of dead letters of both kinds (events first), and the total."""
+    events = service.channels and kind in (None, "event")
+    timeouts = service.uses_processes and kind in (None, "timeout")
+    n_events = (await service.outbox.counts())["dead"] if events else 0
+    n_timeouts = (await service.timers.counts())["dead"] if timeouts else 0
+    items: list[DeadItem] = []
+    if events and offset < n_events:
+        for d in await service.outbox.dead_letters(limit, offset):
+            items.append(DeadLetterOut.model_validate(d, from_attributes=True))
+    if timeouts and len(items) < limit:
+        skip = max(0, offset - n_events)
+        for x in await service.timers.dead_letters(limit - len(items), skip):
+            items.append(
+                DeadTimeoutOut(
+                    job_id=x.job_id,
+                    process=x.process,
+                    key=x.key,
+                    timeout=x.name,
+                    due_at=x.due_at,
+                    attempts=x.attempts,
+                    last_error=x.last_error,
+                    correlation_id=x.correlation_id,
+                )
+            )
+    return items, n_events + n_timeouts
+
+
+async def redrive(service: Service, id: UUID) -> bool:
+    """Redrive the dead event, else the dead timeout, with this id."""
+    if service.channels and await service.outbox.redrive(id):
+        return True
+    return bool(service.uses_processes and await service.timers.redrive(id))
+
+
 def admin_router(route_class: Any, get_service: Callable[..., Service]) -> APIRouter:
     """The dead-letter routes; `get_service` is the app's service dependency."""
-    router = APIRouter(route_class=route_class, tags=["admin"])
+    # With authentication configured, every admin route needs the role `admin` (401 / 403).
+    router = APIRouter(
+        route_class=route_class, tags=["admin"], dependencies=[Depends(require_admin)]
+    )
 
     @router.get(
         "/api/admin/dead-letters",
-        response_model=Page[DeadLetterOut],
-        responses={k: v for k, v in PROBLEM_RESPONSES.items() if k in (422, 500)},
+        response_model=Page[DeadItem],
+        responses={k: v for k, v in PROBLEM_RESPONSES.items() if k in (401, 403, 422, 500)},
     )
     async def list_dead_letters(
-        limit: PageLimit = 50, offset: PageOffset = 0, service: Service = Depends(get_service)
-    ) -> Page[DeadLetterOut]:
-        """Durable events whose delivery failed `max_attempts` times, oldest first."""
-        items = await service.outbox.dead_letters(limit, offset)
-        total = (await service.outbox.counts())["dead"]
-        out = [DeadLetterOut.model_validate(d, from_attributes=True) for d in items]
-        return Page[DeadLetterOut](items=out, limit=limit, offset=offset, total=total)
+        limit: PageLimit = 50,
+        offset: PageOffset = 0,
+        kind: Kind | None = Query(None),
+        service: Service = Depends(get_service),
+    ) -> Page[DeadItem]:
+        """Durable events whose delivery failed `max_attempts` times, oldest first, then process
+        timeouts whose handler did, earliest due first (`kind` keeps one of the two)."""
+        items, total = await dead_page(service, limit, offset, kind)
+        return Page[DeadItem](items=items, limit=limit, offset=offset, total=total)
 
     @router.post(
-        "/api/admin/dead-letters/{event_id}/redrive",
+        "/api/admin/dead-letters/{id}/redrive",
         status_code=204,
         response_class=Response,
-        responses={k: v for k, v in PROBLEM_RESPONSES.items() if k in (404, 422, 500)},
+        responses={k: v for k, v in PROBLEM_RESPONSES.items() if k in (401, 403, 404, 422, 500)},
     )
-    async def redrive_dead_letter(event_id: UUID, service: Service = Depends(get_service)) -> None:
-        """Put a dead letter back in the queue: the relay delivers it again from attempt 1."""
-        if not await service.outbox.redrive(event_id):
-            raise NotFound("DeadLetter", event_id, f"no dead letter has the event id {event_id}")
+    async def redrive_dead_letter(id: UUID, service: Service = Depends(get_service)) -> None:
+        """Put a dead letter back in the queue (an event's id, or a timeout's job id): it is
+        delivered, or fired, again from attempt 1."""
+        if not await redrive(service, id):
+            raise NotFound("DeadLetter", id, f"no dead letter has the id {id}")
 
     return router

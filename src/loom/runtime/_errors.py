@@ -28,6 +28,10 @@ class LoomError(Exception):
         """Extension members of the problem body."""
         return {}
 
+    def headers(self) -> dict[str, str] | None:
+        """Response headers the problem carries (e.g. `WWW-Authenticate` on a 401)."""
+        return None
+
 
 class NotFound(LoomError):
     status = 404
@@ -104,6 +108,53 @@ def require(condition: bool, *, kind: RefusalKind, rule: str, detail: str) -> No
     """Raise `Refused(kind, rule, detail)` when `condition` is false."""
     if not condition:
         raise Refused(kind, rule, detail)
+
+
+class Forbidden(LoomError):
+    """An operation's `requires` gate refused the current principal: 403, checked before its
+    `when` gate. `rule` names the gate, e.g. `Ticket.close: requires currentUser.hasRole("agent")`."""
+
+    status = 403
+    type = "urn:loom:problem:forbidden"
+    title = "Forbidden"
+
+    def __init__(self, rule: str, detail: str) -> None:
+        super().__init__(detail)
+        self.rule = rule
+
+    def extensions(self) -> dict[str, Any]:
+        return {"rule": self.rule}
+
+
+def authorize(condition: bool, *, rule: str, detail: str) -> None:
+    """An operation's `requires` gate: raise `Forbidden(rule, detail)` when `condition` is false."""
+    if not condition:
+        raise Forbidden(rule, detail)
+
+
+class Unauthenticated(LoomError):
+    """A bearer token that does not verify (bad signature, expired, wrong audience or issuer,
+    malformed), or a route that needs a principal called without one: 401 with
+    `WWW-Authenticate: Bearer`."""
+
+    status = 401
+    type = "urn:loom:problem:unauthenticated"
+    title = "Unauthenticated"
+
+    def __init__(
+        self, detail: str = "a valid bearer token is required", *, error: str = ""
+    ) -> None:
+        super().__init__(detail)
+        self.error = error  # RFC 6750: "invalid_token" when a token was sent and refused
+
+    def headers(self) -> dict[str, str] | None:
+        if not self.error:
+            return {"WWW-Authenticate": 'Bearer realm="loom"'}
+        described = self.detail.replace("\\", "").replace('"', "'")
+        return {
+            "WWW-Authenticate": f'Bearer realm="loom", error="{self.error}", '
+            f'error_description="{described}"'
+        }
 
 
 class InvalidValue(LoomError):

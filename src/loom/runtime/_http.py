@@ -7,7 +7,7 @@ import os
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from ._admin import admin_router
+from ._auth import Authenticator, AuthMiddleware, add_bearer_scheme, resolve_auth
 from ._channels import Channel
 from ._correlation import CorrelationMiddleware
 from ._domain import DomainEvent
@@ -111,6 +112,10 @@ def create_app(
     relay: bool | None = None,
     relay_options: Mapping[str, Any] | None = None,
     dead_letter_routes: bool | None = None,
+    processes: bool = False,
+    scheduler: bool | None = None,
+    scheduler_options: Mapping[str, Any] | None = None,
+    auth: Authenticator | Literal[False] | None = None,
     **fastapi_options: Any,
 ) -> FastAPI:
     """A FastAPI app with the routers, the problem handlers, the X-Correlation-Id middleware and a
@@ -125,15 +130,39 @@ def create_app(
     when there are channels, unless `relay=False` or LOOM_RELAY=off; `relay_options` go to
     `Relay`. The dead-letter admin routes are mounted when there are channels (or when
     `dead_letter_routes` says so).
+
+    Processes (docs/processes.md): `processes=True` creates the process, timer and tick tables
+    and mounts the dead-letter routes (dead timeouts are listed there too). The scheduler, which
+    fires due timeouts and context-timer ticks, runs when the service uses processes (or
+    registered a timeout handler or a context timer in `subscribe`), unless `scheduler=False` or
+    LOOM_SCHEDULER=off; `scheduler_options` go to `Scheduler`.
+
+    Authentication (docs/http.md#authentication): `auth` is an `Authenticator` (e.g.
+    `JwtAuth.hs256(secret)`), False for none, or None to read LOOM_JWT_SECRET /
+    LOOM_JWT_PUBLIC_KEY (+ LOOM_JWT_AUDIENCE, LOOM_JWT_ISSUER). A verified bearer token is the
+    request's principal; a token that does not verify is a 401; no token, or no authentication
+    configured, is anonymous. With authentication, the admin routes need the role `admin`.
     """
     run_relay = relay if relay is not None else os.environ.get("LOOM_RELAY", "").lower() != "off"
+    run_scheduler = (
+        scheduler
+        if scheduler is not None
+        else os.environ.get("LOOM_SCHEDULER", "").lower() != "off"
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         install_default_handler()
         loaded = load_externs(extern_module, externs or {})
         url = database_url or os.environ.get("LOOM_DATABASE_URL") or DEFAULT_DATABASE_URL
-        service = Service.from_url(url, metadata, channels=channels, relay_options=relay_options)
+        service = Service.from_url(
+            url,
+            metadata,
+            channels=channels,
+            relay_options=relay_options,
+            processes=processes,
+            scheduler_options=scheduler_options,
+        )
         service.externs = loaded
         for event_type in event_types:
             service.events.register(event_type)
@@ -144,18 +173,25 @@ def create_app(
             app.state.loom = service
             if run_relay:
                 await service.start_relay()
+            if run_scheduler and service.uses_processes:
+                await service.start_scheduler()
             yield
         finally:
-            await service.dispose()  # stops the relay first
+            await service.dispose()  # stops the scheduler and the relay first
 
     app = FastAPI(title=title, lifespan=lifespan, **fastapi_options)
+    authenticator = resolve_auth(auth)
+    app.state.loom_auth = authenticator
     for router in routers:
         app.include_router(router)
-    if dead_letter_routes if dead_letter_routes is not None else bool(channels):
+    if dead_letter_routes if dead_letter_routes is not None else bool(channels) or processes:
         app.include_router(admin_router(LoomRoute, get_service))
     install_problem_handlers(app)
-    app.add_middleware(CorrelationMiddleware)
+    app.add_middleware(AuthMiddleware, authenticator=authenticator)
+    app.add_middleware(CorrelationMiddleware)  # outermost: a 401 carries the id too
     _add_problem_schema(app)
+    if authenticator is not None:
+        add_bearer_scheme(app)
     return app
 
 

@@ -28,6 +28,15 @@ INTERNAL = "urn:loom:problem:internal"
 
 _PROBLEM_REF = {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}}
 PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
+    401: {
+        "description": "Unauthenticated: the bearer token does not verify "
+        "(urn:loom:problem:unauthenticated)",
+        "content": _PROBLEM_REF,
+    },
+    403: {
+        "description": "Forbidden: a `requires` gate refused the caller (urn:loom:problem:forbidden)",
+        "content": _PROBLEM_REF,
+    },
     404: {"description": "Not Found (urn:loom:problem:not-found)", "content": _PROBLEM_REF},
     409: {
         "description": "Concurrency conflict (urn:loom:problem:concurrency-conflict)",
@@ -123,7 +132,15 @@ def problem_for(request: Request, exc: BaseException) -> Response:
     """The problem response for any exception."""
     instance = request.url.path
     if isinstance(exc, LoomError):
-        return problem(exc.status, exc.type, exc.title, exc.detail, instance, **exc.extensions())
+        return problem(
+            exc.status,
+            exc.type,
+            exc.title,
+            exc.detail,
+            instance,
+            headers=exc.headers(),
+            **exc.extensions(),
+        )
     if isinstance(exc, RequestValidationError):
         errors = validation_errors(exc.errors())
         detail = "; ".join(f"{e['path']}: {e['message']}" for e in errors) or "invalid request"

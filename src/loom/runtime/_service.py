@@ -15,8 +15,13 @@ from ._channels import Channel, route_table
 from ._events import EventBus, current_delivery
 from ._faults import Faults
 from ._outbox import Outbox, runtime_metadata
+from ._process_tables import process_metadata
+from ._recurring import Recurring
 from ._relay import Relay
+from ._scheduler import Scheduler
+from ._timers import TimeoutHandlers, TimerQueue
 from ._work import BEGIN_OPTION, ISOLATION_LEVELS, Work
+from .processes import ProcessRunner
 
 __all__ = ["ISOLATION_LEVELS", "Service", "Work", "async_url"]
 
@@ -76,6 +81,8 @@ class Service:
         lock_reads: bool = True,
         channels: Sequence[Channel] = (),
         relay_options: Mapping[str, Any] | None = None,
+        processes: bool = False,
+        scheduler_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.engine = engine
         self.metadata = metadata
@@ -98,6 +105,27 @@ class Service:
         self.routes, self.channels_by_name = route_table(self.channels)
         self.outbox = Outbox(self)
         self.relay = Relay(self, **dict(relay_options or {}))
+        # process managers, timeouts and context timers (loom.runtime.processes)
+        self._uses_processes = processes
+        self.timeouts = TimeoutHandlers()
+        self.recurring = Recurring()
+        self.timers = TimerQueue(self)
+        self.scheduler = Scheduler(self, **dict(scheduler_options or {}))
+        self._processes: ProcessRunner | None = None
+
+    @property
+    def uses_processes(self) -> bool:
+        """Whether the process tables belong to the schema: `processes=True`, or any timeout
+        handler or context timer registered."""
+        return self._uses_processes or bool(self.timeouts) or bool(self.recurring)
+
+    @property
+    def processes(self) -> ProcessRunner:
+        """The service's `ProcessRunner` on the SQL store (`loom.runtime.processes`)."""
+        if self._processes is None:
+            self._uses_processes = True
+            self._processes = ProcessRunner(self)
+        return self._processes
 
     @classmethod
     def from_url(
@@ -107,16 +135,26 @@ class Service:
         *,
         channels: Sequence[Channel] = (),
         relay_options: Mapping[str, Any] | None = None,
+        processes: bool = False,
+        scheduler_options: Mapping[str, Any] | None = None,
         **engine_options: Any,
     ) -> Service:
         """A service on `url` (`postgresql://` and `sqlite://` get their async drivers)."""
         engine = create_async_engine(async_url(url), **engine_options)
         if engine.dialect.name == "sqlite":
             _install_sqlite_hooks(engine)
-        return cls(engine, metadata, channels=channels, relay_options=relay_options)
+        return cls(
+            engine,
+            metadata,
+            channels=channels,
+            relay_options=relay_options,
+            processes=processes,
+            scheduler_options=scheduler_options,
+        )
 
     async def create_schema(self) -> None:
-        """The model's tables, plus `__loom_outbox` / `__loom_inbox` when there are channels."""
+        """The model's tables, plus `__loom_outbox` / `__loom_inbox` when there are channels, and
+        `__loom_processes` / `__loom_timers` / `__loom_ticks` when the service uses processes."""
         async with self.engine.connect() as conn:
             if self.is_sqlite:
                 conn = await conn.execution_options(**{BEGIN_OPTION: "BEGIN IMMEDIATE"})
@@ -124,8 +162,13 @@ class Service:
                 await conn.run_sync(self.metadata.create_all)
                 if self.channels:
                     await conn.run_sync(runtime_metadata.create_all)
+                if self.uses_processes:
+                    await conn.run_sync(process_metadata.create_all)
+        if self.recurring:
+            await self.scheduler.ticks.ensure_rows()  # first ticks `every` from the first start
 
     async def dispose(self) -> None:
+        await self.scheduler.stop()
         await self.relay.stop()
         await self.engine.dispose()
 
@@ -160,6 +203,14 @@ class Service:
 
     async def stop_relay(self) -> None:
         await self.relay.stop()
+
+    async def start_scheduler(self) -> None:
+        """Fire due timeouts and context-timer ticks in the background (create_app's lifespan
+        does this when the service uses processes)."""
+        await self.scheduler.start()
+
+    async def stop_scheduler(self) -> None:
+        await self.scheduler.stop()
 
     async def settle(self) -> None:
         """Deliver everything due now, the deliveries' own durable events included, and return

@@ -14,10 +14,16 @@ client awaits `service.settle()` after each response, so a follow-up GET sees th
 a whole choreography with no sleeps or polling (`serve(..., settle=False)` turns that off).
 
 A model that does not compile raises `ModelError` carrying the rendered diagnostics.
+
+Processes (docs/processes.md): `given_process(state).when(step).then_state(…)…` tests one step
+of a process manager, pure; `VirtualClock(service)` moves time and fires due timeouts and
+context-timer ticks deterministically (`await clock.advance(timedelta(minutes=15))`).
 """
 
 from __future__ import annotations
 
+from loom.testing._clock import VirtualClock
+from loom.testing._process import given_process
 from loom.testing._service import ModelError, ServiceClient, build_service, serve
 
-__all__ = ["ModelError", "ServiceClient", "build_service", "serve"]
+__all__ = ["ModelError", "ServiceClient", "VirtualClock", "build_service", "given_process", "serve"]

@@ -11,14 +11,14 @@ from loom.codegen.python._shared import ModelInfo, context_module
 from loom.codegen.python.domain import emit_domain
 from loom.codegen.python.expressions import SIGNATURES, signatures
 from loom.codegen.python.handlers import emit_handlers
-from loom.codegen.python.projections import emit_projections
-from loom.codegen.python.reactions import emit_reactions, has_reactions
 from loom.codegen.python.main import (
     emit_context_init,
     emit_main,
     emit_metadata,
     emit_package_init,
 )
+from loom.codegen.python.projections import emit_projections
+from loom.codegen.python.reactions import emit_reactions, has_reactions
 from loom.codegen.python.repositories import emit_repositories
 from loom.codegen.python.routes import emit_routes
 from loom.codegen.python.schemas import emit_schemas

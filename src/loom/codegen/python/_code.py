@@ -239,6 +239,8 @@ _STDLIB = {
     "datetime",
     "decimal",
     "enum",
+    "functools",
+    "logging",
     "typing",
     "uuid",
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import keyword
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -327,7 +328,7 @@ def sub_exprs(expr: ir.Expr) -> Iterator[ir.Expr]:
         for arg in expr.args:
             if arg.value is not None:
                 yield from sub_exprs(arg.value)
-    elif isinstance(expr, ir.FunctionCall | ir.ListLiteral | ir.ServiceCall):
+    elif isinstance(expr, ir.FunctionCall | ir.ListLiteral | ir.ServiceCall | ir.CurrentUser):
         for e in expr.items if isinstance(expr, ir.ListLiteral) else expr.args:
             yield from sub_exprs(e)
         if isinstance(expr, ir.FunctionCall) and expr.receiver is not None:
@@ -403,7 +404,8 @@ class NameAlloc:
         self.taken = set(taken)
 
     def take(self, preferred: str) -> str:
-        name = preferred
+        # a keyword is never a usable variable (an aggregate `A` has the plural `as`)
+        name = preferred + "_" if keyword.iskeyword(preferred) else preferred
         while name in self.taken:
             name += "_"
         self.taken.add(name)
@@ -436,8 +438,22 @@ def instance_out_class(wf: Keyed) -> str:
 
 
 def keyed_fields(wf: Keyed) -> tuple[ir.Field, ...]:
-    """The stored fields: a workflow's state, a projection's fields (the key among them)."""
-    return wf.state if isinstance(wf, ir.Workflow) else wf.fields
+    """The stored fields: a workflow's state, a projection's fields (the key among them). A process
+    workflow (timeouts, `complete`) also keeps `ended: bool = false`, set by `complete`."""
+    if not isinstance(wf, ir.Workflow):
+        return wf.fields
+    if wf.process:
+        false = ir.Literal_(False, ir.BOOL, "false")
+        return (*wf.state, ir.Field(ENDED, ir.BOOL, false, False, wf.origin))
+    return wf.state
+
+
+ENDED = "ended"
+
+
+def process_name(wf: ir.Workflow) -> str:
+    """The name a process workflow's timers are kept under: `<Context>.<Workflow>`."""
+    return f"{wf.context}.{wf.name}"
 
 
 def key_of(wf: Keyed) -> str:

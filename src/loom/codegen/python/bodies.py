@@ -21,16 +21,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from loom.codegen.python import names
-from loom.codegen.python._code import INDENT, Group, Imports, call, lay, one_line, py_str
+from loom.codegen.python._code import INDENT, Doc, Group, Imports, call, lay, one_line, py_str
 from loom.codegen.python._shared import (
+    ENDED,
+    Keyed,
     ModelInfo,
     NameAlloc,
     TypeNames,
     create_method,
-    Keyed,
     instances_class,
     instances_table_var,
     keyed_fields,
+    process_name,
     record_of,
     schema_attr,
     used_locals,
@@ -81,6 +83,15 @@ def body_params(
 
 
 _BINDS = (ir.Let, ir.LoadById, ir.CreateAggregate, ir.Load, ir.IfLet, ir.ForEach)
+_USES_WORK = (
+    ir.Emit,
+    ir.BindInstance,
+    ir.SaveInstance,
+    ir.RouteInstance,
+    ir.ScheduleTimeout,
+    ir.CancelTimeout,
+    ir.CompleteInstance,
+)
 
 
 def _repo_aggregate(stmt: ir.Stmt) -> str | None:
@@ -154,10 +165,7 @@ class BodyWriter:
         return next((a for a in wf.applies if a.event == stmt.event), None)
 
     def uses_work(self, body: tuple[ir.Stmt, ...]) -> bool:
-        return bool(self.repos) or any(
-            isinstance(s, ir.Emit | ir.BindInstance | ir.SaveInstance | ir.RouteInstance)
-            for s in walk(body)
-        )
+        return bool(self.repos) or any(isinstance(s, _USES_WORK) for s in walk(body))
 
     def repo_lines(self, depth: int) -> list[str]:
         out = []
@@ -266,7 +274,8 @@ class BodyWriter:
         if isinstance(stmt, ir.BindInstance) and self.instance_var is not None:
             scope.state = self.instance_var
             key = render(stmt.key, scope)
-            return lay(f"{self.instance_var} = await {self.store_var}.bind({key})", depth)
+            out = lay(f"{self.instance_var} = await {self.store_var}.bind({key})", depth)
+            return out + self.ended_check(depth)
         if isinstance(stmt, ir.RouteInstance) and self.instance_var is not None:
             assert self.unrouted is not None
             self.imports.add("loom.runtime", "log_unrouted")
@@ -277,12 +286,71 @@ class BodyWriter:
             out.append(f"{pad}if {self.instance_var} is None:  # no instance: the event is dropped")
             out += lay(call("log_unrouted", [py_str(event_type), py_str(handler)]), depth + 1)
             out.append(f"{pad}    return")
-            return out
+            return out + self.ended_check(depth)
+        if isinstance(stmt, ir.ScheduleTimeout | ir.CancelTimeout | ir.CompleteInstance):
+            return self._timeout_stmt(stmt, depth)
         if isinstance(stmt, ir.SaveInstance) and self.instance_var is not None:
             return [f"{pad}await {self.store_var}.save({self.instance_var})"]
         if isinstance(stmt, ir.AssignState) and scope.state is not None and self.keyed:
             return assign_state(self.keyed, stmt, scope, depth)
         raise NotImplementedError(f"{type(stmt).__name__} in {self.label}")
+
+    def _process(self) -> tuple[ir.Workflow, str, str]:
+        """(workflow, its process name as a literal, `str(instance.<key>)`): what keys its timers."""
+        wf = self.workflow
+        assert wf is not None and wf.correlation is not None and self.instance_var is not None
+        key = f"str({self.instance_var}.{names.ident(wf.correlation)})"
+        return wf, py_str(process_name(wf)), key
+
+    def ended_check(self, depth: int) -> list[str]:
+        """After a process workflow binds its instance: an ended instance ignores a reaction (and
+        logs `process_ignored_ended`), and refuses a request (409)."""
+        wf = self.workflow
+        if wf is None or not wf.process or self.instance_var is None:
+            return []
+        _, process, key = self._process()
+        pad = INDENT * depth
+        out = [f"{pad}if {self.instance_var}.{ENDED}:  # the process has ended"]
+        if self.unrouted is not None:
+            self.imports.add("loom.runtime", "log_fact")
+            self.imports.add("logging", "INFO")
+            fields = [
+                f'"process": {process}',
+                f'"key": {key}',
+                f'"handler": {py_str(self.unrouted[1])}',
+            ]
+            logged: list[Doc] = [py_str("process_ignored_ended"), "INFO", Group("{", fields, "}")]
+            out += lay(call("log_fact", logged), depth + 1)
+            out.append(f"{pad}    return")
+            return out
+        self.imports.add("loom.runtime", "ConcurrencyConflict")
+        detail = f"this {wf.name} instance has ended: it takes no more steps"
+        refused: list[Doc] = [py_str(wf.name), key, py_str(detail)]
+        return out + lay(call("raise ConcurrencyConflict", refused), depth + 1)
+
+    def _timeout_stmt(
+        self, stmt: ir.ScheduleTimeout | ir.CancelTimeout | ir.CompleteInstance, depth: int
+    ) -> list[str]:
+        """Timer rows are written on the body's unit of work (`service.processes.store`), so they
+        commit or roll back with the step."""
+        _, process, key = self._process()
+        store = f"await {self.service}.processes.store"
+        if isinstance(stmt, ir.ScheduleTimeout):
+            self.imports.add("loom.runtime.processes", "Timeout")
+            self.imports.add("loom.runtime", "now")
+            if stmt.at is not None:
+                when = f"at={render(stmt.at, self.scope)}"
+            else:
+                assert stmt.after_ms is not None
+                self.imports.add("datetime", "timedelta")
+                when = f"after={duration(stmt.after_ms)}"
+            timeout = call("Timeout", [py_str(stmt.name), when])
+            return lay(call(f"{store}.arm", [self.work, process, key, timeout, "now()"]), depth)
+        if isinstance(stmt, ir.CancelTimeout):
+            args = [self.work, process, key, py_str(stmt.name)]
+            return lay(call(f"{store}.disarm", args), depth)
+        out = [f"{INDENT * depth}{self.instance_var}.{ENDED} = True"]
+        return out + lay(call(f"{store}.disarm_all", [self.work, process, key]), depth)
 
     def _extern(
         self, stmt: ir.CallOperation, op: ir.Operation, target: str, args: list[str], depth: int
@@ -294,7 +362,10 @@ class BodyWriter:
         self.imports.add("typing", "cast")
         externs = f"cast({protocol}, {self.service}.externs[{py_str(protocol)}])"
         method = f"{externs}.{names.ident(op.name)}"
-        out = lay(call(method, [target, *args]), depth)
+        out: list[str] = []
+        if op.requires is not None:
+            out += lay(call(f"{target}.{names.extern_gate(op.name)}", args), depth)
+        out += lay(call(method, [target, *args]), depth)
         agg = self.info.aggregate(self.context.name, stmt.aggregate)
         if agg.invariants:
             out.append(f"{INDENT * depth}{target}._check_invariants()")
@@ -355,6 +426,24 @@ class BodyWriter:
         ]
         var = self._bind(stmt)
         return lay(call(f"{cls}.{create_method(agg)}", kwargs, prefix=f"{var} = "), depth)
+
+
+def duration(ms: int) -> str:
+    """`timedelta(minutes=15)` for a model duration, in its largest whole unit."""
+    for unit, size in (("days", 86_400_000), ("hours", 3_600_000), ("minutes", 60_000)):
+        if ms % size == 0:
+            return f"timedelta({unit}={ms // size})"
+    if ms % 1000 == 0:
+        return f"timedelta(seconds={ms // 1000})"
+    return f"timedelta(milliseconds={ms})"
+
+
+def duration_text(ms: int) -> str:
+    """A duration as the model writes it: `15m`, `2h`, `1500ms`."""
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        if ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"
 
 
 def _widen(ignoring: tuple[str, ...]) -> str:

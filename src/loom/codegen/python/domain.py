@@ -20,10 +20,10 @@ from loom.codegen.python._code import (
     where,
 )
 from loom.codegen.python._shared import (
+    Keyed,
     ModelInfo,
     NameAlloc,
     TypeNames,
-    Keyed,
     create_method,
     key_of,
     keyed,
@@ -224,6 +224,8 @@ def _aggregate(
         methods.append(_function(fn, types, imports, agg.name))
     for op in agg.operations:
         methods.append(_operation(info, context, agg, op, types, imports, has_invariants))
+        if op.extern and op.requires is not None:
+            methods.append(_extern_gate(agg, op, types, scope))
     for method in methods:
         lines.append("")
         lines.extend(method)
@@ -354,6 +356,31 @@ def _require(cond: str, kind: str, rule: str, detail: str, depth: int) -> list[s
     return lay(doc, depth)
 
 
+def _authorize(gate: ir.Expr, label: str, scope: Scope, depth: int) -> list[str]:
+    """An operation's `requires` gate: 403 `forbidden` when the principal may not run it."""
+    scope.imports.add("loom.runtime", "authorize")
+    rule = f"{label}: requires {one_line(gate.text)}"
+    detail = f"{label} is not allowed for the current user (requires {one_line(gate.text)})"
+    doc = call(
+        "authorize", [render(gate, scope), f"rule={py_str(rule)}", f"detail={py_str(detail)}"]
+    )
+    return lay(doc, depth)
+
+
+def _extern_gate(agg: ir.Aggregate, op: ir.Operation, types: TypeNames, scope: Scope) -> list[str]:
+    """The `requires` gate of an extern operation, run by its callers before the user's code."""
+    assert op.requires is not None
+    params = {p.name: names.ident(p.name) for p in op.params}
+    gate_scope = Scope(
+        imports=scope.imports, enum_ref=scope.enum_ref, params=params, owner=agg.name
+    )
+    args = ["self"] + [f"{params[p.name]}: {types.render(p.type)}" for p in op.params]
+    lines = lay(Group(f"def {names.extern_gate(op.name)}(", args, ") -> None:"), 1)
+    doc = f"requires of extern operation {agg.name}.{op.name} ({where(op.origin)})"
+    lines.append(f"        {docstring(doc)}")
+    return lines + _authorize(op.requires, f"{agg.name}.{op.name}", gate_scope, 2)
+
+
 def _invariants(agg: ir.Aggregate, scope: Scope) -> list[str]:
     scope.imports.add("loom.runtime", "require")
     lines = [
@@ -426,6 +453,8 @@ def _operation(
     lines = lay(Group(f"def {names.ident(op.name)}(", params, ") -> None:"), 1)
     lines.append(f"        {docstring(f'operation {agg.name}.{op.name} ({where(op.origin)})')}")
     label = f"{agg.name}.{op.name}"
+    if op.requires is not None and not op.extern:
+        lines += _authorize(op.requires, label, scope, 2)
     if op.when is not None:
         imports.add("loom.runtime", "require")
         rule = f"{label}: when {one_line(op.when.text)}"

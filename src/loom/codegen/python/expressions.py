@@ -223,6 +223,8 @@ def _render(expr: ir.Expr, scope: Scope) -> tuple[str, int]:
             for arg in expr.args
         ]
         return f"{cls}({', '.join(kwargs)})", ATOM
+    if isinstance(expr, ir.CurrentUser):
+        return _current_user(expr, scope), ATOM
     if isinstance(expr, ir.ListLiteral):
         element = expr.type.element if isinstance(expr.type, ir.ListType) else None
         items = [
@@ -231,6 +233,28 @@ def _render(expr: ir.Expr, scope: Scope) -> tuple[str, int]:
         ]
         return "[" + ", ".join(items) + "]", ATOM
     raise TypeError(f"unknown expression node {type(expr).__name__}")
+
+
+# `currentUser.<member>` -> the attribute or method of the runtime Principal
+_PRINCIPAL = {
+    "id": "subject",
+    "isSystem": "is_system",
+    "isAuthenticated": "is_authenticated",
+    "roles": "roles",
+    "hasRole": "has_role",
+    "claim": "claim",
+}
+
+
+def _current_user(expr: ir.CurrentUser, scope: Scope) -> str:
+    """`currentUser.hasRole("a")` -> `current_principal().has_role("a")`; `.roles` is a list."""
+    scope.imports.add("loom.runtime", "current_principal")
+    text = f"current_principal().{_PRINCIPAL[expr.member]}"
+    if expr.member == "roles":
+        return f"list({text})"
+    if expr.member in ("hasRole", "claim"):
+        return f"{text}({', '.join(render(a, scope) for a in expr.args)})"
+    return text
 
 
 def workflow_function(workflow: str, function: str) -> str:

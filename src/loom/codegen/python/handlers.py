@@ -95,7 +95,8 @@ def _handler(
         py, built = body_params(handler.params, alloc, in_types)
         params.append(SERVICE_PARAM)
     else:
-        imports.add("fastapi", "Query")
+        if handler.params:  # a query handler without parameters has no query string
+            imports.add("fastapi", "Query")
         lines = decorator("get", f"/api/queries/{names.snake(handler.name)}", tag)
         params.append(SERVICE_PARAM)
         optional: list[str] = []

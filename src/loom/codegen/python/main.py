@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from loom.codegen.python import names
 from loom.codegen.python._code import (
     Doc,
     Group,
@@ -13,7 +14,6 @@ from loom.codegen.python._code import (
     module_text,
     py_str,
 )
-from loom.codegen.python import names
 from loom.codegen.python._shared import ModelInfo, context_module
 from loom.model import ir
 

@@ -13,7 +13,16 @@ import re
 
 from loom.model.naming import plural_snake, snake
 
-__all__ = ["escape", "id_type", "ident", "pascal", "plural_snake", "snake", "upper_snake"]
+__all__ = [
+    "escape",
+    "extern_gate",
+    "id_type",
+    "ident",
+    "pascal",
+    "plural_snake",
+    "snake",
+    "upper_snake",
+]
 
 
 def pascal(name: str) -> str:
@@ -42,3 +51,9 @@ def ident(name: str) -> str:
 def id_type(aggregate: str) -> str:
     """The domain NewType of an aggregate's identity: `Account` -> `AccountId`."""
     return pascal(aggregate) + "Id"
+
+
+def extern_gate(operation: str) -> str:
+    """The aggregate method that checks an extern operation's `requires` gate before the user's
+    code runs: `notify` -> `_requires_notify`."""
+    return f"_requires_{snake(operation)}"

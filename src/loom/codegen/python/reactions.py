@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from loom.codegen.python import names
 from loom.codegen.python._code import (
+    Doc,
     Group,
     Imports,
     call,
@@ -29,8 +30,15 @@ from loom.codegen.python._code import (
     py_str,
     where,
 )
-from loom.codegen.python._shared import ModelInfo, NameAlloc, TypeNames
-from loom.codegen.python.bodies import BodyWriter
+from loom.codegen.python._shared import (
+    ENDED,
+    ModelInfo,
+    NameAlloc,
+    TypeNames,
+    instances_table_var,
+    process_name,
+)
+from loom.codegen.python.bodies import BodyWriter, duration, duration_text
 from loom.codegen.python.expressions import Scope
 from loom.model import ir
 
@@ -53,8 +61,11 @@ def handler_name(context: ir.Context, owner: str, reaction: ir.Reaction) -> str:
 
 
 def has_reactions(context: ir.Context) -> bool:
-    return any(wf.reactions for wf in context.workflows) or any(
-        p.reactions for p in context.projections
+    """Whether the context needs a reactions.py: reactions, `on timeout` handlers, timers."""
+    return (
+        any(wf.reactions or wf.timeouts for wf in context.workflows)
+        or any(p.reactions for p in context.projections)
+        or bool(context.timers)
     )
 
 
@@ -77,9 +88,135 @@ def emit_reactions(info: ModelInfo, context: ir.Context) -> str:
         blocks.append(_reaction(info, context, owner, reaction, fn, name, types, imports))
         cls = types.domain_name(reaction.event.context, names.pascal(reaction.event.name))
         subscriptions.append((cls, fn, name))
-    blocks.append(_subscribe(context, subscriptions))
+    registrations: list[Doc] = []
+    for wf in context.workflows:
+        if not wf.timeouts:
+            continue
+        fns: list[tuple[str, str]] = []
+        for t in wf.timeouts:
+            fn = functions.take(f"{names.snake(wf.name)}_timeout_{names.snake(t.name)}")
+            blocks.append(_timeout(info, context, wf, t, fn, types, imports))
+            fns.append((t.name, fn))
+        dispatch = functions.take(f"{names.snake(wf.name)}_timeouts")
+        blocks.append(_dispatch(wf, dispatch, fns, imports))
+        registrations.append(
+            call(
+                "service.timeouts.register",
+                [py_str(process_name(wf)), f"partial({dispatch}, service)"],
+            )
+        )
+    for tm in context.timers:
+        fn = functions.take(f"{names.snake(tm.name)}_timer")
+        blocks.append(_timer(info, context, tm, fn, types, imports))
+        imports.add("datetime", "timedelta")
+        every = duration(tm.every_ms)
+        registrations.append(
+            call(
+                "service.recurring.register",
+                [py_str(f"{context.name}.{tm.name}"), every, f"partial({fn}, service)"],
+            )
+        )
+    blocks.append(_subscribe(context, subscriptions, registrations))
     head = header(info.files_of(context), f"Reactions to events of context {context.name}.")
     return module_text(head, imports, blocks)
+
+
+def _timeout(
+    info: ModelInfo,
+    context: ir.Context,
+    wf: ir.Workflow,
+    timeout: ir.OnTimeout,
+    fn: str,
+    types: TypeNames,
+    imports: Imports,
+) -> list[str]:
+    """`on timeout NAME { … }`: run by the scheduler, in its unit of work, as the system
+    principal, on the instance that armed the timeout, only while it is the armed job."""
+    imports.add("loom.runtime", "Work")
+    imports.add("loom.runtime.processes", "TimeoutDue")
+    imports.add("uuid", "UUID")
+    imports.add("loom.runtime", "log_fact")
+    imports.add("logging", "INFO")
+    alloc = NameAlloc(_RESERVED | {"due"})
+    lines = lay(
+        Group(
+            f"async def {fn}(", ["service: Service", "due: TimeoutDue", "work: Work"], ") -> None:"
+        )
+    )
+    doc = f"workflow {wf.name}: on timeout {timeout.name} ({where(timeout.origin)})"
+    lines.append(f"    {docstring(doc)}")
+    scope = Scope(imports=imports, enum_ref=types.enum_ref, self_name=None, params={})
+    writer = BodyWriter(
+        info, context, imports, types, scope, f"workflow {wf.name}", alloc.taken, workflow=wf
+    )
+    writer.prepare(timeout.body)
+    writer.instance_var = writer.alloc.take("instance")
+    writer.store_var = writer.alloc.take(instances_table_var(wf))
+    scope.state = writer.instance_var
+    key_field = next(f for f in wf.state if f.name == wf.correlation)
+    key = f"{types.render(key_field.type)}(UUID(due.key))"
+    inst, process = writer.instance_var, py_str(process_name(wf))
+    fields = Group(
+        "{",
+        [f'"process": {process}', '"key": due.key', '"timeout": due.name'],
+        "}",
+    )
+    body = writer.repo_lines(1)
+    body += lay(f"{inst} = await {writer.store_var}.find({key})", 1)
+    body.append(f"    if {inst} is None or {inst}.{ENDED}:  # no instance, or it ended: dropped")
+    body += lay(call("log_fact", [py_str("process_ignored_ended"), "INFO", fields]), 2)
+    body.append("        return")
+    body.append("    if not await service.processes.armed(work, due):  # disarmed or re-armed")
+    body += lay(call("log_fact", [py_str("timeout_stale"), "INFO", fields]), 2)
+    body.append("        return")
+    body += writer.block(timeout.body, 1)
+    return lines + body
+
+
+def _dispatch(
+    wf: ir.Workflow, fn: str, handlers: list[tuple[str, str]], imports: Imports
+) -> list[str]:
+    """The one timeout handler of a process workflow, registered under its process name: it
+    runs the `on timeout` of the due timeout's name."""
+    imports.add("loom.runtime", "Work")
+    imports.add("loom.runtime.processes", "TimeoutDue")
+    lines = lay(
+        Group(
+            f"async def {fn}(", ["service: Service", "due: TimeoutDue", "work: Work"], ") -> None:"
+        )
+    )
+    lines.append(f"    {docstring(f'The timeouts of workflow {wf.name}, by name.')}")
+    for i, (name, handler) in enumerate(handlers):
+        lines.append(f"    {'if' if i == 0 else 'elif'} due.name == {py_str(name)}:")
+        lines.append(f"        await {handler}(service, due, work)")
+    lines.append("    else:  # armed by another version of the model: retried, then dead-lettered")
+    message = f"workflow {wf.name} has no timeout {{due.name!r}}"
+    lines.append(f'        raise ValueError(f"{message}")')
+    return lines
+
+
+def _timer(
+    info: ModelInfo,
+    context: ir.Context,
+    tm: ir.Timer,
+    fn: str,
+    types: TypeNames,
+    imports: Imports,
+) -> list[str]:
+    """`timer NAME every D { … }`: one tick, in the scheduler's unit of work, as the system
+    principal (once per tick across replicas; missed ticks coalesce into one run)."""
+    imports.add("loom.runtime", "Work")
+    imports.add("loom.runtime.processes", "Tick")
+    alloc = NameAlloc(_RESERVED | {"tick"})
+    params = ["service: Service", "tick: Tick", "work: Work"]
+    lines = lay(Group(f"async def {fn}(", params, ") -> None:"))
+    doc = f"timer {tm.name} every {duration_text(tm.every_ms)} ({where(tm.origin)})"
+    lines.append(f"    {docstring(doc)}")
+    scope = Scope(imports=imports, enum_ref=types.enum_ref, self_name=None, params={})
+    writer = BodyWriter(info, context, imports, types, scope, f"timer {tm.name}", alloc.taken)
+    writer.prepare(tm.body)
+    body = writer.repo_lines(1) + writer.block(tm.body, 1)
+    return lines + (body or ["    pass"])
 
 
 def _reaction(
@@ -131,15 +268,26 @@ def _reaction(
     return lines + (body or ["        pass"])
 
 
-def _subscribe(context: ir.Context, subscriptions: list[tuple[str, str, str]]) -> list[str]:
+def _subscribe(
+    context: ir.Context,
+    subscriptions: list[tuple[str, str, str]],
+    registrations: list[Doc] | None = None,
+) -> list[str]:
+    doc = f"Subscribe every reaction of context {context.name} to its event."
+    if registrations:
+        doc = (
+            f"Subscribe every reaction of context {context.name} to its event; register its "
+            "timeout handlers and timers."
+        )
     lines = [
         "def subscribe(service: Service) -> None:",
-        f"    {docstring(f'Subscribe every reaction of context {context.name} to its event.')}",
+        f"    {docstring(doc)}",
     ]
-    if not subscriptions:
-        return lines
-    lines.append("    events = service.events")
+    if subscriptions:
+        lines.append("    events = service.events")
     for cls, fn, name in subscriptions:
         args = [cls, f"partial({fn}, service)", f"name={py_str(name)}"]
         lines += lay(call("events.subscribe", args), 1)
+    for reg in registrations or []:
+        lines += lay(reg, 1)
     return lines

@@ -107,7 +107,7 @@ def emit_repositories(info: ModelInfo, context: ir.Context) -> str:
             imports.add("loom.runtime", "Instances")
             base, what = "Instances", "instances of workflow"
         else:
-            imports.add("loom.runtime._projections", "Rows")
+            imports.add("loom.runtime", "Rows")
             base, what = "Rows", "rows of projection"
         imports.add(".", "tables")
         imports.add(".domain", state_class(wf))

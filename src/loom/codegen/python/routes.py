@@ -143,6 +143,8 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
                 externs = f"cast({protocol}, service.externs[{py_str(protocol)}])"
                 method = f"{externs}.{names.ident(op.name)}"
                 prefix = "result = " if status == 200 else ""
+                if op.requires is not None:
+                    block += lay(call(f"{var}.{names.extern_gate(op.name)}", args), 2)
                 block += lay(call(method, [var, *args], prefix=prefix), 2)
                 if agg.invariants:
                     block.append(f"        {var}._check_invariants()")

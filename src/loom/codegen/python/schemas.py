@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from loom.codegen.python import names
 from loom.codegen.python._code import (
+    Group,
     Imports,
     call,
     docstring,
@@ -26,10 +27,10 @@ from loom.codegen.python._code import (
     where,
 )
 from loom.codegen.python._shared import (
+    Keyed,
     ModelInfo,
     NameAlloc,
     TypeNames,
-    Keyed,
     domain_to_wire,
     instance_out_class,
     key_of,
@@ -284,6 +285,23 @@ def _out_class(cls: str, agg: ir.Aggregate, out_types: TypeNames, imports: Impor
     return lines
 
 
+PENDING_TIMEOUT_OUT = "PendingTimeoutOut"
+
+
+def _pending_timeout_class(imports: Imports) -> list[str]:
+    """`{"name": …, "dueAt": …}`: a timeout of a process instance that has not fired yet."""
+    imports.add("pydantic", "BaseModel")
+    imports.add("datetime", "datetime")
+    doc = "A timeout of a process instance that has not fired: its name and when it is due."
+    return [
+        f"class {PENDING_TIMEOUT_OUT}(BaseModel):",
+        f"    {docstring(doc)}",
+        "",
+        "    name: str",
+        "    dueAt: datetime",
+    ]
+
+
 def _instance_class(wf: Keyed, out_types: TypeNames, imports: Imports) -> list[str]:
     """`{"<correlation>": id, "version": n, <state fields>…}`; a projection's row alike."""
     imports.add("pydantic", "BaseModel")
@@ -300,10 +318,17 @@ def _instance_class(wf: Keyed, out_types: TypeNames, imports: Imports) -> list[s
     lines.append(_field_line(key.name, key.type, out_types, imports, False))
     lines.append("    version: int")
     lines += [_field_line(f.name, f.type, out_types, imports, False) for f in members[1:]]
+    process = isinstance(wf, ir.Workflow) and wf.process
+    params = f"cls, state: {state}"
+    if process:
+        imports.add("collections.abc", "Sequence")
+        imports.add("loom.runtime.processes", "PendingTimeout")
+        lines.append(f"    timeouts: list[{PENDING_TIMEOUT_OUT}]")
+        params += ", timeouts: Sequence[PendingTimeout] = ()"
     lines += [
         "",
         "    @classmethod",
-        f"    def from_state(cls, state: {state}) -> Self:",
+        *lay(Group("def from_state(", params.split(", "), ") -> Self:"), 1),
         f"        {docstring(f'The wire form of {what} {wf.name}.')}",
     ]
     kwargs = [f"{schema_attr(key.name)}=state.{names.ident(key.name)}"]
@@ -312,6 +337,9 @@ def _instance_class(wf: Keyed, out_types: TypeNames, imports: Imports) -> list[s
         f"{schema_attr(f.name)}={domain_to_wire(f'state.{names.ident(f.name)}', f.type, out_types)}"
         for f in members[1:]
     ]
+    if process:
+        item = f"{PENDING_TIMEOUT_OUT}(name=t.name, dueAt=t.due_at)"
+        kwargs.append(f"timeouts=[{item} for t in timeouts]")
     lines += lay(call("cls", kwargs, prefix="return "), 2)
     return lines
 
@@ -423,6 +451,8 @@ def emit_schemas(info: ModelInfo, context: ir.Context) -> str:
             blocks.append(
                 _input_class(sn.workflow_input[wf.name], doc, create.params, in_types, imports)
             )
+    if any(wf.process for wf in context.workflows if wf.correlation is not None):
+        blocks.append(_pending_timeout_class(imports))
     for wf in keyed(context):
         blocks.append(_instance_class(wf, out_types, imports))
     for h in context.handlers:

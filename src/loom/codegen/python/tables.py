@@ -12,10 +12,10 @@ from __future__ import annotations
 from loom.codegen.python import names
 from loom.codegen.python._code import Doc, Imports, call, header, lay, module_text, py_str, where
 from loom.codegen.python._shared import (
+    Keyed,
     ModelInfo,
     column_name,
     context_module,
-    Keyed,
     instances_table_var,
     key_of,
     keyed,

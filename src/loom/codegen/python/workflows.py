@@ -13,6 +13,7 @@ from loom.codegen.python import names
 from loom.codegen.python._code import (
     Group,
     Imports,
+    call,
     docstring,
     header,
     lay,
@@ -27,6 +28,7 @@ from loom.codegen.python._shared import (
     correlated,
     instance_out_class,
     instances_class,
+    process_name,
     state_class,
     walk,
 )
@@ -125,7 +127,13 @@ def _instance_route(
     lines.append(f"    {docstring(doc)}")
     lines.append("    async with service.autocommit() as work:")
     lines.append(f"        instance = await {store}(work).get(id)")
-    lines.append(f"    return {out}.from_state(instance)")
+    if not wf.process:
+        lines.append(f"    return {out}.from_state(instance)")
+        return lines
+    # a process: its timeouts that have not fired, earliest first
+    args = [py_str(process_name(wf)), "id", "work=work"]
+    lines += lay(call("service.processes.pending", args, prefix="timeouts = await "), 2)
+    lines.append(f"    return {out}.from_state(instance, timeouts)")
     return lines
 
 
@@ -156,6 +164,8 @@ def _workflow(
     lines += lay(Group(f"async def {fn}(", params, f") -> {result_t}:"))
     if wf.transactional:
         mode = "transactional" + (f"({wf.isolation})" if wf.isolation else "") + ", all-or-nothing"
+    elif wf.process:
+        mode = "a process step: one transaction with its timers, like its reactions"
     else:
         mode = "non-transactional: each save commits on its own"
     lines.append(f"    {docstring(f'workflow {wf.name} ({where(wf.origin)}): {mode}')}")
@@ -183,7 +193,7 @@ def _workflow(
     if isinstance(create.result, ir.OptionalType):
         lines.append(f"    result: {domain_types.render(create.result)} = None")
     as_work = " as work" if writer.uses_work(create.body) else ""
-    if wf.transactional:
+    if wf.transactional or wf.process:
         arg = f"isolation={py_str(wf.isolation)}" if wf.isolation else ""
         lines.append(f"    async with service.transaction({arg}){as_work}:")
     else:

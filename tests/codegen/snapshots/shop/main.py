@@ -27,7 +27,7 @@ from .payment import workflows as payment_workflows
 CHANNELS = [
     Channel(
         "Orders.Fulfilment",
-        ["Orders.OrderPlaced"],
+        ["Orders.OrderPlaced", "Orders.PaymentTimedOut"],
         retention="work",
         max_attempts=5,
         backoff=Backoff(
@@ -59,6 +59,7 @@ CHANNELS = [
 # The events they carry, registered so the relay can decode them.
 EVENT_TYPES: list[type[DomainEvent]] = [
     orders_domain.OrderPlaced,
+    orders_domain.PaymentTimedOut,
     inventory_domain.StockReserved,
     inventory_domain.ReservationReleased,
     payment_domain.PaymentSucceeded,

@@ -2,8 +2,7 @@
 # Do not edit: change the model and rebuild.
 # Repositories of context Desk.
 
-from loom.runtime import Instances, Repository
-from loom.runtime._projections import Rows
+from loom.runtime import Instances, Repository, Rows
 
 from . import tables
 from .domain import ByEmailRow, Ticket, WatchState

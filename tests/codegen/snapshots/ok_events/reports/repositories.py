@@ -2,7 +2,7 @@
 # Do not edit: change the model and rebuild.
 # Repositories of context Reports.
 
-from loom.runtime._projections import Rows
+from loom.runtime import Rows
 
 from . import tables
 from .domain import WeeklyRow

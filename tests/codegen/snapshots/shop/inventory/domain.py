@@ -17,7 +17,7 @@ ReservationId = NewType("ReservationId", UUID)
 
 @dataclass(frozen=True, kw_only=True)
 class StockReserved(DomainEvent):
-    """event StockReserved (shop.loom:77)"""
+    """event StockReserved (shop.loom:107)"""
 
     event_type: ClassVar[str] = "Inventory.StockReserved"
     order: OrderId
@@ -26,7 +26,7 @@ class StockReserved(DomainEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class ReservationReleased(DomainEvent):
-    """event ReservationReleased (shop.loom:78)"""
+    """event ReservationReleased (shop.loom:108)"""
 
     event_type: ClassVar[str] = "Inventory.ReservationReleased"
     order: OrderId
@@ -34,7 +34,7 @@ class ReservationReleased(DomainEvent):
 
 @dataclass(eq=False, kw_only=True)
 class Reservation(AggregateRoot):
-    """aggregate Reservation (shop.loom:80)"""
+    """aggregate Reservation (shop.loom:110)"""
 
     id: ReservationId = field(default_factory=lambda: ReservationId(new_id()))
     order: OrderId
@@ -51,11 +51,11 @@ class Reservation(AggregateRoot):
         quantity: int,
         released: bool,
     ) -> Reservation:
-        """Reservation.create (shop.loom:80): a new Reservation"""
+        """Reservation.create (shop.loom:110): a new Reservation"""
         return cls(order=order, sku=sku, quantity=quantity, released=released)
 
     def release(self) -> None:
-        """operation Reservation.release (shop.loom:86)"""
+        """operation Reservation.release (shop.loom:116)"""
         require(
             not self.released,
             kind="state-gate",

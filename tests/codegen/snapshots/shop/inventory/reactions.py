@@ -6,14 +6,14 @@ from functools import partial
 
 from loom.runtime import Service
 
-from ..orders.domain import OrderPlaced
+from ..orders.domain import OrderPlaced, PaymentTimedOut
 from ..payment.domain import PaymentFailed
 from .domain import Reservation, StockReserved
 from .repositories import Reservations
 
 
 async def reserve_stock_on_order_placed(service: Service, e: OrderPlaced) -> None:
-    """workflow reserveStock: on(e: Orders.OrderPlaced) (shop.loom:94)"""
+    """workflow reserveStock: on(e: Orders.OrderPlaced) (shop.loom:124)"""
     async with service.reaction() as work:
         reservations = Reservations(work)
         r = Reservation.create(
@@ -27,7 +27,19 @@ async def reserve_stock_on_order_placed(service: Service, e: OrderPlaced) -> Non
 
 
 async def reserve_stock_on_payment_failed(service: Service, e: PaymentFailed) -> None:
-    """workflow reserveStock: on(e: Payment.PaymentFailed) (shop.loom:98)"""
+    """workflow reserveStock: on(e: Payment.PaymentFailed) (shop.loom:128)"""
+    async with service.reaction() as work:
+        reservations = Reservations(work)
+        r = await reservations.get_by_order(e.order)
+        r.release()
+        await reservations.save(r)
+
+
+async def reserve_stock_on_payment_timed_out(
+    service: Service,
+    e: PaymentTimedOut,
+) -> None:
+    """workflow reserveStock: on(e: Orders.PaymentTimedOut) (shop.loom:132)"""
     async with service.reaction() as work:
         reservations = Reservations(work)
         r = await reservations.get_by_order(e.order)
@@ -47,4 +59,9 @@ def subscribe(service: Service) -> None:
         PaymentFailed,
         partial(reserve_stock_on_payment_failed, service),
         name="Inventory.reserveStock.on(Payment.PaymentFailed)",
+    )
+    events.subscribe(
+        PaymentTimedOut,
+        partial(reserve_stock_on_payment_timed_out, service),
+        name="Inventory.reserveStock.on(Orders.PaymentTimedOut)",
     )

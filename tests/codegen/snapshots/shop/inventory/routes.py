@@ -32,7 +32,7 @@ async def get_reservation(
     id: UUID,
     service: Annotated[Service, Depends(get_service)],
 ) -> ReservationOut:
-    """Read one Reservation (aggregate Reservation, shop.loom:80)"""
+    """Read one Reservation (aggregate Reservation, shop.loom:110)"""
     async with service.autocommit() as work:
         reservation = await Reservations(work).get_by_id(id)
     return ReservationOut.from_aggregate(reservation)
@@ -48,7 +48,7 @@ async def list_reservations(
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[ReservationOut]:
-    """Read a page of Reservation (aggregate Reservation, shop.loom:80)"""
+    """Read a page of Reservation (aggregate Reservation, shop.loom:110)"""
     async with service.autocommit() as work:
         page = await Reservations(work).page(limit, offset)
     return page.map(ReservationOut.from_aggregate)
@@ -64,7 +64,7 @@ async def reservation_release(
     id: UUID,
     service: Annotated[Service, Depends(get_service)],
 ) -> None:
-    """operation Reservation.release (shop.loom:86)"""
+    """operation Reservation.release (shop.loom:116)"""
     async with service.transaction() as work:
         reservations = Reservations(work)
         reservation = await reservations.get_by_id(id)

@@ -13,7 +13,7 @@ from .domain import Reservation, ReservationId
 
 
 class ReservationOut(BaseModel):
-    """Reservation as the API answers it (aggregate Reservation, shop.loom:80)"""
+    """Reservation as the API answers it (aggregate Reservation, shop.loom:110)"""
 
     id: ReservationId
     version: int

@@ -15,7 +15,7 @@ OrderId = NewType("OrderId", UUID)
 
 
 class OrderStatus(enum.StrEnum):
-    """enum OrderStatus (shop.loom:20)"""
+    """enum OrderStatus (shop.loom:25)"""
 
     PENDING = "Pending"
     PAID = "Paid"
@@ -24,7 +24,7 @@ class OrderStatus(enum.StrEnum):
 
 @dataclass(frozen=True, kw_only=True)
 class OrderPlaced(DomainEvent):
-    """event OrderPlaced (shop.loom:21)"""
+    """event OrderPlaced (shop.loom:26)"""
 
     event_type: ClassVar[str] = "Orders.OrderPlaced"
     order: OrderId
@@ -33,9 +33,17 @@ class OrderPlaced(DomainEvent):
     fail_payment: bool
 
 
+@dataclass(frozen=True, kw_only=True)
+class PaymentTimedOut(DomainEvent):
+    """event PaymentTimedOut (shop.loom:27)"""
+
+    event_type: ClassVar[str] = "Orders.PaymentTimedOut"
+    order: OrderId
+
+
 @dataclass(eq=False, kw_only=True)
 class Order(AggregateRoot):
-    """aggregate Order (shop.loom:23)"""
+    """aggregate Order (shop.loom:29)"""
 
     id: OrderId = field(default_factory=lambda: OrderId(new_id()))
     sku: str
@@ -52,7 +60,7 @@ class Order(AggregateRoot):
         fail_payment: bool,
         status: OrderStatus,
     ) -> Order:
-        """Order.create (shop.loom:23): a new Order, its invariants checked"""
+        """Order.create (shop.loom:29): a new Order, its invariants checked"""
         order = cls(
             sku=sku,
             quantity=quantity,
@@ -63,8 +71,8 @@ class Order(AggregateRoot):
         return order
 
     def _check_invariants(self) -> None:
-        """invariants of Order (shop.loom:23)"""
-        # invariant quantity > 0 (shop.loom:28)
+        """invariants of Order (shop.loom:29)"""
+        # invariant quantity > 0 (shop.loom:34)
         require(
             self.quantity > 0,
             kind="invariant",
@@ -73,7 +81,7 @@ class Order(AggregateRoot):
         )
 
     def mark_paid(self) -> None:
-        """operation Order.markPaid (shop.loom:29)"""
+        """operation Order.markPaid (shop.loom:35)"""
         require(
             self.status == OrderStatus.PENDING,
             kind="state-gate",
@@ -84,7 +92,7 @@ class Order(AggregateRoot):
         self._check_invariants()
 
     def cancel(self) -> None:
-        """operation Order.cancel (shop.loom:30)"""
+        """operation Order.cancel (shop.loom:36)"""
         require(
             self.status == OrderStatus.PENDING,
             kind="state-gate",
@@ -96,8 +104,16 @@ class Order(AggregateRoot):
 
 
 @dataclass(kw_only=True)
+class PaymentDeadlineState:
+    """state of workflow PaymentDeadline (shop.loom:62)"""
+
+    order: OrderId
+    ended: bool = False
+
+
+@dataclass(kw_only=True)
 class OrderProgressRow:
-    """a row of projection OrderProgress (shop.loom:56)"""
+    """a row of projection OrderProgress (shop.loom:86)"""
 
     order: OrderId
     steps: int = 0

@@ -32,7 +32,7 @@ async def get_order_progress(
     key: UUID,
     service: Annotated[Service, Depends(get_service)],
 ) -> OrderProgressOut:
-    """Read the row of projection OrderProgress keyed by its order (shop.loom:56)"""
+    """Read the row of projection OrderProgress keyed by its order (shop.loom:86)"""
     async with service.autocommit() as work:
         row = await OrderProgressRows(work).get(key)
     return OrderProgressOut.from_state(row)
@@ -48,7 +48,7 @@ async def list_order_progress(
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[OrderProgressOut]:
-    """Read a page of projection OrderProgress, ordered by order (shop.loom:56)"""
+    """Read a page of projection OrderProgress, ordered by order (shop.loom:86)"""
     async with service.autocommit() as work:
         page = await OrderProgressRows(work).page(limit, offset)
     return page.map(OrderProgressOut.from_state)

@@ -2,21 +2,25 @@
 # Do not edit: change the model and rebuild.
 # Reactions to events of context Orders.
 
+from datetime import timedelta
 from functools import partial
+from logging import INFO
+from uuid import UUID
 
-from loom.runtime import Service
+from loom.runtime import Service, Work, log_fact, log_unrouted, now
+from loom.runtime.processes import Timeout, TimeoutDue
 
 from ..inventory.domain import ReservationReleased, StockReserved
 from ..payment.domain import OrderCancelled, PaymentFailed, PaymentSucceeded
-from .domain import OrderPlaced
-from .repositories import OrderProgressRows, Orders
+from .domain import OrderId, OrderPlaced, OrderStatus, PaymentTimedOut
+from .repositories import OrderProgressRows, Orders, PaymentDeadlineInstances
 
 
 async def settle_order_on_payment_succeeded(
     service: Service,
     e: PaymentSucceeded,
 ) -> None:
-    """workflow settleOrder: on(e: Payment.PaymentSucceeded) (shop.loom:44)"""
+    """workflow settleOrder: on(e: Payment.PaymentSucceeded) (shop.loom:50)"""
     async with service.reaction() as work:
         orders = Orders(work)
         o = await orders.get_by_id(e.order)
@@ -25,7 +29,7 @@ async def settle_order_on_payment_succeeded(
 
 
 async def settle_order_on_order_cancelled(service: Service, e: OrderCancelled) -> None:
-    """workflow settleOrder: on(e: Payment.OrderCancelled) (shop.loom:48)"""
+    """workflow settleOrder: on(e: Payment.OrderCancelled) (shop.loom:54)"""
     async with service.reaction() as work:
         orders = Orders(work)
         o = await orders.get_by_id(e.order)
@@ -33,8 +37,117 @@ async def settle_order_on_order_cancelled(service: Service, e: OrderCancelled) -
         await orders.save(o)
 
 
+async def payment_deadline_create_order_placed(
+    service: Service,
+    e: OrderPlaced,
+) -> None:
+    """workflow PaymentDeadline: create(e: OrderPlaced) by e.order (shop.loom:64)"""
+    async with service.reaction() as work:
+        payment_deadline_instances = PaymentDeadlineInstances(work)
+        instance = await payment_deadline_instances.bind(e.order)
+        if instance.ended:  # the process has ended
+            log_fact(
+                "process_ignored_ended",
+                INFO,
+                {
+                    "process": "Orders.PaymentDeadline",
+                    "key": str(instance.order),
+                    "handler": "Orders.PaymentDeadline.create(OrderPlaced)",
+                },
+            )
+            return
+        await service.processes.store.arm(
+            work,
+            "Orders.PaymentDeadline",
+            str(instance.order),
+            Timeout("payment", after=timedelta(minutes=30)),
+            now(),
+        )
+        await payment_deadline_instances.save(instance)
+
+
+async def payment_deadline_on_payment_succeeded(
+    service: Service,
+    e: PaymentSucceeded,
+) -> None:
+    """workflow PaymentDeadline: on(e: Payment.PaymentSucceeded) by e.order (shop.loom:67)"""
+    async with service.reaction() as work:
+        payment_deadline_instances = PaymentDeadlineInstances(work)
+        instance = await payment_deadline_instances.find(e.order)
+        if instance is None:  # no instance: the event is dropped
+            log_unrouted(
+                "Payment.PaymentSucceeded",
+                "Orders.PaymentDeadline.on(Payment.PaymentSucceeded)",
+            )
+            return
+        if instance.ended:  # the process has ended
+            log_fact(
+                "process_ignored_ended",
+                INFO,
+                {
+                    "process": "Orders.PaymentDeadline",
+                    "key": str(instance.order),
+                    "handler": "Orders.PaymentDeadline.on(Payment.PaymentSucceeded)",
+                },
+            )
+            return
+        await service.processes.store.disarm(
+            work,
+            "Orders.PaymentDeadline",
+            str(instance.order),
+            "payment",
+        )
+        instance.ended = True
+        await service.processes.store.disarm_all(
+            work,
+            "Orders.PaymentDeadline",
+            str(instance.order),
+        )
+        await payment_deadline_instances.save(instance)
+
+
+async def payment_deadline_on_payment_failed(
+    service: Service,
+    e: PaymentFailed,
+) -> None:
+    """workflow PaymentDeadline: on(e: Payment.PaymentFailed) by e.order (shop.loom:71)"""
+    async with service.reaction() as work:
+        payment_deadline_instances = PaymentDeadlineInstances(work)
+        instance = await payment_deadline_instances.find(e.order)
+        if instance is None:  # no instance: the event is dropped
+            log_unrouted(
+                "Payment.PaymentFailed",
+                "Orders.PaymentDeadline.on(Payment.PaymentFailed)",
+            )
+            return
+        if instance.ended:  # the process has ended
+            log_fact(
+                "process_ignored_ended",
+                INFO,
+                {
+                    "process": "Orders.PaymentDeadline",
+                    "key": str(instance.order),
+                    "handler": "Orders.PaymentDeadline.on(Payment.PaymentFailed)",
+                },
+            )
+            return
+        await service.processes.store.disarm(
+            work,
+            "Orders.PaymentDeadline",
+            str(instance.order),
+            "payment",
+        )
+        instance.ended = True
+        await service.processes.store.disarm_all(
+            work,
+            "Orders.PaymentDeadline",
+            str(instance.order),
+        )
+        await payment_deadline_instances.save(instance)
+
+
 async def order_progress_on_order_placed(service: Service, e: OrderPlaced) -> None:
-    """projection OrderProgress: on(e: OrderPlaced) by e.order (shop.loom:60)"""
+    """projection OrderProgress: on(e: OrderPlaced) by e.order (shop.loom:90)"""
     async with service.reaction() as work:
         order_progress_rows = OrderProgressRows(work)
         row = await order_progress_rows.bind(e.order)
@@ -44,7 +157,7 @@ async def order_progress_on_order_placed(service: Service, e: OrderPlaced) -> No
 
 
 async def order_progress_on_stock_reserved(service: Service, e: StockReserved) -> None:
-    """projection OrderProgress: on(e: Inventory.StockReserved) by e.order (shop.loom:61)"""
+    """projection OrderProgress: on(e: Inventory.StockReserved) by e.order (shop.loom:91)"""
     async with service.reaction() as work:
         order_progress_rows = OrderProgressRows(work)
         row = await order_progress_rows.bind(e.order)
@@ -57,7 +170,7 @@ async def order_progress_on_payment_succeeded(
     service: Service,
     e: PaymentSucceeded,
 ) -> None:
-    """projection OrderProgress: on(e: Payment.PaymentSucceeded) by e.order (shop.loom:62)"""
+    """projection OrderProgress: on(e: Payment.PaymentSucceeded) by e.order (shop.loom:92)"""
     async with service.reaction() as work:
         order_progress_rows = OrderProgressRows(work)
         row = await order_progress_rows.bind(e.order)
@@ -67,7 +180,7 @@ async def order_progress_on_payment_succeeded(
 
 
 async def order_progress_on_payment_failed(service: Service, e: PaymentFailed) -> None:
-    """projection OrderProgress: on(e: Payment.PaymentFailed) by e.order (shop.loom:63)"""
+    """projection OrderProgress: on(e: Payment.PaymentFailed) by e.order (shop.loom:93)"""
     async with service.reaction() as work:
         order_progress_rows = OrderProgressRows(work)
         row = await order_progress_rows.bind(e.order)
@@ -80,7 +193,7 @@ async def order_progress_on_reservation_released(
     service: Service,
     e: ReservationReleased,
 ) -> None:
-    """projection OrderProgress: on(e: Inventory.ReservationReleased) by e.order (shop.loom:64)"""
+    """projection OrderProgress: on(e: Inventory.ReservationReleased) by e.order (shop.loom:94)"""
     async with service.reaction() as work:
         order_progress_rows = OrderProgressRows(work)
         row = await order_progress_rows.bind(e.order)
@@ -93,7 +206,7 @@ async def order_progress_on_order_cancelled(
     service: Service,
     e: OrderCancelled,
 ) -> None:
-    """projection OrderProgress: on(e: Payment.OrderCancelled) by e.order (shop.loom:65)"""
+    """projection OrderProgress: on(e: Payment.OrderCancelled) by e.order (shop.loom:95)"""
     async with service.reaction() as work:
         order_progress_rows = OrderProgressRows(work)
         row = await order_progress_rows.bind(e.order)
@@ -102,8 +215,55 @@ async def order_progress_on_order_cancelled(
         await order_progress_rows.save(row)
 
 
+async def payment_deadline_timeout_payment(
+    service: Service,
+    due: TimeoutDue,
+    work: Work,
+) -> None:
+    """workflow PaymentDeadline: on timeout payment (shop.loom:75)"""
+    orders = Orders(work)
+    payment_deadline_instances = PaymentDeadlineInstances(work)
+    instance = await payment_deadline_instances.find(OrderId(UUID(due.key)))
+    if instance is None or instance.ended:  # no instance, or it ended: dropped
+        log_fact(
+            "process_ignored_ended",
+            INFO,
+            {"process": "Orders.PaymentDeadline", "key": due.key, "timeout": due.name},
+        )
+        return
+    if not await service.processes.armed(work, due):  # disarmed or re-armed
+        log_fact(
+            "timeout_stale",
+            INFO,
+            {"process": "Orders.PaymentDeadline", "key": due.key, "timeout": due.name},
+        )
+        return
+    o = await orders.get_by_id(instance.order)
+    if o.status == OrderStatus.PENDING:
+        work.emit(PaymentTimedOut(order=instance.order))
+    instance.ended = True
+    await service.processes.store.disarm_all(
+        work,
+        "Orders.PaymentDeadline",
+        str(instance.order),
+    )
+    await payment_deadline_instances.save(instance)
+
+
+async def payment_deadline_timeouts(
+    service: Service,
+    due: TimeoutDue,
+    work: Work,
+) -> None:
+    """The timeouts of workflow PaymentDeadline, by name."""
+    if due.name == "payment":
+        await payment_deadline_timeout_payment(service, due, work)
+    else:  # armed by another version of the model: retried, then dead-lettered
+        raise ValueError(f"workflow PaymentDeadline has no timeout {due.name!r}")
+
+
 def subscribe(service: Service) -> None:
-    """Subscribe every reaction of context Orders to its event."""
+    """Subscribe every reaction of context Orders to its event; register its timeout handlers and timers."""
     events = service.events
     events.subscribe(
         PaymentSucceeded,
@@ -114,6 +274,21 @@ def subscribe(service: Service) -> None:
         OrderCancelled,
         partial(settle_order_on_order_cancelled, service),
         name="Orders.settleOrder.on(Payment.OrderCancelled)",
+    )
+    events.subscribe(
+        OrderPlaced,
+        partial(payment_deadline_create_order_placed, service),
+        name="Orders.PaymentDeadline.create(OrderPlaced)",
+    )
+    events.subscribe(
+        PaymentSucceeded,
+        partial(payment_deadline_on_payment_succeeded, service),
+        name="Orders.PaymentDeadline.on(Payment.PaymentSucceeded)",
+    )
+    events.subscribe(
+        PaymentFailed,
+        partial(payment_deadline_on_payment_failed, service),
+        name="Orders.PaymentDeadline.on(Payment.PaymentFailed)",
     )
     events.subscribe(
         OrderPlaced,
@@ -144,4 +319,8 @@ def subscribe(service: Service) -> None:
         OrderCancelled,
         partial(order_progress_on_order_cancelled, service),
         name="Orders.OrderProgress.on(Payment.OrderCancelled)",
+    )
+    service.timeouts.register(
+        "Orders.PaymentDeadline",
+        partial(payment_deadline_timeouts, service),
     )

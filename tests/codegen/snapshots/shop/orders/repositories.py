@@ -2,22 +2,30 @@
 # Do not edit: change the model and rebuild.
 # Repositories of context Orders.
 
-from loom.runtime import Repository
-from loom.runtime._projections import Rows
+from loom.runtime import Instances, Repository, Rows
 
 from . import tables
-from .domain import Order, OrderProgressRow
+from .domain import Order, OrderProgressRow, PaymentDeadlineState
 
 
 class Orders(Repository[Order]):
-    """repository Orders for Order (shop.loom:32)"""
+    """repository Orders for Order (shop.loom:38)"""
 
     aggregate = Order
     table = tables.orders
 
 
+class PaymentDeadlineInstances(Instances[PaymentDeadlineState]):
+    """instances of workflow PaymentDeadline (shop.loom:62)"""
+
+    state = PaymentDeadlineState
+    table = tables.payment_deadline_instances
+    key = "order"
+    workflow = "PaymentDeadline"
+
+
 class OrderProgressRows(Rows[OrderProgressRow]):
-    """rows of projection OrderProgress (shop.loom:56)"""
+    """rows of projection OrderProgress (shop.loom:86)"""
 
     state = OrderProgressRow
     table = tables.order_progress_rows

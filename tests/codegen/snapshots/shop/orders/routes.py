@@ -30,7 +30,7 @@ async def get_order(
     id: UUID,
     service: Annotated[Service, Depends(get_service)],
 ) -> OrderOut:
-    """Read one Order (aggregate Order, shop.loom:23)"""
+    """Read one Order (aggregate Order, shop.loom:29)"""
     async with service.autocommit() as work:
         order = await Orders(work).get_by_id(id)
     return OrderOut.from_aggregate(order)
@@ -42,7 +42,7 @@ async def list_orders(
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[OrderOut]:
-    """Read a page of Order (aggregate Order, shop.loom:23)"""
+    """Read a page of Order (aggregate Order, shop.loom:29)"""
     async with service.autocommit() as work:
         page = await Orders(work).page(limit, offset)
     return page.map(OrderOut.from_aggregate)
@@ -59,7 +59,7 @@ async def create_order(
     response: Response,
     service: Annotated[Service, Depends(get_service)],
 ) -> OrderOut:
-    """crudish create of Order (shop.loom:23)"""
+    """crudish create of Order (shop.loom:29)"""
     async with service.autocommit() as work:
         order = Order.create(
             sku=body.sku,
@@ -78,7 +78,7 @@ async def update_order(
     body: OrderUpdateInput,
     service: Annotated[Service, Depends(get_service)],
 ) -> OrderOut:
-    """crudish update of Order (shop.loom:23): the fields the body names"""
+    """crudish update of Order (shop.loom:29): the fields the body names"""
     async with service.transaction() as work:
         orders = Orders(work)
         order = await orders.get_by_id(id)
@@ -116,7 +116,7 @@ async def delete_order(
     id: UUID,
     service: Annotated[Service, Depends(get_service)],
 ) -> None:
-    """crudish delete of Order (shop.loom:23)"""
+    """crudish delete of Order (shop.loom:29)"""
     async with service.transaction() as work:
         orders = Orders(work)
         await orders.delete(await orders.get_by_id(id))
@@ -132,7 +132,7 @@ async def order_mark_paid(
     id: UUID,
     service: Annotated[Service, Depends(get_service)],
 ) -> None:
-    """operation Order.markPaid (shop.loom:29)"""
+    """operation Order.markPaid (shop.loom:35)"""
     async with service.transaction() as work:
         orders = Orders(work)
         order = await orders.get_by_id(id)
@@ -150,7 +150,7 @@ async def order_cancel(
     id: UUID,
     service: Annotated[Service, Depends(get_service)],
 ) -> None:
-    """operation Order.cancel (shop.loom:30)"""
+    """operation Order.cancel (shop.loom:36)"""
     async with service.transaction() as work:
         orders = Orders(work)
         order = await orders.get_by_id(id)

@@ -2,17 +2,26 @@
 # Do not edit: change the model and rebuild.
 # Wire models of context Orders.
 
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from loom.runtime import Int64, instance_version
+from loom.runtime.processes import PendingTimeout
 
-from .domain import Order, OrderId, OrderProgressRow, OrderStatus
+from .domain import (
+    Order,
+    OrderId,
+    OrderProgressRow,
+    OrderStatus,
+    PaymentDeadlineState,
+)
 
 
 class OrderOut(BaseModel):
-    """Order as the API answers it (aggregate Order, shop.loom:23)"""
+    """Order as the API answers it (aggregate Order, shop.loom:29)"""
 
     id: OrderId
     version: int
@@ -35,7 +44,7 @@ class OrderOut(BaseModel):
 
 
 class OrderCreateInput(BaseModel):
-    """The body of crudish create of Order (shop.loom:23)"""
+    """The body of crudish create of Order (shop.loom:29)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -46,7 +55,7 @@ class OrderCreateInput(BaseModel):
 
 
 class OrderUpdateInput(BaseModel):
-    """The body of crudish update of Order: any mutable fields (shop.loom:23)"""
+    """The body of crudish update of Order: any mutable fields (shop.loom:29)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -57,7 +66,7 @@ class OrderUpdateInput(BaseModel):
 
 
 class PlaceOrderInput(BaseModel):
-    """The body of workflow placeOrder (shop.loom:35)"""
+    """The body of workflow placeOrder (shop.loom:41)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -66,8 +75,38 @@ class PlaceOrderInput(BaseModel):
     fail_payment: bool = Field(alias="failPayment")
 
 
+class PendingTimeoutOut(BaseModel):
+    """A timeout of a process instance that has not fired: its name and when it is due."""
+
+    name: str
+    dueAt: datetime
+
+
+class PaymentDeadlineInstanceOut(BaseModel):
+    """an instance of workflow PaymentDeadline as the API answers it (shop.loom:62)"""
+
+    order: OrderId
+    version: int
+    ended: bool
+    timeouts: list[PendingTimeoutOut]
+
+    @classmethod
+    def from_state(
+        cls,
+        state: PaymentDeadlineState,
+        timeouts: Sequence[PendingTimeout] = (),
+    ) -> Self:
+        """The wire form of an instance of workflow PaymentDeadline."""
+        return cls(
+            order=state.order,
+            version=instance_version(state),
+            ended=state.ended,
+            timeouts=[PendingTimeoutOut(name=t.name, dueAt=t.due_at) for t in timeouts],
+        )
+
+
 class OrderProgressOut(BaseModel):
-    """a row of projection OrderProgress as the API answers it (shop.loom:56)"""
+    """a row of projection OrderProgress as the API answers it (shop.loom:86)"""
 
     order: OrderId
     version: int

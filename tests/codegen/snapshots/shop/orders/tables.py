@@ -6,7 +6,7 @@ from sqlalchemy import BigInteger, Boolean, Column, Integer, String, Table, Uuid
 
 from .._metadata import metadata
 
-# aggregate Order (shop.loom:23)
+# aggregate Order (shop.loom:29)
 orders = Table(
     "orders_orders",
     metadata,
@@ -18,7 +18,16 @@ orders = Table(
     Column("status", String, nullable=False),
 )
 
-# rows of projection OrderProgress (shop.loom:56)
+# instances of workflow PaymentDeadline (shop.loom:62)
+payment_deadline_instances = Table(
+    "orders_payment_deadline_instances",
+    metadata,
+    Column("order", Uuid, primary_key=True),
+    Column("version", Integer, nullable=False),
+    Column("ended", Boolean, nullable=False),
+)
+
+# rows of projection OrderProgress (shop.loom:86)
 order_progress_rows = Table(
     "orders_order_progress_rows",
     metadata,

@@ -3,14 +3,15 @@
 # Workflow routes of context Orders.
 
 from typing import Annotated
+from uuid import UUID
 
 from fastapi import APIRouter, Depends
 
 from loom.runtime import PROBLEM_RESPONSES, LoomRoute, Service, get_service
 
 from .domain import Order, OrderId, OrderPlaced, OrderStatus
-from .repositories import Orders
-from .schemas import PlaceOrderInput
+from .repositories import Orders, PaymentDeadlineInstances
+from .schemas import PaymentDeadlineInstanceOut, PlaceOrderInput
 
 router = APIRouter(route_class=LoomRoute)
 
@@ -25,7 +26,7 @@ async def place_order(
     body: PlaceOrderInput,
     service: Annotated[Service, Depends(get_service)],
 ) -> OrderId:
-    """workflow placeOrder (shop.loom:34): non-transactional: each save commits on its own"""
+    """workflow placeOrder (shop.loom:40): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         orders = Orders(work)
         o = Order.create(
@@ -47,4 +48,26 @@ async def place_order(
     return result
 
 
-# workflow settleOrder (shop.loom:43) has no HTTP entry point
+# workflow settleOrder (shop.loom:49) has no HTTP entry point
+
+# workflow PaymentDeadline (shop.loom:62) has no HTTP entry point
+
+
+@router.get(
+    "/api/workflows/payment_deadline/instances/{id}",
+    responses=PROBLEM_RESPONSES,
+    tags=["Orders: workflows"],
+)
+async def get_payment_deadline_instance(
+    id: UUID,
+    service: Annotated[Service, Depends(get_service)],
+) -> PaymentDeadlineInstanceOut:
+    """an instance of workflow PaymentDeadline (shop.loom:62), by its order"""
+    async with service.autocommit() as work:
+        instance = await PaymentDeadlineInstances(work).get(id)
+        timeouts = await service.processes.pending(
+            "Orders.PaymentDeadline",
+            id,
+            work=work,
+        )
+    return PaymentDeadlineInstanceOut.from_state(instance, timeouts)

@@ -17,7 +17,7 @@ ChargeId = NewType("ChargeId", UUID)
 
 @dataclass(frozen=True, kw_only=True)
 class PaymentSucceeded(DomainEvent):
-    """event PaymentSucceeded (shop.loom:112)"""
+    """event PaymentSucceeded (shop.loom:146)"""
 
     event_type: ClassVar[str] = "Payment.PaymentSucceeded"
     order: OrderId
@@ -25,7 +25,7 @@ class PaymentSucceeded(DomainEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class PaymentFailed(DomainEvent):
-    """event PaymentFailed (shop.loom:113)"""
+    """event PaymentFailed (shop.loom:147)"""
 
     event_type: ClassVar[str] = "Payment.PaymentFailed"
     order: OrderId
@@ -33,7 +33,7 @@ class PaymentFailed(DomainEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class OrderCancelled(DomainEvent):
-    """event OrderCancelled (shop.loom:114)"""
+    """event OrderCancelled (shop.loom:148)"""
 
     event_type: ClassVar[str] = "Payment.OrderCancelled"
     order: OrderId
@@ -41,7 +41,7 @@ class OrderCancelled(DomainEvent):
 
 @dataclass(eq=False, kw_only=True)
 class Charge(AggregateRoot):
-    """aggregate Charge (shop.loom:116)"""
+    """aggregate Charge (shop.loom:150)"""
 
     id: ChargeId = field(default_factory=lambda: ChargeId(new_id()))
     order: OrderId
@@ -49,5 +49,5 @@ class Charge(AggregateRoot):
 
     @classmethod
     def create(cls, *, order: OrderId, ok: bool) -> Charge:
-        """Charge.create (shop.loom:116): a new Charge"""
+        """Charge.create (shop.loom:150): a new Charge"""
         return cls(order=order, ok=ok)

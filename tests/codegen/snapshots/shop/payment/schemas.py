@@ -11,7 +11,7 @@ from .domain import Charge, ChargeId
 
 
 class ChargeOut(BaseModel):
-    """Charge as the API answers it (aggregate Charge, shop.loom:116)"""
+    """Charge as the API answers it (aggregate Charge, shop.loom:150)"""
 
     id: ChargeId
     version: int

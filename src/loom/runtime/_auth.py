@@ -1,0 +1,279 @@
+"""Bearer-token authentication: who the principal of a request is.
+
+`create_app(auth=...)` takes an `Authenticator` (a `JwtAuth`, or anything with
+`authenticate(token) -> Principal`), `False` for none, or None (the default) to configure JWT from
+the environment:
+
+    LOOM_JWT_SECRET       an HMAC secret (HS256), at least 32 bytes
+    LOOM_JWT_PUBLIC_KEY   a PEM public key, or the path of a file holding one: RS256 for an RSA
+                          key, ES256 for an EC P-256 key
+    LOOM_JWT_AUDIENCE     optional: the `aud` a token must carry
+    LOOM_JWT_ISSUER       optional: the `iss` a token must carry
+
+Per request (`AuthMiddleware`):
+
+- no `Authorization` header: the request is anonymous (`ANONYMOUS`);
+- `Authorization: Bearer <token>` that verifies: the principal of its claims (`sub` -> id,
+  `roles` -> roles, every claim readable through `claim()`);
+- any other `Authorization` header (a token that does not verify, expired, for another audience
+  or issuer, malformed, or another scheme): 401 `urn:loom:problem:unauthenticated` with
+  `WWW-Authenticate: Bearer …`, and the route never runs;
+- with no authentication configured every request is anonymous, and an `Authorization` header is
+  ignored.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal, Protocol
+
+import jwt
+from starlette.requests import Request
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ._errors import Forbidden, Unauthenticated
+from ._principal import ANONYMOUS, Principal, current_principal, use_principal
+from ._problems import problem_for
+
+ADMIN_ROLE = "admin"
+_MIN_SECRET_BYTES = 32  # RFC 7518 §3.2: an HS256 key is at least as long as the hash
+
+
+class Authenticator(Protocol):
+    """Turns a bearer token into the request's principal; raises `Unauthenticated` when the token
+    does not verify."""
+
+    def authenticate(self, token: str) -> Principal: ...
+
+
+class AuthConfigError(ValueError):
+    """The authentication settings cannot work (a short secret, an unreadable key)."""
+
+
+@dataclass(frozen=True, slots=True)
+class JwtAuth:
+    """Verifies JWTs with one key. `key` is an HMAC secret or a PEM public key; `algorithms` the
+    ones a token may be signed with. `exp` and `nbf` are checked when the token has them; `aud`
+    and `iss` when `audience` / `issuer` are set. `leeway` (seconds) absorbs clock skew."""
+
+    key: str
+    algorithms: tuple[str, ...]
+    audience: str | None = None
+    issuer: str | None = None
+    leeway: float = 0
+    roles_claim: str = "roles"
+
+    @classmethod
+    def hs256(
+        cls,
+        secret: str,
+        *,
+        audience: str | None = None,
+        issuer: str | None = None,
+        leeway: float = 0,
+    ) -> JwtAuth:
+        """A shared secret (HS256)."""
+        if len(secret.encode()) < _MIN_SECRET_BYTES:
+            raise AuthConfigError(
+                f"the JWT secret is {len(secret.encode())} bytes long; HS256 needs at least "
+                f"{_MIN_SECRET_BYTES} (RFC 7518 §3.2): use a longer random secret"
+            )
+        return cls(secret, ("HS256",), audience, issuer, leeway)
+
+    @classmethod
+    def public_key(
+        cls,
+        pem: str,
+        *,
+        audience: str | None = None,
+        issuer: str | None = None,
+        leeway: float = 0,
+    ) -> JwtAuth:
+        """A PEM public key: RS256 for an RSA key, ES256 for an EC P-256 key."""
+        from cryptography.hazmat.primitives.asymmetric import ec, rsa
+        from cryptography.hazmat.primitives.serialization import load_pem_public_key
+
+        try:
+            loaded = load_pem_public_key(pem.encode())
+        except ValueError as exc:
+            raise AuthConfigError(f"the JWT public key is not a PEM public key: {exc}") from None
+        if isinstance(loaded, rsa.RSAPublicKey):
+            algorithm = "RS256"
+        elif isinstance(loaded, ec.EllipticCurvePublicKey) and loaded.curve.name == "secp256r1":
+            algorithm = "ES256"
+        else:
+            raise AuthConfigError(
+                "the JWT public key must be an RSA key (RS256) or an EC P-256 key (ES256)"
+            )
+        return cls(pem, (algorithm,), audience, issuer, leeway)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> JwtAuth | None:
+        """The JWT settings of the environment (module docstring), or None when neither
+        LOOM_JWT_SECRET nor LOOM_JWT_PUBLIC_KEY is set."""
+        env = os.environ if environ is None else environ
+        secret = env.get("LOOM_JWT_SECRET") or None
+        public = env.get("LOOM_JWT_PUBLIC_KEY") or None
+        audience = env.get("LOOM_JWT_AUDIENCE") or None
+        issuer = env.get("LOOM_JWT_ISSUER") or None
+        if secret and public:
+            raise AuthConfigError("set LOOM_JWT_SECRET or LOOM_JWT_PUBLIC_KEY, not both")
+        if secret:
+            return cls.hs256(secret, audience=audience, issuer=issuer)
+        if public:
+            if "-----BEGIN" not in public:
+                try:
+                    public = Path(public).read_text(encoding="utf-8")
+                except OSError as exc:
+                    raise AuthConfigError(
+                        "LOOM_JWT_PUBLIC_KEY is neither a PEM key nor a readable file: "
+                        f"{exc.strerror or exc}"
+                    ) from None
+            return cls.public_key(public, audience=audience, issuer=issuer)
+        return None
+
+    def authenticate(self, token: str) -> Principal:
+        try:
+            claims: dict[str, Any] = jwt.decode(
+                token,
+                self.key,
+                algorithms=list(self.algorithms),
+                audience=self.audience,
+                issuer=self.issuer,
+                leeway=self.leeway,
+                options={"verify_aud": self.audience is not None},
+            )
+        except jwt.ExpiredSignatureError:
+            raise Unauthenticated("the bearer token has expired", error="invalid_token") from None
+        except jwt.ImmatureSignatureError:
+            raise Unauthenticated(
+                "the bearer token is not valid yet", error="invalid_token"
+            ) from None
+        except (jwt.InvalidAudienceError, jwt.InvalidIssuerError) as exc:
+            what = "audience" if isinstance(exc, jwt.InvalidAudienceError) else "issuer"
+            raise Unauthenticated(
+                f"the bearer token is not for this service (its {what} does not match)",
+                error="invalid_token",
+            ) from None
+        except jwt.InvalidSignatureError:
+            raise Unauthenticated(
+                "the bearer token's signature does not verify", error="invalid_token"
+            ) from None
+        except jwt.PyJWTError as exc:
+            raise Unauthenticated(
+                f"the bearer token is not valid: {exc}", error="invalid_token"
+            ) from None
+        return principal_of(claims, self.roles_claim)
+
+
+def principal_of(claims: Mapping[str, Any], roles_claim: str = "roles") -> Principal:
+    """The principal of verified claims: `sub` is the id ("" when absent), `roles_claim` the roles
+    (a list of strings; a single string is one role; anything else, none)."""
+    sub = claims.get("sub")
+    raw = claims.get(roles_claim)
+    roles: tuple[str, ...]
+    if isinstance(raw, str):
+        roles = (raw,)
+    elif isinstance(raw, Sequence):
+        roles = tuple(r for r in raw if isinstance(r, str))
+    else:
+        roles = ()
+    return Principal(
+        id="" if sub is None else str(sub),
+        claims=MappingProxyType(dict(claims)),
+        roles=roles,
+    )
+
+
+def resolve_auth(auth: Authenticator | Literal[False] | None) -> Authenticator | None:
+    """`create_app(auth=…)`: None reads the environment, False turns authentication off."""
+    if auth is False:
+        return None
+    if auth is None:
+        return JwtAuth.from_env()
+    return auth
+
+
+_AUTHORIZATION = b"authorization"
+
+
+class AuthMiddleware:
+    """Sets the request's principal (see the module docstring); a pure ASGI middleware, so the
+    principal set here is the one the route's code reads."""
+
+    def __init__(self, app: ASGIApp, authenticator: Authenticator | None = None) -> None:
+        self.app = app
+        self.authenticator = authenticator
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        principal = ANONYMOUS
+        header = _header(scope) if self.authenticator is not None else None
+        if self.authenticator is not None and header is not None:
+            try:
+                principal = self.authenticator.authenticate(_bearer(header))
+            except Unauthenticated as exc:
+                await problem_for(Request(scope), exc)(scope, receive, send)
+                return
+        with use_principal(principal):
+            await self.app(scope, receive, send)
+
+
+def _header(scope: Scope) -> str | None:
+    for name, value in scope.get("headers", ()):
+        if name == _AUTHORIZATION:
+            return str(value.decode("latin-1"))
+    return None
+
+
+def _bearer(header: str) -> str:
+    scheme, _, token = header.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        raise Unauthenticated(
+            "only bearer tokens are accepted (`Authorization: Bearer <token>`)",
+            error="invalid_request",
+        )
+    token = token.strip()
+    if not token:
+        raise Unauthenticated("the bearer token is empty", error="invalid_request")
+    return token
+
+
+def require_admin(request: Request) -> None:
+    """FastAPI dependency of the admin endpoints: with authentication configured, the caller must
+    be authenticated (else 401) and have the role `admin` (else 403); without, they are open."""
+    if getattr(request.app.state, "loom_auth", None) is None:
+        return
+    principal = current_principal()
+    if not principal.is_authenticated:
+        raise Unauthenticated(
+            f"the admin endpoints need a bearer token with the role `{ADMIN_ROLE}`"
+        )
+    if not principal.has_role(ADMIN_ROLE):
+        raise Forbidden(
+            f'admin: requires currentUser.hasRole("{ADMIN_ROLE}")',
+            f"the admin endpoints need the role `{ADMIN_ROLE}`",
+        )
+
+
+def add_bearer_scheme(app: Any) -> None:
+    """Declare the optional bearer authentication in the app's OpenAPI document."""
+    base_openapi = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema  # type: ignore[no-any-return]
+        schema: dict[str, Any] = base_openapi()
+        schemes = schema.setdefault("components", {}).setdefault("securitySchemes", {})
+        schemes.setdefault("bearer", {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"})
+        schema.setdefault("security", [{"bearer": []}, {}])  # a token, or none (anonymous)
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi

@@ -1,0 +1,78 @@
+"""The tables of process managers, timeouts and context timers (created by
+`Service.create_schema()` when the service uses processes, like the outbox tables).
+
+- `__loom_processes`: one row per instance, keyed by (process, key): its JSON state, the process
+  version that wrote it, a save counter for optimistic concurrency, and whether it ended.
+- `__loom_timers`: one row per armed (or dead) timeout, keyed by its job id, at most one per
+  (process, key, name). `due_at` is when it was due; `available_at` when it may next be claimed
+  (later than `due_at` after a failed attempt). A scheduler claims a row with a lease
+  (`claimed_by`, `claimed_until`); the row is deleted in the transaction of the handler that
+  consumed it.
+- `__loom_ticks`: one row per context timer: when its next tick is due.
+
+Every time is `loom.runtime.clock.now()` passed as a parameter, never the database's clock.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    Uuid,
+)
+
+from .types import UtcDateTime
+
+ARMED, DEAD = "armed", "dead"
+
+process_metadata = MetaData()
+
+processes = Table(
+    "__loom_processes",
+    process_metadata,
+    Column("process", String, nullable=False),
+    Column("key", String, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("state", Text, nullable=False),
+    Column("state_version", Integer, nullable=False),
+    Column("ended", Boolean, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+    PrimaryKeyConstraint("process", "key", name="pk___loom_processes"),
+)
+
+timers = Table(
+    "__loom_timers",
+    process_metadata,
+    Column("job_id", Uuid, primary_key=True),
+    Column("process", String, nullable=False),
+    Column("key", String, nullable=False),
+    Column("name", String, nullable=False),
+    Column("due_at", UtcDateTime, nullable=False),
+    Column("available_at", UtcDateTime, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("status", String, nullable=False),
+    Column("last_error", Text, nullable=True),
+    Column("correlation_id", String, nullable=True),
+    Column("armed_at", UtcDateTime, nullable=False),
+    Column("claimed_by", String, nullable=True),
+    Column("claimed_until", UtcDateTime, nullable=True),
+    UniqueConstraint("process", "key", "name", name="uq___loom_timers_name"),
+    # the scheduler's claim: armed rows, earliest first
+    Index("ix___loom_timers_due", "status", "available_at"),
+)
+
+ticks = Table(
+    "__loom_ticks",
+    process_metadata,
+    Column("name", String, primary_key=True),
+    Column("next_at", UtcDateTime, nullable=False),
+    Column("last_run_at", UtcDateTime, nullable=True),
+)

@@ -1,0 +1,328 @@
+"""The scheduler: fires due timeouts and context-timer ticks, inside the service, like the relay.
+
+A round: claim up to `batch_size` due timeouts
+in one short statement that stamps a lease (`claimed_by`, `claimed_until`): on PostgreSQL with
+`FOR UPDATE SKIP LOCKED`, so replicas claim disjoint batches; on SQLite under the service's writer
+lock and `BEGIN IMMEDIATE`. Each claimed timeout then runs in a transaction of its own:
+
+1. the row is read again, still armed and still ours: a timeout disarmed or replaced since the
+   claim is skipped (`timeout_stale`);
+2. the process's handler runs, as the system principal, with the arming step's correlation id;
+3. the row is deleted, in the same transaction: it is consumed if and only if the handler
+   committed.
+
+Then the round runs the due context-timer ticks (`_recurring.TickRunner`): the precise timeout
+first, the sweep (its safety net) after.
+
+A handler that raises rolls back; the row's `attempts` grows and it waits `backoff.delay(attempt)`
+(`timeout_retry_scheduled`), or at `max_attempts` it becomes dead (`timeout_dead_lettered`), listed
+and redriven like outbox dead letters. A scheduler that dies mid-batch leaves rows leased; once the
+lease expires another claims them: delivery is at least once (a runner step checks the job is
+still armed, in its own transaction, so a consumed timeout is never applied twice).
+
+Wake-ups: after each round the scheduler sleeps until the earliest armed timeout or tick, at most
+`poll_interval`; a step of this service that arms an earlier timeout wakes it (`expect`). Timeouts
+armed by another replica are found at the next poll: the precision is the poll interval.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import and_, bindparam, delete, or_, select, update
+
+from . import clock
+from ._ids import new_id
+from ._logs import log_fact, use_correlation_id
+from ._principal import SYSTEM, use_principal
+from ._process_model import TimeoutDue
+from ._process_tables import ARMED, DEAD, timers
+from ._recurring import TickRunner, _short
+from ._timers import _fields
+
+if TYPE_CHECKING:
+    from ._service import Service
+
+t = timers.c
+_ROW = (t.job_id, t.process, t.key, t.name, t.due_at, t.attempts, t.correlation_id)
+_due = and_(
+    t.process.in_(bindparam("processes", expanding=True)),  # only what this service handles
+    t.status == ARMED,
+    t.available_at <= bindparam("now"),
+    or_(t.claimed_until.is_(None), t.claimed_until <= bindparam("now")),
+)
+_due_ids = select(t.job_id).where(_due).order_by(t.available_at, t.job_id).limit(bindparam("n"))
+_pg_due = _due_ids.with_for_update(skip_locked=True).cte("due")
+_CLAIM_PG = (
+    update(timers)
+    .where(t.job_id == _pg_due.c.job_id)
+    .values(claimed_by=bindparam("me"), claimed_until=bindparam("until"))
+    .returning(*_ROW)
+)
+_CLAIM_SQLITE = (
+    update(timers)
+    .where(t.job_id.in_(_due_ids.scalar_subquery()))
+    .values(claimed_by=bindparam("me"), claimed_until=bindparam("until"))
+    .returning(*_ROW)
+)
+_mine = and_(t.job_id == bindparam("id"), t.claimed_by == bindparam("me"))
+_STILL_MINE = select(t.job_id).where(_mine, t.status == ARMED)
+_CONSUME = delete(timers).where(t.job_id == bindparam("id"))
+_RETRY = (
+    update(timers)
+    .where(_mine)
+    .values(
+        attempts=bindparam("attempts"),
+        available_at=bindparam("at"),
+        last_error=bindparam("error"),
+        claimed_by=None,
+        claimed_until=None,
+    )
+)
+_KILL = (
+    update(timers)
+    .where(_mine)
+    .values(
+        status=DEAD,
+        attempts=bindparam("attempts"),
+        last_error=bindparam("error"),
+        claimed_by=None,
+        claimed_until=None,
+    )
+)
+_MAX_ERROR = 2000
+_RECHECK = 0.02  # s: a second look at an expected timeout the first claim did not find
+
+
+class Scheduler:
+    """`service.scheduler`. Options: poll_interval (s: the longest sleep, and the precision for
+    timeouts armed by other replicas), batch_size (timeouts per claim), lease (how long a claim
+    is exclusive; longer than a batch of handlers takes), name (the claimed_by stamp)."""
+
+    def __init__(
+        self,
+        service: Service,
+        *,
+        poll_interval: float = 1.0,
+        batch_size: int = 50,
+        lease: timedelta = timedelta(seconds=60),
+        name: str | None = None,
+    ) -> None:
+        if batch_size < 1 or poll_interval <= 0 or lease <= timedelta(0):
+            raise ValueError("scheduler: batch_size, poll_interval and lease must be positive")
+        self._service = service
+        self.poll_interval = poll_interval
+        self.batch_size = batch_size
+        self.lease = lease
+        self.name = name or f"{socket.gethostname()}:{os.getpid()}:{new_id().hex[-12:]}"
+        self.ticks = TickRunner(service)
+        self._wake = asyncio.Event()
+        self._lock = asyncio.Lock()
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+        self._next: datetime | None = None  # the earliest `expect`ed instant not yet seen
+        self._sleeping_until: datetime | None = None
+        self._rechecked: datetime | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def expect(self, at: datetime) -> None:
+        """A timeout of this service is due `at`: wake up by then (at once if it already is).
+        Cheap when the loop would wake by then anyway: nothing happens."""
+        if self._next is not None and self._next <= at:
+            return
+        self._next = at
+        sleeping = self._sleeping_until
+        if sleeping is not None and at < sleeping:
+            self._wake.set()
+
+    async def start(self) -> None:
+        if self.running:
+            return
+        self._stopping = False
+        if self._service.uses_processes:
+            await self.ticks.ensure_rows()
+        self._task = asyncio.create_task(self._run(), name=f"loom-scheduler {self.name}")
+
+    async def stop(self, timeout: float = 5.0) -> None:
+        """Finish the round in progress (up to `timeout` seconds), then stop."""
+        self._stopping = True
+        self._wake.set()
+        task, self._task = self._task, None
+        if task is not None:
+            done, _ = await asyncio.wait({task}, timeout=timeout)
+            if not done:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+
+    async def run_due(self) -> int:
+        """Fire every timeout and tick due now, and what those handlers made due now, until a
+        round finds nothing; answers how many ran. (Tests, and `VirtualClock.advance`.)"""
+        total = 0
+        while True:
+            async with self._lock:
+                ran = await self._round()
+            if not ran:
+                return total
+            total += ran
+
+    async def next_due(self) -> datetime | None:
+        """The earliest instant a timeout or a tick of this service becomes due."""
+        service = self._service
+        await self.ticks.ensure_rows()
+        return await service.timers.next_due(service.timeouts.processes, service.recurring.names)
+
+    # -- the loop ---------------------------------------------------------------------------
+    async def _run(self) -> None:
+        failures = 0
+        while not self._stopping:
+            self._wake.clear()
+            try:
+                async with self._lock:
+                    ran = await self._round()
+                    wait = 0.0 if ran >= self.batch_size else await self._idle_delay()
+                if not ran:  # due but not claimable (locked, leased): never spin on it
+                    wait = max(wait, _RECHECK)
+                failures = 0
+            except Exception as exc:  # noqa: BLE001 - the loop outlives any database trouble
+                failures += 1
+                fields = {"attempt": failures, "error": f"{type(exc).__name__}: {exc}"}
+                log_fact("scheduler_error", logging.ERROR, {**fields, "scheduler": self.name})
+                wait = min(0.05 * 2 ** min(failures, 10), max(self.poll_interval, 1.0))
+            if self._stopping:
+                return
+            if wait <= 0:
+                await asyncio.sleep(0)  # let requests run between batches
+                continue
+            self._sleeping_until = clock.now() + timedelta(seconds=wait)
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=wait)
+            except TimeoutError:
+                pass
+            finally:
+                self._sleeping_until = None
+
+    async def _idle_delay(self) -> float:
+        """Until the earliest due timeout or tick (as stored now, or as `expect`ed since), at
+        most the poll interval."""
+        found = await self.next_due()
+        expected, self._next = self._next, None
+        now = clock.now()
+        if expected is not None and expected <= now and (found is None or found > now):
+            # due, but not claimable yet: most likely armed by a transaction still committing
+            if self._rechecked != expected:
+                self._rechecked = expected
+                return min(self.poll_interval, _RECHECK)
+        elif expected is not None and (found is None or expected < found):
+            found = expected
+        if found is None:
+            return self.poll_interval
+        return max(0.0, min(self.poll_interval, (found - now).total_seconds()))
+
+    # -- one round --------------------------------------------------------------------------
+    async def _round(self) -> int:
+        """Due timeouts first (the precise deadline), then due ticks (the sweeps)."""
+        if not self._service.uses_processes:
+            return 0  # no timer tables to look at
+        ran = 0
+        rows, until = await self._claim()
+        for i, row in enumerate(rows):
+            if clock.now() >= until:  # never fire on an expired lease: release the rest
+                await self._release([r.job_id for r in rows[i:]])
+                break
+            await self._fire(row)
+            ran += 1
+        return ran + await self.ticks.run_due()
+
+    async def _claim(self) -> tuple[list[Any], datetime]:
+        service = self._service
+        now = clock.now()
+        until = now + self.lease
+        handled = service.timeouts.processes
+        if not handled:
+            return [], until
+        stmt = _CLAIM_PG if service.dialect == "postgresql" else _CLAIM_SQLITE
+        params = {"now": now, "n": self.batch_size, "me": self.name, "until": until}
+        params["processes"] = list(handled)
+        async with _short(service) as work:
+            conn = await work.connection()
+            rows = (await conn.execute(stmt, params)).all()
+        return sorted(rows, key=lambda r: (r.due_at, r.job_id)), until
+
+    async def _release(self, ids: list[Any]) -> None:
+        stmt = update(timers).where(t.job_id.in_(ids), t.claimed_by == self.name)
+        async with _short(self._service) as work:
+            conn = await work.connection()
+            await conn.execute(stmt.values(claimed_by=None, claimed_until=None))
+
+    async def _fire(self, row: Any) -> None:
+        service = self._service
+        due = TimeoutDue(
+            process=row.process,
+            key=row.key,
+            name=row.name,
+            job_id=row.job_id,
+            due_at=row.due_at,
+            attempt=row.attempts + 1,
+            correlation_id=row.correlation_id or str(row.job_id),
+        )
+        fields = {**_fields(due), "attempt": due.attempt}
+        registered = service.timeouts.get(row.process)
+        if registered is None:
+            error = f"no timeout handler is registered for process {row.process}"
+            await self._failed(due, fields, error, 1, None)
+            return
+        params = {"id": row.job_id, "me": self.name}
+        try:
+            with use_correlation_id(due.correlation_id), use_principal(SYSTEM):
+                async with service.transaction() as work:
+                    conn = await work.connection()
+                    if (await conn.execute(_STILL_MINE, params)).first() is None:
+                        log_fact("timeout_stale", logging.INFO, fields)
+                        return
+                    await registered.handler(due, work)
+                    await conn.execute(_CONSUME, params)
+        except Exception as exc:  # noqa: BLE001 - retried, then dead-lettered
+            error = f"{type(exc).__name__}: {exc}"
+            await self._failed(due, fields, error, registered.max_attempts, registered.backoff)
+            return
+        log_fact("timeout_fired", logging.INFO, fields)
+
+    async def _failed(
+        self, due: TimeoutDue, fields: dict[str, Any], error: str, max_attempts: int, backoff: Any
+    ) -> None:
+        error = error[:_MAX_ERROR]
+        params: dict[str, Any] = {
+            "id": due.job_id,
+            "me": self.name,
+            "attempts": due.attempt,
+            "error": error,
+        }
+        fields = {**fields, "error": error}
+        async with _short(self._service) as work:
+            conn = await work.connection()
+            if due.attempt >= max_attempts or backoff is None:
+                result = await conn.execute(_KILL, params)
+                line = ("timeout_dead_lettered", logging.ERROR, fields)
+            else:
+                params["at"] = at = clock.now() + backoff.delay(due.attempt)
+                result = await conn.execute(_RETRY, params)
+                line = ("timeout_retry_scheduled", logging.WARNING, {**fields, "retry_at": at})
+                self.expect(at)
+        if result.rowcount == 1:
+            log_fact(*line)
+            return
+        # the row is not ours any more: disarmed or replaced meanwhile (often by the very step
+        # the handler lost a race to), so there is nothing to retry; or its lease was lost, and
+        # the new holder decides
+        async with self._service.engine.connect() as conn:
+            exists = (await conn.execute(select(t.job_id).where(t.job_id == due.job_id))).first()
+        if exists is None:
+            log_fact("timeout_stale", logging.INFO, fields)

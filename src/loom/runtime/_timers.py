@@ -1,0 +1,185 @@
+"""`service.timeouts` (who handles the timeouts of each process) and `service.timers` (the queue
+of armed and dead timeouts: dead letters, redrive, counts, the next due instant).
+
+A timeout handler is `async def handler(due: TimeoutDue, work: Work) -> None`; the scheduler runs
+it in `work`, a transaction of its own, as the system principal, with the correlation id of the
+step that armed the timeout. A handler built on a `ProcessRunner` calls
+`runner.timeout(Process, due, step, work=work)`, which runs the step only while `due.job_id` is
+still the armed job.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from sqlalchemy import case, func, select, type_coerce, update
+
+from . import clock
+from ._channels import Backoff
+from ._logs import log_fact
+from ._process_model import DeadTimeout, TimeoutDue
+from ._process_tables import ARMED, DEAD, ticks, timers
+from .types import UtcDateTime
+
+if TYPE_CHECKING:
+    from ._service import Service
+    from ._work import Work
+
+TimeoutHandler = Callable[[TimeoutDue, "Work"], Awaitable[None]]
+t = timers.c
+
+
+@dataclass(frozen=True, slots=True)
+class Registered:
+    process: str
+    handler: TimeoutHandler
+    max_attempts: int
+    backoff: Backoff
+
+
+class TimeoutHandlers:
+    """`service.timeouts`: one handler per process name."""
+
+    def __init__(self) -> None:
+        self._by_process: dict[str, Registered] = {}
+
+    def register(
+        self,
+        process: str,
+        handler: TimeoutHandler,
+        *,
+        max_attempts: int = 5,
+        backoff: Backoff | None = None,
+    ) -> None:
+        """Deliver the due timeouts of `process` to `handler`. A failing handler is retried
+        after `backoff.delay(attempt)`; after `max_attempts` failures the timeout is dead (kept,
+        listed with the dead letters, redrivable)."""
+        if process in self._by_process:
+            raise ValueError(f"the timeouts of {process} already have a handler")
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        self._by_process[process] = Registered(process, handler, max_attempts, backoff or Backoff())
+
+    def get(self, process: str) -> Registered | None:
+        return self._by_process.get(process)
+
+    @property
+    def processes(self) -> tuple[str, ...]:
+        """The processes whose timeouts this service fires (it claims no other)."""
+        return tuple(self._by_process)
+
+    def __len__(self) -> int:
+        return len(self._by_process)
+
+
+def _dead(row: Any) -> DeadTimeout:
+    return DeadTimeout(
+        job_id=row.job_id,
+        process=row.process,
+        key=row.key,
+        name=row.name,
+        due_at=row.due_at,
+        attempts=row.attempts,
+        last_error=row.last_error,
+        correlation_id=row.correlation_id,
+    )
+
+
+_DEAD_COLUMNS = (
+    t.job_id,
+    t.process,
+    t.key,
+    t.name,
+    t.due_at,
+    t.attempts,
+    t.last_error,
+    t.correlation_id,
+)
+
+
+class TimerQueue:
+    """`service.timers`: the stored timeouts as a queue (the scheduler does the firing)."""
+
+    def __init__(self, service: Service) -> None:
+        self._service = service
+
+    async def dead_letters(self, limit: int = 50, offset: int = 0) -> list[DeadTimeout]:
+        """Dead timeouts, earliest due first."""
+        stmt = (
+            select(*_DEAD_COLUMNS)
+            .where(t.status == DEAD)
+            .order_by(t.due_at, t.job_id)
+            .limit(limit)
+            .offset(offset)
+        )
+        async with self._service.engine.connect() as conn:
+            return [_dead(r) for r in (await conn.execute(stmt)).all()]
+
+    async def counts(self) -> dict[str, int]:
+        """Timeouts per status: {"armed": n, "dead": n}."""
+        stmt = select(t.status, func.count()).group_by(t.status)
+        async with self._service.engine.connect() as conn:
+            found = {status: int(n) for status, n in (await conn.execute(stmt)).all()}
+        return {status: found.get(status, 0) for status in (ARMED, DEAD)}
+
+    async def redrive(self, job_id: UUID) -> bool:
+        """Arm one dead timeout again, due now, attempts from zero; False if there is none."""
+        return bool(await self._redrive(t.job_id == job_id))
+
+    async def redrive_all(self) -> int:
+        """Arm every dead timeout again; answers how many."""
+        return await self._redrive(None)
+
+    async def _redrive(self, where: Any) -> int:
+        service = self._service
+        now = clock.now()
+        stmt = (
+            update(timers)
+            .where(t.status == DEAD)
+            .values(status=ARMED, attempts=0, available_at=now, claimed_by=None, claimed_until=None)
+            .returning(*_DEAD_COLUMNS)
+        )
+        if where is not None:
+            stmt = stmt.where(where)
+        async with service.transaction() as work:
+            conn = await work.connection()
+            rows = (await conn.execute(stmt)).all()
+        for row in rows:
+            log_fact("timeout_redriven", logging.INFO, _fields(_dead(row)))
+        if rows:
+            service.scheduler.expect(now)
+        return len(rows)
+
+    async def next_due(
+        self, processes: tuple[str, ...] | None = None, registered_ticks: tuple[str, ...] = ()
+    ) -> datetime | None:
+        """The earliest instant something becomes claimable: an armed timeout (of `processes`,
+        default any; after the lease that holds it, if any) or the next tick of one of
+        `registered_ticks`."""
+        claimable = case((t.claimed_until > t.available_at, t.claimed_until), else_=t.available_at)
+        first_timer = type_coerce(func.min(claimable), UtcDateTime)
+        first_tick = type_coerce(func.min(ticks.c.next_at), UtcDateTime)
+        async with self._service.engine.connect() as conn:
+            timer_due = select(first_timer).where(t.status == ARMED)
+            if processes is not None:
+                timer_due = timer_due.where(t.process.in_(processes))
+            found = [(await conn.execute(timer_due)).scalar()]
+            if registered_ticks:
+                stmt = select(first_tick).where(ticks.c.name.in_(registered_ticks))
+                found.append((await conn.execute(stmt)).scalar())
+        return min((x for x in found if x is not None), default=None)
+
+
+def _fields(dead: DeadTimeout | TimeoutDue) -> dict[str, Any]:
+    return {
+        "correlation_id": dead.correlation_id,
+        "process": dead.process,
+        "key": dead.key,
+        "timeout": dead.name,
+        "job_id": str(dead.job_id),
+    }

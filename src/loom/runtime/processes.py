@@ -1,0 +1,263 @@
+"""loom.runtime.processes — process managers: steps that decide, a runner that keeps their state
+with optimistic concurrency, and durable timeouts (docs/processes.md).
+
+A process manager is a class with a `name`, a state `version` and `is_state`; its steps are plain
+functions from the current state (None: no instance yet) to a `Decision`, or None to ignore:
+
+    class ConfirmationDeadline:
+        name = "Scheduling.ConfirmationDeadline"
+        version = 1
+
+        @staticmethod
+        def is_state(value: object) -> TypeGuard[dict[str, str]]:
+            return isinstance(value, dict) and "appointment" in value
+
+        @staticmethod
+        def requested(e: AppointmentRequested, current: dict[str, str] | None) -> Decision | None:
+            if current is not None:
+                return None                                   # already watching: ignore
+            return Decision({"appointment": str(e.appointment)},
+                            timeouts=[Timeout("deadline", at=e.confirm_before)])
+
+        @staticmethod
+        def confirmed(current: dict[str, str] | None) -> Decision | None:
+            return None if current is None else Decision(current, cancel=["deadline"], ended=True)
+
+        @staticmethod
+        def timed_out(current: dict[str, str] | None) -> Decision | None:
+            return Decision(current, commands=[ExpireAppointment(...)], ended=True)
+
+Wiring (the generated code does the same):
+
+    runner = service.processes                       # a ProcessRunner on the SQL store
+    async with service.reaction() as work:           # in a reaction: one unit of work
+        await runner.run(ConfirmationDeadline, e.appointment,
+                         lambda cur: ConfirmationDeadline.requested(e, cur), work=work)
+
+    async def on_timeout(due: TimeoutDue, work: Work) -> None:
+        await runner.timeout(ConfirmationDeadline, due, ConfirmationDeadline.timed_out, work=work)
+    service.timeouts.register(ConfirmationDeadline.name, on_timeout)
+
+`run` loads the instance, refuses a state another version saved (`ProcessStateRefused`), ignores
+an ended instance, decides, saves with a version check (`ConcurrencyConflict` on a lost race),
+disarms and arms the timeouts, and emits the commands, all in the one unit of work. `timeout`
+does the same for a due timeout, but only while `due.job_id` is still the armed job.
+
+Public names: Decision, Timeout, Step, ProcessManager, ProcessRunner, Outcome, TimeoutDue,
+Instance, PendingTimeout, DeadTimeout, Tick, ProcessStateRefused, ProcessStore,
+SqlProcessStore, InMemoryProcessStore.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from . import clock
+from ._logs import log_fact
+from ._process_model import (
+    DeadTimeout,
+    Decision,
+    Instance,
+    Outcome,
+    PendingTimeout,
+    ProcessManager,
+    ProcessStateRefused,
+    Step,
+    Tick,
+    Timeout,
+    TimeoutDue,
+)
+from ._process_sql import SqlProcessStore
+from ._process_store import InMemoryProcessStore, ProcessStore
+
+if TYPE_CHECKING:
+    from ._service import Service
+    from ._work import Work
+
+__all__ = [
+    "DeadTimeout",
+    "Decision",
+    "InMemoryProcessStore",
+    "Instance",
+    "Outcome",
+    "PendingTimeout",
+    "ProcessManager",
+    "ProcessRunner",
+    "ProcessStateRefused",
+    "ProcessStore",
+    "SqlProcessStore",
+    "Step",
+    "Tick",
+    "Timeout",
+    "TimeoutDue",
+]
+
+S = TypeVar("S")
+
+
+def process_name(process: ProcessManager[Any] | str) -> str:
+    return process if isinstance(process, str) else process.name
+
+
+class ProcessRunner:
+    """Runs the steps of process managers on `store` (default: `SqlProcessStore`, in the
+    service's database). `service.processes` is the service's runner on the SQL store."""
+
+    def __init__(self, service: Service, store: ProcessStore | None = None) -> None:
+        self.service = service
+        self.store: ProcessStore = store if store is not None else SqlProcessStore()
+
+    async def run(
+        self,
+        process: ProcessManager[S],
+        key: object,
+        step: Step[S],
+        *,
+        work: Work | None = None,
+    ) -> Outcome:
+        """Run `step` on the instance of `process` keyed by `key` (any value; stored as its
+        `str`), in `work` (a reaction's or a request's unit of work), else in a transaction of
+        its own."""
+        return await self._in_work(process, str(key), step, None, work)
+
+    async def timeout(
+        self,
+        process: ProcessManager[S],
+        due: TimeoutDue,
+        step: Step[S],
+        *,
+        work: Work | None = None,
+    ) -> Outcome:
+        """Run `step` for the timeout `due`, only while `due.job_id` is the armed job of that
+        name (else `Outcome.STALE`: it was disarmed, or re-armed as another job). The timeout is
+        consumed whatever the step decides, unless the decision arms the same name again."""
+        if due.process != process.name:
+            raise ValueError(f"a timeout of {due.process} given to process {process.name}")
+        return await self._in_work(process, due.key, step, due, work)
+
+    async def armed(self, work: Work, due: TimeoutDue) -> bool:
+        """Whether `due` is still the armed job of its name (for handlers that keep their state
+        elsewhere: lock that state first, then ask)."""
+        return await self.store.armed(work, due.process, due.key, due.name) == due.job_id
+
+    async def get(self, process: ProcessManager[Any] | str, key: object) -> Instance | None:
+        """The stored instance (ended ones included), or None."""
+        async with self.service.autocommit() as work:
+            return await self.store.load(work, process_name(process), str(key))
+
+    async def list(
+        self, process: ProcessManager[Any] | str | None = None
+    ) -> builtins.list[Instance]:
+        """Every stored instance (of `process`), by process and key."""
+        name = None if process is None else process_name(process)
+        async with self.service.autocommit() as work:
+            return await self.store.list(work, name)
+
+    async def pending(
+        self, process: ProcessManager[Any] | str, key: object, *, work: Work | None = None
+    ) -> builtins.list[PendingTimeout]:
+        """The timeouts of one instance that have not fired (armed or dead), earliest first."""
+        if work is not None:
+            return await self.store.pending(work, process_name(process), str(key))
+        async with self.service.autocommit() as own:
+            return await self.store.pending(own, process_name(process), str(key))
+
+    # -- the step -------------------------------------------------------------------------------
+    async def _in_work(
+        self,
+        process: ProcessManager[S],
+        key: str,
+        step: Step[S],
+        due: TimeoutDue | None,
+        work: Work | None,
+    ) -> Outcome:
+        if work is not None:
+            outcome, earliest = await self._step(work, process, key, step, due)
+            if earliest is not None:
+                self.service.scheduler.expect(earliest)
+            return outcome
+        async with self.service.transaction() as own:
+            outcome, earliest = await self._step(own, process, key, step, due)
+        if earliest is not None:  # committed: the scheduler may look now
+            self.service.scheduler.expect(earliest)
+        return outcome
+
+    async def _step(
+        self,
+        work: Work,
+        process: ProcessManager[S],
+        key: str,
+        step: Step[S],
+        due: TimeoutDue | None,
+    ) -> tuple[Outcome, Any]:
+        store, name = self.store, process.name
+        fields: dict[str, Any] = {"process": name, "key": key}
+        if due is not None:
+            fields.update(timeout=due.name, job_id=str(due.job_id))
+        instance = await store.load(work, name, key)
+        if instance is not None and instance.ended:
+            log_fact("process_ignored_ended", logging.INFO, fields)
+            return Outcome.ENDED_IGNORED, None
+        if due is not None and await store.armed(work, name, key, due.name) != due.job_id:
+            log_fact("timeout_stale", logging.INFO, fields)
+            return Outcome.STALE, None
+        decision = step(_current(process, instance))
+        if decision is None:
+            if due is not None:  # consumed, though nothing was decided
+                await store.disarm(work, name, key, due.name)
+            return Outcome.IGNORED, None
+        if not process.is_state(decision.state):
+            raise ProcessStateRefused(
+                name, key, f"the step decided a state that {name}.is_state does not recognise"
+            )
+        now = clock.now()
+        fresh = Instance(name, key, decision.state, process.version, 0, decision.ended, now)
+        cancel = decision.cancel if due is None else (*decision.cancel, due.name)
+        saved = await store.apply(
+            work,
+            fresh,
+            0 if instance is None else instance.version,
+            cancel=cancel,
+            arm=decision.timeouts,
+            clear=decision.ended,
+        )
+        earliest = min((x.due(now) for x in decision.timeouts), default=None)
+        for command in decision.commands:
+            work.emit(command)
+        log_fact(
+            "process_decided",
+            logging.INFO,
+            {
+                **fields,
+                "version": saved.version,
+                "armed": [t.name for t in decision.timeouts],
+                "cancelled": list(decision.cancel),
+                "commands": [type(c).__name__ for c in decision.commands],
+                "ended": decision.ended,
+            },
+        )
+        return Outcome.DECIDED, earliest
+
+
+def _current(process: ProcessManager[S], instance: Instance | None) -> S | None:
+    """The stored state, if this version of the process wrote it and recognises it."""
+    if instance is None:
+        return None
+    if instance.state_version != process.version:
+        raise ProcessStateRefused(
+            process.name,
+            instance.key,
+            f"the state was saved by version {instance.state_version}, this is version "
+            f"{process.version}: migrate the stored states, or keep the version",
+        )
+    state = instance.state
+    if not process.is_state(state):
+        raise ProcessStateRefused(
+            process.name, instance.key, f"the stored state is not one {process.name} recognises"
+        )
+    return state
+
+
+_ = (Decision, Timeout, DeadTimeout, Tick, InMemoryProcessStore)

@@ -1,0 +1,96 @@
+"""The test kit's virtual clock drives a service's timeouts and context timers deterministically,
+on SQLite and PostgreSQL, for hand-written processes."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import ClassVar, TypeGuard
+
+import pytest
+from sqlalchemy import MetaData
+
+from loom.runtime import Service, Work, clock, now
+from loom.runtime.processes import Decision, Tick, Timeout, TimeoutDue
+from loom.testing._clock import VirtualClock
+
+START = datetime(2030, 1, 7, 9, 0, tzinfo=UTC)
+
+
+class Reminders:
+    name: ClassVar[str] = "Kit.Reminders"
+    version: ClassVar[int] = 1
+
+    @staticmethod
+    def is_state(value: object) -> TypeGuard[dict[str, int]]:
+        return isinstance(value, dict) and "sent" in value
+
+
+@pytest.fixture
+async def service(database_url: str) -> AsyncIterator[Service]:
+    service = Service.from_url(database_url, MetaData())
+    yield service
+    await service.dispose()
+
+
+async def test_advance_fires_each_timeout_at_its_instant_in_order(service: Service) -> None:
+    seen: list[tuple[str, str, datetime]] = []
+
+    def remind(current: dict[str, int] | None) -> Decision[dict[str, int]]:
+        sent = 0 if current is None else current["sent"] + 1
+        again = [Timeout("remind", after=timedelta(minutes=10))] if sent < 3 else []
+        return Decision({"sent": sent}, timeouts=again, ended=sent == 3)
+
+    async def on_timeout(due: TimeoutDue, work: Work) -> None:
+        seen.append((due.key, due.name, now()))
+        await service.processes.timeout(Reminders, due, remind, work=work)
+
+    service.timeouts.register(Reminders.name, on_timeout)
+    ticks: list[Tick] = []
+
+    async def sweep(tick: Tick, work: Work) -> None:
+        ticks.append(tick)
+
+    service.recurring.register("Kit.sweep", timedelta(minutes=15), sweep)
+    with VirtualClock(service, start=START) as virtual:
+        assert clock.now() == START
+        await service.create_schema()
+        await service.processes.run(Reminders, "b", remind)
+        virtual._now += timedelta(minutes=1)
+        await service.processes.run(Reminders, "a", remind)
+        assert await virtual.advance(timedelta(minutes=8)) == 0
+        assert (
+            await virtual.advance(timedelta(hours=1, minutes=1)) == 6 + 4
+        )  # 6 reminders, 4 sweeps
+        assert virtual.now() == START + timedelta(hours=1, minutes=10)
+        minute = timedelta(minutes=1)
+        assert seen == [
+            ("b", "remind", START + 10 * minute),
+            ("a", "remind", START + 11 * minute),
+            ("b", "remind", START + 20 * minute),
+            ("a", "remind", START + 21 * minute),
+            ("b", "remind", START + 30 * minute),
+            ("a", "remind", START + 31 * minute),
+        ]
+        assert [t.scheduled_at for t in ticks] == [START + 15 * minute * i for i in (1, 2, 3, 4)]
+        instances = await service.processes.list()
+        assert [(i.key, i.state, i.ended) for i in instances] == [
+            ("a", {"sent": 3}, True),
+            ("b", {"sent": 3}, True),
+        ]
+        with pytest.raises(ValueError, match="does not go back"):
+            await virtual.advance(timedelta(minutes=-1))
+    assert clock._clock is clock.system_clock  # the previous clock is back
+
+
+async def test_a_clock_without_processes_just_moves(service: Service) -> None:
+    async with VirtualClock(service, start=START) as virtual:
+        assert await virtual.advance(timedelta(days=1)) == 0
+        assert now() == START + timedelta(days=1)
+        assert await virtual.jump(timedelta(days=1)) == 0
+        assert now() == START + timedelta(days=2)
+
+
+def test_start_must_be_aware() -> None:
+    with pytest.raises(ValueError, match="timezone-aware"):
+        VirtualClock(start=datetime(2030, 1, 1))
