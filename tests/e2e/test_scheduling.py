@@ -103,6 +103,10 @@ async def test_confirmed_in_time_disarms_and_ends(app: ServiceClient, clock: Vir
     assert (await appointment(app, a))["status"] == "Confirmed"
     got = await instance(app, "confirmation_deadline", a)
     assert (got["ended"], got["timeouts"]) == (True, [])
+    # the runner lists the instances of .loom-built processes too
+    listed = await app.service.processes.list("Scheduling.ConfirmationDeadline")
+    assert [(i.key, i.ended) for i in listed] == [(a, True)]
+    assert listed[0].state["appointment"] == a and listed[0].version >= 2
     ran = await clock.advance(timedelta(hours=2))
     assert ran == 2  # two sweeps of the hourly timer, no timeout
     assert (await appointment(app, a))["status"] == "Confirmed"

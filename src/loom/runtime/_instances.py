@@ -33,13 +33,14 @@ S = TypeVar("S")
 
 
 class _Statements:
-    __slots__ = ("by_key", "by_key_locked", "insert", "mapper", "update")
+    __slots__ = ("all", "by_key", "by_key_locked", "insert", "mapper", "update")
 
     def __init__(self, state: type, table: Table, key: str) -> None:
         self.mapper = Mapper(state, table, key)
         c = table.c
         self.by_key = select(*self.mapper.columns).where(c[key] == bindparam("_loom_key"))
         self.by_key_locked = self.by_key.with_for_update()
+        self.all = select(*self.mapper.columns).order_by(c[key])
         self.insert = insert(table)
         self.update = (
             update(table)
@@ -81,6 +82,17 @@ class Instances(Generic[S]):
         except (StatementError, OverflowError) as err:
             work._reraise(err, self.workflow, key)
         return None if row is None else st.mapper.load(row)
+
+    async def all(self) -> list[S]:
+        """Every instance, ordered by key (for listings such as `service.processes.list()`)."""
+        st = self._statements()
+        work = self.work
+        conn = work._conn or await work.connection()
+        try:
+            rows = (await conn.execute(st.all)).all()
+        except (StatementError, OverflowError) as err:
+            work._reraise(err, self.workflow)
+        return [st.mapper.load(r) for r in rows]
 
     async def get(self, key: Any) -> S:
         """The instance keyed by `key`; `NotFound` (named by the workflow) when none."""

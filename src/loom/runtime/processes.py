@@ -54,7 +54,10 @@ import builtins
 import logging
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pydantic import TypeAdapter
+
 from . import clock
+from ._instances import Instances, instance_version
 from ._logs import log_fact
 from ._process_model import (
     DeadTimeout,
@@ -108,6 +111,13 @@ class ProcessRunner:
     def __init__(self, service: Service, store: ProcessStore | None = None) -> None:
         self.service = service
         self.store: ProcessStore = store if store is not None else SqlProcessStore()
+        # process workflows generated from a model keep their state in their own instance
+        # tables; `track` makes `list()` show them too
+        self._tracked: dict[str, type[Instances[Any]]] = {}
+
+    def track(self, process: str, instances: type[Instances[Any]]) -> None:
+        """List the rows of a generated process workflow's instance table under `process`."""
+        self._tracked[process] = instances
 
     async def run(
         self,
@@ -153,7 +163,14 @@ class ProcessRunner:
         """Every stored instance (of `process`), by process and key."""
         name = None if process is None else process_name(process)
         async with self.service.autocommit() as work:
-            return await self.store.list(work, name)
+            found = await self.store.list(work, name)
+            for tracked, instances in self._tracked.items():
+                if name is None or name == tracked:
+                    found += [
+                        _tracked_instance(tracked, instances, s)
+                        for s in await instances(work).all()
+                    ]
+        return sorted(found, key=lambda i: (i.process, i.key))
 
     async def pending(
         self, process: ProcessManager[Any] | str, key: object, *, work: Work | None = None
@@ -261,3 +278,17 @@ def _current(process: ProcessManager[S], instance: Instance | None) -> S | None:
 
 
 _ = (Decision, Timeout, DeadTimeout, Tick, InMemoryProcessStore)
+
+
+def _tracked_instance(process: str, instances: type[Instances[Any]], state: Any) -> Instance:
+    """A generated workflow's instance row seen as an `Instance` (its state as plain JSON)."""
+    data = TypeAdapter(type(state)).dump_python(state, mode="json")
+    return Instance(
+        process=process,
+        key=str(getattr(state, instances.key)),
+        state=data,
+        state_version=0,
+        version=instance_version(state),
+        ended=bool(getattr(state, "ended", False)),
+        updated_at=clock.now(),
+    )

@@ -35,6 +35,7 @@ from loom.codegen.python._shared import (
     ModelInfo,
     NameAlloc,
     TypeNames,
+    instances_class,
     instances_table_var,
     process_name,
 )
@@ -104,6 +105,10 @@ def emit_reactions(info: ModelInfo, context: ir.Context) -> str:
                 "service.timeouts.register",
                 [py_str(process_name(wf)), f"partial({dispatch}, service)"],
             )
+        )
+        imports.add(".repositories", instances_class(wf))
+        registrations.append(
+            call("service.processes.track", [py_str(process_name(wf)), instances_class(wf)])
         )
     for tm in context.timers:
         fn = functions.take(f"{names.snake(tm.name)}_timer")

@@ -369,14 +369,20 @@ def subscribe(service: Service) -> None:
         "Scheduling.ConfirmationDeadline",
         partial(confirmation_deadline_timeouts, service),
     )
+    service.processes.track(
+        "Scheduling.ConfirmationDeadline",
+        ConfirmationDeadlineInstances,
+    )
     service.timeouts.register(
         "Scheduling.DepositHold",
         partial(deposit_hold_timeouts, service),
     )
+    service.processes.track("Scheduling.DepositHold", DepositHoldInstances)
     service.timeouts.register(
         "Scheduling.Reminder",
         partial(reminder_timeouts, service),
     )
+    service.processes.track("Scheduling.Reminder", ReminderInstances)
     service.recurring.register(
         "Scheduling.expireUnconfirmed",
         timedelta(hours=1),

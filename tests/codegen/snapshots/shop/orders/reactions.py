@@ -324,3 +324,4 @@ def subscribe(service: Service) -> None:
         "Orders.PaymentDeadline",
         partial(payment_deadline_timeouts, service),
     )
+    service.processes.track("Orders.PaymentDeadline", PaymentDeadlineInstances)
