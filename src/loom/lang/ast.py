@@ -5,6 +5,7 @@ Nodes compare by identity (`eq=False`) so the checker can key side tables on the
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from loom.lang.diagnostics import Span
@@ -249,6 +250,24 @@ Stmt = (
     | Cancel
     | Complete
 )
+
+
+def nested_blocks(stmt: Stmt) -> list[list[Stmt]]:
+    """The statement lists nested directly in `stmt`: the branches of an `if` / `if let`, the
+    body of a `for`; none for any other statement."""
+    if isinstance(stmt, (IfLet, If)):
+        return [stmt.then, stmt.otherwise or []]
+    if isinstance(stmt, ForEach):
+        return [stmt.body]
+    return []
+
+
+def walk_stmts(stmts: list[Stmt]) -> Iterator[Stmt]:
+    """Every statement of a body, nested ones included, in source order."""
+    for s in stmts:
+        yield s
+        for block in nested_blocks(s):
+            yield from walk_stmts(block)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -306,16 +306,9 @@ def _check_isolation(isolation: str | None, span: Span | None, sink: Sink) -> No
 
 
 def _process_stmts(stmts: list[ast.Stmt]) -> bool:
-    for s in stmts:
-        if isinstance(s, (ast.Schedule, ast.Cancel, ast.Complete)):
-            return True
-        if isinstance(s, (ast.IfLet, ast.If)) and (
-            _process_stmts(s.then) or _process_stmts(s.otherwise or [])
-        ):
-            return True
-        if isinstance(s, ast.ForEach) and _process_stmts(s.body):
-            return True
-    return False
+    return any(
+        isinstance(s, (ast.Schedule, ast.Cancel, ast.Complete)) for s in ast.walk_stmts(stmts)
+    )
 
 
 def is_process(wf: ast.Workflow) -> bool:

@@ -35,12 +35,8 @@ def _block(ck: Checker, body: list[ast.Stmt], deleted: dict[str, Span]) -> None:
                 help=f"use `{name.name}` before deleting it, or read the values you need into "
                 "`let`s first",
             )
-        if isinstance(stmt, (ast.IfLet, ast.If)):
-            _block(ck, stmt.then, deleted)
-            if stmt.otherwise is not None:
-                _block(ck, stmt.otherwise, deleted)
-        elif isinstance(stmt, ast.ForEach):
-            _block(ck, stmt.body, deleted)
+        for block in ast.nested_blocks(stmt):
+            _block(ck, block, deleted)
         found = ck.stmts.get(id(stmt))
         if isinstance(found, DeleteStmt):
             deleted.setdefault(found.name, stmt.span)

@@ -60,14 +60,9 @@ def check_repository_filters(ck: Checker, ctx: ContextSymbols, repo: ast.Reposit
 
 def check_body(ck: Checker, body: list[ast.Stmt]) -> None:
     """Validate every `ignoring` of a workflow / handler body and record it for lowering."""
-    for stmt in body:
+    for stmt in ast.walk_stmts(body):
         if isinstance(stmt, (ast.Let, ast.IfLet)) and stmt.ignoring:
             _check_ignoring(ck, stmt)
-        if isinstance(stmt, (ast.IfLet, ast.If)):
-            check_body(ck, stmt.then)
-            check_body(ck, stmt.otherwise or [])
-        elif isinstance(stmt, ast.ForEach):
-            check_body(ck, stmt.body)
 
 
 def refuse_outside_body(ck: Checker, stmt: ast.Let) -> None:

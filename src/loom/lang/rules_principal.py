@@ -235,14 +235,7 @@ def admits_system(x: ir.Expr) -> bool:
 
 
 def _walk(stmts: list[ast.Stmt]) -> list[ast.Stmt]:
-    out: list[ast.Stmt] = []
-    for s in stmts:
-        out.append(s)
-        if isinstance(s, (ast.IfLet, ast.If)):
-            out += _walk(s.then) + _walk(s.otherwise or [])
-        elif isinstance(s, ast.ForEach):
-            out += _walk(s.body)
-    return out
+    return list(ast.walk_stmts(stmts))
 
 
 class _Gates:

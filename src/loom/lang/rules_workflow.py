@@ -91,15 +91,7 @@ def check_workflow(ck: Checker, ctx: ContextSymbols, wf: ast.Workflow) -> None:
 
 
 def _timeout_stmts(stmts: list[ast.Stmt]) -> list[ast.Schedule | ast.Cancel]:
-    out: list[ast.Schedule | ast.Cancel] = []
-    for s in stmts:
-        if isinstance(s, (ast.Schedule, ast.Cancel)):
-            out.append(s)
-        elif isinstance(s, (ast.IfLet, ast.If)):
-            out += _timeout_stmts(s.then) + _timeout_stmts(s.otherwise or [])
-        elif isinstance(s, ast.ForEach):
-            out += _timeout_stmts(s.body)
-    return out
+    return [s for s in ast.walk_stmts(stmts) if isinstance(s, (ast.Schedule, ast.Cancel))]
 
 
 def _check_timeouts(
@@ -209,15 +201,7 @@ def _check_unapplied(ck: Checker, ctx: ContextSymbols, wf: ast.Workflow) -> None
 
 
 def _emits(stmts: list[ast.Stmt]) -> list[ast.Emit]:
-    out: list[ast.Emit] = []
-    for st in stmts:
-        if isinstance(st, ast.Emit):
-            out.append(st)
-        elif isinstance(st, (ast.IfLet, ast.If)):
-            out += _emits(st.then) + _emits(st.otherwise or [])
-        elif isinstance(st, ast.ForEach):
-            out += _emits(st.body)
-    return out
+    return [s for s in ast.walk_stmts(stmts) if isinstance(s, ast.Emit)]
 
 
 def _param_type(
