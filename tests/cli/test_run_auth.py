@@ -40,6 +40,17 @@ def test_run_with_a_jwt_secret(tmp_path: Path) -> None:
         assert bad.status_code == 401 and bad.headers["www-authenticate"].startswith("Bearer")
         ok = httpx.post(close, json={"by": "x"}, headers=_bearer(SECRET, roles=["admin"]))
         assert ok.status_code == 204, ok.text
+        # An anonymous caller, and a token without `sub`, match no id ("" included).
+        assign = f"{base}/api/tickets/{t}/assign"
+        assert httpx.post(assign, json={"to": ""}).status_code == 403
+        nameless = {"exp": int(time.time()) + 600}
+        headers = {"Authorization": "Bearer " + jwt.encode(nameless, SECRET, algorithm="HS256")}
+        assert httpx.post(assign, json={"to": ""}, headers=headers).status_code == 403
+        mine = httpx.post(assign, json={"to": "ann"}, headers=_bearer(SECRET))
+        assert mine.status_code == 204, mine.text
+        # A `roles` claim that is one string is refused, not read as a role.
+        one = httpx.post(close, json={"by": "x"}, headers=_bearer(SECRET, roles="admin"))
+        assert one.status_code == 401 and "list of strings" in one.json()["detail"], one.text
 
 
 def test_run_refuses_a_short_secret(tmp_path: Path) -> None:

@@ -7,6 +7,10 @@
 - with JWT (LOOM_JWT_SECRET): a token with the role admin passes, a bad, expired or foreign token
   is a 401 `unauthenticated` with `WWW-Authenticate: Bearer`, a token without the role a 403;
 - `currentUser` in command and query handler bodies;
+- a principal without an id (anonymous, a token without `sub` or with an empty one) matches no id:
+  `x == currentUser.id` and `x != currentUser.id` are false for it, "" and null included, and
+  reading `currentUser.id` as a value (to store or return it) is a 401 that saves nothing;
+- a `roles` claim that is not a list of strings is a 401, not read as one role;
 - the dead-letter admin routes: open without authentication, `admin` only with it.
 """
 
@@ -31,6 +35,7 @@ ENV = ("LOOM_JWT_SECRET", "LOOM_JWT_PUBLIC_KEY", "LOOM_JWT_AUDIENCE", "LOOM_JWT_
 def token(secret: str = SECRET, **claims: Any) -> dict[str, str]:
     """The Authorization header of a token for `ann` (claims override)."""
     body = {"sub": "ann", "exp": int(time.time()) + 600, **claims}
+    body = {k: v for k, v in body.items() if v is not None}  # `sub=None`: a token without one
     return {"Authorization": "Bearer " + jwt.encode(body, secret, algorithm="HS256")}
 
 
@@ -200,3 +205,100 @@ async def test_audience_and_issuer(database_url: str, monkeypatch: pytest.Monkey
             problem(r, 401, "unauthenticated")
         r = await c.post(path, json={"by": "x"}, headers=token(**right))
         assert r.status_code == 204, r.text
+
+
+async def tickets(c: ServiceClient) -> list[dict[str, Any]]:
+    r = await c.get("/api/tickets", params={"limit": 100})
+    assert r.status_code == 200, r.text
+    return list(r.json()["items"])
+
+
+async def refused_without_an_id(c: ServiceClient, headers: dict[str, str]) -> None:
+    """Every gate comparing with `currentUser.id` refuses a principal that has none."""
+    t = await new_ticket(c)
+    before = await ticket(c, t)
+    for path, body in [
+        ("assign", {"to": ""}),
+        ("assign", {"to": "ann"}),
+        ("watch", {}),  # the optional parameter left out: null
+        ("watch", {"who": None}),
+        ("watch", {"who": ""}),
+        ("review", {}),  # `owner != currentUser.id`, owner "": also false without an id
+    ]:
+        r = await c.post(f"/api/tickets/{t}/{path}", json=body, headers=headers)
+        problem(r, 403, "forbidden")
+    assert await ticket(c, t) == before
+
+
+async def test_an_anonymous_caller_matches_no_id(open_desk: ServiceClient) -> None:
+    c = open_desk
+    await refused_without_an_id(c, {})
+    # Reading `currentUser.id` as a value needs an id: 401, and nothing is stored.
+    count = len(await tickets(c))
+    r = await c.post("/api/workflows/open_ticket", json={})
+    body = problem(r, 401, "unauthenticated")
+    assert "anonymous" in body["detail"] and "currentUser.id" in body["detail"], body
+    assert r.headers["www-authenticate"].startswith("Bearer")
+    assert len(await tickets(c)) == count
+    problem(await c.get("/api/queries/my_id"), 401, "unauthenticated")
+
+
+async def test_a_token_without_a_subject_matches_no_id(secured: ServiceClient) -> None:
+    c = secured
+    for headers in (
+        {},
+        token(sub=None, roles=["agent"]),
+        token(sub="", roles=["agent"]),
+    ):
+        await refused_without_an_id(c, headers)
+    nameless = token(sub=None, roles=["agent"])
+    r = await c.get("/api/queries/who_am_i", headers=nameless)
+    assert r.status_code == 200, r.text
+    assert (r.json()["id"], r.json()["authenticated"]) == ("", True)
+    # Authenticated, but with no id to store or pass: 401 `invalid_token`, nothing saved.
+    count = len(await tickets(c))
+    for r in (
+        await c.post("/api/workflows/open_ticket", json={}, headers=nameless),
+        await c.get("/api/queries/my_id", headers=nameless),
+    ):
+        body = problem(r, 401, "unauthenticated")
+        assert "`sub`" in body["detail"], body
+        assert 'error="invalid_token"' in r.headers["www-authenticate"]
+    assert len(await tickets(c)) == count
+    t = await new_ticket(c)
+    r = await c.post("/api/commands/take", json={"ticket": t}, headers=nameless)
+    problem(r, 401, "unauthenticated")
+    assert (await ticket(c, t))["owner"] == ""
+
+
+async def test_a_subject_matches_its_own_id(secured: ServiceClient) -> None:
+    c = secured
+    ann, bob = token(), token(sub="bob")
+    t = await new_ticket(c)
+    problem(
+        await c.post(f"/api/tickets/{t}/assign", json={"to": "bob"}, headers=ann), 403, "forbidden"
+    )
+    r = await c.post(f"/api/tickets/{t}/assign", json={"to": "ann"}, headers=ann)
+    assert r.status_code == 204, r.text
+    problem(await c.post(f"/api/tickets/{t}/watch", json={}, headers=ann), 403, "forbidden")
+    r = await c.post(f"/api/tickets/{t}/watch", json={"who": "ann"}, headers=ann)
+    assert r.status_code == 204, r.text
+    # `owner != currentUser.id`: not the owner herself, but bob.
+    problem(await c.post(f"/api/tickets/{t}/review", json={}, headers=ann), 403, "forbidden")
+    r = await c.post(f"/api/tickets/{t}/review", json={}, headers=bob)
+    assert r.status_code == 204, r.text
+    after = await ticket(c, t)
+    assert (after["owner"], after["watcher"], after["reviewed"]) == ("ann", "ann", True)
+    r = await c.get("/api/queries/my_id", headers=bob)
+    assert (r.status_code, r.json()) == (200, "bob")
+
+
+async def test_a_roles_claim_must_be_a_list_of_strings(secured: ServiceClient) -> None:
+    c = secured
+    t = await new_ticket(c)
+    for roles, says in [("admin", "not a string"), (["admin", 3], "non-string item")]:
+        r = await c.post(f"/api/tickets/{t}/close", json={"by": "x"}, headers=token(roles=roles))
+        body = problem(r, 401, "unauthenticated")
+        assert "list of strings" in body["detail"] and says in body["detail"], body
+        assert 'error="invalid_token"' in r.headers["www-authenticate"]
+    assert (await ticket(c, t))["status"] == "Open"

@@ -46,19 +46,33 @@ def test_principal_members() -> None:
     assert p.claim("email") == "a@x"
     assert (p.claim("n"), p.claim("ok"), p.claim("l")) == ("42", "true", '["b","a"]')
     assert p.claim("missing") == ""
+    assert p.id_is("ann") and not p.id_is("bob") and not p.id_is(None)
+    assert p.id_is_not("bob") and p.id_is_not(None) and not p.id_is_not("ann")
     for nobody in (ANONYMOUS, SYSTEM):
-        assert (nobody.subject, nobody.is_authenticated, nobody.roles) == ("", False, ())
+        assert (nobody.id, nobody.is_authenticated, nobody.roles) == (None, False, ())
         assert not nobody.has_role("admin") and nobody.claim("sub") == ""
+        # An absent id matches nothing, "" and null included, with `==` or `!=`.
+        for value in ("", None, "ann"):
+            assert not nobody.id_is(value) and not nobody.id_is_not(value)
+        with pytest.raises(Unauthenticated, match="currentUser.id"):
+            nobody.subject  # noqa: B018 - the read is what raises
     assert SYSTEM.is_system and not ANONYMOUS.is_system
 
 
 def test_claims_to_principal() -> None:
-    p = principal_of({"sub": "ann", "roles": ["admin", 3, "agent"]})
-    assert p.roles == ("admin", "agent") and p.has_role("admin") and not p.has_role("3")
-    assert principal_of({"sub": "ann", "roles": "admin"}).roles == ("admin",)
-    assert principal_of({"sub": "ann", "roles": {"a": 1}}).roles == ()
-    nameless = principal_of({"scope": "x"})  # verified, but with no `sub`
-    assert (nameless.subject, nameless.is_authenticated) == ("", True)
+    assert principal_of({"sub": "ann", "roles": ["admin", "agent"]}).roles == ("admin", "agent")
+    assert principal_of({"sub": "ann"}).roles == ()
+    # A roles claim that is not a list of strings refuses the token: never read as one role.
+    for roles, says in [("admin", "a string"), (["admin", 3], "non-string"), ({"a": 1}, "object")]:
+        with pytest.raises(Unauthenticated, match="list of strings") as err:
+            principal_of({"sub": "ann", "roles": roles})
+        assert says in err.value.detail
+    for claims in ({"scope": "x"}, {"sub": ""}):  # verified, but naming no subject
+        nameless = principal_of(claims)
+        assert (nameless.id, nameless.is_authenticated) == (None, True)
+        assert not nameless.id_is("") and not nameless.id_is_not("")
+        with pytest.raises(Unauthenticated, match="`sub`"):
+            nameless.subject  # noqa: B018
 
 
 def test_hs256() -> None:

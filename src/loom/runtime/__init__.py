@@ -79,10 +79,12 @@ Events (docs/events.md)
     log_unrouted(event_type, handler)     the `event_unrouted` line, ids from context
     log_fact(fact, level, fields)         any other lifecycle line (e.g. process_ignored_ended)
     current_correlation_id()              X-Correlation-Id of the request / delivery
-    Principal(id, claims, is_system, roles), ANONYMOUS, SYSTEM, current_principal(),
-    use_principal(p)     handlers run as SYSTEM; the model's `currentUser` members are
-                         .subject (id, "" when anonymous), .is_system, .is_authenticated,
-                         .roles, .has_role(r), .claim(c) ("" when absent)
+    Principal(id, claims, is_system, roles, authenticated), ANONYMOUS, SYSTEM,
+    current_principal(), use_principal(p)     handlers run as SYSTEM; the model's `currentUser`
+                         members are .subject (the id; 401 when there is none), .id_is(x) /
+                         .id_is_not(x) (`==` / `!=` on it: false when there is none),
+                         .is_system, .is_authenticated, .roles, .has_role(r), .claim(c) ("" when
+                         absent)
 
 Processes (loom.runtime.processes; docs/processes.md)
     Decision(state, commands=(), timeouts=(), cancel=(), ended=False)   what a step decides

@@ -14,7 +14,8 @@ Per request (`AuthMiddleware`):
 
 - no `Authorization` header: the request is anonymous (`ANONYMOUS`);
 - `Authorization: Bearer <token>` that verifies: the principal of its claims (`sub` -> id,
-  `roles` -> roles, every claim readable through `claim()`);
+  `roles` -> roles, every claim readable through `claim()`); a `roles` claim that is not a list
+  of strings is a 401 like a token that does not verify;
 - any other `Authorization` header (a token that does not verify, expired, for another audience
   or issuer, malformed, or another scheme): 401 `urn:loom:problem:unauthenticated` with
   `WWW-Authenticate: Bearer …`, and the route never runs;
@@ -25,7 +26,7 @@ Per request (`AuthMiddleware`):
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -171,22 +172,39 @@ class JwtAuth:
 
 
 def principal_of(claims: Mapping[str, Any], roles_claim: str = "roles") -> Principal:
-    """The principal of verified claims: `sub` is the id ("" when absent), `roles_claim` the roles
-    (a list of strings; a single string is one role; anything else, none)."""
+    """The principal of verified claims: `sub` is the id (none when absent or empty: such a token
+    is authenticated but matches no id), `roles_claim` the roles. The roles claim must be a list of
+    strings when present; anything else (a single string included, which is not read as one role)
+    refuses the token with a 401 rather than guessing."""
     sub = claims.get("sub")
+    if sub is not None and not isinstance(sub, str):
+        raise Unauthenticated(
+            "the bearer token's `sub` claim is not a string", error="invalid_token"
+        )
     raw = claims.get(roles_claim)
-    roles: tuple[str, ...]
-    if isinstance(raw, str):
-        roles = (raw,)
-    elif isinstance(raw, Sequence):
-        roles = tuple(r for r in raw if isinstance(r, str))
+    if raw is None:
+        roles: tuple[str, ...] = ()
+    elif isinstance(raw, list) and all(isinstance(r, str) for r in raw):
+        roles = tuple(raw)
     else:
-        roles = ()
-    return Principal(
-        id="" if sub is None else str(sub),
-        claims=MappingProxyType(dict(claims)),
-        roles=roles,
-    )
+        raise Unauthenticated(
+            f"the bearer token's `{roles_claim}` claim must be a list of strings, "
+            f'e.g. ["admin"], not {_json_kind(raw)}',
+            error="invalid_token",
+        )
+    return Principal(id=sub or None, claims=MappingProxyType(dict(claims)), roles=roles)
+
+
+def _json_kind(value: object) -> str:
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list with a non-string item"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "an object" if isinstance(value, dict) else "another value"
 
 
 def resolve_auth(auth: Authenticator | Literal[False] | None) -> Authenticator | None:

@@ -3,6 +3,10 @@
 Requests are anonymous until authentication is configured (`_auth.py`: a verified bearer token
 becomes the request's principal); the dispatcher and the relay run every handler as `SYSTEM` (a
 reaction has no request, so no user: `is_system` is true, no claims, no roles).
+
+Only a token's subject is an id. ANONYMOUS, SYSTEM and a verified token without `sub` have none, and
+an absent id must never match what a client sends: `currentUser.id == x` (and `!=`) is false for
+them whatever `x` is, also a null, and reading the id as a value (to store or pass it) is a 401.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from ._errors import Unauthenticated
+
 _NO_CLAIMS: Mapping[str, Any] = MappingProxyType({})
 
 
@@ -22,27 +28,54 @@ _NO_CLAIMS: Mapping[str, Any] = MappingProxyType({})
 class Principal:
     """The model's `currentUser`.
 
-    `id` is the token's subject (`sub`), None for ANONYMOUS and SYSTEM; `claims` every claim of the
-    verified token; `roles` its `roles` claim (a list of strings). Generated code reads it through
-    the members below, which mirror the model's: `currentUser.id` is `subject`, `.isSystem`
-    `is_system`, `.isAuthenticated` `is_authenticated`, `.roles` `roles`, `.hasRole(r)`
-    `has_role(r)`, `.claim(c)` `claim(c)`.
+    `id` is the token's subject (`sub`), None for ANONYMOUS, SYSTEM and a token without one (""
+    counts as none); `claims` every claim of the verified token; `roles` its `roles` claim (a list
+    of strings); `authenticated` whether a verified token named this principal. Generated code reads
+    it through the members below, which mirror the model's: `currentUser.id` is `subject` (and
+    `x == currentUser.id` is `id_is(x)`, `!=` `id_is_not(x)`), `.isSystem` `is_system`,
+    `.isAuthenticated` `is_authenticated`, `.roles` `roles`, `.hasRole(r)` `has_role(r)`,
+    `.claim(c)` `claim(c)`.
     """
 
     id: str | None
     claims: Mapping[str, Any] = field(default_factory=lambda: _NO_CLAIMS)
     is_system: bool = False
     roles: tuple[str, ...] = ()
+    authenticated: bool = True
 
     @property
     def subject(self) -> str:
-        """`currentUser.id`: the subject, "" when anonymous (and for the system)."""
-        return self.id or ""
+        """`currentUser.id` read as a value: the subject. A principal without one cannot supply
+        it, so the request is refused (401) rather than storing or passing an empty id."""
+        if self.id:
+            return self.id
+        if self.is_system:
+            raise Unauthenticated(
+                "`currentUser.id` is read, but a reaction runs as the system, which has no id"
+            )
+        if self.authenticated:
+            raise Unauthenticated(
+                "`currentUser.id` is read, but the bearer token names no subject (`sub`): "
+                "use a token issued to a user",
+                error="invalid_token",
+            )
+        raise Unauthenticated(
+            "`currentUser.id` is read, but the request is anonymous: send a bearer token"
+        )
+
+    def id_is(self, value: str | None) -> bool:
+        """`value == currentUser.id`: false when the principal has no id, whatever `value` is."""
+        return bool(self.id) and value == self.id
+
+    def id_is_not(self, value: str | None) -> bool:
+        """`value != currentUser.id`: also false when the principal has no id (a comparison with
+        an absent id never holds, so neither form admits an anonymous caller)."""
+        return bool(self.id) and value != self.id
 
     @property
     def is_authenticated(self) -> bool:
         """`currentUser.isAuthenticated`: a verified token named this principal (never SYSTEM)."""
-        return self.id is not None and not self.is_system
+        return self.authenticated and not self.is_system
 
     def has_role(self, role: str) -> bool:
         """`currentUser.hasRole(role)`."""
@@ -59,8 +92,8 @@ class Principal:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
-ANONYMOUS = Principal(id=None, claims=_NO_CLAIMS, is_system=False)
-SYSTEM = Principal(id=None, claims=_NO_CLAIMS, is_system=True)
+ANONYMOUS = Principal(id=None, claims=_NO_CLAIMS, is_system=False, authenticated=False)
+SYSTEM = Principal(id=None, claims=_NO_CLAIMS, is_system=True, authenticated=False)
 
 _current: ContextVar[Principal] = ContextVar("loom_principal", default=ANONYMOUS)
 

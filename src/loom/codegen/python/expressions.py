@@ -257,6 +257,21 @@ def _current_user(expr: ir.CurrentUser, scope: Scope) -> str:
     return text
 
 
+def _is_principal_id(expr: ir.Expr) -> bool:
+    return isinstance(expr, ir.CurrentUser) and expr.member == "id"
+
+
+def _subject_comparison(expr: ir.Binary, scope: Scope) -> str:
+    """`x == currentUser.id` -> `current_principal().id_is(x)` (`!=`: `id_is_not`):
+    false for a principal without an id, so an anonymous caller never matches a value a client
+    sends, "" or null included. The other side, when it is `currentUser.id` too, is its raw id."""
+    scope.imports.add("loom.runtime", "current_principal")
+    other = expr.right if _is_principal_id(expr.left) else expr.left
+    text = "current_principal().id" if _is_principal_id(other) else render(other, scope)
+    method = "id_is" if expr.op == "==" else "id_is_not"
+    return f"current_principal().{method}({text})"
+
+
 def workflow_function(workflow: str, function: str) -> str:
     """A workflow function at module scope: `<workflow_snake>_<fn_snake>`."""
     return f"{names.snake(workflow)}_{names.snake(function)}"
@@ -271,6 +286,8 @@ def _branch(expr: ir.Expr, target: ir.Type, scope: Scope) -> tuple[str, int]:
 
 def _binary(expr: ir.Binary, scope: Scope) -> tuple[str, int]:
     op = expr.op
+    if op in ("==", "!=") and (_is_principal_id(expr.left) or _is_principal_id(expr.right)):
+        return _subject_comparison(expr, scope), ATOM
     prec = _BINARY_PREC[op]
     py_op = _PY_OP.get(op, op)
     left_t, right_t = expr.left.type, expr.right.type

@@ -31,7 +31,7 @@ class Status(enum.StrEnum):
 
 @dataclass(frozen=True, kw_only=True)
 class Me:
-    """response Me (principal.loom:67)"""
+    """response Me (principal.loom:83)"""
 
     id: str
     authenticated: bool
@@ -43,7 +43,7 @@ class Me:
 
 @dataclass(frozen=True, kw_only=True)
 class Expired(DomainEvent):
-    """event Expired (principal.loom:29)"""
+    """event Expired (principal.loom:44)"""
 
     event_type: ClassVar[str] = "Desk.Expired"
     ticket: TicketId
@@ -51,7 +51,7 @@ class Expired(DomainEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class Archived(DomainEvent):
-    """event Archived (principal.loom:30)"""
+    """event Archived (principal.loom:45)"""
 
     event_type: ClassVar[str] = "Desk.Archived"
     ticket: TicketId
@@ -59,7 +59,7 @@ class Archived(DomainEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class Closed(DomainEvent):
-    """event Closed (principal.loom:31)"""
+    """event Closed (principal.loom:46)"""
 
     event_type: ClassVar[str] = "Desk.Closed"
     ticket: TicketId
@@ -73,14 +73,30 @@ class Ticket(AggregateRoot):
     owner: str = ""
     status: Status = Status.OPEN
     closed_by: str = ""
+    watcher: str | None
+    reviewed: bool = False
 
     @classmethod
-    def create(cls, *, owner: str, status: Status, closed_by: str) -> Ticket:
+    def create(
+        cls,
+        *,
+        owner: str,
+        status: Status,
+        closed_by: str,
+        watcher: str | None,
+        reviewed: bool,
+    ) -> Ticket:
         """Ticket.create (principal.loom:7): a new Ticket"""
-        return cls(owner=owner, status=status, closed_by=closed_by)
+        return cls(
+            owner=owner,
+            status=status,
+            closed_by=closed_by,
+            watcher=watcher,
+            reviewed=reviewed,
+        )
 
     def close(self, by: str) -> None:
-        """operation Ticket.close (principal.loom:13)"""
+        """operation Ticket.close (principal.loom:15)"""
         authorize(
             current_principal().is_system or current_principal().has_role("admin"),
             rule='Ticket.close: requires currentUser.isSystem || currentUser.hasRole("admin")',
@@ -96,16 +112,43 @@ class Ticket(AggregateRoot):
         self.closed_by = by
 
     def take(self, who: str) -> None:
-        """operation Ticket.take (principal.loom:19)"""
+        """operation Ticket.take (principal.loom:21)"""
         authorize(
-            current_principal().is_authenticated and who == current_principal().subject,
+            current_principal().is_authenticated and current_principal().id_is(who),
             rule="Ticket.take: requires currentUser.isAuthenticated && who == currentUser.id",
             detail="Ticket.take is not allowed for the current user (requires currentUser.isAuthenticated && who == currentUser.id)",
         )
         self.owner = who
 
+    def assign(self, to: str) -> None:
+        """operation Ticket.assign (principal.loom:26)"""
+        authorize(
+            current_principal().has_role("lead") or current_principal().id_is(to),
+            rule='Ticket.assign: requires currentUser.hasRole("lead") || to == currentUser.id',
+            detail='Ticket.assign is not allowed for the current user (requires currentUser.hasRole("lead") || to == currentUser.id)',
+        )
+        self.owner = to
+
+    def watch(self, who: str | None) -> None:
+        """operation Ticket.watch (principal.loom:30)"""
+        authorize(
+            current_principal().id_is(who),
+            rule="Ticket.watch: requires who == currentUser.id",
+            detail="Ticket.watch is not allowed for the current user (requires who == currentUser.id)",
+        )
+        self.watcher = who
+
+    def review(self) -> None:
+        """operation Ticket.review (principal.loom:34)"""
+        authorize(
+            current_principal().id_is_not(self.owner),
+            rule="Ticket.review: requires owner != currentUser.id",
+            detail="Ticket.review is not allowed for the current user (requires owner != currentUser.id)",
+        )
+        self.reviewed = True
+
     def archive(self) -> None:
-        """operation Ticket.archive (principal.loom:22)"""
+        """operation Ticket.archive (principal.loom:37)"""
         authorize(
             current_principal().is_system,
             rule="Ticket.archive: requires currentUser.isSystem",

@@ -32,7 +32,7 @@ async def expire(
     body: ExpireInput,
     service: Annotated[Service, Depends(get_service)],
 ) -> None:
-    """commandHandler Expire (principal.loom:58): non-transactional: each save commits on its own"""
+    """commandHandler Expire (principal.loom:74): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         work.emit(Expired(ticket=body.ticket))
 
@@ -47,7 +47,7 @@ async def take(
     body: TakeInput,
     service: Annotated[Service, Depends(get_service)],
 ) -> None:
-    """commandHandler Take (principal.loom:61): non-transactional: each save commits on its own"""
+    """commandHandler Take (principal.loom:77): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         tickets = Tickets(work)
         require(
@@ -61,16 +61,24 @@ async def take(
         await tickets.save(t)
 
 
+@router.get("/api/queries/my_id", responses=PROBLEM_RESPONSES, tags=["Desk: handlers"])
+async def my_id(service: Annotated[Service, Depends(get_service)]) -> str:
+    """queryHandler MyId (principal.loom:84): read-only"""
+    async with service.autocommit():
+        result = current_principal().subject
+    return result
+
+
 @router.get(
     "/api/queries/who_am_i",
     responses=PROBLEM_RESPONSES,
     tags=["Desk: handlers"],
 )
 async def who_am_i(service: Annotated[Service, Depends(get_service)]) -> MeOut:
-    """queryHandler WhoAmI (principal.loom:68): read-only"""
+    """queryHandler WhoAmI (principal.loom:87): read-only"""
     async with service.autocommit():
         result = Me(
-            id=current_principal().subject,
+            id=current_principal().claim("sub"),
             authenticated=current_principal().is_authenticated,
             system=current_principal().is_system,
             roles=list(current_principal().roles),

@@ -11,7 +11,7 @@ from .repositories import Tickets
 
 
 async def auto_close_on_expired(service: Service, e: Expired) -> None:
-    """workflow AutoClose: on(e: Expired) (principal.loom:37)"""
+    """workflow AutoClose: on(e: Expired) (principal.loom:52)"""
     async with service.reaction() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_id(e.ticket)
@@ -21,7 +21,7 @@ async def auto_close_on_expired(service: Service, e: Expired) -> None:
 
 
 async def auto_archive_on_closed(service: Service, e: Closed) -> None:
-    """workflow AutoArchive: on(e: Closed) (principal.loom:44)"""
+    """workflow AutoArchive: on(e: Closed) (principal.loom:59)"""
     async with service.reaction() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_id(e.ticket)

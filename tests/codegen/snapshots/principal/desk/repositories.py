@@ -9,7 +9,7 @@ from .domain import Ticket
 
 
 class Tickets(Repository[Ticket]):
-    """repository Tickets for Ticket (principal.loom:27)"""
+    """repository Tickets for Ticket (principal.loom:42)"""
 
     aggregate = Ticket
     table = tables.tickets

@@ -21,11 +21,13 @@ from loom.runtime import (
 from .domain import Ticket
 from .repositories import Tickets
 from .schemas import (
+    TicketAssignInput,
     TicketCloseInput,
     TicketCreateInput,
     TicketOut,
     TicketTakeInput,
     TicketUpdateInput,
+    TicketWatchInput,
 )
 
 router = APIRouter(route_class=LoomRoute)
@@ -71,6 +73,8 @@ async def create_ticket(
             owner=body.owner,
             status=body.status,
             closed_by=body.closed_by,
+            watcher=body.watcher,
+            reviewed=body.reviewed,
         )
         await Tickets(work).save(ticket)
     response.headers["Location"] = f"/api/tickets/{ticket.id}"
@@ -99,6 +103,12 @@ async def update_ticket(
             if body.closed_by is None:
                 raise InvalidValue("closedBy may not be null", path="body.closedBy")
             ticket.closed_by = body.closed_by
+        if "watcher" in body.model_fields_set:
+            ticket.watcher = body.watcher
+        if "reviewed" in body.model_fields_set:
+            if body.reviewed is None:
+                raise InvalidValue("reviewed may not be null", path="body.reviewed")
+            ticket.reviewed = body.reviewed
         await tickets.save(ticket)
     return TicketOut.from_aggregate(ticket)
 
@@ -130,7 +140,7 @@ async def ticket_close(
     body: TicketCloseInput,
     service: Annotated[Service, Depends(get_service)],
 ) -> None:
-    """operation Ticket.close (principal.loom:13)"""
+    """operation Ticket.close (principal.loom:15)"""
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -149,11 +159,67 @@ async def ticket_take(
     body: TicketTakeInput,
     service: Annotated[Service, Depends(get_service)],
 ) -> None:
-    """operation Ticket.take (principal.loom:19)"""
+    """operation Ticket.take (principal.loom:21)"""
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
         ticket.take(body.who)
+        await tickets.save(ticket)
+
+
+@router.post(
+    "/api/tickets/{id}/assign",
+    status_code=204,
+    responses=PROBLEM_RESPONSES,
+    tags=["Desk: Ticket"],
+)
+async def ticket_assign(
+    id: UUID,
+    body: TicketAssignInput,
+    service: Annotated[Service, Depends(get_service)],
+) -> None:
+    """operation Ticket.assign (principal.loom:26)"""
+    async with service.transaction() as work:
+        tickets = Tickets(work)
+        ticket = await tickets.get_by_id(id)
+        ticket.assign(body.to)
+        await tickets.save(ticket)
+
+
+@router.post(
+    "/api/tickets/{id}/watch",
+    status_code=204,
+    responses=PROBLEM_RESPONSES,
+    tags=["Desk: Ticket"],
+)
+async def ticket_watch(
+    id: UUID,
+    body: TicketWatchInput,
+    service: Annotated[Service, Depends(get_service)],
+) -> None:
+    """operation Ticket.watch (principal.loom:30)"""
+    async with service.transaction() as work:
+        tickets = Tickets(work)
+        ticket = await tickets.get_by_id(id)
+        ticket.watch(body.who)
+        await tickets.save(ticket)
+
+
+@router.post(
+    "/api/tickets/{id}/review",
+    status_code=204,
+    responses=PROBLEM_RESPONSES,
+    tags=["Desk: Ticket"],
+)
+async def ticket_review(
+    id: UUID,
+    service: Annotated[Service, Depends(get_service)],
+) -> None:
+    """operation Ticket.review (principal.loom:34)"""
+    async with service.transaction() as work:
+        tickets = Tickets(work)
+        ticket = await tickets.get_by_id(id)
+        ticket.review()
         await tickets.save(ticket)
 
 
@@ -167,7 +233,7 @@ async def ticket_archive(
     id: UUID,
     service: Annotated[Service, Depends(get_service)],
 ) -> None:
-    """operation Ticket.archive (principal.loom:22)"""
+    """operation Ticket.archive (principal.loom:37)"""
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)

@@ -10,7 +10,7 @@ from .domain import Me, Status, Ticket, TicketId
 
 
 class MeInput(BaseModel):
-    """response Me as a request carries it (principal.loom:67)"""
+    """response Me as a request carries it (principal.loom:83)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -34,7 +34,7 @@ class MeInput(BaseModel):
 
 
 class MeOut(BaseModel):
-    """response Me as the API answers it (principal.loom:67)"""
+    """response Me as the API answers it (principal.loom:83)"""
 
     id: str
     authenticated: bool
@@ -64,6 +64,8 @@ class TicketOut(BaseModel):
     owner: str
     status: Status
     closed_by: str = Field(serialization_alias="closedBy")
+    watcher: str | None
+    reviewed: bool
 
     @classmethod
     def from_aggregate(cls, ticket: Ticket) -> Self:
@@ -74,6 +76,8 @@ class TicketOut(BaseModel):
             owner=ticket.owner,
             status=ticket.status,
             closed_by=ticket.closed_by,
+            watcher=ticket.watcher,
+            reviewed=ticket.reviewed,
         )
 
 
@@ -85,6 +89,8 @@ class TicketCreateInput(BaseModel):
     owner: str = ""
     status: Status = Status.OPEN
     closed_by: str = Field(default="", alias="closedBy")
+    watcher: str | None = None
+    reviewed: bool = False
 
 
 class TicketUpdateInput(BaseModel):
@@ -95,10 +101,12 @@ class TicketUpdateInput(BaseModel):
     owner: str | None = None
     status: Status | None = None
     closed_by: str | None = Field(default=None, alias="closedBy")
+    watcher: str | None = None
+    reviewed: bool | None = None
 
 
 class TicketCloseInput(BaseModel):
-    """The body of operation Ticket.close (principal.loom:13)"""
+    """The body of operation Ticket.close (principal.loom:15)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -106,15 +114,31 @@ class TicketCloseInput(BaseModel):
 
 
 class TicketTakeInput(BaseModel):
-    """The body of operation Ticket.take (principal.loom:19)"""
+    """The body of operation Ticket.take (principal.loom:21)"""
 
     model_config = ConfigDict(extra="forbid")
 
     who: str
 
 
+class TicketAssignInput(BaseModel):
+    """The body of operation Ticket.assign (principal.loom:26)"""
+
+    model_config = ConfigDict(extra="forbid")
+
+    to: str
+
+
+class TicketWatchInput(BaseModel):
+    """The body of operation Ticket.watch (principal.loom:30)"""
+
+    model_config = ConfigDict(extra="forbid")
+
+    who: str | None = None
+
+
 class ExpireInput(BaseModel):
-    """The body of commandHandler Expire (principal.loom:58)"""
+    """The body of commandHandler Expire (principal.loom:74)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -122,7 +146,7 @@ class ExpireInput(BaseModel):
 
 
 class TakeInput(BaseModel):
-    """The body of commandHandler Take (principal.loom:61)"""
+    """The body of commandHandler Take (principal.loom:77)"""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -2,7 +2,7 @@
 # Do not edit: change the model and rebuild.
 # Tables of context Desk.
 
-from sqlalchemy import Column, Integer, String, Table, Uuid
+from sqlalchemy import Boolean, Column, Integer, String, Table, Uuid
 
 from .._metadata import metadata
 
@@ -15,4 +15,6 @@ tickets = Table(
     Column("owner", String, nullable=False),
     Column("status", String, nullable=False),
     Column("closed_by", String, nullable=False),
+    Column("watcher", String, nullable=True),
+    Column("reviewed", Boolean, nullable=False),
 )

@@ -19,9 +19,9 @@ from .repositories import Tickets
 
 router = APIRouter(route_class=LoomRoute)
 
-# workflow AutoClose (principal.loom:36) has no HTTP entry point
+# workflow AutoClose (principal.loom:51) has no HTTP entry point
 
-# workflow AutoArchive (principal.loom:43) has no HTTP entry point
+# workflow AutoArchive (principal.loom:58) has no HTTP entry point
 
 
 @router.post(
@@ -31,13 +31,15 @@ router = APIRouter(route_class=LoomRoute)
     tags=["Desk: workflows"],
 )
 async def open_ticket(service: Annotated[Service, Depends(get_service)]) -> TicketId:
-    """workflow OpenTicket (principal.loom:51): non-transactional: each save commits on its own"""
+    """workflow OpenTicket (principal.loom:67): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = Ticket.create(
             owner=current_principal().subject,
             status=Status.OPEN,
             closed_by="",
+            watcher=None,
+            reviewed=False,
         )
         await tickets.save(t)
         result = t.id
