@@ -7,7 +7,7 @@ rules in `rules_workflow.py`.
 
 from __future__ import annotations
 
-from loom.lang import ast
+from loom.lang import ast, rules_anonymous
 from loom.lang.diagnostics import Sink, did_you_mean
 from loom.lang.expressions import Binding, ExpressionChecker, Scope, a
 from loom.lang.resolve import ContextSymbols, Program, resolve_type
@@ -63,6 +63,7 @@ class Checker(ExpressionChecker):
         from loom.lang import rules_principal
 
         rules_principal.check_reactor_gates(self)
+        rules_anonymous.check_anonymous_gates(self)
 
     def _declare_types(self, ctx: ContextSymbols) -> None:
         def res(t: ast.TypeRef | None, value: bool = True) -> None:

@@ -268,6 +268,11 @@ REGISTRY: dict[str, CodeInfo] = {
             _W,
             "a reaction calls an operation whose `requires` gate refuses the system principal",
         ),
+        CodeInfo(
+            "loom.gate-admits-anonymous",
+            _W,
+            "a `requires` gate over `currentUser` that a caller without a token can satisfy",
+        ),
         # Process managers: timeouts and completion
         CodeInfo(
             "loom.timeout-outside-process",

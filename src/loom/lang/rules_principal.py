@@ -2,9 +2,10 @@
 
 - `currentUser` is the principal of the running request (a verified bearer token's user, or
   anonymous) or, in a reaction, the system. It is read through its members only:
-  `id: string` ("" when anonymous), `isSystem: bool`, `isAuthenticated: bool`,
-  `roles: string[]`, `hasRole(name: string): bool`, `claim(name: string): string` ("" when
-  absent).
+  `id: string` (none for anonymous callers, the system and a token without `sub`: `==` / `!=`
+  with it are false then, and reading it as a value is a 401 at run time), `isSystem: bool`,
+  `isAuthenticated: bool`, `roles: string[]`, `hasRole(name: string): bool`,
+  `claim(name: string): string` ("" when absent).
 - It may be read in an operation's `requires` gate, and in the bodies a request runs: a workflow's
   command `create`, a `commandHandler`, a `queryHandler`. Anywhere else it is
   `loom.current-user-misplaced`: the aggregate's state and rules (invariants, `when`, bodies,
