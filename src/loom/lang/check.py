@@ -7,7 +7,7 @@ rules in `rules_workflow.py`.
 
 from __future__ import annotations
 
-from loom.lang import ast, rules_anonymous
+from loom.lang import ast, rules_anonymous, rules_factory
 from loom.lang.diagnostics import Sink, did_you_mean
 from loom.lang.expressions import Binding, ExpressionChecker, Scope, a
 from loom.lang.resolve import ContextSymbols, Program, resolve_type
@@ -142,9 +142,7 @@ class Checker(ExpressionChecker):
                 self.check_operation(ctx, agg, m)
             elif isinstance(m, ast.Factory):
                 scope = self._params_scope(ctx, agg, "factory", m.params)
-                for stmt in m.body:
-                    self.operation_stmt(stmt, scope)
-                self.warn_unused(scope)
+                rules_factory.check_factory(self, m, scope)
         self.check_cycles(agg)
         self.check_operation_cycles(agg)
 

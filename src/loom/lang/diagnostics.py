@@ -200,6 +200,11 @@ REGISTRY: dict[str, CodeInfo] = {
             _E,
             "a declared `create` leaves a required field unset",
         ),
+        CodeInfo(
+            "loom.factory-reads-aggregate",
+            _E,
+            "a declared `create` reads a member of the aggregate it is still creating",
+        ),
         CodeInfo("loom.function-block-impure", _E, "a block-form function has a side effect"),
         CodeInfo(
             "loom.function-missing-return", _E, "a block-form function does not end in `return`"

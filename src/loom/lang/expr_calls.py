@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from loom.lang import ast
+from loom.lang import ast, rules_factory
 from loom.lang.diagnostics import Span, did_you_mean
 from loom.lang.types import a
 from loom.model import ir
@@ -60,6 +60,8 @@ class CallTyping:
         if n in fns and scope.reads_fields:
             f = fns[n]
             args = self.check_args(e, scope, f.params, f"function `{n}`", f.name_span)
+            if rules_factory.function_call(self, scope, n, f.name_span, e.span):
+                return self.poison(e)
             return ir.FunctionCall(n, args, self.type_of(f.result), text)  # type: ignore[arg-type]
         if n in ops and scope.reads_fields:
             for arg in e.args:

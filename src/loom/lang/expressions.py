@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from loom.lang import ast
+from loom.lang import ast, rules_factory
 from loom.lang.diagnostics import Sink, Span, did_you_mean
 from loom.lang.expr_calls import CallTyping
 from loom.lang.resolve import ContextSymbols, Program, kind_of
@@ -67,6 +67,9 @@ class Scope:
     bound: list[bool] = field(default_factory=lambda: [True])
     # The value object whose invariants (or field defaults) are checked: its fields read by name.
     record: ast.ValueObject | None = None
+    # A declared factory's body (but its `emit`s): the fields assigned so far, the only members of
+    # the aggregate it may read (rules_factory.py).
+    building: set[str] | None = None
 
     def child(self, miss: str | None = None) -> Scope:
         """A nested block: sees the outer bindings (shared, so use marks carry), adds its own."""
@@ -326,7 +329,9 @@ class ExpressionChecker(CallTyping):
             return self.state_read(e, scope, text)
         members = self.self_members(scope)
         if n in members and scope.reads_fields:
-            kind, t, _ = members[n]
+            kind, t, declared = members[n]
+            if rules_factory.member_read(self, scope, n, kind, t, declared, e.span):
+                return self.poison(e)
             return ir.SelfField(n, t, text, kind)  # type: ignore[arg-type]
         enums = scope.ctx.members.get(n, [])
         want = strip_optional(expected) if expected is not None else None
