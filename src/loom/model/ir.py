@@ -283,10 +283,11 @@ PrincipalMember: TypeAlias = Literal[
 @dataclass(frozen=True, slots=True)
 class CurrentUser:
     """A read of the principal the code runs as (`currentUser`): the request's user, anonymous,
-    or the system (a reaction). `member` is what is read: `id` (string, "" when anonymous),
-    `isSystem`, `isAuthenticated` (bool), `roles` (string[]), or the calls `hasRole(name)` (bool)
-    and `claim(name)` (string, "" when absent), whose one argument is `args[0]`. Only in an
-    operation's `requires` gate and in command-side workflow / handler bodies."""
+    or the system (a reaction). `member` is what is read: `id` (string; none for anonymous
+    callers, the system and a token without `sub`, when `==` / `!=` with it are false and reading
+    it as a value is a 401), `isSystem`, `isAuthenticated` (bool), `roles` (string[]), or the
+    calls `hasRole(name)` (bool) and `claim(name)` (string, "" when absent), whose one argument is
+    `args[0]`. Only in an operation's `requires` gate and in command-side workflow / handler bodies."""
 
     member: PrincipalMember
     args: tuple[Expr, ...]
