@@ -8,7 +8,7 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from loom.runtime import Int64
+from loom.runtime import Int64, WireDecimal, WireText
 
 from .domain import Box, BoxId, Color
 
@@ -45,7 +45,7 @@ class BoxRepriceInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    class_: Decimal = Field(alias="class")
+    class_: WireDecimal = Field(alias="class")
 
 
 class MakeBoxInput(BaseModel):
@@ -53,5 +53,5 @@ class MakeBoxInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    from_: str = Field(alias="from")
-    price: Decimal
+    from_: WireText = Field(alias="from")
+    price: WireDecimal

@@ -6,7 +6,7 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict
 
-from loom.runtime import Int64, instance_version
+from loom.runtime import Int64, JsonInt64, instance_version
 
 from .domain import ByEmailRow, Ticket, TicketId, WatchState
 
@@ -35,7 +35,7 @@ class TicketTriageInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    level: Int64
+    level: JsonInt64
 
 
 class TriageInput(BaseModel):
@@ -45,7 +45,7 @@ class TriageInput(BaseModel):
 
     ticket: TicketId
     urgent: bool
-    level: Int64
+    level: JsonInt64
 
 
 class WatchInstanceOut(BaseModel):

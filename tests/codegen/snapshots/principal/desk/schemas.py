@@ -6,6 +6,8 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from loom.runtime import WireText
+
 from .domain import Me, Status, Ticket, TicketId
 
 
@@ -14,11 +16,11 @@ class MeInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str
+    id: WireText
     authenticated: bool
     system: bool
-    roles: list[str]
-    email: str
+    roles: list[WireText]
+    email: WireText
     admin: bool
 
     def to_domain(self) -> Me:
@@ -82,9 +84,9 @@ class TicketCreateInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    owner: str = ""
+    owner: WireText = ""
     status: Status = Status.OPEN
-    closed_by: str = Field(default="", alias="closedBy")
+    closed_by: WireText = Field(default="", alias="closedBy")
 
 
 class TicketUpdateInput(BaseModel):
@@ -92,9 +94,9 @@ class TicketUpdateInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    owner: str | None = None
+    owner: WireText | None = None
     status: Status | None = None
-    closed_by: str | None = Field(default=None, alias="closedBy")
+    closed_by: WireText | None = Field(default=None, alias="closedBy")
 
 
 class TicketCloseInput(BaseModel):
@@ -102,7 +104,7 @@ class TicketCloseInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    by: str
+    by: WireText
 
 
 class TicketTakeInput(BaseModel):
@@ -110,7 +112,7 @@ class TicketTakeInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    who: str
+    who: WireText
 
 
 class ExpireInput(BaseModel):

@@ -8,6 +8,8 @@ from typing import Self
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+from loom.runtime import WireDecimal, WireText
+
 from .domain import Customer, CustomerId, Order, OrderId, OrderStatus
 
 
@@ -37,7 +39,7 @@ class CustomerDeductCreditInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    amount: Decimal
+    amount: WireDecimal
 
 
 class CustomerAddCreditInput(BaseModel):
@@ -45,7 +47,7 @@ class CustomerAddCreditInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    amount: Decimal
+    amount: WireDecimal
 
 
 class OrderOut(BaseModel):
@@ -85,7 +87,7 @@ class TransferCreditInput(BaseModel):
 
     src: CustomerId
     dst: CustomerId
-    amount: Decimal
+    amount: WireDecimal
 
 
 class RegisterCustomerInput(BaseModel):
@@ -93,5 +95,5 @@ class RegisterCustomerInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str
-    credit_limit: Decimal = Field(alias="creditLimit")
+    name: WireText
+    credit_limit: WireDecimal = Field(alias="creditLimit")
