@@ -121,6 +121,19 @@ async def test_arithmetic_that_does_not_fit_is_refused_not_rounded(
     assert await ok(wire, "GET", f"/api/things/{made['id']}") == made  # nothing changed
 
 
+async def test_a_workflow_computes_exactly_too(wire: ServiceClient) -> None:
+    a, b = "1234567890.1234567890123456789", "9876543210.9876543210987654321"
+    got = await ok(wire, "POST", "/api/workflows/multiply", json={"a": a, "b": b, "c": 1})
+    # the exact product, as integers: 12345678901234567890123456789 * 98765432109876543210987654321
+    digits = str(12345678901234567890123456789 * 98765432109876543210987654321 + 10**38)
+    assert got == f"{digits[:-38]}.{digits[-38:]}"
+    assert got == "12193263113702179523.61850327336229233322374638011112635269"
+    r = await wire.post("/api/workflows/multiply", json={"a": "1E+40", "b": "1E+10", "c": 0})
+    assert_problem(r, 422, "arithmetic-refused")
+    r = await wire.post("/api/workflows/multiply", json={"a": "1", "b": "1", "c": "1"})
+    assert_problem(r, 422, "invalid-request")
+
+
 async def test_a_domain_method_called_directly_follows_the_same_rules(wire: ServiceClient) -> None:
     # a user's own test, or a reactor, calling the domain: no HTTP request sets a context for it
     thing = wire.module("wire.domain").Thing.create(
@@ -182,6 +195,7 @@ BAD_BODIES = [
     ("surrogate-low", '{"name": "t", "label": "a\\udfffb"}', "body.label"),
     ("surrogate-list", '{"name": "t", "tags": ["ok", "\\ud800"]}', "body.tags.1"),
     ("surrogate-nested", '{"name": "t", "notes": [{"text": "\\ud834"}]}', "body.notes.0.text"),
+    ("surrogate-key", '{"name": "t", "\\ud800": 1}', "body"),
     ("nul-field", '{"name": "t", "label": "a\\u0000b"}', "body.label"),
     ("nul-nested", '{"name": "t", "notes": [{"text": "\\u0000"}]}', "body.notes.0.text"),
     # string(N)
@@ -301,6 +315,13 @@ async def test_an_operation_assigning_a_longer_string_is_refused(wire: ServiceCl
     assert await ok(wire, "GET", f"/api/things/{made['id']}") == made
     await ok(wire, "POST", f"/api/things/{made['id']}/rename", 204, json={"to": "y" * 20})
     assert (await ok(wire, "GET", f"/api/things/{made['id']}"))["name"] == "y" * 20
+
+
+async def test_an_event_raised_with_a_longer_string_is_refused(wire: ServiceClient) -> None:
+    made = await new_thing(wire)
+    r = await wire.post(f"/api/things/{made['id']}/shout", json={"text": "x" * 11})
+    assert assert_problem(r, 422, "invariant-failed")["rule"] == "Shouted: text: string(10)"
+    await ok(wire, "POST", f"/api/things/{made['id']}/shout", 204, json={"text": "x" * 10})
 
 
 async def test_string_lengths_in_the_schema_and_the_contract(wire: ServiceClient) -> None:

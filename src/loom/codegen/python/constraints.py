@@ -1,7 +1,9 @@
 """Constraints a declared type puts on its values beyond its Python type: the N of `string(N)`,
-checked as an implicit invariant of the aggregate or value object holding the field."""
+checked as an implicit invariant of the aggregate, value object or event holding the field."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from loom.codegen.python import names
 from loom.model import ir
@@ -14,9 +16,11 @@ def max_length(t: ir.Type) -> int | None:
     return t.max_length if isinstance(t, ir.PrimitiveType) else None
 
 
-def length_checks(owner: str, fields: tuple[ir.Field, ...]) -> list[tuple[str, str, str]]:
+def length_checks(
+    owner: str, fields: Sequence[ir.Field | ir.Parameter]
+) -> list[tuple[str, str, str]]:
     """(condition, rule, detail) of each `string(N)` field: an implicit invariant of its
-    aggregate or value object, so an operation assigning a longer string is refused (422)."""
+    aggregate, value object or event, so an operation assigning a longer string is refused (422)."""
     checks = []
     for f in fields:
         n = max_length(f.type)

@@ -92,6 +92,13 @@ def _event(event: ir.Event, types: TypeNames, imports: Imports) -> list[str]:
     ]
     for f in event.fields:
         lines.append(f"    {names.ident(f.name)}: {types.render(f.type)}")
+    lengths = length_checks(event.name, event.fields)
+    if lengths:  # an event raised with a longer string is refused where it is raised
+        imports.add("loom.runtime", "require")
+        lines += ["", "    def __post_init__(self) -> None:"]
+        lines.append(f"        {docstring(f'the string lengths of event {event.name}')}")
+        for cond, rule, detail in lengths:
+            lines += _require(cond, "invariant", rule, detail, 2)
     return lines
 
 
