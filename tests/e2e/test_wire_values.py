@@ -322,6 +322,13 @@ async def test_an_event_raised_with_a_longer_string_is_refused(wire: ServiceClie
     r = await wire.post(f"/api/things/{made['id']}/shout", json={"text": "x" * 11})
     assert assert_problem(r, 422, "invariant-failed")["rule"] == "Shouted: text: string(10)"
     await ok(wire, "POST", f"/api/things/{made['id']}/shout", 204, json={"text": "x" * 10})
+    # the projection keyed by that string: its key is a path parameter, checked like any string
+    got = await ok(wire, "GET", f"/api/projections/shouts/{'x' * 10}")
+    assert (got["text"], got["times"]) == ("x" * 10, 1)
+    problem = assert_problem(
+        await wire.get("/api/projections/shouts/a%00b"), 422, "invalid-request"
+    )
+    assert [e["path"] for e in problem["errors"]] == ["path.key"]
 
 
 async def test_string_lengths_in_the_schema_and_the_contract(wire: ServiceClient) -> None:
