@@ -190,6 +190,9 @@ BAD_BODIES = [
     ("int-exponent", '{"name": "t", "count": 1e3}', "body.count"),
     ("int-point", '{"name": "t", "count": 1.0}', "body.count"),
     ("int-too-big", '{"name": "t", "count": 9223372036854775808}', "body.count"),
+    # bools: true or false only
+    ("bool-one", '{"name": "t", "flag": 1}', "body.flag"),
+    ("bool-string", '{"name": "t", "flag": "true"}', "body.flag"),
     # strings: no lone surrogate, no NUL, wherever they are
     ("surrogate-field", '{"name": "t", "label": "\\ud800"}', "body.label"),
     ("surrogate-low", '{"name": "t", "label": "a\\udfffb"}', "body.label"),

@@ -132,7 +132,8 @@ HTTP
     AuthConfigError(ValueError)             settings that cannot work (short secret, bad key)
     Page[T]                                 {"items", "limit", "offset", "total"}; .map(fn)
     Int64, Int32                            bounded ints for wire schemas (body, path, query)
-    JsonInt64                               an `int` in a JSON body: a JSON integer only
+    JsonInt64, JsonBool                     an `int` / `bool` in a JSON body: a JSON integer /
+                                            true or false only
     WireDecimal, WireText, TEXT_CHECK       a `decimal` / `string` on input (bounds; no NUL or
                                             lone surrogate); `string(N)` is
                                             `Annotated[str, MaxLen(N), TEXT_CHECK]`
@@ -188,6 +189,7 @@ from ._schemas import (
     TEXT_CHECK,
     Int32,
     Int64,
+    JsonBool,
     JsonInt64,
     Page,
     PageLimit,
@@ -227,6 +229,7 @@ __all__ = [
     "Int32",
     "Int64",
     "InvalidValue",
+    "JsonBool",
     "JsonInt64",
     "JwtAuth",
     "LoomError",

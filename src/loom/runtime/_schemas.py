@@ -24,6 +24,8 @@ Int64 = Annotated[int, Interval(ge=INT64_MIN, le=INT64_MAX)]
 JsonInt64 = Annotated[int, Strict(), Interval(ge=INT64_MIN, le=INT64_MAX)]
 """An `int` in a JSON body: a JSON integer only (not `true`, `"1"`, `1.0` or `1e3`). Query and path
 parameters arrive as text and take `Int64`."""
+JsonBool = Annotated[bool, Strict()]
+"""A `bool` in a JSON body: `true` or `false` only (not `1`, `"true"` or `"yes"`)."""
 Int32 = Annotated[int, Interval(ge=INT32_MIN, le=INT32_MAX)]
 """An integer that fits an INTEGER column."""
 PageLimit = Annotated[int, Interval(ge=1, le=500)]

@@ -221,9 +221,9 @@ def domain_to_wire(text: str, t: ir.Type, out_types: TypeNames) -> str:
 class TypeNames:
     """Renders IR types as Python annotations for one generated module.
 
-    `mode` is "domain" (plain Python types), "input" (JSON request bodies: JsonInt64, WireDecimal,
-    WireText, AwareDatetime), "query" (query parameters, which arrive as text: Int64 where a body
-    has JsonInt64) or "output" (responses: Int64, datetime). `here` is the context whose domain module defines names
+    `mode` is "domain" (plain Python types), "input" (JSON request bodies: JsonInt64, JsonBool,
+    WireDecimal, WireText, AwareDatetime), "query" (query parameters, which arrive as text: Int64
+    and bool where a body has JsonInt64 and JsonBool) or "output" (responses: Int64, datetime). `here` is the context whose domain module defines names
     locally (`domain.py` itself) or None when every domain name is imported from `.domain`. Value
     objects and payloads are their domain dataclasses in "domain" mode, else their wire models
     (imported from `.schemas` unless `in_schemas`).
@@ -297,6 +297,9 @@ class TypeNames:
                 return "WireText"
             return "str"
         if name == "bool":
+            if self.mode == "input":  # JSON true / false only; a query string's is text
+                self.imports.add("loom.runtime", "JsonBool")
+                return "JsonBool"
             return "bool"
         if name == "int":
             if self.mode == "domain":

@@ -8,7 +8,7 @@ from typing import Self
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from loom.runtime import Int64, JsonInt64, WireDecimal, WireText, now
+from loom.runtime import Int64, JsonBool, JsonInt64, WireDecimal, WireText, now
 
 from .domain import Note, NoteId, Status, Ticket, TicketId
 
@@ -94,7 +94,7 @@ class NoteCreateInput(BaseModel):
 
     ticket: TicketId
     text: WireText
-    pinned: bool = False
+    pinned: JsonBool = False
     weight: JsonInt64 | None = None
     created_at: AwareDatetime = Field(default_factory=now, alias="createdAt")
     tags: list[WireText] = Field(default_factory=list)
@@ -106,7 +106,7 @@ class NoteUpdateInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     text: WireText | None = None
-    pinned: bool | None = None
+    pinned: JsonBool | None = None
     weight: JsonInt64 | None = None
     tags: list[WireText] | None = None
 

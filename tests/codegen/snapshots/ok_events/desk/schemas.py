@@ -6,7 +6,7 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict
 
-from loom.runtime import Int64, JsonInt64, instance_version
+from loom.runtime import Int64, JsonBool, JsonInt64, instance_version
 
 from .domain import ByEmailRow, Ticket, TicketId, WatchState
 
@@ -44,7 +44,7 @@ class TriageInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     ticket: TicketId
-    urgent: bool
+    urgent: JsonBool
     level: JsonInt64
 
 

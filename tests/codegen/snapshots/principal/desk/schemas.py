@@ -6,7 +6,7 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from loom.runtime import WireText
+from loom.runtime import JsonBool, WireText
 
 from .domain import Me, Status, Ticket, TicketId
 
@@ -17,11 +17,11 @@ class MeInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: WireText
-    authenticated: bool
-    system: bool
+    authenticated: JsonBool
+    system: JsonBool
     roles: list[WireText]
     email: WireText
-    admin: bool
+    admin: JsonBool
 
     def to_domain(self) -> Me:
         """The domain response Me."""

@@ -8,7 +8,7 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from loom.runtime import Int64, JsonInt64, WireText, instance_version
+from loom.runtime import Int64, JsonBool, JsonInt64, WireText, instance_version
 from loom.runtime.processes import PendingTimeout
 
 from .domain import (
@@ -50,7 +50,7 @@ class OrderCreateInput(BaseModel):
 
     sku: WireText
     quantity: JsonInt64
-    fail_payment: bool = Field(default=False, alias="failPayment")
+    fail_payment: JsonBool = Field(default=False, alias="failPayment")
     status: OrderStatus = OrderStatus.PENDING
 
 
@@ -61,7 +61,7 @@ class OrderUpdateInput(BaseModel):
 
     sku: WireText | None = None
     quantity: JsonInt64 | None = None
-    fail_payment: bool | None = Field(default=None, alias="failPayment")
+    fail_payment: JsonBool | None = Field(default=None, alias="failPayment")
     status: OrderStatus | None = None
 
 
@@ -72,7 +72,7 @@ class PlaceOrderInput(BaseModel):
 
     sku: WireText
     quantity: JsonInt64
-    fail_payment: bool = Field(alias="failPayment")
+    fail_payment: JsonBool = Field(alias="failPayment")
 
 
 class PendingTimeoutOut(BaseModel):
