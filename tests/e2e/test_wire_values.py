@@ -93,8 +93,9 @@ async def test_division_is_exact_or_rounded_at_fifty_places(
 
 
 async def test_a_function_divides_by_the_same_rule(wire: ServiceClient) -> None:
-    assert await amount_after(wire, "1E-50", "halve", "{}") == "0E-50"  # half-even: 0.5e-50 -> 0
-    assert await amount_after(wire, "3E-50", "halve", "{}") == "2E-50"  # 1.5e-50 -> 2e-50
+    # half-even at the 50th place: 0.5e-50 -> 0, 1.5e-50 -> 2e-50 (answered without an exponent)
+    assert await amount_after(wire, "1E-50", "halve", "{}") == "0." + "0" * 50
+    assert await amount_after(wire, "3E-50", "halve", "{}") == "0." + "0" * 49 + "2"
 
 
 @pytest.mark.parametrize(
@@ -268,6 +269,7 @@ async def test_bad_query_values_are_422(
 async def test_query_and_path_parameters_are_parsed_from_text(wire: ServiceClient) -> None:
     made = await new_thing(wire, count=3, amount="1E+3")
     assert made["amount"] == "1000"  # canonical: no exponent on output
+    assert (await new_thing(wire, name="small", amount="1E-8"))["amount"] == "0.00000001"
     assert await ok(wire, "GET", "/api/things/find/by_count", params={"count": "3"}) == [made]
     assert await ok(wire, "GET", "/api/things/find/by_amount", params={"amount": "1000.0"}) == [
         made
@@ -293,7 +295,7 @@ async def test_good_values_at_the_bounds_round_trip(wire: ServiceClient) -> None
     got = await ok(wire, "GET", f"/api/things/{made['id']}")
     assert got == made
     assert got["amount"] == widest and got["count"] == -(2**63)
-    assert got["notes"] == [{"text": "1234567890", "weight": "1E-50"}]
+    assert got["notes"] == [{"text": "1234567890", "weight": "0." + "0" * 49 + "1"}]
     # a JSON number is read exactly too, and trailing zeros beyond 50 places are not digits
     r = await wire.post(
         "/api/things", **raw('{"name": "n", "amount": 0.1000000000000000055511151231257827}')

@@ -134,6 +134,7 @@ HTTP
     Int64, Int32                            bounded ints for wire schemas (body, path, query)
     JsonInt64, JsonBool                     an `int` / `bool` in a JSON body: a JSON integer /
                                             true or false only
+    DecimalOut                              a `decimal` on output: a string, never an exponent
     WireDecimal, WireText, TEXT_CHECK       a `decimal` / `string` on input (bounds; no NUL or
                                             lone surrogate); `string(N)` is
                                             `Annotated[str, MaxLen(N), TEXT_CHECK]`
@@ -187,6 +188,7 @@ from ._projections import Rows
 from ._repository import Repository
 from ._schemas import (
     TEXT_CHECK,
+    DecimalOut,
     Int32,
     Int64,
     JsonBool,
@@ -217,6 +219,7 @@ __all__ = [
     "Channel",
     "ConcurrencyConflict",
     "DeadLetter",
+    "DecimalOut",
     "Decision",
     "DomainEvent",
     "DuplicateKey",

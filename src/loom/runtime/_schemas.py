@@ -7,7 +7,14 @@ from decimal import Decimal
 from typing import Annotated, Any, Generic, TypeVar
 
 from annotated_types import Interval
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Strict
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    PlainSerializer,
+    Strict,
+)
 from pydantic_core import PydanticCustomError
 
 from . import decimals
@@ -51,6 +58,10 @@ def _wire_text(value: str) -> str:
 WireDecimal = Annotated[Decimal, BeforeValidator(_wire_decimal)]
 """A `decimal` on input: a JSON number (read exactly) or a string of digits, within the bounds of
 `loom.runtime.decimals`; never a bool, NaN or Infinity."""
+DecimalOut = Annotated[
+    Decimal, PlainSerializer(lambda value: format(value, "f"), return_type=str, when_used="json")
+]
+"""A `decimal` on output: a JSON string in positional notation (`"0.00000001"`, never `"1E-8"`)."""
 TEXT_CHECK = AfterValidator(_wire_text)
 """The check of every `string` on input: no NUL, no lone surrogate (see `_text`). A `string(N)` is
 `Annotated[str, MaxLen(N), TEXT_CHECK]` (the length first, so its message speaks of characters)."""

@@ -223,7 +223,8 @@ class TypeNames:
 
     `mode` is "domain" (plain Python types), "input" (JSON request bodies: JsonInt64, JsonBool,
     WireDecimal, WireText, AwareDatetime), "query" (query parameters, which arrive as text: Int64
-    and bool where a body has JsonInt64 and JsonBool) or "output" (responses: Int64, datetime). `here` is the context whose domain module defines names
+    and bool where a body has JsonInt64 and JsonBool) or "output" (responses: Int64, DecimalOut,
+    datetime). `here` is the context whose domain module defines names
     locally (`domain.py` itself) or None when every domain name is imported from `.domain`. Value
     objects and payloads are their domain dataclasses in "domain" mode, else their wire models
     (imported from `.schemas` unless `in_schemas`).
@@ -312,6 +313,9 @@ class TypeNames:
             if wire:
                 self.imports.add("loom.runtime", "WireDecimal")
                 return "WireDecimal"
+            if self.mode == "output":
+                self.imports.add("loom.runtime", "DecimalOut")
+                return "DecimalOut"
             self.imports.add("decimal", "Decimal")
             return "Decimal"
         if name == "datetime":

@@ -3,12 +3,19 @@
 # Wire models of context Support.
 
 from datetime import datetime
-from decimal import Decimal
 from typing import Self
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from loom.runtime import Int64, JsonBool, JsonInt64, WireDecimal, WireText, now
+from loom.runtime import (
+    DecimalOut,
+    Int64,
+    JsonBool,
+    JsonInt64,
+    WireDecimal,
+    WireText,
+    now,
+)
 
 from .domain import Note, NoteId, Status, Ticket, TicketId
 
@@ -22,7 +29,7 @@ class TicketOut(BaseModel):
     customer: str
     status: Status
     due_at: datetime = Field(serialization_alias="dueAt")
-    price: Decimal
+    price: DecimalOut
 
     @classmethod
     def from_aggregate(cls, ticket: Ticket) -> Self:

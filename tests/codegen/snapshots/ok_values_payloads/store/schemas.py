@@ -7,7 +7,14 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from loom.runtime import Int64, JsonInt64, WireDecimal, WireText, instance_version
+from loom.runtime import (
+    DecimalOut,
+    Int64,
+    JsonInt64,
+    WireDecimal,
+    WireText,
+    instance_version,
+)
 from loom.runtime.types import map_list, map_optional
 
 from .domain import (
@@ -44,7 +51,7 @@ class MoneyInput(BaseModel):
 class MoneyOut(BaseModel):
     """value Money as the API answers it (values_payloads.loom:8)"""
 
-    amount: Decimal
+    amount: DecimalOut
     currency: Currency
 
     @classmethod
@@ -196,7 +203,7 @@ class OrdersOfOut(BaseModel):
     """query OrdersOf as the API answers it (values_payloads.loom:18)"""
 
     customer: str
-    min_total: Decimal = Field(serialization_alias="minTotal")
+    min_total: DecimalOut = Field(serialization_alias="minTotal")
 
     @classmethod
     def from_value(cls, value: OrdersOf) -> Self:

@@ -3,12 +3,11 @@
 # Wire models of context Sales.
 
 from datetime import datetime
-from decimal import Decimal
 from typing import Self
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from loom.runtime import WireDecimal, WireText
+from loom.runtime import DecimalOut, WireDecimal, WireText
 
 from .domain import Customer, CustomerId, Order, OrderId, OrderStatus
 
@@ -19,7 +18,7 @@ class CustomerOut(BaseModel):
     id: CustomerId
     version: int
     name: str
-    credit_limit: Decimal = Field(serialization_alias="creditLimit")
+    credit_limit: DecimalOut = Field(serialization_alias="creditLimit")
     display: str
 
     @classmethod
