@@ -42,9 +42,9 @@ def test_edge_names() -> None:
     domain = files["catalog/domain.py"]
     assert "from_: str" in domain and "def reprice(self, class_: Decimal)" in domain
     assert 'price: Decimal = Decimal("0.00")' in domain
-    assert "return self.price * Decimal(2)" in domain
+    assert "return decimals.mul(self.price, 2)" in domain
     assert 'Column("from", String, nullable=False)' in files["catalog/tables.py"]
-    assert 'from_: str = Field(alias="from")' in files["catalog/schemas.py"]
+    assert 'from_: WireText = Field(alias="from")' in files["catalog/schemas.py"]
     assert "class BoxRepository(Repository[Box])" in files["catalog/repositories.py"]
     assert "from ..catalog.domain import BoxId" in files["shipping/domain.py"]
     assert 'service.transaction(isolation="read_committed")' in files["catalog/workflows.py"]

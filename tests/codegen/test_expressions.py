@@ -10,6 +10,7 @@ import pytest
 from loom.codegen.python._code import Imports, py_str
 from loom.codegen.python.expressions import Scope, render, render_as
 from loom.model import ir
+from loom.runtime import decimals
 
 INT, DEC, BOOL, STR = ir.INT, ir.DECIMAL, ir.BOOL, ir.STRING
 KIND = ir.EnumType("AccountKind", "Banking")
@@ -85,17 +86,21 @@ def test_conditional() -> None:
 def test_decimal_arithmetic() -> None:
     s = scope()
     mixed = b("+", p("price", DEC), p("qty"), DEC)
-    assert render(mixed, s) == "price + Decimal(qty)"
-    assert ("decimal" in s.imports.froms) and "Decimal" in s.imports.froms["decimal"]
-    assert r(b("/", p("a"), p("c"), DEC)) == "Decimal(a) / c"
-    assert r(b("*", lit("1.5", DEC), lit(2), DEC)) == 'Decimal("1.5") * Decimal(2)'
+    assert render(mixed, s) == "decimals.add(price, qty)"
+    assert "decimals" in s.imports.froms["loom.runtime"]
+    assert r(b("/", p("a"), p("c"), DEC)) == "decimals.div(a, c)"
+    assert r(b("*", lit("1.5", DEC), lit(2), DEC)) == 'decimals.mul(Decimal("1.5"), 2)'
+    assert r(b("%", p("a"), p("c"), INT)) == "decimals.int_rem(a, c)"
+    assert r(ir.Unary("-", p("price", DEC), DEC, "-price")) == "decimals.neg(price)"
+    assert r(ir.Unary("-", lit("1.5", DEC), DEC, "-1.5")) == 'Decimal("-1.5")'
+    assert r(b("*", p("a"), p("c"), INT)) == "a * c"
     assert render_as(p("n"), DEC, scope()) == "Decimal(n)"
     assert render_as(p("n"), INT, scope()) == "n"
 
 
 def test_decimal_division_is_exact() -> None:
     text = r(b("/", p("a"), p("c"), DEC))
-    assert eval(text, {"Decimal": Decimal, "a": 1, "c": 4}) == Decimal("0.25")
+    assert eval(text, {"decimals": decimals, "a": 1, "c": 4}) == Decimal("0.25")
 
 
 def test_strings_now_lists_members() -> None:

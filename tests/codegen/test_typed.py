@@ -22,6 +22,7 @@ EXAMPLES = {
     "scheduling": ["examples/scheduling/scheduling.loom"],
     "ok_events": ["tests/lang/data/ok/events.loom"],
     "principal": ["tests/e2e/models/principal.loom"],
+    "wire_values": ["tests/e2e/models/wire_values.loom"],
 }
 
 

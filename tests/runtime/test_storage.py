@@ -209,7 +209,10 @@ def test_mapping_refuses_a_table_that_does_not_match() -> None:
         Bad._statements()
 
 
-@pytest.mark.parametrize("text", ["1E+131071", "-1E-16383", "123456789012345678901234567890E+100"])
+# the bounds of a `decimal` (loom.runtime.decimals): 50 digits before the point, 50 after
+@pytest.mark.parametrize(
+    "text", ["9" * 50 + "." + "9" * 50, "-1E-50", "12345678901234567890E+30", "1.5" + "0" * 80]
+)
 async def test_extreme_decimals_round_trip_exactly(service: Service, text: str) -> None:
     item = Item(name="extreme", amount=Decimal(text))
     async with service.autocommit() as work:
@@ -220,8 +223,8 @@ async def test_extreme_decimals_round_trip_exactly(service: Service, text: str) 
 @pytest.mark.parametrize(
     "changes",
     [
-        {"amount": Decimal("1E+131072")},
-        {"amount": Decimal("1E-16384")},
+        {"amount": Decimal("1E+50")},
+        {"amount": Decimal("1E-51")},
         {"amount": Decimal("NaN")},
         {"count": 2**63},
         {"count": -(2**63) - 1},
@@ -232,8 +235,6 @@ async def test_values_the_database_cannot_hold_are_refused_not_altered(
     service: Service, changes: dict[str, object]
 ) -> None:
     item = Item(name="bad", **changes)  # type: ignore[arg-type]
-    if service.is_sqlite and "amount" in changes and changes["amount"] == changes["amount"]:
-        pytest.skip("SQLite stores any finite decimal as exact text")
     with pytest.raises(InvalidValue):
         async with service.transaction() as work:
             await Items(work).save(item)

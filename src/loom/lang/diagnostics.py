@@ -64,6 +64,8 @@ REGISTRY: dict[str, CodeInfo] = {
             "two declarations would get the same route or column in the generated service",
         ),
         CodeInfo("loom.unknown-type", _E, "a type name does not resolve"),
+        CodeInfo("loom.invalid-string-length", _E, "the length of `string(N)` is not 1..10485760"),
+        CodeInfo("loom.unexpected-type-argument", _E, "a type other than `string` has an argument"),
         CodeInfo("loom.unknown-name", _E, "a name in an expression does not resolve"),
         CodeInfo("loom.unknown-field", _E, "a field name does not exist on the aggregate or event"),
         CodeInfo("loom.unknown-operation", _E, "an operation or method does not exist"),

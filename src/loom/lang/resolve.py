@@ -503,6 +503,11 @@ def resolve_type(
             "value object, or `X id`",
         )
         return ERROR
+    if t.args is not None:
+        sized = _sized(base, t, sink)
+        if sized is None:
+            return ERROR
+        base = sized
     if t.is_list:
         base = ir.ListType(base)  # type: ignore[arg-type]
     if t.is_optional:
@@ -520,6 +525,47 @@ def resolve_type(
         )
         return ERROR
     return base
+
+
+def _sized(base: AnyType, t: ast.TypeRef, sink: Sink) -> AnyType | None:
+    """`string(N)`: a string of at most N characters. No other type takes an argument."""
+    assert t.args is not None and t.args_span is not None
+    if base != ir.STRING or t.is_id or t.qualifier is not None:
+        sink.report(
+            "loom.unexpected-type-argument",
+            f"`{t.name}` takes no argument in parentheses",
+            t.args_span,
+            "an argument of a type that takes none",
+            secondary=[(t.name_span, f"`{t.name}` is not `string`")],
+            help="only `string(N)` takes one, its maximum length; write the type on its own, "
+            f"`{t.name}`",
+        )
+        return None
+    limit = f"a whole number of characters from 1 to {ir.MAX_STRING_LENGTH}"
+    if len(t.args) != 1:
+        sink.report(
+            "loom.invalid-string-length",
+            f"`string(…)` takes exactly one length, {limit}; it has {len(t.args)}",
+            t.args_span,
+            "one length expected",
+            secondary=[(t.name_span, "a bounded string")],
+            help="write `string(100)` for a string of at most 100 characters, or plain `string`",
+        )
+        return None
+    arg = t.args[0]
+    n = int(arg.text) if arg.text.isdigit() else None
+    if n is None or not 1 <= n <= ir.MAX_STRING_LENGTH:
+        sink.report(
+            "loom.invalid-string-length",
+            f"`{arg.text}` is not a length: the length of `string(N)` is {limit}",
+            arg.span,
+            "not a valid length",
+            secondary=[(t.name_span, "a bounded string")],
+            help="write `string(100)` for a string of at most 100 characters, or plain `string` "
+            "for one without a bound",
+        )
+        return None
+    return ir.PrimitiveType("string", max_length=n)
 
 
 def _qualified(

@@ -254,9 +254,19 @@ class _Build(Transformer):
     def opt_mark(self, meta, ch):
         return "opt"
 
+    def type_arg(self, meta, ch):
+        return ast.TypeArg(str(ch[0]), self.tsp(ch[0]))
+
+    def negative_type_arg(self, meta, ch):
+        return ast.TypeArg("-" + str(ch[0]), self.sp(meta))
+
+    def type_args(self, meta, ch):
+        return (list(ch), self.sp(meta))
+
     def type(self, meta, ch):
         names = [c for c in ch if isinstance(c, Token)]
-        marks = {c for c in ch if not isinstance(c, Token)}
+        args = next((c for c in ch if isinstance(c, tuple)), None)
+        marks = {c for c in ch if isinstance(c, str) and not isinstance(c, Token)}
         name, qualifier = names[-1], names[0] if len(names) > 1 else None
         return ast.TypeRef(
             str(name),
@@ -267,6 +277,8 @@ class _Build(Transformer):
             self.sp(meta),
             str(qualifier) if qualifier is not None else None,
             self.tsp(qualifier) if qualifier is not None else None,
+            args[0] if args is not None else None,
+            args[1] if args is not None else None,
         )
 
     def repository(self, meta, ch):

@@ -36,7 +36,17 @@ Primitive: TypeAlias = Literal["string", "int", "decimal", "bool", "datetime", "
 
 @dataclass(frozen=True, slots=True)
 class PrimitiveType:
+    """`max_length` is N of a `string(N)`: a bound on the values a field or parameter takes, checked
+    where they enter (the wire, a save, an aggregate's or value object's invariants). It is not part
+    of the type's identity (`string(10) == string`), so any string may be assigned to it and type
+    rules stay those of `string`."""
+
     name: Primitive
+    max_length: int | None = field(default=None, compare=False)
+
+
+MAX_STRING_LENGTH = 10_485_760
+"""The largest N of `string(N)`: PostgreSQL's VARCHAR limit."""
 
 
 @dataclass(frozen=True, slots=True)

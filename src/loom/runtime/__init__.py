@@ -134,13 +134,22 @@ HTTP
     AuthConfigError(ValueError)             settings that cannot work (short secret, bad key)
     Page[T]                                 {"items", "limit", "offset", "total"}; .map(fn)
     Int64, Int32                            bounded ints for wire schemas (body, path, query)
+    JsonInt64, JsonBool                     an `int` / `bool` in a JSON body: a JSON integer /
+                                            true or false only
+    DecimalOut                              a `decimal` on output: a string, never an exponent
+    WireDecimal, WireText, TEXT_CHECK       a `decimal` / `string` on input (bounds; no NUL or
+                                            lone surrogate); `string(N)` is
+                                            `Annotated[str, MaxLen(N), TEXT_CHECK]`
+    decimals                                decimal bounds (MAX_INTEGER_DIGITS, MAX_SCALE) and the
+                                            exact arithmetic generated code calls: add, sub, mul,
+                                            div, rem, neg; ArithmeticRefused (422)
     PageLimit (1..500), PageOffset (>= 0)   write `limit: PageLimit = 50` or
                                             `Annotated[PageLimit, Query()] = 50` — NOT
                                             `PageLimit = Query(50)` (FastAPI drops the bounds)
     Problem                                 the problem+json wire model (OpenAPI component)
 """
 
-from . import clock
+from . import clock, decimals
 from ._auth import AuthConfigError, Authenticator, JwtAuth
 from ._channels import Backoff, Channel
 from ._criteria import as_number, sql_bool
@@ -179,23 +188,40 @@ from ._process_model import (
 )
 from ._projections import Rows
 from ._repository import Repository
-from ._schemas import Int32, Int64, Page, PageLimit, PageOffset, Problem
+from ._schemas import (
+    TEXT_CHECK,
+    DecimalOut,
+    Int32,
+    Int64,
+    JsonBool,
+    JsonInt64,
+    Page,
+    PageLimit,
+    PageOffset,
+    Problem,
+    WireDecimal,
+    WireText,
+)
 from ._service import Service, Work
 from .clock import now
+from .decimals import ArithmeticRefused
 from .processes import ProcessRunner
 
 __all__ = [
     "ANONYMOUS",
     "PROBLEM_RESPONSES",
     "SYSTEM",
+    "TEXT_CHECK",
     "AggregateRoot",
     "AlreadyHandled",
+    "ArithmeticRefused",
     "AuthConfigError",
     "Authenticator",
     "Backoff",
     "Channel",
     "ConcurrencyConflict",
     "DeadLetter",
+    "DecimalOut",
     "Decision",
     "DomainEvent",
     "DuplicateKey",
@@ -208,6 +234,8 @@ __all__ = [
     "Int32",
     "Int64",
     "InvalidValue",
+    "JsonBool",
+    "JsonInt64",
     "JwtAuth",
     "LoomError",
     "LoomRoute",
@@ -229,6 +257,8 @@ __all__ = [
     "Timeout",
     "TimeoutDue",
     "Unauthenticated",
+    "WireDecimal",
+    "WireText",
     "Work",
     "as_number",
     "authorize",
@@ -237,6 +267,7 @@ __all__ = [
     "current_correlation_id",
     "current_envelope",
     "current_principal",
+    "decimals",
     "get_service",
     "instance_version",
     "load_externs",

@@ -2,6 +2,9 @@
 on SQLite and PostgreSQL.
 
 - `DecimalText`: NUMERIC on PostgreSQL, TEXT (the exact decimal string) on SQLite; never a float.
+  A value outside the bounds of a `decimal` (`decimals.MAX_INTEGER_DIGITS`, `MAX_SCALE`) is
+  refused (`ValueNotStorable`), on every engine alike.
+- `BoundedText(n)`: a `string(n)`, VARCHAR(n); a longer value is refused, never truncated.
 - `UtcDateTime`: TIMESTAMP WITH TIME ZONE on PostgreSQL, a fixed-width ISO-8601 UTC string on
   SQLite (sorts chronologically). Values come back timezone-aware UTC; naive input is taken as UTC.
 - `JsonList`: JSONB on PostgreSQL, JSON on SQLite. Elements are stored JSON-natively: str/int/bool
@@ -33,7 +36,10 @@ from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
+from . import decimals
+
 __all__ = [
+    "BoundedText",
     "DecimalText",
     "JsonList",
     "JsonValue",
@@ -49,10 +55,6 @@ __all__ = [
     "map_optional_list",
     "map_or",
 ]
-
-# PostgreSQL NUMERIC: up to 131072 digits before the decimal point, 16383 after.
-_PG_MAX_ADJUSTED = 131071
-_PG_MAX_SCALE = 16383
 
 
 class ValueNotStorable(ValueError):
@@ -90,25 +92,26 @@ class DecimalText(TypeDecorator[Decimal]):
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         if value is None:
             return None
-        if not isinstance(value, Decimal):
-            value = _as_decimal(value)
-        if not value.is_finite():
-            raise ValueNotStorable(f"{value} is not a finite decimal")
+        value = _storable_decimal(value if isinstance(value, Decimal) else _as_decimal(value))
         if dialect.name == "postgresql":
-            # asyncpg's binary encoding silently wraps beyond NUMERIC's range: refuse instead
-            exponent = value.as_tuple().exponent
-            if value and (
-                value.adjusted() > _PG_MAX_ADJUSTED
-                or (isinstance(exponent, int) and exponent < -_PG_MAX_SCALE)
-            ):
-                raise ValueNotStorable(f"{value} is outside the range of NUMERIC")
             return value
         return str(value)
 
     def process_result_value(self, value: Any, dialect: Dialect) -> Decimal | None:
-        if value is None or isinstance(value, Decimal):
-            return value
-        return Decimal(value if isinstance(value, str) else str(value))
+        if value is None:
+            return None
+        if not isinstance(value, Decimal):
+            value = Decimal(value if isinstance(value, str) else str(value))
+        return decimals.canonical(value)
+
+
+def _storable_decimal(value: Decimal) -> Decimal:
+    """`value` in canonical form, or ValueNotStorable when it is outside the bounds of a `decimal`
+    (`decimals.MAX_INTEGER_DIGITS` / `MAX_SCALE`): refused, never stored rounded."""
+    try:
+        return decimals.fit(value)
+    except ValueError as exc:
+        raise ValueNotStorable(str(exc)) from None
 
 
 def _as_decimal(value: Any) -> Decimal:
@@ -118,6 +121,25 @@ def _as_decimal(value: Any) -> Decimal:
         return Decimal(value)
     except ArithmeticError as exc:
         raise ValueNotStorable(f"{value!r} is not a decimal") from exc
+
+
+class BoundedText(TypeDecorator[str]):
+    """A `string(N)`: VARCHAR(N) on PostgreSQL (and in SQLite's DDL, which does not enforce it). A
+    longer value is refused (`ValueNotStorable`) on every engine, never stored truncated."""
+
+    impl = String
+    cache_ok = True
+
+    def __init__(self, length: int) -> None:
+        super().__init__(length)
+        self.max_length = length
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
+        if value is not None and len(value) > self.max_length:
+            raise ValueNotStorable(
+                f"a string of {len(value)} characters is longer than its {self.max_length}"
+            )
+        return value
 
 
 class UtcDateTime(TypeDecorator[datetime]):
@@ -156,7 +178,7 @@ def encode_list_item(item: Any) -> Any:
     if isinstance(item, (str, int)):
         return item
     if isinstance(item, Decimal):
-        return str(item)
+        return str(_storable_decimal(item))
     if isinstance(item, datetime):
         return _format_utc(item)
     if isinstance(item, date):

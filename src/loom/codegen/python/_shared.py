@@ -221,8 +221,10 @@ def domain_to_wire(text: str, t: ir.Type, out_types: TypeNames) -> str:
 class TypeNames:
     """Renders IR types as Python annotations for one generated module.
 
-    `mode` is "domain" (plain Python types), "input" (request bodies: Int64, AwareDatetime) or
-    "output" (responses: Int64, datetime). `here` is the context whose domain module defines names
+    `mode` is "domain" (plain Python types), "input" (JSON request bodies: JsonInt64, JsonBool,
+    WireDecimal, WireText, AwareDatetime), "query" (query parameters, which arrive as text: Int64
+    and bool where a body has JsonInt64 and JsonBool) or "output" (responses: Int64, DecimalOut,
+    datetime). `here` is the context whose domain module defines names
     locally (`domain.py` itself) or None when every domain name is imported from `.domain`. Value
     objects and payloads are their domain dataclasses in "domain" mode, else their wire models
     (imported from `.schemas` unless `in_schemas`).
@@ -251,7 +253,7 @@ class TypeNames:
     def schema_name(self, t: ir.ValueType | ir.PayloadType) -> str:
         """The wire model of a value object or payload, for this module's mode."""
         context = self.info.context(t.context)
-        cls = record_classes(context)[t.name][0 if self.mode == "input" else 1]
+        cls = record_classes(context)[t.name][0 if self.mode in ("input", "query") else 1]
         if t.context == self.context.name:
             if not self.in_schemas:
                 self.imports.add(".schemas", cls)
@@ -261,6 +263,12 @@ class TypeNames:
 
     def render(self, t: ir.Type) -> str:
         if isinstance(t, ir.PrimitiveType):
+            if t.max_length is not None and self.mode in ("input", "query"):
+                # `string(N)`: the length first, so a too-long value's message counts characters
+                self.imports.add("typing", "Annotated")
+                self.imports.add("annotated_types", "MaxLen")
+                self.imports.add("loom.runtime", "TEXT_CHECK")
+                return f"Annotated[str, MaxLen({t.max_length}), TEXT_CHECK]"
             return self._primitive(t.name)
         if isinstance(t, ir.IdType):
             return self.domain_name(t.context, names.id_type(t.aggregate))
@@ -283,20 +291,35 @@ class TypeNames:
         raise TypeError(f"unknown type {t!r}")
 
     def _primitive(self, name: str) -> str:
+        wire = self.mode in ("input", "query")
         if name == "string":
+            if wire:
+                self.imports.add("loom.runtime", "WireText")
+                return "WireText"
             return "str"
         if name == "bool":
+            if self.mode == "input":  # JSON true / false only; a query string's is text
+                self.imports.add("loom.runtime", "JsonBool")
+                return "JsonBool"
             return "bool"
         if name == "int":
             if self.mode == "domain":
                 return "int"
-            self.imports.add("loom.runtime", "Int64")
-            return "Int64"
+            # a JSON body's int is a JSON integer; a query parameter's is text
+            cls = "JsonInt64" if self.mode == "input" else "Int64"
+            self.imports.add("loom.runtime", cls)
+            return cls
         if name == "decimal":
+            if wire:
+                self.imports.add("loom.runtime", "WireDecimal")
+                return "WireDecimal"
+            if self.mode == "output":
+                self.imports.add("loom.runtime", "DecimalOut")
+                return "DecimalOut"
             self.imports.add("decimal", "Decimal")
             return "Decimal"
         if name == "datetime":
-            if self.mode == "input":
+            if wire:
                 self.imports.add("pydantic", "AwareDatetime")
                 return "AwareDatetime"
             self.imports.add("datetime", "datetime")

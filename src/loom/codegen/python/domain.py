@@ -31,6 +31,7 @@ from loom.codegen.python._shared import (
     state_class,
     used_locals,
 )
+from loom.codegen.python.constraints import length_checks
 from loom.codegen.python.expressions import Scope, render, render_as
 from loom.model import ir
 
@@ -91,6 +92,13 @@ def _event(event: ir.Event, types: TypeNames, imports: Imports) -> list[str]:
     ]
     for f in event.fields:
         lines.append(f"    {names.ident(f.name)}: {types.render(f.type)}")
+    lengths = length_checks(event.name, event.fields)
+    if lengths:  # an event raised with a longer string is refused where it is raised
+        imports.add("loom.runtime", "require")
+        lines += ["", "    def __post_init__(self) -> None:"]
+        lines.append(f"        {docstring(f'the string lengths of event {event.name}')}")
+        for cond, rule, detail in lengths:
+            lines += _require(cond, "invariant", rule, detail, 2)
     return lines
 
 
@@ -115,7 +123,8 @@ def _record(rec: ir.ValueObject | ir.Payload, types: TypeNames, imports: Imports
         annotation = f"    {names.ident(f.name)}: {types.render(f.type)}"
         line = annotation if default is None else f"{annotation} = {default}"
         lines += lay(line.removeprefix("    "), 1)
-    if isinstance(rec, ir.ValueObject) and rec.invariants:
+    lengths = length_checks(rec.name, rec.fields) if isinstance(rec, ir.ValueObject) else []
+    if isinstance(rec, ir.ValueObject) and (rec.invariants or lengths):
         imports.add("loom.runtime", "require")
         lines += [
             "",
@@ -128,6 +137,8 @@ def _record(rec: ir.ValueObject | ir.Payload, types: TypeNames, imports: Imports
             comment = f"# invariant {one_line(inv.condition.text)} ({where(inv.origin)})"
             lines.append(f"        {comment}")
             lines += _require(render(inv.condition, scope), "invariant", rule, detail, 2)
+        for cond, rule, detail in lengths:
+            lines += _require(cond, "invariant", rule, detail, 2)
     return lines
 
 
@@ -214,7 +225,7 @@ def _aggregate(
         line = annotation if default is None else f"{annotation} = {default}"
         lines += lay(line.removeprefix("    "), 1)
 
-    has_invariants = bool(agg.invariants)
+    has_invariants = bool(agg.invariants or length_checks(agg.name, agg.fields))
     methods: list[list[str]] = [_create(info, context, agg, types, imports, has_invariants)]
     for d in agg.derived:
         methods.append(_derived(d, types, scope))
@@ -392,6 +403,8 @@ def _invariants(agg: ir.Aggregate, scope: Scope) -> list[str]:
         detail = inv.message if inv.message is not None else f"{rule} failed"
         lines.append(f"        # invariant {one_line(inv.condition.text)} ({where(inv.origin)})")
         lines += _require(render(inv.condition, scope), "invariant", rule, detail, 2)
+    for cond, rule, detail in length_checks(agg.name, agg.fields):
+        lines += _require(cond, "invariant", rule, detail, 2)
     return lines
 
 
@@ -476,9 +489,16 @@ def _operation(
             return _require(render(stmt.condition, scope), "precondition", rule, detail, depth)
         if isinstance(stmt, ir.Assign):
             target = fields[stmt.field]
-            op_text = "=" if stmt.op == ":=" else stmt.op
+            attr = f"self.{names.ident(stmt.field)}"
             value = render_as(stmt.value, target.type, scope)
-            return lay(f"self.{names.ident(stmt.field)} {op_text} {value}", depth)
+            if stmt.op != ":=" and target.type == ir.DECIMAL:
+                # `balance += amount` on a decimal: exact (loom.runtime.decimals), or a 422
+                imports.add("loom.runtime", "decimals")
+                fn = "add" if stmt.op == "+=" else "sub"
+                value = render(stmt.value, scope)
+                return lay(f"{attr} = decimals.{fn}({attr}, {value})", depth)
+            op_text = "=" if stmt.op == ":=" else stmt.op
+            return lay(f"{attr} {op_text} {value}", depth)
         if isinstance(stmt, ir.Let):
             var = alloc.take(
                 names.ident(stmt.name) if stmt.name in later else "_" + names.snake(stmt.name)

@@ -2,8 +2,9 @@
 
 Precedence follows Python's grammar; a child is parenthesised only when Python would otherwise read
 it differently. Comparisons never chain (`(a < b) == c`), and the right operand of a binary operator
-at the same level keeps its parentheses (`a - (b - c)`). Arithmetic that the model types as decimal
-turns every int operand into a `Decimal`, and `/` is always decimal division.
+at the same level keeps its parentheses (`a - (b - c)`). Arithmetic that the model types as decimal,
+`/` (always decimal division) and `%` are calls of `loom.runtime.decimals` (`decimals.add(a, b)`):
+exact, or an `ArithmeticRefused` 422, wherever the code runs.
 """
 
 from __future__ import annotations
@@ -175,6 +176,12 @@ def _render(expr: ir.Expr, scope: Scope) -> tuple[str, int]:
         if expr.op == "!":
             operand, prec = _render(expr.operand, scope)
             return f"not {_wrap(operand, prec, NOT)}", NOT
+        if _is_decimal(expr.type):
+            if isinstance(expr.operand, ir.Literal_):  # `-1.5`: the literal Decimal("-1.5")
+                scope.imports.add("decimal", "Decimal")
+                return f"Decimal({py_str('-' + str(expr.operand.value))})", ATOM
+            scope.imports.add("loom.runtime", "decimals")
+            return f"decimals.neg({render(expr.operand, scope)})", ATOM
         operand, prec = _render(expr.operand, scope)
         return f"-{_wrap(operand, prec, UNARY + 1 if prec == UNARY else UNARY)}", UNARY
     if isinstance(expr, ir.Binary):
@@ -309,22 +316,18 @@ def _binary(expr: ir.Binary, scope: Scope) -> tuple[str, int]:
         right = _concat_operand(expr.right, scope, prec + 1)
         return f"{left} + {right}", prec
     decimal = op == "/" or _is_decimal(expr.type) or _is_decimal(left_t) or _is_decimal(right_t)
-    if op == "/" and not (_is_decimal(left_t) or _is_decimal(right_t)):
-        # int / int is decimal division: make the dividend a Decimal.
-        text, p = _render(expr.left, scope)
-        left = _to_decimal(expr.left, text, p, scope)
-        right = _wrap(*_render(expr.right, scope), prec + 1)
-        return f"{left} / {right}", prec
-    left = _arith_operand(expr.left, scope, prec, decimal)
-    right = _arith_operand(expr.right, scope, prec + 1, decimal)
+    if decimal or op == "%":
+        # through loom.runtime.decimals: exact, or a 422 (int operands are taken as they are)
+        scope.imports.add("loom.runtime", "decimals")
+        fn = _DECIMAL_OP[op] if decimal else "int_rem"
+        return f"decimals.{fn}({render(expr.left, scope)}, {render(expr.right, scope)})", ATOM
+    left = _wrap(*_render(expr.left, scope), prec)
+    right = _wrap(*_render(expr.right, scope), prec + 1)
     return f"{left} {py_op} {right}", prec
 
 
-def _arith_operand(expr: ir.Expr, scope: Scope, need: int, decimal: bool) -> str:
-    text, prec = _render(expr, scope)
-    if decimal and _is_int(expr.type):
-        return _to_decimal(expr, text, prec, scope)
-    return _wrap(text, prec, need)
+# Decimal arithmetic -> loom.runtime.decimals (so is `%` of ints, whose zero divisor is a 422 too)
+_DECIMAL_OP = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "rem"}
 
 
 def _concat_operand(expr: ir.Expr, scope: Scope, need: int) -> str:

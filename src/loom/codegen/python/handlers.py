@@ -75,11 +75,12 @@ def _handler(
     functions: NameAlloc,
 ) -> list[str]:
     domain_types = TypeNames(info, context, imports, mode="domain")
-    in_types = TypeNames(info, context, imports, mode="input")
+    command = handler.kind == "command"
+    # a command's parameters come in a JSON body, a query's in the query string
+    in_types = TypeNames(info, context, imports, mode="input" if command else "query")
     out_types = TypeNames(info, context, imports, mode="output")
     fn = functions.take(names.ident(handler.name))
     tag = f"{context.name}: handlers"
-    command = handler.kind == "command"
     alloc = NameAlloc(_RESERVED)
     params: list[str] = []
     py: dict[str, str] = {}

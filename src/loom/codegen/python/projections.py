@@ -28,6 +28,9 @@ def _key_annotation(t: ir.Type, imports: Imports) -> str:
     if t == ir.INT:
         imports.add("loom.runtime", "Int64")
         return "Int64"
+    if t == ir.STRING:  # no NUL or lone surrogate: a 422 on every engine, as in a body
+        imports.add("loom.runtime", "WireText")
+        return "WireText"
     return "str"
 
 

@@ -179,7 +179,7 @@ def _find_routes(
     cls = info.repository_class(context, agg.name)
     plural = names.plural_snake(agg.name)
     tag = f"{context.name}: {agg.name}"
-    types = TypeNames(info, context, imports, mode="input")
+    types = TypeNames(info, context, imports, mode="query")
     blocks = []
     for find in repo.finds:
         fn = functions.take(f"find_{plural}_{names.snake(find.name)}")

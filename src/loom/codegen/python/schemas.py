@@ -392,7 +392,11 @@ def _record_classes(
     ]
     if rec.fields:
         request.append("")
-    request += [input_field(f, in_types, imports) for f in rec.fields]
+    # a query payload is read from a query string (text), every other record from a JSON body
+    member_types = in_types
+    if isinstance(rec, ir.Payload) and rec.kind == "query":
+        member_types = TypeNames(in_types.info, in_types.context, imports, "query", in_schemas=True)
+    request += [input_field(f, member_types, imports) for f in rec.fields]
     kwargs = [
         f"{names.ident(f.name)}="
         + field_to_domain(f"self.{schema_attr(f.name)}", f, in_types, scope)

@@ -53,6 +53,9 @@ def _column_type(t: ir.Type, imports: Imports) -> str:
     if isinstance(t, ir.EnumType):
         imports.add("sqlalchemy", "String")
         return "String"
+    if isinstance(t, ir.PrimitiveType) and t.max_length is not None:
+        imports.add("loom.runtime.types", "BoundedText")
+        return f"BoundedText({t.max_length})"
     if isinstance(t, ir.PrimitiveType):
         kind = {
             "string": ("sqlalchemy", "String"),

@@ -7,7 +7,7 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from loom.runtime import Int64
+from loom.runtime import Int64, JsonInt64, WireText
 
 from .domain import Account, AccountId, AccountKind, Customer, CustomerId
 
@@ -67,7 +67,7 @@ class AccountWithdrawInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    amount: Int64
+    amount: JsonInt64
 
 
 class AccountDepositInput(BaseModel):
@@ -75,7 +75,7 @@ class AccountDepositInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    amount: Int64
+    amount: JsonInt64
 
 
 class RegisterCustomerInput(BaseModel):
@@ -83,8 +83,8 @@ class RegisterCustomerInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str
-    email: str | None = None
+    name: WireText
+    email: WireText | None = None
 
 
 class OpenAccountInput(BaseModel):
@@ -93,7 +93,7 @@ class OpenAccountInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     owner: CustomerId
-    number: str
+    number: WireText
 
 
 class TransferInput(BaseModel):
@@ -103,7 +103,7 @@ class TransferInput(BaseModel):
 
     from_account: AccountId = Field(alias="fromAccount")
     to_account: AccountId = Field(alias="toAccount")
-    amount: Int64
+    amount: JsonInt64
 
 
 class LooseTransferInput(BaseModel):
@@ -113,7 +113,7 @@ class LooseTransferInput(BaseModel):
 
     from_account: AccountId = Field(alias="fromAccount")
     to_account: AccountId = Field(alias="toAccount")
-    amount: Int64
+    amount: JsonInt64
 
 
 class AuditedTransferInput(BaseModel):
@@ -123,4 +123,4 @@ class AuditedTransferInput(BaseModel):
 
     from_account: AccountId = Field(alias="fromAccount")
     to_account: AccountId = Field(alias="toAccount")
-    amount: Int64
+    amount: JsonInt64

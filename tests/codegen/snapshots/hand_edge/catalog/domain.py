@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import ClassVar, NewType
 from uuid import UUID
 
-from loom.runtime import AggregateRoot, DomainEvent, new_id, require
+from loom.runtime import AggregateRoot, DomainEvent, decimals, new_id, require
 
 BoxId = NewType("BoxId", UUID)
 
@@ -67,7 +67,7 @@ class Box(AggregateRoot):
     @property
     def total(self) -> Decimal:
         """derived total (catalog.loom:10)"""
-        return self.price * Decimal(2)
+        return decimals.mul(self.price, 2)
 
     def _check_invariants(self) -> None:
         """invariants of Box (catalog.loom:4)"""

@@ -3,12 +3,11 @@
 # Wire models of context Catalog.
 
 from datetime import date
-from decimal import Decimal
 from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from loom.runtime import Int64
+from loom.runtime import DecimalOut, Int64, WireDecimal, WireText
 
 from .domain import Box, BoxId, Color
 
@@ -19,11 +18,11 @@ class BoxOut(BaseModel):
     id: BoxId
     version: int
     from_: str = Field(serialization_alias="from")
-    price: Decimal
+    price: DecimalOut
     colors: list[Color]
     ship_by: date | None = Field(serialization_alias="shipBy")
     weight: Int64 | None
-    total: Decimal
+    total: DecimalOut
 
     @classmethod
     def from_aggregate(cls, box: Box) -> Self:
@@ -45,7 +44,7 @@ class BoxRepriceInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    class_: Decimal = Field(alias="class")
+    class_: WireDecimal = Field(alias="class")
 
 
 class MakeBoxInput(BaseModel):
@@ -53,5 +52,5 @@ class MakeBoxInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    from_: str = Field(alias="from")
-    price: Decimal
+    from_: WireText = Field(alias="from")
+    price: WireDecimal

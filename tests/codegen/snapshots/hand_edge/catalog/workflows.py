@@ -2,12 +2,17 @@
 # Do not edit: change the model and rebuild.
 # Workflow routes of context Catalog.
 
-from decimal import Decimal
 from typing import Annotated
 
 from fastapi import APIRouter, Depends
 
-from loom.runtime import PROBLEM_RESPONSES, LoomRoute, Service, get_service
+from loom.runtime import (
+    PROBLEM_RESPONSES,
+    DecimalOut,
+    LoomRoute,
+    Service,
+    get_service,
+)
 
 from .domain import Box
 from .repositories import BoxRepository
@@ -37,7 +42,7 @@ async def ping(service: Annotated[Service, Depends(get_service)]) -> None:
 async def make_box(
     body: MakeBoxInput,
     service: Annotated[Service, Depends(get_service)],
-) -> Decimal:
+) -> DecimalOut:
     """workflow makeBox (catalog.loom:22): transactional(read_committed), all-or-nothing"""
     async with service.transaction(isolation="read_committed") as work:
         boxes = BoxRepository(work)

@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import ClassVar, NewType
 from uuid import UUID
 
-from loom.runtime import AggregateRoot, DomainEvent, new_id, now, require
+from loom.runtime import AggregateRoot, DomainEvent, decimals, new_id, now, require
 
 TicketId = NewType("TicketId", UUID)
 NoteId = NewType("NoteId", UUID)
@@ -61,7 +61,7 @@ class Ticket(AggregateRoot):
             rule='Ticket.create: precondition code != ""',
             detail="a ticket needs a code",
         )
-        p = price * Decimal(1)
+        p = decimals.mul(price, 1)
         price_ = p
         ticket = cls(code=code, customer=customer, due_at=due_at, price=price_)
         ticket._raise_event(TicketOpened(ticket=ticket.id, code=ticket.code))

@@ -12,6 +12,7 @@ from loom.runtime import (
     Int64,
     LoomRoute,
     Service,
+    WireText,
     get_service,
     not_found,
 )
@@ -88,7 +89,7 @@ async def due_tickets(
 )
 async def ticket_by_code(
     service: Annotated[Service, Depends(get_service)],
-    code: Annotated[str, Query()],
+    code: Annotated[WireText, Query()],
 ) -> TicketOut | None:
     """queryHandler TicketByCode (support.loom:113): read-only"""
     result: Ticket | None = None
@@ -107,9 +108,9 @@ async def ticket_by_code(
 )
 async def slack(
     service: Annotated[Service, Depends(get_service)],
-    code: Annotated[str, Query()],
+    code: Annotated[WireText, Query()],
     as_of: Annotated[AwareDatetime, Query(alias="asOf")],
-    tags: Annotated[list[str], Query()],
+    tags: Annotated[list[WireText], Query()],
     limit: Annotated[Int64 | None, Query()] = None,
 ) -> bool:
     """queryHandler Slack (support.loom:116): read-only"""

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 from sqlalchemy import ColumnElement, and_, not_, or_
 
-from loom.runtime import Repository, as_number
+from loom.runtime import Repository, as_number, decimals
 
 from . import tables
 from .domain import Note, Ticket
@@ -48,7 +48,7 @@ def not_closed_or_cheap() -> ColumnElement[bool]:
     c = tables.tickets.c
     return or_(
         not_(c.status == "Closed"),
-        as_number(c.price) < as_number(Decimal(1) + Decimal("0.5")),
+        as_number(c.price) < as_number(decimals.add(1, Decimal("0.5"))),
     )
 
 

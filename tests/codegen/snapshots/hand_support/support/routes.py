@@ -16,6 +16,7 @@ from loom.runtime import (
     PageLimit,
     PageOffset,
     Service,
+    WireText,
     get_service,
 )
 
@@ -62,7 +63,7 @@ async def list_tickets(
     tags=["Support: Ticket"],
 )
 async def find_tickets_by_code(
-    code: Annotated[str, Query()],
+    code: Annotated[WireText, Query()],
     service: Annotated[Service, Depends(get_service)],
 ) -> TicketOut:
     """find byCode of Tickets (support.loom:16)"""
@@ -79,7 +80,7 @@ async def find_tickets_by_code(
     tags=["Support: Ticket"],
 )
 async def find_tickets_by_customer(
-    customer: Annotated[str, Query()],
+    customer: Annotated[WireText, Query()],
     service: Annotated[Service, Depends(get_service)],
 ) -> list[TicketOut]:
     """find byCustomer of Tickets (support.loom:17)"""

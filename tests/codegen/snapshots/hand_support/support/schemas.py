@@ -3,12 +3,19 @@
 # Wire models of context Support.
 
 from datetime import datetime
-from decimal import Decimal
 from typing import Self
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from loom.runtime import Int64, now
+from loom.runtime import (
+    DecimalOut,
+    Int64,
+    JsonBool,
+    JsonInt64,
+    WireDecimal,
+    WireText,
+    now,
+)
 
 from .domain import Note, NoteId, Status, Ticket, TicketId
 
@@ -22,7 +29,7 @@ class TicketOut(BaseModel):
     customer: str
     status: Status
     due_at: datetime = Field(serialization_alias="dueAt")
-    price: Decimal
+    price: DecimalOut
 
     @classmethod
     def from_aggregate(cls, ticket: Ticket) -> Self:
@@ -43,10 +50,10 @@ class TicketCreateInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    code: str
-    customer: str
+    code: WireText
+    customer: WireText
     due_at: AwareDatetime = Field(alias="dueAt")
-    price: Decimal
+    price: WireDecimal
 
 
 class TicketUpdateInput(BaseModel):
@@ -54,10 +61,10 @@ class TicketUpdateInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    customer: str | None = None
+    customer: WireText | None = None
     status: Status | None = None
     due_at: AwareDatetime | None = Field(default=None, alias="dueAt")
-    price: Decimal | None = None
+    price: WireDecimal | None = None
 
 
 class NoteOut(BaseModel):
@@ -93,11 +100,11 @@ class NoteCreateInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     ticket: TicketId
-    text: str
-    pinned: bool = False
-    weight: Int64 | None = None
+    text: WireText
+    pinned: JsonBool = False
+    weight: JsonInt64 | None = None
     created_at: AwareDatetime = Field(default_factory=now, alias="createdAt")
-    tags: list[str] = Field(default_factory=list)
+    tags: list[WireText] = Field(default_factory=list)
 
 
 class NoteUpdateInput(BaseModel):
@@ -105,10 +112,10 @@ class NoteUpdateInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    text: str | None = None
-    pinned: bool | None = None
-    weight: Int64 | None = None
-    tags: list[str] | None = None
+    text: WireText | None = None
+    pinned: JsonBool | None = None
+    weight: JsonInt64 | None = None
+    tags: list[WireText] | None = None
 
 
 class OpenTicketInput(BaseModel):
@@ -116,10 +123,10 @@ class OpenTicketInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    code: str
-    customer: str
+    code: WireText
+    customer: WireText
     due_at: AwareDatetime = Field(alias="dueAt")
-    price: Decimal
+    price: WireDecimal
 
 
 class SweepInput(BaseModel):
@@ -151,7 +158,7 @@ class EscalateByCodeInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    code: str
+    code: WireText
 
 
 class CloseByCodeInput(BaseModel):
@@ -159,7 +166,7 @@ class CloseByCodeInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    code: str
+    code: WireText
 
 
 class EscalateOpenInput(BaseModel):
@@ -167,7 +174,7 @@ class EscalateOpenInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    customer: str
+    customer: WireText
 
 
 class RemoveTicketInput(BaseModel):
@@ -175,7 +182,7 @@ class RemoveTicketInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    code: str
+    code: WireText
 
 
 class CloseAllForInput(BaseModel):
@@ -183,7 +190,7 @@ class CloseAllForInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    customer: str
+    customer: WireText
 
 
 class RateInput(BaseModel):
@@ -191,7 +198,7 @@ class RateInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    priority: Int64
+    priority: JsonInt64
 
 
 class EscalateOpenInput_(BaseModel):
@@ -199,7 +206,7 @@ class EscalateOpenInput_(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    customer: str
+    customer: WireText
 
 
 class CloseCodeInput(BaseModel):
@@ -207,4 +214,4 @@ class CloseCodeInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    code: str
+    code: WireText

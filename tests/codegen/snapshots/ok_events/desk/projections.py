@@ -13,6 +13,7 @@ from loom.runtime import (
     PageLimit,
     PageOffset,
     Service,
+    WireText,
     get_service,
 )
 
@@ -28,7 +29,7 @@ router = APIRouter(route_class=LoomRoute)
     tags=["Desk: projections"],
 )
 async def get_by_email(
-    key: str,
+    key: WireText,
     service: Annotated[Service, Depends(get_service)],
 ) -> ByEmailOut:
     """Read the row of projection ByEmail keyed by its email (events.loom:51)"""

@@ -6,7 +6,7 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict
 
-from loom.runtime import Int64, instance_version
+from loom.runtime import Int64, JsonBool, JsonInt64, instance_version
 
 from .domain import ByEmailRow, Ticket, TicketId, WatchState
 
@@ -35,7 +35,7 @@ class TicketTriageInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    level: Int64
+    level: JsonInt64
 
 
 class TriageInput(BaseModel):
@@ -44,8 +44,8 @@ class TriageInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     ticket: TicketId
-    urgent: bool
-    level: Int64
+    urgent: JsonBool
+    level: JsonInt64
 
 
 class WatchInstanceOut(BaseModel):

@@ -12,6 +12,7 @@ from loom.runtime import (
     Int64,
     LoomRoute,
     Service,
+    WireText,
     get_service,
     not_found,
     now,
@@ -216,7 +217,7 @@ async def due_tickets(
 )
 async def by_code(
     service: Annotated[Service, Depends(get_service)],
-    code: Annotated[str, Query()],
+    code: Annotated[WireText, Query()],
 ) -> TicketOut:
     """queryHandler ByCode (support_workflows.loom:102): read-only"""
     async with service.autocommit() as work:
@@ -236,7 +237,7 @@ async def by_code(
 )
 async def open_count(
     service: Annotated[Service, Depends(get_service)],
-    c: Annotated[str, Query()],
+    c: Annotated[WireText, Query()],
 ) -> Int64:
     """queryHandler OpenCount (support_workflows.loom:105): read-only"""
     async with service.autocommit() as work:
@@ -255,7 +256,7 @@ async def open_count(
 )
 async def slack(
     service: Annotated[Service, Depends(get_service)],
-    code: Annotated[str, Query()],
+    code: Annotated[WireText, Query()],
     as_of: Annotated[AwareDatetime, Query(alias="asOf")],
 ) -> bool:
     """queryHandler Slack (support_workflows.loom:111): read-only"""

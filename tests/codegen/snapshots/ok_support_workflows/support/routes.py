@@ -18,6 +18,7 @@ from loom.runtime import (
     PageLimit,
     PageOffset,
     Service,
+    WireText,
     get_service,
 )
 
@@ -65,7 +66,7 @@ async def list_tickets(
     tags=["Support: Ticket"],
 )
 async def find_tickets_by_code(
-    code: Annotated[str, Query()],
+    code: Annotated[WireText, Query()],
     service: Annotated[Service, Depends(get_service)],
 ) -> TicketOut:
     """find byCode of Tickets (support_workflows.loom:38)"""
@@ -82,7 +83,7 @@ async def find_tickets_by_code(
     tags=["Support: Ticket"],
 )
 async def find_tickets_by_customer(
-    customer: Annotated[str, Query()],
+    customer: Annotated[WireText, Query()],
     service: Annotated[Service, Depends(get_service)],
 ) -> list[TicketOut]:
     """find byCustomer of Tickets (support_workflows.loom:39)"""
@@ -97,7 +98,7 @@ async def find_tickets_by_customer(
     tags=["Support: Ticket"],
 )
 async def find_tickets_by_customer_and_due_at(
-    customer: Annotated[str, Query()],
+    customer: Annotated[WireText, Query()],
     due_at: Annotated[AwareDatetime, Query(alias="dueAt")],
     service: Annotated[Service, Depends(get_service)],
 ) -> TicketOut:

@@ -7,7 +7,7 @@ from typing import Self
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from loom.runtime import Int64, instance_version
+from loom.runtime import Int64, JsonInt64, WireText, instance_version
 
 from .domain import (
     AdoptState,
@@ -49,8 +49,8 @@ class TicketCreateInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    code: str
-    customer: str
+    code: WireText
+    customer: WireText
     due_at: AwareDatetime = Field(alias="dueAt")
 
 
@@ -59,10 +59,10 @@ class TicketUpdateInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    customer: str | None = None
+    customer: WireText | None = None
     status: Status | None = None
     due_at: AwareDatetime | None = Field(default=None, alias="dueAt")
-    priority: Int64 | None = None
+    priority: JsonInt64 | None = None
 
 
 class TicketNotifyInput(BaseModel):
@@ -70,7 +70,7 @@ class TicketNotifyInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    channel: str
+    channel: WireText
 
 
 class TicketBumpInput(BaseModel):
@@ -78,7 +78,7 @@ class TicketBumpInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    n: Int64
+    n: JsonInt64
 
 
 class TicketBumpTwiceInput(BaseModel):
@@ -86,7 +86,7 @@ class TicketBumpTwiceInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    n: Int64
+    n: JsonInt64
 
 
 class SweepInput(BaseModel):
@@ -102,8 +102,8 @@ class OpenTicketInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    code: str
-    customer: str
+    code: WireText
+    customer: WireText
     due_at: AwareDatetime = Field(alias="dueAt")
 
 
@@ -113,7 +113,7 @@ class FulfillOrderInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     ticket: TicketId
-    priority: Int64
+    priority: JsonInt64
 
 
 class AdoptInput(BaseModel):
@@ -121,7 +121,7 @@ class AdoptInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    code: str
+    code: WireText
 
 
 class LedgerInput(BaseModel):
@@ -130,7 +130,7 @@ class LedgerInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     ticket: TicketId
-    amount: Int64
+    amount: JsonInt64
 
 
 class FulfillOrderInstanceOut(BaseModel):
@@ -186,7 +186,7 @@ class EscalateOpenInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    customer: str
+    customer: WireText
 
 
 class BumpByCodeInput(BaseModel):
@@ -194,8 +194,8 @@ class BumpByCodeInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    code: str
-    n: Int64
+    code: WireText
+    n: JsonInt64
 
 
 class CloseTicketInput(BaseModel):
@@ -203,7 +203,7 @@ class CloseTicketInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    code: str
+    code: WireText
 
 
 class EscalatePairInput(BaseModel):
@@ -228,7 +228,7 @@ class RemoveInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    code: str
+    code: WireText
 
 
 class ReopenInput(BaseModel):
@@ -245,4 +245,4 @@ class NotifyInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: TicketId
-    channel: str
+    channel: WireText

@@ -10,7 +10,7 @@ from decimal import Decimal
 from typing import ClassVar, NewType
 from uuid import UUID
 
-from loom.runtime import AggregateRoot, DomainEvent, new_id, require
+from loom.runtime import AggregateRoot, DomainEvent, decimals, new_id, require
 
 ProductId = NewType("ProductId", UUID)
 OrderId = NewType("OrderId", UUID)
@@ -164,7 +164,10 @@ class Product(AggregateRoot):
     def _with_tax(self, rate: Decimal) -> Money:
         """function withTax (values_payloads.loom:31)"""
         return Money(
-            amount=self.price.amount + self.price.amount * rate,
+            amount=decimals.add(
+                self.price.amount,
+                decimals.mul(self.price.amount, rate),
+            ),
             currency=self.price.currency,
         )
 

@@ -11,6 +11,8 @@ from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,
     Service,
+    WireDecimal,
+    WireText,
     get_service,
     not_found,
     require,
@@ -106,7 +108,7 @@ async def problems(
 async def taxed(
     service: Annotated[Service, Depends(get_service)],
     product: Annotated[ProductId, Query()],
-    rate: Annotated[Decimal, Query()],
+    rate: Annotated[WireDecimal, Query()],
 ) -> MoneyOut:
     """queryHandler Taxed (values_payloads.loom:125): read-only"""
     async with service.autocommit() as work:
@@ -123,7 +125,7 @@ async def taxed(
 )
 async def matching(
     service: Annotated[Service, Depends(get_service)],
-    label: Annotated[str, Query()],
+    label: Annotated[WireText, Query()],
 ) -> list[ProductOut]:
     """queryHandler Matching (values_payloads.loom:130): read-only"""
     async with service.autocommit() as work:

@@ -17,6 +17,7 @@ from loom.runtime import (
     PageLimit,
     PageOffset,
     Service,
+    WireText,
     get_service,
 )
 from loom.runtime.types import map_optional, map_or
@@ -188,7 +189,7 @@ async def list_orders(
     tags=["Store: Order"],
 )
 async def find_orders_by_customer(
-    customer: Annotated[str, Query()],
+    customer: Annotated[WireText, Query()],
     service: Annotated[Service, Depends(get_service)],
 ) -> OrderOut:
     """find byCustomer of Orders (values_payloads.loom:54)"""

@@ -7,7 +7,14 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from loom.runtime import Int64, instance_version
+from loom.runtime import (
+    DecimalOut,
+    Int64,
+    JsonInt64,
+    WireDecimal,
+    WireText,
+    instance_version,
+)
 from loom.runtime.types import map_list, map_optional
 
 from .domain import (
@@ -33,7 +40,7 @@ class MoneyInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    amount: Decimal
+    amount: WireDecimal
     currency: Currency = Currency.EUR
 
     def to_domain(self) -> Money:
@@ -44,7 +51,7 @@ class MoneyInput(BaseModel):
 class MoneyOut(BaseModel):
     """value Money as the API answers it (values_payloads.loom:8)"""
 
-    amount: Decimal
+    amount: DecimalOut
     currency: Currency
 
     @classmethod
@@ -58,9 +65,9 @@ class AddressInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    street: str
-    city: str
-    zip: str | None = None
+    street: WireText
+    city: WireText
+    zip: WireText | None = None
 
     def to_domain(self) -> Address:
         """The domain value Address (its invariants checked)."""
@@ -85,9 +92,9 @@ class LineInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    label: str
+    label: WireText
     price: MoneyInput
-    quantity: Int64 = 1
+    quantity: JsonInt64 = 1
 
     def to_domain(self) -> Line:
         """The domain value Line (its invariants checked)."""
@@ -120,10 +127,10 @@ class PlaceOrderInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    customer: str
+    customer: WireText
     lines: list[LineInput]
     ship_to: AddressInput | None = Field(default=None, alias="shipTo")
-    note: str = ""
+    note: WireText = ""
 
     def to_domain(self) -> PlaceOrder:
         """The domain command PlaceOrder."""
@@ -184,8 +191,8 @@ class OrdersOfInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    customer: str
-    min_total: Decimal = Field(default=Decimal(0), alias="minTotal")
+    customer: WireText
+    min_total: WireDecimal = Field(default=Decimal(0), alias="minTotal")
 
     def to_domain(self) -> OrdersOf:
         """The domain query OrdersOf."""
@@ -196,7 +203,7 @@ class OrdersOfOut(BaseModel):
     """query OrdersOf as the API answers it (values_payloads.loom:18)"""
 
     customer: str
-    min_total: Decimal = Field(serialization_alias="minTotal")
+    min_total: DecimalOut = Field(serialization_alias="minTotal")
 
     @classmethod
     def from_value(cls, value: OrdersOf) -> Self:
@@ -209,9 +216,9 @@ class OrderViewInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    customer: str
+    customer: WireText
     total: MoneyInput
-    lines: Int64
+    lines: JsonInt64
     ship_to: AddressInput | None = Field(default=None, alias="shipTo")
 
     def to_domain(self) -> OrderView:
@@ -248,7 +255,7 @@ class RefusalInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    reason: str
+    reason: WireText
 
     def to_domain(self) -> Refusal:
         """The domain error Refusal."""
@@ -298,11 +305,11 @@ class ProductCreateInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str
+    name: WireText
     price: MoneyInput
     list_price: MoneyInput | None = Field(default=None, alias="listPrice")
     previous: MoneyInput | None = None
-    tags: list[str] = Field(default_factory=list)
+    tags: list[WireText] = Field(default_factory=list)
 
 
 class ProductUpdateInput(BaseModel):
@@ -310,11 +317,11 @@ class ProductUpdateInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str | None = None
+    name: WireText | None = None
     price: MoneyInput | None = None
     list_price: MoneyInput | None = Field(default=None, alias="listPrice")
     previous: MoneyInput | None = None
-    tags: list[str] | None = None
+    tags: list[WireText] | None = None
 
 
 class ProductRepriceInput(BaseModel):
@@ -355,7 +362,7 @@ class QuickOrderInput(BaseModel):
 
     c: PlaceOrderInput
     total: MoneyInput
-    percent: Int64
+    percent: JsonInt64
 
 
 class BillingInput(BaseModel):

@@ -2,7 +2,7 @@
 # Do not edit: change the model and rebuild.
 # Domain services of context Store.
 
-from decimal import Decimal
+from loom.runtime import decimals
 
 from .domain import Money
 
@@ -14,6 +14,9 @@ class Pricing:
     def discounted(p: Money, percent: int) -> Money:
         """Pricing.discounted (values_payloads.loom:62)"""
         return Money(
-            amount=p.amount - p.amount * Decimal(percent) / Decimal(100),
+            amount=decimals.sub(
+                p.amount,
+                decimals.div(decimals.mul(p.amount, percent), 100),
+            ),
             currency=p.currency,
         )

@@ -6,6 +6,8 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from loom.runtime import JsonBool, WireText
+
 from .domain import Me, Status, Ticket, TicketId
 
 
@@ -14,12 +16,12 @@ class MeInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str
-    authenticated: bool
-    system: bool
-    roles: list[str]
-    email: str
-    admin: bool
+    id: WireText
+    authenticated: JsonBool
+    system: JsonBool
+    roles: list[WireText]
+    email: WireText
+    admin: JsonBool
 
     def to_domain(self) -> Me:
         """The domain response Me."""
@@ -86,11 +88,11 @@ class TicketCreateInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    owner: str = ""
+    owner: WireText = ""
     status: Status = Status.OPEN
-    closed_by: str = Field(default="", alias="closedBy")
-    watcher: str | None = None
-    reviewed: bool = False
+    closed_by: WireText = Field(default="", alias="closedBy")
+    watcher: WireText | None = None
+    reviewed: JsonBool = False
 
 
 class TicketUpdateInput(BaseModel):
@@ -98,11 +100,11 @@ class TicketUpdateInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    owner: str | None = None
+    owner: WireText | None = None
     status: Status | None = None
-    closed_by: str | None = Field(default=None, alias="closedBy")
-    watcher: str | None = None
-    reviewed: bool | None = None
+    closed_by: WireText | None = Field(default=None, alias="closedBy")
+    watcher: WireText | None = None
+    reviewed: JsonBool | None = None
 
 
 class TicketCloseInput(BaseModel):
@@ -110,7 +112,7 @@ class TicketCloseInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    by: str
+    by: WireText
 
 
 class TicketTakeInput(BaseModel):
@@ -118,7 +120,7 @@ class TicketTakeInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    who: str
+    who: WireText
 
 
 class TicketAssignInput(BaseModel):
@@ -126,7 +128,7 @@ class TicketAssignInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    to: str
+    to: WireText
 
 
 class TicketWatchInput(BaseModel):
@@ -134,7 +136,7 @@ class TicketWatchInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    who: str | None = None
+    who: WireText | None = None
 
 
 class ExpireInput(BaseModel):

@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import ClassVar, NewType
 from uuid import UUID
 
-from loom.runtime import AggregateRoot, DomainEvent, new_id, require
+from loom.runtime import AggregateRoot, DomainEvent, decimals, new_id, require
 
 CustomerId = NewType("CustomerId", UUID)
 OrderId = NewType("OrderId", UUID)
@@ -78,7 +78,7 @@ class Customer(AggregateRoot):
             rule="Customer.deductCredit: precondition creditLimit >= amount",
             detail="Customer.deductCredit: precondition creditLimit >= amount failed",
         )
-        self.credit_limit = self.credit_limit - amount
+        self.credit_limit = decimals.sub(self.credit_limit, amount)
         self._check_invariants()
 
     def add_credit(self, amount: Decimal) -> None:
@@ -89,7 +89,7 @@ class Customer(AggregateRoot):
             rule="Customer.addCredit: precondition amount > 0",
             detail="Customer.addCredit: precondition amount > 0 failed",
         )
-        self.credit_limit = self.credit_limit + amount
+        self.credit_limit = decimals.add(self.credit_limit, amount)
         self._check_invariants()
 
 

@@ -3,10 +3,11 @@
 # Wire models of context Sales.
 
 from datetime import datetime
-from decimal import Decimal
 from typing import Self
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from loom.runtime import DecimalOut, WireDecimal, WireText
 
 from .domain import Customer, CustomerId, Order, OrderId, OrderStatus
 
@@ -17,7 +18,7 @@ class CustomerOut(BaseModel):
     id: CustomerId
     version: int
     name: str
-    credit_limit: Decimal = Field(serialization_alias="creditLimit")
+    credit_limit: DecimalOut = Field(serialization_alias="creditLimit")
     display: str
 
     @classmethod
@@ -37,7 +38,7 @@ class CustomerDeductCreditInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    amount: Decimal
+    amount: WireDecimal
 
 
 class CustomerAddCreditInput(BaseModel):
@@ -45,7 +46,7 @@ class CustomerAddCreditInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    amount: Decimal
+    amount: WireDecimal
 
 
 class OrderOut(BaseModel):
@@ -85,7 +86,7 @@ class TransferCreditInput(BaseModel):
 
     src: CustomerId
     dst: CustomerId
-    amount: Decimal
+    amount: WireDecimal
 
 
 class RegisterCustomerInput(BaseModel):
@@ -93,5 +94,5 @@ class RegisterCustomerInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str
-    credit_limit: Decimal = Field(alias="creditLimit")
+    name: WireText
+    credit_limit: WireDecimal = Field(alias="creditLimit")

@@ -8,7 +8,7 @@ from typing import Self
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from loom.runtime import Int64, instance_version
+from loom.runtime import Int64, WireText, instance_version
 from loom.runtime.processes import PendingTimeout
 
 from .domain import (
@@ -57,7 +57,7 @@ class AppointmentCancelInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    reason: str
+    reason: WireText
 
 
 class RequestAppointmentInput(BaseModel):
@@ -65,8 +65,8 @@ class RequestAppointmentInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    patient: str
-    practitioner: str
+    patient: WireText
+    practitioner: WireText
     starts_at: AwareDatetime = Field(alias="startsAt")
     confirm_before: AwareDatetime = Field(alias="confirmBefore")
 
@@ -76,8 +76,8 @@ class HoldSlotInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    patient: str
-    practitioner: str
+    patient: WireText
+    practitioner: WireText
     starts_at: AwareDatetime = Field(alias="startsAt")
 
 

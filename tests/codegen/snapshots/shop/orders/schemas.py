@@ -8,7 +8,7 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from loom.runtime import Int64, instance_version
+from loom.runtime import Int64, JsonBool, JsonInt64, WireText, instance_version
 from loom.runtime.processes import PendingTimeout
 
 from .domain import (
@@ -48,9 +48,9 @@ class OrderCreateInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    sku: str
-    quantity: Int64
-    fail_payment: bool = Field(default=False, alias="failPayment")
+    sku: WireText
+    quantity: JsonInt64
+    fail_payment: JsonBool = Field(default=False, alias="failPayment")
     status: OrderStatus = OrderStatus.PENDING
 
 
@@ -59,9 +59,9 @@ class OrderUpdateInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    sku: str | None = None
-    quantity: Int64 | None = None
-    fail_payment: bool | None = Field(default=None, alias="failPayment")
+    sku: WireText | None = None
+    quantity: JsonInt64 | None = None
+    fail_payment: JsonBool | None = Field(default=None, alias="failPayment")
     status: OrderStatus | None = None
 
 
@@ -70,9 +70,9 @@ class PlaceOrderInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    sku: str
-    quantity: Int64
-    fail_payment: bool = Field(alias="failPayment")
+    sku: WireText
+    quantity: JsonInt64
+    fail_payment: JsonBool = Field(alias="failPayment")
 
 
 class PendingTimeoutOut(BaseModel):

@@ -11,6 +11,7 @@ from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,
     Service,
+    WireText,
     get_service,
     not_found,
     require,
@@ -232,7 +233,7 @@ async def due_tickets(
 )
 async def tickets_of(
     service: Annotated[Service, Depends(get_service)],
-    customer: Annotated[str, Query()],
+    customer: Annotated[WireText, Query()],
 ) -> list[TicketOut]:
     """queryHandler TicketsOf (support.loom:140): read-only"""
     async with service.autocommit() as work:
@@ -249,7 +250,7 @@ async def tickets_of(
 )
 async def has_slack(
     service: Annotated[Service, Depends(get_service)],
-    code: Annotated[str, Query()],
+    code: Annotated[WireText, Query()],
     as_of: Annotated[AwareDatetime, Query(alias="asOf")],
 ) -> bool:
     """queryHandler HasSlack (support.loom:145): read-only"""
@@ -267,7 +268,7 @@ async def has_slack(
 )
 async def team_of(
     service: Annotated[Service, Depends(get_service)],
-    handle: Annotated[str, Query()],
+    handle: Annotated[WireText, Query()],
 ) -> str | None:
     """queryHandler TeamOf (support.loom:150): read-only"""
     result: str | None = None
@@ -301,7 +302,7 @@ async def idle_agents(
 )
 async def echo(
     service: Annotated[Service, Depends(get_service)],
-    codes: Annotated[list[str], Query()],
+    codes: Annotated[list[WireText], Query()],
 ) -> list[str]:
     """queryHandler Echo (support.loom:160): read-only"""
     async with service.autocommit():

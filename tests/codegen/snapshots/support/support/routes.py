@@ -16,6 +16,7 @@ from loom.runtime import (
     PageLimit,
     PageOffset,
     Service,
+    WireText,
     get_service,
 )
 
@@ -64,7 +65,7 @@ async def list_tickets(
     tags=["Support: Ticket"],
 )
 async def find_tickets_by_customer(
-    customer: Annotated[str, Query()],
+    customer: Annotated[WireText, Query()],
     service: Annotated[Service, Depends(get_service)],
 ) -> list[TicketOut]:
     """find byCustomer of Tickets (support.loom:64)"""
@@ -277,7 +278,7 @@ async def list_agents(
     tags=["Support: Agent"],
 )
 async def find_agents_by_handle(
-    handle: Annotated[str, Query()],
+    handle: Annotated[WireText, Query()],
     service: Annotated[Service, Depends(get_service)],
 ) -> AgentOut:
     """find byHandle of Agents (support.loom:67)"""

@@ -7,7 +7,7 @@ from typing import Self
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from loom.runtime import Int64, instance_version
+from loom.runtime import Int64, JsonInt64, WireText, instance_version
 
 from .domain import (
     Agent,
@@ -52,8 +52,8 @@ class TicketCreateInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    code: str
-    customer: str
+    code: WireText
+    customer: WireText
     due_at: AwareDatetime = Field(alias="dueAt")
 
 
@@ -62,11 +62,11 @@ class TicketUpdateInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    customer: str | None = None
+    customer: WireText | None = None
     status: Status | None = None
     due_at: AwareDatetime | None = Field(default=None, alias="dueAt")
-    touches: Int64 | None = None
-    last_notified: str | None = Field(default=None, alias="lastNotified")
+    touches: JsonInt64 | None = None
+    last_notified: WireText | None = Field(default=None, alias="lastNotified")
 
 
 class TicketReopenInput(BaseModel):
@@ -82,7 +82,7 @@ class TicketNotifyInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    channel: str
+    channel: WireText
 
 
 class AgentOut(BaseModel):
@@ -113,7 +113,7 @@ class AgentJoinInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    t: str
+    t: WireText
 
 
 class HireAgentInput(BaseModel):
@@ -121,8 +121,8 @@ class HireAgentInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    handle: str
-    name: str
+    handle: WireText
+    name: WireText
 
 
 class IntakeInput(BaseModel):
@@ -130,8 +130,8 @@ class IntakeInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    code: str
-    customer: str
+    code: WireText
+    customer: WireText
     due_at: AwareDatetime = Field(alias="dueAt")
 
 
@@ -165,7 +165,7 @@ class FollowUpInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     ticket: TicketId
-    priority: Int64
+    priority: JsonInt64
 
 
 class LedgerInput(BaseModel):
@@ -174,7 +174,7 @@ class LedgerInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     ticket: TicketId
-    amount: Int64
+    amount: JsonInt64
 
 
 class FollowUpInstanceOut(BaseModel):
@@ -220,7 +220,7 @@ class EscalateOpenInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    customer: str
+    customer: WireText
 
 
 class CloseTicketInput(BaseModel):
@@ -244,7 +244,7 @@ class CloseByCodeInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    code: str
+    code: WireText
 
 
 class EscalatePairInput(BaseModel):
@@ -252,8 +252,8 @@ class EscalatePairInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    first: str
-    second: str
+    first: WireText
+    second: WireText
 
 
 class AssignInput(BaseModel):
@@ -261,8 +261,8 @@ class AssignInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    code: str
-    agent: str
+    code: WireText
+    agent: WireText
 
 
 class NotifyInput(BaseModel):
@@ -270,8 +270,8 @@ class NotifyInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    code: str
-    channel: str
+    code: WireText
+    channel: WireText
 
 
 class PurgeInput(BaseModel):
@@ -279,4 +279,4 @@ class PurgeInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    code: str
+    code: WireText

@@ -1,0 +1,234 @@
+"""The bounds of a `decimal` and the exact arithmetic generated code does with decimals.
+
+A `decimal` holds at most `MAX_INTEGER_DIGITS` digits before the point and `MAX_SCALE` after it.
+These two constants are the one definition of the bounds: the wire (`_schemas.WireDecimal`), storage
+(`types.DecimalText`) and the arithmetic below all read them, and docs/language.md states them.
+
+Generated code never writes `a + b` on decimals: it calls `decimals.add(a, b)` (`sub`, `mul`, `div`,
+`rem`, `neg`; `int_rem` for `%` of ints), so the rules hold wherever the code runs (a request, a relay delivery, the scheduler,
+a user's test calling a domain method) instead of depending on the thread's decimal context.
+
+- `+ - *` and `%` are exact: they run in `ARITHMETIC`, whose precision holds any product of two
+  in-bounds values and which traps Inexact, so a result is never rounded.
+- `/` is exact when the quotient has at most `MAX_SCALE` digits after the point; otherwise it is
+  rounded half-even to `MAX_SCALE` digits. That is the only rounding Loom ever does.
+- A result outside the bounds, or a division by zero, raises `ArithmeticRefused` (a 422 problem).
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import (
+    ROUND_HALF_EVEN,
+    Context,
+    Decimal,
+    DecimalException,
+    DivisionByZero,
+    Inexact,
+    InvalidOperation,
+    Overflow,
+    Underflow,
+)
+from typing import Any
+
+from ._errors import LoomError
+
+__all__ = [
+    "ARITHMETIC",
+    "MAX_INTEGER_DIGITS",
+    "MAX_SCALE",
+    "ArithmeticRefused",
+    "add",
+    "bounds_error",
+    "canonical",
+    "div",
+    "fit",
+    "int_rem",
+    "mul",
+    "neg",
+    "parse",
+    "rem",
+    "sub",
+]
+
+MAX_INTEGER_DIGITS = 50
+"""Digits before the decimal point a `decimal` may have (PostgreSQL NUMERIC allows far more)."""
+MAX_SCALE = 50
+"""Digits after the decimal point a `decimal` may have."""
+
+BOUNDS = (
+    f"a decimal has at most {MAX_INTEGER_DIGITS} digits before the point and {MAX_SCALE} after it"
+)
+
+# Twice the digits of the largest in-bounds value: the exact product of any two fits, so Inexact
+# only ever fires for a chain whose intermediate result is already out of bounds.
+ARITHMETIC = Context(
+    prec=2 * (MAX_INTEGER_DIGITS + MAX_SCALE),
+    rounding=ROUND_HALF_EVEN,
+    traps=[Inexact, Overflow, Underflow, InvalidOperation, DivisionByZero],
+)
+
+_SCALE_QUANTUM = Decimal(1).scaleb(-MAX_SCALE)
+_ONE = Decimal(1)
+# Decimal() also reads "1_000", " 1 ", Unicode digits, "NaN" and "Infinity": the wire does not.
+_DECIMAL_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+class ArithmeticRefused(LoomError):
+    """Decimal arithmetic whose result does not fit the bounds of a `decimal`, or a division by
+    zero: a 422, never a rounded or wrapped value."""
+
+    status = 422
+    type = "urn:loom:problem:arithmetic-refused"
+    title = "Arithmetic refused"
+
+
+def bounds_error(value: Decimal) -> str | None:
+    """Why `value` is not a `decimal` (not finite, too many digits before or after the point), or
+    None when it is one. Trailing zeros after the point do not count."""
+    if not value.is_finite():
+        return f"{value} is not a finite number"
+    if value and value.adjusted() >= MAX_INTEGER_DIGITS:
+        return f"{BOUNDS}; this one has {value.adjusted() + 1} before the point"
+    _, digits, exponent = value.as_tuple()
+    assert isinstance(exponent, int)
+    beyond = -exponent - MAX_SCALE  # digits after the last place a decimal may have
+    if beyond > 0 and any(digits[-beyond:]):
+        return f"{BOUNDS}; this one has more than {MAX_SCALE} after it"
+    return None
+
+
+def fit(value: Decimal) -> Decimal:
+    """`value` in its canonical form, its exponent between -MAX_SCALE and 0 (`1E+3` is `1000`,
+    trailing zeros beyond MAX_SCALE dropped); ValueError when it is out of bounds."""
+    problem = bounds_error(value)
+    if problem is not None:
+        raise ValueError(problem)
+    if not value:
+        value = value.copy_abs()  # -0 is 0 (PostgreSQL would store it as 0 anyway)
+    exponent = value.as_tuple().exponent
+    assert isinstance(exponent, int)
+    if exponent > 0:
+        return value.quantize(_ONE, context=ARITHMETIC)
+    if exponent < -MAX_SCALE:
+        return value.quantize(_SCALE_QUANTUM, context=ARITHMETIC)
+    return value
+
+
+def canonical(value: Decimal) -> Decimal:
+    """`value` without a positive exponent (`1.0E+49` as PostgreSQL may hand it back is
+    `10000000000000000000000000000000000000000000000000`) and without a sign on zero, whatever its
+    size (a read never fails on a value stored before the bounds)."""
+    if not value.is_finite():
+        return value
+    exponent = value.as_tuple().exponent
+    assert isinstance(exponent, int)
+    if not value:
+        return Decimal(0) if exponent > 0 else value.copy_abs()
+    if exponent > 0:
+        return value.quantize(_ONE, context=Context(prec=value.adjusted() + 1))
+    return value
+
+
+def parse(value: Any) -> Decimal:
+    """A wire value (a Decimal read from a JSON number, an int, or decimal text) as an in-bounds
+    Decimal; ValueError saying what is wrong otherwise (a bool, a float, NaN, out of bounds...)."""
+    if isinstance(value, bool) or not isinstance(value, (Decimal, int, str)):
+        # one error type for every bad wire value, whatever its kind
+        raise ValueError("a decimal is a JSON number or a string of digits")  # noqa: TRY004
+    if isinstance(value, str):
+        if not _DECIMAL_TEXT.fullmatch(value):
+            raise ValueError(f"{value[:40]!r} is not a decimal number")
+        try:
+            value = Decimal(value)
+        except DecimalException:  # an exponent beyond what Decimal itself can hold
+            raise ValueError(f"{value[:40]!r} is out of range: {BOUNDS}") from None
+    elif isinstance(value, int):
+        if abs(value) >= 10**MAX_INTEGER_DIGITS:
+            raise ValueError(f"the number is out of range: {BOUNDS}")
+        value = Decimal(value)
+    return fit(value)
+
+
+def _checked(op: str, compute: Any) -> Decimal:
+    try:
+        result: Decimal = compute()
+    except DivisionByZero:
+        raise ArithmeticRefused(f"`{op}` by zero has no value") from None
+    except DecimalException:
+        raise ArithmeticRefused(f"the result of `{op}` does not fit: {BOUNDS}") from None
+    try:
+        return fit(result)
+    except ValueError:
+        raise ArithmeticRefused(f"the result of `{op}` does not fit: {BOUNDS}") from None
+
+
+def add(a: Decimal | int, b: Decimal | int) -> Decimal:
+    """`a + b`, exact."""
+    return _checked("+", lambda: ARITHMETIC.add(a, b))
+
+
+def sub(a: Decimal | int, b: Decimal | int) -> Decimal:
+    """`a - b`, exact."""
+    return _checked("-", lambda: ARITHMETIC.subtract(a, b))
+
+
+def mul(a: Decimal | int, b: Decimal | int) -> Decimal:
+    """`a * b`, exact."""
+    return _checked("*", lambda: ARITHMETIC.multiply(a, b))
+
+
+def neg(a: Decimal | int) -> Decimal:
+    """`-a`."""
+    return _checked("-", lambda: ARITHMETIC.minus(a))
+
+
+def rem(a: Decimal | int, b: Decimal | int) -> Decimal:
+    """`a % b` with a decimal operand: the remainder of truncating division (its sign is the
+    dividend's), exact."""
+    return _checked("%", lambda: ARITHMETIC.remainder(a, b))
+
+
+def int_rem(a: int, b: int) -> int:
+    """`a % b` of two ints (Python's: the sign of the divisor); a zero divisor is refused."""
+    if not b:
+        raise ArithmeticRefused("`%` by zero has no value")
+    return a % b
+
+
+def div(a: Decimal | int, b: Decimal | int) -> Decimal:
+    """`a / b`: exact when the quotient has at most MAX_SCALE digits after the point, otherwise
+    rounded half-even to MAX_SCALE digits (computed on integers, so it is rounded only once)."""
+    return _checked("/", lambda: _divide(Decimal(a), Decimal(b)))
+
+
+def _divide(a: Decimal, b: Decimal) -> Decimal:
+    if not (a.is_finite() and b.is_finite()):
+        raise InvalidOperation
+    if not b:
+        raise DivisionByZero
+    sa, da, ea = a.as_tuple()
+    sb, db, eb = b.as_tuple()
+    assert isinstance(ea, int) and isinstance(eb, int)
+    num = int("".join(map(str, da)))
+    den = int("".join(map(str, db)))
+    # a / b * 10**MAX_SCALE = num / den * 10**shift
+    shift = ea - eb + MAX_SCALE
+    if shift >= 0:
+        num *= 10**shift
+    else:
+        den *= 10 ** (-shift)
+    quotient, remainder = divmod(num, den)
+    if 2 * remainder > den or (2 * remainder == den and quotient % 2):
+        quotient += 1
+    exponent = -MAX_SCALE
+    if not remainder:
+        # exact: keep no more digits after the point than Python's own exact quotient would
+        ideal = ea - eb
+        while exponent < ideal and quotient and quotient % 10 == 0:
+            quotient //= 10
+            exponent += 1
+        if not quotient:
+            exponent = max(min(ideal, 0), -MAX_SCALE)
+    sign = "-" if sa != sb and quotient else ""
+    return Decimal(f"{sign}{quotient}E{exponent}")
