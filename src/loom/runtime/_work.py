@@ -116,9 +116,7 @@ class Work:
         if self.transactional:
             await self._commit()
         else:
-            conn, self._conn = self._conn, None
-            if conn is not None:
-                await conn.close()
+            await self._release_connection()
             durable = self._take_durable(self._emitted)
             if durable:  # `emit`ted durable events of an autocommit block: their own transaction
                 atomic = Work(self.service, True, None)
@@ -258,6 +256,10 @@ class Work:
         if self._atomic is not None:
             stale, self._atomic = self._atomic, None
             await stale._abandon()
+        # One connection at a time: give ours back before the short transaction takes the
+        # SQLite writer lock and a pooled connection, else requests holding one while waiting
+        # for another exhaust the pool and deadlock.
+        await self._release_connection()
         atomic = Work(self.service, True, None)
         atomic._last_target = self._last_target
         self._atomic = atomic
@@ -286,7 +288,15 @@ class Work:
         if self.transactional:
             self._pending.extend(events)
         else:
+            # a reaction opens a unit of work of its own: not while this one holds a connection
+            await self._release_connection()
             await self.service.events.dispatch(events)
+
+    async def _release_connection(self) -> None:
+        """Autocommit: give the connection back to the pool (the next statement takes one)."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await _close_quietly(conn, rollback=False)
 
     def _reraise(
         self, err: BaseException, aggregate: str | None = None, id: object = None
