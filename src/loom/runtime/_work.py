@@ -20,7 +20,7 @@ from . import clock
 from ._channels import Channel
 from ._dberrors import classify
 from ._domain import AggregateRoot, DomainEvent
-from ._errors import ConcurrencyConflict, InvalidValue
+from ._errors import ConcurrencyConflict, DatabaseUnavailable, InvalidValue
 from ._events import AlreadyHandled
 from ._outbox import inbox_insert, write_events
 
@@ -302,7 +302,8 @@ class Work:
         self, err: BaseException, aggregate: str | None = None, id: object = None
     ) -> NoReturn:
         """Raise the runtime error a database error stands for (inside its `except` block):
-        a lost race -> ConcurrencyConflict, unstorable data -> InvalidValue, else `err` itself."""
+        a lost race -> ConcurrencyConflict, unstorable data -> InvalidValue, a lost connection
+        -> DatabaseUnavailable, else `err` itself."""
         kind = classify(err)
         if kind in ("conflict", "duplicate"):
             if aggregate is None and self._last_target is not None:
@@ -310,6 +311,8 @@ class Work:
             raise ConcurrencyConflict(aggregate or "unit of work", id) from err
         if kind == "data":
             raise InvalidValue() from err
+        if kind == "unavailable":
+            raise DatabaseUnavailable() from err
         raise err
 
 
