@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from starlette.exceptions import HTTPException
+
 RefusalKind = Literal["precondition", "invariant", "state-gate"]
 
 _REFUSAL = {
@@ -221,3 +223,18 @@ class OutcomeUnknown(Unavailable):
         "once, or read the data before retrying.",
     ) -> None:
         super().__init__(detail)
+
+
+class PayloadTooLarge(HTTPException):
+    """A request body over the service's limit: 413 `payload-too-large`. An HTTPException (not a
+    LoomError) because FastAPI re-raises those from its body reading, where any other error
+    becomes a 400."""
+
+    type = "urn:loom:problem:payload-too-large"
+    title = "Payload too large"
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            413, f"the request body is larger than {limit} bytes; send at most {limit} bytes"
+        )
+        self.limit = limit

@@ -20,6 +20,7 @@ from starlette.responses import Response
 
 from ._admin import admin_router
 from ._auth import Authenticator, AuthMiddleware, add_bearer_scheme, resolve_auth
+from ._body_limit import BodyLimitMiddleware, resolve_max_body_bytes
 from ._channels import Channel
 from ._correlation import CorrelationMiddleware
 from ._domain import DomainEvent
@@ -116,6 +117,7 @@ def create_app(
     scheduler: bool | None = None,
     scheduler_options: Mapping[str, Any] | None = None,
     auth: Authenticator | Literal[False] | None = None,
+    max_body_bytes: int | None = None,
     **fastapi_options: Any,
 ) -> FastAPI:
     """A FastAPI app with the routers, the problem handlers, the X-Correlation-Id middleware and a
@@ -142,6 +144,9 @@ def create_app(
     LOOM_JWT_PUBLIC_KEY (+ LOOM_JWT_AUDIENCE, LOOM_JWT_ISSUER). A verified bearer token is the
     request's principal; a token that does not verify is a 401; no token, or no authentication
     configured, is anonymous. With authentication, the admin routes need the role `admin`.
+
+    Limits (docs/http.md#limits): `max_body_bytes` (else LOOM_MAX_BODY_BYTES, else 1 MiB) caps a
+    request body; a larger one is answered 413 `payload-too-large`.
     """
     run_relay = relay if relay is not None else os.environ.get("LOOM_RELAY", "").lower() != "off"
     run_scheduler = (
@@ -188,6 +193,7 @@ def create_app(
         app.include_router(admin_router(LoomRoute, get_service))
     install_problem_handlers(app)
     app.add_middleware(AuthMiddleware, authenticator=authenticator)
+    app.add_middleware(BodyLimitMiddleware, max_body_bytes=resolve_max_body_bytes(max_body_bytes))
     app.add_middleware(CorrelationMiddleware)  # outermost: a 401 carries the id too
     _add_problem_schema(app)
     if authenticator is not None:

@@ -23,6 +23,7 @@ from ._errors import (
     InvalidValue,
     LoomError,
     Overloaded,
+    PayloadTooLarge,
 )
 from ._logs import current_correlation_id
 
@@ -179,6 +180,8 @@ def problem_for(request: Request, exc: BaseException) -> Response:
         errors = validation_errors(exc.errors())
         detail = "; ".join(f"{e['path']}: {e['message']}" for e in errors) or "invalid request"
         return problem(422, INVALID_REQUEST, "Invalid request", detail, instance, errors=errors)
+    if isinstance(exc, PayloadTooLarge):
+        return problem(413, exc.type, exc.title, exc.detail, instance, max_bytes=exc.limit)
     if isinstance(exc, StarletteHTTPException):
         if exc.status_code < 200 or exc.status_code in (204, 304):
             return Response(status_code=exc.status_code, headers=exc.headers)
