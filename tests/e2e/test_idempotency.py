@@ -10,12 +10,14 @@ mutating route: an operation, a workflow, a command handler, crudish POST / PATC
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
+import jwt
 import pytest
 from sqlalchemy import column, func, select, table
 
@@ -268,3 +270,27 @@ async def test_keys_are_validated_and_reads_ignore_them(stock: ServiceClient) ->
     assert r.status_code == 422
     r = await stock.post("/api/workflows/bump", json={"item": id}, headers=keyed("body"))
     assert r.status_code == 204 and "idempotent-replayed" not in r.headers
+
+
+async def test_keys_are_scoped_by_principal(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "a-test-secret-that-is-long-enough-for-hs256"
+    for name in ("LOOM_JWT_PUBLIC_KEY", "LOOM_JWT_AUDIENCE", "LOOM_JWT_ISSUER"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LOOM_JWT_SECRET", secret)
+
+    def as_user(sub: str) -> dict[str, str]:
+        claims = {"sub": sub, "exp": int(time.time()) + 600}
+        return {"Authorization": "Bearer " + jwt.encode(claims, secret, algorithm="HS256")}
+
+    async with serve(MODEL, database_url) as c:
+        id = await new_item(c)
+        path = f"/api/items/{id}/bump"
+        for who in (as_user("ann"), as_user("bob"), {}):  # {}: anonymous
+            r = await c.post(path, headers={**who, **keyed("shared")})
+            assert r.status_code == 204 and "idempotent-replayed" not in r.headers, r.text
+        assert (await item(c, id))["count"] == 3  # three principals, three requests
+        for who in (as_user("ann"), as_user("bob"), {}):
+            assert_replayed(await c.post(path, headers={**who, **keyed("shared")}), None, 204)
+        assert (await item(c, id))["count"] == 3
