@@ -65,7 +65,9 @@ Persistence
                          `key` (the correlation field) and `workflow`; Store(work) then
                          find(key), get(key) (NotFound), bind(key) (load-or-allocate),
                          save(instance) (version-checked); instance_version(instance)
-    Faults               fail_save(n, error=None), crash_relay(after="claim"|"deliver"), clear()
+    Faults               fail_save(n, error=None), crash_relay(after="claim"|"deliver"),
+                         lose_commit() (the next COMMIT of a unit of work that wrote goes through,
+                         then its connection breaks: 503 outcome-unknown), clear()
     loom.runtime.types   DecimalText, UtcDateTime, JsonList([item_type]) column types
 
 Events (docs/events.md)
@@ -126,9 +128,15 @@ HTTP
                                             service.externs (ExternError when missing)
     load_externs(module, required) -> dict  ExternError(RuntimeError)
     get_service(request) -> Service         FastAPI dependency (app.state.loom)
-    LoomRoute                               APIRoute: JSON floats parse as Decimal; problem+json
+    LoomRoute                               APIRoute: JSON floats parse as Decimal; problem+json;
+                                            a mutating request with Idempotency-Key is applied
+                                            at most once (service.idempotency, docs/http.md)
+    create_app(..., max_body_bytes=None, idempotency_ttl=None)
+                                            body limit (else LOOM_MAX_BODY_BYTES, else 1 MiB:
+                                            413 payload-too-large); key lifetime (timedelta or
+                                            seconds, else LOOM_IDEMPOTENCY_TTL, else 24 h)
     PROBLEM_RESPONSES                       `responses=` for route decorators
-                                            (401/403/404/409/422/500)
+                                            (401/403/404/409/413/422/500/503)
     create_app(..., auth=None)              auth: an Authenticator (JwtAuth), False for none,
                                             None to read LOOM_JWT_SECRET / LOOM_JWT_PUBLIC_KEY
                                             (+ LOOM_JWT_AUDIENCE / LOOM_JWT_ISSUER)
