@@ -40,14 +40,16 @@ async def items(c: ServiceClient, n: int) -> list[str]:
     return ids
 
 
-async def hammer(c: ServiceClient, path: str, ids: list[str]) -> list[int]:
+async def hammer(c: ServiceClient, path: str, ids: list[str], keyed: bool = False) -> list[int]:
     """CLIENTS concurrent clients, ROUNDS requests each, every client on its own item except that
-    pairs share one (so some requests lose a race: 409)."""
+    pairs share one (so some requests lose a race: 409); `keyed`: each with its own
+    Idempotency-Key."""
 
     async def client(k: int) -> list[int]:
         statuses = []
-        for _ in range(ROUNDS):
-            r = await c.post(path, json={"item": ids[k // 2]})
+        for n in range(ROUNDS):
+            headers = {"Idempotency-Key": f"{k}-{n}"} if keyed else {}
+            r = await c.post(path, json={"item": ids[k // 2]}, headers=headers)
             statuses.append(r.status_code)
         return statuses
 
@@ -95,3 +97,12 @@ async def test_in_process_reactions_after_autocommit_saves_never_exhaust_the_poo
             folded += int(r.json()["count"])
     # a reaction that lost its own race is logged, never fails the request: at most as many
     assert 0 < folded <= statuses.count(204)
+
+
+async def test_keyed_requests_never_exhaust_the_pool(stock: ServiceClient) -> None:
+    # a keyed request looks its key up, then runs its one transaction and records the key in it
+    ids = await items(stock, CLIENTS // 2)
+    statuses = await hammer(stock, "/api/workflows/bump", ids, keyed=True)
+    assert set(statuses) <= {204, 409}, sorted(set(statuses))
+    assert statuses.count(204) >= CLIENTS
+    assert await counts(stock, ids, "count") == statuses.count(204)

@@ -452,6 +452,7 @@ async def _break(conn: AsyncConnection) -> None:
     else:  # aiosqlite
         await driver.close()  # type: ignore[union-attr]
     await conn.exec_driver_sql("SELECT 1")
+    raise ConnectionResetError("injected fault: the connection was lost after COMMIT")
 
 
 async def _close_quietly(conn: AsyncConnection, *, rollback: bool) -> None:
