@@ -5,12 +5,16 @@ with 413, both as `urn:loom:problem:payload-too-large` problems; nothing is stor
 
 from __future__ import annotations
 
+import json
+import shutil
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from loom.testing import ServiceClient, build_service, serve
+from tests.liveserver import free_port, running
 
 MODEL = [Path(__file__).resolve().parent / "models" / "durable_autocommit.loom"]
 TOO_LARGE = "urn:loom:problem:payload-too-large"
@@ -108,3 +112,28 @@ def test_a_limit_that_is_not_a_byte_count_stops_the_start(monkeypatch: pytest.Mo
     monkeypatch.setenv("LOOM_MAX_BODY_BYTES", "1MB")
     with pytest.raises(ValueError, match="LOOM_MAX_BODY_BYTES must be a number of bytes"):
         main.build_app("sqlite+aiosqlite:///:memory:")
+
+
+def test_a_live_server_answers_413_before_the_body_is_sent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = tmp_path / "stock.loom"
+    shutil.copy(MODEL[0], model)  # its SQLite file goes beside it
+    monkeypatch.setenv("LOOM_MAX_BODY_BYTES", "1000")
+    with running(str(model), port=free_port()) as base:
+        host, port = base.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as s:
+            s.sendall(
+                b"POST /api/items HTTP/1.1\r\nHost: loom\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 10485760\r\n\r\n"
+            )
+            answer = b""
+            while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+                chunk = s.recv(65536)  # no body sent: the answer comes anyway
+                if not chunk:
+                    break
+                answer += chunk
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 413"), answer
+        assert b"application/problem+json" in head.lower()
+        assert json.loads(body)["type"] == TOO_LARGE
