@@ -294,3 +294,32 @@ async def test_keys_are_scoped_by_principal(
         for who in (as_user("ann"), as_user("bob"), {}):
             assert_replayed(await c.post(path, headers={**who, **keyed("shared")}), None, 204)
         assert (await item(c, id))["count"] == 3
+
+
+async def test_the_openapi_document_lists_the_key_and_the_new_problems(
+    stock: ServiceClient,
+) -> None:
+    doc = (await stock.get("/openapi.json")).json()
+    bump = doc["paths"]["/api/items/{id}/bump"]["post"]
+    header = [p for p in bump["parameters"] if p["name"] == "Idempotency-Key"]
+    assert header and header[0]["in"] == "header" and not header[0]["required"]
+    assert {"413", "422", "503"} <= set(bump["responses"])
+    assert "outcome-unknown" in bump["responses"]["503"]["description"]
+    read = doc["paths"]["/api/items/{id}"]["get"]
+    assert all(p["name"] != "Idempotency-Key" for p in read.get("parameters", []))
+
+
+async def test_a_keyed_request_with_two_units_of_work_runs_them_in_one_transaction(
+    database_url: str,
+) -> None:
+    # the shop has channels and processes: a redrive tries the dead events, then the dead
+    # timeouts, each in a unit of work of its own; under a key the second joins the first
+    # (on SQLite it used to wait for the first's write lock forever)
+    shop = Path(__file__).resolve().parents[2] / "examples" / "shop" / "shop.loom"
+    async with serve([shop], database_url) as c:
+        path = "/api/admin/dead-letters/01a23112-0416-7030-9029-07c59bda73a3/redrive"
+        async with asyncio.timeout(20):
+            first = await c.post(path, headers=keyed("redrive"))
+            assert first.status_code == 404, first.text
+            again = await c.post(path, headers=keyed("redrive"))
+        assert_replayed(again, first, 404)

@@ -235,7 +235,26 @@ def _add_problem_schema(app: FastAPI) -> None:
         schemas.setdefault("Problem", problem)
         for name, definition in defs.items():
             schemas.setdefault(name, definition)
+        _document_idempotency_key(schema)
         app.openapi_schema = schema
         return schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+_IDEMPOTENCY_PARAMETER = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "description": "Apply this request at most once: a retry with the same key and request gets "
+    "the recorded answer (Idempotent-Replayed: true); see docs/http.md#idempotency-keys.",
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[ -~]+$"},
+}
+
+
+def _document_idempotency_key(schema: dict[str, Any]) -> None:
+    """Every mutating operation of the document takes the optional Idempotency-Key header."""
+    for item in schema.get("paths", {}).values():
+        for method, operation in item.items():
+            if method.upper() in {"POST", "PUT", "PATCH", "DELETE"}:
+                operation.setdefault("parameters", []).append(dict(_IDEMPOTENCY_PARAMETER))

@@ -14,7 +14,8 @@ exhaust the pool and deadlock.
 Under an `Idempotency-Key` (`_idempotency.py`) the first unit of work of the request is *keyed*:
 it runs in one transaction (an autocommit block too, with a SAVEPOINT per save) and, at the end of
 its block, is parked on `Parking` instead of committing; the HTTP layer then records the key and
-the answer on the same connection, commits, and dispatches the events.
+the answer on the same connection, commits, and dispatches the events. Any later unit of work of
+the request joins that transaction (in a SAVEPOINT of its own) rather than wait for its lock.
 """
 
 from __future__ import annotations
@@ -75,7 +76,9 @@ class Work:
         "_atomic",
         "_conn",
         "_emitted",
+        "_guest_savepoint",
         "_holds_writer",
+        "_host",
         "_inbox",
         "_keyed",
         "_last_target",
@@ -116,6 +119,9 @@ class Work:
         self._keyed: Parking | None = None
         self._savepoints = False
         self._savepoint: tuple[AsyncTransaction, AggregateRoot, int] | None = None
+        # a later unit of work of a keyed request joins the keyed one's transaction
+        self._host: Work | None = None
+        self._guest_savepoint: AsyncTransaction | None = None
 
     # -- public -----------------------------------------------------------------------------
     def emit(self, event: DomainEvent) -> None:
@@ -139,13 +145,39 @@ class Work:
             await self._record_inbox(*self._inbox)
         else:
             held = parking.get()
-            if held is not None and held.work is None:
-                held.work, self._keyed = self, held
-                if not self.transactional:
-                    # the saves, the answer and the key commit together; a failed save rolls
-                    # back to its savepoint, and what the saves before it did stays
-                    self.transactional, self._savepoints = True, True
+            if held is not None:
+                host = held.work
+                if host is None:
+                    held.work, self._keyed = self, held
+                    if not self.transactional:
+                        # the saves, the answer and the key commit together; a failed save
+                        # rolls back to its savepoint, and what the saves before it did stays
+                        self.transactional, self._savepoints = True, True
+                elif host._keyed is not None:
+                    # A second unit of work of the request would wait for the keyed one's
+                    # SQLite writer lock (or commit apart from the key): it joins instead.
+                    await self._join(host)
         return self
+
+    async def _join(self, host: Work) -> None:
+        conn = host._conn or await host.connection()
+        self._host, self._conn, self.transactional = host, conn, True
+        self._guest_savepoint = await conn.begin_nested()
+
+    async def _leave(self, exc_type: type[BaseException] | None) -> None:
+        """A joined unit of work ends: its writes stay in the host's transaction (or roll back
+        to its savepoint), its events go to the host's."""
+        host, savepoint = self._host, self._guest_savepoint
+        assert host is not None and savepoint is not None
+        self._host, self._guest_savepoint, self._conn = None, None, None
+        pending, emitted = self._pending, self._emitted
+        self._pending, self._emitted = [], []
+        if exc_type is not None:
+            await savepoint.rollback()
+            return
+        await savepoint.commit()
+        host._pending.extend(pending)
+        host._emitted.extend(emitted)
 
     async def __aexit__(
         self,
@@ -156,6 +188,9 @@ class Work:
         if self._atomic is not None:  # a save failed between its write and its events
             atomic, self._atomic = self._atomic, None
             await atomic._abandon()
+        if self._host is not None:
+            await self._leave(exc_type)
+            return
         if self._keyed is not None:
             await self._park(exc_type)
             return
