@@ -323,3 +323,25 @@ async def test_a_keyed_request_with_two_units_of_work_runs_them_in_one_transacti
             assert first.status_code == 404, first.text
             again = await c.post(path, headers=keyed("redrive"))
         assert_replayed(again, first, 404)
+
+
+async def test_expired_keys_are_pruned_in_bounded_batches(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LOOM_IDEMPOTENCY_TTL", "60")
+    start = datetime(2030, 1, 1, tzinfo=UTC)
+    async with serve(MODEL, database_url) as c:
+        id = await new_item(c)
+        with clock.frozen(start):
+            for key in ("a", "b", "c"):
+                r = await c.post(f"/api/items/{id}/bump", headers=keyed(key))
+                assert r.status_code == 204, r.text
+        assert await count(c, KEYS) == 3
+        with clock.frozen(start + timedelta(seconds=30)):  # not expired, and pruned < 1 min ago
+            assert (await c.post(f"/api/items/{id}/bump", headers=keyed("d"))).status_code == 204
+        assert await count(c, KEYS) == 4
+        with clock.frozen(start + timedelta(seconds=61)):  # a, b, c expired; d lives
+            assert (await c.post(f"/api/items/{id}/bump", headers=keyed("e"))).status_code == 204
+        async with c.service.engine.connect() as conn:
+            left = sorted(r.key for r in await conn.execute(select(KEYS.c.key)))
+        assert left == ["d", "e"]

@@ -19,9 +19,8 @@ import json
 import logging
 import os
 import re
-import time
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
@@ -62,7 +61,7 @@ _VALID_KEY = re.compile(r"[\x20-\x7e]{1,255}")
 _RECORDED_HEADERS = frozenset(
     {"content-type", "location", "content-location", "etag", "last-modified", "retry-after"}
 )
-_PRUNE_INTERVAL_S = 60.0
+_PRUNE_EVERY = timedelta(minutes=1)
 _PRUNE_BATCH = 500
 
 idempotency_metadata = MetaData()
@@ -146,7 +145,7 @@ class Idempotency:
     def __init__(self, service: Service) -> None:
         self.service = service
         self.ttl = DEFAULT_TTL
-        self._pruned_at = 0.0
+        self._pruned_at: datetime | None = None
 
     async def run(self, request: Request, key: str, respond: Respond) -> Response:
         """Answer a mutating request that carries `Idempotency-Key: key`."""
@@ -256,11 +255,11 @@ class Idempotency:
 
     async def _prune(self) -> None:
         """Delete a bounded batch of expired keys, at most once a minute; never fails a request."""
-        moment = time.monotonic()
-        if moment - self._pruned_at < _PRUNE_INTERVAL_S:
+        now = clock.now()
+        if self._pruned_at is not None and timedelta(0) <= now - self._pruned_at < _PRUNE_EVERY:
             return
-        self._pruned_at = moment
-        expired = select(_k.scope, _k.key).where(_k.expires_at <= clock.now()).limit(_PRUNE_BATCH)
+        self._pruned_at = now
+        expired = select(_k.scope, _k.key).where(_k.expires_at <= now).limit(_PRUNE_BATCH)
         stmt = delete(idempotency_keys).where(tuple_(_k.scope, _k.key).in_(expired))
         try:
             async with self.service.transaction() as work:
