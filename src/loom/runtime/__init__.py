@@ -23,6 +23,12 @@ Errors (each becomes an RFC 9457 application/problem+json response)
                                                         WWW-Authenticate: Bearer
     (request validation -> 422 invalid-request with errors [{path, message}]; anything else ->
     500 urn:loom:problem:internal, logged on `loom.http`; connection pool exhausted -> 503)
+    Unavailable                                     503 base, with Retry-After
+    Overloaded()                                    503 urn:loom:problem:unavailable (pool timeout)
+    DatabaseUnavailable()                           503 urn:loom:problem:database-unavailable
+                                                        (a lost or refused connection)
+    OutcomeUnknown()                                503 urn:loom:problem:outcome-unknown (the
+                                                        connection failed during COMMIT)
 
 Domain
     AggregateRoot        base of @dataclass(eq=False) aggregates: _raise_event, _take_events,
@@ -59,7 +65,9 @@ Persistence
                          `key` (the correlation field) and `workflow`; Store(work) then
                          find(key), get(key) (NotFound), bind(key) (load-or-allocate),
                          save(instance) (version-checked); instance_version(instance)
-    Faults               fail_save(n, error=None), crash_relay(after="claim"|"deliver"), clear()
+    Faults               fail_save(n, error=None), crash_relay(after="claim"|"deliver"),
+                         lose_commit() (the next COMMIT of a unit of work that wrote goes through,
+                         then its connection breaks: 503 outcome-unknown), clear()
     loom.runtime.types   DecimalText, UtcDateTime, JsonList([item_type]) column types
 
 Events (docs/events.md)
@@ -122,9 +130,15 @@ HTTP
                                             service.externs (ExternError when missing)
     load_externs(module, required) -> dict  ExternError(RuntimeError)
     get_service(request) -> Service         FastAPI dependency (app.state.loom)
-    LoomRoute                               APIRoute: JSON floats parse as Decimal; problem+json
+    LoomRoute                               APIRoute: JSON floats parse as Decimal; problem+json;
+                                            a mutating request with Idempotency-Key is applied
+                                            at most once (service.idempotency, docs/http.md)
+    create_app(..., max_body_bytes=None, idempotency_ttl=None)
+                                            body limit (else LOOM_MAX_BODY_BYTES, else 1 MiB:
+                                            413 payload-too-large); key lifetime (timedelta or
+                                            seconds, else LOOM_IDEMPOTENCY_TTL, else 24 h)
     PROBLEM_RESPONSES                       `responses=` for route decorators
-                                            (401/403/404/409/422/500)
+                                            (401/403/404/409/413/422/500/503)
     create_app(..., auth=None)              auth: an Authenticator (JwtAuth), False for none,
                                             None to read LOOM_JWT_SECRET / LOOM_JWT_PUBLIC_KEY
                                             (+ LOOM_JWT_AUDIENCE / LOOM_JWT_ISSUER)
@@ -156,13 +170,17 @@ from ._criteria import as_number, sql_bool
 from ._domain import AggregateRoot, DomainEvent
 from ._errors import (
     ConcurrencyConflict,
+    DatabaseUnavailable,
     DuplicateKey,
     Forbidden,
     InvalidValue,
     LoomError,
     NotFound,
+    OutcomeUnknown,
+    Overloaded,
     Refused,
     Unauthenticated,
+    Unavailable,
     authorize,
     not_found,
     require,
@@ -220,6 +238,7 @@ __all__ = [
     "Backoff",
     "Channel",
     "ConcurrencyConflict",
+    "DatabaseUnavailable",
     "DeadLetter",
     "DecimalOut",
     "Decision",
@@ -241,6 +260,8 @@ __all__ = [
     "LoomRoute",
     "NotFound",
     "Outcome",
+    "OutcomeUnknown",
+    "Overloaded",
     "Page",
     "PageLimit",
     "PageOffset",
@@ -257,6 +278,7 @@ __all__ = [
     "Timeout",
     "TimeoutDue",
     "Unauthenticated",
+    "Unavailable",
     "WireDecimal",
     "WireText",
     "Work",
