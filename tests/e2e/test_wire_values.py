@@ -172,6 +172,8 @@ BAD_BODIES = [
     ("decimal-minus-infinity", '{"name": "t", "amount": "-Infinity"}', "body.amount"),
     ("decimal-json-nan", '{"name": "t", "amount": NaN}', "body"),
     ("decimal-huge-number", '{"name": "t", "amount": 1e999999999}', "body.amount"),
+    # an exponent beyond what Decimal can represent fails in the JSON parser itself
+    ("decimal-exponent-beyond-decimal", '{"name": "t", "amount": 1e99999999999999999999}', "body"),
     ("decimal-huge-string", '{"name": "t", "amount": "1E+1000000"}', "body.amount"),
     ("decimal-9e999999", '{"name": "t", "amount": "9e999999"}', "body.amount"),
     ("decimal-51-digits", f'{{"name": "t", "amount": "1{MAX}"}}', "body.amount"),

@@ -58,7 +58,8 @@ class LoomRequest(Request):
                 self._json = json.loads(body, parse_float=Decimal, parse_constant=_reject_constant)
             except json.JSONDecodeError:
                 raise
-            except (ValueError, RecursionError) as exc:
+            # a number whose exponent no Decimal can hold raises InvalidOperation (ArithmeticError)
+            except (ValueError, RecursionError, ArithmeticError) as exc:
                 doc = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
                 raise json.JSONDecodeError(str(exc), doc, 0) from exc
         return self._json
