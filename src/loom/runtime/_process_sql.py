@@ -11,9 +11,10 @@ matched (`WHERE EXISTS (SELECT 1 FROM saved)`), so a lost race changes nothing:
          dropped AS (DELETE FROM __loom_timers WHERE … AND name IN (…) AND EXISTS (…saved)),
          armed_0 AS (INSERT INTO __loom_timers (…) SELECT … WHERE EXISTS (…saved)
                      ON CONFLICT (process, key, name) DO UPDATE SET job_id = EXCLUDED.job_id, …)
-    SELECT count(*) FROM saved
+    SELECT count(*), pg_notify('loom_timers', :wake) FROM saved   -- when a timer is due soon
 
-On SQLite (no data-modifying CTEs) the same writes are separate statements under the writer lock.
+The notification (`_timers.announcement`) wakes the schedulers of the other replicas; it is
+delivered only if the step commits. On SQLite (no data-modifying CTEs) the same writes are separate statements under the writer lock.
 Arming a name is an upsert on (process, key, name): one statement replaces the earlier job.
 """
 
@@ -51,6 +52,7 @@ from ._logs import current_correlation_id
 from ._process_model import Instance, PendingTimeout, Timeout
 from ._process_store import encode_state
 from ._process_tables import ARMED, processes, timers
+from ._timers import ANNOUNCE, TIMERS_CHANNEL, announcement
 from .types import UtcDateTime
 
 if TYPE_CHECKING:
@@ -173,8 +175,12 @@ class SqlProcessStore:
                 rows = [_timer_row(instance.process, instance.key, x, now) for x in arm]
                 await self._execute(work, _UPSERTS["sqlite"], rows, target)
             return saved
-        stmt = _step_statement(expected_version == 0, len(drop), len(arm), clear)
         params = _step_params(instance, expected_version, drop, arm)
+        earliest = min((params[f"due_{i}"] for i in range(len(arm))), default=None)
+        if earliest is not None and work.service.scheduler.announces(earliest):
+            params["wake"] = announcement(instance.process, earliest)
+        shape = (expected_version == 0, len(drop), len(arm), clear, "wake" in params)
+        stmt = _step_statement(*shape)
         target = (instance.process, instance.key)
         if (await self._execute(work, stmt, params, target)).scalar() != 1:
             raise ConcurrencyConflict(f"process {instance.process}", instance.key)
@@ -217,8 +223,12 @@ class SqlProcessStore:
     ) -> UUID:
         """Arm one timeout (replacing the job armed under its name); answers its job id."""
         row = _timer_row(process, key, timeout, now)
-        await self._execute(work, _UPSERTS[work.service.dialect], row, (process, key))
-        work.service.scheduler.expect(row["due_at"])  # wake this service's scheduler by then
+        service = work.service
+        await self._execute(work, _UPSERTS[service.dialect], row, (process, key))
+        if service.dialect == "postgresql" and service.scheduler.announces(row["due_at"]):
+            wake = {"wake": announcement(process, row["due_at"])}
+            await self._execute(work, ANNOUNCE, wake, (process, key))
+        service.scheduler.expect(row["due_at"])  # wake this service's scheduler by then
         job_id: UUID = row["job_id"]
         return job_id
 
@@ -254,7 +264,7 @@ class SqlProcessStore:
 
 
 # -- PostgreSQL: the step as one statement --------------------------------------------------------
-_STATEMENTS: dict[tuple[bool, int, int, bool], Any] = {}
+_STATEMENTS: dict[tuple[bool, int, int, bool, bool], Any] = {}
 _TYPES: dict[str, Any] = {
     "p": String(),
     "k": String(),
@@ -274,9 +284,9 @@ _TIMER_TYPES: dict[str, Any] = {
 _GATE = "EXISTS (SELECT 1 FROM saved)"
 
 
-def _step_statement(fresh: bool, drop: int, arm: int, clear: bool) -> Any:
+def _step_statement(fresh: bool, drop: int, arm: int, clear: bool, announce: bool) -> Any:
     """The statement of one step's writes, built once per shape."""
-    shape = (fresh, drop, arm, clear)
+    shape = (fresh, drop, arm, clear, announce)
     found = _STATEMENTS.get(shape)
     if found is not None:
         return found
@@ -309,7 +319,9 @@ def _step_statement(fresh: bool, drop: int, arm: int, clear: bool) -> Any:
             f"NULL, :corr_{i}, :at, NULL, NULL WHERE {_GATE} "
             f"ON CONFLICT (process, key, name) DO UPDATE SET {rearm})"
         )
-    stmt = text(f"WITH {', '.join(ctes)} SELECT count(*) FROM saved").bindparams(
+    wake = f", pg_notify('{TIMERS_CHANNEL}', :wake)" if announce else ""
+    stmt = text(f"WITH {', '.join(ctes)} SELECT count(*){wake} FROM saved").bindparams(
+        *([bindparam("wake", type_=String())] if announce else []),
         *(
             bindparam(name, type_=kind)
             for name, kind in _TYPES.items()
