@@ -55,11 +55,13 @@ def build_model(model: Model, out: Path) -> list[Path]:
     A previous build in `out` is replaced whole; a folder Loom did not write is refused."""
     from loom.codegen.python import generate
 
-    files = generate(model, package=_package_name(out))
+    package = _package_name(out)
+    files = generate(model, package=package)
     _check_target(out)
-    staged = _stage(out.parent, files, _package_name(out))
+    target = out.resolve()  # `-o .` stages beside the folder, not in it
+    staged = _stage(target.parent, files, package)
     try:
-        _swap_into(staged / _package_name(out), out)
+        _swap_into(staged / package, target)
     finally:
         shutil.rmtree(staged, ignore_errors=True)
     return [out / rel for rel in sorted(files)]
@@ -169,18 +171,28 @@ def _stage(parent: Path, files: Mapping[str, str], package: str) -> Path:
 
 def _swap_into(ready: Path, out: Path) -> None:
     """Rename the complete package `ready` to `out`, setting aside (then removing) the build that
-    was there."""
-    old = None
-    if out.is_dir():
-        old = Path(tempfile.mkdtemp(prefix=".old-", dir=out.parent)) / out.name
-        os.rename(out, old)
+    was there; if the rename fails, that build is put back. A folder the process works in (`-o .`)
+    is kept, its entries replaced one by one, the marker last."""
+    aside = None
     try:
+        if out.is_dir() and (out == Path.cwd() or out in Path.cwd().parents):
+            aside = Path(tempfile.mkdtemp(prefix=".old-", dir=out.parent))
+            for entry in sorted(out.iterdir(), key=lambda p: p.name != MARKER):  # marker first
+                os.rename(entry, aside / entry.name)
+            for entry in sorted(ready.iterdir(), key=lambda p: p.name == MARKER):  # marker last
+                os.rename(entry, out / entry.name)
+            return
+        if out.is_dir():
+            aside = Path(tempfile.mkdtemp(prefix=".old-", dir=out.parent))
+            os.rename(out, aside / "previous")
         os.rename(ready, out)
     except OSError as exc:
+        if aside is not None and (aside / "previous").is_dir() and not out.exists():
+            os.rename(aside / "previous", out)
         raise BuildError(f"cannot write {out}: {exc.strerror}") from None
     finally:
-        if old is not None:
-            shutil.rmtree(old.parent, ignore_errors=True)
+        if aside is not None:
+            shutil.rmtree(aside, ignore_errors=True)
 
 
 def _discard(folder: Path, root: Path) -> None:

@@ -22,9 +22,7 @@ from typing import IO
 import httpx
 import pytest
 
-from loom.build import MARKER, PRUNE_TEMPORARY_AFTER, PRUNE_UNUSED_AFTER, cached_build
-from loom.lang import compile_files
-from loom.model.ir import Model
+from loom.build import MARKER
 from tests.conftest import create_pg_database
 from tests.liveserver import free_port
 from tests.pgcluster import Cluster
@@ -177,32 +175,3 @@ def test_an_unchanged_model_reuses_its_build_and_a_changed_one_gets_a_new_one(
     assert "build: written" in changed, changed
     folders = [p for p in (model.parent / ".loom" / "build").iterdir()]
     assert len(folders) == 2, folders
-
-
-def test_builds_unused_for_a_day_and_crashed_builds_are_pruned(tmp_path: Path) -> None:
-    model = _fresh_folder(tmp_path / "app")
-    old, written = cached_build(_compiled(model), [model])
-    assert written and (old / "main.py").is_file()
-    day_ago = time.time() - PRUNE_UNUSED_AFTER - 60
-    os.utime(old / MARKER, (day_ago, day_ago))
-    root = model.parent / ".loom" / "build"
-    crashed, writing = root / ".tmp-crashed", root / ".tmp-writing"
-    for folder in (crashed, writing):
-        (folder / "pkg").mkdir(parents=True)
-    hour_ago = time.time() - PRUNE_TEMPORARY_AFTER - 60
-    os.utime(crashed, (hour_ago, hour_ago))
-    # the same model again: reused, and its use makes it fresh again
-    same, written = cached_build(_compiled(model), [model])
-    assert same == old and not written and not crashed.exists() and writing.exists()
-    os.utime(old / MARKER, (day_ago, day_ago))
-    model.write_text(model.read_text() + EXTRA)
-    new, written = cached_build(_compiled(model), [model])
-    assert written and new != old and (new / "main.py").is_file()
-    assert not old.parent.exists()  # unused for a day: gone
-    assert sorted(p.name for p in root.iterdir()) == sorted([new.parent.name, writing.name])
-
-
-def _compiled(model: Path) -> Model:
-    result = compile_files([str(model)])
-    assert result.model is not None, result.diagnostics
-    return result.model
