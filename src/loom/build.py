@@ -1,30 +1,49 @@
 """Writing a generated service to disk and loading it back: what `loom build`, `loom run` and the
 test kit share.
+
+Every build is written into a temporary folder beside its target and renamed into place, so no
+reader ever sees a half-written package. `loom run` keeps content-addressed builds,
+`.loom/build/<digest>/<package>/`, the digest taken over the generated files and the Loom version:
+an unchanged model reuses its build (nothing is rewritten), replicas started together on one folder
+agree on the one folder to use, and a new build never replaces a folder an older replica may still
+be importing from. Builds unused for a day are pruned.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.util
+import os
 import re
 import shutil
 import sys
-from collections.abc import Sequence
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
+
+import loom
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
     from loom.model.ir import Model
 
-# A folder holding this file was written by `loom build`, so a rebuild may replace it whole.
+# A folder holding this file was written by `loom build`, so a rebuild may replace it whole. It is
+# written last, so a build folder holding it is complete; `loom run` touches it on every reuse.
 MARKER = ".loom-build"
 _MARKER_TEXT = (
     "Written by `loom build`. Every build replaces this folder: do not edit files here.\n"
 )
+# `loom run`: how long a build nobody started from is kept, and how old a temporary folder must be
+# to be a crashed build's rather than one being written (writing takes well under a second)
+PRUNE_UNUSED_AFTER = 24 * 3600.0
+PRUNE_TEMPORARY_AFTER = 3600.0
+_DIGEST = re.compile(r"[0-9a-f]{16}")
 
 
 class BuildError(Exception):
@@ -32,46 +51,169 @@ class BuildError(Exception):
 
 
 def build_model(model: Model, out: Path) -> list[Path]:
-    """Generate `model` into the folder `out` (a Python package) and return the files written."""
+    """Generate `model` into the folder `out` (a Python package) and return the files written.
+    A previous build in `out` is replaced whole; a folder Loom did not write is refused."""
     from loom.codegen.python import generate
 
-    files = generate(model, package=_package_name(out))
-    _prepare(out)
-    written = []
+    package = _package_name(out)
+    files = generate(model, package=package)
+    _check_target(out)
+    target = out.resolve()  # `-o .` stages beside the folder, not in it
+    staged = _stage(target.parent, files, package)
+    try:
+        _swap_into(staged / package, target)
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+    return [out / rel for rel in sorted(files)]
+
+
+def cached_build(model: Model, files: Sequence[Path]) -> tuple[Path, bool]:
+    """`loom run`'s build of `model`: the package folder under `.loom/build/` beside the first
+    model file, and whether it was written now (False: an identical build was reused)."""
+    from loom.codegen.python import generate
+
+    first = files[0].resolve()
+    package = _package_name(Path(first.stem))
+    generated = generate(model, package=package)
+    root = first.parent / ".loom" / "build"
+    final = root / _digest(generated)
+    out = final / package
+    written = False
+    if (out / MARKER).is_file():
+        with contextlib.suppress(OSError):
+            os.utime(out / MARKER)  # used now: spared by pruning
+    else:
+        staged = _stage(root, generated, package)
+        try:
+            written = _rename_into(staged, final, out / MARKER, root)
+        finally:
+            shutil.rmtree(staged, ignore_errors=True)
+    prune(root, keep=final)
+    return out, written
+
+
+def _rename_into(staged: Path, final: Path, marker: Path, root: Path) -> bool:
+    """Rename `staged` to `final`; False when another replica renamed the same build in first.
+    A folder of that name left incomplete (no marker) is set aside first."""
+    for _ in range(3):
+        try:
+            os.rename(staged, final)
+            return True
+        except OSError:
+            if marker.is_file():
+                return False
+            _discard(final, root)
+    raise BuildError(f"cannot write the build into {final}")
+
+
+def prune(root: Path, *, keep: Path) -> None:
+    """Remove the builds under `root` nobody started from for `PRUNE_UNUSED_AFTER`, and crashed
+    builds' temporary folders. A running replica imported its build when it started, long before
+    that; each removal is a rename first, so two replicas pruning at once never collide."""
+    now = time.time()
+    try:
+        entries = list(root.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        if entry == keep or not entry.is_dir():
+            continue
+        try:
+            if entry.name.startswith((".tmp-", ".old-")):
+                stale = now - entry.stat().st_mtime > PRUNE_TEMPORARY_AFTER
+            elif _DIGEST.fullmatch(entry.name) or (entry / MARKER).is_file():  # or the old layout
+                used = [
+                    m.stat().st_mtime
+                    for m in (entry / MARKER, *entry.glob(f"*/{MARKER}"))
+                    if m.is_file()
+                ]
+                stale = now - max(used, default=entry.stat().st_mtime) > PRUNE_UNUSED_AFTER
+            else:
+                continue
+        except OSError:
+            continue
+        if stale:
+            _discard(entry, root)
+
+
+def _digest(files: Mapping[str, str]) -> str:
+    key = hashlib.sha256(f"loom {loom.__version__}\0".encode())
     for rel, text in sorted(files.items()):
-        path = out / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8", newline="\n")
-        written.append(path)
-    (out / MARKER).write_text(_MARKER_TEXT, encoding="utf-8")
-    return written
+        key.update(rel.encode() + b"\0" + text.encode() + b"\0")
+    return key.hexdigest()[:16]
 
 
-def _prepare(out: Path) -> None:
+def _check_target(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise BuildError(f"{out} exists and is not a folder; choose another --output")
-    if out.is_dir() and any(out.iterdir()):
-        if not (out / MARKER).exists():
-            raise BuildError(
-                f"refusing to write into {out}: it is not empty and was not written by `loom build`; "
-                "choose an empty or new folder"
-            )
-        shutil.rmtree(out)
+    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).exists():
+        raise BuildError(
+            f"refusing to write into {out}: it is not empty and was not written by `loom build`; "
+            "choose an empty or new folder"
+        )
+
+
+def _stage(parent: Path, files: Mapping[str, str], package: str) -> Path:
+    """A temporary folder in `parent` holding the complete package under `package/`."""
+    _make_dir(parent)
+    staged = Path(tempfile.mkdtemp(prefix=".tmp-", dir=parent))
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        for rel, text in sorted(files.items()):
+            path = staged / package / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8", newline="\n")
+        (staged / package / MARKER).write_text(_MARKER_TEXT, encoding="utf-8")
     except OSError as exc:
-        raise BuildError(f"cannot create {out}: {exc.strerror}") from None
+        shutil.rmtree(staged, ignore_errors=True)
+        raise BuildError(f"cannot write the build into {parent}: {exc.strerror}") from None
+    return staged
+
+
+def _swap_into(ready: Path, out: Path) -> None:
+    """Rename the complete package `ready` to `out`, setting aside (then removing) the build that
+    was there; if the rename fails, that build is put back. A folder the process works in (`-o .`)
+    is kept, its entries replaced one by one, the marker last."""
+    aside = None
+    try:
+        if out.is_dir() and (out == Path.cwd() or out in Path.cwd().parents):
+            aside = Path(tempfile.mkdtemp(prefix=".old-", dir=out.parent))
+            for entry in sorted(out.iterdir(), key=lambda p: p.name != MARKER):  # marker first
+                os.rename(entry, aside / entry.name)
+            for entry in sorted(ready.iterdir(), key=lambda p: p.name == MARKER):  # marker last
+                os.rename(entry, out / entry.name)
+            return
+        if out.is_dir():
+            aside = Path(tempfile.mkdtemp(prefix=".old-", dir=out.parent))
+            os.rename(out, aside / "previous")
+        os.rename(ready, out)
+    except OSError as exc:
+        if aside is not None and (aside / "previous").is_dir() and not out.exists():
+            os.rename(aside / "previous", out)
+        raise BuildError(f"cannot write {out}: {exc.strerror}") from None
+    finally:
+        if aside is not None:
+            shutil.rmtree(aside, ignore_errors=True)
+
+
+def _discard(folder: Path, root: Path) -> None:
+    try:
+        aside = Path(tempfile.mkdtemp(prefix=".old-", dir=root))
+        os.rename(folder, aside / folder.name)
+    except OSError:
+        return  # another replica is removing it
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _make_dir(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BuildError(f"cannot create {folder}: {exc.strerror}") from None
 
 
 def _package_name(out: Path) -> str:
     name = re.sub(r"\W", "_", out.name) or "service"
     return name if not name[0].isdigit() else f"_{name}"
-
-
-def cache_dir_for(files: Sequence[Path]) -> Path:
-    """Where `loom run` builds: a `.loom/` folder beside the first model file."""
-    first = files[0].resolve()
-    return first.parent / ".loom" / "build" / _package_name(Path(first.stem))
 
 
 def default_sqlite_url(first_file: Path) -> str:

@@ -15,7 +15,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from loom.build import BuildError, build_model, cache_dir_for, default_sqlite_url, load_app
+from loom.build import BuildError, build_model, cached_build, default_sqlite_url, load_app
 
 app = typer.Typer(
     name="loom",
@@ -139,7 +139,10 @@ def run(
         typer.Option(help="The `iss` a token must carry (default: $LOOM_JWT_ISSUER)."),
     ] = None,
 ) -> None:
-    """Build the model into a cache folder and serve it with uvicorn."""
+    """Build the model into a cache folder and serve it with uvicorn.
+
+    The build goes to `.loom/build/<digest>/` beside the first model file; an unchanged model
+    reuses it, so replicas started together on one folder share one build."""
     import os
 
     import uvicorn
@@ -166,14 +169,14 @@ def run(
     result = _compile(files, Format.text, color, quiet_ok=True)
     if not result.ok or result.model is None:
         raise typer.Exit(1)
-    out = cache_dir_for(files)
     try:
-        build_model(result.model, out)
+        out, written = cached_build(result.model, files)
         url = database_url or default_sqlite_url(files[0])
         application = load_app(out, url)
     except (BuildError, AuthConfigError) as exc:
         _fail(str(exc))
     typer.echo(f"serving {', '.join(str(f) for f in files)} on http://{host}:{port} ({_safe(url)})")
+    typer.echo(f"  build: {'written' if written else 'reused'} {out}")
     auth = application.state.loom_auth
     algorithms = "/".join(getattr(auth, "algorithms", ()))
     typer.echo(

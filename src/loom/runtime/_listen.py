@@ -1,7 +1,8 @@
-"""PostgreSQL LISTEN for the relay: a dedicated raw asyncpg connection (a pooled one would be
-handed to requests and lose the subscription) that wakes the relay on every `pg_notify` committed
-by any replica. A dropped connection is logged and reopened with backoff; after every (re)connect
-the relay is woken once, to catch up on what was committed while nobody listened."""
+"""PostgreSQL LISTEN for the relay and the scheduler: a dedicated raw asyncpg connection (a pooled
+one would be handed to requests and lose the subscription) that wakes its owner on every
+`pg_notify` committed by any replica on its channel (the relay's `loom_outbox`, the scheduler's
+`loom_timers`). A dropped connection is logged and reopened with backoff; after every (re)connect
+the owner is woken once, to catch up on what was committed while nobody listened."""
 
 from __future__ import annotations
 
@@ -18,9 +19,23 @@ from ._outbox import NOTIFY_CHANNEL
 
 
 class Listener:
-    def __init__(self, url: URL, wake: Callable[[], None], check_every: float) -> None:
+    def __init__(
+        self,
+        url: URL,
+        wake: Callable[[], None],
+        check_every: float,
+        *,
+        channel: str = NOTIFY_CHANNEL,
+        on_payload: Callable[[str], None] | None = None,
+        error_fact: str = "relay_error",
+    ) -> None:
+        """`wake()` after each (re)connect, and on each notification unless `on_payload` is
+        given: then `on_payload(payload)`."""
         self._connect_args: dict[str, Any] = url.translate_connect_args(username="user")
         self._wake = wake
+        self._channel = channel
+        self._on_payload = on_payload
+        self._error_fact = error_fact
         self._check_every = check_every
         self._task: asyncio.Task[None] | None = None
         self._first_attempt = asyncio.Event()
@@ -37,7 +52,7 @@ class Listener:
     async def start(self) -> None:
         """Start listening; returns once the first connection attempt is over, so a commit made
         right after `start()` is heard."""
-        self._task = asyncio.create_task(self._run(), name="loom-relay-listen")
+        self._task = asyncio.create_task(self._run(), name=f"loom-listen {self._channel}")
         await self._first_attempt.wait()
 
     async def stop(self) -> None:
@@ -55,7 +70,7 @@ class Listener:
                 conn = await asyncpg.connect(**self._connect_args)
                 lost = asyncio.Event()
                 conn.add_termination_listener(lambda _conn, lost=lost: lost.set())
-                await conn.add_listener(NOTIFY_CHANNEL, self._on_notify)
+                await conn.add_listener(self._channel, self._on_notify)
                 failures = 0
                 self._connected.set()
                 self._first_attempt.set()
@@ -65,13 +80,13 @@ class Listener:
                         await asyncio.wait_for(lost.wait(), timeout=self._check_every)
                     except TimeoutError:
                         continue
-                log_fact("relay_error", logging.WARNING, {"error": "LISTEN connection lost"})
+                log_fact(self._error_fact, logging.WARNING, {"error": "LISTEN connection lost"})
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - retried below; polling covers the gap
                 failures += 1
                 fields = {"attempt": failures, "error": f"LISTEN: {type(exc).__name__}: {exc}"}
-                log_fact("relay_error", logging.WARNING, fields)
+                log_fact(self._error_fact, logging.WARNING, fields)
             finally:
                 self._connected.clear()
                 self._first_attempt.set()
@@ -79,8 +94,11 @@ class Listener:
                     await _close(conn)
             await asyncio.sleep(min(0.05 * 2 ** min(failures, 7), 5.0))
 
-    def _on_notify(self, *_args: Any) -> None:
-        self._wake()
+    def _on_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
+        if self._on_payload is None:
+            self._wake()
+        else:
+            self._on_payload(payload)
 
 
 async def _close(conn: Any) -> None:

@@ -133,6 +133,15 @@ async def write_events(
 
     PostgreSQL also gets a `pg_notify`, which the server delivers only if the transaction
     commits: relays of other replicas wake up exactly when there is something to deliver."""
+    rows = outbox_rows(items)
+    if dialect == "postgresql":
+        await conn.execute(_insert_and_notify(len(rows)), _numbered(rows))
+    else:
+        await conn.execute(_INSERT_OUTBOX, rows)
+
+
+def outbox_rows(items: Sequence[tuple[Channel, DomainEvent]]) -> list[dict[str, Any]]:
+    """The outbox rows of durable events (every column), each with a new envelope."""
     now = clock.now()
     rows = []
     for channel, event in items:
@@ -155,10 +164,7 @@ async def write_events(
                 "delivered_at": None,
             }
         )
-    if dialect == "postgresql":
-        await conn.execute(_insert_and_notify(len(rows)), _numbered(rows))
-    else:
-        await conn.execute(_INSERT_OUTBOX, rows)
+    return rows
 
 
 async def notify(conn: AsyncConnection, dialect: str) -> None:

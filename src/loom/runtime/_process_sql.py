@@ -3,18 +3,27 @@ unit of work's connection (SQLite and PostgreSQL), so a step's state, its timers
 rows commit or roll back together.
 
 `apply` is the step's whole write. On PostgreSQL it is one statement, whatever the decision:
-the save and the timer changes are data-modifying CTEs, the timer ones gated on the save having
-matched (`WHERE EXISTS (SELECT 1 FROM saved)`), so a lost race changes nothing:
+the save, the timer changes and the outbox rows of the step's durable commands (when the runner
+owns the transaction) are data-modifying CTEs, the timer ones gated on the save having matched
+(`WHERE EXISTS (SELECT 1 FROM saved)`); a lost race raises and rolls back the rest:
 
     WITH saved AS (UPDATE __loom_processes SET … WHERE process = … AND version = :expected
                    RETURNING 1),
          dropped AS (DELETE FROM __loom_timers WHERE … AND name IN (…) AND EXISTS (…saved)),
          armed_0 AS (INSERT INTO __loom_timers (…) SELECT … WHERE EXISTS (…saved)
-                     ON CONFLICT (process, key, name) DO UPDATE SET job_id = EXCLUDED.job_id, …)
-    SELECT count(*) FROM saved
+                     ON CONFLICT (process, key, name) DO UPDATE SET job_id = EXCLUDED.job_id, …),
+         events AS (INSERT INTO __loom_outbox (…) VALUES (…))
+    SELECT count(*),
+           pg_notify('loom_timers', :wake),    -- a timer due within announce_within
+           pg_notify('loom_outbox', '')        -- outbox rows
+    FROM saved
 
-On SQLite (no data-modifying CTEs) the same writes are separate statements under the writer lock.
-Arming a name is an upsert on (process, key, name): one statement replaces the earlier job.
+The notifications wake the schedulers (`_timers.announcement`) and the relays of the other
+replicas; the server delivers them only if the step commits. One round trip per step, as many
+as the step's plain version-checked UPDATE would take.
+
+On SQLite (no data-modifying CTEs) the same writes are separate statements under the writer
+lock. Arming a name is an upsert on (process, key, name): one statement replaces the earlier job.
 """
 
 from __future__ import annotations
@@ -45,12 +54,16 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import StatementError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from ._channels import Channel
+from ._domain import DomainEvent
 from ._errors import ConcurrencyConflict
 from ._ids import new_id
 from ._logs import current_correlation_id
+from ._outbox import NOTIFY_CHANNEL, outbox, outbox_rows, write_events
 from ._process_model import Instance, PendingTimeout, Timeout
 from ._process_store import encode_state
 from ._process_tables import ARMED, processes, timers
+from ._timers import ANNOUNCE, TIMERS_CHANNEL, announcement
 from .types import UtcDateTime
 
 if TYPE_CHECKING:
@@ -157,7 +170,11 @@ class SqlProcessStore:
         cancel: Sequence[str] = (),
         arm: Sequence[Timeout] = (),
         clear: bool = False,
+        events: Sequence[tuple[Channel, DomainEvent]] = (),
     ) -> Instance:
+        """The `ProcessStore` step write; `events` (durable events of the step) get their outbox
+        rows in the same write: on PostgreSQL in the one statement, with the relays' NOTIFY.
+        The caller commits, then wakes its relay (`relay.wake_local()`)."""
         armed = {x.name for x in arm}
         drop = () if clear else tuple(n for n in dict.fromkeys(cancel) if n not in armed)
         if work.service.dialect != "postgresql":
@@ -172,9 +189,19 @@ class SqlProcessStore:
                 now = instance.updated_at
                 rows = [_timer_row(instance.process, instance.key, x, now) for x in arm]
                 await self._execute(work, _UPSERTS["sqlite"], rows, target)
+            if events:
+                conn = work._conn or await work.connection()
+                await write_events(conn, work.service.dialect, events)
             return saved
-        stmt = _step_statement(expected_version == 0, len(drop), len(arm), clear)
         params = _step_params(instance, expected_version, drop, arm)
+        earliest = min((params[f"due_{i}"] for i in range(len(arm))), default=None)
+        if earliest is not None and work.service.scheduler.announces(earliest):
+            params["wake"] = announcement(instance.process, earliest)
+        rows = outbox_rows(events)
+        for i, row in enumerate(rows):
+            params.update({f"o{i}_{c}": v for c, v in row.items()})
+        shape = (expected_version == 0, len(drop), len(arm), clear, "wake" in params, len(rows))
+        stmt = _step_statement(*shape)
         target = (instance.process, instance.key)
         if (await self._execute(work, stmt, params, target)).scalar() != 1:
             raise ConcurrencyConflict(f"process {instance.process}", instance.key)
@@ -217,8 +244,12 @@ class SqlProcessStore:
     ) -> UUID:
         """Arm one timeout (replacing the job armed under its name); answers its job id."""
         row = _timer_row(process, key, timeout, now)
-        await self._execute(work, _UPSERTS[work.service.dialect], row, (process, key))
-        work.service.scheduler.expect(row["due_at"])  # wake this service's scheduler by then
+        service = work.service
+        await self._execute(work, _UPSERTS[service.dialect], row, (process, key))
+        if service.dialect == "postgresql" and service.scheduler.announces(row["due_at"]):
+            wake = {"wake": announcement(process, row["due_at"])}
+            await self._execute(work, ANNOUNCE, wake, (process, key))
+        service.scheduler.expect(row["due_at"])  # wake this service's scheduler by then
         job_id: UUID = row["job_id"]
         return job_id
 
@@ -254,7 +285,8 @@ class SqlProcessStore:
 
 
 # -- PostgreSQL: the step as one statement --------------------------------------------------------
-_STATEMENTS: dict[tuple[bool, int, int, bool], Any] = {}
+_STATEMENTS: dict[tuple[bool, int, int, bool, bool, int], Any] = {}
+_OUTBOX_COLUMNS = tuple(c.name for c in outbox.c)
 _TYPES: dict[str, Any] = {
     "p": String(),
     "k": String(),
@@ -274,9 +306,11 @@ _TIMER_TYPES: dict[str, Any] = {
 _GATE = "EXISTS (SELECT 1 FROM saved)"
 
 
-def _step_statement(fresh: bool, drop: int, arm: int, clear: bool) -> Any:
+def _step_statement(
+    fresh: bool, drop: int, arm: int, clear: bool, announce: bool, events: int
+) -> Any:
     """The statement of one step's writes, built once per shape."""
-    shape = (fresh, drop, arm, clear)
+    shape = (fresh, drop, arm, clear, announce, events)
     found = _STATEMENTS.get(shape)
     if found is not None:
         return found
@@ -309,7 +343,23 @@ def _step_statement(fresh: bool, drop: int, arm: int, clear: bool) -> Any:
             f"NULL, :corr_{i}, :at, NULL, NULL WHERE {_GATE} "
             f"ON CONFLICT (process, key, name) DO UPDATE SET {rearm})"
         )
-    stmt = text(f"WITH {', '.join(ctes)} SELECT count(*) FROM saved").bindparams(
+    if events:  # a lost race raises ConcurrencyConflict: the transaction rolls these back
+        values = ", ".join(
+            "(" + ", ".join(f":o{i}_{c}" for c in _OUTBOX_COLUMNS) + ")" for i in range(events)
+        )
+        ctes.append(
+            f"events AS (INSERT INTO {outbox.name} ({', '.join(_OUTBOX_COLUMNS)}) VALUES {values})"
+        )
+    notify = f", pg_notify('{TIMERS_CHANNEL}', :wake)" if announce else ""
+    if events:
+        notify += f", pg_notify('{NOTIFY_CHANNEL}', '')"
+    stmt = text(f"WITH {', '.join(ctes)} SELECT count(*){notify} FROM saved").bindparams(
+        *([bindparam("wake", type_=String())] if announce else []),
+        *(
+            bindparam(f"o{i}_{c}", type_=outbox.c[c].type)
+            for i in range(events)
+            for c in _OUTBOX_COLUMNS
+        ),
         *(
             bindparam(name, type_=kind)
             for name, kind in _TYPES.items()

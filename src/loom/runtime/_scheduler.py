@@ -21,8 +21,12 @@ lease expires another claims them: delivery is at least once (a runner step chec
 still armed, in its own transaction, so a consumed timeout is never applied twice).
 
 Wake-ups: after each round the scheduler sleeps until the earliest armed timeout or tick, at most
-`poll_interval`; a step of this service that arms an earlier timeout wakes it (`expect`). Timeouts
-armed by another replica are found at the next poll: the precision is the poll interval.
+`poll_interval`; a step of this service that arms an earlier timeout wakes it (`expect`). On
+PostgreSQL a step that arms a timeout due within `announce_within` also announces it
+(`pg_notify('loom_timers', …)`, in its transaction, so only a commit is heard), and every
+scheduler LISTENs: a replica sleeping past that instant wakes by then (`expect`). A later timeout
+needs no announcement: every replica's next poll finds it stored and sleeps until it is due. When
+LISTEN is down (or off, or on SQLite), timeouts armed by another replica are found at the next poll.
 """
 
 from __future__ import annotations
@@ -38,12 +42,13 @@ from sqlalchemy import and_, bindparam, delete, or_, select, update
 
 from . import clock
 from ._ids import new_id
+from ._listen import Listener
 from ._logs import log_fact, use_correlation_id
 from ._principal import SYSTEM, use_principal
 from ._process_model import TimeoutDue
 from ._process_tables import ARMED, DEAD, timers
 from ._recurring import TickRunner, _short
-from ._timers import _fields
+from ._timers import TIMERS_CHANNEL, _fields, parse_announcement
 
 if TYPE_CHECKING:
     from ._service import Service
@@ -101,8 +106,11 @@ _RECHECK = 0.02  # s: a second look at an expected timeout the first claim did n
 
 class Scheduler:
     """`service.scheduler`. Options: poll_interval (s: the longest sleep, and the precision for
-    timeouts armed by other replicas), batch_size (timeouts per claim), lease (how long a claim
-    is exclusive; longer than a batch of handlers takes), name (the claimed_by stamp)."""
+    timeouts armed by other replicas when nothing wakes it), batch_size (timeouts per claim),
+    lease (how long a claim is exclusive; longer than a batch of handlers takes), name (the
+    claimed_by stamp), listen (PostgreSQL: LISTEN for the timeouts other replicas arm),
+    announce_within (PostgreSQL: a step arming a timeout due sooner than this notifies the other
+    replicas; keep it above every replica's poll_interval)."""
 
     def __init__(
         self,
@@ -112,11 +120,16 @@ class Scheduler:
         batch_size: int = 50,
         lease: timedelta = timedelta(seconds=60),
         name: str | None = None,
+        listen: bool = True,
+        announce_within: timedelta = timedelta(minutes=5),
     ) -> None:
         if batch_size < 1 or poll_interval <= 0 or lease <= timedelta(0):
             raise ValueError("scheduler: batch_size, poll_interval and lease must be positive")
         self._service = service
         self.poll_interval = poll_interval
+        self.announce_within = announce_within
+        self._listen = listen and service.dialect == "postgresql"
+        self._listener: Listener | None = None
         self.batch_size = batch_size
         self.lease = lease
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{new_id().hex[-12:]}"
@@ -143,12 +156,41 @@ class Scheduler:
         if sleeping is not None and at < sleeping:
             self._wake.set()
 
+    @property
+    def listening(self) -> bool:
+        """PostgreSQL: the LISTEN connection is up."""
+        return self._listener is not None and self._listener.listening
+
+    def announces(self, due: datetime) -> bool:
+        """Whether arming a timeout due `due` notifies the other replicas (PostgreSQL)."""
+        return due - clock.now() < self.announce_within
+
+    def _heard(self, payload: str) -> None:
+        """Another replica committed a timeout (`_timers.announcement`): wake by its due time."""
+        found = parse_announcement(payload)
+        if found is not None and found[0] in self._service.timeouts.processes:
+            self.expect(found[1])
+
+    def _poke(self) -> None:
+        self._wake.set()
+
     async def start(self) -> None:
         if self.running:
             return
         self._stopping = False
         if self._service.uses_processes:
             await self.ticks.ensure_rows()
+        if self._listen and self._service.timeouts:
+            url = self._service.engine.url
+            self._listener = Listener(
+                url,
+                self._poke,
+                self.poll_interval,
+                channel=TIMERS_CHANNEL,
+                on_payload=self._heard,
+                error_fact="scheduler_error",
+            )
+            await self._listener.start()
         self._task = asyncio.create_task(self._run(), name=f"loom-scheduler {self.name}")
 
     async def stop(self, timeout: float = 5.0) -> None:
@@ -161,6 +203,9 @@ class Scheduler:
             if not done:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            await listener.stop()
 
     async def run_due(self) -> int:
         """Fire every timeout and tick due now, and what those handlers made due now, until a

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import MetaData, event
+from sqlalchemy import MetaData, event, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
@@ -27,6 +27,9 @@ from .processes import ProcessRunner
 __all__ = ["ISOLATION_LEVELS", "Service", "Work", "async_url"]
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+# PostgreSQL: CREATE TABLE IF NOT EXISTS is not safe against itself (two creators collide on the
+# table's row type in pg_type), so schema creation holds this transaction-scoped advisory lock
+_SCHEMA_LOCK = text("SELECT pg_advisory_xact_lock(7206050563313647213)")
 
 
 def _install_sqlite_hooks(engine: AsyncEngine) -> None:
@@ -156,12 +159,16 @@ class Service:
         )
 
     async def create_schema(self) -> None:
-        """The model's tables and `__loom_idempotency`, plus `__loom_outbox` / `__loom_inbox` when there are channels, and
-        `__loom_processes` / `__loom_timers` / `__loom_ticks` when the service uses processes."""
+        """The model's tables and `__loom_idempotency`, plus `__loom_outbox` / `__loom_inbox` when
+        there are channels, and `__loom_processes` / `__loom_timers` / `__loom_ticks` when the
+        service uses processes. Replicas starting together on one database create it one after the
+        other: the later ones find the tables there (create_all checks first)."""
         async with self.engine.connect() as conn:
             if self.is_sqlite:
                 conn = await conn.execution_options(**{BEGIN_OPTION: "BEGIN IMMEDIATE"})
             async with conn.begin():
+                if self.dialect == "postgresql":  # SQLite: BEGIN IMMEDIATE already serialises
+                    await conn.execute(_SCHEMA_LOCK)
                 await conn.run_sync(self.metadata.create_all)
                 await conn.run_sync(idempotency_metadata.create_all)
                 if self.channels:

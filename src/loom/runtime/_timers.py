@@ -13,11 +13,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from sqlalchemy import case, func, select, type_coerce, update
+from sqlalchemy import case, func, select, text, type_coerce, update
 
 from . import clock
 from ._channels import Backoff
@@ -32,6 +32,25 @@ if TYPE_CHECKING:
 
 TimeoutHandler = Callable[[TimeoutDue, "Work"], Awaitable[None]]
 t = timers.c
+
+# PostgreSQL: a transaction that arms a timeout due soon also sends `pg_notify(TIMERS_CHANNEL,
+# announcement(process, due))`, delivered only if it commits; every replica's scheduler LISTENs
+# and wakes by `due` (a later timeout is found by the replicas' next poll, in time)
+TIMERS_CHANNEL = "loom_timers"
+ANNOUNCE = text(f"SELECT pg_notify('{TIMERS_CHANNEL}', :wake)")
+
+
+def announcement(process: str, due: datetime) -> str:
+    return f"{due.timestamp():.6f} {process}"
+
+
+def parse_announcement(payload: str) -> tuple[str, datetime] | None:
+    """(process, due) of an announcement; None for anything else."""
+    stamp, _, process = payload.partition(" ")
+    try:
+        return process, datetime.fromtimestamp(float(stamp), UTC)
+    except (ValueError, OverflowError, OSError):
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +168,9 @@ class TimerQueue:
         async with service.transaction() as work:
             conn = await work.connection()
             rows = (await conn.execute(stmt)).all()
+            if service.dialect == "postgresql":  # the running services fire them now
+                for process in sorted({row.process for row in rows}):
+                    await conn.execute(ANNOUNCE, {"wake": announcement(process, now)})
         for row in rows:
             log_fact("timeout_redriven", logging.INFO, _fields(_dead(row)))
         if rows:

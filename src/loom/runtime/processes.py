@@ -191,14 +191,16 @@ class ProcessRunner:
         work: Work | None,
     ) -> Outcome:
         if work is not None:
-            outcome, earliest = await self._step(work, process, key, step, due)
+            outcome, earliest, _ = await self._step(work, process, key, step, due, owned=False)
             if earliest is not None:
                 self.service.scheduler.expect(earliest)
             return outcome
         async with self.service.transaction() as own:
-            outcome, earliest = await self._step(own, process, key, step, due)
+            outcome, earliest, wrote = await self._step(own, process, key, step, due, owned=True)
         if earliest is not None:  # committed: the scheduler may look now
             self.service.scheduler.expect(earliest)
+        if wrote:  # outbox rows written by the step's own write, not by the commit
+            self.service.relay.wake_local()
         return outcome
 
     async def _step(
@@ -208,7 +210,11 @@ class ProcessRunner:
         key: str,
         step: Step[S],
         due: TimeoutDue | None,
-    ) -> tuple[Outcome, Any]:
+        *,
+        owned: bool,
+    ) -> tuple[Outcome, Any, bool]:
+        """(outcome, earliest timeout armed, whether outbox rows were written). `owned`: `work`
+        is the step's own transaction."""
         store, name = self.store, process.name
         fields: dict[str, Any] = {"process": name, "key": key}
         if due is not None:
@@ -216,15 +222,15 @@ class ProcessRunner:
         instance = await store.load(work, name, key)
         if instance is not None and instance.ended:
             log_fact("process_ignored_ended", logging.INFO, fields)
-            return Outcome.ENDED_IGNORED, None
+            return Outcome.ENDED_IGNORED, None, False
         if due is not None and await store.armed(work, name, key, due.name) != due.job_id:
             log_fact("timeout_stale", logging.INFO, fields)
-            return Outcome.STALE, None
+            return Outcome.STALE, None, False
         decision = step(_current(process, instance))
         if decision is None:
             if due is not None:  # consumed, though nothing was decided
                 await store.disarm(work, name, key, due.name)
-            return Outcome.IGNORED, None
+            return Outcome.IGNORED, None, False
         if not process.is_state(decision.state):
             raise ProcessStateRefused(
                 name, key, f"the step decided a state that {name}.is_state does not recognise"
@@ -232,16 +238,30 @@ class ProcessRunner:
         now = clock.now()
         fresh = Instance(name, key, decision.state, process.version, 0, decision.ended, now)
         cancel = decision.cancel if due is None else (*decision.cancel, due.name)
-        saved = await store.apply(
-            work,
-            fresh,
-            0 if instance is None else instance.version,
-            cancel=cancel,
-            arm=decision.timeouts,
-            clear=decision.ended,
-        )
+        expected = 0 if instance is None else instance.version
+        routes = work.service.routes
+        durable = [(routes[c.event_type], c) for c in decision.commands if c.event_type in routes]
+        if owned and durable and isinstance(store, SqlProcessStore):
+            # the step's own transaction carries no other event, so its durable commands can be
+            # written by the step's write itself (on PostgreSQL: the same statement) instead of
+            # by the commit, one round trip later; in the same order, with the same envelopes
+            saved = await store.apply(
+                work,
+                fresh,
+                expected,
+                cancel=cancel,
+                arm=decision.timeouts,
+                clear=decision.ended,
+                events=durable,
+            )
+            local = [c for c in decision.commands if c.event_type not in routes]
+        else:
+            saved = await store.apply(
+                work, fresh, expected, cancel=cancel, arm=decision.timeouts, clear=decision.ended
+            )
+            local, durable = list(decision.commands), []
         earliest = min((x.due(now) for x in decision.timeouts), default=None)
-        for command in decision.commands:
+        for command in local:
             work.emit(command)
         log_fact(
             "process_decided",
@@ -255,7 +275,7 @@ class ProcessRunner:
                 "ended": decision.ended,
             },
         )
-        return Outcome.DECIDED, earliest
+        return Outcome.DECIDED, earliest, bool(durable)
 
 
 def _current(process: ProcessManager[S], instance: Instance | None) -> S | None:
