@@ -138,6 +138,20 @@ def run(
         str | None,
         typer.Option(help="The `iss` a token must carry (default: $LOOM_JWT_ISSUER)."),
     ] = None,
+    max_body_bytes: Annotated[
+        int | None,
+        typer.Option(
+            help="Largest request body in bytes (default: $LOOM_MAX_BODY_BYTES, else 1 MiB); "
+            "larger ones are answered 413."
+        ),
+    ] = None,
+    idempotency_ttl: Annotated[
+        float | None,
+        typer.Option(
+            help="How long an Idempotency-Key is remembered, in seconds "
+            "(default: $LOOM_IDEMPOTENCY_TTL, else 86400)."
+        ),
+    ] = None,
 ) -> None:
     """Build the model into a cache folder and serve it with uvicorn.
 
@@ -156,6 +170,8 @@ def run(
         ("LOOM_JWT_PUBLIC_KEY", str(jwt_public_key) if jwt_public_key else None),
         ("LOOM_JWT_AUDIENCE", jwt_audience),
         ("LOOM_JWT_ISSUER", jwt_issuer),
+        ("LOOM_MAX_BODY_BYTES", None if max_body_bytes is None else str(max_body_bytes)),
+        ("LOOM_IDEMPOTENCY_TTL", None if idempotency_ttl is None else str(idempotency_ttl)),
     ):
         if value:
             os.environ[variable] = value
@@ -173,7 +189,7 @@ def run(
         out, written = cached_build(result.model, files)
         url = database_url or default_sqlite_url(files[0])
         application = load_app(out, url)
-    except (BuildError, AuthConfigError) as exc:
+    except (BuildError, AuthConfigError, ValueError) as exc:  # ValueError: a bad limit or TTL
         _fail(str(exc))
     typer.echo(f"serving {', '.join(str(f) for f in files)} on http://{host}:{port} ({_safe(url)})")
     typer.echo(f"  build: {'written' if written else 'reused'} {out}")

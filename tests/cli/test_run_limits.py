@@ -1,0 +1,69 @@
+"""`loom run --max-body-bytes / --idempotency-ttl`: the flags reach the served app, and a bad value
+stops the start with a sentence, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.liveserver import free_port, running
+
+ROOT = Path(__file__).resolve().parents[2]
+MODEL = ROOT / "examples/banking/banking.loom"
+
+
+def _copy(tmp_path: Path) -> Path:
+    model = tmp_path / "banking.loom"
+    model.write_text(MODEL.read_text())
+    return model
+
+
+def test_run_applies_the_body_limit_flag(tmp_path: Path) -> None:
+    model = _copy(tmp_path)
+    with running(str(model), "--max-body-bytes", "64", port=free_port()) as base:
+        small = httpx.post(f"{base}/api/workflows/register_customer", json={"name": "Ada"})
+        assert small.status_code == 200, small.text
+        big = httpx.post(f"{base}/api/workflows/register_customer", json={"name": "A" * 100})
+        assert big.status_code == 413, big.text
+        assert big.json()["type"] == "urn:loom:problem:payload-too-large"
+        assert big.json()["max_bytes"] == 64
+
+
+def test_run_applies_the_idempotency_ttl_flag(tmp_path: Path) -> None:
+    model = _copy(tmp_path)
+    with running(str(model), "--idempotency-ttl", "3600", port=free_port()) as base:
+        key = {"Idempotency-Key": "cli-ttl-1"}
+        url = f"{base}/api/workflows/register_customer"
+        first = httpx.post(url, json={"name": "Ada"}, headers=key)
+        again = httpx.post(url, json={"name": "Ada"}, headers=key)
+        assert first.status_code == again.status_code == 200
+        assert first.json() == again.json()
+        assert again.headers["idempotent-replayed"] == "true"
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "says"),
+    [
+        ("--max-body-bytes", "-1", "must be a number of bytes"),
+        ("--idempotency-ttl", "-5", "lifetime must be positive"),
+    ],
+)
+def test_run_refuses_a_bad_limit(tmp_path: Path, flag: str, value: str, says: str) -> None:
+    model = _copy(tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOM_")}
+    r = subprocess.run(
+        [sys.executable, "-m", "loom.cli", "run", str(model), flag, value],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        check=False,
+        timeout=120,
+    )
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert says in r.stderr and "Traceback" not in r.stderr, r.stderr
