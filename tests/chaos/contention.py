@@ -1,0 +1,158 @@
+"""Scenario: many concurrent clients on one aggregate, through every kind of write route.
+
+For each kind of route (an operation, a transactional and a non-transactional workflow, each with
+and without a durable event) a fresh Counter takes the same number of bumps twice: from 1 client,
+then from `clients` concurrent clients. Each bump adds one to `n` when it is acknowledged; a lost
+race is a 409 and adds nothing. So `n` must equal the number of 2xx answers, and, for the routes
+with a durable event, the Tally rows the reaction leaves must too. The wall time of the concurrent
+run against the 1-client run shows whether throughput collapses under contention (a pool deadlock,
+a lock convoy, timeouts) rather than merely turning most answers into 409s."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+import httpx
+
+from .accounting import settle
+from .load import ACKNOWLEDGED, Outcome, client, send, status_line
+from .servers import get_all
+
+# kind -> (route, whether each acknowledged bump commits a durable Bumped event)
+ROUTES: dict[str, tuple[str, bool]] = {
+    "operation": ("/api/counters/{id}/bump", False),
+    "operation + durable event": ("/api/counters/{id}/bump_loud", True),
+    "transactional workflow": ("/api/workflows/bump_tx", False),
+    "transactional workflow + durable event": ("/api/workflows/bump_tx_loud", True),
+    "non-transactional workflow": ("/api/workflows/bump_auto", False),
+    "non-transactional workflow + durable event": ("/api/workflows/bump_auto_loud", True),
+}
+
+
+@dataclass(frozen=True)
+class ContentionPlan:
+    requests: int = 100  # per run: the 1-client run and the concurrent run send as many
+    clients: int = 50
+    request_timeout: float = 20.0
+    settle_timeout: float = 30.0
+
+
+@dataclass
+class Run:
+    counter: str
+    clients: int
+    seconds: float
+    labels: Counter[str]
+    acknowledged: int
+    final: int = -1
+    tallies: int = 0
+
+
+@dataclass
+class KindResult:
+    kind: str
+    loud: bool
+    one: Run
+    many: Run
+
+    @property
+    def ratio(self) -> float:
+        return self.many.seconds / max(self.one.seconds, 1e-9)
+
+    def line(self) -> str:
+        return (
+            f"  {self.kind}: 1 client {self.one.seconds:.2f}s ({status_line(self.one.labels)}), "
+            f"{self.many.clients} clients {self.many.seconds:.2f}s "
+            f"({status_line(self.many.labels)}); ratio {self.ratio:.2f}; n "
+            f"{self.one.final}/{self.many.final} for {self.one.acknowledged}/"
+            f"{self.many.acknowledged} acknowledged"
+            + (f"; tallies {self.one.tallies}/{self.many.tallies}" if self.loud else "")
+        )
+
+    def problems(self) -> list[str]:
+        found = []
+        for run in (self.one, self.many):
+            odd = {k: v for k, v in run.labels.items() if k[:1] != "2" and k != "409"}
+            if odd:
+                found.append(f"{self.kind}, {run.clients} client(s): answers {odd}")
+            if run.final != run.acknowledged:
+                found.append(
+                    f"{self.kind}, {run.clients} client(s): n = {run.final} "
+                    f"after {run.acknowledged} acknowledged bumps"
+                )
+            expected = run.acknowledged if self.loud else 0
+            if run.tallies != expected:
+                found.append(
+                    f"{self.kind}, {run.clients} client(s): {run.tallies} reactions applied "
+                    f"for {expected} committed events"
+                )
+        return found
+
+
+@dataclass
+class Contention:
+    engine: str
+    results: list[KindResult] = field(default_factory=list)
+
+    def lines(self, plan: ContentionPlan) -> list[str]:
+        head = (
+            f"chaos: {plan.clients} clients vs 1 on one aggregate ({self.engine}), "
+            f"{plan.requests} requests per run"
+        )
+        return [head, *(r.line() for r in self.results)]
+
+    def problems(self) -> list[str]:
+        return [p for r in self.results for p in r.problems()]
+
+
+async def _new_counter(http: httpx.AsyncClient, base: str) -> str:
+    r = await http.post(f"{base}/api/counters", json={})
+    r.raise_for_status()
+    return str(r.json()["id"])
+
+
+async def _bump(http: httpx.AsyncClient, base: str, route: str, counter: str) -> Outcome:
+    if "{id}" in route:
+        return await send(http, "POST", base + route.format(id=counter), json={})
+    return await send(http, "POST", base + route, json={"counter": counter})
+
+
+async def _run(http: httpx.AsyncClient, base: str, route: str, requests: int, clients: int) -> Run:
+    counter = await _new_counter(http, base)
+    outcomes: list[Outcome] = []
+    shares = [requests // clients + (1 if i < requests % clients else 0) for i in range(clients)]
+
+    async def one_client(share: int) -> None:
+        for _ in range(share):
+            outcomes.append(await _bump(http, base, route, counter))
+
+    started = time.monotonic()
+    await asyncio.gather(*(one_client(s) for s in shares))
+    seconds = time.monotonic() - started
+    labels = Counter(o.label for o in outcomes)
+    acknowledged = sum(1 for o in outcomes if o.kind == ACKNOWLEDGED)
+    return Run(counter, clients, seconds, labels, acknowledged)
+
+
+async def contention(base: str, database_url: str, plan: ContentionPlan) -> Contention:
+    result = Contention(database_url.split(":")[0])
+    async with client(plan.request_timeout, connections=plan.clients + 5) as http:
+        for kind, (route, loud) in ROUTES.items():
+            await _run(http, base, route, 5, 1)  # warm the route up: imports, pool, plans
+            one = await _run(http, base, route, plan.requests, 1)
+            many = await _run(http, base, route, plan.requests, plan.clients)
+            result.results.append(KindResult(kind, loud, one, many))
+        # retention `work` deletes a row once its reactions committed: an empty outbox means
+        # every committed Bumped has been applied
+        await settle(database_url, plan.settle_timeout)
+        tallies = Counter(t["counter"] for t in await get_all(http, base, "/api/tallies"))
+        for r in result.results:
+            for run in (r.one, r.many):
+                got = await http.get(f"{base}/api/counters/{run.counter}")
+                got.raise_for_status()
+                run.final = int(got.json()["n"])
+                run.tallies = tallies[run.counter]
+    return result
