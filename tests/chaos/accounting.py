@@ -18,6 +18,9 @@ import httpx
 from .load import ACKNOWLEDGED, REFUSED, UNKNOWN, Ledger, status_line
 from .servers import get_all, outbox_counts
 
+# The durable commands: each stores one Job under the `ref` it is given.
+COMMANDS = ("/api/workflows/place", "/api/workflows/place_auto")
+
 
 @dataclass
 class Books:

@@ -15,11 +15,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .accounting import Audit, books
+from .accounting import COMMANDS, Audit, books
 from .load import Ledger, client, send
 from .servers import CHAOS_MODEL, Server, copy_model, serving
-
-COMMANDS = ("/api/workflows/place", "/api/workflows/place_auto")
 
 
 @dataclass(frozen=True)

@@ -197,7 +197,9 @@ class CrashableCluster:
         assert pg_bin is not None
         data = self.cluster.root / "data"
         started = time.monotonic()
-        cmd = [str(pg_bin / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "-t", "60"]
+        # -l: the restarted server must not inherit (and hold open) our capture pipes
+        log = str(self.cluster.root / "log")
+        cmd = [str(pg_bin / "pg_ctl"), "-D", str(data), "-l", log, "-m", "immediate", "-w"]
         proc = subprocess.run(
             _as_postgres([*cmd, "restart"]),
             check=False,
