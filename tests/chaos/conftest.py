@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from tests.conftest import _REQUIRE_PG
 from tests.pgcluster import PostgresUnavailable
 
 from .servers import CrashableCluster, crashable_cluster
@@ -28,8 +29,6 @@ def report(capsys: pytest.CaptureFixture[str]) -> Report:
 @pytest.fixture(scope="module")
 def own_cluster() -> Iterator[CrashableCluster]:
     """Not the session's shared cluster: this one gets restarted with `-m immediate`."""
-    from tests.conftest import _REQUIRE_PG
-
     try:
         with crashable_cluster() as cluster:
             yield cluster
