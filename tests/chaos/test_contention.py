@@ -11,10 +11,13 @@ from .contention import ContentionPlan, contention
 from .servers import CHAOS_MODEL, Server, copy_model, serving
 
 # The concurrent run may take at most this many times the 1-client run's wall time for the same
-# number of requests. Most concurrent bumps lose the race and answer 409, which costs no less than
-# a win, so a healthy service stays near 1x; only a collapse (a pool deadlock, a lock convoy,
-# requests queueing into their timeouts) comes near 3x.
-MAX_RATIO = 3.0
+# number of requests. A collapse is far above it: the connection-pool deadlock of a
+# non-transactional workflow saving an aggregate with a durable event, for one, makes the
+# concurrent run 20-40x slower, its requests running into their timeouts. A healthy service stays
+# near 1x (most concurrent bumps lose the race and answer 409, which costs no less than a win);
+# on the shared 2-core machine, with other work running, healthy runs measured from 0.4x to 3.2x,
+# so the bound leaves room for that noise and only a collapse breaks it.
+MAX_RATIO = 5.0
 
 
 async def test_fifty_clients_on_one_aggregate(
@@ -28,6 +31,6 @@ async def test_fifty_clients_on_one_aggregate(
         result = await contention(server.base, database_url, plan)
     report(result.lines(plan))
 
-    assert result.problems() == [], server.log_tail()
+    assert result.problems() == []
     slow = {r.kind: round(r.ratio, 2) for r in result.results if r.ratio > MAX_RATIO}
     assert not slow, f"throughput collapsed under contention (ratio > {MAX_RATIO}): {slow}"
