@@ -126,11 +126,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
     parser.add_argument("--only", nargs="+", choices=SCENARIOS, default=list(SCENARIOS))
-    parser.add_argument("--kills", type=int, default=12)
+    parser.add_argument("--kills", type=int, default=10)
     parser.add_argument("--kill-clients", type=int, default=16)
     parser.add_argument("--interval", type=float, default=5.0)
-    parser.add_argument("--restarts", type=int, default=6)
-    parser.add_argument("--requests", type=int, default=600)
+    parser.add_argument("--restarts", type=int, default=5)
+    parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument(
         "--examples",

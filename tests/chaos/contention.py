@@ -130,7 +130,16 @@ async def _bump(http: httpx.AsyncClient, base: str, route: str, counter: str) ->
     return await send(http, "POST", base + route, json={"counter": counter})
 
 
-async def _run(http: httpx.AsyncClient, base: str, route: str, requests: int, clients: int) -> Run:
+async def _run(base: str, route: str, requests: int, clients: int, timeout: float) -> Run:
+    # a client of its own per run: a connection left idle past uvicorn's keep-alive (5 s) by an
+    # earlier run may be closed by the server just as it is reused, a client-side ReadError
+    async with client(timeout, connections=clients + 5) as http:
+        return await _bumps(http, base, route, requests, clients)
+
+
+async def _bumps(
+    http: httpx.AsyncClient, base: str, route: str, requests: int, clients: int
+) -> Run:
     counter = await _new_counter(http, base)
     outcomes: list[Outcome] = []
     shares = [requests // clients + (1 if i < requests % clients else 0) for i in range(clients)]
@@ -149,12 +158,13 @@ async def _run(http: httpx.AsyncClient, base: str, route: str, requests: int, cl
 
 async def contention(base: str, database_url: str, plan: ContentionPlan) -> Contention:
     result = Contention(database_url.split(":")[0])
-    async with client(plan.request_timeout, connections=plan.clients + 5) as http:
+    timeout = plan.request_timeout
+    async with client(timeout) as http:
         for kind, (route, loud) in ROUTES.items():
             try:
-                await _run(http, base, route, 5, 1)  # warm the route up: imports, pool, plans
-                one = await _run(http, base, route, plan.requests, 1)
-                many = await _run(http, base, route, plan.requests, plan.clients)
+                await _run(base, route, 5, 1, timeout)  # warm the route up: imports, plans
+                one = await _run(base, route, plan.requests, 1, timeout)
+                many = await _run(base, route, plan.requests, plan.clients, timeout)
             except httpx.HTTPError as exc:  # creating a Counter got no answer: a wedged service
                 result.aborted = f"after {kind}: the service stopped answering ({exc!r})"
                 return result
