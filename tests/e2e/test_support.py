@@ -488,3 +488,21 @@ def test_loom_run_loads_the_extern_module(
         r = httpx.post(f"{base}/api/tickets/{t}/notify", json={"channel": "sms"})
         assert r.status_code == 204, r.text
         assert httpx.get(f"{base}/api/tickets/{t}").json()["lastNotified"] == "sms"
+
+
+async def test_an_unindexable_unique_key_is_refused_not_a_500(
+    desk: ServiceClient, database_url: str
+) -> None:
+    # PostgreSQL refuses a B-tree entry over about 2.7 kB: a long `unique (code)` is the client's
+    # data, so a 422 with nothing stored; SQLite has no such limit and stores it.
+    code = "".join(f"{(i * 2654435761) % 4294967296:08x}" for i in range(1024))  # 8 kB, varied
+    body = {"code": code, "customer": "acme", "dueAt": FUTURE}
+    r = await desk.post("/api/tickets", json=body)
+    listed = (await desk.get("/api/tickets")).json()
+    if database_url.startswith("postgresql"):
+        assert r.status_code == 422, r.text
+        assert r.json()["type"] == "urn:loom:problem:invalid-request"
+        assert listed["total"] == 0
+    else:
+        assert r.status_code == 201, r.text
+        assert listed["total"] == 1

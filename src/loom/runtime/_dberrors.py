@@ -68,7 +68,8 @@ def classify(exc: BaseException) -> Kind:
                 return "conflict"
             if code == "23505":
                 return "duplicate"
-            if code.startswith("22"):
+            # 22xxx: data exceptions; 54000: a value too large for its index (a long unique key)
+            if code.startswith("22") or code == "54000":
                 return "data"
         if isinstance(err, sqlite3.Error):
             errcode = getattr(err, "sqlite_errorcode", None)
