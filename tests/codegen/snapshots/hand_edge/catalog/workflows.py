@@ -3,11 +3,10 @@
 # Workflow routes of context Catalog.
 
 from decimal import Decimal
-from typing import Annotated
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Request
 
-from loom.runtime import PROBLEM_RESPONSES, LoomRoute, Service, get_service
+from loom.runtime import PROBLEM_RESPONSES, LoomRoute, get_service
 
 from .domain import Box
 from .repositories import BoxRepository
@@ -22,8 +21,9 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Catalog: workflows"],
 )
-async def ping(service: Annotated[Service, Depends(get_service)]) -> None:
+async def ping(request: Request) -> None:
     """workflow ping (catalog.loom:20): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit():
         pass
 
@@ -34,11 +34,9 @@ async def ping(service: Annotated[Service, Depends(get_service)]) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Catalog: workflows"],
 )
-async def make_box(
-    body: MakeBoxInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> Decimal:
+async def make_box(body: MakeBoxInput, request: Request) -> Decimal:
     """workflow makeBox (catalog.loom:22): transactional(read_committed), all-or-nothing"""
+    service = get_service(request)
     async with service.transaction(isolation="read_committed") as work:
         boxes = BoxRepository(work)
         b = Box.create(

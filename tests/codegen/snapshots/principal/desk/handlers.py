@@ -2,14 +2,11 @@
 # Do not edit: change the model and rebuild.
 # Command and query handlers of context Desk.
 
-from typing import Annotated
-
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Request
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,
-    Service,
     current_principal,
     get_service,
     require,
@@ -28,11 +25,9 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Desk: handlers"],
 )
-async def expire(
-    body: ExpireInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def expire(body: ExpireInput, request: Request) -> None:
     """commandHandler Expire (principal.loom:58): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         work.emit(Expired(ticket=body.ticket))
 
@@ -43,11 +38,9 @@ async def expire(
     responses=PROBLEM_RESPONSES,
     tags=["Desk: handlers"],
 )
-async def take(
-    body: TakeInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def take(body: TakeInput, request: Request) -> None:
     """commandHandler Take (principal.loom:61): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         require(
@@ -66,8 +59,9 @@ async def take(
     responses=PROBLEM_RESPONSES,
     tags=["Desk: handlers"],
 )
-async def who_am_i(service: Annotated[Service, Depends(get_service)]) -> MeOut:
+async def who_am_i(request: Request) -> MeOut:
     """queryHandler WhoAmI (principal.loom:68): read-only"""
+    service = get_service(request)
     async with service.autocommit():
         result = Me(
             id=current_principal().subject,
