@@ -23,6 +23,12 @@ Errors (each becomes an RFC 9457 application/problem+json response)
                                                         WWW-Authenticate: Bearer
     (request validation -> 422 invalid-request with errors [{path, message}]; anything else ->
     500 urn:loom:problem:internal, logged on `loom.http`; connection pool exhausted -> 503)
+    Unavailable                                     503 base, with Retry-After
+    Overloaded()                                    503 urn:loom:problem:unavailable (pool timeout)
+    DatabaseUnavailable()                           503 urn:loom:problem:database-unavailable
+                                                        (a lost or refused connection)
+    OutcomeUnknown()                                503 urn:loom:problem:outcome-unknown (the
+                                                        connection failed during COMMIT)
 
 Domain
     AggregateRoot        base of @dataclass(eq=False) aggregates: _raise_event, _take_events,
@@ -145,13 +151,17 @@ from ._criteria import as_number, sql_bool
 from ._domain import AggregateRoot, DomainEvent
 from ._errors import (
     ConcurrencyConflict,
+    DatabaseUnavailable,
     DuplicateKey,
     Forbidden,
     InvalidValue,
     LoomError,
     NotFound,
+    OutcomeUnknown,
+    Overloaded,
     Refused,
     Unauthenticated,
+    Unavailable,
     authorize,
     not_found,
     require,
@@ -193,6 +203,7 @@ __all__ = [
     "Backoff",
     "Channel",
     "ConcurrencyConflict",
+    "DatabaseUnavailable",
     "DeadLetter",
     "Decision",
     "DomainEvent",
@@ -211,6 +222,8 @@ __all__ = [
     "LoomRoute",
     "NotFound",
     "Outcome",
+    "OutcomeUnknown",
+    "Overloaded",
     "Page",
     "PageLimit",
     "PageOffset",
@@ -227,6 +240,7 @@ __all__ = [
     "Timeout",
     "TimeoutDue",
     "Unauthenticated",
+    "Unavailable",
     "Work",
     "as_number",
     "authorize",

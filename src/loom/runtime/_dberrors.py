@@ -1,7 +1,10 @@
-"""Classify database errors: lost races (-> 409), bad data (-> 422), the rest (-> 500)."""
+"""Classify database errors: lost races (-> 409), bad data (-> 422), a lost or refused
+connection (-> 503), the rest (-> 500)."""
 
 from __future__ import annotations
 
+import errno
+import socket
 import sqlite3
 from typing import Literal
 
@@ -9,7 +12,36 @@ from sqlalchemy.exc import DataError, DBAPIError
 
 from .types import ValueNotStorable
 
-Kind = Literal["conflict", "duplicate", "data", "other"]
+Kind = Literal["conflict", "duplicate", "data", "unavailable", "other"]
+
+# connection_exception (08xxx), admin / crash shutdown, cannot connect now, too many connections
+_UNAVAILABLE_SQLSTATES = {"57P01", "57P02", "57P03", "53300"}
+_UNAVAILABLE_NAMES = {
+    "ConnectionDoesNotExistError",
+    "ConnectionFailureError",
+    "ConnectionRejectionError",
+    "CannotConnectNowError",
+    "AdminShutdownError",
+    "CrashShutdownError",
+    "TooManyConnectionsError",
+}
+_UNAVAILABLE_TEXT = (
+    "connection is closed",
+    "connection was closed",
+    "unable to open database file",
+    "cannot operate on a closed database",
+    "connection reset",
+    "connection refused",
+)
+_UNAVAILABLE_ERRNOS = {
+    errno.ECONNREFUSED,
+    errno.ECONNRESET,
+    errno.ECONNABORTED,
+    errno.EPIPE,
+    errno.EHOSTUNREACH,
+    errno.ENETUNREACH,
+    errno.ETIMEDOUT,
+}
 
 _RACE_SQLSTATES = {"40001", "40P01"}  # serialization_failure, deadlock_detected
 _SQLITE_RACE_CODES = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED (and their extended codes, & 0xFF)
@@ -28,6 +60,8 @@ def _chain(exc: BaseException) -> list[BaseException]:
 def classify(exc: BaseException) -> Kind:
     """What a database exception means for the client."""
     for err in _chain(exc):
+        if _lost_connection(err):
+            return "unavailable"
         code = getattr(err, "sqlstate", None) or getattr(err, "pgcode", None)
         if isinstance(code, str):
             if code in _RACE_SQLSTATES:
@@ -59,3 +93,24 @@ def classify(exc: BaseException) -> Kind:
         if "out of range" in text or "out of int" in text:
             return "data"
     return "other"
+
+
+def _lost_connection(err: BaseException) -> bool:
+    """The database is down, restarting, refusing connections, or dropped this one."""
+    if isinstance(err, DBAPIError) and err.connection_invalidated:
+        return True
+    code = getattr(err, "sqlstate", None) or getattr(err, "pgcode", None)
+    if isinstance(code, str) and (code.startswith("08") or code in _UNAVAILABLE_SQLSTATES):
+        return True
+    if type(err).__name__ in _UNAVAILABLE_NAMES:
+        return True
+    if isinstance(err, (ConnectionError, socket.gaierror)):
+        return True
+    if isinstance(err, OSError):
+        return err.errno in _UNAVAILABLE_ERRNOS
+    if isinstance(err, (sqlite3.OperationalError, sqlite3.ProgrammingError)) or (
+        type(err).__name__ == "InterfaceError"
+    ):
+        text = str(err).lower()
+        return any(t in text for t in _UNAVAILABLE_TEXT)
+    return False

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from starlette.exceptions import HTTPException
+
 RefusalKind = Literal["precondition", "invariant", "state-gate"]
 
 _REFUSAL = {
@@ -173,3 +175,66 @@ class InvalidValue(LoomError):
 
     def extensions(self) -> dict[str, Any]:
         return {"errors": [{"path": self.path, "message": self.detail}]}
+
+
+class Unavailable(LoomError):
+    """Base of the 503 answers: the client may retry after `Retry-After` seconds."""
+
+    status = 503
+    title = "Service Unavailable"
+    retry_after = 1
+
+    def headers(self) -> dict[str, str] | None:
+        return {"Retry-After": str(self.retry_after)}
+
+
+class Overloaded(Unavailable):
+    """Every pooled connection stayed busy for the pool timeout."""
+
+    type = "urn:loom:problem:unavailable"
+
+    def __init__(self, detail: str = "The service is overloaded; retry shortly.") -> None:
+        super().__init__(detail)
+
+
+class DatabaseUnavailable(Unavailable):
+    """The database refused or lost the connection before the work committed (a restart, an
+    outage): nothing was written, and the same request may be sent again."""
+
+    type = "urn:loom:problem:database-unavailable"
+    retry_after = 2
+
+    def __init__(
+        self, detail: str = "The database is unavailable; nothing was written. Retry shortly."
+    ) -> None:
+        super().__init__(detail)
+
+
+class OutcomeUnknown(Unavailable):
+    """The connection failed while the database was committing: the write may or may not have
+    been applied. A retry with the same `Idempotency-Key` is applied at most once."""
+
+    type = "urn:loom:problem:outcome-unknown"
+
+    def __init__(
+        self,
+        detail: str = "The connection to the database failed during the commit: the change may "
+        "or may not have been applied. Retry with the same Idempotency-Key to apply it at most "
+        "once, or read the data before retrying.",
+    ) -> None:
+        super().__init__(detail)
+
+
+class PayloadTooLarge(HTTPException):
+    """A request body over the service's limit: 413 `payload-too-large`. An HTTPException (not a
+    LoomError) because FastAPI re-raises those from its body reading, where any other error
+    becomes a 400."""
+
+    type = "urn:loom:problem:payload-too-large"
+    title = "Payload too large"
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            413, f"the request body is larger than {limit} bytes; send at most {limit} bytes"
+        )
+        self.limit = limit

@@ -13,15 +13,23 @@ class Faults:
 
     `crash_relay(after)` makes the relay's next round stop dead, as if the process died, right
     after it claims its rows ("claim": nothing delivered) or after it delivers them ("deliver":
-    handlers ran and committed) — in both cases without marking a row."""
+    handlers ran and committed) — in both cases without marking a row.
 
-    __slots__ = ("_error", "_n", "armed", "relay_crash")
+    `lose_commit()` makes the next COMMIT of a unit of work that saved or deleted an aggregate
+    go through in the database and then
+    breaks the connection before the client side sees its answer: the driver connection is
+    terminated, and the commit step fails with the error the driver raises on a dead
+    connection, as when the network drops during COMMIT. The write is applied; the request
+    cannot know it."""
+
+    __slots__ = ("_error", "_n", "armed", "commit_lost", "relay_crash")
 
     def __init__(self) -> None:
         self.armed = False
         self._n = 0
         self._error: BaseException | None = None
         self.relay_crash: RelayCrashPoint | None = None
+        self.commit_lost = False
 
     def fail_save(self, n: int, error: BaseException | None = None) -> None:
         if n < 1:
@@ -33,9 +41,18 @@ class Faults:
             raise ValueError("the relay crashes after 'claim' or after 'deliver'")
         self.relay_crash = after
 
+    def lose_commit(self) -> None:
+        self.commit_lost = True
+
+    def take_lost_commit(self) -> bool:
+        """Called by a unit of work as it commits: whether this commit is the one to lose."""
+        lost, self.commit_lost = self.commit_lost, False
+        return lost
+
     def clear(self) -> None:
         self.armed, self._n, self._error = False, 0, None
         self.relay_crash = None
+        self.commit_lost = False
 
     def check_save(self, count: int) -> None:
         """Called by a unit of work before its `count`-th save."""

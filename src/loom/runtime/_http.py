@@ -6,6 +6,7 @@ import json
 import os
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any, Literal
 
@@ -20,11 +21,14 @@ from starlette.responses import Response
 
 from ._admin import admin_router
 from ._auth import Authenticator, AuthMiddleware, add_bearer_scheme, resolve_auth
+from ._body_limit import BodyLimitMiddleware, resolve_max_body_bytes
 from ._channels import Channel
 from ._correlation import CorrelationMiddleware
 from ._domain import DomainEvent
 from ._errors import LoomError
 from ._externs import load_externs
+from ._idempotency import HEADER as IDEMPOTENCY_KEY
+from ._idempotency import SAFE_METHODS, resolve_ttl
 from ._logs import install_default_handler
 from ._problems import install_problem_handlers, problem_for
 from ._schemas import Problem
@@ -61,13 +65,26 @@ class LoomRequest(Request):
 
 
 class LoomRoute(APIRoute):
-    """Parses JSON bodies with `parse_float=Decimal` and answers every error as problem+json."""
+    """Parses JSON bodies with `parse_float=Decimal`, answers every error as problem+json, and
+    applies a mutating request with an `Idempotency-Key` at most once (`_idempotency.py`)."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         original = super().get_route_handler()
 
+        async def respond(request: Request) -> Response:
+            try:
+                return await original(request)
+            except Exception as exc:
+                if isinstance(exc, _HANDLED) or not _has_custom_handler(request, exc):
+                    return problem_for(request, exc)
+                raise
+
         async def handler(request: Request) -> Response:
             request.__class__ = LoomRequest
+            key = request.headers.get(IDEMPOTENCY_KEY)
+            if key is not None and request.method not in SAFE_METHODS:
+                return await get_service(request).idempotency.run(request, key, respond)
+            # the fast path, inlined: no extra await per request
             try:
                 return await original(request)
             except Exception as exc:
@@ -116,6 +133,8 @@ def create_app(
     scheduler: bool | None = None,
     scheduler_options: Mapping[str, Any] | None = None,
     auth: Authenticator | Literal[False] | None = None,
+    max_body_bytes: int | None = None,
+    idempotency_ttl: timedelta | float | None = None,
     **fastapi_options: Any,
 ) -> FastAPI:
     """A FastAPI app with the routers, the problem handlers, the X-Correlation-Id middleware and a
@@ -142,7 +161,13 @@ def create_app(
     LOOM_JWT_PUBLIC_KEY (+ LOOM_JWT_AUDIENCE, LOOM_JWT_ISSUER). A verified bearer token is the
     request's principal; a token that does not verify is a 401; no token, or no authentication
     configured, is anonymous. With authentication, the admin routes need the role `admin`.
+
+    Limits (docs/http.md#limits): `max_body_bytes` (else LOOM_MAX_BODY_BYTES, else 1 MiB) caps a
+    request body; a larger one is answered 413 `payload-too-large`. `idempotency_ttl` (a
+    timedelta or seconds; else LOOM_IDEMPOTENCY_TTL, else 24 h) is how long an
+    `Idempotency-Key` is remembered (docs/http.md#idempotency-keys).
     """
+    ttl = resolve_ttl(idempotency_ttl)
     run_relay = relay if relay is not None else os.environ.get("LOOM_RELAY", "").lower() != "off"
     run_scheduler = (
         scheduler
@@ -164,6 +189,7 @@ def create_app(
             scheduler_options=scheduler_options,
         )
         service.externs = loaded
+        service.idempotency.ttl = ttl
         for event_type in event_types:
             service.events.register(event_type)
         try:
@@ -188,6 +214,7 @@ def create_app(
         app.include_router(admin_router(LoomRoute, get_service))
     install_problem_handlers(app)
     app.add_middleware(AuthMiddleware, authenticator=authenticator)
+    app.add_middleware(BodyLimitMiddleware, max_body_bytes=resolve_max_body_bytes(max_body_bytes))
     app.add_middleware(CorrelationMiddleware)  # outermost: a 401 carries the id too
     _add_problem_schema(app)
     if authenticator is not None:

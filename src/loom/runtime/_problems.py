@@ -17,7 +17,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from ._dberrors import classify
-from ._errors import ConcurrencyConflict, InvalidValue, LoomError
+from ._errors import (
+    ConcurrencyConflict,
+    DatabaseUnavailable,
+    InvalidValue,
+    LoomError,
+    Overloaded,
+    PayloadTooLarge,
+)
 from ._logs import current_correlation_id
 
 logger = logging.getLogger("loom.http")
@@ -46,7 +53,19 @@ PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
         "description": "Invalid request, or a precondition / invariant / state gate refused",
         "content": _PROBLEM_REF,
     },
+    413: {
+        "description": "Payload too large: the request body is over the limit "
+        "(urn:loom:problem:payload-too-large)",
+        "content": _PROBLEM_REF,
+    },
     500: {"description": "Internal error (urn:loom:problem:internal)", "content": _PROBLEM_REF},
+    503: {
+        "description": "Unavailable, retry after Retry-After: overloaded "
+        "(urn:loom:problem:unavailable), the database is down "
+        "(urn:loom:problem:database-unavailable), or the commit's outcome is unknown "
+        "(urn:loom:problem:outcome-unknown)",
+        "content": _PROBLEM_REF,
+    },
 }
 
 
@@ -117,6 +136,22 @@ def _log_internal(request: Request, exc: BaseException) -> None:
     )
 
 
+def _log_unavailable(request: Request, exc: BaseException) -> None:
+    logger.warning(
+        json.dumps(
+            {
+                "level": "warning",
+                "event": "database_unavailable",
+                "method": request.method,
+                "path": request.url.path,
+                "correlation_id": current_correlation_id(),
+                "error": f"{type(exc).__name__}: {exc}",
+            },
+            default=str,
+        )
+    )
+
+
 def internal_problem(request: Request, exc: BaseException) -> Response:
     _log_internal(request, exc)
     return problem(
@@ -145,6 +180,8 @@ def problem_for(request: Request, exc: BaseException) -> Response:
         errors = validation_errors(exc.errors())
         detail = "; ".join(f"{e['path']}: {e['message']}" for e in errors) or "invalid request"
         return problem(422, INVALID_REQUEST, "Invalid request", detail, instance, errors=errors)
+    if isinstance(exc, PayloadTooLarge):
+        return problem(413, exc.type, exc.title, exc.detail, instance, max_bytes=exc.limit)
     if isinstance(exc, StarletteHTTPException):
         if exc.status_code < 200 or exc.status_code in (204, 304):
             return Response(status_code=exc.status_code, headers=exc.headers)
@@ -154,16 +191,12 @@ def problem_for(request: Request, exc: BaseException) -> Response:
             exc.status_code, "about:blank", phrase, detail, instance, headers=exc.headers
         )
     if isinstance(exc, PoolTimeout):  # every connection busy for pool_timeout: overload
-        return problem(
-            503,
-            "urn:loom:problem:unavailable",
-            "Service Unavailable",
-            "The service is overloaded; retry shortly.",
-            instance,
-            headers={"Retry-After": "1"},
-        )
+        return problem_for(request, Overloaded())
+    kind = classify(exc)
+    if kind == "unavailable":
+        _log_unavailable(request, exc)
+        return problem_for(request, DatabaseUnavailable())
     if isinstance(exc, StatementError):
-        kind = classify(exc)
         if kind in ("conflict", "duplicate"):
             c = ConcurrencyConflict(
                 "unit of work",

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from ._channels import Channel, route_table
 from ._events import EventBus, current_delivery
 from ._faults import Faults
+from ._idempotency import Idempotency, idempotency_metadata
 from ._outbox import Outbox, runtime_metadata
 from ._process_tables import process_metadata
 from ._recurring import Recurring
@@ -112,6 +113,8 @@ class Service:
         self.timers = TimerQueue(self)
         self.scheduler = Scheduler(self, **dict(scheduler_options or {}))
         self._processes: ProcessRunner | None = None
+        # Idempotency-Key records (docs/http.md#idempotency-keys); create_app sets the ttl
+        self.idempotency = Idempotency(self)
 
     @property
     def uses_processes(self) -> bool:
@@ -153,13 +156,14 @@ class Service:
         )
 
     async def create_schema(self) -> None:
-        """The model's tables, plus `__loom_outbox` / `__loom_inbox` when there are channels, and
+        """The model's tables and `__loom_idempotency`, plus `__loom_outbox` / `__loom_inbox` when there are channels, and
         `__loom_processes` / `__loom_timers` / `__loom_ticks` when the service uses processes."""
         async with self.engine.connect() as conn:
             if self.is_sqlite:
                 conn = await conn.execution_options(**{BEGIN_OPTION: "BEGIN IMMEDIATE"})
             async with conn.begin():
                 await conn.run_sync(self.metadata.create_all)
+                await conn.run_sync(idempotency_metadata.create_all)
                 if self.channels:
                     await conn.run_sync(runtime_metadata.create_all)
                 if self.uses_processes:

@@ -4,24 +4,37 @@ Events raised by saves and `emit` take one of two paths when the unit of work en
 - an event carried by a durable channel gets an outbox row written on the same connection, in the
   same transaction as the write that raised it, and the relay delivers it after the commit;
 - any other event is dispatched in-process right after the commit.
+
+A unit of work never holds two pooled connections at once, and never waits on a lock (the SQLite
+writer lock, a pool checkout) while holding one: an autocommit block gives its connection back
+before a save's short transaction and before in-process dispatch (whose reactions open units of
+work of their own). Otherwise requests that each hold one connection and wait for a second
+exhaust the pool and deadlock.
+
+Under an `Idempotency-Key` (`_idempotency.py`) the first unit of work of the request is *keyed*:
+it runs in one transaction (an autocommit block too, with a SAVEPOINT per save) and, at the end of
+its block, is parked on `Parking` instead of committing; the HTTP layer then records the key and
+the answer on the same connection, commits, and dispatches the events.
 """
 
 from __future__ import annotations
 
 import logging
+from contextvars import ContextVar
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NoReturn, Self
 from uuid import UUID
 
 from sqlalchemy.exc import StatementError
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncTransaction
 
 from . import clock
 from ._channels import Channel
 from ._dberrors import classify
 from ._domain import AggregateRoot, DomainEvent
-from ._errors import ConcurrencyConflict, InvalidValue
+from ._errors import ConcurrencyConflict, DatabaseUnavailable, InvalidValue, OutcomeUnknown
 from ._events import AlreadyHandled
+from ._mapping import DELETED_ATTR, VERSION_ATTR
 from ._outbox import inbox_insert, write_events
 
 if TYPE_CHECKING:
@@ -38,6 +51,22 @@ BEGIN_OPTION = "loom_begin"
 _INBOX_INSERTS: dict[str, Any] = {}
 
 
+class Parking:
+    """A keyed request's hold on its first unit of work (set on `parking` by the HTTP layer).
+
+    `work` is that unit of work once it started; `parked` is true when its block ended and it
+    waits, uncommitted, for the answer to be recorded (false: it rolled back, nothing written)."""
+
+    __slots__ = ("parked", "work")
+
+    def __init__(self) -> None:
+        self.work: Work | None = None
+        self.parked = False
+
+
+parking: ContextVar[Parking | None] = ContextVar("loom_parking", default=None)
+
+
 class Work:
     """A unit of work. Use it as an async context manager (from `Service`), hand it to
     repositories, and `emit` workflow-level events."""
@@ -48,9 +77,13 @@ class Work:
         "_emitted",
         "_holds_writer",
         "_inbox",
+        "_keyed",
         "_last_target",
         "_pending",
+        "_savepoint",
+        "_savepoints",
         "_saves",
+        "_wrote",
         "isolation",
         "service",
         "transactional",
@@ -76,6 +109,13 @@ class Work:
         self._atomic: Work | None = None
         # reaction only: (consumer, event_id) to record in the inbox before the body runs
         self._inbox = inbox
+        # a save or delete was sent (in autocommit, a lost connection may have applied it)
+        self._wrote = False
+        # keyed (see Parking): the request's hold, and for an autocommit block the savepoint of
+        # its last save with the aggregate and version it saved
+        self._keyed: Parking | None = None
+        self._savepoints = False
+        self._savepoint: tuple[AsyncTransaction, AggregateRoot, int] | None = None
 
     # -- public -----------------------------------------------------------------------------
     def emit(self, event: DomainEvent) -> None:
@@ -97,6 +137,14 @@ class Work:
     async def __aenter__(self) -> Self:
         if self._inbox is not None:
             await self._record_inbox(*self._inbox)
+        else:
+            held = parking.get()
+            if held is not None and held.work is None:
+                held.work, self._keyed = self, held
+                if not self.transactional:
+                    # the saves, the answer and the key commit together; a failed save rolls
+                    # back to its savepoint, and what the saves before it did stays
+                    self.transactional, self._savepoints = True, True
         return self
 
     async def __aexit__(
@@ -108,17 +156,22 @@ class Work:
         if self._atomic is not None:  # a save failed between its write and its events
             atomic, self._atomic = self._atomic, None
             await atomic._abandon()
+        if self._keyed is not None:
+            await self._park(exc_type)
+            return
         if exc_type is not None:
             self._pending.clear()
             self._emitted.clear()
             await self._abandon()
             return
+        await self._finish()
+
+    async def _finish(self) -> None:
+        """Commit (or, in autocommit, the `emit`ted durable events) and dispatch."""
         if self.transactional:
             await self._commit()
         else:
-            conn, self._conn = self._conn, None
-            if conn is not None:
-                await conn.close()
+            await self._release_connection()
             durable = self._take_durable(self._emitted)
             if durable:  # `emit`ted durable events of an autocommit block: their own transaction
                 atomic = Work(self.service, True, None)
@@ -144,11 +197,7 @@ class Work:
                 await write_events(conn, self.service.dialect, durable)
             if conn is not None:
                 self._conn = None
-                try:
-                    await conn.commit()
-                except BaseException:
-                    await _close_quietly(conn, rollback=True)
-                    raise
+                await self._send_commit(conn)
                 await conn.close()
         except (StatementError, OverflowError) as err:
             await self._abandon()
@@ -161,6 +210,67 @@ class Work:
             self._release_writer()
         if durable:
             self.service.relay.wake_local()
+
+    async def _send_commit(self, conn: AsyncConnection) -> None:
+        """COMMIT. A failure the database reported (a lost race) means rolled back; any other
+        failure of the commit step (the connection dropped) leaves the outcome unknown."""
+        try:
+            await conn.commit()
+            faults = self.service.faults
+            if faults.commit_lost and self._wrote and faults.take_lost_commit():
+                await _break(conn)
+        except Exception as err:
+            await _close_quietly(conn, rollback=True)
+            if classify(err) in ("conflict", "duplicate", "data"):
+                raise
+            raise OutcomeUnknown() from err
+        except BaseException:
+            await _close_quietly(conn, rollback=True)
+            raise
+
+    # -- keyed (Idempotency-Key) --------------------------------------------------------------
+    async def _park(self, exc_type: type[BaseException] | None) -> None:
+        keyed = self._keyed
+        assert keyed is not None
+        if exc_type is not None:
+            self._emitted.clear()
+            if not self._savepoints or not issubclass(exc_type, Exception):
+                self._pending.clear()
+                self._keyed = None
+                await self._abandon()
+                return
+        try:
+            await self._close_savepoint()
+        except BaseException:
+            self._keyed = None
+            await self._abandon()
+            raise
+        keyed.parked = True
+
+    async def _close_savepoint(self) -> None:
+        """Release the last save's savepoint if the save went through, else roll back to it."""
+        held, self._savepoint = self._savepoint, None
+        if held is None:
+            return
+        savepoint, aggregate, version = held
+        d = aggregate.__dict__
+        if d.get(VERSION_ATTR, 0) != version or d.get(DELETED_ATTR):
+            await savepoint.commit()
+        else:
+            await savepoint.rollback()
+
+    async def finish_parked(self) -> None:
+        """Commit a parked unit of work (the caller wrote the key row on `connection()`), then
+        dispatch its events. OutcomeUnknown when the connection fails during COMMIT."""
+        self._keyed = None
+        await self._finish()
+
+    async def abandon_parked(self) -> None:
+        """Roll back a parked unit of work: nothing it did is kept."""
+        self._keyed = None
+        self._pending.clear()
+        self._emitted.clear()
+        await self._abandon()
 
     def _take_durable(self, events: list[DomainEvent]) -> list[tuple[Channel, DomainEvent]]:
         """Remove the events a channel carries from `events`, answering them with the channel."""
@@ -222,6 +332,9 @@ class Work:
             self._holds_writer = True
         try:
             conn = await service.engine.connect()
+        except (StatementError, OSError) as err:
+            self._release_writer()
+            self._reraise(err)
         except BaseException:
             self._release_writer()
             raise
@@ -253,13 +366,25 @@ class Work:
         """The connection a save or delete writes on. In autocommit, a write whose aggregate
         raised durable events gets a short transaction of its own, so its row and its outbox rows
         commit together (`_after_save` commits it)."""
+        self._wrote = True
+        if self._savepoints:
+            await self._close_savepoint()
+            conn = self._conn or await self.connection()
+            version = aggregate.__dict__.get(VERSION_ATTR, 0)
+            self._savepoint = (await conn.begin_nested(), aggregate, version)
+            return conn
         if self.transactional or not self.service.routes or not self._raises_durable(aggregate):
             return self._conn or await self.connection()
         if self._atomic is not None:
             stale, self._atomic = self._atomic, None
             await stale._abandon()
+        # One connection at a time: give ours back before the short transaction takes the
+        # SQLite writer lock and a pooled connection, else requests holding one while waiting
+        # for another exhaust the pool and deadlock.
+        await self._release_connection()
         atomic = Work(self.service, True, None)
         atomic._last_target = self._last_target
+        atomic._wrote = True
         self._atomic = atomic
         return await atomic.connection()
 
@@ -286,13 +411,22 @@ class Work:
         if self.transactional:
             self._pending.extend(events)
         else:
+            # a reaction opens a unit of work of its own: not while this one holds a connection
+            await self._release_connection()
             await self.service.events.dispatch(events)
+
+    async def _release_connection(self) -> None:
+        """Autocommit: give the connection back to the pool (the next statement takes one)."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await _close_quietly(conn, rollback=False)
 
     def _reraise(
         self, err: BaseException, aggregate: str | None = None, id: object = None
     ) -> NoReturn:
         """Raise the runtime error a database error stands for (inside its `except` block):
-        a lost race -> ConcurrencyConflict, unstorable data -> InvalidValue, else `err` itself."""
+        a lost race -> ConcurrencyConflict, unstorable data -> InvalidValue, a lost connection
+        -> DatabaseUnavailable, else `err` itself."""
         kind = classify(err)
         if kind in ("conflict", "duplicate"):
             if aggregate is None and self._last_target is not None:
@@ -300,7 +434,24 @@ class Work:
             raise ConcurrencyConflict(aggregate or "unit of work", id) from err
         if kind == "data":
             raise InvalidValue() from err
+        if kind == "unavailable":
+            if self._wrote and not self.transactional:  # a write went out: maybe applied
+                raise OutcomeUnknown() from err
+            raise DatabaseUnavailable() from err
         raise err
+
+
+async def _break(conn: AsyncConnection) -> None:
+    """The `lose_commit` fault: terminate the driver connection under SQLAlchemy's feet, then
+    talk to it, so the commit step fails the way a dropped connection makes it fail."""
+    raw = await conn.get_raw_connection()
+    driver = raw.driver_connection
+    terminate = getattr(driver, "terminate", None)  # asyncpg
+    if terminate is not None:
+        terminate()
+    else:  # aiosqlite
+        await driver.close()  # type: ignore[union-attr]
+    await conn.exec_driver_sql("SELECT 1")
 
 
 async def _close_quietly(conn: AsyncConnection, *, rollback: bool) -> None:
