@@ -205,11 +205,13 @@ def create_app(
         finally:
             await service.dispose()  # stops the scheduler and the relay first
 
-    app = FastAPI(title=title, lifespan=lifespan, **fastapi_options)
+    # The generated routes sit on the app's own router, flat, as if declared with `@app.post`:
+    # `include_router` nests each router, and every request (every await in it, too) then pays
+    # for the nested matching and scope bookkeeping.
+    flat = [route for router in routers for route in router.routes]
+    app = FastAPI(title=title, lifespan=lifespan, routes=flat, **fastapi_options)
     authenticator = resolve_auth(auth)
     app.state.loom_auth = authenticator
-    for router in routers:
-        app.include_router(router)
     if dead_letter_routes if dead_letter_routes is not None else bool(channels) or processes:
         app.include_router(admin_router(LoomRoute, get_service))
     install_problem_handlers(app)
