@@ -48,6 +48,10 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+# built once: `json.loads(..., parse_float=...)` builds a decoder on every call
+_DECODER = json.JSONDecoder(parse_float=Decimal, parse_constant=_reject_constant)
+
+
 class LoomRequest(Request):
     """A request whose JSON body keeps every number exact (floats parse as Decimal)."""
 
@@ -55,7 +59,8 @@ class LoomRequest(Request):
         if not hasattr(self, "_json"):
             body = await self.body()
             try:
-                self._json = json.loads(body, parse_float=Decimal, parse_constant=_reject_constant)
+                text = body.decode(json.detect_encoding(body), "surrogatepass")
+                self._json = _DECODER.decode(text)
             except json.JSONDecodeError:
                 raise
             except (ValueError, RecursionError) as exc:
