@@ -48,6 +48,10 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+# built once: `json.loads(..., parse_float=...)` builds a decoder on every call
+_DECODER = json.JSONDecoder(parse_float=Decimal, parse_constant=_reject_constant)
+
+
 class LoomRequest(Request):
     """A request whose JSON body keeps every number exact (floats parse as Decimal)."""
 
@@ -55,7 +59,8 @@ class LoomRequest(Request):
         if not hasattr(self, "_json"):
             body = await self.body()
             try:
-                self._json = json.loads(body, parse_float=Decimal, parse_constant=_reject_constant)
+                text = body.decode(json.detect_encoding(body), "surrogatepass")
+                self._json = _DECODER.decode(text)
             except json.JSONDecodeError:
                 raise
             # a number whose exponent no Decimal can hold raises InvalidOperation (ArithmeticError)
@@ -206,11 +211,13 @@ def create_app(
         finally:
             await service.dispose()  # stops the scheduler and the relay first
 
-    app = FastAPI(title=title, lifespan=lifespan, **fastapi_options)
+    # The generated routes sit on the app's own router, flat, as if declared with `@app.post`:
+    # `include_router` nests each router, and every request (every await in it, too) then pays
+    # for the nested matching and scope bookkeeping.
+    flat = [route for router in routers for route in router.routes]
+    app = FastAPI(title=title, lifespan=lifespan, routes=flat, **fastapi_options)
     authenticator = resolve_auth(auth)
     app.state.loom_auth = authenticator
-    for router in routers:
-        app.include_router(router)
     if dead_letter_routes if dead_letter_routes is not None else bool(channels) or processes:
         app.include_router(admin_router(LoomRoute, get_service))
     install_problem_handlers(app)

@@ -3,6 +3,9 @@
 Columns are the dataclass field names (a field `from_` may use the column `from`), plus `id`
 and `version`. Enum fields are stored as their values; `list[T]` fields as JSON lists whose
 elements are rebuilt from `T`. Nothing is reflected per row.
+
+A loaded (or saved) object keeps the values its fields had then (`LOADED_ATTR`), so that saving it
+again writes only the columns that changed (`Mapper.changes`).
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ import enum
 import types
 import typing
 from collections.abc import Callable
+from operator import itemgetter
 from typing import Any
+from uuid import UUID
 
 from sqlalchemy import Table
 
@@ -20,7 +25,13 @@ from .types import JsonList, decode_list
 
 VERSION_ATTR = "_loom_version"
 DELETED_ATTR = "_loom_deleted"  # set by Repository.delete; a later save is skipped
+LOADED_ATTR = "_loom_loaded"  # the field values as last loaded or saved (Mapper.snapshot)
 Converter = Callable[[Any], Any]
+# Values that are unchanged when equal: immutable, and stored alike whenever equal (unlike
+# Decimal("1.0") and Decimal("1.00"), or one instant in two time zones, which are written
+# unless they are the very object loaded). Lists and dicts may change in place: always written.
+_EQUAL_MEANS_SAME = frozenset({int, str, bool, UUID})
+_MUTABLE = frozenset({list, dict, set})
 
 
 def _unwrap(tp: Any) -> tuple[Any, bool]:
@@ -84,9 +95,12 @@ class Mapper:
         "columns",
         "dump_converted",
         "dump_plain",
+        "fields",
+        "key",
         "loaders",
         "name",
         "table",
+        "take_snapshot",
         "uses_dict",
     )
 
@@ -95,6 +109,7 @@ class Mapper:
             raise TypeError(f"{cls.__name__} must be a dataclass to be stored")
         self.cls = cls
         self.table = table
+        self.key = key
         self.name = cls.__name__
         hints = typing.get_type_hints(cls)
         fields = {f.name: f for f in dataclasses.fields(cls)}
@@ -135,6 +150,18 @@ class Mapper:
         self.loaders = tuple(loaders)
         self.dump_plain = tuple(plain)
         self.dump_converted = tuple(converted)
+        dumps = {attr: convert for _, attr, convert in converted}
+        # (column, attribute, dump converter) of every column but the key and `version`
+        self.fields = tuple(
+            (column, attr, dumps.get(attr))
+            for column, attr in ((c.key, a) for c, a in zip(table.c, attrs, strict=True))
+            if column not in (key, "version")
+        )
+        getter = itemgetter(*(attr for _, attr, _ in self.fields)) if self.fields else None
+        if getter is None or len(self.fields) > 1:
+            self.take_snapshot: Callable[[dict[str, Any]], Any] = getter or (lambda _d: ())
+        else:  # itemgetter of one name answers the value, not a 1-tuple
+            self.take_snapshot = lambda d: (getter(d),)
         self.uses_dict = hasattr(object.__new__(cls), "__dict__")
 
     def load(self, row: Any) -> Any:
@@ -145,12 +172,39 @@ class Mapper:
             d.update(zip(self.attrs, row))
             for attr, convert in self.loaders:
                 d[attr] = convert(d[attr])
+            d[LOADED_ATTR] = self.take_snapshot(d)
         else:  # pragma: no cover - slotted aggregates
             for attr, value in zip(self.attrs, row):
                 object.__setattr__(obj, attr, value)
             for attr, convert in self.loaders:
                 object.__setattr__(obj, attr, convert(getattr(obj, attr)))
         return obj
+
+    def snapshot(self, obj: Any) -> None:
+        """Remember the field values as they are now stored (after a save)."""
+        if self.uses_dict:
+            d = obj.__dict__
+            d[LOADED_ATTR] = self.take_snapshot(d)
+
+    def changes(self, obj: Any) -> dict[str, Any]:
+        """Column values of the fields that changed since the object was loaded or last saved
+        (every field of an object without that record), without the key and `version`."""
+        d = obj.__dict__ if self.uses_dict else {}
+        loaded = d.get(LOADED_ATTR)
+        if loaded is None:
+            params = self.dump(obj)
+            del params[self.key]
+            return params
+        params = {}
+        for (column, attr, convert), old in zip(self.fields, loaded, strict=True):
+            new = d[attr]
+            kind = type(new)
+            if new is old and kind not in _MUTABLE:
+                continue
+            if kind is type(old) and kind in _EQUAL_MEANS_SAME and new == old:
+                continue
+            params[column] = new if convert is None else convert(new)
+        return params
 
     def dump(self, obj: Any) -> dict[str, Any]:
         """Column values of an aggregate, without `version`."""

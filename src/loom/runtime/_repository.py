@@ -227,17 +227,19 @@ class Repository(Generic[A]):
             return
         work._before_save(mapper.name, id)
         version = d.get(VERSION_ATTR, 0)
-        params = mapper.dump(aggregate)
         # autocommit + durable events: a short transaction for the row and its outbox rows
         conn = await work._write_connection(aggregate)
         try:
             if version == 0:
+                params = mapper.dump(aggregate)
                 params["version"] = 1
                 await conn.execute(st.insert, params)
             else:
+                # only the columns that changed since the load (no needless writes, no
+                # foreign-key checks of untouched references); the version check is the same
+                params = mapper.changes(aggregate)
                 params["_loom_id"] = id
                 params["_loom_v"] = version
-                del params["id"]
                 result = await conn.execute(st.update, params)
                 if result.rowcount != 1:
                     raise ConcurrencyConflict(mapper.name, id)
@@ -246,6 +248,7 @@ class Repository(Generic[A]):
                 raise DuplicateKey(mapper.name, self._unique_names()) from err
             work._reraise(err, mapper.name, id)
         d[VERSION_ATTR] = version + 1
+        mapper.snapshot(aggregate)
         events = aggregate._take_events()
         if events:
             await work._after_save(events)

@@ -21,7 +21,7 @@ from ._recurring import Recurring
 from ._relay import Relay
 from ._scheduler import Scheduler
 from ._timers import TimeoutHandlers, TimerQueue
-from ._work import BEGIN_OPTION, ISOLATION_LEVELS, Work
+from ._work import BEGIN_OPTION, ISOLATION_LEVELS, Work, unit_engines
 from .processes import ProcessRunner
 
 __all__ = ["ISOLATION_LEVELS", "Service", "Work", "async_url"]
@@ -89,6 +89,7 @@ class Service:
         scheduler_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.engine = engine
+        self.unit_engines = unit_engines(engine)
         self.metadata = metadata
         self.events = events or EventBus()
         self.faults = faults or Faults()

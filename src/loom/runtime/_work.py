@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Self
 from uuid import UUID
 
 from sqlalchemy.exc import StatementError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncTransaction
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncTransaction
 
 from . import clock
 from ._channels import Channel
@@ -50,6 +50,29 @@ ISOLATION_LEVELS = {
 }
 BEGIN_OPTION = "loom_begin"
 _INBOX_INSERTS: dict[str, Any] = {}
+UnitEngines = dict[tuple[bool, str | None], AsyncEngine]
+
+
+def unit_engines(engine: AsyncEngine) -> UnitEngines:
+    """The engine each kind of unit of work connects through, by (transactional, isolation):
+    views of `engine` sharing its pool, with the connection options a unit of work needs set
+    once here, not on each connection (every `execution_options` call on a connection is a
+    round through SQLAlchemy's sync layer)."""
+    if engine.dialect.name == "sqlite":  # one writer at a time: no isolation levels to pick
+        immediate = engine.execution_options(**{BEGIN_OPTION: "BEGIN IMMEDIATE"})
+        return {
+            (True, None): immediate,
+            **{(True, level): immediate for level in ISOLATION_LEVELS},
+            (False, None): engine.execution_options(**{BEGIN_OPTION: ""}),
+        }
+    return {
+        (True, None): engine,
+        **{
+            (True, level): engine.execution_options(isolation_level=name)
+            for level, name in ISOLATION_LEVELS.items()
+        },
+        (False, None): engine.execution_options(isolation_level="AUTOCOMMIT"),
+    }
 
 
 class Parking:
@@ -366,7 +389,7 @@ class Work:
             await service.sqlite_writer.acquire()
             self._holds_writer = True
         try:
-            conn = await service.engine.connect()
+            conn = await service.unit_engines[self.transactional, self.isolation].connect()
         except (StatementError, OSError) as err:
             self._release_writer()
             self._reraise(err)
@@ -375,17 +398,7 @@ class Work:
             raise
         try:
             if self.transactional:
-                if service.is_sqlite:
-                    conn = await conn.execution_options(**{BEGIN_OPTION: "BEGIN IMMEDIATE"})
-                elif self.isolation is not None:
-                    conn = await conn.execution_options(
-                        isolation_level=ISOLATION_LEVELS[self.isolation]
-                    )
                 await conn.begin()
-            elif service.is_sqlite:
-                conn = await conn.execution_options(**{BEGIN_OPTION: ""})
-            else:
-                conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
         except StatementError as err:
             await _close_quietly(conn, rollback=True)
             self._release_writer()

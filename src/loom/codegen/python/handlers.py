@@ -26,11 +26,28 @@ from loom.codegen.python._code import (
 from loom.codegen.python._shared import ModelInfo, NameAlloc, TypeNames, domain_to_wire
 from loom.codegen.python.bodies import BodyWriter, body_params
 from loom.codegen.python.expressions import Scope
-from loom.codegen.python.routes import SERVICE_PARAM, decorator, route_imports
+from loom.codegen.python.routes import (
+    REQUEST_PARAM,
+    ROUTE_NAMES,
+    SERVICE_LINE,
+    decorator,
+    route_imports,
+)
 from loom.codegen.python.schemas import SchemaNames, schema_names, sole_payload
 from loom.model import ir
 
-_RESERVED = {"body", "service", "work", "result", "self", "cls", "now", "require", "router"}
+_RESERVED = {
+    "body",
+    "request",
+    "service",
+    "work",
+    "result",
+    "self",
+    "cls",
+    "now",
+    "require",
+    "router",
+}
 
 
 def emit_handlers(info: ModelInfo, context: ir.Context) -> str:
@@ -38,8 +55,7 @@ def emit_handlers(info: ModelInfo, context: ir.Context) -> str:
     route_imports(imports)
     sn = schema_names(context)
     functions = NameAlloc(
-        {"router", "Annotated", "APIRouter", "Depends", "Query", "Service", "LoomRoute"}
-        | {"get_service", "PROBLEM_RESPONSES", "now", "require", "not_found", "Decimal"}
+        ROUTE_NAMES | {"Annotated", "Query", "now", "require", "not_found", "Decimal"}
     )
     blocks: list[list[str]] = [["router = APIRouter(route_class=LoomRoute)"]]
     for handler in context.handlers:
@@ -94,12 +110,13 @@ def _handler(
         elif handler.params:  # one payload parameter: the body is the payload
             params.append(f"body: {in_types.render(handler.params[0].type)}")
         py, built = body_params(handler.params, alloc, in_types)
-        params.append(SERVICE_PARAM)
+        params.append(REQUEST_PARAM)
     else:
         if handler.params:  # a query handler without parameters has no query string
+            imports.add("typing", "Annotated")
             imports.add("fastapi", "Query")
         lines = decorator("get", f"/api/queries/{names.snake(handler.name)}", tag)
-        params.append(SERVICE_PARAM)
+        params.append(REQUEST_PARAM)
         optional: list[str] = []
         built = []
         whole = sole_payload(handler.params)
@@ -131,6 +148,7 @@ def _handler(
     else:
         mode = "non-transactional: each save commits on its own"
     lines.append(f"    {docstring(f'{kind} {handler.name} ({where(handler.origin)}): {mode}')}")
+    lines.append(SERVICE_LINE)
     lines += built
 
     scope = Scope(imports=imports, enum_ref=domain_types.enum_ref, self_name=None, params=py)

@@ -17,7 +17,13 @@ from loom.codegen.python._shared import (
     instance_out_class,
     instances_class,
 )
-from loom.codegen.python.routes import SERVICE_PARAM, decorator, route_imports
+from loom.codegen.python.routes import (
+    REQUEST_PARAM,
+    ROUTE_NAMES,
+    SERVICE_LINE,
+    decorator,
+    route_imports,
+)
 from loom.model import ir
 
 
@@ -37,9 +43,10 @@ def _key_annotation(t: ir.Type, imports: Imports) -> str:
 def emit_projections(info: ModelInfo, context: ir.Context) -> str:
     imports = Imports()
     route_imports(imports)
+    imports.add("typing", "Annotated")
     imports.add("fastapi", "Query")
     imports.add("loom.runtime", "Page", "PageLimit", "PageOffset")
-    functions = NameAlloc({"router", "Annotated", "APIRouter", "Depends", "Query", "Service"})
+    functions = NameAlloc(ROUTE_NAMES | {"Annotated", "Query", "Page", "PageLimit", "PageOffset"})
     blocks: list[list[str]] = [["router = APIRouter(route_class=LoomRoute)"]]
     for p in context.projections:
         store, out = instances_class(p), instance_out_class(p)
@@ -51,10 +58,11 @@ def emit_projections(info: ModelInfo, context: ir.Context) -> str:
 
         fn = functions.take(f"get_{snake}")
         block = decorator("get", f"/api/projections/{snake}/{{key}}", tag)
-        params = [f"key: {_key_annotation(key.type, imports)}", SERVICE_PARAM]
+        params = [f"key: {_key_annotation(key.type, imports)}", REQUEST_PARAM]
         block += lay(Group(f"async def {fn}(", params, f") -> {out}:"))
         doc = f"Read the row of projection {p.name} keyed by its {p.key} ({where(p.origin)})"
         block.append(f"    {docstring(doc)}")
+        block.append(SERVICE_LINE)
         block.append("    async with service.autocommit() as work:")
         block.append(f"        row = await {store}(work).get(key)")
         block.append(f"    return {out}.from_state(row)")
@@ -63,13 +71,14 @@ def emit_projections(info: ModelInfo, context: ir.Context) -> str:
         fn = functions.take(f"list_{snake}")
         block = decorator("get", f"/api/projections/{snake}", tag)
         params = [
-            SERVICE_PARAM,
+            REQUEST_PARAM,
             "limit: Annotated[PageLimit, Query()] = 50",
             "offset: Annotated[PageOffset, Query()] = 0",
         ]
         block += lay(Group(f"async def {fn}(", params, f") -> Page[{out}]:"))
         doc = f"Read a page of projection {p.name}, ordered by {p.key} ({where(p.origin)})"
         block.append(f"    {docstring(doc)}")
+        block.append(SERVICE_LINE)
         block.append("    async with service.autocommit() as work:")
         block.append(f"        page = await {store}(work).page(limit, offset)")
         block += lay(f"return page.map({out}.from_state)", 1)

@@ -34,13 +34,18 @@ from loom.codegen.python.repositories import find_method
 from loom.codegen.python.schemas import SchemaNames, field_to_domain, schema_names
 from loom.model import ir
 
-SERVICE_PARAM = "service: Annotated[Service, Depends(get_service)]"
+# A route reads the app's Service from the request (`get_service(request)`) rather than through
+# `Depends(get_service)`: FastAPI would solve that dependency on every request, in a worker thread
+# since it is a plain function, which cost more CPU than the route's own SQL.
+REQUEST_PARAM = "request: Request"
+SERVICE_LINE = "    service = get_service(request)"
+# names every route module defines or imports
+ROUTE_NAMES = {"router", "APIRouter", "Request", "LoomRoute", "get_service", "PROBLEM_RESPONSES"}
 
 
 def route_imports(imports: Imports) -> None:
-    imports.add("typing", "Annotated")
-    imports.add("fastapi", "APIRouter", "Depends")
-    imports.add("loom.runtime", "PROBLEM_RESPONSES", "LoomRoute", "Service", "get_service")
+    imports.add("fastapi", "APIRouter", "Request")
+    imports.add("loom.runtime", "PROBLEM_RESPONSES", "LoomRoute", "get_service")
 
 
 def decorator(method: str, path: str, tag: str, status: int | None = None) -> list[str]:
@@ -57,15 +62,14 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
     types = TypeNames(info, context, imports, mode="domain")
     sn = schema_names(context)
     functions = NameAlloc(
-        {"router", "Annotated", "APIRouter", "Depends", "Query", "Service", "LoomRoute", "UUID"}
-        | {"get_service", "PROBLEM_RESPONSES", "Page", "PageLimit", "PageOffset"}
+        ROUTE_NAMES | {"Annotated", "Query", "UUID", "Page", "PageLimit", "PageOffset"}
     )
     blocks: list[list[str]] = [["router = APIRouter(route_class=LoomRoute)"]]
     for agg in context.aggregates:
         repo = info.repository_class(context, agg.name)
         out = sn.out[agg.name]
         plural = names.plural_snake(agg.name)
-        var = NameAlloc({"id", "service", "work", "body", "limit", "offset"}).take(
+        var = NameAlloc({"id", "request", "service", "work", "body", "limit", "offset"}).take(
             names.snake(agg.name)
         )
         tag = f"{context.name}: {agg.name}"
@@ -76,22 +80,24 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
         # GET one
         fn = functions.take(f"get_{names.snake(agg.name)}")
         block = decorator("get", f"/api/{plural}/{{id}}", tag)
-        block += lay(Group(f"async def {fn}(", ["id: UUID", SERVICE_PARAM], f") -> {out}:"))
+        block += lay(Group(f"async def {fn}(", ["id: UUID", REQUEST_PARAM], f") -> {out}:"))
         block.append(
             f"    {docstring(f'Read one {agg.name} (aggregate {agg.name}, {where(agg.origin)})')}"
         )
+        block.append(SERVICE_LINE)
         block.append("    async with service.autocommit() as work:")
         block += lay(f"{var} = await {repo}(work).get_by_id(id)", 2)
         block.append(f"    return {out}.from_aggregate({var})")
         blocks.append(block)
 
         # GET page
+        imports.add("typing", "Annotated")
         imports.add("fastapi", "Query")
         imports.add("loom.runtime", "Page", "PageLimit", "PageOffset")
         fn = functions.take(f"list_{plural}")
         block = decorator("get", f"/api/{plural}", tag)
         params = [
-            SERVICE_PARAM,
+            REQUEST_PARAM,
             "limit: Annotated[PageLimit, Query()] = 50",
             "offset: Annotated[PageOffset, Query()] = 0",
         ]
@@ -99,6 +105,7 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
         block.append(
             f"    {docstring(f'Read a page of {agg.name} (aggregate {agg.name}, {where(agg.origin)})')}"
         )
+        block.append(SERVICE_LINE)
         block.append("    async with service.autocommit() as work:")
         block.append(f"        page = await {repo}(work).page(limit, offset)")
         block += lay(f"return page.map({out}.from_aggregate)", 1)
@@ -122,7 +129,7 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
             if key in sn.op_input:
                 imports.add(".schemas", sn.op_input[key])
                 params.append(f"body: {sn.op_input[key]}")
-            params.append(SERVICE_PARAM)
+            params.append(REQUEST_PARAM)
             result_t, result = "None", "result"
             if status == 200 and op.result is not None:
                 out_types = TypeNames(info, context, imports, mode="output")
@@ -131,8 +138,9 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
             block += lay(Group(f"async def {fn}(", params, f") -> {result_t}:"))
             kind = "extern operation" if op.extern else "operation"
             block.append(f"    {docstring(f'{kind} {agg.name}.{op.name} ({where(op.origin)})')}")
+            block.append(SERVICE_LINE)
             block.append("    async with service.transaction() as work:")
-            repo_var = NameAlloc({var, "id", "service", "work", "body"}).take(plural)
+            repo_var = NameAlloc({var, "id", "request", "service", "work", "body"}).take(plural)
             block.append(f"        {repo_var} = {repo}(work)")
             block.append(f"        {var} = await {repo_var}.get_by_id(id)")
             args = [wire_to_domain(f"body.{schema_attr(p.name)}", p.type, types) for p in op.params]
@@ -155,9 +163,8 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
                 block += lay(f"return {result}", 1)
             blocks.append(block)
     if not context.aggregates:  # a context of events, workflows or projections only
-        imports.discard("typing", "Annotated")
-        imports.discard("fastapi", "Depends")
-        imports.discard("loom.runtime", "PROBLEM_RESPONSES", "Service", "get_service")
+        imports.discard("fastapi", "Request")
+        imports.discard("loom.runtime", "PROBLEM_RESPONSES", "get_service")
     head = header(info.files_of(context), f"Aggregate routes of context {context.name}.")
     return module_text(head, imports, blocks)
 
@@ -184,20 +191,22 @@ def _find_routes(
     for find in repo.finds:
         fn = functions.take(f"find_{plural}_{names.snake(find.name)}")
         block = decorator("get", f"/api/{plural}/find/{names.snake(find.name)}", tag)
-        alloc = NameAlloc({"service", "work", var, "found"})
+        alloc = NameAlloc({"request", "service", "work", var, "found"})
         py = {p.name: alloc.take(names.ident(p.name)) for p in find.params}
         params = []
         for p in find.params:
             query = "Query()" if py[p.name] == p.name else f"Query(alias={py_str(p.name)})"
             params.append(f"{py[p.name]}: Annotated[{types.render(p.type)}, {query}]")
-        params.append(SERVICE_PARAM)
+        params.append(REQUEST_PARAM)
         result = f"list[{out}]" if find.cardinality == "many" else out
+        imports.add("typing", "Annotated")
         imports.add("fastapi", "Query")
         block += lay(Group(f"async def {fn}(", params, f") -> {result}:"))
         doc = f"find {find.name} of {repo.name} ({where(find.origin)})"
         block.append(f"    {docstring(doc)}")
         args = [py[p.name] for p in find.params]
         method = find_method(find)
+        block.append(SERVICE_LINE)
         block.append("    async with service.autocommit() as work:")
         if find.cardinality == "optional":
             # the same 404 problem as the getBy form of this lookup
@@ -241,14 +250,14 @@ def _crudish(
     cls = names.pascal(agg.name)
     imports.add(".domain", cls)
     imports.add("fastapi", "Response")
-    repo_var = NameAlloc({var, "id", "service", "work", "body", "response"}).take(plural)
+    repo_var = NameAlloc({var, "id", "request", "service", "work", "body", "response"}).take(plural)
     blocks = []
 
     fn = functions.take(f"create_{names.snake(agg.name)}")
     create_in = sn.create_input[agg.name]
     imports.add(".schemas", create_in)
     block = decorator("post", f"/api/{plural}", tag, status=201)
-    params = [f"body: {create_in}", "response: Response", SERVICE_PARAM]
+    params = [f"body: {create_in}", "response: Response", REQUEST_PARAM]
     block += lay(Group(f"async def {fn}(", params, f") -> {out}:"))
     block.append(f"    {docstring(f'crudish create of {agg.name} ({where(agg.origin)})')}")
     types = TypeNames(info, context, imports, mode="domain")
@@ -266,6 +275,7 @@ def _crudish(
             + field_to_domain(f"body.{schema_attr(f.name)}", f, in_types, domain)
             for f in agg.fields
         ]
+    block.append(SERVICE_LINE)
     block.append("    async with service.autocommit() as work:")
     block += lay(call(f"{cls}.{create_method(agg)}", kwargs, prefix=f"{var} = "), 2)
     block.append(f"        await {repo}(work).save({var})")
@@ -277,10 +287,11 @@ def _crudish(
     update_in = sn.update_input[agg.name]
     imports.add(".schemas", update_in)
     block = decorator("patch", f"/api/{plural}/{{id}}", tag)
-    params = ["id: UUID", f"body: {update_in}", SERVICE_PARAM]
+    params = ["id: UUID", f"body: {update_in}", REQUEST_PARAM]
     block += lay(Group(f"async def {fn}(", params, f") -> {out}:"))
     doc = f"crudish update of {agg.name} ({where(agg.origin)}): the fields the body names"
     block.append(f"    {docstring(doc)}")
+    block.append(SERVICE_LINE)
     block.append("    async with service.transaction() as work:")
     block.append(f"        {repo_var} = {repo}(work)")
     block.append(f"        {var} = await {repo_var}.get_by_id(id)")
@@ -303,8 +314,9 @@ def _crudish(
 
     fn = functions.take(f"delete_{names.snake(agg.name)}")
     block = decorator("delete", f"/api/{plural}/{{id}}", tag, status=204)
-    block += lay(Group(f"async def {fn}(", ["id: UUID", SERVICE_PARAM], ") -> None:"))
+    block += lay(Group(f"async def {fn}(", ["id: UUID", REQUEST_PARAM], ") -> None:"))
     block.append(f"    {docstring(f'crudish delete of {agg.name} ({where(agg.origin)})')}")
+    block.append(SERVICE_LINE)
     block.append("    async with service.transaction() as work:")
     block.append(f"        {repo_var} = {repo}(work)")
     block.append(f"        await {repo_var}.delete(await {repo_var}.get_by_id(id))")

@@ -35,21 +35,35 @@ from loom.codegen.python._shared import (
 from loom.codegen.python.bodies import BodyWriter, apply_function, assign_state, body_params
 from loom.codegen.python.domain import function_body
 from loom.codegen.python.expressions import Scope, workflow_function
-from loom.codegen.python.routes import SERVICE_PARAM, decorator, route_imports
+from loom.codegen.python.routes import (
+    REQUEST_PARAM,
+    ROUTE_NAMES,
+    SERVICE_LINE,
+    decorator,
+    route_imports,
+)
 from loom.codegen.python.schemas import http_create, schema_names
 from loom.model import ir
 
-_RESERVED = {"body", "service", "work", "result", "self", "cls", "now", "require", "router"}
+_RESERVED = {
+    "body",
+    "request",
+    "service",
+    "work",
+    "result",
+    "self",
+    "cls",
+    "now",
+    "require",
+    "router",
+}
 
 
 def emit_workflows(info: ModelInfo, context: ir.Context) -> str:
     imports = Imports()
     route_imports(imports)
     sn = schema_names(context)
-    functions = NameAlloc(
-        {"router", "Annotated", "APIRouter", "Depends", "Service", "LoomRoute", "get_service"}
-        | {"PROBLEM_RESPONSES", "now", "require", "Decimal"}
-    )
+    functions = NameAlloc(ROUTE_NAMES | {"now", "require", "Decimal"})
     blocks: list[list[str]] = [["router = APIRouter(route_class=LoomRoute)"]]
     types = TypeNames(info, context, imports, mode="domain")
     for wf in context.workflows:
@@ -70,9 +84,8 @@ def emit_workflows(info: ModelInfo, context: ir.Context) -> str:
     for wf in correlated(context):
         blocks.append(_instance_route(context, wf, imports, functions))
     if len(blocks) == 1 or all(b[0].startswith("#") for b in blocks[1:]):  # no route after all
-        imports.discard("typing", "Annotated")
-        imports.discard("fastapi", "Depends")
-        imports.discard("loom.runtime", "PROBLEM_RESPONSES", "Service", "get_service")
+        imports.discard("fastapi", "Request")
+        imports.discard("loom.runtime", "PROBLEM_RESPONSES", "get_service")
     head = header(info.files_of(context), f"Workflow routes of context {context.name}.")
     return module_text(head, imports, blocks)
 
@@ -122,9 +135,10 @@ def _instance_route(
     fn = functions.take(f"get_{names.snake(wf.name)}_instance")
     path = f"/api/workflows/{names.snake(wf.name)}/instances/{{id}}"
     lines = decorator("get", path, f"{context.name}: workflows")
-    lines += lay(Group(f"async def {fn}(", ["id: UUID", SERVICE_PARAM], f") -> {out}:"))
+    lines += lay(Group(f"async def {fn}(", ["id: UUID", REQUEST_PARAM], f") -> {out}:"))
     doc = f"an instance of workflow {wf.name} ({where(wf.origin)}), by its {wf.correlation}"
     lines.append(f"    {docstring(doc)}")
+    lines.append(SERVICE_LINE)
     lines.append("    async with service.autocommit() as work:")
     lines.append(f"        instance = await {store}(work).get(id)")
     if not wf.process:
@@ -159,7 +173,7 @@ def _workflow(
         params.append(f"body: {input_cls}")
     elif create.params:  # one payload parameter: the body is the payload
         params.append(f"body: {in_types.render(create.params[0].type)}")
-    params.append(SERVICE_PARAM)
+    params.append(REQUEST_PARAM)
     result_t = out_types.render(create.result) if create.result is not None else "None"
     lines += lay(Group(f"async def {fn}(", params, f") -> {result_t}:"))
     if wf.transactional:
@@ -169,6 +183,7 @@ def _workflow(
     else:
         mode = "non-transactional: each save commits on its own"
     lines.append(f"    {docstring(f'workflow {wf.name} ({where(wf.origin)}): {mode}')}")
+    lines.append(SERVICE_LINE)
 
     alloc = NameAlloc(_RESERVED)
     py_params, built = body_params(create.params, alloc, in_types)

@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query, Request
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
@@ -13,7 +13,6 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    Service,
     get_service,
 )
 
@@ -33,11 +32,9 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Banking: Customer"],
 )
-async def get_customer(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> CustomerOut:
+async def get_customer(id: UUID, request: Request) -> CustomerOut:
     """Read one Customer (aggregate Customer, banking.loom:7)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         customer = await Customers(work).get_by_id(id)
     return CustomerOut.from_aggregate(customer)
@@ -45,11 +42,12 @@ async def get_customer(
 
 @router.get("/api/customers", responses=PROBLEM_RESPONSES, tags=["Banking: Customer"])
 async def list_customers(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[CustomerOut]:
     """Read a page of Customer (aggregate Customer, banking.loom:7)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         page = await Customers(work).page(limit, offset)
     return page.map(CustomerOut.from_aggregate)
@@ -60,11 +58,9 @@ async def list_customers(
     responses=PROBLEM_RESPONSES,
     tags=["Banking: Account"],
 )
-async def get_account(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> AccountOut:
+async def get_account(id: UUID, request: Request) -> AccountOut:
     """Read one Account (aggregate Account, banking.loom:12)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         account = await Accounts(work).get_by_id(id)
     return AccountOut.from_aggregate(account)
@@ -72,11 +68,12 @@ async def get_account(
 
 @router.get("/api/accounts", responses=PROBLEM_RESPONSES, tags=["Banking: Account"])
 async def list_accounts(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[AccountOut]:
     """Read a page of Account (aggregate Account, banking.loom:12)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         page = await Accounts(work).page(limit, offset)
     return page.map(AccountOut.from_aggregate)
@@ -91,9 +88,10 @@ async def list_accounts(
 async def account_withdraw(
     id: UUID,
     body: AccountWithdrawInput,
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> None:
     """operation Account.withdraw (banking.loom:26)"""
+    service = get_service(request)
     async with service.transaction() as work:
         accounts = Accounts(work)
         account = await accounts.get_by_id(id)
@@ -110,9 +108,10 @@ async def account_withdraw(
 async def account_deposit(
     id: UUID,
     body: AccountDepositInput,
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> None:
     """operation Account.deposit (banking.loom:34)"""
+    service = get_service(request)
     async with service.transaction() as work:
         accounts = Accounts(work)
         account = await accounts.get_by_id(id)
@@ -126,11 +125,9 @@ async def account_deposit(
     responses=PROBLEM_RESPONSES,
     tags=["Banking: Account"],
 )
-async def account_freeze(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def account_freeze(id: UUID, request: Request) -> None:
     """operation Account.freeze (banking.loom:40)"""
+    service = get_service(request)
     async with service.transaction() as work:
         accounts = Accounts(work)
         account = await accounts.get_by_id(id)
@@ -144,11 +141,9 @@ async def account_freeze(
     responses=PROBLEM_RESPONSES,
     tags=["Banking: Account"],
 )
-async def account_close(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def account_close(id: UUID, request: Request) -> None:
     """operation Account.close (banking.loom:44)"""
+    service = get_service(request)
     async with service.transaction() as work:
         accounts = Accounts(work)
         account = await accounts.get_by_id(id)

@@ -2,15 +2,12 @@
 # Do not edit: change the model and rebuild.
 # Workflow routes of context Banking.
 
-from typing import Annotated
-
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Request
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
     Int64,
     LoomRoute,
-    Service,
     get_service,
     now,
     require,
@@ -44,9 +41,10 @@ router = APIRouter(route_class=LoomRoute)
 )
 async def register_customer(
     body: RegisterCustomerInput,
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> CustomerId:
     """workflow registerCustomer (banking.loom:57): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         customers = Customers(work)
         customer = Customer.create(name=body.name, email=body.email)
@@ -61,11 +59,9 @@ async def register_customer(
     responses=PROBLEM_RESPONSES,
     tags=["Banking: workflows"],
 )
-async def open_account(
-    body: OpenAccountInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> AccountId:
+async def open_account(body: OpenAccountInput, request: Request) -> AccountId:
     """workflow openAccount (banking.loom:64): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         customers = Customers(work)
         accounts = Accounts(work)
@@ -91,11 +87,9 @@ async def open_account(
     responses=PROBLEM_RESPONSES,
     tags=["Banking: workflows"],
 )
-async def transfer(
-    body: TransferInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> Int64:
+async def transfer(body: TransferInput, request: Request) -> Int64:
     """workflow transfer (banking.loom:73): transactional, all-or-nothing"""
+    service = get_service(request)
     async with service.transaction() as work:
         accounts = Accounts(work)
         source = await accounts.get_by_id(body.from_account)
@@ -121,11 +115,9 @@ async def transfer(
     responses=PROBLEM_RESPONSES,
     tags=["Banking: workflows"],
 )
-async def loose_transfer(
-    body: LooseTransferInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def loose_transfer(body: LooseTransferInput, request: Request) -> None:
     """workflow looseTransfer (banking.loom:85): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         accounts = Accounts(work)
         source = await accounts.get_by_id(body.from_account)
@@ -142,11 +134,9 @@ async def loose_transfer(
     responses=PROBLEM_RESPONSES,
     tags=["Banking: workflows"],
 )
-async def audited_transfer(
-    body: AuditedTransferInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def audited_transfer(body: AuditedTransferInput, request: Request) -> None:
     """workflow auditedTransfer (banking.loom:94): transactional(serializable), all-or-nothing"""
+    service = get_service(request)
     async with service.transaction(isolation="serializable") as work:
         accounts = Accounts(work)
         require(

@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query, Request
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
@@ -13,7 +13,6 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    Service,
     get_service,
 )
 
@@ -24,11 +23,9 @@ router = APIRouter(route_class=LoomRoute)
 
 
 @router.get("/api/boxes/{id}", responses=PROBLEM_RESPONSES, tags=["Catalog: Box"])
-async def get_box(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> BoxOut:
+async def get_box(id: UUID, request: Request) -> BoxOut:
     """Read one Box (aggregate Box, catalog.loom:4)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         box = await BoxRepository(work).get_by_id(id)
     return BoxOut.from_aggregate(box)
@@ -36,11 +33,12 @@ async def get_box(
 
 @router.get("/api/boxes", responses=PROBLEM_RESPONSES, tags=["Catalog: Box"])
 async def list_boxes(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[BoxOut]:
     """Read a page of Box (aggregate Box, catalog.loom:4)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         page = await BoxRepository(work).page(limit, offset)
     return page.map(BoxOut.from_aggregate)
@@ -52,12 +50,9 @@ async def list_boxes(
     responses=PROBLEM_RESPONSES,
     tags=["Catalog: Box"],
 )
-async def box_reprice(
-    id: UUID,
-    body: BoxRepriceInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def box_reprice(id: UUID, body: BoxRepriceInput, request: Request) -> None:
     """operation Box.reprice (catalog.loom:12)"""
+    service = get_service(request)
     async with service.transaction() as work:
         boxes = BoxRepository(work)
         box = await boxes.get_by_id(id)
@@ -71,11 +66,9 @@ async def box_reprice(
     responses=PROBLEM_RESPONSES,
     tags=["Catalog: Box"],
 )
-async def box_touch(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def box_touch(id: UUID, request: Request) -> None:
     """operation Box.touch (catalog.loom:17)"""
+    service = get_service(request)
     async with service.transaction() as work:
         boxes = BoxRepository(work)
         box = await boxes.get_by_id(id)

@@ -2,17 +2,9 @@
 # Do not edit: change the model and rebuild.
 # Workflow routes of context Catalog.
 
-from typing import Annotated
+from fastapi import APIRouter, Request
 
-from fastapi import APIRouter, Depends
-
-from loom.runtime import (
-    PROBLEM_RESPONSES,
-    DecimalOut,
-    LoomRoute,
-    Service,
-    get_service,
-)
+from loom.runtime import PROBLEM_RESPONSES, DecimalOut, LoomRoute, get_service
 
 from .domain import Box
 from .repositories import BoxRepository
@@ -27,8 +19,9 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Catalog: workflows"],
 )
-async def ping(service: Annotated[Service, Depends(get_service)]) -> None:
+async def ping(request: Request) -> None:
     """workflow ping (catalog.loom:20): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit():
         pass
 
@@ -39,11 +32,9 @@ async def ping(service: Annotated[Service, Depends(get_service)]) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Catalog: workflows"],
 )
-async def make_box(
-    body: MakeBoxInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> DecimalOut:
+async def make_box(body: MakeBoxInput, request: Request) -> DecimalOut:
     """workflow makeBox (catalog.loom:22): transactional(read_committed), all-or-nothing"""
+    service = get_service(request)
     async with service.transaction(isolation="read_committed") as work:
         boxes = BoxRepository(work)
         b = Box.create(

@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query, Request
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
@@ -13,7 +13,6 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    Service,
     get_service,
 )
 
@@ -24,11 +23,9 @@ router = APIRouter(route_class=LoomRoute)
 
 
 @router.get("/api/parcels/{id}", responses=PROBLEM_RESPONSES, tags=["Shipping: Parcel"])
-async def get_parcel(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> ParcelOut:
+async def get_parcel(id: UUID, request: Request) -> ParcelOut:
     """Read one Parcel (aggregate Parcel, shipping.loom:2)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         parcel = await Parcels(work).get_by_id(id)
     return ParcelOut.from_aggregate(parcel)
@@ -36,11 +33,12 @@ async def get_parcel(
 
 @router.get("/api/parcels", responses=PROBLEM_RESPONSES, tags=["Shipping: Parcel"])
 async def list_parcels(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[ParcelOut]:
     """Read a page of Parcel (aggregate Parcel, shipping.loom:2)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         page = await Parcels(work).page(limit, offset)
     return page.map(ParcelOut.from_aggregate)

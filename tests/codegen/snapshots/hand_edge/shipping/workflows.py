@@ -2,11 +2,9 @@
 # Do not edit: change the model and rebuild.
 # Workflow routes of context Shipping.
 
-from typing import Annotated
+from fastapi import APIRouter, Request
 
-from fastapi import APIRouter, Depends
-
-from loom.runtime import PROBLEM_RESPONSES, LoomRoute, Service, get_service
+from loom.runtime import PROBLEM_RESPONSES, LoomRoute, get_service
 
 from .domain import Parcel, ParcelId
 from .repositories import Parcels
@@ -21,11 +19,9 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Shipping: workflows"],
 )
-async def ship(
-    body: ShipInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> ParcelId:
+async def ship(body: ShipInput, request: Request) -> ParcelId:
     """workflow ship (shipping.loom:6): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         parcels = Parcels(work)
         parcel = Parcel.create(box=body.box, label="x" + "y")

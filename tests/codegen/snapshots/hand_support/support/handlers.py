@@ -4,14 +4,13 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query, Request
 from pydantic import AwareDatetime
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
     Int64,
     LoomRoute,
-    Service,
     WireText,
     get_service,
     not_found,
@@ -30,11 +29,9 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def escalate_open(
-    body: EscalateOpenInput_,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def escalate_open(body: EscalateOpenInput_, request: Request) -> None:
     """commandHandler EscalateOpen (support.loom:100): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.find_by_open_for(body.customer)
@@ -51,11 +48,9 @@ async def escalate_open(
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def close_code(
-    body: CloseCodeInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> TicketId:
+async def close_code(body: CloseCodeInput, request: Request) -> TicketId:
     """commandHandler CloseCode (support.loom:104): transactional(serializable)"""
+    service = get_service(request)
     async with service.transaction(isolation="serializable") as work:
         tickets = Tickets(work)
         t = await tickets.get_by_code(body.code)
@@ -71,10 +66,11 @@ async def close_code(
     tags=["Support: handlers"],
 )
 async def due_tickets(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     as_of: Annotated[AwareDatetime, Query(alias="asOf")],
 ) -> list[TicketOut]:
     """queryHandler DueTickets (support.loom:109): read-only"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         due = await tickets.run_due(as_of)
@@ -88,10 +84,11 @@ async def due_tickets(
     tags=["Support: handlers"],
 )
 async def ticket_by_code(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     code: Annotated[WireText, Query()],
 ) -> TicketOut | None:
     """queryHandler TicketByCode (support.loom:113): read-only"""
+    service = get_service(request)
     result: Ticket | None = None
     async with service.autocommit() as work:
         tickets = Tickets(work)
@@ -107,13 +104,14 @@ async def ticket_by_code(
     tags=["Support: handlers"],
 )
 async def slack(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     code: Annotated[WireText, Query()],
     as_of: Annotated[AwareDatetime, Query(alias="asOf")],
     tags: Annotated[list[WireText], Query()],
     limit: Annotated[Int64 | None, Query()] = None,
 ) -> bool:
     """queryHandler Slack (support.loom:116): read-only"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_code(code)

@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Query, Request, Response
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
@@ -15,7 +15,6 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    Service,
     WireText,
     get_service,
 )
@@ -35,11 +34,9 @@ router = APIRouter(route_class=LoomRoute)
 
 
 @router.get("/api/tickets/{id}", responses=PROBLEM_RESPONSES, tags=["Support: Ticket"])
-async def get_ticket(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> TicketOut:
+async def get_ticket(id: UUID, request: Request) -> TicketOut:
     """Read one Ticket (aggregate Ticket, support.loom:3)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         ticket = await Tickets(work).get_by_id(id)
     return TicketOut.from_aggregate(ticket)
@@ -47,11 +44,12 @@ async def get_ticket(
 
 @router.get("/api/tickets", responses=PROBLEM_RESPONSES, tags=["Support: Ticket"])
 async def list_tickets(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[TicketOut]:
     """Read a page of Ticket (aggregate Ticket, support.loom:3)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         page = await Tickets(work).page(limit, offset)
     return page.map(TicketOut.from_aggregate)
@@ -64,9 +62,10 @@ async def list_tickets(
 )
 async def find_tickets_by_code(
     code: Annotated[WireText, Query()],
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> TicketOut:
     """find byCode of Tickets (support.loom:16)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         ticket = await Tickets(work).find_by_code(code)
     if ticket is None:
@@ -81,9 +80,10 @@ async def find_tickets_by_code(
 )
 async def find_tickets_by_customer(
     customer: Annotated[WireText, Query()],
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> list[TicketOut]:
     """find byCustomer of Tickets (support.loom:17)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         found = await Tickets(work).find_all_by_customer(customer)
     return [TicketOut.from_aggregate(x) for x in found]
@@ -98,9 +98,10 @@ async def find_tickets_by_customer(
 async def create_ticket(
     body: TicketCreateInput,
     response: Response,
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> TicketOut:
     """crudish create of Ticket (support.loom:3)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         ticket = Ticket.create(
             code=body.code,
@@ -121,9 +122,10 @@ async def create_ticket(
 async def update_ticket(
     id: UUID,
     body: TicketUpdateInput,
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> TicketOut:
     """crudish update of Ticket (support.loom:3): the fields the body names"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -153,11 +155,9 @@ async def update_ticket(
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def delete_ticket(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def delete_ticket(id: UUID, request: Request) -> None:
     """crudish delete of Ticket (support.loom:3)"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         await tickets.delete(await tickets.get_by_id(id))
@@ -169,11 +169,9 @@ async def delete_ticket(
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def ticket_flag_breached(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def ticket_flag_breached(id: UUID, request: Request) -> None:
     """operation Ticket.flagBreached (support.loom:11)"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -187,11 +185,9 @@ async def ticket_flag_breached(
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def ticket_escalate(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def ticket_escalate(id: UUID, request: Request) -> None:
     """operation Ticket.escalate (support.loom:12)"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -205,11 +201,9 @@ async def ticket_escalate(
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def ticket_close(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def ticket_close(id: UUID, request: Request) -> None:
     """operation Ticket.close (support.loom:13)"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -218,11 +212,9 @@ async def ticket_close(
 
 
 @router.get("/api/notes/{id}", responses=PROBLEM_RESPONSES, tags=["Support: Note"])
-async def get_note(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> NoteOut:
+async def get_note(id: UUID, request: Request) -> NoteOut:
     """Read one Note (aggregate Note, support.loom:90)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         note = await NoteRepository(work).get_by_id(id)
     return NoteOut.from_aggregate(note)
@@ -230,11 +222,12 @@ async def get_note(
 
 @router.get("/api/notes", responses=PROBLEM_RESPONSES, tags=["Support: Note"])
 async def list_notes(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[NoteOut]:
     """Read a page of Note (aggregate Note, support.loom:90)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         page = await NoteRepository(work).page(limit, offset)
     return page.map(NoteOut.from_aggregate)
@@ -249,9 +242,10 @@ async def list_notes(
 async def create_note(
     body: NoteCreateInput,
     response: Response,
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> NoteOut:
     """crudish create of Note (support.loom:90)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         note = Note.create(
             ticket=body.ticket,
@@ -267,12 +261,9 @@ async def create_note(
 
 
 @router.patch("/api/notes/{id}", responses=PROBLEM_RESPONSES, tags=["Support: Note"])
-async def update_note(
-    id: UUID,
-    body: NoteUpdateInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> NoteOut:
+async def update_note(id: UUID, body: NoteUpdateInput, request: Request) -> NoteOut:
     """crudish update of Note (support.loom:90): the fields the body names"""
+    service = get_service(request)
     async with service.transaction() as work:
         notes = NoteRepository(work)
         note = await notes.get_by_id(id)
@@ -301,11 +292,9 @@ async def update_note(
     responses=PROBLEM_RESPONSES,
     tags=["Support: Note"],
 )
-async def delete_note(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def delete_note(id: UUID, request: Request) -> None:
     """crudish delete of Note (support.loom:90)"""
+    service = get_service(request)
     async with service.transaction() as work:
         notes = NoteRepository(work)
         await notes.delete(await notes.get_by_id(id))

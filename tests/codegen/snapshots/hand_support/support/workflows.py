@@ -2,15 +2,12 @@
 # Do not edit: change the model and rebuild.
 # Workflow routes of context Support.
 
-from typing import Annotated
-
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Request
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
     Int64,
     LoomRoute,
-    Service,
     get_service,
     not_found,
     require,
@@ -57,11 +54,9 @@ def rate_double(x: int) -> int:
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def open_ticket(
-    body: OpenTicketInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> TicketId:
+async def open_ticket(body: OpenTicketInput, request: Request) -> TicketId:
     """workflow openTicket (support.loom:40): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = Ticket.create(
@@ -81,11 +76,9 @@ async def open_ticket(
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def sweep(
-    body: SweepInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def sweep(body: SweepInput, request: Request) -> None:
     """workflow sweep (support.loom:50): transactional, all-or-nothing"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         due = await tickets.find_all_by_due_open(body.as_of)
@@ -100,11 +93,9 @@ async def sweep(
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def strict_sweep(
-    body: StrictSweepInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def strict_sweep(body: StrictSweepInput, request: Request) -> None:
     """workflow strictSweep (support.loom:53): transactional, all-or-nothing"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         due = await tickets.find_all_by_due_before(body.as_of)
@@ -119,11 +110,9 @@ async def strict_sweep(
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def loose_sweep(
-    body: LooseSweepInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def loose_sweep(body: LooseSweepInput, request: Request) -> None:
     """workflow looseSweep (support.loom:56): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         due = await tickets.find_all_by_due_before(body.as_of)
@@ -138,11 +127,9 @@ async def loose_sweep(
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def escalate_by_code(
-    body: EscalateByCodeInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def escalate_by_code(body: EscalateByCodeInput, request: Request) -> None:
     """workflow escalateByCode (support.loom:60): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.find_by_code(body.code)
@@ -159,11 +146,9 @@ async def escalate_by_code(
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def close_by_code(
-    body: CloseByCodeInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def close_by_code(body: CloseByCodeInput, request: Request) -> None:
     """workflow closeByCode (support.loom:65): transactional, all-or-nothing"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_code(body.code)
@@ -177,11 +162,9 @@ async def close_by_code(
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def escalate_open(
-    body: EscalateOpenInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def escalate_open(body: EscalateOpenInput, request: Request) -> None:
     """workflow escalateOpen (support.loom:70): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.find_by_open_for(body.customer)
@@ -198,11 +181,9 @@ async def escalate_open(
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def remove_ticket(
-    body: RemoveTicketInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def remove_ticket(body: RemoveTicketInput, request: Request) -> None:
     """workflow removeTicket (support.loom:75): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.find_by_code(body.code)
@@ -218,11 +199,9 @@ async def remove_ticket(
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def close_all_for(
-    body: CloseAllForInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def close_all_for(body: CloseAllForInput, request: Request) -> None:
     """workflow closeAllFor (support.loom:80): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         all = await tickets.find_all_by_customer(body.customer)
@@ -237,11 +216,9 @@ async def close_all_for(
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def rate(
-    body: RateInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> Int64:
+async def rate(body: RateInput, request: Request) -> Int64:
     """workflow rate (support.loom:120): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit():
         result = rate_double(rate_sla_days(body.priority))
     return result

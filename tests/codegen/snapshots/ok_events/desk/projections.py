@@ -4,7 +4,7 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query, Request
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
@@ -12,7 +12,6 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    Service,
     WireText,
     get_service,
 )
@@ -28,11 +27,9 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Desk: projections"],
 )
-async def get_by_email(
-    key: WireText,
-    service: Annotated[Service, Depends(get_service)],
-) -> ByEmailOut:
+async def get_by_email(key: WireText, request: Request) -> ByEmailOut:
     """Read the row of projection ByEmail keyed by its email (events.loom:51)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         row = await ByEmailRows(work).get(key)
     return ByEmailOut.from_state(row)
@@ -44,11 +41,12 @@ async def get_by_email(
     tags=["Desk: projections"],
 )
 async def list_by_email(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[ByEmailOut]:
     """Read a page of projection ByEmail, ordered by email (events.loom:51)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         page = await ByEmailRows(work).page(limit, offset)
     return page.map(ByEmailOut.from_state)

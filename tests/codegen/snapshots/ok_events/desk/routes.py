@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query, Request
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
@@ -13,7 +13,6 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    Service,
     get_service,
 )
 
@@ -24,11 +23,9 @@ router = APIRouter(route_class=LoomRoute)
 
 
 @router.get("/api/tickets/{id}", responses=PROBLEM_RESPONSES, tags=["Desk: Ticket"])
-async def get_ticket(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> TicketOut:
+async def get_ticket(id: UUID, request: Request) -> TicketOut:
     """Read one Ticket (aggregate Ticket, events.loom:4)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         ticket = await Tickets(work).get_by_id(id)
     return TicketOut.from_aggregate(ticket)
@@ -36,11 +33,12 @@ async def get_ticket(
 
 @router.get("/api/tickets", responses=PROBLEM_RESPONSES, tags=["Desk: Ticket"])
 async def list_tickets(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[TicketOut]:
     """Read a page of Ticket (aggregate Ticket, events.loom:4)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         page = await Tickets(work).page(limit, offset)
     return page.map(TicketOut.from_aggregate)
@@ -52,11 +50,9 @@ async def list_tickets(
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
 )
-async def ticket_bump(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def ticket_bump(id: UUID, request: Request) -> None:
     """operation Ticket.bump (events.loom:7)"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -70,12 +66,9 @@ async def ticket_bump(
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
 )
-async def ticket_triage(
-    id: UUID,
-    body: TicketTriageInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def ticket_triage(id: UUID, body: TicketTriageInput, request: Request) -> None:
     """operation Ticket.triage (events.loom:8)"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -89,11 +82,9 @@ async def ticket_triage(
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
 )
-async def ticket_resolve(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def ticket_resolve(id: UUID, request: Request) -> None:
     """operation Ticket.resolve (events.loom:18)"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)

@@ -2,12 +2,11 @@
 # Do not edit: change the model and rebuild.
 # Workflow routes of context Desk.
 
-from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Request
 
-from loom.runtime import PROBLEM_RESPONSES, LoomRoute, Service, get_service, require
+from loom.runtime import PROBLEM_RESPONSES, LoomRoute, get_service, require
 
 from .domain import Escalated, Ticket
 from .repositories import Tickets, WatchInstances
@@ -22,11 +21,9 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Desk: workflows"],
 )
-async def triage(
-    body: TriageInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def triage(body: TriageInput, request: Request) -> None:
     """workflow triage (events.loom:24): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_id(body.ticket)
@@ -56,11 +53,9 @@ async def triage(
     responses=PROBLEM_RESPONSES,
     tags=["Desk: workflows"],
 )
-async def get_watch_instance(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> WatchInstanceOut:
+async def get_watch_instance(id: UUID, request: Request) -> WatchInstanceOut:
     """an instance of workflow Watch (events.loom:38), by its ticket"""
+    service = get_service(request)
     async with service.autocommit() as work:
         instance = await WatchInstances(work).get(id)
     return WatchInstanceOut.from_state(instance)

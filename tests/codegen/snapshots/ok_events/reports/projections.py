@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query, Request
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
@@ -13,7 +13,6 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    Service,
     get_service,
 )
 
@@ -28,11 +27,9 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Reports: projections"],
 )
-async def get_weekly(
-    key: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> WeeklyOut:
+async def get_weekly(key: UUID, request: Request) -> WeeklyOut:
     """Read the row of projection Weekly keyed by its ticket (events.loom:68)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         row = await WeeklyRows(work).get(key)
     return WeeklyOut.from_state(row)
@@ -44,11 +41,12 @@ async def get_weekly(
     tags=["Reports: projections"],
 )
 async def list_weekly(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[WeeklyOut]:
     """Read a page of projection Weekly, ordered by ticket (events.loom:68)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         page = await WeeklyRows(work).page(limit, offset)
     return page.map(WeeklyOut.from_state)

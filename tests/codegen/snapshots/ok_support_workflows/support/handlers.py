@@ -4,14 +4,13 @@
 
 from typing import Annotated, cast
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query, Request
 from pydantic import AwareDatetime
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
     Int64,
     LoomRoute,
-    Service,
     WireText,
     get_service,
     not_found,
@@ -43,11 +42,9 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def escalate_open(
-    body: EscalateOpenInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def escalate_open(body: EscalateOpenInput, request: Request) -> None:
     """commandHandler EscalateOpen (support_workflows.loom:65): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.find_by_open_for(body.customer)
@@ -64,11 +61,9 @@ async def escalate_open(
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def bump_by_code(
-    body: BumpByCodeInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def bump_by_code(body: BumpByCodeInput, request: Request) -> None:
     """commandHandler BumpByCode (support_workflows.loom:68): transactional(serializable)"""
+    service = get_service(request)
     async with service.transaction(isolation="serializable") as work:
         tickets = Tickets(work)
         hit = await tickets.find_by_code(body.code)
@@ -83,11 +78,9 @@ async def bump_by_code(
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def close_ticket(
-    body: CloseTicketInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> TicketId:
+async def close_ticket(body: CloseTicketInput, request: Request) -> TicketId:
     """commandHandler CloseTicket (support_workflows.loom:71): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_code(body.code)
@@ -103,11 +96,9 @@ async def close_ticket(
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def escalate_pair(
-    body: EscalatePairInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> bool:
+async def escalate_pair(body: EscalatePairInput, request: Request) -> bool:
     """commandHandler EscalatePair (support_workflows.loom:76): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         x = await tickets.get_by_id(body.a)
@@ -126,11 +117,9 @@ async def escalate_pair(
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def purge(
-    body: PurgeInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def purge(body: PurgeInput, request: Request) -> None:
     """commandHandler Purge (support_workflows.loom:83): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.find_by_id(body.id)
@@ -146,11 +135,9 @@ async def purge(
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def remove(
-    body: RemoveInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def remove(body: RemoveInput, request: Request) -> None:
     """commandHandler Remove (support_workflows.loom:86): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_code(body.code)
@@ -163,11 +150,9 @@ async def remove(
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def reopen(
-    body: ReopenInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def reopen(body: ReopenInput, request: Request) -> None:
     """commandHandler Reopen (support_workflows.loom:90): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.ignoring("NotClosed").get_by_id(body.id)
@@ -181,11 +166,9 @@ async def reopen(
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def notify(
-    body: NotifyInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def notify(body: NotifyInput, request: Request) -> None:
     """commandHandler Notify (support_workflows.loom:94): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_id(body.id)
@@ -199,10 +182,11 @@ async def notify(
     tags=["Support: handlers"],
 )
 async def due_tickets(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     as_of: Annotated[AwareDatetime, Query(alias="asOf")],
 ) -> list[TicketOut]:
     """queryHandler DueTickets (support_workflows.loom:98): read-only"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         due = await tickets.run_due(as_of)
@@ -215,11 +199,9 @@ async def due_tickets(
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def by_code(
-    service: Annotated[Service, Depends(get_service)],
-    code: Annotated[WireText, Query()],
-) -> TicketOut:
+async def by_code(request: Request, code: Annotated[WireText, Query()]) -> TicketOut:
     """queryHandler ByCode (support_workflows.loom:102): read-only"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.find_by_code(code)
@@ -235,11 +217,9 @@ async def by_code(
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def open_count(
-    service: Annotated[Service, Depends(get_service)],
-    c: Annotated[WireText, Query()],
-) -> Int64:
+async def open_count(request: Request, c: Annotated[WireText, Query()]) -> Int64:
     """queryHandler OpenCount (support_workflows.loom:105): read-only"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         _open = await tickets.find_all_by_open_for(c)
@@ -255,11 +235,12 @@ async def open_count(
     tags=["Support: handlers"],
 )
 async def slack(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     code: Annotated[WireText, Query()],
     as_of: Annotated[AwareDatetime, Query(alias="asOf")],
 ) -> bool:
     """queryHandler Slack (support_workflows.loom:111): read-only"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_code(code)

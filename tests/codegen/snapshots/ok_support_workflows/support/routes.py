@@ -5,7 +5,7 @@
 from typing import Annotated, cast
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Query, Request, Response
 from pydantic import AwareDatetime
 
 from loom.runtime import (
@@ -17,7 +17,6 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    Service,
     WireText,
     get_service,
 )
@@ -38,11 +37,9 @@ router = APIRouter(route_class=LoomRoute)
 
 
 @router.get("/api/tickets/{id}", responses=PROBLEM_RESPONSES, tags=["Support: Ticket"])
-async def get_ticket(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> TicketOut:
+async def get_ticket(id: UUID, request: Request) -> TicketOut:
     """Read one Ticket (aggregate Ticket, support_workflows.loom:5)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         ticket = await Tickets(work).get_by_id(id)
     return TicketOut.from_aggregate(ticket)
@@ -50,11 +47,12 @@ async def get_ticket(
 
 @router.get("/api/tickets", responses=PROBLEM_RESPONSES, tags=["Support: Ticket"])
 async def list_tickets(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[TicketOut]:
     """Read a page of Ticket (aggregate Ticket, support_workflows.loom:5)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         page = await Tickets(work).page(limit, offset)
     return page.map(TicketOut.from_aggregate)
@@ -67,9 +65,10 @@ async def list_tickets(
 )
 async def find_tickets_by_code(
     code: Annotated[WireText, Query()],
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> TicketOut:
     """find byCode of Tickets (support_workflows.loom:38)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         ticket = await Tickets(work).find_by_code(code)
     if ticket is None:
@@ -84,9 +83,10 @@ async def find_tickets_by_code(
 )
 async def find_tickets_by_customer(
     customer: Annotated[WireText, Query()],
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> list[TicketOut]:
     """find byCustomer of Tickets (support_workflows.loom:39)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         found = await Tickets(work).find_all_by_customer(customer)
     return [TicketOut.from_aggregate(x) for x in found]
@@ -100,9 +100,10 @@ async def find_tickets_by_customer(
 async def find_tickets_by_customer_and_due_at(
     customer: Annotated[WireText, Query()],
     due_at: Annotated[AwareDatetime, Query(alias="dueAt")],
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> TicketOut:
     """find byCustomerAndDueAt of Tickets (support_workflows.loom:40)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         ticket = await Tickets(work).get_by_customer_and_due_at(customer, due_at)
     return TicketOut.from_aggregate(ticket)
@@ -117,9 +118,10 @@ async def find_tickets_by_customer_and_due_at(
 async def create_ticket(
     body: TicketCreateInput,
     response: Response,
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> TicketOut:
     """crudish create of Ticket (support_workflows.loom:5)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         ticket = Ticket.create(
             code=body.code,
@@ -139,9 +141,10 @@ async def create_ticket(
 async def update_ticket(
     id: UUID,
     body: TicketUpdateInput,
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> TicketOut:
     """crudish update of Ticket (support_workflows.loom:5): the fields the body names"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -171,11 +174,9 @@ async def update_ticket(
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def delete_ticket(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def delete_ticket(id: UUID, request: Request) -> None:
     """crudish delete of Ticket (support_workflows.loom:5)"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         await tickets.delete(await tickets.get_by_id(id))
@@ -187,11 +188,9 @@ async def delete_ticket(
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def ticket_flag_breached(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def ticket_flag_breached(id: UUID, request: Request) -> None:
     """operation Ticket.flagBreached (support_workflows.loom:27)"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -205,12 +204,9 @@ async def ticket_flag_breached(
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def ticket_notify(
-    id: UUID,
-    body: TicketNotifyInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def ticket_notify(id: UUID, body: TicketNotifyInput, request: Request) -> None:
     """extern operation Ticket.notify (support_workflows.loom:29)"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -227,11 +223,9 @@ async def ticket_notify(
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def ticket_score(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> Int64:
+async def ticket_score(id: UUID, request: Request) -> Int64:
     """extern operation Ticket.score (support_workflows.loom:30)"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -246,11 +240,9 @@ async def ticket_score(
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def ticket_escalate(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def ticket_escalate(id: UUID, request: Request) -> None:
     """operation Ticket.escalate (support_workflows.loom:31)"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -264,11 +256,9 @@ async def ticket_escalate(
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def ticket_close(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def ticket_close(id: UUID, request: Request) -> None:
     """operation Ticket.close (support_workflows.loom:32)"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -282,12 +272,9 @@ async def ticket_close(
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def ticket_bump(
-    id: UUID,
-    body: TicketBumpInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def ticket_bump(id: UUID, body: TicketBumpInput, request: Request) -> None:
     """operation Ticket.bump (support_workflows.loom:33)"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -304,9 +291,10 @@ async def ticket_bump(
 async def ticket_bump_twice(
     id: UUID,
     body: TicketBumpTwiceInput,
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> None:
     """operation Ticket.bumpTwice (support_workflows.loom:34)"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)

@@ -2,19 +2,11 @@
 # Do not edit: change the model and rebuild.
 # Workflow routes of context Support.
 
-from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Request
 
-from loom.runtime import (
-    PROBLEM_RESPONSES,
-    Int64,
-    LoomRoute,
-    Service,
-    get_service,
-    require,
-)
+from loom.runtime import PROBLEM_RESPONSES, Int64, LoomRoute, get_service, require
 
 from .domain import Charged, LedgerState, Swept, Ticket, TicketId
 from .repositories import (
@@ -59,11 +51,9 @@ def ledger_apply_charged(state: LedgerState, e: Charged) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def sweep(
-    body: SweepInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> Int64:
+async def sweep(body: SweepInput, request: Request) -> Int64:
     """workflow sweep (support_workflows.loom:116): transactional, all-or-nothing"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         due = await tickets.run_due(body.as_of)
@@ -86,11 +76,9 @@ async def sweep(
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def open_ticket(
-    body: OpenTicketInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> TicketId:
+async def open_ticket(body: OpenTicketInput, request: Request) -> TicketId:
     """workflow openTicket (support_workflows.loom:130): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = Ticket.create(code=body.code, customer=body.customer, due_at=body.due_at)
@@ -126,11 +114,9 @@ async def open_ticket(
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def fulfill_order(
-    body: FulfillOrderInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def fulfill_order(body: FulfillOrderInput, request: Request) -> None:
     """workflow FulfillOrder (support_workflows.loom:145): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         fulfill_order_instances = FulfillOrderInstances(work)
@@ -153,11 +139,9 @@ async def fulfill_order(
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def adopt(
-    body: AdoptInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def adopt(body: AdoptInput, request: Request) -> None:
     """workflow Adopt (support_workflows.loom:162): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         adopt_instances = AdoptInstances(work)
@@ -174,11 +158,9 @@ async def adopt(
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def ledger(
-    body: LedgerInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def ledger(body: LedgerInput, request: Request) -> None:
     """workflow Ledger (support_workflows.loom:171): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         ledger_instances = LedgerInstances(work)
         instance = await ledger_instances.bind(body.ticket)
@@ -201,9 +183,10 @@ async def ledger(
 )
 async def get_fulfill_order_instance(
     id: UUID,
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> FulfillOrderInstanceOut:
     """an instance of workflow FulfillOrder (support_workflows.loom:145), by its ticket"""
+    service = get_service(request)
     async with service.autocommit() as work:
         instance = await FulfillOrderInstances(work).get(id)
     return FulfillOrderInstanceOut.from_state(instance)
@@ -214,11 +197,9 @@ async def get_fulfill_order_instance(
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def get_adopt_instance(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> AdoptInstanceOut:
+async def get_adopt_instance(id: UUID, request: Request) -> AdoptInstanceOut:
     """an instance of workflow Adopt (support_workflows.loom:162), by its ticket"""
+    service = get_service(request)
     async with service.autocommit() as work:
         instance = await AdoptInstances(work).get(id)
     return AdoptInstanceOut.from_state(instance)
@@ -229,11 +210,9 @@ async def get_adopt_instance(
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def get_ledger_instance(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> LedgerInstanceOut:
+async def get_ledger_instance(id: UUID, request: Request) -> LedgerInstanceOut:
     """an instance of workflow Ledger (support_workflows.loom:171), by its ticket"""
+    service = get_service(request)
     async with service.autocommit() as work:
         instance = await LedgerInstances(work).get(id)
     return LedgerInstanceOut.from_state(instance)

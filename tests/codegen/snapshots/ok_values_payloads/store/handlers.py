@@ -5,12 +5,11 @@
 from decimal import Decimal
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query, Request
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,
-    Service,
     WireDecimal,
     WireText,
     get_service,
@@ -39,10 +38,11 @@ router = APIRouter(route_class=LoomRoute)
     tags=["Store: handlers"],
 )
 async def order_summary(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     id: Annotated[OrderId, Query()],
 ) -> OrderViewOut:
     """queryHandler OrderSummary (values_payloads.loom:105): read-only"""
+    service = get_service(request)
     async with service.autocommit() as work:
         orders = Orders(work)
         o = await orders.get_by_id(id)
@@ -61,10 +61,11 @@ async def order_summary(
     tags=["Store: handlers"],
 )
 async def latest_order(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     q: Annotated[OrdersOfInput, Query()],
 ) -> OrderViewOut:
     """queryHandler LatestOrder (values_payloads.loom:111): read-only"""
+    service = get_service(request)
     q_ = q.to_domain()
     async with service.autocommit() as work:
         orders = Orders(work)
@@ -93,10 +94,11 @@ async def latest_order(
     tags=["Store: handlers"],
 )
 async def problems(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     product: Annotated[ProductId, Query()],
 ) -> list[RefusalOut]:
     """queryHandler Problems (values_payloads.loom:120): read-only"""
+    service = get_service(request)
     async with service.autocommit() as work:
         products = Products(work)
         p = await products.get_by_id(product)
@@ -106,11 +108,12 @@ async def problems(
 
 @router.get("/api/queries/taxed", responses=PROBLEM_RESPONSES, tags=["Store: handlers"])
 async def taxed(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     product: Annotated[ProductId, Query()],
     rate: Annotated[WireDecimal, Query()],
 ) -> MoneyOut:
     """queryHandler Taxed (values_payloads.loom:125): read-only"""
+    service = get_service(request)
     async with service.autocommit() as work:
         products = Products(work)
         p = await products.get_by_id(product)
@@ -124,10 +127,11 @@ async def taxed(
     tags=["Store: handlers"],
 )
 async def matching(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     label: Annotated[WireText, Query()],
 ) -> list[ProductOut]:
     """queryHandler Matching (values_payloads.loom:130): read-only"""
+    service = get_service(request)
     async with service.autocommit() as work:
         products = Products(work)
         line = Line(
@@ -146,11 +150,9 @@ async def matching(
     responses=PROBLEM_RESPONSES,
     tags=["Store: handlers"],
 )
-async def reprice(
-    body: RepriceProductInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> MoneyOut:
+async def reprice(body: RepriceProductInput, request: Request) -> MoneyOut:
     """commandHandler Reprice (values_payloads.loom:137): non-transactional: each save commits on its own"""
+    service = get_service(request)
     c = body.to_domain()
     async with service.autocommit() as work:
         products = Products(work)

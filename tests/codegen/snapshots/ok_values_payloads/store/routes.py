@@ -6,7 +6,7 @@ from decimal import Decimal
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Query, Request, Response
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
@@ -16,7 +16,6 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    Service,
     WireText,
     get_service,
 )
@@ -37,11 +36,9 @@ router = APIRouter(route_class=LoomRoute)
 
 
 @router.get("/api/products/{id}", responses=PROBLEM_RESPONSES, tags=["Store: Product"])
-async def get_product(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> ProductOut:
+async def get_product(id: UUID, request: Request) -> ProductOut:
     """Read one Product (aggregate Product, values_payloads.loom:22)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         product = await Products(work).get_by_id(id)
     return ProductOut.from_aggregate(product)
@@ -49,11 +46,12 @@ async def get_product(
 
 @router.get("/api/products", responses=PROBLEM_RESPONSES, tags=["Store: Product"])
 async def list_products(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[ProductOut]:
     """Read a page of Product (aggregate Product, values_payloads.loom:22)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         page = await Products(work).page(limit, offset)
     return page.map(ProductOut.from_aggregate)
@@ -68,9 +66,10 @@ async def list_products(
 async def create_product(
     body: ProductCreateInput,
     response: Response,
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> ProductOut:
     """crudish create of Product (values_payloads.loom:22)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         product = Product.create(
             name=body.name,
@@ -96,9 +95,10 @@ async def create_product(
 async def update_product(
     id: UUID,
     body: ProductUpdateInput,
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> ProductOut:
     """crudish update of Product (values_payloads.loom:22): the fields the body names"""
+    service = get_service(request)
     async with service.transaction() as work:
         products = Products(work)
         product = await products.get_by_id(id)
@@ -131,11 +131,9 @@ async def update_product(
     responses=PROBLEM_RESPONSES,
     tags=["Store: Product"],
 )
-async def delete_product(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def delete_product(id: UUID, request: Request) -> None:
     """crudish delete of Product (values_payloads.loom:22)"""
+    service = get_service(request)
     async with service.transaction() as work:
         products = Products(work)
         await products.delete(await products.get_by_id(id))
@@ -150,9 +148,10 @@ async def delete_product(
 async def product_reprice(
     id: UUID,
     body: ProductRepriceInput,
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> None:
     """operation Product.reprice (values_payloads.loom:36)"""
+    service = get_service(request)
     async with service.transaction() as work:
         products = Products(work)
         product = await products.get_by_id(id)
@@ -161,11 +160,9 @@ async def product_reprice(
 
 
 @router.get("/api/orders/{id}", responses=PROBLEM_RESPONSES, tags=["Store: Order"])
-async def get_order(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> OrderOut:
+async def get_order(id: UUID, request: Request) -> OrderOut:
     """Read one Order (aggregate Order, values_payloads.loom:46)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         order = await Orders(work).get_by_id(id)
     return OrderOut.from_aggregate(order)
@@ -173,11 +170,12 @@ async def get_order(
 
 @router.get("/api/orders", responses=PROBLEM_RESPONSES, tags=["Store: Order"])
 async def list_orders(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[OrderOut]:
     """Read a page of Order (aggregate Order, values_payloads.loom:46)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         page = await Orders(work).page(limit, offset)
     return page.map(OrderOut.from_aggregate)
@@ -190,9 +188,10 @@ async def list_orders(
 )
 async def find_orders_by_customer(
     customer: Annotated[WireText, Query()],
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> OrderOut:
     """find byCustomer of Orders (values_payloads.loom:54)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         order = await Orders(work).find_by_customer(customer)
     if order is None:

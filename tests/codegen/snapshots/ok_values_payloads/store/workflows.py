@@ -3,12 +3,11 @@
 # Workflow routes of context Store.
 
 from decimal import Decimal
-from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Request
 
-from loom.runtime import PROBLEM_RESPONSES, LoomRoute, Service, get_service, require
+from loom.runtime import PROBLEM_RESPONSES, LoomRoute, get_service, require
 
 from .domain import Currency, Money, Order, OrderId
 from .repositories import BillingInstances, Orders
@@ -29,11 +28,9 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Store: workflows"],
 )
-async def place_order(
-    body: PlaceOrderInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> OrderId:
+async def place_order(body: PlaceOrderInput, request: Request) -> OrderId:
     """workflow PlaceOrder (values_payloads.loom:70): non-transactional: each save commits on its own"""
+    service = get_service(request)
     c = body.to_domain()
     async with service.autocommit() as work:
         orders = Orders(work)
@@ -60,11 +57,9 @@ async def place_order(
     responses=PROBLEM_RESPONSES,
     tags=["Store: workflows"],
 )
-async def quick_order(
-    body: QuickOrderInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> OrderId:
+async def quick_order(body: QuickOrderInput, request: Request) -> OrderId:
     """workflow quickOrder (values_payloads.loom:84): non-transactional: each save commits on its own"""
+    service = get_service(request)
     c = body.c.to_domain()
     total = body.total.to_domain()
     async with service.autocommit() as work:
@@ -87,11 +82,9 @@ async def quick_order(
     responses=PROBLEM_RESPONSES,
     tags=["Store: workflows"],
 )
-async def billing(
-    body: BillingInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def billing(body: BillingInput, request: Request) -> None:
     """workflow Billing (values_payloads.loom:93): non-transactional: each save commits on its own"""
+    service = get_service(request)
     charge = body.charge.to_domain()
     async with service.autocommit() as work:
         orders = Orders(work)
@@ -114,11 +107,9 @@ async def billing(
     responses=PROBLEM_RESPONSES,
     tags=["Store: workflows"],
 )
-async def get_billing_instance(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> BillingInstanceOut:
+async def get_billing_instance(id: UUID, request: Request) -> BillingInstanceOut:
     """an instance of workflow Billing (values_payloads.loom:93), by its order"""
+    service = get_service(request)
     async with service.autocommit() as work:
         instance = await BillingInstances(work).get(id)
     return BillingInstanceOut.from_state(instance)

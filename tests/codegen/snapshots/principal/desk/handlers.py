@@ -2,14 +2,11 @@
 # Do not edit: change the model and rebuild.
 # Command and query handlers of context Desk.
 
-from typing import Annotated
-
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Request
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,
-    Service,
     current_principal,
     get_service,
     require,
@@ -28,11 +25,9 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Desk: handlers"],
 )
-async def expire(
-    body: ExpireInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def expire(body: ExpireInput, request: Request) -> None:
     """commandHandler Expire (principal.loom:74): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         work.emit(Expired(ticket=body.ticket))
 
@@ -43,11 +38,9 @@ async def expire(
     responses=PROBLEM_RESPONSES,
     tags=["Desk: handlers"],
 )
-async def take(
-    body: TakeInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def take(body: TakeInput, request: Request) -> None:
     """commandHandler Take (principal.loom:77): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         require(
@@ -62,8 +55,9 @@ async def take(
 
 
 @router.get("/api/queries/my_id", responses=PROBLEM_RESPONSES, tags=["Desk: handlers"])
-async def my_id(service: Annotated[Service, Depends(get_service)]) -> str:
+async def my_id(request: Request) -> str:
     """queryHandler MyId (principal.loom:84): read-only"""
+    service = get_service(request)
     async with service.autocommit():
         result = current_principal().subject
     return result
@@ -74,8 +68,9 @@ async def my_id(service: Annotated[Service, Depends(get_service)]) -> str:
     responses=PROBLEM_RESPONSES,
     tags=["Desk: handlers"],
 )
-async def who_am_i(service: Annotated[Service, Depends(get_service)]) -> MeOut:
+async def who_am_i(request: Request) -> MeOut:
     """queryHandler WhoAmI (principal.loom:87): read-only"""
+    service = get_service(request)
     async with service.autocommit():
         result = Me(
             id=current_principal().claim("sub"),

@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Query, Request, Response
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
@@ -14,7 +14,6 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    Service,
     get_service,
 )
 
@@ -34,11 +33,9 @@ router = APIRouter(route_class=LoomRoute)
 
 
 @router.get("/api/tickets/{id}", responses=PROBLEM_RESPONSES, tags=["Desk: Ticket"])
-async def get_ticket(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> TicketOut:
+async def get_ticket(id: UUID, request: Request) -> TicketOut:
     """Read one Ticket (aggregate Ticket, principal.loom:7)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         ticket = await Tickets(work).get_by_id(id)
     return TicketOut.from_aggregate(ticket)
@@ -46,11 +43,12 @@ async def get_ticket(
 
 @router.get("/api/tickets", responses=PROBLEM_RESPONSES, tags=["Desk: Ticket"])
 async def list_tickets(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[TicketOut]:
     """Read a page of Ticket (aggregate Ticket, principal.loom:7)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         page = await Tickets(work).page(limit, offset)
     return page.map(TicketOut.from_aggregate)
@@ -65,9 +63,10 @@ async def list_tickets(
 async def create_ticket(
     body: TicketCreateInput,
     response: Response,
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> TicketOut:
     """crudish create of Ticket (principal.loom:7)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         ticket = Ticket.create(
             owner=body.owner,
@@ -85,9 +84,10 @@ async def create_ticket(
 async def update_ticket(
     id: UUID,
     body: TicketUpdateInput,
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> TicketOut:
     """crudish update of Ticket (principal.loom:7): the fields the body names"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -119,11 +119,9 @@ async def update_ticket(
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
 )
-async def delete_ticket(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def delete_ticket(id: UUID, request: Request) -> None:
     """crudish delete of Ticket (principal.loom:7)"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         await tickets.delete(await tickets.get_by_id(id))
@@ -135,12 +133,9 @@ async def delete_ticket(
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
 )
-async def ticket_close(
-    id: UUID,
-    body: TicketCloseInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def ticket_close(id: UUID, body: TicketCloseInput, request: Request) -> None:
     """operation Ticket.close (principal.loom:15)"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -154,12 +149,9 @@ async def ticket_close(
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
 )
-async def ticket_take(
-    id: UUID,
-    body: TicketTakeInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def ticket_take(id: UUID, body: TicketTakeInput, request: Request) -> None:
     """operation Ticket.take (principal.loom:21)"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -173,12 +165,9 @@ async def ticket_take(
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
 )
-async def ticket_assign(
-    id: UUID,
-    body: TicketAssignInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def ticket_assign(id: UUID, body: TicketAssignInput, request: Request) -> None:
     """operation Ticket.assign (principal.loom:26)"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -192,12 +181,9 @@ async def ticket_assign(
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
 )
-async def ticket_watch(
-    id: UUID,
-    body: TicketWatchInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def ticket_watch(id: UUID, body: TicketWatchInput, request: Request) -> None:
     """operation Ticket.watch (principal.loom:30)"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -211,11 +197,9 @@ async def ticket_watch(
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
 )
-async def ticket_review(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def ticket_review(id: UUID, request: Request) -> None:
     """operation Ticket.review (principal.loom:34)"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -229,11 +213,9 @@ async def ticket_review(
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
 )
-async def ticket_archive(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def ticket_archive(id: UUID, request: Request) -> None:
     """operation Ticket.archive (principal.loom:37)"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)

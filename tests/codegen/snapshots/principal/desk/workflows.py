@@ -2,17 +2,9 @@
 # Do not edit: change the model and rebuild.
 # Workflow routes of context Desk.
 
-from typing import Annotated
+from fastapi import APIRouter, Request
 
-from fastapi import APIRouter, Depends
-
-from loom.runtime import (
-    PROBLEM_RESPONSES,
-    LoomRoute,
-    Service,
-    current_principal,
-    get_service,
-)
+from loom.runtime import PROBLEM_RESPONSES, LoomRoute, current_principal, get_service
 
 from .domain import Status, Ticket, TicketId
 from .repositories import Tickets
@@ -30,8 +22,9 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Desk: workflows"],
 )
-async def open_ticket(service: Annotated[Service, Depends(get_service)]) -> TicketId:
+async def open_ticket(request: Request) -> TicketId:
     """workflow OpenTicket (principal.loom:67): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = Ticket.create(

@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query, Request
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
@@ -13,7 +13,6 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    Service,
     get_service,
 )
 
@@ -33,11 +32,9 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Sales: Customer"],
 )
-async def get_customer(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> CustomerOut:
+async def get_customer(id: UUID, request: Request) -> CustomerOut:
     """Read one Customer (aggregate Customer, sales.loom:5)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         customer = await Customers(work).get_by_id(id)
     return CustomerOut.from_aggregate(customer)
@@ -45,11 +42,12 @@ async def get_customer(
 
 @router.get("/api/customers", responses=PROBLEM_RESPONSES, tags=["Sales: Customer"])
 async def list_customers(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[CustomerOut]:
     """Read a page of Customer (aggregate Customer, sales.loom:5)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         page = await Customers(work).page(limit, offset)
     return page.map(CustomerOut.from_aggregate)
@@ -64,9 +62,10 @@ async def list_customers(
 async def customer_deduct_credit(
     id: UUID,
     body: CustomerDeductCreditInput,
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> None:
     """operation Customer.deductCredit (sales.loom:11)"""
+    service = get_service(request)
     async with service.transaction() as work:
         customers = Customers(work)
         customer = await customers.get_by_id(id)
@@ -83,9 +82,10 @@ async def customer_deduct_credit(
 async def customer_add_credit(
     id: UUID,
     body: CustomerAddCreditInput,
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> None:
     """operation Customer.addCredit (sales.loom:17)"""
+    service = get_service(request)
     async with service.transaction() as work:
         customers = Customers(work)
         customer = await customers.get_by_id(id)
@@ -94,11 +94,9 @@ async def customer_add_credit(
 
 
 @router.get("/api/orders/{id}", responses=PROBLEM_RESPONSES, tags=["Sales: Order"])
-async def get_order(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> OrderOut:
+async def get_order(id: UUID, request: Request) -> OrderOut:
     """Read one Order (aggregate Order, sales.loom:23)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         order = await Orders(work).get_by_id(id)
     return OrderOut.from_aggregate(order)
@@ -106,11 +104,12 @@ async def get_order(
 
 @router.get("/api/orders", responses=PROBLEM_RESPONSES, tags=["Sales: Order"])
 async def list_orders(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[OrderOut]:
     """Read a page of Order (aggregate Order, sales.loom:23)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         page = await Orders(work).page(limit, offset)
     return page.map(OrderOut.from_aggregate)

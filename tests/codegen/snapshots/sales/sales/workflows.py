@@ -2,11 +2,9 @@
 # Do not edit: change the model and rebuild.
 # Workflow routes of context Sales.
 
-from typing import Annotated
+from fastapi import APIRouter, Request
 
-from fastapi import APIRouter, Depends
-
-from loom.runtime import PROBLEM_RESPONSES, LoomRoute, Service, get_service, require
+from loom.runtime import PROBLEM_RESPONSES, LoomRoute, get_service, require
 
 from .domain import Customer, CustomerId, Order, OrderPlaced, OrderStatus
 from .repositories import Customers, Orders
@@ -21,11 +19,9 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Sales: workflows"],
 )
-async def place_order(
-    body: PlaceOrderInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def place_order(body: PlaceOrderInput, request: Request) -> None:
     """workflow placeOrder (sales.loom:35): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         customers = Customers(work)
         orders = Orders(work)
@@ -46,11 +42,9 @@ async def place_order(
     responses=PROBLEM_RESPONSES,
     tags=["Sales: workflows"],
 )
-async def transfer_credit(
-    body: TransferCreditInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def transfer_credit(body: TransferCreditInput, request: Request) -> None:
     """workflow transferCredit (sales.loom:48): transactional, all-or-nothing"""
+    service = get_service(request)
     async with service.transaction() as work:
         customers = Customers(work)
         require(
@@ -75,9 +69,10 @@ async def transfer_credit(
 )
 async def register_customer(
     body: RegisterCustomerInput,
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> CustomerId:
     """workflow registerCustomer (onboarding.loom:4): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         customers = Customers(work)
         customer = Customer.create(name=body.name, credit_limit=body.credit_limit)

@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query, Request
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
@@ -13,7 +13,6 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    Service,
     get_service,
 )
 
@@ -28,11 +27,9 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Scheduling: Appointment"],
 )
-async def get_appointment(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> AppointmentOut:
+async def get_appointment(id: UUID, request: Request) -> AppointmentOut:
     """Read one Appointment (aggregate Appointment, scheduling.loom:36)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         appointment = await Appointments(work).get_by_id(id)
     return AppointmentOut.from_aggregate(appointment)
@@ -44,11 +41,12 @@ async def get_appointment(
     tags=["Scheduling: Appointment"],
 )
 async def list_appointments(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[AppointmentOut]:
     """Read a page of Appointment (aggregate Appointment, scheduling.loom:36)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         page = await Appointments(work).page(limit, offset)
     return page.map(AppointmentOut.from_aggregate)
@@ -60,11 +58,9 @@ async def list_appointments(
     responses=PROBLEM_RESPONSES,
     tags=["Scheduling: Appointment"],
 )
-async def appointment_confirm(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def appointment_confirm(id: UUID, request: Request) -> None:
     """operation Appointment.confirm (scheduling.loom:46)"""
+    service = get_service(request)
     async with service.transaction() as work:
         appointments = Appointments(work)
         appointment = await appointments.get_by_id(id)
@@ -78,11 +74,9 @@ async def appointment_confirm(
     responses=PROBLEM_RESPONSES,
     tags=["Scheduling: Appointment"],
 )
-async def appointment_expire(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def appointment_expire(id: UUID, request: Request) -> None:
     """operation Appointment.expire (scheduling.loom:50)"""
+    service = get_service(request)
     async with service.transaction() as work:
         appointments = Appointments(work)
         appointment = await appointments.get_by_id(id)
@@ -96,11 +90,9 @@ async def appointment_expire(
     responses=PROBLEM_RESPONSES,
     tags=["Scheduling: Appointment"],
 )
-async def appointment_pay_deposit(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def appointment_pay_deposit(id: UUID, request: Request) -> None:
     """operation Appointment.payDeposit (scheduling.loom:54)"""
+    service = get_service(request)
     async with service.transaction() as work:
         appointments = Appointments(work)
         appointment = await appointments.get_by_id(id)
@@ -117,9 +109,10 @@ async def appointment_pay_deposit(
 async def appointment_cancel(
     id: UUID,
     body: AppointmentCancelInput,
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> None:
     """operation Appointment.cancel (scheduling.loom:59)"""
+    service = get_service(request)
     async with service.transaction() as work:
         appointments = Appointments(work)
         appointment = await appointments.get_by_id(id)

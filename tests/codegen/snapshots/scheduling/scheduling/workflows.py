@@ -2,16 +2,14 @@
 # Do not edit: change the model and rebuild.
 # Workflow routes of context Scheduling.
 
-from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Request
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
     ConcurrencyConflict,
     LoomRoute,
-    Service,
     get_service,
     now,
     require,
@@ -51,9 +49,10 @@ router = APIRouter(route_class=LoomRoute)
 )
 async def request_appointment(
     body: RequestAppointmentInput,
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> AppointmentId:
     """workflow requestAppointment (scheduling.loom:69): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         appointments = Appointments(work)
         require(
@@ -84,11 +83,9 @@ async def request_appointment(
     responses=PROBLEM_RESPONSES,
     tags=["Scheduling: workflows"],
 )
-async def hold_slot(
-    body: HoldSlotInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> AppointmentId:
+async def hold_slot(body: HoldSlotInput, request: Request) -> AppointmentId:
     """workflow holdSlot (scheduling.loom:80): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         appointments = Appointments(work)
         a = Appointment.create(
@@ -116,11 +113,9 @@ async def hold_slot(
     responses=PROBLEM_RESPONSES,
     tags=["Scheduling: workflows"],
 )
-async def reminder(
-    body: ReminderInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def reminder(body: ReminderInput, request: Request) -> None:
     """workflow Reminder (scheduling.loom:131): a process step: one transaction with its timers, like its reactions"""
+    service = get_service(request)
     async with service.transaction() as work:
         appointments = Appointments(work)
         reminder_instances = ReminderInstances(work)
@@ -155,9 +150,10 @@ async def reminder(
 )
 async def get_confirmation_deadline_instance(
     id: UUID,
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> ConfirmationDeadlineInstanceOut:
     """an instance of workflow ConfirmationDeadline (scheduling.loom:93), by its appointment"""
+    service = get_service(request)
     async with service.autocommit() as work:
         instance = await ConfirmationDeadlineInstances(work).get(id)
         timeouts = await service.processes.pending(
@@ -175,9 +171,10 @@ async def get_confirmation_deadline_instance(
 )
 async def get_deposit_hold_instance(
     id: UUID,
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> DepositHoldInstanceOut:
     """an instance of workflow DepositHold (scheduling.loom:113), by its appointment"""
+    service = get_service(request)
     async with service.autocommit() as work:
         instance = await DepositHoldInstances(work).get(id)
         timeouts = await service.processes.pending(
@@ -193,11 +190,9 @@ async def get_deposit_hold_instance(
     responses=PROBLEM_RESPONSES,
     tags=["Scheduling: workflows"],
 )
-async def get_reminder_instance(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> ReminderInstanceOut:
+async def get_reminder_instance(id: UUID, request: Request) -> ReminderInstanceOut:
     """an instance of workflow Reminder (scheduling.loom:131), by its appointment"""
+    service = get_service(request)
     async with service.autocommit() as work:
         instance = await ReminderInstances(work).get(id)
         timeouts = await service.processes.pending("Scheduling.Reminder", id, work=work)

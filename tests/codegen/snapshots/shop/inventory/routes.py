@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query, Request
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
@@ -13,7 +13,6 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    Service,
     get_service,
 )
 
@@ -28,11 +27,9 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Inventory: Reservation"],
 )
-async def get_reservation(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> ReservationOut:
+async def get_reservation(id: UUID, request: Request) -> ReservationOut:
     """Read one Reservation (aggregate Reservation, shop.loom:110)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         reservation = await Reservations(work).get_by_id(id)
     return ReservationOut.from_aggregate(reservation)
@@ -44,11 +41,12 @@ async def get_reservation(
     tags=["Inventory: Reservation"],
 )
 async def list_reservations(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[ReservationOut]:
     """Read a page of Reservation (aggregate Reservation, shop.loom:110)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         page = await Reservations(work).page(limit, offset)
     return page.map(ReservationOut.from_aggregate)
@@ -60,11 +58,9 @@ async def list_reservations(
     responses=PROBLEM_RESPONSES,
     tags=["Inventory: Reservation"],
 )
-async def reservation_release(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def reservation_release(id: UUID, request: Request) -> None:
     """operation Reservation.release (shop.loom:116)"""
+    service = get_service(request)
     async with service.transaction() as work:
         reservations = Reservations(work)
         reservation = await reservations.get_by_id(id)

@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query, Request
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
@@ -13,7 +13,6 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    Service,
     get_service,
 )
 
@@ -28,11 +27,9 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Orders: projections"],
 )
-async def get_order_progress(
-    key: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> OrderProgressOut:
+async def get_order_progress(key: UUID, request: Request) -> OrderProgressOut:
     """Read the row of projection OrderProgress keyed by its order (shop.loom:86)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         row = await OrderProgressRows(work).get(key)
     return OrderProgressOut.from_state(row)
@@ -44,11 +41,12 @@ async def get_order_progress(
     tags=["Orders: projections"],
 )
 async def list_order_progress(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[OrderProgressOut]:
     """Read a page of projection OrderProgress, ordered by order (shop.loom:86)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         page = await OrderProgressRows(work).page(limit, offset)
     return page.map(OrderProgressOut.from_state)

@@ -2,12 +2,11 @@
 # Do not edit: change the model and rebuild.
 # Workflow routes of context Orders.
 
-from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Request
 
-from loom.runtime import PROBLEM_RESPONSES, LoomRoute, Service, get_service
+from loom.runtime import PROBLEM_RESPONSES, LoomRoute, get_service
 
 from .domain import Order, OrderId, OrderPlaced, OrderStatus
 from .repositories import Orders, PaymentDeadlineInstances
@@ -22,11 +21,9 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Orders: workflows"],
 )
-async def place_order(
-    body: PlaceOrderInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> OrderId:
+async def place_order(body: PlaceOrderInput, request: Request) -> OrderId:
     """workflow placeOrder (shop.loom:40): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         orders = Orders(work)
         o = Order.create(
@@ -60,9 +57,10 @@ async def place_order(
 )
 async def get_payment_deadline_instance(
     id: UUID,
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> PaymentDeadlineInstanceOut:
     """an instance of workflow PaymentDeadline (shop.loom:62), by its order"""
+    service = get_service(request)
     async with service.autocommit() as work:
         instance = await PaymentDeadlineInstances(work).get(id)
         timeouts = await service.processes.pending(

@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query, Request
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
@@ -13,7 +13,6 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    Service,
     get_service,
 )
 
@@ -24,11 +23,9 @@ router = APIRouter(route_class=LoomRoute)
 
 
 @router.get("/api/charges/{id}", responses=PROBLEM_RESPONSES, tags=["Payment: Charge"])
-async def get_charge(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> ChargeOut:
+async def get_charge(id: UUID, request: Request) -> ChargeOut:
     """Read one Charge (aggregate Charge, shop.loom:150)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         charge = await Charges(work).get_by_id(id)
     return ChargeOut.from_aggregate(charge)
@@ -36,11 +33,12 @@ async def get_charge(
 
 @router.get("/api/charges", responses=PROBLEM_RESPONSES, tags=["Payment: Charge"])
 async def list_charges(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[ChargeOut]:
     """Read a page of Charge (aggregate Charge, shop.loom:150)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         page = await Charges(work).page(limit, offset)
     return page.map(ChargeOut.from_aggregate)

@@ -4,13 +4,12 @@
 
 from typing import Annotated, cast
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query, Request
 from pydantic import AwareDatetime
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,
-    Service,
     WireText,
     get_service,
     not_found,
@@ -43,11 +42,9 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def escalate_open(
-    body: EscalateOpenInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def escalate_open(body: EscalateOpenInput, request: Request) -> None:
     """commandHandler EscalateOpen (support.loom:88): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.find_by_open_for(body.customer)
@@ -64,11 +61,9 @@ async def escalate_open(
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def close_ticket(
-    body: CloseTicketInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def close_ticket(body: CloseTicketInput, request: Request) -> None:
     """commandHandler CloseTicket (support.loom:92): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_id(body.ticket)
@@ -82,11 +77,9 @@ async def close_ticket(
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def close_if_present(
-    body: CloseIfPresentInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def close_if_present(body: CloseIfPresentInput, request: Request) -> None:
     """commandHandler CloseIfPresent (support.loom:97): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.find_by_id(body.ticket)
@@ -103,11 +96,9 @@ async def close_if_present(
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def close_by_code(
-    body: CloseByCodeInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> TicketId:
+async def close_by_code(body: CloseByCodeInput, request: Request) -> TicketId:
     """commandHandler CloseByCode (support.loom:101): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_code(body.code)
@@ -123,11 +114,9 @@ async def close_by_code(
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def escalate_pair(
-    body: EscalatePairInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def escalate_pair(body: EscalatePairInput, request: Request) -> None:
     """commandHandler EscalatePair (support.loom:107): transactional"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         a = await tickets.get_by_code(body.first)
@@ -149,11 +138,9 @@ async def escalate_pair(
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def assign(
-    body: AssignInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def assign(body: AssignInput, request: Request) -> None:
     """commandHandler Assign (support.loom:114): transactional"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         agents = Agents(work)
@@ -174,11 +161,9 @@ async def assign(
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def notify(
-    body: NotifyInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def notify(body: NotifyInput, request: Request) -> None:
     """commandHandler Notify (support.loom:124): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.find_by_code(body.code)
@@ -198,11 +183,9 @@ async def notify(
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def purge(
-    body: PurgeInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def purge(body: PurgeInput, request: Request) -> None:
     """commandHandler Purge (support.loom:128): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_code(body.code)
@@ -215,10 +198,11 @@ async def purge(
     tags=["Support: handlers"],
 )
 async def due_tickets(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     as_of: Annotated[AwareDatetime, Query(alias="asOf")],
 ) -> list[TicketOut]:
     """queryHandler DueTickets (support.loom:135): read-only"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         due = await tickets.run_due(as_of)
@@ -232,10 +216,11 @@ async def due_tickets(
     tags=["Support: handlers"],
 )
 async def tickets_of(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     customer: Annotated[WireText, Query()],
 ) -> list[TicketOut]:
     """queryHandler TicketsOf (support.loom:140): read-only"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         mine = await tickets.find_all_by_customer(customer)
@@ -249,11 +234,12 @@ async def tickets_of(
     tags=["Support: handlers"],
 )
 async def has_slack(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     code: Annotated[WireText, Query()],
     as_of: Annotated[AwareDatetime, Query(alias="asOf")],
 ) -> bool:
     """queryHandler HasSlack (support.loom:145): read-only"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_code(code)
@@ -266,11 +252,9 @@ async def has_slack(
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def team_of(
-    service: Annotated[Service, Depends(get_service)],
-    handle: Annotated[WireText, Query()],
-) -> str | None:
+async def team_of(request: Request, handle: Annotated[WireText, Query()]) -> str | None:
     """queryHandler TeamOf (support.loom:150): read-only"""
+    service = get_service(request)
     result: str | None = None
     async with service.autocommit() as work:
         agents = Agents(work)
@@ -284,10 +268,9 @@ async def team_of(
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def idle_agents(
-    service: Annotated[Service, Depends(get_service)],
-) -> list[AgentOut]:
+async def idle_agents(request: Request) -> list[AgentOut]:
     """queryHandler IdleAgents (support.loom:155): read-only"""
+    service = get_service(request)
     async with service.autocommit() as work:
         agents = Agents(work)
         idle = await agents.find_all_by_idle()
@@ -301,10 +284,11 @@ async def idle_agents(
     tags=["Support: handlers"],
 )
 async def echo(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     codes: Annotated[list[WireText], Query()],
 ) -> list[str]:
     """queryHandler Echo (support.loom:160): read-only"""
+    service = get_service(request)
     async with service.autocommit():
         result = codes
     return result

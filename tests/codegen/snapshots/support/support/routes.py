@@ -5,7 +5,7 @@
 from typing import Annotated, cast
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Query, Request, Response
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
@@ -15,7 +15,6 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    Service,
     WireText,
     get_service,
 )
@@ -37,11 +36,9 @@ router = APIRouter(route_class=LoomRoute)
 
 
 @router.get("/api/tickets/{id}", responses=PROBLEM_RESPONSES, tags=["Support: Ticket"])
-async def get_ticket(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> TicketOut:
+async def get_ticket(id: UUID, request: Request) -> TicketOut:
     """Read one Ticket (aggregate Ticket, support.loom:15)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         ticket = await Tickets(work).get_by_id(id)
     return TicketOut.from_aggregate(ticket)
@@ -49,11 +46,12 @@ async def get_ticket(
 
 @router.get("/api/tickets", responses=PROBLEM_RESPONSES, tags=["Support: Ticket"])
 async def list_tickets(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[TicketOut]:
     """Read a page of Ticket (aggregate Ticket, support.loom:15)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         page = await Tickets(work).page(limit, offset)
     return page.map(TicketOut.from_aggregate)
@@ -66,9 +64,10 @@ async def list_tickets(
 )
 async def find_tickets_by_customer(
     customer: Annotated[WireText, Query()],
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> list[TicketOut]:
     """find byCustomer of Tickets (support.loom:64)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         found = await Tickets(work).find_all_by_customer(customer)
     return [TicketOut.from_aggregate(x) for x in found]
@@ -83,9 +82,10 @@ async def find_tickets_by_customer(
 async def create_ticket(
     body: TicketCreateInput,
     response: Response,
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> TicketOut:
     """crudish create of Ticket (support.loom:15)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         ticket = Ticket.create(
             code=body.code,
@@ -105,9 +105,10 @@ async def create_ticket(
 async def update_ticket(
     id: UUID,
     body: TicketUpdateInput,
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> TicketOut:
     """crudish update of Ticket (support.loom:15): the fields the body names"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -144,11 +145,9 @@ async def update_ticket(
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def delete_ticket(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def delete_ticket(id: UUID, request: Request) -> None:
     """crudish delete of Ticket (support.loom:15)"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         await tickets.delete(await tickets.get_by_id(id))
@@ -160,11 +159,9 @@ async def delete_ticket(
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def ticket_flag_breached(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def ticket_flag_breached(id: UUID, request: Request) -> None:
     """operation Ticket.flagBreached (support.loom:36)"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -178,11 +175,9 @@ async def ticket_flag_breached(
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def ticket_escalate(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def ticket_escalate(id: UUID, request: Request) -> None:
     """operation Ticket.escalate (support.loom:40)"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -196,11 +191,9 @@ async def ticket_escalate(
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def ticket_close(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def ticket_close(id: UUID, request: Request) -> None:
     """operation Ticket.close (support.loom:41)"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -214,12 +207,9 @@ async def ticket_close(
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def ticket_reopen(
-    id: UUID,
-    body: TicketReopenInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def ticket_reopen(id: UUID, body: TicketReopenInput, request: Request) -> None:
     """operation Ticket.reopen (support.loom:42)"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -233,12 +223,9 @@ async def ticket_reopen(
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def ticket_notify(
-    id: UUID,
-    body: TicketNotifyInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def ticket_notify(id: UUID, body: TicketNotifyInput, request: Request) -> None:
     """extern operation Ticket.notify (support.loom:49)"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -250,11 +237,9 @@ async def ticket_notify(
 
 
 @router.get("/api/agents/{id}", responses=PROBLEM_RESPONSES, tags=["Support: Agent"])
-async def get_agent(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> AgentOut:
+async def get_agent(id: UUID, request: Request) -> AgentOut:
     """Read one Agent (aggregate Agent, support.loom:52)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         agent = await Agents(work).get_by_id(id)
     return AgentOut.from_aggregate(agent)
@@ -262,11 +247,12 @@ async def get_agent(
 
 @router.get("/api/agents", responses=PROBLEM_RESPONSES, tags=["Support: Agent"])
 async def list_agents(
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[AgentOut]:
     """Read a page of Agent (aggregate Agent, support.loom:52)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         page = await Agents(work).page(limit, offset)
     return page.map(AgentOut.from_aggregate)
@@ -279,9 +265,10 @@ async def list_agents(
 )
 async def find_agents_by_handle(
     handle: Annotated[WireText, Query()],
-    service: Annotated[Service, Depends(get_service)],
+    request: Request,
 ) -> AgentOut:
     """find byHandle of Agents (support.loom:67)"""
+    service = get_service(request)
     async with service.autocommit() as work:
         agent = await Agents(work).find_by_handle(handle)
     if agent is None:
@@ -295,11 +282,9 @@ async def find_agents_by_handle(
     responses=PROBLEM_RESPONSES,
     tags=["Support: Agent"],
 )
-async def agent_take(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def agent_take(id: UUID, request: Request) -> None:
     """operation Agent.take (support.loom:59)"""
+    service = get_service(request)
     async with service.transaction() as work:
         agents = Agents(work)
         agent = await agents.get_by_id(id)
@@ -313,12 +298,9 @@ async def agent_take(
     responses=PROBLEM_RESPONSES,
     tags=["Support: Agent"],
 )
-async def agent_join(
-    id: UUID,
-    body: AgentJoinInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def agent_join(id: UUID, body: AgentJoinInput, request: Request) -> None:
     """operation Agent.join (support.loom:60)"""
+    service = get_service(request)
     async with service.transaction() as work:
         agents = Agents(work)
         agent = await agents.get_by_id(id)

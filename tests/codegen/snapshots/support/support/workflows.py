@@ -2,19 +2,12 @@
 # Do not edit: change the model and rebuild.
 # Workflow routes of context Support.
 
-from typing import Annotated, cast
+from typing import cast
 from uuid import UUID
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Request
 
-from loom.runtime import (
-    PROBLEM_RESPONSES,
-    Int64,
-    LoomRoute,
-    Service,
-    get_service,
-    require,
-)
+from loom.runtime import PROBLEM_RESPONSES, Int64, LoomRoute, get_service, require
 
 from .domain import Agent, AgentId, Charged, LedgerState, Ticket
 from .externs import TicketExterns
@@ -63,11 +56,9 @@ def ledger_apply_charged(state: LedgerState, e: Charged) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def hire_agent(
-    body: HireAgentInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> AgentId:
+async def hire_agent(body: HireAgentInput, request: Request) -> AgentId:
     """workflow hireAgent (support.loom:166): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         agents = Agents(work)
         a = Agent.create(handle=body.handle, name=body.name, load=0, team=None)
@@ -82,11 +73,9 @@ async def hire_agent(
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def intake(
-    body: IntakeInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def intake(body: IntakeInput, request: Request) -> None:
     """workflow intake (support.loom:174): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         existing = await tickets.find_by_code(body.code)
@@ -108,11 +97,9 @@ async def intake(
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def sweep(
-    body: SweepInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> Int64:
+async def sweep(body: SweepInput, request: Request) -> Int64:
     """workflow sweep (support.loom:185): transactional, all-or-nothing"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         due = await tickets.run_due(body.as_of)
@@ -129,11 +116,9 @@ async def sweep(
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def strict_sweep(
-    body: StrictSweepInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def strict_sweep(body: StrictSweepInput, request: Request) -> None:
     """workflow strictSweep (support.loom:195): transactional, all-or-nothing"""
+    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         late = await tickets.run_late(body.as_of)
@@ -148,11 +133,9 @@ async def strict_sweep(
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def loose_sweep(
-    body: LooseSweepInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def loose_sweep(body: LooseSweepInput, request: Request) -> None:
     """workflow looseSweep (support.loom:201): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         late = await tickets.run_late(body.as_of)
@@ -167,11 +150,9 @@ async def loose_sweep(
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def follow_up(
-    body: FollowUpInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def follow_up(body: FollowUpInput, request: Request) -> None:
     """workflow FollowUp (support.loom:209): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         follow_up_instances = FollowUpInstances(work)
@@ -193,11 +174,9 @@ async def follow_up(
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def ledger(
-    body: LedgerInput,
-    service: Annotated[Service, Depends(get_service)],
-) -> None:
+async def ledger(body: LedgerInput, request: Request) -> None:
     """workflow Ledger (support.loom:230): non-transactional: each save commits on its own"""
+    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         ledger_instances = LedgerInstances(work)
@@ -221,11 +200,9 @@ async def ledger(
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def get_follow_up_instance(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> FollowUpInstanceOut:
+async def get_follow_up_instance(id: UUID, request: Request) -> FollowUpInstanceOut:
     """an instance of workflow FollowUp (support.loom:209), by its ticket"""
+    service = get_service(request)
     async with service.autocommit() as work:
         instance = await FollowUpInstances(work).get(id)
     return FollowUpInstanceOut.from_state(instance)
@@ -236,11 +213,9 @@ async def get_follow_up_instance(
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def get_ledger_instance(
-    id: UUID,
-    service: Annotated[Service, Depends(get_service)],
-) -> LedgerInstanceOut:
+async def get_ledger_instance(id: UUID, request: Request) -> LedgerInstanceOut:
     """an instance of workflow Ledger (support.loom:230), by its ticket"""
+    service = get_service(request)
     async with service.autocommit() as work:
         instance = await LedgerInstances(work).get(id)
     return LedgerInstanceOut.from_state(instance)

@@ -1,0 +1,326 @@
+"""What the HTTP benchmarks share: real uvicorn servers, a load client, and the server's CPU time.
+
+Each app is served by its own `python -m uvicorn` subprocess (one worker, no access log, the same
+options for both), on the same database. The load client is an httpx async client in this process
+holding `concurrency` keep-alive connections, each driven by one task sending its requests one
+after the other. A round sends a fixed number of requests; rounds alternate between the apps so a
+noisy neighbour hurts both alike. Per round: requests per second (wall clock) and the server's CPU
+time per request (user + system time of the server process, from /proc/<pid>/stat).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+BANKING = ROOT / "examples/banking/banking.loom"
+_TICKS = os.sysconf("SC_CLK_TCK")
+START = 10**12  # every account's opening balance: transfers of 1 never run out
+
+# call(client, caller, n): the n-th request of caller number `caller`, answering its status
+Call = Callable[[httpx.AsyncClient, int, int], Awaitable[int]]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    """A uvicorn subprocess serving `factory` ("module:function")."""
+
+    name: str
+    factory: str
+    app_dir: Path
+    env: dict[str, str]
+    port: int = field(default_factory=_free_port)
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LOOM_JWT")}
+        env.update(self.env)
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT)])
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "--factory",
+                self.factory,
+                "--app-dir",
+                str(self.app_dir),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--log-level",
+                "warning",
+                "--no-access-log",
+            ],
+            env=env,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise SystemExit(f"{self.name} server exited with {self.process.returncode}")
+            try:
+                httpx.get(f"{self.url}/openapi.json", timeout=1)
+                return
+            except httpx.TransportError:
+                time.sleep(0.1)
+        raise SystemExit(f"{self.name} server did not start")
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+            self.process = None
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time of the server process so far."""
+        assert self.process is not None
+        stat = Path(f"/proc/{self.process.pid}/stat").read_text()
+        fields = stat[stat.rindex(")") + 2 :].split()
+        return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
+
+
+@contextlib.contextmanager
+def serving(*servers: Server) -> Iterator[None]:
+    try:
+        for server in servers:
+            server.start()
+        yield
+    finally:
+        for server in servers:
+            server.stop()
+
+
+@contextlib.contextmanager
+def database(kind: str) -> Iterator[tuple[str, str]]:
+    """(label, SQLAlchemy URL) of a fresh database: a SQLite file, or a throwaway PostgreSQL 15
+    cluster (tests/pgcluster.py)."""
+    if kind == "sqlite":
+        with tempfile.TemporaryDirectory() as tmp:
+            yield "SQLite", f"sqlite+aiosqlite:///{tmp}/bench.db"
+        return
+    sys.path.insert(0, str(ROOT))
+    from tests.pgcluster import running_cluster
+
+    with running_cluster() as cluster:
+        yield "PostgreSQL 15", cluster.url()
+
+
+def generated_server(url: str, build_dir: Path) -> Server:
+    """The banking example built with `loom build` into build_dir/bank, served by uvicorn."""
+    from loom.build import build_model
+    from loom.lang import compile_files
+
+    result = compile_files([BANKING])
+    assert result.model is not None, result.diagnostics
+    build_model(result.model, build_dir / "bank")
+    return Server("generated", "bank.main:build_app", build_dir, {"LOOM_DATABASE_URL": url})
+
+
+def reference_server(url: str) -> Server:
+    return Server("hand-written", "bench.reference:build_app", ROOT, {"BENCH_DATABASE_URL": url})
+
+
+@dataclass
+class Round:
+    rate: float  # requests per second
+    cpu_ms: float  # server CPU milliseconds per request
+    conflicts: int  # 409 answers
+
+
+async def _round(server: Server, requests: int, concurrency: int, call: Call) -> Round:
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(base_url=server.url, limits=limits, timeout=60) as client:
+        # open every connection before the clock starts
+        await asyncio.gather(*(call(client, w, 0) for w in range(concurrency)))
+        per_worker = [
+            requests // concurrency + (w < requests % concurrency) for w in range(concurrency)
+        ]
+        conflicts = 0
+
+        async def worker(w: int) -> None:
+            nonlocal conflicts
+            for n in range(1, per_worker[w] + 1):
+                if await call(client, w, n) == 409:
+                    conflicts += 1
+
+        cpu = server.cpu_seconds()
+        start = time.perf_counter()
+        await asyncio.gather(*(worker(w) for w in range(concurrency)))
+        elapsed = time.perf_counter() - start
+        cpu = server.cpu_seconds() - cpu
+    return Round(requests / elapsed, cpu * 1000 / requests, conflicts)
+
+
+@dataclass
+class Comparison:
+    generated: list[Round]
+    reference: list[Round]
+
+    @staticmethod
+    def _median(rounds: list[Round], attr: str) -> float:
+        return statistics.median(getattr(r, attr) for r in rounds)
+
+    def row(self, label: str, concurrency: int) -> str:
+        g_rate, h_rate = self._median(self.generated, "rate"), self._median(self.reference, "rate")
+        g_cpu, h_cpu = (
+            self._median(self.generated, "cpu_ms"),
+            self._median(self.reference, "cpu_ms"),
+        )
+        g_409 = sum(r.conflicts for r in self.generated)
+        h_409 = sum(r.conflicts for r in self.reference)
+        return (
+            f"| {label} | {concurrency} | {g_rate:.0f} req/s | {h_rate:.0f} req/s "
+            f"| **{g_rate / h_rate:.2f}** | {g_cpu:.2f} ms | {h_cpu:.2f} ms "
+            f"| **{g_cpu / h_cpu:.2f}** | {g_409} / {h_409} |"
+        )
+
+
+HEADER = (
+    "| database | connections | generated | hand-written | ratio | server CPU/request "
+    "generated | hand-written | CPU ratio | 409 (gen / ref) |\n"
+    "|---|---|---|---|---|---|---|---|---|"
+)
+
+
+async def compare(
+    generated: tuple[Server, Call],
+    reference: tuple[Server, Call],
+    *,
+    requests: int,
+    rounds: int,
+    concurrency: int,
+) -> Comparison:
+    """Warm both apps up, then `rounds` alternating rounds of `requests` each."""
+    result = Comparison([], [])
+    for server, call in (generated, reference):
+        await _round(server, min(200, requests), concurrency, call)  # warm-up
+    for _ in range(rounds):
+        for (server, call), out in ((generated, result.generated), (reference, result.reference)):
+            out.append(await _round(server, requests, concurrency, call))
+    return result
+
+
+def expect(response: httpx.Response, ok: int) -> int:
+    """The status, or stop the benchmark on an unexpected answer (a 409 is counted)."""
+    if response.status_code not in (ok, 409):
+        raise SystemExit(
+            f"{response.request.method} {response.request.url} -> "
+            f"{response.status_code} {response.text}"
+        )
+    return response.status_code
+
+
+@dataclass
+class Accounts:
+    """Account ids (as strings) of each side."""
+
+    generated: list[str]
+    reference: list[str]
+
+
+async def seed(generated: Server, url: str, count: int) -> Accounts:
+    """`count` accounts on each side with a large balance: through the generated service's own
+    routes, and as rows of the reference's table."""
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from bench.reference import accounts as reference_table
+
+    gen: list[str] = []
+    async with httpx.AsyncClient(base_url=generated.url) as client:
+        r = await client.post("/api/workflows/register_customer", json={"name": "Bench"})
+        owner = r.json()
+        for n in range(count):
+            r = await client.post(
+                "/api/workflows/open_account", json={"owner": owner, "number": f"G-{n}"}
+            )
+            gen.append(r.json())
+            expect(
+                await client.post(f"/api/accounts/{gen[-1]}/deposit", json={"amount": START}), 204
+            )
+    ref = [uuid.uuid4() for _ in range(count)]
+    engine = create_async_engine(url)
+    async with engine.begin() as conn:
+        await conn.execute(
+            reference_table.insert(),
+            [
+                {"id": i, "version": 1, "number": f"R-{n}", "balance": START, "frozen": 0}
+                for n, i in enumerate(ref)
+            ],
+        )
+    await engine.dispose()
+    return Accounts(gen, [str(i) for i in ref])
+
+
+@dataclass
+class Scenario:
+    """One request of each app (`Call`); caller c works on its own accounts only."""
+
+    generated: Call
+    reference: Call
+
+
+def main(title: str, scenario: Callable[[Accounts], Scenario], accounts_per_caller: int) -> None:
+    parser = argparse.ArgumentParser(
+        description=sys.modules["__main__"].__doc__,
+        formatter_class=argparse.RawTextHelpFormatter,
+    )
+    parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
+    parser.add_argument("--requests", type=int, default=1000, help="requests per round and app")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--connections", default="1,16", help="concurrent connections, comma-separated"
+    )
+    args = parser.parse_args()
+    levels = [int(c) for c in args.connections.split(",")]
+    kinds = ["sqlite", "postgres"] if args.db == "both" else [args.db]
+    rows = []
+    for kind in kinds:
+        with database(kind) as (label, url), tempfile.TemporaryDirectory() as build:
+            gen, ref = generated_server(url, Path(build)), reference_server(url)
+            with serving(gen, ref):
+                accounts = asyncio.run(seed(gen, url, max(levels) * accounts_per_caller))
+                calls = scenario(accounts)
+                for level in levels:
+                    result = asyncio.run(
+                        compare(
+                            (gen, calls.generated),
+                            (ref, calls.reference),
+                            requests=args.requests,
+                            rounds=args.rounds,
+                            concurrency=level,
+                        )
+                    )
+                    rows.append(result.row(label, level))
+                    print(rows[-1], flush=True)
+    load = Path("/proc/loadavg").read_text().split()[:3]
+    print(
+        f"\n{title}, {args.rounds} rounds x {args.requests} requests, load average {' '.join(load)}"
+    )
+    print(HEADER)
+    print("\n".join(rows))
