@@ -145,6 +145,13 @@ def run(
             "larger ones are answered 413."
         ),
     ] = None,
+    relay_lease: Annotated[
+        float | None,
+        typer.Option(
+            help="How long the outbox relay holds the rows it claimed, in seconds (default: "
+            "$LOOM_RELAY_LEASE, else 60); rows a crashed replica held wait that long."
+        ),
+    ] = None,
     idempotency_ttl: Annotated[
         float | None,
         typer.Option(
@@ -172,6 +179,7 @@ def run(
         ("LOOM_JWT_ISSUER", jwt_issuer),
         ("LOOM_MAX_BODY_BYTES", None if max_body_bytes is None else str(max_body_bytes)),
         ("LOOM_IDEMPOTENCY_TTL", None if idempotency_ttl is None else str(idempotency_ttl)),
+        ("LOOM_RELAY_LEASE", None if relay_lease is None else str(relay_lease)),
     ):
         if value:
             os.environ[variable] = value

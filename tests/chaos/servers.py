@@ -52,7 +52,7 @@ def copy_model(folder: Path, files: Sequence[Path], *extra: Path) -> list[Path]:
 
 class Server:
     """One `loom run` subprocess on a fixed port. With `lease`, it starts through
-    tests/chaos/launch.py (the same command with a shorter relay lease)."""
+    LOOM_RELAY_LEASE (a shorter relay lease, so rows a killed replica claimed are claimed again soon)."""
 
     def __init__(
         self,
@@ -76,7 +76,7 @@ class Server:
         self._proc: subprocess.Popen[bytes] | None = None
 
     def command(self) -> list[str]:
-        entry = ["-m", "tests.chaos.launch"] if self.lease is not None else ["-m", "loom.cli"]
+        entry = ["-m", "loom.cli"]
         args = ["run", *map(str, self.model), "--database-url", self.database_url]
         args += ["--port", str(self.port)]
         if self.extern:
@@ -87,7 +87,7 @@ class Server:
         """Start the process (not waiting for it to answer: see `wait_ready`)."""
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "LOOM_LOG_LEVEL": "WARNING"}
         if self.lease is not None:
-            env["CHAOS_LEASE_SECONDS"] = str(self.lease)
+            env["LOOM_RELAY_LEASE"] = str(self.lease)
         # Output goes to a file, not a pipe: a pipe nobody reads fills up and blocks the server.
         with open(self.log_path, "ab") as log:
             log.write(f"--- start {self.starts + 1}: {' '.join(self.command())}\n".encode())

@@ -67,3 +67,20 @@ def test_run_refuses_a_bad_limit(tmp_path: Path, flag: str, value: str, says: st
     )
     assert r.returncode == 2, r.stdout + r.stderr
     assert says in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_run_refuses_a_bad_relay_lease(tmp_path: Path) -> None:
+    model = tmp_path / "shop.loom"
+    model.write_text((ROOT / "examples/shop/shop.loom").read_text())
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOM_")}
+    r = subprocess.run(
+        [sys.executable, "-m", "loom.cli", "run", str(model), "--relay-lease", "0"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        check=False,
+        timeout=120,
+    )
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "LOOM_RELAY_LEASE must be a positive" in r.stderr and "Traceback" not in r.stderr

@@ -31,6 +31,7 @@ from ._idempotency import HEADER as IDEMPOTENCY_KEY
 from ._idempotency import SAFE_METHODS, resolve_ttl
 from ._logs import install_default_handler
 from ._problems import install_problem_handlers, problem_for
+from ._relay import resolve_relay_options
 from ._schemas import Problem
 from ._service import Service
 
@@ -153,7 +154,7 @@ def create_app(
     Events: `channels` are the durable channels; `event_types` the event classes to register
     (so the relay can decode them); `subscribe(service)` subscribes the handlers. The relay runs
     when there are channels, unless `relay=False` or LOOM_RELAY=off; `relay_options` go to
-    `Relay`. The dead-letter admin routes are mounted when there are channels (or when
+    `Relay` (the lease, when they name none, from LOOM_RELAY_LEASE in seconds). The dead-letter admin routes are mounted when there are channels (or when
     `dead_letter_routes` says so).
 
     Processes (docs/processes.md): `processes=True` creates the process, timer and tick tables
@@ -174,6 +175,7 @@ def create_app(
     `Idempotency-Key` is remembered (docs/http.md#idempotency-keys).
     """
     ttl = resolve_ttl(idempotency_ttl)
+    relay_settings = resolve_relay_options(relay_options)
     run_relay = relay if relay is not None else os.environ.get("LOOM_RELAY", "").lower() != "off"
     run_scheduler = (
         scheduler
@@ -190,7 +192,7 @@ def create_app(
             url,
             metadata,
             channels=channels,
-            relay_options=relay_options,
+            relay_options=relay_settings,
             processes=processes,
             scheduler_options=scheduler_options,
         )

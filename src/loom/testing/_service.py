@@ -100,6 +100,5 @@ async def serve(
     `ServiceClient`: each request returns after every reaction it caused, unless `settle=False`)."""
     main = build_service(model_files)
     app = main.build_app(database_url)
-    async with app.router.lifespan_context(app):
-        async with ServiceClient(app, main, settle=settle) as client:
-            yield client
+    async with app.router.lifespan_context(app), ServiceClient(app, main, settle=settle) as client:
+        yield client
