@@ -28,6 +28,7 @@ from loom.codegen.python.bodies import BodyWriter, body_params
 from loom.codegen.python.expressions import Scope
 from loom.codegen.python.routes import (
     REQUEST_PARAM,
+    ROUTE_LOCALS,
     ROUTE_NAMES,
     SERVICE_LINE,
     decorator,
@@ -35,19 +36,6 @@ from loom.codegen.python.routes import (
 )
 from loom.codegen.python.schemas import SchemaNames, schema_names, sole_payload
 from loom.model import ir
-
-_RESERVED = {
-    "body",
-    "request",
-    "service",
-    "work",
-    "result",
-    "self",
-    "cls",
-    "now",
-    "require",
-    "router",
-}
 
 
 def emit_handlers(info: ModelInfo, context: ir.Context) -> str:
@@ -97,7 +85,7 @@ def _handler(
     out_types = TypeNames(info, context, imports, mode="output")
     fn = functions.take(names.ident(handler.name))
     tag = f"{context.name}: handlers"
-    alloc = NameAlloc(_RESERVED)
+    alloc = NameAlloc(ROUTE_LOCALS)
     params: list[str] = []
     py: dict[str, str] = {}
     if command:

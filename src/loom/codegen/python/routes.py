@@ -41,6 +41,10 @@ REQUEST_PARAM = "request: Request"
 SERVICE_LINE = "    service = get_service(request)"
 # names every route module defines or imports
 ROUTE_NAMES = {"router", "APIRouter", "Request", "LoomRoute", "get_service", "PROBLEM_RESPONSES"}
+# the locals a workflow or handler route defines, which the model's names must not shadow
+ROUTE_LOCALS = frozenset(
+    {"body", "request", "service", "work", "result", "self", "cls", "now", "require", "router"}
+)
 
 
 def route_imports(imports: Imports) -> None:

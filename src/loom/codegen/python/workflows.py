@@ -37,6 +37,7 @@ from loom.codegen.python.domain import function_body
 from loom.codegen.python.expressions import Scope, workflow_function
 from loom.codegen.python.routes import (
     REQUEST_PARAM,
+    ROUTE_LOCALS,
     ROUTE_NAMES,
     SERVICE_LINE,
     decorator,
@@ -44,19 +45,6 @@ from loom.codegen.python.routes import (
 )
 from loom.codegen.python.schemas import http_create, schema_names
 from loom.model import ir
-
-_RESERVED = {
-    "body",
-    "request",
-    "service",
-    "work",
-    "result",
-    "self",
-    "cls",
-    "now",
-    "require",
-    "router",
-}
 
 
 def emit_workflows(info: ModelInfo, context: ir.Context) -> str:
@@ -185,7 +173,7 @@ def _workflow(
     lines.append(f"    {docstring(f'workflow {wf.name} ({where(wf.origin)}): {mode}')}")
     lines.append(SERVICE_LINE)
 
-    alloc = NameAlloc(_RESERVED)
+    alloc = NameAlloc(ROUTE_LOCALS)
     py_params, built = body_params(create.params, alloc, in_types)
     lines += built
     scope = Scope(
