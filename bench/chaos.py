@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import contextlib
 import itertools
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -140,15 +141,23 @@ def main() -> None:
     args = parser.parse_args()
     print(f"chaos bench, {time.strftime('%Y-%m-%d %H:%M:%S %Z')}; uptime: {uptime()}", flush=True)
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="loom-chaos-bench-") as tmp:
-        needs_pg = args.db != "sqlite"
-        with maybe_cluster(needs_pg) as cluster:
+    # kept when the run fails, so the servers' logs can be read afterwards
+    tmp = tempfile.mkdtemp(prefix="loom-chaos-bench-")
+    needs_pg = args.db != "sqlite"
+    with maybe_cluster(needs_pg) as cluster:
+        try:
             problems = asyncio.run(run(args, Databases(Path(tmp), cluster)))
+        except BaseException:
+            print(f"the run failed; its servers' logs are under {tmp}", flush=True)
+            raise
     print(f"\n{time.monotonic() - started:.0f}s in all; uptime at the end: {uptime()}")
     print(f"broken promises: {len(problems)}")
     for p in problems:
         print(f"  {p}")
-    sys.exit(1 if problems else 0)
+    if problems:
+        print(f"the servers' logs are under {tmp}")
+        sys.exit(1)
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

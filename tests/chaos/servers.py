@@ -109,7 +109,17 @@ class Server:
                     if (await client.get(f"{self.base}/openapi.json")).status_code == 200:
                         return
                 if not self.alive or time.monotonic() > deadline:
-                    raise ServerFailed(f"{self.name} did not start:\n{self.log_tail()}")
+                    # which of the two it was, and where the whole log is: a tail may end
+                    # mid-traceback when the process is still writing
+                    how = (
+                        f"exited with {self._proc.returncode}"
+                        if self._proc is not None and not self.alive
+                        else f"still not answering after {timeout:.0f}s"
+                    )
+                    raise ServerFailed(
+                        f"{self.name} did not start ({how}; log {self.log_path}):\n"
+                        f"{self.log_tail()}"
+                    )
                 await asyncio.sleep(0.2)
 
     def kill(self) -> None:
