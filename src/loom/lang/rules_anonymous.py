@@ -16,7 +16,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from loom.lang import ast
-from loom.lang.rules_principal import NAME, reads_principal
+from loom.lang.rules_principal import NAME, expr_nodes, reads_principal
 from loom.lang.types import is_error
 from loom.model import ir
 
@@ -191,7 +191,7 @@ def check_anonymous_gates(ck: Checker) -> None:
                 x = ck.exprs.get(id(gate)) if gate is not None else None
                 if gate is None or x is None or not reads_principal(x):
                     continue
-                if x.type != ir.BOOL or any(is_error(e.type) for e in _nodes(x)):
+                if x.type != ir.BOOL or any(is_error(e.type) for e in expr_nodes(x)):
                     continue  # already reported
                 if truth(x) is False or _on_purpose(x):
                     continue
@@ -221,27 +221,8 @@ def _on_purpose(x: ir.Expr) -> bool:
     """Does the gate read `!currentUser.isAuthenticated`: let anonymous callers in, deliberately?"""
     return any(
         isinstance(e, ir.Unary) and e.op == "!" and _is(e.operand, "isAuthenticated")
-        for e in _nodes(x)
+        for e in expr_nodes(x)
     )
-
-
-def _nodes(x: ir.Expr) -> Iterator[ir.Expr]:
-    stack = [x]
-    while stack:
-        e = stack.pop()
-        yield e
-        if isinstance(e, ir.Unary):
-            stack.append(e.operand)
-        elif isinstance(e, ir.Binary):
-            stack += [e.left, e.right]
-        elif isinstance(e, ir.Conditional):
-            stack += [e.condition, e.then, e.otherwise]
-        elif isinstance(e, ir.Member):
-            stack.append(e.obj)
-        elif isinstance(e, ir.FunctionCall | ir.ServiceCall | ir.CurrentUser):
-            stack += list(e.args)
-        elif isinstance(e, ir.ListLiteral):
-            stack += list(e.items)
 
 
 def _binds_tighter_than_or(gate: ast.Expr) -> bool:

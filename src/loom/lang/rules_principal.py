@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from loom.lang import ast
@@ -207,12 +208,12 @@ def call(ck: ExpressionChecker, e: ast.Call, scope: Scope, text: str) -> ir.Expr
 # Reactions and gates
 
 
-def reads_principal(x: ir.Expr) -> bool:
-    stack: list[ir.Expr] = [x]
+def expr_nodes(x: ir.Expr) -> Iterator[ir.Expr]:
+    """`x` and every expression inside it."""
+    stack = [x]
     while stack:
         e = stack.pop()
-        if isinstance(e, ir.CurrentUser):
-            return True
+        yield e
         if isinstance(e, ir.Unary):
             stack.append(e.operand)
         elif isinstance(e, ir.Binary):
@@ -221,11 +222,14 @@ def reads_principal(x: ir.Expr) -> bool:
             stack += [e.condition, e.then, e.otherwise]
         elif isinstance(e, ir.Member):
             stack.append(e.obj)
-        elif isinstance(e, ir.FunctionCall | ir.ServiceCall):
+        elif isinstance(e, ir.FunctionCall | ir.ServiceCall | ir.CurrentUser):
             stack += list(e.args)
         elif isinstance(e, ir.ListLiteral):
             stack += list(e.items)
-    return False
+
+
+def reads_principal(x: ir.Expr) -> bool:
+    return any(isinstance(e, ir.CurrentUser) for e in expr_nodes(x))
 
 
 def admits_system(x: ir.Expr) -> bool:
