@@ -15,9 +15,9 @@ from loom.lang import ast
 from loom.lang.diagnostics import Sink, Span, did_you_mean
 from loom.lang.types import ERROR, AnyType, storable
 from loom.model import ir
+from loom.model.isolation import ISOLATION_LEVELS
 
 PRIMITIVES = ("string", "int", "decimal", "bool", "datetime", "date")
-ISOLATION_LEVELS = ("read_committed", "repeatable_read", "serializable")
 TRAITS = ("crudish",)
 
 _KIND = {

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
+from loom.model.isolation import Isolation
+
 # --------------------------------------------------------------------------------------------------
 # Provenance
 
@@ -887,9 +889,6 @@ class Timer:
     every_ms: int
     body: tuple[Stmt, ...]
     origin: Origin
-
-
-Isolation: TypeAlias = Literal["read_committed", "repeatable_read", "serializable"]
 
 
 @dataclass(frozen=True, slots=True)

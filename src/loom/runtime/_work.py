@@ -29,6 +29,8 @@ from uuid import UUID
 from sqlalchemy.exc import StatementError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncTransaction
 
+from loom.model.isolation import ISOLATION_LEVELS, ISOLATION_SQL
+
 from . import clock
 from ._channels import Channel
 from ._dberrors import classify
@@ -43,11 +45,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("loom.runtime")
 
-ISOLATION_LEVELS = {
-    "read_committed": "READ COMMITTED",
-    "repeatable_read": "REPEATABLE READ",
-    "serializable": "SERIALIZABLE",
-}
 BEGIN_OPTION = "loom_begin"
 _INBOX_INSERTS: dict[str, Any] = {}
 UnitEngines = dict[tuple[bool, str | None], AsyncEngine]
@@ -69,7 +66,7 @@ def unit_engines(engine: AsyncEngine) -> UnitEngines:
         (True, None): engine,
         **{
             (True, level): engine.execution_options(isolation_level=name)
-            for level, name in ISOLATION_LEVELS.items()
+            for level, name in ISOLATION_SQL.items()
         },
         (False, None): engine.execution_options(isolation_level="AUTOCOMMIT"),
     }
