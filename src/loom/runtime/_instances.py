@@ -27,7 +27,7 @@ from sqlalchemy.exc import StatementError
 
 from ._errors import ConcurrencyConflict, NotFound
 from ._mapping import VERSION_ATTR, Mapper
-from ._service import Work
+from ._work import Work
 
 S = TypeVar("S")
 

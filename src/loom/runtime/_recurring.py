@@ -30,10 +30,10 @@ from ._logs import log_fact, use_correlation_id
 from ._principal import SYSTEM, use_principal
 from ._process_model import Tick
 from ._process_tables import ticks
+from ._work import Work
 
 if TYPE_CHECKING:
     from ._service import Service
-    from ._work import Work
 
 TickHandler = Callable[[Tick, "Work"], Awaitable[None]]
 k = ticks.c
@@ -158,6 +158,4 @@ class TickRunner:
 def _short(service: Service) -> Work:
     """One guarded statement: autocommit on PostgreSQL, the writer lock + BEGIN IMMEDIATE on
     SQLite (as the relay does)."""
-    from ._work import Work
-
     return Work(service, service.is_sqlite, None)

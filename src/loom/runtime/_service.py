@@ -11,6 +11,8 @@ from sqlalchemy import MetaData, event, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from loom.model.isolation import ISOLATION_LEVELS
+
 from ._channels import Channel, route_table
 from ._events import EventBus, current_delivery
 from ._faults import Faults
@@ -21,10 +23,10 @@ from ._recurring import Recurring
 from ._relay import Relay
 from ._scheduler import Scheduler
 from ._timers import TimeoutHandlers, TimerQueue
-from ._work import BEGIN_OPTION, ISOLATION_LEVELS, Work, unit_engines
+from ._work import BEGIN_OPTION, Work, unit_engines
 from .processes import ProcessRunner
 
-__all__ = ["ISOLATION_LEVELS", "Service", "Work", "async_url"]
+__all__ = ["Service", "Work", "async_url"]
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 # PostgreSQL: CREATE TABLE IF NOT EXISTS is not safe against itself (two creators collide on the
