@@ -36,7 +36,6 @@ from sqlalchemy import (
     insert,
     select,
     text,
-    update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -46,6 +45,7 @@ from ._channels import Channel
 from ._codec import encode
 from ._domain import DomainEvent
 from ._events import new_envelope
+from ._lease import LeasedQueue
 from ._logs import log_fact
 from .types import UtcDateTime
 
@@ -75,6 +75,24 @@ outbox = Table(
     Column("delivered_at", UtcDateTime, nullable=True),
     # the relay's claim: pending rows, due first, in event order
     Index("ix___loom_outbox_due", "status", "available_at", "event_id"),
+)
+# the relay's queue: a claim returns what a delivery reads
+outbox_queue = LeasedQueue(
+    outbox,
+    key="event_id",
+    ready=PENDING,
+    dead=DEAD,
+    order=("event_id",),
+    returning=(
+        "event_id",
+        "channel",
+        "event_type",
+        "payload",
+        "correlation_id",
+        "causation_id",
+        "occurred_at",
+        "attempts",
+    ),
 )
 inbox = Table(
     "__loom_inbox",
@@ -216,16 +234,6 @@ _REDRIVEN = (
 )
 
 
-def _redrive_values() -> dict[str, Any]:
-    return {
-        "status": PENDING,
-        "attempts": 0,
-        "available_at": clock.now(),
-        "claimed_by": None,
-        "claimed_until": None,
-    }
-
-
 class Outbox:
     """`service.outbox`: dead letters and counts (the relay does the delivering)."""
 
@@ -275,29 +283,18 @@ class Outbox:
 
     async def redrive(self, event_id: UUID) -> bool:
         """Put one dead letter back in the queue (attempts from zero); False if there is none."""
-        stmt = (
-            update(outbox)
-            .where(outbox.c.event_id == event_id, outbox.c.status == DEAD)
-            .values(**_redrive_values())
-            .returning(*_REDRIVEN)
-        )
+        stmt = outbox_queue.redrive(outbox.c.event_id == event_id).returning(*_REDRIVEN)
         return bool(await self._redrive(stmt))
 
     async def redrive_all(self) -> int:
         """Put every dead letter back in the queue; answers how many."""
-        stmt = (
-            update(outbox)
-            .where(outbox.c.status == DEAD)
-            .values(**_redrive_values())
-            .returning(*_REDRIVEN)
-        )
-        return await self._redrive(stmt)
+        return await self._redrive(outbox_queue.redrive().returning(*_REDRIVEN))
 
     async def _redrive(self, stmt: Any) -> int:
         service = self._service
         async with service.transaction() as work:
             conn = await work.connection()
-            rows = (await conn.execute(stmt)).all()
+            rows = (await conn.execute(stmt, {"now": clock.now()})).all()
             if rows:
                 await notify(conn, service.dialect)
         for row in rows:

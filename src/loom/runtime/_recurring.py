@@ -25,15 +25,16 @@ from sqlalchemy import bindparam, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from . import clock
+from ._claimant import guarded_work
 from ._ids import new_id
 from ._logs import log_fact, use_correlation_id
 from ._principal import SYSTEM, use_principal
 from ._process_model import Tick
 from ._process_tables import ticks
-from ._work import Work
 
 if TYPE_CHECKING:
     from ._service import Service
+    from ._work import Work
 
 TickHandler = Callable[[Tick, "Work"], Awaitable[None]]
 k = ticks.c
@@ -104,7 +105,7 @@ class TickRunner:
             timer = service.recurring.get(name)
             assert timer is not None
             rows.append({"name": name, "next_at": now + timer.every, "last_run_at": None})
-        async with _short(service) as work:
+        async with guarded_work(service) as work:
             conn = await work.connection()
             await conn.execute(_insert_missing(service.dialect), rows)
         self._known.update(missing)
@@ -131,7 +132,7 @@ class TickRunner:
 
     async def _claim(self, timer: Timer, seen: datetime, now: datetime) -> bool:
         params = {"tick": timer.name, "seen": seen, "next": now + timer.every, "now": now}
-        async with _short(self._service) as work:
+        async with guarded_work(self._service) as work:
             conn = await work.connection()
             result = await conn.execute(_CLAIM, params)
         return bool(result.rowcount == 1)
@@ -153,9 +154,3 @@ class TickRunner:
             log_fact("tick_failed", logging.ERROR, {**fields, "error": error})
             return
         log_fact("tick_run", logging.INFO, fields)
-
-
-def _short(service: Service) -> Work:
-    """One guarded statement: autocommit on PostgreSQL, the writer lock + BEGIN IMMEDIATE on
-    SQLite (as the relay does)."""
-    return Work(service, service.is_sqlite, None)

@@ -19,90 +19,31 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import socket
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, bindparam, delete, or_, select, update
+from sqlalchemy import bindparam, delete, update
 
 from . import clock
 from ._channels import channel_named
+from ._claimant import claimant_name, failure_pause, guarded_work
 from ._codec import decode
 from ._events import EventEnvelope
-from ._ids import new_id
+from ._lease import MAX_ERROR
 from ._listen import Listener
 from ._logs import log_fact
-from ._outbox import DEAD, DELIVERED, PENDING, outbox
-from ._work import Work
+from ._outbox import DELIVERED, outbox, outbox_queue
 
 if TYPE_CHECKING:
     from ._service import Service
 
-o = outbox.c
-_ROW = (
-    o.event_id,
-    o.channel,
-    o.event_type,
-    o.payload,
-    o.correlation_id,
-    o.causation_id,
-    o.occurred_at,
-    o.attempts,
-)
-_due = and_(
-    o.status == PENDING,
-    o.available_at <= bindparam("now"),
-    or_(o.claimed_until.is_(None), o.claimed_until < bindparam("now")),
-)
-_due_ids = select(o.event_id).where(_due).order_by(o.event_id).limit(bindparam("n"))
-# PostgreSQL: a CTE runs its locking SELECT exactly once; SKIP LOCKED lets replicas claim
-# disjoint batches at the same time instead of queueing on each other's rows.
-_pg_due = _due_ids.with_for_update(skip_locked=True).cte("due")
-_CLAIM_PG = (
-    update(outbox)
-    .where(o.event_id == _pg_due.c.event_id)
-    .values(claimed_by=bindparam("me"), claimed_until=bindparam("until"))
-    .returning(*_ROW)
-)
-_CLAIM_SQLITE = (
-    update(outbox)
-    .where(o.event_id.in_(_due_ids.scalar_subquery()))
-    .values(claimed_by=bindparam("me"), claimed_until=bindparam("until"))
-    .returning(*_ROW)
-)
-_mine = and_(o.event_id.in_(bindparam("ids", expanding=True)), o.claimed_by == bindparam("me"))
-_DELETE_DONE = delete(outbox).where(_mine)
+_DELETE_DONE = delete(outbox).where(outbox_queue.held)
 _LOG_DONE = (
     update(outbox)
-    .where(_mine)
+    .where(outbox_queue.held)
     .values(status=DELIVERED, delivered_at=bindparam("at"), claimed_by=None, claimed_until=None)
 )
-_RELEASE = update(outbox).where(_mine).values(claimed_by=None, claimed_until=None)
-_one_mine = and_(o.event_id == bindparam("id"), o.claimed_by == bindparam("me"))
-_RETRY = (
-    update(outbox)
-    .where(_one_mine)
-    .values(
-        attempts=bindparam("attempts"),
-        available_at=bindparam("at"),
-        last_error=bindparam("error"),
-        claimed_by=None,
-        claimed_until=None,
-    )
-)
-_DEAD = (
-    update(outbox)
-    .where(_one_mine)
-    .values(
-        status=DEAD,
-        attempts=bindparam("attempts"),
-        last_error=bindparam("error"),
-        claimed_by=None,
-        claimed_until=None,
-    )
-)
-_MAX_ERROR = 2000
 
 
 class _Crash(Exception):
@@ -155,7 +96,7 @@ class Relay:
         self.batch_size = batch_size
         self.lease = lease
         self.linger = linger
-        self.name = name or f"{socket.gethostname()}:{os.getpid()}:{new_id().hex[-12:]}"
+        self.name = name or claimant_name()
         self._listen = listen and service.dialect == "postgresql"
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()
@@ -244,7 +185,7 @@ class Relay:
                         "relay": self.name,
                     },
                 )
-                await self._pause(min(0.05 * 2 ** min(failures, 10), max(self.poll_interval, 1.0)))
+                await self._pause(failure_pause(failures, self.poll_interval))
                 continue
             if claimed >= self.batch_size:
                 await asyncio.sleep(0)  # more may be due; let requests run between batches
@@ -304,18 +245,11 @@ class Relay:
         service = self._service
         now = clock.now()
         until = now + self.lease
-        stmt = _CLAIM_PG if service.dialect == "postgresql" else _CLAIM_SQLITE
         params = {"now": now, "n": self.batch_size, "me": self.name, "until": until}
-        async with self._work() as work:
+        async with guarded_work(service) as work:
             conn = await work.connection()
-            rows = (await conn.execute(stmt, params)).all()
+            rows = (await conn.execute(outbox_queue.claim(service.dialect), params)).all()
         return sorted(rows, key=lambda r: r.event_id), until
-
-    def _work(self) -> Work:
-        """The relay's own statements are each atomic and guarded on their own, so PostgreSQL
-        runs them in autocommit (no BEGIN/COMMIT round trips); SQLite queues them on the
-        service's writer lock with BEGIN IMMEDIATE, like every writer of this process."""
-        return Work(self._service, self._service.is_sqlite, None)
 
     def _crash_point(self, point: str) -> None:
         faults = self._service.faults
@@ -362,7 +296,7 @@ class Relay:
         done_work: list[Any] = []
         done_log: list[Any] = []
         lines: list[tuple[str, int, dict[str, Any]]] = []
-        async with self._work() as work:
+        async with guarded_work(service) as work:
             conn = await work.connection()
             for row, errors in outcomes:
                 channel = channel_named(service.channels_by_name, row.channel)
@@ -370,7 +304,7 @@ class Relay:
                     (done_log if channel.retention == "log" else done_work).append(row.event_id)
                     continue
                 attempts = row.attempts + 1
-                error = "; ".join(errors)[:_MAX_ERROR]
+                error = "; ".join(errors)[:MAX_ERROR]
                 params: dict[str, Any] = {
                     "id": row.event_id,
                     "me": self.name,
@@ -387,11 +321,11 @@ class Relay:
                     "channel": row.channel,
                 }
                 if attempts >= channel.max_attempts:
-                    result = await conn.execute(_DEAD, params)
+                    result = await conn.execute(outbox_queue.kill, params)
                     line = ("event_dead_lettered", logging.ERROR, fields)
                 else:
                     params["at"] = at = now + channel.backoff.delay(attempts)
-                    result = await conn.execute(_RETRY, params)
+                    result = await conn.execute(outbox_queue.retry, params)
                     line = ("retry_scheduled", logging.WARNING, {**fields, "retry_at": at})
                     earliest = self._next_retry
                     if earliest is None or earliest <= now or at < earliest:
@@ -403,6 +337,8 @@ class Relay:
             if done_log:
                 await conn.execute(_LOG_DONE, {"ids": done_log, "me": self.name, "at": now})
             if left:
-                await conn.execute(_RELEASE, {"ids": [r.event_id for r in left], "me": self.name})
+                await conn.execute(
+                    outbox_queue.release, {"ids": [r.event_id for r in left], "me": self.name}
+                )
         for fact, level, fields in lines:
             log_fact(fact, level, fields)

@@ -33,74 +33,28 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import socket
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, bindparam, delete, or_, select, update
+from sqlalchemy import bindparam, delete, select
 
 from . import clock
-from ._ids import new_id
+from ._claimant import claimant_name, failure_pause, guarded_work
+from ._lease import MAX_ERROR
 from ._listen import Listener
 from ._logs import log_fact, use_correlation_id
 from ._principal import SYSTEM, use_principal
 from ._process_model import TimeoutDue
-from ._process_tables import ARMED, DEAD, timers
-from ._recurring import TickRunner, _short
-from ._timers import TIMERS_CHANNEL, _fields, parse_announcement
+from ._process_tables import ARMED, timers
+from ._recurring import TickRunner
+from ._timers import TIMERS_CHANNEL, _fields, parse_announcement, timer_queue
 
 if TYPE_CHECKING:
     from ._service import Service
 
 t = timers.c
-_ROW = (t.job_id, t.process, t.key, t.name, t.due_at, t.attempts, t.correlation_id)
-_due = and_(
-    t.process.in_(bindparam("processes", expanding=True)),  # only what this service handles
-    t.status == ARMED,
-    t.available_at <= bindparam("now"),
-    or_(t.claimed_until.is_(None), t.claimed_until <= bindparam("now")),
-)
-_due_ids = select(t.job_id).where(_due).order_by(t.available_at, t.job_id).limit(bindparam("n"))
-_pg_due = _due_ids.with_for_update(skip_locked=True).cte("due")
-_CLAIM_PG = (
-    update(timers)
-    .where(t.job_id == _pg_due.c.job_id)
-    .values(claimed_by=bindparam("me"), claimed_until=bindparam("until"))
-    .returning(*_ROW)
-)
-_CLAIM_SQLITE = (
-    update(timers)
-    .where(t.job_id.in_(_due_ids.scalar_subquery()))
-    .values(claimed_by=bindparam("me"), claimed_until=bindparam("until"))
-    .returning(*_ROW)
-)
-_mine = and_(t.job_id == bindparam("id"), t.claimed_by == bindparam("me"))
-_STILL_MINE = select(t.job_id).where(_mine, t.status == ARMED)
+_STILL_MINE = select(t.job_id).where(timer_queue.held_one, t.status == ARMED)
 _CONSUME = delete(timers).where(t.job_id == bindparam("id"))
-_RETRY = (
-    update(timers)
-    .where(_mine)
-    .values(
-        attempts=bindparam("attempts"),
-        available_at=bindparam("at"),
-        last_error=bindparam("error"),
-        claimed_by=None,
-        claimed_until=None,
-    )
-)
-_KILL = (
-    update(timers)
-    .where(_mine)
-    .values(
-        status=DEAD,
-        attempts=bindparam("attempts"),
-        last_error=bindparam("error"),
-        claimed_by=None,
-        claimed_until=None,
-    )
-)
-_MAX_ERROR = 2000
 _RECHECK = 0.02  # s: a second look at an expected timeout the first claim did not find
 
 
@@ -132,7 +86,7 @@ class Scheduler:
         self._listener: Listener | None = None
         self.batch_size = batch_size
         self.lease = lease
-        self.name = name or f"{socket.gethostname()}:{os.getpid()}:{new_id().hex[-12:]}"
+        self.name = name or claimant_name()
         self.ticks = TickRunner(service)
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()
@@ -240,7 +194,7 @@ class Scheduler:
                 failures += 1
                 fields = {"attempt": failures, "error": f"{type(exc).__name__}: {exc}"}
                 log_fact("scheduler_error", logging.ERROR, {**fields, "scheduler": self.name})
-                wait = min(0.05 * 2 ** min(failures, 10), max(self.poll_interval, 1.0))
+                wait = failure_pause(failures, self.poll_interval)
             if self._stopping:
                 return
             if wait <= 0:
@@ -293,19 +247,17 @@ class Scheduler:
         handled = service.timeouts.processes
         if not handled:
             return [], until
-        stmt = _CLAIM_PG if service.dialect == "postgresql" else _CLAIM_SQLITE
         params = {"now": now, "n": self.batch_size, "me": self.name, "until": until}
         params["processes"] = list(handled)
-        async with _short(service) as work:
+        async with guarded_work(service) as work:
             conn = await work.connection()
-            rows = (await conn.execute(stmt, params)).all()
+            rows = (await conn.execute(timer_queue.claim(service.dialect), params)).all()
         return sorted(rows, key=lambda r: (r.due_at, r.job_id)), until
 
     async def _release(self, ids: list[Any]) -> None:
-        stmt = update(timers).where(t.job_id.in_(ids), t.claimed_by == self.name)
-        async with _short(self._service) as work:
+        async with guarded_work(self._service) as work:
             conn = await work.connection()
-            await conn.execute(stmt.values(claimed_by=None, claimed_until=None))
+            await conn.execute(timer_queue.release, {"ids": ids, "me": self.name})
 
     async def _fire(self, row: Any) -> None:
         service = self._service
@@ -343,7 +295,7 @@ class Scheduler:
     async def _failed(
         self, due: TimeoutDue, fields: dict[str, Any], error: str, max_attempts: int, backoff: Any
     ) -> None:
-        error = error[:_MAX_ERROR]
+        error = error[:MAX_ERROR]
         params: dict[str, Any] = {
             "id": due.job_id,
             "me": self.name,
@@ -351,14 +303,14 @@ class Scheduler:
             "error": error,
         }
         fields = {**fields, "error": error}
-        async with _short(self._service) as work:
+        async with guarded_work(self._service) as work:
             conn = await work.connection()
             if due.attempt >= max_attempts or backoff is None:
-                result = await conn.execute(_KILL, params)
+                result = await conn.execute(timer_queue.kill, params)
                 line = ("timeout_dead_lettered", logging.ERROR, fields)
             else:
                 params["at"] = at = clock.now() + backoff.delay(due.attempt)
-                result = await conn.execute(_RETRY, params)
+                result = await conn.execute(timer_queue.retry, params)
                 line = ("timeout_retry_scheduled", logging.WARNING, {**fields, "retry_at": at})
                 self.expect(at)
         if result.rowcount == 1:

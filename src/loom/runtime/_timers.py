@@ -17,10 +17,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from sqlalchemy import case, func, select, text, type_coerce, update
+from sqlalchemy import ColumnElement, bindparam, case, func, select, text, type_coerce
 
 from . import clock
 from ._channels import Backoff
+from ._lease import LeasedQueue
 from ._logs import log_fact
 from ._process_model import DeadTimeout, TimeoutDue
 from ._process_tables import ARMED, DEAD, ticks, timers
@@ -32,6 +33,16 @@ if TYPE_CHECKING:
 
 TimeoutHandler = Callable[[TimeoutDue, "Work"], Awaitable[None]]
 t = timers.c
+# the scheduler's queue: it claims only the timeouts of the processes its service handles
+timer_queue = LeasedQueue(
+    timers,
+    key="job_id",
+    ready=ARMED,
+    dead=DEAD,
+    order=("available_at", "job_id"),
+    returning=("job_id", "process", "key", "name", "due_at", "attempts", "correlation_id"),
+    only=t.process.in_(bindparam("processes", expanding=True)),
+)
 
 # PostgreSQL: a transaction that arms a timeout due soon also sends `pg_notify(TIMERS_CHANNEL,
 # announcement(process, due))`, delivered only if it commits; every replica's scheduler LISTENs
@@ -154,20 +165,13 @@ class TimerQueue:
         """Arm every dead timeout again; answers how many."""
         return await self._redrive(None)
 
-    async def _redrive(self, where: Any) -> int:
+    async def _redrive(self, where: ColumnElement[bool] | None) -> int:
         service = self._service
         now = clock.now()
-        stmt = (
-            update(timers)
-            .where(t.status == DEAD)
-            .values(status=ARMED, attempts=0, available_at=now, claimed_by=None, claimed_until=None)
-            .returning(*_DEAD_COLUMNS)
-        )
-        if where is not None:
-            stmt = stmt.where(where)
+        stmt = timer_queue.redrive(*(() if where is None else (where,)))
         async with service.transaction() as work:
             conn = await work.connection()
-            rows = (await conn.execute(stmt)).all()
+            rows = (await conn.execute(stmt.returning(*_DEAD_COLUMNS), {"now": now})).all()
             if service.dialect == "postgresql":  # the running services fire them now
                 for process in sorted({row.process for row in rows}):
                     await conn.execute(ANNOUNCE, {"wake": announcement(process, now)})
