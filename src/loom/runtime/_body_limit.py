@@ -8,11 +8,10 @@ comparison per body chunk.
 
 from __future__ import annotations
 
-import os
-
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ._environment import env_number
 from ._errors import PayloadTooLarge
 from ._problems import problem_for
 
@@ -24,13 +23,9 @@ def resolve_max_body_bytes(value: int | None) -> int:
     """`value`, else LOOM_MAX_BODY_BYTES, else 1 MiB; a limit that is not a whole number of
     bytes >= 0 stops the start with a clear error."""
     if value is None:
-        text = os.environ.get(ENV, "").strip()
-        if not text:
+        value = env_number(ENV, int, "a number of bytes >= 0", lambda n: n >= 0)
+        if value is None:
             return DEFAULT_MAX_BODY_BYTES
-        try:
-            value = int(text)
-        except ValueError:
-            raise ValueError(f"{ENV} must be a number of bytes, not {text!r}") from None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"max_body_bytes must be a number of bytes >= 0, not {value!r}")
     return value

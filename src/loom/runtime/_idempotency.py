@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
@@ -40,6 +39,7 @@ from starlette.responses import Response
 
 from . import clock
 from ._dberrors import classify
+from ._environment import env_number
 from ._errors import ConcurrencyConflict, InvalidValue, LoomError
 from ._principal import Principal, current_principal
 from ._problems import problem_for
@@ -98,13 +98,14 @@ class IdempotencyKeyReused(LoomError):
 def resolve_ttl(value: timedelta | float | None) -> timedelta:
     """`value` (a timedelta or seconds), else LOOM_IDEMPOTENCY_TTL (seconds), else 24 h."""
     if value is None:
-        text = os.environ.get(ENV_TTL, "").strip()
-        if not text:
+        value = env_number(
+            ENV_TTL,
+            float,
+            "a number of seconds (an idempotency key lifetime must be positive)",
+            lambda s: s > 0,
+        )
+        if value is None:
             return DEFAULT_TTL
-        try:
-            value = float(text)
-        except ValueError:
-            raise ValueError(f"{ENV_TTL} must be a number of seconds, not {text!r}") from None
     ttl = value if isinstance(value, timedelta) else timedelta(seconds=value)
     if ttl <= timedelta(0):
         raise ValueError(f"the idempotency key lifetime must be positive, not {value!r}")

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -29,6 +28,7 @@ from . import clock
 from ._channels import channel_named
 from ._claimant import claimant_name, failure_pause, guarded_work
 from ._codec import decode
+from ._environment import env_number
 from ._events import EventEnvelope
 from ._lease import MAX_ERROR
 from ._listen import Listener
@@ -58,15 +58,10 @@ def resolve_relay_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
     lease lets rows a killed replica had claimed be claimed again sooner; it must stay longer
     than a batch takes to deliver, or two relays deliver it (the inbox still applies it once)."""
     resolved = dict(options or {})
-    text = os.environ.get(ENV_LEASE, "").strip()
-    if "lease" not in resolved and text:
-        try:
-            seconds = float(text)
-        except ValueError:
-            seconds = 0.0
-        if not seconds > 0:
-            raise ValueError(f"{ENV_LEASE} must be a positive number of seconds, not {text!r}")
-        resolved["lease"] = timedelta(seconds=seconds)
+    if "lease" not in resolved:
+        seconds = env_number(ENV_LEASE, float, "a positive number of seconds", lambda s: s > 0)
+        if seconds is not None:
+            resolved["lease"] = timedelta(seconds=seconds)
     return resolved
 
 

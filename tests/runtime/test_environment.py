@@ -1,0 +1,69 @@
+"""Numbers from the environment: LOOM_MAX_BODY_BYTES, LOOM_IDEMPOTENCY_TTL and LOOM_RELAY_LEASE
+are read by one helper, and a bad value stops the start with an error naming the variable."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from loom.runtime._body_limit import resolve_max_body_bytes
+from loom.runtime._idempotency import resolve_ttl
+from loom.runtime._relay import resolve_relay_options
+
+
+def test_unset_or_blank_variables_leave_the_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("LOOM_MAX_BODY_BYTES", "LOOM_IDEMPOTENCY_TTL", "LOOM_RELAY_LEASE"):
+        monkeypatch.setenv(name, "  ")
+    assert resolve_max_body_bytes(None) == 1024 * 1024
+    assert resolve_ttl(None) == timedelta(hours=24)
+    assert resolve_relay_options(None) == {}
+
+
+def test_good_values_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOOM_MAX_BODY_BYTES", " 0 ")
+    monkeypatch.setenv("LOOM_IDEMPOTENCY_TTL", "1.5")
+    monkeypatch.setenv("LOOM_RELAY_LEASE", "4")
+    assert resolve_max_body_bytes(None) == 0
+    assert resolve_ttl(None) == timedelta(seconds=1.5)
+    assert resolve_relay_options(None) == {"lease": timedelta(seconds=4)}
+    # an explicit value wins over the variable
+    assert resolve_max_body_bytes(10) == 10
+    assert resolve_ttl(60) == timedelta(seconds=60)
+    assert resolve_relay_options({"lease": timedelta(seconds=9)}) == {"lease": timedelta(seconds=9)}
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "says"),
+    [
+        (
+            "LOOM_MAX_BODY_BYTES",
+            "1MB",
+            "LOOM_MAX_BODY_BYTES must be a number of bytes >= 0, not '1MB'",
+        ),
+        (
+            "LOOM_MAX_BODY_BYTES",
+            "-1",
+            "LOOM_MAX_BODY_BYTES must be a number of bytes >= 0, not '-1'",
+        ),
+        ("LOOM_MAX_BODY_BYTES", "1.5", "LOOM_MAX_BODY_BYTES must be a number of bytes"),
+        ("LOOM_IDEMPOTENCY_TTL", "a day", "LOOM_IDEMPOTENCY_TTL must be a number of seconds"),
+        ("LOOM_IDEMPOTENCY_TTL", "-5", "lifetime must be positive), not '-5'"),
+        ("LOOM_IDEMPOTENCY_TTL", "inf", "LOOM_IDEMPOTENCY_TTL must be a number of seconds"),
+        ("LOOM_RELAY_LEASE", "0", "LOOM_RELAY_LEASE must be a positive number of seconds, not '0'"),
+        ("LOOM_RELAY_LEASE", "nan", "LOOM_RELAY_LEASE must be a positive number of seconds"),
+        ("LOOM_RELAY_LEASE", "1e400", "LOOM_RELAY_LEASE must be a positive number of seconds"),
+    ],
+)
+def test_a_bad_value_names_its_variable(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, says: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    resolve = {
+        "LOOM_MAX_BODY_BYTES": lambda: resolve_max_body_bytes(None),
+        "LOOM_IDEMPOTENCY_TTL": lambda: resolve_ttl(None),
+        "LOOM_RELAY_LEASE": lambda: resolve_relay_options(None),
+    }[name]
+    with pytest.raises(ValueError) as raised:
+        resolve()
+    assert says in str(raised.value)
