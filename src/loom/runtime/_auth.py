@@ -285,8 +285,9 @@ def add_bearer_scheme(app: Any) -> None:
     base_openapi = app.openapi
 
     def openapi() -> dict[str, Any]:
-        if app.openapi_schema is not None:
-            return app.openapi_schema  # type: ignore[no-any-return]
+        cached: dict[str, Any] | None = app.openapi_schema
+        if cached is not None:
+            return cached
         schema: dict[str, Any] = base_openapi()
         schemes = schema.setdefault("components", {}).setdefault("securitySchemes", {})
         schemes.setdefault("bearer", {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"})

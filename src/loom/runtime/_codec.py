@@ -26,4 +26,5 @@ def encode(event: DomainEvent) -> str:
 
 
 def decode(cls: type[DomainEvent], payload: str) -> DomainEvent:
-    return _adapter(cls).validate_json(payload)  # type: ignore[no-any-return]
+    event: DomainEvent = _adapter(cls).validate_json(payload)
+    return event

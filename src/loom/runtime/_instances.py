@@ -107,9 +107,9 @@ class Instances(Generic[S]):
         found = await self.find(key)
         if found is not None:
             return found
-        fresh = self.state(**{self.key: key})
+        fresh: S = self.state(**{self.key: key})
         fresh.__dict__[VERSION_ATTR] = 0
-        return fresh  # type: ignore[no-any-return]
+        return fresh
 
     async def save(self, instance: S) -> None:
         """INSERT (version 1) or UPDATE … WHERE version = v; `ConcurrencyConflict` on a lost race."""

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-import asyncpg  # type: ignore[import-untyped]
+import asyncpg  # type: ignore[import-untyped]  # asyncpg ships no type hints
 from sqlalchemy.engine import URL
 
 from ._logs import log_fact
