@@ -1,14 +1,17 @@
 """What the outbox relay and the scheduler share as background claimants of leased rows
-(`_lease`): their `claimed_by` stamp, the pause after a failed round, and the unit of work their
-guarded statements run in (the context timers' compare-and-set claims run in it too)."""
+(`_lease`): their `claimed_by` stamp, the pause after a failed round, how their loop stops, and
+the unit of work their guarded statements run in (the context timers' compare-and-set claims run
+in it too)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 from typing import TYPE_CHECKING
 
 from ._ids import new_id
+from ._listen import Listener
 from ._work import Work
 
 if TYPE_CHECKING:
@@ -31,3 +34,17 @@ def guarded_work(service: Service) -> Work:
     PostgreSQL (no BEGIN/COMMIT round trips); on SQLite the service's writer lock and
     `BEGIN IMMEDIATE`, like every writer of this process."""
     return Work(service, service.is_sqlite, None)
+
+
+async def stop_loop(
+    task: asyncio.Task[None] | None, listener: Listener | None, timeout: float
+) -> None:
+    """Let `task` (a loop already told to stop) finish its round, cancelling it after `timeout`
+    seconds, then close its LISTEN connection."""
+    if task is not None:
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+        if not done:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+    if listener is not None:
+        await listener.stop()

@@ -26,7 +26,7 @@ from sqlalchemy import bindparam, delete, update
 
 from . import clock
 from ._channels import channel_named
-from ._claimant import claimant_name, failure_pause, guarded_work
+from ._claimant import claimant_name, failure_pause, guarded_work, stop_loop
 from ._codec import decode
 from ._environment import env_number
 from ._events import EventEnvelope
@@ -138,14 +138,8 @@ class Relay:
         self._stopping = True
         self._wake.set()
         task, self._task = self._task, None
-        if task is not None:
-            done, _ = await asyncio.wait({task}, timeout=timeout)
-            if not done:
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
         listener, self._listener = self._listener, None
-        if listener is not None:
-            await listener.stop()
+        await stop_loop(task, listener, timeout)
 
     async def settle(self) -> None:
         """Run rounds until one claims nothing."""

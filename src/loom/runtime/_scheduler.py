@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import bindparam, delete, select
 
 from . import clock
-from ._claimant import claimant_name, failure_pause, guarded_work
+from ._claimant import claimant_name, failure_pause, guarded_work, stop_loop
 from ._lease import MAX_ERROR
 from ._listen import Listener
 from ._logs import log_fact, use_correlation_id
@@ -152,14 +152,8 @@ class Scheduler:
         self._stopping = True
         self._wake.set()
         task, self._task = self._task, None
-        if task is not None:
-            done, _ = await asyncio.wait({task}, timeout=timeout)
-            if not done:
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
         listener, self._listener = self._listener, None
-        if listener is not None:
-            await listener.stop()
+        await stop_loop(task, listener, timeout)
 
     async def run_due(self) -> int:
         """Fire every timeout and tick due now, and what those handlers made due now, until a
