@@ -8,6 +8,7 @@ import pytest
 
 from loom import lang
 from loom.lang import REGISTRY, compile_files, compile_sources, render_text
+from loom.lang.check.checker import Checker
 from loom.lang.diagnostics import suggest
 
 
@@ -30,12 +31,10 @@ def test_unreadable_file_next_to_a_good_one(tmp_path: Path) -> None:
 
 
 def test_internal_error_is_a_diagnostic_not_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
-    from loom.lang import check
-
-    def boom(self: object) -> None:
+    def boom(self: object, *args: object) -> None:
         raise RuntimeError("kaboom")
 
-    monkeypatch.setattr(check.Checker, "run", boom)
+    monkeypatch.setattr(Checker, "__init__", boom)
     result = compile_sources({"x.loom": "context A { }"})
     (d,) = result.diagnostics
     assert d.code == "loom.internal-error" and d.severity == "error"
