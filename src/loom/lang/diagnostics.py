@@ -42,7 +42,8 @@ class CodeInfo:
         return f"{DOCS_PAGE}#{self.code}"
 
 
-_E, _W = "error", "warning"
+_E: Severity = "error"
+_W: Severity = "warning"
 
 REGISTRY: dict[str, CodeInfo] = {
     c.code: c

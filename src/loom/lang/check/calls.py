@@ -11,16 +11,14 @@ from __future__ import annotations
 from loom.lang.check import principal
 from loom.lang.check.checker import Checker
 from loom.lang.check.creates import create_args
-from loom.lang.check.facts import CallOp, Create, DeleteStmt, Load, ReadLoad, ServiceStmt
-from loom.lang.check.reads import READS, query_refuses, repo_call
+from loom.lang.check.facts import CallOp, Create, ServiceStmt
+from loom.lang.check.reads import READS, Found, query_refuses, repo_call
 from loom.lang.check.scope import Binding, Scope
 from loom.lang.diagnostics import Span, did_you_mean
 from loom.lang.syntax import ast
 from loom.lang.types import a, is_error
 from loom.model import ir
 from loom.model.naming import snake
-
-Found = Load | Create | CallOp | ReadLoad | ServiceStmt | DeleteStmt | ir.Read | ir.Expr | None
 
 
 def args_only(ck: Checker, call: ast.Call, scope: Scope) -> None:

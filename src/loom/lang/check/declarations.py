@@ -8,7 +8,7 @@ import re
 from loom.lang.check import emits, filters, operations
 from loom.lang.check.calls import local_call, mutated_params
 from loom.lang.check.checker import Checker
-from loom.lang.check.facts import FindFact, RetrievalFact
+from loom.lang.check.facts import CallOp, FindFact, RetrievalFact
 from loom.lang.check.reads import find_cardinality
 from loom.lang.check.records import holds_record, refuse_value_query, value_read
 from loom.lang.check.scope import Binding, Scope
@@ -270,10 +270,11 @@ def _service_method(
         e = stmt.expr if isinstance(stmt, ast.ExprStmt) else None
         if isinstance(e, ast.Call) and isinstance(e.callee, ast.MemberAccess):
             recv = e.callee.obj
-            b = scope.names.get(recv.name) if isinstance(recv, ast.Name) else None
-            if b is not None and isinstance(b.type, ir.AggregateType):
-                found = local_call(ck, e, scope, "stmt", b, e.callee.name, e.callee.name_span)
-                if found is not None:
+            target = scope.names.get(recv.name) if isinstance(recv, ast.Name) else None
+            if target is not None and isinstance(target.type, ir.AggregateType):
+                name, span = e.callee.name, e.callee.name_span
+                found = local_call(ck, e, scope, "stmt", target, name, span)
+                if isinstance(found, CallOp):
                     ck.facts.stmts[stmt] = found
                 continue
             ck.report(

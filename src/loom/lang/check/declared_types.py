@@ -26,7 +26,12 @@ def declare_types(ck: Checker, ctx: ContextSymbols) -> None:
     for ev in ctx.events.values():
         for p in ev.fields:
             res(p.type)
-    for rec in [*ctx.values.values(), *ctx.payloads.values(), *ctx.projections.values()]:
+    records: list[ast.ValueObject | ast.Payload | ast.Projection] = [
+        *ctx.values.values(),
+        *ctx.payloads.values(),
+        *ctx.projections.values(),
+    ]
+    for rec in records:
         for f in rec.fields:
             res(f.type)
     for wf in ctx.workflows.values():
@@ -36,16 +41,20 @@ def declare_types(ck: Checker, ctx: ContextSymbols) -> None:
             for p in fn.params:
                 res(p.type)
             res(fn.result)
-    for d in [*ctx.criteria.values(), *ctx.retrievals.values()]:
+    queries: list[ast.Criterion | ast.Retrieval] = [
+        *ctx.criteria.values(),
+        *ctx.retrievals.values(),
+    ]
+    for d in queries:
         for p in d.params:
             res(p.type)
     for repo in ctx.repositories.values():
-        for f in repo.finds:
-            for p in f.params:
+        for find in repo.finds:
+            for p in find.params:
                 res(p.type)
-            res(f.result, value=False)
+            res(find.result, value=False)
     for svc in ctx.services.values():
-        for m in svc.methods:
-            for p in m.params:
+        for method in svc.methods:
+            for p in method.params:
                 res(p.type, value=False)
-            res(m.result, value=False)
+            res(method.result, value=False)

@@ -100,6 +100,7 @@ class ExpressionChecker(CallTyping):
 
     def unary(self, e: ast.Unary, scope: Scope, text: str) -> ir.Expr:
         x = self.expr(e.operand, scope)
+        t: AnyType
         if e.op == "!":
             ok, t = x.type == ir.BOOL, ir.BOOL
         else:

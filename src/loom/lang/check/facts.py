@@ -8,6 +8,7 @@ lowering has no error, so every table holds an entry for every node lowering ask
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from loom.lang.syntax import ast
 from loom.lang.types import AnyType
@@ -140,7 +141,7 @@ class FindFact:
     """`find byX(…): T`: the fields it matches (in parameter order) and how many it answers."""
 
     fields: tuple[str, ...]
-    cardinality: str  # "one" | "optional" | "many"
+    cardinality: Literal["one", "optional", "many"]
 
 
 @dataclass

@@ -70,11 +70,12 @@ def refuse_outside_body(ck: Checker, stmt: ast.Let) -> None:
 
 def _check_ignoring(ck: Checker, stmt: ast.Let | ast.IfLet) -> None:
     found = ck.facts.stmts.get(stmt)
+    read = found.read if isinstance(found, (ReadLoad, IfLetFact)) else None
     repo_name: str | None = None
     if isinstance(found, Load):
         repo_name = found.repository
-    elif isinstance(found, ReadLoad) or isinstance(found, IfLetFact) and found.read is not None:
-        repo_name = found.read.repository
+    elif read is not None:
+        repo_name = read.repository
     source = stmt.value if isinstance(stmt, ast.Let) else stmt.source
     if repo_name is None:
         if found is not None or isinstance(stmt, ast.Let):
@@ -113,10 +114,9 @@ def _check_ignoring(ck: Checker, stmt: ast.Let | ast.IfLet) -> None:
         return
     if isinstance(found, Load):
         ck.facts.stmts[stmt] = dataclasses.replace(found, ignoring=tuple(kept))
-    elif isinstance(found, ReadLoad) or isinstance(found, IfLetFact) and found.read is not None:
-        ck.facts.stmts[stmt] = dataclasses.replace(
-            found, read=dataclasses.replace(found.read, ignoring=tuple(kept))
-        )
+    elif isinstance(found, (ReadLoad, IfLetFact)) and read is not None:
+        widened = dataclasses.replace(read, ignoring=tuple(kept))
+        ck.facts.stmts[stmt] = dataclasses.replace(found, read=widened)
 
 
 def _not_a_read(ck: Checker, span: Span, source: ast.Expr) -> None:

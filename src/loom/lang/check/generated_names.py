@@ -37,7 +37,11 @@ def check_generated_names(prog: Program, sink: Sink) -> None:
                 "aggregate routes are not prefixed by their context; rename one of the aggregates",
             )
             _check_members(agg, sink)
-        for rec in [*ctx.values.values(), *ctx.payloads.values()]:
+        records: list[ast.ValueObject | ast.Payload] = [
+            *ctx.values.values(),
+            *ctx.payloads.values(),
+        ]
+        for rec in records:
             # a payload may share its name with a workflow or handler: a type and an entry point
             # meet in no generated name (the payload's wire models are `<Name>Input` / `<Name>Out`,
             # and one taking a payload as its only parameter gets no input model of its own)

@@ -3,13 +3,19 @@ by retrieval, declared finds), `delete` / `remove`, and the refused explicit sav
 
 from __future__ import annotations
 
+from typing import Literal
+
 from loom.lang.check.checker import Checker
-from loom.lang.check.facts import DeleteStmt, Load, ReadLoad
+from loom.lang.check.facts import CallOp, Create, DeleteStmt, Load, ReadLoad, ServiceStmt
 from loom.lang.check.scope import Scope
 from loom.lang.diagnostics import Span, did_you_mean
 from loom.lang.syntax import ast
 from loom.lang.types import a, show
 from loom.model import ir
+
+# What a call in a body turns out to be: a statement fact, the source of an `if let`, a value, or
+# nothing (it was reported).
+Found = Load | Create | CallOp | ReadLoad | ServiceStmt | DeleteStmt | ir.Read | ir.Expr | None
 
 SAVE_METHODS = ("save", "insert", "update", "add", "commit")
 READS = ("getById", "findById", "getBy", "findBy", "find", "findAll", "run", "delete", "remove")
@@ -35,7 +41,7 @@ def query_refuses(ck: Checker, scope: Scope, what: str, span: Span) -> bool:
     return True
 
 
-def find_cardinality(t: ast.TypeRef) -> str:
+def find_cardinality(t: ast.TypeRef) -> Literal["one", "optional", "many"]:
     return "many" if t.is_list else "optional" if t.is_optional else "one"
 
 
@@ -48,7 +54,7 @@ def repo_call(
     repo: ast.Repository,
     method: str,
     mspan: Span,
-) -> object:
+) -> Found:
     r = repo.name
     if method in SAVE_METHODS:
         ck.report(
@@ -125,7 +131,7 @@ def _delete(
     position: str,
     repo: ast.Repository,
     agg: ast.Aggregate,
-) -> object:
+) -> Found:
     assert isinstance(call.callee, ast.MemberAccess)
     what = f"`{repo.name}.{call.callee.name}`"
     if query_refuses(ck, scope, f"delete with {what}", call.span):
@@ -271,7 +277,7 @@ def _by_key(
 ) -> ir.Read | None:
     named = [x for x in call.args if isinstance(x, ast.Arg) and x.name is not None]
     keys = [tuple(n for n, _ in u.fields) for u in agg.uniques]
-    given = [x.name for x in named]
+    given = [x.name for x in named if x.name is not None]
     key = next((k for k in keys if sorted(k) == sorted(given)), None)
     if len(named) != len(call.args) or key is None or len(set(given)) != len(given):
         shown = " or ".join("(" + ", ".join(k) + ")" for k in keys) or "none"

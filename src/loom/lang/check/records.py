@@ -39,7 +39,8 @@ def record_type(ctx: ContextSymbols, rec: Record) -> ir.ValueType | ir.PayloadTy
 
 
 def check_records(ck: Checker, ctx: ContextSymbols) -> None:
-    for rec in [*ctx.values.values(), *ctx.payloads.values()]:
+    records: list[ast.ValueObject | ast.Payload] = [*ctx.values.values(), *ctx.payloads.values()]
+    for rec in records:
         for f in rec.fields:
             if f.default is not None:
                 default_of(ck, ctx, f)

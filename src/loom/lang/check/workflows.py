@@ -570,12 +570,12 @@ def workflow_function_call(ck: Checker, e: ast.Call, scope: Scope, text: str) ->
     return ir.FunctionCall(
         f.name,
         args,
-        ck.type_of(f.result),
+        ck.type_of(f.result),  # type: ignore[arg-type]  # ERROR only in a model never lowered
         text,
         "workflow",
         None,
         None,
-        scope.wf.name,  # type: ignore[arg-type]
+        scope.wf.name,
     )
 
 

@@ -174,9 +174,9 @@ class BodyLowerer:
             body = _Frame()
             el = items.type.element if isinstance(items.type, ir.ListType) else None
             if isinstance(el, ir.AggregateType):
-                repo = self.ctx.repo_for.get(el.name)
-                if repo is not None:
-                    body.held[s.name] = _Held(repo.name, el.name, False)
+                repository = self.ctx.repo_for.get(el.name)
+                if repository is not None:
+                    body.held[s.name] = _Held(repository.name, el.name, False)
             return ir.ForEach(s.name, items, tuple(self.block(s.body, frames, body, [])), o)
         if isinstance(s, ast.NotFound):
             agg = found.aggregate if isinstance(found, NotFoundFact) else None

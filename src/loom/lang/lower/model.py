@@ -174,7 +174,7 @@ class ModelLowerer:
                 f.name,
                 self.params(f.params),
                 self.facts.finds[f].fields,
-                self.facts.finds[f].cardinality,  # type: ignore[arg-type]
+                self.facts.finds[f].cardinality,
                 origin(f.span),
             )
             for f in d.finds
@@ -219,8 +219,7 @@ class ModelLowerer:
                 for d in agg.derived
             ),
             invariants=tuple(
-                ir.Invariant(i.condition and self.e(i.condition), i.message, origin(i.span))
-                for i in agg.invariants
+                ir.Invariant(self.e(i.condition), i.message, origin(i.span)) for i in agg.invariants
             ),
             functions=tuple(self.function(ctx, f) for f in agg.functions),
             operations=tuple(self.operation(ctx, op) for op in agg.operations),

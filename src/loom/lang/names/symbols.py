@@ -277,7 +277,8 @@ def _check_aggregate(agg: ast.Aggregate, sink: Sink) -> None:
 
 def _check_workflow(wf: ast.Workflow, sink: Sink) -> None:
     seen: dict[str, Span] = {}
-    for m in [*wf.state, *wf.functions]:
+    members: list[ast.Field | ast.Function] = [*wf.state, *wf.functions]
+    for m in members:
         if m.name == VERSION and m in wf.state:
             sink.report(
                 "loom.reserved-member-name",
