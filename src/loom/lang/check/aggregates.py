@@ -1,8 +1,7 @@
 """The rules of aggregates: defaults, derived values, invariants, functions and operation bodies.
 
-The checker keeps the typed IR form of each expression in side tables keyed by the AST node, for
-`lower.py` to assemble. Expression typing is in `expressions.py`; workflow bodies have their own
-rules in `workflows.py`.
+The statements of operations, factories and functions are checked in `operations.py`; expression
+typing is in `expressions.py`; workflow bodies have their own rules in `workflows.py`.
 """
 
 from __future__ import annotations

@@ -320,8 +320,8 @@ def _let(ck: Checker, stmt: ast.Let, scope: Scope) -> None:
                     stmt.name, at, stmt.name_span, "loaded", read.aggregate, read.repository
                 )
             ck.facts.stmts[stmt] = found
-        elif isinstance(found, ir.Expr):  # type: ignore[arg-type]
-            ck.facts.exprs[v] = found  # type: ignore[assignment]
+        elif isinstance(found, ir.Expr):
+            ck.facts.exprs[v] = found
             t = found.type if not isinstance(found.type, ir.VoidType) else ERROR
             b = Binding(stmt.name, t, stmt.name_span, "value", used=is_error(t))
         else:
@@ -369,8 +369,8 @@ def _if_let(ck: Checker, stmt: ast.IfLet, scope: Scope, result: AnyType | None) 
             read = found
             inner = ir.AggregateType(found.aggregate, scope.ctx.name)
             kind, agg, repo = "loaded", found.aggregate, found.repository
-        elif isinstance(found, ir.Expr):  # type: ignore[arg-type]
-            value = found  # type: ignore[assignment]
+        elif isinstance(found, ir.Expr):
+            value = found
     else:
         value = ck.expr(src, scope)
     if value is not None:

@@ -131,4 +131,4 @@ def _not_a_read(ck: Checker, span: Span, source: ast.Expr) -> None:
 
 
 def _span_of(e: ast.Expr) -> Span:
-    return e.span  # type: ignore[union-attr]
+    return e.span

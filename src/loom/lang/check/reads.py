@@ -264,7 +264,7 @@ def build_read(
         return None
     named = tuple((p.name, x) for p, x in zip(f.params, args))
     card = find_cardinality(f.result)
-    return ir.Read(r, agg.name, "find", card, named, f.name)  # type: ignore[arg-type]
+    return ir.Read(r, agg.name, "find", card, named, f.name)
 
 
 def _by_key(

@@ -4,7 +4,7 @@ reads of their fields, and the places a value object cannot go.
 A value object (`value Money { … }`) is an immutable record compared by its fields, with optional
 invariants over them; it may be the type of anything that holds a value. A payload (`command`,
 `query`, `response`, `error`) is a transport record: in scope only as a workflow `create` parameter
-and in a commandHandler / queryHandler contract (`resolve.resolve_type(payloads=True)`), and built
+and in a commandHandler / queryHandler contract (`type_refs.resolve_type(payloads=True)`), and built
 only in those bodies. A stored value object is one JSON column the database does not query, so a
 criterion, a natural key or a declared find over one is refused (`loom.value-object-in-query`); a
 queryHandler's parameters travel in the query string, which holds no nested object
@@ -146,7 +146,7 @@ def record_expr(ck: Checker, e: ast.RecordExpr, scope: Scope, text: str) -> ir.E
                 f"declare it: `value {name} {{ field: type, … }}`"
             )
         ck.report("loom.unknown-type", message, e.type_span, "not a record type", help=help)
-        return ck.poison(e)  # type: ignore[arg-type]
+        return ck.poison(e)
     if isinstance(rec, ast.Payload) and scope.kind != "workflow":
         _values_only(ck, e, scope)
         ck.report(
@@ -158,7 +158,7 @@ def record_expr(ck: Checker, e: ast.RecordExpr, scope: Scope, text: str) -> ir.E
             help=PAYLOAD_SCOPE + "; build it in the body of a commandHandler or queryHandler "
             "that answers it",
         )
-        return ck.poison(e)  # type: ignore[arg-type]
+        return ck.poison(e)
     fields = {f.name: f for f in rec.fields}
     given: dict[str, ast.Arg] = {}
     values: dict[str, ir.Expr] = {}
@@ -245,7 +245,7 @@ def record_member(
             help=did_you_mean(e.name, fields)
             or f"its fields are {', '.join(f'`{n}`' for n in fields) or 'none'}",
         )
-        return ck.poison(e)  # type: ignore[arg-type]
+        return ck.poison(e)
     return ir.Member(x, e.name, ck.type_of(f.type), text)  # type: ignore[arg-type]
 
 

@@ -48,7 +48,7 @@ class Scope:
     # The value object whose invariants (or field defaults) are checked: its fields read by name.
     record: ast.ValueObject | None = None
     # A declared factory's body (but its `emit`s): the fields assigned so far, the only members of
-    # the aggregate it may read (rules_factory.py).
+    # the aggregate it may read (factories.py).
     building: set[str] | None = None
 
     def child(self, miss: str | None = None) -> Scope:

@@ -582,8 +582,8 @@ def workflow_function_call(ck: Checker, e: ast.Call, scope: Scope, text: str) ->
 def value_call(ck: Checker, e: ast.Call, scope: Scope) -> ir.Expr:
     """A `recv.m(...)` call used as a value inside a larger expression of a body."""
     found = classify(ck, e, scope, "value", None)
-    if isinstance(found, ir.Expr):  # type: ignore[arg-type]
-        return found  # type: ignore[return-value]
+    if isinstance(found, ir.Expr):
+        return found
     return ck.poison(e)
 
 

@@ -1,7 +1,7 @@
 """Checked AST to IR. Runs only on a model without errors, so every lookup here succeeds.
 
 Lowering is where the implicit parts of a workflow become explicit for the back ends: the saves
-(see `lower_body.py`), the instance binding of correlated workflows, the normalised `Agg.create`
+(see `bodies.py`), the instance binding of correlated workflows, the normalised `Agg.create`
 arguments (every input, in order, defaults filled in), and emit arguments in the event's order.
 """
 
