@@ -254,7 +254,7 @@ def fix_handle(
     change, or a file could not be scanned as Loom; 2 a path does not exist or a file cannot be
     read or written.
     """
-    from loom.lang.codemod import fix_files, loom_files
+    from loom.codemod import fix_files, loom_files
 
     files, missing = loom_files(paths)
     for m in missing:

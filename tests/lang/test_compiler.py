@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
-from loom import lang
-from loom.lang import REGISTRY, compile_files, compile_sources, render_text
+from loom import cli, lang
+from loom.lang import REGISTRY, compile_files, compile_sources, compiler, render_text
+from loom.lang.check.checker import Checker
 from loom.lang.diagnostics import suggest
 
 
@@ -30,12 +33,10 @@ def test_unreadable_file_next_to_a_good_one(tmp_path: Path) -> None:
 
 
 def test_internal_error_is_a_diagnostic_not_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
-    from loom.lang import check
-
-    def boom(self: object) -> None:
+    def boom(self: object, *args: object) -> None:
         raise RuntimeError("kaboom")
 
-    monkeypatch.setattr(check.Checker, "run", boom)
+    monkeypatch.setattr(Checker, "__init__", boom)
     result = compile_sources({"x.loom": "context A { }"})
     (d,) = result.diagnostics
     assert d.code == "loom.internal-error" and d.severity == "error"
@@ -106,3 +107,19 @@ def test_syntax_errors_of_every_file_are_reported_and_nothing_else() -> None:
 )
 def test_did_you_mean(name: str, candidates: list[str], expected: str | None) -> None:
     assert suggest(name, candidates) == expected
+
+
+def test_loom_build_checks_the_model_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`loom build` compiles once and generates from that result: the check is not run again."""
+    runs: list[int] = []
+    real = compiler.check
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        runs.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(compiler, "check", counted)
+    model = Path(__file__).resolve().parents[2] / "examples" / "banking" / "banking.loom"
+    result = CliRunner().invoke(cli.app, ["build", str(model), "-o", str(tmp_path / "bank")])
+    assert result.exit_code == 0, result.output
+    assert len(runs) == 1

@@ -1,4 +1,4 @@
-""""Did you mean" picks the kind of name the position asks for."""
+""" "Did you mean" picks the kind of name the position asks for."""
 
 from __future__ import annotations
 

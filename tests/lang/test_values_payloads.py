@@ -14,7 +14,7 @@ from lark import logger as lark_logger
 from loom.lang import compile_sources
 from loom.model import ir
 
-GRAMMAR = Path(__file__).resolve().parents[2] / "src/loom/lang/grammar.lark"
+GRAMMAR = Path(__file__).resolve().parents[2] / "src/loom/lang/syntax/grammar.lark"
 
 # Shift/reduce conflicts the grammar had before records, all resolved as shifts and all from
 # statements following each other without a separator (`x` then `-y` / `(y)`, `notFound` then a

@@ -1,5 +1,9 @@
 """The front end's entry points: files or texts in, an IR model and diagnostics out.
 
+The pipeline is four passes, each one package with one entry function and a typed result:
+`syntax.parse` -> `SyntaxResult`, `names.resolve` -> `Program`, `check.check` -> `Facts`,
+`lower.lower` -> `ir.Model`.
+
 This is the boundary the user sees, so it never raises: an unreadable file is a diagnostic, and any
 unexpected exception in a stage becomes `loom.internal-error` instead of a traceback.
 """
@@ -11,8 +15,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from loom.lang import ast
+from loom.lang.check import check
 from loom.lang.diagnostics import Diagnostic, Sink, Span
+from loom.lang.lower import lower
+from loom.lang.names import resolve
+from loom.lang.syntax import parse
 from loom.model import ir
 
 
@@ -76,20 +83,16 @@ def _compile(sources: dict[str, str], sink: Sink) -> CompileResult:
 
 
 def _run(sources: dict[str, str], sink: Sink) -> ir.Model | None:
-    from loom.lang import check, lower, parser, resolve, rules_names
-
-    files: list[ast.File] = [parser.parse(name, text, sink) for name, text in sources.items()]
+    syntax = parse(sources, sink)
     if sink.has_errors:
         # A file that did not parse is missing declarations the others may use; checking the rest
         # would mostly report names that are only "unknown" because of the syntax error.
         return None
-    prog = resolve.build(files, sink)
-    checker = check.Checker(prog, sink, sources)
-    checker.run()
-    rules_names.check_generated_names(prog, sink)
+    prog = resolve(syntax, sink)
+    facts = check(prog, sources, sink)
     if sink.has_errors:
         return None
-    return lower.lower(prog, checker)
+    return lower(prog, facts)
 
 
 def _is_recursion(exc: BaseException | None) -> bool:

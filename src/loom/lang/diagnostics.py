@@ -42,7 +42,8 @@ class CodeInfo:
         return f"{DOCS_PAGE}#{self.code}"
 
 
-_E, _W = "error", "warning"
+_E: Severity = "error"
+_W: Severity = "warning"
 
 REGISTRY: dict[str, CodeInfo] = {
     c.code: c
@@ -73,6 +74,11 @@ REGISTRY: dict[str, CodeInfo] = {
         CodeInfo("loom.unknown-aggregate", _E, "an aggregate name does not resolve"),
         CodeInfo("loom.unknown-enum-member", _E, "a qualified enum member does not exist"),
         CodeInfo("loom.unknown-trait", _E, "`with` names a trait Loom does not know"),
+        CodeInfo(
+            "loom.duplicate-modifier",
+            _E,
+            "a modifier, trait or `ignoring` filter is written twice",
+        ),
         CodeInfo("loom.ambiguous-enum-member", _E, "a bare enum member belongs to several enums"),
         CodeInfo(
             "loom.invalid-type-use",

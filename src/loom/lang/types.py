@@ -5,6 +5,7 @@ that already has a diagnostic (it fits everywhere, so one mistake produces one m
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from loom.model import ir
 
@@ -113,7 +114,7 @@ def bare(t: AnyType) -> AnyType:
     return t
 
 
-def is_record(t: AnyType) -> bool:
+def is_record(t: AnyType) -> TypeGuard[ir.ValueType | ir.PayloadType]:
     """A value object or a payload (a record with fields, built by `Name { … }`)."""
     return isinstance(t, (ir.ValueType, ir.PayloadType))
 

@@ -1,0 +1,98 @@
+"""The rules of the checker, in the order they run: one entry per construct.
+
+Order matters in two ways only. Every declared type is resolved before a rule reads one, and value
+objects come before aggregates (a default or a body may construct one). The program-wide rules at
+the end read the facts the per-declaration rules recorded (the typed gates, the calls of each
+reaction). Diagnostics are sorted by position afterwards, so the order never shows in the output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from loom.lang.check import (
+    aggregates,
+    anonymous,
+    declarations,
+    declared_types,
+    events,
+    generated_names,
+    headers,
+    principal,
+    records,
+    workflows,
+)
+from loom.lang.check.checker import Checker
+
+
+@dataclass(frozen=True)
+class Rule:
+    construct: str  # what it checks, as a reader would name it
+    run: Callable[[Checker], None]
+
+
+def _declared_types(ck: Checker) -> None:
+    for ctx in ck.prog.contexts.values():
+        declared_types.declare_types(ck, ctx)
+
+
+def _records(ck: Checker) -> None:
+    for ctx in ck.prog.contexts.values():
+        records.check_records(ck, ctx)
+
+
+def _aggregates(ck: Checker) -> None:
+    for ctx in ck.prog.contexts.values():
+        for agg in ctx.aggregates.values():
+            aggregates.check_aggregate(ck, ctx, agg)
+
+
+def _declarations(ck: Checker) -> None:
+    for ctx in ck.prog.contexts.values():
+        declarations.check_context(ck, ctx)
+
+
+def _workflows(ck: Checker) -> None:
+    for ctx in ck.prog.contexts.values():
+        for wf in ctx.workflows.values():
+            workflows.check_workflow(ck, ctx, wf)
+
+
+def _handlers(ck: Checker) -> None:
+    for ctx in ck.prog.contexts.values():
+        for h in ctx.handlers.values():
+            workflows.check_handler(ck, ctx, h)
+
+
+def _timers(ck: Checker) -> None:
+    for ctx in ck.prog.contexts.values():
+        for tm in ctx.timers.values():
+            workflows.check_timer(ck, ctx, tm)
+
+
+def _projections(ck: Checker) -> None:
+    for ctx in ck.prog.contexts.values():
+        for proj in ctx.projections.values():
+            events.check_projection(ck, ctx, proj)
+
+
+def _generated_names(ck: Checker) -> None:
+    generated_names.check_generated_names(ck.prog, ck.sink)
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("declaration headers: traits, isolation levels, entry points", headers.check_headers),
+    Rule("declared types: fields, parameters, results", _declared_types),
+    Rule("value objects and payloads", _records),
+    Rule("aggregates: defaults, derived values, invariants, functions, operations", _aggregates),
+    Rule("unique keys, factories, finds, filters, criteria, retrievals, services", _declarations),
+    Rule("workflows: state, functions, creates, reactions, applies, timeouts", _workflows),
+    Rule("command and query handlers", _handlers),
+    Rule("timers", _timers),
+    Rule("projections", _projections),
+    Rule("channels", events.check_channels),
+    Rule("reactions calling gates that refuse the system principal", principal.check_reactor_gates),
+    Rule("gates anonymous callers can never pass", anonymous.check_anonymous_gates),
+    Rule("generated names: routes and columns", _generated_names),
+)

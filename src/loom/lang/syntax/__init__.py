@@ -1,0 +1,28 @@
+"""Pass 1, syntax: each file's text to its syntax tree (`ast.File`), every node with its `Span`.
+
+`grammar.lark` is the grammar, `grammar.py` the parser built from it, `parser.py` the syntax-error
+messages, `tree_to_ast.py` the tree builder and `ast.py` the nodes. A file with a syntax error
+contributes an empty `ast.File` (and its diagnostic); the compiler stops after this pass then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from loom.lang.diagnostics import Sink
+from loom.lang.syntax import ast
+from loom.lang.syntax.parser import parse_file
+
+
+@dataclass
+class SyntaxResult:
+    files: list[ast.File]  # one per source, in the order given
+
+
+def parse(sources: Mapping[str, str], sink: Sink) -> SyntaxResult:
+    """Parse every source (file name -> text); syntax errors go to `sink`."""
+    return SyntaxResult([parse_file(name, text, sink) for name, text in sources.items()])
+
+
+__all__ = ["SyntaxResult", "ast", "parse"]
