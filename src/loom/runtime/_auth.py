@@ -10,7 +10,7 @@ the environment:
     LOOM_JWT_AUDIENCE     optional: the `aud` a token must carry
     LOOM_JWT_ISSUER       optional: the `iss` a token must carry
 
-Per request (`AuthMiddleware`):
+Per request (in `_edge.EdgeMiddleware`):
 
 - no `Authorization` header: the request is anonymous (`ANONYMOUS`);
 - `Authorization: Bearer <token>` that verifies: the principal of its claims (`sub` -> id,
@@ -34,11 +34,9 @@ from typing import Any, Literal, Protocol
 
 import jwt
 from starlette.requests import Request
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ._errors import Forbidden, Unauthenticated
-from ._principal import ANONYMOUS, Principal, current_principal, use_principal
-from ._problems import problem_for
+from ._principal import Principal, current_principal
 
 ADMIN_ROLE = "admin"
 _MIN_SECRET_BYTES = 32  # RFC 7518 §3.2: an HS256 key is at least as long as the hash
@@ -216,41 +214,8 @@ def resolve_auth(auth: Authenticator | Literal[False] | None) -> Authenticator |
     return auth
 
 
-_AUTHORIZATION = b"authorization"
-
-
-class AuthMiddleware:
-    """Sets the request's principal (see the module docstring); a pure ASGI middleware, so the
-    principal set here is the one the route's code reads."""
-
-    def __init__(self, app: ASGIApp, authenticator: Authenticator | None = None) -> None:
-        self.app = app
-        self.authenticator = authenticator
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        principal = ANONYMOUS
-        header = _header(scope) if self.authenticator is not None else None
-        if self.authenticator is not None and header is not None:
-            try:
-                principal = self.authenticator.authenticate(_bearer(header))
-            except Unauthenticated as exc:
-                await problem_for(Request(scope), exc)(scope, receive, send)
-                return
-        with use_principal(principal):
-            await self.app(scope, receive, send)
-
-
-def _header(scope: Scope) -> str | None:
-    for name, value in scope.get("headers", ()):
-        if name == _AUTHORIZATION:
-            return str(value.decode("latin-1"))
-    return None
-
-
-def _bearer(header: str) -> str:
+def bearer_token(header: str) -> str:
+    """The token of an `Authorization: Bearer <token>` header; `Unauthenticated` otherwise."""
     scheme, _, token = header.strip().partition(" ")
     if scheme.lower() != "bearer":
         raise Unauthenticated(

@@ -20,11 +20,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from ._admin import admin_router
-from ._auth import Authenticator, AuthMiddleware, add_bearer_scheme, resolve_auth
-from ._body_limit import BodyLimitMiddleware, resolve_max_body_bytes
+from ._auth import Authenticator, add_bearer_scheme, resolve_auth
+from ._body_limit import resolve_max_body_bytes
 from ._channels import Channel
-from ._correlation import CorrelationMiddleware
 from ._domain import DomainEvent
+from ._edge import EdgeMiddleware
 from ._errors import LoomError
 from ._externs import load_externs
 from ._idempotency import HEADER as IDEMPOTENCY_KEY
@@ -224,9 +224,11 @@ def create_app(
     if dead_letter_routes if dead_letter_routes is not None else bool(channels) or processes:
         app.include_router(admin_router(LoomRoute, get_service))
     install_problem_handlers(app)
-    app.add_middleware(AuthMiddleware, authenticator=authenticator)
-    app.add_middleware(BodyLimitMiddleware, max_body_bytes=resolve_max_body_bytes(max_body_bytes))
-    app.add_middleware(CorrelationMiddleware)  # outermost: a 401 carries the id too
+    app.add_middleware(
+        EdgeMiddleware,
+        max_body_bytes=resolve_max_body_bytes(max_body_bytes),
+        authenticator=authenticator,
+    )
     _add_problem_schema(app)
     if authenticator is not None:
         add_bearer_scheme(app)
