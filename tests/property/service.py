@@ -6,6 +6,7 @@ generated package's `main.build_app`, and ruff as a subprocess.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import importlib.util
 import itertools
@@ -17,8 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
-from fastapi.testclient import TestClient
 
 from loom.codegen.python import generate
 from loom.lang import compile_sources, render_text
@@ -82,16 +83,21 @@ def start_and_probe(out: Path, database: Path, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.syspath_prepend(str(out.parent))
     monkeypatch.setenv("LOOM_EXTERN_MODULE", EXTERNS_MODULE)
     with imported(out) as main:
-        app = main.build_app(f"sqlite+aiosqlite:///{database}")
-        with TestClient(app, raise_server_exceptions=False) as client:
-            r = client.get("/openapi.json")
-            assert r.status_code == 200, r.text
-            lists = [
-                path for path, ops in r.json()["paths"].items() if "get" in ops and "{" not in path
-            ]
-            for path in lists:
-                got = client.get(path)
-                assert got.status_code < 500, f"GET {path}: {got.status_code} {got.text}"
+        asyncio.run(_probe(main.build_app(f"sqlite+aiosqlite:///{database}")))
+
+
+async def _probe(app: Any) -> None:
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://loom.test") as client,
+    ):
+        r = await client.get("/openapi.json")
+        assert r.status_code == 200, r.text
+        lists = [p for p, ops in r.json()["paths"].items() if "get" in ops and "{" not in p]
+        for path in lists:
+            got = await client.get(path)
+            assert got.status_code < 500, f"GET {path}: {got.status_code} {got.text}"
 
 
 def pyflakes_findings(folders: Sequence[Path]) -> dict[Path, list[str]]:

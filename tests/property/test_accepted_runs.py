@@ -6,7 +6,7 @@ models hypothesis derives from it (tests/property/mutations.py), the generated s
 under a fresh name, start on a fresh SQLite file, answer its OpenAPI document and its list routes
 with no 5xx, and carry no pyflakes finding (ruff's F rules: an undefined name, an unused import…).
 
-LOOM_PROPERTY_EXAMPLES=500 explores more mutants than the 60 a run of the suite affords.
+LOOM_PROPERTY_EXAMPLES=500 explores more mutants than the 40 a run of the suite affords.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from tests.property.service import pyflakes_findings, start_and_probe, write_ser
 CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 # CI explores the same examples on every run, and keeps no example database between runs.
 DETERMINISTIC: dict[str, Any] = {"derandomize": True, "database": None} if CI else {}
-MUTANTS = int(os.environ.get("LOOM_PROPERTY_EXAMPLES", "60"))
+MUTANTS = int(os.environ.get("LOOM_PROPERTY_EXAMPLES", "40"))
 
 NO_AGGREGATE = "a context with no aggregate: its tables.py imports what it never uses (F401)"
 UNUSED_LOOKUP = "a handler's `let x = …getBy(…)` never read: handlers.py assigns `x` unused (F841)"
