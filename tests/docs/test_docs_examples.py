@@ -15,7 +15,9 @@ from loom.lang import compile_sources
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-BLOCK = re.compile(r"(?:<!-- expect: (?P<codes>[^>]*?) -->\s*)?```loom\n(?P<body>.*?)```", re.S)
+BLOCK = re.compile(
+    r"(?:<!-- expect: (?P<codes>[^>]*?) -->\s*)?```loom\n(?P<body>.*?)```", re.DOTALL
+)
 
 
 def _blocks() -> list[pytest.param]:

@@ -180,7 +180,9 @@ async def test_malformed_requests_name_the_bad_field(bank: ServiceClient) -> Non
     paths = {e["path"] for e in assert_problem(missing, 422, "invalid-request")["errors"]}
     assert any(p.endswith("toAccount") for p in paths), paths
     not_json = await bank.post(
-        "/api/workflows/transfer", content=b"{not json", headers={"content-type": "application/json"}
+        "/api/workflows/transfer",
+        content=b"{not json",
+        headers={"content-type": "application/json"},
     )
     assert_problem(not_json, 422, "invalid-request")
     assert_problem(await bank.get("/api/accounts/not-a-uuid"), 422, "invalid-request")
@@ -225,9 +227,7 @@ async def test_events_are_dispatched_after_commit_only(bank: ServiceClient) -> N
         accounts = bank.module("banking.tables").accounts
         account_id = getattr(event, "account", None) or event.from_
         async with bank.service.engine.connect() as conn:
-            value = await conn.scalar(
-                select(accounts.c.balance).where(accounts.c.id == account_id)
-            )
+            value = await conn.scalar(select(accounts.c.balance).where(accounts.c.id == account_id))
         seen.append((type(event).__name__, value))
 
     for name in ("MoneyWithdrawn", "MoneyDeposited", "TransferMade"):

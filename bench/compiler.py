@@ -1,0 +1,344 @@
+"""Benchmark: the compiler on synthetic models of N aggregates, and the start of `loom run`.
+
+1. `loom check` and `loom build` as the CLI, on a generated model of N aggregates (N = 10, 100,
+   1,000, 3,000): wall time of the subprocess, best of 3, and its peak RSS (`os.wait4`'s rusage of
+   that one child). Each aggregate has 4 fields, an invariant, two guarded operations (one emits an
+   event) and a repository; every ten aggregates share a transactional workflow; the model spreads
+   over contexts of 40 aggregates, each context over files of 20, as a real project would.
+2. Start: `loom run examples/banking/banking.loom` on a fresh SQLite file, from launch to its first
+   200 (`GET /api/accounts`), with the build cache cold (no `.loom/build` beside the model) and warm,
+   against a hand-written FastAPI app with the same imports (fastapi, sqlalchemy, pydantic,
+   loom.runtime) served by `uvicorn.run` the same way (`python bench/compiler.py --reference …`),
+   answering `GET /accounts` from a table it creates at startup. Figures: medians, and the ratio.
+
+Targets: check + build of 1,000 aggregates < 2 s, of 3,000 < 6 s (`loom build` runs the check
+first, so its time is the check + build); start ratio < 1.5. The load average is printed with the
+figures: the machine is shared.
+
+    .venv/bin/python bench/compiler.py                        # everything
+    .venv/bin/python bench/compiler.py --sizes 10 100 --starts 3
+    .venv/bin/python bench/compiler.py --write-model 3000 /tmp/m3000   # the model only (profiling)
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parents[1]
+BANKING = ROOT / "examples/banking/banking.loom"
+PER_CONTEXT = 40
+PER_FILE = 20
+PER_WORKFLOW = 10
+SIZES = (10, 100, 1000, 3000)
+TARGETS = {1000: 2.0, 3000: 6.0}  # aggregates -> seconds for `loom build` (check + build)
+START_TARGET = 1.5
+
+
+def _aggregate(i: int) -> str:
+    return f"""
+  event Item{i}Closed {{ item: Item{i} id, total: int }}
+
+  aggregate Item{i} {{
+    name: string
+    quantity: int = 0
+    price: decimal = 0
+    open: bool = true
+
+    invariant quantity >= 0 message "a quantity is never negative"
+
+    operation add(n: int) when open {{
+      precondition n > 0 message "add a positive quantity"
+      quantity += n
+    }}
+
+    operation close() when open && quantity > 0 {{
+      open := false
+      emit Item{i}Closed {{ item: id, total: quantity }}
+    }}
+  }}
+  repository Item{i}s for Item{i} {{ }}
+"""
+
+
+def _workflow(first: int, count: int) -> str:
+    params = ", ".join(f"a{k}: Item{first + k} id" for k in range(count))
+    loads = "".join(
+        f"      let x{k} = Item{first + k}s.getById(a{k})\n      x{k}.add(n)\n"
+        for k in range(count)
+    )
+    return f"""
+  workflow restock{first} transactional {{
+    create({params}, n: int) {{
+{loads}    }}
+  }}
+"""
+
+
+def synthetic_model(n: int) -> dict[str, str]:
+    """N aggregates as model files, file name -> text."""
+    files: dict[str, str] = {}
+    for start in range(0, n, PER_FILE):
+        ids = range(start, min(start + PER_FILE, n))
+        context = f"Area{start // PER_CONTEXT}"
+        parts = [_aggregate(i) for i in ids]
+        parts += [
+            _workflow(i, min(PER_WORKFLOW, ids.stop - i)) for i in ids if i % PER_WORKFLOW == 0
+        ]
+        files[f"{context.lower()}_{start // PER_FILE % (PER_CONTEXT // PER_FILE)}.loom"] = (
+            f"context {context} {{{''.join(parts)}}}\n"
+        )
+    return files
+
+
+def write_model(n: int, folder: Path) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, text in synthetic_model(n).items():
+        (folder / name).write_text(text)
+        paths.append(folder / name)
+    return paths
+
+
+@dataclass(frozen=True)
+class Run:
+    seconds: float
+    peak_rss_mb: float
+
+
+def _loom() -> list[str]:
+    script = Path(sys.executable).parent / "loom"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "loom.cli"]
+
+
+def run_cli(args: Sequence[str], cwd: Path) -> Run:
+    """One `loom …` subprocess: its wall time and its own peak RSS (not the bench's)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [*_loom(), *args], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"loom {' '.join(args)} failed: {proc.stderr.read().decode()[-2000:]}")
+    proc.stderr.close()
+    return Run(seconds, usage.ru_maxrss / 1024)  # ru_maxrss: KiB on Linux
+
+
+def best_of(times: int, args: Sequence[str], cwd: Path) -> Run:
+    runs = [run_cli(args, cwd) for _ in range(times)]
+    return Run(min(r.seconds for r in runs), max(r.peak_rss_mb for r in runs))
+
+
+def measure_compiler(sizes: Sequence[int], repeat: int) -> None:
+    print(f"\n## loom check / loom build (best of {repeat}; peak RSS of the child)\n")
+    print("| aggregates | files | lines | check s | check MB | build s | build MB | target |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---|")
+    for n in sizes:
+        with tempfile.TemporaryDirectory(prefix=f"loom-bench-{n}-") as tmp:
+            folder = Path(tmp)
+            files = [p.name for p in write_model(n, folder / "model")]
+            lines = sum(len((folder / "model" / f).read_text().splitlines()) for f in files)
+            model = [f"model/{f}" for f in files]
+            check = best_of(repeat, ["check", *model], folder)
+            build = best_of(repeat, ["build", *model, "-o", "out"], folder)
+        target = TARGETS.get(n)
+        verdict = (
+            ""
+            if target is None
+            else f"< {target:g} s: {'met' if build.seconds < target else 'NOT met'}"
+        )
+        print(
+            f"| {n:,} | {len(files)} | {lines:,} | {check.seconds:.2f} | {check.peak_rss_mb:.0f} "
+            f"| {build.seconds:.2f} | {build.peak_rss_mb:.0f} | {verdict} |",
+            flush=True,
+        )
+
+
+# ---- start time -----------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _poll(url: str, proc: subprocess.Popen[bytes], start: float, timeout: float) -> float | None:
+    """Seconds from `start` to the first 200 from `url`, polling every 5 ms; None if the server
+    exited or the time ran out first."""
+    parts = urlsplit(url)
+    while time.perf_counter() - start < timeout and proc.poll() is None:
+        conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=1)
+        try:
+            conn.request("GET", parts.path)
+            if conn.getresponse().status == 200:
+                return time.perf_counter() - start
+        except OSError:
+            pass  # not listening yet
+        finally:
+            conn.close()
+        time.sleep(0.005)
+    return None
+
+
+def time_to_200(args: Sequence[str], cwd: Path, port: int, path: str) -> float:
+    """Launch the server `args` and time it to its first 200 on `path`; its output goes to
+    cwd/server.log, whose end is shown if it never answers."""
+    log = cwd / "server.log"
+    with log.open("wb") as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(list(args), cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            seconds = _poll(f"http://127.0.0.1:{port}{path}", proc, start, 60)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    if seconds is None:
+        raise SystemExit(
+            f"{' '.join(args)} never answered 200 on {path}:\n{log.read_text()[-3000:]}"
+        )
+    return seconds
+
+
+def start_loom(folder: Path, cold: bool) -> float:
+    """`loom run` of the banking example copied into `folder`, on a fresh SQLite file."""
+    model = folder / "banking.loom"
+    if not model.exists():
+        shutil.copy(BANKING, model)
+    if cold:
+        shutil.rmtree(folder / ".loom", ignore_errors=True)
+    db = folder / "bank.db"
+    db.unlink(missing_ok=True)
+    port = _free_port()
+    args = [*_loom(), "run", str(model), "--port", str(port)]
+    args += ["--database-url", f"sqlite+aiosqlite:///{db}"]
+    return time_to_200(args, folder, port, "/api/accounts")
+
+
+def start_reference(folder: Path) -> float:
+    """The hand-written app (`--reference`), on a fresh SQLite file."""
+    db = folder / "reference.db"
+    db.unlink(missing_ok=True)
+    port = _free_port()
+    args = [sys.executable, str(Path(__file__).resolve()), "--reference", str(port)]
+    args.append(f"sqlite+aiosqlite:///{db}")
+    return time_to_200(args, folder, port, "/accounts")
+
+
+def measure_start(rounds: int) -> None:
+    print(f"\n## start to the first 200 (median of {rounds}, rounds alternate)\n")
+    times: dict[str, list[float]] = {"cold": [], "warm": [], "reference": []}
+    with tempfile.TemporaryDirectory(prefix="loom-bench-start-") as tmp:
+        folder = Path(tmp)
+        start_loom(folder, cold=True)  # the warm runs reuse this build
+        start_reference(folder)
+        for _ in range(rounds):
+            times["warm"].append(start_loom(folder, cold=False))
+            times["reference"].append(start_reference(folder))
+            times["cold"].append(start_loom(folder, cold=True))
+    ref = statistics.median(times["reference"])
+    print("| app | s | ratio to the reference | target |")
+    print("|---|---:|---:|---|")
+    print(f"| hand-written FastAPI app (same imports), `uvicorn.run` | {ref:.2f} | 1.00 | |")
+    for kind in ("warm", "cold"):
+        t = statistics.median(times[kind])
+        verdict = f"< {START_TARGET:g}: {'met' if t / ref < START_TARGET else 'NOT met'}"
+        print(f"| `loom run` banking, build cache {kind} | {t:.2f} | {t / ref:.2f} | {verdict} |")
+
+
+def serve_reference(port: int, url: str) -> None:
+    """The reference app: what `loom run` imports for a service, and one table, created at
+    startup, answered by a list route. Its imports are here, not at the top, because they are
+    what is measured: the bench process itself never pays them."""
+    import uvicorn
+    from fastapi import FastAPI
+    from pydantic import BaseModel
+    from sqlalchemy import Column, Integer, MetaData, String, Table, Uuid, select
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    import loom.runtime  # noqa: F401 (imported for its start cost, as a generated service does)
+
+    metadata = MetaData()
+    accounts = Table(
+        "accounts",
+        metadata,
+        Column("id", Uuid, primary_key=True),
+        Column("number", String, nullable=False),
+        Column("balance", Integer, nullable=False),
+    )
+    engine = create_async_engine(url)
+
+    class Account(BaseModel):
+        id: str
+        number: str
+        balance: int
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with engine.begin() as conn:
+            await conn.run_sync(metadata.create_all)
+        yield
+        await engine.dispose()
+
+    app = FastAPI(title="reference", lifespan=lifespan)
+
+    # response_model, not the return annotation: under `from __future__ import annotations` a
+    # class local to this function is not resolvable from its name
+    @app.get("/accounts", response_model=list[Account])
+    async def list_accounts() -> list[BaseModel]:
+        async with engine.connect() as conn:
+            rows = (await conn.execute(select(accounts))).all()
+        return [Account(id=str(r.id), number=r.number, balance=r.balance) for r in rows]
+
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="info")
+
+
+def load_average() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.2f} {five:.2f} {fifteen:.2f} (1, 5, 15 min) on {os.cpu_count()} cores"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
+    parser.add_argument("--repeat", type=int, default=3, help="runs per figure (the best is kept)")
+    parser.add_argument("--starts", type=int, default=5, help="start rounds (the median is kept)")
+    parser.add_argument("--write-model", nargs=2, metavar=("N", "FOLDER"))
+    parser.add_argument("--reference", nargs=2, metavar=("PORT", "URL"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.reference:
+        serve_reference(int(args.reference[0]), args.reference[1])
+        return
+    if args.write_model:
+        for path in write_model(int(args.write_model[0]), Path(args.write_model[1])):
+            print(path)
+        return
+    print(f"load average before: {load_average()}")
+    if args.sizes:
+        measure_compiler(args.sizes, args.repeat)
+    if args.starts:
+        measure_start(args.starts)
+    print(f"\nload average after: {load_average()}")
+
+
+if __name__ == "__main__":
+    main()
