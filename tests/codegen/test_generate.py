@@ -16,6 +16,7 @@ import pytest
 
 from loom.codegen.python import generate
 from loom.model import ir
+from loom.model.naming import snake
 from tests.codegen.hand_ir import banking_model
 from tests.codegen.util import ROOT, check_snapshots, import_generated, ruff, write_tree
 
@@ -81,8 +82,6 @@ def test_layout(model_case: tuple[str, ir.Model]) -> None:
     _, model = model_case
     files = generate(model)
     for ctx in model.contexts:
-        from loom.codegen.python.names import snake
-
         for kind in (
             "__init__",
             "domain",

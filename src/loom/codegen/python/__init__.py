@@ -7,7 +7,6 @@ code imports its siblings relatively and `loom.runtime` absolutely, so it loads 
 
 from __future__ import annotations
 
-from loom.codegen.python._shared import ModelInfo, context_module
 from loom.codegen.python.domain import emit_domain
 from loom.codegen.python.expressions import SIGNATURES, signatures
 from loom.codegen.python.handlers import emit_handlers
@@ -17,6 +16,7 @@ from loom.codegen.python.main import (
     emit_metadata,
     emit_package_init,
 )
+from loom.codegen.python.model_info import ModelInfo
 from loom.codegen.python.projections import emit_projections
 from loom.codegen.python.reactions import emit_reactions, has_reactions
 from loom.codegen.python.repositories import emit_repositories
@@ -31,6 +31,7 @@ from loom.codegen.python.services import (
 from loom.codegen.python.tables import emit_tables
 from loom.codegen.python.workflows import emit_workflows
 from loom.model import ir
+from loom.model.naming import context_module
 
 __all__ = ["generate"]
 

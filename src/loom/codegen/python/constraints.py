@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from loom.codegen.python import names
-from loom.model import ir
+from loom.model import ir, naming
 
 
 def max_length(t: ir.Type) -> int | None:
@@ -26,7 +25,7 @@ def length_checks(
         n = max_length(f.type)
         if n is None:
             continue
-        attr = f"self.{names.ident(f.name)}"
+        attr = f"self.{naming.ident(f.name)}"
         inner = f.type.inner if isinstance(f.type, ir.OptionalType) else f.type
         cond = (
             f"all(len(v) <= {n} for v in {attr})"

@@ -8,31 +8,19 @@ a refusal raises before the save, so nothing is written.
 
 from __future__ import annotations
 
-from loom.codegen.python import names
-from loom.codegen.python._code import (
-    Group,
-    Imports,
-    call,
-    docstring,
-    header,
-    lay,
-    module_text,
-    py_str,
-    where,
-)
-from loom.codegen.python._shared import (
-    ModelInfo,
-    NameAlloc,
-    TypeNames,
-    create_method,
-    domain_to_wire,
-    schema_attr,
-)
-from loom.codegen.python._shared import wire_to_domain as _wire_to_domain
 from loom.codegen.python.expressions import Scope
+from loom.codegen.python.imports import Imports
+from loom.codegen.python.layout import Group, call, lay
+from loom.codegen.python.literals import docstring, py_str
+from loom.codegen.python.model_info import ModelInfo
+from loom.codegen.python.modules import header, module_text, where
 from loom.codegen.python.repositories import find_method
 from loom.codegen.python.schemas import SchemaNames, field_to_domain, schema_names
-from loom.model import ir
+from loom.codegen.python.type_names import TypeNames
+from loom.codegen.python.wire import domain_to_wire
+from loom.codegen.python.wire import wire_to_domain as _wire_to_domain
+from loom.model import ir, naming
+from loom.model.naming import NameAlloc, create_method, schema_attr
 
 # A route reads the app's Service from the request (`get_service(request)`) rather than through
 # `Depends(get_service)`: FastAPI would solve that dependency on every request, in a worker thread
@@ -72,9 +60,9 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
     for agg in context.aggregates:
         repo = info.repository_class(context, agg.name)
         out = sn.out[agg.name]
-        plural = names.plural_snake(agg.name)
+        plural = naming.plural_snake(agg.name)
         var = NameAlloc({"id", "request", "service", "work", "body", "limit", "offset"}).take(
-            names.snake(agg.name)
+            naming.snake(agg.name)
         )
         tag = f"{context.name}: {agg.name}"
         imports.add(".repositories", repo)
@@ -82,7 +70,7 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
         imports.add("uuid", "UUID")
 
         # GET one
-        fn = functions.take(f"get_{names.snake(agg.name)}")
+        fn = functions.take(f"get_{naming.snake(agg.name)}")
         block = decorator("get", f"/api/{plural}/{{id}}", tag)
         block += lay(Group(f"async def {fn}(", ["id: UUID", REQUEST_PARAM], f") -> {out}:"))
         block.append(
@@ -124,8 +112,8 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
         for op in agg.operations:
             if op.private:
                 continue
-            fn = functions.take(f"{names.snake(agg.name)}_{names.snake(op.name)}")
-            path = f"/api/{plural}/{{id}}/{names.snake(op.name)}"
+            fn = functions.take(f"{naming.snake(agg.name)}_{naming.snake(op.name)}")
+            path = f"/api/{plural}/{{id}}/{naming.snake(op.name)}"
             status = 200 if op.extern and op.result is not None else 204
             block = decorator("post", path, tag, status=status)
             params = ["id: UUID"]
@@ -149,19 +137,19 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
             block.append(f"        {var} = await {repo_var}.get_by_id(id)")
             args = [wire_to_domain(f"body.{schema_attr(p.name)}", p.type, types) for p in op.params]
             if op.extern:
-                protocol = names.pascal(agg.name) + "Externs"
+                protocol = naming.pascal(agg.name) + "Externs"
                 imports.add(".externs", protocol)
                 imports.add("typing", "cast")
                 externs = f"cast({protocol}, service.externs[{py_str(protocol)}])"
-                method = f"{externs}.{names.ident(op.name)}"
+                method = f"{externs}.{naming.ident(op.name)}"
                 prefix = "result = " if status == 200 else ""
                 if op.requires is not None:
-                    block += lay(call(f"{var}.{names.extern_gate(op.name)}", args), 2)
+                    block += lay(call(f"{var}.{naming.extern_gate(op.name)}", args), 2)
                 block += lay(call(method, [var, *args], prefix=prefix), 2)
                 if agg.invariants:
                     block.append(f"        {var}._check_invariants()")
             else:
-                block += lay(call(f"{var}.{names.ident(op.name)}", args), 2)
+                block += lay(call(f"{var}.{naming.ident(op.name)}", args), 2)
             block.append(f"        await {repo_var}.save({var})")
             if status == 200:
                 block += lay(f"return {result}", 1)
@@ -188,15 +176,15 @@ def _find_routes(
     if repo is None or not repo.finds:
         return []
     cls = info.repository_class(context, agg.name)
-    plural = names.plural_snake(agg.name)
+    plural = naming.plural_snake(agg.name)
     tag = f"{context.name}: {agg.name}"
     types = TypeNames(info, context, imports, mode="query")
     blocks = []
     for find in repo.finds:
-        fn = functions.take(f"find_{plural}_{names.snake(find.name)}")
-        block = decorator("get", f"/api/{plural}/find/{names.snake(find.name)}", tag)
+        fn = functions.take(f"find_{plural}_{naming.snake(find.name)}")
+        block = decorator("get", f"/api/{plural}/find/{naming.snake(find.name)}", tag)
         alloc = NameAlloc({"request", "service", "work", var, "found"})
-        py = {p.name: alloc.take(names.ident(p.name)) for p in find.params}
+        py = {p.name: alloc.take(naming.ident(p.name)) for p in find.params}
         params = []
         for p in find.params:
             query = "Query()" if py[p.name] == p.name else f"Query(alias={py_str(p.name)})"
@@ -249,15 +237,15 @@ def _crudish(
     """POST (201 + Location), PATCH (mutable fields only) and DELETE of a crudish aggregate."""
     repo = info.repository_class(context, agg.name)
     out = sn.out[agg.name]
-    plural = names.plural_snake(agg.name)
+    plural = naming.plural_snake(agg.name)
     tag = f"{context.name}: {agg.name}"
-    cls = names.pascal(agg.name)
+    cls = naming.pascal(agg.name)
     imports.add(".domain", cls)
     imports.add("fastapi", "Response")
     repo_var = NameAlloc({var, "id", "request", "service", "work", "body", "response"}).take(plural)
     blocks = []
 
-    fn = functions.take(f"create_{names.snake(agg.name)}")
+    fn = functions.take(f"create_{naming.snake(agg.name)}")
     create_in = sn.create_input[agg.name]
     imports.add(".schemas", create_in)
     block = decorator("post", f"/api/{plural}", tag, status=201)
@@ -269,13 +257,13 @@ def _crudish(
     domain = Scope(imports=imports, enum_ref=types.enum_ref, self_name=None)
     if agg.factory is not None:
         kwargs = [
-            f"{names.ident(p.name)}="
+            f"{naming.ident(p.name)}="
             + _wire_to_domain(f"body.{schema_attr(p.name)}", p.type, in_types)
             for p in agg.factory.params
         ]
     else:
         kwargs = [
-            f"{names.ident(f.name)}="
+            f"{naming.ident(f.name)}="
             + field_to_domain(f"body.{schema_attr(f.name)}", f, in_types, domain)
             for f in agg.fields
         ]
@@ -287,7 +275,7 @@ def _crudish(
     block.append(f"    return {out}.from_aggregate({var})")
     blocks.append(block)
 
-    fn = functions.take(f"update_{names.snake(agg.name)}")
+    fn = functions.take(f"update_{naming.snake(agg.name)}")
     update_in = sn.update_input[agg.name]
     imports.add(".schemas", update_in)
     block = decorator("patch", f"/api/{plural}/{{id}}", tag)
@@ -300,7 +288,7 @@ def _crudish(
     block.append(f"        {repo_var} = {repo}(work)")
     block.append(f"        {var} = await {repo_var}.get_by_id(id)")
     for f in agg.updatable_fields:
-        attr, field_attr = schema_attr(f.name), names.ident(f.name)
+        attr, field_attr = schema_attr(f.name), naming.ident(f.name)
         block.append(f"        if {py_str(attr)} in body.model_fields_set:")
         if not isinstance(f.type, ir.OptionalType):
             imports.add("loom.runtime", "InvalidValue")
@@ -316,7 +304,7 @@ def _crudish(
     block.append(f"    return {out}.from_aggregate({var})")
     blocks.append(block)
 
-    fn = functions.take(f"delete_{names.snake(agg.name)}")
+    fn = functions.take(f"delete_{naming.snake(agg.name)}")
     block = decorator("delete", f"/api/{plural}/{{id}}", tag, status=204)
     block += lay(Group(f"async def {fn}(", ["id: UUID", REQUEST_PARAM], ") -> None:"))
     block.append(f"    {docstring(f'crudish delete of {agg.name} ({where(agg.origin)})')}")

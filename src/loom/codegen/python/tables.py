@@ -9,29 +9,24 @@ one column per other state field.
 
 from __future__ import annotations
 
-from loom.codegen.python import names
-from loom.codegen.python._code import Doc, Imports, call, header, lay, module_text, py_str, where
-from loom.codegen.python._shared import (
-    Keyed,
-    ModelInfo,
-    column_name,
-    context_module,
-    instances_table_var,
-    key_of,
-    keyed,
-    keyed_fields,
-    record_of,
-)
-from loom.model import ir
+from loom.codegen.python.imports import Imports
+from loom.codegen.python.keyed import Keyed, instances_table_var, key_of, keyed, keyed_fields
+from loom.codegen.python.layout import Doc, call, lay
+from loom.codegen.python.literals import py_str
+from loom.codegen.python.model_info import ModelInfo
+from loom.codegen.python.modules import header, module_text, where
+from loom.codegen.python.wire import record_of
+from loom.model import ir, naming
+from loom.model.naming import column_name, context_module
 
 
 def table_var(agg: ir.Aggregate) -> str:
     """The module-level name of an aggregate's table: `accounts`."""
-    return names.escape(names.plural_snake(agg.name))
+    return naming.escape(naming.plural_snake(agg.name))
 
 
 def table_name(context: ir.Context, agg: ir.Aggregate) -> str:
-    return f"{context_module(context).rstrip('_')}_{names.plural_snake(agg.name)}"
+    return f"{context_module(context).rstrip('_')}_{naming.plural_snake(agg.name)}"
 
 
 def _column_type(t: ir.Type, imports: Imports) -> str:
@@ -40,7 +35,7 @@ def _column_type(t: ir.Type, imports: Imports) -> str:
     record = record_of(t)
     if record is not None:
         # a value object (or a list of them): JSON text, rebuilt into the domain dataclasses
-        cls = names.pascal(record.name)
+        cls = naming.pascal(record.name)
         imports.add("loom.runtime.types", "JsonValue")
         imports.add(".domain", cls)
         return f"JsonValue({f'list[{cls}]' if isinstance(t, ir.ListType) else cls})"

@@ -9,32 +9,21 @@ after the commit).
 
 from __future__ import annotations
 
-from loom.codegen.python import names
-from loom.codegen.python._code import (
-    Group,
-    Imports,
-    call,
-    docstring,
-    header,
-    lay,
-    module_text,
-    py_str,
-    where,
-)
-from loom.codegen.python._shared import (
-    ModelInfo,
-    NameAlloc,
-    TypeNames,
+from loom.codegen.python.bodies import BodyWriter, apply_function, assign_state, body_params
+from loom.codegen.python.domain import function_body
+from loom.codegen.python.expressions import Scope, workflow_function
+from loom.codegen.python.imports import Imports
+from loom.codegen.python.keyed import (
     correlated,
     instance_out_class,
     instances_class,
     process_name,
     state_class,
-    walk,
 )
-from loom.codegen.python.bodies import BodyWriter, apply_function, assign_state, body_params
-from loom.codegen.python.domain import function_body
-from loom.codegen.python.expressions import Scope, workflow_function
+from loom.codegen.python.layout import Group, call, lay
+from loom.codegen.python.literals import docstring, py_str
+from loom.codegen.python.model_info import ModelInfo
+from loom.codegen.python.modules import header, module_text, where
 from loom.codegen.python.routes import (
     REQUEST_PARAM,
     ROUTE_LOCALS,
@@ -44,7 +33,9 @@ from loom.codegen.python.routes import (
     route_imports,
 )
 from loom.codegen.python.schemas import http_create, schema_names
-from loom.model import ir
+from loom.codegen.python.type_names import TypeNames
+from loom.model import ir, naming, walk
+from loom.model.naming import NameAlloc
 
 
 def emit_workflows(info: ModelInfo, context: ir.Context) -> str:
@@ -80,7 +71,7 @@ def emit_workflows(info: ModelInfo, context: ir.Context) -> str:
 
 def _function(wf: ir.Workflow, fn: ir.Function, types: TypeNames, imports: Imports) -> list[str]:
     """A workflow function: pure, over its parameters, at module scope."""
-    params = {p.name: names.ident(p.name) for p in fn.params}
+    params = {p.name: naming.ident(p.name) for p in fn.params}
     scope = Scope(imports=imports, enum_ref=types.enum_ref, self_name=None, params=dict(params))
     items = [f"{params[p.name]}: {types.render(p.type)}" for p in fn.params]
     name = workflow_function(wf.name, fn.name)
@@ -91,9 +82,9 @@ def _function(wf: ir.Workflow, fn: ir.Function, types: TypeNames, imports: Impor
 
 def _apply(wf: ir.Workflow, apply: ir.Apply, types: TypeNames, imports: Imports) -> list[str]:
     """`apply(e: Event) { … }`: fold one emitted event into the instance."""
-    event_cls = types.domain_name(wf.context, names.pascal(apply.event))
+    event_cls = types.domain_name(wf.context, naming.pascal(apply.event))
     state_cls = types.domain_name(wf.context, state_class(wf))
-    param = NameAlloc({"state"}).take(names.ident(apply.param))
+    param = NameAlloc({"state"}).take(naming.ident(apply.param))
     scope = Scope(
         imports=imports,
         enum_ref=types.enum_ref,
@@ -120,8 +111,8 @@ def _instance_route(
     store, out = instances_class(wf), instance_out_class(wf)
     imports.add(".repositories", store)
     imports.add(".schemas", out)
-    fn = functions.take(f"get_{names.snake(wf.name)}_instance")
-    path = f"/api/workflows/{names.snake(wf.name)}/instances/{{id}}"
+    fn = functions.take(f"get_{naming.snake(wf.name)}_instance")
+    path = f"/api/workflows/{naming.snake(wf.name)}/instances/{{id}}"
     lines = decorator("get", path, f"{context.name}: workflows")
     lines += lay(Group(f"async def {fn}(", ["id: UUID", REQUEST_PARAM], f") -> {out}:"))
     doc = f"an instance of workflow {wf.name} ({where(wf.origin)}), by its {wf.correlation}"
@@ -150,8 +141,8 @@ def _workflow(
 ) -> list[str]:
     domain_types = TypeNames(info, context, imports, mode="domain")
     out_types = TypeNames(info, context, imports, mode="output")
-    fn = functions.take(names.ident(wf.name))
-    path = f"/api/workflows/{names.snake(wf.name)}"
+    fn = functions.take(naming.ident(wf.name))
+    path = f"/api/workflows/{naming.snake(wf.name)}"
     status = 200 if create.result is not None else 204
     lines = decorator("post", path, f"{context.name}: workflows", status=status)
     in_types = TypeNames(info, context, imports, mode="input")
@@ -202,7 +193,9 @@ def _workflow(
     else:
         lines.append(f"    async with service.autocommit(){as_work}:")
     body = writer.repo_lines(2) + writer.block(create.body, 2)
-    if create.result is not None and not any(isinstance(s, ir.Return) for s in walk(create.body)):
+    if create.result is not None and not any(
+        isinstance(s, ir.Return) for s in walk.body(create.body)
+    ):
         raise ValueError(f"workflow {wf.name} declares a result but never returns one")
     lines += body or ["        pass"]
     if create.result is not None:
