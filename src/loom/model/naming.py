@@ -122,7 +122,8 @@ def context_module(context: ir.Context) -> str:
 
 def create_method(agg: ir.Aggregate) -> str:
     """The classmethod that builds a checked new aggregate: `create`, unless a member took it."""
-    taken = {ident(m.name) for m in (*agg.fields, *agg.derived, *agg.operations)}
+    members = [f.name for f in agg.fields] + [d.name for d in agg.derived]
+    taken = {ident(name) for name in members + [o.name for o in agg.operations]}
     return "create" if "create" not in taken else "create_"
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from loom.codegen.python.checks import check
 from loom.codegen.python.domain import event_args
 from loom.codegen.python.expressions import Scope, render, render_as
 from loom.codegen.python.imports import Imports
@@ -40,7 +41,7 @@ from loom.codegen.python.type_names import TypeNames
 from loom.codegen.python.wire import record_of, wire_to_domain
 from loom.model import ir, naming, walk
 from loom.model.naming import NameAlloc, create_method, schema_attr
-from loom.model.refusals import one_line
+from loom.model.refusals import precondition
 
 
 def externs_class(aggregate: str) -> str:
@@ -195,16 +196,8 @@ class BodyWriter:
         pad = INDENT * depth
         scope = self.scope
         if isinstance(stmt, ir.Precondition):
-            self.imports.add("loom.runtime", "require")
-            rule = f"{self.label}: precondition {one_line(stmt.condition.text)}"
-            detail = stmt.message if stmt.message is not None else f"{rule} failed"
-            args = [
-                render(stmt.condition, scope),
-                'kind="precondition"',
-                f"rule={py_str(rule)}",
-                f"detail={py_str(detail)}",
-            ]
-            return lay(call("require", args), depth)
+            refusal = precondition(self.label, stmt)
+            return check(render(stmt.condition, scope), refusal, self.imports, depth)
         if isinstance(stmt, ir.Let):
             var = self._bind(stmt)
             if stmt.name not in later:

@@ -6,7 +6,7 @@ end, so a refusal (precondition, state gate, invariant) leaves nothing written.
 
 from __future__ import annotations
 
-from loom.codegen.python.constraints import length_checks
+from loom.codegen.python.checks import check, length_checks
 from loom.codegen.python.expressions import Scope, render, render_as
 from loom.codegen.python.imports import Imports
 from loom.codegen.python.keyed import Keyed, key_of, keyed, keyed_fields, state_class
@@ -17,7 +17,7 @@ from loom.codegen.python.modules import header, module_text, where
 from loom.codegen.python.type_names import TypeNames
 from loom.model import ir, naming, walk
 from loom.model.naming import NameAlloc, create_method
-from loom.model.refusals import one_line
+from loom.model.refusals import invariant, one_line, precondition, requires, state_gate
 
 
 def emit_domain(info: ModelInfo, context: ir.Context) -> str:
@@ -78,11 +78,10 @@ def _event(event: ir.Event, types: TypeNames, imports: Imports) -> list[str]:
         lines.append(f"    {naming.ident(f.name)}: {types.render(f.type)}")
     lengths = length_checks(event.name, event.fields)
     if lengths:  # an event raised with a longer string is refused where it is raised
-        imports.add("loom.runtime", "require")
         lines += ["", "    def __post_init__(self) -> None:"]
         lines.append(f"        {docstring(f'the string lengths of event {event.name}')}")
-        for cond, rule, detail in lengths:
-            lines += _require(cond, "invariant", rule, detail, 2)
+        for cond, refusal in lengths:
+            lines += check(cond, refusal, imports, 2)
     return lines
 
 
@@ -109,20 +108,17 @@ def _record(rec: ir.ValueObject | ir.Payload, types: TypeNames, imports: Imports
         lines += lay(line.removeprefix("    "), 1)
     lengths = length_checks(rec.name, rec.fields) if isinstance(rec, ir.ValueObject) else []
     if isinstance(rec, ir.ValueObject) and (rec.invariants or lengths):
-        imports.add("loom.runtime", "require")
         lines += [
             "",
             "    def __post_init__(self) -> None:",
             f"        {docstring(f'invariants of {rec.name}, checked on construction')}",
         ]
         for inv in rec.invariants:
-            rule = f"{rec.name}: invariant {one_line(inv.condition.text)}"
-            detail = inv.message if inv.message is not None else f"{rule} failed"
             comment = f"# invariant {one_line(inv.condition.text)} ({where(inv.origin)})"
             lines.append(f"        {comment}")
-            lines += _require(render(inv.condition, scope), "invariant", rule, detail, 2)
-        for cond, rule, detail in lengths:
-            lines += _require(cond, "invariant", rule, detail, 2)
+            lines += check(render(inv.condition, scope), invariant(rec.name, inv), imports, 2)
+        for cond, refusal in lengths:
+            lines += check(cond, refusal, imports, 2)
     return lines
 
 
@@ -297,10 +293,7 @@ def _factory_body(
     label = f"{agg.name}.create"
     for i, stmt in enumerate(factory.body):
         if isinstance(stmt, ir.Precondition):
-            imports.add("loom.runtime", "require")
-            rule = f"{label}: precondition {one_line(stmt.condition.text)}"
-            detail = stmt.message if stmt.message is not None else f"{rule} failed"
-            lines += _require(render(stmt.condition, scope), "precondition", rule, detail, 2)
+            lines += check(render(stmt.condition, scope), precondition(label, stmt), imports, 2)
         elif isinstance(stmt, ir.Let):
             later = walk.locals_read(factory.body[i + 1 :])
             name = naming.ident(stmt.name) if stmt.name in later else "_" + naming.snake(stmt.name)
@@ -343,25 +336,6 @@ def _derived(d: ir.Derived, types: TypeNames, scope: Scope) -> list[str]:
     return lines
 
 
-def _require(cond: str, kind: str, rule: str, detail: str, depth: int) -> list[str]:
-    doc = call(
-        "require",
-        [cond, f"kind={py_str(kind)}", f"rule={py_str(rule)}", f"detail={py_str(detail)}"],
-    )
-    return lay(doc, depth)
-
-
-def _authorize(gate: ir.Expr, label: str, scope: Scope, depth: int) -> list[str]:
-    """An operation's `requires` gate: 403 `forbidden` when the principal may not run it."""
-    scope.imports.add("loom.runtime", "authorize")
-    rule = f"{label}: requires {one_line(gate.text)}"
-    detail = f"{label} is not allowed for the current user (requires {one_line(gate.text)})"
-    doc = call(
-        "authorize", [render(gate, scope), f"rule={py_str(rule)}", f"detail={py_str(detail)}"]
-    )
-    return lay(doc, depth)
-
-
 def _extern_gate(agg: ir.Aggregate, op: ir.Operation, types: TypeNames, scope: Scope) -> list[str]:
     """The `requires` gate of an extern operation, run by its callers before the user's code."""
     assert op.requires is not None
@@ -373,22 +347,20 @@ def _extern_gate(agg: ir.Aggregate, op: ir.Operation, types: TypeNames, scope: S
     lines = lay(Group(f"def {naming.extern_gate(op.name)}(", args, ") -> None:"), 1)
     doc = f"requires of extern operation {agg.name}.{op.name} ({where(op.origin)})"
     lines.append(f"        {docstring(doc)}")
-    return lines + _authorize(op.requires, f"{agg.name}.{op.name}", gate_scope, 2)
+    gate = requires(f"{agg.name}.{op.name}", op.requires)
+    return lines + check(render(op.requires, gate_scope), gate, scope.imports, 2)
 
 
 def _invariants(agg: ir.Aggregate, scope: Scope) -> list[str]:
-    scope.imports.add("loom.runtime", "require")
     lines = [
         "    def _check_invariants(self) -> None:",
         f"        {docstring(f'invariants of {agg.name} ({where(agg.origin)})')}",
     ]
     for inv in agg.invariants:
-        rule = f"{agg.name}: invariant {one_line(inv.condition.text)}"
-        detail = inv.message if inv.message is not None else f"{rule} failed"
         lines.append(f"        # invariant {one_line(inv.condition.text)} ({where(inv.origin)})")
-        lines += _require(render(inv.condition, scope), "invariant", rule, detail, 2)
-    for cond, rule, detail in length_checks(agg.name, agg.fields):
-        lines += _require(cond, "invariant", rule, detail, 2)
+        lines += check(render(inv.condition, scope), invariant(agg.name, inv), scope.imports, 2)
+    for cond, refusal in length_checks(agg.name, agg.fields):
+        lines += check(cond, refusal, scope.imports, 2)
     return lines
 
 
@@ -416,10 +388,8 @@ def function_body(fn: ir.Function, scope: Scope, depth: int, label: str) -> list
     alloc = NameAlloc({"self", *scope.params.values()})
     for i, stmt in enumerate(fn.body):
         if isinstance(stmt, ir.Precondition):
-            scope.imports.add("loom.runtime", "require")
-            rule = f"{label}: precondition {one_line(stmt.condition.text)}"
-            detail = stmt.message if stmt.message is not None else f"{rule} failed"
-            lines += _require(render(stmt.condition, scope), "precondition", rule, detail, depth)
+            refusal = precondition(label, stmt)
+            lines += check(render(stmt.condition, scope), refusal, scope.imports, depth)
         elif isinstance(stmt, ir.Let):
             later = walk.locals_read(fn.body[i + 1 :])
             name = naming.ident(stmt.name) if stmt.name in later else "_" + naming.snake(stmt.name)
@@ -451,12 +421,9 @@ def _operation(
     lines.append(f"        {docstring(f'operation {agg.name}.{op.name} ({where(op.origin)})')}")
     label = f"{agg.name}.{op.name}"
     if op.requires is not None and not op.extern:
-        lines += _authorize(op.requires, label, scope, 2)
+        lines += check(render(op.requires, scope), requires(label, op.requires), imports, 2)
     if op.when is not None:
-        imports.add("loom.runtime", "require")
-        rule = f"{label}: when {one_line(op.when.text)}"
-        detail = f"{label} is not allowed in the current state (when {one_line(op.when.text)})"
-        lines += _require(render(op.when, scope), "state-gate", rule, detail, 2)
+        lines += check(render(op.when, scope), state_gate(label, op.when), imports, 2)
     fields = {f.name: f for f in agg.fields}
 
     def block(stmts: tuple[ir.Stmt, ...], depth: int, outer: frozenset[str]) -> list[str]:
@@ -467,10 +434,8 @@ def _operation(
 
     def statement(stmt: ir.Stmt, depth: int, later: set[str] | frozenset[str]) -> list[str]:
         if isinstance(stmt, ir.Precondition):
-            imports.add("loom.runtime", "require")
-            rule = f"{label}: precondition {one_line(stmt.condition.text)}"
-            detail = stmt.message if stmt.message is not None else f"{rule} failed"
-            return _require(render(stmt.condition, scope), "precondition", rule, detail, depth)
+            refusal = precondition(label, stmt)
+            return check(render(stmt.condition, scope), refusal, imports, depth)
         if isinstance(stmt, ir.Assign):
             target = fields[stmt.field]
             attr = f"self.{naming.ident(stmt.field)}"

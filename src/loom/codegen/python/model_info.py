@@ -83,8 +83,15 @@ def _origins(context: ir.Context) -> Iterator[ir.Origin]:
         for decl in group:
             yield decl.origin
     for agg in context.aggregates:
-        for member in (*agg.fields, *agg.derived, *agg.invariants, *agg.functions, *agg.operations):
-            yield member.origin
+        members: tuple[tuple[_HasOrigin, ...], ...] = (
+            agg.fields,
+            agg.derived,
+            agg.invariants,
+            agg.functions,
+            agg.operations,
+        )
+        for group in members:
+            yield from (member.origin for member in group)
     for wf in context.workflows:
         for create in wf.creates:
             yield create.origin

@@ -445,8 +445,8 @@ def emit_schemas(info: ModelInfo, context: ir.Context) -> str:
             )
     if any(wf.process for wf in context.workflows if wf.correlation is not None):
         blocks.append(_pending_timeout_class(imports))
-    for wf in keyed(context):
-        blocks.append(_instance_class(wf, out_types, imports))
+    for rows in keyed(context):
+        blocks.append(_instance_class(rows, out_types, imports))
     for h in context.handlers:
         if h.name in sn.handler_input:
             doc = f"The body of commandHandler {h.name} ({where(h.origin)})"

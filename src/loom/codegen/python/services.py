@@ -11,17 +11,18 @@ only for a context that has them.
 from __future__ import annotations
 
 from loom.codegen.python.bodies import externs_class
+from loom.codegen.python.checks import check
 from loom.codegen.python.domain import event_args
 from loom.codegen.python.expressions import Scope, render, render_as
 from loom.codegen.python.imports import Imports
 from loom.codegen.python.layout import Group, call, lay
-from loom.codegen.python.literals import docstring, py_str
+from loom.codegen.python.literals import docstring
 from loom.codegen.python.model_info import ModelInfo
 from loom.codegen.python.modules import header, module_text, where
 from loom.codegen.python.type_names import TypeNames
 from loom.model import ir, naming, walk
 from loom.model.naming import NameAlloc
-from loom.model.refusals import one_line
+from loom.model.refusals import precondition
 
 
 def extern_aggregates(context: ir.Context) -> list[ir.Aggregate]:
@@ -116,16 +117,8 @@ def _method(
     body: list[str] = []
     for i, stmt in enumerate(method.body):
         if isinstance(stmt, ir.Precondition):
-            imports.add("loom.runtime", "require")
-            rule = f"{label}: precondition {one_line(stmt.condition.text)}"
-            detail = stmt.message if stmt.message is not None else f"{rule} failed"
-            args = [
-                render(stmt.condition, scope),
-                'kind="precondition"',
-                f"rule={py_str(rule)}",
-                f"detail={py_str(detail)}",
-            ]
-            body += lay(call("require", args), 2)
+            refusal = precondition(label, stmt)
+            body += check(render(stmt.condition, scope), refusal, imports, 2)
         elif isinstance(stmt, ir.Let):
             later = walk.locals_read(method.body[i + 1 :])
             var = alloc.take(
