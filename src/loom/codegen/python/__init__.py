@@ -10,6 +10,7 @@ from __future__ import annotations
 from loom.codegen.python.domain import emit_domain
 from loom.codegen.python.expressions import SIGNATURES, signatures
 from loom.codegen.python.handlers import emit_handlers
+from loom.codegen.python.ids import emit_ids
 from loom.codegen.python.main import (
     emit_context_init,
     emit_main,
@@ -58,6 +59,8 @@ def _generate(model: ir.Model, package: str) -> dict[str, str]:
         mod = context_module(context)
         files[f"{mod}/__init__.py"] = emit_context_init(info, info.files_of(context), context.name)
         files[f"{mod}/domain.py"] = emit_domain(info, context)
+        if context.aggregates:
+            files[f"{mod}/ids.py"] = emit_ids(info, context)
         files[f"{mod}/tables.py"] = emit_tables(info, context)
         files[f"{mod}/repositories.py"] = emit_repositories(info, context)
         files[f"{mod}/schemas.py"] = emit_schemas(info, context)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from loom.codegen.python.checks import check, length_checks
 from loom.codegen.python.expressions import Scope, render, render_as
+from loom.codegen.python.ids import reexport_ids
 from loom.codegen.python.imports import Imports
 from loom.codegen.python.keyed import Keyed, key_of, keyed, keyed_fields, state_class
 from loom.codegen.python.layout import Group, call, lay
@@ -26,15 +27,7 @@ def emit_domain(info: ModelInfo, context: ir.Context) -> str:
     types = TypeNames(info, context, imports, mode="domain", in_domain=True)
     blocks: list[list[str]] = []
 
-    if context.aggregates:
-        imports.add("typing", "NewType")
-        imports.add("uuid", "UUID")
-        blocks.append(
-            [
-                f'{naming.id_type(a.name)} = NewType("{naming.id_type(a.name)}", UUID)'
-                for a in context.aggregates
-            ]
-        )
+    reexport_ids(context, imports)
     for enum in context.enums:
         blocks.append(_enum(enum, imports))
     for record in context.records:

@@ -61,6 +61,16 @@ class TypeNames:
         self.imports.add(f"..{other}.domain", name)
         return name
 
+    def id_name(self, t: ir.IdType) -> str:
+        """An aggregate's id type. The domain module takes another context's from its `ids.py`, so
+        that domain modules never import each other (their contexts may hold each other's ids);
+        the other modules take it from the context's `domain.py`, which re-exports its own."""
+        name = naming.id_type(t.aggregate)
+        if not self.in_domain or t.context == self.context.name:
+            return self.domain_name(t.context, name)
+        self.imports.add(f"..{context_module(self.info.context(t.context))}.ids", name)
+        return name
+
     def enum_ref(self, name: str, context: str) -> str:
         return self.domain_name(context, naming.pascal(name))
 
@@ -85,7 +95,7 @@ class TypeNames:
                 return f"Annotated[str, MaxLen({t.max_length}), TEXT_CHECK]"
             return self._primitive(t.name)
         if isinstance(t, ir.IdType):
-            return self.domain_name(t.context, naming.id_type(t.aggregate))
+            return self.id_name(t)
         if isinstance(t, ir.EnumType):
             return self.enum_ref(t.name, t.context)
         if isinstance(t, ir.ListType):
