@@ -102,6 +102,12 @@ def ident(name: str) -> str:
     return escape(snake(name))
 
 
+def local(name: str, read: bool) -> str:
+    """The variable of a `let`: its identifier, or `_name` when nothing reads it (a binding kept
+    for its effect, which linters then leave alone)."""
+    return ident(name) if read else "_" + snake(name)
+
+
 def id_type(aggregate: str) -> str:
     """The NewType of an aggregate's identity: `Account` -> `AccountId`."""
     return pascal(aggregate) + "Id"

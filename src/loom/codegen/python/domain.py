@@ -289,7 +289,7 @@ def _factory_body(
             lines += check(render(stmt.condition, scope), precondition(label, stmt), imports, 2)
         elif isinstance(stmt, ir.Let):
             later = walk.locals_read(factory.body[i + 1 :])
-            name = naming.ident(stmt.name) if stmt.name in later else "_" + naming.snake(stmt.name)
+            name = naming.local(stmt.name, stmt.name in later)
             local = alloc.take(name)
             scope.locals[stmt.name] = local
             lines += lay(f"{local} = {render(stmt.value, scope)}", 2)
@@ -385,7 +385,7 @@ def function_body(fn: ir.Function, scope: Scope, depth: int, label: str) -> list
             lines += check(render(stmt.condition, scope), refusal, scope.imports, depth)
         elif isinstance(stmt, ir.Let):
             later = walk.locals_read(fn.body[i + 1 :])
-            name = naming.ident(stmt.name) if stmt.name in later else "_" + naming.snake(stmt.name)
+            name = naming.local(stmt.name, stmt.name in later)
             scope.locals[stmt.name] = alloc.take(name)
             lines += lay(f"{scope.locals[stmt.name]} = {render(stmt.value, scope)}", depth)
         elif isinstance(stmt, ir.Return):
@@ -442,9 +442,7 @@ def _operation(
             op_text = "=" if stmt.op == ":=" else stmt.op
             return lay(f"{attr} {op_text} {value}", depth)
         if isinstance(stmt, ir.Let):
-            var = alloc.take(
-                naming.ident(stmt.name) if stmt.name in later else "_" + naming.snake(stmt.name)
-            )
+            var = alloc.take(naming.local(stmt.name, stmt.name in later))
             scope.locals[stmt.name] = var
             return lay(f"{var} = {render(stmt.value, scope)}", depth)
         if isinstance(stmt, ir.Emit):

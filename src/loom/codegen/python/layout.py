@@ -8,7 +8,7 @@ when the whole line fits in `LINE_LENGTH` columns, otherwise exploded one item p
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 LINE_LENGTH = 88
@@ -62,12 +62,9 @@ _PRIORITY = [  # black/ruff delimiter priorities, highest first
 ]
 
 
-def _scan(text: str) -> tuple[list[tuple[int, str]], int]:
-    """Top-level (outside brackets and strings) delimiters of an expression, and the index of
-    the opening bracket matching a final closing one (-1 when the text does not end with one)."""
-    found: list[tuple[int, str]] = []
-    depth, quote, i, last_open = 0, "", 0, -1
-    stack: list[int] = []
+def _outside_strings(text: str) -> Iterator[tuple[int, str]]:
+    """(index, character) of each character of `text` outside its string literals."""
+    quote, i = "", 0
     while i < len(text):
         ch = text[i]
         if quote:
@@ -78,7 +75,21 @@ def _scan(text: str) -> tuple[list[tuple[int, str]], int]:
                 quote = ""
         elif ch in "\"'":
             quote = ch
-        elif ch in _OPEN:
+        else:
+            yield i, ch
+        i += 1
+
+
+def _scan(text: str) -> tuple[list[tuple[int, str]], int]:
+    """Top-level (outside brackets and strings) delimiters of an expression, and the index of
+    the opening bracket matching a final closing one (-1 when the text does not end with one)."""
+    found: list[tuple[int, str]] = []
+    depth, last_open, after = 0, -1, 0
+    stack: list[int] = []
+    for i, ch in _outside_strings(text):
+        if i < after:  # inside an operator already found
+            continue
+        if ch in _OPEN:
             stack.append(i)
             depth += 1
         elif ch in _CLOSE:
@@ -89,34 +100,23 @@ def _scan(text: str) -> tuple[list[tuple[int, str]], int]:
                 op = next((o for o in ops if text.startswith(o, i)), None)
                 if op is not None:
                     found.append((level, op))
-                    i += len(op) - 1
+                    after = i + len(op)
                     break
-        i += 1
     ends_with_bracket = bool(text) and text[-1] in _CLOSE and depth == 0
     return found, (last_open if ends_with_bracket else -1)
 
 
 def _split_args(inner: str) -> list[str]:
-    parts, depth, quote, start = [], 0, "", 0
-    i = 0
-    while i < len(inner):
-        ch = inner[i]
-        if quote:
-            if ch == "\\":
-                i += 2
-                continue
-            if ch == quote:
-                quote = ""
-        elif ch in "\"'":
-            quote = ch
-        elif ch in _OPEN:
+    parts: list[str] = []
+    depth, start = 0, 0
+    for i, ch in _outside_strings(inner):
+        if ch in _OPEN:
             depth += 1
         elif ch in _CLOSE:
             depth -= 1
         elif ch == "," and depth == 0:
             parts.append(inner[start:i].strip())
             start = i + 1
-        i += 1
     if inner[start:].strip():
         parts.append(inner[start:].strip())
     return parts

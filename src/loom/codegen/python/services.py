@@ -121,9 +121,7 @@ def _method(
             body += check(render(stmt.condition, scope), refusal, imports, 2)
         elif isinstance(stmt, ir.Let):
             later = walk.locals_read(method.body[i + 1 :])
-            var = alloc.take(
-                naming.ident(stmt.name) if stmt.name in later else "_" + naming.snake(stmt.name)
-            )
+            var = alloc.take(naming.local(stmt.name, stmt.name in later))
             scope.locals[stmt.name] = var
             body += lay(f"{var} = {render(stmt.value, scope)}", 2)
         elif isinstance(stmt, ir.CallOperation):
