@@ -21,6 +21,7 @@ from loom.model import ir, walk
 EXPR_CLASSES = frozenset(get_args(ir.Expr))
 STMT_CLASSES = frozenset(get_args(ir.Stmt))
 Kind = Literal["expr", "stmt"]
+KINDS: tuple[Kind, ...] = ("expr", "stmt")
 TARGETS: dict[Kind, frozenset[type]] = {"expr": EXPR_CLASSES, "stmt": STMT_CLASSES}
 
 NODE_CLASSES = sorted(
@@ -110,8 +111,8 @@ CASES = [
     (cls, f.name, kind)
     for cls in NODE_CLASSES
     for f in dataclasses.fields(cls)
-    for kind in ("expr", "stmt")
-    if holds(HINTS[cls][f.name], kind)  # type: ignore[arg-type]
+    for kind in KINDS
+    if holds(HINTS[cls][f.name], kind)
 ]
 
 

@@ -80,7 +80,7 @@ def body_params(
     return py, lines
 
 
-_BINDS = (ir.Let, ir.LoadById, ir.CreateAggregate, ir.Load, ir.IfLet, ir.ForEach)
+_Binding = ir.Let | ir.LoadById | ir.CreateAggregate | ir.Load | ir.IfLet | ir.ForEach
 _USES_WORK = (
     ir.Emit,
     ir.BindInstance,
@@ -139,7 +139,7 @@ class BodyWriter:
     # -- preparation -------------------------------------------------------------------------
     def prepare(self, body: tuple[ir.Stmt, ...]) -> None:
         for stmt in walk.body(body):
-            if isinstance(stmt, _BINDS):
+            if isinstance(stmt, _Binding):
                 self._vars[id(stmt)] = self.alloc.take(naming.ident(stmt.name))
         for stmt in walk.body(body):
             if isinstance(stmt, ir.Emit) and self._apply(stmt) is not None:
@@ -187,9 +187,9 @@ class BodyWriter:
             out += self.statement(stmt, depth, later)
         return out
 
-    def _bind(self, stmt: ir.Stmt) -> str:
+    def _bind(self, stmt: _Binding) -> str:
         var = self._vars[id(stmt)]
-        self.scope.locals[stmt.name] = var  # type: ignore[union-attr]
+        self.scope.locals[stmt.name] = var
         return var
 
     def statement(self, stmt: ir.Stmt, depth: int, later: set[str] | frozenset[str]) -> list[str]:
