@@ -31,8 +31,7 @@ from loom.codegen.python.services import (
 )
 from loom.codegen.python.tables import emit_tables
 from loom.codegen.python.workflows import emit_workflows
-from loom.model import ir
-from loom.model.naming import context_module
+from loom.model import ir, naming
 
 __all__ = ["generate"]
 
@@ -56,7 +55,7 @@ def _generate(model: ir.Model, package: str) -> dict[str, str]:
     externs: list[tuple[str, list[str]]] = []
     reactions: list[str] = []  # context modules with a reactions.py
     for context in model.contexts:
-        mod = context_module(context)
+        mod = naming.context_module(context)
         files[f"{mod}/__init__.py"] = emit_context_init(info, info.files_of(context), context.name)
         files[f"{mod}/domain.py"] = emit_domain(info, context)
         if context.aggregates:

@@ -40,7 +40,6 @@ from loom.codegen.python.schemas import sole_payload
 from loom.codegen.python.type_names import TypeNames
 from loom.codegen.python.wire import record_of, wire_to_domain
 from loom.model import ir, naming, walk
-from loom.model.naming import NameAlloc, create_method, schema_attr
 from loom.model.refusals import precondition
 
 
@@ -60,7 +59,7 @@ def assign_state(wf: Keyed, stmt: ir.AssignState, scope: Scope, depth: int) -> l
 
 
 def body_params(
-    params: tuple[ir.Parameter, ...], alloc: NameAlloc, in_types: TypeNames
+    params: tuple[ir.Parameter, ...], alloc: naming.NameAlloc, in_types: TypeNames
 ) -> tuple[dict[str, str], list[str]]:
     """The Python expression of each parameter of a workflow `create` or command handler, read
     from the request `body` (which is the payload itself when that is the only parameter), and the
@@ -70,7 +69,7 @@ def body_params(
     py: dict[str, str] = {}
     lines: list[str] = []
     for p in params:
-        wire = "body" if whole else f"body.{schema_attr(p.name)}"
+        wire = "body" if whole else f"body.{naming.schema_attr(p.name)}"
         if record_of(p.type) is None:
             py[p.name] = wire
             continue
@@ -130,7 +129,7 @@ class BodyWriter:
     _miss: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.alloc = NameAlloc(self.reserved)
+        self.alloc = naming.NameAlloc(self.reserved)
         self.instance_var: str | None = None
         self.store_var: str | None = None
         if self.keyed is None and self.workflow is not None and self.workflow.correlation:
@@ -415,7 +414,7 @@ class BodyWriter:
             for name, expr in stmt.args
         ]
         var = self._bind(stmt)
-        return lay(call(f"{cls}.{create_method(agg)}", kwargs, prefix=f"{var} = "), depth)
+        return lay(call(f"{cls}.{naming.create_method(agg)}", kwargs, prefix=f"{var} = "), depth)
 
 
 def duration(ms: int) -> str:

@@ -12,8 +12,7 @@ from __future__ import annotations
 from loom.codegen.python.expressions import Scope, render
 from loom.codegen.python.layout import Doc, call
 from loom.codegen.python.literals import py_str
-from loom.model import ir, walk
-from loom.model.naming import column_name
+from loom.model import ir, naming, walk
 
 _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "==", "!=": "!="}
 
@@ -76,7 +75,7 @@ class SqlRenderer:
 
     def _sql(self, expr: ir.Expr) -> str:
         if isinstance(expr, ir.SelfField):
-            col = "id" if expr.kind == "id" else column_name(expr.name)
+            col = "id" if expr.kind == "id" else naming.column_name(expr.name)
             text = f"{self.cols}.{col}"
             if _is_decimal(expr.type):
                 return f"{self._runtime('as_number')}({text})"

@@ -17,7 +17,6 @@ from loom.codegen.python.model_info import ModelInfo
 from loom.codegen.python.modules import header, module_text, where
 from loom.codegen.python.type_names import TypeNames
 from loom.model import ir, naming, walk
-from loom.model.naming import NameAlloc, create_method
 from loom.model.refusals import invariant, one_line, precondition, requires, state_gate
 
 
@@ -226,13 +225,13 @@ def _create(
 ) -> list[str]:
     cls = naming.pascal(agg.name)
     taken = {naming.ident(f.name) for f in agg.create_inputs} | {"cls"}
-    var = NameAlloc(taken).take(naming.snake(agg.name))
+    var = naming.NameAlloc(taken).take(naming.snake(agg.name))
     params: list[str] = ["cls"]
     if agg.create_inputs:
         params.append("*")
     params += [f"{naming.ident(f.name)}: {types.render(f.type)}" for f in agg.create_inputs]
     lines = ["    @classmethod"]
-    lines += lay(Group(f"def {create_method(agg)}(", params, f") -> {cls}:"), 1)
+    lines += lay(Group(f"def {naming.create_method(agg)}(", params, f") -> {cls}:"), 1)
     checked = ", its invariants checked" if has_invariants else ""
     origin = agg.factory.origin if agg.factory is not None else agg.origin
     lines.append(
@@ -279,7 +278,7 @@ def _factory_body(
     the aggregate is built from them (unassigned fields take their defaults), then its events."""
     params = {p.name: naming.ident(p.name) for p in factory.params}
     scope = Scope(imports=imports, enum_ref=types.enum_ref, self_name=None, params=dict(params))
-    alloc = NameAlloc({"cls", var, *params.values()})
+    alloc = naming.NameAlloc({"cls", var, *params.values()})
     fields = {f.name: f for f in agg.fields}
     lines: list[str] = []
     emits: list[ir.Emit] = []
@@ -378,7 +377,7 @@ def function_body(fn: ir.Function, scope: Scope, depth: int, label: str) -> list
     if fn.value is not None:
         return lay(f"return {render_as(fn.value, fn.result, scope)}", depth)
     lines: list[str] = []
-    alloc = NameAlloc({"self", *scope.params.values()})
+    alloc = naming.NameAlloc({"self", *scope.params.values()})
     for i, stmt in enumerate(fn.body):
         if isinstance(stmt, ir.Precondition):
             refusal = precondition(label, stmt)
@@ -408,7 +407,7 @@ def _operation(
     scope = Scope(
         imports=imports, enum_ref=types.enum_ref, params=dict(param_names), owner=agg.name
     )
-    alloc = NameAlloc({"self", *param_names.values()})
+    alloc = naming.NameAlloc({"self", *param_names.values()})
     params = ["self"] + [f"{param_names[p.name]}: {types.render(p.type)}" for p in op.params]
     lines = lay(Group(f"def {naming.ident(op.name)}(", params, ") -> None:"), 1)
     lines.append(f"        {docstring(f'operation {agg.name}.{op.name} ({where(op.origin)})')}")

@@ -31,14 +31,13 @@ from loom.codegen.python.schemas import SchemaNames, schema_names, sole_payload
 from loom.codegen.python.type_names import TypeNames
 from loom.codegen.python.wire import domain_to_wire
 from loom.model import ir, naming
-from loom.model.naming import NameAlloc
 
 
 def emit_handlers(info: ModelInfo, context: ir.Context) -> str:
     imports = Imports()
     route_imports(imports)
     sn = schema_names(context)
-    functions = NameAlloc(
+    functions = naming.NameAlloc(
         ROUTE_NAMES | {"Annotated", "Query", "now", "require", "not_found", "Decimal"}
     )
     blocks: list[list[str]] = [["router = APIRouter(route_class=LoomRoute)"]]
@@ -72,7 +71,7 @@ def _handler(
     handler: ir.Handler,
     sn: SchemaNames,
     imports: Imports,
-    functions: NameAlloc,
+    functions: naming.NameAlloc,
 ) -> list[str]:
     domain_types = TypeNames(info, context, imports, mode="domain")
     command = handler.kind == "command"
@@ -81,7 +80,7 @@ def _handler(
     out_types = TypeNames(info, context, imports, mode="output")
     fn = functions.take(naming.ident(handler.name))
     tag = f"{context.name}: handlers"
-    alloc = NameAlloc(ROUTE_LOCALS)
+    alloc = naming.NameAlloc(ROUTE_LOCALS)
     params: list[str] = []
     py: dict[str, str] = {}
     if command:

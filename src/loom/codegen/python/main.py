@@ -8,7 +8,6 @@ from loom.codegen.python.literals import docstring, py_str
 from loom.codegen.python.model_info import ModelInfo
 from loom.codegen.python.modules import header, module_text
 from loom.model import ir, naming
-from loom.model.naming import context_module
 
 
 def app_title(info: ModelInfo) -> str:
@@ -112,7 +111,7 @@ def _channels(info: ModelInfo, channels: list[ir.Channel], imports: Imports) -> 
         carried += [e for e in ch.events if e not in carried]
     classes: list[Doc] = []
     for e in carried:
-        mod = context_module(info.context(e.context))
+        mod = naming.context_module(info.context(e.context))
         imports.add(f".{mod}", f"domain as {mod}_domain")
         classes.append(f"{mod}_domain.{naming.pascal(e.name)}")
     lines = [

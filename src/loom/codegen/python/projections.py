@@ -23,7 +23,6 @@ from loom.codegen.python.routes import (
     route_imports,
 )
 from loom.model import ir, naming
-from loom.model.naming import NameAlloc
 
 
 def _key_annotation(t: ir.Type, imports: Imports) -> str:
@@ -45,7 +44,9 @@ def emit_projections(info: ModelInfo, context: ir.Context) -> str:
     imports.add("typing", "Annotated")
     imports.add("fastapi", "Query")
     imports.add("loom.runtime", "Page", "PageLimit", "PageOffset")
-    functions = NameAlloc(ROUTE_NAMES | {"Annotated", "Query", "Page", "PageLimit", "PageOffset"})
+    functions = naming.NameAlloc(
+        ROUTE_NAMES | {"Annotated", "Query", "Page", "PageLimit", "PageOffset"}
+    )
     blocks: list[list[str]] = [["router = APIRouter(route_class=LoomRoute)"]]
     for p in context.projections:
         store, out = instances_class(p), instance_out_class(p)

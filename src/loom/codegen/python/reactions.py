@@ -27,7 +27,6 @@ from loom.codegen.python.model_info import ModelInfo
 from loom.codegen.python.modules import header, module_text, where
 from loom.codegen.python.type_names import TypeNames
 from loom.model import ir, naming
-from loom.model.naming import NameAlloc
 
 _RESERVED = {"service", "work", "result", "self", "cls", "now", "require", "partial"}
 
@@ -61,7 +60,7 @@ def emit_reactions(info: ModelInfo, context: ir.Context) -> str:
     imports.add("functools", "partial")
     imports.add("loom.runtime", "Service")
     types = TypeNames(info, context, imports, mode="domain")
-    functions = NameAlloc({"subscribe", "partial", "Service", "log_unrouted", "require"})
+    functions = naming.NameAlloc({"subscribe", "partial", "Service", "log_unrouted", "require"})
     blocks: list[list[str]] = []
     subscriptions: list[tuple[str, str, str]] = []  # (event class, function, consumer name)
     owners: list[tuple[ir.Workflow | ir.Projection, ir.Reaction]] = [
@@ -128,7 +127,7 @@ def _timeout(
     imports.add("uuid", "UUID")
     imports.add("loom.runtime", "log_fact")
     imports.add("logging", "INFO")
-    alloc = NameAlloc(_RESERVED | {"due"})
+    alloc = naming.NameAlloc(_RESERVED | {"due"})
     lines = lay(
         Group(
             f"async def {fn}(", ["service: Service", "due: TimeoutDue", "work: Work"], ") -> None:"
@@ -198,7 +197,7 @@ def _timer(
     principal (once per tick across replicas; missed ticks coalesce into one run)."""
     imports.add("loom.runtime", "Work")
     imports.add("loom.runtime.processes", "Tick")
-    alloc = NameAlloc(_RESERVED | {"tick"})
+    alloc = naming.NameAlloc(_RESERVED | {"tick"})
     params = ["service: Service", "tick: Tick", "work: Work"]
     lines = lay(Group(f"async def {fn}(", params, ") -> None:"))
     doc = f"timer {tm.name} every {duration_text(tm.every_ms)} ({where(tm.origin)})"
@@ -221,7 +220,7 @@ def _reaction(
     imports: Imports,
 ) -> list[str]:
     event_cls = types.domain_name(reaction.event.context, naming.pascal(reaction.event.name))
-    alloc = NameAlloc(_RESERVED)
+    alloc = naming.NameAlloc(_RESERVED)
     param = alloc.take(naming.ident(reaction.param))
     lines = lay(
         Group(f"async def {fn}(", ["service: Service", f"{param}: {event_cls}"], ") -> None:")

@@ -31,7 +31,6 @@ from loom.codegen.python.modules import header, module_text, where
 from loom.codegen.python.tables import table_var
 from loom.codegen.python.type_names import TypeNames
 from loom.model import ir, naming
-from loom.model.naming import NameAlloc
 
 
 def key_method(prefix: str, fields: tuple[str, ...]) -> str:
@@ -121,7 +120,7 @@ def emit_repositories(info: ModelInfo, context: ir.Context) -> str:
 def _signature(
     name: str, params: list[tuple[str, ir.Type]], result: str, types: TypeNames, *, method: bool
 ) -> tuple[list[str], dict[str, str]]:
-    alloc = NameAlloc({"self", "c", "cls"})
+    alloc = naming.NameAlloc({"self", "c", "cls"})
     py = {p: alloc.take(naming.ident(p)) for p, _ in params}
     items = (["self"] if method else []) + [f"{py[p]}: {types.render(t)}" for p, t in params]
     head = f"async def {name}(" if method else f"def {name}("

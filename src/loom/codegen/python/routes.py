@@ -20,7 +20,6 @@ from loom.codegen.python.type_names import TypeNames
 from loom.codegen.python.wire import domain_to_wire
 from loom.codegen.python.wire import wire_to_domain as _wire_to_domain
 from loom.model import ir, naming
-from loom.model.naming import NameAlloc, create_method, schema_attr
 
 # A route reads the app's Service from the request (`get_service(request)`) rather than through
 # `Depends(get_service)`: FastAPI would solve that dependency on every request, in a worker thread
@@ -53,7 +52,7 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
     route_imports(imports)
     types = TypeNames(info, context, imports, mode="domain")
     sn = schema_names(context)
-    functions = NameAlloc(
+    functions = naming.NameAlloc(
         ROUTE_NAMES | {"Annotated", "Query", "UUID", "Page", "PageLimit", "PageOffset"}
     )
     blocks: list[list[str]] = [["router = APIRouter(route_class=LoomRoute)"]]
@@ -61,9 +60,9 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
         repo = info.repository_class(context, agg.name)
         out = sn.out[agg.name]
         plural = naming.plural_snake(agg.name)
-        var = NameAlloc({"id", "request", "service", "work", "body", "limit", "offset"}).take(
-            naming.snake(agg.name)
-        )
+        var = naming.NameAlloc(
+            {"id", "request", "service", "work", "body", "limit", "offset"}
+        ).take(naming.snake(agg.name))
         tag = f"{context.name}: {agg.name}"
         imports.add(".repositories", repo)
         imports.add(".schemas", out)
@@ -132,10 +131,15 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
             block.append(f"    {docstring(f'{kind} {agg.name}.{op.name} ({where(op.origin)})')}")
             block.append(SERVICE_LINE)
             block.append("    async with service.transaction() as work:")
-            repo_var = NameAlloc({var, "id", "request", "service", "work", "body"}).take(plural)
+            repo_var = naming.NameAlloc({var, "id", "request", "service", "work", "body"}).take(
+                plural
+            )
             block.append(f"        {repo_var} = {repo}(work)")
             block.append(f"        {var} = await {repo_var}.get_by_id(id)")
-            args = [wire_to_domain(f"body.{schema_attr(p.name)}", p.type, types) for p in op.params]
+            args = [
+                wire_to_domain(f"body.{naming.schema_attr(p.name)}", p.type, types)
+                for p in op.params
+            ]
             if op.extern:
                 protocol = naming.pascal(agg.name) + "Externs"
                 imports.add(".externs", protocol)
@@ -167,7 +171,7 @@ def _find_routes(
     agg: ir.Aggregate,
     out: str,
     var: str,
-    functions: NameAlloc,
+    functions: naming.NameAlloc,
     imports: Imports,
 ) -> list[list[str]]:
     """GET /api/<plural>/find/<find_snake>?<params> per declared find of the aggregate's
@@ -183,7 +187,7 @@ def _find_routes(
     for find in repo.finds:
         fn = functions.take(f"find_{plural}_{naming.snake(find.name)}")
         block = decorator("get", f"/api/{plural}/find/{naming.snake(find.name)}", tag)
-        alloc = NameAlloc({"request", "service", "work", var, "found"})
+        alloc = naming.NameAlloc({"request", "service", "work", var, "found"})
         py = {p.name: alloc.take(naming.ident(p.name)) for p in find.params}
         params = []
         for p in find.params:
@@ -231,7 +235,7 @@ def _crudish(
     agg: ir.Aggregate,
     sn: SchemaNames,
     var: str,
-    functions: NameAlloc,
+    functions: naming.NameAlloc,
     imports: Imports,
 ) -> list[list[str]]:
     """POST (201 + Location), PATCH (mutable fields only) and DELETE of a crudish aggregate."""
@@ -242,7 +246,9 @@ def _crudish(
     cls = naming.pascal(agg.name)
     imports.add(".domain", cls)
     imports.add("fastapi", "Response")
-    repo_var = NameAlloc({var, "id", "request", "service", "work", "body", "response"}).take(plural)
+    repo_var = naming.NameAlloc({var, "id", "request", "service", "work", "body", "response"}).take(
+        plural
+    )
     blocks = []
 
     fn = functions.take(f"create_{naming.snake(agg.name)}")
@@ -258,18 +264,18 @@ def _crudish(
     if agg.factory is not None:
         kwargs = [
             f"{naming.ident(p.name)}="
-            + _wire_to_domain(f"body.{schema_attr(p.name)}", p.type, in_types)
+            + _wire_to_domain(f"body.{naming.schema_attr(p.name)}", p.type, in_types)
             for p in agg.factory.params
         ]
     else:
         kwargs = [
             f"{naming.ident(f.name)}="
-            + field_to_domain(f"body.{schema_attr(f.name)}", f, in_types, domain)
+            + field_to_domain(f"body.{naming.schema_attr(f.name)}", f, in_types, domain)
             for f in agg.fields
         ]
     block.append(SERVICE_LINE)
     block.append("    async with service.autocommit() as work:")
-    block += lay(call(f"{cls}.{create_method(agg)}", kwargs, prefix=f"{var} = "), 2)
+    block += lay(call(f"{cls}.{naming.create_method(agg)}", kwargs, prefix=f"{var} = "), 2)
     block.append(f"        await {repo}(work).save({var})")
     block.append(f'    response.headers["Location"] = f"/api/{plural}/{{{var}.id}}"')
     block.append(f"    return {out}.from_aggregate({var})")
@@ -288,7 +294,7 @@ def _crudish(
     block.append(f"        {repo_var} = {repo}(work)")
     block.append(f"        {var} = await {repo_var}.get_by_id(id)")
     for f in agg.updatable_fields:
-        attr, field_attr = schema_attr(f.name), naming.ident(f.name)
+        attr, field_attr = naming.schema_attr(f.name), naming.ident(f.name)
         block.append(f"        if {py_str(attr)} in body.model_fields_set:")
         if not isinstance(f.type, ir.OptionalType):
             imports.add("loom.runtime", "InvalidValue")

@@ -31,7 +31,6 @@ from loom.codegen.python.modules import header, module_text, where
 from loom.codegen.python.type_names import TypeNames, record_classes
 from loom.codegen.python.wire import domain_to_wire, record_of, wire_to_domain
 from loom.model import ir, naming
-from loom.model.naming import NameAlloc, schema_attr
 
 
 @dataclass(frozen=True)
@@ -64,7 +63,7 @@ def sole_payload(params: tuple[ir.Parameter, ...]) -> ir.Parameter | None:
 
 def schema_names(context: ir.Context) -> SchemaNames:
     records = record_classes(context)
-    alloc = NameAlloc({cls for pair in records.values() for cls in pair})
+    alloc = naming.NameAlloc({cls for pair in records.values() for cls in pair})
     out = {a.name: alloc.take(naming.pascal(a.name) + "Out") for a in context.aggregates}
     op_input = {
         (a.name, o.name): alloc.take(naming.pascal(a.name) + naming.pascal(o.name) + "Input")
@@ -114,7 +113,7 @@ def _field_text(
     force_field: bool = False,
 ) -> str:
     """`default` is a `default=…` or `default_factory=…` argument for an input field."""
-    attr = schema_attr(name)
+    attr = naming.schema_attr(name)
     annotation = types.render(t)
     alias = attr != name
     if default is None and is_input and isinstance(t, ir.OptionalType):
@@ -257,7 +256,7 @@ def _out_class(cls: str, agg: ir.Aggregate, out_types: TypeNames, imports: Impor
     members: list[tuple[str, ir.Type]] = [(f.name, f.type) for f in agg.fields]
     members += [(d.name, d.type) for d in agg.derived]
     lines += [_field_line(name, t, out_types, imports, False) for name, t in members]
-    var = NameAlloc({"cls"}).take(naming.snake(agg.name))
+    var = naming.NameAlloc({"cls"}).take(naming.snake(agg.name))
     lines += [
         "",
         "    @classmethod",
@@ -266,7 +265,7 @@ def _out_class(cls: str, agg: ir.Aggregate, out_types: TypeNames, imports: Impor
     ]
     kwargs = [f"id={var}.id", f"version={var}.version"]
     kwargs += [
-        f"{schema_attr(name)}={domain_to_wire(f'{var}.{naming.ident(name)}', t, out_types)}"
+        f"{naming.schema_attr(name)}={domain_to_wire(f'{var}.{naming.ident(name)}', t, out_types)}"
         for name, t in members
     ]
     lines += lay(call("cls", kwargs, prefix="return "), 2)
@@ -319,10 +318,10 @@ def _instance_class(wf: Keyed, out_types: TypeNames, imports: Imports) -> list[s
         *lay(Group("def from_state(", params.split(", "), ") -> Self:"), 1),
         f"        {docstring(f'The wire form of {what} {wf.name}.')}",
     ]
-    kwargs = [f"{schema_attr(key.name)}=state.{naming.ident(key.name)}"]
+    kwargs = [f"{naming.schema_attr(key.name)}=state.{naming.ident(key.name)}"]
     kwargs.append("version=instance_version(state)")
     kwargs += [
-        f"{schema_attr(f.name)}={domain_to_wire(f'state.{naming.ident(f.name)}', f.type, out_types)}"
+        f"{naming.schema_attr(f.name)}={domain_to_wire(f'state.{naming.ident(f.name)}', f.type, out_types)}"
         for f in members[1:]
     ]
     if process:
@@ -387,7 +386,7 @@ def _record_classes(
     request += [input_field(f, member_types, imports) for f in rec.fields]
     kwargs = [
         f"{naming.ident(f.name)}="
-        + field_to_domain(f"self.{schema_attr(f.name)}", f, in_types, scope)
+        + field_to_domain(f"self.{naming.schema_attr(f.name)}", f, in_types, scope)
         for f in rec.fields
     ]
     request += [
@@ -405,7 +404,7 @@ def _record_classes(
     response += [_field_line(f.name, f.type, out_types, imports, False) for f in rec.fields]
     var = "value"
     kwargs = [
-        f"{schema_attr(f.name)}={domain_to_wire(f'{var}.{naming.ident(f.name)}', f.type, out_types)}"
+        f"{naming.schema_attr(f.name)}={domain_to_wire(f'{var}.{naming.ident(f.name)}', f.type, out_types)}"
         for f in rec.fields
     ]
     response += [

@@ -21,7 +21,6 @@ from loom.codegen.python.model_info import ModelInfo
 from loom.codegen.python.modules import header, module_text, where
 from loom.codegen.python.type_names import TypeNames
 from loom.model import ir, naming, walk
-from loom.model.naming import NameAlloc
 from loom.model.refusals import precondition
 
 
@@ -39,7 +38,7 @@ def emit_externs(info: ModelInfo, context: ir.Context) -> str:
         doc = f"extern operations of aggregate {agg.name} ({where(agg.origin)}): the user's class"
         lines = [f"class {externs_class(agg.name)}(Protocol):", f"    {docstring(doc)}"]
         for op in (o for o in agg.operations if o.extern):
-            alloc = NameAlloc({"self"})
+            alloc = naming.NameAlloc({"self"})
             target = alloc.take(naming.snake(agg.name))
             params = ["self", f"{target}: {cls}"]
             params += [
@@ -98,7 +97,7 @@ def _method(
     types: TypeNames,
     imports: Imports,
 ) -> list[str]:
-    alloc = NameAlloc({"cls"})
+    alloc = naming.NameAlloc({"cls"})
     params = {p.name: alloc.take(naming.ident(p.name)) for p in method.params}
     scope = Scope(
         imports=imports,

@@ -9,13 +9,12 @@ from loom.codegen.python.imports import Imports
 from loom.codegen.python.keyed import state_class
 from loom.codegen.python.model_info import ModelInfo
 from loom.model import ir, naming
-from loom.model.naming import NameAlloc, context_module
 
 
 def record_classes(context: ir.Context) -> dict[str, tuple[str, str]]:
     """The wire models of each value object and payload of a context, in `schemas.py`: name ->
     (request model, response model), `MoneyInput` / `MoneyOut` unless a domain name took them."""
-    alloc = NameAlloc(
+    alloc = naming.NameAlloc(
         {naming.pascal(a.name) for a in context.aggregates}
         | {naming.pascal(e.name) for e in context.enums}
         | {naming.pascal(e.name) for e in context.events}
@@ -57,7 +56,7 @@ class TypeNames:
             if not self.in_domain:
                 self.imports.add(".domain", name)
             return name
-        other = context_module(self.info.context(context))
+        other = naming.context_module(self.info.context(context))
         self.imports.add(f"..{other}.domain", name)
         return name
 
@@ -68,7 +67,7 @@ class TypeNames:
         name = naming.id_type(t.aggregate)
         if not self.in_domain or t.context == self.context.name:
             return self.domain_name(t.context, name)
-        self.imports.add(f"..{context_module(self.info.context(t.context))}.ids", name)
+        self.imports.add(f"..{naming.context_module(self.info.context(t.context))}.ids", name)
         return name
 
     def enum_ref(self, name: str, context: str) -> str:
@@ -82,7 +81,7 @@ class TypeNames:
             if not self.in_schemas:
                 self.imports.add(".schemas", cls)
         else:
-            self.imports.add(f"..{context_module(context)}.schemas", cls)
+            self.imports.add(f"..{naming.context_module(context)}.schemas", cls)
         return cls
 
     def render(self, t: ir.Type) -> str:

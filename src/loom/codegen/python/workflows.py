@@ -35,14 +35,13 @@ from loom.codegen.python.routes import (
 from loom.codegen.python.schemas import http_create, schema_names
 from loom.codegen.python.type_names import TypeNames
 from loom.model import ir, naming, walk
-from loom.model.naming import NameAlloc
 
 
 def emit_workflows(info: ModelInfo, context: ir.Context) -> str:
     imports = Imports()
     route_imports(imports)
     sn = schema_names(context)
-    functions = NameAlloc(ROUTE_NAMES | {"now", "require", "Decimal"})
+    functions = naming.NameAlloc(ROUTE_NAMES | {"now", "require", "Decimal"})
     blocks: list[list[str]] = [["router = APIRouter(route_class=LoomRoute)"]]
     types = TypeNames(info, context, imports, mode="domain")
     for wf in context.workflows:
@@ -84,7 +83,7 @@ def _apply(wf: ir.Workflow, apply: ir.Apply, types: TypeNames, imports: Imports)
     """`apply(e: Event) { … }`: fold one emitted event into the instance."""
     event_cls = types.domain_name(wf.context, naming.pascal(apply.event))
     state_cls = types.domain_name(wf.context, state_class(wf))
-    param = NameAlloc({"state"}).take(naming.ident(apply.param))
+    param = naming.NameAlloc({"state"}).take(naming.ident(apply.param))
     scope = Scope(
         imports=imports,
         enum_ref=types.enum_ref,
@@ -104,7 +103,7 @@ def _apply(wf: ir.Workflow, apply: ir.Apply, types: TypeNames, imports: Imports)
 
 
 def _instance_route(
-    context: ir.Context, wf: ir.Workflow, imports: Imports, functions: NameAlloc
+    context: ir.Context, wf: ir.Workflow, imports: Imports, functions: naming.NameAlloc
 ) -> list[str]:
     """`GET /api/workflows/<snake>/instances/{id}`: the instance keyed by the correlation id."""
     imports.add("uuid", "UUID")
@@ -137,7 +136,7 @@ def _workflow(
     create: ir.WorkflowCreate,
     input_cls: str | None,
     imports: Imports,
-    functions: NameAlloc,
+    functions: naming.NameAlloc,
 ) -> list[str]:
     domain_types = TypeNames(info, context, imports, mode="domain")
     out_types = TypeNames(info, context, imports, mode="output")
@@ -164,7 +163,7 @@ def _workflow(
     lines.append(f"    {docstring(f'workflow {wf.name} ({where(wf.origin)}): {mode}')}")
     lines.append(SERVICE_LINE)
 
-    alloc = NameAlloc(ROUTE_LOCALS)
+    alloc = naming.NameAlloc(ROUTE_LOCALS)
     py_params, built = body_params(create.params, alloc, in_types)
     lines += built
     scope = Scope(
