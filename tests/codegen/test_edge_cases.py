@@ -46,7 +46,7 @@ def test_edge_names() -> None:
     assert 'Column("from", String, nullable=False)' in files["catalog/tables.py"]
     assert 'from_: WireText = Field(alias="from")' in files["catalog/schemas.py"]
     assert "class BoxRepository(Repository[Box])" in files["catalog/repositories.py"]
-    assert "from ..catalog.domain import BoxId" in files["shipping/domain.py"]
+    assert "from ..catalog.ids import BoxId" in files["shipping/domain.py"]
     assert 'service.transaction(isolation="read_committed")' in files["catalog/workflows.py"]
 
 

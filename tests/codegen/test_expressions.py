@@ -7,8 +7,9 @@ from decimal import Decimal
 
 import pytest
 
-from loom.codegen.python._code import Imports, py_str
 from loom.codegen.python.expressions import Scope, render, render_as
+from loom.codegen.python.imports import Imports
+from loom.codegen.python.literals import py_str
 from loom.model import ir
 from loom.runtime import decimals
 

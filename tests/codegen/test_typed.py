@@ -22,6 +22,8 @@ EXAMPLES = {
     "scheduling": ["examples/scheduling/scheduling.loom"],
     "ok_events": ["tests/lang/data/ok/events.loom"],
     "principal": ["tests/e2e/models/principal.loom"],
+    "reminder_at_loaded": ["tests/e2e/models/reminder_at_loaded.loom"],
+    "mutual_ids": ["tests/e2e/models/mutual_ids.loom"],
     "wire_values": ["tests/e2e/models/wire_values.loom"],
 }
 

@@ -1,15 +1,29 @@
-"""How model names become route segments and storage names.
+"""Names: how the model's spellings become route segments, storage names and Python identifiers.
 
-These spellings are part of a generated service's public contract (its URLs and tables), so the front
-end checks them for collisions and the back ends use them; both take them from here.
+The model keeps its own spelling (`creditLimit`, `looseTransfer`, `AccountKind`). Route segments and
+table names are part of a generated service's public contract, so the front end checks them for
+collisions and the back end uses them; both take them from here. Python code uses snake_case for
+attributes, functions and modules, PascalCase for classes and UPPER_SNAKE for enum members. A name
+that is a Python keyword (or one the generated code reserves) gets a trailing underscore (`from` ->
+`from_`); the wire keeps the model's spelling through a pydantic alias.
+
+This is the one module that knows casing and reserved words: nothing else spells a name by hand.
 """
 
 from __future__ import annotations
 
+import keyword
 import re
+from collections.abc import Iterable
+
+from loom.model import ir
 
 _BOUNDARY_1 = re.compile(r"([A-Z]+)([A-Z][a-z])")
 _BOUNDARY_2 = re.compile(r"([a-z0-9])([A-Z])")
+
+
+# --------------------------------------------------------------------------------------------------
+# Casing
 
 
 def snake(name: str) -> str:
@@ -36,3 +50,112 @@ def plural_snake(name: str) -> str:
     parts = snake(name).split("_")
     parts[-1] = _plural_word(parts[-1])
     return "_".join(parts)
+
+
+def pascal(name: str) -> str:
+    """`registerCustomer` -> `RegisterCustomer`, `account_kind` -> `AccountKind`."""
+    parts = [p for p in re.split(r"[_\W]+", name) if p]
+    return "".join(p[0].upper() + p[1:] for p in parts)
+
+
+def upper_snake(name: str) -> str:
+    """`Checking` -> `CHECKING`, `InProgress` -> `IN_PROGRESS` (enum members)."""
+    return snake(name).upper()
+
+
+# --------------------------------------------------------------------------------------------------
+# Python identifiers and reserved words
+
+# Names a generated package uses at its top level; a context module must not take them.
+_TOP_LEVEL = {"main", "_metadata"}
+
+# Attributes of pydantic's BaseModel (and of the generated wire models) a schema field must not
+# shadow.
+_PYDANTIC_RESERVED = {
+    "construct",
+    "copy",
+    "dict",
+    "from_orm",
+    "json",
+    "parse_file",
+    "parse_obj",
+    "parse_raw",
+    "schema",
+    "schema_json",
+    "update_forward_refs",
+    "validate",
+    "from_aggregate",
+    "from_value",
+    "to_domain",
+}
+
+
+def escape(name: str) -> str:
+    """A Python keyword (or `self` / `cls`, which would read badly) gets a trailing underscore."""
+    if keyword.iskeyword(name) or name in {"self", "cls"}:
+        return name + "_"
+    return name
+
+
+def ident(name: str) -> str:
+    """The snake_case Python identifier for a model name (field, parameter, local, operation)."""
+    return escape(snake(name))
+
+
+def local(name: str, read: bool) -> str:
+    """The variable of a `let`: its identifier, or `_name` when nothing reads it (a binding kept
+    for its effect, which linters then leave alone)."""
+    return ident(name) if read else "_" + snake(name)
+
+
+def id_type(aggregate: str) -> str:
+    """The NewType of an aggregate's identity: `Account` -> `AccountId`."""
+    return pascal(aggregate) + "Id"
+
+
+def extern_gate(operation: str) -> str:
+    """The aggregate method that checks an extern operation's `requires` gate before the user's
+    code runs: `notify` -> `_requires_notify`."""
+    return f"_requires_{snake(operation)}"
+
+
+def context_module(context: ir.Context) -> str:
+    """The package folder of a context: its snake_case name, unless the package's top level took
+    it."""
+    name = ident(context.name)
+    return name + "_" if name in _TOP_LEVEL else name
+
+
+def create_method(agg: ir.Aggregate) -> str:
+    """The classmethod that builds a checked new aggregate: `create`, unless a member took it."""
+    members = [f.name for f in agg.fields] + [d.name for d in agg.derived]
+    taken = {ident(name) for name in members + [o.name for o in agg.operations]}
+    return "create" if "create" not in taken else "create_"
+
+
+def schema_attr(name: str) -> str:
+    """The attribute of a pydantic model for a model name (the alias keeps the model's spelling)."""
+    attr = ident(name)
+    if attr in _PYDANTIC_RESERVED or attr.startswith("model_"):
+        attr += "_"
+    return attr
+
+
+def column_name(name: str) -> str:
+    """A field's column: its snake_case name (the runtime maps column `from` to field `from_`)."""
+    return snake(name)
+
+
+class NameAlloc:
+    """Hands out Python identifiers unique within one scope."""
+
+    def __init__(self, taken: Iterable[str] = ()) -> None:
+        self.taken = set(taken)
+
+    def take(self, preferred: str) -> str:
+        # a keyword is never a usable variable (an aggregate `A` has the plural `as`)
+        name = preferred + "_" if keyword.iskeyword(preferred) else preferred
+        while name in self.taken:
+            name += "_"
+        self.taken.add(name)
+        return name

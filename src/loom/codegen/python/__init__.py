@@ -7,16 +7,17 @@ code imports its siblings relatively and `loom.runtime` absolutely, so it loads 
 
 from __future__ import annotations
 
-from loom.codegen.python._shared import ModelInfo, context_module
 from loom.codegen.python.domain import emit_domain
 from loom.codegen.python.expressions import SIGNATURES, signatures
 from loom.codegen.python.handlers import emit_handlers
+from loom.codegen.python.ids import emit_ids
 from loom.codegen.python.main import (
     emit_context_init,
     emit_main,
     emit_metadata,
     emit_package_init,
 )
+from loom.codegen.python.model_info import ModelInfo
 from loom.codegen.python.projections import emit_projections
 from loom.codegen.python.reactions import emit_reactions, has_reactions
 from loom.codegen.python.repositories import emit_repositories
@@ -30,7 +31,7 @@ from loom.codegen.python.services import (
 )
 from loom.codegen.python.tables import emit_tables
 from loom.codegen.python.workflows import emit_workflows
-from loom.model import ir
+from loom.model import ir, naming
 
 __all__ = ["generate"]
 
@@ -54,9 +55,11 @@ def _generate(model: ir.Model, package: str) -> dict[str, str]:
     externs: list[tuple[str, list[str]]] = []
     reactions: list[str] = []  # context modules with a reactions.py
     for context in model.contexts:
-        mod = context_module(context)
+        mod = naming.context_module(context)
         files[f"{mod}/__init__.py"] = emit_context_init(info, info.files_of(context), context.name)
         files[f"{mod}/domain.py"] = emit_domain(info, context)
+        if context.aggregates:
+            files[f"{mod}/ids.py"] = emit_ids(info, context)
         files[f"{mod}/tables.py"] = emit_tables(info, context)
         files[f"{mod}/repositories.py"] = emit_repositories(info, context)
         files[f"{mod}/schemas.py"] = emit_schemas(info, context)

@@ -20,49 +20,46 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from loom.codegen.python import names
-from loom.codegen.python._code import INDENT, Doc, Group, Imports, call, lay, one_line, py_str
-from loom.codegen.python._shared import (
+from loom.codegen.python.checks import check
+from loom.codegen.python.domain import event_args
+from loom.codegen.python.expressions import Scope, render, render_as
+from loom.codegen.python.imports import Imports
+from loom.codegen.python.keyed import (
     ENDED,
     Keyed,
-    ModelInfo,
-    NameAlloc,
-    TypeNames,
-    create_method,
     instances_class,
     instances_table_var,
     keyed_fields,
     process_name,
-    record_of,
-    schema_attr,
-    used_locals,
-    walk,
-    wire_to_domain,
 )
-from loom.codegen.python.domain import event_args
-from loom.codegen.python.expressions import Scope, render, render_as
+from loom.codegen.python.layout import INDENT, Doc, Group, call, lay
+from loom.codegen.python.literals import py_str
+from loom.codegen.python.model_info import ModelInfo
 from loom.codegen.python.repositories import read_method, read_params
 from loom.codegen.python.schemas import sole_payload
-from loom.model import ir
+from loom.codegen.python.type_names import TypeNames
+from loom.codegen.python.wire import record_of, wire_to_domain
+from loom.model import ir, naming, walk
+from loom.model.refusals import precondition
 
 
 def externs_class(aggregate: str) -> str:
     """The Protocol (and the user's class) of an aggregate's extern operations."""
-    return names.pascal(aggregate) + "Externs"
+    return naming.pascal(aggregate) + "Externs"
 
 
 def apply_function(wf: ir.Workflow, apply: ir.Apply) -> str:
-    return f"{names.snake(wf.name)}_apply_{names.snake(apply.event)}"
+    return f"{naming.snake(wf.name)}_apply_{naming.snake(apply.event)}"
 
 
 def assign_state(wf: Keyed, stmt: ir.AssignState, scope: Scope, depth: int) -> list[str]:
     field_t = next(f.type for f in keyed_fields(wf) if f.name == stmt.field)
     value = render_as(stmt.value, field_t, scope)
-    return lay(f"{scope.state}.{names.ident(stmt.field)} = {value}", depth)
+    return lay(f"{scope.state}.{naming.ident(stmt.field)} = {value}", depth)
 
 
 def body_params(
-    params: tuple[ir.Parameter, ...], alloc: NameAlloc, in_types: TypeNames
+    params: tuple[ir.Parameter, ...], alloc: naming.NameAlloc, in_types: TypeNames
 ) -> tuple[dict[str, str], list[str]]:
     """The Python expression of each parameter of a workflow `create` or command handler, read
     from the request `body` (which is the payload itself when that is the only parameter), and the
@@ -72,17 +69,17 @@ def body_params(
     py: dict[str, str] = {}
     lines: list[str] = []
     for p in params:
-        wire = "body" if whole else f"body.{schema_attr(p.name)}"
+        wire = "body" if whole else f"body.{naming.schema_attr(p.name)}"
         if record_of(p.type) is None:
             py[p.name] = wire
             continue
-        var = alloc.take(names.ident(p.name))
+        var = alloc.take(naming.ident(p.name))
         lines += lay(f"{var} = {wire_to_domain(wire, p.type, in_types)}", 1)
         py[p.name] = var
     return py, lines
 
 
-_BINDS = (ir.Let, ir.LoadById, ir.CreateAggregate, ir.Load, ir.IfLet, ir.ForEach)
+_Binding = ir.Let | ir.LoadById | ir.CreateAggregate | ir.Load | ir.IfLet | ir.ForEach
 _USES_WORK = (
     ir.Emit,
     ir.BindInstance,
@@ -132,7 +129,7 @@ class BodyWriter:
     _miss: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.alloc = NameAlloc(self.reserved)
+        self.alloc = naming.NameAlloc(self.reserved)
         self.instance_var: str | None = None
         self.store_var: str | None = None
         if self.keyed is None and self.workflow is not None and self.workflow.correlation:
@@ -140,21 +137,21 @@ class BodyWriter:
 
     # -- preparation -------------------------------------------------------------------------
     def prepare(self, body: tuple[ir.Stmt, ...]) -> None:
-        for stmt in walk(body):
-            if isinstance(stmt, _BINDS):
-                self._vars[id(stmt)] = self.alloc.take(names.ident(stmt.name))
-        for stmt in walk(body):
+        for stmt in walk.body(body):
+            if isinstance(stmt, _Binding):
+                self._vars[id(stmt)] = self.alloc.take(naming.ident(stmt.name))
+        for stmt in walk.body(body):
             if isinstance(stmt, ir.Emit) and self._apply(stmt) is not None:
-                self._vars[id(stmt)] = self.alloc.take(names.snake(stmt.event))
+                self._vars[id(stmt)] = self.alloc.take(naming.snake(stmt.event))
         held = self.keyed
         binds = (ir.BindInstance, ir.RouteInstance)
-        if held is not None and any(isinstance(s, binds) for s in walk(body)):
+        if held is not None and any(isinstance(s, binds) for s in walk.body(body)):
             row = isinstance(held, ir.Projection)
             self.instance_var = self.alloc.take("row" if row else "instance")
-        for stmt in walk(body):
+        for stmt in walk.body(body):
             agg = _repo_aggregate(stmt)
             if agg is not None and agg not in self.repos:
-                self.repos[agg] = self.alloc.take(names.plural_snake(agg))
+                self.repos[agg] = self.alloc.take(naming.plural_snake(agg))
         if held is not None and self.instance_var is not None:
             self.store_var = self.alloc.take(instances_table_var(held))
 
@@ -165,7 +162,7 @@ class BodyWriter:
         return next((a for a in wf.applies if a.event == stmt.event), None)
 
     def uses_work(self, body: tuple[ir.Stmt, ...]) -> bool:
-        return bool(self.repos) or any(isinstance(s, _USES_WORK) for s in walk(body))
+        return bool(self.repos) or any(isinstance(s, _USES_WORK) for s in walk.body(body))
 
     def repo_lines(self, depth: int) -> list[str]:
         out = []
@@ -185,29 +182,21 @@ class BodyWriter:
     ) -> list[str]:
         out: list[str] = []
         for i, stmt in enumerate(stmts):
-            later = used_locals(stmts[i + 1 :]) | outer_later
+            later = walk.locals_read(stmts[i + 1 :]) | outer_later
             out += self.statement(stmt, depth, later)
         return out
 
-    def _bind(self, stmt: ir.Stmt) -> str:
+    def _bind(self, stmt: _Binding) -> str:
         var = self._vars[id(stmt)]
-        self.scope.locals[stmt.name] = var  # type: ignore[union-attr]
+        self.scope.locals[stmt.name] = var
         return var
 
     def statement(self, stmt: ir.Stmt, depth: int, later: set[str] | frozenset[str]) -> list[str]:
         pad = INDENT * depth
         scope = self.scope
         if isinstance(stmt, ir.Precondition):
-            self.imports.add("loom.runtime", "require")
-            rule = f"{self.label}: precondition {one_line(stmt.condition.text)}"
-            detail = stmt.message if stmt.message is not None else f"{rule} failed"
-            args = [
-                render(stmt.condition, scope),
-                'kind="precondition"',
-                f"rule={py_str(rule)}",
-                f"detail={py_str(detail)}",
-            ]
-            return lay(call("require", args), depth)
+            refusal = precondition(self.label, stmt)
+            return check(render(stmt.condition, scope), refusal, self.imports, depth)
         if isinstance(stmt, ir.Let):
             var = self._bind(stmt)
             if stmt.name not in later:
@@ -231,15 +220,15 @@ class BodyWriter:
             target = scope.locals[stmt.target]
             if op.extern:
                 return self._extern(stmt, op, target, args, depth)
-            return lay(call(f"{target}.{names.ident(stmt.operation)}", args), depth)
+            return lay(call(f"{target}.{naming.ident(stmt.operation)}", args), depth)
         if isinstance(stmt, ir.CallService):
-            cls = names.pascal(stmt.service)
+            cls = naming.pascal(stmt.service)
             self.imports.add(".services", cls)
             args = [render(a, scope) for a in stmt.args]
-            return lay(call(f"{cls}.{names.ident(stmt.method)}", args), depth)
+            return lay(call(f"{cls}.{naming.ident(stmt.method)}", args), depth)
         if isinstance(stmt, ir.Emit):
             event = self.info.event(stmt.context, stmt.event)
-            cls = self.types.domain_name(stmt.context, names.pascal(stmt.event))
+            cls = self.types.domain_name(stmt.context, naming.pascal(stmt.event))
             value = call(cls, event_args(event, stmt, scope))
             apply = self._apply(stmt)
             if apply is None or self.workflow is None or self.instance_var is None:
@@ -299,7 +288,7 @@ class BodyWriter:
         """(workflow, its process name as a literal, `str(instance.<key>)`): what keys its timers."""
         wf = self.workflow
         assert wf is not None and wf.correlation is not None and self.instance_var is not None
-        key = f"str({self.instance_var}.{names.ident(wf.correlation)})"
+        key = f"str({self.instance_var}.{naming.ident(wf.correlation)})"
         return wf, py_str(process_name(wf)), key
 
     def ended_check(self, depth: int) -> list[str]:
@@ -361,10 +350,10 @@ class BodyWriter:
         self.imports.add(".externs", protocol)
         self.imports.add("typing", "cast")
         externs = f"cast({protocol}, {self.service}.externs[{py_str(protocol)}])"
-        method = f"{externs}.{names.ident(op.name)}"
+        method = f"{externs}.{naming.ident(op.name)}"
         out: list[str] = []
         if op.requires is not None:
-            out += lay(call(f"{target}.{names.extern_gate(op.name)}", args), depth)
+            out += lay(call(f"{target}.{naming.extern_gate(op.name)}", args), depth)
         out += lay(call(method, [target, *args]), depth)
         agg = self.info.aggregate(self.context.name, stmt.aggregate)
         if agg.invariants:
@@ -417,15 +406,15 @@ class BodyWriter:
 
     def _create(self, stmt: ir.CreateAggregate, depth: int) -> list[str]:
         agg = self.info.aggregate(self.context.name, stmt.aggregate)
-        cls = self.types.domain_name(self.context.name, names.pascal(agg.name))
+        cls = self.types.domain_name(self.context.name, naming.pascal(agg.name))
         input_types = {p.name: p.type for p in agg.create_inputs}
         kwargs = [
-            f"{names.ident(name)}="
+            f"{naming.ident(name)}="
             + ("None" if expr is None else render_as(expr, input_types[name], self.scope))
             for name, expr in stmt.args
         ]
         var = self._bind(stmt)
-        return lay(call(f"{cls}.{create_method(agg)}", kwargs, prefix=f"{var} = "), depth)
+        return lay(call(f"{cls}.{naming.create_method(agg)}", kwargs, prefix=f"{var} = "), depth)
 
 
 def duration(ms: int) -> str:

@@ -9,11 +9,10 @@ the left of a comparison (so that both Python and mypy pick the column's operato
 
 from __future__ import annotations
 
-from loom.codegen.python import names
-from loom.codegen.python._code import Doc, call, py_str
-from loom.codegen.python._shared import column_name
-from loom.codegen.python.expressions import Scope, render, render_as
-from loom.model import ir
+from loom.codegen.python.expressions import Scope, render
+from loom.codegen.python.layout import Doc, call
+from loom.codegen.python.literals import py_str
+from loom.model import ir, naming, walk
 
 _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "==", "!=": "!="}
 
@@ -25,15 +24,7 @@ def _is_decimal(t: ir.Type) -> bool:
 
 
 def _reads_column(expr: ir.Expr) -> bool:
-    if isinstance(expr, ir.SelfField):
-        return True
-    if isinstance(expr, ir.Unary):
-        return _reads_column(expr.operand)
-    if isinstance(expr, ir.Binary):
-        return _reads_column(expr.left) or _reads_column(expr.right)
-    if isinstance(expr, ir.Conditional):
-        return any(_reads_column(e) for e in (expr.condition, expr.then, expr.otherwise))
-    return False
+    return any(isinstance(e, ir.SelfField) for e in walk.expressions(expr))
 
 
 class SqlRenderer:
@@ -84,7 +75,7 @@ class SqlRenderer:
 
     def _sql(self, expr: ir.Expr) -> str:
         if isinstance(expr, ir.SelfField):
-            col = "id" if expr.kind == "id" else column_name(expr.name)
+            col = "id" if expr.kind == "id" else naming.column_name(expr.name)
             text = f"{self.cols}.{col}"
             if _is_decimal(expr.type):
                 return f"{self._runtime('as_number')}({text})"
@@ -157,6 +148,3 @@ def key_condition(fields: tuple[ir.Field, ...], params: dict[str, str]) -> ir.Ex
         cond = eq if cond is None else ir.Binary("&&", cond, eq, ir.BOOL, "")
     assert cond is not None
     return cond
-
-
-__all__ = ["SqlRenderer", "key_condition", "names", "render_as"]

@@ -6,34 +6,18 @@ end, so a refusal (precondition, state gate, invariant) leaves nothing written.
 
 from __future__ import annotations
 
-from loom.codegen.python import names
-from loom.codegen.python._code import (
-    Group,
-    Imports,
-    call,
-    docstring,
-    header,
-    lay,
-    module_text,
-    one_line,
-    py_str,
-    where,
-)
-from loom.codegen.python._shared import (
-    Keyed,
-    ModelInfo,
-    NameAlloc,
-    TypeNames,
-    create_method,
-    key_of,
-    keyed,
-    keyed_fields,
-    state_class,
-    used_locals,
-)
-from loom.codegen.python.constraints import length_checks
+from loom.codegen.python.checks import check, length_checks
 from loom.codegen.python.expressions import Scope, render, render_as
-from loom.model import ir
+from loom.codegen.python.ids import reexport_ids
+from loom.codegen.python.imports import Imports
+from loom.codegen.python.keyed import Keyed, key_of, keyed, keyed_fields, state_class
+from loom.codegen.python.layout import Group, call, lay
+from loom.codegen.python.literals import docstring, py_str
+from loom.codegen.python.model_info import ModelInfo
+from loom.codegen.python.modules import header, module_text, where
+from loom.codegen.python.type_names import TypeNames
+from loom.model import ir, naming, walk
+from loom.model.refusals import invariant, one_line, precondition, requires, state_gate
 
 
 def emit_domain(info: ModelInfo, context: ir.Context) -> str:
@@ -42,15 +26,7 @@ def emit_domain(info: ModelInfo, context: ir.Context) -> str:
     types = TypeNames(info, context, imports, mode="domain", in_domain=True)
     blocks: list[list[str]] = []
 
-    if context.aggregates:
-        imports.add("typing", "NewType")
-        imports.add("uuid", "UUID")
-        blocks.append(
-            [
-                f'{names.id_type(a.name)} = NewType("{names.id_type(a.name)}", UUID)'
-                for a in context.aggregates
-            ]
-        )
+    reexport_ids(context, imports)
     for enum in context.enums:
         blocks.append(_enum(enum, imports))
     for record in context.records:
@@ -69,12 +45,12 @@ def emit_domain(info: ModelInfo, context: ir.Context) -> str:
 def _enum(enum: ir.Enum, imports: Imports) -> list[str]:
     imports.module("enum")
     lines = [
-        f"class {names.pascal(enum.name)}(enum.StrEnum):",
+        f"class {naming.pascal(enum.name)}(enum.StrEnum):",
         f"    {docstring(f'enum {enum.name} ({where(enum.origin)})')}",
         "",
     ]
     for member in enum.members:
-        lines.append(f"    {names.upper_snake(member)} = {py_str(member)}")
+        lines.append(f"    {naming.upper_snake(member)} = {py_str(member)}")
     return lines
 
 
@@ -84,21 +60,20 @@ def _event(event: ir.Event, types: TypeNames, imports: Imports) -> list[str]:
     imports.add("loom.runtime", "DomainEvent")
     lines = [
         "@dataclass(frozen=True, kw_only=True)",
-        f"class {names.pascal(event.name)}(DomainEvent):",
+        f"class {naming.pascal(event.name)}(DomainEvent):",
         f"    {docstring(f'event {event.name} ({where(event.origin)})')}",
         "",
         # qualified by its context: stable across contexts, the name logs and the outbox use
         f"    event_type: ClassVar[str] = {py_str(f'{event.context}.{event.name}')}",
     ]
     for f in event.fields:
-        lines.append(f"    {names.ident(f.name)}: {types.render(f.type)}")
+        lines.append(f"    {naming.ident(f.name)}: {types.render(f.type)}")
     lengths = length_checks(event.name, event.fields)
     if lengths:  # an event raised with a longer string is refused where it is raised
-        imports.add("loom.runtime", "require")
         lines += ["", "    def __post_init__(self) -> None:"]
         lines.append(f"        {docstring(f'the string lengths of event {event.name}')}")
-        for cond, rule, detail in lengths:
-            lines += _require(cond, "invariant", rule, detail, 2)
+        for cond, refusal in lengths:
+            lines += check(cond, refusal, imports, 2)
     return lines
 
 
@@ -111,7 +86,7 @@ def _record(rec: ir.ValueObject | ir.Payload, types: TypeNames, imports: Imports
     what = "value" if isinstance(rec, ir.ValueObject) else rec.kind
     lines = [
         "@dataclass(frozen=True, kw_only=True)",
-        f"class {names.pascal(rec.name)}:",
+        f"class {naming.pascal(rec.name)}:",
         f"    {docstring(f'{what} {rec.name} ({where(rec.origin)})')}",
     ]
     if rec.fields:
@@ -120,25 +95,22 @@ def _record(rec: ir.ValueObject | ir.Payload, types: TypeNames, imports: Imports
         default = _field_default(f, scope, imports)
         if default is None and isinstance(f.type, ir.OptionalType):
             default = "None"
-        annotation = f"    {names.ident(f.name)}: {types.render(f.type)}"
+        annotation = f"    {naming.ident(f.name)}: {types.render(f.type)}"
         line = annotation if default is None else f"{annotation} = {default}"
         lines += lay(line.removeprefix("    "), 1)
     lengths = length_checks(rec.name, rec.fields) if isinstance(rec, ir.ValueObject) else []
     if isinstance(rec, ir.ValueObject) and (rec.invariants or lengths):
-        imports.add("loom.runtime", "require")
         lines += [
             "",
             "    def __post_init__(self) -> None:",
             f"        {docstring(f'invariants of {rec.name}, checked on construction')}",
         ]
         for inv in rec.invariants:
-            rule = f"{rec.name}: invariant {one_line(inv.condition.text)}"
-            detail = inv.message if inv.message is not None else f"{rule} failed"
             comment = f"# invariant {one_line(inv.condition.text)} ({where(inv.origin)})"
             lines.append(f"        {comment}")
-            lines += _require(render(inv.condition, scope), "invariant", rule, detail, 2)
-        for cond, rule, detail in lengths:
-            lines += _require(cond, "invariant", rule, detail, 2)
+            lines += check(render(inv.condition, scope), invariant(rec.name, inv), imports, 2)
+        for cond, refusal in lengths:
+            lines += check(cond, refusal, imports, 2)
     return lines
 
 
@@ -159,7 +131,7 @@ def _workflow_state(wf: Keyed, types: TypeNames, imports: Imports) -> list[str]:
     ]
     for f in keyed_fields(wf):
         default = _field_default(f, scope, imports)
-        annotation = f"    {names.ident(f.name)}: {types.render(f.type)}"
+        annotation = f"    {naming.ident(f.name)}: {types.render(f.type)}"
         if default is None and f.name != key_of(wf):
             if isinstance(f.type, ir.OptionalType):
                 default = "None"
@@ -209,8 +181,8 @@ def _aggregate(
 ) -> list[str]:
     imports.add("dataclasses", "dataclass", "field")
     imports.add("loom.runtime", "AggregateRoot", "new_id")
-    cls = names.pascal(agg.name)
-    id_t = names.id_type(agg.name)
+    cls = naming.pascal(agg.name)
+    id_t = naming.id_type(agg.name)
     scope = Scope(imports=imports, enum_ref=types.enum_ref, owner=agg.name)
     lines = [
         "@dataclass(eq=False, kw_only=True)",
@@ -221,7 +193,7 @@ def _aggregate(
     ]
     for f in agg.fields:
         default = _field_default(f, scope, imports)
-        annotation = f"    {names.ident(f.name)}: {types.render(f.type)}"
+        annotation = f"    {naming.ident(f.name)}: {types.render(f.type)}"
         line = annotation if default is None else f"{annotation} = {default}"
         lines += lay(line.removeprefix("    "), 1)
 
@@ -251,15 +223,15 @@ def _create(
     imports: Imports,
     has_invariants: bool,
 ) -> list[str]:
-    cls = names.pascal(agg.name)
-    taken = {names.ident(f.name) for f in agg.create_inputs} | {"cls"}
-    var = NameAlloc(taken).take(names.snake(agg.name))
+    cls = naming.pascal(agg.name)
+    taken = {naming.ident(f.name) for f in agg.create_inputs} | {"cls"}
+    var = naming.NameAlloc(taken).take(naming.snake(agg.name))
     params: list[str] = ["cls"]
     if agg.create_inputs:
         params.append("*")
-    params += [f"{names.ident(f.name)}: {types.render(f.type)}" for f in agg.create_inputs]
+    params += [f"{naming.ident(f.name)}: {types.render(f.type)}" for f in agg.create_inputs]
     lines = ["    @classmethod"]
-    lines += lay(Group(f"def {create_method(agg)}(", params, f") -> {cls}:"), 1)
+    lines += lay(Group(f"def {naming.create_method(agg)}(", params, f") -> {cls}:"), 1)
     checked = ", its invariants checked" if has_invariants else ""
     origin = agg.factory.origin if agg.factory is not None else agg.origin
     lines.append(
@@ -270,18 +242,18 @@ def _create(
         body, kwargs, emits = _factory_body(info, context, agg, agg.factory, types, imports, var)
         lines += body
     else:
-        kwargs = [f"{names.ident(f.name)}={names.ident(f.name)}" for f in agg.create_inputs]
+        kwargs = [f"{naming.ident(f.name)}={naming.ident(f.name)}" for f in agg.create_inputs]
     if has_invariants or emits:
         lines += lay(call("cls", kwargs, prefix=f"{var} = "), 2)
         scope = Scope(
             imports=imports,
             enum_ref=types.enum_ref,
             self_name=var,
-            params={p.name: names.ident(p.name) for p in agg.create_inputs},
+            params={p.name: naming.ident(p.name) for p in agg.create_inputs},
         )
         for stmt in emits:
             event = info.event(stmt.context, stmt.event)
-            cls_name = types.domain_name(stmt.context, names.pascal(stmt.event))
+            cls_name = types.domain_name(stmt.context, naming.pascal(stmt.event))
             lines += lay(
                 call(f"{var}._raise_event", [call(cls_name, event_args(event, stmt, scope))]), 2
             )
@@ -304,22 +276,19 @@ def _factory_body(
 ) -> tuple[list[str], list[str], list[ir.Emit]]:
     """A declared `create(…) { … }`: preconditions and lets run first, assignments become locals,
     the aggregate is built from them (unassigned fields take their defaults), then its events."""
-    params = {p.name: names.ident(p.name) for p in factory.params}
+    params = {p.name: naming.ident(p.name) for p in factory.params}
     scope = Scope(imports=imports, enum_ref=types.enum_ref, self_name=None, params=dict(params))
-    alloc = NameAlloc({"cls", var, *params.values()})
+    alloc = naming.NameAlloc({"cls", var, *params.values()})
     fields = {f.name: f for f in agg.fields}
     lines: list[str] = []
     emits: list[ir.Emit] = []
     label = f"{agg.name}.create"
     for i, stmt in enumerate(factory.body):
         if isinstance(stmt, ir.Precondition):
-            imports.add("loom.runtime", "require")
-            rule = f"{label}: precondition {one_line(stmt.condition.text)}"
-            detail = stmt.message if stmt.message is not None else f"{rule} failed"
-            lines += _require(render(stmt.condition, scope), "precondition", rule, detail, 2)
+            lines += check(render(stmt.condition, scope), precondition(label, stmt), imports, 2)
         elif isinstance(stmt, ir.Let):
-            later = used_locals(factory.body[i + 1 :])
-            name = names.ident(stmt.name) if stmt.name in later else "_" + names.snake(stmt.name)
+            later = walk.locals_read(factory.body[i + 1 :])
+            name = naming.local(stmt.name, stmt.name in later)
             local = alloc.take(name)
             scope.locals[stmt.name] = local
             lines += lay(f"{local} = {render(stmt.value, scope)}", 2)
@@ -328,11 +297,11 @@ def _factory_body(
             if (
                 isinstance(value, ir.Param)
                 and stmt.field not in scope.fields
-                and params.get(value.name) == names.ident(stmt.field)
+                and params.get(value.name) == naming.ident(stmt.field)
             ):
                 scope.fields[stmt.field] = params[value.name]  # `code := code`
                 continue
-            local = alloc.take(names.ident(stmt.field))
+            local = alloc.take(naming.ident(stmt.field))
             text = render_as(value, fields[stmt.field].type, scope)
             scope.fields[stmt.field] = local
             lines += lay(f"{local} = {text}", 2)
@@ -341,7 +310,7 @@ def _factory_body(
         else:
             raise NotImplementedError(f"{type(stmt).__name__} in {label} ({where(factory.origin)})")
     kwargs = [
-        f"{names.ident(f.name)}={scope.fields.get(f.name, 'None')}"
+        f"{naming.ident(f.name)}={scope.fields.get(f.name, 'None')}"
         for f in agg.fields
         # unassigned optional fields without a default start as None
         if f.name in scope.fields or (f.default is None and isinstance(f.type, ir.OptionalType))
@@ -352,59 +321,38 @@ def _factory_body(
 def _derived(d: ir.Derived, types: TypeNames, scope: Scope) -> list[str]:
     lines = [
         "    @property",
-        f"    def {names.ident(d.name)}(self) -> {types.render(d.type)}:",
+        f"    def {naming.ident(d.name)}(self) -> {types.render(d.type)}:",
         f"        {docstring(f'derived {d.name} ({where(d.origin)})')}",
     ]
     lines += lay(f"return {render_as(d.value, d.type, scope)}", 2)
     return lines
 
 
-def _require(cond: str, kind: str, rule: str, detail: str, depth: int) -> list[str]:
-    doc = call(
-        "require",
-        [cond, f"kind={py_str(kind)}", f"rule={py_str(rule)}", f"detail={py_str(detail)}"],
-    )
-    return lay(doc, depth)
-
-
-def _authorize(gate: ir.Expr, label: str, scope: Scope, depth: int) -> list[str]:
-    """An operation's `requires` gate: 403 `forbidden` when the principal may not run it."""
-    scope.imports.add("loom.runtime", "authorize")
-    rule = f"{label}: requires {one_line(gate.text)}"
-    detail = f"{label} is not allowed for the current user (requires {one_line(gate.text)})"
-    doc = call(
-        "authorize", [render(gate, scope), f"rule={py_str(rule)}", f"detail={py_str(detail)}"]
-    )
-    return lay(doc, depth)
-
-
 def _extern_gate(agg: ir.Aggregate, op: ir.Operation, types: TypeNames, scope: Scope) -> list[str]:
     """The `requires` gate of an extern operation, run by its callers before the user's code."""
     assert op.requires is not None
-    params = {p.name: names.ident(p.name) for p in op.params}
+    params = {p.name: naming.ident(p.name) for p in op.params}
     gate_scope = Scope(
         imports=scope.imports, enum_ref=scope.enum_ref, params=params, owner=agg.name
     )
     args = ["self"] + [f"{params[p.name]}: {types.render(p.type)}" for p in op.params]
-    lines = lay(Group(f"def {names.extern_gate(op.name)}(", args, ") -> None:"), 1)
+    lines = lay(Group(f"def {naming.extern_gate(op.name)}(", args, ") -> None:"), 1)
     doc = f"requires of extern operation {agg.name}.{op.name} ({where(op.origin)})"
     lines.append(f"        {docstring(doc)}")
-    return lines + _authorize(op.requires, f"{agg.name}.{op.name}", gate_scope, 2)
+    gate = requires(f"{agg.name}.{op.name}", op.requires)
+    return lines + check(render(op.requires, gate_scope), gate, scope.imports, 2)
 
 
 def _invariants(agg: ir.Aggregate, scope: Scope) -> list[str]:
-    scope.imports.add("loom.runtime", "require")
     lines = [
         "    def _check_invariants(self) -> None:",
         f"        {docstring(f'invariants of {agg.name} ({where(agg.origin)})')}",
     ]
     for inv in agg.invariants:
-        rule = f"{agg.name}: invariant {one_line(inv.condition.text)}"
-        detail = inv.message if inv.message is not None else f"{rule} failed"
         lines.append(f"        # invariant {one_line(inv.condition.text)} ({where(inv.origin)})")
-        lines += _require(render(inv.condition, scope), "invariant", rule, detail, 2)
-    for cond, rule, detail in length_checks(agg.name, agg.fields):
-        lines += _require(cond, "invariant", rule, detail, 2)
+        lines += check(render(inv.condition, scope), invariant(agg.name, inv), scope.imports, 2)
+    for cond, refusal in length_checks(agg.name, agg.fields):
+        lines += check(cond, refusal, scope.imports, 2)
     return lines
 
 
@@ -413,11 +361,11 @@ def _function(fn: ir.Function, types: TypeNames, imports: Imports, owner: str) -
         imports=imports,
         enum_ref=types.enum_ref,
         owner=owner,
-        params={p.name: names.ident(p.name) for p in fn.params},
+        params={p.name: naming.ident(p.name) for p in fn.params},
     )
-    params = ["self"] + [f"{names.ident(p.name)}: {types.render(p.type)}" for p in fn.params]
+    params = ["self"] + [f"{naming.ident(p.name)}: {types.render(p.type)}" for p in fn.params]
     lines = lay(
-        Group(f"def _{names.snake(fn.name)}(", params, f") -> {types.render(fn.result)}:"), 1
+        Group(f"def _{naming.snake(fn.name)}(", params, f") -> {types.render(fn.result)}:"), 1
     )
     lines.append(f"        {docstring(f'function {fn.name} ({where(fn.origin)})')}")
     return lines + function_body(fn, scope, 2, f"function {fn.name}")
@@ -429,16 +377,14 @@ def function_body(fn: ir.Function, scope: Scope, depth: int, label: str) -> list
     if fn.value is not None:
         return lay(f"return {render_as(fn.value, fn.result, scope)}", depth)
     lines: list[str] = []
-    alloc = NameAlloc({"self", *scope.params.values()})
+    alloc = naming.NameAlloc({"self", *scope.params.values()})
     for i, stmt in enumerate(fn.body):
         if isinstance(stmt, ir.Precondition):
-            scope.imports.add("loom.runtime", "require")
-            rule = f"{label}: precondition {one_line(stmt.condition.text)}"
-            detail = stmt.message if stmt.message is not None else f"{rule} failed"
-            lines += _require(render(stmt.condition, scope), "precondition", rule, detail, depth)
+            refusal = precondition(label, stmt)
+            lines += check(render(stmt.condition, scope), refusal, scope.imports, depth)
         elif isinstance(stmt, ir.Let):
-            later = used_locals(fn.body[i + 1 :])
-            name = names.ident(stmt.name) if stmt.name in later else "_" + names.snake(stmt.name)
+            later = walk.locals_read(fn.body[i + 1 :])
+            name = naming.local(stmt.name, stmt.name in later)
             scope.locals[stmt.name] = alloc.take(name)
             lines += lay(f"{scope.locals[stmt.name]} = {render(stmt.value, scope)}", depth)
         elif isinstance(stmt, ir.Return):
@@ -457,39 +403,34 @@ def _operation(
     imports: Imports,
     has_invariants: bool,
 ) -> list[str]:
-    param_names = {p.name: names.ident(p.name) for p in op.params}
+    param_names = {p.name: naming.ident(p.name) for p in op.params}
     scope = Scope(
         imports=imports, enum_ref=types.enum_ref, params=dict(param_names), owner=agg.name
     )
-    alloc = NameAlloc({"self", *param_names.values()})
+    alloc = naming.NameAlloc({"self", *param_names.values()})
     params = ["self"] + [f"{param_names[p.name]}: {types.render(p.type)}" for p in op.params]
-    lines = lay(Group(f"def {names.ident(op.name)}(", params, ") -> None:"), 1)
+    lines = lay(Group(f"def {naming.ident(op.name)}(", params, ") -> None:"), 1)
     lines.append(f"        {docstring(f'operation {agg.name}.{op.name} ({where(op.origin)})')}")
     label = f"{agg.name}.{op.name}"
     if op.requires is not None and not op.extern:
-        lines += _authorize(op.requires, label, scope, 2)
+        lines += check(render(op.requires, scope), requires(label, op.requires), imports, 2)
     if op.when is not None:
-        imports.add("loom.runtime", "require")
-        rule = f"{label}: when {one_line(op.when.text)}"
-        detail = f"{label} is not allowed in the current state (when {one_line(op.when.text)})"
-        lines += _require(render(op.when, scope), "state-gate", rule, detail, 2)
+        lines += check(render(op.when, scope), state_gate(label, op.when), imports, 2)
     fields = {f.name: f for f in agg.fields}
 
     def block(stmts: tuple[ir.Stmt, ...], depth: int, outer: frozenset[str]) -> list[str]:
         out: list[str] = []
         for i, stmt in enumerate(stmts):
-            out += statement(stmt, depth, used_locals(stmts[i + 1 :]) | outer)
+            out += statement(stmt, depth, walk.locals_read(stmts[i + 1 :]) | outer)
         return out
 
     def statement(stmt: ir.Stmt, depth: int, later: set[str] | frozenset[str]) -> list[str]:
         if isinstance(stmt, ir.Precondition):
-            imports.add("loom.runtime", "require")
-            rule = f"{label}: precondition {one_line(stmt.condition.text)}"
-            detail = stmt.message if stmt.message is not None else f"{rule} failed"
-            return _require(render(stmt.condition, scope), "precondition", rule, detail, depth)
+            refusal = precondition(label, stmt)
+            return check(render(stmt.condition, scope), refusal, imports, depth)
         if isinstance(stmt, ir.Assign):
             target = fields[stmt.field]
-            attr = f"self.{names.ident(stmt.field)}"
+            attr = f"self.{naming.ident(stmt.field)}"
             value = render_as(stmt.value, target.type, scope)
             if stmt.op != ":=" and target.type == ir.DECIMAL:
                 # `balance += amount` on a decimal: exact (loom.runtime.decimals), or a 422
@@ -500,14 +441,12 @@ def _operation(
             op_text = "=" if stmt.op == ":=" else stmt.op
             return lay(f"{attr} {op_text} {value}", depth)
         if isinstance(stmt, ir.Let):
-            var = alloc.take(
-                names.ident(stmt.name) if stmt.name in later else "_" + names.snake(stmt.name)
-            )
+            var = alloc.take(naming.local(stmt.name, stmt.name in later))
             scope.locals[stmt.name] = var
             return lay(f"{var} = {render(stmt.value, scope)}", depth)
         if isinstance(stmt, ir.Emit):
             event = info.event(stmt.context, stmt.event)
-            cls_name = types.domain_name(stmt.context, names.pascal(stmt.event))
+            cls_name = types.domain_name(stmt.context, naming.pascal(stmt.event))
             return lay(
                 call("self._raise_event", [call(cls_name, event_args(event, stmt, scope))]), depth
             )
@@ -517,7 +456,7 @@ def _operation(
                 render_as(arg, p.type, scope)
                 for arg, p in zip(stmt.args, callee.params, strict=True)
             ]
-            return lay(call(f"self.{names.ident(stmt.operation)}", args), depth)
+            return lay(call(f"self.{naming.ident(stmt.operation)}", args), depth)
         if isinstance(stmt, ir.If):
             return if_(stmt, depth, frozenset(later), "if")
         raise NotImplementedError(
@@ -545,6 +484,6 @@ def _operation(
 def event_args(event: ir.Event, stmt: ir.Emit, scope: Scope) -> list[str]:
     field_types = {f.name: f.type for f in event.fields}
     return [
-        f"{names.ident(name)}={render_as(expr, field_types[name], scope)}"
+        f"{naming.ident(name)}={render_as(expr, field_types[name], scope)}"
         for name, expr in stmt.args
     ]

@@ -14,9 +14,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from loom.codegen.python import names
-from loom.codegen.python._code import Imports, py_str
-from loom.model import ir
+from loom.codegen.python.imports import Imports
+from loom.codegen.python.literals import py_str
+from loom.model import ir, naming
 
 # Python precedence levels (higher binds tighter).
 COND = 1
@@ -147,7 +147,7 @@ def _literal(expr: ir.Literal_, scope: Scope) -> tuple[str, int]:
         return str(value), (UNARY if value < 0 else ATOM)
     if isinstance(expr.type, ir.EnumType):
         return (
-            f"{scope.enum_ref(expr.type.name, expr.type.context)}.{names.upper_snake(value)}",
+            f"{scope.enum_ref(expr.type.name, expr.type.context)}.{naming.upper_snake(value)}",
             ATOM,
         )
     return py_str(str(value)), ATOM
@@ -163,15 +163,15 @@ def _render(expr: ir.Expr, scope: Scope) -> tuple[str, int]:
             raise ValueError(f"`{expr.text}` refers to an aggregate member outside an aggregate")
         return f"{scope.self_name}.{_member_name(expr.name, expr.kind)}", ATOM
     if isinstance(expr, ir.Param):
-        return scope.params.get(expr.name, names.ident(expr.name)), ATOM
+        return scope.params.get(expr.name, naming.ident(expr.name)), ATOM
     if isinstance(expr, ir.Local):
-        return scope.locals.get(expr.name, names.ident(expr.name)), ATOM
+        return scope.locals.get(expr.name, naming.ident(expr.name)), ATOM
     if isinstance(expr, ir.Member):
         obj, prec = _render(expr.obj, scope)
         return f"{_wrap(obj, prec, ATOM)}.{_member_name(expr.name, expr.kind)}", ATOM
     if isinstance(expr, ir.EnumMember):
         cls = scope.enum_ref(expr.type.name, expr.type.context)
-        return f"{cls}.{names.upper_snake(expr.member)}", ATOM
+        return f"{cls}.{naming.upper_snake(expr.member)}", ATOM
     if isinstance(expr, ir.Unary):
         if expr.op == "!":
             operand, prec = _render(expr.operand, scope)
@@ -208,24 +208,24 @@ def _render(expr: ir.Expr, scope: Scope) -> tuple[str, int]:
             return f"{workflow_function(expr.workflow or '', expr.function)}({args})", ATOM
         if expr.receiver is not None:
             receiver = _wrap(*_render(expr.receiver, scope), ATOM)
-            return f"{receiver}._{names.snake(expr.function)}({args})", ATOM
+            return f"{receiver}._{naming.snake(expr.function)}({args})", ATOM
         if scope.self_name is None:
             raise ValueError(f"`{expr.text}`: an aggregate function outside its aggregate")
-        return f"{scope.self_name}._{names.snake(expr.function)}({args})", ATOM
+        return f"{scope.self_name}._{naming.snake(expr.function)}({args})", ATOM
     if isinstance(expr, ir.StateField):
         if scope.state is None:
             raise ValueError(f"`{expr.text}` reads workflow state outside a correlated workflow")
-        return f"{scope.state}.{names.ident(expr.name)}", ATOM
+        return f"{scope.state}.{naming.ident(expr.name)}", ATOM
     if isinstance(expr, ir.ServiceCall):
-        cls = names.pascal(expr.service)
+        cls = naming.pascal(expr.service)
         if scope.services_module is not None:
             scope.imports.add(scope.services_module, cls)
         args = ", ".join(render(a, scope) for a in expr.args)
-        return f"{cls}.{names.ident(expr.method)}({args})", ATOM
+        return f"{cls}.{naming.ident(expr.method)}({args})", ATOM
     if isinstance(expr, ir.Construct):
         cls = scope.enum_ref(expr.type.name, expr.type.context)  # any domain class, by model name
         kwargs = [
-            f"{names.ident(arg.name)}="
+            f"{naming.ident(arg.name)}="
             + ("None" if arg.value is None else render_as(arg.value, arg.type, scope))
             for arg in expr.args
         ]
@@ -281,7 +281,7 @@ def _subject_comparison(expr: ir.Binary, scope: Scope) -> str:
 
 def workflow_function(workflow: str, function: str) -> str:
     """A workflow function at module scope: `<workflow_snake>_<fn_snake>`."""
-    return f"{names.snake(workflow)}_{names.snake(function)}"
+    return f"{naming.snake(workflow)}_{naming.snake(function)}"
 
 
 def _branch(expr: ir.Expr, target: ir.Type, scope: Scope) -> tuple[str, int]:
@@ -340,4 +340,4 @@ def _concat_operand(expr: ir.Expr, scope: Scope, need: int) -> str:
 def _member_name(name: str, kind: str) -> str:
     if kind == "id":
         return "id"
-    return names.ident(name)
+    return naming.ident(name)

@@ -12,20 +12,13 @@ optional as `null`).
 
 from __future__ import annotations
 
-from loom.codegen.python import names
-from loom.codegen.python._code import (
-    Group,
-    Imports,
-    docstring,
-    header,
-    lay,
-    module_text,
-    py_str,
-    where,
-)
-from loom.codegen.python._shared import ModelInfo, NameAlloc, TypeNames, domain_to_wire
 from loom.codegen.python.bodies import BodyWriter, body_params
 from loom.codegen.python.expressions import Scope
+from loom.codegen.python.imports import Imports
+from loom.codegen.python.layout import Group, lay
+from loom.codegen.python.literals import docstring, py_str
+from loom.codegen.python.model_info import ModelInfo
+from loom.codegen.python.modules import header, module_text, where
 from loom.codegen.python.routes import (
     REQUEST_PARAM,
     ROUTE_LOCALS,
@@ -35,14 +28,16 @@ from loom.codegen.python.routes import (
     route_imports,
 )
 from loom.codegen.python.schemas import SchemaNames, schema_names, sole_payload
-from loom.model import ir
+from loom.codegen.python.type_names import TypeNames
+from loom.codegen.python.wire import domain_to_wire
+from loom.model import ir, naming
 
 
 def emit_handlers(info: ModelInfo, context: ir.Context) -> str:
     imports = Imports()
     route_imports(imports)
     sn = schema_names(context)
-    functions = NameAlloc(
+    functions = naming.NameAlloc(
         ROUTE_NAMES | {"Annotated", "Query", "now", "require", "not_found", "Decimal"}
     )
     blocks: list[list[str]] = [["router = APIRouter(route_class=LoomRoute)"]]
@@ -76,20 +71,20 @@ def _handler(
     handler: ir.Handler,
     sn: SchemaNames,
     imports: Imports,
-    functions: NameAlloc,
+    functions: naming.NameAlloc,
 ) -> list[str]:
     domain_types = TypeNames(info, context, imports, mode="domain")
     command = handler.kind == "command"
     # a command's parameters come in a JSON body, a query's in the query string
     in_types = TypeNames(info, context, imports, mode="input" if command else "query")
     out_types = TypeNames(info, context, imports, mode="output")
-    fn = functions.take(names.ident(handler.name))
+    fn = functions.take(naming.ident(handler.name))
     tag = f"{context.name}: handlers"
-    alloc = NameAlloc(ROUTE_LOCALS)
+    alloc = naming.NameAlloc(ROUTE_LOCALS)
     params: list[str] = []
     py: dict[str, str] = {}
     if command:
-        path = f"/api/commands/{names.snake(handler.name)}"
+        path = f"/api/commands/{naming.snake(handler.name)}"
         status = 200 if handler.result is not None else 204
         lines = decorator("post", path, tag, status=status)
         if handler.name in sn.handler_input:
@@ -103,13 +98,13 @@ def _handler(
         if handler.params:  # a query handler without parameters has no query string
             imports.add("typing", "Annotated")
             imports.add("fastapi", "Query")
-        lines = decorator("get", f"/api/queries/{names.snake(handler.name)}", tag)
+        lines = decorator("get", f"/api/queries/{naming.snake(handler.name)}", tag)
         params.append(REQUEST_PARAM)
         optional: list[str] = []
         built = []
         whole = sole_payload(handler.params)
         for p in handler.params:
-            var = alloc.take(names.ident(p.name))
+            var = alloc.take(naming.ident(p.name))
             py[p.name] = var
             if p is whole:  # one payload parameter: its fields are the query parameters
                 params.append(f"{var}: Annotated[{in_types.render(p.type)}, Query()]")

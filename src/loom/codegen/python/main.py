@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-from loom.codegen.python import names
-from loom.codegen.python._code import (
-    Doc,
-    Group,
-    Imports,
-    call,
-    docstring,
-    header,
-    lay,
-    module_text,
-    py_str,
-)
-from loom.codegen.python._shared import ModelInfo, context_module
-from loom.model import ir
+from loom.codegen.python.imports import Imports
+from loom.codegen.python.layout import Doc, Group, call, lay
+from loom.codegen.python.literals import docstring, py_str
+from loom.codegen.python.model_info import ModelInfo
+from loom.codegen.python.modules import header, module_text
+from loom.model import ir, naming
 
 
 def app_title(info: ModelInfo) -> str:
@@ -119,9 +111,9 @@ def _channels(info: ModelInfo, channels: list[ir.Channel], imports: Imports) -> 
         carried += [e for e in ch.events if e not in carried]
     classes: list[Doc] = []
     for e in carried:
-        mod = context_module(info.context(e.context))
+        mod = naming.context_module(info.context(e.context))
         imports.add(f".{mod}", f"domain as {mod}_domain")
-        classes.append(f"{mod}_domain.{names.pascal(e.name)}")
+        classes.append(f"{mod}_domain.{naming.pascal(e.name)}")
     lines = [
         "# The durable channels of the model: their events go through the outbox and the relay."
     ]

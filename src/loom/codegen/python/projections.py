@@ -9,14 +9,12 @@ route, and a workflow cannot read them.
 
 from __future__ import annotations
 
-from loom.codegen.python import names
-from loom.codegen.python._code import Group, Imports, docstring, header, lay, module_text, where
-from loom.codegen.python._shared import (
-    ModelInfo,
-    NameAlloc,
-    instance_out_class,
-    instances_class,
-)
+from loom.codegen.python.imports import Imports
+from loom.codegen.python.keyed import instance_out_class, instances_class
+from loom.codegen.python.layout import Group, lay
+from loom.codegen.python.literals import docstring
+from loom.codegen.python.model_info import ModelInfo
+from loom.codegen.python.modules import header, module_text, where
 from loom.codegen.python.routes import (
     REQUEST_PARAM,
     ROUTE_NAMES,
@@ -24,7 +22,7 @@ from loom.codegen.python.routes import (
     decorator,
     route_imports,
 )
-from loom.model import ir
+from loom.model import ir, naming
 
 
 def _key_annotation(t: ir.Type, imports: Imports) -> str:
@@ -46,13 +44,15 @@ def emit_projections(info: ModelInfo, context: ir.Context) -> str:
     imports.add("typing", "Annotated")
     imports.add("fastapi", "Query")
     imports.add("loom.runtime", "Page", "PageLimit", "PageOffset")
-    functions = NameAlloc(ROUTE_NAMES | {"Annotated", "Query", "Page", "PageLimit", "PageOffset"})
+    functions = naming.NameAlloc(
+        ROUTE_NAMES | {"Annotated", "Query", "Page", "PageLimit", "PageOffset"}
+    )
     blocks: list[list[str]] = [["router = APIRouter(route_class=LoomRoute)"]]
     for p in context.projections:
         store, out = instances_class(p), instance_out_class(p)
         imports.add(".repositories", store)
         imports.add(".schemas", out)
-        snake = names.snake(p.name)
+        snake = naming.snake(p.name)
         tag = f"{context.name}: projections"
         key = next(f for f in p.fields if f.name == p.key)
 

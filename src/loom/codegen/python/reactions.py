@@ -17,31 +17,16 @@ qualified when it belongs to another context (`Orders.settleOrder.on(Payment.Pay
 
 from __future__ import annotations
 
-from loom.codegen.python import names
-from loom.codegen.python._code import (
-    Doc,
-    Group,
-    Imports,
-    call,
-    docstring,
-    header,
-    lay,
-    module_text,
-    py_str,
-    where,
-)
-from loom.codegen.python._shared import (
-    ENDED,
-    ModelInfo,
-    NameAlloc,
-    TypeNames,
-    instances_class,
-    instances_table_var,
-    process_name,
-)
 from loom.codegen.python.bodies import BodyWriter, duration, duration_text
 from loom.codegen.python.expressions import Scope
-from loom.model import ir
+from loom.codegen.python.imports import Imports
+from loom.codegen.python.keyed import ENDED, instances_class, instances_table_var, process_name
+from loom.codegen.python.layout import Doc, Group, call, lay
+from loom.codegen.python.literals import docstring, py_str
+from loom.codegen.python.model_info import ModelInfo
+from loom.codegen.python.modules import header, module_text, where
+from loom.codegen.python.type_names import TypeNames
+from loom.model import ir, naming
 
 _RESERVED = {"service", "work", "result", "self", "cls", "now", "require", "partial"}
 
@@ -75,7 +60,7 @@ def emit_reactions(info: ModelInfo, context: ir.Context) -> str:
     imports.add("functools", "partial")
     imports.add("loom.runtime", "Service")
     types = TypeNames(info, context, imports, mode="domain")
-    functions = NameAlloc({"subscribe", "partial", "Service", "log_unrouted", "require"})
+    functions = naming.NameAlloc({"subscribe", "partial", "Service", "log_unrouted", "require"})
     blocks: list[list[str]] = []
     subscriptions: list[tuple[str, str, str]] = []  # (event class, function, consumer name)
     owners: list[tuple[ir.Workflow | ir.Projection, ir.Reaction]] = [
@@ -83,11 +68,11 @@ def emit_reactions(info: ModelInfo, context: ir.Context) -> str:
     ] + [(p, r) for p in context.projections for r in p.reactions]
     for owner, reaction in owners:
         fn = functions.take(
-            f"{names.snake(owner.name)}_{reaction.kind}_{names.snake(reaction.event.name)}"
+            f"{naming.snake(owner.name)}_{reaction.kind}_{naming.snake(reaction.event.name)}"
         )
         name = handler_name(context, owner.name, reaction)
         blocks.append(_reaction(info, context, owner, reaction, fn, name, types, imports))
-        cls = types.domain_name(reaction.event.context, names.pascal(reaction.event.name))
+        cls = types.domain_name(reaction.event.context, naming.pascal(reaction.event.name))
         subscriptions.append((cls, fn, name))
     registrations: list[Doc] = []
     for wf in context.workflows:
@@ -95,10 +80,10 @@ def emit_reactions(info: ModelInfo, context: ir.Context) -> str:
             continue
         fns: list[tuple[str, str]] = []
         for t in wf.timeouts:
-            fn = functions.take(f"{names.snake(wf.name)}_timeout_{names.snake(t.name)}")
+            fn = functions.take(f"{naming.snake(wf.name)}_timeout_{naming.snake(t.name)}")
             blocks.append(_timeout(info, context, wf, t, fn, types, imports))
             fns.append((t.name, fn))
-        dispatch = functions.take(f"{names.snake(wf.name)}_timeouts")
+        dispatch = functions.take(f"{naming.snake(wf.name)}_timeouts")
         blocks.append(_dispatch(wf, dispatch, fns, imports))
         registrations.append(
             call(
@@ -111,7 +96,7 @@ def emit_reactions(info: ModelInfo, context: ir.Context) -> str:
             call("service.processes.track", [py_str(process_name(wf)), instances_class(wf)])
         )
     for tm in context.timers:
-        fn = functions.take(f"{names.snake(tm.name)}_timer")
+        fn = functions.take(f"{naming.snake(tm.name)}_timer")
         blocks.append(_timer(info, context, tm, fn, types, imports))
         imports.add("datetime", "timedelta")
         every = duration(tm.every_ms)
@@ -142,7 +127,7 @@ def _timeout(
     imports.add("uuid", "UUID")
     imports.add("loom.runtime", "log_fact")
     imports.add("logging", "INFO")
-    alloc = NameAlloc(_RESERVED | {"due"})
+    alloc = naming.NameAlloc(_RESERVED | {"due"})
     lines = lay(
         Group(
             f"async def {fn}(", ["service: Service", "due: TimeoutDue", "work: Work"], ") -> None:"
@@ -212,7 +197,7 @@ def _timer(
     principal (once per tick across replicas; missed ticks coalesce into one run)."""
     imports.add("loom.runtime", "Work")
     imports.add("loom.runtime.processes", "Tick")
-    alloc = NameAlloc(_RESERVED | {"tick"})
+    alloc = naming.NameAlloc(_RESERVED | {"tick"})
     params = ["service: Service", "tick: Tick", "work: Work"]
     lines = lay(Group(f"async def {fn}(", params, ") -> None:"))
     doc = f"timer {tm.name} every {duration_text(tm.every_ms)} ({where(tm.origin)})"
@@ -234,9 +219,9 @@ def _reaction(
     types: TypeNames,
     imports: Imports,
 ) -> list[str]:
-    event_cls = types.domain_name(reaction.event.context, names.pascal(reaction.event.name))
-    alloc = NameAlloc(_RESERVED)
-    param = alloc.take(names.ident(reaction.param))
+    event_cls = types.domain_name(reaction.event.context, naming.pascal(reaction.event.name))
+    alloc = naming.NameAlloc(_RESERVED)
+    param = alloc.take(naming.ident(reaction.param))
     lines = lay(
         Group(f"async def {fn}(", ["service: Service", f"{param}: {event_cls}"], ") -> None:")
     )

@@ -14,45 +14,36 @@ Every one is a single SELECT whose where-clause is built from the arguments: the
 
 from __future__ import annotations
 
-from loom.codegen.python import names
-from loom.codegen.python._code import (
-    Doc,
-    Group,
-    Imports,
-    docstring,
-    header,
-    lay,
-    module_text,
-    py_str,
-    where,
-)
-from loom.codegen.python._shared import (
-    ModelInfo,
-    NameAlloc,
-    TypeNames,
+from loom.codegen.python.criteria import SqlRenderer, key_condition
+from loom.codegen.python.expressions import Scope, render_as
+from loom.codegen.python.imports import Imports
+from loom.codegen.python.keyed import (
     instances_class,
     instances_table_var,
     key_of,
     keyed,
     state_class,
 )
-from loom.codegen.python.criteria import SqlRenderer, key_condition
-from loom.codegen.python.expressions import Scope, render_as
+from loom.codegen.python.layout import Doc, Group, lay
+from loom.codegen.python.literals import docstring, py_str
+from loom.codegen.python.model_info import ModelInfo
+from loom.codegen.python.modules import header, module_text, where
 from loom.codegen.python.tables import table_var
-from loom.model import ir
+from loom.codegen.python.type_names import TypeNames
+from loom.model import ir, naming
 
 
 def key_method(prefix: str, fields: tuple[str, ...]) -> str:
-    return f"{prefix}_by_" + "_and_".join(names.snake(f) for f in fields)
+    return f"{prefix}_by_" + "_and_".join(naming.snake(f) for f in fields)
 
 
 def criterion_function(name: str) -> str:
-    return names.escape(names.snake(name))
+    return naming.escape(naming.snake(name))
 
 
 def find_method(find: ir.RepositoryFind) -> str:
     prefix = {"one": "get", "optional": "find", "many": "find_all"}[find.cardinality]
-    return f"{prefix}_{names.snake(find.name)}"
+    return f"{prefix}_{naming.snake(find.name)}"
 
 
 def read_method(read: ir.Read) -> str:
@@ -63,13 +54,13 @@ def read_method(read: ir.Read) -> str:
         return key_method("get" if read.cardinality == "one" else "find", read.key)
     if read.kind == "criterion":
         assert read.target is not None
-        base = names.snake(read.target)
+        base = naming.snake(read.target)
         return f"find_all_by_{base}" if read.cardinality == "many" else f"find_by_{base}"
     if read.kind == "retrieval":
         assert read.target is not None
-        return f"run_{names.snake(read.target)}"
+        return f"run_{naming.snake(read.target)}"
     prefix = {"one": "get", "optional": "find", "many": "find_all"}[read.cardinality]
-    return f"{prefix}_{names.snake(read.target or '')}"
+    return f"{prefix}_{naming.snake(read.target or '')}"
 
 
 def read_params(context: ir.Context, read: ir.Read) -> list[tuple[str, ir.Type]]:
@@ -118,7 +109,7 @@ def emit_repositories(info: ModelInfo, context: ir.Context) -> str:
                 "",
                 f"    state = {state_class(wf)}",
                 f"    table = tables.{instances_table_var(wf)}",
-                f"    key = {py_str(names.ident(key_of(wf)))}",
+                f"    key = {py_str(naming.ident(key_of(wf)))}",
                 f"    workflow = {py_str(wf.name)}",
             ]
         )
@@ -129,8 +120,8 @@ def emit_repositories(info: ModelInfo, context: ir.Context) -> str:
 def _signature(
     name: str, params: list[tuple[str, ir.Type]], result: str, types: TypeNames, *, method: bool
 ) -> tuple[list[str], dict[str, str]]:
-    alloc = NameAlloc({"self", "c", "cls"})
-    py = {p: alloc.take(names.ident(p)) for p, _ in params}
+    alloc = naming.NameAlloc({"self", "c", "cls"})
+    py = {p: alloc.take(naming.ident(p)) for p, _ in params}
     items = (["self"] if method else []) + [f"{py[p]}: {types.render(t)}" for p, t in params]
     head = f"async def {name}(" if method else f"def {name}("
     return lay(Group(head, items, f") -> {result}:"), 1 if method else 0), py
@@ -161,7 +152,7 @@ def _criterion(
 def _repository(
     info: ModelInfo, context: ir.Context, agg: ir.Aggregate, types: TypeNames, imports: Imports
 ) -> list[str]:
-    cls = names.pascal(agg.name)
+    cls = naming.pascal(agg.name)
     imports.add(".domain", cls)
     repo = context.repository_for(agg.name)
     if repo is not None:
@@ -195,7 +186,7 @@ def _repository(
             )
     for crit in (c for c in context.criteria if c.aggregate == agg.name):
         params = [(p.name, p.type) for p in crit.params]
-        base = names.snake(crit.name)
+        base = naming.snake(crit.name)
         what = f"criterion {crit.name} ({where(crit.origin)})"
         for name, call in ((f"find_by_{base}", "find_one"), (f"find_all_by_{base}", "find_all")):
             methods.setdefault(
@@ -203,7 +194,7 @@ def _repository(
             )
     for ret in (r for r in context.retrievals if r.aggregate == agg.name):
         params = [(p.name, p.type) for p in ret.params]
-        name = f"run_{names.snake(ret.name)}"
+        name = f"run_{naming.snake(ret.name)}"
         crit = next(c for c in context.criteria if c.name == ret.criterion)
         what = f"retrieval {ret.name} ({where(ret.origin)})"
         methods.setdefault(name, _ret_method(name, params, cls, ret, crit, what, types, imports))

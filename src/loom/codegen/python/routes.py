@@ -8,31 +8,18 @@ a refusal raises before the save, so nothing is written.
 
 from __future__ import annotations
 
-from loom.codegen.python import names
-from loom.codegen.python._code import (
-    Group,
-    Imports,
-    call,
-    docstring,
-    header,
-    lay,
-    module_text,
-    py_str,
-    where,
-)
-from loom.codegen.python._shared import (
-    ModelInfo,
-    NameAlloc,
-    TypeNames,
-    create_method,
-    domain_to_wire,
-    schema_attr,
-)
-from loom.codegen.python._shared import wire_to_domain as _wire_to_domain
 from loom.codegen.python.expressions import Scope
+from loom.codegen.python.imports import Imports
+from loom.codegen.python.layout import Group, call, lay
+from loom.codegen.python.literals import docstring, py_str
+from loom.codegen.python.model_info import ModelInfo
+from loom.codegen.python.modules import header, module_text, where
 from loom.codegen.python.repositories import find_method
 from loom.codegen.python.schemas import SchemaNames, field_to_domain, schema_names
-from loom.model import ir
+from loom.codegen.python.type_names import TypeNames
+from loom.codegen.python.wire import domain_to_wire
+from loom.codegen.python.wire import wire_to_domain as _wire_to_domain
+from loom.model import ir, naming
 
 # A route reads the app's Service from the request (`get_service(request)`) rather than through
 # `Depends(get_service)`: FastAPI would solve that dependency on every request, in a worker thread
@@ -65,24 +52,24 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
     route_imports(imports)
     types = TypeNames(info, context, imports, mode="domain")
     sn = schema_names(context)
-    functions = NameAlloc(
+    functions = naming.NameAlloc(
         ROUTE_NAMES | {"Annotated", "Query", "UUID", "Page", "PageLimit", "PageOffset"}
     )
     blocks: list[list[str]] = [["router = APIRouter(route_class=LoomRoute)"]]
     for agg in context.aggregates:
         repo = info.repository_class(context, agg.name)
         out = sn.out[agg.name]
-        plural = names.plural_snake(agg.name)
-        var = NameAlloc({"id", "request", "service", "work", "body", "limit", "offset"}).take(
-            names.snake(agg.name)
-        )
+        plural = naming.plural_snake(agg.name)
+        var = naming.NameAlloc(
+            {"id", "request", "service", "work", "body", "limit", "offset"}
+        ).take(naming.snake(agg.name))
         tag = f"{context.name}: {agg.name}"
         imports.add(".repositories", repo)
         imports.add(".schemas", out)
         imports.add("uuid", "UUID")
 
         # GET one
-        fn = functions.take(f"get_{names.snake(agg.name)}")
+        fn = functions.take(f"get_{naming.snake(agg.name)}")
         block = decorator("get", f"/api/{plural}/{{id}}", tag)
         block += lay(Group(f"async def {fn}(", ["id: UUID", REQUEST_PARAM], f") -> {out}:"))
         block.append(
@@ -124,8 +111,8 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
         for op in agg.operations:
             if op.private:
                 continue
-            fn = functions.take(f"{names.snake(agg.name)}_{names.snake(op.name)}")
-            path = f"/api/{plural}/{{id}}/{names.snake(op.name)}"
+            fn = functions.take(f"{naming.snake(agg.name)}_{naming.snake(op.name)}")
+            path = f"/api/{plural}/{{id}}/{naming.snake(op.name)}"
             status = 200 if op.extern and op.result is not None else 204
             block = decorator("post", path, tag, status=status)
             params = ["id: UUID"]
@@ -144,24 +131,29 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
             block.append(f"    {docstring(f'{kind} {agg.name}.{op.name} ({where(op.origin)})')}")
             block.append(SERVICE_LINE)
             block.append("    async with service.transaction() as work:")
-            repo_var = NameAlloc({var, "id", "request", "service", "work", "body"}).take(plural)
+            repo_var = naming.NameAlloc({var, "id", "request", "service", "work", "body"}).take(
+                plural
+            )
             block.append(f"        {repo_var} = {repo}(work)")
             block.append(f"        {var} = await {repo_var}.get_by_id(id)")
-            args = [wire_to_domain(f"body.{schema_attr(p.name)}", p.type, types) for p in op.params]
+            args = [
+                wire_to_domain(f"body.{naming.schema_attr(p.name)}", p.type, types)
+                for p in op.params
+            ]
             if op.extern:
-                protocol = names.pascal(agg.name) + "Externs"
+                protocol = naming.pascal(agg.name) + "Externs"
                 imports.add(".externs", protocol)
                 imports.add("typing", "cast")
                 externs = f"cast({protocol}, service.externs[{py_str(protocol)}])"
-                method = f"{externs}.{names.ident(op.name)}"
+                method = f"{externs}.{naming.ident(op.name)}"
                 prefix = "result = " if status == 200 else ""
                 if op.requires is not None:
-                    block += lay(call(f"{var}.{names.extern_gate(op.name)}", args), 2)
+                    block += lay(call(f"{var}.{naming.extern_gate(op.name)}", args), 2)
                 block += lay(call(method, [var, *args], prefix=prefix), 2)
                 if agg.invariants:
                     block.append(f"        {var}._check_invariants()")
             else:
-                block += lay(call(f"{var}.{names.ident(op.name)}", args), 2)
+                block += lay(call(f"{var}.{naming.ident(op.name)}", args), 2)
             block.append(f"        await {repo_var}.save({var})")
             if status == 200:
                 block += lay(f"return {result}", 1)
@@ -179,7 +171,7 @@ def _find_routes(
     agg: ir.Aggregate,
     out: str,
     var: str,
-    functions: NameAlloc,
+    functions: naming.NameAlloc,
     imports: Imports,
 ) -> list[list[str]]:
     """GET /api/<plural>/find/<find_snake>?<params> per declared find of the aggregate's
@@ -188,15 +180,15 @@ def _find_routes(
     if repo is None or not repo.finds:
         return []
     cls = info.repository_class(context, agg.name)
-    plural = names.plural_snake(agg.name)
+    plural = naming.plural_snake(agg.name)
     tag = f"{context.name}: {agg.name}"
     types = TypeNames(info, context, imports, mode="query")
     blocks = []
     for find in repo.finds:
-        fn = functions.take(f"find_{plural}_{names.snake(find.name)}")
-        block = decorator("get", f"/api/{plural}/find/{names.snake(find.name)}", tag)
-        alloc = NameAlloc({"request", "service", "work", var, "found"})
-        py = {p.name: alloc.take(names.ident(p.name)) for p in find.params}
+        fn = functions.take(f"find_{plural}_{naming.snake(find.name)}")
+        block = decorator("get", f"/api/{plural}/find/{naming.snake(find.name)}", tag)
+        alloc = naming.NameAlloc({"request", "service", "work", var, "found"})
+        py = {p.name: alloc.take(naming.ident(p.name)) for p in find.params}
         params = []
         for p in find.params:
             query = "Query()" if py[p.name] == p.name else f"Query(alias={py_str(p.name)})"
@@ -243,21 +235,23 @@ def _crudish(
     agg: ir.Aggregate,
     sn: SchemaNames,
     var: str,
-    functions: NameAlloc,
+    functions: naming.NameAlloc,
     imports: Imports,
 ) -> list[list[str]]:
     """POST (201 + Location), PATCH (mutable fields only) and DELETE of a crudish aggregate."""
     repo = info.repository_class(context, agg.name)
     out = sn.out[agg.name]
-    plural = names.plural_snake(agg.name)
+    plural = naming.plural_snake(agg.name)
     tag = f"{context.name}: {agg.name}"
-    cls = names.pascal(agg.name)
+    cls = naming.pascal(agg.name)
     imports.add(".domain", cls)
     imports.add("fastapi", "Response")
-    repo_var = NameAlloc({var, "id", "request", "service", "work", "body", "response"}).take(plural)
+    repo_var = naming.NameAlloc({var, "id", "request", "service", "work", "body", "response"}).take(
+        plural
+    )
     blocks = []
 
-    fn = functions.take(f"create_{names.snake(agg.name)}")
+    fn = functions.take(f"create_{naming.snake(agg.name)}")
     create_in = sn.create_input[agg.name]
     imports.add(".schemas", create_in)
     block = decorator("post", f"/api/{plural}", tag, status=201)
@@ -269,25 +263,25 @@ def _crudish(
     domain = Scope(imports=imports, enum_ref=types.enum_ref, self_name=None)
     if agg.factory is not None:
         kwargs = [
-            f"{names.ident(p.name)}="
-            + _wire_to_domain(f"body.{schema_attr(p.name)}", p.type, in_types)
+            f"{naming.ident(p.name)}="
+            + _wire_to_domain(f"body.{naming.schema_attr(p.name)}", p.type, in_types)
             for p in agg.factory.params
         ]
     else:
         kwargs = [
-            f"{names.ident(f.name)}="
-            + field_to_domain(f"body.{schema_attr(f.name)}", f, in_types, domain)
+            f"{naming.ident(f.name)}="
+            + field_to_domain(f"body.{naming.schema_attr(f.name)}", f, in_types, domain)
             for f in agg.fields
         ]
     block.append(SERVICE_LINE)
     block.append("    async with service.autocommit() as work:")
-    block += lay(call(f"{cls}.{create_method(agg)}", kwargs, prefix=f"{var} = "), 2)
+    block += lay(call(f"{cls}.{naming.create_method(agg)}", kwargs, prefix=f"{var} = "), 2)
     block.append(f"        await {repo}(work).save({var})")
     block.append(f'    response.headers["Location"] = f"/api/{plural}/{{{var}.id}}"')
     block.append(f"    return {out}.from_aggregate({var})")
     blocks.append(block)
 
-    fn = functions.take(f"update_{names.snake(agg.name)}")
+    fn = functions.take(f"update_{naming.snake(agg.name)}")
     update_in = sn.update_input[agg.name]
     imports.add(".schemas", update_in)
     block = decorator("patch", f"/api/{plural}/{{id}}", tag)
@@ -300,7 +294,7 @@ def _crudish(
     block.append(f"        {repo_var} = {repo}(work)")
     block.append(f"        {var} = await {repo_var}.get_by_id(id)")
     for f in agg.updatable_fields:
-        attr, field_attr = schema_attr(f.name), names.ident(f.name)
+        attr, field_attr = naming.schema_attr(f.name), naming.ident(f.name)
         block.append(f"        if {py_str(attr)} in body.model_fields_set:")
         if not isinstance(f.type, ir.OptionalType):
             imports.add("loom.runtime", "InvalidValue")
@@ -316,7 +310,7 @@ def _crudish(
     block.append(f"    return {out}.from_aggregate({var})")
     blocks.append(block)
 
-    fn = functions.take(f"delete_{names.snake(agg.name)}")
+    fn = functions.take(f"delete_{naming.snake(agg.name)}")
     block = decorator("delete", f"/api/{plural}/{{id}}", tag, status=204)
     block += lay(Group(f"async def {fn}(", ["id: UUID", REQUEST_PARAM], ") -> None:"))
     block.append(f"    {docstring(f'crudish delete of {agg.name} ({where(agg.origin)})')}")

@@ -14,36 +14,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from loom.codegen.python import names
-from loom.codegen.python._code import (
-    Group,
-    Imports,
-    call,
-    docstring,
-    header,
-    lay,
-    module_text,
-    py_str,
-    where,
-)
-from loom.codegen.python._shared import (
+from loom.codegen.python.expressions import Scope, render_as
+from loom.codegen.python.imports import Imports
+from loom.codegen.python.keyed import (
     Keyed,
-    ModelInfo,
-    NameAlloc,
-    TypeNames,
-    domain_to_wire,
     instance_out_class,
     key_of,
     keyed,
     keyed_fields,
-    record_classes,
-    record_of,
-    schema_attr,
     state_class,
-    wire_to_domain,
 )
-from loom.codegen.python.expressions import Scope, render_as
-from loom.model import ir
+from loom.codegen.python.layout import Group, call, lay
+from loom.codegen.python.literals import docstring, py_str
+from loom.codegen.python.model_info import ModelInfo
+from loom.codegen.python.modules import header, module_text, where
+from loom.codegen.python.type_names import TypeNames, record_classes
+from loom.codegen.python.wire import domain_to_wire, record_of, wire_to_domain
+from loom.model import ir, naming
 
 
 @dataclass(frozen=True)
@@ -76,10 +63,10 @@ def sole_payload(params: tuple[ir.Parameter, ...]) -> ir.Parameter | None:
 
 def schema_names(context: ir.Context) -> SchemaNames:
     records = record_classes(context)
-    alloc = NameAlloc({cls for pair in records.values() for cls in pair})
-    out = {a.name: alloc.take(names.pascal(a.name) + "Out") for a in context.aggregates}
+    alloc = naming.NameAlloc({cls for pair in records.values() for cls in pair})
+    out = {a.name: alloc.take(naming.pascal(a.name) + "Out") for a in context.aggregates}
     op_input = {
-        (a.name, o.name): alloc.take(names.pascal(a.name) + names.pascal(o.name) + "Input")
+        (a.name, o.name): alloc.take(naming.pascal(a.name) + naming.pascal(o.name) + "Input")
         for a in context.aggregates
         for o in a.operations
         if o.params and not o.private
@@ -88,12 +75,12 @@ def schema_names(context: ir.Context) -> SchemaNames:
     for wf in context.workflows:
         create = http_create(wf)
         if create is not None and create.params and sole_payload(create.params) is None:
-            workflow_input[wf.name] = alloc.take(names.pascal(wf.name) + "Input")
+            workflow_input[wf.name] = alloc.take(naming.pascal(wf.name) + "Input")
     crud = [a for a in context.aggregates if a.crudish]
-    create_input = {a.name: alloc.take(names.pascal(a.name) + "CreateInput") for a in crud}
-    update_input = {a.name: alloc.take(names.pascal(a.name) + "UpdateInput") for a in crud}
+    create_input = {a.name: alloc.take(naming.pascal(a.name) + "CreateInput") for a in crud}
+    update_input = {a.name: alloc.take(naming.pascal(a.name) + "UpdateInput") for a in crud}
     handler_input = {
-        h.name: alloc.take(names.pascal(h.name) + "Input")
+        h.name: alloc.take(naming.pascal(h.name) + "Input")
         for h in context.handlers
         if h.kind == "command" and h.params and sole_payload(h.params) is None
     }
@@ -126,7 +113,7 @@ def _field_text(
     force_field: bool = False,
 ) -> str:
     """`default` is a `default=…` or `default_factory=…` argument for an input field."""
-    attr = schema_attr(name)
+    attr = naming.schema_attr(name)
     annotation = types.render(t)
     alias = attr != name
     if default is None and is_input and isinstance(t, ir.OptionalType):
@@ -257,8 +244,8 @@ def _input_class(
 def _out_class(cls: str, agg: ir.Aggregate, out_types: TypeNames, imports: Imports) -> list[str]:
     imports.add("pydantic", "BaseModel")
     imports.add("typing", "Self")
-    agg_cls = out_types.domain_name(agg.context, names.pascal(agg.name))
-    id_t = out_types.domain_name(agg.context, names.id_type(agg.name))
+    agg_cls = out_types.domain_name(agg.context, naming.pascal(agg.name))
+    id_t = out_types.domain_name(agg.context, naming.id_type(agg.name))
     lines = [
         f"class {cls}(BaseModel):",
         f"    {docstring(f'{agg.name} as the API answers it (aggregate {agg.name}, {where(agg.origin)})')}",
@@ -269,7 +256,7 @@ def _out_class(cls: str, agg: ir.Aggregate, out_types: TypeNames, imports: Impor
     members: list[tuple[str, ir.Type]] = [(f.name, f.type) for f in agg.fields]
     members += [(d.name, d.type) for d in agg.derived]
     lines += [_field_line(name, t, out_types, imports, False) for name, t in members]
-    var = NameAlloc({"cls"}).take(names.snake(agg.name))
+    var = naming.NameAlloc({"cls"}).take(naming.snake(agg.name))
     lines += [
         "",
         "    @classmethod",
@@ -278,7 +265,7 @@ def _out_class(cls: str, agg: ir.Aggregate, out_types: TypeNames, imports: Impor
     ]
     kwargs = [f"id={var}.id", f"version={var}.version"]
     kwargs += [
-        f"{schema_attr(name)}={domain_to_wire(f'{var}.{names.ident(name)}', t, out_types)}"
+        f"{naming.schema_attr(name)}={domain_to_wire(f'{var}.{naming.ident(name)}', t, out_types)}"
         for name, t in members
     ]
     lines += lay(call("cls", kwargs, prefix="return "), 2)
@@ -331,10 +318,10 @@ def _instance_class(wf: Keyed, out_types: TypeNames, imports: Imports) -> list[s
         *lay(Group("def from_state(", params.split(", "), ") -> Self:"), 1),
         f"        {docstring(f'The wire form of {what} {wf.name}.')}",
     ]
-    kwargs = [f"{schema_attr(key.name)}=state.{names.ident(key.name)}"]
+    kwargs = [f"{naming.schema_attr(key.name)}=state.{naming.ident(key.name)}"]
     kwargs.append("version=instance_version(state)")
     kwargs += [
-        f"{schema_attr(f.name)}={domain_to_wire(f'state.{names.ident(f.name)}', f.type, out_types)}"
+        f"{naming.schema_attr(f.name)}={domain_to_wire(f'state.{naming.ident(f.name)}', f.type, out_types)}"
         for f in members[1:]
     ]
     if process:
@@ -398,8 +385,8 @@ def _record_classes(
         member_types = TypeNames(in_types.info, in_types.context, imports, "query", in_schemas=True)
     request += [input_field(f, member_types, imports) for f in rec.fields]
     kwargs = [
-        f"{names.ident(f.name)}="
-        + field_to_domain(f"self.{schema_attr(f.name)}", f, in_types, scope)
+        f"{naming.ident(f.name)}="
+        + field_to_domain(f"self.{naming.schema_attr(f.name)}", f, in_types, scope)
         for f in rec.fields
     ]
     request += [
@@ -417,7 +404,7 @@ def _record_classes(
     response += [_field_line(f.name, f.type, out_types, imports, False) for f in rec.fields]
     var = "value"
     kwargs = [
-        f"{schema_attr(f.name)}={domain_to_wire(f'{var}.{names.ident(f.name)}', f.type, out_types)}"
+        f"{naming.schema_attr(f.name)}={domain_to_wire(f'{var}.{naming.ident(f.name)}', f.type, out_types)}"
         for f in rec.fields
     ]
     response += [
@@ -457,8 +444,8 @@ def emit_schemas(info: ModelInfo, context: ir.Context) -> str:
             )
     if any(wf.process for wf in context.workflows if wf.correlation is not None):
         blocks.append(_pending_timeout_class(imports))
-    for wf in keyed(context):
-        blocks.append(_instance_class(wf, out_types, imports))
+    for rows in keyed(context):
+        blocks.append(_instance_class(rows, out_types, imports))
     for h in context.handlers:
         if h.name in sn.handler_input:
             doc = f"The body of commandHandler {h.name} ({where(h.origin)})"

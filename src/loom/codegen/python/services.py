@@ -10,24 +10,18 @@ only for a context that has them.
 
 from __future__ import annotations
 
-from loom.codegen.python import names
-from loom.codegen.python._code import (
-    Group,
-    Imports,
-    call,
-    docstring,
-    header,
-    lay,
-    module_text,
-    one_line,
-    py_str,
-    where,
-)
-from loom.codegen.python._shared import ModelInfo, NameAlloc, TypeNames, used_locals
 from loom.codegen.python.bodies import externs_class
+from loom.codegen.python.checks import check
 from loom.codegen.python.domain import event_args
 from loom.codegen.python.expressions import Scope, render, render_as
-from loom.model import ir
+from loom.codegen.python.imports import Imports
+from loom.codegen.python.layout import Group, call, lay
+from loom.codegen.python.literals import docstring
+from loom.codegen.python.model_info import ModelInfo
+from loom.codegen.python.modules import header, module_text, where
+from loom.codegen.python.type_names import TypeNames
+from loom.model import ir, naming, walk
+from loom.model.refusals import precondition
 
 
 def extern_aggregates(context: ir.Context) -> list[ir.Aggregate]:
@@ -40,19 +34,19 @@ def emit_externs(info: ModelInfo, context: ir.Context) -> str:
     types = TypeNames(info, context, imports, mode="domain")
     blocks: list[list[str]] = []
     for agg in extern_aggregates(context):
-        cls = types.domain_name(context.name, names.pascal(agg.name))
+        cls = types.domain_name(context.name, naming.pascal(agg.name))
         doc = f"extern operations of aggregate {agg.name} ({where(agg.origin)}): the user's class"
         lines = [f"class {externs_class(agg.name)}(Protocol):", f"    {docstring(doc)}"]
         for op in (o for o in agg.operations if o.extern):
-            alloc = NameAlloc({"self"})
-            target = alloc.take(names.snake(agg.name))
+            alloc = naming.NameAlloc({"self"})
+            target = alloc.take(naming.snake(agg.name))
             params = ["self", f"{target}: {cls}"]
             params += [
-                f"{alloc.take(names.ident(p.name))}: {types.render(p.type)}" for p in op.params
+                f"{alloc.take(naming.ident(p.name))}: {types.render(p.type)}" for p in op.params
             ]
             result = types.render(op.result) if op.result is not None else "None"
             lines.append("")
-            lines += lay(Group(f"def {names.ident(op.name)}(", params, f") -> {result}:"), 1)
+            lines += lay(Group(f"def {naming.ident(op.name)}(", params, f") -> {result}:"), 1)
             lines.append(
                 f"        {docstring(f'extern operation {agg.name}.{op.name} ({where(op.origin)})')}"
             )
@@ -65,7 +59,7 @@ def emit_externs(info: ModelInfo, context: ir.Context) -> str:
 def externs_required(context: ir.Context) -> list[tuple[str, list[str]]]:
     """(class name, method names) the user's module must provide."""
     return [
-        (externs_class(a.name), [names.ident(o.name) for o in a.operations if o.extern])
+        (externs_class(a.name), [naming.ident(o.name) for o in a.operations if o.extern])
         for a in extern_aggregates(context)
     ]
 
@@ -86,7 +80,7 @@ def _service(
     imports: Imports,
 ) -> list[str]:
     lines = [
-        f"class {names.pascal(svc.name)}:",
+        f"class {naming.pascal(svc.name)}:",
         f"    {docstring(f'domainService {svc.name} ({where(svc.origin)})')}",
     ]
     for method in svc.methods:
@@ -103,8 +97,8 @@ def _method(
     types: TypeNames,
     imports: Imports,
 ) -> list[str]:
-    alloc = NameAlloc({"cls"})
-    params = {p.name: alloc.take(names.ident(p.name)) for p in method.params}
+    alloc = naming.NameAlloc({"cls"})
+    params = {p.name: alloc.take(naming.ident(p.name)) for p in method.params}
     scope = Scope(
         imports=imports,
         enum_ref=types.enum_ref,
@@ -116,34 +110,24 @@ def _method(
     items = [f"{params[p.name]}: {types.render(p.type)}" for p in method.params]
     result = types.render(method.result) if method.result is not None else "None"
     lines = ["    @staticmethod"]
-    lines += lay(Group(f"def {names.ident(method.name)}(", items, f") -> {result}:"), 1)
+    lines += lay(Group(f"def {naming.ident(method.name)}(", items, f") -> {result}:"), 1)
     label = f"{svc.name}.{method.name}"
     lines.append(f"        {docstring(f'{label} ({where(method.origin)})')}")
     body: list[str] = []
     for i, stmt in enumerate(method.body):
         if isinstance(stmt, ir.Precondition):
-            imports.add("loom.runtime", "require")
-            rule = f"{label}: precondition {one_line(stmt.condition.text)}"
-            detail = stmt.message if stmt.message is not None else f"{rule} failed"
-            args = [
-                render(stmt.condition, scope),
-                'kind="precondition"',
-                f"rule={py_str(rule)}",
-                f"detail={py_str(detail)}",
-            ]
-            body += lay(call("require", args), 2)
+            refusal = precondition(label, stmt)
+            body += check(render(stmt.condition, scope), refusal, imports, 2)
         elif isinstance(stmt, ir.Let):
-            later = used_locals(method.body[i + 1 :])
-            var = alloc.take(
-                names.ident(stmt.name) if stmt.name in later else "_" + names.snake(stmt.name)
-            )
+            later = walk.locals_read(method.body[i + 1 :])
+            var = alloc.take(naming.local(stmt.name, stmt.name in later))
             scope.locals[stmt.name] = var
             body += lay(f"{var} = {render(stmt.value, scope)}", 2)
         elif isinstance(stmt, ir.CallOperation):
             op = info.operation(context.name, stmt.aggregate, stmt.operation)
             args = [render_as(a, p.type, scope) for a, p in zip(stmt.args, op.params, strict=True)]
-            target = scope.locals.get(stmt.target, names.ident(stmt.target))
-            body += lay(call(f"{target}.{names.ident(stmt.operation)}", args), 2)
+            target = scope.locals.get(stmt.target, naming.ident(stmt.target))
+            body += lay(call(f"{target}.{naming.ident(stmt.operation)}", args), 2)
         elif isinstance(stmt, ir.Return):
             value = (
                 render_as(stmt.value, method.result, scope)
@@ -154,7 +138,7 @@ def _method(
         elif isinstance(stmt, ir.Emit) and method.mutates:
             # a service's event is raised on (and saved with) its first mutated aggregate
             event = info.event(stmt.context, stmt.event)
-            cls = types.domain_name(stmt.context, names.pascal(stmt.event))
+            cls = types.domain_name(stmt.context, naming.pascal(stmt.event))
             owner = scope.locals[method.mutates[0]]
             body += lay(
                 call(f"{owner}._raise_event", [call(cls, event_args(event, stmt, scope))]), 2

@@ -9,29 +9,23 @@ one column per other state field.
 
 from __future__ import annotations
 
-from loom.codegen.python import names
-from loom.codegen.python._code import Doc, Imports, call, header, lay, module_text, py_str, where
-from loom.codegen.python._shared import (
-    Keyed,
-    ModelInfo,
-    column_name,
-    context_module,
-    instances_table_var,
-    key_of,
-    keyed,
-    keyed_fields,
-    record_of,
-)
-from loom.model import ir
+from loom.codegen.python.imports import Imports
+from loom.codegen.python.keyed import Keyed, instances_table_var, key_of, keyed, keyed_fields
+from loom.codegen.python.layout import Doc, call, lay
+from loom.codegen.python.literals import py_str
+from loom.codegen.python.model_info import ModelInfo
+from loom.codegen.python.modules import header, module_text, where
+from loom.codegen.python.wire import record_of
+from loom.model import ir, naming
 
 
 def table_var(agg: ir.Aggregate) -> str:
     """The module-level name of an aggregate's table: `accounts`."""
-    return names.escape(names.plural_snake(agg.name))
+    return naming.escape(naming.plural_snake(agg.name))
 
 
 def table_name(context: ir.Context, agg: ir.Aggregate) -> str:
-    return f"{context_module(context).rstrip('_')}_{names.plural_snake(agg.name)}"
+    return f"{naming.context_module(context).rstrip('_')}_{naming.plural_snake(agg.name)}"
 
 
 def _column_type(t: ir.Type, imports: Imports) -> str:
@@ -40,7 +34,7 @@ def _column_type(t: ir.Type, imports: Imports) -> str:
     record = record_of(t)
     if record is not None:
         # a value object (or a list of them): JSON text, rebuilt into the domain dataclasses
-        cls = names.pascal(record.name)
+        cls = naming.pascal(record.name)
         imports.add("loom.runtime.types", "JsonValue")
         imports.add(".domain", cls)
         return f"JsonValue({f'list[{cls}]' if isinstance(t, ir.ListType) else cls})"
@@ -100,12 +94,12 @@ def emit_tables(info: ModelInfo, context: ir.Context) -> str:
             nullable = "True" if isinstance(f.type, ir.OptionalType) else "False"
             col_type = _column_type(f.type, imports)
             columns.append(
-                f"Column({py_str(column_name(f.name))}, {col_type}, nullable={nullable})"
+                f"Column({py_str(naming.column_name(f.name))}, {col_type}, nullable={nullable})"
             )
         for unique in agg.unique:
             imports.add("sqlalchemy", "UniqueConstraint")
-            cols = [py_str(column_name(f)) for f in unique]
-            uq = f"uq_{table_name(context, agg)}_{'_'.join(column_name(f) for f in unique)}"
+            cols = [py_str(naming.column_name(f)) for f in unique]
+            uq = f"uq_{table_name(context, agg)}_{'_'.join(naming.column_name(f) for f in unique)}"
             columns.append(call("UniqueConstraint", [*cols, f"name={py_str(uq[:63])}"]))
         block = [f"# aggregate {agg.name} ({where(agg.origin)})"]
         block += lay(call("Table", columns, prefix=f"{table_var(agg)} = "))
@@ -122,9 +116,9 @@ def _instance_table(context: ir.Context, wf: Keyed, imports: Imports) -> list[st
     key = next(f for f in fields if f.name == key_of(wf))
     key_type = _column_type(key.type, imports)
     columns: list[Doc] = [
-        py_str(f"{context_module(context).rstrip('_')}_{instances_table_var(wf)}"),
+        py_str(f"{naming.context_module(context).rstrip('_')}_{instances_table_var(wf)}"),
         "metadata",
-        call("Column", [py_str(column_name(key.name)), key_type, "primary_key=True"]),
+        call("Column", [py_str(naming.column_name(key.name)), key_type, "primary_key=True"]),
         'Column("version", Integer, nullable=False)',
     ]
     for f in fields:
@@ -132,7 +126,9 @@ def _instance_table(context: ir.Context, wf: Keyed, imports: Imports) -> list[st
             continue
         nullable = "True" if not _has_zero(f) else "False"
         col_type = _column_type(f.type, imports)
-        columns.append(f"Column({py_str(column_name(f.name))}, {col_type}, nullable={nullable})")
+        columns.append(
+            f"Column({py_str(naming.column_name(f.name))}, {col_type}, nullable={nullable})"
+        )
     what = "instances of workflow" if isinstance(wf, ir.Workflow) else "rows of projection"
     block = [f"# {what} {wf.name} ({where(wf.origin)})"]
     block += lay(call("Table", columns, prefix=f"{instances_table_var(wf)} = "))

@@ -9,32 +9,21 @@ after the commit).
 
 from __future__ import annotations
 
-from loom.codegen.python import names
-from loom.codegen.python._code import (
-    Group,
-    Imports,
-    call,
-    docstring,
-    header,
-    lay,
-    module_text,
-    py_str,
-    where,
-)
-from loom.codegen.python._shared import (
-    ModelInfo,
-    NameAlloc,
-    TypeNames,
+from loom.codegen.python.bodies import BodyWriter, apply_function, assign_state, body_params
+from loom.codegen.python.domain import function_body
+from loom.codegen.python.expressions import Scope, workflow_function
+from loom.codegen.python.imports import Imports
+from loom.codegen.python.keyed import (
     correlated,
     instance_out_class,
     instances_class,
     process_name,
     state_class,
-    walk,
 )
-from loom.codegen.python.bodies import BodyWriter, apply_function, assign_state, body_params
-from loom.codegen.python.domain import function_body
-from loom.codegen.python.expressions import Scope, workflow_function
+from loom.codegen.python.layout import Group, call, lay
+from loom.codegen.python.literals import docstring, py_str
+from loom.codegen.python.model_info import ModelInfo
+from loom.codegen.python.modules import header, module_text, where
 from loom.codegen.python.routes import (
     REQUEST_PARAM,
     ROUTE_LOCALS,
@@ -44,14 +33,15 @@ from loom.codegen.python.routes import (
     route_imports,
 )
 from loom.codegen.python.schemas import http_create, schema_names
-from loom.model import ir
+from loom.codegen.python.type_names import TypeNames
+from loom.model import ir, naming, walk
 
 
 def emit_workflows(info: ModelInfo, context: ir.Context) -> str:
     imports = Imports()
     route_imports(imports)
     sn = schema_names(context)
-    functions = NameAlloc(ROUTE_NAMES | {"now", "require", "Decimal"})
+    functions = naming.NameAlloc(ROUTE_NAMES | {"now", "require", "Decimal"})
     blocks: list[list[str]] = [["router = APIRouter(route_class=LoomRoute)"]]
     types = TypeNames(info, context, imports, mode="domain")
     for wf in context.workflows:
@@ -80,7 +70,7 @@ def emit_workflows(info: ModelInfo, context: ir.Context) -> str:
 
 def _function(wf: ir.Workflow, fn: ir.Function, types: TypeNames, imports: Imports) -> list[str]:
     """A workflow function: pure, over its parameters, at module scope."""
-    params = {p.name: names.ident(p.name) for p in fn.params}
+    params = {p.name: naming.ident(p.name) for p in fn.params}
     scope = Scope(imports=imports, enum_ref=types.enum_ref, self_name=None, params=dict(params))
     items = [f"{params[p.name]}: {types.render(p.type)}" for p in fn.params]
     name = workflow_function(wf.name, fn.name)
@@ -91,9 +81,9 @@ def _function(wf: ir.Workflow, fn: ir.Function, types: TypeNames, imports: Impor
 
 def _apply(wf: ir.Workflow, apply: ir.Apply, types: TypeNames, imports: Imports) -> list[str]:
     """`apply(e: Event) { … }`: fold one emitted event into the instance."""
-    event_cls = types.domain_name(wf.context, names.pascal(apply.event))
+    event_cls = types.domain_name(wf.context, naming.pascal(apply.event))
     state_cls = types.domain_name(wf.context, state_class(wf))
-    param = NameAlloc({"state"}).take(names.ident(apply.param))
+    param = naming.NameAlloc({"state"}).take(naming.ident(apply.param))
     scope = Scope(
         imports=imports,
         enum_ref=types.enum_ref,
@@ -113,15 +103,15 @@ def _apply(wf: ir.Workflow, apply: ir.Apply, types: TypeNames, imports: Imports)
 
 
 def _instance_route(
-    context: ir.Context, wf: ir.Workflow, imports: Imports, functions: NameAlloc
+    context: ir.Context, wf: ir.Workflow, imports: Imports, functions: naming.NameAlloc
 ) -> list[str]:
     """`GET /api/workflows/<snake>/instances/{id}`: the instance keyed by the correlation id."""
     imports.add("uuid", "UUID")
     store, out = instances_class(wf), instance_out_class(wf)
     imports.add(".repositories", store)
     imports.add(".schemas", out)
-    fn = functions.take(f"get_{names.snake(wf.name)}_instance")
-    path = f"/api/workflows/{names.snake(wf.name)}/instances/{{id}}"
+    fn = functions.take(f"get_{naming.snake(wf.name)}_instance")
+    path = f"/api/workflows/{naming.snake(wf.name)}/instances/{{id}}"
     lines = decorator("get", path, f"{context.name}: workflows")
     lines += lay(Group(f"async def {fn}(", ["id: UUID", REQUEST_PARAM], f") -> {out}:"))
     doc = f"an instance of workflow {wf.name} ({where(wf.origin)}), by its {wf.correlation}"
@@ -146,12 +136,12 @@ def _workflow(
     create: ir.WorkflowCreate,
     input_cls: str | None,
     imports: Imports,
-    functions: NameAlloc,
+    functions: naming.NameAlloc,
 ) -> list[str]:
     domain_types = TypeNames(info, context, imports, mode="domain")
     out_types = TypeNames(info, context, imports, mode="output")
-    fn = functions.take(names.ident(wf.name))
-    path = f"/api/workflows/{names.snake(wf.name)}"
+    fn = functions.take(naming.ident(wf.name))
+    path = f"/api/workflows/{naming.snake(wf.name)}"
     status = 200 if create.result is not None else 204
     lines = decorator("post", path, f"{context.name}: workflows", status=status)
     in_types = TypeNames(info, context, imports, mode="input")
@@ -173,7 +163,7 @@ def _workflow(
     lines.append(f"    {docstring(f'workflow {wf.name} ({where(wf.origin)}): {mode}')}")
     lines.append(SERVICE_LINE)
 
-    alloc = NameAlloc(ROUTE_LOCALS)
+    alloc = naming.NameAlloc(ROUTE_LOCALS)
     py_params, built = body_params(create.params, alloc, in_types)
     lines += built
     scope = Scope(
@@ -202,7 +192,9 @@ def _workflow(
     else:
         lines.append(f"    async with service.autocommit(){as_work}:")
     body = writer.repo_lines(2) + writer.block(create.body, 2)
-    if create.result is not None and not any(isinstance(s, ir.Return) for s in walk(create.body)):
+    if create.result is not None and not any(
+        isinstance(s, ir.Return) for s in walk.body(create.body)
+    ):
         raise ValueError(f"workflow {wf.name} declares a result but never returns one")
     lines += body or ["        pass"]
     if create.result is not None:

@@ -7,13 +7,12 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import ClassVar, NewType
-from uuid import UUID
+from typing import ClassVar
 
 from loom.runtime import AggregateRoot, DomainEvent, new_id, now, require
 
-CustomerId = NewType("CustomerId", UUID)
-AccountId = NewType("AccountId", UUID)
+from .ids import AccountId as AccountId
+from .ids import CustomerId as CustomerId
 
 
 class AccountKind(enum.StrEnum):

@@ -8,12 +8,11 @@ import enum
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
-from typing import ClassVar, NewType
-from uuid import UUID
+from typing import ClassVar
 
 from loom.runtime import AggregateRoot, DomainEvent, decimals, new_id, require
 
-BoxId = NewType("BoxId", UUID)
+from .ids import BoxId as BoxId
 
 
 class Color(enum.StrEnum):

@@ -5,14 +5,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NewType
-from uuid import UUID
 
 from loom.runtime import AggregateRoot, new_id
 
-from ..catalog.domain import BoxId
-
-ParcelId = NewType("ParcelId", UUID)
+from ..catalog.ids import BoxId
+from .ids import ParcelId as ParcelId
 
 
 @dataclass(eq=False, kw_only=True)

@@ -8,13 +8,12 @@ import enum
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from typing import ClassVar, NewType
-from uuid import UUID
+from typing import ClassVar
 
 from loom.runtime import AggregateRoot, DomainEvent, decimals, new_id, now, require
 
-TicketId = NewType("TicketId", UUID)
-NoteId = NewType("NoteId", UUID)
+from .ids import NoteId as NoteId
+from .ids import TicketId as TicketId
 
 
 class Status(enum.StrEnum):

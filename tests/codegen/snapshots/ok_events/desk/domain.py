@@ -5,12 +5,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar, NewType
-from uuid import UUID
+from typing import ClassVar
 
 from loom.runtime import AggregateRoot, DomainEvent, new_id, require
 
-TicketId = NewType("TicketId", UUID)
+from .ids import TicketId as TicketId
 
 
 @dataclass(frozen=True, kw_only=True)

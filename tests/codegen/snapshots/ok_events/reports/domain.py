@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..desk.domain import TicketId
+from ..desk.ids import TicketId
 
 
 @dataclass(kw_only=True)

@@ -7,12 +7,11 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import ClassVar, NewType
-from uuid import UUID
+from typing import ClassVar
 
 from loom.runtime import AggregateRoot, DomainEvent, new_id, require
 
-TicketId = NewType("TicketId", UUID)
+from .ids import TicketId as TicketId
 
 
 class Status(enum.StrEnum):

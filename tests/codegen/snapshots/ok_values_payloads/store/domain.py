@@ -7,13 +7,12 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import ClassVar, NewType
-from uuid import UUID
+from typing import ClassVar
 
 from loom.runtime import AggregateRoot, DomainEvent, decimals, new_id, require
 
-ProductId = NewType("ProductId", UUID)
-OrderId = NewType("OrderId", UUID)
+from .ids import OrderId as OrderId
+from .ids import ProductId as ProductId
 
 
 class Currency(enum.StrEnum):

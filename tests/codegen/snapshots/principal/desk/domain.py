@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import ClassVar, NewType
-from uuid import UUID
+from typing import ClassVar
 
 from loom.runtime import (
     AggregateRoot,
@@ -18,7 +17,7 @@ from loom.runtime import (
     require,
 )
 
-TicketId = NewType("TicketId", UUID)
+from .ids import TicketId as TicketId
 
 
 class Status(enum.StrEnum):

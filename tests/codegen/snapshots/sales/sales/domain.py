@@ -8,13 +8,12 @@ import enum
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from typing import ClassVar, NewType
-from uuid import UUID
+from typing import ClassVar
 
 from loom.runtime import AggregateRoot, DomainEvent, decimals, new_id, require
 
-CustomerId = NewType("CustomerId", UUID)
-OrderId = NewType("OrderId", UUID)
+from .ids import CustomerId as CustomerId
+from .ids import OrderId as OrderId
 
 
 class OrderStatus(enum.StrEnum):

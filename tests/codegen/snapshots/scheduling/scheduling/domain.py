@@ -7,12 +7,11 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import ClassVar, NewType
-from uuid import UUID
+from typing import ClassVar
 
 from loom.runtime import AggregateRoot, DomainEvent, new_id, require
 
-AppointmentId = NewType("AppointmentId", UUID)
+from .ids import AppointmentId as AppointmentId
 
 
 class AppointmentStatus(enum.StrEnum):

@@ -5,14 +5,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar, NewType
-from uuid import UUID
+from typing import ClassVar
 
 from loom.runtime import AggregateRoot, DomainEvent, new_id, require
 
-from ..orders.domain import OrderId
-
-ReservationId = NewType("ReservationId", UUID)
+from ..orders.ids import OrderId
+from .ids import ReservationId as ReservationId
 
 
 @dataclass(frozen=True, kw_only=True)

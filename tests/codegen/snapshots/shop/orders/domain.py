@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import ClassVar, NewType
-from uuid import UUID
+from typing import ClassVar
 
 from loom.runtime import AggregateRoot, DomainEvent, new_id, require
 
-OrderId = NewType("OrderId", UUID)
+from .ids import OrderId as OrderId
 
 
 class OrderStatus(enum.StrEnum):

@@ -7,13 +7,12 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import ClassVar, NewType
-from uuid import UUID
+from typing import ClassVar
 
 from loom.runtime import AggregateRoot, DomainEvent, new_id, require
 
-TicketId = NewType("TicketId", UUID)
-AgentId = NewType("AgentId", UUID)
+from .ids import AgentId as AgentId
+from .ids import TicketId as TicketId
 
 
 class Status(enum.StrEnum):

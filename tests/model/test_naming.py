@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from loom.codegen.python import names
+from loom.model import naming
 
 
 @pytest.mark.parametrize(
@@ -19,7 +19,7 @@ from loom.codegen.python import names
     ],
 )
 def test_snake(model: str, snake: str) -> None:
-    assert names.snake(model) == snake
+    assert naming.snake(model) == snake
 
 
 @pytest.mark.parametrize(
@@ -36,20 +36,20 @@ def test_snake(model: str, snake: str) -> None:
     ],
 )
 def test_plural_snake(model: str, plural: str) -> None:
-    assert names.plural_snake(model) == plural
+    assert naming.plural_snake(model) == plural
 
 
 def test_pascal_and_members() -> None:
-    assert names.pascal("registerCustomer") == "RegisterCustomer"
-    assert names.pascal("transfer") == "Transfer"
-    assert names.upper_snake("Checking") == "CHECKING"
-    assert names.upper_snake("InProgress") == "IN_PROGRESS"
-    assert names.id_type("Account") == "AccountId"
+    assert naming.pascal("registerCustomer") == "RegisterCustomer"
+    assert naming.pascal("transfer") == "Transfer"
+    assert naming.upper_snake("Checking") == "CHECKING"
+    assert naming.upper_snake("InProgress") == "IN_PROGRESS"
+    assert naming.id_type("Account") == "AccountId"
 
 
 def test_keywords_are_escaped() -> None:
-    assert names.ident("from") == "from_"
-    assert names.ident("class") == "class_"
-    assert names.ident("fromAccount") == "from_account"
-    assert names.ident("self") == "self_"
-    assert names.ident("amount") == "amount"
+    assert naming.ident("from") == "from_"
+    assert naming.ident("class") == "class_"
+    assert naming.ident("fromAccount") == "from_account"
+    assert naming.ident("self") == "self_"
+    assert naming.ident("amount") == "amount"

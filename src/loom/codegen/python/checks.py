@@ -1,0 +1,51 @@
+"""The checks generated code runs where a refusal may happen: `require(...)` for preconditions,
+invariants and state gates (422), `authorize(...)` for `requires` gates (403), and the implicit
+invariants a `string(N)` field puts on its values. Their public text comes from
+`loom.model.refusals`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from loom.codegen.python.imports import Imports
+from loom.codegen.python.layout import call, lay
+from loom.codegen.python.literals import py_str
+from loom.model import ir, naming
+from loom.model.refusals import Refusal, string_length
+
+
+def check(cond: str, refusal: Refusal, imports: Imports, depth: int) -> list[str]:
+    """The lines that refuse with `refusal` unless the Python condition `cond` holds."""
+    text = [f"rule={py_str(refusal.rule)}", f"detail={py_str(refusal.detail)}"]
+    if refusal.kind == "requires":
+        imports.add("loom.runtime", "authorize")
+        return lay(call("authorize", [cond, *text]), depth)
+    imports.add("loom.runtime", "require")
+    return lay(call("require", [cond, f"kind={py_str(refusal.kind)}", *text]), depth)
+
+
+def max_length(t: ir.Type) -> int | None:
+    """N of a `string(N)`, `string(N)?`, `string(N)[]` or `string(N)[]?`."""
+    while isinstance(t, ir.OptionalType | ir.ListType):
+        t = t.inner if isinstance(t, ir.OptionalType) else t.element
+    return t.max_length if isinstance(t, ir.PrimitiveType) else None
+
+
+def length_checks(
+    owner: str, fields: Sequence[ir.Field | ir.Parameter]
+) -> list[tuple[str, Refusal]]:
+    """(condition, refusal) of each `string(N)` field: an implicit invariant of its aggregate, value
+    object or event, so an operation assigning a longer string is refused (422)."""
+    checks = []
+    for f in fields:
+        n = max_length(f.type)
+        if n is None:
+            continue
+        attr = f"self.{naming.ident(f.name)}"
+        inner = f.type.inner if isinstance(f.type, ir.OptionalType) else f.type
+        each = isinstance(inner, ir.ListType)
+        cond = f"all(len(v) <= {n} for v in {attr})" if each else f"len({attr}) <= {n}"
+        if isinstance(f.type, ir.OptionalType):
+            cond = f"{attr} is None or {cond}"
+        checks.append((cond, string_length(owner, f.name, n, each)))
+    return checks

@@ -1,0 +1,89 @@
+"""The imports of a generated module: collected while its body is rendered, then written in
+isort's sections and order (future, standard library, third party, `loom`, relative)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from loom.codegen.python.layout import LINE_LENGTH, Group, flat, lay
+
+_STDLIB = {
+    "collections",
+    "dataclasses",
+    "datetime",
+    "decimal",
+    "enum",
+    "functools",
+    "logging",
+    "typing",
+    "uuid",
+}
+
+
+def _section(module: str) -> int:
+    if module == "__future__":
+        return 0
+    if module.startswith("."):
+        return 4
+    top = module.split(".")[0]
+    if top in _STDLIB:
+        return 1
+    if top == "loom":
+        return 3
+    return 2
+
+
+def _name_key(name: str) -> tuple[int, str]:
+    base = name.split(" as ")[0]
+    if base.isupper() and len(base) > 1:
+        kind = 0
+    elif base[:1].isupper():
+        kind = 1
+    else:
+        kind = 2
+    return (kind, base.lower())
+
+
+@dataclass
+class Imports:
+    """The imports a module needs, collected while its body is rendered."""
+
+    froms: dict[str, set[str]] = field(default_factory=dict)
+    plain: set[str] = field(default_factory=set)
+
+    def add(self, module: str, *names: str) -> None:
+        self.froms.setdefault(module, set()).update(names)
+
+    def discard(self, module: str, *names: str) -> None:
+        """Forget names added for code that was not written after all."""
+        found = self.froms.get(module)
+        if found is not None:
+            found.difference_update(names)
+            if not found:
+                del self.froms[module]
+
+    def module(self, module: str) -> None:
+        self.plain.add(module)
+
+    def lines(self) -> list[str]:
+        sections: dict[int, list[str]] = {}
+        for mod in sorted(self.plain):
+            sections.setdefault(_section(mod), []).append(f"import {mod}")
+        for mod in sorted(self.froms, key=lambda m: (m.startswith("."), m)):
+            aliased = sorted(n for n in self.froms[mod] if " as " in n)
+            names = sorted((n for n in self.froms[mod] if " as " not in n), key=_name_key)
+            sections.setdefault(_section(mod), []).extend(f"from {mod} import {n}" for n in aliased)
+            if not names:
+                continue
+            group = Group(f"from {mod} import (", names, ")")
+            if len(flat(group)) <= LINE_LENGTH:
+                text = [f"from {mod} import {', '.join(names)}"]
+            else:
+                text = lay(group)
+            sections.setdefault(_section(mod), []).extend(text)
+        out: list[str] = []
+        for key in sorted(sections):
+            if out:
+                out.append("")
+            out.extend(sections[key])
+        return out

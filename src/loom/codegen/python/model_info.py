@@ -1,0 +1,110 @@
+"""What every emitter looks up in the model: its contexts and their declarations, the repository
+class of an aggregate, and which model files each generated module comes from."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from loom.model import ir, naming
+
+
+@dataclass
+class ModelInfo:
+    model: ir.Model
+    package: str
+    contexts: dict[str, ir.Context] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.contexts = {c.name: c for c in self.model.contexts}
+
+    def context(self, name: str) -> ir.Context:
+        return self.contexts[name]
+
+    def aggregate(self, context: str, name: str) -> ir.Aggregate:
+        return self.contexts[context].aggregate(name)
+
+    def event(self, context: str, name: str) -> ir.Event:
+        return next(e for e in self.contexts[context].events if e.name == name)
+
+    def operation(self, context: str, aggregate: str, name: str) -> ir.Operation:
+        agg = self.aggregate(context, aggregate)
+        return next(o for o in agg.operations if o.name == name)
+
+    def repository_class(self, context: ir.Context, aggregate: str) -> str:
+        repo = context.repository_for(aggregate)
+        return (
+            naming.pascal(repo.name)
+            if repo is not None
+            else naming.pascal(aggregate) + "Repository"
+        )
+
+    def all_files(self) -> list[str]:
+        files: list[str] = list(self.model.sources)
+        for ctx in self.model.contexts:
+            for f in context_files(ctx):
+                if f not in files:
+                    files.append(f)
+        return files
+
+    def files_of(self, context: ir.Context) -> list[str]:
+        own = set(context_files(context))
+        ordered = [f for f in self.model.sources if f in own]
+        for f in context_files(context):
+            if f not in ordered:
+                ordered.append(f)
+        return ordered
+
+
+class _HasOrigin(Protocol):
+    @property
+    def origin(self) -> ir.Origin: ...
+
+
+def _origins(context: ir.Context) -> Iterator[ir.Origin]:
+    yield context.origin
+    groups: tuple[tuple[_HasOrigin, ...], ...] = (
+        context.enums,
+        context.aggregates,
+        context.repositories,
+        context.events,
+        context.workflows,
+        context.criteria,
+        context.retrievals,
+        context.handlers,
+        context.services,
+        context.values,
+        context.payloads,
+        context.projections,
+        context.channels,
+    )
+    for group in groups:
+        for decl in group:
+            yield decl.origin
+    for agg in context.aggregates:
+        members: tuple[tuple[_HasOrigin, ...], ...] = (
+            agg.fields,
+            agg.derived,
+            agg.invariants,
+            agg.functions,
+            agg.operations,
+        )
+        for group in members:
+            yield from (member.origin for member in group)
+    for wf in context.workflows:
+        for create in wf.creates:
+            yield create.origin
+        for reaction in wf.reactions:
+            yield reaction.origin
+    for p in context.projections:
+        for reaction in p.reactions:
+            yield reaction.origin
+
+
+def context_files(context: ir.Context) -> list[str]:
+    out: list[str] = []
+    for origin in _origins(context):
+        if origin.file not in out:
+            out.append(origin.file)
+    return out
