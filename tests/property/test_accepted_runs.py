@@ -38,14 +38,6 @@ UNUSED_LOOKUP = "a handler's `let x = …getBy(…)` never read: handlers.py ass
 KNOWN_FAILURES: dict[str, tuple[str, type[Exception]]] = {
     "docs/language.md:15": (NO_AGGREGATE, AssertionError),
     "tests/property/models/handler_lookup_unused.loom": (UNUSED_LOOKUP, AssertionError),
-    "tests/property/models/ids_across_contexts.loom": (
-        "each context's domain.py imports the other's: circular ImportError",
-        ImportError,
-    ),
-    "tests/property/models/schedule_at_loaded_field.loom": (
-        "`schedule … at a.startsAt` after `let a = …getById(…)`: `a` undefined (F821)",
-        AssertionError,
-    ),
 }
 # The same failures as they show in a mutant's findings, which the mutant test lets through.
 KNOWN_FINDINGS: dict[str, re.Pattern[str]] = {

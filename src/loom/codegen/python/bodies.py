@@ -25,7 +25,6 @@ from loom.codegen.python.domain import event_args
 from loom.codegen.python.expressions import Scope, render, render_as
 from loom.codegen.python.imports import Imports
 from loom.codegen.python.keyed import (
-    ENDED,
     Keyed,
     instances_class,
     instances_table_var,
@@ -41,6 +40,7 @@ from loom.codegen.python.type_names import TypeNames
 from loom.codegen.python.wire import record_of, wire_to_domain
 from loom.model import ir, naming, walk
 from loom.model.refusals import precondition
+from loom.model.reserved import ENDED
 
 
 def externs_class(aggregate: str) -> str:

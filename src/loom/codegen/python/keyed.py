@@ -4,6 +4,7 @@ projection (one per key), and the names of what the generated service keeps them
 from __future__ import annotations
 
 from loom.model import ir, naming
+from loom.model.reserved import ENDED
 
 Keyed = ir.Workflow | ir.Projection
 
@@ -36,9 +37,6 @@ def keyed_fields(wf: Keyed) -> tuple[ir.Field, ...]:
         false = ir.Literal_(False, ir.BOOL, "false")
         return (*wf.state, ir.Field(ENDED, ir.BOOL, false, False, wf.origin))
     return wf.state
-
-
-ENDED = "ended"
 
 
 def process_name(wf: ir.Workflow) -> str:

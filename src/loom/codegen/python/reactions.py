@@ -20,13 +20,14 @@ from __future__ import annotations
 from loom.codegen.python.bodies import BodyWriter, duration, duration_text
 from loom.codegen.python.expressions import Scope
 from loom.codegen.python.imports import Imports
-from loom.codegen.python.keyed import ENDED, instances_class, instances_table_var, process_name
+from loom.codegen.python.keyed import instances_class, instances_table_var, process_name
 from loom.codegen.python.layout import Doc, Group, call, lay
 from loom.codegen.python.literals import docstring, py_str
 from loom.codegen.python.model_info import ModelInfo
 from loom.codegen.python.modules import header, module_text, where
 from loom.codegen.python.type_names import TypeNames
 from loom.model import ir, naming
+from loom.model.reserved import ENDED
 
 _RESERVED = {"service", "work", "result", "self", "cls", "now", "require", "partial"}
 
