@@ -74,3 +74,18 @@ async def test_an_aggregate_saved_unchanged_still_advances_its_version(service: 
         repo = Items(work)
         await repo.save(await repo.get_by_id(item.id))
     assert (await stored(service, item.id))._loom_version == 2
+
+
+async def test_lists_left_alone_are_not_written(service: Service) -> None:
+    item = await saved(service, tags=["a"], amounts=[Decimal("2.5")])
+    loaded = await stored(service, item.id)
+    loaded.tags = ["a"]  # a new list, equal to the one loaded: nothing to write either
+    async with service.engine.begin() as conn:  # written behind the service's back
+        await conn.execute(
+            update(items).where(items.c.id == item.id).values(tags=["other"], amounts=[])
+        )
+    loaded.increment(1)
+    async with service.autocommit() as work:
+        await Items(work).save(loaded)
+    again = await stored(service, item.id)
+    assert again.tags == ["other"] and again.amounts == [] and again.count == 1

@@ -23,7 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ._auth import Authenticator, bearer_token
 from ._errors import PayloadTooLarge
-from ._ids import new_id
+from ._ids import new_id_text
 from ._logs import _correlation
 from ._principal import ANONYMOUS, _current
 from ._problems import problem_for
@@ -60,7 +60,7 @@ class EdgeMiddleware:
         if correlation is not None and _VALID_ID.fullmatch(correlation):
             correlation_id = correlation.decode("ascii")
         else:
-            correlation_id = str(new_id())
+            correlation_id = new_id_text()
             correlation = correlation_id.encode("ascii")
         header = (_CORRELATION, correlation)
         started = False

@@ -29,9 +29,48 @@ LOADED_ATTR = "_loom_loaded"  # the field values as last loaded or saved (Mapper
 Converter = Callable[[Any], Any]
 # Values that are unchanged when equal: immutable, and stored alike whenever equal (unlike
 # Decimal("1.0") and Decimal("1.00"), or one instant in two time zones, which are written
-# unless they are the very object loaded). Lists and dicts may change in place: always written.
+# unless they are the very object loaded).
 _EQUAL_MEANS_SAME = frozenset({int, str, bool, UUID})
+# Lists, dicts and sets may change in place (an extern's code may append to a list field): the
+# snapshot keeps a copy of them, compared element by element with `_stored_alike`.
 _MUTABLE = frozenset({list, dict, set})
+
+
+def _copy(value: Any) -> Any:
+    """A copy of a list / dict / set field's value, down through nested ones (what they hold
+    otherwise is immutable: primitives, enums, frozen value objects)."""
+    kind = type(value)
+    if kind is list:
+        return [_copy(v) if type(v) in _MUTABLE else v for v in value]
+    if kind is dict:
+        return {k: _copy(v) if type(v) in _MUTABLE else v for k, v in value.items()}
+    if kind is set:
+        return set(value)
+    return value
+
+
+def _stored_alike(new: Any, old: Any) -> bool:
+    """Whether two values are written alike: equal, of the same types all the way down (so a
+    Decimal keeps its scale), value objects compared field by field."""
+    kind = type(new)
+    if kind is not type(old):
+        return False
+    if kind in _EQUAL_MEANS_SAME or new is old:
+        return new is old or new == old
+    if kind is list:
+        return len(new) == len(old) and all(map(_stored_alike, new, old))
+    if kind is dict:
+        return new.keys() == old.keys() and all(_stored_alike(v, old[k]) for k, v in new.items())
+    if kind is set:
+        return new == old and all(type(v) in _EQUAL_MEANS_SAME for v in new)
+    if dataclasses.is_dataclass(new):
+        return all(
+            _stored_alike(getattr(new, f.name), getattr(old, f.name))
+            for f in dataclasses.fields(new)
+        )
+    if isinstance(new, enum.Enum):
+        return new is old
+    return False  # Decimal, datetime and the rest: written unless the very object loaded
 
 
 def _unwrap(tp: Any) -> tuple[Any, bool]:
@@ -84,6 +123,33 @@ def _dump_converter(tp: Any) -> Converter | None:
     if isinstance(core, type) and issubclass(core, enum.Enum):
         return _enum_value
     return None
+
+
+def _is_collection(tp: Any) -> bool:
+    core, _ = _unwrap(tp)
+    return typing.get_origin(core) in (list, dict, set) or core in (list, dict, set, Any)
+
+
+def _snapshot_taker(
+    attrs: list[str], collections: set[str]
+) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
+    """The function that takes the snapshot of a field dict: the values in `attrs` order, lists,
+    dicts and sets (the `collections` fields) copied."""
+    if not attrs:
+        return lambda _d: ()
+    getter = itemgetter(*attrs)
+    plain = getter if len(attrs) > 1 else lambda d: (getter(d),)  # one name: the bare value
+    copied = [i for i, attr in enumerate(attrs) if attr in collections]
+    if not copied:
+        return plain
+
+    def take(d: dict[str, Any]) -> tuple[Any, ...]:
+        values = list(plain(d))
+        for i in copied:
+            values[i] = _copy(values[i])
+        return tuple(values)
+
+    return take
 
 
 class Mapper:
@@ -157,11 +223,10 @@ class Mapper:
             for column, attr in ((c.key, a) for c, a in zip(table.c, attrs, strict=True))
             if column not in (key, "version")
         )
-        getter = itemgetter(*(attr for _, attr, _ in self.fields)) if self.fields else None
-        if getter is None or len(self.fields) > 1:
-            self.take_snapshot: Callable[[dict[str, Any]], Any] = getter or (lambda _d: ())
-        else:  # itemgetter of one name answers the value, not a 1-tuple
-            self.take_snapshot = lambda d: (getter(d),)
+        self.take_snapshot = _snapshot_taker(
+            [attr for _, attr, _ in self.fields],
+            {attr for _, attr, _ in self.fields if _is_collection(hints.get(attr, Any))},
+        )
         self.uses_dict = hasattr(object.__new__(cls), "__dict__")
 
     def load(self, row: Any) -> Any:
@@ -201,7 +266,10 @@ class Mapper:
             kind = type(new)
             if new is old and kind not in _MUTABLE:
                 continue
-            if kind is type(old) and kind in _EQUAL_MEANS_SAME and new == old:
+            if kind is type(old) and (
+                (kind in _EQUAL_MEANS_SAME and new == old)
+                or (kind in _MUTABLE and _stored_alike(new, old))
+            ):
                 continue
             params[column] = new if convert is None else convert(new)
         return params
