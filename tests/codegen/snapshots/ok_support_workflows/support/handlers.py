@@ -17,8 +17,8 @@ from loom.runtime import (
     now,
 )
 
-from .domain import TicketId
 from .externs import TicketExterns
+from .ids import TicketId
 from .repositories import Tickets
 from .schemas import (
     BumpByCodeInput,
