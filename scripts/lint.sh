@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The static checks, from the repository root with the project's virtualenv: ruff (lint and format)
-# over everything, mypy --strict over the typed packages and mypy over the compiler front end.
+# over everything, mypy --strict over the typed packages and mypy over the compiler front end and
+# the codemod. scripts/test.sh runs it before the tests.
 # Every step runs even when an earlier one fails; the script exits non-zero if any failed and names
 # the failed steps last.
 set -uo pipefail
@@ -22,7 +23,7 @@ step "ruff check" "$bin/ruff" check .
 step "ruff format --check" "$bin/ruff" format --check .
 step "mypy --strict (runtime, testing, codegen, model)" \
   "$bin/mypy" --strict src/loom/runtime src/loom/testing src/loom/codegen src/loom/model
-step "mypy (lang)" "$bin/mypy" src/loom/lang
+step "mypy (lang, codemod)" "$bin/mypy" src/loom/lang src/loom/codemod
 
 if ((${#failed[@]})); then
   echo >&2

@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
-# Installs Loom with its test extras and runs the whole suite, PostgreSQL tests included: the suite
-# starts (and stops) its own throwaway PostgreSQL 15 cluster on loopback.
+# Installs Loom with its test extras, runs the static checks (scripts/lint.sh: ruff, ruff format,
+# mypy) and then the whole suite, PostgreSQL tests included: the suite starts (and stops) its own
+# throwaway PostgreSQL 15 cluster on loopback.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh test
+# Lint and types first: a finding fails the run before any test does.
+if ! bash scripts/lint.sh; then
+  echo "scripts/test.sh: lint or type checks failed (the steps above); no test was run" >&2
+  exit 1
+fi
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "PostgreSQL server binaries missing: installing them with apt-get" >&2

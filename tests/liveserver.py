@@ -29,36 +29,32 @@ def free_port() -> int:
 @contextmanager
 def running(*args: str, port: int) -> Iterator[str]:
     # The server's output goes to a file, not a pipe: a pipe nobody reads fills up and blocks it.
-    log = tempfile.TemporaryFile(mode="w+")
-    proc = subprocess.Popen(
-        [*LOOM, "run", *args, "--port", str(port)],
-        cwd=ROOT,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/openapi.json", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.seek(0)
-                out = log.read()
-                pytest.fail(f"loom run did not start:\n{out}")
-            time.sleep(0.2)
-        yield base
-    finally:
-        proc.send_signal(signal.SIGINT)
+    with tempfile.TemporaryFile(mode="w+") as log:
+        proc = subprocess.Popen(
+            [*LOOM, "run", *args, "--port", str(port)],
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        base = f"http://127.0.0.1:{port}"
         try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
-
-
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    if httpx.get(f"{base}/openapi.json", timeout=1).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    log.seek(0)
+                    pytest.fail(f"loom run did not start:\n{log.read()}")
+                time.sleep(0.2)
+            yield base
+        finally:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()

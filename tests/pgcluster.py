@@ -62,9 +62,9 @@ def _as_postgres(cmd: list[str]) -> list[str]:
     return ["su", "postgres", "-s", "/bin/sh", "-c", " ".join(cmd)]
 
 
-def _run(cmd: list[str], **kw: object) -> None:
-    proc = subprocess.run(_as_postgres(cmd), capture_output=True, text=True, **kw)  # type: ignore[call-overload]
-    if proc.returncode != 0:
+def _run(cmd: list[str]) -> None:
+    proc = subprocess.run(_as_postgres(cmd), capture_output=True, text=True, check=False)
+    if proc.returncode != 0:  # raised as PostgresUnavailable, with the tool's own output
         raise PostgresUnavailable(f"{' '.join(cmd)} failed:\n{proc.stdout}\n{proc.stderr}")
 
 
@@ -81,12 +81,14 @@ def running_cluster() -> Iterator[Cluster]:
         shutil.chown(sockets, "postgres", "postgres")
     port = _free_port()
     try:
-        _run([str(pg_bin / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust",
-              "-E", "UTF8", "--no-locale", "--no-sync"])
-        options = (f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off "
-                   "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
-        _run([str(pg_bin / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(root / "log"),
-              "-w", "-t", "60", "start"])
+        initdb = [str(pg_bin / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust"]
+        _run([*initdb, "-E", "UTF8", "--no-locale", "--no-sync"])
+        options = (
+            f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+        )
+        pg_ctl = [str(pg_bin / "pg_ctl"), "-D", str(data)]
+        _run([*pg_ctl, "-o", options, "-l", str(root / "log"), "-w", "-t", "60", "start"])
         _wait_ready(port)
         yield Cluster(port=port, root=root)
     finally:

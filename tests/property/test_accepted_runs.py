@@ -30,20 +30,13 @@ CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 DETERMINISTIC: dict[str, Any] = {"derandomize": True, "database": None} if CI else {}
 MUTANTS = int(os.environ.get("LOOM_PROPERTY_EXAMPLES", "40"))
 
-NO_AGGREGATE = "a context with no aggregate: its tables.py imports what it never uses (F401)"
-UNUSED_LOOKUP = "a handler's `let x = …getBy(…)` never read: handlers.py assigns `x` unused (F841)"
 # Corpus models that fail today: model id -> (why, what the test raises). Each runs as a strict
 # xfail: once fixed it passes, the xfail fails, and its entry must go (with its pattern in
 # KNOWN_FINDINGS, if any); failing with another exception fails too.
-KNOWN_FAILURES: dict[str, tuple[str, type[Exception]]] = {
-    "docs/language.md:15": (NO_AGGREGATE, AssertionError),
-    "tests/property/models/handler_lookup_unused.loom": (UNUSED_LOOKUP, AssertionError),
-}
-# The same failures as they show in a mutant's findings, which the mutant test lets through.
-KNOWN_FINDINGS: dict[str, re.Pattern[str]] = {
-    NO_AGGREGATE: re.compile(r"^\w+/tables\.py:\d+: F401 "),
-    UNUSED_LOOKUP: re.compile(r"^\w+/handlers\.py:\d+: F841 "),
-}
+KNOWN_FAILURES: dict[str, tuple[str, type[Exception]]] = {}
+# The same failures as they show in a mutant's findings, which the mutant test lets through: why
+# (as in KNOWN_FAILURES) -> a pattern of the finding, e.g. re.compile(r"^\w+/tables\.py:\d+: F401 ").
+KNOWN_FINDINGS: dict[str, re.Pattern[str]] = {}
 
 
 def _params() -> list[ParameterSet]:

@@ -203,15 +203,12 @@ class BodyWriter:
                 var = "_" + var.lstrip("_")
             return lay(f"{var} = {render(stmt.value, scope)}", depth)
         if isinstance(stmt, ir.LoadById):
-            var = self._bind(stmt)
             repo = self.repos[stmt.aggregate] + _widen(stmt.ignoring)
             load = f"await {repo}.get_by_id({render(stmt.id, scope)})"
-            if stmt.name not in later:
-                return [f"{pad}# {stmt.name}: must exist", *lay(load, depth)]
-            return lay(f"{var} = {load}", depth)
+            return self._load(stmt, load, True, depth, later)
         if isinstance(stmt, ir.Load):
-            var = self._bind(stmt)
-            return lay(f"{var} = {self.read(stmt.read)}", depth)
+            must_exist = stmt.read.cardinality == "one"
+            return self._load(stmt, self.read(stmt.read), must_exist, depth, later)
         if isinstance(stmt, ir.CreateAggregate):
             return self._create(stmt, depth)
         if isinstance(stmt, ir.CallOperation):
@@ -359,6 +356,22 @@ class BodyWriter:
         if agg.invariants:
             out.append(f"{INDENT * depth}{target}._check_invariants()")
         return out
+
+    def _load(
+        self,
+        stmt: ir.LoadById | ir.Load,
+        load: str,
+        must_exist: bool,
+        depth: int,
+        later: set[str] | frozenset[str],
+    ) -> list[str]:
+        """`x = await <read>`; a binding nothing later reads is the bare read, which still runs (a
+        miss of a must-exist read is the standard 404) without leaving an unused local."""
+        var = self._bind(stmt)
+        if stmt.name in later:
+            return lay(f"{var} = {load}", depth)
+        note = [f"{INDENT * depth}# {stmt.name}: must exist"] if must_exist else []
+        return note + lay(load, depth)
 
     def read(self, read: ir.Read) -> str:
         """`await <repo>.<method>(args)` for a repository read."""

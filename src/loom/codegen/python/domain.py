@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from loom.codegen.python.checks import check, length_checks
 from loom.codegen.python.expressions import Scope, render, render_as
-from loom.codegen.python.ids import reexport_ids
 from loom.codegen.python.imports import Imports
 from loom.codegen.python.keyed import Keyed, key_of, keyed, keyed_fields, state_class
 from loom.codegen.python.layout import Group, call, lay
@@ -26,7 +25,6 @@ def emit_domain(info: ModelInfo, context: ir.Context) -> str:
     types = TypeNames(info, context, imports, mode="domain", in_domain=True)
     blocks: list[list[str]] = []
 
-    reexport_ids(context, imports)
     for enum in context.enums:
         blocks.append(_enum(enum, imports))
     for record in context.records:
@@ -182,7 +180,7 @@ def _aggregate(
     imports.add("dataclasses", "dataclass", "field")
     imports.add("loom.runtime", "AggregateRoot", "new_id")
     cls = naming.pascal(agg.name)
-    id_t = naming.id_type(agg.name)
+    id_t = types.id_name(context.name, agg.name)
     scope = Scope(imports=imports, enum_ref=types.enum_ref, owner=agg.name)
     lines = [
         "@dataclass(eq=False, kw_only=True)",

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from loom.codegen.python.imports import Imports
-from loom.codegen.python.literals import py_str
+from loom.codegen.python.literals import decimal_literal, py_str
 from loom.model import ir, naming
 
 # Python precedence levels (higher binds tighter).
@@ -142,7 +142,7 @@ def _literal(expr: ir.Literal_, scope: Scope) -> tuple[str, int]:
         return ("True" if value else "False"), ATOM
     if _is_decimal(expr.type):
         scope.imports.add("decimal", "Decimal")
-        return f"Decimal({py_str(str(value))})", ATOM
+        return decimal_literal(str(value)), ATOM
     if isinstance(value, int):
         return str(value), (UNARY if value < 0 else ATOM)
     if isinstance(expr.type, ir.EnumType):
@@ -179,7 +179,7 @@ def _render(expr: ir.Expr, scope: Scope) -> tuple[str, int]:
         if _is_decimal(expr.type):
             if isinstance(expr.operand, ir.Literal_):  # `-1.5`: the literal Decimal("-1.5")
                 scope.imports.add("decimal", "Decimal")
-                return f"Decimal({py_str('-' + str(expr.operand.value))})", ATOM
+                return decimal_literal(f"-{expr.operand.value}"), ATOM
             scope.imports.add("loom.runtime", "decimals")
             return f"decimals.neg({render(expr.operand, scope)})", ATOM
         operand, prec = _render(expr.operand, scope)

@@ -3,8 +3,8 @@ UUID), for a context that has aggregates.
 
 They live apart from `domain.py` and import nothing of any context, so two contexts whose
 aggregates hold ids of each other's (`Alpha.Xylo` keeps a `Beta.Yarn id`, `Beta.Yarn` an
-`Alpha.Xylo id`) import each other's ids without a cycle. `domain.py` re-exports its own context's
-ids, which the other modules of the context import from there.
+`Alpha.Xylo id`) import each other's ids without a cycle. Every module that names an id imports it
+from here, the context's own modules too.
 """
 
 from __future__ import annotations
@@ -28,10 +28,3 @@ def emit_ids(info: ModelInfo, context: ir.Context) -> str:
 
 def id_types(context: ir.Context) -> list[str]:
     return [naming.id_type(a.name) for a in context.aggregates]
-
-
-def reexport_ids(context: ir.Context, imports: Imports) -> None:
-    """`from .ids import AccountId as AccountId`: the context's ids, re-exported by its domain
-    module (the explicit alias is what `mypy --strict` takes as a re-export)."""
-    if context.aggregates:
-        imports.add(".ids", *(f"{id_t} as {id_t}" for id_t in id_types(context)))

@@ -15,6 +15,7 @@ _STDLIB = {
     "enum",
     "functools",
     "logging",
+    "types",
     "typing",
     "uuid",
 }
@@ -69,21 +70,32 @@ class Imports:
         sections: dict[int, list[str]] = {}
         for mod in sorted(self.plain):
             sections.setdefault(_section(mod), []).append(f"import {mod}")
-        for mod in sorted(self.froms, key=lambda m: (m.startswith("."), m)):
-            aliased = sorted(n for n in self.froms[mod] if " as " in n)
+        for mod in sorted(self.froms, key=_module_key):
+            # an aliased name is a statement of its own; a module's statements go in the order of
+            # their first names
             names = sorted((n for n in self.froms[mod] if " as " not in n), key=_name_key)
-            sections.setdefault(_section(mod), []).extend(f"from {mod} import {n}" for n in aliased)
-            if not names:
-                continue
-            group = Group(f"from {mod} import (", names, ")")
-            if len(flat(group)) <= LINE_LENGTH:
-                text = [f"from {mod} import {', '.join(names)}"]
-            else:
-                text = lay(group)
-            sections.setdefault(_section(mod), []).extend(text)
+            statements = [[n] for n in self.froms[mod] if " as " in n]
+            if names:
+                statements.append(names)
+            for stmt in sorted(statements, key=lambda names: _name_key(names[0])):
+                sections.setdefault(_section(mod), []).extend(_from_import(mod, stmt))
         out: list[str] = []
         for key in sorted(sections):
             if out:
                 out.append("")
             out.extend(sections[key])
         return out
+
+
+def _module_key(module: str) -> tuple[int, str]:
+    """isort's order of `from` modules in a section: relative ones furthest first (`..x` before
+    `.`, `.` before `.domain`), each level by name."""
+    rest = module.lstrip(".")
+    return (-(len(module) - len(rest)), rest)
+
+
+def _from_import(module: str, names: list[str]) -> list[str]:
+    group = Group(f"from {module} import (", names, ")")
+    if len(flat(group)) <= LINE_LENGTH:
+        return [f"from {module} import {', '.join(names)}"]
+    return lay(group)

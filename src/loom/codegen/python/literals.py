@@ -1,7 +1,9 @@
-"""Python literals for text of the model: string literals (quoted the way ruff format leaves them)
-and one-line docstrings."""
+"""Python literals for text of the model: string literals (quoted the way ruff format leaves them),
+decimal literals and one-line docstrings."""
 
 from __future__ import annotations
+
+from decimal import Decimal
 
 
 def py_str(text: str) -> str:
@@ -26,6 +28,16 @@ def py_str(text: str) -> str:
         else:
             out.append(ch)
     return quote + "".join(out) + quote
+
+
+def decimal_literal(text: str) -> str:
+    """`Decimal("1.50")` for a decimal literal of the model, `Decimal(2)` when the text is a whole
+    number that an int gives exactly (ruff's FURB157: no string for an integer), so `-0` and
+    `2.0` keep theirs."""
+    digits = text.removeprefix("-")
+    if digits.isascii() and digits.isdigit() and str(Decimal(int(text))) == str(Decimal(text)):
+        return f"Decimal({int(text)})"
+    return f"Decimal({py_str(text)})"
 
 
 def docstring(text: str) -> str:

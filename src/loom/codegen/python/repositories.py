@@ -170,8 +170,10 @@ def _repository(
         keys = [_tuple([py_str(f) for f in key]) for key in agg.unique]
         lines += lay(f"unique = {_tuple(keys)}", 1)
     if repo is not None and repo.filters:
+        # read-only, as a class attribute shared by every instance should be (ruff's RUF012)
+        imports.add("types", "MappingProxyType")
         entries = [f"{py_str(n)}: {criterion_function(n)}" for n in repo.filters]
-        lines += lay(Group("filters = {", entries, "}"), 1)
+        lines += lay(Group("filters = MappingProxyType(", [Group("{", entries, "}")], ")"), 1)
     methods: dict[str, list[str]] = {}
     fields = {f.name: f for f in agg.fields}
     for key in agg.unique:

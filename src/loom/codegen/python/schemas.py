@@ -245,7 +245,7 @@ def _out_class(cls: str, agg: ir.Aggregate, out_types: TypeNames, imports: Impor
     imports.add("pydantic", "BaseModel")
     imports.add("typing", "Self")
     agg_cls = out_types.domain_name(agg.context, naming.pascal(agg.name))
-    id_t = out_types.domain_name(agg.context, naming.id_type(agg.name))
+    id_t = out_types.id_name(agg.context, agg.name)
     lines = [
         f"class {cls}(BaseModel):",
         f"    {docstring(f'{agg.name} as the API answers it (aggregate {agg.name}, {where(agg.origin)})')}",

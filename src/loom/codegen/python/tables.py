@@ -80,10 +80,10 @@ def _has_zero(f: ir.Field) -> bool:
 
 def emit_tables(info: ModelInfo, context: ir.Context) -> str:
     imports = Imports()
-    imports.add("sqlalchemy", "Column", "Integer", "Table", "Uuid")
-    imports.add(".._metadata", "metadata")
     blocks: list[list[str]] = []
     for agg in context.aggregates:
+        _table_imports(imports)
+        imports.add("sqlalchemy", "Uuid")
         columns: list[Doc] = [
             py_str(table_name(context, agg)),
             "metadata",
@@ -110,8 +110,15 @@ def emit_tables(info: ModelInfo, context: ir.Context) -> str:
     return module_text(head, imports, blocks)
 
 
+def _table_imports(imports: Imports) -> None:
+    """What every table needs; a context with no table (only enums, say) imports nothing."""
+    imports.add("sqlalchemy", "Column", "Integer", "Table")
+    imports.add(".._metadata", "metadata")
+
+
 def _instance_table(context: ir.Context, wf: Keyed, imports: Imports) -> list[str]:
     """The instance rows of a correlated workflow, or the rows of a projection."""
+    _table_imports(imports)
     fields = keyed_fields(wf)
     key = next(f for f in fields if f.name == key_of(wf))
     key_type = _column_type(key.type, imports)

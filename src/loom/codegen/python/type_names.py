@@ -37,9 +37,8 @@ class TypeNames:
     `mode` is "domain" (plain Python types), "input" (JSON request bodies: JsonInt64, JsonBool,
     WireDecimal, WireText, AwareDatetime), "query" (query parameters, which arrive as text: Int64
     and bool where a body has JsonInt64 and JsonBool) or "output" (responses: Int64, DecimalOut,
-    datetime). `here` is the context whose domain module defines names
-    locally (`domain.py` itself) or None when every domain name is imported from `.domain`. Value
-    objects and payloads are their domain dataclasses in "domain" mode, else their wire models
+    datetime). `in_domain` says the module is `domain.py` itself, which defines its context's
+    domain names rather than importing them from `.domain`. Value objects and payloads are their domain dataclasses in "domain" mode, else their wire models
     (imported from `.schemas` unless `in_schemas`).
     """
 
@@ -60,14 +59,15 @@ class TypeNames:
         self.imports.add(f"..{other}.domain", name)
         return name
 
-    def id_name(self, t: ir.IdType) -> str:
-        """An aggregate's id type. The domain module takes another context's from its `ids.py`, so
-        that domain modules never import each other (their contexts may hold each other's ids);
-        the other modules take it from the context's `domain.py`, which re-exports its own."""
-        name = naming.id_type(t.aggregate)
-        if not self.in_domain or t.context == self.context.name:
-            return self.domain_name(t.context, name)
-        self.imports.add(f"..{naming.context_module(self.info.context(t.context))}.ids", name)
+    def id_name(self, context: str, aggregate: str) -> str:
+        """An aggregate's id type, imported from its context's `ids.py` (by every module, the
+        domain's own included: domain modules never import each other, whose contexts may hold
+        each other's ids)."""
+        name = naming.id_type(aggregate)
+        if context == self.context.name:
+            self.imports.add(".ids", name)
+        else:
+            self.imports.add(f"..{naming.context_module(self.info.context(context))}.ids", name)
         return name
 
     def enum_ref(self, name: str, context: str) -> str:
@@ -94,7 +94,7 @@ class TypeNames:
                 return f"Annotated[str, MaxLen({t.max_length}), TEXT_CHECK]"
             return self._primitive(t.name)
         if isinstance(t, ir.IdType):
-            return self.id_name(t)
+            return self.id_name(t.context, t.aggregate)
         if isinstance(t, ir.EnumType):
             return self.enum_ref(t.name, t.context)
         if isinstance(t, ir.ListType):

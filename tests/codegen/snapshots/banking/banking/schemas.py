@@ -9,7 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from loom.runtime import Int64, JsonInt64, WireText
 
-from .domain import Account, AccountId, AccountKind, Customer, CustomerId
+from .domain import Account, AccountKind, Customer
+from .ids import AccountId, CustomerId
 
 
 class CustomerOut(BaseModel):

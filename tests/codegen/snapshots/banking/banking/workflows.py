@@ -13,14 +13,8 @@ from loom.runtime import (
     require,
 )
 
-from .domain import (
-    Account,
-    AccountId,
-    AccountKind,
-    Customer,
-    CustomerId,
-    TransferMade,
-)
+from .domain import Account, AccountKind, Customer, TransferMade
+from .ids import AccountId, CustomerId
 from .repositories import Accounts, Customers
 from .schemas import (
     AuditedTransferInput,

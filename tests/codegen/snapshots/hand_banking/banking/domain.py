@@ -11,8 +11,7 @@ from typing import ClassVar
 
 from loom.runtime import AggregateRoot, DomainEvent, new_id, now, require
 
-from .ids import AccountId as AccountId
-from .ids import CustomerId as CustomerId
+from .ids import AccountId, CustomerId
 
 
 class AccountKind(enum.StrEnum):

@@ -12,7 +12,7 @@ from typing import ClassVar
 
 from loom.runtime import AggregateRoot, DomainEvent, decimals, new_id, require
 
-from .ids import BoxId as BoxId
+from .ids import BoxId
 
 
 class Color(enum.StrEnum):

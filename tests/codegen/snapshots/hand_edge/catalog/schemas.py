@@ -9,7 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from loom.runtime import DecimalOut, Int64, WireDecimal, WireText
 
-from .domain import Box, BoxId, Color
+from .domain import Box, Color
+from .ids import BoxId
 
 
 class BoxOut(BaseModel):

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from loom.runtime import AggregateRoot, new_id
 
 from ..catalog.ids import BoxId
-from .ids import ParcelId as ParcelId
+from .ids import ParcelId
 
 
 @dataclass(eq=False, kw_only=True)

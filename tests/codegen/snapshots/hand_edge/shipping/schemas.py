@@ -6,8 +6,9 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict
 
-from ..catalog.domain import BoxId
-from .domain import Parcel, ParcelId
+from ..catalog.ids import BoxId
+from .domain import Parcel
+from .ids import ParcelId
 
 
 class ParcelOut(BaseModel):

@@ -6,7 +6,8 @@ from fastapi import APIRouter, Request
 
 from loom.runtime import PROBLEM_RESPONSES, LoomRoute, get_service
 
-from .domain import Parcel, ParcelId
+from .domain import Parcel
+from .ids import ParcelId
 from .repositories import Parcels
 from .schemas import ShipInput
 

@@ -12,8 +12,7 @@ from typing import ClassVar
 
 from loom.runtime import AggregateRoot, DomainEvent, decimals, new_id, now, require
 
-from .ids import NoteId as NoteId
-from .ids import TicketId as TicketId
+from .ids import NoteId, TicketId
 
 
 class Status(enum.StrEnum):
@@ -42,7 +41,7 @@ class Ticket(AggregateRoot):
     customer: str
     status: Status = Status.OPEN
     due_at: datetime
-    price: Decimal = Decimal("0")
+    price: Decimal = Decimal(0)
 
     @classmethod
     def create(

@@ -16,7 +16,8 @@ from loom.runtime import (
     not_found,
 )
 
-from .domain import Ticket, TicketId
+from .domain import Ticket
+from .ids import TicketId
 from .repositories import Tickets
 from .schemas import CloseCodeInput, EscalateOpenInput_, TicketOut
 

@@ -17,7 +17,8 @@ from loom.runtime import (
     now,
 )
 
-from .domain import Note, NoteId, Status, Ticket, TicketId
+from .domain import Note, Status, Ticket
+from .ids import NoteId, TicketId
 
 
 class TicketOut(BaseModel):

@@ -13,7 +13,8 @@ from loom.runtime import (
     require,
 )
 
-from .domain import Ticket, TicketId
+from .domain import Ticket
+from .ids import TicketId
 from .repositories import Tickets
 from .schemas import (
     CloseAllForInput,

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from loom.runtime import AggregateRoot, new_id
 
 from ..beta.ids import YarnId
-from .ids import XyloId as XyloId
+from .ids import XyloId
 
 
 @dataclass(eq=False, kw_only=True)

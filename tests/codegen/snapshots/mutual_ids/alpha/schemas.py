@@ -8,8 +8,9 @@ from pydantic import BaseModel, ConfigDict
 
 from loom.runtime import WireText
 
-from ..beta.domain import YarnId
-from .domain import Xylo, XyloId
+from ..beta.ids import YarnId
+from .domain import Xylo
+from .ids import XyloId
 
 
 class XyloOut(BaseModel):

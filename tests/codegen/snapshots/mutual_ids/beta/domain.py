@@ -10,7 +10,7 @@ from typing import ClassVar
 from loom.runtime import AggregateRoot, DomainEvent, new_id
 
 from ..alpha.ids import XyloId
-from .ids import YarnId as YarnId
+from .ids import YarnId
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -4,8 +4,8 @@
 
 from loom.runtime import Repository
 
+from ..alpha.ids import XyloId
 from . import tables
-from ..alpha.domain import XyloId
 from .domain import Yarn
 
 

@@ -17,7 +17,7 @@ from loom.runtime import (
     get_service,
 )
 
-from ..alpha.domain import XyloId
+from ..alpha.ids import XyloId
 from .domain import Yarn
 from .repositories import Yarns
 from .schemas import YarnCreateInput, YarnOut, YarnUpdateInput

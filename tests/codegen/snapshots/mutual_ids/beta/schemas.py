@@ -8,8 +8,9 @@ from pydantic import BaseModel, ConfigDict
 
 from loom.runtime import WireText
 
-from ..alpha.domain import XyloId
-from .domain import Yarn, YarnId
+from ..alpha.ids import XyloId
+from .domain import Yarn
+from .ids import YarnId
 
 
 class YarnOut(BaseModel):

@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from loom.runtime import AggregateRoot, DomainEvent, new_id, require
 
-from .ids import TicketId as TicketId
+from .ids import TicketId
 
 
 @dataclass(frozen=True, kw_only=True)

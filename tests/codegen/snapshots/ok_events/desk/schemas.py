@@ -8,7 +8,8 @@ from pydantic import BaseModel, ConfigDict
 
 from loom.runtime import Int64, JsonBool, JsonInt64, instance_version
 
-from .domain import ByEmailRow, Ticket, TicketId, WatchState
+from .domain import ByEmailRow, Ticket, WatchState
+from .ids import TicketId
 
 
 class TicketOut(BaseModel):

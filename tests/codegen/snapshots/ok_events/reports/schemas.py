@@ -8,7 +8,7 @@ from pydantic import BaseModel
 
 from loom.runtime import instance_version
 
-from ..desk.domain import TicketId
+from ..desk.ids import TicketId
 from .domain import WeeklyRow
 
 

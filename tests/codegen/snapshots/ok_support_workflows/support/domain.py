@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from loom.runtime import AggregateRoot, DomainEvent, new_id, require
 
-from .ids import TicketId as TicketId
+from .ids import TicketId
 
 
 class Status(enum.StrEnum):

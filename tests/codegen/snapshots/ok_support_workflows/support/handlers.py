@@ -17,8 +17,8 @@ from loom.runtime import (
     now,
 )
 
-from .domain import TicketId
 from .externs import TicketExterns
+from .ids import TicketId
 from .repositories import Tickets
 from .schemas import (
     BumpByCodeInput,
@@ -222,8 +222,8 @@ async def open_count(request: Request, c: Annotated[WireText, Query()]) -> Int64
     service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
-        _open = await tickets.find_all_by_open_for(c)
-        _mine = await tickets.find_all_by_customer(c)
+        await tickets.find_all_by_open_for(c)
+        await tickets.find_all_by_customer(c)
         pair = await tickets.get_by_customer_and_due_at(c, now())
         result = pair.priority + pair._weight()
     return result

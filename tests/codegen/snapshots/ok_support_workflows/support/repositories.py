@@ -3,6 +3,7 @@
 # Repositories of context Support.
 
 from datetime import datetime
+from types import MappingProxyType
 
 from sqlalchemy import ColumnElement, and_
 
@@ -42,7 +43,7 @@ class Tickets(Repository[Ticket]):
     aggregate = Ticket
     table = tables.tickets
     unique = (("code",), ("customer", "dueAt"))
-    filters = {"NotClosed": not_closed}
+    filters = MappingProxyType({"NotClosed": not_closed})
 
     async def find_by_code(self, code: str) -> Ticket | None:
         """natural key unique (code) of Ticket (support_workflows.loom:5)"""

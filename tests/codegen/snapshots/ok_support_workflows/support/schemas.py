@@ -9,14 +9,8 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from loom.runtime import Int64, JsonInt64, WireText, instance_version
 
-from .domain import (
-    AdoptState,
-    FulfillOrderState,
-    LedgerState,
-    Status,
-    Ticket,
-    TicketId,
-)
+from .domain import AdoptState, FulfillOrderState, LedgerState, Status, Ticket
+from .ids import TicketId
 
 
 class TicketOut(BaseModel):

@@ -8,7 +8,8 @@ from fastapi import APIRouter, Request
 
 from loom.runtime import PROBLEM_RESPONSES, Int64, LoomRoute, get_service, require
 
-from .domain import Charged, LedgerState, Swept, Ticket, TicketId
+from .domain import Charged, LedgerState, Swept, Ticket
+from .ids import TicketId
 from .repositories import (
     AdoptInstances,
     FulfillOrderInstances,

@@ -11,8 +11,7 @@ from typing import ClassVar
 
 from loom.runtime import AggregateRoot, DomainEvent, decimals, new_id, require
 
-from .ids import OrderId as OrderId
-from .ids import ProductId as ProductId
+from .ids import OrderId, ProductId
 
 
 class Currency(enum.StrEnum):

@@ -18,7 +18,8 @@ from loom.runtime import (
 )
 from loom.runtime.types import map_list
 
-from .domain import Currency, Line, Money, OrderId, OrderView, ProductId, Refusal
+from .domain import Currency, Line, Money, OrderView, Refusal
+from .ids import OrderId, ProductId
 from .repositories import Orders, Products
 from .schemas import (
     MoneyOut,

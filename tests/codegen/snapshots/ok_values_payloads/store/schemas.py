@@ -24,15 +24,14 @@ from .domain import (
     Line,
     Money,
     Order,
-    OrderId,
     OrdersOf,
     OrderView,
     PlaceOrder,
     Product,
-    ProductId,
     Refusal,
     RepriceProduct,
 )
+from .ids import OrderId, ProductId
 
 
 class MoneyInput(BaseModel):

@@ -9,7 +9,8 @@ from fastapi import APIRouter, Request
 
 from loom.runtime import PROBLEM_RESPONSES, LoomRoute, get_service, require
 
-from .domain import Currency, Money, Order, OrderId
+from .domain import Currency, Money, Order
+from .ids import OrderId
 from .repositories import BillingInstances, Orders
 from .schemas import (
     BillingInput,

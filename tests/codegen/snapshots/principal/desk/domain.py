@@ -17,7 +17,7 @@ from loom.runtime import (
     require,
 )
 
-from .ids import TicketId as TicketId
+from .ids import TicketId
 
 
 class Status(enum.StrEnum):

@@ -8,7 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from loom.runtime import JsonBool, WireText
 
-from .domain import Me, Status, Ticket, TicketId
+from .domain import Me, Status, Ticket
+from .ids import TicketId
 
 
 class MeInput(BaseModel):

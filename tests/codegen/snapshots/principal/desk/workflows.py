@@ -6,7 +6,8 @@ from fastapi import APIRouter, Request
 
 from loom.runtime import PROBLEM_RESPONSES, LoomRoute, current_principal, get_service
 
-from .domain import Status, Ticket, TicketId
+from .domain import Status, Ticket
+from .ids import TicketId
 from .repositories import Tickets
 
 router = APIRouter(route_class=LoomRoute)

@@ -10,7 +10,7 @@ from typing import ClassVar
 
 from loom.runtime import AggregateRoot, DomainEvent, new_id
 
-from .ids import AppointmentId as AppointmentId
+from .ids import AppointmentId
 
 
 @dataclass(frozen=True, kw_only=True)

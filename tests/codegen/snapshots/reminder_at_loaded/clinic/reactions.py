@@ -9,7 +9,7 @@ from uuid import UUID
 from loom.runtime import Service, Work, log_fact
 from loom.runtime.processes import TimeoutDue
 
-from .domain import AppointmentId
+from .ids import AppointmentId
 from .repositories import Appointments, ReminderInstances
 
 

@@ -11,7 +11,8 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from loom.runtime import Int64, JsonInt64, WireText, instance_version
 from loom.runtime.processes import PendingTimeout
 
-from .domain import Appointment, AppointmentId, ReminderState
+from .domain import Appointment, ReminderState
+from .ids import AppointmentId
 
 
 class AppointmentOut(BaseModel):

@@ -12,8 +12,7 @@ from typing import ClassVar
 
 from loom.runtime import AggregateRoot, DomainEvent, decimals, new_id, require
 
-from .ids import CustomerId as CustomerId
-from .ids import OrderId as OrderId
+from .ids import CustomerId, OrderId
 
 
 class OrderStatus(enum.StrEnum):

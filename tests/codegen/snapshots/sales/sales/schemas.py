@@ -9,7 +9,8 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from loom.runtime import DecimalOut, WireDecimal, WireText
 
-from .domain import Customer, CustomerId, Order, OrderId, OrderStatus
+from .domain import Customer, Order, OrderStatus
+from .ids import CustomerId, OrderId
 
 
 class CustomerOut(BaseModel):

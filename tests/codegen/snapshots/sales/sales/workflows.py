@@ -6,7 +6,8 @@ from fastapi import APIRouter, Request
 
 from loom.runtime import PROBLEM_RESPONSES, LoomRoute, get_service, require
 
-from .domain import Customer, CustomerId, Order, OrderPlaced, OrderStatus
+from .domain import Customer, Order, OrderPlaced, OrderStatus
+from .ids import CustomerId
 from .repositories import Customers, Orders
 from .schemas import PlaceOrderInput, RegisterCustomerInput, TransferCreditInput
 

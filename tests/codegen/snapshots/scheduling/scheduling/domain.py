@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from loom.runtime import AggregateRoot, DomainEvent, new_id, require
 
-from .ids import AppointmentId as AppointmentId
+from .ids import AppointmentId
 
 
 class AppointmentStatus(enum.StrEnum):

@@ -13,12 +13,12 @@ from loom.runtime.processes import Tick, Timeout, TimeoutDue
 from .domain import (
     AppointmentCancelled,
     AppointmentConfirmed,
-    AppointmentId,
     AppointmentRequested,
     DepositPaid,
     ReminderSent,
     SlotHeld,
 )
+from .ids import AppointmentId
 from .repositories import (
     Appointments,
     ConfirmationDeadlineInstances,

@@ -13,12 +13,12 @@ from loom.runtime.processes import PendingTimeout
 
 from .domain import (
     Appointment,
-    AppointmentId,
     AppointmentStatus,
     ConfirmationDeadlineState,
     DepositHoldState,
     ReminderState,
 )
+from .ids import AppointmentId
 
 
 class AppointmentOut(BaseModel):

@@ -16,13 +16,8 @@ from loom.runtime import (
 )
 from loom.runtime.processes import Timeout
 
-from .domain import (
-    Appointment,
-    AppointmentId,
-    AppointmentRequested,
-    AppointmentStatus,
-    SlotHeld,
-)
+from .domain import Appointment, AppointmentRequested, AppointmentStatus, SlotHeld
+from .ids import AppointmentId
 from .repositories import (
     Appointments,
     ConfirmationDeadlineInstances,

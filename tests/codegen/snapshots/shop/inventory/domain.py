@@ -10,7 +10,7 @@ from typing import ClassVar
 from loom.runtime import AggregateRoot, DomainEvent, new_id, require
 
 from ..orders.ids import OrderId
-from .ids import ReservationId as ReservationId
+from .ids import ReservationId
 
 
 @dataclass(frozen=True, kw_only=True)

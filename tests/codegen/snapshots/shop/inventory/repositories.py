@@ -4,8 +4,8 @@
 
 from loom.runtime import Repository
 
+from ..orders.ids import OrderId
 from . import tables
-from ..orders.domain import OrderId
 from .domain import Reservation
 
 

@@ -8,8 +8,9 @@ from pydantic import BaseModel
 
 from loom.runtime import Int64
 
-from ..orders.domain import OrderId
-from .domain import Reservation, ReservationId
+from ..orders.ids import OrderId
+from .domain import Reservation
+from .ids import ReservationId
 
 
 class ReservationOut(BaseModel):

@@ -10,7 +10,7 @@ from typing import ClassVar
 
 from loom.runtime import AggregateRoot, DomainEvent, new_id, require
 
-from .ids import OrderId as OrderId
+from .ids import OrderId
 
 
 class OrderStatus(enum.StrEnum):

@@ -12,7 +12,8 @@ from loom.runtime.processes import Timeout, TimeoutDue
 
 from ..inventory.domain import ReservationReleased, StockReserved
 from ..payment.domain import OrderCancelled, PaymentFailed, PaymentSucceeded
-from .domain import OrderId, OrderPlaced, OrderStatus, PaymentTimedOut
+from .domain import OrderPlaced, OrderStatus, PaymentTimedOut
+from .ids import OrderId
 from .repositories import OrderProgressRows, Orders, PaymentDeadlineInstances
 
 

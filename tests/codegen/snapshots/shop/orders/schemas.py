@@ -11,13 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from loom.runtime import Int64, JsonBool, JsonInt64, WireText, instance_version
 from loom.runtime.processes import PendingTimeout
 
-from .domain import (
-    Order,
-    OrderId,
-    OrderProgressRow,
-    OrderStatus,
-    PaymentDeadlineState,
-)
+from .domain import Order, OrderProgressRow, OrderStatus, PaymentDeadlineState
+from .ids import OrderId
 
 
 class OrderOut(BaseModel):

@@ -8,7 +8,8 @@ from fastapi import APIRouter, Request
 
 from loom.runtime import PROBLEM_RESPONSES, LoomRoute, get_service
 
-from .domain import Order, OrderId, OrderPlaced, OrderStatus
+from .domain import Order, OrderPlaced, OrderStatus
+from .ids import OrderId
 from .repositories import Orders, PaymentDeadlineInstances
 from .schemas import PaymentDeadlineInstanceOut, PlaceOrderInput
 

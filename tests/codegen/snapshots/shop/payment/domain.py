@@ -10,7 +10,7 @@ from typing import ClassVar
 from loom.runtime import AggregateRoot, DomainEvent, new_id
 
 from ..orders.ids import OrderId
-from .ids import ChargeId as ChargeId
+from .ids import ChargeId
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -6,8 +6,9 @@ from typing import Self
 
 from pydantic import BaseModel
 
-from ..orders.domain import OrderId
-from .domain import Charge, ChargeId
+from ..orders.ids import OrderId
+from .domain import Charge
+from .ids import ChargeId
 
 
 class ChargeOut(BaseModel):

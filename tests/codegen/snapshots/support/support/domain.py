@@ -11,8 +11,7 @@ from typing import ClassVar
 
 from loom.runtime import AggregateRoot, DomainEvent, new_id, require
 
-from .ids import AgentId as AgentId
-from .ids import TicketId as TicketId
+from .ids import AgentId, TicketId
 
 
 class Status(enum.StrEnum):

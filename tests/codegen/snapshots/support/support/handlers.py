@@ -16,8 +16,8 @@ from loom.runtime import (
     require,
 )
 
-from .domain import TicketId
 from .externs import TicketExterns
+from .ids import TicketId
 from .repositories import Agents, Tickets
 from .schemas import (
     AgentOut,

@@ -9,15 +9,8 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from loom.runtime import Int64, JsonInt64, WireText, instance_version
 
-from .domain import (
-    Agent,
-    AgentId,
-    FollowUpState,
-    LedgerState,
-    Status,
-    Ticket,
-    TicketId,
-)
+from .domain import Agent, FollowUpState, LedgerState, Status, Ticket
+from .ids import AgentId, TicketId
 
 
 class TicketOut(BaseModel):

@@ -9,8 +9,9 @@ from fastapi import APIRouter, Request
 
 from loom.runtime import PROBLEM_RESPONSES, Int64, LoomRoute, get_service, require
 
-from .domain import Agent, AgentId, Charged, LedgerState, Ticket
+from .domain import Agent, Charged, LedgerState, Ticket
 from .externs import TicketExterns
+from .ids import AgentId
 from .repositories import Agents, FollowUpInstances, LedgerInstances, Tickets
 from .schemas import (
     FollowUpInput,
