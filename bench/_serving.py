@@ -52,6 +52,9 @@ class Server:
     env: dict[str, str]
     port: int = field(default_factory=_free_port)
     process: subprocess.Popen[bytes] | None = None
+    #: a command the server runs under (bench/instructions.py: valgrind)
+    prefix: list[str] = field(default_factory=list)
+    start_timeout: float = 60
 
     @property
     def url(self) -> str:
@@ -63,6 +66,7 @@ class Server:
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT)])
         self.process = subprocess.Popen(
             [
+                *self.prefix,
                 sys.executable,
                 "-m",
                 "uvicorn",
@@ -80,7 +84,7 @@ class Server:
             ],
             env=env,
         )
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise SystemExit(f"{self.name} server exited with {self.process.returncode}")
@@ -94,7 +98,7 @@ class Server:
     def stop(self) -> None:
         if self.process is not None:
             self.process.terminate()
-            self.process.wait(timeout=30)
+            self.process.wait(timeout=max(30, self.start_timeout))
             self.process = None
 
     def cpu_seconds(self) -> float:
