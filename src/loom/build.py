@@ -58,6 +58,7 @@ class BuildError(Exception):
 def build_model(model: Model, out: Path) -> list[Path]:
     """Generate `model` into the folder `out` (a Python package) and return the files written.
     A previous build in `out` is replaced whole; a folder Loom did not write is refused."""
+    # imported here: loading a build (`loom run`'s reuse, the test kit) never needs the generator
     from loom.codegen.python import generate
 
     package = _package_name(out)
