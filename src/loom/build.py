@@ -3,10 +3,12 @@ test kit share.
 
 Every build is written into a temporary folder beside its target and renamed into place, so no
 reader ever sees a half-written package. `loom run` keeps content-addressed builds,
-`.loom/build/<digest>/<package>/`, the digest taken over the generated files and the Loom version:
-an unchanged model reuses its build (nothing is rewritten), replicas started together on one folder
-agree on the one folder to use, and a new build never replaces a folder an older replica may still
-be importing from. Builds unused for a day are pruned.
+`.loom/build/<digest>/<package>/`, the digest taken over what decides the generated files: the
+model files (their names as given and their text, in the order given), the Loom version and the
+compiler's own files. So a start with an unchanged model finds its build without compiling
+anything, replicas started together on one folder agree on the one folder to use, and a new build
+never replaces a folder an older replica may still be importing from. Builds unused for a day are
+pruned.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -44,6 +47,8 @@ _MARKER_TEXT = (
 PRUNE_UNUSED_AFTER = 24 * 3600.0
 PRUNE_TEMPORARY_AFTER = 3600.0
 _DIGEST = re.compile(r"[0-9a-f]{16}")
+# Beside the marker in a `loom run` build: the compiler's warnings, shown again on each reuse
+WARNINGS = ".loom-warnings"
 
 
 class BuildError(Exception):
@@ -53,6 +58,7 @@ class BuildError(Exception):
 def build_model(model: Model, out: Path) -> list[Path]:
     """Generate `model` into the folder `out` (a Python package) and return the files written.
     A previous build in `out` is replaced whole; a folder Loom did not write is refused."""
+    # imported here: loading a build (`loom run`'s reuse, the test kit) never needs the generator
     from loom.codegen.python import generate
 
     package = _package_name(out)
@@ -67,29 +73,69 @@ def build_model(model: Model, out: Path) -> list[Path]:
     return [out / rel for rel in sorted(files)]
 
 
-def cached_build(model: Model, files: Sequence[Path]) -> tuple[Path, bool]:
-    """`loom run`'s build of `model`: the package folder under `.loom/build/` beside the first
-    model file, and whether it was written now (False: an identical build was reused)."""
-    from loom.codegen.python import generate
+def read_model(files: Sequence[Path]) -> dict[str, str] | None:
+    """The text of each model file by its name as given, read as the compiler reads it; None when
+    one cannot be read (compiling the files then says which, and why)."""
+    try:
+        return {str(f): Path(f).read_text(encoding="utf-8-sig") for f in files}
+    except (OSError, UnicodeDecodeError):
+        return None
 
+
+@dataclass(frozen=True)
+class CachedBuild:
+    """Where `loom run` keeps the build of one model: `root/<digest>/<package>/` (`out`)."""
+
+    root: Path  # `.loom/build/` beside the first model file
+    digest: str
+    package: str
+
+    @property
+    def final(self) -> Path:
+        return self.root / self.digest
+
+    @property
+    def out(self) -> Path:
+        return self.final / self.package
+
+
+def cached_build_for(files: Sequence[Path], sources: Mapping[str, str]) -> CachedBuild:
+    """The build folder of the model `sources` (name -> text, as `read_model` gives it)."""
     first = files[0].resolve()
-    package = _package_name(Path(first.stem))
-    generated = generate(model, package=package)
     root = first.parent / ".loom" / "build"
-    final = root / _digest(generated)
-    out = final / package
-    written = False
-    if (out / MARKER).is_file():
-        with contextlib.suppress(OSError):
-            os.utime(out / MARKER)  # used now: spared by pruning
-    else:
-        staged = _stage(root, generated, package)
-        try:
-            written = _rename_into(staged, final, out / MARKER, root)
-        finally:
-            shutil.rmtree(staged, ignore_errors=True)
-    prune(root, keep=final)
-    return out, written
+    return CachedBuild(root, _digest(sources), _package_name(Path(first.stem)))
+
+
+def reuse_build(build: CachedBuild) -> str | None:
+    """The warnings of `build` when it is complete on disk (it is then marked used now, and old
+    builds are pruned); None when it has to be written."""
+    marker = build.out / MARKER
+    if not marker.is_file():
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(marker)  # used now: spared by pruning
+    prune(build.root, keep=build.final)
+    try:
+        return (build.out / WARNINGS).read_text(encoding="utf-8")
+    except OSError:
+        return ""
+
+
+def write_cached_build(build: CachedBuild, model: Model, warnings: str = "") -> bool:
+    """Generate `model` into `build`; False when another replica wrote the same build first.
+    `warnings` (the compiler's, as text) are kept with it for the starts that reuse it."""
+    from loom.codegen.python import generate  # only when writing: a reused build needs none
+
+    generated = generate(model, package=build.package)
+    if warnings:
+        generated = {**generated, WARNINGS: warnings}
+    staged = _stage(build.root, generated, build.package)
+    try:
+        written = _rename_into(staged, build.final, build.out / MARKER, build.root)
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+    prune(build.root, keep=build.final)
+    return written
 
 
 def _rename_into(staged: Path, final: Path, marker: Path, root: Path) -> bool:
@@ -136,11 +182,27 @@ def prune(root: Path, *, keep: Path) -> None:
             _discard(entry, root)
 
 
-def _digest(files: Mapping[str, str]) -> str:
-    key = hashlib.sha256(f"loom {loom.__version__}\0".encode())
-    for rel, text in sorted(files.items()):
-        key.update(rel.encode() + b"\0" + text.encode() + b"\0")
+def _digest(sources: Mapping[str, str]) -> str:
+    key = hashlib.sha256(f"loom {loom.__version__}\0{_compiler_fingerprint()}\0".encode())
+    for name, text in sources.items():  # in the order given: the model's declarations' order
+        data = text.encode()
+        key.update(f"{name}\0{len(data)}\0".encode() + data)
     return key.hexdigest()[:16]
+
+
+def _compiler_fingerprint() -> str:
+    """The size and modification time of each file of the compiler (front end, model, code
+    generator, this module): a build made by other compiler code is never reused, also in a
+    checkout where the version does not change. A few hundred `stat`s, no import."""
+    root = Path(__file__).parent
+    files = [Path(__file__)]
+    for part in ("lang", "model", "codegen"):
+        files += sorted(p for p in (root / part).rglob("*") if p.suffix in (".py", ".lark"))
+    key = hashlib.sha256()
+    for path in files:
+        stat = path.stat()
+        key.update(f"{path.relative_to(root)}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+    return key.hexdigest()
 
 
 def _check_target(out: Path) -> None:

@@ -10,9 +10,16 @@ import sys
 import time
 from pathlib import Path
 
-from loom.build import MARKER, PRUNE_TEMPORARY_AFTER, PRUNE_UNUSED_AFTER, cached_build
-from loom.lang import compile_files
-from loom.model.ir import Model
+from loom.build import (
+    MARKER,
+    PRUNE_TEMPORARY_AFTER,
+    PRUNE_UNUSED_AFTER,
+    cached_build_for,
+    read_model,
+    reuse_build,
+    write_cached_build,
+)
+from loom.lang import compile_sources
 from tests.cli.test_replicas import EXTRA, _fresh_folder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +55,7 @@ def test_building_into_the_working_folder_keeps_it(tmp_path: Path) -> None:
 
 def test_builds_unused_for_a_day_and_crashed_builds_are_pruned(tmp_path: Path) -> None:
     model = _fresh_folder(tmp_path / "app")
-    old, written = cached_build(_compiled(model), [model])
+    old, written = cached_build(model)
     assert written and (old / "main.py").is_file()
     day_ago = time.time() - PRUNE_UNUSED_AFTER - 60
     os.utime(old / MARKER, (day_ago, day_ago))
@@ -59,17 +66,23 @@ def test_builds_unused_for_a_day_and_crashed_builds_are_pruned(tmp_path: Path) -
     hour_ago = time.time() - PRUNE_TEMPORARY_AFTER - 60
     os.utime(crashed, (hour_ago, hour_ago))
     # the same model again: reused, and its use makes it fresh again
-    same, written = cached_build(_compiled(model), [model])
+    same, written = cached_build(model)
     assert same == old and not written and not crashed.exists() and writing.exists()
     os.utime(old / MARKER, (day_ago, day_ago))
     model.write_text(model.read_text() + EXTRA)
-    new, written = cached_build(_compiled(model), [model])
+    new, written = cached_build(model)
     assert written and new != old and (new / "main.py").is_file()
     assert not old.parent.exists()  # unused for a day: gone
     assert sorted(p.name for p in root.iterdir()) == sorted([new.parent.name, writing.name])
 
 
-def _compiled(model: Path) -> Model:
-    result = compile_files([str(model)])
+def cached_build(model: Path) -> tuple[Path, bool]:
+    """What `loom run` does: reuse the model's build, else compile and write it."""
+    sources = read_model([model])
+    assert sources is not None
+    build = cached_build_for([model], sources)
+    if reuse_build(build) is not None:
+        return build.out, False
+    result = compile_sources(sources)
     assert result.model is not None, result.diagnostics
-    return result.model
+    return build.out, write_cached_build(build, result.model)

@@ -9,6 +9,7 @@ aggregates, durable channels, a process and a context timer, so every runtime ta
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -116,11 +117,22 @@ def _build_files(model: Path) -> dict[Path, int]:
     return {p: p.stat().st_mtime_ns for p in build.rglob("*") if p.is_file() and p.name != MARKER}
 
 
-def _serve_once(model: Path, *args: str) -> str:
-    """Start one more `loom run` on `model`, check it serves, and answer its output."""
+def _serve_once(model: Path, *args: str, python: tuple[str, ...] = ()) -> str:
+    """Start one more `loom run` on `model` (`python`: options of the interpreter), check it
+    serves, and answer its output."""
     port = free_port()
     with tempfile.TemporaryFile(mode="w+") as log:
-        cmd = [sys.executable, "-m", "loom.cli", "run", str(model), *args, "--port", str(port)]
+        cmd = [
+            sys.executable,
+            *python,
+            "-m",
+            "loom.cli",
+            "run",
+            str(model),
+            *args,
+            "--port",
+            str(port),
+        ]
         proc = subprocess.Popen(cmd, cwd=model.parent, stdout=log, stderr=subprocess.STDOUT)
         try:
             deadline = time.monotonic() + 60
@@ -166,8 +178,13 @@ def test_an_unchanged_model_reuses_its_build_and_a_changed_one_gets_a_new_one(
     assert "build: written" in first, first
     before = _build_files(model)
     assert before
-    again = _serve_once(model)
-    assert "build: reused" in again, again
+    # `-X importtime` lists every module the start imported: neither the compiler nor the code
+    # generator, so the model was neither parsed, checked nor generated again
+    again = _serve_once(model, python=("-X", "importtime"))
+    assert "build: reused (the model is unchanged: not compiled)" in again, again
+    imported = set(re.findall(r"^import time:.*\|\s*([\w.]+)$", again, re.MULTILINE))
+    assert "loom.runtime" in imported, again  # the log does list the start's imports
+    assert not {m for m in imported if m.startswith(("loom.lang", "loom.codegen", "lark"))}
     assert _build_files(model) == before  # not one file rewritten
     # a changed model builds beside the old build (which a running replica may still import)
     model.write_text(model.read_text() + EXTRA)
@@ -175,3 +192,25 @@ def test_an_unchanged_model_reuses_its_build_and_a_changed_one_gets_a_new_one(
     assert "build: written" in changed, changed
     folders = [p for p in (model.parent / ".loom" / "build").iterdir()]
     assert len(folders) == 2, folders
+
+
+WARNED = """
+context Notes {
+  aggregate Note {
+    text: string
+    operation edit(t: string) {
+      let unused = t
+      text := t
+    }
+  }
+}
+"""
+
+
+def test_a_reused_build_shows_the_models_warnings_again(tmp_path: Path) -> None:
+    model = _fresh_folder(tmp_path / "app")
+    model.write_text(model.read_text() + WARNED)
+    first = _serve_once(model)
+    assert "build: written" in first and "loom.unused-local" in first, first
+    again = _serve_once(model)
+    assert "not compiled" in again and "loom.unused-local" in again, again

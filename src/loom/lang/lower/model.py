@@ -222,7 +222,7 @@ class ModelLowerer:
                 ir.Invariant(self.e(i.condition), i.message, origin(i.span)) for i in agg.invariants
             ),
             functions=tuple(self.function(ctx, f) for f in agg.functions),
-            operations=tuple(self.operation(ctx, op) for op in agg.operations),
+            operations=tuple(self.operation(ctx, agg, op) for op in agg.operations),
             origin=origin(agg.span),
             crudish=agg.crudish,
             factory=ir.Factory(
@@ -235,13 +235,13 @@ class ModelLowerer:
             unique=tuple(tuple(n for n, _ in u.fields) for u in agg.uniques),
         )
 
-    def operation(self, ctx: ContextSymbols, op: ast.Operation) -> ir.Operation:
+    def operation(self, ctx: ContextSymbols, agg: ast.Aggregate, op: ast.Operation) -> ir.Operation:
         body = tuple(self.stmt(ctx, s) for s in op.body) if not op.extern else ()
         emits: list[str] = []
         for s in _ir_walk(body):
             if isinstance(s, ir.Emit) and s.event not in emits:
                 emits.append(s.event)
-        for event in self._called_emits(ctx, op, {op.name}):
+        for event in self._called_emits(agg, op, {op.name}):
             if event not in emits:
                 emits.append(event)
         return ir.Operation(
@@ -257,12 +257,9 @@ class ModelLowerer:
             requires=self.e(op.requires) if op.requires is not None else None,
         )
 
-    def _called_emits(self, ctx: ContextSymbols, op: ast.Operation, seen: set[str]) -> list[str]:
-        """Events raised by the operations `op` calls on its own aggregate, transitively."""
+    def _called_emits(self, agg: ast.Aggregate, op: ast.Operation, seen: set[str]) -> list[str]:
+        """Events raised by the operations `op` of `agg` calls on its own aggregate, transitively."""
         out: list[str] = []
-        agg = next((a for a in ctx.aggregates.values() if op in a.members), None)
-        if agg is None:
-            return out
         for s in _ast_walk(op.body):
             found = self.facts.stmts.get(s)
             if not isinstance(found, OwnCall):
@@ -277,7 +274,7 @@ class ModelLowerer:
             if callee is None:
                 continue
             out += [x.event for x in _ast_walk(callee.body) if isinstance(x, ast.Emit)]
-            out += self._called_emits(ctx, callee, seen)
+            out += self._called_emits(agg, callee, seen)
         return out
 
     def stmt(self, ctx: ContextSymbols, s: ast.Stmt) -> ir.Stmt:

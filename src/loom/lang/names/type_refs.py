@@ -34,24 +34,6 @@ def resolve_type(
     qualified, `Orders.OrderPlaced`. `prog` lets the message name the other context when
     the name is declared there.
     """
-    elsewhere = (
-        next(
-            (
-                c.name
-                for c in prog.contexts.values()
-                if c.name != syms.name
-                and (t.name in c.aggregates or t.name in c.enums or t.name in c.values)
-            ),
-            None,
-        )
-        if prog is not None
-        else None
-    )
-    foreign = (
-        f"`{t.name}` is declared in context `{elsewhere}`; a type refers to its own context only"
-        if elsewhere
-        else None
-    )
     base: AnyType
     owners = (
         [c.name for c in prog.contexts.values() if c.name != syms.name and t.name in c.aggregates]
@@ -122,11 +104,14 @@ def resolve_type(
             if prog is not None
             else None
         )
+        foreign: str | None
         if home is not None:
             foreign = (
                 f"`{t.name}` is an event of context `{home}`: name it `{home}.{t.name}` (an "
                 "event of another context is qualified by its context)"
             )
+        else:
+            foreign = _declared_elsewhere(syms, t, prog)
         known = [*PRIMITIVES, *syms.enums, *syms.aggregates, *syms.values]
         sink.report(
             "loom.unknown-type",
@@ -161,6 +146,25 @@ def resolve_type(
         )
         return ERROR
     return base
+
+
+def _declared_elsewhere(syms: ContextSymbols, t: ast.TypeRef, prog: Program | None) -> str | None:
+    """The help for a type declared in another context (looked for only once it is unknown here:
+    scanning every context for every type reference made resolving quadratic)."""
+    if prog is None:
+        return None
+    elsewhere = next(
+        (
+            c.name
+            for c in prog.contexts.values()
+            if c.name != syms.name
+            and (t.name in c.aggregates or t.name in c.enums or t.name in c.values)
+        ),
+        None,
+    )
+    if elsewhere is None:
+        return None
+    return f"`{t.name}` is declared in context `{elsewhere}`; a type refers to its own context only"
 
 
 def _sized(base: AnyType, t: ast.TypeRef, sink: Sink) -> AnyType | None:

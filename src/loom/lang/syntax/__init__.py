@@ -1,8 +1,9 @@
 """Pass 1, syntax: each file's text to its syntax tree (`ast.File`), every node with its `Span`.
 
 `grammar.lark` is the grammar, `grammar.py` the parser built from it, `parser.py` the syntax-error
-messages, `tree_to_ast.py` the tree builder and `ast.py` the nodes. A file with a syntax error
-contributes an empty `ast.File` (and its diagnostic); the compiler stops after this pass then.
+messages, `tree_to_ast.py` the tree builder (which `reduce.py` runs as the parser reduces) and
+`ast.py` the nodes. A file with a syntax error contributes an empty `ast.File` (and its
+diagnostic); the compiler stops after this pass then.
 """
 
 from __future__ import annotations

@@ -1,11 +1,13 @@
-"""Parse tree to AST: one callback per grammar rule (see grammar.lark)."""
+"""The tree builder: one method per grammar rule (see grammar.lark), called by `reduce.parse` as the
+parser reduces that rule, with the rule's positions and its children's values."""
 
 from __future__ import annotations
 
-from lark import Token, Transformer, v_args
+from lark import Token
 
 from loom.lang.diagnostics import Sink, Span
 from loom.lang.syntax import ast
+from loom.lang.syntax.reduce import Builder, Positions
 from loom.lang.syntax.unknown_declaration import report_unknown_declaration
 
 # --------------------------------------------------------------------------------------------------
@@ -34,18 +36,16 @@ def _unescape(raw: str) -> tuple[str, str | None]:
     return "".join(out), bad
 
 
-@v_args(meta=True)
-class Build(Transformer):
+class Build(Builder):
     def __init__(self, file: str, sink: Sink) -> None:
-        super().__init__()
         self.file = file
         self.sink = sink
 
-    def sp(self, meta: object) -> Span:
-        m = meta
-        if getattr(m, "empty", True):
+    def sp(self, meta: Positions) -> Span:
+        start, end = meta
+        if start is None or end is None:  # a rule that matched no text
             return Span(self.file, 1, 1, 1, 1)
-        return Span(self.file, m.line, m.column, m.end_line, m.end_column, m.start_pos, m.end_pos)  # type: ignore[attr-defined]
+        return Span(self.file, start[0], start[1], end[0], end[1], start[2], end[2])
 
     def _once_each(self, words: list[tuple[str, Span]], what: str) -> None:
         """A modifier, trait or `ignoring` filter written twice is a mistake (the second one may
