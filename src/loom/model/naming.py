@@ -12,6 +12,7 @@ This is the one module that knows casing and reserved words: nothing else spells
 
 from __future__ import annotations
 
+import functools
 import keyword
 import re
 from collections.abc import Iterable
@@ -26,12 +27,17 @@ _BOUNDARY_2 = re.compile(r"([a-z0-9])([A-Z])")
 # Casing
 
 
+_NOT_WORD = re.compile(r"[^0-9A-Za-z_]+")
+_UNDERSCORES = re.compile(r"_+")
+
+
+@functools.cache  # a model's few hundred names are cased again and again by the code generator
 def snake(name: str) -> str:
     """`creditLimit` -> `credit_limit`, `HTTPServer` -> `http_server`, `looseTransfer` -> `loose_transfer`."""
     text = _BOUNDARY_1.sub(r"\1_\2", name)
     text = _BOUNDARY_2.sub(r"\1_\2", text)
-    text = re.sub(r"[^0-9A-Za-z_]+", "_", text)
-    return re.sub(r"_+", "_", text).lower()
+    text = _NOT_WORD.sub("_", text)
+    return _UNDERSCORES.sub("_", text).lower()
 
 
 def _plural_word(word: str) -> str:

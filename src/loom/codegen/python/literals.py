@@ -3,12 +3,18 @@ decimal literals and one-line docstrings."""
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
+
+# what py_str escapes, besides the quote: backslash, control characters, lone surrogates
+_ESCAPED = re.compile("[\\\\\x00-\x1f\x7f\ud800-\udfff]")
 
 
 def py_str(text: str) -> str:
     """A Python string literal for `text`, quoted the way ruff format leaves it."""
     quote = "'" if text.count('"') > text.count("'") else '"'
+    if quote not in text and not _ESCAPED.search(text):  # most texts: nothing to escape
+        return quote + text + quote
     out = []
     for ch in text:
         if ch == "\\":
