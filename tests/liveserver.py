@@ -58,3 +58,21 @@ def running(*args: str, port: int) -> Iterator[str]:
                 proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 proc.kill()
+
+
+def refused_start(*args: str, drop_env: str = "LOOM_") -> str:
+    """Run `loom run ARGS` (with no environment variable starting with `drop_env`), expect it to
+    refuse to start with exit status 2 and no traceback, and answer what it said on stderr."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop_env)}
+    r = subprocess.run(
+        [sys.executable, "-m", "loom.cli", "run", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        check=False,
+        timeout=120,
+    )
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr, r.stderr
+    return r.stderr

@@ -3,15 +3,12 @@ stops the start with a sentence, never a traceback."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.liveserver import free_port, running
+from tests.liveserver import free_port, refused_start, running
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = ROOT / "examples/banking/banking.loom"
@@ -54,33 +51,12 @@ def test_run_applies_the_idempotency_ttl_flag(tmp_path: Path) -> None:
     ],
 )
 def test_run_refuses_a_bad_limit(tmp_path: Path, flag: str, value: str, says: str) -> None:
-    model = _copy(tmp_path)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOM_")}
-    r = subprocess.run(
-        [sys.executable, "-m", "loom.cli", "run", str(model), flag, value],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        check=False,
-        timeout=120,
-    )
-    assert r.returncode == 2, r.stdout + r.stderr
-    assert says in r.stderr and "Traceback" not in r.stderr, r.stderr
+    stderr = refused_start(str(_copy(tmp_path)), flag, value)
+    assert says in stderr, stderr
 
 
 def test_run_refuses_a_bad_relay_lease(tmp_path: Path) -> None:
     model = tmp_path / "shop.loom"
     model.write_text((ROOT / "examples/shop/shop.loom").read_text())
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOM_")}
-    r = subprocess.run(
-        [sys.executable, "-m", "loom.cli", "run", str(model), "--relay-lease", "0"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        check=False,
-        timeout=120,
-    )
-    assert r.returncode == 2, r.stdout + r.stderr
-    assert "LOOM_RELAY_LEASE must be a positive" in r.stderr and "Traceback" not in r.stderr
+    stderr = refused_start(str(model), "--relay-lease", "0")
+    assert "LOOM_RELAY_LEASE must be a positive" in stderr, stderr

@@ -52,11 +52,13 @@ def _copy(value: Any) -> Any:
 def _stored_alike(new: Any, old: Any) -> bool:
     """Whether two values are written alike: equal, of the same types all the way down (so a
     Decimal keeps its scale), value objects compared field by field."""
+    if new is old:
+        return True
     kind = type(new)
     if kind is not type(old):
         return False
-    if kind in _EQUAL_MEANS_SAME or new is old:
-        return new is old or new == old
+    if kind in _EQUAL_MEANS_SAME:
+        return bool(new == old)
     if kind is list:
         return len(new) == len(old) and all(map(_stored_alike, new, old))
     if kind is dict:
