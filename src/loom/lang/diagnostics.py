@@ -119,6 +119,9 @@ REGISTRY: dict[str, CodeInfo] = {
         CodeInfo("loom.operation-in-expression", _E, "an operation call is used as a value"),
         CodeInfo("loom.invalid-statement", _E, "a statement is not allowed in this kind of body"),
         CodeInfo("loom.emit-fields", _E, "an emit leaves out, repeats or invents an event field"),
+        CodeInfo(
+            "loom.event-default-not-constant", _E, "the default of an event field is not a constant"
+        ),
         CodeInfo("loom.unused-local", _W, "a `let` value is never read"),
         # Workflows
         CodeInfo(

@@ -16,6 +16,7 @@ from loom.lang.check import (
     anonymous,
     declarations,
     declared_types,
+    event_fields,
     events,
     generated_names,
     headers,
@@ -40,6 +41,11 @@ def _declared_types(ck: Checker) -> None:
 def _records(ck: Checker) -> None:
     for ctx in ck.prog.contexts.values():
         records.check_records(ck, ctx)
+
+
+def _event_defaults(ck: Checker) -> None:
+    for ctx in ck.prog.contexts.values():
+        event_fields.check_event_defaults(ck, ctx)
 
 
 def _aggregates(ck: Checker) -> None:
@@ -85,6 +91,7 @@ RULES: tuple[Rule, ...] = (
     Rule("declaration headers: traits, isolation levels, entry points", headers.check_headers),
     Rule("declared types: fields, parameters, results", _declared_types),
     Rule("value objects and payloads", _records),
+    Rule("defaults of event fields", _event_defaults),
     Rule("aggregates: defaults, derived values, invariants, functions, operations", _aggregates),
     Rule("unique keys, factories, finds, filters, criteria, retrievals, services", _declarations),
     Rule("workflows: state, functions, creates, reactions, applies, timeouts", _workflows),
