@@ -79,6 +79,17 @@ REGISTRY: dict[str, CodeInfo] = {
             _E,
             "a modifier, trait or `ignoring` filter is written twice",
         ),
+        CodeInfo("loom.renamed-from-itself", _E, "a declaration is renamed from its own name"),
+        CodeInfo(
+            "loom.duplicate-rename",
+            _E,
+            "two declarations of one scope are renamed from the same old name",
+        ),
+        CodeInfo(
+            "loom.renamed-from-current-name",
+            _E,
+            "a declaration is renamed from a name a sibling declaration still has",
+        ),
         CodeInfo("loom.ambiguous-enum-member", _E, "a bare enum member belongs to several enums"),
         CodeInfo(
             "loom.invalid-type-use",

@@ -22,6 +22,7 @@ from loom.lang.check import (
     headers,
     principal,
     records,
+    renames,
     workflows,
 )
 from loom.lang.check.checker import Checker
@@ -102,4 +103,5 @@ RULES: tuple[Rule, ...] = (
     Rule("reactions calling gates that refuse the system principal", principal.check_reactor_gates),
     Rule("gates anonymous callers can never pass", anonymous.check_anonymous_gates),
     Rule("generated names: routes and columns", _generated_names),
+    Rule("`renamed from`: old names free in their scope", renames.check_renames),
 )
