@@ -74,12 +74,14 @@ Persistence
     loom.runtime.types   DecimalText, UtcDateTime, JsonList([item_type]) column types
 
 Events (docs/events.md)
-    EventBus             subscribe(event_class, handler, *, name=None)  name: the consumer
+    EventBus(model_revision=None)   stamps every event raised through it with the revision
+                         subscribe(event_class, handler, *, name=None)  name: the consumer
                          ("Ctx.Workflow.on_event"), used in logs and as the inbox key;
                          register(event_class) (decodable by its event_type); unsubscribe;
                          dispatch(events) (in-process, never raises)
     EventEnvelope        event_id (UUIDv7), event_type, occurred_at, event, correlation_id,
-                         causation_id (the event whose handler emitted this one)
+                         causation_id (the event whose handler emitted this one),
+                         model_revision (of the model that wrote it; None: unknown)
     current_envelope()   the envelope of the event being handled (inside a handler)
     Channel(name, events, *, retention="work"|"log", max_attempts=5, backoff=Backoff())
                          durable: carried events go through __loom_outbox and the relay
