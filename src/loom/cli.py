@@ -443,7 +443,7 @@ def dead_letters_list(
             typer.echo(
                 f"event    {d['event_id']}  {d['event_type']}  channel={d['channel']}"
                 f"  attempts={d['attempts']}  occurred={d['occurred_at']}"
-                f"  correlation={d['correlation_id']}"
+                f"  correlation={d['correlation_id']}  revision={d['model_revision'] or 'unknown'}"
             )
         typer.echo(f"    last error: {d['last_error']}")
 
