@@ -22,11 +22,12 @@ from loom.build import (
     build_model,
     cached_build_for,
     default_sqlite_url,
-    load_app,
+    import_package,
     read_model,
     reuse_build,
     write_cached_build,
 )
+from loom.migrate.cli import before_serving, migrate_app
 
 if TYPE_CHECKING:
     from loom.lang import CompileResult
@@ -203,11 +204,20 @@ def run(
             "(default: $LOOM_IDEMPOTENCY_TTL, else 86400)."
         ),
     ] = None,
+    migrate: Annotated[
+        bool,
+        typer.Option(
+            "--migrate",
+            help="Apply pending migrations first; with no migrations/ folder, apply additive "
+            "changes (new tables, new optional or defaulted fields) directly.",
+        ),
+    ] = False,
 ) -> None:
     """Build the model into a cache folder and serve it with uvicorn.
 
     The build goes to `.loom/build/<digest>/` beside the first model file; an unchanged model
-    reuses it, so replicas started together on one folder share one build."""
+    reuses it, so replicas started together on one folder share one build. A database behind its
+    model, or drifted from it, is refused before serving (docs/migrations.md)."""
     import os
 
     import uvicorn
@@ -237,9 +247,12 @@ def run(
     try:
         out, state = _run_build(files, color)
         url = database_url or default_sqlite_url(files[0])
-        application = load_app(out, url)
+        service = import_package(out)
+        application = service.build_app(url)
     except (BuildError, AuthConfigError, ValueError) as exc:  # ValueError: a bad limit or TTL
         _fail(str(exc))
+    for line in before_serving(files, service, url, database_url, migrate=migrate):
+        typer.echo(line)
     typer.echo(f"serving {', '.join(str(f) for f in files)} on http://{host}:{port} ({_safe(url)})")
     typer.echo(f"  build: {state} {out}")
     auth = application.state.loom_auth
@@ -295,6 +308,7 @@ fix_app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(fix_app, name="fix")
+app.add_typer(migrate_app, name="migrate")  # loom.migrate.cli: new, apply, status
 
 
 @fix_app.command("handle")

@@ -27,12 +27,13 @@ from ._timers import TimeoutHandlers, TimerQueue
 from ._work import BEGIN_OPTION, Work, unit_engines
 from .processes import ProcessRunner
 
-__all__ = ["SchemaMismatch", "Service", "Work", "async_url", "schema_metadatas"]
+__all__ = ["SCHEMA_LOCK", "SchemaMismatch", "Service", "Work", "async_url", "schema_metadatas"]
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 # PostgreSQL: CREATE TABLE IF NOT EXISTS is not safe against itself (two creators collide on the
-# table's row type in pg_type), so schema creation holds this transaction-scoped advisory lock
-_SCHEMA_LOCK = text("SELECT pg_advisory_xact_lock(7206050563313647213)")
+# table's row type in pg_type), so schema creation holds this transaction-scoped advisory lock;
+# `loom migrate apply` holds the same one, so a service never checks a schema being migrated
+SCHEMA_LOCK = text("SELECT pg_advisory_xact_lock(7206050563313647213)")
 
 
 def _install_sqlite_hooks(engine: AsyncEngine) -> None:
@@ -197,7 +198,7 @@ class Service:
                 conn = await conn.execution_options(**{BEGIN_OPTION: "BEGIN IMMEDIATE"})
             async with conn.begin():
                 if self.dialect == "postgresql":  # SQLite: BEGIN IMMEDIATE already serialises
-                    await conn.execute(_SCHEMA_LOCK)
+                    await conn.execute(SCHEMA_LOCK)
                 actual = await conn.run_sync(read_shape, expected)
                 if not actual:
                     for metadata in metadatas:
