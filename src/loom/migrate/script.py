@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeAlias
 
 from loom.migrate.snapshot import ColumnSnap, TableSnap
 from loom.migrate.steps import (
@@ -70,17 +71,42 @@ def _q(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def _call(name: str, args: Sequence[str], indent: int) -> list[str]:
-    """`name(args)` laid out as ruff formats it: on one line when it fits, else the arguments on
-    one line of their own when that fits, else one argument per line."""
+@dataclass(frozen=True)
+class _Call:
+    """A call in the script, laid out by `_lay`."""
+
+    name: str
+    args: tuple[_Arg, ...]
+
+    def flat(self) -> str:
+        return f"{self.name}({', '.join(_flat(a) for a in self.args)})"
+
+
+_Arg: TypeAlias = str | _Call
+
+
+def _flat(arg: _Arg) -> str:
+    return arg if isinstance(arg, str) else arg.flat()
+
+
+def _lay(arg: _Arg, indent: int, trailing: str = "") -> list[str]:
+    """`arg` laid out as ruff formats it: on one line when it fits, else a call's arguments on
+    one line of their own when that fits, else one argument per line (each laid out in turn)."""
     pad, inner = " " * indent, " " * (indent + 4)
-    one = f"{pad}{name}({', '.join(args)})"
-    if len(one) <= WIDTH:
+    one = f"{pad}{_flat(arg)}{trailing}"
+    if len(one) <= WIDTH or isinstance(arg, str):
         return [one]
-    hugged = f"{inner}{', '.join(args)}"
-    if len(hugged) <= WIDTH and len(args) > 0:
-        return [f"{pad}{name}(", hugged, f"{pad})"]
-    return [f"{pad}{name}(", *(f"{inner}{a}," for a in args), f"{pad})"]
+    hugged = f"{inner}{', '.join(_flat(a) for a in arg.args)}"
+    if len(hugged) <= WIDTH:
+        return [f"{pad}{arg.name}(", hugged, f"{pad}){trailing}"]
+    lines = [f"{pad}{arg.name}("]
+    for a in arg.args:
+        lines += _lay(a, indent + 4, ",")
+    return [*lines, f"{pad}){trailing}"]
+
+
+def _call(name: str, args: Sequence[_Arg], indent: int) -> list[str]:
+    return _lay(_Call(name, tuple(args)), indent)
 
 
 def _type(column: ColumnSnap) -> str:
@@ -110,21 +136,21 @@ def _server_default(column: ColumnSnap) -> str:
     return f"sa.text({_q(chr(39) + text.replace(chr(39), chr(39) * 2) + chr(39))})"
 
 
-def _column(column: ColumnSnap, *, server_default: bool = False, in_table: bool = False) -> str:
+def _column(column: ColumnSnap, *, server_default: bool = False, in_table: bool = False) -> _Call:
     args = [_q(column["name"]), _type(column)]
     if column["primary_key"] and in_table:
         args.append("primary_key=True")
     args.append(f"nullable={column['nullable']}")
     if server_default and has_default(column):
         args.append(f"server_default={_server_default(column)}")
-    return f"sa.Column({', '.join(args)})"
+    return _Call("sa.Column", tuple(args))
 
 
 def _create(step: CreateTable) -> list[str]:
     snap: TableSnap = step.snap
     pk = [c["name"] for c in snap["columns"] if c["primary_key"]]
     named_pk = snap["primary_key_name"]
-    args = [_q(step.table)]
+    args: list[_Arg] = [_q(step.table)]
     args += [_column(c, in_table=not named_pk) for c in snap["columns"]]
     if named_pk:
         args.append(f"sa.PrimaryKeyConstraint({', '.join(map(_q, pk))}, name={_q(named_pk)})")
