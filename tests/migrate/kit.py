@@ -37,7 +37,9 @@ def accounts(version: int) -> MetaData:
         Column("version", Integer, nullable=False),
     ]
     if version >= 3:
-        cols.append(Column("code", String, nullable=False, info=info(field="code", renamed_from="number")))
+        cols.append(
+            Column("code", String, nullable=False, info=info(field="code", renamed_from="number"))
+        )
     else:
         cols.append(Column("number", String, nullable=False, info=info(field="number")))
     cols.append(Column("balance", BigInteger, nullable=False, info=info(field="balance")))

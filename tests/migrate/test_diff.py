@@ -112,7 +112,10 @@ def test_optional_to_required_needs_a_default() -> None:
         "make column t.b required",
     ]
     assert [f.step for f in plan.errors] == [1]
-    assert plan_between(new, old).lines() == ["make column t.a optional", "make column t.b optional"]
+    assert plan_between(new, old).lines() == [
+        "make column t.a optional",
+        "make column t.b optional",
+    ]
 
 
 def test_unique_keys_over_existing_rows() -> None:

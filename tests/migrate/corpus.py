@@ -1,0 +1,69 @@
+"""One model in several versions, each a change a live service meets (docs/migrations.md), and
+the folders `loom migrate new` makes of them: `folder/vN/store.loom` with the migrations up to N
+beside it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from loom import cli
+
+_V1 = """\
+context Store {
+  enum Tier { Basic, Gold }
+
+  aggregate Customer with crudish {
+    name: string
+    tier: Tier = Basic
+    points: int
+    tags: string[] = []
+  }
+
+  repository Customers for Customer { }
+}
+"""
+
+# each version: (what changed, its text, the flags of `loom migrate new`)
+VERSIONS: list[tuple[str, str, list[str]]] = [
+    ("initial", _V1, []),
+    (
+        "add an optional field",
+        _V1.replace("    points: int\n", "    points: int\n    note: string?\n"),
+        [],
+    ),
+]
+_V2 = VERSIONS[-1][1]
+_V3 = _V2.replace(
+    "  repository Customers for Customer { }\n",
+    "  repository Customers for Customer { }\n\n"
+    "  aggregate Order with crudish {\n    customer: Customer id\n    total: int\n  }\n\n"
+    "  repository Orders for Order { }\n",
+)
+VERSIONS.append(("add an aggregate", _V3, []))
+_V4 = _V3.replace("enum Tier { Basic, Gold }", "enum Tier { Basic, Gold, Platinum }")
+VERSIONS.append(("add an enum member", _V4, []))
+_V5 = _V4.replace("    points: int\n", "")
+VERSIONS.append(("remove a field", _V5, ["--allow-data-loss"]))
+
+
+def make_corpus(root: Path) -> list[Path]:
+    """`root/vN/store.loom` for each version, each with the migrations `loom migrate new` wrote
+    for it on top of the previous version's; the model files, in order."""
+    runner = CliRunner()
+    files: list[Path] = []
+    previous: Path | None = None
+    for n, (message, text, flags) in enumerate(VERSIONS, start=1):
+        folder = root / f"v{n}"
+        folder.mkdir(parents=True)
+        if previous is not None and (previous / "migrations").is_dir():
+            shutil.copytree(previous / "migrations", folder / "migrations")
+        model = folder / "store.loom"
+        model.write_text(text, encoding="utf-8")
+        result = runner.invoke(cli.app, ["migrate", "new", str(model), "-m", message, *flags])
+        assert result.exit_code == 0, result.output
+        files.append(model)
+        previous = folder
+    return files
