@@ -49,13 +49,13 @@ _V5 = _V4.replace("    points: int\n", "")
 VERSIONS.append(("remove a field", _V5, ["--allow-data-loss"]))
 
 
-def make_corpus(root: Path) -> list[Path]:
-    """`root/vN/store.loom` for each version, each with the migrations `loom migrate new` wrote
-    for it on top of the previous version's; the model files, in order."""
+def make_corpus(root: Path, versions: int = len(VERSIONS)) -> list[Path]:
+    """`root/vN/store.loom` for each version (the first `versions`), each with the migrations
+    `loom migrate new` wrote for it on top of the previous version's; the model files, in order."""
     runner = CliRunner()
     files: list[Path] = []
     previous: Path | None = None
-    for n, (message, text, flags) in enumerate(VERSIONS, start=1):
+    for n, (message, text, flags) in enumerate(VERSIONS[:versions], start=1):
         folder = root / f"v{n}"
         folder.mkdir(parents=True)
         if previous is not None and (previous / "migrations").is_dir():
