@@ -92,7 +92,8 @@ def _table_steps(name: str, old: TableSnap, new: TableSnap) -> list[Step]:
     new_uniques = {(u["name"], *u["columns"]): u for u in new["unique"]}
     old_indexes = {(i["name"], str(i["unique"]), *i["columns"]): i for i in old["indexes"]}
     new_indexes = {(i["name"], str(i["unique"]), *i["columns"]): i for i in new["indexes"]}
-    added_names = frozenset(c["name"] for c in added)
+    # a nullable column may hold NULL in every row: a unique key allows that
+    added_names = frozenset(c["name"] for c in added if not c["nullable"])
     return [
         *head,
         *(
