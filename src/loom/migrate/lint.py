@@ -158,7 +158,7 @@ def lint(steps: list[Step], old: Snapshot, new: Snapshot, *, fallback_file: str)
         elif isinstance(step, AddColumn):
             _maybe_renamed_column(i, step, dropped, where, add)
         if isinstance(step, RenameTable | RenameColumn | DropTable | DropColumn | RewriteEnum) or (
-            isinstance(step, AlterColumn) and step.type_changed
+            isinstance(step, AlterColumn) and not step.compatible
         ):
             _breaks(i, step, where, add)
     return out
