@@ -117,7 +117,8 @@ def new(
     except MigrationsError as exc:
         _fail(str(exc))
     current = snapshot_of_build(out, result.model)
-    plan = make_plan(old, current, fallback_file=str(files[0]))
+    label = existing[-1].name if existing else "the last migration"
+    plan = make_plan(old, current, fallback_file=str(files[0]), old_label=label)
     if not plan.steps:
         last = f"migration {existing[-1].name}" if existing else "an empty database"
         typer.echo(f"no changes: the model's schema is that of {last}; nothing written")

@@ -8,7 +8,7 @@ and the data-loss warnings unless `--allow-data-loss` (`DATA_LOSS`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from loom.lang.diagnostics import Diagnostic, Span
@@ -55,8 +55,8 @@ def _span(source: str | None, fallback: str) -> Span:
 class _Where:
     """Where each table and column of either snapshot is in its model."""
 
-    def __init__(self, old: Snapshot, new: Snapshot, fallback: str) -> None:
-        self.old, self.new, self.fallback = old, new, fallback
+    def __init__(self, old: Snapshot, new: Snapshot, fallback: str, old_label: str) -> None:
+        self.old, self.new, self.fallback, self.old_label = old, new, fallback, old_label
 
     def new_span(self, table: str, column: str | None = None) -> tuple[Span, bool]:
         """The span, and whether it is not a line of the current model (see `Finding`)."""
@@ -64,7 +64,13 @@ class _Where:
         return _span(source, self.fallback), source is None
 
     def old_span(self, table: str, column: str | None = None) -> tuple[Span, bool]:
-        return _span(_source(self.old, table, column), self.fallback), True
+        """A line of the old model: its file is named as of the last migration, so that no
+        renderer quotes the line of that number in the file as it is now."""
+        source = _source(self.old, table, column)
+        span = _span(source, self.fallback)
+        if source is not None:
+            span = replace(span, file=f"{span.file} (as of {self.old_label})")
+        return span, True
 
 
 def _source(snapshot: Snapshot, table: str, column: str | None) -> str | None:
@@ -84,9 +90,16 @@ def _field(table: str, column: ColumnSnap) -> str:
     return f"field `{name}` ({where})" if isinstance(name, str) else f"column {where}"
 
 
-def lint(steps: list[Step], old: Snapshot, new: Snapshot, *, fallback_file: str) -> list[Finding]:
+def lint(
+    steps: list[Step],
+    old: Snapshot,
+    new: Snapshot,
+    *,
+    fallback_file: str,
+    old_label: str = "the last migration",
+) -> list[Finding]:
     """The findings of each step, in step order."""
-    where = _Where(old, new, fallback_file)
+    where = _Where(old, new, fallback_file, old_label)
     out: list[Finding] = []
 
     def add(
@@ -98,8 +111,10 @@ def lint(steps: list[Step], old: Snapshot, new: Snapshot, *, fallback_file: str)
         help: str,
         *,
         old_model: bool = False,
+        secondary: tuple[tuple[Span, str], ...] = (),
     ) -> None:
-        out.append(Finding(i, Diagnostic.make(code, message, span, label, help=help), old_model))
+        diagnostic = Diagnostic.make(code, message, span, label, secondary=secondary, help=help)
+        out.append(Finding(i, diagnostic, old_model))
 
     dropped: list[Step] = [s for s in steps if isinstance(s, DropColumn | DropTable)]
     for i, step in enumerate(steps):
@@ -252,6 +267,7 @@ def _maybe_renamed_column(
         ):
             old_name = other.column["info"].get("field", other.column["name"])
             span, elsewhere = where.new_span(step.table, step.column["name"])
+            was, _ = where.old_span(other.table, other.column["name"])
             add(
                 i,
                 "loom.migrate-maybe-rename",
@@ -262,6 +278,7 @@ def _maybe_renamed_column(
                 f"did you mean `renamed from`? Write `... renamed from {old_name}` on the new "
                 "field to keep the values",
                 old_model=elsewhere,
+                secondary=((was, "dropped"),),
             )
             return
 
@@ -301,4 +318,5 @@ class _Add(Protocol):
         help: str,
         *,
         old_model: bool = False,
+        secondary: tuple[tuple[Span, str], ...] = (),
     ) -> None: ...

@@ -63,9 +63,14 @@ class Plan:
         return "\n".join(out)
 
 
-def make_plan(old: Snapshot, new: Snapshot, *, fallback_file: str) -> Plan:
+def make_plan(
+    old: Snapshot, new: Snapshot, *, fallback_file: str, old_label: str = "the last migration"
+) -> Plan:
+    """The steps from `old` to `new` and their findings; `old_label` names the old model in
+    the places of findings about what it had (`store.loom (as of 0002_add_note):12:5`)."""
     steps = diff(old, new)
-    return Plan(steps, lint(steps, old, new, fallback_file=fallback_file))
+    findings = lint(steps, old, new, fallback_file=fallback_file, old_label=old_label)
+    return Plan(steps, findings)
 
 
 def write_revision(
