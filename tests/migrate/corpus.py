@@ -47,6 +47,27 @@ _V4 = _V3.replace("enum Tier { Basic, Gold }", "enum Tier { Basic, Gold, Platinu
 VERSIONS.append(("add an enum member", _V4, []))
 _V5 = _V4.replace("    points: int\n", "")
 VERSIONS.append(("remove a field", _V5, ["--allow-data-loss"]))
+_V6 = _V5.replace(
+    "    note: string?\n", '    note: string?\n    nickname: string = ""\n    vip: bool = false\n'
+)
+VERSIONS.append(("add defaulted fields", _V6, []))
+_V7 = _V6.replace("    name: string\n", "    fullName: string renamed from name\n").replace(
+    "enum Tier { Basic, Gold, Platinum }",
+    "enum Tier { Basic, Premium renamed from Gold, Platinum }",
+)
+VERSIONS.append(("rename a field and an enum member", _V7, []))
+_V8 = (
+    _V7.replace(
+        "aggregate Customer with crudish", "aggregate Client renamed from Customer with crudish"
+    )
+    .replace("repository Customers for Customer", "repository Clients for Client")
+    .replace("customer: Customer id", "customer: Client id")
+)
+VERSIONS.append(("rename an aggregate", _V8, []))
+_V9 = _V8.replace(
+    "    fullName: string renamed from name\n", "    fullName: string? renamed from name\n"
+)
+VERSIONS.append(("make a field optional", _V9, []))
 
 
 def make_corpus(root: Path, versions: int = len(VERSIONS)) -> list[Path]:

@@ -53,3 +53,11 @@ def test_scripts_are_formatted_and_compile(tmp_path: Path) -> None:
         check=False,
     )
     assert r.returncode == 0, r.stdout + r.stderr
+    # nothing unused or unsorted among the imports either
+    r = subprocess.run(
+        [str(ruff), "check", "--isolated", "--select", "F,I", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -309,9 +309,10 @@ def render_script(
     ]
     doc += ["Written by `loom migrate new` from the model; the plan:", ""]
     doc += [f"{n}. {line}" for n, line in enumerate(plan, start=1)] or ["(no steps)"]
-    uses_types = any("types." in line for line in _body(steps))
-    imports = ["import sqlalchemy as sa", "from alembic import op"]
-    if uses_types:
+    body = _body(steps)
+    imports = ["import sqlalchemy as sa"] if any("sa." in line for line in body) else []
+    imports.append("from alembic import op")
+    if any("types." in line for line in body):
         imports += ["", "from loom.runtime import types"]
     text = [
         '"""' + doc[0].replace('"""', "'''"),
@@ -325,7 +326,7 @@ def render_script(
         "",
         "",
         "def upgrade() -> None:",
-        *_body(steps),
+        *body,
         "",
     ]
     return "\n".join(text)
