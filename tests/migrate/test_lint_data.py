@@ -1,7 +1,9 @@
-"""Data-driven lint cases: each folder under data/ holds a model before and after a change; the
-first line of `after.loom` states what `loom migrate new` must report for it,
-`// migrate: warning: loom.migrate-x; error: loom.migrate-y` (or `none`). The test compares the
-set of (severity, code) reported with the set stated, so a new, stray or missing finding fails."""
+"""Data-driven lint cases: each folder under data/ holds a model before and after a change, and
+states what `loom migrate new` must report for it the way tests/lang's cases do: a comment on the
+line of each finding's primary span, `// warning: loom.migrate-x; error: loom.migrate-y` — in
+`after.loom` for what the new model has, in `before.loom` for what it no longer has (the finding
+is placed in the model as of the last migration). `// migrate: none` first in `after.loom` says
+the change is clean. The set of (file, line, severity, code) reported must be the set stated."""
 
 from __future__ import annotations
 
@@ -17,30 +19,36 @@ from loom.migrate.plan import make_plan
 from loom.migrate.snapshot import Snapshot, snapshot_of
 
 DATA = Path(__file__).parent / "data"
-EXPECT = re.compile(r"^//\s*migrate:\s*(.*)$")
+EXPECT = re.compile(r"//\s*((?:error|warning):.*)$")
 ITEM = re.compile(r"^\s*(error|warning):\s*(loom\.migrate-[a-z-]+)\s*$")
+NONE = "// migrate: none"
+
+Expected = set[tuple[str, int, str, str]]
 
 
 def cases() -> list[Path]:
     return sorted(p for p in DATA.iterdir() if p.is_dir())
 
 
-def expected_of(case: Path) -> set[tuple[str, str]]:
-    first = (case / "after.loom").read_text(encoding="utf-8").splitlines()[0]
-    m = EXPECT.match(first)
-    assert m, f"{case}/after.loom: the first line states no expectation"
-    if m.group(1).strip() == "none":
-        return set()
-    out = set()
-    for part in m.group(1).split(";"):
-        item = ITEM.match(part)
-        assert item, f"{case}: malformed expectation {part!r}"
-        out.add((item.group(1), item.group(2)))
+def expected_of(case: Path) -> Expected:
+    out: Expected = set()
+    for name in ("before", "after"):
+        text = (case / f"{name}.loom").read_text(encoding="utf-8")
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            m = EXPECT.search(line)
+            if not m:
+                continue
+            for part in m.group(1).split(";"):
+                item = ITEM.match(part)
+                assert item, f"{case}/{name}.loom:{lineno}: malformed expectation {part!r}"
+                out.add((name, lineno, item.group(1), item.group(2)))
+    clean = (case / "after.loom").read_text(encoding="utf-8").startswith(NONE)
+    assert bool(out) != clean, f"{case}: state the findings, or `{NONE}` alone"
     return out
 
 
 def codes_expected() -> set[str]:
-    return {code for case in cases() for _, code in expected_of(case)}
+    return {code for case in cases() for *_, code in expected_of(case)}
 
 
 def _snapshot(model: Path, out: Path) -> Snapshot:
@@ -50,11 +58,19 @@ def _snapshot(model: Path, out: Path) -> Snapshot:
     return snapshot_of(service_metadata(import_package(out)), locator(result.model))
 
 
+def _which(file: str) -> str:
+    name = Path(file).name
+    return "before" if name.startswith("before.loom") else "after" if name == "after.loom" else file
+
+
 @pytest.mark.parametrize("case", cases(), ids=lambda p: p.name)
 def test_lint(case: Path, tmp_path: Path) -> None:
     before = _snapshot(case / "before.loom", tmp_path / "before")
     after = _snapshot(case / "after.loom", tmp_path / "after")
-    plan = make_plan(before, after, fallback_file=str(case / "after.loom"))
-    got = {(f.diagnostic.severity, f.diagnostic.code) for f in plan.findings}
+    plan = make_plan(before, after, fallback_file="?")
     assert plan.steps, "the case changes nothing"
+    got = {
+        (_which(d.span.file), d.span.line, d.severity, d.code)
+        for d in (f.diagnostic for f in plan.findings)
+    }
     assert got == expected_of(case), plan.render({})

@@ -43,12 +43,14 @@ class Finding:
     old_model: bool = False
 
 
-def _span(source: str | None, fallback: str) -> Span:
-    if source:
+def _span(place: tuple[str, int] | None, fallback: str) -> Span:
+    """The span of a `file:line:column` source, as wide as the name declared there."""
+    if place is not None:
+        source, width = place
         file, _, rest = source.rpartition(":")
         file, _, line = file.rpartition(":")
         if file and line.isdigit() and rest.isdigit():
-            return Span(file, int(line), int(rest), int(line), int(rest) + 1)
+            return Span(file, int(line), int(rest), int(line), int(rest) + max(width, 1))
     return Span(fallback, 1, 1, 1, 1)
 
 
@@ -73,15 +75,18 @@ class _Where:
         return span, True
 
 
-def _source(snapshot: Snapshot, table: str, column: str | None) -> str | None:
+def _source(snapshot: Snapshot, table: str, column: str | None) -> tuple[str, int] | None:
+    """Where the column (else the table) is declared, and the length of the name there: a
+    field's line starts with its name; an aggregate's with `aggregate`."""
     snap = snapshot["tables"].get(table)
     if snap is None:
         return None
     if column is not None:
         col = column_map(snap).get(column)
         if col is not None and col["source"]:
-            return col["source"]
-    return snap["source"]
+            field = col["info"].get("field")
+            return col["source"], len(field) if isinstance(field, str) else 1
+    return (snap["source"], len("aggregate")) if snap["source"] else None
 
 
 def _field(table: str, column: ColumnSnap) -> str:
