@@ -3,12 +3,14 @@ sentence (never a traceback) for every refusal."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from loom.testing import serve
 from tests.migrate.corpus import VERSIONS
 
 LOOM = [sys.executable, "-m", "loom.cli"]
@@ -115,3 +117,22 @@ def test_a_broken_migrations_folder_is_exit_2(model: Path) -> None:
     (model.parent / "migrations" / "0003_gap.py").write_text("")
     r = loom("migrate", "status", model)
     assert r.returncode == 2 and "expected migration 0002 next" in r.stderr
+
+
+def test_apply_refuses_a_database_no_snapshot_matches(model: Path, tmp_path: Path) -> None:
+    assert loom("migrate", "new", model).returncode == 0
+    # a database `loom run` made from another version of the model, before migrations
+    other = tmp_path / "other" / "store.loom"
+    other.parent.mkdir()
+    other.write_text(VERSIONS[1][1], encoding="utf-8")
+    url = f"sqlite+aiosqlite:///{tmp_path / 'made.db'}"
+    asyncio.run(_create(other, url))
+    r = loom("migrate", "apply", model, "--database-url", url)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "closest: 0001_initial_schema" in r.stderr
+    assert "column store_customers.note is in the database, not in the model" in r.stderr
+
+
+async def _create(model: Path, url: str) -> None:
+    async with serve([model], url):
+        pass

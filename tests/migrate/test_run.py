@@ -116,3 +116,9 @@ async def test_the_service_itself_refuses_a_mismatched_database(
             pass
     assert "column store_customers.note is missing" in str(refused.value)
     assert "loom migrate apply" in str(refused.value)
+
+
+def test_a_bad_database_url_is_one_line(tmp_path: Path) -> None:
+    said = refused_start(str(_without_migrations(tmp_path, 1)), "--database-url", "nosuch://x")
+    assert said.strip().startswith("error: cannot use the database URL"), said
+    assert len(said.strip().splitlines()) == 1, said
