@@ -25,6 +25,7 @@ from loom.build import (
     import_package,
     read_model,
     reuse_build,
+    safe_url,
     write_cached_build,
 )
 from loom.migrate.cli import before_serving, migrate_app
@@ -253,7 +254,9 @@ def run(
         _fail(str(exc))
     for line in before_serving(files, service, url, database_url, migrate=migrate):
         typer.echo(line)
-    typer.echo(f"serving {', '.join(str(f) for f in files)} on http://{host}:{port} ({_safe(url)})")
+    typer.echo(
+        f"serving {', '.join(str(f) for f in files)} on http://{host}:{port} ({safe_url(url)})"
+    )
     typer.echo(f"  build: {state} {out}")
     auth = application.state.loom_auth
     algorithms = "/".join(getattr(auth, "algorithms", ()))
@@ -288,16 +291,6 @@ def _run_build(files: list[Path], color: Color) -> tuple[Path, str]:
     with _collector_paused():
         written = write_cached_build(build, result.model, warnings)
     return build.out, "written" if written else "reused (another replica wrote it meanwhile)"
-
-
-def _safe(url: str) -> str:
-    """Hide a password in a database URL before printing it."""
-    from sqlalchemy.engine import make_url
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 - printing must never fail
-        return "<database url>"
 
 
 fix_app = typer.Typer(
@@ -435,7 +428,7 @@ def dead_letters_list(
     try:
         page = asyncio.run(_on_outbox(url, lambda svc: _dead_page(svc, limit, offset, wanted)))
     except Exception as exc:  # noqa: BLE001 - a sentence, never a traceback
-        _fail(f"cannot read the dead letters of {_safe(url)}: {exc}")
+        _fail(f"cannot read the dead letters of {safe_url(url)}: {exc}")
     if format is Format.json:
         typer.echo(json.dumps(page, default=str, ensure_ascii=False))
         return
@@ -501,7 +494,7 @@ def dead_letters_redrive(
         wanted = None if kind is None else kind.value
         count = asyncio.run(_on_outbox(url, lambda svc: _redrive(svc, event_id, wanted)))
     except Exception as exc:  # noqa: BLE001 - a sentence, never a traceback
-        _fail(f"cannot redrive in {_safe(url)}: {exc}")
+        _fail(f"cannot redrive in {safe_url(url)}: {exc}")
     if event_id is None:
         typer.echo(f"redriven {count} dead letter(s)")
     elif count == 2:

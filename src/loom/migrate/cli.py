@@ -18,12 +18,23 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from loom.build import BuildError, cached_build_for, default_sqlite_url, read_model, reuse_build
+from loom.build import (
+    BuildError,
+    cached_build_for,
+    default_sqlite_url,
+    read_model,
+    reuse_build,
+    safe_url,
+    write_cached_build,
+)
 from loom.migrate.folder import MigrationsError, Revision, folder_for, revisions
+
+if TYPE_CHECKING:
+    from loom.model.ir import Model
 
 __all__ = ["before_serving", "migrate_app"]
 
@@ -51,15 +62,6 @@ def _fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
-def _safe(url: str) -> str:
-    from sqlalchemy.engine import make_url
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 - printing must never fail
-        return "<database url>"
-
-
 def _revisions(files: Sequence[Path]) -> tuple[Path, list[Revision]]:
     folder = folder_for(files[0])
     try:
@@ -69,7 +71,7 @@ def _revisions(files: Sequence[Path]) -> tuple[Path, list[Revision]]:
 
 
 def _url_arg(database_url: str | None) -> str:
-    return f" --database-url {_safe(database_url)}" if database_url else ""
+    return f" --database-url {safe_url(database_url)}" if database_url else ""
 
 
 @migrate_app.command("new")
@@ -141,12 +143,8 @@ def new(
     typer.echo(f"wrote {revision.script} and {revision.snapshot_path.name}")
 
 
-def _build(files: Sequence[Path], sources: dict[str, str], model: object) -> Path:
+def _build(files: Sequence[Path], sources: dict[str, str], model: Model) -> Path:
     """The model's build, the one `loom run` uses (written when it is not there yet)."""
-    from loom.build import write_cached_build
-    from loom.model import ir
-
-    assert isinstance(model, ir.Model)
     build = cached_build_for(files, sources)
     if reuse_build(build) is None:
         write_cached_build(build, model)
@@ -166,10 +164,10 @@ def apply_(files: Files, database_url: DatabaseUrl = None) -> None:
     try:
         done = asyncio.run(apply(url, revs))
     except DatabaseUnreachable as exc:
-        _fail(f"{exc} ({_safe(url)})")
+        _fail(f"{exc} ({safe_url(url)})")
     except MigrationsError as exc:
         _fail(str(exc), 1)
-    typer.echo(f"database: {_safe(url)}")
+    typer.echo(f"database: {safe_url(url)}")
     if done.baselined:
         typer.echo(
             f"baseline: the tables were already those of {done.baselined[-1]}; recorded "
@@ -192,10 +190,10 @@ def status_(files: Files, database_url: DatabaseUrl = None) -> None:
     try:
         state = asyncio.run(status(url, revs))
     except DatabaseUnreachable as exc:
-        _fail(f"{exc} ({_safe(url)})")
+        _fail(f"{exc} ({safe_url(url)})")
     except MigrationsError as exc:
         _fail(str(exc), 1)
-    typer.echo(f"database: {_safe(url)}")
+    typer.echo(f"database: {safe_url(url)}")
     typer.echo(f"migrations: {folder} ({len(revs)})")
     for name in state.applied:
         tag = " (baseline)" if name in state.baselined else ""
@@ -227,6 +225,6 @@ def before_serving(
             prepare_database(files, main, url, _url_arg(database_url), migrate=migrate)
         )
     except DatabaseUnreachable as exc:
-        _fail(f"{exc} ({_safe(url)})")
+        _fail(f"{exc} ({safe_url(url)})")
     except MigrationsError as exc:
         _fail(str(exc))
