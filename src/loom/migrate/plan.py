@@ -3,6 +3,7 @@ words and lint findings, and writing it as the next revision (script and snapsho
 
 from __future__ import annotations
 
+import copy
 import os
 import tempfile
 from collections.abc import Mapping
@@ -84,11 +85,32 @@ def write_revision(
     script = render_script(number, down, message, plan.lines(), plan.steps)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        _write(folder / f"{stem}.json", dumps(snapshot))
+        _write(folder / f"{stem}.json", dumps(_relative_sources(snapshot, folder.parent)))
         _write(folder / f"{stem}.py", script)
     except OSError as exc:
         raise MigrationsError(f"cannot write into {folder}: {exc.strerror}") from None
     return Revision(number, folder / f"{stem}.py")
+
+
+def _relative_sources(snapshot: Snapshot, root: Path) -> Snapshot:
+    """`snapshot` with each source relative to the model's folder: the snapshot reads the same
+    whichever folder `loom migrate new` ran in."""
+
+    def rel(source: str | None) -> str | None:
+        if source is None:
+            return None
+        file, sep, place = source.partition(":")
+        try:
+            return str(Path(file).resolve().relative_to(root.resolve())) + sep + place
+        except ValueError:
+            return source
+
+    out = copy.deepcopy(snapshot)
+    for table in out["tables"].values():
+        table["source"] = rel(table["source"])
+        for column in table["columns"]:
+            column["source"] = rel(column["source"])
+    return out
 
 
 def _write(path: Path, text: str) -> None:
