@@ -7,7 +7,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, Column, Integer, MetaData, String, Table, Uuid
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    UniqueConstraint,
+    Uuid,
+)
 
 from loom.migrate.folder import Revision, revisions
 from loom.migrate.plan import Plan, make_plan, write_revision
@@ -66,6 +77,29 @@ def accounts(version: int) -> MetaData:
             Column("amount", BigInteger, nullable=False, info=info(field="amount")),
             info=info(origin="Bank.Loan"),
         )
+    return md
+
+
+def altered(version: int) -> MetaData:
+    """Versions of one table `t` whose columns change in place:
+    1. n: Integer, s: String(10)?
+    2. n widened to BigInteger, unique and indexed; s: String(20) required, default "none"
+    3. s optional again; the key and the index dropped
+    """
+    md = MetaData()
+    cols: list[Any] = [Column("id", Uuid, primary_key=True)]
+    if version == 1:
+        cols += [Column("n", Integer, nullable=False), Column("s", String(10), nullable=True)]
+    else:
+        required = version == 2
+        s_info = info(field="s", default="none") if required else info(field="s")
+        cols += [
+            Column("n", BigInteger, nullable=False, info=info(field="n")),
+            Column("s", String(20), nullable=not required, info=s_info),
+        ]
+    if version == 2:
+        cols += [UniqueConstraint("n", name="uq_t_n"), Index("ix_t_n", "n")]
+    Table("t", md, *cols, info=info(origin="C.T"))
     return md
 
 

@@ -10,13 +10,16 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import MetaData, insert, inspect, select
+from sqlalchemy.exc import IntegrityError
 
 from loom.migrate.database import VERSION_TABLE, apply, status
 from loom.migrate.folder import MigrationsError
 from loom.runtime import Service
-from tests.migrate.kit import accounts, write_versions
+from tests.migrate.kit import accounts, altered, write_versions
 
 ID = uuid.UUID("0190f000-0000-7000-8000-000000000001")
+ID2 = uuid.UUID("0190f000-0000-7000-8000-000000000002")
+ID3 = uuid.UUID("0190f000-0000-7000-8000-000000000003")
 
 
 async def _run(url: str, metadata: MetaData, action):  # type: ignore[no-untyped-def]
@@ -126,3 +129,29 @@ async def test_a_failing_migration_applies_nothing(database_url: str, tmp_path: 
         "0002_version_2"
     ]
     assert state.drift == []  # the added columns were rolled back with it
+
+
+async def test_column_changes_keys_and_indexes(database_url: str, tmp_path: Path) -> None:
+    v1, v2, v3 = (altered(n) for n in (1, 2, 3))
+    revs = write_versions(tmp_path / "migrations", v1, v2, v3)
+    await apply(database_url, revs[:1])
+    t1 = v1.tables["t"]
+    await _run(
+        database_url,
+        v1,
+        lambda c: c.execute(
+            insert(t1), [{"id": ID, "n": 1, "s": None}, {"id": ID2, "n": 2, "s": "x"}]
+        ),
+    )
+    assert (await apply(database_url, revs[:2])).applied == ["0002_version_2"]
+    rows = sorted((r["n"], r["s"]) for r in await _rows(database_url, v2, "t"))
+    assert rows == [(1, "none"), (2, "x")]  # the empty value got the default first
+    # the unique key holds
+    t2 = v2.tables["t"]
+    with pytest.raises(IntegrityError):
+        await _run(database_url, v2, lambda c: c.execute(insert(t2), {"id": ID3, "n": 1, "s": "y"}))
+    assert (await apply(database_url, revs)).applied == ["0003_version_3"]
+    t3 = v3.tables["t"]
+    await _run(database_url, v3, lambda c: c.execute(insert(t3), {"id": ID3, "n": 1, "s": None}))
+    state = await status(database_url, revs)
+    assert not state.pending and not state.drift

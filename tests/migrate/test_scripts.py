@@ -11,7 +11,7 @@ import pytest
 
 from loom.migrate.plan import Plan
 from loom.migrate.script import render_script
-from tests.migrate.kit import accounts, plan_between
+from tests.migrate.kit import accounts, altered, plan_between
 
 GOLDEN = Path(__file__).parent / "golden"
 CASES = {
@@ -19,12 +19,17 @@ CASES = {
     "0002_add_defaulted": (1, 2),
     "0003_renames": (2, 3),
     "0004_rename_table_drop": (3, 4),
+    "0005_alter_columns_keys": (-1, -2),  # `altered` 1 -> 2
+    "0006_relax_drop_keys": (-2, -3),  # `altered` 2 -> 3
 }
 
 
 def _script(name: str) -> str:
     old, new = CASES[name]
-    plan: Plan = plan_between(accounts(old) if old else None, accounts(new))
+    if old is not None and old < 0:
+        plan: Plan = plan_between(altered(-old), altered(-new))
+    else:
+        plan = plan_between(accounts(old) if old else None, accounts(new))
     number = name[:4]
     down = f"{int(number) - 1:04d}" if old else None
     return render_script(number, down, name[5:].replace("_", " "), plan.lines(), plan.steps)

@@ -68,6 +68,10 @@ _PG_TYPES = {
 
 
 def _q(text: str) -> str:
+    """A Python string literal quoted as ruff formats it: double quotes, unless the text holds
+    a double quote and no single one."""
+    if '"' in text and "'" not in text and "\\" not in text:
+        return f"'{text}'"
     return json.dumps(text, ensure_ascii=False)
 
 
@@ -195,6 +199,8 @@ def _batch(step: Step) -> list[str]:
         if step.type_changed:
             args.append(f"type_={_type(step.new)}")
             pg = _PG_TYPES[step.new["type"]]
+            if step.new["length"] is not None:
+                pg += f"({step.new['length']})"
             using = f'"{step.new["name"]}"::{pg}'
             args.append(f"postgresql_using={_q(using)}")
         if step.nullable_changed:
