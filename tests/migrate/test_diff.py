@@ -131,3 +131,17 @@ def test_unique_keys_over_existing_rows() -> None:
     )
     plan = plan_between(old, fresh)
     assert [f.diagnostic.code for f in plan.errors] == ["loom.migrate-unique-duplicates"]
+
+
+def test_what_the_previous_code_survives() -> None:
+    old = _one(Column("n", Integer, nullable=False), Column("s", String, nullable=True))
+    widened = _one(Column("n", BigInteger, nullable=False), Column("s", String, nullable=True))
+    assert [s.compatible for s in plan_between(old, widened).steps] == [True]
+    required = _one(
+        Column("n", Integer, nullable=False),
+        Column("s", String, nullable=False, info=info(field="s", default="")),
+    )
+    plan = plan_between(old, required)
+    assert [s.compatible for s in plan.steps] == [False]
+    assert [f.diagnostic.code for f in plan.findings] == ["loom.migrate-breaks-running-code"]
+    assert [s.compatible for s in plan_between(required, old).steps] == [True]

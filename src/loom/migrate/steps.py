@@ -164,7 +164,11 @@ class AlterColumn(Step):
 
     @property
     def compatible(self) -> bool:
-        return not self.type_changed and self.new["nullable"]
+        """A widened type, or a column made optional: the previous code reads and writes it as
+        before. Any other type change, or a column made required (the previous code may write
+        no value), is not."""
+        made_required = self.nullable_changed and not self.new["nullable"]
+        return (not self.type_changed or is_widening(self.old, self.new)) and not made_required
 
     def describe(self) -> str:
         where = f"{self.table}.{self.new['name']}"
