@@ -92,6 +92,9 @@ async def test_status_reports_drift(database_url: str, tmp_path: Path) -> None:
     )
     state = await status(database_url, revs)
     assert state.drift == ["column bank_accounts.extra is in the database, not in the model"]
+    assert state.changed == []
+    revs[0].script.write_text(revs[0].script.read_text() + "    # edited\n")
+    assert (await status(database_url, revs)).changed == ["0001_version_1"]
 
 
 async def test_a_create_all_database_is_a_baseline(database_url: str, tmp_path: Path) -> None:

@@ -202,6 +202,8 @@ def status_(files: Files, database_url: DatabaseUrl = None) -> None:
         typer.echo(f"  pending  {rev.name}")
     for line in state.drift:
         typer.echo(f"  drift    {line}")
+    for name in state.changed:
+        typer.echo(f"  changed  {name}: its script was edited after it was applied (not run again)")
     if state.unrecorded_tables:
         typer.echo(
             "  the database has tables but no record of migrations: `loom migrate apply` records "

@@ -74,6 +74,8 @@ class Status:
     drift: list[str]
     # no revision recorded, but tables there: `apply` will try to baseline it
     unrecorded_tables: bool = False
+    # applied revisions whose script is not the one applied (edited since)
+    changed: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -131,6 +133,11 @@ def _read_record(conn: Connection) -> list[tuple[str, str, bool]]:
     return [(r.revision, r.name, bool(r.baseline)) for r in rows]
 
 
+def _checksums(conn: Connection) -> dict[str, str]:
+    rows = conn.execute(select(_record.c.revision, _record.c.checksum))
+    return {r.revision: r.checksum for r in rows}
+
+
 def _check_record(record: list[tuple[str, str, bool]], revisions: Sequence[Revision]) -> None:
     known = {r.number: r for r in revisions}
     for number, name, _baseline in record:
@@ -167,7 +174,10 @@ async def status(url: str, revisions: Sequence[Revision]) -> Status:
             return Status([], list(revisions), [], [], unrecorded_tables=bool(actual))
         expected = snapshot_shape(revisions[done - 1].snapshot())
         drift = differences(expected, actual, extra_tables=True)
-        return Status([name for _, name, _ in record], list(revisions[done:]), baselined, drift)
+        sums = _checksums(conn)
+        changed = [r.name for r in revisions[:done] if sums.get(r.number) != r.checksum()]
+        applied = [name for _, name, _ in record]
+        return Status(applied, list(revisions[done:]), baselined, drift, changed=changed)
 
     return await _on_database(url, lambda conn, _pg: conn.run_sync(read))
 
