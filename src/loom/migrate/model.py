@@ -43,7 +43,7 @@ def snapshot_of_build(out: Path, model: ir.Model | None = None) -> Snapshot:
 
 def locator(model: ir.Model) -> Locate:
     """Where a table or column comes from in `model`, by the `origin` and `field` of its info
-    (`Context.Aggregate` or `Context.Workflow`)."""
+    (`Context.Aggregate`, `Context.Workflow` or `Context.Projection`)."""
     places: dict[tuple[str, str | None], ir.Origin] = {}
     for context in model.contexts:
         for agg in context.aggregates:
@@ -54,6 +54,10 @@ def locator(model: ir.Model) -> Locate:
             places[(f"{context.name}.{wf.name}", None)] = wf.origin
             for f in wf.state:
                 places[(f"{context.name}.{wf.name}", f.name)] = f.origin
+        for projection in context.projections:
+            places[(f"{context.name}.{projection.name}", None)] = projection.origin
+            for f in projection.fields:
+                places[(f"{context.name}.{projection.name}", f.name)] = f.origin
 
     def locate(table_info: Mapping[str, Any], column_info: Mapping[str, Any] | None) -> str | None:
         origin = table_info.get("origin")
