@@ -22,7 +22,8 @@ from sqlalchemy import (
 
 from loom.migrate.folder import Revision, revisions
 from loom.migrate.plan import Plan, make_plan, write_revision
-from loom.migrate.snapshot import Snapshot, empty, snapshot_of
+from loom.migrate.snapshot import Snapshot, empty
+from loom.migrate.tables import snapshot_of
 from loom.runtime.types import DecimalText, JsonList
 
 

@@ -136,3 +136,18 @@ def test_apply_refuses_a_database_no_snapshot_matches(model: Path, tmp_path: Pat
 async def _create(model: Path, url: str) -> None:
     async with serve([model], url):
         pass
+
+
+def test_loom_check_loads_no_migration_engine(model: Path) -> None:
+    # `loom migrate` is mounted on the CLI; `loom check` must not pay for its engine
+    r = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "loom.cli", "check", str(model)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in r.stderr.splitlines()}
+    assert not {m for m in imported if m.startswith(("sqlalchemy", "alembic"))}
+    assert "loom.migrate.database" not in imported

@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import BigInteger, Column, Integer, MetaData, String, Table, UniqueConstraint, Uuid
 
 from loom.migrate.diff import diff
-from loom.migrate.snapshot import snapshot_of
+from loom.migrate.tables import snapshot_of
 from tests.migrate.kit import accounts, info, plan_between
 
 

@@ -16,7 +16,8 @@ from loom.build import build_model, import_package
 from loom.lang import compile_files, render_text
 from loom.migrate.model import locator, service_metadata
 from loom.migrate.plan import make_plan
-from loom.migrate.snapshot import Snapshot, snapshot_of
+from loom.migrate.snapshot import Snapshot
+from loom.migrate.tables import snapshot_of
 
 DATA = Path(__file__).parent / "data"
 EXPECT = re.compile(r"//\s*((?:error|warning):.*)$")

@@ -12,7 +12,8 @@ from typing import Any
 from sqlalchemy import MetaData
 
 from loom.build import import_package
-from loom.migrate.snapshot import Locate, Snapshot, snapshot_of
+from loom.migrate.snapshot import Snapshot
+from loom.migrate.tables import Locate, snapshot_of
 from loom.model import ir
 from loom.runtime import Service
 

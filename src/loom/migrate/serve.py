@@ -20,7 +20,8 @@ from loom.migrate.database import apply, apply_unrecorded, database_shape, snaps
 from loom.migrate.diff import diff
 from loom.migrate.folder import MigrationsError, folder_for, revisions
 from loom.migrate.model import service_metadata
-from loom.migrate.snapshot import Snapshot, snapshot_of
+from loom.migrate.snapshot import Snapshot
+from loom.migrate.tables import snapshot_of
 from loom.runtime._schema_check import ColumnShape, differences
 
 __all__ = ["prepare_database"]
