@@ -186,6 +186,8 @@ def status_(files: Files, database_url: DatabaseUrl = None) -> None:
     from loom.migrate.database import DatabaseUnreachable, status
 
     folder, revs = _revisions(files)
+    if not revs:
+        _fail(f"no migrations in {folder}: write the first with `loom migrate new`", 1)
     url = database_url or default_sqlite_url(files[0])
     try:
         state = asyncio.run(status(url, revs))
