@@ -46,7 +46,10 @@ Persistence
             relay_options=None)
     Service.from_url(url, metadata, *, channels=(), relay_options=None, **engine_options)
         .engine .events .faults .metadata .channels .outbox .relay
-        await .create_schema()  await .dispose()
+        await .create_schema()  await .dispose()      create_schema creates the tables in a
+                                                          database with none of them, else raises
+                                                          SchemaMismatch unless they all match
+        .schema() -> the metadatas of its tables (the model's + the runtime's it uses)
         async with .transaction(isolation=None) as work   one connection + one transaction;
                                                           events dispatched after commit
         async with .autocommit() as work                  each save commits on its own
@@ -226,7 +229,7 @@ from ._schemas import (
     WireDecimal,
     WireText,
 )
-from ._service import Service, Work
+from ._service import SchemaMismatch, Service, Work
 from .clock import now
 from .decimals import ArithmeticRefused
 from .processes import ProcessRunner
@@ -279,6 +282,7 @@ __all__ = [
     "Refused",
     "Repository",
     "Rows",
+    "SchemaMismatch",
     "Service",
     "Tick",
     "Timeout",
