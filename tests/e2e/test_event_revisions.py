@@ -20,7 +20,9 @@ from typing import Any
 import pytest
 from sqlalchemy import column, select, table, text
 
-from loom.testing import ServiceClient, serve
+from loom.migrate.serve import prepare_database
+from loom.runtime import SchemaMismatch
+from loom.testing import ServiceClient, build_service, serve
 
 OUTBOX = table("__loom_outbox", column("event_type"), column("status"), column("model_revision"))
 
@@ -179,8 +181,18 @@ async def test_a_row_without_a_revision_is_delivered_as_unknown(
         async with c.service.engine.begin() as conn:
             await conn.execute(text("ALTER TABLE __loom_outbox DROP COLUMN model_revision"))
 
+    # Loom's own tables change like the model's: the service refuses the old outbox, and the
+    # additive change is applied as `loom run --migrate` applies it (the old row's revision NULL)
+    with pytest.raises(SchemaMismatch, match="column __loom_outbox.model_revision is missing"):
+        async with serve(files, database_url, settle=False):
+            pass
+    notes = await prepare_database(
+        files, build_service(files), database_url, f" --database-url {database_url}", migrate=True
+    )
+    assert notes == ["  --migrate: add column __loom_outbox.model_revision (String, optional)"]
+
     caplog.clear()
-    async with serve(files, database_url, settle=False) as c:  # adds the column back, NULL
+    async with serve(files, database_url, settle=False) as c:
         await c.service.stop_relay()
         await c.settle()
         assert read_by(caplog, CONSUMER) == [("Desk.Resolved", "unknown", revision(c))]

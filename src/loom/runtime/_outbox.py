@@ -34,13 +34,10 @@ from sqlalchemy import (
     delete,
     func,
     insert,
-    inspect,
     select,
     text,
 )
-from sqlalchemy import event as sa_event
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from . import clock
@@ -109,24 +106,6 @@ inbox = Table(
     Column("processed_at", UtcDateTime, nullable=False),
     PrimaryKeyConstraint("consumer", "event_id", name="pk___loom_inbox"),
 )
-
-# Columns added to `__loom_outbox` after its first release, all nullable: an outbox an older Loom
-# created gets them when the service creates its schema (below), and its rows read as before.
-_ADDED_COLUMNS = (outbox.c.model_revision,)
-
-
-@sa_event.listens_for(runtime_metadata, "after_create")
-def _add_new_columns(_metadata: MetaData, conn: Connection, **_options: Any) -> None:
-    """After `create_all` (which skips a table that exists, whatever its columns), inside the
-    schema transaction and lock: add the columns an existing outbox lacks. Until Loom's own
-    tables are versioned by the migration engine, this keeps a database from before them
-    working instead of failing every durable write."""
-    present = {c["name"] for c in inspect(conn).get_columns(outbox.name)}
-    for column in _ADDED_COLUMNS:
-        if column.name not in present:
-            kind = column.type.compile(dialect=conn.dialect)
-            conn.execute(text(f"ALTER TABLE {outbox.name} ADD COLUMN {column.name} {kind}"))
-
 
 _INSERT_OUTBOX = insert(outbox)
 _PG_NOTIFY = text(f"SELECT pg_notify('{NOTIFY_CHANNEL}', '')")
