@@ -29,6 +29,7 @@ from loom.build import (
     write_cached_build,
 )
 from loom.migrate.cli import before_serving, migrate_app
+from loom.migrate.leftovers import leftover_renames
 
 if TYPE_CHECKING:
     from loom.lang import CompileResult
@@ -100,6 +101,9 @@ def _compile(
 
     with _collector_paused():
         result = compile_sources(sources) if sources is not None else compile_files(files)
+    if result.model is not None and files:
+        result.diagnostics.extend(leftover_renames(result.model, files[0], result.sources))
+        result.diagnostics.sort(key=lambda d: d.sort_key())
     if fmt is Format.json:
         typer.echo(render_json(result.diagnostics))
     elif result.diagnostics or not quiet_ok:

@@ -352,6 +352,11 @@ REGISTRY: dict[str, CodeInfo] = {
             _W,
             "a step the previous code cannot run against (a rolling deploy would fail meanwhile)",
         ),
+        CodeInfo(
+            "loom.leftover-rename",
+            _W,
+            "a `renamed from` that the last migration already applied: no database still needs it",
+        ),
     ]
 }
 

@@ -1,0 +1,140 @@
+"""`loom.leftover-rename`: a `renamed from` that no migration still needs (issue 11 §2).
+
+A rename of the schema is applied once, by the migration whose diff saw it: the next `migrate new`
+diffs the model against the LAST snapshot, and a database behind it gets the rename from the
+scripts, not from the model. So once the last migration's snapshot already has the new name and no
+longer the old one, the clause does nothing any more, and `loom check` says it may go.
+
+Precisely, for each `renamed from OLD` in the model, against the last snapshot of the model's
+`migrations/` folder:
+- an aggregate: a table comes from the new name (its `origin`) and none from the old one;
+- a field of an aggregate, a workflow's state or a projection: the table of its declaration has a
+  column for the new field and none for the old one;
+- an enum member: a column of the snapshot records the member rewrite (`enum_renamed`), which is
+  written only by the migration that ran it and the ones after it.
+Events and event fields are never flagged: a retained `log` channel or a dead letter may hold an
+event under its old name forever, and the clause is what still decodes it
+(docs/migrations.md#events-in-flight). No `migrations/` folder, or one that cannot be read: no
+finding (the migration commands report a broken folder).
+
+Reads the snapshot as plain JSON (`loom.migrate.folder`): `loom check` imports neither SQLAlchemy
+nor Alembic.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from loom.lang.diagnostics import Diagnostic, Span
+from loom.migrate.folder import MigrationsError, folder_for, revisions
+from loom.migrate.snapshot import Snapshot
+from loom.model import ir
+
+__all__ = ["leftover_renames"]
+
+CODE = "loom.leftover-rename"
+
+
+def leftover_renames(
+    model: ir.Model, first_file: Path, sources: Mapping[str, str]
+) -> list[Diagnostic]:
+    """The leftover `renamed from` clauses of `model`, against the last migration beside
+    `first_file`; [] without migrations."""
+    try:
+        existing = revisions(folder_for(first_file))
+        if not existing:
+            return []
+        last = existing[-1]
+        snapshot = last.snapshot()
+    except (MigrationsError, OSError):
+        return []
+    found = _Snapshot(snapshot)
+    out: list[Diagnostic] = []
+
+    def flag(origin: ir.Origin, old: str, new: str, what: str) -> None:
+        span = _clause(origin, old, sources)
+        if span is None:
+            return
+        out.append(
+            Diagnostic.make(
+                CODE,
+                f"`renamed from {old}` is left over: the last migration ({last.name}) already has "
+                f"the {what} as `{new}` and no longer as `{old}`, so no database migrated by this "
+                "folder still needs the rename",
+                span,
+                "applied by an earlier migration",
+                help=f"remove `renamed from {old}`",
+            )
+        )
+
+    for context in model.contexts:
+        c = context.name
+        for agg in context.aggregates:
+            old = agg.renamed_from
+            if old and found.has_table(f"{c}.{agg.name}") and not found.has_table(f"{c}.{old}"):
+                flag(agg.origin, old, agg.name, "aggregate's table")
+        holders = [
+            *((f"{c}.{a.name}", a.fields) for a in context.aggregates),
+            *((f"{c}.{w.name}", w.state) for w in context.workflows),
+            *((f"{c}.{p.name}", p.fields) for p in context.projections),
+        ]
+        for origin, fields in holders:
+            for f in fields:
+                old = f.renamed_from
+                if old and found.has_field(origin, f.name) and not found.has_field(origin, old):
+                    flag(f.origin, old, f.name, "field's column")
+        for enum in context.enums:
+            for member, old in enum.renamed_from:
+                if (old, member) in found.enum_rewrites:
+                    flag(enum.origin, old, member, "stored member")
+    return sorted(out, key=lambda d: (d.span.file, d.span.line, d.span.column))
+
+
+class _Snapshot:
+    """What the snapshot says of the model's names."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.fields: dict[str, set[str]] = {}
+        self.enum_rewrites: set[tuple[str, str]] = set()
+        for table in snapshot["tables"].values():
+            origin = table["info"].get("origin")
+            names = self.fields.setdefault(origin, set()) if isinstance(origin, str) else set()
+            for column in table["columns"]:
+                field = column["info"].get("field")
+                if isinstance(field, str):
+                    names.add(field)
+                rewrites = column["info"].get("enum_renamed")
+                if isinstance(rewrites, dict):
+                    self.enum_rewrites |= {(str(a), str(b)) for a, b in rewrites.items()}
+
+    def has_table(self, origin: str) -> bool:
+        return origin in self.fields
+
+    def has_field(self, origin: str, field: str) -> bool:
+        return field in self.fields.get(origin, ())
+
+
+_SEARCH_LIMIT = 4000  # characters after a declaration's start within which its clause is
+
+
+def _clause(origin: ir.Origin, old: str, sources: Mapping[str, str]) -> Span | None:
+    """The span of `renamed from OLD` at or after `origin` in its file: the IR keeps where a
+    declaration starts (an enum member's, where its enum does), and the clause follows."""
+    text = sources.get(origin.file)
+    if text is None:
+        return None
+    lines = text.splitlines(keepends=True)
+    if origin.line > len(lines):
+        return None
+    start = sum(len(line) for line in lines[: origin.line - 1]) + origin.column - 1
+    pattern = re.compile(rf"\brenamed\s+from\s+{re.escape(old)}\b")
+    m = pattern.search(text, start, start + _SEARCH_LIMIT)
+    if m is None:
+        return None
+    line = text.count("\n", 0, m.start()) + 1
+    column = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+    end_line = text.count("\n", 0, m.end()) + 1
+    end_column = m.end() - (text.rfind("\n", 0, m.end()) + 1) + 1
+    return Span(origin.file, line, column, end_line, end_column, m.start(), m.end())
