@@ -13,7 +13,10 @@ from loom.migrate.plan import make_plan
 from tests.lang.test_docs_diagnostics import SECTIONS
 from tests.migrate.test_lint_data import _snapshot, codes_expected
 
-MIGRATE = sorted(code for code in REGISTRY if code.startswith("loom.migrate-"))
+# `loom.migrate-pending-events` is about stored events, not the schema: its data-driven cases and
+# its section's examples are checked by tests/migrate/test_events_data.py
+EVENTS = "loom.migrate-pending-events"
+MIGRATE = sorted(code for code in REGISTRY if code.startswith("loom.migrate-") and code != EVENTS)
 
 
 def test_every_migrate_code_has_a_data_driven_case() -> None:

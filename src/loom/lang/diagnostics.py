@@ -353,6 +353,11 @@ REGISTRY: dict[str, CodeInfo] = {
             "a step the previous code cannot run against (a rolling deploy would fail meanwhile)",
         ),
         CodeInfo(
+            "loom.migrate-pending-events",
+            _E,
+            "a change would leave stored events (pending, dead or retained in a log) undecodable",
+        ),
+        CodeInfo(
             "loom.leftover-rename",
             _W,
             "a `renamed from` that the last migration already applied: no database still needs it",

@@ -34,6 +34,7 @@ from loom.build import (
 from loom.migrate.folder import MigrationsError, Revision, folder_for, revisions
 
 if TYPE_CHECKING:
+    from loom.migrate.pending import EventCheck
     from loom.model.ir import Model
 
 __all__ = ["before_serving", "migrate_app"]
@@ -88,11 +89,21 @@ def new(
             "aggregate, a narrowing type change).",
         ),
     ] = False,
+    database_url: Annotated[
+        str | None,
+        typer.Option(
+            help="The database whose stored events (pending, dead, retained in a log) the change "
+            "must keep decodable; default: the one `loom run` uses. Only read."
+        ),
+    ] = None,
 ) -> None:
     """Write the next migration into migrations/ beside the first model file: the steps from
-    the model as of the last migration to the model now, with their lint findings."""
+    the model as of the last migration to the model now, with their lint findings, and the
+    check that the events stored in the database still decode under the new model."""
     from loom.lang import compile_sources, render_text
+    from loom.migrate.events import events_in, events_of, with_events
     from loom.migrate.model import snapshot_of_build
+    from loom.migrate.pending import check_stored_events
     from loom.migrate.plan import make_plan, write_revision
     from loom.migrate.snapshot import empty
 
@@ -121,13 +132,20 @@ def new(
     current = snapshot_of_build(out, result.model)
     label = existing[-1].name if existing else "the last migration"
     plan = make_plan(old, current, fallback_file=str(files[0]), old_label=label)
+    events = events_of(result.model)
+    url = database_url or default_sqlite_url(files[0])
+    stored = asyncio.run(check_stored_events(url, events_in(old), events))
     if not plan.steps:
+        if _events_report(stored, url, str(files[0]), label, result.sources):
+            _fail("nothing written: stored events would not decode under the new model", 1)
         last = f"migration {existing[-1].name}" if existing else "an empty database"
         typer.echo(f"no changes: the model's schema is that of {last}; nothing written")
         return
     name = message or ("initial schema" if not existing else plan.lines()[0])
     typer.echo(f"plan of the next migration ({len(existing) + 1:04d}):")
     typer.echo(plan.render(result.sources, color=sys.stdout.isatty()))
+    if _events_report(stored, url, str(files[0]), label, result.sources):
+        _fail("nothing written: stored events would not decode under the new model (see above)", 1)
     if plan.errors:
         _fail("nothing written: the change cannot be applied to the existing rows (see above)", 1)
     if plan.data_loss and not allow_data_loss:
@@ -137,10 +155,35 @@ def new(
             1,
         )
     try:
-        revision = write_revision(folder, existing, name, plan, current)
+        snapshot = with_events(current, events, folder.parent)
+        revision = write_revision(folder, existing, name, plan, snapshot)
     except MigrationsError as exc:
         _fail(str(exc))
     typer.echo(f"wrote {revision.script} and {revision.snapshot_path.name}")
+
+
+def _events_report(
+    stored: EventCheck, url: str, fallback: str, old_label: str, sources: dict[str, str]
+) -> bool:
+    """Print what the check of stored events found; whether it refuses the change."""
+    from loom.lang.render import render_one, summary
+    from loom.migrate.pending import event_findings
+
+    where = safe_url(url)
+    if stored.skipped:
+        typer.echo(
+            f"events: the check of stored events was SKIPPED ({stored.skipped}); make sure no "
+            "event the change breaks is stored, or run again with --database-url"
+        )
+    for brk in stored.clear:
+        typer.echo(f"events: {brk.describe()}; no stored event is affected ({where})")
+    findings = event_findings(stored.pending, fallback_file=fallback, old_label=old_label)
+    if not findings:
+        return False
+    color = sys.stdout.isatty()
+    blocks = [render_one(d, {} if elsewhere else sources, color=color) for d, elsewhere in findings]
+    typer.echo("\n" + "\n\n".join(blocks) + "\n\n" + summary([d for d, _ in findings]))
+    return True
 
 
 def _build(files: Sequence[Path], sources: dict[str, str], model: Model) -> Path:

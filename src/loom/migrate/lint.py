@@ -29,7 +29,7 @@ from loom.migrate.steps import (
     type_text,
 )
 
-__all__ = ["DATA_LOSS", "Finding", "lint"]
+__all__ = ["DATA_LOSS", "Finding", "lint", "span_at"]
 
 DATA_LOSS = frozenset({"loom.migrate-drops-data", "loom.migrate-narrowing-type"})
 
@@ -43,7 +43,7 @@ class Finding:
     old_model: bool = False
 
 
-def _span(place: tuple[str, int] | None, fallback: str) -> Span:
+def span_at(place: tuple[str, int] | None, fallback: str) -> Span:
     """The span of a `file:line:column` source, as wide as the name declared there."""
     if place is not None:
         source, width = place
@@ -63,13 +63,13 @@ class _Where:
     def new_span(self, table: str, column: str | None = None) -> tuple[Span, bool]:
         """The span, and whether it is not a line of the current model (see `Finding`)."""
         source = _source(self.new, table, column)
-        return _span(source, self.fallback), source is None
+        return span_at(source, self.fallback), source is None
 
     def old_span(self, table: str, column: str | None = None) -> tuple[Span, bool]:
         """A line of the old model: its file is named as of the last migration, so that no
         renderer quotes the line of that number in the file as it is now."""
         source = _source(self.old, table, column)
-        span = _span(source, self.fallback)
+        span = span_at(source, self.fallback)
         if source is not None:
             span = replace(span, file=f"{span.file} (as of {self.old_label})")
         return span, True
