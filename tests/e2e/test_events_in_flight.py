@@ -166,3 +166,40 @@ def test_the_check_is_skipped_when_the_database_cannot_be_reached(tmp_path: Path
     code, out = _cli("migrate", "new", model, "--database-url", url)
     assert code == 0, out
     assert "the check of stored events was SKIPPED (cannot connect to the database" in out, out
+
+
+def test_a_log_channel_keeps_delivered_events_which_count(
+    tmp_path: Path, database_url: str
+) -> None:
+    """Delivered events a `log` channel retains are stored events too: removing their type is
+    refused for as long as the log keeps them."""
+    model = tmp_path / "bank" / "bank.loom"
+    model.parent.mkdir()
+    logged = V1.replace("{ carries: Credited }", "{ carries: Credited  retention: log }")
+    model.write_text(logged, encoding="utf-8")
+    assert _cli("migrate", "new", model)[0] == 0
+    assert _cli("migrate", "apply", model, "--database-url", database_url)[0] == 0
+
+    async def deposit_and_deliver() -> None:
+        async with serve([model], database_url) as old:
+            account = str((await _ok(old, "POST", "/api/accounts", {}))["id"])
+            await _ok(old, "POST", f"/api/accounts/{account}/deposit", {"amount": 5})
+            await old.settle()
+            assert await _outbox(old) == [("Bank.Credited", "delivered")]
+
+    asyncio.run(deposit_and_deliver())
+    model.write_text(
+        REMOVED.replace("{ carries: Deposited }", "{ carries: Deposited  retention: log }")
+    )
+    code, out = _cli("migrate", "new", model, "--database-url", database_url)
+    assert code == 1, out
+    assert "1 stored event of Bank.Credited (1 retained in a log) would not decode" in out, out
+    assert "declare the event that replaces it `renamed from Credited`" in out
+    # the upcast the model states: the new event is `renamed from` the stored type
+    renamed = REMOVED.replace("event Deposited {", "event Deposited renamed from Credited {")
+    model.write_text(
+        renamed.replace("{ carries: Deposited }", "{ carries: Deposited  retention: log }")
+    )
+    code, out = _cli("migrate", "new", model, "--database-url", database_url)
+    assert code == 0, out
+    assert "pending-events" not in out
