@@ -92,5 +92,5 @@ def test_loom_check_prints_it_and_succeeds(tmp_path: Path) -> None:
     model = _migrated(case / "before.loom", (case / "after.loom").read_text(), tmp_path)
     got = CliRunner().invoke(cli.app, ["check", "--color", "never", str(model)])
     assert got.exit_code == 0, got.output
-    assert got.output.count("warning[loom.leftover-rename]") == 4, got.output
+    assert got.output.count("warning[loom.leftover-rename]") == 5, got.output
     assert "remove `renamed from name`" in got.output
