@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import column, select, table
+from sqlalchemy import column, select, table, update
 from typer.testing import CliRunner
 
 from loom import cli
 from loom.testing import ServiceClient, serve
 
 OUTBOX = table("__loom_outbox", column("event_type"), column("status"))
+OUTBOX_ID = table("__loom_outbox", column("event_id"), column("status"))
 
 V1 = """
 context Bank {
@@ -154,6 +155,26 @@ def test_a_pending_event_survives_a_defaulted_field_and_is_delivered(
             assert await _outbox(now) == []
 
     asyncio.run(deliver())
+
+
+def test_dead_letters_count(tmp_path: Path, database_url: str) -> None:
+    model = _first_version(tmp_path, database_url)
+    asyncio.run(_write_pending(model, database_url))
+
+    async def dead_letter_one() -> None:  # as the relay does at max_attempts
+        async with serve([model], database_url, settle=False) as old:
+            await old.service.stop_relay()
+            async with old.service.engine.begin() as conn:
+                first = (await conn.execute(select(OUTBOX_ID.c.event_id).limit(1))).scalar_one()
+                await conn.execute(
+                    update(OUTBOX_ID).where(OUTBOX_ID.c.event_id == first).values(status="dead")
+                )
+
+    asyncio.run(dead_letter_one())
+    model.write_text(REMOVED, encoding="utf-8")
+    code, out = _cli("migrate", "new", model, "--database-url", database_url)
+    assert code == 1, out
+    assert "2 stored events of Bank.Credited (1 dead-lettered, 1 pending)" in out, out
 
 
 def test_the_check_is_skipped_when_the_database_cannot_be_reached(tmp_path: Path) -> None:

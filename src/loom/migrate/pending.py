@@ -120,7 +120,7 @@ def _payload(text: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-_STATUS = {"pending": "pending", "dead": "dead letters", "delivered": "retained in a log"}
+_STATUS = {"pending": "pending", "dead": "dead-lettered", "delivered": "retained in a log"}
 
 
 def event_findings(
