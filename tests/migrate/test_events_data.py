@@ -82,3 +82,11 @@ def test_what_a_break_affects() -> None:
     old = _events(DATA / "type-change" / "before.loom")
     (changed,) = breaks(old, _events(DATA / "type-change" / "after.loom"))
     assert changed.affects({"amount": 1}) and not changed.affects({"amount": None})
+
+
+def test_an_event_no_channel_carries_is_never_stored() -> None:
+    before = _events(DATA / "removed-event" / "before.loom")
+    assert before["Bank.Credited"]["durable"]
+    in_process = {**before, "Bank.Credited": {**before["Bank.Credited"], "durable": False}}
+    (removed,) = breaks(in_process, _events(DATA / "removed-event" / "after.loom"))
+    assert not removed.durable  # `loom migrate new` prints no line about it

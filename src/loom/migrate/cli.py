@@ -175,7 +175,7 @@ def _events_report(
             f"events: the check of stored events was SKIPPED ({stored.skipped}); make sure no "
             "event the change breaks is stored, or run again with --database-url"
         )
-    for brk in stored.clear:
+    for brk in (b for b in stored.clear if b.durable):  # in-process events are never stored
         typer.echo(f"events: {brk.describe()}; no stored event is affected ({where})")
     findings = event_findings(stored.pending, fallback_file=fallback, old_label=old_label)
     if not findings:

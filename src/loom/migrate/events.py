@@ -24,6 +24,7 @@ database's event types are then checked against the model (a type no event decod
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +57,7 @@ class EventFieldSnap(TypedDict):
 
 class EventSnap(TypedDict):
     formerly: list[str]  # the qualified names stored events of it may still carry
+    durable: bool  # a channel carries it: only then is it stored
     fields: list[EventFieldSnap]
     source: str | None
 
@@ -66,10 +68,15 @@ EventsSnap = dict[str, EventSnap]  # by qualified type: `Bank.Credited`
 def events_of(model: ir.Model) -> EventsSnap:
     """The events section of `model`."""
     out: EventsSnap = {}
+    durable = {
+        f"{e.context}.{e.name}" for c in model.contexts for ch in c.channels for e in ch.events
+    }
     for context in model.contexts:
         for event in context.events:
-            out[f"{context.name}.{event.name}"] = {
+            name = f"{context.name}.{event.name}"
+            out[name] = {
                 "formerly": [f"{context.name}.{event.renamed_from}"] if event.renamed_from else [],
+                "durable": name in durable,
                 "fields": [
                     {
                         "name": f.name,
@@ -146,6 +153,7 @@ class Break:
     now: str | None = None  # `type`: the new field's type
     source: str | None = None  # the new field's (or, `removed`, the old event's) place
     in_old_model: bool = False  # `source` is a place in the model as of the last migration
+    durable: bool = True  # the old model stored events of it (a channel carried it)
 
     def affects(self, payload: Mapping[str, Any]) -> bool:
         """Whether a stored event of one of the `stored` types fails to decode."""
@@ -208,7 +216,7 @@ def breaks(old: EventsSnap, new: EventsSnap) -> list[Break]:
                         source=f["source"],
                     )
                 )
-    return out
+    return [dataclasses.replace(b, durable=old[b.old]["durable"]) for b in out]
 
 
 def unknown_types(stored: set[str], old: EventsSnap | None, new: EventsSnap) -> list[Break]:
