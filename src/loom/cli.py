@@ -29,7 +29,6 @@ from loom.build import (
     write_cached_build,
 )
 from loom.migrate.cli import before_serving, migrate_app
-from loom.migrate.leftovers import leftover_renames
 
 if TYPE_CHECKING:
     from loom.lang import CompileResult
@@ -98,6 +97,7 @@ def _compile(
     # Imported here, not at the top: `loom run` with an unchanged model never loads the compiler,
     # which is most of its start-up time. No cycle hides behind it (loom.lang never imports cli).
     from loom.lang import compile_files, compile_sources, render_json, render_text
+    from loom.migrate.leftovers import leftover_renames  # imports loom.lang: loaded with it
 
     with _collector_paused():
         result = compile_sources(sources) if sources is not None else compile_files(files)
