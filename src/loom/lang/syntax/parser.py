@@ -12,7 +12,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 from lark.lexer import PatternStr
 
 from loom.lang.diagnostics import Sink, Span
-from loom.lang.syntax import ast, reduce
+from loom.lang.syntax import ast, descent, reduce
 from loom.lang.syntax.grammar import lark_parser
 from loom.lang.syntax.tree_to_ast import Build
 from loom.lang.syntax.unknown_declaration import report_unknown_declaration
@@ -99,6 +99,12 @@ def _end_of_text(file: str, text: str) -> Span:
 def parse_file(file: str, text: str, sink: Sink) -> ast.File:
     # The tree builder runs as the parser reduces, so what it reports waits for the end of the
     # file: a file with a syntax error gets that one diagnostic, never ones about its first half.
+    found = Sink()
+    fast: ast.File | None = descent.parse(text, Build(file, found))
+    if fast is not None:
+        sink.items += found.items
+        return fast
+    # lark decides (and words any syntax error); what the fast parser's builder reported is dropped
     found = Sink()
     try:
         tree: ast.File = reduce.parse(text, Build(file, found))

@@ -1,0 +1,156 @@
+"""The fast parser's tokens (`descent.py`): the whole text scanned at once with the grammar's own
+terminals, and where lark's contextual lexer would read a word as a keyword.
+
+lark's contextual lexer matches, in each parser state, only the terminals that state accepts, in a
+fixed order; a word spelled like a keyword is that keyword only where the state accepts it. This
+scanner matches every terminal, in that same order, so wherever the fast parser accepts the token it
+finds, lark's lexer in that place finds the same one. The one difference left is a word spelled like
+a keyword that the fast parser takes as a name: lark takes it as the keyword when the state after
+the previous token accepts it, which `reserved_after` over-approximates (every state a shift of
+that token leads to), so the fast parser gives up there and lark decides.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import re
+from dataclasses import dataclass
+
+from lark.lexer import PatternStr
+from lark.parsers.lalr_analysis import Shift
+
+from loom.lang.syntax.grammar import lark_parser
+
+# The kind of a name, a literal or a number: lark's terminal names. A keyword's or a punctuation
+# mark's kind is its own text (`operation`, `{`, `:=`).
+NAME = "NAME"
+END = "$END"
+BAD = "$BAD"  # a character no terminal matches: no rule accepts it, so the fast parser gives up
+_MARK = "MARK"  # the scanner's group of punctuation marks, whose kind is their text
+
+
+@dataclass(frozen=True)
+class _Grammar:
+    scanner: re.Pattern[str]  # one match per token, the spaces and comments before it skipped
+    kinds: list[str]  # regex group index -> kind
+    keywords: frozenset[str]  # the words the grammar spells as keywords
+    terminal_of: dict[
+        str, str
+    ]  # a kind -> lark's terminal name (`{` -> LBRACE, `operation` -> OPERATION)
+    reserved_after: dict[str, frozenset[str]]  # lark terminal -> keyword terminals it may reserve
+    reserved_at_start: frozenset[str]
+
+
+@functools.cache
+def grammar() -> _Grammar:
+    parser = lark_parser()
+    ignore = set(parser.lexer_conf.ignore)
+    words: dict[str, str] = {}
+    skipped: list[str] = []
+    marks: list[str] = []
+    groups: list[tuple[str, str]] = []
+    kind_of: dict[str, str] = {}
+    # lark's own order of trying terminals (BasicLexer), so the first match is the one lark finds;
+    # a space or a comment, wherever one matches, is the first that does
+    for t in sorted(
+        parser.terminals,
+        key=lambda x: (-x.priority, -x.pattern.max_width, -len(x.pattern.value), x.name),
+    ):
+        if isinstance(t.pattern, PatternStr) and t.pattern.value.isidentifier():
+            words[t.pattern.value] = t.name  # matched as a NAME, then told apart (lark's "unless")
+        elif t.name in ignore:
+            skipped.append(t.pattern.to_regexp())
+        elif isinstance(t.pattern, PatternStr):
+            marks.append(t.pattern.to_regexp())
+        else:
+            groups.append((t.name, t.pattern.to_regexp()))
+            kind_of[t.name] = t.name
+    # the punctuation marks come after every other terminal in that order: one group of them (a
+    # mark's kind is its text) is several times faster to match than a group each
+    groups.append((_MARK, "|".join(marks)))
+    tokens = "|".join(f"(?P<{name}>{regexp})" for name, regexp in groups)
+    # The skipping is atomic (never given back to find a token inside a comment), and the end of
+    # the text is a token, so spaces and comments at the end are skipped too.
+    skip = "|".join(skipped)
+    scanner = re.compile(f"(?>(?:{skip})*)(?:{tokens}|(?P<BAD>.)|(?P<END>\\Z))", re.DOTALL)
+    kind_of["BAD"] = BAD
+    kind_of["END"] = END
+    kind_of[_MARK] = _MARK
+    kinds = [""] * (scanner.groups + 1)
+    for name, index in scanner.groupindex.items():
+        kinds[index] = kind_of[name]
+    terminal_of = {
+        (t.pattern.value if isinstance(t.pattern, PatternStr) else t.name): t.name
+        for t in parser.terminals
+    }
+    table = parser.parser.parser._parse_table
+    after: dict[str, set[str]] = {}
+    for actions in table.states.values():
+        for terminal, (action, target) in actions.items():
+            if action is Shift:
+                after.setdefault(terminal, set()).update(table.states[target])
+    keyword_terminals = set(words.values())
+    start = table.states[table.start_states["start"]]
+    return _Grammar(
+        scanner,
+        kinds,
+        frozenset(words),
+        terminal_of,
+        {t: frozenset(s & keyword_terminals) for t, s in after.items()},
+        frozenset(set(start) & keyword_terminals),
+    )
+
+
+class Tokens:
+    """The tokens of a text as parallel lists: kind, text, offset, line and column (1-based), the
+    last one `END` (right after a `BAD` one, if any). Every token the parser reads lies on one
+    line."""
+
+    __slots__ = ("columns", "kinds", "lines", "offsets", "texts")
+
+    def __init__(self, text: str) -> None:
+        g = grammar()
+        kind_at, keywords = g.kinds, g.keywords
+        found = [(m.lastindex or 0, m) for m in g.scanner.finditer(text)]
+        kinds = [kind_at[i] for i, _ in found]
+        texts = [m.group(i) for i, m in found]
+        offsets = [m.start(i) for i, m in found]
+        if BAD in kinds:
+            del kinds[kinds.index(BAD) + 1 :]
+            del texts[len(kinds) :], offsets[len(kinds) :]
+            kinds.append(END)
+            texts.append("")
+            offsets.append(len(text))
+        # a name spelled like a keyword is that keyword's kind (whether it is one is the parser's call)
+        kinds = [
+            t if k == _MARK or (k == NAME and t in keywords) else k
+            for k, t in zip(kinds, texts, strict=True)
+        ]
+        if len(kinds) > 1 and kinds[-2] == END:  # spaces or comments at the end: matched twice
+            del kinds[-1], texts[-1], offsets[-1]
+        line_starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
+        lines = [bisect.bisect_right(line_starts, o) for o in offsets]
+        self.columns = [o - line_starts[n - 1] + 1 for o, n in zip(offsets, lines, strict=True)]
+        self.kinds, self.texts, self.offsets, self.lines = kinds, texts, offsets, lines
+
+
+_NEWLINE = re.compile("\n")
+
+
+def reserved(tokens: Tokens, names: list[int]) -> bool:
+    """Whether lark's lexer may read one of the words at `names` (tokens spelled like keywords that
+    the fast parser read as names) as its keyword, judged by the token before it."""
+    g = grammar()
+    taken = set(names)
+    for i in names:
+        word = g.terminal_of[tokens.texts[i]]
+        if i == 0:
+            if word in g.reserved_at_start:
+                return True
+            continue
+        kind = tokens.kinds[i - 1]
+        before = NAME if (i - 1) in taken else g.terminal_of.get(kind, kind)
+        if word in g.reserved_after.get(before, ()):
+            return True
+    return False
