@@ -17,6 +17,11 @@ def o(line: int, file: str = "catalog.loom") -> ir.Origin:
     return ir.Origin(file, line, 3)
 
 
+def ev_field(name: str, t: ir.Type, line: int = 1) -> ir.Field:
+    """A field of an event (no default, not renamed)."""
+    return ir.Field(name, t, None, False, o(line))
+
+
 def sf(name: str, t: ir.Type, kind: str = "field") -> ir.SelfField:
     return ir.SelfField(name, t, name, kind)  # type: ignore[arg-type]
 
@@ -114,11 +119,7 @@ def catalog() -> ir.Context:
         (ir.Enum("Color", ("Red", "DarkBlue"), o(2)),),
         (box,),
         (),
-        (
-            ir.Event(
-                "Repriced", CAT, (ir.Parameter("box", BOX_ID), ir.Parameter("from", STR)), o(19)
-            ),
-        ),
+        (ir.Event("Repriced", CAT, (ev_field("box", BOX_ID), ev_field("from", STR)), o(19)),),
         (ping, make),
         o(1),
     )

@@ -13,6 +13,11 @@ def o(line: int, col: int = 3) -> ir.Origin:
     return ir.Origin(F, line, col)
 
 
+def ev_field(name: str, t: ir.Type, line: int = 1) -> ir.Field:
+    """A field of an event (no default, not renamed)."""
+    return ir.Field(name, t, None, False, o(line))
+
+
 INT, STR, BOOL, DEC, DT = ir.INT, ir.STRING, ir.BOOL, ir.DECIMAL, ir.DATETIME
 ACC_ID = ir.IdType("Account", CTX)
 CUS_ID = ir.IdType("Customer", CTX)
@@ -355,22 +360,22 @@ def banking_model() -> ir.Model:
             ir.Event(
                 "MoneyWithdrawn",
                 CTX,
-                (ir.Parameter("account", ACC_ID), ir.Parameter("amount", INT)),
+                (ev_field("account", ACC_ID), ev_field("amount", INT)),
                 o(53),
             ),
             ir.Event(
                 "MoneyDeposited",
                 CTX,
-                (ir.Parameter("account", ACC_ID), ir.Parameter("amount", INT)),
+                (ev_field("account", ACC_ID), ev_field("amount", INT)),
                 o(54),
             ),
             ir.Event(
                 "TransferMade",
                 CTX,
                 (
-                    ir.Parameter("from", ACC_ID),
-                    ir.Parameter("to", ACC_ID),
-                    ir.Parameter("amount", INT),
+                    ev_field("from", ACC_ID),
+                    ev_field("to", ACC_ID),
+                    ev_field("amount", INT),
                 ),
                 o(55),
             ),

@@ -21,6 +21,11 @@ def o(line: int) -> ir.Origin:
     return ir.Origin(F, line, 3)
 
 
+def ev_field(name: str, t: ir.Type, line: int = 1) -> ir.Field:
+    """A field of an event (no default, not renamed)."""
+    return ir.Field(name, t, None, False, o(line))
+
+
 def lit(v: object, t: ir.Type = INT) -> ir.Literal_:
     return ir.Literal_(v, t, f'"{v}"' if t == STR else str(v))  # type: ignore[arg-type]
 
@@ -512,7 +517,7 @@ def support_context() -> ir.Context:
         (ir.Enum("Status", ("Open", "Breached", "Closed"), o(2)),),
         (ticket(), note()),
         (repo,),
-        (ir.Event("TicketOpened", CTX, (p("ticket", TID), p("code", STR)), o(38)),),
+        (ir.Event("TicketOpened", CTX, (ev_field("ticket", TID), ev_field("code", STR)), o(38)),),
         (*workflows(), rate_workflow()),
         o(1),
         criteria=criteria(),

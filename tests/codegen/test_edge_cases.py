@@ -43,7 +43,10 @@ def test_edge_names() -> None:
     assert "from_: str" in domain and "def reprice(self, class_: Decimal)" in domain
     assert 'price: Decimal = Decimal("0.00")' in domain
     assert "return decimals.mul(self.price, 2)" in domain
-    assert 'Column("from", String, nullable=False)' in files["catalog/tables.py"]
+    assert (
+        'Column("from", String, nullable=False, info={"loom": {"field": "from"}})'
+        in (files["catalog/tables.py"])
+    )
     assert 'from_: WireText = Field(alias="from")' in files["catalog/schemas.py"]
     assert "class BoxRepository(Repository[Box])" in files["catalog/repositories.py"]
     assert "from ..catalog.ids import BoxId" in files["shipping/domain.py"]

@@ -28,6 +28,7 @@ EXAMPLES = {
     "ok_values_payloads": ["tests/lang/data/ok/values_payloads.loom"],
     "shop": ["examples/shop/shop.loom"],
     "ok_events": ["tests/lang/data/ok/events.loom"],
+    "ok_renames": ["tests/lang/data/ok/renames.loom"],
     "principal": ["tests/e2e/models/principal.loom"],
     "reminder_at_loaded": ["tests/e2e/models/reminder_at_loaded.loom"],
     "mutual_ids": ["tests/e2e/models/mutual_ids.loom"],

@@ -21,6 +21,7 @@ EXAMPLES = {
     "shop": ["examples/shop/shop.loom"],
     "scheduling": ["examples/scheduling/scheduling.loom"],
     "ok_events": ["tests/lang/data/ok/events.loom"],
+    "ok_renames": ["tests/lang/data/ok/renames.loom"],
     "principal": ["tests/e2e/models/principal.loom"],
     "reminder_at_loaded": ["tests/e2e/models/reminder_at_loaded.loom"],
     "mutual_ids": ["tests/e2e/models/mutual_ids.loom"],

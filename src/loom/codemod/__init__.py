@@ -1,6 +1,6 @@
 """Codemods: rewrite `.loom` files when the language changes (`loom fix <codemod>`, see
 docs/codemods.md). Each codemod is one module; `handles.py` lifts the removed workflow `handle`
-members into `commandHandler`s. They scan text with the front end's own grammar terminals and word
+members into `commandHandler`s, over the file structure `scan.py` reads. They scan text with the front end's own grammar terminals and word
 lists (`loom.lang.syntax.grammar`, `loom.lang.check.reads`), so they read names, strings and
 comments exactly as the compiler does.
 """

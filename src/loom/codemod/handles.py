@@ -14,32 +14,17 @@ above it. A member already carrying that comment is left alone, so a second run 
 
 from __future__ import annotations
 
-import bisect
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from loom.codemod.scan import CodemodError, Context, Handle, Scanned, Text, Workflow, name_at, scan
 from loom.lang.check.reads import READS
-from loom.lang.syntax.grammar import keywords_after, terminal_pattern
 
 MARKER = "// not lifted — "
 # Markers written by other tools (the TypeScript codemod the spec mentions) count as marked too.
 _MARKER_RE = re.compile(r"//\s*(?:codemod-workflow-handle:\s*)?not lifted\s*(?:—|--|-)\s*(.*)$")
-
-# Where a workflow member starts, the lexer reads these words as keywords, so none of them names a
-# state field there (`id`, `for`, `message`, ... may).
-_MEMBER_START = "context C { workflow W { "
-
-
-class CodemodError(Exception):
-    """A file the codemod cannot read as Loom; the message names the place."""
-
-    def __init__(self, message: str, line: int = 0, column: int = 0) -> None:
-        super().__init__(message)
-        self.message = message
-        self.line = line
-        self.column = column
 
 
 # --------------------------------------------------------------------------------------------------
@@ -83,294 +68,11 @@ class FileResult:
 
 
 # --------------------------------------------------------------------------------------------------
-# Tokens
-
-
-@dataclass
-class _Tok:
-    kind: str  # name | str | num | op
-    text: str
-    start: int
-    end: int
-
-
-# Comments, strings, numbers and names are the grammar's own terminals; anything else is one
-# operator character (or a two-character one), which is all the structure the codemod reads.
-_TOKEN_RE = re.compile(
-    "|".join(
-        [
-            r"(?P<ws>[ \t\r\n\f\ufeff]+)",
-            f"(?P<lc>{terminal_pattern('LINE_COMMENT')})",
-            f"(?P<bc>{terminal_pattern('BLOCK_COMMENT')})",
-            f"(?P<str>{terminal_pattern('STRING')})",
-            f"(?P<num>{terminal_pattern('DECIMAL')}|{terminal_pattern('INT')})",
-            f"(?P<name>{terminal_pattern('NAME')})",
-            r"(?P<op>:=|\+=|-=|==|!=|<=|>=|&&|\|\||[^\sA-Za-z0-9_])",
-        ]
-    )
-)
-
-_OPEN = {"{": "}", "(": ")", "[": "]"}
-_CLOSE = {v: k for k, v in _OPEN.items()}
-
-
-class _Text:
-    """A file's text with offset -> line/column."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
-
-    def pos(self, offset: int) -> tuple[int, int]:
-        i = bisect.bisect_right(self.line_starts, offset) - 1
-        return i + 1, offset - self.line_starts[i] + 1
-
-    def line_start(self, offset: int) -> int:
-        return self.line_starts[bisect.bisect_right(self.line_starts, offset) - 1]
-
-    def line_end(self, offset: int) -> int:
-        """Offset of the `\\n` ending the line holding `offset` (or len(text))."""
-        n = self.text.find("\n", offset)
-        return len(self.text) if n < 0 else n
-
-    def error(self, message: str, offset: int) -> CodemodError:
-        line, col = self.pos(offset)
-        return CodemodError(message, line, col)
-
-
-def _tokenize(src: _Text) -> list[_Tok]:
-    text = src.text
-    toks: list[_Tok] = []
-    pos = 0
-    while pos < len(text):
-        m = _TOKEN_RE.match(text, pos)
-        if text.startswith("/*", pos) and (m is None or m.lastgroup != "bc"):
-            raise src.error("unterminated block comment (`/*` is never closed)", pos)
-        if text[pos] == '"' and (m is None or m.lastgroup != "str"):
-            raise src.error('unterminated string literal (close it with `"` on the same line)', pos)
-        assert m is not None  # the last alternative matches any one character
-        kind = m.lastgroup or "op"
-        if kind in ("name", "str", "num", "op"):
-            toks.append(_Tok(kind, m.group(), m.start(), m.end()))
-        pos = m.end()
-    return toks
-
-
-def _match_brackets(src: _Text, toks: list[_Tok]) -> dict[int, int]:
-    """Token index of each opening bracket -> index of its closing one; mismatches are errors."""
-    pairs: dict[int, int] = {}
-    stack: list[int] = []
-    for i, t in enumerate(toks):
-        if t.kind != "op":
-            continue
-        if t.text in _OPEN:
-            stack.append(i)
-        elif t.text in _CLOSE:
-            if not stack:
-                raise src.error(f"unexpected `{t.text}` (nothing is open here)", t.start)
-            j = stack.pop()
-            if toks[j].text != _CLOSE[t.text]:
-                line, col = src.pos(toks[j].start)
-                raise src.error(
-                    f"`{t.text}` does not close the `{toks[j].text}` opened at {line}:{col}",
-                    t.start,
-                )
-            pairs[j] = i
-    if stack:
-        t = toks[stack[-1]]
-        raise src.error(f"`{t.text}` is never closed", t.start)
-    return pairs
-
-
-# --------------------------------------------------------------------------------------------------
-# Structure
-
-
-@dataclass
-class _Handle:
-    kw: int  # token index of `handle`
-    name: str
-    params: list[str]
-    params_close: int  # token index of `)`
-    header: list[int]  # token indexes between `)` and the body's `{`
-    body_open: int
-    body_close: int
-
-
-@dataclass
-class _Workflow:
-    name: str
-    kw: int
-    open: int
-    close: int
-    transactional: str | None  # None, "" (bare) or the isolation level
-    event_sourced: bool
-    state: set[str] = field(default_factory=set)
-    functions: set[str] = field(default_factory=set)
-    handles: list[_Handle] = field(default_factory=list)
-    other_members: bool = False  # anything besides handles
-
-
-@dataclass
-class _Context:
-    name: str
-    workflows: list[_Workflow] = field(default_factory=list)
-    handlers: dict[str, str] = field(default_factory=dict)  # name -> "commandHandler"/...
-    repositories: dict[str, str] = field(default_factory=dict)  # repo -> aggregate
-    aggregates: set[str] = field(default_factory=set)
-
-
-@dataclass
-class _Scanned:
-    src: _Text
-    toks: list[_Tok]
-    pairs: dict[int, int]
-    contexts: list[_Context]
-
-
-def _scan(text: str) -> _Scanned:
-    src = _Text(text)
-    toks = _tokenize(src)
-    pairs = _match_brackets(src, toks)
-    contexts: list[_Context] = []
-    i = 0
-    while i < len(toks):
-        t = toks[i]
-        if (
-            t.text == "context"
-            and t.kind == "name"
-            and i + 2 < len(toks)
-            and toks[i + 1].kind == "name"
-            and toks[i + 2].text == "{"
-        ):
-            ctx = _Context(toks[i + 1].text)
-            _scan_context(src, toks, pairs, ctx, i + 3, pairs[i + 2])
-            contexts.append(ctx)
-            i = pairs[i + 2] + 1
-        elif t.text in _OPEN and t.kind == "op":
-            i = pairs[i] + 1
-        else:
-            i += 1
-    return _Scanned(src, toks, pairs, contexts)
-
-
-def _name_at(toks: list[_Tok], i: int) -> str | None:
-    return toks[i].text if i < len(toks) and toks[i].kind == "name" else None
-
-
-def _scan_context(
-    src: _Text, toks: list[_Tok], pairs: dict[int, int], ctx: _Context, i: int, end: int
-) -> None:
-    while i < end:
-        t = toks[i]
-        prev = toks[i - 1].text if i > 0 else ""
-        if t.kind == "op" and t.text in _OPEN:
-            i = pairs[i] + 1
-            continue
-        if t.kind == "name" and prev != "." and _name_at(toks, i + 1):
-            name = toks[i + 1].text
-            if t.text in ("commandHandler", "queryHandler"):
-                ctx.handlers.setdefault(name, t.text)
-            elif t.text == "aggregate":
-                ctx.aggregates.add(name)
-            elif (
-                t.text == "repository" and _name_at(toks, i + 2) == "for" and _name_at(toks, i + 3)
-            ):
-                ctx.repositories[name] = toks[i + 3].text
-            elif t.text == "workflow":
-                i = _scan_workflow(src, toks, pairs, ctx, i, end)
-                continue
-        i += 1
-
-
-def _scan_workflow(
-    src: _Text, toks: list[_Tok], pairs: dict[int, int], ctx: _Context, kw: int, end: int
-) -> int:
-    name = toks[kw + 1].text
-    j = kw + 2
-    tx: str | None = None
-    event_sourced = False
-    while j < end and toks[j].text != "{":
-        t = toks[j]
-        if t.text == "transactional":
-            tx = ""
-            if j + 3 < end and toks[j + 1].text == "(" and toks[j + 3].text == ")":
-                tx = toks[j + 2].text
-        elif t.text == "eventSourced":
-            event_sourced = True
-        j = pairs[j] + 1 if t.text in ("(", "[") else j + 1
-    if j >= end:
-        raise src.error(f"workflow `{name}` has no body (`{{` expected)", toks[kw].start)
-    wf = _Workflow(name, kw, j, pairs[j], tx, event_sourced)
-    k = j + 1
-    while k < wf.close:
-        t = toks[k]
-        prev = toks[k - 1].text
-        if t.kind == "op" and t.text in _OPEN:
-            wf.other_members = True
-            k = pairs[k] + 1
-            continue
-        if t.kind == "name" and t.text == "handle" and prev != "." and _name_at(toks, k + 1):
-            h = _scan_handle(src, toks, pairs, k, wf.close)
-            wf.handles.append(h)
-            k = h.body_close + 1
-            continue
-        wf.other_members = True
-        if t.kind == "name" and t.text == "function" and _name_at(toks, k + 1):
-            wf.functions.add(toks[k + 1].text)
-        elif (
-            t.kind == "name"
-            and toks[k + 1].text == ":"
-            and prev not in (".", "?")
-            and t.text not in keywords_after(_MEMBER_START)
-        ):
-            wf.state.add(t.text)
-        k += 1
-    ctx.workflows.append(wf)
-    return wf.close + 1
-
-
-def _scan_handle(src: _Text, toks: list[_Tok], pairs: dict[int, int], kw: int, end: int) -> _Handle:
-    name = toks[kw + 1].text
-    if toks[kw + 2].text != "(":
-        raise src.error(
-            f"`handle {name}` must be followed by its parameters `(…)`", toks[kw + 1].end
-        )
-    close = pairs[kw + 2]
-    params: list[str] = []
-    expect_name = True
-    j = kw + 3
-    while j < close:
-        t = toks[j]
-        if t.text in ("(", "[", "{"):
-            j = pairs[j] + 1
-            continue
-        if expect_name and t.kind == "name":
-            params.append(t.text)
-            expect_name = False
-        elif t.text == ",":
-            expect_name = True
-        j += 1
-    header: list[int] = []
-    j = close + 1
-    while j < end and toks[j].text != "{":
-        header.append(j)
-        if toks[j].text in ("(", "["):
-            header.extend(range(j + 1, pairs[j] + 1))
-            j = pairs[j] + 1
-        else:
-            j += 1
-    if j >= end:
-        raise src.error(f"`handle {name}` has no body (`{{` expected)", toks[kw].start)
-    return _Handle(kw, name, params, close, header, j, pairs[j])
-
-
-# --------------------------------------------------------------------------------------------------
 # Analysis
 
 
 def _reasons(
-    sc: _Scanned, ctx: _Context, wf: _Workflow, h: _Handle, reserved: dict[str, str]
+    sc: Scanned, ctx: Context, wf: Workflow, h: Handle, reserved: dict[str, str]
 ) -> list[str]:
     toks = sc.toks
     out: list[str] = []
@@ -432,7 +134,7 @@ def _reasons(
             note(aggregates, ctx.repositories[name])
         elif name in ctx.aggregates and nxt == ".":
             note(aggregates, name)
-        elif nxt == "." and _name_at(toks, i + 2) in READS and name[:1].isupper():
+        elif nxt == "." and name_at(toks, i + 2) in READS and name[:1].isupper():
             note(aggregates, f"the aggregate of `{name}`")  # a repository declared elsewhere
     if state_reads:
         shown = ", ".join(f"`{s}`" for s in state_reads)
@@ -453,7 +155,7 @@ def _reasons(
     return out
 
 
-def _marker_of(src: _Text, offset: int) -> str | None:
+def _marker_of(src: Text, offset: int) -> str | None:
     """The reason of a `not lifted` marker in the comment lines right above `offset`'s line."""
     text = src.text
     start = src.line_start(offset)
@@ -475,7 +177,7 @@ def _marker_of(src: _Text, offset: int) -> str | None:
 # Rewriting
 
 
-def _indent_of(src: _Text, offset: int) -> str:
+def _indent_of(src: Text, offset: int) -> str:
     start = src.line_start(offset)
     line = src.text[start : src.line_end(start)]
     return line[: len(line) - len(line.lstrip(" \t"))]
@@ -511,10 +213,10 @@ def _dedent(text: str, by: int, first_indent: str | None) -> str:
 
 
 def _rewrite_workflow(
-    sc: _Scanned,
-    wf: _Workflow,
-    lifted: list[_Handle],
-    marked: list[tuple[_Handle, str]],
+    sc: Scanned,
+    wf: Workflow,
+    lifted: list[Handle],
+    marked: list[tuple[Handle, str]],
     nl: str,
 ) -> list[_Edit]:
     src, toks, text = sc.src, sc.toks, sc.src.text
@@ -648,11 +350,11 @@ def fix_sources(sources: Mapping[str, str]) -> dict[str, FileResult]:
     """Rewrite in-memory texts (name -> text). The files are taken as one model: a context split
     across several of them shares one set of handler names."""
     results: dict[str, FileResult] = {}
-    scanned: dict[str, _Scanned] = {}
-    merged: dict[str, _Context] = {}
+    scanned: dict[str, Scanned] = {}
+    merged: dict[str, Context] = {}
     for name, text in sources.items():
         try:
-            sc = _scan(text)
+            sc = scan(text)
         except CodemodError as exc:
             results[name] = FileResult(
                 name, text, text, error=f"{name}:{exc.line}:{exc.column}: {exc.message}"
@@ -660,7 +362,7 @@ def fix_sources(sources: Mapping[str, str]) -> dict[str, FileResult]:
             continue
         scanned[name] = sc
         for ctx in sc.contexts:
-            m = merged.setdefault(ctx.name, _Context(ctx.name))
+            m = merged.setdefault(ctx.name, Context(ctx.name))
             for k, v in ctx.handlers.items():
                 m.handlers.setdefault(k, v)
             m.repositories.update(ctx.repositories)
@@ -671,13 +373,13 @@ def fix_sources(sources: Mapping[str, str]) -> dict[str, FileResult]:
         nl = "\r\n" if "\r\n" in text else "\n"
         result = FileResult(name, text, text)
         edits: list[_Edit] = []
-        pending: list[tuple[_Handle, _Workflow, str, bool]] = []
+        pending: list[tuple[Handle, Workflow, str, bool]] = []
         for ctx in sc.contexts:
             index = merged[ctx.name]
             names = reserved.setdefault(ctx.name, {})
             for wf in ctx.workflows:
-                lifted: list[_Handle] = []
-                marked: list[tuple[_Handle, str]] = []
+                lifted: list[Handle] = []
+                marked: list[tuple[Handle, str]] = []
                 for h in wf.handles:
                     earlier = _marker_of(sc.src, sc.toks[h.kw].start)
                     if earlier is not None:
@@ -699,7 +401,7 @@ def fix_sources(sources: Mapping[str, str]) -> dict[str, FileResult]:
                     )
                 edits += _rewrite_workflow(sc, wf, lifted, marked, nl)
         new = _apply(text, edits)
-        new_src = _Text(new)
+        new_src = Text(new)
         for h, wf, why, already in pending:
             line, col = new_src.pos(_shift(sc.toks[h.kw].start, edits))
             oline, ocol = sc.src.pos(sc.toks[h.kw].start)
@@ -707,7 +409,7 @@ def fix_sources(sources: Mapping[str, str]) -> dict[str, FileResult]:
         result.left.sort(key=lambda x: (x.line, x.column))
         result.text = new
         try:
-            _scan(new)  # the rewrite must itself be well-formed
+            scan(new)  # the rewrite must itself be well-formed
         except CodemodError as exc:  # pragma: no cover - a bug in this module
             result.text = text
             result.error = f"{name}: internal error, file left unchanged: {exc.message}"

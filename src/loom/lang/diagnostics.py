@@ -79,6 +79,17 @@ REGISTRY: dict[str, CodeInfo] = {
             _E,
             "a modifier, trait or `ignoring` filter is written twice",
         ),
+        CodeInfo("loom.renamed-from-itself", _E, "a declaration is renamed from its own name"),
+        CodeInfo(
+            "loom.duplicate-rename",
+            _E,
+            "two declarations of one scope are renamed from the same old name",
+        ),
+        CodeInfo(
+            "loom.renamed-from-current-name",
+            _E,
+            "a declaration is renamed from a name a sibling declaration still has",
+        ),
         CodeInfo("loom.ambiguous-enum-member", _E, "a bare enum member belongs to several enums"),
         CodeInfo(
             "loom.invalid-type-use",
@@ -119,6 +130,9 @@ REGISTRY: dict[str, CodeInfo] = {
         CodeInfo("loom.operation-in-expression", _E, "an operation call is used as a value"),
         CodeInfo("loom.invalid-statement", _E, "a statement is not allowed in this kind of body"),
         CodeInfo("loom.emit-fields", _E, "an emit leaves out, repeats or invents an event field"),
+        CodeInfo(
+            "loom.event-default-not-constant", _E, "the default of an event field is not a constant"
+        ),
         CodeInfo("loom.unused-local", _W, "a `let` value is never read"),
         # Workflows
         CodeInfo(

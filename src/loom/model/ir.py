@@ -673,6 +673,12 @@ class Enum:
     name: str
     members: tuple[str, ...]
     origin: Origin
+    # `Closed renamed from Shut`: (member, the name it had in the previous model), in member order
+    renamed_from: tuple[tuple[str, str], ...] = ()
+
+    def old_name(self, member: str) -> str | None:
+        """The name `member` had in the previous model, None when it was not renamed."""
+        return next((old for m, old in self.renamed_from if m == member), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -682,6 +688,8 @@ class Field:
     default: Expr | None
     immutable: bool
     origin: Origin
+    # `renamed from OLD`: the field's name in the previous model (its stored value keeps its place)
+    renamed_from: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -792,6 +800,7 @@ class Aggregate:
     crudish: bool = False
     factory: Factory | None = None
     unique: tuple[tuple[str, ...], ...] = ()
+    renamed_from: str | None = None  # the aggregate's name in the previous model
 
     @property
     def create_inputs(self) -> tuple[Field, ...] | tuple[Parameter, ...]:
@@ -817,10 +826,15 @@ class Repository:
 
 @dataclass(frozen=True, slots=True)
 class Event:
+    """An event. Its fields are never immutable; a field's default is a constant (a Literal,
+    EnumMember, ListLiteral or Construct of constants), which an emit that omits the field gives
+    and an event stored without the field decodes to."""
+
     name: str
     context: str
-    fields: tuple[Parameter, ...]
+    fields: tuple[Field, ...]
     origin: Origin
+    renamed_from: str | None = None  # the event's name in the previous model
 
 
 @dataclass(frozen=True, slots=True)

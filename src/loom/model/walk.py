@@ -38,6 +38,7 @@ Decl: TypeAlias = (
     | ir.DomainService
     | ir.ValueObject
     | ir.Payload
+    | ir.Event
     | ir.Projection
     | ir.Context
     | ir.Model
@@ -166,7 +167,7 @@ def _decl_children(node: Node) -> tuple[Node, ...]:
         return node.methods
     if isinstance(node, ir.ValueObject):
         return (*node.fields, *node.invariants)
-    if isinstance(node, ir.Payload):
+    if isinstance(node, ir.Payload | ir.Event):
         return node.fields
     if isinstance(node, ir.Projection):
         return (*node.fields, *node.reactions)
@@ -175,6 +176,7 @@ def _decl_children(node: Node) -> tuple[Node, ...]:
             *node.values,
             *node.payloads,
             *node.aggregates,
+            *node.events,
             *node.criteria,
             *node.retrievals,
             *node.workflows,

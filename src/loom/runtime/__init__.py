@@ -33,7 +33,10 @@ Errors (each becomes an RFC 9457 application/problem+json response)
 Domain
     AggregateRoot        base of @dataclass(eq=False) aggregates: _raise_event, _take_events,
                          _loom_version (0 = never saved) and the read-only `version` property
-    DomainEvent          base of @dataclass(frozen=True) events (event_type: ClassVar[str])
+    DomainEvent          base of @dataclass(frozen=True) events (event_type: ClassVar[str];
+                         former_event_types: the types it had before a `renamed from`)
+    formerly(key, old)   `Annotated[T, formerly("owner", "holder")]`: an event field renamed
+                         from `holder`, decoded from either key
     new_id() -> UUID     UUIDv7, monotonic within the process
     now() -> datetime    aware UTC, from `loom.runtime.clock` (set_clock, reset_clock,
                          use_clock(fn), frozen(dt))
@@ -166,6 +169,7 @@ HTTP
 from . import clock, decimals
 from ._auth import AuthConfigError, Authenticator, JwtAuth
 from ._channels import Backoff, Channel
+from ._codec import formerly
 from ._criteria import as_number, sql_bool
 from ._domain import AggregateRoot, DomainEvent
 from ._errors import (
@@ -290,6 +294,7 @@ __all__ = [
     "current_envelope",
     "current_principal",
     "decimals",
+    "formerly",
     "get_service",
     "instance_version",
     "load_externs",

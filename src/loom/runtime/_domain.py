@@ -7,10 +7,13 @@ from uuid import UUID
 
 
 class DomainEvent:
-    """Generated events subclass this as `@dataclass(frozen=True)` and set `event_type`."""
+    """Generated events subclass this as `@dataclass(frozen=True)` and set `event_type`, and
+    `former_event_types` when the model renamed the event (`renamed from`): the types a stored
+    event of this class may still carry."""
 
     __slots__ = ()
     event_type: ClassVar[str] = "DomainEvent"
+    former_event_types: ClassVar[tuple[str, ...]] = ()
 
 
 class AggregateRoot:

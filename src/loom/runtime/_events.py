@@ -121,6 +121,8 @@ class EventBus:
         self._handlers: dict[type, list[Subscription]] = {}
         self._resolved: dict[type, tuple[Subscription, ...]] = {}
         self._types: dict[str, type[DomainEvent]] = {}
+        # the types renamed events had (`renamed from`), for stored events written before
+        self._former: dict[str, type[DomainEvent]] = {}
 
     def subscribe(
         self, event_type: type[DomainEvent], handler: Handler, *, name: str | None = None
@@ -148,15 +150,20 @@ class EventBus:
         self._resolved.clear()
 
     def register(self, event_class: type[DomainEvent]) -> None:
-        """Make `event_class` decodable from the outbox by its `event_type`."""
+        """Make `event_class` decodable from the outbox by its `event_type`, and by the types it
+        had before a rename."""
         key = event_class.event_type
         known = self._types.get(key)
         if known is not None and known is not event_class:
             raise ValueError(f"two event classes have the event type {key!r}")
         self._types[key] = event_class
+        for former in event_class.former_event_types:
+            self._former.setdefault(former, event_class)
 
     def event_class(self, event_type: str) -> type[DomainEvent] | None:
-        return self._types.get(event_type)
+        """The class of a stored event's type: the event of that type now, else the event renamed
+        from it."""
+        return self._types.get(event_type) or self._former.get(event_type)
 
     def handlers_for(self, event_class: type) -> tuple[Subscription, ...]:
         found = self._resolved.get(event_class)

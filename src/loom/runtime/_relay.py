@@ -270,7 +270,7 @@ class Relay:
             return [error]
         envelope = EventEnvelope(
             event_id=row.event_id,
-            event_type=row.event_type,
+            event_type=cls.event_type,  # a renamed event's current type, not the stored one
             occurred_at=row.occurred_at,
             event=event,
             correlation_id=row.correlation_id,

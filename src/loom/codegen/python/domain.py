@@ -10,7 +10,7 @@ from loom.codegen.python.checks import check, length_checks
 from loom.codegen.python.expressions import Scope, render, render_as
 from loom.codegen.python.imports import Imports
 from loom.codegen.python.keyed import Keyed, key_of, keyed, keyed_fields, state_class
-from loom.codegen.python.layout import Group, call, lay
+from loom.codegen.python.layout import Doc, Group, call, lay
 from loom.codegen.python.literals import docstring, py_str
 from loom.codegen.python.model_info import ModelInfo
 from loom.codegen.python.modules import header, module_text, where
@@ -64,8 +64,27 @@ def _event(event: ir.Event, types: TypeNames, imports: Imports) -> list[str]:
         # qualified by its context: stable across contexts, the name logs and the outbox use
         f"    event_type: ClassVar[str] = {py_str(f'{event.context}.{event.name}')}",
     ]
+    if event.renamed_from is not None:
+        # a stored event written under the old name is still decoded and delivered as this one
+        former = py_str(f"{event.context}.{event.renamed_from}")
+        lines.append(f"    former_event_types: ClassVar[tuple[str, ...]] = ({former},)")
+    scope = Scope(imports=imports, enum_ref=types.enum_ref)
     for f in event.fields:
-        lines.append(f"    {naming.ident(f.name)}: {types.render(f.type)}")
+        name = naming.ident(f.name)
+        annotation: Doc = types.render(f.type)
+        if f.renamed_from is not None:
+            # a stored event written before the rename has the field under its old key
+            imports.add("typing", "Annotated")
+            imports.add("loom.runtime", "formerly")
+            old = py_str(naming.ident(f.renamed_from))
+            annotation = Group("Annotated[", [annotation, f"formerly({py_str(name)}, {old})"], "]")
+        # a stored event written before the field existed decodes to its default
+        default = _field_default(f, scope, imports)
+        tail = "" if default is None else f" = {default}"
+        if isinstance(annotation, Group):
+            lines += lay(Group(f"{name}: {annotation.head}", annotation.items, "]" + tail), 1)
+        else:
+            lines += lay(f"{name}: {annotation}{tail}", 1)
     lengths = length_checks(event.name, event.fields)
     if lengths:  # an event raised with a longer string is refused where it is raised
         lines += ["", "    def __post_init__(self) -> None:"]

@@ -30,6 +30,9 @@ class ModelInfo:
     def event(self, context: str, name: str) -> ir.Event:
         return next(e for e in self.contexts[context].events if e.name == name)
 
+    def enum(self, context: str, name: str) -> ir.Enum:
+        return next(e for e in self.contexts[context].enums if e.name == name)
+
     def operation(self, context: str, aggregate: str, name: str) -> ir.Operation:
         agg = self.aggregate(context, aggregate)
         return next(o for o in agg.operations if o.name == name)

@@ -9,6 +9,7 @@ one column per other state field.
 
 from __future__ import annotations
 
+from loom.codegen.python.column_info import column_info, table_info
 from loom.codegen.python.imports import Imports
 from loom.codegen.python.keyed import Keyed, instances_table_var, key_of, keyed, keyed_fields
 from loom.codegen.python.layout import Doc, call, lay
@@ -25,7 +26,11 @@ def table_var(agg: ir.Aggregate) -> str:
 
 
 def table_name(context: ir.Context, agg: ir.Aggregate) -> str:
-    return f"{naming.context_module(context).rstrip('_')}_{naming.plural_snake(agg.name)}"
+    return _table_name(context, agg.name)
+
+
+def _table_name(context: ir.Context, aggregate: str) -> str:
+    return f"{naming.context_module(context).rstrip('_')}_{naming.plural_snake(aggregate)}"
 
 
 def _column_type(t: ir.Type, imports: Imports) -> str:
@@ -93,19 +98,19 @@ def emit_tables(info: ModelInfo, context: ir.Context) -> str:
         for f in agg.fields:
             nullable = "True" if isinstance(f.type, ir.OptionalType) else "False"
             col_type = _column_type(f.type, imports)
-            columns.append(
-                f"Column({py_str(naming.column_name(f.name))}, {col_type}, nullable={nullable})"
-            )
+            columns.append(_column(info, f, col_type, nullable))
         for unique in agg.unique:
             imports.add("sqlalchemy", "UniqueConstraint")
             cols = [py_str(naming.column_name(f)) for f in unique]
             uq = f"uq_{table_name(context, agg)}_{'_'.join(naming.column_name(f) for f in unique)}"
             columns.append(call("UniqueConstraint", [*cols, f"name={py_str(uq[:63])}"]))
+        old = _table_name(context, agg.renamed_from) if agg.renamed_from else None
+        columns.append(table_info(f"{context.name}.{agg.name}", old))
         block = [f"# aggregate {agg.name} ({where(agg.origin)})"]
         block += lay(call("Table", columns, prefix=f"{table_var(agg)} = "))
         blocks.append(block)
     for wf in keyed(context):
-        blocks.append(_instance_table(context, wf, imports))
+        blocks.append(_instance_table(info, context, wf, imports))
     head = header(info.files_of(context), f"Tables of context {context.name}.")
     return module_text(head, imports, blocks)
 
@@ -116,7 +121,12 @@ def _table_imports(imports: Imports) -> None:
     imports.add(".._metadata", "metadata")
 
 
-def _instance_table(context: ir.Context, wf: Keyed, imports: Imports) -> list[str]:
+def _column(info: ModelInfo, f: ir.Field, col_type: str, nullable: str, zero: bool = False) -> Doc:
+    name = py_str(naming.column_name(f.name))
+    return call("Column", [name, col_type, f"nullable={nullable}", column_info(info, f, zero)])
+
+
+def _instance_table(info: ModelInfo, context: ir.Context, wf: Keyed, imports: Imports) -> list[str]:
     """The instance rows of a correlated workflow, or the rows of a projection."""
     _table_imports(imports)
     fields = keyed_fields(wf)
@@ -125,7 +135,15 @@ def _instance_table(context: ir.Context, wf: Keyed, imports: Imports) -> list[st
     columns: list[Doc] = [
         py_str(f"{naming.context_module(context).rstrip('_')}_{instances_table_var(wf)}"),
         "metadata",
-        call("Column", [py_str(naming.column_name(key.name)), key_type, "primary_key=True"]),
+        call(
+            "Column",
+            [
+                py_str(naming.column_name(key.name)),
+                key_type,
+                "primary_key=True",
+                column_info(info, key),
+            ],
+        ),
         'Column("version", Integer, nullable=False)',
     ]
     for f in fields:
@@ -133,9 +151,8 @@ def _instance_table(context: ir.Context, wf: Keyed, imports: Imports) -> list[st
             continue
         nullable = "True" if not _has_zero(f) else "False"
         col_type = _column_type(f.type, imports)
-        columns.append(
-            f"Column({py_str(naming.column_name(f.name))}, {col_type}, nullable={nullable})"
-        )
+        columns.append(_column(info, f, col_type, nullable, zero=True))
+    columns.append(table_info(f"{context.name}.{wf.name}"))
     what = "instances of workflow" if isinstance(wf, ir.Workflow) else "rows of projection"
     block = [f"# {what} {wf.name} ({where(wf.origin)})"]
     block += lay(call("Table", columns, prefix=f"{instances_table_var(wf)} = "))

@@ -24,8 +24,8 @@ def declare_types(ck: Checker, ctx: ContextSymbols) -> None:
                 if isinstance(m, (ast.Function, ast.Operation)):
                     res(m.result)
     for ev in ctx.events.values():
-        for p in ev.fields:
-            res(p.type)
+        for ef in ev.fields:
+            res(ef.type)
     records: list[ast.ValueObject | ast.Payload | ast.Projection] = [
         *ctx.values.values(),
         *ctx.payloads.values(),

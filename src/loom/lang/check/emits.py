@@ -1,5 +1,5 @@
 """`emit E { field: value, … }`, in operations, workflow and handler bodies and services: every field
-of the event given once, each of its declared type."""
+of the event given once (one with a default may be left out), each of its declared type."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def check_emit(ck: Checker, stmt: ast.Emit, scope: Scope) -> None:
             [(p.span, "declared here")],
         )
         args[p.name] = x
-    missing = [n for n in decls if n not in given]
+    missing = [n for n, f in decls.items() if n not in given and f.default is None]
     if missing:
         listed = ", ".join(f"`{n}`" for n in missing)
         ck.report(
@@ -74,6 +74,7 @@ def check_emit(ck: Checker, stmt: ast.Emit, scope: Scope) -> None:
             stmt.event_span,
             f"missing {listed}",
             secondary=[(ev.name_span, "event declared here")],
-            help="an emit gives every field of the event",
+            help="an emit gives every field of the event"
+            + (" that has no default" if any(f.default for f in ev.fields) else ""),
         )
     ck.facts.emits[stmt] = EmitFact(ev.name, args)

@@ -16,11 +16,13 @@ from loom.lang.check import (
     anonymous,
     declarations,
     declared_types,
+    event_fields,
     events,
     generated_names,
     headers,
     principal,
     records,
+    renames,
     workflows,
 )
 from loom.lang.check.checker import Checker
@@ -40,6 +42,11 @@ def _declared_types(ck: Checker) -> None:
 def _records(ck: Checker) -> None:
     for ctx in ck.prog.contexts.values():
         records.check_records(ck, ctx)
+
+
+def _event_defaults(ck: Checker) -> None:
+    for ctx in ck.prog.contexts.values():
+        event_fields.check_event_defaults(ck, ctx)
 
 
 def _aggregates(ck: Checker) -> None:
@@ -85,6 +92,7 @@ RULES: tuple[Rule, ...] = (
     Rule("declaration headers: traits, isolation levels, entry points", headers.check_headers),
     Rule("declared types: fields, parameters, results", _declared_types),
     Rule("value objects and payloads", _records),
+    Rule("defaults of event fields", _event_defaults),
     Rule("aggregates: defaults, derived values, invariants, functions, operations", _aggregates),
     Rule("unique keys, factories, finds, filters, criteria, retrievals, services", _declarations),
     Rule("workflows: state, functions, creates, reactions, applies, timeouts", _workflows),
@@ -95,4 +103,5 @@ RULES: tuple[Rule, ...] = (
     Rule("reactions calling gates that refuse the system principal", principal.check_reactor_gates),
     Rule("gates anonymous callers can never pass", anonymous.check_anonymous_gates),
     Rule("generated names: routes and columns", _generated_names),
+    Rule("`renamed from`: old names free in their scope", renames.check_renames),
 )

@@ -133,8 +133,14 @@ class BodyLowerer:
         if isinstance(s, ast.Emit):
             emit = self.facts.emits[s]
             ev = self.ctx.events[emit.event]
-            args = tuple((f.name, emit.args[f.name]) for f in ev.fields)
-            return ir.Emit(emit.event, self.ctx.name, args, o)
+            # a field the emit leaves out has a default (the checker made sure): it gets it here
+            args: list[tuple[str, ir.Expr]] = []
+            for f in ev.fields:
+                if f.name in emit.args:
+                    args.append((f.name, emit.args[f.name]))
+                elif f.default is not None:
+                    args.append((f.name, self.e(f.default)))
+            return ir.Emit(emit.event, self.ctx.name, tuple(args), o)
         if isinstance(s, ast.Assign):
             if isinstance(found, StateWrite):
                 if found.bind:

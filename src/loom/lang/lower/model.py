@@ -38,7 +38,12 @@ class ModelLowerer:
         return ir.Context(
             name=ctx.name,
             enums=tuple(
-                ir.Enum(d.name, tuple(m for m, _ in d.members), origin(d.span))
+                ir.Enum(
+                    d.name,
+                    tuple(m for m, _ in d.members),
+                    origin(d.span),
+                    tuple((d.members[i][0], r.name) for i, r in sorted(d.renamed_from.items())),
+                )
                 for d in decls
                 if isinstance(d, ast.Enum)
             ),
@@ -47,7 +52,13 @@ class ModelLowerer:
                 self.repository(ctx, d) for d in decls if isinstance(d, ast.Repository)
             ),
             events=tuple(
-                ir.Event(d.name, ctx.name, self.params(d.fields), origin(d.span))
+                ir.Event(
+                    d.name,
+                    ctx.name,
+                    self.fields(d.fields),
+                    origin(d.span),
+                    d.renamed_from.name if d.renamed_from else None,
+                )
                 for d in decls
                 if isinstance(d, ast.Event)
             ),
@@ -78,7 +89,7 @@ class ModelLowerer:
                 ir.ValueObject(
                     d.name,
                     ctx.name,
-                    self.record_fields(d.fields),
+                    self.fields(d.fields),
                     tuple(
                         ir.Invariant(self.e(i.condition), i.message, origin(i.span))
                         for i in d.invariants
@@ -93,7 +104,7 @@ class ModelLowerer:
                     d.kind,  # type: ignore[arg-type]
                     d.name,
                     ctx.name,
-                    self.record_fields(d.fields),
+                    self.fields(d.fields),
                     origin(d.span),
                 )
                 for d in decls
@@ -135,7 +146,7 @@ class ModelLowerer:
         return ir.Projection(
             p.name,
             ctx.name,
-            self.record_fields(p.fields),
+            self.fields(p.fields),
             self.facts.projection_keys[p],
             tuple(self.reaction(ctx, "on", on, True, False) for on in p.ons),
             origin(p.span),
@@ -156,14 +167,16 @@ class ModelLowerer:
             backoff_ms=backoff if isinstance(backoff, tuple) else (1_000, 300_000),
         )
 
-    def record_fields(self, fields: list[ast.Field]) -> tuple[ir.Field, ...]:
+    def fields(self, fields: list[ast.Field]) -> tuple[ir.Field, ...]:
+        """Fields of an aggregate, a workflow's state, a projection, an event or a record."""
         return tuple(
             ir.Field(
                 f.name,
                 self.t(f.type),
                 self.e(f.default) if f.default is not None else None,
-                False,
+                f.immutable,
                 origin(f.span),
+                f.renamed_from.name if f.renamed_from else None,
             )
             for f in fields
         )
@@ -204,16 +217,7 @@ class ModelLowerer:
         return ir.Aggregate(
             name=agg.name,
             context=ctx.name,
-            fields=tuple(
-                ir.Field(
-                    f.name,
-                    self.t(f.type),
-                    self.e(f.default) if f.default else None,
-                    f.immutable,
-                    origin(f.span),
-                )
-                for f in agg.fields
-            ),
+            fields=self.fields(agg.fields),
             derived=tuple(
                 ir.Derived(d.name, self.t(d.type), self.e(d.value), origin(d.span))
                 for d in agg.derived
@@ -233,6 +237,7 @@ class ModelLowerer:
             if factory is not None
             else None,
             unique=tuple(tuple(n for n, _ in u.fields) for u in agg.uniques),
+            renamed_from=agg.renamed_from.name if agg.renamed_from else None,
         )
 
     def operation(self, ctx: ContextSymbols, agg: ast.Aggregate, op: ast.Operation) -> ir.Operation:
@@ -324,16 +329,7 @@ class ModelLowerer:
             wf.isolation if wf.transactional else None,  # type: ignore[arg-type]
             tuple(creates),
             origin(wf.span),
-            state=tuple(
-                ir.Field(
-                    f.name,
-                    self.t(f.type),
-                    self.e(f.default) if f.default else None,
-                    f.immutable,
-                    origin(f.span),
-                )
-                for f in wf.state
-            ),
+            state=self.fields(wf.state),
             correlation=corr,
             functions=tuple(self.function(ctx, f) for f in wf.functions),
             event_sourced=wf.event_sourced,

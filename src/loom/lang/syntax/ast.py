@@ -294,6 +294,15 @@ class Param:
 
 
 @dataclass(eq=False)
+class Renamed:
+    """`renamed from OLD`: the name the declaration had in the previous model (its data keeps its
+    place under the new name)."""
+
+    name: str
+    span: Span  # of OLD
+
+
+@dataclass(eq=False)
 class Field:
     name: str
     name_span: Span
@@ -301,6 +310,7 @@ class Field:
     immutable: bool
     default: Expr | None
     span: Span
+    renamed_from: Renamed | None = None
 
 
 @dataclass(eq=False)
@@ -370,6 +380,8 @@ class Enum:
     name_span: Span
     members: list[tuple[str, Span]]
     span: Span
+    # `Closed renamed from Shut`: the members renamed, by their index in `members`
+    renamed_from: dict[int, Renamed] = field(default_factory=dict)
 
 
 @dataclass(eq=False)
@@ -379,6 +391,7 @@ class Aggregate:
     traits: list[tuple[str, Span]]
     members: list[Member]
     span: Span
+    renamed_from: Renamed | None = None
 
     @property
     def fields(self) -> list[Field]:
@@ -499,8 +512,9 @@ class Apply:
 class Event:
     name: str
     name_span: Span
-    fields: list[Param]
+    fields: list[Field]  # never immutable; a default is what an emit that omits the field gives
     span: Span
+    renamed_from: Renamed | None = None
 
 
 @dataclass(eq=False)

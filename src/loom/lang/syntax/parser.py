@@ -23,6 +23,7 @@ _FRIENDLY = {
     "STRING": "a string",
     "INT": "a number",
     "DECIMAL": "a number",
+    "RENAMED_FROM": "`renamed from`",
     "$END": "end of file",
 }
 _OPERATORS = {"+", "-", "*", "/", "%", "==", "!=", "<", "<=", ">", ">=", "&&", "||", "?", ".", "("}
@@ -149,6 +150,7 @@ def _report_syntax_error(file: str, text: str, exc: UnexpectedInput, sink: Sink)
             span,
             f"expected {expected} here",
             help=_soft_keyword_hint(tok, before)
+            or _renamed_hint(tok, before)
             or _record_hint(tok, before)
             or _hint(tok, exc.expected),
         )
@@ -210,6 +212,31 @@ def _soft_keyword_hint(tok: Token, before: str) -> str | None:
         return None
     words = before.split()
     return _SOFT_KEYWORDS.get(words[-1]) if words else None
+
+
+_RENAMED_ORDER = (
+    "`renamed from OLD` comes right after a declaration's name (`aggregate Client renamed from "
+    "Customer with crudish { … }`, `event Opened renamed from Created { … }`, `Closed renamed "
+    "from Shut`), and in a field after its type and `immutable`, before its default (`nickname: "
+    'string immutable renamed from alias = ""`)'
+)
+_RENAMED_LAST = re.compile(r"\brenamed\s+from$")
+_IMMUTABLE_AFTER_RENAMED = re.compile(r"\brenamed\s+from\s+[A-Za-z_][A-Za-z0-9_]*\s+immutable$")
+
+
+def _renamed_hint(tok: Token, before: str) -> str | None:
+    """`renamed from` written out of its place: after the traits, after `immutable` or after the
+    default. Out of place, `renamed` reads as the name of a next field, so say where it goes."""
+    if tok.type == "RENAMED_FROM":
+        return _RENAMED_ORDER
+    if _IMMUTABLE_AFTER_RENAMED.search(before):
+        return (
+            "`immutable` comes before `renamed from`, and the default last: `nickname: string "
+            'immutable renamed from alias = ""`'
+        )
+    if (str(tok) == "from" and before.endswith("renamed")) or _RENAMED_LAST.search(before):
+        return _RENAMED_ORDER
+    return None
 
 
 _RECORD_START = re.compile(r"\b[A-Z][A-Za-z0-9_]*\s*(\{\s*[A-Za-z_][A-Za-z0-9_]*\s*)?$")

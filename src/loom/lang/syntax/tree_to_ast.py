@@ -99,10 +99,15 @@ class Build(Builder):
         return ast.Context(str(ch[0]), self.tsp(ch[0]), list(ch[1:]), self.sp(meta))
 
     def enum_member(self, meta, ch):
-        return (str(ch[0]), self.tsp(ch[0]))
+        return (str(ch[0]), self.tsp(ch[0]), ch[1] if len(ch) > 1 else None)
 
     def enum(self, meta, ch):
-        return ast.Enum(str(ch[0]), self.tsp(ch[0]), list(ch[1:]), self.sp(meta))
+        members = [(name, span) for name, span, _ in ch[1:]]
+        renamed = {i: r for i, (_, _, r) in enumerate(ch[1:]) if r is not None}
+        return ast.Enum(str(ch[0]), self.tsp(ch[0]), members, self.sp(meta), renamed)
+
+    def renamed(self, meta, ch):
+        return ast.Renamed(str(ch[1]), self.tsp(ch[1]))
 
     def traits(self, meta, ch):
         traits = [(str(t), self.tsp(t)) for t in ch]
@@ -112,12 +117,17 @@ class Build(Builder):
     def aggregate(self, meta, ch):
         traits: list = []
         members = []
+        renamed = None
         for c in ch[1:]:
             if isinstance(c, list):
                 traits = c
+            elif isinstance(c, ast.Renamed):
+                renamed = c
             else:
                 members.append(c)
-        return ast.Aggregate(str(ch[0]), self.tsp(ch[0]), traits, members, self.sp(meta))
+        return ast.Aggregate(
+            str(ch[0]), self.tsp(ch[0]), traits, members, self.sp(meta), renamed_from=renamed
+        )
 
     def immutable(self, meta, ch):
         return "immutable"
@@ -141,7 +151,10 @@ class Build(Builder):
         name, typ = ch[0], ch[1]
         immutable = "immutable" in ch[2:]
         default = next((c[1] for c in ch[2:] if isinstance(c, tuple)), None)
-        return ast.Field(str(name), self.tsp(name), typ, immutable, default, self.sp(meta))
+        renamed = next((c for c in ch[2:] if isinstance(c, ast.Renamed)), None)
+        return ast.Field(str(name), self.tsp(name), typ, immutable, default, self.sp(meta), renamed)
+
+    event_field = field
 
     def derived(self, meta, ch):
         return ast.Derived(str(ch[0]), self.tsp(ch[0]), ch[1], ch[2], self.sp(meta))
@@ -326,7 +339,9 @@ class Build(Builder):
         return ("ignoring", names)
 
     def event(self, meta, ch):
-        return ast.Event(str(ch[0]), self.tsp(ch[0]), list(ch[1:]), self.sp(meta))
+        renamed = ch[1] if len(ch) > 1 and isinstance(ch[1], ast.Renamed) else None
+        fields = list(ch[2:] if renamed else ch[1:])
+        return ast.Event(str(ch[0]), self.tsp(ch[0]), fields, self.sp(meta), renamed)
 
     def record_field(self, meta, ch):
         default = next((c[1] for c in ch[2:] if isinstance(c, tuple)), None)

@@ -14,8 +14,9 @@ customers = Table(
     metadata,
     Column("id", Uuid, primary_key=True),
     Column("version", Integer, nullable=False),
-    Column("name", String, nullable=False),
-    Column("email", String, nullable=True),
+    Column("name", String, nullable=False, info={"loom": {"field": "name"}}),
+    Column("email", String, nullable=True, info={"loom": {"field": "email"}}),
+    info={"loom": {"origin": "Banking.Customer"}},
 )
 
 # aggregate Account (banking.loom:12)
@@ -24,11 +25,32 @@ accounts = Table(
     metadata,
     Column("id", Uuid, primary_key=True),
     Column("version", Integer, nullable=False),
-    Column("owner", Uuid, nullable=False),
-    Column("number", String, nullable=False),
-    Column("balance", BigInteger, nullable=False),
-    Column("kind", String, nullable=False),
-    Column("opened_at", UtcDateTime, nullable=False),
-    Column("tags", JsonList, nullable=False),
-    Column("frozen", Boolean, nullable=False),
+    Column("owner", Uuid, nullable=False, info={"loom": {"field": "owner"}}),
+    Column("number", String, nullable=False, info={"loom": {"field": "number"}}),
+    Column("balance", BigInteger, nullable=False, info={"loom": {"field": "balance"}}),
+    Column(
+        "kind",
+        String,
+        nullable=False,
+        info={"loom": {"field": "kind", "default": "Checking"}},
+    ),
+    Column(
+        "opened_at",
+        UtcDateTime,
+        nullable=False,
+        info={"loom": {"field": "openedAt", "default_expr": "now()"}},
+    ),
+    Column(
+        "tags",
+        JsonList,
+        nullable=False,
+        info={"loom": {"field": "tags", "default": []}},
+    ),
+    Column(
+        "frozen",
+        Boolean,
+        nullable=False,
+        info={"loom": {"field": "frozen", "default": False}},
+    ),
+    info={"loom": {"origin": "Banking.Account"}},
 )

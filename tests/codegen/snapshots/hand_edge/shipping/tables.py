@@ -12,6 +12,12 @@ parcels = Table(
     metadata,
     Column("id", Uuid, primary_key=True),
     Column("version", Integer, nullable=False),
-    Column("box", Uuid, nullable=False),
-    Column("label", String, nullable=False),
+    Column("box", Uuid, nullable=False, info={"loom": {"field": "box"}}),
+    Column(
+        "label",
+        String,
+        nullable=False,
+        info={"loom": {"field": "label", "default_expr": '"x" + "y"'}},
+    ),
+    info={"loom": {"origin": "Shipping.Parcel"}},
 )

@@ -12,6 +12,7 @@ xylos = Table(
     metadata,
     Column("id", Uuid, primary_key=True),
     Column("version", Integer, nullable=False),
-    Column("name", String, nullable=False),
-    Column("partner", Uuid, nullable=True),
+    Column("name", String, nullable=False, info={"loom": {"field": "name"}}),
+    Column("partner", Uuid, nullable=True, info={"loom": {"field": "partner"}}),
+    info={"loom": {"origin": "Alpha.Xylo"}},
 )

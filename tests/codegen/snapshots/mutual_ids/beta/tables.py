@@ -12,6 +12,7 @@ yarns = Table(
     metadata,
     Column("id", Uuid, primary_key=True),
     Column("version", Integer, nullable=False),
-    Column("name", String, nullable=False),
-    Column("owner", Uuid, nullable=False),
+    Column("name", String, nullable=False, info={"loom": {"field": "name"}}),
+    Column("owner", Uuid, nullable=False, info={"loom": {"field": "owner"}}),
+    info={"loom": {"origin": "Beta.Yarn"}},
 )

@@ -12,24 +12,42 @@ tickets = Table(
     metadata,
     Column("id", Uuid, primary_key=True),
     Column("version", Integer, nullable=False),
-    Column("email", String, nullable=False),
-    Column("priority", BigInteger, nullable=False),
+    Column("email", String, nullable=False, info={"loom": {"field": "email"}}),
+    Column(
+        "priority",
+        BigInteger,
+        nullable=False,
+        info={"loom": {"field": "priority", "default": 0}},
+    ),
+    info={"loom": {"origin": "Desk.Ticket"}},
 )
 
 # instances of workflow Watch (events.loom:38)
 watch_instances = Table(
     "desk_watch_instances",
     metadata,
-    Column("ticket", Uuid, primary_key=True),
+    Column("ticket", Uuid, primary_key=True, info={"loom": {"field": "ticket"}}),
     Column("version", Integer, nullable=False),
-    Column("escalations", BigInteger, nullable=False),
+    Column(
+        "escalations",
+        BigInteger,
+        nullable=False,
+        info={"loom": {"field": "escalations", "default": 0}},
+    ),
+    info={"loom": {"origin": "Desk.Watch"}},
 )
 
 # rows of projection ByEmail (events.loom:51)
 by_email_rows = Table(
     "desk_by_email_rows",
     metadata,
-    Column("email", String, primary_key=True),
+    Column("email", String, primary_key=True, info={"loom": {"field": "email"}}),
     Column("version", Integer, nullable=False),
-    Column("count", BigInteger, nullable=False),
+    Column(
+        "count",
+        BigInteger,
+        nullable=False,
+        info={"loom": {"field": "count", "default": 0}},
+    ),
+    info={"loom": {"origin": "Desk.ByEmail"}},
 )

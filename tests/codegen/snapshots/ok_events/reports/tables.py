@@ -10,7 +10,13 @@ from .._metadata import metadata
 weekly_rows = Table(
     "reports_weekly_rows",
     metadata,
-    Column("ticket", Uuid, primary_key=True),
+    Column("ticket", Uuid, primary_key=True, info={"loom": {"field": "ticket"}}),
     Column("version", Integer, nullable=False),
-    Column("resolved", Boolean, nullable=False),
+    Column(
+        "resolved",
+        Boolean,
+        nullable=False,
+        info={"loom": {"field": "resolved", "default": False}},
+    ),
+    info={"loom": {"origin": "Reports.Weekly"}},
 )

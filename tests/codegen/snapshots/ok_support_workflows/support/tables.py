@@ -22,38 +22,62 @@ tickets = Table(
     metadata,
     Column("id", Uuid, primary_key=True),
     Column("version", Integer, nullable=False),
-    Column("code", String, nullable=False),
-    Column("customer", String, nullable=False),
-    Column("status", String, nullable=False),
-    Column("due_at", UtcDateTime, nullable=False),
-    Column("priority", BigInteger, nullable=False),
+    Column("code", String, nullable=False, info={"loom": {"field": "code"}}),
+    Column("customer", String, nullable=False, info={"loom": {"field": "customer"}}),
+    Column(
+        "status",
+        String,
+        nullable=False,
+        info={"loom": {"field": "status", "default": "Open"}},
+    ),
+    Column("due_at", UtcDateTime, nullable=False, info={"loom": {"field": "dueAt"}}),
+    Column(
+        "priority",
+        BigInteger,
+        nullable=False,
+        info={"loom": {"field": "priority", "default": 1}},
+    ),
     UniqueConstraint("code", name="uq_support_tickets_code"),
     UniqueConstraint("customer", "due_at", name="uq_support_tickets_customer_due_at"),
+    info={"loom": {"origin": "Support.Ticket"}},
 )
 
 # instances of workflow FulfillOrder (support_workflows.loom:145)
 fulfill_order_instances = Table(
     "support_fulfill_order_instances",
     metadata,
-    Column("ticket", Uuid, primary_key=True),
+    Column("ticket", Uuid, primary_key=True, info={"loom": {"field": "ticket"}}),
     Column("version", Integer, nullable=False),
-    Column("attempts", BigInteger, nullable=False),
-    Column("note", String, nullable=True),
+    Column(
+        "attempts",
+        BigInteger,
+        nullable=False,
+        info={"loom": {"field": "attempts", "default": 0}},
+    ),
+    Column("note", String, nullable=True, info={"loom": {"field": "note"}}),
+    info={"loom": {"origin": "Support.FulfillOrder"}},
 )
 
 # instances of workflow Adopt (support_workflows.loom:162)
 adopt_instances = Table(
     "support_adopt_instances",
     metadata,
-    Column("ticket", Uuid, primary_key=True),
+    Column("ticket", Uuid, primary_key=True, info={"loom": {"field": "ticket"}}),
     Column("version", Integer, nullable=False),
+    info={"loom": {"origin": "Support.Adopt"}},
 )
 
 # instances of workflow Ledger (support_workflows.loom:171)
 ledger_instances = Table(
     "support_ledger_instances",
     metadata,
-    Column("ticket", Uuid, primary_key=True),
+    Column("ticket", Uuid, primary_key=True, info={"loom": {"field": "ticket"}}),
     Column("version", Integer, nullable=False),
-    Column("total", BigInteger, nullable=False),
+    Column(
+        "total",
+        BigInteger,
+        nullable=False,
+        info={"loom": {"field": "total", "default": 0}},
+    ),
+    info={"loom": {"origin": "Support.Ledger"}},
 )

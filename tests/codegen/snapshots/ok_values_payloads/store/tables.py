@@ -15,11 +15,37 @@ products = Table(
     metadata,
     Column("id", Uuid, primary_key=True),
     Column("version", Integer, nullable=False),
-    Column("name", String, nullable=False),
-    Column("price", JsonValue(Money), nullable=False),
-    Column("list_price", JsonValue(Money), nullable=False),
-    Column("previous", JsonValue(Money), nullable=True),
-    Column("tags", JsonList, nullable=False),
+    Column("name", String, nullable=False, info={"loom": {"field": "name"}}),
+    Column(
+        "price",
+        JsonValue(Money),
+        nullable=False,
+        info={"loom": {"field": "price"}},
+    ),
+    Column(
+        "list_price",
+        JsonValue(Money),
+        nullable=False,
+        info={
+            "loom": {
+                "field": "listPrice",
+                "default": {"amount": "0", "currency": "EUR"},
+            },
+        },
+    ),
+    Column(
+        "previous",
+        JsonValue(Money),
+        nullable=True,
+        info={"loom": {"field": "previous"}},
+    ),
+    Column(
+        "tags",
+        JsonList,
+        nullable=False,
+        info={"loom": {"field": "tags", "default": []}},
+    ),
+    info={"loom": {"origin": "Store.Product"}},
 )
 
 # aggregate Order (values_payloads.loom:46)
@@ -28,18 +54,42 @@ orders = Table(
     metadata,
     Column("id", Uuid, primary_key=True),
     Column("version", Integer, nullable=False),
-    Column("customer", String, nullable=False),
-    Column("lines", JsonValue(list[Line]), nullable=False),
-    Column("ship_to", JsonValue(Address), nullable=True),
-    Column("total", JsonValue(Money), nullable=False),
+    Column("customer", String, nullable=False, info={"loom": {"field": "customer"}}),
+    Column(
+        "lines",
+        JsonValue(list[Line]),
+        nullable=False,
+        info={"loom": {"field": "lines"}},
+    ),
+    Column(
+        "ship_to",
+        JsonValue(Address),
+        nullable=True,
+        info={"loom": {"field": "shipTo"}},
+    ),
+    Column(
+        "total",
+        JsonValue(Money),
+        nullable=False,
+        info={"loom": {"field": "total"}},
+    ),
+    info={"loom": {"origin": "Store.Order"}},
 )
 
 # instances of workflow Billing (values_payloads.loom:93)
 billing_instances = Table(
     "store_billing_instances",
     metadata,
-    Column("order", Uuid, primary_key=True),
+    Column("order", Uuid, primary_key=True, info={"loom": {"field": "order"}}),
     Column("version", Integer, nullable=False),
-    Column("charged", JsonValue(Money), nullable=False),
-    Column("last", JsonValue(Money), nullable=True),
+    Column(
+        "charged",
+        JsonValue(Money),
+        nullable=False,
+        info={
+            "loom": {"field": "charged", "default": {"amount": "0", "currency": "EUR"}},
+        },
+    ),
+    Column("last", JsonValue(Money), nullable=True, info={"loom": {"field": "last"}}),
+    info={"loom": {"origin": "Store.Billing"}},
 )

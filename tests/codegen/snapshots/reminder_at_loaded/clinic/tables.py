@@ -14,17 +14,44 @@ appointments = Table(
     metadata,
     Column("id", Uuid, primary_key=True),
     Column("version", Integer, nullable=False),
-    Column("patient", String, nullable=False),
-    Column("starts_at", UtcDateTime, nullable=False),
-    Column("reminded", BigInteger, nullable=False),
+    Column("patient", String, nullable=False, info={"loom": {"field": "patient"}}),
+    Column(
+        "starts_at",
+        UtcDateTime,
+        nullable=False,
+        info={"loom": {"field": "startsAt"}},
+    ),
+    Column(
+        "reminded",
+        BigInteger,
+        nullable=False,
+        info={"loom": {"field": "reminded", "default": 0}},
+    ),
+    info={"loom": {"origin": "Clinic.Appointment"}},
 )
 
 # instances of workflow Reminder (reminder_at_loaded.loom:26)
 reminder_instances = Table(
     "clinic_reminder_instances",
     metadata,
-    Column("appointment", Uuid, primary_key=True),
+    Column(
+        "appointment",
+        Uuid,
+        primary_key=True,
+        info={"loom": {"field": "appointment"}},
+    ),
     Column("version", Integer, nullable=False),
-    Column("sent", BigInteger, nullable=False),
-    Column("ended", Boolean, nullable=False),
+    Column(
+        "sent",
+        BigInteger,
+        nullable=False,
+        info={"loom": {"field": "sent", "default": 0}},
+    ),
+    Column(
+        "ended",
+        Boolean,
+        nullable=False,
+        info={"loom": {"field": "ended", "default": False}},
+    ),
+    info={"loom": {"origin": "Clinic.Reminder"}},
 )

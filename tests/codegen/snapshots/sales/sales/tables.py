@@ -14,8 +14,14 @@ customers = Table(
     metadata,
     Column("id", Uuid, primary_key=True),
     Column("version", Integer, nullable=False),
-    Column("name", String, nullable=False),
-    Column("credit_limit", DecimalText, nullable=False),
+    Column("name", String, nullable=False, info={"loom": {"field": "name"}}),
+    Column(
+        "credit_limit",
+        DecimalText,
+        nullable=False,
+        info={"loom": {"field": "creditLimit"}},
+    ),
+    info={"loom": {"origin": "Sales.Customer"}},
 )
 
 # aggregate Order (sales.loom:23)
@@ -24,7 +30,13 @@ orders = Table(
     metadata,
     Column("id", Uuid, primary_key=True),
     Column("version", Integer, nullable=False),
-    Column("customer_id", Uuid, nullable=False),
-    Column("status", String, nullable=False),
-    Column("placed_at", UtcDateTime, nullable=False),
+    Column("customer_id", Uuid, nullable=False, info={"loom": {"field": "customerId"}}),
+    Column("status", String, nullable=False, info={"loom": {"field": "status"}}),
+    Column(
+        "placed_at",
+        UtcDateTime,
+        nullable=False,
+        info={"loom": {"field": "placedAt"}},
+    ),
+    info={"loom": {"origin": "Sales.Order"}},
 )

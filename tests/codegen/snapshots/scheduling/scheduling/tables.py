@@ -14,38 +14,102 @@ appointments = Table(
     metadata,
     Column("id", Uuid, primary_key=True),
     Column("version", Integer, nullable=False),
-    Column("patient", String, nullable=False),
-    Column("practitioner", String, nullable=False),
-    Column("starts_at", UtcDateTime, nullable=False),
-    Column("confirm_before", UtcDateTime, nullable=False),
-    Column("status", String, nullable=False),
-    Column("cancel_reason", String, nullable=False),
+    Column("patient", String, nullable=False, info={"loom": {"field": "patient"}}),
+    Column(
+        "practitioner",
+        String,
+        nullable=False,
+        info={"loom": {"field": "practitioner"}},
+    ),
+    Column(
+        "starts_at",
+        UtcDateTime,
+        nullable=False,
+        info={"loom": {"field": "startsAt"}},
+    ),
+    Column(
+        "confirm_before",
+        UtcDateTime,
+        nullable=False,
+        info={"loom": {"field": "confirmBefore"}},
+    ),
+    Column(
+        "status",
+        String,
+        nullable=False,
+        info={"loom": {"field": "status", "default": "Requested"}},
+    ),
+    Column(
+        "cancel_reason",
+        String,
+        nullable=False,
+        info={"loom": {"field": "cancelReason", "default": ""}},
+    ),
+    info={"loom": {"origin": "Scheduling.Appointment"}},
 )
 
 # instances of workflow ConfirmationDeadline (scheduling.loom:93)
 confirmation_deadline_instances = Table(
     "scheduling_confirmation_deadline_instances",
     metadata,
-    Column("appointment", Uuid, primary_key=True),
+    Column(
+        "appointment",
+        Uuid,
+        primary_key=True,
+        info={"loom": {"field": "appointment"}},
+    ),
     Column("version", Integer, nullable=False),
-    Column("ended", Boolean, nullable=False),
+    Column(
+        "ended",
+        Boolean,
+        nullable=False,
+        info={"loom": {"field": "ended", "default": False}},
+    ),
+    info={"loom": {"origin": "Scheduling.ConfirmationDeadline"}},
 )
 
 # instances of workflow DepositHold (scheduling.loom:113)
 deposit_hold_instances = Table(
     "scheduling_deposit_hold_instances",
     metadata,
-    Column("appointment", Uuid, primary_key=True),
+    Column(
+        "appointment",
+        Uuid,
+        primary_key=True,
+        info={"loom": {"field": "appointment"}},
+    ),
     Column("version", Integer, nullable=False),
-    Column("ended", Boolean, nullable=False),
+    Column(
+        "ended",
+        Boolean,
+        nullable=False,
+        info={"loom": {"field": "ended", "default": False}},
+    ),
+    info={"loom": {"origin": "Scheduling.DepositHold"}},
 )
 
 # instances of workflow Reminder (scheduling.loom:131)
 reminder_instances = Table(
     "scheduling_reminder_instances",
     metadata,
-    Column("appointment", Uuid, primary_key=True),
+    Column(
+        "appointment",
+        Uuid,
+        primary_key=True,
+        info={"loom": {"field": "appointment"}},
+    ),
     Column("version", Integer, nullable=False),
-    Column("sent", BigInteger, nullable=False),
-    Column("ended", Boolean, nullable=False),
+    Column(
+        "sent",
+        BigInteger,
+        nullable=False,
+        info={"loom": {"field": "sent", "default": 0}},
+    ),
+    Column(
+        "ended",
+        Boolean,
+        nullable=False,
+        info={"loom": {"field": "ended", "default": False}},
+    ),
+    info={"loom": {"origin": "Scheduling.Reminder"}},
 )

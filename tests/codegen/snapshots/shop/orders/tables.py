@@ -12,27 +12,60 @@ orders = Table(
     metadata,
     Column("id", Uuid, primary_key=True),
     Column("version", Integer, nullable=False),
-    Column("sku", String, nullable=False),
-    Column("quantity", BigInteger, nullable=False),
-    Column("fail_payment", Boolean, nullable=False),
-    Column("status", String, nullable=False),
+    Column("sku", String, nullable=False, info={"loom": {"field": "sku"}}),
+    Column(
+        "quantity",
+        BigInteger,
+        nullable=False,
+        info={"loom": {"field": "quantity"}},
+    ),
+    Column(
+        "fail_payment",
+        Boolean,
+        nullable=False,
+        info={"loom": {"field": "failPayment", "default": False}},
+    ),
+    Column(
+        "status",
+        String,
+        nullable=False,
+        info={"loom": {"field": "status", "default": "Pending"}},
+    ),
+    info={"loom": {"origin": "Orders.Order"}},
 )
 
 # instances of workflow PaymentDeadline (shop.loom:62)
 payment_deadline_instances = Table(
     "orders_payment_deadline_instances",
     metadata,
-    Column("order", Uuid, primary_key=True),
+    Column("order", Uuid, primary_key=True, info={"loom": {"field": "order"}}),
     Column("version", Integer, nullable=False),
-    Column("ended", Boolean, nullable=False),
+    Column(
+        "ended",
+        Boolean,
+        nullable=False,
+        info={"loom": {"field": "ended", "default": False}},
+    ),
+    info={"loom": {"origin": "Orders.PaymentDeadline"}},
 )
 
 # rows of projection OrderProgress (shop.loom:86)
 order_progress_rows = Table(
     "orders_order_progress_rows",
     metadata,
-    Column("order", Uuid, primary_key=True),
+    Column("order", Uuid, primary_key=True, info={"loom": {"field": "order"}}),
     Column("version", Integer, nullable=False),
-    Column("steps", BigInteger, nullable=False),
-    Column("last", String, nullable=False),
+    Column(
+        "steps",
+        BigInteger,
+        nullable=False,
+        info={"loom": {"field": "steps", "default": 0}},
+    ),
+    Column(
+        "last",
+        String,
+        nullable=False,
+        info={"loom": {"field": "last", "default": ""}},
+    ),
+    info={"loom": {"origin": "Orders.OrderProgress"}},
 )

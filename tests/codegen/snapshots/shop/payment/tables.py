@@ -12,7 +12,8 @@ charges = Table(
     metadata,
     Column("id", Uuid, primary_key=True),
     Column("version", Integer, nullable=False),
-    Column("order", Uuid, nullable=False),
-    Column("ok", Boolean, nullable=False),
+    Column("order", Uuid, nullable=False, info={"loom": {"field": "order"}}),
+    Column("ok", Boolean, nullable=False, info={"loom": {"field": "ok"}}),
     UniqueConstraint("order", name="uq_payment_charges_order"),
+    info={"loom": {"origin": "Payment.Charge"}},
 )

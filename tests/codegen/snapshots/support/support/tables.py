@@ -22,13 +22,29 @@ tickets = Table(
     metadata,
     Column("id", Uuid, primary_key=True),
     Column("version", Integer, nullable=False),
-    Column("code", String, nullable=False),
-    Column("customer", String, nullable=False),
-    Column("status", String, nullable=False),
-    Column("due_at", UtcDateTime, nullable=False),
-    Column("touches", BigInteger, nullable=False),
-    Column("last_notified", String, nullable=False),
+    Column("code", String, nullable=False, info={"loom": {"field": "code"}}),
+    Column("customer", String, nullable=False, info={"loom": {"field": "customer"}}),
+    Column(
+        "status",
+        String,
+        nullable=False,
+        info={"loom": {"field": "status", "default": "Open"}},
+    ),
+    Column("due_at", UtcDateTime, nullable=False, info={"loom": {"field": "dueAt"}}),
+    Column(
+        "touches",
+        BigInteger,
+        nullable=False,
+        info={"loom": {"field": "touches", "default": 0}},
+    ),
+    Column(
+        "last_notified",
+        String,
+        nullable=False,
+        info={"loom": {"field": "lastNotified", "default": ""}},
+    ),
     UniqueConstraint("code", name="uq_support_tickets_code"),
+    info={"loom": {"origin": "Support.Ticket"}},
 )
 
 # aggregate Agent (support.loom:52)
@@ -37,29 +53,57 @@ agents = Table(
     metadata,
     Column("id", Uuid, primary_key=True),
     Column("version", Integer, nullable=False),
-    Column("handle", String, nullable=False),
-    Column("name", String, nullable=False),
-    Column("load", BigInteger, nullable=False),
-    Column("team", String, nullable=True),
+    Column("handle", String, nullable=False, info={"loom": {"field": "handle"}}),
+    Column("name", String, nullable=False, info={"loom": {"field": "name"}}),
+    Column(
+        "load",
+        BigInteger,
+        nullable=False,
+        info={"loom": {"field": "load", "default": 0}},
+    ),
+    Column("team", String, nullable=True, info={"loom": {"field": "team"}}),
     UniqueConstraint("handle", name="uq_support_agents_handle"),
+    info={"loom": {"origin": "Support.Agent"}},
 )
 
 # instances of workflow FollowUp (support.loom:209)
 follow_up_instances = Table(
     "support_follow_up_instances",
     metadata,
-    Column("ticket", Uuid, primary_key=True),
+    Column("ticket", Uuid, primary_key=True, info={"loom": {"field": "ticket"}}),
     Column("version", Integer, nullable=False),
-    Column("attempts", BigInteger, nullable=False),
-    Column("channel", String, nullable=False),
+    Column(
+        "attempts",
+        BigInteger,
+        nullable=False,
+        info={"loom": {"field": "attempts", "default": 0}},
+    ),
+    Column(
+        "channel",
+        String,
+        nullable=False,
+        info={"loom": {"field": "channel", "default": ""}},
+    ),
+    info={"loom": {"origin": "Support.FollowUp"}},
 )
 
 # instances of workflow Ledger (support.loom:230)
 ledger_instances = Table(
     "support_ledger_instances",
     metadata,
-    Column("ticket", Uuid, primary_key=True),
+    Column("ticket", Uuid, primary_key=True, info={"loom": {"field": "ticket"}}),
     Column("version", Integer, nullable=False),
-    Column("total", BigInteger, nullable=False),
-    Column("charges", BigInteger, nullable=False),
+    Column(
+        "total",
+        BigInteger,
+        nullable=False,
+        info={"loom": {"field": "total", "default": 0}},
+    ),
+    Column(
+        "charges",
+        BigInteger,
+        nullable=False,
+        info={"loom": {"field": "charges", "default": 0}},
+    ),
+    info={"loom": {"origin": "Support.Ledger"}},
 )
