@@ -39,6 +39,10 @@ def _difference(a: Any, b: Any) -> str | None:
                 (getattr(x, f.name), getattr(y, f.name), f"{path}.{f.name}")
                 for f in dataclasses.fields(x)
             ]
+        elif isinstance(x, dict):
+            if x.keys() != y.keys():
+                return f"{path}: keys {sorted(x)} vs {sorted(y)}"
+            todo += [(x[k], y[k], f"{path}[{k!r}]") for k in x]
         elif isinstance(x, list | tuple):
             if len(x) != len(y):
                 return f"{path}: {len(x)} items vs {len(y)}"
@@ -109,6 +113,12 @@ def test_edited_models_parse_alike(text: str) -> None:
         "context A { aggregate B { n: int = 5s } }",
         "context A { aggregate B { n: string(-1, 2,) } }",
         "context A { agregate B { } }",
+        "context A { aggregate B renamed from C { n: int immutable renamed from m = 1 } }",
+        "context A { aggregate B { n: int renamed\n   from m } }",  # one token over two lines
+        "context A { aggregate B { renamed: int\n n: int } }",
+        "context A { aggregate B { n: int = 1 renamed from m } }",
+        "context A { event E renamed from F { a: int renamed from b = 1, c: string } }",
+        "context A { enum E { Open renamed from Opened, Shut } }",
         "",
     ],
 )

@@ -39,6 +39,7 @@ _ADD = frozenset({"+", "-"})
 _MUL = frozenset({"*", "/", "%"})
 _ASSIGN = frozenset({":=", "+=", "-="})
 _LITERALS = {"STRING": "string", "DECIMAL": "decimal", "INT": "int"}
+_RENAMED = "RENAMED_FROM"
 
 
 def parse(text: str, builder: Build) -> Any:
@@ -174,7 +175,10 @@ class _Descent:
         b = self.b
         while self.k[self.i] != "}":
             j = self.i
-            ch.append(b.enum_member(self.meta_of_name(j), [self.name()]))
+            member: list[Any] = [self.name()]
+            if self.k[self.i] == _RENAMED:
+                member.append(self.renamed())
+            ch.append(b.enum_member(self.meta(j), member))
             self.accept(",")
         self.i += 1
         return b.enum(self.meta(i0), ch)
@@ -189,6 +193,8 @@ class _Descent:
         self.i += 1
         b = self.b
         ch: list[Any] = [self.name()]
+        if self.k[self.i] == _RENAMED:
+            ch.append(self.renamed())
         if self.k[self.i] == "with":
             j = self.i
             self.i += 1
@@ -219,9 +225,20 @@ class _Descent:
             j = self.i
             self.i += 1
             ch.append(b.immutable(self.meta(j), []))
+        if self.k[self.i] == _RENAMED:
+            ch.append(self.renamed())
         if self.k[self.i] == "=":
             ch.append(self.default())
         return b.field(self.meta(i0), ch)
+
+    def renamed(self) -> Any:
+        """`renamed from OLD` (one token, then the name)."""
+        j = self.i
+        if "\n" in self.v[j]:
+            raise _GIVE_UP  # a token over two lines: positions this parser does not compute
+        self.i += 1
+        ch = [self.token(j, _RENAMED), self.name()]
+        return self.b.renamed(self.meta(j), ch)
 
     def default(self) -> Any:
         j = self.i
@@ -501,12 +518,23 @@ class _Descent:
         i0 = self.i
         self.i += 1
         ch: list[Any] = [self.name()]
+        if self.k[self.i] == _RENAMED:
+            ch.append(self.renamed())
         self.expect("{")
+        b = self.b
         while self.k[self.i] != "}":
-            ch.append(self.param())
+            j = self.i
+            field: list[Any] = [self.name()]
+            self.expect(":")
+            field.append(self.type())
+            if self.k[self.i] == _RENAMED:
+                field.append(self.renamed())
+            if self.k[self.i] == "=":
+                field.append(self.default())
+            ch.append(b.event_field(self.meta(j), field))
             self.accept(",")
         self.i += 1
-        return self.b.event(self.meta(i0), ch)
+        return b.event(self.meta(i0), ch)
 
     def value_object(self) -> Any:
         i0 = self.i
