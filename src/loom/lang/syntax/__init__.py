@@ -2,8 +2,9 @@
 
 `grammar.lark` is the grammar, `grammar.py` the parser built from it, `parser.py` the syntax-error
 messages, `tree_to_ast.py` the tree builder (which `reduce.py` runs as the parser reduces) and
-`ast.py` the nodes. A file with a syntax error contributes an empty `ast.File` (and its
-diagnostic); the compiler stops after this pass then.
+`ast.py` the nodes. `descent.py` is a faster parser for text that parses, feeding the same builder;
+lark parses whatever it gives up on. A file with a syntax error contributes an empty `ast.File`
+(and its diagnostic); the compiler stops after this pass then.
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ _CMP = frozenset({"==", "!=", "<", "<=", ">", ">="})
 _ADD = frozenset({"+", "-"})
 _MUL = frozenset({"*", "/", "%"})
 _ASSIGN = frozenset({":=", "+=", "-="})
+_BINARY = _CMP | _ADD | _MUL | {"||", "&&"}
 _LITERALS = {"STRING": "string", "DECIMAL": "decimal", "INT": "int"}
 _RENAMED = "RENAMED_FROM"
 
@@ -840,9 +841,14 @@ class _Descent:
             return self.b.record(self.meta(i0), ch)
         return self.expr()
 
+    # Each level of binary operators is handed its first operand (a `unary`, starting at token
+    # `i0`) already read: most expressions are one operand, and they then cost one call, not seven.
+
     def expr(self) -> Any:
         i0 = self.i
-        cond = self.or_expr()
+        cond = self.unary()
+        if self.k[self.i] in _BINARY:
+            cond = self.or_expr(i0, cond)
         if self.k[self.i] != "?":
             return cond
         self.i += 1
@@ -851,46 +857,45 @@ class _Descent:
         otherwise = self.expr()
         return self.b.ternary(self.meta(i0), [cond, then, otherwise])
 
-    def or_expr(self) -> Any:
-        i0 = self.i
-        left = self.and_expr()
+    def or_expr(self, i0: int, first: Any) -> Any:
+        left = self.and_expr(i0, first)
         while self.k[self.i] == "||":
             self.i += 1
-            right = self.and_expr()
+            j = self.i
+            right = self.and_expr(j, self.unary())
             left = self.b.or_op(self.meta(i0), [left, right])
         return left
 
-    def and_expr(self) -> Any:
-        i0 = self.i
-        left = self.cmp()
+    def and_expr(self, i0: int, first: Any) -> Any:
+        left = self.cmp(i0, first)
         while self.k[self.i] == "&&":
             self.i += 1
-            right = self.cmp()
+            j = self.i
+            right = self.cmp(j, self.unary())
             left = self.b.and_op(self.meta(i0), [left, right])
         return left
 
-    def cmp(self) -> Any:
-        i0 = self.i
-        left = self.sum()
+    def cmp(self, i0: int, first: Any) -> Any:
+        left = self.sum(i0, first)
         if self.k[self.i] not in _CMP:
             return left
         op = self.b.cmp_op(self.meta_of_name(self.i), [self.kept()])
-        right = self.sum()
+        j = self.i
+        right = self.sum(j, self.unary())
         return self.b.compare(self.meta(i0), [left, op, right])
 
-    def sum(self) -> Any:
-        i0 = self.i
-        left = self.product()
+    def sum(self, i0: int, first: Any) -> Any:
+        left = self.product(i0, first)
         b = self.b
         while self.k[self.i] in _ADD:
             op = b.add_op(self.meta_of_name(self.i), [self.kept()])
-            right = self.product()
+            j = self.i
+            right = self.product(j, self.unary())
             left = b.arith(self.meta(i0), [left, op, right])
         return left
 
-    def product(self) -> Any:
-        i0 = self.i
-        left = self.unary()
+    def product(self, i0: int, first: Any) -> Any:
+        left = first
         b = self.b
         while self.k[self.i] in _MUL:
             op = b.mul_op(self.meta_of_name(self.i), [self.kept()])
