@@ -18,9 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lark import Token
-
-from loom.lang.syntax.reduce import Positions
+from loom.lang.syntax.builder import Positions, Token
 from loom.lang.syntax.scan import END, NAME, Tokens, grammar, reserved
 from loom.lang.syntax.tree_to_ast import Build
 
@@ -85,12 +83,11 @@ class _Descent:
         )
 
     def token(self, i: int, kind: str) -> Token:
-        """lark's token for token `i` (built directly: lark's constructor is several times slower)."""
+        """The token for the builder of token `i`."""
         value = self.v[i]
         t: Token = _new_str(Token, value)
         line, column, start = self.lines[i], self.columns[i], self.offsets[i]
         t.type = kind
-        t.value = value
         t.start_pos = start
         t.line = line
         t.column = column

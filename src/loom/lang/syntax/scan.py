@@ -13,14 +13,19 @@ that token leads to), so the fast parser gives up there and lark decides.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import functools
+import hashlib
+import importlib.util
+import json
+import os
 import re
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-from lark.lexer import PatternStr
-from lark.parsers.lalr_analysis import Shift
-
-from loom.lang.syntax.grammar import lark_parser
+from loom.lang.syntax.grammar import GRAMMAR, lark_parser
 
 # The kind of a name, a literal or a number: lark's terminal names. A keyword's or a punctuation
 # mark's kind is its own text (`operation`, `{`, `:=`).
@@ -35,15 +40,46 @@ class _Grammar:
     scanner: re.Pattern[str]  # one match per token, the spaces and comments before it skipped
     kinds: list[str]  # regex group index -> kind
     keywords: frozenset[str]  # the words the grammar spells as keywords
-    terminal_of: dict[
-        str, str
-    ]  # a kind -> lark's terminal name (`{` -> LBRACE, `operation` -> OPERATION)
+    terminal_of: dict[str, str]  # a kind -> lark's terminal (`{` -> LBRACE, `when` -> WHEN)
     reserved_after: dict[str, frozenset[str]]  # lark terminal -> keyword terminals it may reserve
     reserved_at_start: frozenset[str]
 
 
 @functools.cache
 def grammar() -> _Grammar:
+    """What the scanner and `reserved` read of the grammar. Derived from lark's parser, and kept in
+    the temporary folder (as lark keeps its tables) keyed by the grammar, this file and lark's
+    installation, so that a process whose texts all parse never loads lark."""
+    cache = Path(tempfile.gettempdir()) / f"loom-scan-{_cache_key()}.json"
+    try:
+        data = json.loads(cache.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = _derive()
+        with contextlib.suppress(OSError):  # a folder that cannot be written: derived each time
+            staged = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
+            staged.write_text(json.dumps(data), encoding="utf-8")
+            os.replace(staged, cache)
+    return _Grammar(
+        re.compile(data["pattern"], re.DOTALL),
+        data["kinds"],
+        frozenset(data["keywords"]),
+        data["terminal_of"],
+        {t: frozenset(k) for t, k in data["reserved_after"].items()},
+        frozenset(data["reserved_at_start"]),
+    )
+
+
+def _cache_key() -> str:
+    lark = importlib.util.find_spec("lark")
+    where = Path(lark.origin) if lark is not None and lark.origin else None
+    digest = hashlib.sha256(GRAMMAR.read_bytes() + Path(__file__).read_bytes())
+    if where is not None:
+        stat = where.stat()
+        digest.update(f"{where}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    return digest.hexdigest()[:16]
+
+
+def _derive() -> dict[str, Any]:
     parser = lark_parser()
     ignore = set(parser.lexer_conf.ignore)
     words: dict[str, str] = {}
@@ -57,11 +93,12 @@ def grammar() -> _Grammar:
         parser.terminals,
         key=lambda x: (-x.priority, -x.pattern.max_width, -len(x.pattern.value), x.name),
     ):
-        if isinstance(t.pattern, PatternStr) and t.pattern.value.isidentifier():
+        is_text = t.pattern.type == "str"
+        if is_text and t.pattern.value.isidentifier():
             words[t.pattern.value] = t.name  # matched as a NAME, then told apart (lark's "unless")
         elif t.name in ignore:
             skipped.append(t.pattern.to_regexp())
-        elif isinstance(t.pattern, PatternStr):
+        elif is_text:
             marks.append(t.pattern.to_regexp())
         else:
             groups.append((t.name, t.pattern.to_regexp()))
@@ -73,7 +110,8 @@ def grammar() -> _Grammar:
     # The skipping is atomic (never given back to find a token inside a comment), and the end of
     # the text is a token, so spaces and comments at the end are skipped too.
     skip = "|".join(skipped)
-    scanner = re.compile(f"(?>(?:{skip})*)(?:{tokens}|(?P<BAD>.)|(?P<END>\\Z))", re.DOTALL)
+    pattern = f"(?>(?:{skip})*)(?:{tokens}|(?P<BAD>.)|(?P<END>\\Z))"
+    scanner = re.compile(pattern, re.DOTALL)
     kind_of["BAD"] = BAD
     kind_of["END"] = END
     kind_of[_MARK] = _MARK
@@ -81,25 +119,24 @@ def grammar() -> _Grammar:
     for name, index in scanner.groupindex.items():
         kinds[index] = kind_of[name]
     terminal_of = {
-        (t.pattern.value if isinstance(t.pattern, PatternStr) else t.name): t.name
-        for t in parser.terminals
+        (t.pattern.value if t.pattern.type == "str" else t.name): t.name for t in parser.terminals
     }
     table = parser.parser.parser._parse_table
     after: dict[str, set[str]] = {}
     for actions in table.states.values():
         for terminal, (action, target) in actions.items():
-            if action is Shift:
+            if action.name == "Shift":
                 after.setdefault(terminal, set()).update(table.states[target])
     keyword_terminals = set(words.values())
     start = table.states[table.start_states["start"]]
-    return _Grammar(
-        scanner,
-        kinds,
-        frozenset(words),
-        terminal_of,
-        {t: frozenset(s & keyword_terminals) for t, s in after.items()},
-        frozenset(set(start) & keyword_terminals),
-    )
+    return {
+        "pattern": pattern,
+        "kinds": kinds,
+        "keywords": sorted(words),
+        "terminal_of": terminal_of,
+        "reserved_after": {t: sorted(s & keyword_terminals) for t, s in after.items()},
+        "reserved_at_start": sorted(set(start) & keyword_terminals),
+    }
 
 
 class Tokens:

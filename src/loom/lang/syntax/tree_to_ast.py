@@ -3,12 +3,15 @@ parser reduces that rule, with the rule's positions and its children's values.""
 
 from __future__ import annotations
 
-from lark import Token
+from typing import TYPE_CHECKING
 
 from loom.lang.diagnostics import Sink, Span
 from loom.lang.syntax import ast
-from loom.lang.syntax.reduce import Builder, Positions
+from loom.lang.syntax.builder import Builder, Positions
 from loom.lang.syntax.unknown_declaration import report_unknown_declaration
+
+if TYPE_CHECKING:
+    from lark import Token
 
 # --------------------------------------------------------------------------------------------------
 # Tree to AST
@@ -301,9 +304,10 @@ class Build(Builder):
         return (list(ch), self.sp(meta))
 
     def type(self, meta, ch):
-        names = [c for c in ch if isinstance(c, Token)]
+        # a name is a token (lark's or the fast parser's), a mark a plain text
+        names = [c for c in ch if isinstance(c, str) and type(c) is not str]
         args = next((c for c in ch if isinstance(c, tuple)), None)
-        marks = {c for c in ch if isinstance(c, str) and not isinstance(c, Token)}
+        marks = {c for c in ch if type(c) is str}
         name, qualifier = names[-1], names[0] if len(names) > 1 else None
         return ast.TypeRef(
             str(name),
