@@ -8,6 +8,10 @@ word as a keyword that a name could be.
 from __future__ import annotations
 
 import dataclasses
+import json
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from lark.exceptions import UnexpectedInput
 
 from loom.lang.diagnostics import Sink
-from loom.lang.syntax import descent, reduce
+from loom.lang.syntax import descent, reduce, scan
 from loom.lang.syntax.scan import Tokens
 from loom.lang.syntax.tree_to_ast import Build
 
@@ -144,3 +148,34 @@ def test_tokens_carry_lark_positions() -> None:
         ("STRING", '"s"', 3, 3),
         ("$END", "", 4, 1),
     ]
+
+
+def test_the_scanner_tables_are_kept_and_rebuilt_when_broken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    scan.grammar.cache_clear()
+    try:
+        derived = scan.grammar()
+        (kept,) = tmp_path.glob("loom-scan-*.json")
+        scan.grammar.cache_clear()
+        assert scan.grammar() == derived  # read back from the file
+        kept.write_text("{not json")
+        scan.grammar.cache_clear()
+        assert scan.grammar() == derived
+        assert json.loads(kept.read_text())["keywords"] == sorted(derived.keywords)
+    finally:
+        scan.grammar.cache_clear()
+
+
+def test_a_model_that_parses_never_loads_lark() -> None:
+    code = (
+        "import sys; from loom.lang import compile_files; "
+        f"assert compile_files([{str(ROOT / 'examples/banking/banking.loom')!r}]).ok; "
+        "print('lark' in sys.modules)"
+    )
+    runs = [
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        for _ in range(2)  # the first may build the scanner's tables with lark
+    ]
+    assert runs[-1].stdout.strip() == "False"
