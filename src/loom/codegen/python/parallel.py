@@ -4,8 +4,8 @@ The contexts' packages are generated independently of one another, so a child pr
 the model is built (it inherits the model, nothing is sent to it) generates half of them while
 this process generates the rest, and sends back its texts. The result is the same as generating
 them all here, in the same order; a small model, a platform without `fork`, a process with other
-threads (forking one is unsafe) or a single core generate here, and so does anything the child
-failed to do.
+threads (forking one is unsafe), a single core or a machine with no core to spare generate here, and
+so does anything the child failed to do.
 """
 
 from __future__ import annotations
@@ -62,4 +62,9 @@ def halves(items: Sequence[T], work: Callable[[T], R], *, weight: Callable[[T], 
 
 
 def _may_fork() -> bool:
-    return hasattr(os, "fork") and (os.cpu_count() or 1) > 1 and threading.active_count() == 1
+    if not hasattr(os, "fork") or threading.active_count() > 1:
+        return False
+    # Only with a core to spare: on a machine already busy the two halves share the cores with the
+    # rest and each runs at less than half speed, which is slower than one process (measured).
+    cores = os.cpu_count() or 1
+    return cores > 1 and os.getloadavg()[0] + 1 <= cores
