@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 def _unescape(raw: str) -> tuple[str, str | None]:
     """Decode a string literal (with its quotes). Returns the text and the first bad escape, if any."""
+    if "\\" not in raw:
+        return raw[1:-1], None  # most strings: nothing to decode
     out: list[str] = []
     bad: str | None = None
     i, body = 0, raw[1:-1]
@@ -305,9 +307,16 @@ class Build(Builder):
 
     def type(self, meta, ch):
         # a name is a token (lark's or the fast parser's), a mark a plain text
-        names = [c for c in ch if isinstance(c, str) and type(c) is not str]
-        args = next((c for c in ch if isinstance(c, tuple)), None)
-        marks = {c for c in ch if type(c) is str}
+        names = []
+        args = None
+        marks = set()
+        for c in ch:
+            if type(c) is str:
+                marks.add(c)
+            elif isinstance(c, str):
+                names.append(c)
+            elif args is None and isinstance(c, tuple):
+                args = c
         name, qualifier = names[-1], names[0] if len(names) > 1 else None
         return ast.TypeRef(
             str(name),
