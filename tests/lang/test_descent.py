@@ -82,14 +82,11 @@ def test_every_model_parses_alike(path: Path) -> None:
     assert_agrees(path.read_text(encoding="utf-8-sig"))
 
 
-def test_the_fast_parser_takes_nearly_every_valid_model() -> None:
-    valid = []
-    for path in MODELS:
-        text = path.read_text(encoding="utf-8-sig")
-        if _both(text)[2] is not None:
-            valid.append(assert_agrees(text))
-    # it gives up only where a name is spelled like a keyword lark might reserve there
-    assert sum(valid) >= 0.9 * len(valid)
+def test_the_fast_parser_takes_every_valid_model() -> None:
+    # names spelled like keywords included (`handle: string`, `event: string`, `Svc.value(…)`)
+    valid = [p for p in MODELS if _both(p.read_text(encoding="utf-8-sig"))[2] is not None]
+    assert len(valid) > 200
+    assert [p for p in valid if not assert_agrees(p.read_text(encoding="utf-8-sig"))] == []
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -103,6 +100,9 @@ def test_edited_models_parse_alike(text: str) -> None:
     [
         # lark reads `on` after a field's type as the keyword (the state is shared with workflows)
         "context A { aggregate B { n: int\n on: bool } }",
+        "context A { workflow W { on: bool\n create() { } } }",
+        "context A { command C { event: string, handle: string } }",  # names there
+        "context A { aggregate B { n: int\n id: int } }",  # `id` after a type is its mark
         # a keyword lark reserves nowhere near: a name
         "context A { event E { item: B id }\n aggregate B { operation f() { emit E { item: id } } } }",
         "context A { aggregate B { n: int = 1\n -2 } }",  # greedy, as lark's shift

@@ -6,8 +6,8 @@ fixed order; a word spelled like a keyword is that keyword only where the state 
 scanner matches every terminal, in that same order, so wherever the fast parser accepts the token it
 finds, lark's lexer in that place finds the same one. The one difference left is a word spelled like
 a keyword that the fast parser takes as a name: lark takes it as the keyword when the state after
-the previous token accepts it, which `reserved_after` over-approximates (every state a shift of
-that token leads to), so the fast parser gives up there and lark decides.
+the previous token accepts it. `reserved` answers that (see there); where it does, the fast parser
+gives up and lark decides.
 """
 
 from __future__ import annotations
@@ -176,18 +176,49 @@ _NEWLINE = re.compile("\n")
 
 
 def reserved(tokens: Tokens, names: list[int]) -> bool:
-    """Whether lark's lexer may read one of the words at `names` (tokens spelled like keywords that
-    the fast parser read as names) as its keyword, judged by the token before it."""
+    """Whether lark's lexer would read one of the words at `names` (tokens spelled like keywords
+    that the fast parser read as names) as its keyword. Judged first by the token before each
+    (`reserved_after`, cheap and over-approximate), then, for a file that judgement doubts, exactly:
+    lark's parse table run over the tokens, no tree built, asked at each such word whether the
+    state the lexer would be in accepts the keyword."""
     g = grammar()
     taken = set(names)
+    doubted = False
     for i in names:
         word = g.terminal_of[tokens.texts[i]]
         if i == 0:
-            if word in g.reserved_at_start:
-                return True
+            doubted = doubted or word in g.reserved_at_start
             continue
         kind = tokens.kinds[i - 1]
         before = NAME if (i - 1) in taken else g.terminal_of.get(kind, kind)
-        if word in g.reserved_after.get(before, ()):
-            return True
+        doubted = doubted or word in g.reserved_after.get(before, ())
+    return doubted and _reserved_exactly(tokens, taken)
+
+
+def _reserved_exactly(tokens: Tokens, names: set[int]) -> bool:
+    table = lark_parser().parser.parser._parse_table
+    states = table.states
+    terminal_of = grammar().terminal_of
+    stack = [table.start_states["start"]]
+    for i, kind in enumerate(tokens.kinds):
+        if kind == END:
+            return False
+        if i in names:
+            if terminal_of[tokens.texts[i]] in states[stack[-1]]:
+                return True  # the lexer, in this state, reads the word as the keyword
+            terminal = NAME
+        else:
+            terminal = terminal_of.get(kind, kind)
+        while True:
+            found = states[stack[-1]].get(terminal)
+            if found is None:
+                return True  # not what the fast parser read: lark must decide
+            action, target = found
+            if action.name == "Shift":
+                stack.append(target)
+                break
+            size = len(target.expansion)  # a reduction: pop the rule, go to its left-hand side
+            if size:
+                del stack[-size:]
+            stack.append(states[stack[-1]][target.origin.name][1])
     return False
