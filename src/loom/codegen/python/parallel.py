@@ -65,6 +65,7 @@ def _may_fork() -> bool:
     if not hasattr(os, "fork") or threading.active_count() > 1:
         return False
     # Only with a core to spare: on a machine already busy the two halves share the cores with the
-    # rest and each runs at less than half speed, which is slower than one process (measured).
+    # rest and each runs at less than half speed, which is slower than one process (measured). The
+    # load average counts this process too (and a script's previous commands, about one).
     cores = os.cpu_count() or 1
-    return cores > 1 and os.getloadavg()[0] + 1 <= cores
+    return cores > 1 and os.getloadavg()[0] < cores - 0.5
