@@ -95,8 +95,15 @@ def compile_model(
     return result
 
 
+def _collector_off() -> None:
+    # Both commands end right after: turning the collector back on once the model is built would
+    # have it walk the whole model once more, for nothing (0.1 s at 1,000 aggregates).
+    gc.disable()
+
+
 def check(files: list[Path], fmt: Format, color: Color) -> int:
     """`loom check`: parse, resolve and type-check a model, print its diagnostics; the exit code."""
+    _collector_off()
     result = compile_model(files, fmt, color)
     if fmt is Format.text and result.ok and not result.diagnostics:
         echo(f"ok: {len(files)} file(s), no problems")
@@ -105,6 +112,7 @@ def check(files: list[Path], fmt: Format, color: Color) -> int:
 
 def build(files: list[Path], output: Path, color: Color) -> int:
     """`loom build`: generate the service package of a model into `output`; the exit code."""
+    _collector_off()
     result = compile_model(files, Format.text, color, quiet_ok=True)
     if not result.ok or result.model is None:
         return 1
