@@ -18,6 +18,7 @@ import functools
 import hashlib
 import importlib.util
 import json
+import operator
 import os
 import re
 import tempfile
@@ -149,21 +150,21 @@ class Tokens:
     def __init__(self, text: str) -> None:
         g = grammar()
         kind_at, keywords = g.kinds, g.keywords
-        found = [(m.lastindex or 0, m) for m in g.scanner.finditer(text)]
-        kinds = [kind_at[i] for i, _ in found]
-        texts = [m.group(i) for i, m in found]
-        offsets = [m.start(i) for i, m in found]
+        found = list(g.scanner.finditer(text))
+        groups = list(map(_LAST_GROUP, found))  # every token's group is named: never None
+        texts = list(map(re.Match.group, found, groups))
+        offsets = list(map(re.Match.start, found, groups))
+        # a mark's kind is its text, and so is a keyword's (whether it is one is the parser's call)
+        kinds = [
+            t if (k := kind_at[i]) == _MARK or (k == NAME and t in keywords) else k
+            for i, t in zip(groups, texts, strict=True)
+        ]
         if BAD in kinds:
             del kinds[kinds.index(BAD) + 1 :]
             del texts[len(kinds) :], offsets[len(kinds) :]
             kinds.append(END)
             texts.append("")
             offsets.append(len(text))
-        # a name spelled like a keyword is that keyword's kind (whether it is one is the parser's call)
-        kinds = [
-            t if k == _MARK or (k == NAME and t in keywords) else k
-            for k, t in zip(kinds, texts, strict=True)
-        ]
         if len(kinds) > 1 and kinds[-2] == END:  # spaces or comments at the end: matched twice
             del kinds[-1], texts[-1], offsets[-1]
         line_starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
@@ -173,6 +174,7 @@ class Tokens:
 
 
 _NEWLINE = re.compile("\n")
+_LAST_GROUP = operator.attrgetter("lastindex")
 
 
 def reserved(tokens: Tokens, names: list[int]) -> bool:
