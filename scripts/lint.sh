@@ -21,8 +21,9 @@ step() {
 
 step "ruff check" "$bin/ruff" check .
 step "ruff format --check" "$bin/ruff" format --check .
-step "mypy --strict (runtime, testing, codegen, model)" \
-  "$bin/mypy" --strict src/loom/runtime src/loom/testing src/loom/codegen src/loom/model
+step "mypy --strict (runtime, testing, codegen, model, migrate)" \
+  "$bin/mypy" --strict src/loom/runtime src/loom/testing src/loom/codegen src/loom/model \
+  src/loom/migrate
 step "mypy (lang, codemod)" "$bin/mypy" src/loom/lang src/loom/codemod
 
 if ((${#failed[@]})); then

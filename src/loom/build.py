@@ -284,6 +284,16 @@ def default_sqlite_url(first_file: Path) -> str:
     return f"sqlite+aiosqlite:///{db}"
 
 
+def safe_url(url: str) -> str:
+    """A database URL fit to print: its password hidden."""
+    from sqlalchemy.engine import make_url  # only to print one: `loom check` never needs it
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - printing must never fail
+        return "<database url>"
+
+
 def import_package(out: Path) -> ModuleType:
     """Import the generated package in `out` under a name unique to that folder, and return its
     `main` module. Generated code imports its siblings relatively, so any name works."""

@@ -19,14 +19,16 @@ from loom.build import (
     BuildError,
     cached_build_for,
     default_sqlite_url,
-    load_app,
+    import_package,
     read_model,
     reuse_build,
+    safe_url,
     write_cached_build,
 )
 from loom.commands import Color, Format
 from loom.commands import collector_paused as _collector_paused
 from loom.commands import compile_model as _compile
+from loom.migrate.cli import before_serving, migrate_app
 
 app = typer.Typer(
     name="loom",
@@ -130,11 +132,20 @@ def run(
             "(default: $LOOM_IDEMPOTENCY_TTL, else 86400)."
         ),
     ] = None,
+    migrate: Annotated[
+        bool,
+        typer.Option(
+            "--migrate",
+            help="Apply pending migrations first; with no migrations/ folder, apply additive "
+            "changes (new tables, new optional or defaulted fields) directly.",
+        ),
+    ] = False,
 ) -> None:
     """Build the model into a cache folder and serve it with uvicorn.
 
     The build goes to `.loom/build/<digest>/` beside the first model file; an unchanged model
-    reuses it, so replicas started together on one folder share one build."""
+    reuses it, so replicas started together on one folder share one build. A database behind its
+    model, or drifted from it, is refused before serving (docs/migrations.md)."""
     import os
 
     import uvicorn
@@ -164,10 +175,15 @@ def run(
     try:
         out, state = _run_build(files, color)
         url = database_url or default_sqlite_url(files[0])
-        application = load_app(out, url)
+        service = import_package(out)
+        application = service.build_app(url)
     except (BuildError, AuthConfigError, ValueError) as exc:  # ValueError: a bad limit or TTL
         _fail(str(exc))
-    typer.echo(f"serving {', '.join(str(f) for f in files)} on http://{host}:{port} ({_safe(url)})")
+    for line in before_serving(files, service, url, database_url, migrate=migrate):
+        typer.echo(line)
+    typer.echo(
+        f"serving {', '.join(str(f) for f in files)} on http://{host}:{port} ({safe_url(url)})"
+    )
     typer.echo(f"  build: {state} {out}")
     auth = application.state.loom_auth
     algorithms = "/".join(getattr(auth, "algorithms", ()))
@@ -204,16 +220,6 @@ def _run_build(files: list[Path], color: Color) -> tuple[Path, str]:
     return build.out, "written" if written else "reused (another replica wrote it meanwhile)"
 
 
-def _safe(url: str) -> str:
-    """Hide a password in a database URL before printing it."""
-    from sqlalchemy.engine import make_url
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 - printing must never fail
-        return "<database url>"
-
-
 fix_app = typer.Typer(
     name="fix",
     help="Rewrite .loom files for a language change (codemods; see docs/codemods.md).",
@@ -222,6 +228,7 @@ fix_app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(fix_app, name="fix")
+app.add_typer(migrate_app, name="migrate")  # loom.migrate.cli: new, apply, status
 
 
 @fix_app.command("handle")
@@ -349,7 +356,7 @@ def dead_letters_list(
     try:
         page = asyncio.run(_on_outbox(url, lambda svc: _dead_page(svc, limit, offset, wanted)))
     except Exception as exc:  # noqa: BLE001 - a sentence, never a traceback
-        _fail(f"cannot read the dead letters of {_safe(url)}: {exc}")
+        _fail(f"cannot read the dead letters of {safe_url(url)}: {exc}")
     if format is Format.json:
         typer.echo(json.dumps(page, default=str, ensure_ascii=False))
         return
@@ -371,7 +378,7 @@ def dead_letters_list(
             typer.echo(
                 f"event    {d['event_id']}  {d['event_type']}  channel={d['channel']}"
                 f"  attempts={d['attempts']}  occurred={d['occurred_at']}"
-                f"  correlation={d['correlation_id']}"
+                f"  correlation={d['correlation_id']}  revision={d['model_revision'] or 'unknown'}"
             )
         typer.echo(f"    last error: {d['last_error']}")
 
@@ -416,7 +423,7 @@ def dead_letters_redrive(
         wanted = None if kind is None else kind.value
         count = asyncio.run(_on_outbox(url, lambda svc: _redrive(svc, event_id, wanted)))
     except Exception as exc:  # noqa: BLE001 - a sentence, never a traceback
-        _fail(f"cannot redrive in {_safe(url)}: {exc}")
+        _fail(f"cannot redrive in {safe_url(url)}: {exc}")
     if event_id is None:
         typer.echo(f"redriven {count} dead letter(s)")
     elif count == 2:

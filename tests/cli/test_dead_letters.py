@@ -34,11 +34,15 @@ class Failed(DomainEvent):
     n: int
 
 
+REVISION = "0123456789ab"
+
+
 async def make_dead_letters(url: str, n: int) -> list[UUID]:
     """A database holding `n` dead letters, made the real way: a relay, a failing handler."""
     service = Service.from_url(
         url, MetaData(), channels=[Channel("cli", ["Cli.Failed"], max_attempts=1)]
     )
+    service.events.model_revision = REVISION  # as create_app sets the generated MODEL_REVISION
 
     async def broken(event: DomainEvent) -> None:
         raise ValueError("the handler is broken")
@@ -72,12 +76,14 @@ async def test_list_and_redrive(database_url: str) -> None:
     assert listed.stdout.splitlines()[0] == "2 dead letter(s); 1-2:"
     assert str(first) in listed.stdout and str(second) in listed.stdout
     assert "Cli.Failed  channel=cli  attempts=1" in listed.stdout
+    assert f"revision={REVISION}" in listed.stdout  # the model revision that wrote the event
     assert "last error: Cli.Broken.on_failed: ValueError: the handler is broken" in listed.stdout
 
     page = json.loads(loom("list", *db, "--format", "json", "--limit", "1", "--offset", "1").stdout)
     assert (page["total"], page["limit"], page["offset"]) == (2, 1, 1)
     (item,) = page["items"]
     assert item["event_id"] == str(second) and item["payload"] == {"n": 1}
+    assert item["model_revision"] == REVISION
 
     one = loom("redrive", str(first), *db)
     assert one.returncode == 0, one.stderr

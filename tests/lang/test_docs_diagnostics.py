@@ -21,6 +21,9 @@ SECTIONS = {m.group(1): m.group(3) for m in SECTION.finditer(TEXT) if m.group(1)
 
 # Codes no model text can trigger from a data file: they are covered by tests/lang/test_compiler.py.
 NOT_DATA_DRIVEN = {"loom.file-unreadable", "loom.internal-error"}
+# Findings on a change between two models (`loom migrate new`): their sections show a before and
+# an after, and their data-driven cases are pairs of models; tests/migrate/test_docs.py checks them
+MIGRATE = {code for code in REGISTRY if code.startswith("loom.migrate-")}
 
 
 def test_every_code_has_a_section() -> None:
@@ -34,10 +37,10 @@ def test_every_code_mentioned_is_registered() -> None:
 
 
 def test_every_code_has_a_data_driven_case() -> None:
-    assert sorted(set(REGISTRY) - codes_expected() - NOT_DATA_DRIVEN) == []
+    assert sorted(set(REGISTRY) - codes_expected() - NOT_DATA_DRIVEN - MIGRATE) == []
 
 
-@pytest.mark.parametrize("code", sorted(SECTIONS))
+@pytest.mark.parametrize("code", sorted(set(SECTIONS) - MIGRATE))
 def test_section_example_reports_its_code(code: str) -> None:
     blocks = re.findall(r"```loom\n(.*?)```", SECTIONS[code], re.DOTALL)
     if code in {"loom.file-unreadable", "loom.internal-error", "loom.nesting-too-deep"}:

@@ -71,6 +71,9 @@ async def test_a_failed_reaction_keeps_the_answer_and_leaves_no_effect(
             "correlation_id": r.headers["x-correlation-id"],
             "causation_id": None,
             "error": "RuntimeError: injected fault",
+            # a hand-built service has no model revision
+            "model_revision": "unknown",
+            "reader_revision": "unknown",
         }
         # the other reaction of the same event ran and committed; nothing was retried
         handled = [(x["handler"], x["event_type"]) for x in lines(caplog, "event_handled")]

@@ -226,7 +226,7 @@ class OutboxStorageContract:
     async def test_already_handled_is_raised_before_the_body(self, service: Service) -> None:
         from loom.runtime._events import Delivery, _delivery, new_envelope
 
-        envelope = new_envelope(Happened(n=1))
+        envelope = new_envelope(Happened(n=1), None)
         token = _delivery.set(Delivery("lab.direct", envelope, durable=True))
         try:
             async with service.reaction():

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import pytest
 from sqlalchemy import MetaData, func, select
 
-from loom.runtime import Channel, ConcurrencyConflict, DomainEvent, Service
+from loom.runtime import Channel, ConcurrencyConflict, DomainEvent, Service, current_envelope
 from loom.runtime._outbox import outbox
 from loom.runtime.processes import Decision, Outcome, SqlProcessStore
 
@@ -103,3 +103,22 @@ async def test_in_a_callers_unit_of_work_commands_leave_at_its_commit(service: S
         await service.processes.run(Counter, "k", send(Ping(n=2)), work=work)
     await service.settle()
     assert delivered == [2]
+
+
+async def test_a_steps_outbox_rows_carry_the_model_revision(service: Service) -> None:
+    # the step's own write (PostgreSQL: its one statement; SQLite: the outbox insert after it)
+    service.events.model_revision = "0123456789ab"
+    read: list[str | None] = []
+
+    async def on_ping(event: Ping) -> None:
+        envelope = current_envelope()
+        assert envelope is not None
+        read.append(envelope.model_revision)
+
+    service.events.subscribe(Ping, on_ping)
+    await service.processes.run(Counter, "k", send(Ping(n=1), Ping(n=2)))
+    async with service.engine.connect() as conn:
+        stored = (await conn.execute(select(outbox.c.model_revision))).scalars().all()
+    assert stored == ["0123456789ab"] * 2
+    await service.settle()
+    assert read == ["0123456789ab"] * 2  # the relay read it back onto the envelope

@@ -158,6 +158,9 @@ async def test_failing_reactor_is_logged_and_never_changes_the_answer(
             "correlation_id": r.headers["x-correlation-id"],
             "causation_id": None,
             "error": "ValueError: reactor exploded",
+            # a hand-built service has no model revision
+            "model_revision": "unknown",
+            "reader_revision": "unknown",
         }
     ]
     assert "broken" in lines[0]["handler"]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("runtime", "testing", "codegen", "model", "lang", "codemod")
+PACKAGES = ("runtime", "testing", "codegen", "model", "migrate", "lang", "codemod")
 # the scripts run the tools of the project's virtualenv: the one running these tests
 VENV = Path(sys.prefix)
 pytestmark = pytest.mark.skipif(

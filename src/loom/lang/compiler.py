@@ -92,7 +92,7 @@ def _run(sources: dict[str, str], sink: Sink) -> ir.Model | None:
     facts = check(prog, sources, sink)
     if sink.has_errors:
         return None
-    return lower(prog, facts)
+    return lower(prog, facts, sources)
 
 
 def _is_recursion(exc: BaseException | None) -> bool:

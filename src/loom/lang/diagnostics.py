@@ -312,6 +312,46 @@ REGISTRY: dict[str, CodeInfo] = {
             "`cancel` or `on timeout` names a timeout no body schedules",
         ),
         CodeInfo("loom.timeout-unhandled", _E, "a scheduled timeout has no `on timeout` handler"),
+        # Migrations (`loom migrate new`'s lint of a model change: loom.migrate, docs/migrations.md)
+        CodeInfo(
+            "loom.migrate-drops-data",
+            _W,
+            "a migration drops a table or column, and the data in it (needs --allow-data-loss)",
+        ),
+        CodeInfo(
+            "loom.migrate-narrowing-type",
+            _W,
+            "a column's type changes to one that may not hold every stored value "
+            "(needs --allow-data-loss)",
+        ),
+        CodeInfo(
+            "loom.migrate-required-without-default",
+            _E,
+            "a required column is added, or made required, with no constant default for the "
+            "existing rows",
+        ),
+        CodeInfo(
+            "loom.migrate-unique-duplicates",
+            _E,
+            "a unique key covers a column added in the same migration: existing rows all share "
+            "its default",
+        ),
+        CodeInfo(
+            "loom.migrate-unique-existing-rows",
+            _W,
+            "a unique key is added to a table whose existing rows may hold duplicates",
+        ),
+        CodeInfo(
+            "loom.migrate-maybe-rename",
+            _W,
+            "a table or column is dropped and one of the same shape added: did you mean "
+            "`renamed from`?",
+        ),
+        CodeInfo(
+            "loom.migrate-breaks-running-code",
+            _W,
+            "a step the previous code cannot run against (a rolling deploy would fail meanwhile)",
+        ),
     ]
 }
 

@@ -1069,3 +1069,6 @@ class Model:
 
     contexts: tuple[Context, ...]
     sources: tuple[str, ...] = field(default=())
+    # a digest of the model's source text (loom.lang.lower.revision), stamped on every event a
+    # service of this model writes; "" for a model built by hand
+    revision: str = ""

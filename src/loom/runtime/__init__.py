@@ -46,7 +46,10 @@ Persistence
             relay_options=None)
     Service.from_url(url, metadata, *, channels=(), relay_options=None, **engine_options)
         .engine .events .faults .metadata .channels .outbox .relay
-        await .create_schema()  await .dispose()
+        await .create_schema()  await .dispose()      create_schema creates the tables in a
+                                                          database with none of them, else raises
+                                                          SchemaMismatch unless they all match
+        .schema() -> the metadatas of its tables (the model's + the runtime's it uses)
         async with .transaction(isolation=None) as work   one connection + one transaction;
                                                           events dispatched after commit
         async with .autocommit() as work                  each save commits on its own
@@ -74,12 +77,14 @@ Persistence
     loom.runtime.types   DecimalText, UtcDateTime, JsonList([item_type]) column types
 
 Events (docs/events.md)
-    EventBus             subscribe(event_class, handler, *, name=None)  name: the consumer
+    EventBus(model_revision=None)   stamps every event raised through it with the revision
+                         subscribe(event_class, handler, *, name=None)  name: the consumer
                          ("Ctx.Workflow.on_event"), used in logs and as the inbox key;
                          register(event_class) (decodable by its event_type); unsubscribe;
                          dispatch(events) (in-process, never raises)
     EventEnvelope        event_id (UUIDv7), event_type, occurred_at, event, correlation_id,
-                         causation_id (the event whose handler emitted this one)
+                         causation_id (the event whose handler emitted this one),
+                         model_revision (of the model that wrote it; None: unknown)
     current_envelope()   the envelope of the event being handled (inside a handler)
     Channel(name, events, *, retention="work"|"log", max_attempts=5, backoff=Backoff())
                          durable: carried events go through __loom_outbox and the relay
@@ -224,7 +229,7 @@ from ._schemas import (
     WireDecimal,
     WireText,
 )
-from ._service import Service, Work
+from ._service import SchemaMismatch, Service, Work
 from .clock import now
 from .decimals import ArithmeticRefused
 from .processes import ProcessRunner
@@ -277,6 +282,7 @@ __all__ = [
     "Refused",
     "Repository",
     "Rows",
+    "SchemaMismatch",
     "Service",
     "Tick",
     "Timeout",

@@ -36,6 +36,8 @@ class DeadLetterOut(BaseModel):
     occurred_at: datetime
     correlation_id: str
     payload: dict[str, Any]
+    # the revision of the model that wrote the event; null: written before events carried one
+    model_revision: str | None = None
 
 
 class DeadTimeoutOut(BaseModel):

@@ -23,6 +23,8 @@ from ._principal import SYSTEM
 from ._principal import _current as _principal
 
 Handler = Callable[[Any], Awaitable[None]]
+# what the logs say for an event, or a service, of no known model revision
+UNKNOWN_REVISION = "unknown"
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +32,9 @@ class EventEnvelope:
     """Delivery metadata of one event; the domain event itself stays clean.
 
     correlation_id: shared by every event of one chain (the request's X-Correlation-Id, else the
-    root event's id); causation_id: the id of the event whose handler emitted this one."""
+    root event's id); causation_id: the id of the event whose handler emitted this one;
+    model_revision: the revision of the model whose service wrote the event (None: unknown, a
+    row written before events carried one, or a service built without a revision)."""
 
     event_id: UUID
     event_type: str
@@ -38,6 +42,7 @@ class EventEnvelope:
     event: DomainEvent
     correlation_id: str = ""
     causation_id: str | None = None
+    model_revision: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,8 +78,11 @@ def current_envelope() -> EventEnvelope | None:
     return None if delivery is None else delivery.envelope
 
 
-def new_envelope(event: DomainEvent, event_id: UUID | None = None) -> EventEnvelope:
-    """An envelope for an event raised now, inheriting the ids of the running request/delivery."""
+def new_envelope(
+    event: DomainEvent, model_revision: str | None, event_id: UUID | None = None
+) -> EventEnvelope:
+    """An envelope for an event raised now by a service of `model_revision`, inheriting the ids
+    of the running request/delivery."""
     event_id = event_id or new_id()
     parent = current_envelope()
     correlation = current_correlation_id() or (parent.correlation_id if parent else None)
@@ -85,6 +93,7 @@ def new_envelope(event: DomainEvent, event_id: UUID | None = None) -> EventEnvel
         event=event,
         correlation_id=correlation or str(event_id),
         causation_id=None if parent is None else str(parent.event_id),
+        model_revision=model_revision,
     )
 
 
@@ -115,9 +124,13 @@ def _default_name(handler: Any) -> str:
 
 
 class EventBus:
-    """Subscribe async handlers per event class (a handler for `DomainEvent` sees every event)."""
+    """Subscribe async handlers per event class (a handler for `DomainEvent` sees every event).
 
-    def __init__(self) -> None:
+    `model_revision` is the revision of the model whose event classes the bus carries: every
+    event raised through it is stamped with it, in-process and in the outbox."""
+
+    def __init__(self, model_revision: str | None = None) -> None:
+        self.model_revision = model_revision
         self._handlers: dict[type, list[Subscription]] = {}
         self._resolved: dict[type, tuple[Subscription, ...]] = {}
         self._types: dict[str, type[DomainEvent]] = {}
@@ -184,7 +197,7 @@ class EventBus:
         for event in events:
             subs = self.handlers_for(type(event))
             if subs:
-                await self.deliver(new_envelope(event), subs)
+                await self.deliver(new_envelope(event, self.model_revision), subs)
 
     async def deliver(
         self,
@@ -200,6 +213,10 @@ class EventBus:
         where: dict[str, Any] = envelope_fields(envelope)
         if durable:
             where.update(attempt=attempt, channel=channel)
+        # which model wrote what each consumer reads: the line to look for when a new model's
+        # consumer meets an event an older one wrote (or the other way round, in a rolling deploy)
+        where["model_revision"] = envelope.model_revision or UNKNOWN_REVISION
+        where["reader_revision"] = self.model_revision or UNKNOWN_REVISION
         log_fact("event_dispatched", logging.INFO, where)
         errors: list[str] = []
         correlation = _correlation.set(envelope.correlation_id)

@@ -143,6 +143,7 @@ def create_app(
     auth: Authenticator | Literal[False] | None = None,
     max_body_bytes: int | None = None,
     idempotency_ttl: timedelta | float | None = None,
+    model_revision: str | None = None,
     **fastapi_options: Any,
 ) -> FastAPI:
     """A FastAPI app with the routers, the problem handlers, the X-Correlation-Id middleware and a
@@ -174,6 +175,9 @@ def create_app(
     request body; a larger one is answered 413 `payload-too-large`. `idempotency_ttl` (a
     timedelta or seconds; else LOOM_IDEMPOTENCY_TTL, else 24 h) is how long an
     `Idempotency-Key` is remembered (docs/http.md#idempotency-keys).
+
+    `model_revision` (the generated `MODEL_REVISION`) is stamped on every event the service
+    writes, and logged beside the writer's revision by every consumer (None: "unknown").
     """
     ttl = resolve_ttl(idempotency_ttl)
     relay_settings = resolve_relay_options(relay_options)
@@ -199,6 +203,7 @@ def create_app(
         )
         service.externs = loaded
         service.idempotency.ttl = ttl
+        service.events.model_revision = model_revision
         for event_type in event_types:
             service.events.register(event_type)
         try:

@@ -2,9 +2,11 @@
 
 Every lifecycle fact of an event is one JSON object on one line of the `loom.events` logger:
 `{"event": <fact>, "level": ..., "handler": ..., "event_type": ..., "event_id": ...,
-"correlation_id": ..., "causation_id": ..., "attempt": ..., "error": ..., "channel": ...}` (the
-members that apply, in that order). The correlation id lives in a context variable: the HTTP
-middleware sets it per request, the dispatcher and the relay per delivery.
+"correlation_id": ..., "causation_id": ..., "attempt": ..., "error": ..., "channel": ...,
+"model_revision": ..., "reader_revision": ...}` (the members that apply, in that order; the two
+revisions are those of the model that wrote the event and of the service reading it). The
+correlation id lives in a context variable: the HTTP middleware sets it per request, the
+dispatcher and the relay per delivery.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ _ORDER = (
     "attempt",
     "error",
     "channel",
+    "model_revision",
+    "reader_revision",
 )
 
 _correlation: ContextVar[str | None] = ContextVar("loom_correlation_id", default=None)

@@ -44,7 +44,7 @@ from . import clock
 from ._channels import Channel
 from ._codec import encode
 from ._domain import DomainEvent
-from ._events import new_envelope
+from ._events import UNKNOWN_REVISION, new_envelope
 from ._lease import LeasedQueue
 from ._logs import log_fact
 from .types import UtcDateTime
@@ -73,6 +73,9 @@ outbox = Table(
     Column("claimed_by", String, nullable=True),
     Column("claimed_until", UtcDateTime, nullable=True),
     Column("delivered_at", UtcDateTime, nullable=True),
+    # the revision of the model whose service wrote the row (loom.lang.lower.revision); NULL in
+    # rows written before events carried one, and by a service built without one
+    Column("model_revision", String, nullable=True),
     # the relay's claim: pending rows, due first, in event order
     Index("ix___loom_outbox_due", "status", "available_at", "event_id"),
 )
@@ -92,6 +95,7 @@ outbox_queue = LeasedQueue(
         "causation_id",
         "occurred_at",
         "attempts",
+        "model_revision",
     ),
 )
 inbox = Table(
@@ -145,25 +149,32 @@ def inbox_insert(dialect: str) -> Any:
 
 
 async def write_events(
-    conn: AsyncConnection, dialect: str, items: Sequence[tuple[Channel, DomainEvent]]
+    conn: AsyncConnection,
+    dialect: str,
+    items: Sequence[tuple[Channel, DomainEvent]],
+    model_revision: str | None,
 ) -> None:
-    """Write one outbox row per durable event, in order, on `conn` (inside its transaction).
+    """Write one outbox row per durable event, in order, on `conn` (inside its transaction),
+    each stamped with `model_revision`, the revision of the writing service's model.
 
     PostgreSQL also gets a `pg_notify`, which the server delivers only if the transaction
     commits: relays of other replicas wake up exactly when there is something to deliver."""
-    rows = outbox_rows(items)
+    rows = outbox_rows(items, model_revision)
     if dialect == "postgresql":
         await conn.execute(_insert_and_notify(len(rows)), _numbered(rows))
     else:
         await conn.execute(_INSERT_OUTBOX, rows)
 
 
-def outbox_rows(items: Sequence[tuple[Channel, DomainEvent]]) -> list[dict[str, Any]]:
-    """The outbox rows of durable events (every column), each with a new envelope."""
+def outbox_rows(
+    items: Sequence[tuple[Channel, DomainEvent]], model_revision: str | None
+) -> list[dict[str, Any]]:
+    """The outbox rows of durable events (every column), each with a new envelope stamped with
+    `model_revision`."""
     now = clock.now()
     rows = []
     for channel, event in items:
-        envelope = new_envelope(event)
+        envelope = new_envelope(event, model_revision)
         rows.append(
             {
                 "event_id": envelope.event_id,
@@ -180,6 +191,7 @@ def outbox_rows(items: Sequence[tuple[Channel, DomainEvent]]) -> list[dict[str, 
                 "claimed_by": None,
                 "claimed_until": None,
                 "delivered_at": None,
+                "model_revision": envelope.model_revision,
             }
         )
     return rows
@@ -202,6 +214,7 @@ class DeadLetter:
     occurred_at: datetime
     correlation_id: str
     payload: dict[str, Any]
+    model_revision: str | None = None  # None: written before events carried a revision
 
 
 def _payload(text: str) -> dict[str, Any]:
@@ -223,6 +236,7 @@ _DEAD_COLUMNS = (
     outbox.c.occurred_at,
     outbox.c.correlation_id,
     outbox.c.payload,
+    outbox.c.model_revision,
 )
 
 _REDRIVEN = (
@@ -231,6 +245,7 @@ _REDRIVEN = (
     outbox.c.channel,
     outbox.c.correlation_id,
     outbox.c.causation_id,
+    outbox.c.model_revision,
 )
 
 
@@ -261,6 +276,7 @@ class Outbox:
                 occurred_at=r.occurred_at,
                 correlation_id=r.correlation_id,
                 payload=_payload(r.payload),
+                model_revision=r.model_revision,
             )
             for r in rows
         ]
@@ -307,6 +323,7 @@ class Outbox:
                     "correlation_id": row.correlation_id,
                     "causation_id": row.causation_id,
                     "channel": row.channel,
+                    "model_revision": row.model_revision or UNKNOWN_REVISION,
                 },
             )
         if rows:

@@ -191,13 +191,15 @@ class SqlProcessStore:
                 await self._execute(work, _UPSERTS["sqlite"], rows, target)
             if events:
                 conn = work._conn or await work.connection()
-                await write_events(conn, work.service.dialect, events)
+                await write_events(
+                    conn, work.service.dialect, events, work.service.events.model_revision
+                )
             return saved
         params = _step_params(instance, expected_version, drop, arm)
         earliest = min((params[f"due_{i}"] for i in range(len(arm))), default=None)
         if earliest is not None and work.service.scheduler.announces(earliest):
             params["wake"] = announcement(instance.process, earliest)
-        rows = outbox_rows(events)
+        rows = outbox_rows(events, work.service.events.model_revision)
         for i, row in enumerate(rows):
             params.update({f"o{i}_{c}": v for c, v in row.items()})
         shape = (expected_version == 0, len(drop), len(arm), clear, "wake" in params, len(rows))

@@ -29,7 +29,7 @@ from ._channels import channel_named
 from ._claimant import claimant_name, failure_pause, guarded_work, stop_loop
 from ._codec import decode
 from ._environment import env_number
-from ._events import EventEnvelope
+from ._events import UNKNOWN_REVISION, EventEnvelope
 from ._lease import MAX_ERROR
 from ._listen import Listener
 from ._logs import log_fact
@@ -257,6 +257,7 @@ class Relay:
             "causation_id": row.causation_id,
             "attempt": row.attempts + 1,
             "channel": row.channel,
+            "model_revision": row.model_revision or UNKNOWN_REVISION,
         }
         if cls is None:
             error = f"no event class is registered for {row.event_type}"
@@ -275,6 +276,7 @@ class Relay:
             event=event,
             correlation_id=row.correlation_id,
             causation_id=row.causation_id,
+            model_revision=row.model_revision,  # NULL in a row written before rows had one
         )
         subs = bus.handlers_for(cls)
         return await bus.deliver(envelope, subs, channel=row.channel, attempt=row.attempts + 1)
@@ -308,6 +310,7 @@ class Relay:
                     "attempt": attempts,
                     "error": error,
                     "channel": row.channel,
+                    "model_revision": row.model_revision or UNKNOWN_REVISION,
                 }
                 if attempts >= channel.max_attempts:
                     result = await conn.execute(outbox_queue.kill, params)

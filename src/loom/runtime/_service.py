@@ -22,16 +22,18 @@ from ._process_tables import process_metadata
 from ._recurring import Recurring
 from ._relay import Relay
 from ._scheduler import Scheduler
+from ._schema_check import SchemaMismatch, differences, read_shape, shape_of
 from ._timers import TimeoutHandlers, TimerQueue
 from ._work import BEGIN_OPTION, Work, unit_engines
 from .processes import ProcessRunner
 
-__all__ = ["Service", "Work", "async_url"]
+__all__ = ["SCHEMA_LOCK", "SchemaMismatch", "Service", "Work", "async_url", "schema_metadatas"]
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 # PostgreSQL: CREATE TABLE IF NOT EXISTS is not safe against itself (two creators collide on the
-# table's row type in pg_type), so schema creation holds this transaction-scoped advisory lock
-_SCHEMA_LOCK = text("SELECT pg_advisory_xact_lock(7206050563313647213)")
+# table's row type in pg_type), so schema creation holds this transaction-scoped advisory lock;
+# `loom migrate apply` holds the same one, so a service never checks a schema being migrated
+SCHEMA_LOCK = text("SELECT pg_advisory_xact_lock(7206050563313647213)")
 
 
 def _install_sqlite_hooks(engine: AsyncEngine) -> None:
@@ -57,6 +59,21 @@ def _install_sqlite_hooks(engine: AsyncEngine) -> None:
         begin = conn.get_execution_options().get(BEGIN_OPTION, "BEGIN")
         if begin:
             conn.exec_driver_sql(begin)
+
+
+def schema_metadatas(
+    metadata: MetaData, *, channels: bool, processes: bool
+) -> tuple[MetaData, ...]:
+    """The schema of a service: the model's tables (`metadata`) and the runtime tables it uses:
+    `__loom_idempotency` always, `__loom_outbox` / `__loom_inbox` with channels, and
+    `__loom_processes` / `__loom_timers` / `__loom_ticks` with processes. The one answer to
+    which tables a service needs: its start-up and `loom.migrate`'s snapshots both ask it."""
+    out = [metadata, idempotency_metadata]
+    if channels:
+        out.append(runtime_metadata)
+    if processes:
+        out.append(process_metadata)
+    return tuple(out)
 
 
 def async_url(url: str) -> str:
@@ -161,23 +178,35 @@ class Service:
             scheduler_options=scheduler_options,
         )
 
+    def schema(self) -> tuple[MetaData, ...]:
+        """The metadatas of this service's tables (`schema_metadatas`)."""
+        return schema_metadatas(
+            self.metadata, channels=bool(self.channels), processes=self.uses_processes
+        )
+
     async def create_schema(self) -> None:
-        """The model's tables and `__loom_idempotency`, plus `__loom_outbox` / `__loom_inbox` when
-        there are channels, and `__loom_processes` / `__loom_timers` / `__loom_ticks` when the
-        service uses processes. Replicas starting together on one database create it one after the
-        other: the later ones find the tables there (create_all checks first)."""
+        """Create the service's tables (`schema()`) in a database that has none of them, or check
+        that a database holding some has them all, column for column (`_schema_check`): a
+        database behind its model is refused with `SchemaMismatch`, saying what differs and the
+        command that fixes it, instead of failing request after request. Replicas starting
+        together on one database create it one after the other: the later ones find the tables
+        there."""
+        metadatas = self.schema()
+        expected = shape_of(metadatas)
         async with self.engine.connect() as conn:
             if self.is_sqlite:
                 conn = await conn.execution_options(**{BEGIN_OPTION: "BEGIN IMMEDIATE"})
             async with conn.begin():
                 if self.dialect == "postgresql":  # SQLite: BEGIN IMMEDIATE already serialises
-                    await conn.execute(_SCHEMA_LOCK)
-                await conn.run_sync(self.metadata.create_all)
-                await conn.run_sync(idempotency_metadata.create_all)
-                if self.channels:
-                    await conn.run_sync(runtime_metadata.create_all)
-                if self.uses_processes:
-                    await conn.run_sync(process_metadata.create_all)
+                    await conn.execute(SCHEMA_LOCK)
+                actual = await conn.run_sync(read_shape, expected)
+                if not actual:
+                    for metadata in metadatas:
+                        await conn.run_sync(metadata.create_all)
+                else:
+                    diffs = differences(expected, actual)
+                    if diffs:
+                        raise SchemaMismatch(diffs)
         if self.recurring:
             await self.scheduler.ticks.ensure_rows()  # first ticks `every` from the first start
 

@@ -270,7 +270,9 @@ class Work:
             conn = self._conn
             if durable:
                 conn = conn or await self._open()
-                await write_events(conn, self.service.dialect, durable)
+                await write_events(
+                    conn, self.service.dialect, durable, self.service.events.model_revision
+                )
             if conn is not None:
                 self._conn = None
                 await self._send_commit(conn)

@@ -25,7 +25,8 @@ def emit_main(
     then takes `extern_module`, else LOOM_EXTERN_MODULE, and loads it at startup); `reactions`
     the context modules with a `reactions.py`, whose `subscribe(service)` the app runs at start.
     The model's channels become `CHANNELS`, and the events they carry are registered, so the
-    relay can decode them."""
+    relay can decode them; the model's revision becomes `MODEL_REVISION`, which the service
+    stamps on every event it writes."""
     imports = Imports()
     imports.add("fastapi", "FastAPI")
     imports.add("loom.runtime", "create_app")
@@ -43,6 +44,15 @@ def emit_main(
         "database_url=database_url",
     ]
     blocks: list[list[str]] = []
+    if info.model.revision:
+        blocks.append(
+            [
+                "# The revision of the model this package was generated from: every event the",
+                "# service writes carries it, and a consumer logs the revision of each it reads.",
+                f"MODEL_REVISION = {py_str(info.model.revision)}",
+            ]
+        )
+        args.append("model_revision=MODEL_REVISION")
     channels = [ch for c in info.model.contexts for ch in c.channels]
     if channels:
         blocks.append(_channels(info, channels, imports))

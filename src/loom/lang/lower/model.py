@@ -15,9 +15,10 @@ from loom.model import ir
 
 
 class ModelLowerer:
-    def __init__(self, prog: Program, facts: Facts) -> None:
+    def __init__(self, prog: Program, facts: Facts, revision: str) -> None:
         self.prog = prog
         self.facts = facts
+        self.revision = revision
 
     def e(self, node: ast.Expr) -> ir.Expr:
         return self.facts.exprs[node]
@@ -30,7 +31,9 @@ class ModelLowerer:
 
     def model(self) -> ir.Model:
         return ir.Model(
-            tuple(self.context(c) for c in self.prog.contexts.values()), tuple(self.prog.files)
+            tuple(self.context(c) for c in self.prog.contexts.values()),
+            tuple(self.prog.files),
+            self.revision,
         )
 
     def context(self, ctx: ContextSymbols) -> ir.Context:
@@ -418,5 +421,5 @@ def _ast_walk(stmts: list[ast.Stmt]) -> list[ast.Stmt]:
     return out
 
 
-def lower_model(prog: Program, facts: Facts) -> ir.Model:
-    return ModelLowerer(prog, facts).model()
+def lower_model(prog: Program, facts: Facts, revision: str) -> ir.Model:
+    return ModelLowerer(prog, facts, revision).model()

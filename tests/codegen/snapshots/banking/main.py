@@ -10,6 +10,10 @@ from ._metadata import metadata
 from .banking import routes as banking_routes
 from .banking import workflows as banking_workflows
 
+# The revision of the model this package was generated from: every event the
+# service writes carries it, and a consumer logs the revision of each it reads.
+MODEL_REVISION = "55ab538e182a"
+
 
 def build_app(database_url: str | None = None) -> FastAPI:
     """The Banking service; database_url defaults to LOOM_DATABASE_URL."""
@@ -18,4 +22,5 @@ def build_app(database_url: str | None = None) -> FastAPI:
         metadata=metadata,
         routers=[banking_routes.router, banking_workflows.router],
         database_url=database_url,
+        model_revision=MODEL_REVISION,
     )

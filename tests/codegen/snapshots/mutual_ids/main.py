@@ -12,6 +12,10 @@ from .alpha import workflows as alpha_workflows
 from .beta import routes as beta_routes
 from .beta import workflows as beta_workflows
 
+# The revision of the model this package was generated from: every event the
+# service writes carries it, and a consumer logs the revision of each it reads.
+MODEL_REVISION = "95866f01d8a5"
+
 
 def build_app(database_url: str | None = None) -> FastAPI:
     """The Alpha, Beta service; database_url defaults to LOOM_DATABASE_URL."""
@@ -25,4 +29,5 @@ def build_app(database_url: str | None = None) -> FastAPI:
             beta_workflows.router,
         ],
         database_url=database_url,
+        model_revision=MODEL_REVISION,
     )

@@ -19,6 +19,10 @@ from .reports import reactions as reports_reactions
 from .reports import routes as reports_routes
 from .reports import workflows as reports_workflows
 
+# The revision of the model this package was generated from: every event the
+# service writes carries it, and a consumer logs the revision of each it reads.
+MODEL_REVISION = "274a9a5805a8"
+
 # The durable channels of the model: their events go through the outbox and the relay.
 CHANNELS = [
     Channel(
@@ -63,6 +67,7 @@ def build_app(database_url: str | None = None) -> FastAPI:
             reports_projections.router,
         ],
         database_url=database_url,
+        model_revision=MODEL_REVISION,
         channels=CHANNELS,
         event_types=EVENT_TYPES,
         subscribe=subscribe,

@@ -15,6 +15,10 @@ from .crm import reactions as crm_reactions
 from .crm import routes as crm_routes
 from .crm import workflows as crm_workflows
 
+# The revision of the model this package was generated from: every event the
+# service writes carries it, and a consumer logs the revision of each it reads.
+MODEL_REVISION = "4081605b57ed"
+
 # The durable channels of the model: their events go through the outbox and the relay.
 CHANNELS = [
     Channel(
@@ -41,6 +45,7 @@ def build_app(database_url: str | None = None) -> FastAPI:
         metadata=metadata,
         routers=[crm_routes.router, crm_workflows.router, crm_projections.router],
         database_url=database_url,
+        model_revision=MODEL_REVISION,
         channels=CHANNELS,
         event_types=EVENT_TYPES,
         subscribe=subscribe,

@@ -11,6 +11,10 @@ from .store import handlers as store_handlers
 from .store import routes as store_routes
 from .store import workflows as store_workflows
 
+# The revision of the model this package was generated from: every event the
+# service writes carries it, and a consumer logs the revision of each it reads.
+MODEL_REVISION = "3896f459f692"
+
 
 def build_app(database_url: str | None = None) -> FastAPI:
     """The Store service; database_url defaults to LOOM_DATABASE_URL."""
@@ -19,4 +23,5 @@ def build_app(database_url: str | None = None) -> FastAPI:
         metadata=metadata,
         routers=[store_routes.router, store_workflows.router, store_handlers.router],
         database_url=database_url,
+        model_revision=MODEL_REVISION,
     )

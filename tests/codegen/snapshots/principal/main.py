@@ -15,6 +15,10 @@ from .desk import reactions as desk_reactions
 from .desk import routes as desk_routes
 from .desk import workflows as desk_workflows
 
+# The revision of the model this package was generated from: every event the
+# service writes carries it, and a consumer logs the revision of each it reads.
+MODEL_REVISION = "c467440f415a"
+
 # The durable channels of the model: their events go through the outbox and the relay.
 CHANNELS = [
     Channel(
@@ -41,6 +45,7 @@ def build_app(database_url: str | None = None) -> FastAPI:
         metadata=metadata,
         routers=[desk_routes.router, desk_workflows.router, desk_handlers.router],
         database_url=database_url,
+        model_revision=MODEL_REVISION,
         channels=CHANNELS,
         event_types=EVENT_TYPES,
         subscribe=subscribe,

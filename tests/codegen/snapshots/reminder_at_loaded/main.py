@@ -11,6 +11,10 @@ from .clinic import reactions as clinic_reactions
 from .clinic import routes as clinic_routes
 from .clinic import workflows as clinic_workflows
 
+# The revision of the model this package was generated from: every event the
+# service writes carries it, and a consumer logs the revision of each it reads.
+MODEL_REVISION = "27085ff02abe"
+
 
 def subscribe(service: Service) -> None:
     """Subscribe every reaction of the model to its event (at app start)."""
@@ -24,5 +28,6 @@ def build_app(database_url: str | None = None) -> FastAPI:
         metadata=metadata,
         routers=[clinic_routes.router, clinic_workflows.router],
         database_url=database_url,
+        model_revision=MODEL_REVISION,
         subscribe=subscribe,
     )

@@ -10,6 +10,10 @@ from ._metadata import metadata
 from .sales import routes as sales_routes
 from .sales import workflows as sales_workflows
 
+# The revision of the model this package was generated from: every event the
+# service writes carries it, and a consumer logs the revision of each it reads.
+MODEL_REVISION = "8664070eca72"
+
 
 def build_app(database_url: str | None = None) -> FastAPI:
     """The Sales service; database_url defaults to LOOM_DATABASE_URL."""
@@ -18,4 +22,5 @@ def build_app(database_url: str | None = None) -> FastAPI:
         metadata=metadata,
         routers=[sales_routes.router, sales_workflows.router],
         database_url=database_url,
+        model_revision=MODEL_REVISION,
     )

@@ -14,6 +14,10 @@ from .scheduling import reactions as scheduling_reactions
 from .scheduling import routes as scheduling_routes
 from .scheduling import workflows as scheduling_workflows
 
+# The revision of the model this package was generated from: every event the
+# service writes carries it, and a consumer logs the revision of each it reads.
+MODEL_REVISION = "18c8297b666f"
+
 # The durable channels of the model: their events go through the outbox and the relay.
 CHANNELS = [
     Channel(
@@ -51,6 +55,7 @@ def build_app(database_url: str | None = None) -> FastAPI:
         metadata=metadata,
         routers=[scheduling_routes.router, scheduling_workflows.router],
         database_url=database_url,
+        model_revision=MODEL_REVISION,
         channels=CHANNELS,
         event_types=EVENT_TYPES,
         subscribe=subscribe,

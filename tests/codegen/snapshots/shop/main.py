@@ -23,6 +23,10 @@ from .payment import reactions as payment_reactions
 from .payment import routes as payment_routes
 from .payment import workflows as payment_workflows
 
+# The revision of the model this package was generated from: every event the
+# service writes carries it, and a consumer logs the revision of each it reads.
+MODEL_REVISION = "7b35551a8cff"
+
 # The durable channels of the model: their events go through the outbox and the relay.
 CHANNELS = [
     Channel(
@@ -90,6 +94,7 @@ def build_app(database_url: str | None = None) -> FastAPI:
             payment_workflows.router,
         ],
         database_url=database_url,
+        model_revision=MODEL_REVISION,
         channels=CHANNELS,
         event_types=EVENT_TYPES,
         subscribe=subscribe,

@@ -11,6 +11,10 @@ from .support import handlers as support_handlers
 from .support import routes as support_routes
 from .support import workflows as support_workflows
 
+# The revision of the model this package was generated from: every event the
+# service writes carries it, and a consumer logs the revision of each it reads.
+MODEL_REVISION = "2ade46b6d95f"
+
 
 def build_app(
     database_url: str | None = None,
@@ -26,6 +30,7 @@ def build_app(
             support_handlers.router,
         ],
         database_url=database_url,
+        model_revision=MODEL_REVISION,
         externs={"TicketExterns": ("notify",)},
         extern_module=extern_module,
     )

@@ -1,0 +1,234 @@
+"""The `loom migrate` commands (`new`, `apply`, `status`), and what `loom run` checks before it
+serves (`before_serving`). `loom.cli` mounts `migrate_app`.
+
+Exit codes: 0 done (status: up to date); 1 the model or the change is refused (errors in the
+model, a finding that blocks, data loss without --allow-data-loss, a database the migrations
+cannot apply to; status: pending migrations or drift); 2 the command line or the environment is
+wrong (a bad URL, an unreachable database, an unreadable migrations folder).
+
+Like `loom.cli`, the heavy modules are imported in the commands that use them: `loom check` and
+`loom build` load none of this package's engine, and `loom run` on an up-to-date database
+neither the compiler nor Alembic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated, NoReturn
+
+import typer
+
+from loom.build import (
+    BuildError,
+    cached_build_for,
+    default_sqlite_url,
+    read_model,
+    reuse_build,
+    safe_url,
+    write_cached_build,
+)
+from loom.migrate.folder import MigrationsError, Revision, folder_for, revisions
+
+if TYPE_CHECKING:
+    from loom.model.ir import Model
+
+__all__ = ["before_serving", "migrate_app"]
+
+migrate_app = typer.Typer(
+    name="migrate",
+    help="Migrations of the model's database: write the next one from the model, apply them, "
+    "and say where a database stands (docs/migrations.md).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+Files = Annotated[list[Path], typer.Argument(help="The model's .loom files (one model).")]
+DatabaseUrl = Annotated[
+    str | None,
+    typer.Option(
+        help="The database; default: the one `loom run` uses, a SQLite file beside the "
+        "first model file."
+    ),
+]
+
+
+def _fail(message: str, code: int = 2) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _revisions(files: Sequence[Path]) -> tuple[Path, list[Revision]]:
+    folder = folder_for(files[0])
+    try:
+        return folder, revisions(folder)
+    except (MigrationsError, OSError) as exc:
+        _fail(str(exc))
+
+
+def _url_arg(database_url: str | None) -> str:
+    return f" --database-url {safe_url(database_url)}" if database_url else ""
+
+
+@migrate_app.command("new")
+def new(
+    files: Files,
+    message: Annotated[
+        str | None, typer.Option("-m", "--message", help="What the migration does (its name).")
+    ] = None,
+    allow_data_loss: Annotated[
+        bool,
+        typer.Option(
+            "--allow-data-loss",
+            help="Write it even though it drops data (a removed field or "
+            "aggregate, a narrowing type change).",
+        ),
+    ] = False,
+) -> None:
+    """Write the next migration into migrations/ beside the first model file: the steps from
+    the model as of the last migration to the model now, with their lint findings."""
+    from loom.lang import compile_sources, render_text
+    from loom.migrate.model import snapshot_of_build
+    from loom.migrate.plan import make_plan, write_revision
+    from loom.migrate.snapshot import empty
+
+    for f in files:
+        if not f.is_file():
+            _fail(f"{f}: no such file")
+    sources = read_model(files)
+    if sources is None:
+        _fail("cannot read the model files")
+    result = compile_sources(sources)
+    if result.diagnostics:
+        typer.echo(
+            render_text(result.diagnostics, result.sources, color=sys.stderr.isatty()), err=True
+        )
+    if not result.ok or result.model is None:
+        raise typer.Exit(1)
+    try:
+        out = _build(files, sources, result.model)
+    except BuildError as exc:
+        _fail(str(exc))
+    folder, existing = _revisions(files)
+    try:
+        old = existing[-1].snapshot() if existing else empty()
+    except MigrationsError as exc:
+        _fail(str(exc))
+    current = snapshot_of_build(out, result.model)
+    label = existing[-1].name if existing else "the last migration"
+    plan = make_plan(old, current, fallback_file=str(files[0]), old_label=label)
+    if not plan.steps:
+        last = f"migration {existing[-1].name}" if existing else "an empty database"
+        typer.echo(f"no changes: the model's schema is that of {last}; nothing written")
+        return
+    name = message or ("initial schema" if not existing else plan.lines()[0])
+    typer.echo(f"plan of the next migration ({len(existing) + 1:04d}):")
+    typer.echo(plan.render(result.sources, color=sys.stdout.isatty()))
+    if plan.errors:
+        _fail("nothing written: the change cannot be applied to the existing rows (see above)", 1)
+    if plan.data_loss and not allow_data_loss:
+        _fail(
+            "nothing written: the change loses data (see above); pass --allow-data-loss if it "
+            "should",
+            1,
+        )
+    try:
+        revision = write_revision(folder, existing, name, plan, current)
+    except MigrationsError as exc:
+        _fail(str(exc))
+    typer.echo(f"wrote {revision.script} and {revision.snapshot_path.name}")
+
+
+def _build(files: Sequence[Path], sources: dict[str, str], model: Model) -> Path:
+    """The model's build, the one `loom run` uses (written when it is not there yet)."""
+    build = cached_build_for(files, sources)
+    if reuse_build(build) is None:
+        write_cached_build(build, model)
+    return build.out
+
+
+@migrate_app.command("apply")
+def apply_(files: Files, database_url: DatabaseUrl = None) -> None:
+    """Apply the pending migrations, in one transaction (PostgreSQL: under an advisory lock, so
+    replicas starting at once apply them once). A second run is a no-op."""
+    from loom.migrate.database import DatabaseUnreachable, apply
+
+    folder, revs = _revisions(files)
+    if not revs:
+        _fail(f"no migrations in {folder}: write the first with `loom migrate new`", 1)
+    url = database_url or default_sqlite_url(files[0])
+    try:
+        done = asyncio.run(apply(url, revs))
+    except DatabaseUnreachable as exc:
+        _fail(f"{exc} ({safe_url(url)})")
+    except MigrationsError as exc:
+        _fail(str(exc), 1)
+    typer.echo(f"database: {safe_url(url)}")
+    if done.baselined:
+        typer.echo(
+            f"baseline: the tables were already those of {done.baselined[-1]}; recorded "
+            f"{', '.join(done.baselined)} as applied without running"
+        )
+    for name in done.applied:
+        typer.echo(f"applied {name}")
+    if not done.applied and not done.baselined:
+        typer.echo(f"nothing to apply: the database is at {revs[-1].name}")
+
+
+@migrate_app.command("status")
+def status_(files: Files, database_url: DatabaseUrl = None) -> None:
+    """Which migrations are applied, which are pending, and whether the database drifted from
+    the last one applied (a table or column added or removed by hand). Exit 0 up to date, 1 not."""
+    from loom.migrate.database import DatabaseUnreachable, status
+
+    folder, revs = _revisions(files)
+    if not revs:
+        _fail(f"no migrations in {folder}: write the first with `loom migrate new`", 1)
+    url = database_url or default_sqlite_url(files[0])
+    try:
+        state = asyncio.run(status(url, revs))
+    except DatabaseUnreachable as exc:
+        _fail(f"{exc} ({safe_url(url)})")
+    except MigrationsError as exc:
+        _fail(str(exc), 1)
+    typer.echo(f"database: {safe_url(url)}")
+    typer.echo(f"migrations: {folder} ({len(revs)})")
+    for name in state.applied:
+        tag = " (baseline)" if name in state.baselined else ""
+        typer.echo(f"  applied  {name}{tag}")
+    for rev in state.pending:
+        typer.echo(f"  pending  {rev.name}")
+    for line in state.drift:
+        typer.echo(f"  drift    {line}")
+    for name in state.changed:
+        typer.echo(f"  changed  {name}: its script was edited after it was applied (not run again)")
+    if state.unrecorded_tables:
+        typer.echo(
+            "  the database has tables but no record of migrations: `loom migrate apply` records "
+            "them as a baseline when they are those of a migration's snapshot"
+        )
+    ok = not state.pending and not state.drift
+    typer.echo("up to date" if ok else "not up to date")
+    raise typer.Exit(0 if ok else 1)
+
+
+def before_serving(
+    files: Sequence[Path], main: ModuleType, url: str, database_url: str | None, *, migrate: bool
+) -> list[str]:
+    """`loom run`'s check of its database (`loom.migrate.serve`): the lines to print, or exit 2
+    with what differs and the command that fixes it."""
+    from loom.migrate.database import DatabaseUnreachable
+    from loom.migrate.serve import prepare_database
+
+    try:
+        return asyncio.run(
+            prepare_database(files, main, url, _url_arg(database_url), migrate=migrate)
+        )
+    except DatabaseUnreachable as exc:
+        _fail(f"{exc} ({safe_url(url)})")
+    except MigrationsError as exc:
+        _fail(str(exc))

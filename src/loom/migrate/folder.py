@@ -1,0 +1,74 @@
+"""The `migrations/` folder beside the first model file: one revision per migration,
+`NNNN_<slug>.py` (the Alembic script) and `NNNN_<slug>.json` (the snapshot of the schema once it
+is applied), numbered from 0001 without gaps."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from loom.migrate.snapshot import Snapshot, read
+
+__all__ = ["MigrationsError", "Revision", "folder_for", "next_name", "revisions"]
+
+_NAME = re.compile(r"(\d{4})_([a-z0-9_]+)\.py")
+
+
+class MigrationsError(Exception):
+    """The migrations folder (or the database's record of it) cannot be used, with a sentence."""
+
+
+@dataclass(frozen=True)
+class Revision:
+    number: str  # "0001"
+    script: Path
+
+    @property
+    def name(self) -> str:
+        return self.script.stem
+
+    @property
+    def snapshot_path(self) -> Path:
+        return self.script.with_suffix(".json")
+
+    def snapshot(self) -> Snapshot:
+        try:
+            return read(self.snapshot_path)
+        except ValueError as exc:
+            raise MigrationsError(str(exc)) from None
+
+    def checksum(self) -> str:
+        """A digest of the script, recorded when it is applied."""
+        return hashlib.sha256(self.script.read_bytes()).hexdigest()[:16]
+
+
+def folder_for(first_file: Path) -> Path:
+    return first_file.resolve().parent / "migrations"
+
+
+def revisions(folder: Path) -> list[Revision]:
+    """The revisions in `folder`, in order; [] when there is no folder."""
+    if not folder.is_dir():
+        return []
+    found = sorted((m.group(1), p) for p in folder.iterdir() if (m := _NAME.fullmatch(p.name)))
+    out: list[Revision] = []
+    for n, (number, path) in enumerate(found, start=1):
+        if int(number) != n:
+            raise MigrationsError(
+                f"{folder}: expected migration {n:04d} next, found {path.name}; migrations are "
+                "numbered from 0001 without gaps or repeats"
+            )
+        if not path.with_suffix(".json").is_file():
+            raise MigrationsError(
+                f"{path} has no snapshot beside it ({path.with_suffix('.json').name})"
+            )
+        out.append(Revision(number, path))
+    return out
+
+
+def next_name(existing: list[Revision], message: str) -> str:
+    """The file stem of the next revision: `0003_add_nickname`."""
+    slug = re.sub(r"[^a-z0-9]+", "_", message.lower()).strip("_")[:48].rstrip("_") or "migration"
+    return f"{len(existing) + 1:04d}_{slug}"

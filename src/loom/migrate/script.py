@@ -1,0 +1,338 @@
+"""A migration's Alembic revision script: readable, formatted as ruff formats it, deterministic.
+
+The plan in words is its docstring. Column changes go through `op.batch_alter_table`, so SQLite
+(whose ALTER TABLE cannot change a column) gets Alembic's copy-and-move, and PostgreSQL plain
+ALTERs. A new required column gets the model's constant default as its server default, so the
+existing rows (and the previous code's inserts, during a rolling deploy) have it; values are
+written by SQLAlchemy through the column's own type (UPDATE statements for enum rewrites and for
+a column made required).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from loom.migrate.snapshot import ColumnSnap, TableSnap
+from loom.migrate.steps import (
+    AddColumn,
+    AddIndex,
+    AddUnique,
+    AlterColumn,
+    CreateTable,
+    DropColumn,
+    DropIndex,
+    DropTable,
+    DropUnique,
+    RenameColumn,
+    RenameTable,
+    RewriteEnum,
+    Step,
+    constant_default,
+    has_default,
+)
+
+__all__ = ["render_script"]
+
+WIDTH = 100
+# neutral type -> how the script spells it (Loom's own column types keep their engine mapping)
+_TYPES = {
+    "String": "sa.String",
+    "Text": "sa.Text",
+    "BigInteger": "sa.BigInteger",
+    "Integer": "sa.Integer",
+    "Boolean": "sa.Boolean",
+    "Date": "sa.Date",
+    "Uuid": "sa.Uuid",
+    "LargeBinary": "sa.LargeBinary",
+    "Decimal": "types.DecimalText",
+    "DateTime": "types.UtcDateTime",
+    "Json": "types.JsonList",
+}
+# PostgreSQL's name of each type, for the USING clause of a type change
+_PG_TYPES = {
+    "String": "varchar",
+    "Text": "text",
+    "BigInteger": "bigint",
+    "Integer": "integer",
+    "Boolean": "boolean",
+    "Date": "date",
+    "Uuid": "uuid",
+    "LargeBinary": "bytea",
+    "Decimal": "numeric",
+    "DateTime": "timestamptz",
+    "Json": "jsonb",
+}
+
+
+def _q(text: str) -> str:
+    """A Python string literal quoted as ruff formats it: double quotes, unless the text holds
+    a double quote and no single one."""
+    if '"' in text and "'" not in text and "\\" not in text:
+        return f"'{text}'"
+    return json.dumps(text, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class _Call:
+    """A call in the script, laid out by `_lay`."""
+
+    name: str
+    args: tuple[_Arg, ...]
+
+    def flat(self) -> str:
+        return f"{self.name}({', '.join(_flat(a) for a in self.args)})"
+
+
+_Arg: TypeAlias = str | _Call
+
+
+def _flat(arg: _Arg) -> str:
+    return arg if isinstance(arg, str) else arg.flat()
+
+
+def _lay(arg: _Arg, indent: int, trailing: str = "") -> list[str]:
+    """`arg` laid out as ruff formats it: on one line when it fits, else a call's arguments on
+    one line of their own when that fits, else one argument per line (each laid out in turn)."""
+    pad, inner = " " * indent, " " * (indent + 4)
+    one = f"{pad}{_flat(arg)}{trailing}"
+    if len(one) <= WIDTH or isinstance(arg, str):
+        return [one]
+    hugged = f"{inner}{', '.join(_flat(a) for a in arg.args)}"
+    if len(hugged) <= WIDTH:
+        return [f"{pad}{arg.name}(", hugged, f"{pad}){trailing}"]
+    lines = [f"{pad}{arg.name}("]
+    for a in arg.args:
+        lines += _lay(a, indent + 4, ",")
+    return [*lines, f"{pad}){trailing}"]
+
+
+def _call(name: str, args: Sequence[_Arg], indent: int) -> list[str]:
+    return _lay(_Call(name, tuple(args)), indent)
+
+
+def _type(column: ColumnSnap) -> str:
+    spelled = _TYPES[column["type"]]
+    return f"{spelled}({column['length']})" if column["length"] is not None else f"{spelled}()"
+
+
+def _literal(value: Any) -> str:
+    """A Python literal of a JSON value (SQLAlchemy binds it through the column's type)."""
+    if isinstance(value, bool) or value is None:
+        return repr(value)
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return _q(value)
+    return repr(value)
+
+
+def _server_default(column: ColumnSnap) -> str:
+    """The constant default as a server default, in SQL every engine reads the same way."""
+    value = constant_default(column)
+    if isinstance(value, bool):
+        return "sa.true()" if value else "sa.false()"
+    if isinstance(value, int | float):
+        return f"sa.text({_q(repr(value))})"
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return f"sa.text({_q(chr(39) + text.replace(chr(39), chr(39) * 2) + chr(39))})"
+
+
+def _column(column: ColumnSnap, *, server_default: bool = False, in_table: bool = False) -> _Call:
+    args = [_q(column["name"]), _type(column)]
+    if column["primary_key"] and in_table:
+        args.append("primary_key=True")
+    args.append(f"nullable={column['nullable']}")
+    if server_default and has_default(column):
+        args.append(f"server_default={_server_default(column)}")
+    return _Call("sa.Column", tuple(args))
+
+
+def _create(step: CreateTable) -> list[str]:
+    snap: TableSnap = step.snap
+    pk = [c["name"] for c in snap["columns"] if c["primary_key"]]
+    named_pk = snap["primary_key_name"]
+    args: list[_Arg] = [_q(step.table)]
+    args += [_column(c, in_table=not named_pk) for c in snap["columns"]]
+    if named_pk:
+        args.append(f"sa.PrimaryKeyConstraint({', '.join(map(_q, pk))}, name={_q(named_pk)})")
+    args += [
+        f"sa.UniqueConstraint({', '.join(map(_q, u['columns']))}, name={_q(u['name'])})"
+        for u in snap["unique"]
+    ]
+    lines = _call("op.create_table", args, 4)
+    for index in snap["indexes"]:
+        lines += _index(step.table, index["name"], index["columns"], index["unique"])
+    return lines
+
+
+def _index(table: str, name: str, columns: list[str], unique: bool) -> list[str]:
+    cols = "[" + ", ".join(map(_q, columns)) + "]"
+    return _call("op.create_index", [_q(name), _q(table), cols, f"unique={unique}"], 4)
+
+
+def _table_var(table: str, columns: list[ColumnSnap]) -> str:
+    return _one_line(
+        "sa.table", [_q(table), *(f"sa.column({_q(c['name'])}, {_type(c)})" for c in columns)]
+    )
+
+
+def _one_line(name: str, args: Sequence[str]) -> str:
+    return f"{name}({', '.join(args)})"
+
+
+def _batch(step: Step) -> list[str]:
+    """The lines of a column step inside `with op.batch_alter_table(...) as batch:`."""
+    at = 8
+    if isinstance(step, AddColumn):
+        return _call("batch.add_column", [_column(step.column, server_default=True)], at)
+    if isinstance(step, DropColumn):
+        return _call("batch.drop_column", [_q(step.column["name"])], at)
+    if isinstance(step, RenameColumn):
+        return _call(
+            "batch.alter_column", [_q(step.old), f"new_column_name={_q(step.column['name'])}"], at
+        )
+    if isinstance(step, AlterColumn):
+        args = [_q(step.new["name"]), f"existing_type={_type(step.old)}"]
+        if step.type_changed:
+            args.append(f"type_={_type(step.new)}")
+            pg = _PG_TYPES[step.new["type"]]
+            if step.new["length"] is not None:
+                pg += f"({step.new['length']})"
+            using = f'"{step.new["name"]}"::{pg}'
+            args.append(f"postgresql_using={_q(using)}")
+        if step.nullable_changed:
+            args.append(f"nullable={step.new['nullable']}")
+        else:
+            args.append(f"existing_nullable={step.new['nullable']}")
+        return _call("batch.alter_column", args, at)
+    if isinstance(step, AddUnique):
+        cols = "[" + ", ".join(map(_q, step.unique["columns"])) + "]"
+        return _call("batch.create_unique_constraint", [_q(step.unique["name"]), cols], at)
+    if isinstance(step, DropUnique):
+        return _call("batch.drop_constraint", [_q(step.unique["name"]), 'type_="unique"'], at)
+    raise TypeError(f"not a column step: {step!r}")
+
+
+def _backfill(step: AlterColumn) -> list[str]:
+    """Before a column is made required: its empty values get the model's default."""
+    col = step.new["name"]
+    lines = [f"    t = {_table_var(step.table, [step.old])}"]
+    value = _literal(constant_default(step.new))
+    lines += _call(
+        "op.execute",
+        [f"t.update().where(t.c[{_q(col)}].is_(None)).values({{{_q(col)}: {value}}})"],
+        4,
+    )
+    return lines
+
+
+def _rewrite(step: RewriteEnum) -> list[str]:
+    col = step.column["name"]
+    lines = [f"    t = {_table_var(step.table, [step.column])}"]
+    for old, new in step.renames:
+        lines += _call(
+            "op.execute",
+            [f"t.update().where(t.c[{_q(col)}] == {_q(old)}).values({{{_q(col)}: {_q(new)}}})"],
+            4,
+        )
+    return lines
+
+
+_BATCHED = (AddColumn, DropColumn, RenameColumn, AlterColumn, AddUnique, DropUnique)
+
+
+def _body(steps: Sequence[Step]) -> list[str]:
+    lines: list[str] = []
+    i = 0
+    while i < len(steps):
+        step = steps[i]
+        if isinstance(step, _BATCHED):
+            group = []
+            while (
+                i < len(steps) and isinstance(steps[i], _BATCHED) and steps[i].table == step.table
+            ):
+                if isinstance(steps[i], AlterColumn) and _needs_backfill(steps[i]):
+                    break
+                group.append(steps[i])
+                i += 1
+            if not group:  # an alter that needs its backfill first
+                assert isinstance(step, AlterColumn)
+                lines += _backfill(step)
+                lines.append(f"    with op.batch_alter_table({_q(step.table)}) as batch:")
+                lines += _batch(step)
+                i += 1
+                continue
+            lines.append(f"    with op.batch_alter_table({_q(step.table)}) as batch:")
+            for s in group:
+                lines += _batch(s)
+            continue
+        if isinstance(step, CreateTable):
+            lines += _create(step)
+        elif isinstance(step, DropTable):
+            lines += _call("op.drop_table", [_q(step.table)], 4)
+        elif isinstance(step, RenameTable):
+            lines += _call("op.rename_table", [_q(step.old), _q(step.table)], 4)
+        elif isinstance(step, AddIndex):
+            lines += _index(
+                step.table, step.index["name"], step.index["columns"], step.index["unique"]
+            )
+        elif isinstance(step, DropIndex):
+            lines += _call(
+                "op.drop_index", [_q(step.index["name"]), f"table_name={_q(step.table)}"], 4
+            )
+        elif isinstance(step, RewriteEnum):
+            lines += _rewrite(step)
+        else:  # pragma: no cover - every step kind is rendered above
+            raise TypeError(f"no rendering for {step!r}")
+        i += 1
+    return lines or ["    pass"]
+
+
+def _needs_backfill(step: Step) -> bool:
+    return (
+        isinstance(step, AlterColumn)
+        and step.nullable_changed
+        and not step.new["nullable"]
+        and has_default(step.new)
+    )
+
+
+def render_script(
+    revision: str,
+    down_revision: str | None,
+    message: str,
+    plan: Sequence[str],
+    steps: Sequence[Step],
+) -> str:
+    """The text of the revision script."""
+    doc = [
+        message,
+        "",
+        f"Revision {revision}" + (f", after {down_revision}." if down_revision else ", the first."),
+    ]
+    doc += ["Written by `loom migrate new` from the model; the plan:", ""]
+    doc += [f"{n}. {line}" for n, line in enumerate(plan, start=1)] or ["(no steps)"]
+    body = _body(steps)
+    imports = ["import sqlalchemy as sa"] if any("sa." in line for line in body) else []
+    imports.append("from alembic import op")
+    if any("types." in line for line in body):
+        imports += ["", "from loom.runtime import types"]
+    text = [
+        '"""' + doc[0].replace('"""', "'''"),
+        *(line.replace('"""', "'''") for line in doc[1:]),
+        '"""',
+        "",
+        *imports,
+        "",
+        f"revision = {_q(revision)}",
+        f"down_revision = {_q(down_revision) if down_revision else 'None'}",
+        "",
+        "",
+        "def upgrade() -> None:",
+        *body,
+        "",
+    ]
+    return "\n".join(text)

@@ -1,0 +1,140 @@
+"""What `loom run` asks before it serves: that the database is the schema of the model.
+
+With a `migrations/` folder: the model must have no change its migrations do not hold; a fresh
+database gets every migration applied; one behind its migrations is migrated with `--migrate`,
+else refused; one that drifted from what was applied is refused. Without a folder: a fresh
+database is left to the service, which creates its tables; one that differs from the model is
+refused, except that `--migrate` applies additive, lossless changes directly (new tables, new
+optional or defaulted columns). A refusal says what differs and the command that fixes it.
+"""
+
+from __future__ import annotations
+
+import copy
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+
+from loom.migrate.database import apply, apply_unrecorded, database_shape, snapshot_shape, status
+from loom.migrate.diff import diff
+from loom.migrate.folder import MigrationsError, folder_for, revisions
+from loom.migrate.model import service_metadata
+from loom.migrate.snapshot import Snapshot
+from loom.migrate.tables import snapshot_of
+from loom.runtime._schema_check import ColumnShape, differences
+
+__all__ = ["prepare_database"]
+
+
+def _files_arg(files: Sequence[Path]) -> str:
+    return " ".join(str(f) for f in files)
+
+
+async def prepare_database(
+    files: Sequence[Path], main: ModuleType, url: str, url_arg: str, *, migrate: bool
+) -> list[str]:
+    """Bring the database at `url` to the schema of the service `main`, as far as `loom run`
+    may (see the module's docstring); the lines to print. Raises MigrationsError when it may
+    not serve, DatabaseUnreachable when the database does not answer."""
+    model = _files_arg(files)
+    current = snapshot_of(service_metadata(main))
+    folder = folder_for(files[0])
+    revs = revisions(folder)
+    if not revs:
+        return await _without_migrations(model, url, url_arg, current, migrate=migrate)
+    head = revs[-1]
+    pending_change = diff(head.snapshot(), current)
+    if pending_change:
+        lines = "\n".join(f"  - {s.describe()}" for s in pending_change)
+        raise MigrationsError(
+            f"the model has changes no migration in {folder} holds:\n{lines}\n"
+            f"write the migration with `loom migrate new {model}`, then start again"
+        )
+    state = await status(url, revs)
+    if state.drift:
+        lines = "\n".join(f"  - {d}" for d in state.drift)
+        raise MigrationsError(
+            f"the database has drifted from migration {state.applied[-1]}:\n{lines}\n"
+            f"see `loom migrate status {model}{url_arg}`; make the database match, or change the "
+            "model and write a migration for it"
+        )
+    if not state.pending:
+        return []
+    fresh = not state.applied and not state.unrecorded_tables
+    if not fresh and not migrate:
+        names = ", ".join(r.name for r in state.pending)
+        where = f"at {state.applied[-1]}" if state.applied else "not under migrations yet"
+        raise MigrationsError(
+            f"the database is behind its model ({where}; pending: {names})\n"
+            f"apply them with `loom migrate apply {model}{url_arg}`, or start with "
+            "`loom run ... --migrate`"
+        )
+    done = await apply(url, revs)
+    out = [f"  migrations: baseline {name} (the tables were there)" for name in done.baselined]
+    return out + [f"  migrations: applied {name}" for name in done.applied]
+
+
+async def _without_migrations(
+    model: str, url: str, url_arg: str, current: Snapshot, *, migrate: bool
+) -> list[str]:
+    expected = snapshot_shape(current)
+    actual = {t: cols for t, cols in (await database_shape(url)).items() if t in expected}
+    if not actual:
+        return []  # a fresh database: the service creates its tables
+    diffs = differences(expected, actual)
+    if not diffs:
+        return []
+    fix = (
+        f"start with `loom run {model}{url_arg} --migrate` to add them"
+        if _additive_only(expected, actual)
+        else f"write migrations for the model: `loom migrate new {model}` (see docs/migrations.md)"
+    )
+    if not migrate:
+        lines = "\n".join(f"  - {d}" for d in diffs)
+        raise MigrationsError(f"the database does not match the model:\n{lines}\n{fix}")
+    # the lint's diagnostics come from the compiler's registry: loaded only to plan a change
+    from loom.migrate.plan import make_plan
+    from loom.migrate.script import render_script
+
+    before = _as_found(current, actual)
+    plan = make_plan(before, current, fallback_file=model)
+    if not plan.additive:
+        lines = "\n".join(f"  - {line}" for line in plan.lines())
+        raise MigrationsError(
+            "--migrate without a migrations folder applies only additive, lossless changes "
+            f"(new tables, new optional or defaulted fields); these are not:\n{lines}\n"
+            f"write migrations for the model: `loom migrate new {model}` (see docs/migrations.md)"
+        )
+    script = render_script("0000", None, "loom run --migrate", plan.lines(), plan.steps)
+    with tempfile.TemporaryDirectory(prefix="loom-migrate-") as tmp:
+        path = Path(tmp) / "run_migrate.py"
+        path.write_text(script, encoding="utf-8")
+        await apply_unrecorded(url, path, current)
+    return [f"  --migrate: {line}" for line in plan.lines()]
+
+
+def _additive_only(
+    expected: dict[str, dict[str, ColumnShape]], actual: dict[str, dict[str, ColumnShape]]
+) -> bool:
+    for table, have in actual.items():
+        want = expected[table]
+        if any(c not in want or want[c].nullable != have[c].nullable for c in have):
+            return False
+    return True
+
+
+def _as_found(current: Snapshot, actual: dict[str, dict[str, ColumnShape]]) -> Snapshot:
+    """The model's snapshot cut down to what the database has: its tables, their columns (with
+    the database's nullability), so that the diff to the model is what the database lacks."""
+    found: Snapshot = {"format": current["format"], "tables": {}}
+    for name, table in current["tables"].items():
+        have = actual.get(name)
+        if have is None:
+            continue
+        kept = copy.deepcopy(table)
+        kept["columns"] = [c for c in kept["columns"] if c["name"] in have]
+        for c in kept["columns"]:
+            c["nullable"] = have[c["name"]].nullable
+        found["tables"][name] = kept
+    return found

@@ -1,0 +1,251 @@
+"""The steps of a migration, in the order they run, each able to say itself in words.
+
+A step is compatible with the previous code of a rolling deploy when that code keeps working on
+the schema after it (a new table, a new optional or defaulted column, a column made optional, a
+widened type); a drop, a rename or any other change of a column it reads breaks it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from loom.migrate.snapshot import ColumnSnap, IndexSnap, TableSnap, UniqueSnap
+
+__all__ = [
+    "AddColumn",
+    "AddIndex",
+    "AddUnique",
+    "AlterColumn",
+    "CreateTable",
+    "DropColumn",
+    "DropIndex",
+    "DropTable",
+    "DropUnique",
+    "RenameColumn",
+    "RenameTable",
+    "RewriteEnum",
+    "Step",
+    "constant_default",
+    "is_widening",
+    "type_text",
+]
+
+_NO_DEFAULT = object()
+
+
+def constant_default(column: ColumnSnap) -> Any:
+    """The model's constant default of a column (from its info), or `_NO_DEFAULT`."""
+    info = column["info"]
+    return info.get("default", _NO_DEFAULT)
+
+
+def has_default(column: ColumnSnap) -> bool:
+    return constant_default(column) is not _NO_DEFAULT
+
+
+def type_text(column: ColumnSnap) -> str:
+    length = column["length"]
+    return f"{column['type']}({length})" if length is not None else column["type"]
+
+
+def is_widening(old: ColumnSnap, new: ColumnSnap) -> bool:
+    """Whether every value of the old type is a value of the new one, unchanged."""
+    a, b = old["type"], new["type"]
+    if a == b and old["length"] == new["length"]:
+        return True
+    if (a, b) == ("Integer", "BigInteger"):
+        return True
+    if a == "String" and b in ("String", "Text"):
+        la, lb = old["length"], new["length"]
+        return b == "Text" or lb is None or (la is not None and lb >= la)
+    return False
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return json.dumps(value)
+
+
+@dataclass(frozen=True)
+class Step:
+    table: str
+
+    @property
+    def compatible(self) -> bool:
+        """Whether the previous code still works on the schema after this step."""
+        return False
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class CreateTable(Step):
+    snap: TableSnap
+
+    @property
+    def compatible(self) -> bool:
+        return True
+
+    def describe(self) -> str:
+        return f"create table {self.table} ({len(self.snap['columns'])} columns)"
+
+
+@dataclass(frozen=True)
+class DropTable(Step):
+    snap: TableSnap
+
+    def describe(self) -> str:
+        return f"drop table {self.table} (its rows are lost)"
+
+
+@dataclass(frozen=True)
+class RenameTable(Step):
+    old: str
+
+    def describe(self) -> str:
+        return f"rename table {self.old} to {self.table} (its rows are kept)"
+
+
+@dataclass(frozen=True)
+class AddColumn(Step):
+    column: ColumnSnap
+    # a new column of a new table in this migration never meets existing rows
+    existing_rows: bool = True
+
+    @property
+    def compatible(self) -> bool:
+        return self.column["nullable"] or has_default(self.column)
+
+    def describe(self) -> str:
+        c = self.column
+        where = f"{self.table}.{c['name']}"
+        if c["nullable"]:
+            return f"add column {where} ({type_text(c)}, optional)"
+        if has_default(c):
+            return f"add column {where} ({type_text(c)}), default {_value(constant_default(c))}"
+        return f"add column {where} ({type_text(c)}, required, no constant default)"
+
+
+@dataclass(frozen=True)
+class DropColumn(Step):
+    column: ColumnSnap
+
+    def describe(self) -> str:
+        return f"drop column {self.table}.{self.column['name']} (its values are lost)"
+
+
+@dataclass(frozen=True)
+class RenameColumn(Step):
+    old: str
+    column: ColumnSnap
+
+    def describe(self) -> str:
+        return f"rename column {self.table}.{self.old} to {self.column['name']} (values kept)"
+
+
+@dataclass(frozen=True)
+class AlterColumn(Step):
+    """A change of nullability, of type, or both, of one column."""
+
+    old: ColumnSnap
+    new: ColumnSnap
+
+    @property
+    def type_changed(self) -> bool:
+        return (self.old["type"], self.old["length"]) != (self.new["type"], self.new["length"])
+
+    @property
+    def nullable_changed(self) -> bool:
+        return self.old["nullable"] != self.new["nullable"]
+
+    @property
+    def compatible(self) -> bool:
+        """A widened type, or a column made optional: the previous code reads and writes it as
+        before. Any other type change, or a column made required (the previous code may write
+        no value), is not."""
+        made_required = self.nullable_changed and not self.new["nullable"]
+        return (not self.type_changed or is_widening(self.old, self.new)) and not made_required
+
+    def describe(self) -> str:
+        where = f"{self.table}.{self.new['name']}"
+        parts = []
+        if self.type_changed:
+            parts.append(
+                f"change the type of {where} from {type_text(self.old)} to {type_text(self.new)}"
+            )
+        if self.nullable_changed and self.new["nullable"]:
+            parts.append(f"make column {where} optional")
+        elif self.nullable_changed:
+            text = f"make column {where} required"
+            if has_default(self.new):
+                text += f", empty values set to {_value(constant_default(self.new))}"
+            parts.append(text)
+        return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class AddUnique(Step):
+    unique: UniqueSnap
+    # its columns added in this same migration (every existing row then holds one value)
+    new_columns: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def compatible(self) -> bool:
+        return True
+
+    def describe(self) -> str:
+        return f"add unique key {self.unique['name']} on {self.table} ({', '.join(self.unique['columns'])})"
+
+
+@dataclass(frozen=True)
+class DropUnique(Step):
+    unique: UniqueSnap
+
+    @property
+    def compatible(self) -> bool:
+        return True
+
+    def describe(self) -> str:
+        return f"drop unique key {self.unique['name']} on {self.table}"
+
+
+@dataclass(frozen=True)
+class AddIndex(Step):
+    index: IndexSnap
+
+    @property
+    def compatible(self) -> bool:
+        return True
+
+    def describe(self) -> str:
+        return (
+            f"add index {self.index['name']} on {self.table} ({', '.join(self.index['columns'])})"
+        )
+
+
+@dataclass(frozen=True)
+class DropIndex(Step):
+    index: IndexSnap
+
+    @property
+    def compatible(self) -> bool:
+        return True
+
+    def describe(self) -> str:
+        return f"drop index {self.index['name']} on {self.table}"
+
+
+@dataclass(frozen=True)
+class RewriteEnum(Step):
+    """Stored enum values renamed in the model (`renamed from` on an enum member)."""
+
+    column: ColumnSnap
+    renames: tuple[tuple[str, str], ...]
+
+    def describe(self) -> str:
+        pairs = ", ".join(f"{_value(a)} to {_value(b)}" for a, b in self.renames)
+        return f"rewrite {self.table}.{self.column['name']}: {pairs}"
