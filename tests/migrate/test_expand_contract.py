@@ -15,7 +15,7 @@ from loom.migrate.diff import diff
 from loom.migrate.rolling import contract_steps, expand_steps, expanded_snapshot, open_expand
 from loom.migrate.script import render_script
 from loom.migrate.snapshot import Snapshot, model_view
-from loom.migrate.steps import Step
+from loom.migrate.steps import Step, sync_trigger
 from loom.migrate.tables import snapshot_of
 from tests.migrate.kit import accounts
 from tests.migrate.test_rolling import V1, V2
@@ -147,3 +147,9 @@ def test_an_expand_on_sqlite_is_refused_and_nothing_applied(
     assert code == 1 and "needs PostgreSQL" in said and "Traceback" not in said
     code, said = _loom("migrate", "status", v2, "--database-url", sqlite_url)
     assert "pending  0002_" in said and "applied" not in said
+
+
+def test_a_trigger_name_fits_postgresql() -> None:
+    assert sync_trigger("store_customers", "full_name") == "loom_sync_store_customers_full_name"
+    long = [sync_trigger("t" * 40, f"column_{n}" * 3) for n in range(2)]
+    assert all(len(name) <= 63 for name in long) and long[0] != long[1]

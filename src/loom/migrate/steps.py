@@ -2,7 +2,10 @@
 
 A step is compatible with the previous code of a rolling deploy when that code keeps working on
 the schema after it (a new table, a new optional or defaulted column, a column made optional, a
-widened type); a drop, a rename or any other change of a column it reads breaks it.
+widened type); a drop, a rename or any other change of a column it reads breaks it. A rename
+written with `migrate new --expand` is an `ExpandRename` (compatible: the old column stays, kept in
+step with the new one), and `--contract` later drops what it kept (`ContractRename`); see
+`loom.migrate.rolling`.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ __all__ = [
     "Step",
     "constant_default",
     "is_widening",
+    "sync_trigger",
     "type_text",
 ]
 
