@@ -6,20 +6,17 @@ Whatever goes wrong, the user gets a sentence, never a Python traceback.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import enum
-import gc
 import sys
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 
+from loom import commands
 from loom.build import (
     BuildError,
-    build_model,
     cached_build_for,
     default_sqlite_url,
     import_package,
@@ -28,10 +25,10 @@ from loom.build import (
     safe_url,
     write_cached_build,
 )
+from loom.commands import Color, Format
+from loom.commands import collector_paused as _collector_paused
+from loom.commands import compile_model as _compile
 from loom.migrate.cli import before_serving, migrate_app
-
-if TYPE_CHECKING:
-    from loom.lang import CompileResult
 
 app = typer.Typer(
     name="loom",
@@ -42,75 +39,12 @@ app = typer.Typer(
 )
 
 
-class Format(str, enum.Enum):
-    text = "text"
-    json = "json"
-
-
-class Color(str, enum.Enum):
-    auto = "auto"
-    always = "always"
-    never = "never"
-
-
 Files = Annotated[list[Path], typer.Argument(help="The model's .loom files (one model).")]
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
-
-
-def _use_color(color: Color) -> bool:
-    if color is Color.auto:
-        return sys.stderr.isatty()
-    return color is Color.always
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Compiling and generating with the cyclic garbage collector off.
-
-    They build a large tree of objects that lives until the command ends; the collector, run every
-    few hundred allocations, would walk all of it again and again and find next to nothing to free
-    (a third of the time of a large model). `loom check` and `loom build` are short-lived
-    processes, so the few cycles made meanwhile cost only a little memory; `loom run` turns the
-    collector back on before it serves."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _compile(
-    files: list[Path],
-    fmt: Format,
-    color: Color,
-    *,
-    quiet_ok: bool = False,
-    sources: Mapping[str, str] | None = None,
-) -> CompileResult:
-    """Compile the files (or `sources`, their texts already read) and print the diagnostics."""
-    # Imported here, not at the top: `loom run` with an unchanged model never loads the compiler,
-    # which is most of its start-up time. No cycle hides behind it (loom.lang never imports cli).
-    from loom.lang import compile_files, compile_sources, render_json, render_text
-    from loom.migrate.leftovers import leftover_renames  # imports loom.lang: loaded with it
-
-    with _collector_paused():
-        result = compile_sources(sources) if sources is not None else compile_files(files)
-    if result.model is not None and files:
-        result.diagnostics.extend(leftover_renames(result.model, files[0], result.sources))
-        result.diagnostics.sort(key=lambda d: d.sort_key())
-    if fmt is Format.json:
-        typer.echo(render_json(result.diagnostics))
-    elif result.diagnostics or not quiet_ok:
-        text = render_text(result.diagnostics, result.sources, color=_use_color(color))
-        if text:
-            typer.echo(text, err=not result.ok or quiet_ok)
-    return result
 
 
 @app.command()
@@ -120,10 +54,7 @@ def check(
     color: Annotated[Color, typer.Option(help="Colour the text output.")] = Color.auto,
 ) -> None:
     """Parse, resolve and type-check a model, and print its diagnostics."""
-    result = _compile(files, format, color)
-    if format is Format.text and result.ok and not result.diagnostics:
-        typer.echo(f"ok: {len(files)} file(s), no problems")
-    raise typer.Exit(0 if result.ok else 1)
+    raise typer.Exit(commands.check(files, format, color))
 
 
 @app.command()
@@ -135,15 +66,7 @@ def build(
     color: Annotated[Color, typer.Option(help="Colour the diagnostics.")] = Color.auto,
 ) -> None:
     """Generate the service package for a model into OUTPUT."""
-    result = _compile(files, Format.text, color, quiet_ok=True)
-    if not result.ok or result.model is None:
-        raise typer.Exit(1)
-    try:
-        with _collector_paused():
-            written = build_model(result.model, output)
-    except BuildError as exc:
-        _fail(str(exc))
-    typer.echo(f"wrote {len(written)} files to {output}")
+    raise typer.Exit(commands.build(files, output, color))
 
 
 @app.command()
@@ -425,6 +348,7 @@ def dead_letters_list(
 ) -> None:
     """List dead letters, oldest first: dead events, then dead timeouts (exit 0, also when there
     are none)."""
+    import asyncio  # here, not at the top: `loom check` and `loom build` never load it (start-up)
     import json
 
     url = _dead_letters_url(model, database_url)
@@ -480,6 +404,7 @@ def dead_letters_redrive(
     Exit codes: 0 redriven (with --all, also when there was none); 1 EVENT_ID is not a dead
     letter; 2 wrong arguments or no database.
     """
+    import asyncio  # here, not at the top: `loom check` and `loom build` never load it (start-up)
     from uuid import UUID
 
     rest = list(args or [])

@@ -89,6 +89,22 @@ def new(
             "aggregate, a narrowing type change).",
         ),
     ] = False,
+    expand: Annotated[
+        bool,
+        typer.Option(
+            "--expand",
+            help="Rolling deploy: write each field rename as its expand half (the new column "
+            "beside the old, kept in step), for old and new code to run together.",
+        ),
+    ] = False,
+    contract: Annotated[
+        bool,
+        typer.Option(
+            "--contract",
+            help="Rolling deploy: drop what the open expand kept, once no replica runs the "
+            "code from before it.",
+        ),
+    ] = False,
     database_url: Annotated[
         str | None,
         typer.Option(
@@ -101,11 +117,16 @@ def new(
     the model as of the last migration to the model now, with their lint findings, and the
     check that the events stored in the database still decode under the new model."""
     from loom.lang import compile_sources, render_text
+    from loom.migrate.diff import diff
     from loom.migrate.events import events_in, events_of, with_events
     from loom.migrate.model import snapshot_of_build
     from loom.migrate.pending import check_stored_events
     from loom.migrate.plan import make_plan, write_revision
-    from loom.migrate.snapshot import empty
+    from loom.migrate.rolling import contract_steps, expand_steps, expanded_snapshot, open_expand
+    from loom.migrate.snapshot import empty, model_view
+
+    if expand and contract:
+        _fail("--expand and --contract are two migrations, written one after the other")
 
     for f in files:
         if not f.is_file():
@@ -131,7 +152,27 @@ def new(
         _fail(str(exc))
     current = snapshot_of_build(out, result.model)
     label = existing[-1].name if existing else "the last migration"
-    plan = make_plan(old, current, fallback_file=str(files[0]), old_label=label)
+    opened = open_expand(old)
+    number = f"{len(existing) + 1:04d}"
+    written = current
+    try:
+        if contract:
+            steps = contract_steps(old, current)
+        elif expand and not opened:
+            steps = expand_steps(diff(old, current))
+            written = expanded_snapshot(current, steps, number)
+        else:
+            steps = diff(model_view(old), current)
+    except MigrationsError as exc:
+        _fail(str(exc), 1)
+    plan = make_plan(old, current, fallback_file=str(files[0]), old_label=label, steps=steps)
+    if opened and not contract and (plan.steps or expand):
+        _fail(
+            f"the expand of {label} is open: the previous code may still run on its kept columns; "
+            f"once it no longer does, write the contract first: `loom migrate new "
+            f"{' '.join(map(str, files))} --contract`",
+            1,
+        )
     events = events_of(result.model)
     url = database_url or default_sqlite_url(files[0])
     stored = asyncio.run(check_stored_events(url, events_in(old), events))
@@ -140,9 +181,11 @@ def new(
             _fail("nothing written: stored events would not decode under the new model", 1)
         last = f"migration {existing[-1].name}" if existing else "an empty database"
         typer.echo(f"no changes: the model's schema is that of {last}; nothing written")
+        if opened:
+            typer.echo("expand open: contract pending (`loom migrate new ... --contract`)")
         return
     name = message or ("initial schema" if not existing else plan.lines()[0])
-    typer.echo(f"plan of the next migration ({len(existing) + 1:04d}):")
+    typer.echo(f"plan of the next migration ({number}):")
     typer.echo(plan.render(result.sources, color=sys.stdout.isatty()))
     if _events_report(stored, url, str(files[0]), label, result.sources):
         _fail("nothing written: stored events would not decode under the new model (see above)", 1)
@@ -155,8 +198,9 @@ def new(
             1,
         )
     try:
-        snapshot = with_events(current, events, folder.parent)
-        revision = write_revision(folder, existing, name, plan, snapshot)
+        revision = write_revision(
+            folder, existing, name, plan, with_events(written, events, folder.parent)
+        )
     except MigrationsError as exc:
         _fail(str(exc))
     typer.echo(f"wrote {revision.script} and {revision.snapshot_path.name}")
@@ -227,6 +271,7 @@ def status_(files: Files, database_url: DatabaseUrl = None) -> None:
     """Which migrations are applied, which are pending, and whether the database drifted from
     the last one applied (a table or column added or removed by hand). Exit 0 up to date, 1 not."""
     from loom.migrate.database import DatabaseUnreachable, status
+    from loom.migrate.rolling import open_expand
 
     folder, revs = _revisions(files)
     if not revs:
@@ -253,6 +298,12 @@ def status_(files: Files, database_url: DatabaseUrl = None) -> None:
         typer.echo(
             "  the database has tables but no record of migrations: `loom migrate apply` records "
             "them as a baseline when they are those of a migration's snapshot"
+        )
+    last = next((r for r in revs if state.applied and r.name == state.applied[-1]), None)
+    if last is not None and open_expand(last.snapshot()):
+        typer.echo(
+            f"  expand open: contract pending ({last.name} keeps the previous code's columns; "
+            "once no replica runs that code: `loom migrate new ... --contract`)"
         )
     ok = not state.pending and not state.drift
     typer.echo("up to date" if ok else "not up to date")

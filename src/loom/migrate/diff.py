@@ -63,7 +63,7 @@ def _table_steps(name: str, old: TableSnap, new: TableSnap) -> list[Step]:
         if source and source in old_cols and source not in new_cols and col["name"] not in old_cols:
             renames[col["name"]] = source
     head: list[Step] = [
-        RenameColumn(name, old=renames[c["name"]], column=c)
+        RenameColumn(name, old=renames[c["name"]], column=c, before=old_cols[renames[c["name"]]])
         for c in new["columns"]
         if c["name"] in renames
     ]

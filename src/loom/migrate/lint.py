@@ -297,15 +297,24 @@ def _breaks(i: int, step: Step, where: _Where, add: _Add) -> None:
         if isinstance(step, RenameColumn | RewriteEnum):
             column = step.column["name"]
         span, elsewhere = where.new_span(step.table, column)
+    fix = (
+        "on a single instance, stop the old version before applying; with replicas, do it as "
+        "expand and contract: add the new shape in one release, move the data, and drop the old "
+        "one in a later release (docs/migrations.md#rolling-deploys)"
+    )
+    if isinstance(step, RenameColumn):
+        fix = (
+            "on a single instance, stop the old version before applying; with replicas, write it "
+            "with `loom migrate new ... --expand`, and once no replica runs the old code, "
+            "`--contract` (docs/migrations.md#rolling-deploys)"
+        )
     add(
         i,
         "loom.migrate-breaks-running-code",
         f"the previous code cannot run once this applies: {step.describe()}",
         span,
         "incompatible with the running code",
-        "on a single instance, stop the old version before applying; with replicas, do it as "
-        "expand and contract: add the new shape in one release, move the data, and drop the old "
-        "one in a later release (docs/migrations.md#rolling-deploys)",
+        fix,
         old_model=elsewhere,
     )
 

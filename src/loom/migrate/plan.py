@@ -65,11 +65,17 @@ class Plan:
 
 
 def make_plan(
-    old: Snapshot, new: Snapshot, *, fallback_file: str, old_label: str = "the last migration"
+    old: Snapshot,
+    new: Snapshot,
+    *,
+    fallback_file: str,
+    old_label: str = "the last migration",
+    steps: list[Step] | None = None,
 ) -> Plan:
-    """The steps from `old` to `new` and their findings; `old_label` names the old model in
+    """The steps from `old` to `new` (their diff, unless `steps` gives them: an expand's or a
+    contract's, `loom.migrate.rolling`) and their findings; `old_label` names the old model in
     the places of findings about what it had (`store.loom (as of 0002_add_note):12:5`)."""
-    steps = diff(old, new)
+    steps = diff(old, new) if steps is None else steps
     findings = lint(steps, old, new, fallback_file=fallback_file, old_label=old_label)
     return Plan(steps, findings)
 

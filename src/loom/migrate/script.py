@@ -21,11 +21,13 @@ from loom.migrate.steps import (
     AddIndex,
     AddUnique,
     AlterColumn,
+    ContractRename,
     CreateTable,
     DropColumn,
     DropIndex,
     DropTable,
     DropUnique,
+    ExpandRename,
     RenameColumn,
     RenameTable,
     RewriteEnum,
@@ -241,6 +243,84 @@ def _rewrite(step: RewriteEnum) -> list[str]:
     return lines
 
 
+# the triggers of an expand are PostgreSQL's: SQLite's cannot fill a column of the row an insert
+# is writing (they run after its NOT NULL checks)
+_POSTGRESQL_ONLY = [
+    '    if op.get_bind().dialect.name != "postgresql":',
+    "        raise RuntimeError(",
+    '            "an expand/contract migration (a rolling deploy) needs PostgreSQL; on SQLite, stop "',
+    '            "the service and write the rename as one migration (without --expand)"',
+    "        )",
+]
+
+
+def _sync_sql(step: ExpandRename) -> tuple[str, str]:
+    """The function and the trigger keeping both columns of an expanded rename in step: an
+    insert that leaves one out gets the other's value; an update of one is copied to the other."""
+    t, a, b, f = (
+        f'"{x}"' for x in (step.table, step.old["name"], step.column["name"], step.trigger)
+    )
+    function = f"""
+        CREATE FUNCTION {f}() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'INSERT' THEN
+                IF NEW.{b} IS NULL THEN NEW.{b} := NEW.{a}; END IF;
+                IF NEW.{a} IS NULL THEN NEW.{a} := NEW.{b}; END IF;
+            ELSIF NEW.{b} IS DISTINCT FROM OLD.{b} THEN
+                NEW.{a} := NEW.{b};
+            ELSIF NEW.{a} IS DISTINCT FROM OLD.{a} THEN
+                NEW.{b} := NEW.{a};
+            END IF;
+            RETURN NEW;
+        END
+        $$
+        """
+    trigger = f"""
+        CREATE TRIGGER {f} BEFORE INSERT OR UPDATE ON {t}
+            FOR EACH ROW EXECUTE FUNCTION {f}()
+        """
+    return function, trigger
+
+
+def _expand(step: ExpandRename) -> list[str]:
+    """Add the new column (optional while it is filled), fill it from the old one, give it the
+    model's nullability, make the old one optional without a server default (so that the
+    trigger sees the inserts that leave it out), then the trigger."""
+    old, new = step.old, step.column
+    lines = [f"    with op.batch_alter_table({_q(step.table)}) as batch:"]
+    lines += _call("batch.add_column", [_column({**new, "nullable": True})], 8)
+    lines += _call(
+        "t = sa.table",
+        [_q(step.table), *(f"sa.column({_q(c['name'])}, {_type(c)})" for c in (old, new))],
+        4,
+    )
+    lines += _call(
+        "op.execute", [f"t.update().values({{{_q(new['name'])}: t.c[{_q(old['name'])}]}})"], 4
+    )
+    lines.append(f"    with op.batch_alter_table({_q(step.table)}) as batch:")
+    if not new["nullable"]:
+        lines += _call(
+            "batch.alter_column",
+            [_q(new["name"]), f"existing_type={_type(new)}", "nullable=False"],
+            8,
+        )
+    lines += _call(
+        "batch.alter_column",
+        [_q(old["name"]), f"existing_type={_type(old)}", "nullable=True", "server_default=None"],
+        8,
+    )
+    for sql in _sync_sql(step):
+        lines += ["    op.execute(", f'        """{sql}"""', "    )"]
+    return lines
+
+
+def _contract(step: ContractRename) -> list[str]:
+    lines = _call("op.execute", [_q(f'DROP TRIGGER "{step.trigger}" ON "{step.table}"')], 4)
+    lines += _call("op.execute", [_q(f'DROP FUNCTION "{step.trigger}"()')], 4)
+    lines.append(f"    with op.batch_alter_table({_q(step.table)}) as batch:")
+    return lines + _call("batch.drop_column", [_q(step.old)], 8)
+
+
 _BATCHED = (AddColumn, DropColumn, RenameColumn, AlterColumn, AddUnique, DropUnique)
 
 
@@ -285,9 +365,15 @@ def _body(steps: Sequence[Step]) -> list[str]:
             )
         elif isinstance(step, RewriteEnum):
             lines += _rewrite(step)
+        elif isinstance(step, ExpandRename):
+            lines += _expand(step)
+        elif isinstance(step, ContractRename):
+            lines += _contract(step)
         else:  # pragma: no cover - every step kind is rendered above
             raise TypeError(f"no rendering for {step!r}")
         i += 1
+    if any(isinstance(s, ExpandRename | ContractRename) for s in steps):
+        lines = _POSTGRESQL_ONLY + lines
     return lines or ["    pass"]
 
 

@@ -20,7 +20,7 @@ from loom.migrate.database import apply, apply_unrecorded, database_shape, snaps
 from loom.migrate.diff import diff
 from loom.migrate.folder import MigrationsError, folder_for, revisions
 from loom.migrate.model import service_metadata
-from loom.migrate.snapshot import Snapshot
+from loom.migrate.snapshot import Snapshot, model_view
 from loom.migrate.tables import snapshot_of
 from loom.runtime._schema_check import ColumnShape, differences
 
@@ -44,7 +44,8 @@ async def prepare_database(
     if not revs:
         return await _without_migrations(model, url, url_arg, current, migrate=migrate)
     head = revs[-1]
-    pending_change = diff(head.snapshot(), current)
+    # an open expand's kept columns are the database's, not the model's
+    pending_change = diff(model_view(head.snapshot()), current)
     if pending_change:
         lines = "\n".join(f"  - {s.describe()}" for s in pending_change)
         raise MigrationsError(

@@ -50,9 +50,26 @@ class TableSnap(TypedDict):
     indexes: list[IndexSnap]
 
 
+class KeptColumn(TypedDict):
+    """A column an expand kept beside the one renamed from it (`migrate new --expand`)."""
+
+    table: str
+    old: str
+    new: str
+
+
+class ExpandSnap(TypedDict):
+    """An open expand: the revision that opened it and what it kept, until the contract."""
+
+    revision: str
+    kept: list[KeptColumn]
+
+
 class Snapshot(TypedDict):
     format: int
     tables: dict[str, TableSnap]
+    # present from the migration that opened an expand until the one that contracts it
+    expand: NotRequired[ExpandSnap]
     # the model's events and their fields (`loom.migrate.events`), for the check of stored events;
     # absent from snapshots written before it, which stay readable
     events: NotRequired[dict[str, Any]]
@@ -77,6 +94,21 @@ def read(path: Path) -> Snapshot:
         raise ValueError(f"{path} is not a Loom schema snapshot (format {FORMAT})")
     snapshot: Snapshot = data  # type: ignore[assignment]  # checked above, written by dumps
     return snapshot
+
+
+def model_view(snapshot: Snapshot) -> Snapshot:
+    """The schema the model of `snapshot` has: without the columns an open expand keeps for the
+    previous code (the database has them, the model no longer does)."""
+    expand = snapshot.get("expand")
+    out: Snapshot = {"format": snapshot["format"], "tables": dict(snapshot["tables"])}
+    if expand is None:
+        return out
+    for kept in expand["kept"]:
+        table = out["tables"].get(kept["table"])
+        if table is not None:
+            columns = [c for c in table["columns"] if c["name"] != kept["old"]]
+            out["tables"][kept["table"]] = {**table, "columns": columns}
+    return out
 
 
 def column_map(table: TableSnap) -> dict[str, ColumnSnap]:

@@ -2,12 +2,16 @@
 
 A step is compatible with the previous code of a rolling deploy when that code keeps working on
 the schema after it (a new table, a new optional or defaulted column, a column made optional, a
-widened type); a drop, a rename or any other change of a column it reads breaks it.
+widened type); a drop, a rename or any other change of a column it reads breaks it. A rename
+written with `migrate new --expand` is an `ExpandRename` (compatible: the old column stays, kept in
+step with the new one), and `--contract` later drops what it kept (`ContractRename`); see
+`loom.migrate.rolling`.
 """
 
 from __future__ import annotations
 
 import json
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,17 +22,20 @@ __all__ = [
     "AddIndex",
     "AddUnique",
     "AlterColumn",
+    "ContractRename",
     "CreateTable",
     "DropColumn",
     "DropIndex",
     "DropTable",
     "DropUnique",
+    "ExpandRename",
     "RenameColumn",
     "RenameTable",
     "RewriteEnum",
     "Step",
     "constant_default",
     "is_widening",
+    "sync_trigger",
     "type_text",
 ]
 
@@ -142,6 +149,7 @@ class DropColumn(Step):
 class RenameColumn(Step):
     old: str
     column: ColumnSnap
+    before: ColumnSnap  # the old column, as the old schema has it
 
     def describe(self) -> str:
         return f"rename column {self.table}.{self.old} to {self.column['name']} (values kept)"
@@ -249,3 +257,60 @@ class RewriteEnum(Step):
     def describe(self) -> str:
         pairs = ", ".join(f"{_value(a)} to {_value(b)}" for a, b in self.renames)
         return f"rewrite {self.table}.{self.column['name']}: {pairs}"
+
+
+def sync_trigger(table: str, column: str) -> str:
+    """The name of the trigger (and of its function) that keeps an expanded rename's two columns
+    in step: at most 63 characters, PostgreSQL's limit."""
+    name = f"loom_sync_{table}_{column}"
+    return name if len(name) <= 63 else name[:54] + format(zlib.crc32(name.encode()), "08x")
+
+
+@dataclass(frozen=True)
+class ExpandRename(Step):
+    """The expand half of a column rename (`migrate new --expand`): the new column is added beside
+    the old one, filled from it, and a trigger keeps the two in step while the previous code
+    (which reads and writes the old one) and the new code run together. The old column is kept,
+    made optional (the new code's inserts leave it out; the trigger fills it)."""
+
+    old: ColumnSnap
+    column: ColumnSnap
+
+    @property
+    def compatible(self) -> bool:
+        return True
+
+    @property
+    def trigger(self) -> str:
+        return sync_trigger(self.table, self.column["name"])
+
+    def describe(self) -> str:
+        return (
+            f"expand the rename of {self.table}.{self.old['name']} to {self.column['name']}: "
+            "the new column beside the old, filled from it, kept in step until the contract"
+        )
+
+
+@dataclass(frozen=True)
+class ContractRename(Step):
+    """The contract half (`migrate new --contract`): the old column an expand kept, and the
+    trigger that kept it in step, are dropped; its values are already in the new column."""
+
+    old: str
+    new: str
+    revision: str  # the expand's
+
+    @property
+    def compatible(self) -> bool:
+        # the previous code is the expand's new code, which never reads the old column
+        return True
+
+    @property
+    def trigger(self) -> str:
+        return sync_trigger(self.table, self.new)
+
+    def describe(self) -> str:
+        return (
+            f"contract: drop column {self.table}.{self.old}, kept by the expand {self.revision} "
+            f"(its values are in {self.new})"
+        )

@@ -58,9 +58,13 @@ def plural_snake(name: str) -> str:
     return "_".join(parts)
 
 
+_SEPARATORS = re.compile(r"[_\W]+")
+
+
+@functools.cache  # as `snake`: the same few hundred names, asked for tens of thousands of times
 def pascal(name: str) -> str:
     """`registerCustomer` -> `RegisterCustomer`, `account_kind` -> `AccountKind`."""
-    parts = [p for p in re.split(r"[_\W]+", name) if p]
+    parts = [p for p in _SEPARATORS.split(name) if p]
     return "".join(p[0].upper() + p[1:] for p in parts)
 
 
@@ -103,6 +107,7 @@ def escape(name: str) -> str:
     return name
 
 
+@functools.cache
 def ident(name: str) -> str:
     """The snake_case Python identifier for a model name (field, parameter, local, operation)."""
     return escape(snake(name))

@@ -12,7 +12,7 @@ before its operands), so generation that follows a walk stays deterministic.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TypeAlias
 
 from loom.model import ir
@@ -233,3 +233,14 @@ def locals_read(stmts: Iterable[ir.Stmt]) -> set[str]:
         elif isinstance(stmt, ir.CallService):
             used.update(stmt.mutates)
     return used
+
+
+def reads_after(stmts: Sequence[ir.Stmt]) -> list[frozenset[str]]:
+    """For each statement of a body, `locals_read` of the statements after it, in one pass from
+    the end (a body's locals read are the union of its statements'), not once per statement."""
+    out: list[frozenset[str]] = [frozenset()] * len(stmts)
+    later: frozenset[str] = frozenset()
+    for i in range(len(stmts) - 1, -1, -1):
+        out[i] = later
+        later = later | locals_read((stmts[i],))
+    return out

@@ -16,13 +16,14 @@ another task, where the context variables set here would not be seen.
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any
 
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ._auth import Authenticator, bearer_token
-from ._errors import PayloadTooLarge
+from ._errors import PayloadTooLarge, StartupRefused
 from ._ids import new_id_text
 from ._logs import _correlation
 from ._principal import ANONYMOUS, _current
@@ -44,6 +45,9 @@ class EdgeMiddleware:
         self.authenticator = authenticator
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, _plain_startup_refusal(send))
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -128,3 +132,19 @@ def _limited(receive: Receive, limit: int) -> Receive:
         return message
 
     return limited
+
+
+def _plain_startup_refusal(send: Send) -> Send:
+    """Starlette reports a failed start-up to the server with the formatted traceback, which
+    uvicorn prints; for a `StartupRefused` (a database that does not match the model, or does
+    not answer) the message alone says everything, so it replaces the traceback. `send` is
+    awaited inside Starlette's `except` block, so the exception is the one being handled."""
+
+    async def send_plain(message: Message) -> None:
+        if message["type"] == "lifespan.startup.failed":
+            exc = sys.exc_info()[1]
+            if isinstance(exc, StartupRefused):
+                message = {**message, "message": str(exc)}
+        await send(message)
+
+    return send_plain

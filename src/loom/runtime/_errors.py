@@ -225,6 +225,11 @@ class OutcomeUnknown(Unavailable):
         super().__init__(detail)
 
 
+class StartupRefused(RuntimeError):
+    """The service will not start (its database does not match its model, or does not answer):
+    reported as its message alone, never a traceback (`_edge.py`)."""
+
+
 class PayloadTooLarge(HTTPException):
     """A request body over the service's limit: 413 `payload-too-large`. An HTTPException (not a
     LoomError) because FastAPI re-raises those from its body reading, where any other error

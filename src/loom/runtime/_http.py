@@ -13,7 +13,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
-from sqlalchemy import MetaData
+from sqlalchemy import MetaData, make_url
 from sqlalchemy.exc import StatementError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -23,9 +23,10 @@ from ._admin import admin_router
 from ._auth import Authenticator, add_bearer_scheme, resolve_auth
 from ._body_limit import resolve_max_body_bytes
 from ._channels import Channel
+from ._dberrors import classify
 from ._domain import DomainEvent
 from ._edge import EdgeMiddleware
-from ._errors import LoomError
+from ._errors import LoomError, StartupRefused
 from ._externs import load_externs
 from ._idempotency import HEADER as IDEMPOTENCY_KEY
 from ._idempotency import SAFE_METHODS, resolve_ttl
@@ -209,7 +210,15 @@ def create_app(
         try:
             if subscribe is not None:
                 subscribe(service)
-            await service.create_schema()
+            try:
+                await service.create_schema()
+            except Exception as exc:
+                if classify(exc) != "unavailable":
+                    raise
+                where = make_url(url).render_as_string(hide_password=True)
+                raise StartupRefused(
+                    f"the service does not start: cannot connect to the database {where}: {exc}"
+                ) from None
             app.state.loom = service
             if run_relay:
                 await service.start_relay()

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from sqlalchemy import MetaData, inspect
 from sqlalchemy.engine import Connection
 
+from ._errors import StartupRefused
+
 __all__ = [
     "ColumnShape",
     "SchemaMismatch",
@@ -36,7 +38,7 @@ class ColumnShape:
 Shape = Mapping[str, Mapping[str, ColumnShape]]
 
 
-class SchemaMismatch(RuntimeError):
+class SchemaMismatch(StartupRefused):
     """The database is not the schema of the model: the service does not start on it."""
 
     def __init__(self, diffs: list[str]) -> None:

@@ -18,6 +18,7 @@ from loom.codegen.python.main import (
     emit_package_init,
 )
 from loom.codegen.python.model_info import ModelInfo
+from loom.codegen.python.parallel import halves
 from loom.codegen.python.projections import emit_projections
 from loom.codegen.python.reactions import emit_reactions, has_reactions
 from loom.codegen.python.repositories import emit_repositories
@@ -54,32 +55,56 @@ def _generate(model: ir.Model, package: str) -> dict[str, str]:
     routers: list[tuple[str, str]] = []
     externs: list[tuple[str, list[str]]] = []
     reactions: list[str] = []  # context modules with a reactions.py
-    for context in model.contexts:
-        mod = naming.context_module(context)
-        files[f"{mod}/__init__.py"] = emit_context_init(info, info.files_of(context), context.name)
-        files[f"{mod}/domain.py"] = emit_domain(info, context)
-        if context.aggregates:
-            files[f"{mod}/ids.py"] = emit_ids(info, context)
-        files[f"{mod}/tables.py"] = emit_tables(info, context)
-        files[f"{mod}/repositories.py"] = emit_repositories(info, context)
-        files[f"{mod}/schemas.py"] = emit_schemas(info, context)
-        files[f"{mod}/routes.py"] = emit_routes(info, context)
-        files[f"{mod}/workflows.py"] = emit_workflows(info, context)
-        routers.append((mod, "routes"))
-        routers.append((mod, "workflows"))
-        if context.services:
-            files[f"{mod}/services.py"] = emit_services(info, context)
-        if extern_aggregates(context):
-            files[f"{mod}/externs.py"] = emit_externs(info, context)
-            externs += externs_required(context)
-        if context.handlers:
-            files[f"{mod}/handlers.py"] = emit_handlers(info, context)
-            routers.append((mod, "handlers"))
-        if context.projections:
-            files[f"{mod}/projections.py"] = emit_projections(info, context)
-            routers.append((mod, "projections"))
-        if has_reactions(context):
-            files[f"{mod}/reactions.py"] = emit_reactions(info, context)
-            reactions.append(mod)
+    # the contexts are generated independently of one another: on two cores, in two processes
+    each = halves(model.contexts, lambda c: _context(info, c), weight=_weight)
+    for context_files, context_routers, context_externs, context_reactions in each:
+        files.update(context_files)
+        routers += context_routers
+        externs += context_externs
+        reactions += context_reactions
     files["main.py"] = emit_main(info, routers, externs, reactions)
     return dict(sorted(files.items()))
+
+
+_Context = tuple[dict[str, str], list[tuple[str, str]], list[tuple[str, list[str]]], list[str]]
+
+
+def _context(info: ModelInfo, context: ir.Context) -> _Context:
+    """The files of one context's package, and what `main.py` needs to know of it: its routers,
+    the extern operations it requires and whether it has reactions."""
+    files: dict[str, str] = {}
+    routers: list[tuple[str, str]] = []
+    externs: list[tuple[str, list[str]]] = []
+    reactions: list[str] = []
+    mod = naming.context_module(context)
+    files[f"{mod}/__init__.py"] = emit_context_init(info, info.files_of(context), context.name)
+    files[f"{mod}/domain.py"] = emit_domain(info, context)
+    if context.aggregates:
+        files[f"{mod}/ids.py"] = emit_ids(info, context)
+    files[f"{mod}/tables.py"] = emit_tables(info, context)
+    files[f"{mod}/repositories.py"] = emit_repositories(info, context)
+    files[f"{mod}/schemas.py"] = emit_schemas(info, context)
+    files[f"{mod}/routes.py"] = emit_routes(info, context)
+    files[f"{mod}/workflows.py"] = emit_workflows(info, context)
+    routers.append((mod, "routes"))
+    routers.append((mod, "workflows"))
+    if context.services:
+        files[f"{mod}/services.py"] = emit_services(info, context)
+    if extern_aggregates(context):
+        files[f"{mod}/externs.py"] = emit_externs(info, context)
+        externs += externs_required(context)
+    if context.handlers:
+        files[f"{mod}/handlers.py"] = emit_handlers(info, context)
+        routers.append((mod, "handlers"))
+    if context.projections:
+        files[f"{mod}/projections.py"] = emit_projections(info, context)
+        routers.append((mod, "projections"))
+    if has_reactions(context):
+        files[f"{mod}/reactions.py"] = emit_reactions(info, context)
+        reactions.append(mod)
+    return files, routers, externs, reactions
+
+
+def _weight(context: ir.Context) -> int:
+    # what most of a context's generation time goes to
+    return len(context.aggregates) + len(context.workflows) + len(context.handlers)

@@ -181,9 +181,8 @@ class BodyWriter:
         self, stmts: tuple[ir.Stmt, ...], depth: int, outer_later: frozenset[str] = frozenset()
     ) -> list[str]:
         out: list[str] = []
-        for i, stmt in enumerate(stmts):
-            later = walk.locals_read(stmts[i + 1 :]) | outer_later
-            out += self.statement(stmt, depth, later)
+        for stmt, later in zip(stmts, walk.reads_after(stmts), strict=True):
+            out += self.statement(stmt, depth, later | outer_later)
         return out
 
     def _bind(self, stmt: _Binding) -> str:

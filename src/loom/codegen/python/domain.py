@@ -300,11 +300,10 @@ def _factory_body(
     lines: list[str] = []
     emits: list[ir.Emit] = []
     label = f"{agg.name}.create"
-    for i, stmt in enumerate(factory.body):
+    for stmt, later in zip(factory.body, walk.reads_after(factory.body), strict=True):
         if isinstance(stmt, ir.Precondition):
             lines += check(render(stmt.condition, scope), precondition(label, stmt), imports, 2)
         elif isinstance(stmt, ir.Let):
-            later = walk.locals_read(factory.body[i + 1 :])
             name = naming.local(stmt.name, stmt.name in later)
             local = alloc.take(name)
             scope.locals[stmt.name] = local
@@ -395,12 +394,11 @@ def function_body(fn: ir.Function, scope: Scope, depth: int, label: str) -> list
         return lay(f"return {render_as(fn.value, fn.result, scope)}", depth)
     lines: list[str] = []
     alloc = naming.NameAlloc({"self", *scope.params.values()})
-    for i, stmt in enumerate(fn.body):
+    for stmt, later in zip(fn.body, walk.reads_after(fn.body), strict=True):
         if isinstance(stmt, ir.Precondition):
             refusal = precondition(label, stmt)
             lines += check(render(stmt.condition, scope), refusal, scope.imports, depth)
         elif isinstance(stmt, ir.Let):
-            later = walk.locals_read(fn.body[i + 1 :])
             name = naming.local(stmt.name, stmt.name in later)
             scope.locals[stmt.name] = alloc.take(name)
             lines += lay(f"{scope.locals[stmt.name]} = {render(stmt.value, scope)}", depth)
@@ -437,8 +435,8 @@ def _operation(
 
     def block(stmts: tuple[ir.Stmt, ...], depth: int, outer: frozenset[str]) -> list[str]:
         out: list[str] = []
-        for i, stmt in enumerate(stmts):
-            out += statement(stmt, depth, walk.locals_read(stmts[i + 1 :]) | outer)
+        for stmt, later in zip(stmts, walk.reads_after(stmts), strict=True):
+            out += statement(stmt, depth, later | outer)
         return out
 
     def statement(stmt: ir.Stmt, depth: int, later: set[str] | frozenset[str]) -> list[str]:

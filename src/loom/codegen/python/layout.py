@@ -30,20 +30,22 @@ Doc = str | Group
 def flat(doc: Doc) -> str:
     if isinstance(doc, str):
         return doc
-    return doc.head + ", ".join(flat(i) for i in doc.items) + doc.tail
+    return doc.head + ", ".join([flat(i) for i in doc.items]) + doc.tail
 
 
 def lay(doc: Doc, indent: int = 0, suffix: str = "") -> list[str]:
     """Lines (with indentation) for `doc` at `indent` levels, followed by `suffix`."""
     pad = INDENT * indent
+    if isinstance(doc, str):
+        # most lines are plain text that fits: answered before any splitting is considered
+        text = doc + suffix
+        if len(pad) + len(text) <= LINE_LENGTH:
+            return [pad + text]
+        if not suffix:
+            return _split_statement(doc, indent)
+        return _split_item(doc, indent, suffix) or [pad + text]
     text = flat(doc) + suffix
-    if isinstance(doc, str) and len(pad) + len(text) > LINE_LENGTH and not suffix:
-        return _split_statement(doc, indent)
-    if isinstance(doc, str) and len(pad) + len(text) > LINE_LENGTH:
-        split = _split_item(doc, indent, suffix)
-        if split is not None:
-            return split
-    if isinstance(doc, str) or not doc.items or len(pad) + len(text) <= LINE_LENGTH:
+    if not doc.items or len(pad) + len(text) <= LINE_LENGTH:
         return [pad + text]
     lines = [pad + doc.head]
     for item in doc.items:

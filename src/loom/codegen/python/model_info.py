@@ -15,6 +15,8 @@ class ModelInfo:
     model: ir.Model
     package: str
     contexts: dict[str, ir.Context] = field(default_factory=dict)
+    # context name -> `files_of` it: a dozen emitters ask for it, and it walks the whole context
+    _files_of: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.contexts = {c.name: c for c in self.model.contexts}
@@ -52,12 +54,13 @@ class ModelInfo:
         return files
 
     def files_of(self, context: ir.Context) -> list[str]:
-        own = set(context_files(context))
-        ordered = [f for f in self.model.sources if f in own]
-        for f in context_files(context):
-            if f not in ordered:
-                ordered.append(f)
-        return ordered
+        known = self._files_of.get(context.name)
+        if known is None:
+            own = context_files(context)
+            ordered = [f for f in self.model.sources if f in own]
+            ordered += [f for f in own if f not in ordered]
+            known = self._files_of[context.name] = ordered
+        return list(known)
 
 
 class _HasOrigin(Protocol):
@@ -106,8 +109,4 @@ def _origins(context: ir.Context) -> Iterator[ir.Origin]:
 
 
 def context_files(context: ir.Context) -> list[str]:
-    out: list[str] = []
-    for origin in _origins(context):
-        if origin.file not in out:
-            out.append(origin.file)
-    return out
+    return list(dict.fromkeys(origin.file for origin in _origins(context)))

@@ -3,6 +3,7 @@ its top-level blocks, and how generated text cites a place in the model."""
 
 from __future__ import annotations
 
+import functools
 import posixpath
 from collections.abc import Sequence
 
@@ -12,7 +13,12 @@ from loom.model import ir
 
 def where(origin: ir.Origin) -> str:
     """`banking.loom:24`: the file's base name and the line, as docstrings quote it."""
-    return f"{posixpath.basename(origin.file.replace(chr(92), '/'))}:{origin.line}"
+    return f"{_base_name(origin.file)}:{origin.line}"
+
+
+@functools.cache  # a model has a few files, and every docstring of the package names one
+def _base_name(file: str) -> str:
+    return posixpath.basename(file.replace("\\", "/"))
 
 
 def shown_file(file: str) -> str:

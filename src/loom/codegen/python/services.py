@@ -114,12 +114,11 @@ def _method(
     label = f"{svc.name}.{method.name}"
     lines.append(f"        {docstring(f'{label} ({where(method.origin)})')}")
     body: list[str] = []
-    for i, stmt in enumerate(method.body):
+    for stmt, later in zip(method.body, walk.reads_after(method.body), strict=True):
         if isinstance(stmt, ir.Precondition):
             refusal = precondition(label, stmt)
             body += check(render(stmt.condition, scope), refusal, imports, 2)
         elif isinstance(stmt, ir.Let):
-            later = walk.locals_read(method.body[i + 1 :])
             var = alloc.take(naming.local(stmt.name, stmt.name in later))
             scope.locals[stmt.name] = var
             body += lay(f"{var} = {render(stmt.value, scope)}", 2)

@@ -7,18 +7,22 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from lark import Lark
-from lark.lexer import PatternStr
+if TYPE_CHECKING:
+    from lark import Lark
 
-_GRAMMAR = Path(__file__).with_name("grammar.lark")
+GRAMMAR = Path(__file__).with_name("grammar.lark")
 
 
 @functools.cache
 def lark_parser() -> Lark:
+    # Here, not at the top (start-up): a text the fast parser reads never needs lark.
+    from lark import Lark
+
     # Built once per process: constructing the LALR tables is most of the cost of a small compile.
     return Lark(
-        _GRAMMAR.read_text(encoding="utf-8"),
+        GRAMMAR.read_text(encoding="utf-8"),
         parser="lalr",
         lexer="contextual",
         propagate_positions=True,
@@ -46,5 +50,5 @@ def keywords_after(prefix: str) -> frozenset[str]:
     return frozenset(
         p.value
         for name in state.accepts()
-        if isinstance(p := patterns.get(name), PatternStr) and p.value.isidentifier()
+        if (p := patterns.get(name)) is not None and p.type == "str" and p.value.isidentifier()
     )

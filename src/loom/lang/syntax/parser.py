@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import functools
 import re
-
-from lark import Token
-from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
-from lark.lexer import PatternStr
+from typing import TYPE_CHECKING
 
 from loom.lang.diagnostics import Sink, Span
 from loom.lang.syntax import ast, reduce
 from loom.lang.syntax.grammar import lark_parser
 from loom.lang.syntax.tree_to_ast import Build
 from loom.lang.syntax.unknown_declaration import report_unknown_declaration
+
+if TYPE_CHECKING:
+    from lark import Token
+    from lark.exceptions import UnexpectedInput, UnexpectedToken
+
+# lark is imported where this module uses it, not at the top: `syntax.parse` reaches this module
+# only for a text its fast parser gave up on, and a process whose texts all parse never loads lark.
 
 # Readable names for the terminals lark reports in "expected ..." sets.
 _FRIENDLY = {
@@ -33,7 +37,7 @@ _OPERATORS = {"+", "-", "*", "/", "%", "==", "!=", "<", "<=", ">", ">=", "&&", "
 def _terminal_text() -> dict[str, str]:
     out = dict(_FRIENDLY)
     for t in lark_parser().terminals:
-        if isinstance(t.pattern, PatternStr):
+        if t.pattern.type == "str":
             out[t.name] = f"`{t.pattern.value}`"
     return out
 
@@ -98,8 +102,11 @@ def _end_of_text(file: str, text: str) -> Span:
 
 
 def parse_file(file: str, text: str, sink: Sink) -> ast.File:
+    """The file parsed by lark; at a syntax error, its diagnostic and an empty file."""
     # The tree builder runs as the parser reduces, so what it reports waits for the end of the
     # file: a file with a syntax error gets that one diagnostic, never ones about its first half.
+    from lark.exceptions import UnexpectedInput  # here: see the top of this module (start-up)
+
     found = Sink()
     try:
         tree: ast.File = reduce.parse(text, Build(file, found))
@@ -111,6 +118,8 @@ def parse_file(file: str, text: str, sink: Sink) -> ast.File:
 
 
 def _report_syntax_error(file: str, text: str, exc: UnexpectedInput, sink: Sink) -> None:
+    from lark.exceptions import UnexpectedCharacters, UnexpectedToken  # here (start-up)
+
     if isinstance(exc, UnexpectedToken):
         word = _unknown_declaration(exc)
         if word is not None:
@@ -172,6 +181,8 @@ def _report_syntax_error(file: str, text: str, exc: UnexpectedInput, sink: Sink)
 def _unknown_declaration(exc: UnexpectedToken) -> Token | None:
     """`agregate Foo { … }` parses as far as it does because `NAME NAME {` is how a `channel`
     starts; when the first word is not `channel`, that word is the mistake, not what follows."""
+    from lark import Token  # here (start-up)
+
     try:
         stack = list(exc.interactive_parser.parser_state.value_stack)
     except Exception:  # noqa: BLE001 - only a better message is at stake

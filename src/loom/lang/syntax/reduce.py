@@ -18,21 +18,17 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lark import Token, Tree
-from lark.grammar import Rule
-from lark.lexer import LexerThread
-from lark.parse_tree_builder import ParseTreeBuilder
-from lark.parsers.lalr_parser import _Parser
-
+from loom.lang.syntax.builder import Builder, End, Positions, Start
 from loom.lang.syntax.grammar import lark_parser
 
-# Where a rule's text starts (line, column, offset) and ends (end line, end column, end offset);
-# None when it matched no text (an empty parameter list).
-Start = tuple[int, int, int] | None
-End = tuple[int, int, int] | None
-Positions = tuple[Start, End]
+if TYPE_CHECKING:
+    from lark import Tree
+    from lark.grammar import Rule
+
+# lark is imported where it is used, not at the top: a process whose texts the fast parser reads
+# all (`descent.py`) never loads it.
 
 
 class Reduced:
@@ -47,13 +43,6 @@ class Reduced:
         self.start = start
         self.end = end
         self.children = children
-
-
-class Builder:
-    """What `reduce.parse` needs of a tree builder: `here`, the positions of the rule being
-    reduced, which `_Positions` sets just before the builder's method for that rule runs."""
-
-    here: Positions = (None, None)
 
 
 class _Positions:
@@ -73,7 +62,7 @@ class _Positions:
         start, end = _start(children), _end(children)
         self.builder.here = (start, end)
         value = self.build(children)
-        if type(value) is Token:
+        if isinstance(value, str) and type(value) is not str:
             return value  # a `?rule`'s lone token keeps its own position, as in lark
         if type(value) is Reduced:  # a `?rule`'s lone child, now spanning the rule's text
             return Reduced(value.value, start, end, value.children)
@@ -126,6 +115,8 @@ def _keep(children: list[Any]) -> _Inlined:
 
 
 def _tree(name: str, children: list[Any]) -> Tree:
+    from lark import Tree  # here (start-up)
+
     return Tree(name, [c.value if type(c) is Reduced else c for c in children])
 
 
@@ -139,6 +130,10 @@ class _Rule:
 
 @functools.cache
 def _rules() -> list[_Rule]:
+    from lark import Tree  # here (start-up)
+    from lark.grammar import Rule
+    from lark.parse_tree_builder import ParseTreeBuilder
+
     frontend = lark_parser().parser
     table = frontend.parser._parse_table
     reduced = {arg for actions in table.states.values() for _, arg in actions.values()}
@@ -171,6 +166,9 @@ def _callbacks(builder: Builder) -> dict[Any, Callable[[list[Any]], Any]]:
 def parse(text: str, builder: Builder) -> Any:
     """The value `builder` makes of the `start` rule of `text`. Raises lark's `UnexpectedInput`
     at the first syntax error, with the parser's state at that point (`interactive_parser`)."""
+    from lark.lexer import LexerThread  # here (start-up)
+    from lark.parsers.lalr_parser import _Parser
+
     frontend = lark_parser().parser
     parser = _Parser(frontend.parser._parse_table, _callbacks(builder))
     result = parser.parse(LexerThread.from_text(frontend.lexer, text), "start")

@@ -3,12 +3,15 @@ parser reduces that rule, with the rule's positions and its children's values.""
 
 from __future__ import annotations
 
-from lark import Token
+from typing import TYPE_CHECKING
 
 from loom.lang.diagnostics import Sink, Span
 from loom.lang.syntax import ast
-from loom.lang.syntax.reduce import Builder, Positions
+from loom.lang.syntax.builder import Builder, Positions
 from loom.lang.syntax.unknown_declaration import report_unknown_declaration
+
+if TYPE_CHECKING:
+    from lark import Token
 
 # --------------------------------------------------------------------------------------------------
 # Tree to AST
@@ -16,6 +19,8 @@ from loom.lang.syntax.unknown_declaration import report_unknown_declaration
 
 def _unescape(raw: str) -> tuple[str, str | None]:
     """Decode a string literal (with its quotes). Returns the text and the first bad escape, if any."""
+    if "\\" not in raw:
+        return raw[1:-1], None  # most strings: nothing to decode
     out: list[str] = []
     bad: str | None = None
     i, body = 0, raw[1:-1]
@@ -301,9 +306,17 @@ class Build(Builder):
         return (list(ch), self.sp(meta))
 
     def type(self, meta, ch):
-        names = [c for c in ch if isinstance(c, Token)]
-        args = next((c for c in ch if isinstance(c, tuple)), None)
-        marks = {c for c in ch if isinstance(c, str) and not isinstance(c, Token)}
+        # a name is a token (lark's or the fast parser's), a mark a plain text
+        names = []
+        args = None
+        marks = set()
+        for c in ch:
+            if type(c) is str:
+                marks.add(c)
+            elif isinstance(c, str):
+                names.append(c)
+            elif args is None and isinstance(c, tuple):
+                args = c
         name, qualifier = names[-1], names[0] if len(names) > 1 else None
         return ast.TypeRef(
             str(name),

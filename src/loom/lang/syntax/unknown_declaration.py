@@ -3,9 +3,12 @@ declaration (`agregate Foo { … }` reads as far as a `channel`, whose first wor
 
 from __future__ import annotations
 
-from lark import Token
+from typing import TYPE_CHECKING
 
 from loom.lang.diagnostics import Sink, Span, did_you_mean
+
+if TYPE_CHECKING:
+    from lark import Token
 
 # What may start a declaration of a context (`channel` is a word, not a keyword: see grammar.lark).
 DECLARATION_WORDS = (

@@ -1,0 +1,86 @@
+"""The `loom` entry point (`loom.entry`): a plain `check` or `build` runs without typer, and answers
+exactly as the typer command does (same exit code, same output); every other command line is
+typer's."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from loom.entry import plain
+
+ROOT = Path(__file__).resolve().parents[2]
+BANKING = str(ROOT / "examples/banking/banking.loom")
+BROKEN = """\
+context Shop {
+  aggregate Item {
+    name: string
+    operation rename(n: int) {
+      name := n
+    }
+  }
+}
+"""
+
+
+def _run(module: str, args: list[str], cwd: Path) -> tuple[int, str, str]:
+    r = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+        check=False,
+    )
+    return r.returncode, r.stdout, r.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["check", BANKING],
+        ["check", "shop.loom", "--color", "always"],
+        ["check", "--format=json", "shop.loom"],
+        ["check", "missing.loom"],
+        ["build", "shop.loom", "-o", "out"],
+        ["build", BANKING, "--output=out", "--color", "never"],
+        ["build", BANKING, "-o", "folder"],  # a folder loom did not write: refused (exit 2)
+    ],
+)
+def test_a_plain_command_answers_as_typer_does(tmp_path: Path, args: list[str]) -> None:
+    assert plain(args) is not None
+    (tmp_path / "shop.loom").write_text(BROKEN)
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder" / "mine.txt").write_text("not loom's")
+    fast = _run("loom.entry", args, tmp_path)
+    typer = _run("loom.cli", args, tmp_path)
+    assert fast == typer
+    assert "Traceback" not in fast[2]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],
+        ["run", BANKING],
+        ["check"],
+        ["check", "--help"],
+        ["check", BANKING, "--format", "yaml"],
+        ["check", BANKING, "--format", "json", "--format", "text"],
+        ["check", BANKING, "--format"],
+        ["check", BANKING, "--", "-x.loom"],
+        ["build", BANKING],
+        ["build", BANKING, "-oout"],
+        ["build", BANKING, "-o", "--color"],
+    ],
+)
+def test_any_other_command_line_is_typers(args: list[str]) -> None:
+    assert plain(args) is None
+
+
+def test_typer_reads_what_the_entry_leaves_to_it(tmp_path: Path) -> None:
+    code, _, err = _run("loom.entry", ["check", BANKING, "--format", "yaml"], tmp_path)
+    assert code == 2 and "yaml" in err
