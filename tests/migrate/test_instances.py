@@ -81,3 +81,33 @@ def test_a_new_state_field_reaches_running_instances(
     assert (instance["reminders"], instance["ended"]) == (0, False)
     assert [t["name"] for t in instance["timeouts"]] == ["deadline"]
     assert status == "Expired"
+
+
+CREATE = "      schedule deadline at e.confirmBefore\n"
+
+
+def test_a_renamed_state_field_keeps_its_value_in_running_instances(
+    tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LOOM_SCHEDULER", "off")  # the virtual clock drives the scheduler
+    text = (ROOT / "examples/scheduling/scheduling.loom").read_text(encoding="utf-8")
+    assert STATE in text and CREATE in text
+    v1 = text.replace(STATE, STATE + "    deadlineAt: datetime?\n").replace(
+        CREATE, CREATE + "      deadlineAt := e.confirmBefore\n"
+    )
+    model = tmp_path / "scheduling.loom"
+    model.write_text(v1, encoding="utf-8")
+    _migrate(model, database_url)
+    appointment = asyncio.run(_request(model, database_url))
+
+    v2 = v1.replace(
+        "    deadlineAt: datetime?\n", "    expiresAt: datetime? renamed from deadlineAt\n"
+    )
+    model.write_text(v2.replace("deadlineAt := ", "expiresAt := "), encoding="utf-8")
+    plan = _migrate(model, database_url)
+    assert "rename column scheduling_confirmation_deadline_instances.deadline_at" in plan, plan
+    instance, status = asyncio.run(_after(model, database_url, appointment))
+    assert instance["expiresAt"] == _iso(START + timedelta(hours=1)), instance
+    assert "deadlineAt" not in instance
+    assert [t["name"] for t in instance["timeouts"]] == ["deadline"]
+    assert status == "Expired"  # the timeout armed by the old code fired on the new
