@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
@@ -57,6 +57,8 @@ DatabaseUrl = Annotated[
     ),
 ]
 
+T = TypeVar("T")
+
 
 def _fail(message: str, code: int = 2) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
@@ -69,6 +71,30 @@ def _revisions(files: Sequence[Path]) -> tuple[Path, list[Revision]]:
         return folder, revisions(folder)
     except (MigrationsError, OSError) as exc:
         _fail(str(exc))
+
+
+def _migrations_and_url(
+    files: Sequence[Path], database_url: str | None
+) -> tuple[Path, list[Revision], str]:
+    """The migrations folder, its revisions (exit 1 when there are none) and the database URL
+    (`loom run`'s default database when none is given): what `apply` and `status` start from."""
+    folder, revs = _revisions(files)
+    if not revs:
+        _fail(f"no migrations in {folder}: write the first with `loom migrate new`", 1)
+    return folder, revs, database_url or default_sqlite_url(files[0])
+
+
+def _on_database(url: str, action: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run `action` on the database at `url`: an unreachable database exits 2, a database that
+    cannot take the migrations exits 1, each with its one-line reason."""
+    from loom.migrate.database import DatabaseUnreachable
+
+    try:
+        return asyncio.run(action())
+    except DatabaseUnreachable as exc:
+        _fail(f"{exc} ({safe_url(url)})")
+    except MigrationsError as exc:
+        _fail(str(exc), 1)
 
 
 def _url_arg(database_url: str | None) -> str:
@@ -242,18 +268,10 @@ def _build(files: Sequence[Path], sources: dict[str, str], model: Model) -> Path
 def apply_(files: Files, database_url: DatabaseUrl = None) -> None:
     """Apply the pending migrations, in one transaction (PostgreSQL: under an advisory lock, so
     replicas starting at once apply them once). A second run is a no-op."""
-    from loom.migrate.database import DatabaseUnreachable, apply
+    from loom.migrate.database import apply
 
-    folder, revs = _revisions(files)
-    if not revs:
-        _fail(f"no migrations in {folder}: write the first with `loom migrate new`", 1)
-    url = database_url or default_sqlite_url(files[0])
-    try:
-        done = asyncio.run(apply(url, revs))
-    except DatabaseUnreachable as exc:
-        _fail(f"{exc} ({safe_url(url)})")
-    except MigrationsError as exc:
-        _fail(str(exc), 1)
+    _, revs, url = _migrations_and_url(files, database_url)
+    done = _on_database(url, lambda: apply(url, revs))
     typer.echo(f"database: {safe_url(url)}")
     if done.baselined:
         typer.echo(
@@ -270,19 +288,11 @@ def apply_(files: Files, database_url: DatabaseUrl = None) -> None:
 def status_(files: Files, database_url: DatabaseUrl = None) -> None:
     """Which migrations are applied, which are pending, and whether the database drifted from
     the last one applied (a table or column added or removed by hand). Exit 0 up to date, 1 not."""
-    from loom.migrate.database import DatabaseUnreachable, status
+    from loom.migrate.database import status
     from loom.migrate.rolling import open_expand
 
-    folder, revs = _revisions(files)
-    if not revs:
-        _fail(f"no migrations in {folder}: write the first with `loom migrate new`", 1)
-    url = database_url or default_sqlite_url(files[0])
-    try:
-        state = asyncio.run(status(url, revs))
-    except DatabaseUnreachable as exc:
-        _fail(f"{exc} ({safe_url(url)})")
-    except MigrationsError as exc:
-        _fail(str(exc), 1)
+    folder, revs, url = _migrations_and_url(files, database_url)
+    state = _on_database(url, lambda: status(url, revs))
     typer.echo(f"database: {safe_url(url)}")
     typer.echo(f"migrations: {folder} ({len(revs)})")
     for name in state.applied:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal, TypedDict
 
 from loom.lang.types import show
+from loom.migrate.folder import relative_source
 from loom.migrate.snapshot import Snapshot
 from loom.model import ir
 
@@ -100,20 +101,11 @@ def with_events(snapshot: Snapshot, events: EventsSnap, root: Path) -> Snapshot:
     """`snapshot` with its events section, each source relative to the model's folder `root`
     (as the tables' are when a revision is written)."""
 
-    def rel(source: str | None) -> str | None:
-        if source is None:
-            return None
-        file, sep, place = source.partition(":")
-        try:
-            return str(Path(file).resolve().relative_to(root.resolve())) + sep + place
-        except ValueError:
-            return source
-
     section = copy.deepcopy(events)
     for event in section.values():
-        event["source"] = rel(event["source"])
+        event["source"] = relative_source(event["source"], root)
         for f in event["fields"]:
-            f["source"] = rel(f["source"])
+            f["source"] = relative_source(f["source"], root)
     out = copy.copy(snapshot)
     out["events"] = dict(section)
     return out

@@ -72,3 +72,15 @@ def next_name(existing: list[Revision], message: str) -> str:
     """The file stem of the next revision: `0003_add_nickname`."""
     slug = re.sub(r"[^a-z0-9]+", "_", message.lower()).strip("_")[:48].rstrip("_") or "migration"
     return f"{len(existing) + 1:04d}_{slug}"
+
+
+def relative_source(source: str | None, root: Path) -> str | None:
+    """A snapshot's `file:line:column` with the file relative to the model's folder `root`, so a
+    snapshot reads the same whichever folder the command ran in (a file outside it stays as is)."""
+    if source is None:
+        return None
+    file, sep, place = source.partition(":")
+    try:
+        return str(Path(file).resolve().relative_to(root.resolve())) + sep + place
+    except ValueError:
+        return source

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from loom.lang.render import render_one, summary
 from loom.migrate.diff import diff
-from loom.migrate.folder import MigrationsError, Revision, next_name
+from loom.migrate.folder import MigrationsError, Revision, next_name, relative_source
 from loom.migrate.lint import DATA_LOSS, Finding, lint
 from loom.migrate.script import render_script
 from loom.migrate.snapshot import Snapshot, dumps
@@ -102,20 +102,11 @@ def _relative_sources(snapshot: Snapshot, root: Path) -> Snapshot:
     """`snapshot` with each source relative to the model's folder: the snapshot reads the same
     whichever folder `loom migrate new` ran in."""
 
-    def rel(source: str | None) -> str | None:
-        if source is None:
-            return None
-        file, sep, place = source.partition(":")
-        try:
-            return str(Path(file).resolve().relative_to(root.resolve())) + sep + place
-        except ValueError:
-            return source
-
     out = copy.deepcopy(snapshot)
     for table in out["tables"].values():
-        table["source"] = rel(table["source"])
+        table["source"] = relative_source(table["source"], root)
         for column in table["columns"]:
-            column["source"] = rel(column["source"])
+            column["source"] = relative_source(column["source"], root)
     return out
 
 
