@@ -7,6 +7,8 @@ code imports its siblings relatively and `loom.runtime` absolutely, so it loads 
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from loom.codegen.python.domain import emit_domain
 from loom.codegen.python.expressions import SIGNATURES, signatures
 from loom.codegen.python.handlers import emit_handlers
@@ -30,6 +32,7 @@ from loom.codegen.python.services import (
     extern_aggregates,
     externs_required,
 )
+from loom.codegen.python.subset import select
 from loom.codegen.python.tables import emit_tables
 from loom.codegen.python.workflows import emit_workflows
 from loom.model import ir, naming
@@ -37,17 +40,21 @@ from loom.model import ir, naming
 __all__ = ["generate"]
 
 
-def generate(model: ir.Model, *, package: str = "service") -> dict[str, str]:
-    """Every file of the generated package: relative path (POSIX) -> text."""
+def generate(
+    model: ir.Model, *, package: str = "service", contexts: Collection[str] | None = None
+) -> dict[str, str]:
+    """Every file of the generated package: relative path (POSIX) -> text. With `contexts` (names
+    of contexts of the model), the package of the service holding only those (see `subset`);
+    ValueError for a name the model has no context of."""
+    subset = None if contexts is None else select(model, contexts)
     token = SIGNATURES.set(signatures(model))
     try:
-        return _generate(model, package)
+        return _generate(ModelInfo(model, package, subset))
     finally:
         SIGNATURES.reset(token)
 
 
-def _generate(model: ir.Model, package: str) -> dict[str, str]:
-    info = ModelInfo(model, package)
+def _generate(info: ModelInfo) -> dict[str, str]:
     files: dict[str, str] = {
         "__init__.py": emit_package_init(info),
         "_metadata.py": emit_metadata(info),
@@ -56,12 +63,14 @@ def _generate(model: ir.Model, package: str) -> dict[str, str]:
     externs: list[tuple[str, list[str]]] = []
     reactions: list[str] = []  # context modules with a reactions.py
     # the contexts are generated independently of one another: on two cores, in two processes
-    each = halves(model.contexts, lambda c: _context(info, c), weight=_weight)
+    each = halves(info.held(), lambda c: _context(info, c), weight=_weight)
     for context_files, context_routers, context_externs, context_reactions in each:
         files.update(context_files)
         routers += context_routers
         externs += context_externs
         reactions += context_reactions
+    for contract in info.subset.contracts if info.subset is not None else ():
+        files.update(_contract(info, contract))
     files["main.py"] = emit_main(info, routers, externs, reactions)
     return dict(sorted(files.items()))
 
@@ -103,6 +112,18 @@ def _context(info: ModelInfo, context: ir.Context) -> _Context:
         files[f"{mod}/reactions.py"] = emit_reactions(info, context)
         reactions.append(mod)
     return files, routers, externs, reactions
+
+
+def _contract(info: ModelInfo, contract: ir.Context) -> dict[str, str]:
+    """The package of a context the service does not hold: its public surface only, the ids of
+    its aggregates and its events (`contract` is the context cut down to its events)."""
+    whole = info.context(contract.name)
+    mod = naming.context_module(whole)
+    files = {f"{mod}/__init__.py": emit_context_init(info, info.files_of(whole), whole.name)}
+    files[f"{mod}/domain.py"] = emit_domain(info, contract)
+    if whole.aggregates:
+        files[f"{mod}/ids.py"] = emit_ids(info, whole)
+    return files
 
 
 def _weight(context: ir.Context) -> int:

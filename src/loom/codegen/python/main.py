@@ -11,7 +11,7 @@ from loom.model import ir, naming
 
 
 def app_title(info: ModelInfo) -> str:
-    return ", ".join(c.name for c in info.model.contexts) or info.package
+    return ", ".join(c.name for c in info.held()) or info.package
 
 
 def emit_main(
@@ -53,7 +53,15 @@ def emit_main(
             ]
         )
         args.append("model_revision=MODEL_REVISION")
-    channels = [ch for c in info.model.contexts for ch in c.channels]
+    if info.subset is not None:
+        names = [py_str(name) for name in info.subset.held]
+        held = (
+            [f"CONTEXTS = ({names[0]},)"]
+            if len(names) == 1
+            else lay(Group("CONTEXTS = (", names, ")"))
+        )
+        blocks.append(["# The contexts this service holds (one deployable of the model).", *held])
+    channels = info.channels()
     if channels:
         blocks.append(_channels(info, channels, imports))
         args += ["channels=CHANNELS", "event_types=EVENT_TYPES"]

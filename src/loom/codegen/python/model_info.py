@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from loom.codegen.python.subset import Subset
 from loom.model import ir, naming
 
 
@@ -14,6 +15,8 @@ from loom.model import ir, naming
 class ModelInfo:
     model: ir.Model
     package: str
+    # the service of a set of contexts (a deployable); None: of the whole model
+    subset: Subset | None = None
     contexts: dict[str, ir.Context] = field(default_factory=dict)
     # context name -> `files_of` it: a dozen emitters ask for it, and it walks the whole context
     _files_of: dict[str, list[str]] = field(default_factory=dict, repr=False)
@@ -23,6 +26,18 @@ class ModelInfo:
 
     def context(self, name: str) -> ir.Context:
         return self.contexts[name]
+
+    def held(self) -> list[ir.Context]:
+        """The contexts the service runs: all of the model's, or those of its subset."""
+        if self.subset is None:
+            return list(self.model.contexts)
+        return [self.contexts[name] for name in self.subset.held]
+
+    def channels(self) -> list[ir.Channel]:
+        """The channels the service publishes to or consumes from."""
+        if self.subset is None:
+            return [ch for c in self.model.contexts for ch in c.channels]
+        return list(self.subset.channels)
 
     def aggregate(self, context: str, name: str) -> ir.Aggregate:
         return self.contexts[context].aggregate(name)

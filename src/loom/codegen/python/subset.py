@@ -1,0 +1,112 @@
+"""Which parts of a model the service of a set of its contexts holds (one deployable).
+
+The held contexts are generated whole. Another context reaches into them only through its public
+surface: the ids of its aggregates and its events. Each such context gets a contract package, its
+`ids.py` and a `domain.py` with its events and the enums and value objects they need, and nothing
+else: no aggregate, table, route or reaction of it runs in this service. The channels the service
+keeps are those it publishes to (one carrying an event of a held context) and those it consumes
+from (one carrying an event a held reaction consumes).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
+
+from loom.model import ir
+
+_Ref = ir.IdType | ir.EventType | ir.EnumType | ir.ValueType | ir.PayloadType | ir.AggregateType
+
+
+@dataclass(frozen=True)
+class Subset:
+    held: tuple[str, ...]  # in the model's order
+    contracts: tuple[ir.Context, ...]  # the other contexts it needs, cut down to their contract
+    channels: tuple[ir.Channel, ...]
+
+
+def select(model: ir.Model, contexts: Collection[str]) -> Subset:
+    """The service of `contexts` (names of contexts of `model`; ValueError for an unknown one)."""
+    known = {c.name: c for c in model.contexts}
+    unknown = sorted(set(contexts) - set(known))
+    if unknown:
+        raise ValueError(
+            f"no context {', '.join(unknown)} in the model (its contexts: {', '.join(known)})"
+        )
+    held = [c for c in model.contexts if c.name in contexts]
+    consumed = {(r.event.context, r.event.name) for c in held for r in _reactions(c)}
+    channels = tuple(
+        ch
+        for c in model.contexts
+        for ch in c.channels
+        if any(e.context in contexts or (e.context, e.name) in consumed for e in ch.events)
+    )
+    # the records (enums, value objects, payloads) of each other context its contract needs
+    needed: dict[str, set[str]] = {}
+    pending: list[object] = [*held, *channels]
+    while pending:
+        for ref in _refs(pending.pop()):
+            if ref.context in contexts:
+                continue
+            other = known[ref.context]
+            if ref.context not in needed:
+                needed[ref.context] = set()
+                pending += other.events  # a contract holds every event of its context
+            name = _record_name(ref)
+            if name is not None and name not in needed[ref.context]:
+                needed[ref.context].add(name)
+                pending += [d for d in (*other.enums, *other.records) if d.name == name]
+    contracts = tuple(_contract(c, needed[c.name]) for c in model.contexts if c.name in needed)
+    return Subset(tuple(c.name for c in held), contracts, channels)
+
+
+def _reactions(context: ir.Context) -> Iterator[ir.Reaction]:
+    for wf in context.workflows:
+        yield from wf.reactions
+    for p in context.projections:
+        yield from p.reactions
+
+
+def _record_name(ref: _Ref) -> str | None:
+    if isinstance(ref, ir.EnumType | ir.ValueType | ir.PayloadType):
+        return ref.name
+    return None
+
+
+def _contract(context: ir.Context, records: set[str]) -> ir.Context:
+    """`context` with only its events and the enums and records they need."""
+    return dataclasses.replace(
+        context,
+        enums=tuple(e for e in context.enums if e.name in records),
+        aggregates=(),
+        repositories=(),
+        workflows=(),
+        criteria=(),
+        retrievals=(),
+        handlers=(),
+        services=(),
+        values=tuple(v for v in context.values if v.name in records),
+        payloads=tuple(p for p in context.payloads if p.name in records),
+        projections=(),
+        channels=(),
+        timers=(),
+    )
+
+
+def _refs(node: object) -> Iterator[_Ref]:
+    """Every type naming a declaration of a context, anywhere below `node` (an IR node)."""
+    if isinstance(node, _Ref):
+        yield node
+    if isinstance(node, tuple):
+        for item in node:
+            yield from _refs(item)
+    elif dataclasses.is_dataclass(node) and not isinstance(node, type):
+        for name in _field_names(type(node)):
+            yield from _refs(getattr(node, name))
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))

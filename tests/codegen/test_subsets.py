@@ -1,0 +1,165 @@
+"""The service of a set of contexts (one deployable): `generate(model, contexts=...)`.
+
+The shop split as {Orders} and {Inventory, Payment}: snapshots, typing (mypy --strict), ruff, and
+the generated app itself over HTTP: it serves and stores only its own contexts.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import create_engine, inspect
+
+from loom.codegen.python import generate
+from loom.model import ir
+from tests.codegen.test_generate import compile_example
+from tests.codegen.util import check_snapshots, import_generated, ruff, write_tree
+
+SPLITS = {"shop_orders": {"Orders"}, "shop_inventory_payment": {"Inventory", "Payment"}}
+
+
+@pytest.fixture(scope="module")
+def shop() -> ir.Model:
+    return compile_example("shop")
+
+
+@pytest.mark.parametrize("name", sorted(SPLITS))
+def test_snapshots(shop: ir.Model, name: str, update_snapshots: bool) -> None:
+    check_snapshots(name, generate(shop, contexts=SPLITS[name]), update_snapshots)
+
+
+def test_no_subset_is_the_whole_model(shop: ir.Model) -> None:
+    whole = generate(shop)
+    assert generate(shop, contexts=None) == whole
+    every = generate(shop, contexts={c.name for c in shop.contexts})
+    # the same package, but for the constant naming what it holds
+    assert set(every) == set(whole)
+    assert 'CONTEXTS = ("Orders", "Inventory", "Payment")' in every["main.py"]
+    assert "CONTEXTS" not in whole["main.py"]
+    assert {k for k in whole if every[k] != whole[k]} == {"main.py"}
+
+
+def test_other_contexts_are_only_their_contract(shop: ir.Model) -> None:
+    files = generate(shop, contexts={"Orders"})
+    # Orders consumes Payment's and Inventory's events: their ids and events, nothing else
+    for other in ("inventory", "payment"):
+        assert sorted(k for k in files if k.startswith(f"{other}/")) == [
+            f"{other}/__init__.py",
+            f"{other}/domain.py",
+            f"{other}/ids.py",
+        ]
+    domain = files["payment/domain.py"]
+    for event in ("PaymentSucceeded", "PaymentFailed", "OrderCancelled"):
+        assert f"class {event}(DomainEvent)" in domain
+    assert "class Charge" not in domain and "AggregateRoot" not in domain
+    main = files["main.py"]
+    assert 'CONTEXTS = ("Orders",)' in main
+    assert "payment_routes" not in main and "inventory_reactions" not in main
+    # it publishes to Fulfilment and consumes from Stock (its projection) and Payments
+    for channel in ("Orders.Fulfilment", "Inventory.Stock", "Payment.Payments"):
+        assert f'"{channel}"' in main
+
+
+def test_channels_of_neither_side_are_left_out() -> None:
+    # Alpha's service neither publishes to nor consumes from Gamma's channel
+    model = _three_contexts()
+    main = generate(model, contexts={"Alpha"})["main.py"]
+    assert '"Alpha.Out"' in main and '"Gamma.Own"' not in main
+    assert not any(k.startswith("gamma/") for k in generate(model, contexts={"Alpha"}))
+    # Beta consumes Alpha's event: Alpha's contract, and the channel that carries it
+    beta = generate(model, contexts={"Beta"})
+    assert '"Alpha.Out"' in beta["main.py"] and '"Gamma.Own"' not in beta["main.py"]
+    assert "alpha/domain.py" in beta and "alpha/tables.py" not in beta
+
+
+def test_unknown_context_is_refused(shop: ir.Model) -> None:
+    with pytest.raises(ValueError, match=r"no context Shipping .*Orders, Inventory, Payment"):
+        generate(shop, contexts={"Orders", "Shipping"})
+
+
+@pytest.mark.parametrize("name", sorted(SPLITS))
+def test_subset_passes_mypy_strict_and_ruff(shop: ir.Model, name: str, tmp_path: Path) -> None:
+    write_tree(generate(shop, package=name, contexts=SPLITS[name]), tmp_path / name)
+    run = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", name],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    fmt = ruff("format", "--isolated", "--check", "--diff", str(tmp_path / name))
+    assert fmt.returncode == 0, fmt.stdout + fmt.stderr
+    lint = ruff("check", "--isolated", "--select", "F,E9", str(tmp_path / name))
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+async def test_subset_serves_and_stores_only_its_contexts(shop: ir.Model, tmp_path: Path) -> None:
+    out = write_tree(generate(shop, package="orders", contexts={"Orders"}), tmp_path / "orders")
+    db = tmp_path / "orders.db"
+    app = import_generated(out).build_app(f"sqlite+aiosqlite:///{db}")
+    paths = set(app.openapi()["paths"])
+    assert "/api/orders" in paths and "/api/workflows/place_order" in paths
+    assert not any("reservation" in p or "charge" in p for p in paths), sorted(paths)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://loom.test") as client:
+            r = await client.post(
+                "/api/workflows/place_order",
+                json={"sku": "A-1", "quantity": 2, "failPayment": False},
+            )
+            assert r.status_code == 200, r.text
+            r = await client.get(f"/api/orders/{r.json()}")
+            assert (r.status_code, r.json()["status"]) == (200, "Pending"), r.text
+    engine = create_engine(f"sqlite:///{db}")
+    try:
+        tables = set(inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+    assert {"orders_orders", "orders_payment_deadline_instances"} <= tables, tables
+    assert not any(t.startswith(("inventory", "payment")) for t in tables), tables
+
+
+def _three_contexts() -> ir.Model:
+    origin = ir.Origin("m.loom", 1, 1)
+    out = ir.Event("Out", "Alpha", (), origin)
+    own = ir.Event("Own", "Gamma", (), origin)
+
+    def context(
+        name: str,
+        events: tuple[ir.Event, ...] = (),
+        workflows: tuple[ir.Workflow, ...] = (),
+        channels: tuple[ir.Channel, ...] = (),
+    ) -> ir.Context:
+        return ir.Context(name, (), (), (), events, workflows, origin, channels=channels)
+
+    beta_wf = ir.Workflow(
+        "hear",
+        "Beta",
+        False,
+        None,
+        (),
+        origin,
+        reactions=(ir.Reaction("on", ir.EventType("Out", "Alpha"), "e", None, (), origin),),
+    )
+    return ir.Model(
+        (
+            context(
+                "Alpha",
+                events=(out,),
+                channels=(ir.Channel("Out", "Alpha", (ir.EventType("Out", "Alpha"),), origin),),
+            ),
+            context("Beta", workflows=(beta_wf,)),
+            context(
+                "Gamma",
+                events=(own,),
+                channels=(ir.Channel("Own", "Gamma", (ir.EventType("Own", "Gamma"),), origin),),
+            ),
+        ),
+        ("m.loom",),
+    )
