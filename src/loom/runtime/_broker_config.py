@@ -1,0 +1,44 @@
+"""Which broker each channel source is on: configuration, never model. `LOOM_BROKER_<NAME>=URL`
+puts the model's `channelSource NAME` on URL (`loom run --broker NAME=URL` sets it);
+`LOOM_BROKER=URL` (`--broker URL`) is the broker of every durable channel that names no source.
+
+The variable's NAME is the source's name as declared or in capitals (`LOOM_BROKER_Bus` or
+`LOOM_BROKER_BUS`), since shells and deployment tools often only speak capitals."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from ._errors import StartupRefused
+
+ENV_DEFAULT = "LOOM_BROKER"
+# the key of the default broker in a source -> URL mapping: channels with no `source:`
+DEFAULT_SOURCE = ""
+
+
+def variable_for(source: str) -> str:
+    """The variable that configures `source` (the default broker for "")."""
+    return ENV_DEFAULT if source == DEFAULT_SOURCE else f"{ENV_DEFAULT}_{source.upper()}"
+
+
+def broker_urls(environ: Mapping[str, str], sources: Iterable[str]) -> dict[str, str]:
+    """source name -> URL for each of `sources` ("" for the default) that the environment
+    configures. Two spellings of one source giving two URLs is refused: which one was meant?"""
+    found: dict[str, str] = {}
+    for source in sources:
+        if source == DEFAULT_SOURCE:
+            url = environ.get(ENV_DEFAULT, "").strip()
+            if url:
+                found[source] = url
+            continue
+        spellings = {f"{ENV_DEFAULT}_{source}", variable_for(source)}
+        given = {name: environ[name].strip() for name in spellings if environ.get(name, "").strip()}
+        if len(set(given.values())) > 1:
+            names = " and ".join(sorted(given))
+            raise StartupRefused(
+                f"the service does not start: {names} both configure channel source {source}, "
+                "with different URLs: keep one"
+            )
+        if given:
+            found[source] = next(iter(given.values()))
+    return found
