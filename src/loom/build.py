@@ -23,7 +23,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -99,11 +99,14 @@ class CachedBuild:
         return self.final / self.package
 
 
-def cached_build_for(files: Sequence[Path], sources: Mapping[str, str]) -> CachedBuild:
-    """The build folder of the model `sources` (name -> text, as `read_model` gives it)."""
+def cached_build_for(
+    files: Sequence[Path], sources: Mapping[str, str], held: str = ""
+) -> CachedBuild:
+    """The build folder of the model `sources` (name -> text, as `read_model` gives it); `held`
+    names the contexts the service holds ("" for all: `run_options.Held.key`)."""
     first = files[0].resolve()
     root = first.parent / ".loom" / "build"
-    return CachedBuild(root, _digest(sources), _package_name(Path(first.stem)))
+    return CachedBuild(root, _digest(sources, held), _package_name(Path(first.stem)))
 
 
 def reuse_build(build: CachedBuild) -> str | None:
@@ -121,12 +124,18 @@ def reuse_build(build: CachedBuild) -> str | None:
         return ""
 
 
-def write_cached_build(build: CachedBuild, model: Model, warnings: str = "") -> bool:
-    """Generate `model` into `build`; False when another replica wrote the same build first.
-    `warnings` (the compiler's, as text) are kept with it for the starts that reuse it."""
+def write_cached_build(
+    build: CachedBuild,
+    model: Model,
+    warnings: str = "",
+    contexts: Collection[str] | None = None,
+) -> bool:
+    """Generate `model` (the service of `contexts`, None for all) into `build`; False when
+    another replica wrote the same build first. `warnings` (the compiler's, as text) are kept
+    with it for the starts that reuse it."""
     from loom.codegen.python import generate  # only when writing: a reused build needs none
 
-    generated = generate(model, package=build.package)
+    generated = generate(model, package=build.package, contexts=contexts)
     if warnings:
         generated = {**generated, WARNINGS: warnings}
     staged = _stage(build.root, generated, build.package)
@@ -182,11 +191,13 @@ def prune(root: Path, *, keep: Path) -> None:
             _discard(entry, root)
 
 
-def _digest(sources: Mapping[str, str]) -> str:
+def _digest(sources: Mapping[str, str], held: str = "") -> str:
     key = hashlib.sha256(f"loom {loom.__version__}\0{_compiler_fingerprint()}\0".encode())
     for name, text in sources.items():  # in the order given: the model's declarations' order
         data = text.encode()
         key.update(f"{name}\0{len(data)}\0".encode() + data)
+    if held:  # a service of some contexts is another package than the whole model's
+        key.update(f"\0held\0{held}".encode())
     return key.hexdigest()[:16]
 
 

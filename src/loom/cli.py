@@ -29,6 +29,14 @@ from loom.commands import Color, Format
 from loom.commands import collector_paused as _collector_paused
 from loom.commands import compile_model as _compile
 from loom.migrate.cli import before_serving, migrate_app
+from loom.run_options import (
+    Held,
+    OptionError,
+    declared_deployables,
+    default_database,
+    held_for,
+    set_brokers,
+)
 
 app = typer.Typer(
     name="loom",
@@ -140,6 +148,28 @@ def run(
             "changes (new tables, new optional or defaulted fields) directly.",
         ),
     ] = False,
+    contexts: Annotated[
+        str | None,
+        typer.Option(
+            help="Serve only these contexts (comma-separated: Orders,Payment), with their own "
+            "database (default: <contexts>.db beside the model, e.g. orders-payment.db).",
+        ),
+    ] = None,
+    deployable: Annotated[
+        str | None,
+        typer.Option(
+            help="Serve one declared deployable's contexts, with its own database (default: "
+            "<deployable>.db beside the model). Not with --contexts.",
+        ),
+    ] = None,
+    broker: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A broker, repeatable: NAME=URL puts channel source NAME on URL "
+            "($LOOM_BROKER_<NAME>); a bare URL is the broker of every durable channel with no "
+            "source ($LOOM_BROKER). E.g. --broker nats://127.0.0.1:4222.",
+        ),
+    ] = None,
 ) -> None:
     """Build the model into a cache folder and serve it with uvicorn.
 
@@ -167,23 +197,30 @@ def run(
             os.environ[variable] = value
     if jwt_secret and jwt_public_key:
         _fail("give --jwt-secret or --jwt-public-key, not both")
+    try:
+        held = held_for(contexts, deployable)
+        set_brokers(broker or [])
+    except OptionError as exc:
+        _fail(str(exc))
     # An extern module usually sits beside the model (or in the working folder): make both importable.
     for folder in (str(files[0].resolve().parent), os.getcwd()):
         if folder not in sys.path:
             sys.path.insert(0, folder)
 
     try:
-        out, state = _run_build(files, color)
-        url = database_url or default_sqlite_url(files[0])
+        out, state = _run_build(files, color, held)
+        url = database_url or default_database(files[0], held)
         service = import_package(out)
         application = service.build_app(url)
-    except (BuildError, AuthConfigError, ValueError) as exc:  # ValueError: a bad limit or TTL
+    except (BuildError, AuthConfigError, OptionError, ValueError) as exc:  # a bad limit or TTL
         _fail(str(exc))
     for line in before_serving(files, service, url, database_url, migrate=migrate):
         typer.echo(line)
-    typer.echo(
-        f"serving {', '.join(str(f) for f in files)} on http://{host}:{port} ({safe_url(url)})"
-    )
+    served = ", ".join(str(f) for f in files)
+    if held.deployable is not None or held.contexts is not None:
+        what = f"deployable {held.deployable}" if held.deployable else "contexts"
+        served = f"{what} ({', '.join(service.CONTEXTS)}) of {served}"
+    typer.echo(f"serving {served} on http://{host}:{port} ({safe_url(url)})")
     typer.echo(f"  build: {state} {out}")
     auth = application.state.loom_auth
     algorithms = "/".join(getattr(auth, "algorithms", ()))
@@ -196,11 +233,12 @@ def run(
     uvicorn.run(application, host=host, port=port, log_level="info")
 
 
-def _run_build(files: list[Path], color: Color) -> tuple[Path, str]:
-    """`loom run`'s build of the model, and what became of it: reused as it is when the model
-    files are unchanged (their warnings shown again), else compiled and written."""
+def _run_build(files: list[Path], color: Color, held: Held) -> tuple[Path, str]:
+    """`loom run`'s build of the model (of the contexts `held`), and what became of it: reused
+    as it is when the model files are unchanged (their warnings shown again), else compiled and
+    written."""
     sources = read_model(files)  # None: a file cannot be read, and compiling says which
-    build = cached_build_for(files, sources) if sources is not None else None
+    build = cached_build_for(files, sources, held.key()) if sources is not None else None
     if build is not None:
         warnings = reuse_build(build)
         if warnings is not None:
@@ -212,11 +250,13 @@ def _run_build(files: list[Path], color: Color) -> tuple[Path, str]:
         raise typer.Exit(1)
     if build is None:
         raise BuildError("cannot read the model files")
+    model = result.model
+    contexts = held.resolve([c.name for c in model.contexts], declared_deployables(model))
     from loom.lang import render_text  # the compiler is loaded by now; see `_compile`
 
     warnings = render_text(result.diagnostics, result.sources, color=False)
     with _collector_paused():
-        written = write_cached_build(build, result.model, warnings)
+        written = write_cached_build(build, model, warnings, contexts)
     return build.out, "written" if written else "reused (another replica wrote it meanwhile)"
 
 

@@ -1,0 +1,146 @@
+"""What `loom run` serves and with what: the contexts it holds (`--contexts`, `--deployable`), the
+database it defaults to, and the brokers it is given (`--broker`). Plain functions over names, so
+`loom run`, `loom up` and the tests share them; each refusal is a sentence for the user.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from loom.build import default_sqlite_url
+from loom.model import ir, naming
+
+# `--broker NAME=URL`: NAME is a channel source's name, as the model declares it
+_SOURCE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+BROKER_VARIABLE = "LOOM_BROKER"
+
+
+class OptionError(Exception):
+    """A command line naming something the model does not have, or spelt wrong."""
+
+
+@dataclass(frozen=True)
+class Held:
+    """The contexts one service runs, as the command line names them: `--contexts A,B`
+    (`contexts`), `--deployable NAME` (`deployable`), or neither (the whole model). Which
+    contexts a deployable holds is known once the model is compiled (`resolve`)."""
+
+    contexts: tuple[str, ...] | None = None
+    deployable: str | None = None
+
+    def database_name(self) -> str | None:
+        """The default SQLite file's name (None: the model's own, `<first file>.db`): a
+        deployable's `<deployable>.db`, a set of contexts' `<context>-<context>.db` from the
+        sorted names, in snake case."""
+        if self.deployable is not None:
+            return f"{naming.snake(self.deployable)}.db"
+        if self.contexts is not None:
+            return "-".join(naming.snake(c) for c in sorted(self.contexts)) + ".db"
+        return None
+
+    def key(self) -> str:
+        """What the build cache keys this service by beside the model's files ("" for the whole
+        model, whose builds keep the key they always had)."""
+        if self.deployable is not None:
+            return f"deployable {self.deployable}"
+        if self.contexts is not None:
+            return "contexts " + ",".join(sorted(self.contexts))
+        return ""
+
+    def resolve(
+        self, known: Sequence[str], declared: Mapping[str, Sequence[str]]
+    ) -> tuple[str, ...] | None:
+        """The contexts to generate (None: all), given the model's contexts and its declared
+        deployables (name -> contexts); a name the model does not have is refused."""
+        if self.deployable is not None:
+            if self.deployable not in declared:
+                raise OptionError(_unknown("deployable", self.deployable, declared, "deployables"))
+            return tuple(declared[self.deployable])
+        for name in self.contexts or ():
+            if name not in known:
+                raise OptionError(_unknown("context", name, known, "contexts"))
+        return self.contexts
+
+
+def declared_deployables(model: ir.Model) -> dict[str, tuple[str, ...]]:
+    """The model's declared deployables: name -> the contexts it holds."""
+    # HOOK(hl): `{d.name: d.contexts for d in model.deployables}` once deployables are in the IR
+    del model
+    return {}
+
+
+def held_for(contexts: str | None, deployable: str | None) -> Held:
+    """The Held of `--contexts A,B` or `--deployable NAME` (at most one of them)."""
+    if contexts is not None and deployable is not None:
+        raise OptionError("give --contexts or --deployable, not both")
+    if deployable is not None:
+        return Held(deployable=deployable)
+    if contexts is None:
+        return Held()
+    names = [c.strip() for c in contexts.split(",")]
+    if not all(names):
+        raise OptionError(
+            f"--contexts {contexts!r}: name the contexts separated by commas, e.g. Orders,Payment"
+        )
+    return Held(tuple(dict.fromkeys(names)))
+
+
+def _unknown(what: str, name: str, known: Iterable[str], plural: str) -> str:
+    # imported here, not at the top: a run whose build is reused never loads the compiler; this
+    # is only reached once the model was compiled
+    from loom.lang.diagnostics import did_you_mean
+
+    names = list(known)
+    hint = did_you_mean(name, names)
+    listed = f"its {plural}: {', '.join(names)}" if names else f"it declares no {plural}"
+    return f"the model has no {what} `{name}` ({hint + ' ' if hint else ''}{listed})"
+
+
+def default_database(first_file: Path, held: Held) -> str:
+    """The SQLite file beside the first model file that `loom run` uses without --database-url."""
+    name = held.database_name()
+    if name is None:
+        return default_sqlite_url(first_file)
+    return f"sqlite+aiosqlite:///{first_file.resolve().parent / name}"
+
+
+def broker_variables(values: Sequence[str]) -> dict[str, str]:
+    """The environment `--broker` values set: `NAME=URL` the broker of channel source NAME
+    (`LOOM_BROKER_<NAME>`, capitals), a bare `URL` the broker of every durable channel that
+    names no source (`LOOM_BROKER`). Each at most once."""
+    found: dict[str, str] = {}
+    for value in values:
+        name, url = "", value.strip()
+        head, equals, tail = url.partition("=")
+        if equals and not _SCHEME.match(url):
+            name, url = head.strip(), tail.strip()
+            if not _SOURCE.fullmatch(name):
+                raise OptionError(
+                    f"--broker {value!r}: NAME in NAME=URL is a channel source's name "
+                    "(letters, digits, _), e.g. --broker Bus=nats://127.0.0.1:4222"
+                )
+        if not _SCHEME.match(url):
+            raise OptionError(
+                f"--broker {value!r}: expected URL or NAME=URL, with a URL such as "
+                "nats://127.0.0.1:4222 or redis://127.0.0.1:6379"
+            )
+        variable = f"{BROKER_VARIABLE}_{name.upper()}" if name else BROKER_VARIABLE
+        if variable in found:
+            which = f"channel source {name}" if name else "the default broker (a bare URL)"
+            raise OptionError(f"--broker gives {which} twice: keep one")
+        found[variable] = url
+    return found
+
+
+def set_brokers(values: Sequence[str]) -> None:
+    """Put the `--broker` values in the environment, where the service reads them when it is
+    built. A source's variable as declared (`LOOM_BROKER_Bus`) yields to the command line."""
+    for variable, url in broker_variables(values).items():
+        for spelling in [v for v in os.environ if v.upper() == variable and v != variable]:
+            del os.environ[spelling]
+        os.environ[variable] = url

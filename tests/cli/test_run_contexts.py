@@ -1,0 +1,107 @@
+"""`loom run --contexts / --deployable / --broker`: a service of some of the model's contexts, its
+own database beside the model, its own build in the cache, and a clear refusal of a mistake."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from loom.build import cached_build_for, read_model
+from loom.run_options import Held, OptionError, broker_variables, held_for, set_brokers
+from tests.liveserver import free_port, running
+
+ROOT = Path(__file__).resolve().parents[2]
+SHOP = ROOT / "examples/shop/shop.loom"
+
+
+def loom(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "loom.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+
+
+def _shop(tmp_path: Path) -> Path:
+    return Path(shutil.copy(SHOP, tmp_path / "shop.loom"))
+
+
+def test_run_contexts_serves_only_them_on_their_own_database(tmp_path: Path) -> None:
+    model = _shop(tmp_path)
+    with running(str(model), "--contexts", "Orders", port=free_port()) as base:
+        paths = set(httpx.get(f"{base}/openapi.json").json()["paths"])
+        assert "/api/orders" in paths
+        assert not any("reservations" in p or "charges" in p for p in paths), sorted(paths)
+        r = httpx.post(
+            f"{base}/api/workflows/place_order",
+            json={"sku": "A-1", "quantity": 1, "failPayment": False},
+        )
+        assert r.status_code == 200, r.text
+        assert httpx.get(f"{base}/api/orders/{r.json()}").json()["status"] == "Pending"
+    assert (tmp_path / "orders.db").exists()
+    assert not (tmp_path / "shop.db").exists()
+    with running(str(model), "--contexts", "Payment, Inventory", port=free_port()) as base:
+        paths = set(httpx.get(f"{base}/openapi.json").json()["paths"])
+        assert "/api/reservations" in paths and "/api/charges" in paths
+        assert "/api/orders" not in paths
+    assert (tmp_path / "inventory-payment.db").exists()
+
+
+def test_the_build_cache_keys_the_held_contexts(tmp_path: Path) -> None:
+    model = _shop(tmp_path)
+    sources = read_model([model])
+    assert sources is not None
+    whole = cached_build_for([model], sources, Held().key())
+    orders = cached_build_for([model], sources, Held(("Orders",)).key())
+    # the order contexts are named in does not matter; the set does
+    both = cached_build_for([model], sources, held_for("Payment,Inventory", None).key())
+    assert both == cached_build_for([model], sources, held_for("Inventory,Payment", None).key())
+    deployable = cached_build_for([model], sources, Held(deployable="Orders").key())
+    assert len({whole.digest, orders.digest, both.digest, deployable.digest}) == 4
+    assert whole.digest == cached_build_for([model], sources).digest  # as before
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--contexts", "Orders,Paymnt"],
+            "no context `Paymnt` (did you mean `Payment`? its contexts: Orders, Inventory, Payment)",
+        ),
+        (["--contexts", "Orders,,Payment"], "separated by commas"),
+        (["--contexts", "Orders", "--deployable", "Orders"], "--contexts or --deployable"),
+        (["--deployable", "Ordrs"], "no deployable `Ordrs`"),
+        (["--broker", "Bus=localhost"], "expected URL or NAME=URL"),
+        (["--broker", "B-s=nats://h:1"], "NAME in NAME=URL"),
+        (["--broker", "nats://a:1", "--broker", "nats://b:1"], "default broker (a bare URL) twice"),
+    ],
+)
+def test_run_refuses_a_wrong_held_set_or_broker(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    done = loom("run", str(_shop(tmp_path)), *args, "--port", str(free_port()))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert message in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_broker_spellings_set_the_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOOM_BROKER_Bus", "nats://old:1")
+    monkeypatch.delenv("LOOM_BROKER", raising=False)
+    set_brokers(["nats://127.0.0.1:4222", "Bus=redis://127.0.0.1:6379/0"])
+    assert os.environ["LOOM_BROKER"] == "nats://127.0.0.1:4222"
+    assert os.environ["LOOM_BROKER_BUS"] == "redis://127.0.0.1:6379/0"
+    assert "LOOM_BROKER_Bus" not in os.environ  # the command line wins over the environment
+    monkeypatch.delenv("LOOM_BROKER_BUS")
+    # a URL whose query holds `=` is a URL, not NAME=URL
+    assert broker_variables(["nats://h:1/?a=b"]) == {"LOOM_BROKER": "nats://h:1/?a=b"}
+    with pytest.raises(OptionError, match="channel source bus twice"):
+        broker_variables(["Bus=nats://a:1", "bus=nats://b:1"])
