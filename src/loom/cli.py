@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import enum
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -28,6 +27,7 @@ from loom.build import (
 from loom.commands import Color, Format
 from loom.commands import collector_paused as _collector_paused
 from loom.commands import compile_model as _compile
+from loom.dead_letters import dead_page, on_outbox, redrive
 from loom.migrate.cli import before_serving, migrate_app
 from loom.run_options import (
     Held,
@@ -37,6 +37,8 @@ from loom.run_options import (
     held_for,
     set_brokers,
 )
+from loom.up import UpError, needs_broker, plan
+from loom.up import up as start_up
 
 app = typer.Typer(
     name="loom",
@@ -260,6 +262,35 @@ def _run_build(files: list[Path], color: Color, held: Held) -> tuple[Path, str]:
     return build.out, "written" if written else "reused (another replica wrote it meanwhile)"
 
 
+@app.command("up")
+def up_command(
+    files: Files,
+    port: Annotated[
+        int, typer.Option(help="The first deployable's port; the next ones count up from it.")
+    ] = 8000,
+    timeout: Annotated[
+        float, typer.Option(help="Seconds each service (and the broker) has to answer.")
+    ] = 120.0,
+    color: Annotated[Color, typer.Option(help="Colour the diagnostics.")] = Color.auto,
+) -> None:
+    """Run the model's whole system here: every deployable as its own `loom run` process (ports
+    from --port up, a SQLite file each beside the model), plus a local NATS server when a channel
+    crosses from one deployable to another. Ctrl-C stops them all.
+
+    Exit codes: 0 stopped by Ctrl-C or SIGTERM; 1 the model has errors, or a service exited on
+    its own (the others are then stopped); 2 the command line or the environment is wrong."""
+    result = _compile(files, Format.text, color, quiet_ok=True)
+    if not result.ok or result.model is None:
+        raise typer.Exit(1)
+    model = result.model
+    units = plan(files, model, declared_deployables(model), port)
+    try:
+        code = start_up(files, units, broker=needs_broker(model, units), timeout=timeout)
+    except UpError as exc:
+        _fail(str(exc))
+    raise typer.Exit(code)
+
+
 fix_app = typer.Typer(
     name="fix",
     help="Rewrite .loom files for a language change (codemods; see docs/codemods.md).",
@@ -394,7 +425,7 @@ def dead_letters_list(
     url = _dead_letters_url(model, database_url)
     wanted = None if kind is None else kind.value
     try:
-        page = asyncio.run(_on_outbox(url, lambda svc: _dead_page(svc, limit, offset, wanted)))
+        page = asyncio.run(on_outbox(url, lambda svc: dead_page(svc, limit, offset, wanted)))
     except Exception as exc:  # noqa: BLE001 - a sentence, never a traceback
         _fail(f"cannot read the dead letters of {safe_url(url)}: {exc}")
     if format is Format.json:
@@ -461,7 +492,7 @@ def dead_letters_redrive(
     url = _dead_letters_url(Path(rest[0]) if rest else None, database_url)
     try:
         wanted = None if kind is None else kind.value
-        count = asyncio.run(_on_outbox(url, lambda svc: _redrive(svc, event_id, wanted)))
+        count = asyncio.run(on_outbox(url, lambda svc: redrive(svc, event_id, wanted)))
     except Exception as exc:  # noqa: BLE001 - a sentence, never a traceback
         _fail(f"cannot redrive in {safe_url(url)}: {exc}")
     if event_id is None:
@@ -473,54 +504,6 @@ def dead_letters_redrive(
     else:
         typer.echo(f"error: no dead letter has the event id {event_id}", err=True)
         raise typer.Exit(1)
-
-
-async def _on_outbox(url: str, action: Callable[[Any], Awaitable[Any]]) -> Any:
-    """Run `action(service)` on the tables directly (no model needed): the service has channels
-    when the database has an outbox, and processes when it has a timer table; a database where
-    no such service ever ran reads as empty."""
-    from sqlalchemy import MetaData, inspect
-
-    from loom.runtime import Channel, Service
-
-    probe = Service.from_url(url, MetaData())
-    try:
-        async with probe.engine.connect() as conn:
-            tables = await conn.run_sync(lambda c: set(inspect(c).get_table_names()))
-    finally:
-        await probe.dispose()
-    channels = [Channel("(any)", ())] if "__loom_outbox" in tables else []
-    service = Service.from_url(
-        url, MetaData(), channels=channels, processes="__loom_timers" in tables
-    )
-    try:
-        return await action(service)
-    finally:
-        await service.dispose()
-
-
-async def _dead_page(service: Any, limit: int, offset: int, kind: Any) -> dict[str, Any]:
-    from loom.runtime._admin import dead_page
-
-    items, total = await dead_page(service, limit, offset, kind)
-    return {
-        "items": [item.model_dump(mode="json") for item in items],
-        "limit": limit,
-        "offset": offset,
-        "total": total,
-    }
-
-
-async def _redrive(service: Any, event_id: Any, kind: Any) -> int:
-    """How many were redriven; for one id, 1 for an event and 2 for a timeout."""
-    events = bool(service.channels) and kind in (None, "event")
-    timeouts = service.uses_processes and kind in (None, "timeout")
-    if event_id is None:
-        count = int(await service.outbox.redrive_all()) if events else 0
-        return count + (int(await service.timers.redrive_all()) if timeouts else 0)
-    if events and await service.outbox.redrive(event_id):
-        return 1
-    return 2 if timeouts and await service.timers.redrive(event_id) else 0
 
 
 def _dead_letters_url(model: Path | None, database_url: str | None) -> str:

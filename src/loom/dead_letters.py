@@ -1,0 +1,55 @@
+"""What `loom dead-letters list|redrive` do on a service's tables: the commands themselves (their
+options and their words) are in `loom.cli`."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+
+async def on_outbox(url: str, action: Callable[[Any], Awaitable[Any]]) -> Any:
+    """Run `action(service)` on the tables directly (no model needed): the service has channels
+    when the database has an outbox, and processes when it has a timer table; a database where
+    no such service ever ran reads as empty."""
+    from sqlalchemy import MetaData, inspect
+
+    from loom.runtime import Channel, Service
+
+    probe = Service.from_url(url, MetaData())
+    try:
+        async with probe.engine.connect() as conn:
+            tables = await conn.run_sync(lambda c: set(inspect(c).get_table_names()))
+    finally:
+        await probe.dispose()
+    channels = [Channel("(any)", ())] if "__loom_outbox" in tables else []
+    service = Service.from_url(
+        url, MetaData(), channels=channels, processes="__loom_timers" in tables
+    )
+    try:
+        return await action(service)
+    finally:
+        await service.dispose()
+
+
+async def dead_page(service: Any, limit: int, offset: int, kind: Any) -> dict[str, Any]:
+    from loom.runtime._admin import dead_page as admin_dead_page
+
+    items, total = await admin_dead_page(service, limit, offset, kind)
+    return {
+        "items": [item.model_dump(mode="json") for item in items],
+        "limit": limit,
+        "offset": offset,
+        "total": total,
+    }
+
+
+async def redrive(service: Any, event_id: Any, kind: Any) -> int:
+    """How many were redriven; for one id, 1 for an event and 2 for a timeout."""
+    events = bool(service.channels) and kind in (None, "event")
+    timeouts = service.uses_processes and kind in (None, "timeout")
+    if event_id is None:
+        count = int(await service.outbox.redrive_all()) if events else 0
+        return count + (int(await service.timers.redrive_all()) if timeouts else 0)
+    if events and await service.outbox.redrive(event_id):
+        return 1
+    return 2 if timeouts and await service.timers.redrive(event_id) else 0

