@@ -21,14 +21,10 @@ from loom.lang.names.type_refs import resolve_type
 from loom.lang.syntax import ast
 from loom.lang.types import ERROR, AnyType, a, is_error, is_numeric, show
 from loom.model import ir
+from loom.model.deployables import event_label
 
 RETENTIONS = ("work", "log")
-SETTINGS = ("carries", "retention", "maxAttempts", "backoff")
-
-
-def event_label(t: ir.EventType, here: str) -> str:
-    """How a model names an event from context `here`: bare in its own context, else qualified."""
-    return t.name if t.context == here else f"{t.context}.{t.name}"
+SETTINGS = ("carries", "retention", "maxAttempts", "backoff", "source")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -195,7 +191,7 @@ def _channel(ck: Checker, ctx: ContextSymbols, ch: ast.Channel) -> list[tuple[ir
                 s.key_span,
                 "unknown setting",
                 did_you_mean(s.key, SETTINGS)
-                or "a channel has `carries`, `retention`, `maxAttempts` and `backoff`",
+                or "a channel has `carries`, `retention`, `maxAttempts`, `backoff` and `source`",
             )
             continue
         if s.key in seen:
