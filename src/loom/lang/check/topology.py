@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 from loom.lang.check.checker import Checker
+from loom.lang.check.settings import known_settings
 from loom.lang.diagnostics import Span, did_you_mean
 from loom.lang.names.symbols import ContextSymbols
 from loom.lang.syntax import ast
@@ -18,40 +19,6 @@ from loom.model.messaging import BROKER_KINDS
 
 _DEPLOYABLE_SETTINGS = ("contexts",)
 _SOURCE_SETTINGS = ("kind",)
-
-
-def _settings(
-    ck: Checker,
-    code: str,
-    noun: str,
-    decl: ast.Deployable | ast.ChannelSource,
-    known: tuple[str, ...],
-) -> dict[str, ast.ChannelSetting]:
-    """The known settings by key (the first of each); an unknown or repeated one is reported."""
-    what = f"{noun} `{decl.name}`"
-    seen: dict[str, ast.ChannelSetting] = {}
-    for s in decl.settings:
-        if s.key not in known:
-            ck.report(
-                code,
-                f"{what} has no setting `{s.key}`",
-                s.key_span,
-                "unknown setting",
-                help=did_you_mean(s.key, known)
-                or f"a {noun} has {' and '.join(f'`{k}`' for k in known)} only",
-            )
-        elif s.key in seen:
-            ck.report(
-                code,
-                f"`{s.key}` is given twice in {what}",
-                s.key_span,
-                "given again here",
-                secondary=[(seen[s.key].key_span, "first given here")],
-                help="give each setting once",
-            )
-        else:
-            seen[s.key] = s
-    return seen
 
 
 def _bare_names(s: ast.ChannelSetting) -> list[tuple[str, Span]] | None:
@@ -69,7 +36,9 @@ def check_deployables(ck: Checker) -> None:
     mentions: dict[str, tuple[ast.Deployable, Span]] = {}
     for dep in ck.prog.deployables.values():
         what = f"deployable `{dep.name}`"
-        found = _settings(ck, "loom.deployable-setting", "deployable", dep, _DEPLOYABLE_SETTINGS)
+        found = known_settings(
+            ck, "loom.deployable-setting", "deployable", dep, _DEPLOYABLE_SETTINGS
+        )
         setting = found.get("contexts")
         names = _bare_names(setting) if setting is not None else None
         if setting is not None and names is None:
@@ -159,7 +128,7 @@ def _every_context_deployed(ck: Checker) -> None:
 def check_channel_sources(ck: Checker) -> None:
     for src in ck.prog.channel_sources.values():
         what = f"channel source `{src.name}`"
-        found = _settings(
+        found = known_settings(
             ck, "loom.channel-source-setting", "channel source", src, _SOURCE_SETTINGS
         )
         setting = found.get("kind")
