@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from loom.lang.check.checker import Checker
 from loom.lang.check.settings import known_settings
-from loom.lang.diagnostics import Span, did_you_mean
+from loom.lang.diagnostics import Span, did_you_mean, suggest
 from loom.lang.names.symbols import ContextSymbols
 from loom.lang.syntax import ast
 from loom.model.messaging import BROKER_KINDS
@@ -34,6 +34,7 @@ def _bare_names(s: ast.ChannelSetting) -> list[tuple[str, Span]] | None:
 
 def check_deployables(ck: Checker) -> None:
     mentions: dict[str, tuple[ast.Deployable, Span]] = {}
+    meant: set[str | None] = set()
     for dep in ck.prog.deployables.values():
         what = f"deployable `{dep.name}`"
         found = known_settings(
@@ -58,9 +59,25 @@ def check_deployables(ck: Checker) -> None:
                 help="list the contexts it runs: `contexts: Orders, Payment`",
             )
         for name, span in names or []:
-            _deploy(ck, dep, name, span, mentions)
+            if name in ck.prog.contexts:
+                _deploy(ck, dep, name, span, mentions)
+            else:
+                _unknown_context(ck, dep, name, span)
+                # the misspelt name stands for the context it suggests: not in none, then
+                meant.add(suggest(name, ck.prog.contexts))
     if ck.prog.deployables:
-        _every_context_deployed(ck)
+        _every_context_deployed(ck, meant)
+
+
+def _unknown_context(ck: Checker, dep: ast.Deployable, name: str, span: Span) -> None:
+    ck.report(
+        "loom.unknown-context",
+        f"deployable `{dep.name}` names `{name}`, which is not a context of the model",
+        span,
+        "no such context",
+        help=did_you_mean(name, ck.prog.contexts)
+        or "name a context declared in one of the model's files: `context Name { … }`",
+    )
 
 
 def _deploy(
@@ -70,16 +87,6 @@ def _deploy(
     span: Span,
     mentions: dict[str, tuple[ast.Deployable, Span]],
 ) -> None:
-    if name not in ck.prog.contexts:
-        ck.report(
-            "loom.unknown-context",
-            f"deployable `{dep.name}` names `{name}`, which is not a context of the model",
-            span,
-            "no such context",
-            help=did_you_mean(name, ck.prog.contexts)
-            or "name a context declared in one of the model's files: `context Name { … }`",
-        )
-        return
     first = mentions.get(name)
     if first is None:
         mentions[name] = (dep, span)
@@ -106,10 +113,10 @@ def _deploy(
     )
 
 
-def _every_context_deployed(ck: Checker) -> None:
+def _every_context_deployed(ck: Checker, meant: set[str | None]) -> None:
     first = next(iter(ck.prog.deployables.values()))
     for ctx in ck.prog.contexts.values():
-        if ctx.name not in ck.facts.deployed:
+        if ctx.name not in ck.facts.deployed and ctx.name not in meant:
             ck.report(
                 "loom.context-not-deployed",
                 f"context `{ctx.name}` is in no deployable, so it would run nowhere",
