@@ -124,10 +124,28 @@ def test_edited_models_parse_alike(text: str) -> None:
         "context A { event E renamed from F { a: int renamed from b = 1, c: string } }",
         "context A { enum E { Open renamed from Opened, Shut } }",
         "",
+        # the topology beside the contexts: words, not keywords (tree_to_ast checks them)
+        "deployable D { contexts: A, B }\nchannelSource S { kind: nats }\ncontext A { }",
+        "context A { channel C { carries: E  source: S } }\nchannelSource S { kind: redis }",
+        "context A { aggregate B { deployable: int\n channelSource: string } }",
+        "context A { } deployable context { contexts: A }",  # `context` is a name there
+        "deployable D { contexts: A.B, 3  backoff: 1s .. 2s }",
+        "deploable D { contexts: A }",
+        "deployable D { contexts: }",
+        "deployable D contexts: A }",
     ],
 )
 def test_edge_cases_parse_alike(text: str) -> None:
     assert_agrees(text)
+
+
+def test_the_fast_parser_reads_the_topology() -> None:
+    text = "deployable D { contexts: A }\nchannelSource S { kind: nats }\ncontext A { }"
+    assert assert_agrees(text)  # answered, not given up on
+    tree = descent.parse(text, Build("m.loom", Sink()))
+    assert [d.name for d in tree.deployables] == ["D"]
+    assert [c.name for c in tree.channel_sources] == ["S"]
+    assert [c.name for c in tree.contexts] == ["A"]
 
 
 def test_a_deep_expression_is_left_to_lark() -> None:

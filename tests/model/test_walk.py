@@ -16,7 +16,7 @@ from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 import pytest
 
-from loom.model import ir, walk
+from loom.model import ir, topology, walk
 
 EXPR_CLASSES = frozenset(get_args(ir.Expr))
 STMT_CLASSES = frozenset(get_args(ir.Stmt))
@@ -33,6 +33,11 @@ NODE_CLASSES = sorted(
     key=lambda c: c.__name__,
 )
 HINTS = {cls: get_type_hints(cls, vars(ir)) for cls in NODE_CLASSES}
+# the model also holds the declarations of topology.py (which hold no code)
+HINTS.update(
+    (cls, get_type_hints(cls, {**vars(topology), **vars(ir)}))
+    for cls in (topology.Deployable, topology.ChannelSource)
+)
 
 
 def _members(hint: Any) -> tuple[Any, ...]:

@@ -284,6 +284,34 @@ REGISTRY: dict[str, CodeInfo] = {
         ),
         CodeInfo("loom.channel-overlap", _E, "an event is carried by two channels"),
         CodeInfo("loom.projection-key", _E, "a projection has no field that can key its rows"),
+        # Deployables and channel sources
+        CodeInfo(
+            "loom.deployable-setting",
+            _E,
+            "a deployable setting is unknown or repeated, or it names no context",
+        ),
+        CodeInfo("loom.unknown-context", _E, "a deployable names a context the model lacks"),
+        CodeInfo("loom.deployable-overlap", _E, "a context is named by two deployables"),
+        CodeInfo(
+            "loom.context-not-deployed",
+            _E,
+            "deployables are declared and a context is in none of them",
+        ),
+        CodeInfo(
+            "loom.crossing-without-channel",
+            _E,
+            "an event consumed in another deployable than its producer's is carried by no channel",
+        ),
+        CodeInfo(
+            "loom.channel-source-setting",
+            _E,
+            "a channel source's `kind` is missing or unknown, or a setting is unknown or repeated",
+        ),
+        CodeInfo(
+            "loom.unknown-channel-source",
+            _E,
+            "a channel's `source` names no `channelSource`",
+        ),
         # Principal and gates
         CodeInfo(
             "loom.current-user-misplaced",

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
 from loom.model.isolation import Isolation
+from loom.model.topology import ChannelSource, Deployable
 
 # --------------------------------------------------------------------------------------------------
 # Provenance
@@ -1025,6 +1026,8 @@ class Channel:
     retention: Retention = "work"
     max_attempts: int = 5
     backoff_ms: tuple[int, int] = (1_000, 300_000)
+    # the `channelSource` it is placed on (`source: Bus`); None when the model names none
+    source: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -1072,3 +1075,7 @@ class Model:
     # a digest of the model's source text (loom.lang.lower.revision), stamped on every event a
     # service of this model writes; "" for a model built by hand
     revision: str = ""
+    # the declared deployables and channel sources (topology.py); `deployables.deployables_of`
+    # answers the implicit deployable when none is declared
+    deployables: tuple[Deployable, ...] = ()
+    channel_sources: tuple[ChannelSource, ...] = ()

@@ -27,6 +27,7 @@ from loom.codegen.python.model_info import ModelInfo
 from loom.codegen.python.modules import header, module_text, where
 from loom.codegen.python.type_names import TypeNames
 from loom.model import ir, naming
+from loom.model.deployables import consumer_name
 from loom.model.reserved import ENDED
 
 _RESERVED = {"service", "work", "result", "self", "cls", "now", "require", "partial"}
@@ -40,11 +41,6 @@ def event_label(event: ir.EventType, here: str) -> str:
 def event_type(event: ir.EventType) -> str:
     """The event's stable type name (the generated class's `event_type`)."""
     return f"{event.context}.{event.name}"
-
-
-def handler_name(context: ir.Context, owner: str, reaction: ir.Reaction) -> str:
-    """The consumer name of a reaction: `Support.AskForRating.create(TicketResolved)`."""
-    return f"{context.name}.{owner}.{reaction.kind}({event_label(reaction.event, context.name)})"
 
 
 def has_reactions(context: ir.Context) -> bool:
@@ -71,7 +67,7 @@ def emit_reactions(info: ModelInfo, context: ir.Context) -> str:
         fn = functions.take(
             f"{naming.snake(owner.name)}_{reaction.kind}_{naming.snake(reaction.event.name)}"
         )
-        name = handler_name(context, owner.name, reaction)
+        name = consumer_name(context.name, owner.name, reaction)
         blocks.append(_reaction(info, context, owner, reaction, fn, name, types, imports))
         cls = types.domain_name(reaction.event.context, naming.pascal(reaction.event.name))
         subscriptions.append((cls, fn, name))

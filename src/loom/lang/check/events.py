@@ -15,20 +15,17 @@ from loom.lang.check.bodies import unbound_state
 from loom.lang.check.checker import Checker
 from loom.lang.check.facts import StateWrite, Trigger
 from loom.lang.check.scope import Binding, Scope
+from loom.lang.check.settings import known_settings
 from loom.lang.diagnostics import Span, did_you_mean
 from loom.lang.names.symbols import ContextSymbols
 from loom.lang.names.type_refs import resolve_type
 from loom.lang.syntax import ast
 from loom.lang.types import ERROR, AnyType, a, is_error, is_numeric, show
 from loom.model import ir
+from loom.model.deployables import event_label
 
 RETENTIONS = ("work", "log")
-SETTINGS = ("carries", "retention", "maxAttempts", "backoff")
-
-
-def event_label(t: ir.EventType, here: str) -> str:
-    """How a model names an event from context `here`: bare in its own context, else qualified."""
-    return t.name if t.context == here else f"{t.context}.{t.name}"
+SETTINGS = ("carries", "retention", "maxAttempts", "backoff", "source")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -185,30 +182,9 @@ def _setting_error(ck: Checker, message: str, span: Span, label: str, help: str)
 
 def _channel(ck: Checker, ctx: ContextSymbols, ch: ast.Channel) -> list[tuple[ir.EventType, Span]]:
     """Check one channel's settings; answer the events it carries (resolved) with their spans."""
-    seen: dict[str, Span] = {}
+    seen = known_settings(ck, "loom.channel-setting", "channel", ch, SETTINGS)
     events: list[tuple[ir.EventType, Span]] = []
-    for s in ch.settings:
-        if s.key not in SETTINGS:
-            _setting_error(
-                ck,
-                f"channel `{ch.name}` has no setting `{s.key}`",
-                s.key_span,
-                "unknown setting",
-                did_you_mean(s.key, SETTINGS)
-                or "a channel has `carries`, `retention`, `maxAttempts` and `backoff`",
-            )
-            continue
-        if s.key in seen:
-            ck.report(
-                "loom.channel-setting",
-                f"`{s.key}` is given twice in channel `{ch.name}`",
-                s.key_span,
-                "given again here",
-                secondary=[(seen[s.key], "first given here")],
-                help="give each setting once",
-            )
-            continue
-        seen[s.key] = s.key_span
+    for s in seen.values():
         if s.key == "carries":
             events += _carries(ck, ctx, ch, s)
         elif s.key == "retention":

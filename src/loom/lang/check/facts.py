@@ -154,6 +154,8 @@ class Facts:
     retrievals: dict[ast.Retrieval, RetrievalFact] = field(default_factory=dict)
     finds: dict[ast.RepoFind, FindFact] = field(default_factory=dict)
     channels: dict[ast.Channel, tuple[ir.EventType, ...]] = field(default_factory=dict)
+    # context name -> the deployable naming it (the first one, when two do); empty without any
+    deployed: dict[str, ast.Deployable] = field(default_factory=dict)
     # the state field keying a workflow's instances (None: it keeps none); a projection's key field
     correlations: dict[ast.Workflow, str | None] = field(default_factory=dict)
     projection_keys: dict[ast.Projection, str] = field(default_factory=dict)

@@ -23,6 +23,7 @@ from loom.lang.check import (
     principal,
     records,
     renames,
+    topology,
     workflows,
 )
 from loom.lang.check.checker import Checker
@@ -100,6 +101,9 @@ RULES: tuple[Rule, ...] = (
     Rule("timers", _timers),
     Rule("projections", _projections),
     Rule("channels", events.check_channels),
+    Rule("deployables: their contexts, each in exactly one", topology.check_deployables),
+    Rule("channel sources, and the `source` of channels", topology.check_channel_sources),
+    Rule("events crossing deployables: carried by a channel", topology.check_crossings),
     Rule("reactions calling gates that refuse the system principal", principal.check_reactor_gates),
     Rule("gates anonymous callers can never pass", anonymous.check_anonymous_gates),
     Rule("generated names: routes and columns", _generated_names),

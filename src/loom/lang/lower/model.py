@@ -7,11 +7,21 @@ arguments (every input, in order, defaults filled in), and emit arguments in the
 
 from __future__ import annotations
 
+from typing import cast
+
 from loom.lang.check.facts import CallOp, Facts, OwnCall
 from loom.lang.lower.bodies import BodyLowerer, ir_type, origin
 from loom.lang.names.symbols import ContextSymbols, Program
 from loom.lang.syntax import ast
 from loom.model import ir
+from loom.model.messaging import BrokerKind
+from loom.model.topology import ChannelSource, Deployable
+
+
+def _names(settings: list[ast.ChannelSetting], key: str) -> tuple[str, ...]:
+    """The names a (checked) setting lists, none when it is not given."""
+    value = next((s.value for s in settings if s.key == key), [])
+    return tuple(name for _, name, _ in value) if isinstance(value, list) else ()
 
 
 class ModelLowerer:
@@ -34,6 +44,16 @@ class ModelLowerer:
             tuple(self.context(c) for c in self.prog.contexts.values()),
             tuple(self.prog.files),
             self.revision,
+            deployables=tuple(
+                Deployable(d.name, _names(d.settings, "contexts"), origin(d.span))
+                for d in self.prog.deployables.values()
+            ),
+            channel_sources=tuple(
+                ChannelSource(
+                    c.name, cast(BrokerKind, _names(c.settings, "kind")[0]), origin(c.span)
+                )
+                for c in self.prog.channel_sources.values()
+            ),
         )
 
     def context(self, ctx: ContextSymbols) -> ir.Context:
@@ -168,6 +188,7 @@ class ModelLowerer:
             retention=retention[0][1] if isinstance(retention, list) else "work",  # type: ignore[arg-type]
             max_attempts=attempts if isinstance(attempts, int) else 5,
             backoff_ms=backoff if isinstance(backoff, tuple) else (1_000, 300_000),
+            source=next(iter(_names(ch.settings, "source")), None),
         )
 
     def fields(self, fields: list[ast.Field]) -> tuple[ir.Field, ...]:

@@ -10,6 +10,7 @@ and their generated names never meet.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from loom.lang.diagnostics import Sink, Span, did_you_mean
 from loom.lang.syntax import ast
@@ -73,6 +74,11 @@ class ContextSymbols:
 class Program:
     contexts: dict[str, ContextSymbols] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
+    # the topology beside the contexts: one namespace each (a deployable is often named like the
+    # context it runs, `deployable Orders { contexts: Orders }`); the first of a name, when a
+    # duplicate was reported
+    deployables: dict[str, ast.Deployable] = field(default_factory=dict)
+    channel_sources: dict[str, ast.ChannelSource] = field(default_factory=dict)
 
     def repositories_elsewhere(self, name: str, here: str) -> list[tuple[str, ast.Repository]]:
         return [
@@ -106,10 +112,23 @@ def build(files: list[ast.File], sink: Sink) -> Program:
                 syms = prog.contexts[ctx.name] = ContextSymbols(ctx.name, ctx.name_span)
             for decl in ctx.decls:
                 _declare(syms, decl, sink)
+        for d in f.deployables:
+            _declare_top(prog.deployables, d, "Deployable", sink)
+        for c in f.channel_sources:
+            _declare_top(prog.channel_sources, c, "Channel source", sink)
     for syms in prog.contexts.values():
         for decl in syms.decls:
             _check_decl(syms, decl, sink)
     return prog
+
+
+_Top = TypeVar("_Top", ast.Deployable, ast.ChannelSource)
+
+
+def _declare_top(table: dict[str, _Top], decl: _Top, what: str, sink: Sink) -> None:
+    first = table.setdefault(decl.name, decl)
+    if first is not decl:
+        _dup(sink, what, decl.name, decl.name_span, first.name_span)
 
 
 def _may_share(a: ast.Decl, b: ast.Decl) -> bool:

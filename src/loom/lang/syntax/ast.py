@@ -623,7 +623,7 @@ class Projection:
 
 @dataclass(eq=False)
 class ChannelSetting:
-    """One `key: value` of a channel. `value` is a list of (possibly qualified) names with their
+    """One `key: value` of a channel, a deployable or a channel source. `value` is a list of (possibly qualified) names with their
     spans, an int, or a (min, max) pair of durations in milliseconds."""
 
     key: str
@@ -670,9 +670,31 @@ class Context:
 
 
 @dataclass(eq=False)
+class Deployable:
+    """`deployable Name { contexts: A, B }`: contexts that run together, in one service."""
+
+    name: str
+    name_span: Span
+    settings: list[ChannelSetting]
+    span: Span
+
+
+@dataclass(eq=False)
+class ChannelSource:
+    """`channelSource Name { kind: nats }`: a broker that channels name with `source: Name`."""
+
+    name: str
+    name_span: Span
+    settings: list[ChannelSetting]
+    span: Span
+
+
+@dataclass(eq=False)
 class File:
     name: str
     contexts: list[Context] = field(default_factory=list)
+    deployables: list[Deployable] = field(default_factory=list)
+    channel_sources: list[ChannelSource] = field(default_factory=list)
 
 
 def is_process(wf: Workflow) -> bool:

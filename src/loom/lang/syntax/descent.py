@@ -46,10 +46,22 @@ class _Descent(Bodies):
 
     def start(self) -> Any:
         i0 = self.i
-        contexts = []
+        decls = []
         while self.k[self.i] != END:
-            contexts.append(self.context())
-        return self.b.start(self.meta(i0), contexts)
+            if self.k[self.i] == "context":
+                decls.append(self.context())
+            else:
+                decls.append(self.top_decl())
+        return self.b.start(self.meta(i0), decls)
+
+    def top_decl(self) -> Any:
+        """`deployable Name { … }`, `channelSource Name { … }`: a channel's shape (the builder
+        checks the word)."""
+        i0 = self.i
+        ch: list[Any] = [self.name(), self.name()]
+        self.expect("{")
+        ch += self.settings()
+        return self.b.top_decl(self.meta(i0), ch)
 
     def context(self) -> Any:
         i0 = self.i
@@ -427,15 +439,21 @@ class _Descent(Bodies):
         i0 = self.i
         ch: list[Any] = [self.name(), self.name()]
         self.expect("{")
+        ch += self.settings()
+        return self.b.channel(self.meta(i0), ch)
+
+    def settings(self) -> list[Any]:
+        """`key: value …` up to and including the closing `}`."""
+        out: list[Any] = []
         b = self.b
         while self.k[self.i] != "}":
             j = self.i
             setting: list[Any] = [self.name()]
             self.expect(":")
             setting.append(self.setting_value())
-            ch.append(b.channel_setting(self.meta(j), setting))
+            out.append(b.channel_setting(self.meta(j), setting))
         self.i += 1
-        return b.channel(self.meta(i0), ch)
+        return out
 
     def setting_value(self) -> Any:
         i0 = self.i

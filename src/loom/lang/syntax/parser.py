@@ -12,7 +12,7 @@ from loom.lang.diagnostics import Sink, Span
 from loom.lang.syntax import ast, reduce
 from loom.lang.syntax.grammar import lark_parser
 from loom.lang.syntax.tree_to_ast import Build
-from loom.lang.syntax.unknown_declaration import report_unknown_declaration
+from loom.lang.syntax.unknown_declaration import TOP_LEVEL_WORDS, report_unknown_declaration
 
 if TYPE_CHECKING:
     from lark import Token
@@ -121,9 +121,9 @@ def _report_syntax_error(file: str, text: str, exc: UnexpectedInput, sink: Sink)
     from lark.exceptions import UnexpectedCharacters, UnexpectedToken  # here (start-up)
 
     if isinstance(exc, UnexpectedToken):
-        word = _unknown_declaration(exc)
-        if word is not None:
-            report_unknown_declaration(file, word, sink)
+        unknown = _unknown_declaration(exc)
+        if unknown is not None:
+            report_unknown_declaration(file, unknown[0], sink, top_level=unknown[1])
             return
         tok = exc.token
         if tok.type == "$END" or getattr(tok, "line", None) is None:
@@ -152,7 +152,8 @@ def _report_syntax_error(file: str, text: str, exc: UnexpectedInput, sink: Sink)
             f"unexpected {found}; expected {expected}",
             span,
             f"expected {expected} here",
-            help=_soft_keyword_hint(tok, before)
+            help=_empty_contexts_hint(tok, before)
+            or _soft_keyword_hint(tok, before)
             or _renamed_hint(tok, before)
             or _record_hint(tok, before)
             or _hint(tok, exc.expected),
@@ -178,9 +179,11 @@ def _report_syntax_error(file: str, text: str, exc: UnexpectedInput, sink: Sink)
     sink.report("loom.syntax-error", "unexpected end of file", span, "the model ends here")
 
 
-def _unknown_declaration(exc: UnexpectedToken) -> Token | None:
+def _unknown_declaration(exc: UnexpectedToken) -> tuple[Token, bool] | None:
     """`agregate Foo { … }` parses as far as it does because `NAME NAME {` is how a `channel`
-    starts; when the first word is not `channel`, that word is the mistake, not what follows."""
+    starts (at the top level, a `deployable` or a `channelSource`); when the first word is none of
+    those, that word is the mistake, not what follows. Answers the word and whether it is at the
+    top level (no token before it on the stack: only whole declarations)."""
     from lark import Token  # here (start-up)
 
     try:
@@ -189,15 +192,27 @@ def _unknown_declaration(exc: UnexpectedToken) -> Token | None:
         return None
     for i in range(len(stack) - 2):
         first, second, third = stack[i : i + 3]
-        if (
+        if not (
             isinstance(first, Token)
             and isinstance(second, Token)
             and isinstance(third, Token)
             and (first.type, second.type, third.type) == ("NAME", "NAME", "LBRACE")
-            and str(first) != "channel"
         ):
-            return first
+            continue
+        top_level = not any(isinstance(v, Token) for v in stack[:i])
+        if str(first) not in (TOP_LEVEL_WORDS if top_level else ("channel",)):
+            return first, top_level
     return None
+
+
+def _empty_contexts_hint(tok: Token, before: str) -> str | None:
+    """`contexts:` with nothing after it: a deployable runs at least one context."""
+    if str(tok) != "}" or not re.search(r"\bcontexts\s*:$", before):
+        return None
+    return (
+        "a deployable runs at least one context: `contexts: Orders, Payment`; remove a deployable "
+        "that runs none"
+    )
 
 
 _SOFT_KEYWORDS = {

@@ -98,7 +98,21 @@ class Build(Builder):
 
     # ---- declarations
     def start(self, meta, ch):
-        return ast.File(self.file, list(ch))
+        return ast.File(
+            self.file,
+            [c for c in ch if isinstance(c, ast.Context)],
+            [c for c in ch if isinstance(c, ast.Deployable)],
+            [c for c in ch if isinstance(c, ast.ChannelSource)],
+        )
+
+    def top_decl(self, meta, ch):
+        word = str(ch[0])
+        args = (str(ch[1]), self.tsp(ch[1]), list(ch[2:]), self.sp(meta))
+        if word == "channelSource":
+            return ast.ChannelSource(*args)
+        if word != "deployable":  # `NAME NAME {` is their shape; any other word is a typo
+            report_unknown_declaration(self.file, ch[0], self.sink, top_level=True)
+        return ast.Deployable(*args)
 
     def context(self, meta, ch):
         return ast.Context(str(ch[0]), self.tsp(ch[0]), list(ch[1:]), self.sp(meta))
