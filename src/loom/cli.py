@@ -32,12 +32,13 @@ from loom.migrate.cli import before_serving, migrate_app
 from loom.run_options import (
     Held,
     OptionError,
+    broker_variables,
     declared_deployables,
     default_database,
     held_for,
     set_brokers,
 )
-from loom.up import UpError, needs_broker, plan
+from loom.up import UpError, nats_sources, plan
 from loom.up import up as start_up
 
 app = typer.Typer(
@@ -271,6 +272,13 @@ def up_command(
     timeout: Annotated[
         float, typer.Option(help="Seconds each service (and the broker) has to answer.")
     ] = 120.0,
+    broker: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="NAME=URL: a broker `loom up` does not start (a redis channel source), or one "
+            "already running instead of the local NATS server; repeatable, as for `loom run`.",
+        ),
+    ] = None,
     color: Annotated[Color, typer.Option(help="Colour the diagnostics.")] = Color.auto,
 ) -> None:
     """Run the model's whole system here: every deployable as its own `loom run` process (ports
@@ -285,8 +293,11 @@ def up_command(
     model = result.model
     units = plan(files, model, declared_deployables(model), port)
     try:
-        code = start_up(files, units, broker=needs_broker(model, units), timeout=timeout)
-    except UpError as exc:
+        given = broker or []
+        broker_variables(given)  # each well formed, each source once
+        nats = nats_sources(model, given)
+        code = start_up(files, units, nats=nats, brokers=given, timeout=timeout)
+    except (UpError, OptionError) as exc:
         _fail(str(exc))
     raise typer.Exit(code)
 

@@ -68,10 +68,8 @@ class Held:
 
 
 def declared_deployables(model: ir.Model) -> dict[str, tuple[str, ...]]:
-    """The model's declared deployables: name -> the contexts it holds."""
-    # HOOK(hl): `{d.name: d.contexts for d in model.deployables}` once deployables are in the IR
-    del model
-    return {}
+    """The model's declared deployables: name -> the contexts it holds, in declaration order."""
+    return {d.name: d.contexts for d in model.deployables}
 
 
 def held_for(contexts: str | None, deployable: str | None) -> Held:

@@ -31,6 +31,7 @@ from typing import IO
 
 from loom.build import default_sqlite_url
 from loom.model import ir, naming
+from loom.model.deployables import crossings
 
 STOP_GRACE = 10.0  # seconds a child has to stop after SIGTERM before it is killed
 LAST_LINES = 20  # of a child's output, shown when it exits on its own
@@ -54,13 +55,13 @@ class Unit:
     def label(self, files: Sequence[Path]) -> str:
         return self.name if self.name is not None else files[0].stem
 
-    def command(self, files: Sequence[Path], broker: str | None) -> list[str]:
+    def command(self, files: Sequence[Path], brokers: Sequence[str]) -> list[str]:
         args = [sys.executable, "-m", "loom.entry", "run", *map(str, files)]
         args += ["--port", str(self.port)]
         if self.name is None:  # the whole model: `loom run` and nothing more
             return args
         args += ["--deployable", self.name, "--database-url", self.database_url]
-        return args + (["--broker", broker] if broker else [])
+        return args + [f"--broker={b}" for b in brokers]
 
 
 def plan(
@@ -78,22 +79,29 @@ def plan(
     ]
 
 
-def needs_broker(model: ir.Model, units: Sequence[Unit]) -> bool:
-    """Whether a channel carries an event from one deployable to a reaction in another."""
-    # HOOK(hl): `loom.model.deployables.crossings(model)` says this once it is merged
-    home = {c: u.name for u in units for c in u.contexts}
-    consumers: dict[tuple[str, str], set[str | None]] = collections.defaultdict(set)
-    for context in model.contexts:
-        reactions = [r for wf in context.workflows for r in wf.reactions]
-        reactions += [r for p in context.projections for r in p.reactions]
-        for r in reactions:
-            consumers[(r.event.context, r.event.name)].add(home[context.name])
-    return any(
-        consumers[(e.context, e.name)] - {home[e.context]}
-        for context in model.contexts
-        for channel in context.channels
-        for e in channel.events
-    )
+def nats_sources(model: ir.Model, given: Sequence[str]) -> list[str] | None:
+    """The channel sources the local NATS server stands for ("" the default broker of the
+    channels that name none), None when no channel carries an event from one deployable to
+    another over NATS. A crossing channel on a redis source needs its URL in `given` (the
+    `--broker` values)."""
+    kinds = {s.name: s.kind for s in model.channel_sources}
+    # the sources given on the command line ("" the default broker: a bare URL)
+    named = {v.partition("=")[0].upper() if "=" in v.partition("://")[0] else "" for v in given}
+    sources: list[str] = []
+    for crossing in crossings(model):
+        if crossing.channel is None:
+            continue
+        source = crossing.channel.source or ""
+        if source and kinds[source] != "nats":
+            if source.upper() not in named:
+                raise UpError(
+                    f"channel {crossing.channel.context}.{crossing.channel.name} is on channel "
+                    f"source {source}, a {kinds[source]} broker, and `loom up` starts only NATS: "
+                    f"give its URL with --broker {source}=URL"
+                )
+        elif source not in sources and source.upper() not in named:
+            sources.append(source)
+    return sources or None
 
 
 def nats_server() -> Path:
@@ -238,12 +246,14 @@ def up(
     files: Sequence[Path],
     units: Sequence[Unit],
     *,
-    broker: bool,
+    nats: Sequence[str] | None = None,
+    brokers: Sequence[str] = (),
     timeout: float = 120.0,
     out: IO[str] = sys.stdout,
 ) -> int:
-    """Start the units (and a NATS server first, with `broker`), serve until a signal or a
-    child's exit; the exit code."""
+    """Start the units, serve until a signal or a child's exit; the exit code. `nats`: the
+    channel sources ("" the default broker) a local NATS server started first stands for;
+    `brokers`: more `--broker` values for every unit."""
     stopping = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -253,31 +263,31 @@ def up(
     lock = threading.Lock()
     labels = [u.label(files) for u in units]
     width = max(len(label) for label in [*labels, "nats"])
-    nats: Child | None = None
+    server: Child | None = None  # the NATS server
     services: list[Child] = []
+    store = files[0].resolve().parent / ".loom" / "up" / "nats"
     try:
         broker_url = None
-        if broker:
+        given = list(brokers)
+        if nats is not None:
             port = free_port()
-            store = files[0].resolve().parent / ".loom" / "up" / "nats"
             store.mkdir(parents=True, exist_ok=True)
             binary = str(nats_server())
             command = [binary, "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", str(store)]
-            nats = start("nats", command)
-            nats.forward(width, out, lock)
+            server = start("nats", command)
+            server.forward(width, out, lock)
             broker_url = f"nats://127.0.0.1:{port}"
-            _wait_until(
-                functools.partial(_nats_answers, port), nats, [nats], nats, timeout, stopping
-            )
+            given += [f"{s}={broker_url}" if s else broker_url for s in nats]
+            ready = functools.partial(_nats_answers, port)
+            _wait_until(ready, server, [server], server, timeout, stopping)
         for unit, label in zip(units, labels, strict=True):
-            child = start(label, unit.command(files, broker_url))
+            child = start(label, unit.command(files, given))
             child.forward(width, out, lock)
             services.append(child)
-        everyone = [*services, *([nats] if nats else [])]
+        everyone = [*services, *([server] if server else [])]
         for unit, child in zip(units, services, strict=True):
-            url = f"http://127.0.0.1:{unit.port}/openapi.json"
-            answers = functools.partial(_answers, url)
-            _wait_until(answers, child, everyone, nats, timeout, stopping)
+            ready = functools.partial(_answers, f"http://127.0.0.1:{unit.port}/openapi.json")
+            _wait_until(ready, child, everyone, server, timeout, stopping)
         if not stopping.is_set():
             with lock:
                 for unit, label in zip(units, labels, strict=True):
@@ -288,7 +298,7 @@ def up(
                 out.write("Ctrl-C stops them all.\n")
                 out.flush()
         while not stopping.is_set():
-            _check(everyone, nats)
+            _check(everyone, server)
             stopping.wait(0.2)
         return 0
     except _Failed as exc:
@@ -300,7 +310,7 @@ def up(
         return 1
     finally:
         stop(services)
-        if nats is not None:
-            stop([nats])
+        if server is not None:
+            stop([server])
         for s, handler in previous.items():
             signal.signal(s, handler)
