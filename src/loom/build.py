@@ -30,11 +30,13 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 import loom
+from loom.model import naming
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
     from loom.model.ir import Model
+    from loom.model.topology import Deployable
 
 # A folder holding this file was written by `loom build`, so a rebuild may replace it whole. It is
 # written last, so a build folder holding it is complete; `loom run` touches it on every reuse.
@@ -57,12 +59,21 @@ class BuildError(Exception):
 
 def build_model(model: Model, out: Path) -> list[Path]:
     """Generate `model` into the folder `out` (a Python package) and return the files written.
-    A previous build in `out` is replaced whole; a folder Loom did not write is refused."""
+    A model that declares deployables gets one package per deployable instead, each in
+    `out/<deployable in snake case>/` (`deployable_packages`). A previous build in `out` is
+    replaced whole; a folder Loom did not write is refused."""
     # imported here: loading a build (`loom run`'s reuse, the test kit) never needs the generator
     from loom.codegen.python import generate
 
     package = _package_name(out)
-    files = generate(model, package=package)
+    if model.deployables:
+        files = {
+            f"{name}/{rel}": text
+            for name, deployable in deployable_packages(model)
+            for rel, text in generate(model, package=name, contexts=deployable.contexts).items()
+        }
+    else:
+        files = generate(model, package=package)
     _check_target(out)
     target = out.resolve()  # `-o .` stages beside the folder, not in it
     staged = _stage(target.parent, files, package)
@@ -71,6 +82,21 @@ def build_model(model: Model, out: Path) -> list[Path]:
     finally:
         shutil.rmtree(staged, ignore_errors=True)
     return [out / rel for rel in sorted(files)]
+
+
+def deployable_packages(model: Model) -> list[tuple[str, Deployable]]:
+    """The package name of each declared deployable (its name in snake case), in declaration
+    order: where `loom build` writes it below its output folder."""
+    named = [(_package_name(Path(naming.snake(d.name))), d) for d in model.deployables]
+    seen: dict[str, str] = {}
+    for name, d in named:
+        if name in seen:
+            raise BuildError(
+                f"deployables {seen[name]} and {d.name} would both be written to the package "
+                f"{name}: rename one"
+            )
+        seen[name] = d.name
+    return named
 
 
 def read_model(files: Sequence[Path]) -> dict[str, str] | None:

