@@ -111,8 +111,9 @@ def asyncapi_document(
         channels[channel] = {
             "address": messaging.channel_address(channel),
             "title": channel,
-            "description": f"channel {ch.name} of context {ch.context}: retention "
-            f"{ch.retention}, at most {ch.max_attempts} deliveries of an event to each consumer.",
+            "description": f"channel {ch.name} of context {ch.context}, retention "
+            f"{ch.retention}: each event is delivered at least once, tried at most "
+            f"{ch.max_attempts} times, then dead-lettered.",
             "messages": {t: {"$ref": f"#/components/messages/{t}"} for t in carried},
         }
         if sent:
