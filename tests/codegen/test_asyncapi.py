@@ -181,6 +181,7 @@ def test_shop_document() -> None:
     assert headers["required"] == [
         "Loom-Event-Id",
         "Loom-Event-Type",
+        "Loom-Key",
         "Loom-Correlation-Id",
         "Loom-Occurred-At",
     ]

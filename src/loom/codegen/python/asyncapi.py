@@ -52,9 +52,10 @@ _HEADERS: tuple[tuple[str, dict[str, Any], bool], ...] = (
         messaging.HEADER_KEY,
         {
             "type": "string",
-            "description": "The ordering key (the correlation value, or the aggregate id).",
+            "description": "The ordering key: messages of one key reach a consumer in publish "
+            "order.",
         },
-        False,
+        True,
     ),
     (
         messaging.HEADER_CORRELATION_ID,
