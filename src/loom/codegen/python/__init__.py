@@ -1,17 +1,21 @@
 """The Python back end: IR -> a FastAPI + Pydantic 2 + SQLAlchemy 2 (async Core) service package.
 
 `generate(model, package=...)` returns every file of the package as text, keyed by its path relative
-to the package folder. Pure and deterministic: the same model gives the same bytes. The generated
+to the package folder: its Python modules, and `asyncapi.json` (the contract of its durable events,
+which `main.py` serves). Pure and deterministic: the same model gives the same bytes. The generated
 code imports its siblings relatively and `loom.runtime` absolutely, so it loads under any name.
 """
 
 from __future__ import annotations
 
+from loom.codegen.python.asyncapi import asyncapi_document, asyncapi_text
 from loom.codegen.python.domain import emit_domain
 from loom.codegen.python.expressions import SIGNATURES, signatures
 from loom.codegen.python.handlers import emit_handlers
 from loom.codegen.python.ids import emit_ids
 from loom.codegen.python.main import (
+    ASYNCAPI_FILE,
+    app_title,
     emit_context_init,
     emit_main,
     emit_metadata,
@@ -63,6 +67,7 @@ def _generate(model: ir.Model, package: str) -> dict[str, str]:
         externs += context_externs
         reactions += context_reactions
     files["main.py"] = emit_main(info, routers, externs, reactions)
+    files[ASYNCAPI_FILE] = asyncapi_text(asyncapi_document(model, title=app_title(info)))
     return dict(sorted(files.items()))
 
 
