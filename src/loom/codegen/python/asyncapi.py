@@ -24,8 +24,9 @@ from collections.abc import Collection
 from typing import Any
 
 from loom.codegen.python.json_schema import REF_PREFIX, Schemas
-from loom.codegen.python.reactions import event_type, handler_name
+from loom.codegen.python.reactions import event_type
 from loom.model import ir, messaging
+from loom.model.deployables import consumers
 
 ASYNCAPI_VERSION = "3.0.0"
 CONTENT_TYPE = "application/json"
@@ -97,7 +98,8 @@ def asyncapi_document(
     if unknown:
         raise ValueError(f"the model has no context {', '.join(unknown)}")
     name = title or ", ".join(held)
-    consumers = _consumers(model, set(held))
+    # (consumer name, event) of every reaction of the held contexts, in model order
+    reactions = [(c.name, c.reaction.event) for c in consumers(model) if c.context in held]
     schemas = Schemas(model)
     channels: dict[str, Any] = {}
     operations: dict[str, Any] = {}
@@ -105,7 +107,7 @@ def asyncapi_document(
     for ch in (ch for c in model.contexts for ch in c.channels):
         channel = f"{ch.context}.{ch.name}"
         sent = [event_type(e) for e in ch.events if e.context in held]
-        received = [(n, event_type(e)) for n, e in consumers if e in ch.events]
+        received = [(n, event_type(e)) for n, e in reactions if e in ch.events]
         if not sent and not received:
             continue
         carried = [event_type(e) for e in ch.events]
@@ -154,18 +156,6 @@ def asyncapi_document(
 def asyncapi_text(document: dict[str, Any]) -> str:
     """The document as the file `asyncapi.json` holds it (and `/asyncapi.json` serves it)."""
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-
-
-def _consumers(model: ir.Model, held: set[str]) -> list[tuple[str, ir.EventType]]:
-    """(consumer name, event) of every reaction of the held contexts, in model order."""
-    out: list[tuple[str, ir.EventType]] = []
-    for context in model.contexts:
-        if context.name not in held:
-            continue
-        owners: list[ir.Workflow | ir.Projection] = [*context.workflows, *context.projections]
-        for owner in owners:
-            out += [(handler_name(context, owner.name, r), r.event) for r in owner.reactions]
-    return out
 
 
 def _operation(action: str, channel: str, types: list[str]) -> dict[str, Any]:
