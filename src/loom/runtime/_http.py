@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequenc
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from decimal import Decimal
+from pathlib import Path
 from typing import Any, Literal
 
 from fastapi import APIRouter, FastAPI, Request
@@ -23,6 +24,7 @@ from ._admin import admin_router
 from ._auth import Authenticator, add_bearer_scheme, resolve_auth
 from ._body_limit import resolve_max_body_bytes
 from ._channels import Channel
+from ._contracts import add_asyncapi_route
 from ._dberrors import classify
 from ._domain import DomainEvent
 from ._edge import EdgeMiddleware
@@ -145,6 +147,7 @@ def create_app(
     max_body_bytes: int | None = None,
     idempotency_ttl: timedelta | float | None = None,
     model_revision: str | None = None,
+    asyncapi: Path | None = None,
     **fastapi_options: Any,
 ) -> FastAPI:
     """A FastAPI app with the routers, the problem handlers, the X-Correlation-Id middleware and a
@@ -179,6 +182,9 @@ def create_app(
 
     `model_revision` (the generated `MODEL_REVISION`) is stamped on every event the service
     writes, and logged beside the writer's revision by every consumer (None: "unknown").
+
+    `asyncapi` is the AsyncAPI document (a JSON file; the generated package's `asyncapi.json`)
+    served at `GET /asyncapi.json` (docs/http.md#contracts-asyncapi).
     """
     ttl = resolve_ttl(idempotency_ttl)
     relay_settings = resolve_relay_options(relay_options)
@@ -244,6 +250,8 @@ def create_app(
         authenticator=authenticator,
     )
     _add_problem_schema(app)
+    if asyncapi is not None:
+        add_asyncapi_route(app, asyncapi)
     if authenticator is not None:
         add_bearer_scheme(app)
     return app

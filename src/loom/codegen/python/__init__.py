@@ -1,7 +1,8 @@
 """The Python back end: IR -> a FastAPI + Pydantic 2 + SQLAlchemy 2 (async Core) service package.
 
 `generate(model, package=...)` returns every file of the package as text, keyed by its path relative
-to the package folder. Pure and deterministic: the same model gives the same bytes. The generated
+to the package folder: its Python modules, and `asyncapi.json` (the contract of its durable events,
+which `main.py` serves). Pure and deterministic: the same model gives the same bytes. The generated
 code imports its siblings relatively and `loom.runtime` absolutely, so it loads under any name.
 """
 
@@ -9,11 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from loom.codegen.python.asyncapi import asyncapi_document, asyncapi_text
 from loom.codegen.python.domain import emit_domain
 from loom.codegen.python.expressions import SIGNATURES, signatures
 from loom.codegen.python.handlers import emit_handlers
 from loom.codegen.python.ids import emit_ids
 from loom.codegen.python.main import (
+    ASYNCAPI_FILE,
+    app_title,
     emit_context_init,
     emit_main,
     emit_metadata,
@@ -72,6 +76,9 @@ def _generate(info: ModelInfo) -> dict[str, str]:
     for contract in info.subset.contracts if info.subset is not None else ():
         files.update(_contract(info, contract))
     files["main.py"] = emit_main(info, routers, externs, reactions)
+    held = None if info.subset is None else info.subset.held
+    document = asyncapi_document(info.model, held, title=app_title(info))
+    files[ASYNCAPI_FILE] = asyncapi_text(document)
     return dict(sorted(files.items()))
 
 

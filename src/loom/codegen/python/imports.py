@@ -15,6 +15,7 @@ _STDLIB = {
     "enum",
     "functools",
     "logging",
+    "pathlib",
     "types",
     "typing",
     "uuid",

@@ -9,6 +9,9 @@ from loom.codegen.python.model_info import ModelInfo
 from loom.codegen.python.modules import header, module_text
 from loom.model import ir, naming
 
+# beside main.py: the AsyncAPI document of the package (`asyncapi.py`), served at /asyncapi.json
+ASYNCAPI_FILE = "asyncapi.json"
+
 
 def app_title(info: ModelInfo) -> str:
     return ", ".join(c.name for c in info.held()) or info.package
@@ -26,9 +29,10 @@ def emit_main(
     the context modules with a `reactions.py`, whose `subscribe(service)` the app runs at start.
     The model's channels become `CHANNELS`, and the events they carry are registered, so the
     relay can decode them; the model's revision becomes `MODEL_REVISION`, which the service
-    stamps on every event it writes."""
+    stamps on every event it writes. The app serves `asyncapi.json`, read from beside main.py."""
     imports = Imports()
     imports.add("fastapi", "FastAPI")
+    imports.add("pathlib", "Path")
     imports.add("loom.runtime", "create_app")
     imports.add("._metadata", "metadata")
     # Each context's routes import its repositories, which import its tables: that registers every
@@ -42,6 +46,7 @@ def emit_main(
         "metadata=metadata",
         Group("routers=[", refs, "]"),
         "database_url=database_url",
+        f"asyncapi=Path(__file__).with_name({py_str(ASYNCAPI_FILE)})",
     ]
     blocks: list[list[str]] = []
     if info.model.revision:

@@ -16,6 +16,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 from loom.model import ir
+from loom.model.deployables import consumers
 
 _Ref = ir.IdType | ir.EventType | ir.EnumType | ir.ValueType | ir.PayloadType | ir.AggregateType
 
@@ -36,12 +37,12 @@ def select(model: ir.Model, contexts: Collection[str]) -> Subset:
             f"no context {', '.join(unknown)} in the model (its contexts: {', '.join(known)})"
         )
     held = [c for c in model.contexts if c.name in contexts]
-    consumed = {(r.event.context, r.event.name) for c in held for r in _reactions(c)}
+    consumed = {c.reaction.event for c in consumers(model) if c.context in contexts}
     channels = tuple(
         ch
         for c in model.contexts
         for ch in c.channels
-        if any(e.context in contexts or (e.context, e.name) in consumed for e in ch.events)
+        if any(e.context in contexts or e in consumed for e in ch.events)
     )
     # the records (enums, value objects, payloads) of each other context its contract needs
     needed: dict[str, set[str]] = {}
@@ -60,13 +61,6 @@ def select(model: ir.Model, contexts: Collection[str]) -> Subset:
                 pending += [d for d in (*other.enums, *other.records) if d.name == name]
     contracts = tuple(_contract(c, needed[c.name]) for c in model.contexts if c.name in needed)
     return Subset(tuple(c.name for c in held), contracts, channels)
-
-
-def _reactions(context: ir.Context) -> Iterator[ir.Reaction]:
-    for wf in context.workflows:
-        yield from wf.reactions
-    for p in context.projections:
-        yield from p.reactions
 
 
 def _record_name(ref: _Ref) -> str | None:

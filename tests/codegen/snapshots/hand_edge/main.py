@@ -2,6 +2,8 @@
 # Do not edit: change the model and rebuild.
 # The app factory: `uvicorn --factory <package>.main:build_app`.
 
+from pathlib import Path
+
 from fastapi import FastAPI
 
 from loom.runtime import create_app
@@ -25,4 +27,5 @@ def build_app(database_url: str | None = None) -> FastAPI:
             shipping_workflows.router,
         ],
         database_url=database_url,
+        asyncapi=Path(__file__).with_name("asyncapi.json"),
     )

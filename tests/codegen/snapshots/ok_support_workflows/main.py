@@ -2,6 +2,8 @@
 # Do not edit: change the model and rebuild.
 # The app factory: `uvicorn --factory <package>.main:build_app`.
 
+from pathlib import Path
+
 from fastapi import FastAPI
 
 from loom.runtime import create_app
@@ -30,6 +32,7 @@ def build_app(
             support_handlers.router,
         ],
         database_url=database_url,
+        asyncapi=Path(__file__).with_name("asyncapi.json"),
         model_revision=MODEL_REVISION,
         externs={"TicketExterns": ("notify", "score")},
         extern_module=extern_module,

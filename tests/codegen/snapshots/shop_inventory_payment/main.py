@@ -3,6 +3,7 @@
 # The app factory: `uvicorn --factory <package>.main:build_app`.
 
 from datetime import timedelta
+from pathlib import Path
 
 from fastapi import FastAPI
 
@@ -89,6 +90,7 @@ def build_app(database_url: str | None = None) -> FastAPI:
             payment_workflows.router,
         ],
         database_url=database_url,
+        asyncapi=Path(__file__).with_name("asyncapi.json"),
         model_revision=MODEL_REVISION,
         channels=CHANNELS,
         event_types=EVENT_TYPES,

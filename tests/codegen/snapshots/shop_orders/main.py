@@ -3,6 +3,7 @@
 # The app factory: `uvicorn --factory <package>.main:build_app`.
 
 from datetime import timedelta
+from pathlib import Path
 
 from fastapi import FastAPI
 
@@ -85,6 +86,7 @@ def build_app(database_url: str | None = None) -> FastAPI:
             orders_projections.router,
         ],
         database_url=database_url,
+        asyncapi=Path(__file__).with_name("asyncapi.json"),
         model_revision=MODEL_REVISION,
         channels=CHANNELS,
         event_types=EVENT_TYPES,

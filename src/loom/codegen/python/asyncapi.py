@@ -1,0 +1,184 @@
+"""`asyncapi.json`: the AsyncAPI 3.0.0 contract of a service's durable events (docs/http.md,
+"Contracts: AsyncAPI").
+
+A pure function of the model and the contexts the service holds (all of them by default):
+
+- `channels`: each durable `channel` (`<Context>.<Name>`) the service publishes to (it carries an
+  event of one of those contexts) or consumes from (one of their reactions consumes an event it
+  carries), at its broker address (`loom.model.messaging`), listing every event it carries;
+- `operations`: `<channel>.send` with the events the service publishes on it, `<channel>.receive`
+  with those it consumes, naming each consuming reaction by its stable consumer name
+  (`x-loom-consumers`);
+- `components.messages`: one per event carried, named by its event type (`Orders.OrderPlaced`),
+  its payload the event's fields as the outbox writes them (`json_schema.py`), its headers the
+  `Loom-*` ones, its correlation id the `Loom-Correlation-Id` header.
+
+An event on no channel is delivered in process and never leaves the service: it is no part of the
+contract.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+from typing import Any
+
+from loom.codegen.python.json_schema import REF_PREFIX, Schemas
+from loom.codegen.python.reactions import event_type
+from loom.model import ir, messaging
+from loom.model.deployables import consumers
+
+ASYNCAPI_VERSION = "3.0.0"
+CONTENT_TYPE = "application/json"
+HEADERS_SCHEMA = "Loom.Headers"
+
+# (header, schema, required): what every message carries beside its payload
+_HEADERS: tuple[tuple[str, dict[str, Any], bool], ...] = (
+    (
+        messaging.HEADER_EVENT_ID,
+        {
+            "type": "string",
+            "format": "uuid",
+            "description": "The event's id (on NATS also Nats-Msg-Id): a consumer applies each "
+            "id once.",
+        },
+        True,
+    ),
+    (
+        messaging.HEADER_EVENT_TYPE,
+        {"type": "string", "description": "The event type, the message's name."},
+        True,
+    ),
+    (
+        messaging.HEADER_KEY,
+        {
+            "type": "string",
+            "description": "The ordering key: messages of one key reach a consumer in publish "
+            "order.",
+        },
+        True,
+    ),
+    (
+        messaging.HEADER_CORRELATION_ID,
+        {
+            "type": "string",
+            "description": "Shared by every event of one chain: the X-Correlation-Id of the "
+            "request that started it, else the id of its first event.",
+        },
+        True,
+    ),
+    (
+        messaging.HEADER_CAUSATION_ID,
+        {"type": "string", "description": "The id of the event whose reaction raised this one."},
+        False,
+    ),
+    (
+        messaging.HEADER_OCCURRED_AT,
+        {"type": "string", "format": "date-time", "description": "When the event was raised."},
+        True,
+    ),
+    (
+        messaging.HEADER_MODEL_REVISION,
+        {"type": "string", "description": "The revision of the model whose service wrote it."},
+        False,
+    ),
+)
+
+CORRELATION_LOCATION = f"$message.header#/{messaging.HEADER_CORRELATION_ID}"
+
+
+def asyncapi_document(
+    model: ir.Model, contexts: Collection[str] | None = None, *, title: str | None = None
+) -> dict[str, Any]:
+    """The AsyncAPI document of the service holding `contexts` (names; None: every context of
+    the model). `title` defaults to the contexts' names; `info.version` is the model's revision
+    ("0" for a model without one)."""
+    held = [c.name for c in model.contexts] if contexts is None else list(contexts)
+    unknown = sorted(set(held) - {c.name for c in model.contexts})
+    if unknown:
+        raise ValueError(f"the model has no context {', '.join(unknown)}")
+    name = title or ", ".join(held)
+    # (consumer name, event) of every reaction of the held contexts, in model order
+    reactions = [(c.name, c.reaction.event) for c in consumers(model) if c.context in held]
+    schemas = Schemas(model)
+    channels: dict[str, Any] = {}
+    operations: dict[str, Any] = {}
+    messages: dict[str, Any] = {}
+    for ch in (ch for c in model.contexts for ch in c.channels):
+        channel = f"{ch.context}.{ch.name}"
+        sent = [event_type(e) for e in ch.events if e.context in held]
+        received = [(n, event_type(e)) for n, e in reactions if e in ch.events]
+        if not sent and not received:
+            continue
+        carried = [event_type(e) for e in ch.events]
+        channels[channel] = {
+            "address": messaging.channel_address(channel),
+            "title": channel,
+            "description": f"channel {ch.name} of context {ch.context}, retention "
+            f"{ch.retention}: each event is delivered at least once, tried at most "
+            f"{ch.max_attempts} times, then dead-lettered.",
+            "messages": {t: {"$ref": f"#/components/messages/{t}"} for t in carried},
+        }
+        if sent:
+            operations[f"{channel}.send"] = _operation("send", channel, sent)
+        if received:
+            consumed = {t for _, t in received}
+            operation = _operation("receive", channel, [t for t in carried if t in consumed])
+            operation["x-loom-consumers"] = [{"name": n, "message": t} for n, t in received]
+            operations[f"{channel}.receive"] = operation
+        for e in ch.events:
+            if event_type(e) not in messages:
+                messages[event_type(e)] = _message(model, e, schemas)
+    components: dict[str, Any] = {}
+    if messages:
+        headers = {
+            "type": "object",
+            "properties": {h: schema for h, schema, _ in _HEADERS},
+            "required": [h for h, _, required in _HEADERS if required],
+        }
+        components = {"messages": messages, "schemas": {HEADERS_SCHEMA: headers, **schemas.named}}
+    return {
+        "asyncapi": ASYNCAPI_VERSION,
+        "info": {
+            "title": name,
+            "version": model.revision or "0",
+            "description": f"The durable events of the {name} service: the channels it "
+            "publishes to and consumes from, with each message's payload and headers. Events on "
+            "no channel never leave the service and are not part of it.",
+        },
+        "defaultContentType": CONTENT_TYPE,
+        "channels": channels,
+        "operations": operations,
+        "components": components,
+    }
+
+
+def asyncapi_text(document: dict[str, Any]) -> str:
+    """The document as the file `asyncapi.json` holds it (and `/asyncapi.json` serves it)."""
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def _operation(action: str, channel: str, types: list[str]) -> dict[str, Any]:
+    return {
+        "action": action,
+        "channel": {"$ref": f"#/channels/{channel}"},
+        "messages": [{"$ref": f"#/channels/{channel}/messages/{t}"} for t in types],
+    }
+
+
+def _message(model: ir.Model, e: ir.EventType, schemas: Schemas) -> dict[str, Any]:
+    event = next(
+        ev for c in model.contexts if c.name == e.context for ev in c.events if ev.name == e.name
+    )
+    return {
+        "name": event_type(e),
+        "title": event.name,
+        "summary": f"event {event.name} of context {event.context}",
+        "contentType": CONTENT_TYPE,
+        "headers": {"$ref": REF_PREFIX + HEADERS_SCHEMA},
+        "correlationId": {
+            "description": "The chain the event belongs to (docs/events.md, correlation ids).",
+            "location": CORRELATION_LOCATION,
+        },
+        "payload": schemas.record(event.fields),
+    }
