@@ -3,8 +3,6 @@ the output folder, each holding only its contexts, written and replaced as one b
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +10,7 @@ import pytest
 from loom.build import MARKER, build_model, load_app
 from loom.entry import plain
 from loom.lang import compile_sources
+from tests.cli.test_entry import _run
 
 ROOT = Path(__file__).resolve().parents[2]
 SPLIT = """
@@ -26,23 +25,11 @@ def _model(tmp_path: Path) -> Path:
     return model
 
 
-def _run(module: str, *args: str, cwd: Path) -> tuple[int, str, str]:
-    r = subprocess.run(
-        [sys.executable, "-m", module, *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=120,
-        check=False,
-    )
-    return r.returncode, r.stdout, r.stderr
-
-
 @pytest.mark.parametrize("module", ["loom.entry", "loom.cli"])
 def test_one_package_per_deployable(tmp_path: Path, module: str) -> None:
     _model(tmp_path)
     assert plain(["build", "shop.loom", "-o", "out"]) is not None  # the fast path reads it
-    code, out, err = _run(module, "build", "shop.loom", "-o", "out", cwd=tmp_path)
+    code, out, err = _run(module, ["build", "shop.loom", "-o", "out"], tmp_path)
     assert code == 0, err
     assert out.splitlines()[1:] == [
         "  out/order_desk: deployable OrderDesk (Orders)",

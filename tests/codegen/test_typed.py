@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from loom.build import build_model
 from loom.lang import compile_files
+from tests.codegen.util import mypy_strict
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = {
@@ -34,12 +33,5 @@ def test_generated_package_passes_mypy_strict(example: str, tmp_path: Path) -> N
     result = compile_files([str(ROOT / f) for f in EXAMPLES[example]])
     assert result.model is not None
     build_model(result.model, tmp_path / example)
-    run = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", example],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,  # the assertion below shows mypy's findings
-    )
+    run = mypy_strict(tmp_path, example)
     assert run.returncode == 0, run.stdout + run.stderr

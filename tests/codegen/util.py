@@ -29,6 +29,18 @@ def ruff(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*cmd, *args], capture_output=True, text=True, check=False)
 
 
+def mypy_strict(folder: Path, package: str) -> subprocess.CompletedProcess[str]:
+    """`mypy --strict` over the generated package `folder/package`."""
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", package],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,  # the caller's assertion shows mypy's findings
+    )
+
+
 def import_generated(out: Path) -> ModuleType:
     """Import the package in `out` under a fresh unique name; return its `main` module."""
     name = f"loom_codegen_test_{next(_counter)}"
