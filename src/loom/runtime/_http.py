@@ -35,6 +35,7 @@ from ._problems import install_problem_handlers, problem_for
 from ._relay import resolve_relay_options
 from ._schemas import Problem
 from ._service import Service
+from ._transport import Transport
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./loom.db"
 _HANDLED = (
@@ -145,6 +146,9 @@ def create_app(
     max_body_bytes: int | None = None,
     idempotency_ttl: timedelta | float | None = None,
     model_revision: str | None = None,
+    contexts: Sequence[str] | None = None,
+    brokers: Mapping[str, Transport] | None = None,
+    consumer_options: Mapping[str, Any] | None = None,
     **fastapi_options: Any,
 ) -> FastAPI:
     """A FastAPI app with the routers, the problem handlers, the X-Correlation-Id middleware and a
@@ -179,6 +183,13 @@ def create_app(
 
     `model_revision` (the generated `MODEL_REVISION`) is stamped on every event the service
     writes, and logged beside the writer's revision by every consumer (None: "unknown").
+
+    Deployables (docs/events.md, "Channels on a broker"): `contexts` are the contexts this
+    service holds (None: all); `subscribe` subscribes their reactions only. `brokers` maps a
+    `channelSource` name ("" for the channels naming none) to its `Transport`; the lifespan
+    refuses to start (`StartupRefused`) when a channel must carry an event to or from another
+    deployable and has no broker, connects to each broker and runs a durable consumer for each
+    local reaction to another deployable's events; `consumer_options` go to `Consumers`.
     """
     ttl = resolve_ttl(idempotency_ttl)
     relay_settings = resolve_relay_options(relay_options)
@@ -201,6 +212,9 @@ def create_app(
             relay_options=relay_settings,
             processes=processes,
             scheduler_options=scheduler_options,
+            contexts=contexts,
+            brokers=brokers,
+            consumer_options=consumer_options,
         )
         service.externs = loaded
         service.idempotency.ttl = ttl
@@ -210,6 +224,7 @@ def create_app(
         try:
             if subscribe is not None:
                 subscribe(service)
+            service.brokers.plan(service.events)  # before the database: a refusal touches none
             try:
                 await service.create_schema()
             except Exception as exc:
@@ -222,6 +237,7 @@ def create_app(
             app.state.loom = service
             if run_relay:
                 await service.start_relay()
+            await service.start_brokers()
             if run_scheduler and service.uses_processes:
                 await service.start_scheduler()
             yield
