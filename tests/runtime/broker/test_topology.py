@@ -8,10 +8,11 @@ import asyncio
 import dataclasses
 from functools import partial
 from typing import Any
+from uuid import uuid4
 
 import pytest
 
-from loom.runtime import StartupRefused
+from loom.runtime import StartupRefused, event_key
 from loom.testing import ServiceClient, settle_all
 
 from .conftest import INVENTORY, ORDERS, Topology, facts
@@ -278,3 +279,35 @@ async def test_a_service_whose_channel_cannot_deliver_does_not_start(
     order = await place(both)
     await both.service.settle()
     assert (await ok(await both.get(f"/api/orders/{order}")))["status"] == "Reserved"
+
+
+async def test_two_consumers_dead_lettering_one_event_share_its_dead_letter(
+    main: Any, topology: Topology, sqlite_urls: tuple[str, str]
+) -> None:
+    audit = "Inventory.audit.on(Orders.OrderPlaced)"
+
+    def subscribe(service: Any) -> None:
+        main.inventory_reactions.subscribe(service)
+
+        async def refuse(e: Any) -> None:
+            raise RuntimeError(f"cannot audit {e.sku}")
+
+        service.events.subscribe(main.orders_domain.OrderPlaced, refuse, name=audit)
+
+    orders = await topology.start(ORDERS, sqlite_urls[0])
+    inventory = await topology.start(INVENTORY, sqlite_urls[1], subscribe=subscribe)
+    order = await place(orders, "ghost")
+    await settle_all([orders, inventory])
+    dead = await ok(await inventory.get("/api/admin/dead-letters"))
+    errors = dead["items"][0]["last_error"] if dead["items"] else ""
+    print(f"dead letters {dead['total']}: {errors}")
+    assert dead["total"] == 1 and dead["items"][0]["payload"]["order"] == order
+    assert f"{RESERVE}: NotFound" in errors
+    assert f"{audit}: RuntimeError: cannot audit ghost" in errors
+
+
+def test_an_event_is_keyed_by_its_first_id_field(main: Any) -> None:
+    placed = main.orders_domain.OrderPlaced(order=uuid4(), sku="lamp", quantity=1)
+    assert event_key(placed) == str(placed.order)
+    reserved = main.inventory_domain.StockReserved(order=uuid4(), reservation=uuid4())
+    assert event_key(reserved) == str(reserved.order)
