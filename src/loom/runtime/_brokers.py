@@ -128,6 +128,7 @@ class Brokers:
         self.links = {source: BrokerLink(source, t) for source, t in (transports or {}).items()}
         self._channels = channels
         self.consumed: list[Consumed] = []
+        self.planned = False
 
     def produces(self, event_type: str) -> bool:
         return self.contexts is None or context_of(event_type) in self.contexts
@@ -169,6 +170,7 @@ class Brokers:
                 self.consumed.append(Consumed(spec, channel, subs, link))
         if missing:
             raise StartupRefused("the service does not start: " + "; ".join(missing))
+        self.planned = True
 
     async def open_all(self) -> None:
         """Connect to every broker now; one that cannot be reached is logged and retried in the

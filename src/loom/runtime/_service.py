@@ -270,9 +270,12 @@ class Service:
         await self.relay.stop()
 
     async def start_brokers(self) -> None:
-        """Connect to each broker and ensure its streams (one that cannot be reached is logged
-        and retried in the background), then run the broker consumers (create_app's lifespan
-        does this, after `brokers.plan`)."""
+        """Decide what each broker carries (`Brokers.plan`, with the handlers subscribed by now;
+        `StartupRefused` when a channel that must cross deployables has none), connect to each
+        broker and ensure its streams (one that cannot be reached is logged and retried in the
+        background), then run the broker consumers. create_app's lifespan does this."""
+        if not self.brokers.planned:
+            self.brokers.plan(self.events)
         await self.brokers.open_all()
         await self.consumers.start(self.brokers.consumed)
 

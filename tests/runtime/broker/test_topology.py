@@ -311,3 +311,17 @@ def test_an_event_is_keyed_by_its_first_id_field(main: Any) -> None:
     assert event_key(placed) == str(placed.order)
     reserved = main.inventory_domain.StockReserved(order=uuid4(), reservation=uuid4())
     assert event_key(reserved) == str(reserved.order)
+
+
+async def test_a_broker_unreachable_at_start_is_retried_not_refused(
+    topology: Topology, sqlite_urls: tuple[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    await topology.harness.down()
+    orders, inventory = await pair(topology, sqlite_urls)  # both start, and serve
+    assert facts(caplog, "broker_unavailable", broker="default")
+    await stock(inventory, "lamp")
+    order = await place(orders)
+    await topology.harness.up()
+    await settle_all([orders, inventory])
+    assert await reservations_by_order(inventory) == {order: 1}
+    assert (await ok(await orders.get(f"/api/orders/{order}")))["status"] == "Reserved"
