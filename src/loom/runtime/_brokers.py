@@ -181,22 +181,19 @@ class Brokers:
             try:
                 await link.open()
             except Exception as exc:  # noqa: BLE001 - any broker trouble is retried later
-                log_fact(
-                    "broker_unavailable",
-                    logging.WARNING,
-                    {"attempt": 1, "error": f"{type(exc).__name__}: {exc}", "broker": link.name},
-                )
+                _unavailable(link, exc)
 
     async def close_all(self) -> None:
         for link in self.links.values():
             try:
                 await link.close()
             except Exception as exc:  # noqa: BLE001 - closing must not fail the shutdown
-                log_fact(
-                    "broker_unavailable",
-                    logging.WARNING,
-                    {"error": f"{type(exc).__name__}: {exc}", "broker": link.name},
-                )
+                _unavailable(link, exc)
+
+
+def _unavailable(link: BrokerLink, exc: Exception) -> None:
+    error = f"{type(exc).__name__}: {exc}"
+    log_fact("broker_unavailable", logging.WARNING, {"error": error, "broker": link.name})
 
 
 def _missing(channel: Channel, event_type: str, consumer: str, where: str) -> str:

@@ -168,17 +168,7 @@ class ConsumerLoop:
                 )
             except Exception as exc:  # noqa: BLE001 - the loop outlives any broker trouble
                 failures += 1
-                log_fact(
-                    "consumer_error",
-                    logging.ERROR,
-                    {
-                        "handler": self.spec.name,
-                        "attempt": failures,
-                        "error": f"{type(exc).__name__}: {exc}",
-                        "channel": self.spec.channel,
-                        "broker": link.name,
-                    },
-                )
+                self._error(exc, attempt=failures)
                 await self._sleep(failure_pause(failures, 1.0))
                 continue
             failures = 0
@@ -307,16 +297,7 @@ class ConsumerLoop:
                 break
             except Exception as exc:  # noqa: BLE001 - keep the message until the row is written
                 failures += 1
-                log_fact(
-                    "consumer_error",
-                    logging.ERROR,
-                    {
-                        "handler": self.spec.name,
-                        **_message_fields(message),
-                        "attempt": failures,
-                        "error": f"{type(exc).__name__}: {exc}",
-                    },
-                )
+                self._error(exc, **_message_fields(message), attempt=failures)
                 if await self._sleep(failure_pause(failures, 1.0)):
                     raise _Stopped from None
         fields = {**_message_fields(message), "attempt": attempt, "error": error}
@@ -328,16 +309,13 @@ class ConsumerLoop:
         try:
             await call
         except Exception as exc:  # noqa: BLE001 - the broker redelivers what it did not take
-            log_fact(
-                "consumer_error",
-                logging.ERROR,
-                {
-                    "handler": self.spec.name,
-                    "error": f"{type(exc).__name__}: {exc}",
-                    "channel": self.spec.channel,
-                    "broker": self.consumed.link.name,
-                },
-            )
+            self._error(exc)
+
+    def _error(self, exc: Exception, **fields: Any) -> None:
+        """One `consumer_error` line: what failed, for this consumer; it retries."""
+        line = {"handler": self.spec.name, "channel": self.spec.channel, **fields}
+        line.update(error=f"{type(exc).__name__}: {exc}", broker=self.consumed.link.name)
+        log_fact("consumer_error", logging.ERROR, line)
 
 
 def _envelope(decode: Callable[..., EventEnvelope], message: Message) -> EventEnvelope:

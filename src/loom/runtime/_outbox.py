@@ -230,6 +230,18 @@ async def notify(conn: AsyncConnection, dialect: str) -> None:
         await conn.execute(_PG_NOTIFY)
 
 
+def row_fields(row: Any) -> dict[str, Any]:
+    """The members of a log line about an outbox row (docs/events.md, "Logs")."""
+    return {
+        "event_type": row.event_type,
+        "event_id": str(row.event_id),
+        "correlation_id": row.correlation_id,
+        "causation_id": row.causation_id,
+        "channel": row.channel,
+        "model_revision": row.model_revision or UNKNOWN_REVISION,
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class DeadLetter:
     """A durable event whose delivery failed `max_attempts` times; kept until redriven."""
@@ -342,18 +354,7 @@ class Outbox:
             if rows:
                 await notify(conn, service.dialect)
         for row in rows:
-            log_fact(
-                "event_redriven",
-                logging.INFO,
-                {
-                    "event_type": row.event_type,
-                    "event_id": str(row.event_id),
-                    "correlation_id": row.correlation_id,
-                    "causation_id": row.causation_id,
-                    "channel": row.channel,
-                    "model_revision": row.model_revision or UNKNOWN_REVISION,
-                },
-            )
+            log_fact("event_redriven", logging.INFO, row_fields(row))
         if rows:
             service.relay.wake()
         return len(rows)

@@ -29,11 +29,11 @@ from . import clock
 from ._channels import channel_named
 from ._claimant import claimant_name, failure_pause, guarded_work, stop_loop
 from ._environment import env_number
-from ._events import UNKNOWN_REVISION, EventEnvelope, Undeliverable
+from ._events import EventEnvelope, Undeliverable
 from ._lease import MAX_ERROR
 from ._listen import Listener
 from ._logs import log_fact
-from ._outbox import DELIVERED, outbox, outbox_queue
+from ._outbox import DELIVERED, outbox, outbox_queue, row_fields
 from ._publisher import Publisher
 
 if TYPE_CHECKING:
@@ -45,19 +45,6 @@ _LOG_DONE = (
     .where(outbox_queue.held)
     .values(status=DELIVERED, delivered_at=bindparam("at"), claimed_by=None, claimed_until=None)
 )
-
-
-def _row_fields(row: Any) -> dict[str, Any]:
-    """The members of a line about an outbox row (docs/events.md, "Logs"); `attempt` and
-    `error` go between them and `channel`, which `log_fact` orders."""
-    return {
-        "event_type": row.event_type,
-        "event_id": str(row.event_id),
-        "correlation_id": row.correlation_id,
-        "causation_id": row.causation_id,
-        "channel": row.channel,
-        "model_revision": row.model_revision or UNKNOWN_REVISION,
-    }
 
 
 class _Crash(Exception):
@@ -302,7 +289,7 @@ class Relay:
                 model_revision=row.model_revision,  # NULL in a row written before rows had one
             )
         except Undeliverable as exc:
-            fields = {**_row_fields(row), "attempt": row.attempts + 1, "error": str(exc)}
+            fields = {**row_fields(row), "attempt": row.attempts + 1, "error": str(exc)}
             log_fact("event_undeliverable", logging.ERROR, fields)
             return None, str(exc)
         return envelope, ""
@@ -333,7 +320,7 @@ class Relay:
                     "attempts": attempts,
                     "error": error,
                 }
-                fields = {**_row_fields(row), "attempt": attempts, "error": error}
+                fields = {**row_fields(row), "attempt": attempts, "error": error}
                 if attempts >= channel.max_attempts:
                     result = await conn.execute(outbox_queue.kill, params)
                     line = ("event_dead_lettered", logging.ERROR, fields)

@@ -110,17 +110,10 @@ class Topology:
         self.channels = broker_channels(main, [ORDERS, INVENTORY])
         self._stack = AsyncExitStack()
 
-    async def start(
-        self,
-        contexts: Sequence[str],
-        url: str,
-        *,
-        subscribe: Callable[[Service], None] | None = None,
-        brokers: Mapping[str, Transport] | None = None,
-        channels: Sequence[Channel] | None = None,
-    ) -> ServiceClient:
+    async def start(self, contexts: Sequence[str], url: str, **options: Any) -> ServiceClient:
+        """A service of `contexts` on `url`, started (`app` takes the options)."""
         stack = AsyncExitStack()
-        app = self.app(contexts, url, subscribe=subscribe, brokers=brokers, channels=channels)
+        app = self.app(contexts, url, **options)
         await stack.enter_async_context(app.router.lifespan_context(app))
         client = await stack.enter_async_context(ServiceClient(app, self.main, settle=False))
         client.stack = stack  # type: ignore[attr-defined]
