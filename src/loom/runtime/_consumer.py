@@ -82,6 +82,7 @@ class Consumers:
         self.loops: list[ConsumerLoop] = []
         self.stopping = False
         self.crashed = False
+        self.stopped = asyncio.Event()  # set with `stopping`: cuts every wait short
         self.handled = 0  # messages settled (acked or dead-lettered) so far
 
     @property
@@ -91,6 +92,7 @@ class Consumers:
 
     async def start(self, consumed: Sequence[Consumed]) -> None:
         self.stopping = self.crashed = False
+        self.stopped = asyncio.Event()
         self.loops = [ConsumerLoop(self._service, self, c) for c in consumed]
         for loop in self.loops:
             loop.start()
@@ -100,9 +102,10 @@ class Consumers:
         the broker at once), up to `timeout` seconds, then cancel what is left (the broker hands
         those out again after `ack_wait`)."""
         self.stopping = True
+        self.stopped.set()
         tasks = [t for loop in self.loops for t in loop.tasks()]
         for loop in self.loops:
-            loop.wake.set()
+            loop.room.set()
         if tasks:
             _, pending = await asyncio.wait(tasks, timeout=timeout)
             for task in pending:
@@ -120,6 +123,7 @@ class Consumers:
         if faults.consumer_crash == "commit":
             faults.consumer_crash = None
             self.crashed = self.stopping = True
+            self.stopped.set()
             log_fact("consumer_crashed", logging.ERROR, {"after": "commit"})
             raise _Crash("commit")
 
@@ -135,7 +139,7 @@ class ConsumerLoop:
         self.spec = consumed.spec
         self.held = 0
         self.last_empty = -1.0  # monotonic start of the last fetch that found nothing
-        self.wake = asyncio.Event()  # a slot freed, or the service is stopping
+        self.room = asyncio.Event()  # a held message was settled, or the service is stopping
         self._lanes: dict[str, deque[Received]] = {}
         self._lane_tasks: set[asyncio.Task[None]] = set()
         self._main: list[asyncio.Task[None]] = []
@@ -157,8 +161,8 @@ class ConsumerLoop:
         while not owner.stopping:
             room = owner.max_in_flight - self.held
             if room <= 0:
-                self.wake.clear()
-                await self.wake.wait()
+                self.room.clear()
+                await self.room.wait()
                 continue
             started = time.monotonic()
             try:
@@ -172,6 +176,8 @@ class ConsumerLoop:
                 await self._sleep(failure_pause(failures, 1.0))
                 continue
             failures = 0
+            if owner.crashed:  # a dead process settles nothing
+                return
             if owner.stopping:  # fetched while stopping: give them back at once
                 for received in got:
                     await self._quietly(received.retry(0))
@@ -183,10 +189,9 @@ class ConsumerLoop:
 
     async def _sleep(self, seconds: float) -> bool:
         """Sleep, cut short when the service stops; answers whether it is stopping."""
-        self.wake.clear()
         if not self._owner.stopping:
             try:
-                await asyncio.wait_for(self.wake.wait(), timeout=seconds)
+                await asyncio.wait_for(self._owner.stopped.wait(), timeout=seconds)
             except TimeoutError:
                 pass
         return self._owner.stopping
@@ -207,21 +212,10 @@ class ConsumerLoop:
         """Every third of `ack_wait`, tell the broker each held message is still being worked on
         (one in its retry backoff, and the later ones of its key waiting behind it)."""
         interval = self.consumed.link.transport.ack_wait / 3
-        while not self._owner.stopping:
-            if await self._sleep_keep_alive(interval):
-                return
+        while not await self._sleep(interval):
             for lane in list(self._lanes.values()):
                 for received in list(lane):
                     await self._quietly(received.in_progress())
-
-    async def _sleep_keep_alive(self, seconds: float) -> bool:
-        end = time.monotonic() + seconds
-        while not self._owner.stopping:
-            left = end - time.monotonic()
-            if left <= 0:
-                return False
-            await asyncio.sleep(min(left, 0.05))
-        return True
 
     # -- one key's messages, in order ---------------------------------------------------------
     async def _drive(self, key: str) -> None:
@@ -238,7 +232,7 @@ class ConsumerLoop:
                 lane.popleft()
                 self.held -= 1
                 self._owner.handled += 1
-                self.wake.set()
+                self.room.set()
         except _Crash:
             return
         finally:
@@ -268,6 +262,8 @@ class ConsumerLoop:
                 )
             if not errors:
                 self._owner.crash_point()
+                if self._owner.crashed:  # another consumer of this process "died" meanwhile
+                    raise _Crash("commit")
                 await self._quietly(received.ack())
                 return
             error = "; ".join(errors)[:MAX_ERROR]
