@@ -43,7 +43,7 @@ Domain
 
 Persistence
     Service(engine, metadata, *, events=None, faults=None, lock_reads=True, channels=(),
-            relay_options=None)
+            relay_options=None, contexts=None, brokers=None, consumer_options=None)
     Service.from_url(url, metadata, *, channels=(), relay_options=None, **engine_options)
         .engine .events .faults .metadata .channels .outbox .relay
         await .create_schema()  await .dispose()      create_schema creates the tables in a
