@@ -13,6 +13,7 @@ from uuid import uuid4
 import pytest
 
 from loom.runtime import StartupRefused, event_key
+from loom.runtime.transports import Message
 from loom.testing import ServiceClient, settle_all
 
 from .conftest import INVENTORY, ORDERS, Topology, facts
@@ -325,3 +326,25 @@ async def test_a_broker_unreachable_at_start_is_retried_not_refused(
     await settle_all([orders, inventory])
     assert await reservations_by_order(inventory) == {order: 1}
     assert (await ok(await orders.get(f"/api/orders/{order}")))["status"] == "Reserved"
+
+
+async def test_an_undecodable_message_is_dead_lettered(
+    topology: Topology, sqlite_urls: tuple[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    orders, inventory = await pair(topology, sqlite_urls)
+    stranger = topology.harness.transport()  # a publisher that is no Loom relay
+    await stranger.connect()
+    event_id = str(uuid4())
+    at = "2026-12-01T00:00:00+00:00"
+    await stranger.publish(
+        Message(event_id, "Orders.OrderPlaced", "Orders.Placed", "not json", occurred_at=at)
+    )
+    await settle_all([orders, inventory])
+    undeliverable = facts(caplog, "event_undeliverable", event_id=event_id)
+    dead = await ok(await inventory.get("/api/admin/dead-letters"))
+    print(f"undeliverable {len(undeliverable)} times, dead letters {dead['total']}")
+    assert [u["attempt"] for u in undeliverable] == [1, 2, 3]
+    assert dead["total"] == 1
+    letter = dead["items"][0]
+    assert letter["event_id"] == event_id and letter["payload"] == {"_unparsed": "not json"}
+    assert letter["last_error"].startswith(f"{RESERVE}: the payload does not decode as OrderPlaced")
