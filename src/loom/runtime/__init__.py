@@ -43,7 +43,7 @@ Domain
 
 Persistence
     Service(engine, metadata, *, events=None, faults=None, lock_reads=True, channels=(),
-            relay_options=None)
+            relay_options=None, contexts=None, brokers=None, consumer_options=None)
     Service.from_url(url, metadata, *, channels=(), relay_options=None, **engine_options)
         .engine .events .faults .metadata .channels .outbox .relay
         await .create_schema()  await .dispose()      create_schema creates the tables in a
@@ -71,7 +71,8 @@ Persistence
                          `key` (the correlation field) and `workflow`; Store(work) then
                          find(key), get(key) (NotFound), bind(key) (load-or-allocate),
                          save(instance) (version-checked); instance_version(instance)
-    Faults               fail_save(n, error=None), crash_relay(after="claim"|"deliver"),
+    Faults               fail_save(n, error=None), crash_relay(after="claim"|"deliver"|"publish"),
+                         crash_consumer(after="commit") (a broker consumer dies before its ack),
                          lose_commit() (the next COMMIT of a unit of work that wrote goes through,
                          then its connection breaks: 503 outcome-unknown), clear()
     loom.runtime.types   DecimalText, UtcDateTime, JsonList([item_type]) column types
@@ -86,8 +87,14 @@ Events (docs/events.md)
                          causation_id (the event whose handler emitted this one),
                          model_revision (of the model that wrote it; None: unknown)
     current_envelope()   the envelope of the event being handled (inside a handler)
-    Channel(name, events, *, retention="work"|"log", max_attempts=5, backoff=Backoff())
-                         durable: carried events go through __loom_outbox and the relay
+    Channel(name, events, *, retention="work"|"log", max_attempts=5, backoff=Backoff(),
+            source=None, consumers=())
+                         durable: carried events go through __loom_outbox and the relay;
+                         source: its channelSource (None: the default broker); consumers: the
+                         ConsumerSpecs reading it from a broker (docs/events.md, "Channels on a
+                         broker")
+    event_key(event)     an event's correlation key on a broker: its `key_field`, else its
+                         first id field, else its first field (DomainEvent.key_field)
     Backoff(initial=1s, factor=2.0, maximum=5min)    .delay(attempt) -> timedelta
     AlreadyHandled       raised by service.reaction() on a redelivery (treated as success)
     DeadLetter           service.outbox.dead_letters(limit, offset) items; redrive(event_id),
@@ -141,6 +148,13 @@ HTTP
     LoomRoute                               APIRoute: JSON floats parse as Decimal; problem+json;
                                             a mutating request with Idempotency-Key is applied
                                             at most once (service.idempotency, docs/http.md)
+    create_app(..., contexts=None, brokers=None, consumer_options=None)
+                                            the contexts this deployable holds (None: all);
+                                            {source ("" default): Transport}; the service
+                                            publishes and consumes durable channels there
+                                            (StartupRefused when one that must cross
+                                            deployables has no broker); service.brokers,
+                                            service.consumers
     create_app(..., max_body_bytes=None, idempotency_ttl=None)
                                             body limit (else LOOM_MAX_BODY_BYTES, else 1 MiB:
                                             413 payload-too-large); key lifetime (timedelta or
@@ -215,6 +229,7 @@ from ._process_model import (
     TimeoutDue,
 )
 from ._projections import Rows
+from ._publisher import event_key
 from ._repository import Repository
 from ._schemas import (
     TEXT_CHECK,
@@ -302,6 +317,7 @@ __all__ = [
     "current_envelope",
     "current_principal",
     "decimals",
+    "event_key",
     "formerly",
     "get_service",
     "instance_version",

@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:  # _transport imports Retention from here
+    from ._transport import ConsumerSpec
 
 Retention = Literal["work", "log"]
 
@@ -45,13 +48,20 @@ class Channel:
     written to the outbox in the writing transaction and delivered by the relay, at least once.
 
     retention: "work" deletes a row once delivered; "log" keeps it (status delivered).
-    max_attempts: deliveries before the row is dead-lettered."""
+    max_attempts: deliveries before the row is dead-lettered.
+    source: the `channelSource` the channel rides (None: the default broker), used only when the
+    service is given a transport for it (`create_app(brokers=...)`).
+    consumers: the durable consumers that read the channel from a broker (every reaction to one
+    of its events that runs in another deployable than the event's producer), created up front by
+    every deployable that publishes to or consumes the channel."""
 
     name: str
     events: Sequence[str]
     retention: Retention = "work"
     max_attempts: int = 5
     backoff: Backoff = field(default_factory=Backoff)
+    source: str | None = None
+    consumers: Sequence[ConsumerSpec] = ()
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -61,6 +71,7 @@ class Channel:
         if self.max_attempts < 1:
             raise ValueError(f"channel {self.name}: max_attempts must be at least 1")
         object.__setattr__(self, "events", tuple(self.events))
+        object.__setattr__(self, "consumers", tuple(self.consumers))
 
 
 DEFAULT_CHANNEL = Channel("(unknown)", ())

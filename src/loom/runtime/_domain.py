@@ -9,11 +9,15 @@ from uuid import UUID
 class DomainEvent:
     """Generated events subclass this as `@dataclass(frozen=True)` and set `event_type`, and
     `former_event_types` when the model renamed the event (`renamed from`): the types a stored
-    event of this class may still carry."""
+    event of this class may still carry.
+
+    `key_field` names the field whose value is the event's correlation key on a broker (the
+    key one consumer applies events in order of); None: its first id field (`event_key`)."""
 
     __slots__ = ()
     event_type: ClassVar[str] = "DomainEvent"
     former_event_types: ClassVar[tuple[str, ...]] = ()
+    key_field: ClassVar[str | None] = None
 
 
 class AggregateRoot:

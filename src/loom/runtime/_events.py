@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from uuid import UUID
 
 from . import clock
+from ._codec import decode
 from ._domain import DomainEvent
 from ._ids import new_id
 from ._logs import _correlation, current_correlation_id, log_fact
@@ -58,6 +59,10 @@ class Delivery:
 class AlreadyHandled(Exception):
     """Raised by `service.reaction()` when this consumer already processed this event; the
     dispatcher treats it as success (`event_skipped_duplicate`)."""
+
+
+class Undeliverable(Exception):
+    """A stored or received event that no registered class decodes (its message says why)."""
 
 
 class Subscription(NamedTuple):
@@ -177,6 +182,36 @@ class EventBus:
         """The class of a stored event's type: the event of that type now, else the event renamed
         from it."""
         return self._types.get(event_type) or self._former.get(event_type)
+
+    def decode_stored(
+        self,
+        *,
+        event_id: UUID,
+        event_type: str,
+        payload: str,
+        occurred_at: datetime,
+        correlation_id: str,
+        causation_id: str | None,
+        model_revision: str | None,
+    ) -> EventEnvelope:
+        """The envelope of an event read back from an outbox row or a broker message: decoded by
+        the class of its (possibly former) type, `Undeliverable` when none decodes it."""
+        cls = self.event_class(event_type)
+        if cls is None:
+            raise Undeliverable(f"no event class is registered for {event_type}")
+        try:
+            event = decode(cls, payload)
+        except Exception as exc:  # noqa: BLE001 - any decoding failure is the event's
+            raise Undeliverable(f"the payload does not decode as {cls.__name__}: {exc}") from None
+        return EventEnvelope(
+            event_id=event_id,
+            event_type=cls.event_type,  # a renamed event's current type, not the stored one
+            occurred_at=occurred_at,
+            event=event,
+            correlation_id=correlation_id,
+            causation_id=causation_id,
+            model_revision=model_revision,
+        )
 
     def handlers_for(self, event_class: type) -> tuple[Subscription, ...]:
         found = self._resolved.get(event_class)

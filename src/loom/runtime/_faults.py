@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-RelayCrashPoint = Literal["claim", "deliver"]
+RelayCrashPoint = Literal["claim", "deliver", "publish"]
+ConsumerCrashPoint = Literal["commit"]
 
 
 class Faults:
@@ -13,7 +14,12 @@ class Faults:
 
     `crash_relay(after)` makes the relay's next round stop dead, as if the process died, right
     after it claims its rows ("claim": nothing delivered) or after it delivers them ("deliver":
-    handlers ran and committed) — in both cases without marking a row.
+    handlers ran and committed), or after it publishes them to their broker ("publish") — in
+    every case without marking a row.
+
+    `crash_consumer(after="commit")` makes the service's broker consumers stop dead, as if the
+    process died, right after the next reaction a consumer ran committed and before its message
+    is acked: the broker hands the message out again after its `ack_wait`.
 
     `lose_commit()` makes the next COMMIT of a unit of work that saved or deleted an aggregate
     go through in the database and then
@@ -22,13 +28,14 @@ class Faults:
     connection, as when the network drops during COMMIT. The write is applied; the request
     cannot know it."""
 
-    __slots__ = ("_error", "_n", "armed", "commit_lost", "relay_crash")
+    __slots__ = ("_error", "_n", "armed", "commit_lost", "consumer_crash", "relay_crash")
 
     def __init__(self) -> None:
         self.armed = False
         self._n = 0
         self._error: BaseException | None = None
         self.relay_crash: RelayCrashPoint | None = None
+        self.consumer_crash: ConsumerCrashPoint | None = None
         self.commit_lost = False
 
     def fail_save(self, n: int, error: BaseException | None = None) -> None:
@@ -37,9 +44,14 @@ class Faults:
         self._n, self._error, self.armed = n, error, True
 
     def crash_relay(self, after: RelayCrashPoint) -> None:
-        if after not in ("claim", "deliver"):
-            raise ValueError("the relay crashes after 'claim' or after 'deliver'")
+        if after not in ("claim", "deliver", "publish"):
+            raise ValueError("the relay crashes after 'claim', 'deliver' or 'publish'")
         self.relay_crash = after
+
+    def crash_consumer(self, after: ConsumerCrashPoint) -> None:
+        if after != "commit":
+            raise ValueError("a consumer crashes after 'commit'")
+        self.consumer_crash = after
 
     def lose_commit(self) -> None:
         self.commit_lost = True
@@ -52,6 +64,7 @@ class Faults:
     def clear(self) -> None:
         self.armed, self._n, self._error = False, 0, None
         self.relay_crash = None
+        self.consumer_crash = None
         self.commit_lost = False
 
     def check_save(self, count: int) -> None:

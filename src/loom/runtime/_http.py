@@ -37,6 +37,7 @@ from ._problems import install_problem_handlers, problem_for
 from ._relay import resolve_relay_options
 from ._schemas import Problem
 from ._service import Service
+from ._transport import Transport
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./loom.db"
 _HANDLED = (
@@ -148,6 +149,9 @@ def create_app(
     idempotency_ttl: timedelta | float | None = None,
     model_revision: str | None = None,
     asyncapi: Path | None = None,
+    contexts: Sequence[str] | None = None,
+    brokers: Mapping[str, Transport] | None = None,
+    consumer_options: Mapping[str, Any] | None = None,
     **fastapi_options: Any,
 ) -> FastAPI:
     """A FastAPI app with the routers, the problem handlers, the X-Correlation-Id middleware and a
@@ -185,6 +189,13 @@ def create_app(
 
     `asyncapi` is the AsyncAPI document (a JSON file; the generated package's `asyncapi.json`)
     served at `GET /asyncapi.json` (docs/http.md#contracts-asyncapi).
+
+    Deployables (docs/events.md, "Channels on a broker"): `contexts` are the contexts this
+    service holds (None: all); `subscribe` subscribes their reactions only. `brokers` maps a
+    `channelSource` name ("" for the channels naming none) to its `Transport`; the lifespan
+    refuses to start (`StartupRefused`) when a channel must carry an event to or from another
+    deployable and has no broker, connects to each broker and runs a durable consumer for each
+    local reaction to another deployable's events; `consumer_options` go to `Consumers`.
     """
     ttl = resolve_ttl(idempotency_ttl)
     relay_settings = resolve_relay_options(relay_options)
@@ -207,6 +218,9 @@ def create_app(
             relay_options=relay_settings,
             processes=processes,
             scheduler_options=scheduler_options,
+            contexts=contexts,
+            brokers=brokers,
+            consumer_options=consumer_options,
         )
         service.externs = loaded
         service.idempotency.ttl = ttl
@@ -216,6 +230,7 @@ def create_app(
         try:
             if subscribe is not None:
                 subscribe(service)
+            service.brokers.plan(service.events)  # before the database: a refusal touches none
             try:
                 await service.create_schema()
             except Exception as exc:
@@ -228,6 +243,7 @@ def create_app(
             app.state.loom = service
             if run_relay:
                 await service.start_relay()
+            await service.start_brokers()
             if run_scheduler and service.uses_processes:
                 await service.start_scheduler()
             yield

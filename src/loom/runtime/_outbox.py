@@ -34,6 +34,7 @@ from sqlalchemy import (
     delete,
     func,
     insert,
+    literal,
     select,
     text,
 )
@@ -45,7 +46,7 @@ from ._channels import Channel
 from ._codec import encode
 from ._domain import DomainEvent
 from ._events import UNKNOWN_REVISION, new_envelope
-from ._lease import LeasedQueue
+from ._lease import MAX_ERROR, LeasedQueue
 from ._logs import log_fact
 from .types import UtcDateTime
 
@@ -148,6 +149,33 @@ def inbox_insert(dialect: str) -> Any:
     raise NotImplementedError(f"the inbox needs ON CONFLICT support ({dialect})")
 
 
+def _dead_letter_upsert(dialect: str) -> Any:
+    dialect_insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    stmt = dialect_insert(outbox)
+    joined = func.coalesce(outbox.c.last_error, literal("")) + "; " + stmt.excluded.last_error
+    return stmt.on_conflict_do_update(
+        index_elements=[outbox.c.event_id],
+        set_={
+            "status": DEAD,
+            "attempts": stmt.excluded.attempts,
+            "last_error": func.substr(joined, 1, MAX_ERROR),
+            "claimed_by": None,
+            "claimed_until": None,
+        },
+    )
+
+
+_DEAD_LETTER_UPSERTS = {d: _dead_letter_upsert(d) for d in ("postgresql", "sqlite")}
+
+
+async def write_dead_letter(conn: AsyncConnection, dialect: str, row: dict[str, Any]) -> None:
+    """Keep an event a broker consumer of this service gave up on as a `dead` row (every outbox
+    column in `row`), so `loom dead-letters` and the admin routes work on it like on any other;
+    when another consumer of this service already dead-lettered the same event, its error is
+    appended to theirs."""
+    await conn.execute(_DEAD_LETTER_UPSERTS[dialect], row)
+
+
 async def write_events(
     conn: AsyncConnection,
     dialect: str,
@@ -200,6 +228,18 @@ def outbox_rows(
 async def notify(conn: AsyncConnection, dialect: str) -> None:
     if dialect == "postgresql":
         await conn.execute(_PG_NOTIFY)
+
+
+def row_fields(row: Any) -> dict[str, Any]:
+    """The members of a log line about an outbox row (docs/events.md, "Logs")."""
+    return {
+        "event_type": row.event_type,
+        "event_id": str(row.event_id),
+        "correlation_id": row.correlation_id,
+        "causation_id": row.causation_id,
+        "channel": row.channel,
+        "model_revision": row.model_revision or UNKNOWN_REVISION,
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,18 +354,7 @@ class Outbox:
             if rows:
                 await notify(conn, service.dialect)
         for row in rows:
-            log_fact(
-                "event_redriven",
-                logging.INFO,
-                {
-                    "event_type": row.event_type,
-                    "event_id": str(row.event_id),
-                    "correlation_id": row.correlation_id,
-                    "causation_id": row.causation_id,
-                    "channel": row.channel,
-                    "model_revision": row.model_revision or UNKNOWN_REVISION,
-                },
-            )
+            log_fact("event_redriven", logging.INFO, row_fields(row))
         if rows:
             service.relay.wake()
         return len(rows)

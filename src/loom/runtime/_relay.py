@@ -2,7 +2,8 @@
 
 One round: claim a batch in a short transaction (PostgreSQL `FOR UPDATE SKIP LOCKED`, SQLite under
 the service's writer lock and `BEGIN IMMEDIATE`), setting a lease (claimed_by, claimed_until);
-deliver the rows in event order, outside any relay transaction; then, in one more short
+deliver the rows in event order, outside any relay transaction (a row of a channel on a broker,
+produced by this deployable, is first published: `_publisher.py`); then, in one more short
 transaction, delete (retention work) or mark delivered (retention log) the rows that succeeded and
 reschedule or dead-letter the ones that failed. Every mark is guarded by `claimed_by`, so a relay
 that lost its lease changes nothing. A relay that dies between claim and mark leaves rows whose
@@ -27,13 +28,13 @@ from sqlalchemy import bindparam, delete, update
 from . import clock
 from ._channels import channel_named
 from ._claimant import claimant_name, failure_pause, guarded_work, stop_loop
-from ._codec import decode
 from ._environment import env_number
-from ._events import UNKNOWN_REVISION, EventEnvelope
+from ._events import EventEnvelope, Undeliverable
 from ._lease import MAX_ERROR
 from ._listen import Listener
 from ._logs import log_fact
-from ._outbox import DELIVERED, outbox, outbox_queue
+from ._outbox import DELIVERED, outbox, outbox_queue, row_fields
+from ._publisher import Publisher
 
 if TYPE_CHECKING:
     from ._service import Service
@@ -99,6 +100,11 @@ class Relay:
         self._listener: Listener | None = None
         self._stopping = False
         self._next_retry: datetime | None = None
+        self._publisher = Publisher()
+        # rows delivered by every round so far (`loom.testing.settle_all` watches it)
+        self.processed = 0
+        # the last round left rows because their broker refused a publish
+        self.publish_blocked = False
 
     @property
     def running(self) -> bool:
@@ -176,6 +182,11 @@ class Relay:
                 )
                 await self._pause(failure_pause(failures, self.poll_interval))
                 continue
+            if self.publish_blocked:
+                # the broker refused a publish: its rows were released, so try again only
+                # after a pause growing with each refusal in a row (commits do not cut it short)
+                await asyncio.sleep(failure_pause(self._publisher.failures, self.poll_interval))
+                continue
             if claimed >= self.batch_size:
                 await asyncio.sleep(0)  # more may be due; let requests run between batches
                 continue
@@ -211,22 +222,40 @@ class Relay:
 
     # -- one round --------------------------------------------------------------------------
     async def _round(self, in_loop: bool = False) -> int:
-        """Claim, deliver, mark; answers how many rows were delivered (0: nothing was due, or
-        nothing could be delivered, so a caller looping on it always ends)."""
+        """Claim, deliver (and publish), mark; answers how many rows were delivered (0: nothing
+        was due, or nothing could be delivered, so a caller looping on it always ends)."""
         rows, until = await self._claim()
         if not rows:
             return 0
         self._crash_point("claim")
         outcomes: list[tuple[Any, list[str]]] = []
         left: list[Any] = []
+        blocked: set[str] = set()  # brokers a publish failed on this round: keep their order
+        brokers = self._service.brokers
         for row in rows:
             # never deliver on an expired lease: another relay may hold the row by now
             if (in_loop and self._stopping) or clock.now() >= until:
                 left.append(row)
                 continue
-            outcomes.append((row, await self._deliver(row)))
+            channel = channel_named(self._service.channels_by_name, row.channel)
+            link = brokers.publishing(channel, row.event_type)
+            if link is not None and link.source in blocked:
+                left.append(row)
+                continue
+            envelope, error = self._decode(row)
+            if envelope is None:
+                outcomes.append((row, [error]))
+                continue
+            if link is not None and not await self._publisher.publish(link, row, envelope.event):
+                blocked.add(link.source)
+                left.append(row)
+                continue
+            outcomes.append((row, await self._deliver(row, envelope)))
+        self.publish_blocked = bool(blocked)
         self._crash_point("deliver")
+        self._crash_point("publish")
         await self._mark(outcomes, left)
+        self.processed += len(outcomes)
         return len(outcomes)
 
     async def _claim(self) -> tuple[list[Any], datetime]:
@@ -247,38 +276,27 @@ class Relay:
             log_fact("relay_crashed", logging.ERROR, {"after": point, "relay": self.name})
             raise _Crash(point)
 
-    async def _deliver(self, row: Any) -> list[str]:
-        bus = self._service.events
-        cls = bus.event_class(row.event_type)
-        envelope_ids = {
-            "event_type": row.event_type,
-            "event_id": str(row.event_id),
-            "correlation_id": row.correlation_id,
-            "causation_id": row.causation_id,
-            "attempt": row.attempts + 1,
-            "channel": row.channel,
-            "model_revision": row.model_revision or UNKNOWN_REVISION,
-        }
-        if cls is None:
-            error = f"no event class is registered for {row.event_type}"
-            log_fact("event_undeliverable", logging.ERROR, {**envelope_ids, "error": error})
-            return [error]
+    def _decode(self, row: Any) -> tuple[EventEnvelope | None, str]:
+        """The row's envelope, or None and why it cannot be decoded (logged)."""
         try:
-            event = decode(cls, row.payload)
-        except Exception as exc:  # noqa: BLE001 - a bad row is retried, then dead-lettered
-            error = f"the payload does not decode as {cls.__name__}: {exc}"
-            log_fact("event_undeliverable", logging.ERROR, {**envelope_ids, "error": error})
-            return [error]
-        envelope = EventEnvelope(
-            event_id=row.event_id,
-            event_type=cls.event_type,  # a renamed event's current type, not the stored one
-            occurred_at=row.occurred_at,
-            event=event,
-            correlation_id=row.correlation_id,
-            causation_id=row.causation_id,
-            model_revision=row.model_revision,  # NULL in a row written before rows had one
-        )
-        subs = bus.handlers_for(cls)
+            envelope = self._service.events.decode_stored(
+                event_id=row.event_id,
+                event_type=row.event_type,
+                payload=row.payload,
+                occurred_at=row.occurred_at,
+                correlation_id=row.correlation_id,
+                causation_id=row.causation_id,
+                model_revision=row.model_revision,  # NULL in a row written before rows had one
+            )
+        except Undeliverable as exc:
+            fields = {**row_fields(row), "attempt": row.attempts + 1, "error": str(exc)}
+            log_fact("event_undeliverable", logging.ERROR, fields)
+            return None, str(exc)
+        return envelope, ""
+
+    async def _deliver(self, row: Any, envelope: EventEnvelope) -> list[str]:
+        bus = self._service.events
+        subs = bus.handlers_for(type(envelope.event))
         return await bus.deliver(envelope, subs, channel=row.channel, attempt=row.attempts + 1)
 
     async def _mark(self, outcomes: Sequence[tuple[Any, list[str]]], left: list[Any]) -> None:
@@ -302,16 +320,7 @@ class Relay:
                     "attempts": attempts,
                     "error": error,
                 }
-                fields = {
-                    "event_type": row.event_type,
-                    "event_id": str(row.event_id),
-                    "correlation_id": row.correlation_id,
-                    "causation_id": row.causation_id,
-                    "attempt": attempts,
-                    "error": error,
-                    "channel": row.channel,
-                    "model_revision": row.model_revision or UNKNOWN_REVISION,
-                }
+                fields = {**row_fields(row), "attempt": attempts, "error": error}
                 if attempts >= channel.max_attempts:
                     result = await conn.execute(outbox_queue.kill, params)
                     line = ("event_dead_lettered", logging.ERROR, fields)

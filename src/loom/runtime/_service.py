@@ -13,7 +13,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from loom.model.isolation import ISOLATION_LEVELS
 
+from ._brokers import Brokers
 from ._channels import Channel, route_table
+from ._consumer import Consumers
 from ._events import EventBus, current_delivery
 from ._faults import Faults
 from ._idempotency import Idempotency, idempotency_metadata
@@ -24,6 +26,7 @@ from ._relay import Relay
 from ._scheduler import Scheduler
 from ._schema_check import SchemaMismatch, differences, read_shape, shape_of
 from ._timers import TimeoutHandlers, TimerQueue
+from ._transport import Transport
 from ._work import BEGIN_OPTION, Work, unit_engines
 from .processes import ProcessRunner
 
@@ -92,7 +95,12 @@ class Service:
     """One per app (on `app.state.loom`): the engine, the event bus, the durable channels with
     their outbox and relay, and the fault hooks.
 
-    `relay_options` go to `Relay` (poll_interval, batch_size, lease, listen, name)."""
+    `relay_options` go to `Relay` (poll_interval, batch_size, lease, listen, name).
+
+    `contexts` are the contexts this deployable holds (None: all of them); `brokers` maps a
+    `channelSource` name ("" for channels naming none) to its transport: a channel whose source
+    has one is on that broker (docs/events.md, "Channels on a broker"); `consumer_options` go to
+    `Consumers` (max_in_flight, fetch_timeout, batch)."""
 
     def __init__(
         self,
@@ -106,6 +114,9 @@ class Service:
         relay_options: Mapping[str, Any] | None = None,
         processes: bool = False,
         scheduler_options: Mapping[str, Any] | None = None,
+        contexts: Sequence[str] | None = None,
+        brokers: Mapping[str, Transport] | None = None,
+        consumer_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.engine = engine
         self.unit_engines = unit_engines(engine)
@@ -129,6 +140,9 @@ class Service:
         self.routes, self.channels_by_name = route_table(self.channels)
         self.outbox = Outbox(self)
         self.relay = Relay(self, **dict(relay_options or {}))
+        # which channels ride a broker here, and the consumers reading them (`start_brokers`)
+        self.brokers = Brokers(contexts, brokers, self.channels)
+        self.consumers = Consumers(self, **dict(consumer_options or {}))
         # process managers, timeouts and context timers (loom.runtime.processes)
         self._uses_processes = processes
         self.timeouts = TimeoutHandlers()
@@ -163,6 +177,9 @@ class Service:
         relay_options: Mapping[str, Any] | None = None,
         processes: bool = False,
         scheduler_options: Mapping[str, Any] | None = None,
+        contexts: Sequence[str] | None = None,
+        brokers: Mapping[str, Transport] | None = None,
+        consumer_options: Mapping[str, Any] | None = None,
         **engine_options: Any,
     ) -> Service:
         """A service on `url` (`postgresql://` and `sqlite://` get their async drivers)."""
@@ -176,6 +193,9 @@ class Service:
             relay_options=relay_options,
             processes=processes,
             scheduler_options=scheduler_options,
+            contexts=contexts,
+            brokers=brokers,
+            consumer_options=consumer_options,
         )
 
     def schema(self) -> tuple[MetaData, ...]:
@@ -211,8 +231,10 @@ class Service:
             await self.scheduler.ticks.ensure_rows()  # first ticks `every` from the first start
 
     async def dispose(self) -> None:
+        await self.consumers.stop()
         await self.scheduler.stop()
         await self.relay.stop()
+        await self.brokers.close_all()
         await self.engine.dispose()
 
     def transaction(self, isolation: str | None = None) -> Work:
@@ -246,6 +268,16 @@ class Service:
 
     async def stop_relay(self) -> None:
         await self.relay.stop()
+
+    async def start_brokers(self) -> None:
+        """Decide what each broker carries (`Brokers.plan`, with the handlers subscribed by now;
+        `StartupRefused` when a channel that must cross deployables has none), connect to each
+        broker and ensure its streams (one that cannot be reached is logged and retried in the
+        background), then run the broker consumers. create_app's lifespan does this."""
+        if not self.brokers.planned:
+            self.brokers.plan(self.events)
+        await self.brokers.open_all()
+        await self.consumers.start(self.brokers.consumed)
 
     async def start_scheduler(self) -> None:
         """Fire due timeouts and context-timer ticks in the background (create_app's lifespan

@@ -15,6 +15,10 @@ a whole choreography with no sleeps or polling (`serve(..., settle=False)` turns
 
 A model that does not compile raises `ModelError` carrying the rendered diagnostics.
 
+Several services connected by brokers (docs/events.md, "Channels on a broker"):
+`await settle_all([orders, inventory])` waits until every one of them is quiet — outboxes
+published and delivered, every broker consumer idle — or raises `TimeoutError`.
+
 Processes (docs/processes.md): `given_process(state).when(step).then_state(…)…` tests one step
 of a process manager, pure; `VirtualClock(service)` moves time and fires due timeouts and
 context-timer ticks deterministically (`await clock.advance(timedelta(minutes=15))`).
@@ -25,5 +29,14 @@ from __future__ import annotations
 from loom.testing._clock import VirtualClock
 from loom.testing._process import given_process
 from loom.testing._service import ModelError, ServiceClient, build_service, serve
+from loom.testing._topology import settle_all
 
-__all__ = ["ModelError", "ServiceClient", "VirtualClock", "build_service", "given_process", "serve"]
+__all__ = [
+    "ModelError",
+    "ServiceClient",
+    "VirtualClock",
+    "build_service",
+    "given_process",
+    "serve",
+    "settle_all",
+]

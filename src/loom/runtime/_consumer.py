@@ -1,0 +1,363 @@
+"""Broker consumers: each local reaction to events another deployable produces reads them from
+the broker as a durable consumer (`Brokers.plan` decides which), one loop per consumer.
+
+A loop fetches messages and hands each to the lane of its key: a lane applies its messages one
+after the other, so events of one key are applied in publish order, while lanes of other keys run
+concurrently (at most `max_in_flight` messages held per consumer). Applying one message runs the
+reaction through `EventBus.deliver`, so `service.reaction()` records the inbox row in the
+reaction's own transaction: a redelivered message is skipped, never applied twice. The message is
+acked only after that commit.
+
+A failure is retried in place with the channel's backoff (the message stays held, kept from
+redelivery by `in_progress`, and the lane's later messages wait behind it); after the channel's
+`max_attempts` the event becomes a `dead` row of this service's outbox, where `loom dead-letters`
+and the admin routes redrive it (the local relay then delivers it), and the message is acked. A
+broker that cannot be reached is logged (`consumer_error`) and retried with backoff; the loop
+never ends on its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from . import clock
+from ._brokers import Consumed
+from ._claimant import failure_pause
+from ._events import UNKNOWN_REVISION, EventEnvelope, Undeliverable
+from ._ids import new_id
+from ._lease import MAX_ERROR
+from ._logs import log_fact
+from ._outbox import DEAD, write_dead_letter
+from ._transport import Message, Received
+
+if TYPE_CHECKING:
+    from ._service import Service
+
+
+class _Crash(Exception):
+    """A simulated process crash (`Faults.crash_consumer`)."""
+
+
+class _Stopped(Exception):
+    """The service is stopping: leave the message to the broker."""
+
+
+def _message_fields(message: Message) -> dict[str, Any]:
+    return {
+        "event_type": message.event_type,
+        "event_id": message.event_id,
+        "correlation_id": message.correlation_id,
+        "causation_id": message.causation_id,
+        "channel": message.channel,
+        "model_revision": message.model_revision or UNKNOWN_REVISION,
+    }
+
+
+class Consumers:
+    """`service.consumers`. Options: max_in_flight (messages one consumer holds at once),
+    fetch_timeout (s, how long one fetch waits for a first message), batch (messages per
+    fetch)."""
+
+    def __init__(
+        self,
+        service: Service,
+        *,
+        max_in_flight: int = 64,
+        fetch_timeout: float = 1.0,
+        batch: int = 64,
+    ) -> None:
+        if max_in_flight < 1 or batch < 1 or fetch_timeout <= 0:
+            raise ValueError("consumers: max_in_flight, batch and fetch_timeout must be positive")
+        self._service = service
+        self.max_in_flight = max_in_flight
+        self.fetch_timeout = fetch_timeout
+        self.batch = batch
+        self.loops: list[ConsumerLoop] = []
+        self.stopping = False
+        self.crashed = False
+        self.stopped = asyncio.Event()  # set with `stopping`: cuts every wait short
+        self.handled = 0  # messages settled (acked or dead-lettered) so far
+
+    @property
+    def held(self) -> int:
+        """Messages fetched and not settled yet."""
+        return sum(loop.held for loop in self.loops)
+
+    async def start(self, consumed: Sequence[Consumed]) -> None:
+        self.stopping = self.crashed = False
+        self.stopped = asyncio.Event()
+        self.loops = [ConsumerLoop(self._service, self, c) for c in consumed]
+        for loop in self.loops:
+            loop.start()
+
+    async def stop(self, timeout: float = 5.0) -> None:
+        """Stop fetching; let held messages finish (a message waiting for its retry goes back to
+        the broker at once), up to `timeout` seconds, then cancel what is left (the broker hands
+        those out again after `ack_wait`)."""
+        self.stopping = True
+        self.stopped.set()
+        tasks = [t for loop in self.loops for t in loop.tasks()]
+        for loop in self.loops:
+            loop.room.set()
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=timeout)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        self.loops = []
+
+    def drained_since(self, since: float) -> bool:
+        """Whether every consumer holds nothing and has finished a fetch that began at `since`
+        (monotonic) or later and found nothing: the broker had nothing for it then."""
+        return all(loop.held == 0 and loop.last_empty >= since for loop in self.loops)
+
+    def crash_point(self) -> None:
+        faults = self._service.faults
+        if faults.consumer_crash == "commit":
+            faults.consumer_crash = None
+            self.crashed = self.stopping = True
+            self.stopped.set()
+            log_fact("consumer_crashed", logging.ERROR, {"after": "commit"})
+            raise _Crash("commit")
+
+
+class ConsumerLoop:
+    """One durable consumer: its fetch loop, its lanes (one per key) and the keep-alive that
+    keeps held messages from being handed to another fetcher."""
+
+    def __init__(self, service: Service, owner: Consumers, consumed: Consumed) -> None:
+        self._service = service
+        self._owner = owner
+        self.consumed = consumed
+        self.spec = consumed.spec
+        self.held = 0
+        self.last_empty = -1.0  # monotonic start of the last fetch that found nothing
+        self.room = asyncio.Event()  # a held message was settled, or the service is stopping
+        self._lanes: dict[str, deque[Received]] = {}
+        self._lane_tasks: set[asyncio.Task[None]] = set()
+        self._main: list[asyncio.Task[None]] = []
+
+    def start(self) -> None:
+        name = self.spec.name
+        self._main = [
+            asyncio.create_task(self._run(), name=f"loom-consumer {name}"),
+            asyncio.create_task(self._keep_alive(), name=f"loom-consumer-keepalive {name}"),
+        ]
+
+    def tasks(self) -> list[asyncio.Task[None]]:
+        return [*self._main, *self._lane_tasks]
+
+    # -- fetching ---------------------------------------------------------------------------
+    async def _run(self) -> None:
+        owner, link = self._owner, self.consumed.link
+        failures = 0
+        while not owner.stopping:
+            room = owner.max_in_flight - self.held
+            if room <= 0:
+                self.room.clear()
+                await self.room.wait()
+                continue
+            started = time.monotonic()
+            try:
+                await link.open()
+                got = await link.transport.fetch(
+                    self.spec, batch=min(room, owner.batch), timeout=owner.fetch_timeout
+                )
+            except Exception as exc:  # noqa: BLE001 - the loop outlives any broker trouble
+                failures += 1
+                self._error(exc, attempt=failures)
+                await self._sleep(failure_pause(failures, 1.0))
+                continue
+            failures = 0
+            if owner.crashed:  # a dead process settles nothing
+                return
+            if owner.stopping:  # fetched while stopping: give them back at once
+                for received in got:
+                    await self._quietly(received.retry(0))
+                return
+            if not got:
+                self.last_empty = started
+            for received in got:
+                self._take(received)
+
+    async def _sleep(self, seconds: float) -> bool:
+        """Sleep, cut short when the service stops; answers whether it is stopping."""
+        if not self._owner.stopping:
+            try:
+                await asyncio.wait_for(self._owner.stopped.wait(), timeout=seconds)
+            except TimeoutError:
+                pass
+        return self._owner.stopping
+
+    def _take(self, received: Received) -> None:
+        key = received.message.key
+        self.held += 1
+        lane = self._lanes.get(key)
+        if lane is not None:
+            lane.append(received)
+            return
+        self._lanes[key] = deque([received])
+        task = asyncio.create_task(self._drive(key), name=f"loom-lane {self.spec.name} {key}")
+        self._lane_tasks.add(task)
+        task.add_done_callback(self._lane_tasks.discard)
+
+    async def _keep_alive(self) -> None:
+        """Every third of `ack_wait`, tell the broker each held message is still being worked on
+        (one in its retry backoff, and the later ones of its key waiting behind it)."""
+        interval = self.consumed.link.transport.ack_wait / 3
+        while not await self._sleep(interval):
+            for lane in list(self._lanes.values()):
+                for received in list(lane):
+                    await self._quietly(received.in_progress())
+
+    # -- one key's messages, in order ---------------------------------------------------------
+    async def _drive(self, key: str) -> None:
+        lane = self._lanes[key]
+        try:
+            while lane and not self._owner.crashed:
+                received = lane[0]
+                try:
+                    await self._handle(received)
+                except _Stopped:
+                    for waiting in list(lane)[1:]:
+                        await self._quietly(waiting.retry(0))
+                    return
+                lane.popleft()
+                self.held -= 1
+                self._owner.handled += 1
+                self.room.set()
+        except _Crash:
+            return
+        finally:
+            if self._owner.crashed or self._owner.stopping:
+                self.held -= len(lane)
+                lane.clear()
+            if not lane:
+                self._lanes.pop(key, None)
+
+    async def _handle(self, received: Received) -> None:
+        """Apply one message (retrying in place), dead-letter it past `max_attempts`, ack it."""
+        consumed, bus = self.consumed, self._service.events
+        channel, message = consumed.channel, received.message
+        attempt = max(received.delivered, 1)
+        while True:
+            try:
+                envelope = _envelope(bus.decode_stored, message)
+            except Undeliverable as exc:
+                fields = {**_message_fields(message), "attempt": attempt, "error": str(exc)}
+                log_fact(
+                    "event_undeliverable", logging.ERROR, {"handler": self.spec.name, **fields}
+                )
+                errors = [f"{self.spec.name}: {exc}"]
+            else:
+                errors = await bus.deliver(
+                    envelope, consumed.subs, channel=channel.name, attempt=attempt
+                )
+            if not errors:
+                self._owner.crash_point()
+                if self._owner.crashed:  # another consumer of this process "died" meanwhile
+                    raise _Crash("commit")
+                await self._quietly(received.ack())
+                return
+            error = "; ".join(errors)[:MAX_ERROR]
+            if attempt >= channel.max_attempts:
+                await self._dead_letter(message, error, attempt)
+                await self._quietly(received.ack())
+                return
+            delay = channel.backoff.delay(attempt)
+            fields = {**_message_fields(message), "attempt": attempt, "error": error}
+            retry_at = clock.now() + delay
+            log_fact("retry_scheduled", logging.WARNING, {**fields, "retry_at": retry_at})
+            if await self._sleep(delay.total_seconds()):
+                await self._quietly(received.retry(0))
+                raise _Stopped
+            attempt += 1
+
+    async def _dead_letter(self, message: Message, error: str, attempt: int) -> None:
+        """Write the dead row, retrying while the database fails (the message stays held)."""
+        service = self._service
+        row = _dead_row(message, error, attempt)
+        failures = 0
+        while True:
+            try:
+                async with service.transaction() as work:
+                    conn = await work.connection()
+                    await write_dead_letter(conn, service.dialect, row)
+                break
+            except Exception as exc:  # noqa: BLE001 - keep the message until the row is written
+                failures += 1
+                self._error(exc, **_message_fields(message), attempt=failures)
+                if await self._sleep(failure_pause(failures, 1.0)):
+                    raise _Stopped from None
+        fields = {**_message_fields(message), "attempt": attempt, "error": error}
+        log_fact("event_dead_lettered", logging.ERROR, {"handler": self.spec.name, **fields})
+
+    async def _quietly(self, call: Awaitable[None]) -> None:
+        """Settle a message; when the broker cannot take it, the message comes back after its
+        `ack_wait` (an ack lost so is a redelivery the inbox skips)."""
+        try:
+            await call
+        except Exception as exc:  # noqa: BLE001 - the broker redelivers what it did not take
+            self._error(exc)
+
+    def _error(self, exc: Exception, **fields: Any) -> None:
+        """One `consumer_error` line: what failed, for this consumer; it retries."""
+        line = {"handler": self.spec.name, "channel": self.spec.channel, **fields}
+        line.update(error=f"{type(exc).__name__}: {exc}", broker=self.consumed.link.name)
+        log_fact("consumer_error", logging.ERROR, line)
+
+
+def _envelope(decode: Callable[..., EventEnvelope], message: Message) -> EventEnvelope:
+    try:
+        event_id = UUID(message.event_id)
+        occurred_at = datetime.fromisoformat(message.occurred_at)
+    except ValueError as exc:
+        raise Undeliverable(f"the message's metadata is malformed: {exc}") from None
+    return decode(
+        event_id=event_id,
+        event_type=message.event_type,
+        payload=message.payload,
+        occurred_at=occurred_at,
+        correlation_id=message.correlation_id or message.event_id,
+        causation_id=message.causation_id,
+        model_revision=message.model_revision,
+    )
+
+
+def _dead_row(message: Message, error: str, attempt: int) -> dict[str, Any]:
+    """The outbox row of a dead-lettered message (a malformed id or time is replaced, and the
+    error says so)."""
+    now = clock.now()
+    try:
+        event_id = UUID(message.event_id)
+    except ValueError:
+        event_id = new_id()
+        error = f"{error} (the message's event id was {message.event_id!r})"[:MAX_ERROR]
+    try:
+        occurred_at = datetime.fromisoformat(message.occurred_at)
+    except ValueError:
+        occurred_at = now
+    return {
+        "event_id": event_id,
+        "channel": message.channel,
+        "event_type": message.event_type,
+        "payload": message.payload,
+        "correlation_id": message.correlation_id or str(event_id),
+        "causation_id": message.causation_id,
+        "occurred_at": occurred_at,
+        "available_at": now,
+        "attempts": attempt,
+        "status": DEAD,
+        "last_error": error,
+        "claimed_by": None,
+        "claimed_until": None,
+        "delivered_at": None,
+        "model_revision": message.model_revision,
+    }
