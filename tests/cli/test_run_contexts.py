@@ -18,6 +18,7 @@ from tests.liveserver import free_port, running
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOP = ROOT / "examples/shop/shop.loom"
+MUTUAL_IDS = ROOT / "tests/e2e/models/mutual_ids.loom"
 
 
 def loom(*args: str) -> subprocess.CompletedProcess[str]:
@@ -36,24 +37,22 @@ def _shop(tmp_path: Path) -> Path:
 
 
 def test_run_contexts_serves_only_them_on_their_own_database(tmp_path: Path) -> None:
-    model = _shop(tmp_path)
-    with running(str(model), "--contexts", "Orders", port=free_port()) as base:
+    # two contexts that share ids and no event: each runs apart with no broker
+    model = Path(shutil.copy(MUTUAL_IDS, tmp_path / "pair.loom"))
+    owner = ""
+    with running(str(model), "--contexts", "Alpha", port=free_port()) as base:
         paths = set(httpx.get(f"{base}/openapi.json").json()["paths"])
-        assert "/api/orders" in paths
-        assert not any("reservations" in p or "charges" in p for p in paths), sorted(paths)
-        r = httpx.post(
-            f"{base}/api/workflows/place_order",
-            json={"sku": "A-1", "quantity": 1, "failPayment": False},
-        )
-        assert r.status_code == 200, r.text
-        assert httpx.get(f"{base}/api/orders/{r.json()}").json()["status"] == "Pending"
-    assert (tmp_path / "orders.db").exists()
-    assert not (tmp_path / "shop.db").exists()
-    with running(str(model), "--contexts", "Payment, Inventory", port=free_port()) as base:
-        paths = set(httpx.get(f"{base}/openapi.json").json()["paths"])
-        assert "/api/reservations" in paths and "/api/charges" in paths
-        assert "/api/orders" not in paths
-    assert (tmp_path / "inventory-payment.db").exists()
+        assert "/api/xylos" in paths and not any("yarns" in p for p in paths), sorted(paths)
+        r = httpx.post(f"{base}/api/xylos", json={"name": "x"})
+        assert r.status_code == 201, r.text
+        owner = r.json()["id"]
+    assert (tmp_path / "alpha.db").exists() and not (tmp_path / "pair.db").exists()
+    with running(str(model), "--contexts", "Beta, Alpha", port=free_port()) as base:
+        r = httpx.post(f"{base}/api/yarns", json={"name": "wool", "owner": owner})
+        assert r.status_code == 201, r.text
+        # its own database: the xylo written by Alpha's service alone is not here
+        assert httpx.get(f"{base}/api/xylos/{owner}").status_code == 404
+    assert (tmp_path / "alpha-beta.db").exists()
 
 
 def test_the_build_cache_keys_the_held_contexts(tmp_path: Path) -> None:

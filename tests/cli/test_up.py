@@ -1,4 +1,4 @@
-"""`loom up` as a user runs it: the shop split in two deployables, each its own `loom run`
+"""`loom up` as a user runs it: a model split in two deployables, each its own `loom run`
 process on its own database, and a NATS server for the channels between them. Ctrl-C stops every
 one of them; a child killed on its own makes `loom up` stop the rest and exit 1, naming it."""
 
@@ -22,7 +22,15 @@ import pytest
 from tests.liveserver import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-SPLIT = """
+# two contexts sharing ids and no event: two services, no broker
+PAIR = ROOT / "tests/e2e/models/mutual_ids.loom"
+PAIR_SPLIT = """
+deployable Left { contexts: Alpha }
+deployable Right { contexts: Beta }
+"""
+# the shop's choreography across two services: every step crosses on NATS
+SHOP = ROOT / "examples/shop/shop.loom"
+SHOP_SPLIT = """
 deployable Orders { contexts: Orders }
 deployable Warehouse { contexts: Inventory, Payment }
 """
@@ -34,9 +42,11 @@ needs_nats = pytest.mark.skipif(
 
 
 @contextmanager
-def loom_up(tmp_path: Path, port: int) -> Iterator[tuple[subprocess.Popen[str], Path]]:
-    model = tmp_path / "shop.loom"
-    model.write_text((ROOT / "examples/shop/shop.loom").read_text() + SPLIT)
+def loom_up(
+    tmp_path: Path, port: int, source: Path, split: str
+) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    model = tmp_path / source.name
+    model.write_text(source.read_text() + split)
     log = tmp_path / "up.log"
     with log.open("w") as out:
         proc = subprocess.Popen(
@@ -86,61 +96,80 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-@needs_nats
 def test_up_starts_each_deployable_and_ctrl_c_stops_them_all(tmp_path: Path) -> None:
     port = free_port()
-    with loom_up(tmp_path, port) as (proc, log):
+    with loom_up(tmp_path, port, PAIR, PAIR_SPLIT) as (proc, log):
         seen = _wait_for(log, proc, "Ctrl-C stops them all.")
-        orders = re.search(r"^Orders +(http://127\.0\.0\.1:\d+)  \((\S+)\)$", seen, re.MULTILINE)
-        warehouse = re.search(
-            r"^Warehouse +(http://127\.0\.0\.1:\d+)  \((\S+)\)$", seen, re.MULTILINE
-        )
-        assert orders and warehouse, seen
-        assert orders[1].endswith(str(port)) and warehouse[1].endswith(str(port + 1))
-        assert orders[2] == f"sqlite:///{tmp_path / 'orders.db'}"
-        assert re.search(r"^broker +nats://127\.0\.0\.1:\d+ ", seen, re.MULTILINE), seen
-        # each serves its own contexts only
-        r = httpx.post(
-            f"{orders[1]}/api/workflows/place_order",
-            json={"sku": "A-1", "quantity": 1, "failPayment": False},
-        )
-        assert r.status_code == 200, r.text
-        assert httpx.get(f"{orders[1]}/api/charges").status_code == 404
-        assert httpx.get(f"{warehouse[1]}/api/charges").status_code == 200
-        assert httpx.get(f"{warehouse[1]}/api/orders").status_code == 404
+        left = re.search(r"^Left +(http://127\.0\.0\.1:\d+)  \((\S+)\)$", seen, re.MULTILINE)
+        right = re.search(r"^Right +(http://127\.0\.0\.1:\d+)  \((\S+)\)$", seen, re.MULTILINE)
+        assert left and right, seen
+        assert left[1].endswith(str(port)) and right[1].endswith(str(port + 1))
+        assert left[2] == f"sqlite:///{tmp_path / 'left.db'}"
+        assert "broker" not in seen  # no event crosses: no NATS server
+        # each serves its own contexts only, on its own database
+        r = httpx.post(f"{left[1]}/api/xylos", json={"name": "x"})
+        assert r.status_code == 201, r.text
+        r = httpx.post(f"{right[1]}/api/yarns", json={"name": "y", "owner": r.json()["id"]})
+        assert r.status_code == 201, r.text
+        assert httpx.get(f"{left[1]}/api/yarns").status_code == 404
+        assert httpx.get(f"{right[1]}/api/xylos").status_code == 404
         children = _children(proc.pid)
-        assert len(children) == 3, children  # two services and the broker
+        assert len(children) == 2, children
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=60) == 0, log.read_text()
     out = log.read_text()
-    print(
-        f"children started: {len(children)}, alive after Ctrl-C: {sum(_alive(p) for p in children)}"
-    )
-    assert not [p for p in children if _alive(p)], out
+    alive = [p for p in children if _alive(p)]
+    print(f"children started: {len(children)}, alive after Ctrl-C: {len(alive)}")
+    assert not alive, out
     # the children's output, each line under its deployable's name
-    assert re.search(r"^Orders +\| .*Application shutdown complete", out, re.MULTILINE), out
-    assert re.search(r"^Warehouse +\| .*Application shutdown complete", out, re.MULTILINE), out
-    assert (tmp_path / "orders.db").exists() and (tmp_path / "warehouse.db").exists()
-    assert (tmp_path / ".loom/up/nats/jetstream").is_dir()
+    assert re.search(r"^Left +\| .*Application shutdown complete", out, re.MULTILINE), out
+    assert re.search(r"^Right +\| .*Application shutdown complete", out, re.MULTILINE), out
+    assert (tmp_path / "left.db").exists() and (tmp_path / "right.db").exists()
 
 
-@needs_nats
 def test_a_child_killed_stops_the_rest_and_exits_1(tmp_path: Path) -> None:
-    with loom_up(tmp_path, free_port()) as (proc, log):
+    with loom_up(tmp_path, free_port(), PAIR, PAIR_SPLIT) as (proc, log):
         seen = _wait_for(log, proc, "Ctrl-C stops them all.")
-        pids = re.findall(
-            r"^Warehouse +\| INFO: +Started server process \[(\d+)\]", seen, re.MULTILINE
-        )
+        pids = re.findall(r"^Right +\| INFO: +Started server process \[(\d+)\]", seen, re.MULTILINE)
         assert len(pids) == 1, seen
         children = _children(proc.pid)
-        assert int(pids[0]) in children and len(children) == 3
+        assert int(pids[0]) in children and len(children) == 2
         os.kill(int(pids[0]), signal.SIGKILL)
         assert proc.wait(timeout=60) == 1
     out = log.read_text()
     left = [p for p in children if _alive(p)]
     print(f"children started: {len(children)}, alive after the kill: {len(left)}")
-    assert "error: deployable Warehouse exited with code -9; its last lines:" in out, out
+    assert "error: deployable Right exited with code -9; its last lines:" in out, out
     assert not left, out
+
+
+@needs_nats
+@pytest.mark.xfail(
+    strict=True,
+    reason="the runtime does not build a broker from LOOM_BROKER yet: each deployable refuses "
+    "to start without one (remove this mark when it does)",
+)
+def test_up_runs_the_shop_over_nats(tmp_path: Path) -> None:
+    port = free_port()
+    with loom_up(tmp_path, port, SHOP, SHOP_SPLIT) as (proc, log):
+        seen = _wait_for(log, proc, "Ctrl-C stops them all.", timeout=120)
+        assert re.search(r"^broker +nats://127\.0\.0\.1:\d+ ", seen, re.MULTILINE), seen
+        assert len(_children(proc.pid)) == 3  # two services and the broker
+        orders, warehouse = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{port + 1}"
+        r = httpx.post(
+            f"{orders}/api/workflows/place_order",
+            json={"sku": "A-1", "quantity": 1, "failPayment": False},
+        )
+        assert r.status_code == 200, r.text
+        order = r.json()
+        deadline = time.monotonic() + 60
+        while httpx.get(f"{orders}/api/orders/{order}").json()["status"] != "Paid":
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.5)
+        assert httpx.get(f"{warehouse}/api/charges").json()["total"] == 1
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+    assert (tmp_path / ".loom/up/nats/jetstream").is_dir()
 
 
 def test_a_model_without_deployables_is_one_loom_run(tmp_path: Path) -> None:

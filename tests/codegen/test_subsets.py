@@ -6,6 +6,7 @@ the generated app itself over HTTP: it serves and stores only its own contexts.
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import httpx
@@ -15,6 +16,7 @@ from sqlalchemy import create_engine, inspect
 from loom.codegen.python import generate
 from loom.lang import compile_files
 from loom.model import ir
+from loom.runtime import StartupRefused
 from tests.codegen.test_generate import EXAMPLES, compile_example
 from tests.codegen.util import (
     ROOT,
@@ -113,30 +115,46 @@ def test_subset_passes_mypy_strict_and_ruff(
     assert lint.returncode == 0, lint.stdout + lint.stderr
 
 
-async def test_subset_serves_and_stores_only_its_contexts(shop: ir.Model, tmp_path: Path) -> None:
-    out = write_tree(generate(shop, package="orders", contexts={"Orders"}), tmp_path / "orders")
-    db = tmp_path / "orders.db"
+async def test_subset_serves_and_stores_only_its_contexts(tmp_path: Path) -> None:
+    # Beta's yarns hold Alpha's ids: Beta's service has Alpha's contract (its ids) only
+    model = compile_example("mutual_ids")
+    out = write_tree(generate(model, package="beta", contexts={"Beta"}), tmp_path / "beta")
+    assert sorted(p.name for p in (out / "alpha").iterdir()) == [
+        "__init__.py",
+        "domain.py",
+        "ids.py",
+    ]
+    db = tmp_path / "beta.db"
     app = import_generated(out).build_app(f"sqlite+aiosqlite:///{db}")
     paths = set(app.openapi()["paths"])
-    assert "/api/orders" in paths and "/api/workflows/place_order" in paths
-    assert not any("reservation" in p or "charge" in p for p in paths), sorted(paths)
+    assert "/api/yarns" in paths and not any("xylos" in p for p in paths), sorted(paths)
+    owner = str(uuid.uuid4())
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://loom.test") as client:
-            r = await client.post(
-                "/api/workflows/place_order",
-                json={"sku": "A-1", "quantity": 2, "failPayment": False},
-            )
-            assert r.status_code == 200, r.text
-            r = await client.get(f"/api/orders/{r.json()}")
-            assert (r.status_code, r.json()["status"]) == (200, "Pending"), r.text
+            r = await client.post("/api/yarns", json={"name": "wool", "owner": owner})
+            assert r.status_code == 201, r.text
+            r = await client.get(f"/api/yarns/{r.json()['id']}")
+            assert (r.status_code, r.json()["owner"]) == (200, owner), r.text
+            assert (await client.get("/api/xylos")).status_code == 404
     engine = create_engine(f"sqlite:///{db}")
     try:
         tables = set(inspect(engine).get_table_names())
     finally:
         engine.dispose()
-    assert {"orders_orders", "orders_payment_deadline_instances"} <= tables, tables
-    assert not any(t.startswith(("inventory", "payment")) for t in tables), tables
+    assert "beta_yarns" in tables and not any(t.startswith("alpha") for t in tables), tables
+
+
+async def test_the_service_tells_the_runtime_what_it_holds(shop: ir.Model, tmp_path: Path) -> None:
+    # Orders consumes Payment's events: held alone, they must come over a broker, and the
+    # runtime (told CONTEXTS) refuses to start without one
+    out = write_tree(generate(shop, package="orders", contexts={"Orders"}), tmp_path / "orders")
+    main = import_generated(out)
+    assert main.CONTEXTS == ("Orders",)
+    app = main.build_app(f"sqlite+aiosqlite:///{tmp_path / 'orders.db'}")
+    with pytest.raises(StartupRefused, match="Payment.PaymentSucceeded .*no broker is configured"):
+        async with app.router.lifespan_context(app):
+            pass
 
 
 def _three_contexts() -> ir.Model:

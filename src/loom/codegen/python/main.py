@@ -66,6 +66,7 @@ def emit_main(
             else lay(Group("CONTEXTS = (", names, ")"))
         )
         blocks.append(["# The contexts this service holds (one deployable of the model).", *held])
+        args.append("contexts=CONTEXTS")
     channels = info.channels()
     if channels:
         blocks.append(_channels(info, channels, imports))

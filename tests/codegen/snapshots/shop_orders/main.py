@@ -88,6 +88,7 @@ def build_app(database_url: str | None = None) -> FastAPI:
         database_url=database_url,
         asyncapi=Path(__file__).with_name("asyncapi.json"),
         model_revision=MODEL_REVISION,
+        contexts=CONTEXTS,
         channels=CHANNELS,
         event_types=EVENT_TYPES,
         subscribe=subscribe,
