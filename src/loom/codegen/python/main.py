@@ -7,6 +7,8 @@ from loom.codegen.python.layout import Doc, Group, call, lay
 from loom.codegen.python.literals import docstring, py_str
 from loom.codegen.python.model_info import ModelInfo
 from loom.codegen.python.modules import header, module_text
+from loom.codegen.python.reactions import event_type
+from loom.codegen.python.subset import broker_consumers
 from loom.model import ir, naming
 
 # beside main.py: the AsyncAPI document of the package (`asyncapi.py`), served at /asyncapi.json
@@ -120,18 +122,27 @@ def _channels(info: ModelInfo, channels: list[ir.Channel], imports: Imports) -> 
             prefix="backoff=",
         )
         events = [py_str(f"{e.context}.{e.name}") for e in ch.events]
-        items.append(
+        name = py_str(f"{ch.context}.{ch.name}")
+        args: list[Doc] = [
+            name,
+            Group("[", events, "]"),
+            f"retention={py_str(ch.retention)}",
+            f"max_attempts={ch.max_attempts}",
+            backoff,
+        ]
+        if ch.source is not None:
+            args.append(f"source={py_str(ch.source)}")
+        held = None if info.subset is None else info.subset.held
+        specs: list[Doc] = [
             call(
-                "Channel",
-                [
-                    py_str(f"{ch.context}.{ch.name}"),
-                    Group("[", events, "]"),
-                    f"retention={py_str(ch.retention)}",
-                    f"max_attempts={ch.max_attempts}",
-                    backoff,
-                ],
+                "ConsumerSpec", [py_str(c.name), name, f"({py_str(event_type(c.reaction.event))},)"]
             )
-        )
+            for c in broker_consumers(info.model, ch, held)
+        ]
+        if specs:
+            imports.add("loom.runtime.transports", "ConsumerSpec")
+            args.append(Group("consumers=[", specs, "]"))
+        items.append(call("Channel", args))
         carried += [e for e in ch.events if e not in carried]
     classes: list[Doc] = []
     for e in carried:

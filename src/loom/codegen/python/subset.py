@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 from loom.model import ir
-from loom.model.deployables import consumers
+from loom.model.deployables import Consumer, consumers, consumers_of
 
 _Ref = ir.IdType | ir.EventType | ir.EnumType | ir.ValueType | ir.PayloadType | ir.AggregateType
 
@@ -61,6 +61,24 @@ def select(model: ir.Model, contexts: Collection[str]) -> Subset:
                 pending += [d for d in (*other.enums, *other.records) if d.name == name]
     contracts = tuple(_contract(c, needed[c.name]) for c in model.contexts if c.name in needed)
     return Subset(tuple(c.name for c in held), contracts, channels)
+
+
+def broker_consumers(
+    model: ir.Model, channel: ir.Channel, held: Collection[str] | None
+) -> list[Consumer]:
+    """The durable consumers that read `channel` from a broker: the reactions to its events that
+    run in another deployable than the event's producer. The deployables are the model's declared
+    ones; without declarations, the service of some contexts (`held`) is one and the rest of the
+    model another; the whole model is one deployable, and nothing crosses."""
+    if model.deployables:
+        home = {c: d.name for d in model.deployables for c in d.contexts}
+    elif held is not None:
+        home = {c.name: str(c.name in held) for c in model.contexts}
+    else:
+        return []
+    return [
+        c for c in consumers_of(model, channel) if home[c.context] != home[c.reaction.event.context]
+    ]
 
 
 def _record_name(ref: _Ref) -> str | None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from fastapi import FastAPI
 
 from loom.runtime import Backoff, Channel, DomainEvent, Service, create_app
+from loom.runtime.transports import ConsumerSpec
 
 from ._metadata import metadata
 from .inventory import domain as inventory_domain
@@ -36,6 +37,18 @@ CHANNELS = [
             initial=timedelta(milliseconds=100),
             maximum=timedelta(seconds=5),
         ),
+        consumers=[
+            ConsumerSpec(
+                "Inventory.reserveStock.on(Orders.OrderPlaced)",
+                "Orders.Fulfilment",
+                ("Orders.OrderPlaced",),
+            ),
+            ConsumerSpec(
+                "Inventory.reserveStock.on(Orders.PaymentTimedOut)",
+                "Orders.Fulfilment",
+                ("Orders.PaymentTimedOut",),
+            ),
+        ],
     ),
     Channel(
         "Inventory.Stock",
@@ -46,6 +59,18 @@ CHANNELS = [
             initial=timedelta(milliseconds=100),
             maximum=timedelta(seconds=5),
         ),
+        consumers=[
+            ConsumerSpec(
+                "Orders.OrderProgress.on(Inventory.StockReserved)",
+                "Inventory.Stock",
+                ("Inventory.StockReserved",),
+            ),
+            ConsumerSpec(
+                "Orders.OrderProgress.on(Inventory.ReservationReleased)",
+                "Inventory.Stock",
+                ("Inventory.ReservationReleased",),
+            ),
+        ],
     ),
     Channel(
         "Payment.Payments",
@@ -56,6 +81,43 @@ CHANNELS = [
             initial=timedelta(milliseconds=100),
             maximum=timedelta(seconds=5),
         ),
+        consumers=[
+            ConsumerSpec(
+                "Orders.settleOrder.on(Payment.PaymentSucceeded)",
+                "Payment.Payments",
+                ("Payment.PaymentSucceeded",),
+            ),
+            ConsumerSpec(
+                "Orders.settleOrder.on(Payment.OrderCancelled)",
+                "Payment.Payments",
+                ("Payment.OrderCancelled",),
+            ),
+            ConsumerSpec(
+                "Orders.PaymentDeadline.on(Payment.PaymentSucceeded)",
+                "Payment.Payments",
+                ("Payment.PaymentSucceeded",),
+            ),
+            ConsumerSpec(
+                "Orders.PaymentDeadline.on(Payment.PaymentFailed)",
+                "Payment.Payments",
+                ("Payment.PaymentFailed",),
+            ),
+            ConsumerSpec(
+                "Orders.OrderProgress.on(Payment.PaymentSucceeded)",
+                "Payment.Payments",
+                ("Payment.PaymentSucceeded",),
+            ),
+            ConsumerSpec(
+                "Orders.OrderProgress.on(Payment.PaymentFailed)",
+                "Payment.Payments",
+                ("Payment.PaymentFailed",),
+            ),
+            ConsumerSpec(
+                "Orders.OrderProgress.on(Payment.OrderCancelled)",
+                "Payment.Payments",
+                ("Payment.OrderCancelled",),
+            ),
+        ],
     ),
 ]
 # The events they carry, registered so the relay can decode them.
