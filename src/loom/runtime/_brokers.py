@@ -19,13 +19,12 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ._broker_config import DEFAULT_SOURCE, variable_for
 from ._channels import Channel
 from ._errors import StartupRefused
 from ._events import EventBus, Subscription
 from ._logs import log_fact
 from ._transport import ConsumerSpec, StreamSpec, Transport
-
-DEFAULT_SOURCE = ""
 
 
 def context_of(name: str) -> str:
@@ -40,9 +39,8 @@ def broker_name(source: str) -> str:
 
 def broker_hint(source: str) -> str:
     """How to give the broker of `source` (docs/events.md, "Channels on a broker")."""
-    if not source:
-        return "--broker URL or LOOM_BROKER=URL"
-    return f"--broker {source}=URL or LOOM_BROKER_{source.upper()}=URL"
+    flag = "--broker URL" if source == DEFAULT_SOURCE else f"--broker {source}=URL"
+    return f"{flag} or {variable_for(source)}=URL"
 
 
 @dataclass(frozen=True, slots=True)
