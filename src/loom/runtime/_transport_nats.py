@@ -230,7 +230,7 @@ class NatsTransport(Transport):
             self._subs[consumer.name] = sub
         try:
             msgs = await sub.fetch(batch, timeout=max(timeout, 0.01))
-        except nats.errors.TimeoutError:
+        except TimeoutError:  # nats-py's own and asyncio's: nothing came in time
             return []
         except _FAILURES as exc:
             raise TransportError(f"fetch for {consumer.name} failed: {exc!r}") from exc

@@ -76,7 +76,7 @@ async def test_publish_fetch_ack(backend: Backend) -> None:
     assert received.message == message(1)  # payload and every header back as published
     assert received.delivered == 1
     await received.ack()
-    assert await settled(transport, RESERVE, ACK_WAIT * 2) == []
+    assert await settled(transport, RESERVE, ACK_WAIT * 1.2) == []
 
 
 async def test_a_republished_event_id_is_stored_once(backend: Backend) -> None:
@@ -85,7 +85,7 @@ async def test_a_republished_event_id_is_stored_once(backend: Backend) -> None:
     for _ in range(3):  # the relay crashed between publish and marking the row published
         await transport.publish(message(1))
     await transport.publish(message(2))
-    got = await settled(transport, RESERVE, ACK_WAIT * 2)
+    got = await settled(transport, RESERVE, ACK_WAIT * 1.2)
     assert ids(got) == ["evt-1", "evt-2"]
 
 
@@ -126,7 +126,7 @@ async def test_redelivery_after_the_fetcher_died(backend: Backend) -> None:
     assert again.delivered == 2
     assert waited >= ACK_WAIT * 0.8
     await again.ack()
-    assert await settled(second, RESERVE, ACK_WAIT * 2) == []
+    assert await settled(second, RESERVE, ACK_WAIT * 1.2) == []
 
 
 @pytest.mark.parametrize("delay", [ACK_WAIT * 0.6, ACK_WAIT * 3])
@@ -161,7 +161,7 @@ async def test_in_progress_keeps_a_message_with_its_fetcher(backend: Backend) ->
         stolen += await other.fetch(RESERVE, timeout=ACK_WAIT / 3)
     assert stolen == []
     await received.ack()
-    assert await settled(other, RESERVE, ACK_WAIT * 2) == []
+    assert await settled(other, RESERVE, ACK_WAIT * 1.2) == []
 
 
 async def test_a_consumer_gets_messages_in_publish_order(backend: Backend) -> None:
@@ -191,7 +191,7 @@ async def test_two_fetchers_of_one_consumer_share_its_messages(backend: Backend)
 
     async def run(index: int) -> None:
         idle_since = time.monotonic()
-        while time.monotonic() - idle_since < ACK_WAIT * 3:
+        while time.monotonic() - idle_since < ACK_WAIT * 2:
             fetched = await replicas[index].fetch(RESERVE, batch=16, timeout=0.2)
             if fetched:
                 idle_since = time.monotonic()
@@ -216,9 +216,9 @@ async def test_a_log_channel_replays_into_a_consumer_added_later(backend: Backen
     await transport.ensure(StreamSpec(CHANNEL, "log", (RESERVE,)))
     for n in range(1, 6):
         await transport.publish(message(n))
-    assert len(await settled(transport, RESERVE, ACK_WAIT * 2)) == 5  # all acked
+    assert len(await settled(transport, RESERVE, ACK_WAIT * 1.2)) == 5  # all acked
     await transport.ensure(StreamSpec(CHANNEL, "log", (RESERVE, AUDIT)))  # a projection added
-    assert ids(await settled(transport, AUDIT, ACK_WAIT * 2)) == [f"evt-{n}" for n in range(1, 6)]
+    assert ids(await settled(transport, AUDIT, ACK_WAIT * 1.2)) == [f"evt-{n}" for n in range(1, 6)]
     assert await settled(transport, RESERVE, ACK_WAIT) == []
 
 
@@ -227,11 +227,11 @@ async def test_a_work_channel_drops_what_every_consumer_acked(backend: Backend) 
     await transport.ensure(StreamSpec(CHANNEL, "work", (RESERVE,)))
     for n in range(1, 4):
         await transport.publish(message(n))
-    acked = await settled(transport, RESERVE, ACK_WAIT * 2)
+    acked = await settled(transport, RESERVE, ACK_WAIT * 1.2)
     assert len(acked) == 3
     await transport.publish(message(4))  # not acked by anyone yet
     await transport.ensure(StreamSpec(CHANNEL, "work", (RESERVE, AUDIT)))
-    assert ids(await settled(transport, AUDIT, ACK_WAIT * 2)) == ["evt-4"]
+    assert ids(await settled(transport, AUDIT, ACK_WAIT * 1.2)) == ["evt-4"]
 
 
 async def test_a_broker_restart_keeps_acked_and_unacked_state(backend: Backend) -> None:
@@ -255,7 +255,7 @@ async def test_a_broker_restart_keeps_acked_and_unacked_state(backend: Backend) 
 
     back = await eventually(lambda: transport.publish(message(4)), within=15, what="publish")
     print(f"{backend.kind}: publishing again {back:.2f}s after the restart")
-    after = await settled(transport, RESERVE, ACK_WAIT * 4)
+    after = await settled(transport, RESERVE, ACK_WAIT * 3)
     counts = Counter(ids(after))
     lost = {"evt-2", "evt-3", "evt-4"} - counts.keys()
     print(f"{backend.kind}: after the restart {sorted(counts.items())}, lost {sorted(lost)}")
@@ -278,4 +278,4 @@ async def test_a_message_no_relay_wrote_is_fetched_as_malformed(backend: Backend
         await bad.ack()  # dead-lettered by the consumer: never handed out again
     assert got[2].message.event_id == "evt-1"
     await got[2].ack()
-    assert await settled(transport, RESERVE, ACK_WAIT * 2) == []
+    assert await settled(transport, RESERVE, ACK_WAIT * 1.2) == []
