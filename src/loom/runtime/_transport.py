@@ -192,7 +192,9 @@ class Transport(ABC):
 
     @abstractmethod
     async def ensure(self, stream: StreamSpec) -> None:
-        """Create the channel's stream and its consumers, or leave them as they are."""
+        """Create the channel's stream and its consumers, or leave them as they are; an existing
+        consumer whose spec names other event types takes them from its current position on
+        (keeping what it acked)."""
 
     @abstractmethod
     async def publish(self, message: Message) -> None:

@@ -130,7 +130,8 @@ class MemoryTransport(Transport):
         for spec in stream.consumers:
             # a consumer created later starts at the oldest message the stream still keeps
             first = min(held.messages, default=held.next_seq)
-            held.consumers.setdefault(spec.name, _Consumer(frozenset(spec.event_types), first))
+            consumer = held.consumers.setdefault(spec.name, _Consumer(frozenset(), first))
+            consumer.event_types = frozenset(spec.event_types)
 
     async def publish(self, message: Message) -> None:
         broker = self.broker

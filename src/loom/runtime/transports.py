@@ -1,4 +1,4 @@
-"""loom.runtime.transports — the brokers durable channels can ride (docs/events.md, "Brokers").
+"""loom.runtime.transports — the brokers durable channels can ride (docs/brokers.md).
 
 Transport                       the adapter contract (connect, ensure, publish, fetch, close)
 Message                         one durable event on the wire: payload + Loom-* metadata

@@ -98,6 +98,20 @@ async def test_consumers_of_other_event_types_do_not_see_a_message(backend: Back
     assert ids(await settled(transport, AUDIT, ACK_WAIT)) == ["evt-1", "evt-2"]
 
 
+async def test_a_consumer_ensured_again_with_other_event_types_keeps_its_place(
+    backend: Backend,
+) -> None:
+    transport = await backend.transport()
+    await transport.ensure(StreamSpec(CHANNEL, "log", (RESERVE,)))
+    await transport.publish(message(1))
+    assert ids(await settled(transport, RESERVE, ACK_WAIT)) == ["evt-1"]
+    wider = ConsumerSpec(RESERVE.name, CHANNEL, (PLACED, CANCELLED))  # the model changed
+    await transport.ensure(StreamSpec(CHANNEL, "log", (wider,)))
+    await transport.publish(message(2, CANCELLED))
+    await transport.publish(message(3))
+    assert ids(await settled(transport, wider, ACK_WAIT * 1.2)) == ["evt-2", "evt-3"]
+
+
 async def test_a_consumer_ensured_before_its_first_fetch_gets_earlier_messages(
     backend: Backend,
 ) -> None:
