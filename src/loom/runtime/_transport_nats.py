@@ -222,13 +222,13 @@ class NatsTransport(Transport):
     ) -> list[Received]:
         _, js = self._client()
         sub = self._subs.get(consumer.name)
-        if sub is None:
-            sub = await js.pull_subscribe_bind(
-                durable=wire.jetstream_durable(consumer.name),
-                stream=wire.stream_name(consumer.channel),
-            )
-            self._subs[consumer.name] = sub
         try:
+            if sub is None:
+                sub = await js.pull_subscribe_bind(
+                    durable=wire.jetstream_durable(consumer.name),
+                    stream=wire.stream_name(consumer.channel),
+                )
+                self._subs[consumer.name] = sub
             msgs = await sub.fetch(batch, timeout=max(timeout, 0.01))
         except TimeoutError:  # nats-py's own and asyncio's: nothing came in time
             return []

@@ -31,6 +31,7 @@ import redis.asyncio as aioredis
 import redis.exceptions
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
+from redis.commands.core import AsyncScript
 
 from loom.model import messaging as wire
 
@@ -79,7 +80,7 @@ class _RedisReceived(Received):
 
     async def retry(self, delay: float) -> None:
         await self._transport.run(
-            self._transport.retry_script,
+            lua.RETRY,
             [wire.redis_stream_key(self._consumer.channel), self._retry_key()],
             [self._consumer.name, self._transport.member, self.entry_id, _ms(max(delay, 0.0))],
         )
@@ -124,6 +125,7 @@ class RedisTransport(Transport):
         # unique among every replica of every deployable reading a group
         self.member = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
         self._client: aioredis.Redis | None = None
+        self._scripts: dict[str, AsyncScript] = {}
         self._retention: dict[str, Retention] = {}
         self._trimmed: dict[str, float] = {}
 
@@ -134,10 +136,10 @@ class RedisTransport(Transport):
             socket_connect_timeout=self.request_timeout,
             retry=Retry(ExponentialBackoff(cap=0.1, base=0.01), 2),
         )
-        self.publish_script = client.register_script(lua.PUBLISH)
-        self.claim_script = client.register_script(lua.CLAIM)
-        self.retry_script = client.register_script(lua.RETRY)
-        self.trim_script = client.register_script(lua.TRIM)
+        self._scripts = {
+            script: client.register_script(script)
+            for script in (lua.PUBLISH, lua.CLAIM, lua.RETRY, lua.TRIM)
+        }
         self._client = client
         try:
             await client.ping()
@@ -155,10 +157,11 @@ class RedisTransport(Transport):
             raise TransportError("the Redis transport is not connected: call connect() first")
         return self._client
 
-    async def run(self, script: Any, keys: list[str], args: list[str | int]) -> Any:
+    async def run(self, script: str, keys: list[str], args: list[str | int]) -> Any:
+        """Run one of `_transport_redis_lua`'s scripts (the server caches it, by its digest)."""
         self.client()
         try:
-            return await script(keys=keys, args=args)
+            return await self._scripts[script](keys=keys, args=args)
         except redis.exceptions.RedisError as exc:
             raise TransportError(f"Redis script failed: {exc}") from exc
 
@@ -168,7 +171,7 @@ class RedisTransport(Transport):
         self._retention[stream.channel] = stream.retention
         if stream.retention == "work":
             # before a new group starts at id 0: what every existing group acked is gone
-            await self.run(self.trim_script, [key], [])
+            await self.run(lua.TRIM, [key], [])
         for spec in stream.consumers:
             try:
                 await client.xgroup_create(key, spec.name, id="0", mkstream=True)
@@ -186,7 +189,7 @@ class RedisTransport(Transport):
         ):
             fields += [name, value]
         await self.run(
-            self.publish_script,
+            lua.PUBLISH,
             [
                 wire.redis_stream_key(message.channel),
                 wire.redis_dedup_key(message.channel, message.event_id),
@@ -201,7 +204,7 @@ class RedisTransport(Transport):
         deadline = time.monotonic() + timeout
         while True:
             again = await self.run(
-                self.claim_script,
+                lua.CLAIM,
                 [key, wire.redis_retry_key(consumer.channel, consumer.name)],
                 [consumer.name, self.member, _ms(self.ack_wait), batch],
             )
@@ -279,4 +282,4 @@ class RedisTransport(Transport):
             now - self._trimmed.get(consumer.channel, 0.0) >= _TRIM_EVERY
         ):
             self._trimmed[consumer.channel] = now
-            await self.run(self.trim_script, [key], [])
+            await self.run(lua.TRIM, [key], [])

@@ -79,6 +79,22 @@ async def test_publish_fetch_ack(backend: Backend) -> None:
     assert await settled(transport, RESERVE, ACK_WAIT * 1.2) == []
 
 
+async def test_an_unreachable_broker_or_an_unknown_consumer_is_a_transport_error(
+    backend: Backend,
+) -> None:
+    transport = await backend.transport()
+    with pytest.raises(TransportError):
+        await transport.fetch(RESERVE, timeout=0.2)  # never ensured
+    backend.stop()
+    try:
+        start = time.monotonic()
+        with pytest.raises(TransportError):
+            await backend.transport()
+        assert time.monotonic() - start < REQUEST_TIMEOUT + 2
+    finally:
+        backend.start()
+
+
 async def test_a_republished_event_id_is_stored_once(backend: Backend) -> None:
     transport = await backend.transport()
     await transport.ensure(StreamSpec(CHANNEL, "log", (RESERVE,)))
