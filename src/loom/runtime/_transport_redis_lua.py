@@ -19,8 +19,8 @@ redis.call('SET', KEYS[2], '1', 'PX', ARGV[1])
 return 1
 """
 
-# The entries a fetcher gets again: those idle past ack_wait (their fetcher died) unless a retry
-# keeps them off longer, and those whose retry delay passed. XAUTOCLAIM ... JUSTID moves an idle
+# The entries a fetcher gets again, at most `batch`: those whose retry delay passed, and those idle
+# past ack_wait (their fetcher died) unless a retry keeps them off longer. XAUTOCLAIM ... JUSTID moves an idle
 # entry to this fetcher without counting a delivery (and restarts its idle time, so an entry kept
 # off by a long retry comes up again only once per ack_wait); XCLAIM then counts the delivery.
 # KEYS: stream, retry set. ARGV: group, member, ack_wait (ms), batch.
@@ -28,19 +28,20 @@ return 1
 CLAIM: Final = (
     _NOW
     + """
-local wanted = {}
+local batch = tonumber(ARGV[4])
+local wanted = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, batch)
 local seen = {}
-local function want(id)
-  if not seen[id] then seen[id] = true; wanted[#wanted + 1] = id end
-end
-local idle = redis.call('XAUTOCLAIM', KEYS[1], ARGV[1], ARGV[2], ARGV[3], '0-0',
-  'COUNT', ARGV[4], 'JUSTID')
-for _, id in ipairs(idle[2]) do
-  local due = redis.call('ZSCORE', KEYS[2], id)
-  if not due or tonumber(due) <= now then want(id) end
-end
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, ARGV[4])) do
-  want(id)
+for _, id in ipairs(wanted) do seen[id] = true end
+if #wanted < batch then
+  local idle = redis.call('XAUTOCLAIM', KEYS[1], ARGV[1], ARGV[2], ARGV[3], '0-0',
+    'COUNT', batch - #wanted, 'JUSTID')
+  for _, id in ipairs(idle[2]) do
+    local due = redis.call('ZSCORE', KEYS[2], id)
+    if not seen[id] and (not due or tonumber(due) <= now) then
+      seen[id] = true
+      wanted[#wanted + 1] = id
+    end
+  end
 end
 if #wanted == 0 then return {} end
 redis.call('ZREM', KEYS[2], unpack(wanted))

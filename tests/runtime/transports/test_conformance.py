@@ -178,6 +178,28 @@ async def test_retry_is_not_redelivered_before_its_delay(backend: Backend, delay
     assert delay * 0.8 <= waited < delay + 3
 
 
+async def test_a_fetch_hands_out_at_most_its_batch_redeliveries_first(backend: Backend) -> None:
+    first = await backend.transport()
+    await first.ensure(StreamSpec(CHANNEL, "work", (RESERVE,)))
+    for n in range(1, 11):
+        await first.publish(message(n))
+    assert len(await drain(first, RESERVE, want=6)) == 6  # evt-1..6 out with a fetcher that dies
+    await first.close()
+    second = await backend.transport()
+    await asyncio.sleep(ACK_WAIT * 1.2)
+    got: list[Received] = []
+    for _ in range(10):  # redeliveries, then the never delivered evt-7..10, three at a time
+        if len(got) == 10:
+            break
+        fetched = await second.fetch(RESERVE, batch=3, timeout=0.5)
+        assert 1 <= len(fetched) <= 3
+        for received in fetched:
+            await received.ack()
+        got += fetched
+    assert ids(got) == [f"evt-{n}" for n in range(1, 11)]
+    assert [r.delivered for r in got] == [2] * 6 + [1] * 4
+
+
 async def test_in_progress_keeps_a_message_with_its_fetcher(backend: Backend) -> None:
     transport = await backend.transport()
     await transport.ensure(StreamSpec(CHANNEL, "work", (RESERVE,)))
