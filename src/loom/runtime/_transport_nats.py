@@ -120,7 +120,7 @@ class NatsTransport(Transport):
                 ),
                 self.request_timeout,
             )
-        except (*_FAILURES, TimeoutError) as exc:
+        except _FAILURES as exc:
             await nc.close()
             raise TransportError(f"cannot connect to NATS at {self.url}: {exc!r}") from exc
         self._nc = nc
