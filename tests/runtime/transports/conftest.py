@@ -51,8 +51,15 @@ class Backend:
         """Put bytes on the channel as some other client than a Loom relay would."""
         raise NotImplementedError
 
+    # does a crash of the server keep every delivery and ack made just before it?
+    crash_keeps_consumer_state = True
+
     def stop(self) -> None:
         raise NotImplementedError
+
+    def crash(self) -> None:
+        """Kill the server (SIGKILL), keeping its storage; `start()` brings it back."""
+        self.stop()
 
     def start(self) -> None:
         raise NotImplementedError
@@ -118,6 +125,11 @@ class NatsBackend(Backend):
         # a shutdown, not a crash: JetStream writes a consumer's state (deliveries, acks) to its
         # files a moment after it changes, so a SIGKILL can forget the last ones (docs/brokers.md)
         self.server.stop_keeping_storage(kill=False)
+
+    crash_keeps_consumer_state = False
+
+    def crash(self) -> None:
+        self.server.stop_keeping_storage(kill=True)
 
     def start(self) -> None:
         self.server.start()

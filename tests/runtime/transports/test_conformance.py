@@ -315,6 +315,41 @@ async def test_a_broker_restart_keeps_acked_and_unacked_state(backend: Backend) 
     assert {r.message.event_id: r.delivered for r in after}["evt-2"] == 2
 
 
+async def test_a_broker_crash_loses_no_message(backend: Backend) -> None:
+    transport = await backend.transport()
+    await transport.ensure(StreamSpec(CHANNEL, "work", (RESERVE,)))
+    for n in range(50):
+        await transport.publish(message(n))
+    out = await drain(transport, RESERVE, want=30)
+    assert ids(out) == [f"evt-{n}" for n in range(30)]
+    for received in out[10:]:
+        await received.ack()
+    acked = set(ids(out[10:]))
+    unacked = {f"evt-{n}" for n in range(50)} - acked  # 0..9 out with us, 30..49 never out
+    backend.crash()  # SIGKILL right after the acks
+    backend.start()
+    seen: Counter[str] = Counter()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and not unacked <= seen.keys():
+        try:
+            for received in await transport.fetch(RESERVE, batch=64, timeout=0.5):
+                seen[received.message.event_id] += 1
+                await received.ack()
+        except TransportError:
+            await asyncio.sleep(0.1)  # still reconnecting
+    seen.update(ids(await settled(transport, RESERVE, ACK_WAIT * 1.2)))
+    lost = unacked - seen.keys()
+    doubled = sum(n - 1 for n in seen.values())
+    again = sorted(acked & seen.keys())
+    print(
+        f"{backend.kind}: crash with {len(unacked)} unacked, {len(acked)} acked: lost {len(lost)}, "
+        f"doubled {doubled}, acked ones delivered again {len(again)}"
+    )
+    assert (lost, doubled) == (set(), 0)
+    if backend.crash_keeps_consumer_state:
+        assert again == []
+
+
 async def test_a_message_no_relay_wrote_is_fetched_as_malformed(backend: Backend) -> None:
     transport = await backend.transport()
     await transport.ensure(StreamSpec(CHANNEL, "work", (RESERVE,)))
