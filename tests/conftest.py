@@ -5,24 +5,32 @@ fresh SQLite file, or a fresh PostgreSQL database in the session's throwaway clu
 
 PostgreSQL tests skip only when no server binaries exist *and* the run is not CI. Under CI (CI=true)
 or with LOOM_REQUIRE_POSTGRES=1 a missing PostgreSQL is an error, so CI can never go green by
-skipping them.
+skipping them. The broker servers (`nats_server`, `redis_server`) likewise: CI=true or
+LOOM_REQUIRE_BROKERS=1 turns a missing binary into a failure.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
+from tests.brokers import BrokerUnavailable, NatsServer, RedisServer, running_nats, running_redis
 from tests.pgcluster import Cluster, PostgresUnavailable, running_cluster
 
 _REQUIRE_PG = os.environ.get("CI", "").lower() in {"1", "true", "yes"} or bool(
     os.environ.get("LOOM_REQUIRE_POSTGRES")
 )
+_REQUIRE_BROKERS = os.environ.get("CI", "").lower() in {"1", "true", "yes"} or bool(
+    os.environ.get("LOOM_REQUIRE_BROKERS")
+)
 _db_counter = itertools.count()
+BrokerT = TypeVar("BrokerT", NatsServer, RedisServer)
 
 
 @pytest.fixture(scope="session")
@@ -34,6 +42,30 @@ def pg_cluster() -> Iterator[Cluster]:
         if _REQUIRE_PG:
             pytest.fail(f"PostgreSQL is required for this run but could not start: {exc}")
         pytest.skip(f"PostgreSQL unavailable: {exc}")
+
+
+def _broker(
+    start: Callable[[], contextlib.AbstractContextManager[BrokerT]], name: str
+) -> Iterator[BrokerT]:
+    try:
+        with start() as server:
+            yield server
+    except BrokerUnavailable as exc:
+        if _REQUIRE_BROKERS:
+            pytest.fail(f"{name} is required for this run but could not start: {exc}")
+        pytest.skip(f"{name} unavailable: {exc}")
+
+
+@pytest.fixture(scope="session")
+def nats_server() -> Iterator[NatsServer]:
+    """A NATS server with JetStream on file storage for the session (tests/brokers.py)."""
+    yield from _broker(running_nats, "NATS")
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """A Redis server with an fsynced append-only file for the session (tests/brokers.py)."""
+    yield from _broker(running_redis, "Redis")
 
 
 def create_pg_database(cluster: Cluster) -> str:

@@ -9,6 +9,7 @@ document the generator writes (the addresses a contract names) and the tests. A 
 
 from __future__ import annotations
 
+import hashlib
 from typing import Final, Literal, TypeAlias, get_args
 
 # the broker kinds a `channelSource` may name: each has an adapter that the transport conformance
@@ -51,3 +52,47 @@ HEADER_CORRELATION_ID: Final = "Loom-Correlation-Id"
 HEADER_CAUSATION_ID: Final = "Loom-Causation-Id"
 HEADER_OCCURRED_AT: Final = "Loom-Occurred-At"
 HEADER_MODEL_REVISION: Final = "Loom-Model-Revision"
+
+
+# JetStream names (streams, consumers) may not hold `.`, `*`, `>`, whitespace or path separators,
+# and are directory names on file storage: at most 255 characters.
+_DURABLE_KEEP = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_()")
+_DURABLE_MAX = 255
+
+
+def jetstream_durable(consumer: str) -> str:
+    """The JetStream durable consumer name of a Loom consumer (docs/events.md "Names"):
+    `Inventory.reserveStock.on(Orders.OrderPlaced)` → `Inventory-reserveStock-on(Orders-OrderPlaced)`.
+
+    `.` becomes `-`; any other character outside letters, digits, `_`, `(` and `)` (a `-` or `~`
+    included) becomes `~` and its code point in hex and `~`, so no two consumer names map to one
+    durable. A name longer than JetStream allows keeps its start and ends in a digest of the whole."""
+    out = []
+    for char in consumer:
+        if char in _DURABLE_KEEP:
+            out.append(char)
+        elif char == ".":
+            out.append("-")
+        else:
+            out.append(f"~{ord(char):x}~")
+    name = "".join(out)
+    if len(name) <= _DURABLE_MAX:
+        return name
+    digest = hashlib.sha256(consumer.encode()).hexdigest()[:32]
+    return f"{name[: _DURABLE_MAX - 33]}~{digest}"
+
+
+# The Redis stream entry field holding the payload, beside the `Loom-*` header fields.
+REDIS_PAYLOAD_FIELD: Final = "payload"
+
+
+def redis_dedup_key(channel: str, event_id: str) -> str:
+    """The Redis key remembering, for the dedup window, that an event id was published on a
+    channel: `loom:Orders.Fulfilment:published:<event id>`."""
+    return f"{redis_stream_key(channel)}:published:{event_id}"
+
+
+def redis_retry_key(channel: str, consumer: str) -> str:
+    """The Redis sorted set of one consumer's entries waiting for a `retry` delay (entry id → due
+    time in ms): `loom:Orders.Fulfilment:retry:<consumer>`."""
+    return f"{redis_stream_key(channel)}:retry:{consumer}"

@@ -7,9 +7,14 @@ The variable's NAME is the source's name as declared or in capitals (`LOOM_BROKE
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from ._errors import StartupRefused
+
+if TYPE_CHECKING:
+    from ._transport import Transport
 
 ENV_DEFAULT = "LOOM_BROKER"
 # the key of the default broker in a source -> URL mapping: channels with no `source:`
@@ -41,4 +46,26 @@ def broker_urls(environ: Mapping[str, str], sources: Iterable[str]) -> dict[str,
             )
         if given:
             found[source] = next(iter(given.values()))
+    return found
+
+
+def transports_from_environment(
+    environ: Mapping[str, str], sources: Iterable[str]
+) -> dict[str, Transport]:
+    """A transport for each of `sources` the environment puts on a broker (`broker_urls`); a URL
+    of no known kind is refused, naming its variable."""
+    urls = broker_urls(environ, sources)
+    if not urls:
+        return {}
+    # loaded only now: the NATS and Redis clients cost a tenth of a second of start-up, which a
+    # service without a broker never pays
+    transports = importlib.import_module("loom.runtime.transports")
+    found: dict[str, Transport] = {}
+    for source, url in urls.items():
+        try:
+            found[source] = transports.transport_for_url(url)
+        except ValueError as exc:
+            raise StartupRefused(
+                f"the service does not start: {variable_for(source)}: {exc}"
+            ) from None
     return found

@@ -19,13 +19,12 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ._broker_config import DEFAULT_SOURCE, variable_for
 from ._channels import Channel
 from ._errors import StartupRefused
 from ._events import EventBus, Subscription
 from ._logs import log_fact
 from ._transport import ConsumerSpec, StreamSpec, Transport
-
-DEFAULT_SOURCE = ""
 
 
 def context_of(name: str) -> str:
@@ -40,9 +39,8 @@ def broker_name(source: str) -> str:
 
 def broker_hint(source: str) -> str:
     """How to give the broker of `source` (docs/events.md, "Channels on a broker")."""
-    if not source:
-        return "--broker URL or LOOM_BROKER=URL"
-    return f"--broker {source}=URL or LOOM_BROKER_{source.upper()}=URL"
+    flag = "--broker URL" if source == DEFAULT_SOURCE else f"--broker {source}=URL"
+    return f"{flag} or {variable_for(source)}=URL"
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,17 +153,25 @@ class Brokers:
         self.consumed = []
         for channel in self._channels:
             link = self.link_for(channel)
-            if link is not None and any(self.produces(t) for t in channel.events):
-                link.add(channel, channel.consumers)
+            # the broker consumers this deployable declares: the other deployables' readers of
+            # what it produces (created before they first start, so a `work` stream keeps the
+            # messages for them), and its own readers of what other deployables produce. A
+            # reader beside its producer reads the outbox, never the broker: declaring it would
+            # keep a `work` stream's messages for a consumer nobody runs.
+            remote = []
             for spec in channel.consumers:
                 crossing = [t for t in spec.event_types if self.produces(t)]
-                if link is None and crossing and not self.holds(spec.name):
-                    missing.append(_missing(channel, crossing[0], spec.name, "runs elsewhere"))
+                if crossing and not self.holds(spec.name):
+                    if link is None:
+                        missing.append(_missing(channel, crossing[0], spec.name, "runs elsewhere"))
+                    remote.append(spec)
+            if link is not None and remote:
+                link.add(channel, remote)
             for name, (types, subs) in _local_consumers(bus, channel, self.produces).items():
                 if link is None:
                     missing.append(_missing(channel, types[0], name, "runs here"))
                     continue
-                link.add(channel, (*channel.consumers, ConsumerSpec(name, channel.name, types)))
+                link.add(channel, (ConsumerSpec(name, channel.name, types),))
                 spec = link.consumer(channel.name, name)
                 self.consumed.append(Consumed(spec, channel, subs, link))
         if missing:

@@ -23,6 +23,7 @@ from starlette.responses import Response
 from ._admin import admin_router
 from ._auth import Authenticator, add_bearer_scheme, resolve_auth
 from ._body_limit import resolve_max_body_bytes
+from ._broker_config import DEFAULT_SOURCE, transports_from_environment
 from ._channels import Channel
 from ._contracts import add_asyncapi_route
 from ._dberrors import classify
@@ -192,7 +193,8 @@ def create_app(
 
     Deployables (docs/events.md, "Channels on a broker"): `contexts` are the contexts this
     service holds (None: all); `subscribe` subscribes their reactions only. `brokers` maps a
-    `channelSource` name ("" for the channels naming none) to its `Transport`; the lifespan
+    `channelSource` name ("" for the channels naming none) to its `Transport` (None: the ones
+    `LOOM_BROKER_<NAME>` / `LOOM_BROKER` give, `_broker_config.py`); the lifespan
     refuses to start (`StartupRefused`) when a channel must carry an event to or from another
     deployable and has no broker, connects to each broker and runs a durable consumer for each
     local reaction to another deployable's events; `consumer_options` go to `Consumers`.
@@ -211,6 +213,13 @@ def create_app(
         install_default_handler()
         loaded = load_externs(extern_module, externs or {})
         url = database_url or os.environ.get("LOOM_DATABASE_URL") or DEFAULT_DATABASE_URL
+        transports = (
+            brokers
+            if brokers is not None
+            else transports_from_environment(
+                os.environ, {channel.source or DEFAULT_SOURCE for channel in channels}
+            )
+        )
         service = Service.from_url(
             url,
             metadata,
@@ -219,7 +228,7 @@ def create_app(
             processes=processes,
             scheduler_options=scheduler_options,
             contexts=contexts,
-            brokers=brokers,
+            brokers=transports,
             consumer_options=consumer_options,
         )
         service.externs = loaded

@@ -70,7 +70,8 @@ class Message:
             event_id = headers[wire.HEADER_EVENT_ID]
             event_type = headers[wire.HEADER_EVENT_TYPE]
         except KeyError as missing:
-            raise MalformedMessage(f"the message has no {missing.args[0]} header") from None
+            reason = f"the message has no {missing.args[0]} header"
+            raise MalformedMessage(reason, headers, payload) from None
         return cls(
             event_id=event_id,
             event_type=event_type,
@@ -83,9 +84,33 @@ class Message:
             model_revision=headers.get(wire.HEADER_MODEL_REVISION),
         )
 
+    @classmethod
+    def decode(
+        cls, channel: str, headers: Mapping[str, str], payload: bytes
+    ) -> Message | MalformedMessage:
+        """`from_headers` over the bytes a broker holds: the message, or why it is none (a
+        payload that is not UTF-8 is malformed too)."""
+        try:
+            text = payload.decode()
+        except UnicodeDecodeError:
+            text = payload.decode(errors="replace")
+            return MalformedMessage("the payload is not UTF-8 text", headers, text)
+        try:
+            return cls.from_headers(channel, headers, text)
+        except MalformedMessage as malformed:
+            return malformed
+
 
 class MalformedMessage(ValueError):
-    """A message on a broker that no Loom relay wrote (its metadata is missing)."""
+    """A message on a broker that no Loom relay wrote (its metadata is missing). `headers` and
+    `payload` are what the broker held, for the dead letter."""
+
+    def __init__(
+        self, reason: str, headers: Mapping[str, str] | None = None, payload: str = ""
+    ) -> None:
+        super().__init__(reason)
+        self.headers = dict(headers or {})
+        self.payload = payload
 
 
 class TransportError(Exception):
@@ -113,11 +138,23 @@ class StreamSpec:
 
 
 class Received(ABC):
-    """A fetched message, to be settled exactly one way."""
+    """A fetched message, to be settled exactly one way.
 
-    message: Message
+    A message on the channel that no Loom relay wrote (no `Loom-*` headers, say) is fetched like
+    any other, so that its consumer can dead-letter it instead of seeing it redelivered forever:
+    reading its `message` raises `MalformedMessage`, which holds the raw headers and payload;
+    `ack` it once dead-lettered."""
+
+    # the message, or why the broker's bytes are none (set by the adapter)
+    decoded: Message | MalformedMessage
     # how many times the broker has handed this message out, this time included (1: first)
     delivered: int
+
+    @property
+    def message(self) -> Message:
+        if isinstance(self.decoded, MalformedMessage):
+            raise self.decoded
+        return self.decoded
 
     @abstractmethod
     async def ack(self) -> None:
@@ -155,7 +192,9 @@ class Transport(ABC):
 
     @abstractmethod
     async def ensure(self, stream: StreamSpec) -> None:
-        """Create the channel's stream and its consumers, or leave them as they are."""
+        """Create the channel's stream and its consumers, or leave them as they are; an existing
+        consumer whose spec names other event types takes them from its current position on
+        (keeping what it acked)."""
 
     @abstractmethod
     async def publish(self, message: Message) -> None:

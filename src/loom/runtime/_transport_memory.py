@@ -10,9 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ._transport import ConsumerSpec, Message, Received, StreamSpec, Transport, TransportError
+from loom.model import messaging as wire
+
+from ._transport import (
+    ConsumerSpec,
+    MalformedMessage,
+    Message,
+    Received,
+    StreamSpec,
+    Transport,
+    TransportError,
+)
 
 
 @dataclass(slots=True)
@@ -34,7 +45,7 @@ class _Consumer:
 @dataclass(slots=True)
 class _Stream:
     spec: StreamSpec
-    messages: dict[int, Message] = field(default_factory=dict)
+    messages: dict[int, Message | MalformedMessage] = field(default_factory=dict)
     next_seq: int = 1
     consumers: dict[str, _Consumer] = field(default_factory=dict)
 
@@ -59,12 +70,19 @@ class MemoryBroker:
             raise TransportError(f"no stream for channel {channel}: ensure it first")
         return found
 
+    def inject(self, channel: str, headers: Mapping[str, str], payload: bytes) -> None:
+        """Store raw bytes as a broker would hold a message some other client wrote (a test of
+        hostile input: no relay of ours publishes anything but a `Message`)."""
+        stream = self.stream(channel)
+        stream.messages[stream.next_seq] = Message.decode(channel, headers, payload)
+        stream.next_seq += 1
+
 
 class _MemoryReceived(Received):
     def __init__(
         self, transport: MemoryTransport, stream: _Stream, consumer: _Consumer, seq: int
     ) -> None:
-        self.message = stream.messages[seq]
+        self.decoded = stream.messages[seq]
         self.delivered = consumer.pending[seq].delivered
         self._transport = transport
         self._stream = stream
@@ -112,7 +130,8 @@ class MemoryTransport(Transport):
         for spec in stream.consumers:
             # a consumer created later starts at the oldest message the stream still keeps
             first = min(held.messages, default=held.next_seq)
-            held.consumers.setdefault(spec.name, _Consumer(frozenset(spec.event_types), first))
+            consumer = held.consumers.setdefault(spec.name, _Consumer(frozenset(), first))
+            consumer.event_types = frozenset(spec.event_types)
 
     async def publish(self, message: Message) -> None:
         broker = self.broker
@@ -165,7 +184,11 @@ class MemoryTransport(Transport):
             message = stream.messages.get(seq)
             if message is None:
                 continue
-            if message.event_type not in consumer.event_types:
+            if isinstance(message, MalformedMessage):
+                event_type = message.headers.get(wire.HEADER_EVENT_TYPE)
+            else:
+                event_type = message.event_type
+            if event_type is not None and event_type not in consumer.event_types:
                 consumer.acked.add(seq)  # not this consumer's: as good as done
                 self.drop_consumed(stream, seq)
                 continue

@@ -173,6 +173,9 @@ async def test_events_of_one_key_apply_in_order(
 ) -> None:
     failures = {"left": 2}
     target: dict[str, str] = {}
+    # the first failure waits until every note is posted, so the other keys' notes are there to
+    # go on while this key's first note is held (else a quick retry could beat the posting)
+    posted = asyncio.Event()
 
     def subscribe(service: Any) -> None:
         # Inventory's own reactions, with keepNotes failing twice for one order's first note
@@ -183,6 +186,7 @@ async def test_events_of_one_key_apply_in_order(
         async def flaky(e: Any) -> None:
             if str(e.order) == target.get("order") and e.seq == 1 and failures["left"]:
                 failures["left"] -= 1
+                await posted.wait()
                 raise RuntimeError("injected: not yet")
             await inner(service, e)
 
@@ -201,6 +205,7 @@ async def test_events_of_one_key_apply_in_order(
     for seq in range(1, 11):
         for key in keys:
             await ok(await orders.post(f"/api/orders/{key}/note", json={"seq": seq}), 204)
+    posted.set()
     await settle_all([orders, inventory])
     notes = sorted(await items(inventory, "/api/notes"), key=lambda n: n["id"])  # UUIDv7: order
     applied = {key: [n["seq"] for n in notes if n["order"] == key] for key in keys}

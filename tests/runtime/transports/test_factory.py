@@ -1,0 +1,56 @@
+"""`transport_for_url`: the transport a broker URL names, and a clear error for any other URL;
+and the broker clients stay out of `import loom.runtime`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from loom.runtime.transports import (
+    MemoryTransport,
+    NatsTransport,
+    RedisTransport,
+    transport_for_url,
+)
+
+
+def test_each_scheme_names_its_transport_with_the_options_given() -> None:
+    nats = transport_for_url("nats://127.0.0.1:4222", ack_wait=2.0, request_timeout=3.0)
+    assert isinstance(nats, NatsTransport)
+    assert (nats.url, nats.ack_wait, nats.request_timeout) == ("nats://127.0.0.1:4222", 2.0, 3.0)
+    for url in ("redis://127.0.0.1:6379/0", "rediss://cache.example:6380/1"):
+        redis = transport_for_url(url, dedup_window=10.0)
+        assert isinstance(redis, RedisTransport)
+        assert (redis.url, redis.dedup_window) == (url, 10.0)
+
+
+def test_memory_urls_of_one_name_share_one_broker() -> None:
+    a1, a2 = transport_for_url("memory://shop"), transport_for_url("MEMORY://shop")
+    other = transport_for_url("memory://elsewhere")
+    assert isinstance(a1, MemoryTransport) and isinstance(a2, MemoryTransport)
+    assert isinstance(other, MemoryTransport)
+    assert a1.broker is a2.broker
+    assert other.broker is not a1.broker
+
+
+@pytest.mark.parametrize("url", ["kafka://127.0.0.1:9092", "127.0.0.1:4222", "memory://", ""])
+def test_any_other_url_is_refused_naming_the_schemes(url: str) -> None:
+    with pytest.raises(ValueError, match=r"expected nats://, redis://, rediss:// or memory://NAME"):
+        transport_for_url(url)
+
+
+def test_bad_options_are_refused() -> None:
+    with pytest.raises(ValueError, match="must be positive"):
+        transport_for_url("nats://127.0.0.1:4222", ack_wait=0)
+    with pytest.raises(TypeError):
+        transport_for_url("redis://127.0.0.1", no_such_option=1)
+
+
+def test_import_loom_runtime_loads_no_broker_client() -> None:
+    probe = (
+        "import sys, loom.runtime; print(sorted(m for m in ('nats', 'redis') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
