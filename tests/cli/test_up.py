@@ -144,11 +144,6 @@ def test_a_child_killed_stops_the_rest_and_exits_1(tmp_path: Path) -> None:
 
 
 @needs_nats
-@pytest.mark.xfail(
-    strict=True,
-    reason="the runtime does not build a broker from LOOM_BROKER yet: each deployable refuses "
-    "to start without one (remove this mark when it does)",
-)
 def test_up_runs_the_shop_over_nats(tmp_path: Path) -> None:
     port = free_port()
     with loom_up(tmp_path, port, SHOP, SHOP_SPLIT) as (proc, log):
@@ -156,19 +151,31 @@ def test_up_runs_the_shop_over_nats(tmp_path: Path) -> None:
         assert re.search(r"^broker +nats://127\.0\.0\.1:\d+ ", seen, re.MULTILINE), seen
         assert len(_children(proc.pid)) == 3  # two services and the broker
         orders, warehouse = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{port + 1}"
-        r = httpx.post(
-            f"{orders}/api/workflows/place_order",
-            json={"sku": "A-1", "quantity": 1, "failPayment": False},
-        )
-        assert r.status_code == 200, r.text
-        order = r.json()
+        children = _children(proc.pid)
+        placed = {}
+        for fail in (False, True, False):
+            r = httpx.post(
+                f"{orders}/api/workflows/place_order",
+                json={"sku": "A-1", "quantity": 1, "failPayment": fail},
+            )
+            assert r.status_code == 200, r.text
+            placed[r.json()] = "Cancelled" if fail else "Paid"
         deadline = time.monotonic() + 60
-        while httpx.get(f"{orders}/api/orders/{order}").json()["status"] != "Paid":
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.5)
-        assert httpx.get(f"{warehouse}/api/charges").json()["total"] == 1
+        for order, final in placed.items():
+            while httpx.get(f"{orders}/api/orders/{order}").json()["status"] != final:
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.2)
+        charges = httpx.get(f"{warehouse}/api/charges").json()["total"]
+        reservations = httpx.get(f"{warehouse}/api/reservations").json()["items"]
+        released = sum(r["released"] for r in reservations)
+        print(
+            f"orders {len(placed)}: {sorted(placed.values())}; charges {charges}; "
+            f"reservations {len(reservations)} ({released} released)"
+        )
+        assert charges == len(placed) and len(reservations) == len(placed) and released == 1
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=60) == 0
+    assert not [p for p in children if _alive(p)], log.read_text()
     assert (tmp_path / ".loom/up/nats/jetstream").is_dir()
 
 
