@@ -213,3 +213,36 @@ def test_a_model_without_deployables_is_one_loom_run(tmp_path: Path) -> None:
                 proc.kill()
                 proc.wait()
     assert (tmp_path / "bank.db").exists()
+
+
+REDIS_CROSSING = """
+deployable Front { contexts: Sales }
+deployable Back { contexts: Books }
+channelSource Streams { kind: redis }
+
+context Sales {
+  aggregate Sale { total: int }
+  event Sold { sale: Sale id }
+  channel Out { carries: Sold  source: Streams }
+}
+
+context Books {
+  workflow book { on(e: Sales.Sold) { } }
+}
+"""
+
+
+def test_a_channel_on_redis_needs_its_url(tmp_path: Path) -> None:
+    model = tmp_path / "books.loom"
+    model.write_text(REDIS_CROSSING)
+    up = [sys.executable, "-m", "loom.entry", "up", str(model), "--port", str(free_port())]
+    done = subprocess.run(up, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert (
+        "error: channel Sales.Out is on channel source Streams, a redis broker, and `loom up` "
+        "starts only NATS: give its URL with --broker Streams=URL"
+    ) in done.stderr
+    bad = subprocess.run(
+        [*up, "--broker", "Streams"], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert bad.returncode == 2 and "expected URL or NAME=URL" in bad.stderr, bad.stderr
