@@ -32,10 +32,10 @@ from loom.migrate.cli import before_serving, migrate_app
 from loom.run_options import (
     Held,
     OptionError,
-    broker_variables,
     declared_deployables,
     default_database,
     held_for,
+    parse_brokers,
     set_brokers,
 )
 from loom.up import UpError, nats_sources, plan
@@ -294,8 +294,7 @@ def up_command(
     units = plan(files, model, declared_deployables(model), port)
     try:
         given = broker or []
-        broker_variables(given)  # each well formed, each source once
-        nats = nats_sources(model, given)
+        nats = nats_sources(model, parse_brokers(given))  # each well formed, each source once
         code = start_up(files, units, nats=nats, brokers=given, timeout=timeout)
     except (UpError, OptionError) as exc:
         _fail(str(exc))

@@ -17,7 +17,6 @@ from loom.model import ir, naming
 # `--broker NAME=URL`: NAME is a channel source's name, as the model declares it
 _SOURCE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
-BROKER_VARIABLE = "LOOM_BROKER"
 
 
 class OptionError(Exception):
@@ -107,10 +106,10 @@ def default_database(first_file: Path, held: Held) -> str:
     return f"sqlite+aiosqlite:///{first_file.resolve().parent / name}"
 
 
-def broker_variables(values: Sequence[str]) -> dict[str, str]:
-    """The environment `--broker` values set: `NAME=URL` the broker of channel source NAME
-    (`LOOM_BROKER_<NAME>`, capitals), a bare `URL` the broker of every durable channel that
-    names no source (`LOOM_BROKER`). Each at most once."""
+def parse_brokers(values: Sequence[str]) -> dict[str, str]:
+    """The `--broker` values: channel source -> URL, for `NAME=URL` (the broker of channel
+    source NAME) and a bare `URL` (source "": the broker of every durable channel that names
+    no source). Each source at most once, whatever its capitals."""
     found: dict[str, str] = {}
     for value in values:
         name, url = "", value.strip()
@@ -127,18 +126,25 @@ def broker_variables(values: Sequence[str]) -> dict[str, str]:
                 f"--broker {value!r}: expected URL or NAME=URL, with a URL such as "
                 "nats://127.0.0.1:4222 or redis://127.0.0.1:6379"
             )
-        variable = f"{BROKER_VARIABLE}_{name.upper()}" if name else BROKER_VARIABLE
-        if variable in found:
+        if any(known.upper() == name.upper() for known in found):
             which = f"channel source {name}" if name else "the default broker (a bare URL)"
             raise OptionError(f"--broker gives {which} twice: keep one")
-        found[variable] = url
+        found[name] = url
     return found
 
 
 def set_brokers(values: Sequence[str]) -> None:
-    """Put the `--broker` values in the environment, where the service reads them when it is
-    built. A source's variable as declared (`LOOM_BROKER_Bus`) yields to the command line."""
-    for variable, url in broker_variables(values).items():
+    """Put the `--broker` values in the environment (`LOOM_BROKER_<NAME>`, `LOOM_BROKER`),
+    where the service reads them when it is built. A source's variable spelt otherwise
+    (`LOOM_BROKER_Bus`) yields to the command line."""
+    brokers = parse_brokers(values)
+    if not brokers:
+        return
+    # the runtime's names for the variables, one definition; `loom run` loads the runtime next
+    from loom.runtime._broker_config import variable_for
+
+    for source, url in brokers.items():
+        variable = variable_for(source)
         for spelling in [v for v in os.environ if v.upper() == variable and v != variable]:
             del os.environ[spelling]
         os.environ[variable] = url

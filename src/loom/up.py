@@ -23,7 +23,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -79,14 +79,13 @@ def plan(
     ]
 
 
-def nats_sources(model: ir.Model, given: Sequence[str]) -> list[str] | None:
+def nats_sources(model: ir.Model, given: Collection[str]) -> list[str] | None:
     """The channel sources the local NATS server stands for ("" the default broker of the
     channels that name none), None when no channel carries an event from one deployable to
-    another over NATS. A crossing channel on a redis source needs its URL in `given` (the
-    `--broker` values)."""
+    another over NATS. `given` are the sources the command line gives a broker (`--broker`);
+    a crossing channel on a redis source must be one of them."""
     kinds = {s.name: s.kind for s in model.channel_sources}
-    # the sources given on the command line ("" the default broker: a bare URL)
-    named = {v.partition("=")[0].upper() if "=" in v.partition("://")[0] else "" for v in given}
+    named = {source.upper() for source in given}
     sources: list[str] = []
     for crossing in crossings(model):
         if crossing.channel is None:

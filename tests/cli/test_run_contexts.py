@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from loom.build import cached_build_for, read_model
-from loom.run_options import Held, OptionError, broker_variables, held_for, set_brokers
+from loom.run_options import Held, OptionError, held_for, parse_brokers, set_brokers
 from tests.liveserver import free_port, running
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,6 +101,6 @@ def test_broker_spellings_set_the_variables(monkeypatch: pytest.MonkeyPatch) -> 
     assert "LOOM_BROKER_Bus" not in os.environ  # the command line wins over the environment
     monkeypatch.delenv("LOOM_BROKER_BUS")
     # a URL whose query holds `=` is a URL, not NAME=URL
-    assert broker_variables(["nats://h:1/?a=b"]) == {"LOOM_BROKER": "nats://h:1/?a=b"}
+    assert parse_brokers(["nats://h:1/?a=b"]) == {"": "nats://h:1/?a=b"}
     with pytest.raises(OptionError, match="channel source bus twice"):
-        broker_variables(["Bus=nats://a:1", "bus=nats://b:1"])
+        parse_brokers(["Bus=nats://a:1", "bus=nats://b:1"])
