@@ -93,13 +93,14 @@ def test_run_refuses_a_wrong_held_set_or_broker(
 
 
 def test_broker_spellings_set_the_variables(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("LOOM_BROKER_Bus", "nats://old:1")
-    monkeypatch.delenv("LOOM_BROKER", raising=False)
+    # each variable set_brokers writes is set here first, so that the test's end restores it
+    for variable in ("LOOM_BROKER", "LOOM_BROKER_BUS", "LOOM_BROKER_Bus"):
+        monkeypatch.setenv(variable, "nats://old:1")
+    monkeypatch.delenv("LOOM_BROKER_BUS")
     set_brokers(["nats://127.0.0.1:4222", "Bus=redis://127.0.0.1:6379/0"])
     assert os.environ["LOOM_BROKER"] == "nats://127.0.0.1:4222"
     assert os.environ["LOOM_BROKER_BUS"] == "redis://127.0.0.1:6379/0"
     assert "LOOM_BROKER_Bus" not in os.environ  # the command line wins over the environment
-    monkeypatch.delenv("LOOM_BROKER_BUS")
     # a URL whose query holds `=` is a URL, not NAME=URL
     assert parse_brokers(["nats://h:1/?a=b"]) == {"": "nats://h:1/?a=b"}
     with pytest.raises(OptionError, match="channel source bus twice"):

@@ -145,7 +145,10 @@ async def test_subset_serves_and_stores_only_its_contexts(tmp_path: Path) -> Non
     assert "beta_yarns" in tables and not any(t.startswith("alpha") for t in tables), tables
 
 
-async def test_the_service_tells_the_runtime_what_it_holds(shop: ir.Model, tmp_path: Path) -> None:
+async def test_the_service_tells_the_runtime_what_it_holds(
+    shop: ir.Model, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LOOM_BROKER", raising=False)
     # Orders consumes Payment's events: held alone, they must come over a broker, and the
     # runtime (told CONTEXTS) refuses to start without one
     out = write_tree(generate(shop, package="orders", contexts={"Orders"}), tmp_path / "orders")
