@@ -193,9 +193,11 @@ class OutboxStorageContract:
         await emit(service, Happened(n=1))
         relay = Relay(service)
         rows, _ = await relay._claim()
-        assert await relay._deliver(rows[0]) == ["lab.b: RuntimeError: b fails once"]
-        assert await relay._deliver(rows[0]) == []  # a: skipped; b: applied now
-        assert await relay._deliver(rows[0]) == []  # both skipped
+        envelope, _ = relay._decode(rows[0])
+        assert envelope is not None
+        assert await relay._deliver(rows[0], envelope) == ["lab.b: RuntimeError: b fails once"]
+        assert await relay._deliver(rows[0], envelope) == []  # a: skipped; b: applied now
+        assert await relay._deliver(rows[0], envelope) == []  # both skipped
         event_id = rows[0].event_id
         assert applied == [("lab.a", event_id), ("lab.b", event_id)]
         # outside a durable delivery, reaction() is a plain transaction: no inbox involved

@@ -3,7 +3,8 @@ real service on its own database, connected by a broker.
 
 `transport_factory` is the broker under test: one per test, handing out transports to it (one per
 service, as each deployable has its own connection) and able to take it down and bring it back.
-Only the in-memory broker runs here; a real broker is one more parameter of that fixture."""
+It runs every test on the in-memory broker and on the real servers: NATS JetStream and Redis
+Streams (the session's throwaway servers, tests/brokers.py), each test on a clean broker."""
 
 from __future__ import annotations
 
@@ -20,36 +21,46 @@ from typing import Any
 import pytest
 
 from loom.runtime import Channel, EventBus, Service, create_app
-from loom.runtime.transports import ConsumerSpec, MemoryBroker, MemoryTransport, Transport
+from loom.runtime.transports import ConsumerSpec, Transport
 from loom.testing import ServiceClient, build_service
 from tests.conftest import create_pg_database
 from tests.pgcluster import Cluster
+from tests.runtime.transports.conftest import Backend, MemoryBackend, NatsBackend, RedisBackend
 
 MODEL = [Path(__file__).resolve().parent / "shop.loom"]
 ORDERS, INVENTORY = ("Orders",), ("Inventory",)
-ACK_WAIT = 0.3  # s: a crashed consumer's message is handed out again this soon
 
 
-class MemoryHarness:
-    """The in-memory broker: `transport()` connects one more service to it; `down` / `up`."""
+class Harness:
+    """A broker of one kind: `transport()` connects one more service to it; `down` / `up` stop
+    and restart it (the in-memory one refuses every call meanwhile)."""
 
-    def __init__(self) -> None:
-        self.broker = MemoryBroker()
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
 
     def transport(self) -> Transport:
-        return MemoryTransport(self.broker, ack_wait=ACK_WAIT)
+        return self.backend.new()
 
     async def down(self) -> None:
-        self.broker.down = True
+        self.backend.stop()
 
     async def up(self) -> None:
-        self.broker.down = False
+        self.backend.start()
 
 
-@pytest.fixture(params=["memory"])
-def transport_factory(request: pytest.FixtureRequest) -> MemoryHarness:
-    assert request.param == "memory"
-    return MemoryHarness()
+@pytest.fixture(params=["memory", "nats", "redis"])
+async def transport_factory(request: pytest.FixtureRequest) -> AsyncIterator[Harness]:
+    backend: Backend
+    if request.param == "memory":
+        backend = MemoryBackend()
+    elif request.param == "nats":
+        backend = NatsBackend(request.getfixturevalue("nats_server"))
+        await backend.clean()
+    else:
+        backend = RedisBackend(request.getfixturevalue("redis_server"))
+        await backend.clean()
+    yield Harness(backend)
+    await backend.close()
 
 
 @pytest.fixture(scope="session")
@@ -104,7 +115,7 @@ def routers(main: ModuleType, contexts: Sequence[str]) -> list[Any]:
 class Topology:
     """Services started on demand, stopped (in reverse) when the test ends."""
 
-    def __init__(self, main: ModuleType, harness: MemoryHarness) -> None:
+    def __init__(self, main: ModuleType, harness: Harness) -> None:
         self.main = main
         self.harness = harness
         self.channels = broker_channels(main, [ORDERS, INVENTORY])
@@ -153,7 +164,7 @@ class Topology:
 
 
 @pytest.fixture
-async def topology(main: ModuleType, transport_factory: MemoryHarness) -> AsyncIterator[Topology]:
+async def topology(main: ModuleType, transport_factory: Harness) -> AsyncIterator[Topology]:
     t = Topology(main, transport_factory)
     try:
         yield t
