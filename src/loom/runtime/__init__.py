@@ -93,6 +93,7 @@ Events (docs/events.md)
                          source: its channelSource (None: the default broker); consumers: the
                          ConsumerSpecs reading it from a broker (docs/events.md, "Channels on a
                          broker")
+    ConsumerSpec(name, channel, event_types)   one reaction's durable consumer on a broker
     event_key(event)     an event's correlation key on a broker: its `key_field`, else its
                          first id field, else its first field (DomainEvent.key_field)
     Backoff(initial=1s, factor=2.0, maximum=5min)    .delay(attempt) -> timedelta
@@ -246,6 +247,7 @@ from ._schemas import (
     WireText,
 )
 from ._service import SchemaMismatch, Service, Work
+from ._transport import ConsumerSpec
 from .clock import now
 from .decimals import ArithmeticRefused
 from .processes import ProcessRunner
@@ -263,6 +265,7 @@ __all__ = [
     "Backoff",
     "Channel",
     "ConcurrencyConflict",
+    "ConsumerSpec",
     "DatabaseUnavailable",
     "DeadLetter",
     "DecimalOut",

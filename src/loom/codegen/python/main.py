@@ -140,7 +140,7 @@ def _channels(info: ModelInfo, channels: list[ir.Channel], imports: Imports) -> 
             for c in broker_consumers(info.model, ch, held)
         ]
         if specs:
-            imports.add("loom.runtime.transports", "ConsumerSpec")
+            imports.add("loom.runtime", "ConsumerSpec")
             args.append(Group("consumers=[", specs, "]"))
         items.append(call("Channel", args))
         carried += [e for e in ch.events if e not in carried]

@@ -68,12 +68,16 @@ def broker_consumers(
 ) -> list[Consumer]:
     """The durable consumers that read `channel` from a broker: the reactions to its events that
     run in another deployable than the event's producer. The deployables are the model's declared
-    ones; without declarations, the service of some contexts (`held`) is one and the rest of the
-    model another; the whole model is one deployable, and nothing crosses."""
-    if model.deployables:
-        home = {c: d.name for d in model.deployables for c in d.contexts}
-    elif held is not None:
+    ones; for a service of other contexts than a declared deployable's (`held`), that service is
+    one and the rest of the model another; the whole model is one deployable, and nothing
+    crosses."""
+    declared = {frozenset(d.contexts) for d in model.deployables}
+    if held is not None and frozenset(held) not in declared:
+        # some contexts run apart from how the model groups them (`loom run --contexts`): this
+        # service is one deployable, the rest of the model another
         home = {c.name: str(c.name in held) for c in model.contexts}
+    elif model.deployables:
+        home = {c: d.name for d in model.deployables for c in d.contexts}
     else:
         return []
     return [

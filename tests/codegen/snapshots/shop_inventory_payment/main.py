@@ -7,8 +7,14 @@ from pathlib import Path
 
 from fastapi import FastAPI
 
-from loom.runtime import Backoff, Channel, DomainEvent, Service, create_app
-from loom.runtime.transports import ConsumerSpec
+from loom.runtime import (
+    Backoff,
+    Channel,
+    ConsumerSpec,
+    DomainEvent,
+    Service,
+    create_app,
+)
 
 from ._metadata import metadata
 from .inventory import domain as inventory_domain
