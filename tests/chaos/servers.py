@@ -52,7 +52,8 @@ def copy_model(folder: Path, files: Sequence[Path], *extra: Path) -> list[Path]:
 
 class Server:
     """One `loom run` subprocess on a fixed port. With `lease`, it starts through
-    LOOM_RELAY_LEASE (a shorter relay lease, so rows a killed replica claimed are claimed again soon)."""
+    LOOM_RELAY_LEASE (a shorter relay lease, so rows a killed replica claimed are claimed again soon);
+    `env` adds (or replaces) variables of its environment."""
 
     def __init__(
         self,
@@ -63,8 +64,10 @@ class Server:
         lease: float | None = None,
         extern: str | None = None,
         log_dir: Path | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.model = list(model)
+        self.env = dict(env or {})
         self.database_url = database_url
         self.name = name
         self.lease = lease
@@ -88,6 +91,7 @@ class Server:
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "LOOM_LOG_LEVEL": "WARNING"}
         if self.lease is not None:
             env["LOOM_RELAY_LEASE"] = str(self.lease)
+        env.update(self.env)
         # Output goes to a file, not a pipe: a pipe nobody reads fills up and blocks the server.
         with open(self.log_path, "ab") as log:
             log.write(f"--- start {self.starts + 1}: {' '.join(self.command())}\n".encode())
