@@ -139,11 +139,11 @@ class Shop:
         lease: float = 3.0,
     ) -> Shop:
         env = {"LOOM_LOG_LEVEL": "INFO"}
-        made = [
+        orders, inventory, payment = (
             Deployable(model, databases[d], d, broker, lease=lease, log_dir=log_dir, env=env)
             for d in DEPLOYABLES
-        ]
-        return cls(*made)
+        )
+        return cls(orders, inventory, payment)
 
     @property
     def main(self) -> list[Deployable]:

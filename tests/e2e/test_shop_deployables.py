@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -194,7 +194,7 @@ async def test_kill_9_each_deployable_and_restart_nats_mid_flow(
     consumers and the broker, mid-flow."""
     shop, nats = pg_shop.shop, pg_shop.broker
     assert nats is not None
-    faults = {
+    faults: dict[str, Callable[[], Awaitable[None]]] = {
         "kill -9 Orders": lambda: shop.restart(shop.orders),
         "kill -9 Inventory": lambda: shop.restart(shop.inventory),
         "kill -9 Payment": lambda: shop.restart(shop.payment),
