@@ -234,6 +234,9 @@ class ShopBooks:
     inbox: dict[str, Counter[str]]  # deployable -> consumer -> rows
     outbox: dict[str, dict[str, int]]
     dead_letters: dict[str, int]
+    # orders whose PaymentDeadline is still armed although Payment answered: its answer was
+    # applied before the deadline's own start (docs/events.md, "Proof: …", the causality gap)
+    armed: set[str] = field(default_factory=set)
 
     def expected_inbox(self, consumer: str) -> int:
         found = _CONSUMED.search(consumer)
@@ -291,6 +294,7 @@ class ShopBooks:
             f"  lost / doubled           {self.lost} / {self.doubled}",
             f"  outbox pending           {pending}",
             f"  dead letters             {self.dead_letters}",
+            f"  deadlines left armed     {len(self.armed)} (an answer overtook the start)",
         ]
 
     def problems(self) -> list[str]:
@@ -310,6 +314,17 @@ async def dead_letters(client: httpx.AsyncClient, server: Server) -> int:
     r = await client.get(f"{server.base}/api/admin/dead-letters", params={"limit": 1})
     r.raise_for_status()
     return int(r.json()["total"])
+
+
+async def armed_deadlines(client: httpx.AsyncClient, shop: Shop, orders: Iterable[str]) -> set[str]:
+    """The orders whose PaymentDeadline instance has not ended."""
+    found = set()
+    for order in orders:
+        r = await client.get(f"{shop.orders.base}/api/workflows/payment_deadline/instances/{order}")
+        r.raise_for_status()
+        if not r.json()["ended"]:
+            found.add(order)
+    return found
 
 
 async def _quiet_counts(shop: Shop, client: httpx.AsyncClient) -> tuple[object, ...]:
@@ -341,6 +356,7 @@ async def books(shop: Shop, placed: dict[str, bool], *, settle_timeout: float) -
             inbox={s.deployable: await inbox_counts(s.database_url) for s in shop.main},
             outbox={s.deployable: await outbox_counts(s.database_url) for s in shop.main},
             dead_letters={s.deployable: await dead_letters(c, s) for s in shop.main},
+            armed=await armed_deadlines(c, shop, placed),
         )
 
 
