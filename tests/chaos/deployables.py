@@ -234,8 +234,9 @@ class ShopBooks:
     inbox: dict[str, Counter[str]]  # deployable -> consumer -> rows
     outbox: dict[str, dict[str, int]]
     dead_letters: dict[str, int]
-    # orders whose PaymentDeadline is still armed although Payment answered: its answer was
-    # applied before the deadline's own start (docs/events.md, "Proof: …", the causality gap)
+    # orders whose PaymentDeadline is still armed although Payment answered: its answer would
+    # have been applied before the deadline's own start (docs/events.md, "Proof: …": the relay
+    # delivers to its own deployable's reactions before it publishes, so there must be none)
     armed: set[str] = field(default_factory=set)
 
     def expected_inbox(self, consumer: str) -> int:
@@ -307,6 +308,8 @@ class ShopBooks:
             found.append(f"outbox not drained: {self.outbox}")
         if any(self.dead_letters.values()):
             found.append(f"dead letters: {self.dead_letters}")
+        if self.armed:
+            found.append(f"deadlines left armed after the answer: {sorted(self.armed)[:5]}")
         return found
 
 

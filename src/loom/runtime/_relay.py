@@ -3,7 +3,7 @@
 One round: claim a batch in a short transaction (PostgreSQL `FOR UPDATE SKIP LOCKED`, SQLite under
 the service's writer lock and `BEGIN IMMEDIATE`), setting a lease (claimed_by, claimed_until);
 deliver the rows in event order, outside any relay transaction (a row of a channel on a broker,
-produced by this deployable, is first published: `_publisher.py`); then, in one more short
+produced by this deployable, is then published: `_publisher.py`); then, in one more short
 transaction, delete (retention work) or mark delivered (retention log) the rows that succeeded and
 reschedule or dead-letter the ones that failed. Every mark is guarded by `claimed_by`, so a relay
 that lost its lease changes nothing. A relay that dies between claim and mark leaves rows whose
@@ -246,11 +246,15 @@ class Relay:
             if envelope is None:
                 outcomes.append((row, [error]))
                 continue
+            # this deployable's own reactions first: a reaction of another deployable, and the
+            # answer it sends back, must not overtake them (the shop's payment deadline is armed
+            # by Orders' own reaction to OrderPlaced, before Payment may answer it)
+            errors = await self._deliver(row, envelope)
             if link is not None and not await self._publisher.publish(link, row, envelope.event):
                 blocked.add(link.source)
-                left.append(row)
+                left.append(row)  # delivered again next round: the inbox skips what applied
                 continue
-            outcomes.append((row, await self._deliver(row, envelope)))
+            outcomes.append((row, errors))
         self.publish_blocked = bool(blocked)
         self._crash_point("deliver")
         self._crash_point("publish")
