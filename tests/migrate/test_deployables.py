@@ -197,3 +197,28 @@ def test_dead_letters_of_a_deployable(tmp_path: Path) -> None:
     assert (r.returncode, r.stdout.strip()) == (0, "redriven 1 dead letter(s)"), r.stderr
     r = _dead_letters("list", model, "--deployable", "Front")
     assert (r.returncode, r.stdout.strip()) == (0, "no dead letters"), r.stdout + r.stderr
+
+
+def test_a_rename_is_left_over_only_once_no_folder_needs_it(tmp_path: Path) -> None:
+    model = tmp_path / "desk.loom"
+    model.write_text(V1, encoding="utf-8")
+    for name in ("Front", "Back"):
+        assert loom("migrate", "new", model, "--deployable", name).returncode == 0
+    renamed = V1.replace("email: string\n", "mail: string renamed from email\n", 1)
+    model.write_text(renamed.replace("email: email }", "email: mail }"), encoding="utf-8")
+    r = loom("migrate", "new", model, "--deployable", "Front", "-m", "mail")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "rename column desk_tickets.email to mail" in r.stdout, r.stdout
+    # Front's last migration applied the rename, Back's tables have no Desk field
+    r = loom("check", "--color", "never", model)
+    assert r.returncode == 0, r.stderr
+    assert "warning[loom.leftover-rename]" in r.stderr + r.stdout
+    assert "the last migration (front/0002_mail)" in r.stderr + r.stdout
+    # the whole model's own history (from before the deployables) still has `email`: needed
+    whole = tmp_path / "migrations"
+    for part in ("json", "py"):
+        src = whole / "front" / f"0001_initial_schema.{part}"
+        (whole / src.name).write_bytes(src.read_bytes())
+    r = loom("check", "--color", "never", model)
+    assert r.returncode == 0, r.stderr
+    assert "leftover-rename" not in r.stderr + r.stdout, r.stderr
