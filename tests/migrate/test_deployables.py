@@ -161,6 +161,10 @@ def test_contexts_have_their_folder_named_like_their_database(tmp_path: Path) ->
     assert (tmp_path / "desk-stock.db").is_file()
     r = loom("migrate", "status", model, "--contexts", "Desk", "--deployable", "Front")
     assert r.returncode == 2 and "--contexts or --deployable" in r.stderr, r.stderr
+    model.write_text(V2, encoding="utf-8")
+    said = refused_start(str(model), "--contexts", "Desk,Stock")
+    assert f"no migration in {tmp_path / 'migrations' / 'desk-stock'} holds" in said
+    assert f"`loom migrate new {model} --contexts Desk,Stock`" in said
 
 
 def _dead_letters(*args: str | Path) -> subprocess.CompletedProcess[str]:
@@ -222,3 +226,8 @@ def test_a_rename_is_left_over_only_once_no_folder_needs_it(tmp_path: Path) -> N
     r = loom("check", "--color", "never", model)
     assert r.returncode == 0, r.stderr
     assert "leftover-rename" not in r.stderr + r.stdout, r.stderr
+    # and `migrate new` without --deployable continues that history, saying what it is
+    r = loom("migrate", "new", model, "-m", "whole")
+    assert r.returncode == 0, r.stderr
+    assert "note: the model declares deployables; this is the whole model's migration" in r.stdout
+    assert (whole / "0002_whole.py").is_file()
