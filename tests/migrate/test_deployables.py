@@ -107,6 +107,12 @@ def test_each_deployable_migrates_its_own_tables_on_its_own_database(tmp_path: P
     assert (tmp_path / "front.db").is_file() and not (tmp_path / "desk.db").exists()
     r = loom("migrate", "status", model, "--deployable", "Front")
     assert r.returncode == 0 and "applied  0001_initial_schema" in r.stdout, r.stdout
+    # Front's database records a 0001 too, but not Back's: Back's migrations refuse it
+    front_db = f"sqlite+aiosqlite:///{tmp_path / 'front.db'}"
+    r = loom("migrate", "apply", model, "--deployable", "Back", "--database-url", front_db)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "records 0001_initial_schema but has drifted from its schema" in r.stderr
+    assert "table stock_items is missing" in r.stderr and "another deployable" in r.stderr
 
     # the model changes in both deployables' contexts
     model.write_text(V2, encoding="utf-8")
