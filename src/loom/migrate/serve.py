@@ -44,8 +44,8 @@ async def prepare_database(
     as far as `loom run` may (see the module's docstring); the lines to print. Raises
     MigrationsError when it may not serve, DatabaseUnreachable when the database does not
     answer."""
-    # what the suggested commands name: the model's files and the service's flag
     held = held or Held()
+    # what the suggested commands name: the model's files and the service's flag
     model = " ".join(str(f) for f in files) + held.args()
     current = snapshot_of(service_metadata(main))
     folder = folder_for(files[0], held.name())
