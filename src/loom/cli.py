@@ -17,7 +17,6 @@ from loom import commands
 from loom.build import (
     BuildError,
     cached_build_for,
-    default_sqlite_url,
     import_package,
     read_model,
     reuse_build,
@@ -27,7 +26,7 @@ from loom.build import (
 from loom.commands import Color, Format
 from loom.commands import collector_paused as _collector_paused
 from loom.commands import compile_model as _compile
-from loom.dead_letters import dead_page, on_outbox, redrive
+from loom.dead_letters import dead_page, default_url, on_outbox, redrive
 from loom.migrate.cli import before_serving, migrate_app
 from loom.run_options import (
     Held,
@@ -217,7 +216,7 @@ def run(
         application = service.build_app(url)
     except (BuildError, AuthConfigError, OptionError, ValueError) as exc:  # a bad limit or TTL
         _fail(str(exc))
-    for line in before_serving(files, service, url, database_url, migrate=migrate):
+    for line in before_serving(files, service, url, database_url, migrate=migrate, held=held):
         typer.echo(line)
     served = ", ".join(str(f) for f in files)
     if held.deployable is not None or held.contexts is not None:
@@ -405,6 +404,16 @@ ModelOrDir = Annotated[
 DatabaseUrl = Annotated[
     str | None, typer.Option(help="The service's database instead of the model's default one.")
 ]
+DeployableOption = Annotated[
+    str | None,
+    typer.Option(
+        "--deployable", help="A deployable's default database (<deployable>.db beside the model)."
+    ),
+]
+ContextsOption = Annotated[
+    str | None,
+    typer.Option("--contexts", help="The default database of `loom run --contexts` with these."),
+]
 
 
 class DeadKind(str, enum.Enum):
@@ -426,13 +435,15 @@ def dead_letters_list(
     limit: Annotated[int, typer.Option(min=1, max=500, help="At most this many.")] = 50,
     offset: Annotated[int, typer.Option(min=0, help="Skip this many.")] = 0,
     kind: KindOption = None,
+    deployable: DeployableOption = None,
+    contexts: ContextsOption = None,
 ) -> None:
     """List dead letters, oldest first: dead events, then dead timeouts (exit 0, also when there
     are none)."""
     import asyncio  # here, not at the top: `loom check` and `loom build` never load it (start-up)
     import json
 
-    url = _dead_letters_url(model, database_url)
+    url = _dead_letters_url(model, database_url, contexts, deployable)
     wanted = None if kind is None else kind.value
     try:
         page = asyncio.run(on_outbox(url, lambda svc: dead_page(svc, limit, offset, wanted)))
@@ -478,6 +489,8 @@ def dead_letters_redrive(
     all_: Annotated[bool, typer.Option("--all", help="Redrive every dead letter.")] = False,
     database_url: DatabaseUrl = None,
     kind: KindOption = None,
+    deployable: DeployableOption = None,
+    contexts: ContextsOption = None,
 ) -> None:
     """Put dead letters back in the queue: the service's relay delivers them (its scheduler fires
     the timeouts) again from attempt 1. ID is an event id or a timeout's job id.
@@ -499,7 +512,7 @@ def dead_letters_redrive(
             _fail("EVENT_ID must be a UUID (as `loom dead-letters list` shows it)")
     if len(rest) > 1:
         _fail(f"unexpected argument(s): {' '.join(rest[1:])}")
-    url = _dead_letters_url(Path(rest[0]) if rest else None, database_url)
+    url = _dead_letters_url(Path(rest[0]) if rest else None, database_url, contexts, deployable)
     try:
         wanted = None if kind is None else kind.value
         count = asyncio.run(on_outbox(url, lambda svc: redrive(svc, event_id, wanted)))
@@ -516,29 +529,16 @@ def dead_letters_redrive(
         raise typer.Exit(1)
 
 
-def _dead_letters_url(model: Path | None, database_url: str | None) -> str:
-    """The explicit URL, else the SQLite file `loom run` keeps beside the model."""
-    if database_url:
-        return database_url
-    target = model or Path.cwd()
-    if target.is_dir():
-        files = sorted(target.glob("*.loom"))
-        if not files:
-            _fail(f"no .loom file in {target}: name the model, or pass --database-url")
-        # `loom run` names the database after the first model file it was given
-        with_db = [f for f in files if f.with_suffix(".db").exists()]
-        first = (with_db or files)[0]
-    elif target.is_file():
-        first = target
-    else:
-        _fail(f"{target}: no such file or folder")
-    db = first.resolve().with_suffix(".db")
-    if not db.exists():
-        _fail(
-            f"no database at {db} (has `loom run` served this model?); "
-            "pass --database-url for another one"
-        )
-    return default_sqlite_url(first)
+def _dead_letters_url(
+    model: Path | None, database_url: str | None, contexts: str | None, deployable: str | None
+) -> str:
+    """The explicit URL, else the SQLite file `loom run` keeps beside the model for the service
+    named (the whole model by default)."""
+    try:
+        held = held_for(contexts, deployable)
+        return database_url or default_url(model, held)
+    except OptionError as exc:
+        _fail(str(exc))
 
 
 def main() -> None:

@@ -4,7 +4,35 @@ options and their words) are in `loom.cli`."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
+
+from loom.run_options import Held, OptionError, default_database, default_database_file
+
+
+def default_url(model: Path | None, held: Held) -> str:
+    """The database `loom run` keeps beside the model (a file or its folder; None: the current
+    folder) for the service of `held`: the whole model's `<first file>.db`, a deployable's
+    `<deployable>.db`. Raises OptionError with a sentence when there is none."""
+    target = model or Path.cwd()
+    if target.is_dir():
+        files = sorted(target.glob("*.loom"))
+        if not files:
+            raise OptionError(f"no .loom file in {target}: name the model, or pass --database-url")
+        # `loom run` names the whole model's database after the first model file it was given
+        with_db = [f for f in files if f.with_suffix(".db").exists()]
+        first = (with_db or files)[0]
+    elif target.is_file():
+        first = target
+    else:
+        raise OptionError(f"{target}: no such file or folder")
+    db = default_database_file(first, held)
+    if not db.exists():
+        raise OptionError(
+            f"no database at {db} (has `loom run{held.args()}` served this model?); "
+            "pass --database-url for another one"
+        )
+    return default_database(first, held)
 
 
 async def on_outbox(url: str, action: Callable[[Any], Awaitable[Any]]) -> Any:

@@ -32,15 +32,29 @@ class Held:
     contexts: tuple[str, ...] | None = None
     deployable: str | None = None
 
-    def database_name(self) -> str | None:
-        """The default SQLite file's name (None: the model's own, `<first file>.db`): a
-        deployable's `<deployable>.db`, a set of contexts' `<context>-<context>.db` from the
-        sorted names, in snake case."""
+    def name(self) -> str | None:
+        """What this service's files beside the model are named after (None: the whole model):
+        a deployable's name, a set of contexts' sorted names joined by `-`, in snake case. Its
+        default database is `<name>.db`, its migrations `migrations/<name>/`."""
         if self.deployable is not None:
-            return f"{naming.snake(self.deployable)}.db"
+            return naming.snake(self.deployable)
         if self.contexts is not None:
-            return "-".join(naming.snake(c) for c in sorted(self.contexts)) + ".db"
+            return "-".join(naming.snake(c) for c in sorted(self.contexts))
         return None
+
+    def database_name(self) -> str | None:
+        """The default SQLite file's name (None: the model's own, `<first file>.db`)."""
+        name = self.name()
+        return None if name is None else f"{name}.db"
+
+    def args(self) -> str:
+        """The command-line flags naming this service, to repeat in a suggested command
+        (" --deployable Warehouse"; "" for the whole model)."""
+        if self.deployable is not None:
+            return f" --deployable {self.deployable}"
+        if self.contexts is not None:
+            return f" --contexts {','.join(self.contexts)}"
+        return ""
 
     def key(self) -> str:
         """What the build cache keys this service by beside the model's files ("" for the whole
@@ -103,7 +117,17 @@ def default_database(first_file: Path, held: Held) -> str:
     name = held.database_name()
     if name is None:
         return default_sqlite_url(first_file)
-    return f"sqlite+aiosqlite:///{first_file.resolve().parent / name}"
+    return f"sqlite+aiosqlite:///{default_database_file(first_file, held)}"
+
+
+def default_database_file(first_file: Path, held: Held) -> Path:
+    """The file of `default_database`."""
+    name = held.database_name()
+    return (
+        first_file.resolve().with_suffix(".db")
+        if name is None
+        else first_file.resolve().parent / name
+    )
 
 
 def parse_brokers(values: Sequence[str]) -> dict[str, str]:

@@ -6,6 +6,9 @@ model, a finding that blocks, data loss without --allow-data-loss, a database th
 cannot apply to; status: pending migrations or drift); 2 the command line or the environment is
 wrong (a bad URL, an unreachable database, an unreadable migrations folder).
 
+`--deployable NAME` (or `--contexts A,B`) works on that service's migrations,
+`migrations/<name>/`, and its database (`loom run --deployable`'s default, `<name>.db`).
+
 Like `loom.cli`, the heavy modules are imported in the commands that use them: `loom check` and
 `loom build` load none of this package's engine, and `loom run` on an up-to-date database
 neither the compiler nor Alembic.
@@ -25,13 +28,13 @@ import typer
 from loom.build import (
     BuildError,
     cached_build_for,
-    default_sqlite_url,
     read_model,
     reuse_build,
     safe_url,
     write_cached_build,
 )
-from loom.migrate.folder import MigrationsError, Revision, folder_for, revisions
+from loom.migrate.folder import MigrationsError, Revision, folder_for, named_folders, revisions
+from loom.run_options import Held, OptionError, declared_deployables, default_database, held_for
 
 if TYPE_CHECKING:
     from loom.migrate.pending import EventCheck
@@ -53,7 +56,21 @@ DatabaseUrl = Annotated[
     str | None,
     typer.Option(
         help="The database; default: the one `loom run` uses, a SQLite file beside the "
-        "first model file."
+        "first model file (with --deployable: <deployable>.db)."
+    ),
+]
+Deployable = Annotated[
+    str | None,
+    typer.Option(
+        help="A declared deployable: its migrations (migrations/<deployable>/, its contexts' "
+        "tables) and its database. Not with --contexts."
+    ),
+]
+Contexts = Annotated[
+    str | None,
+    typer.Option(
+        help="A set of contexts served apart (`loom run --contexts`): its migrations "
+        "(migrations/<contexts>/) and its database."
     ),
 ]
 
@@ -65,8 +82,15 @@ def _fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
-def _revisions(files: Sequence[Path]) -> tuple[Path, list[Revision]]:
-    folder = folder_for(files[0])
+def _held(contexts: str | None, deployable: str | None) -> Held:
+    try:
+        return held_for(contexts, deployable)
+    except OptionError as exc:
+        _fail(str(exc))
+
+
+def _revisions(files: Sequence[Path], held: Held) -> tuple[Path, list[Revision]]:
+    folder = folder_for(files[0], held.name())
     try:
         return folder, revisions(folder)
     except (MigrationsError, OSError) as exc:
@@ -74,14 +98,25 @@ def _revisions(files: Sequence[Path]) -> tuple[Path, list[Revision]]:
 
 
 def _migrations_and_url(
-    files: Sequence[Path], database_url: str | None
+    files: Sequence[Path], database_url: str | None, held: Held
 ) -> tuple[Path, list[Revision], str]:
     """The migrations folder, its revisions (exit 1 when there are none) and the database URL
     (`loom run`'s default database when none is given): what `apply` and `status` start from."""
-    folder, revs = _revisions(files)
+    folder, revs = _revisions(files, held)
     if not revs:
-        _fail(f"no migrations in {folder}: write the first with `loom migrate new`", 1)
-    return folder, revs, database_url or default_sqlite_url(files[0])
+        others = [] if held.name() else named_folders(files[0])
+        hint = (
+            f"; {', '.join(str(f) for f in others)} hold the migrations of deployables (or sets "
+            "of contexts): name one with --deployable (or --contexts)"
+            if others
+            else f": write the first with `loom migrate new {_files_arg(files)}{held.args()}`"
+        )
+        _fail(f"no migrations in {folder}{hint}", 1)
+    return folder, revs, database_url or default_database(files[0], held)
+
+
+def _files_arg(files: Sequence[Path]) -> str:
+    return " ".join(str(f) for f in files)
 
 
 def _on_database(url: str, action: Callable[[], Coroutine[Any, Any, T]]) -> T:
@@ -138,10 +173,13 @@ def new(
             "must keep decodable; default: the one `loom run` uses. Only read."
         ),
     ] = None,
+    deployable: Deployable = None,
+    contexts: Contexts = None,
 ) -> None:
-    """Write the next migration into migrations/ beside the first model file: the steps from
-    the model as of the last migration to the model now, with their lint findings, and the
-    check that the events stored in the database still decode under the new model."""
+    """Write the next migration into migrations/ beside the first model file (a deployable's
+    into migrations/<deployable>/): the steps from the model as of the last migration to the
+    model now, with their lint findings, and the check that the events stored in the database
+    still decode under the new model."""
     from loom.lang import compile_sources, render_text
     from loom.migrate.diff import diff
     from loom.migrate.events import events_in, events_of, with_events
@@ -153,6 +191,7 @@ def new(
 
     if expand and contract:
         _fail("--expand and --contract are two migrations, written one after the other")
+    held = _held(contexts, deployable)
 
     for f in files:
         if not f.is_file():
@@ -167,11 +206,12 @@ def new(
         )
     if not result.ok or result.model is None:
         raise typer.Exit(1)
+    folder, existing = _revisions(files, held)
+    _check_held(files, result.model, held, existing)
     try:
-        out = _build(files, sources, result.model)
-    except BuildError as exc:
+        out = _build(files, sources, result.model, held)
+    except (BuildError, OptionError) as exc:
         _fail(str(exc))
-    folder, existing = _revisions(files)
     try:
         old = existing[-1].snapshot() if existing else empty()
     except MigrationsError as exc:
@@ -196,11 +236,11 @@ def new(
         _fail(
             f"the expand of {label} is open: the previous code may still run on its kept columns; "
             f"once it no longer does, write the contract first: `loom migrate new "
-            f"{' '.join(map(str, files))} --contract`",
+            f"{_files_arg(files)}{held.args()} --contract`",
             1,
         )
     events = events_of(result.model)
-    url = database_url or default_sqlite_url(files[0])
+    url = database_url or default_database(files[0], held)
     stored = asyncio.run(check_stored_events(url, events_in(old), events))
     if not plan.steps:
         if _events_report(stored, url, str(files[0]), label, result.sources):
@@ -223,9 +263,10 @@ def new(
             "should",
             1,
         )
+    root = files[0].resolve().parent  # snapshots name the model's files relative to it
     try:
         revision = write_revision(
-            folder, existing, name, plan, with_events(written, events, folder.parent)
+            folder, existing, name, plan, with_events(written, events, root), root
         )
     except MigrationsError as exc:
         _fail(str(exc))
@@ -256,21 +297,50 @@ def _events_report(
     return True
 
 
-def _build(files: Sequence[Path], sources: dict[str, str], model: Model) -> Path:
-    """The model's build, the one `loom run` uses (written when it is not there yet)."""
-    build = cached_build_for(files, sources)
+def _check_held(files: Sequence[Path], model: Model, held: Held, existing: list[Revision]) -> None:
+    """Exit 2 when the model declares deployables and none is named, unless `migrations/`
+    already holds the whole model's history (from before it declared them), which `loom run`
+    without --deployable still checks: each deployable has migrations of its own."""
+    declared = declared_deployables(model)
+    if not declared or held.name() is not None:
+        return
+    if existing:
+        typer.echo(
+            "note: the model declares deployables; this is the whole model's migration (for "
+            "`loom run` without --deployable); a deployable's: --deployable NAME"
+        )
+        return
+    first = next(iter(declared))
+    _fail(
+        f"the model declares deployables ({', '.join(declared)}), each with its own migrations "
+        f"(migrations/<deployable>/) on its own database: name the one to write, e.g. "
+        f"`loom migrate new {_files_arg(files)} --deployable {first}`"
+    )
+
+
+def _build(files: Sequence[Path], sources: dict[str, str], model: Model, held: Held) -> Path:
+    """The build of the service of `held`, the one `loom run` uses (written when it is not
+    there yet). Raises OptionError for a deployable or context the model does not have."""
+    declared = declared_deployables(model)
+    contexts = held.resolve([c.name for c in model.contexts], declared)
+    build = cached_build_for(files, sources, held.key())
     if reuse_build(build) is None:
-        write_cached_build(build, model)
+        write_cached_build(build, model, contexts=contexts)
     return build.out
 
 
 @migrate_app.command("apply")
-def apply_(files: Files, database_url: DatabaseUrl = None) -> None:
+def apply_(
+    files: Files,
+    database_url: DatabaseUrl = None,
+    deployable: Deployable = None,
+    contexts: Contexts = None,
+) -> None:
     """Apply the pending migrations, in one transaction (PostgreSQL: under an advisory lock, so
     replicas starting at once apply them once). A second run is a no-op."""
     from loom.migrate.database import apply
 
-    _, revs, url = _migrations_and_url(files, database_url)
+    _, revs, url = _migrations_and_url(files, database_url, _held(contexts, deployable))
     done = _on_database(url, lambda: apply(url, revs))
     typer.echo(f"database: {safe_url(url)}")
     if done.baselined:
@@ -285,13 +355,18 @@ def apply_(files: Files, database_url: DatabaseUrl = None) -> None:
 
 
 @migrate_app.command("status")
-def status_(files: Files, database_url: DatabaseUrl = None) -> None:
+def status_(
+    files: Files,
+    database_url: DatabaseUrl = None,
+    deployable: Deployable = None,
+    contexts: Contexts = None,
+) -> None:
     """Which migrations are applied, which are pending, and whether the database drifted from
     the last one applied (a table or column added or removed by hand). Exit 0 up to date, 1 not."""
     from loom.migrate.database import status
     from loom.migrate.rolling import open_expand
 
-    folder, revs, url = _migrations_and_url(files, database_url)
+    folder, revs, url = _migrations_and_url(files, database_url, _held(contexts, deployable))
     state = _on_database(url, lambda: status(url, revs))
     typer.echo(f"database: {safe_url(url)}")
     typer.echo(f"migrations: {folder} ({len(revs)})")
@@ -321,16 +396,23 @@ def status_(files: Files, database_url: DatabaseUrl = None) -> None:
 
 
 def before_serving(
-    files: Sequence[Path], main: ModuleType, url: str, database_url: str | None, *, migrate: bool
+    files: Sequence[Path],
+    main: ModuleType,
+    url: str,
+    database_url: str | None,
+    *,
+    migrate: bool,
+    held: Held | None = None,
 ) -> list[str]:
-    """`loom run`'s check of its database (`loom.migrate.serve`): the lines to print, or exit 2
-    with what differs and the command that fixes it."""
+    """`loom run`'s check of its database (`loom.migrate.serve`) for the service of `held` (the
+    whole model by default): the lines to print, or exit 2 with what differs and the command
+    that fixes it."""
     from loom.migrate.database import DatabaseUnreachable
     from loom.migrate.serve import prepare_database
 
     try:
         return asyncio.run(
-            prepare_database(files, main, url, _url_arg(database_url), migrate=migrate)
+            prepare_database(files, main, url, _url_arg(database_url), migrate=migrate, held=held)
         )
     except DatabaseUnreachable as exc:
         _fail(f"{exc} ({safe_url(url)})")

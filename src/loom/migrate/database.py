@@ -192,7 +192,9 @@ async def apply(url: str, revisions: Sequence[Revision]) -> Applied:
         _check_record(record, revisions)
         result = Applied()
         done = len(record)
-        if done == 0:
+        if done:
+            _refuse_drift(conn, revisions[done - 1])
+        else:
             done = _baseline(conn, revisions, result)
         for revision in revisions[done:]:
             _run_script(conn, revision)
@@ -261,6 +263,20 @@ def _run_script(conn: Connection, revision: Revision) -> None:
         raise MigrationsError(
             f"migration {revision.name} failed, so nothing was applied: {_first_line(exc)}"
         ) from None
+
+
+def _refuse_drift(conn: Connection, last: Revision) -> None:
+    """Refuse a database whose tables are not those of the last migration it records: scripts
+    written for that schema cannot be run on it, and one folder's numbers recorded by another
+    folder's migrations (another deployable's database) would otherwise pass for applied."""
+    drift = differences(snapshot_shape(last.snapshot()), _database_shape(conn), extra_tables=True)
+    if drift:
+        lines = "\n".join(f"  - {d}" for d in drift)
+        raise MigrationsError(
+            f"the database records {last.name} but has drifted from its schema, so nothing was "
+            f"applied:\n{lines}\nis it the database of another deployable, or of another "
+            "model? (`loom migrate status` says the same)"
+        )
 
 
 def _write_record(conn: Connection, revision: Revision, *, baseline: bool) -> None:

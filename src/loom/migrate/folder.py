@@ -1,6 +1,8 @@
 """The `migrations/` folder beside the first model file: one revision per migration,
 `NNNN_<slug>.py` (the Alembic script) and `NNNN_<slug>.json` (the snapshot of the schema once it
-is applied), numbered from 0001 without gaps."""
+is applied), numbered from 0001 without gaps. The whole model's revisions are in `migrations/`
+itself; a deployable's (or a set of contexts') in `migrations/<its name>/`, since its service
+holds only its contexts' tables, on a database of its own."""
 
 from __future__ import annotations
 
@@ -11,7 +13,14 @@ from pathlib import Path
 
 from loom.migrate.snapshot import Snapshot, read
 
-__all__ = ["MigrationsError", "Revision", "folder_for", "next_name", "revisions"]
+__all__ = [
+    "MigrationsError",
+    "Revision",
+    "folder_for",
+    "named_folders",
+    "next_name",
+    "revisions",
+]
 
 _NAME = re.compile(r"(\d{4})_([a-z0-9_]+)\.py")
 
@@ -44,8 +53,21 @@ class Revision:
         return hashlib.sha256(self.script.read_bytes()).hexdigest()[:16]
 
 
-def folder_for(first_file: Path) -> Path:
-    return first_file.resolve().parent / "migrations"
+def folder_for(first_file: Path, name: str | None = None) -> Path:
+    """The migrations of the whole model (`name` None), or of the service named `name`
+    (`run_options.Held.name`: a deployable in snake case)."""
+    root = first_file.resolve().parent / "migrations"
+    return root if name is None else root / name
+
+
+def named_folders(first_file: Path) -> list[Path]:
+    """The folders of `migrations/` that hold a service's revisions, by name."""
+    root = folder_for(first_file)
+    try:
+        found = sorted(p for p in root.iterdir() if p.is_dir())
+    except OSError:
+        return []
+    return [p for p in found if any(_NAME.fullmatch(f.name) for f in p.iterdir())]
 
 
 def revisions(folder: Path) -> list[Revision]:

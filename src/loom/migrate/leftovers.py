@@ -17,6 +17,11 @@ event under its old name forever, and the clause is what still decodes it
 (docs/migrations.md#events-in-flight). No `migrations/` folder, or one that cannot be read: no
 finding (the migration commands report a broken folder).
 
+A model whose deployables have folders of their own (`migrations/<deployable>/`) has one last
+snapshot per folder: a clause is left over when some folder's last snapshot has the new name and
+not the old one, and no folder's still has the old one (a deployable behind still needs it); an
+enum member's, only when every folder's last snapshot records the rewrite.
+
 Reads the snapshot as plain JSON (`loom.migrate.folder`): `loom check` imports neither SQLAlchemy
 nor Alembic.
 """
@@ -28,7 +33,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from loom.lang.diagnostics import Diagnostic, Span
-from loom.migrate.folder import MigrationsError, folder_for, revisions
+from loom.migrate.folder import MigrationsError, folder_for, named_folders, revisions
 from loom.migrate.snapshot import Snapshot
 from loom.model import ir
 
@@ -43,24 +48,27 @@ def leftover_renames(
     """The leftover `renamed from` clauses of `model`, against the last migration beside
     `first_file`; [] without migrations."""
     try:
-        existing = revisions(folder_for(first_file))
-        if not existing:
-            return []
-        last = existing[-1]
-        snapshot = last.snapshot()
+        lasts = []
+        for folder in (folder_for(first_file), *named_folders(first_file)):
+            existing = revisions(folder)
+            if existing:
+                label = existing[-1].script.relative_to(folder_for(first_file)).with_suffix("")
+                lasts.append((str(label), _Snapshot(existing[-1].snapshot())))
     except (MigrationsError, OSError):
         return []
-    found = _Snapshot(snapshot)
+    if not lasts:
+        return []
+    found = _Lasts(lasts)
     out: list[Diagnostic] = []
 
-    def flag(origin: ir.Origin, old: str, new: str, what: str) -> None:
+    def flag(origin: ir.Origin, old: str, new: str, what: str, last: str) -> None:
         span = _clause(origin, old, sources)
         if span is None:
             return
         out.append(
             Diagnostic.make(
                 CODE,
-                f"`renamed from {old}` is left over: the last migration ({last.name}) already has "
+                f"`renamed from {old}` is left over: the last migration ({last}) already has "
                 f"the {what} as `{new}` and no longer as `{old}`, so no database migrated by this "
                 "folder still needs the rename",
                 span,
@@ -73,8 +81,8 @@ def leftover_renames(
         c = context.name
         for agg in context.aggregates:
             old = agg.renamed_from
-            if old and found.has_table(f"{c}.{agg.name}") and not found.has_table(f"{c}.{old}"):
-                flag(agg.origin, old, agg.name, "aggregate's table")
+            if old and (last := found.renamed(f"{c}.{agg.name}", f"{c}.{old}")):
+                flag(agg.origin, old, agg.name, "aggregate's table", last)
         holders = [
             *((f"{c}.{a.name}", a.fields) for a in context.aggregates),
             *((f"{c}.{w.name}", w.state) for w in context.workflows),
@@ -83,12 +91,12 @@ def leftover_renames(
         for origin, fields in holders:
             for f in fields:
                 old = f.renamed_from
-                if old and found.has_field(origin, f.name) and not found.has_field(origin, old):
-                    flag(f.origin, old, f.name, "field's column")
+                if old and (last := found.renamed(origin, old, f.name)):
+                    flag(f.origin, old, f.name, "field's column", last)
         for enum in context.enums:
             for member, old in enum.renamed_from:
-                if (old, member) in found.enum_rewrites:
-                    flag(enum.origin, old, member, "stored member")
+                if all((old, member) in snap.enum_rewrites for _, snap in lasts):
+                    flag(enum.origin, old, member, "stored member", lasts[0][0])
     return sorted(out, key=lambda d: (d.span.file, d.span.line, d.span.column))
 
 
@@ -114,6 +122,27 @@ class _Snapshot:
 
     def has_field(self, origin: str, field: str) -> bool:
         return field in self.fields.get(origin, ())
+
+
+class _Lasts:
+    """The last snapshot of each migrations folder, by its label (`0002_note`, `front/0002_note`)."""
+
+    def __init__(self, lasts: list[tuple[str, _Snapshot]]) -> None:
+        self.lasts = lasts
+
+    def renamed(self, origin: str, old: str, field: str | None = None) -> str | None:
+        """The label of a last snapshot that has the new name (a table from `origin`, or its
+        column of `field`) and not the old one, when no last snapshot still has the old one;
+        `old` is a table's origin, or with `field` the field's old name."""
+
+        def has(snap: _Snapshot, new: bool) -> bool:
+            if field is None:
+                return snap.has_table(origin if new else old)
+            return snap.has_field(origin, field if new else old)
+
+        if any(has(snap, new=False) for _, snap in self.lasts):
+            return None
+        return next((label for label, snap in self.lasts if has(snap, new=True)), None)
 
 
 _SEARCH_LIMIT = 4000  # characters after a declaration's start within which its clause is

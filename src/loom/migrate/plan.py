@@ -81,17 +81,23 @@ def make_plan(
 
 
 def write_revision(
-    folder: Path, existing: list[Revision], message: str, plan: Plan, snapshot: Snapshot
+    folder: Path,
+    existing: list[Revision],
+    message: str,
+    plan: Plan,
+    snapshot: Snapshot,
+    root: Path | None = None,
 ) -> Revision:
     """Write the next revision's script and snapshot into `folder` (the snapshot first, then the
-    script under its final name, so an interrupted write leaves no half a revision behind)."""
+    script under its final name, so an interrupted write leaves no half a revision behind); the
+    snapshot's sources relative to the model's folder `root` (default: `folder`'s parent)."""
     stem = next_name(existing, message)
     number = stem[:4]
     down = existing[-1].number if existing else None
     script = render_script(number, down, message, plan.lines(), plan.steps)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        _write(folder / f"{stem}.json", dumps(_relative_sources(snapshot, folder.parent)))
+        _write(folder / f"{stem}.json", dumps(_relative_sources(snapshot, root or folder.parent)))
         _write(folder / f"{stem}.py", script)
     except OSError as exc:
         raise MigrationsError(f"cannot write into {folder}: {exc.strerror}") from None

@@ -6,6 +6,9 @@ else refused; one that drifted from what was applied is refused. Without a folde
 database is left to the service, which creates its tables; one that differs from the model is
 refused, except that `--migrate` applies additive, lossless changes directly (new tables, new
 optional or defaulted columns). A refusal says what differs and the command that fixes it.
+
+A deployable (or a set of contexts) is checked against its own folder, `migrations/<name>/`, the
+same way: its service holds only its contexts' tables.
 """
 
 from __future__ import annotations
@@ -22,24 +25,30 @@ from loom.migrate.folder import MigrationsError, folder_for, revisions
 from loom.migrate.model import service_metadata
 from loom.migrate.snapshot import Snapshot, model_view
 from loom.migrate.tables import snapshot_of
+from loom.run_options import Held
 from loom.runtime._schema_check import ColumnShape, differences
 
 __all__ = ["prepare_database"]
 
 
-def _files_arg(files: Sequence[Path]) -> str:
-    return " ".join(str(f) for f in files)
-
-
 async def prepare_database(
-    files: Sequence[Path], main: ModuleType, url: str, url_arg: str, *, migrate: bool
+    files: Sequence[Path],
+    main: ModuleType,
+    url: str,
+    url_arg: str,
+    *,
+    migrate: bool,
+    held: Held | None = None,
 ) -> list[str]:
-    """Bring the database at `url` to the schema of the service `main`, as far as `loom run`
-    may (see the module's docstring); the lines to print. Raises MigrationsError when it may
-    not serve, DatabaseUnreachable when the database does not answer."""
-    model = _files_arg(files)
+    """Bring the database at `url` to the schema of the service `main` (of the contexts `held`),
+    as far as `loom run` may (see the module's docstring); the lines to print. Raises
+    MigrationsError when it may not serve, DatabaseUnreachable when the database does not
+    answer."""
+    held = held or Held()
+    # what the suggested commands name: the model's files and the service's flag
+    model = " ".join(str(f) for f in files) + held.args()
     current = snapshot_of(service_metadata(main))
-    folder = folder_for(files[0])
+    folder = folder_for(files[0], held.name())
     revs = revisions(folder)
     if not revs:
         return await _without_migrations(model, url, url_arg, current, migrate=migrate)
