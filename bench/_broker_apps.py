@@ -4,19 +4,21 @@
 Both are the generated service of bench/broker.loom built by `create_app` exactly as the broker
 topology tests build theirs (tests/runtime/broker/conftest.py: `contexts`, the channel's broker
 consumers, one `NatsTransport` per deployable), with the runtime's default relay, consumer and
-transport options. Two timing hooks, the only difference from a plain deployable, each one UDP
-datagram to the bench (`BENCH_UDP_PORT`; a send on loopback takes a few microseconds and never
-blocks): the sender notes `c <n> <time>` right after the commit of the unit of work that wrote a
-`Pinged` to the outbox, `p` when its relay starts publishing it and `a` when JetStream acked the
-publish; the receiver `f` when its consumer's fetch returned it, `s` when its reaction starts and
-`d` when the reaction returns (its transaction, with the inbox row, committed). The times are `time.monotonic()`,
-CLOCK_MONOTONIC, one clock for every process of the machine.
+transport options. The only difference from a plain deployable are the timing hooks: the sender
+notes `c` right after the commit of the unit of work that wrote a `Pinged` to the outbox, `p` when
+its relay starts publishing it and `a` when JetStream acked the publish; the receiver `f` when its
+consumer's fetch returned it, `s` when its reaction starts and `d` when the reaction returned (its
+transaction, with the inbox row, committed). Each process sends the bench one UDP datagram per ping
+with its three points (`BENCH_UDP_PORT`; on loopback, never blocking). The times are
+`time.monotonic()`, CLOCK_MONOTONIC, one clock for every process of the machine.
 
-Configuration (environment): BENCH_DATABASE_URL, BENCH_NATS_URL, BENCH_UDP_PORT.
+Configuration (environment): BENCH_DATABASE_URL, BENCH_NATS_URL, BENCH_UDP_PORT, and
+BENCH_PROFILE (a folder: profile both processes into it).
 """
 
 from __future__ import annotations
 
+import cProfile
 import json
 import os
 import socket
@@ -27,7 +29,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -41,18 +43,54 @@ from tests.runtime.broker.conftest import broker_channels, routers
 MODEL = ROOT / "bench" / "broker.loom"
 SENDER, RECEIVER = ("Sender",), ("Receiver",)
 
-_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+
+class _Points:
+    """The timing points of each ping in this process, sent as one datagram `<n> <kind>=<time>
+    ...` once all of `kinds` are noted (a syscall per point would cost more than the point)."""
+
+    def __init__(self, kinds: str) -> None:
+        self.kinds = set(kinds)
+        self.pending: dict[int, dict[str, float]] = {}
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.to = ("127.0.0.1", int(os.environ["BENCH_UDP_PORT"]))
+
+    def note(self, kind: str, n: int, at: float) -> None:
+        points = self.pending.setdefault(n, {})
+        points[kind] = at
+        if self.kinds <= points.keys():
+            del self.pending[n]
+            text = " ".join(f"{k}={t!r}" for k, t in points.items())
+            self.sock.sendto(f"{n} {text}".encode(), self.to)
 
 
-def _note(kind: str, n: int, at: float) -> None:
-    _sock.sendto(f"{kind} {n} {at!r}".encode(), ("127.0.0.1", int(os.environ["BENCH_UDP_PORT"])))
+def _profiled(role: str) -> list[APIRouter]:
+    """With BENCH_PROFILE=<folder>: profile this process (cProfile) from here on, and a route
+    `POST /bench/profile` that writes what it measured so far to <folder>/<role>.prof
+    (`python -m pstats` reads it). Without: nothing."""
+    folder = os.environ.get("BENCH_PROFILE")
+    if not folder:
+        return []
+    profile = cProfile.Profile()
+    profile.enable()
+    router = APIRouter()
+
+    @router.post("/bench/profile", status_code=204)
+    def dump() -> None:
+        profile.dump_stats(str(Path(folder) / f"{role}.prof"))
+
+    return [router]
 
 
-def _app(main: ModuleType, contexts: tuple[str, ...], subscribe: Callable[[Service], None]) -> Any:
+def _app(
+    main: ModuleType,
+    contexts: tuple[str, ...],
+    subscribe: Callable[[Service], None],
+    extra: list[APIRouter],
+) -> Any:
     return create_app(
         title=", ".join(contexts),
         metadata=main.metadata,
-        routers=routers(main, contexts),
+        routers=[*routers(main, contexts), *extra],
         database_url=os.environ["BENCH_DATABASE_URL"],
         model_revision=main.MODEL_REVISION,
         channels=broker_channels(main, [SENDER, RECEIVER]),
@@ -66,8 +104,10 @@ def _app(main: ModuleType, contexts: tuple[str, ...], subscribe: Callable[[Servi
 def sender_app() -> FastAPI:
     """Sender: `POST /api/workflows/ping` commits a Ping and its `Pinged` (outbox row); the relay
     publishes it to NATS."""
+    extra = _profiled("sender")
     main = build_service([MODEL])
     pinged = main.sender_domain.Pinged
+    points = _Points("cpa")
     commit = Work._commit
 
     async def timed_commit(self: Work) -> None:
@@ -76,31 +116,33 @@ def sender_app() -> FastAPI:
         at = time.monotonic()
         for event in events:
             if isinstance(event, pinged):
-                _note("c", event.n, at)
+                points.note("c", event.n, at)
 
     Work._commit = timed_commit  # type: ignore[method-assign]
     publish = NatsTransport.publish
 
     async def timed_publish(self: NatsTransport, message: Message) -> None:
         n = json.loads(message.payload)["n"]
-        _note("p", n, time.monotonic())
+        points.note("p", n, time.monotonic())
         await publish(self, message)
-        _note("a", n, time.monotonic())
+        points.note("a", n, time.monotonic())
 
     NatsTransport.publish = timed_publish  # type: ignore[method-assign]
-    return _app(main, SENDER, lambda service: None)  # type: ignore[no-any-return]
+    return _app(main, SENDER, lambda service: None, extra)  # type: ignore[no-any-return]
 
 
 def receiver_app() -> FastAPI:
     """Receiver: its durable NATS consumer runs `Receiver.onPinged`, which saves a Pong."""
+    extra = _profiled("receiver")
     main = build_service([MODEL])
     pinged = main.sender_domain.Pinged
+    points = _Points("fsd")
 
     def timed(handler: Callable[[Any], Awaitable[None]]) -> Callable[[Any], Awaitable[None]]:
         async def reaction(event: Any) -> None:
-            _note("s", event.n, time.monotonic())
+            points.note("s", event.n, time.monotonic())
             await handler(event)
-            _note("d", event.n, time.monotonic())
+            points.note("d", event.n, time.monotonic())
 
         return reaction
 
@@ -110,7 +152,7 @@ def receiver_app() -> FastAPI:
         got = await fetch(self, consumer, **options)
         at = time.monotonic()
         for received in got:
-            _note("f", json.loads(received.message.payload)["n"], at)
+            points.note("f", json.loads(received.message.payload)["n"], at)
         return got
 
     NatsTransport.fetch = timed_fetch  # type: ignore[method-assign]
@@ -122,4 +164,4 @@ def receiver_app() -> FastAPI:
             bus.unsubscribe(pinged, sub.handler)
             bus.subscribe(pinged, timed(sub.handler), name=sub.name)
 
-    return _app(main, RECEIVER, subscribe)  # type: ignore[no-any-return]
+    return _app(main, RECEIVER, subscribe, extra)  # type: ignore[no-any-return]

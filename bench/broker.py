@@ -41,6 +41,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
@@ -86,10 +87,12 @@ class Notes(asyncio.DatagramProtocol):
     done_count: int = 0
 
     def datagram_received(self, data: bytes, addr: Any) -> None:
-        kind, n_text, at = data.decode().split()
+        n_text, *points = data.decode().split()
         n = int(n_text)
-        self.at[kind].setdefault(n, []).append(float(at))
-        if kind != "d":
+        for point in points:
+            kind, at = point.split("=")
+            self.at[kind].setdefault(n, []).append(float(at))
+        if not any(point.startswith("d=") for point in points):
             return
         waiter = self.waiting.pop(n, None)
         if waiter is not None and not waiter.done():
@@ -333,6 +336,10 @@ async def measure(
             first += args.events
             raw_rates.append(await raw(nats_url, nats_pid, _raw_messages(main, args.events)))
     await asyncio.sleep(1.0)  # a late duplicate would show now
+    if args.profile:
+        for server in (sender, receiver):
+            async with httpx.AsyncClient(base_url=server.url, timeout=WAIT) as client:
+                (await client.post("/bench/profile")).raise_for_status()
     applied = Counter({n: len(times) for n, times in notes.at["d"].items()})
     return {
         "p50": statistics.median(ms),
@@ -384,6 +391,7 @@ def run(db: str, args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
             "BENCH_NATS_URL": server.url,
             "BENCH_UDP_PORT": str(port),
             "LOOM_LOG_LEVEL": args.log_level,
+            **({"BENCH_PROFILE": str(args.profile.resolve())} if args.profile else {}),
         }
         logs = server.root  # removed with the NATS server's folder
         receiver = Server(
@@ -490,6 +498,12 @@ def main() -> None:
         default="INFO",
         help="LOOM_LOG_LEVEL of both deployables (INFO, the default, writes a JSON line per "
         "event fact to a log file, as a deployment does)",
+    )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="a folder: profile both deployables with cProfile into sender.prof / receiver.prof "
+        "(the figures are then not comparable)",
     )
     args = parser.parse_args()
     kinds = ["sqlite", "postgres"] if args.db == "both" else [args.db]
