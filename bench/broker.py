@@ -102,6 +102,15 @@ class Notes(asyncio.DatagramProtocol):
             if self.done_count == len(self.done_in[0]):
                 self.done_in[1].set()
 
+    async def complete(self, kind: str, pings: range) -> None:
+        """Until every ping has its `kind` point: a commit noted after its reaction ran (the
+        relay, woken by NOTIFY, can overtake the request that committed) comes alone, later."""
+        deadline = time.monotonic() + WAIT
+        while any(n not in self.at[kind] for n in pings):
+            if time.monotonic() > deadline:
+                raise SystemExit(f"timing points {kind!r} missing")
+            await asyncio.sleep(0.01)
+
     def first(self, kind: str, n: int) -> float:
         return self.at[kind][n][0]
 
@@ -137,6 +146,7 @@ async def latency(
         await asyncio.wait_for(done, WAIT)
         await asyncio.sleep(0.01)
     pings = range(first, first + samples)
+    await notes.complete("c", pings)
     return {
         leg: sorted((notes.first(b, n) - notes.first(a, n)) * 1000 for n in pings)
         for leg, (a, b) in LEGS.items()
@@ -174,6 +184,44 @@ class Processes:
         return {name: (after[name] - before[name]) * 1000 / events for name in before}
 
 
+async def _send(client: httpx.AsyncClient, pings: range, callers: int) -> None:
+    """One ping request per number, `callers` of them at a time."""
+
+    async def caller(c: int) -> None:
+        for n in pings[c::callers]:
+            await _ping(client, n)
+
+    await asyncio.gather(*(caller(c) for c in range(callers)))
+
+
+def _client(server: Server, callers: int) -> httpx.AsyncClient:
+    limits = httpx.Limits(max_connections=callers, max_keepalive_connections=callers)
+    return httpx.AsyncClient(base_url=server.url, limits=limits, timeout=WAIT)
+
+
+async def drain(
+    sender: Server, notes: Notes, first: int, events: int, callers: int
+) -> tuple[float, float]:
+    """The broker leg alone, events/s: `events` pings committed while Sender's relay is off
+    (LOOM_RELAY=off), then Sender restarted with its relay, which finds them all in the outbox;
+    from its first publish to the commit of the last reaction. Also: the relay's publish rate
+    (first publish to the last publish acked)."""
+    pings = range(first, first + events)
+    sender.stop()
+    sender.env["LOOM_RELAY"] = "off"
+    sender.start()
+    async with _client(sender, callers) as client:
+        await _send(client, pings, callers)
+    notes.done_in, notes.done_count = (pings, asyncio.Event()), 0
+    sender.stop()
+    del sender.env["LOOM_RELAY"]
+    sender.start()
+    await asyncio.wait_for(notes.done_in[1].wait(), WAIT)
+    start = min(notes.first("p", n) for n in pings)
+    published = max(notes.first("a", n) for n in pings) - start
+    return events / (max(notes.first("d", n) for n in pings) - start), events / published
+
+
 async def whole_path(
     client: httpx.AsyncClient,
     notes: Notes,
@@ -186,15 +234,12 @@ async def whole_path(
     pings = range(first, first + events)
     notes.done_in, notes.done_count = (pings, asyncio.Event()), 0
 
-    async def caller(c: int) -> None:
-        for n in pings[c::callers]:
-            await _ping(client, n)
-
     cpu = processes.cpu()
     start = time.monotonic()
-    await asyncio.gather(*(caller(c) for c in range(callers)))
+    await _send(client, pings, callers)
     await asyncio.wait_for(notes.done_in[1].wait(), WAIT)
     cpu_ms = Processes.per_event(cpu, processes.cpu(), events)
+    await notes.complete("c", pings)
     last = {kind: max(notes.first(kind, n) for n in pings) - start for kind in "csd"}
     return Stages(events / last["d"], events / last["c"], last["c"], last["s"], last["d"], cpu_ms)
 
@@ -317,8 +362,7 @@ async def measure(
 ) -> dict[str, Any]:
     main = build_service([MODEL])
     await _raw_setup(nats_url)
-    limits = httpx.Limits(max_connections=args.callers, max_keepalive_connections=args.callers)
-    async with httpx.AsyncClient(base_url=sender.url, limits=limits, timeout=WAIT) as client:
+    async with _client(sender, args.callers) as client:
         await latency(client, notes, 0, 50)  # warm up: connections, statement caches, the consumer
         first = 50
         legs = await latency(client, notes, first, args.samples)
@@ -335,6 +379,8 @@ async def measure(
             )
             first += args.events
             raw_rates.append(await raw(nats_url, nats_pid, _raw_messages(main, args.events)))
+    drained = await drain(sender, notes, first, args.events, args.callers)  # restarts Sender
+    first += args.events
     await asyncio.sleep(1.0)  # a late duplicate would show now
     if args.profile:
         for server in (sender, receiver):
@@ -350,6 +396,7 @@ async def measure(
         "raw": statistics.median(rate for rate, _ in raw_rates),
         "path_rates": path_rates,
         "raw_rates": raw_rates,
+        "drain": drained,
         "sent": first,
         "lost": sum(1 for n in range(first) if n not in applied),
         "doubled": sum(1 for count in applied.values() if count > 1),
@@ -469,6 +516,11 @@ def report(label: str, r: dict[str, Any], args: argparse.Namespace) -> None:
         f"| {r['path']:.0f} events/s | {r['raw']:.0f} msgs/s | **{ratio:.2f}** "
         f"| {_verdict(ratio >= 0.5)} |"
     )
+    print(
+        f"| broker leg alone (outbox -> relay -> NATS -> reaction), one round | "
+        f"{r['drain'][0]:.0f} events/s | | {r['drain'][0] / r['raw']:.2f} | |"
+    )
+    print(f"broker leg alone: the relay published at {r['drain'][1]:.0f} events/s")
     for p, (q, q_cpu) in zip(r["path_rates"], r["raw_rates"]):
         print(
             f"round: path {p.rate:.0f} events/s (Sender committed {p.commit_rate:.0f}/s; last "
