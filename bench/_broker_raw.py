@@ -1,22 +1,49 @@
-"""bench/broker.py's raw reference consumer, a process of its own as the receiving deployable is:
-`python -m bench._broker_raw NATS_URL STREAM DURABLE COUNT`.
+"""bench/broker.py's reference: the same messages through raw nats-py, as a careful engineer
+writes it, with the durability of Loom's path.
 
-What a careful engineer writes with nats-py: one bound pull subscription, batch fetches of 64, and
-every message of a batch acked with `ack_sync` (the server confirms each ack, as Loom's consumer
-waits for its acks), the acks of one batch sent together. It prints `ready` once bound, then, after
-COUNT messages, the `time.monotonic()` of the last confirmed ack.
+- The stream and consumer are configured as `NatsTransport` configures a `work` channel's: file
+  storage, interest retention, the same duplicate window, a durable pull consumer with explicit
+  acks and the same ack wait.
+- The publisher (in the bench process): `publish_async`, pipelined, every publish ack awaited.
+- The consumer, a process of its own as the receiving deployable is
+  (`python -m bench._broker_raw NATS_URL STREAM DURABLE COUNT`): one bound pull subscription,
+  batch fetches of 64, every message acked with `ack_sync` (the server confirms each ack, as
+  Loom's consumer waits for its acks), the acks of one batch sent together. It prints `ready` once
+  bound, then, after COUNT messages, the `time.monotonic()` of the last confirmed ack.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
 import sys
 import time
+from typing import Any
+from uuid import uuid4
 
 import nats
 import nats.errors
+from nats.js.api import (
+    AckPolicy,
+    ConsumerConfig,
+    DeliverPolicy,
+    RetentionPolicy,
+    StorageType,
+    StreamConfig,
+)
+
+from bench._serving import ROOT, Processes
+from loom.model import messaging as wire
+from loom.runtime import clock
+from loom.runtime._codec import encode
+from loom.runtime._transport import Message
+from loom.runtime.transports import NatsTransport
 
 BATCH = 64
+CHANNEL, EVENT = "Sender.Sent", "Sender.Pinged"
+RAW_STREAM, RAW_DURABLE = "BENCH_RAW", "bench-raw"
+WAIT = 120.0  # seconds: the longest any one wait may take
 
 
 async def consume(url: str, stream: str, durable: str, count: int) -> float:
@@ -35,6 +62,103 @@ async def consume(url: str, stream: str, durable: str, count: int) -> float:
         return time.monotonic()
     finally:
         await nc.close()
+
+
+def raw_messages(main: Any, events: int) -> list[tuple[str, bytes, dict[str, str]]]:
+    """(subject, payload, headers) of `events` pings, exactly as Loom's relay publishes them."""
+    pinged = main.sender_domain.Pinged
+    out = []
+    for n in range(events):
+        event_id = str(uuid4())
+        event = pinged(ping=uuid4(), n=n)
+        message = Message(
+            event_id=event_id,
+            event_type=EVENT,
+            channel=CHANNEL,
+            payload=encode(event),
+            key=str(event.ping),
+            correlation_id=event_id,
+            causation_id=None,
+            occurred_at=clock.now().isoformat(),
+            model_revision=main.MODEL_REVISION,
+        )
+        headers = {"Nats-Msg-Id": event_id, **message.headers()}
+        out.append((wire.event_subject(CHANNEL, EVENT), message.payload.encode(), headers))
+    return out
+
+
+async def raw_setup(url: str) -> None:
+    """The reference's stream and durable consumer, configured as NatsTransport configures a
+    `work` channel's (file storage, interest retention, the same windows)."""
+    defaults = NatsTransport(url)
+    nc = await nats.connect(url)
+    try:
+        js = nc.jetstream()
+        subject = f"{RAW_STREAM}.>"
+        await js.add_stream(
+            StreamConfig(
+                name=RAW_STREAM,
+                subjects=[subject],
+                retention=RetentionPolicy.INTEREST,  # a `work` channel's
+                storage=StorageType.FILE,
+                duplicate_window=defaults.dedup_window,
+            )
+        )
+        await js.add_consumer(
+            RAW_STREAM,
+            ConsumerConfig(
+                name=RAW_DURABLE,
+                durable_name=RAW_DURABLE,
+                deliver_policy=DeliverPolicy.ALL,
+                ack_policy=AckPolicy.EXPLICIT,
+                ack_wait=defaults.ack_wait,
+                max_deliver=-1,
+                filter_subjects=[subject],
+            ),
+        )
+    finally:
+        await nc.close()
+
+
+async def raw(
+    url: str, nats_pid: int, messages: list[tuple[str, bytes, dict[str, str]]]
+) -> tuple[float, dict[str, float]]:
+    """Messages/s of raw nats-py: pipelined acked publishes, batch pull and acked consumption."""
+    consumer = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bench._broker_raw",
+        *(url, RAW_STREAM, RAW_DURABLE, str(len(messages))),
+        stdout=subprocess.PIPE,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])},
+    )
+    assert consumer.stdout is not None
+    try:
+        ready = await asyncio.wait_for(consumer.stdout.readline(), WAIT)
+        if ready.strip() != b"ready":
+            raise SystemExit(f"the raw consumer did not start: {ready!r}")
+        processes = Processes(consumer=consumer.pid, nats=nats_pid)
+        nc = await nats.connect(url)
+        try:
+            js = nc.jetstream()
+            cpu = processes.cpu()
+            start = time.monotonic()
+            acks = [
+                await js.publish_async(f"{RAW_STREAM}.{subject}", payload, headers=dict(headers))
+                for subject, payload, headers in messages
+            ]
+            await asyncio.wait_for(asyncio.gather(*acks), WAIT)
+        finally:
+            await nc.close()
+        last_ack = float(await asyncio.wait_for(consumer.stdout.readline(), WAIT))
+        cpu_ms = Processes.per_event(cpu, processes.cpu(), len(messages))
+        await consumer.wait()
+    finally:
+        if consumer.returncode is None:
+            consumer.kill()
+            await consumer.wait()
+    return len(messages) / (last_ack - start), cpu_ms
 
 
 def main() -> None:

@@ -121,6 +121,23 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
 
 
+class Processes:
+    """CPU time of the processes of a round: this one ("client") and the named others."""
+
+    def __init__(self, **pids: int) -> None:
+        self.pids = pids
+
+    def cpu(self) -> dict[str, float]:
+        seconds = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+        return {"client": time.process_time(), **seconds}
+
+    @staticmethod
+    def per_event(
+        before: dict[str, float], after: dict[str, float], events: int
+    ) -> dict[str, float]:
+        return {name: (after[name] - before[name]) * 1000 / events for name in before}
+
+
 @contextlib.contextmanager
 def serving(*servers: Server) -> Iterator[None]:
     try:

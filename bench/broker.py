@@ -34,8 +34,6 @@ import contextlib
 import os
 import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -43,34 +41,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from uuid import uuid4
 
 import httpx
-import nats
-from nats.js.api import (
-    AckPolicy,
-    ConsumerConfig,
-    DeliverPolicy,
-    RetentionPolicy,
-    StorageType,
-    StreamConfig,
-)
 
-from bench._serving import ROOT, Server, cpu_seconds, serving
-from loom.model import messaging as wire
-from loom.runtime import clock
-from loom.runtime._codec import encode
-from loom.runtime._transport import Message
-from loom.runtime.transports import NatsTransport
+from bench._broker_raw import WAIT, raw, raw_messages, raw_setup
+from bench._serving import ROOT, Processes, Server, serving
 from loom.testing import build_service
 from tests.brokers import running_nats
 from tests.conftest import create_pg_database
 from tests.pgcluster import running_cluster
 
 MODEL = ROOT / "bench" / "broker.loom"
-CHANNEL, EVENT = "Sender.Sent", "Sender.Pinged"
-RAW_STREAM, RAW_DURABLE = "BENCH_RAW", "bench-raw"
-WAIT = 120.0  # seconds: the longest any one wait of the bench may take
 
 
 @dataclass
@@ -147,10 +128,13 @@ async def latency(
         await asyncio.sleep(0.01)
     pings = range(first, first + samples)
     await notes.complete("c", pings)
-    return {
+    legs = {
         leg: sorted((notes.first(b, n) - notes.first(a, n)) * 1000 for n in pings)
         for leg, (a, b) in LEGS.items()
     }
+    # the request's coroutine resumed after its commit only once the relay had published
+    legs["late"] = [1.0 for n in pings if notes.first("c", n) > notes.first("p", n)]
+    return legs
 
 
 @dataclass(frozen=True)
@@ -165,23 +149,6 @@ class Stages:
     last_start: float
     last_done: float
     cpu_ms: dict[str, float]
-
-
-class Processes:
-    """CPU time of the processes of a round: this one ("client") and the named others."""
-
-    def __init__(self, **pids: int) -> None:
-        self.pids = pids
-
-    def cpu(self) -> dict[str, float]:
-        seconds = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
-        return {"client": time.process_time(), **seconds}
-
-    @staticmethod
-    def per_event(
-        before: dict[str, float], after: dict[str, float], events: int
-    ) -> dict[str, float]:
-        return {name: (after[name] - before[name]) * 1000 / events for name in before}
 
 
 async def _send(client: httpx.AsyncClient, pings: range, callers: int) -> None:
@@ -244,103 +211,6 @@ async def whole_path(
     return Stages(events / last["d"], events / last["c"], last["c"], last["s"], last["d"], cpu_ms)
 
 
-def _raw_messages(main: Any, events: int) -> list[tuple[str, bytes, dict[str, str]]]:
-    """(subject, payload, headers) of `events` pings, exactly as Loom's relay publishes them."""
-    pinged = main.sender_domain.Pinged
-    out = []
-    for n in range(events):
-        event_id = str(uuid4())
-        event = pinged(ping=uuid4(), n=n)
-        message = Message(
-            event_id=event_id,
-            event_type=EVENT,
-            channel=CHANNEL,
-            payload=encode(event),
-            key=str(event.ping),
-            correlation_id=event_id,
-            causation_id=None,
-            occurred_at=clock.now().isoformat(),
-            model_revision=main.MODEL_REVISION,
-        )
-        headers = {"Nats-Msg-Id": event_id, **message.headers()}
-        out.append((wire.event_subject(CHANNEL, EVENT), message.payload.encode(), headers))
-    return out
-
-
-async def _raw_setup(url: str) -> None:
-    """The reference's stream and durable consumer, configured as NatsTransport configures a
-    `work` channel's (file storage, interest retention, the same windows)."""
-    defaults = NatsTransport(url)
-    nc = await nats.connect(url)
-    try:
-        js = nc.jetstream()
-        subject = f"{RAW_STREAM}.>"
-        await js.add_stream(
-            StreamConfig(
-                name=RAW_STREAM,
-                subjects=[subject],
-                retention=RetentionPolicy.INTEREST,  # a `work` channel's
-                storage=StorageType.FILE,
-                duplicate_window=defaults.dedup_window,
-            )
-        )
-        await js.add_consumer(
-            RAW_STREAM,
-            ConsumerConfig(
-                name=RAW_DURABLE,
-                durable_name=RAW_DURABLE,
-                deliver_policy=DeliverPolicy.ALL,
-                ack_policy=AckPolicy.EXPLICIT,
-                ack_wait=defaults.ack_wait,
-                max_deliver=-1,
-                filter_subjects=[subject],
-            ),
-        )
-    finally:
-        await nc.close()
-
-
-async def raw(
-    url: str, nats_pid: int, messages: list[tuple[str, bytes, dict[str, str]]]
-) -> tuple[float, dict[str, float]]:
-    """Messages/s of raw nats-py: pipelined acked publishes, batch pull and acked consumption."""
-    consumer = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bench._broker_raw",
-        *(url, RAW_STREAM, RAW_DURABLE, str(len(messages))),
-        stdout=subprocess.PIPE,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])},
-    )
-    assert consumer.stdout is not None
-    try:
-        ready = await asyncio.wait_for(consumer.stdout.readline(), WAIT)
-        if ready.strip() != b"ready":
-            raise SystemExit(f"the raw consumer did not start: {ready!r}")
-        processes = Processes(consumer=consumer.pid, nats=nats_pid)
-        nc = await nats.connect(url)
-        try:
-            js = nc.jetstream()
-            cpu = processes.cpu()
-            start = time.monotonic()
-            acks = [
-                await js.publish_async(f"{RAW_STREAM}.{subject}", payload, headers=dict(headers))
-                for subject, payload, headers in messages
-            ]
-            await asyncio.wait_for(asyncio.gather(*acks), WAIT)
-        finally:
-            await nc.close()
-        last_ack = float(await asyncio.wait_for(consumer.stdout.readline(), WAIT))
-        cpu_ms = Processes.per_event(cpu, processes.cpu(), len(messages))
-        await consumer.wait()
-    finally:
-        if consumer.returncode is None:
-            consumer.kill()
-            await consumer.wait()
-    return len(messages) / (last_ack - start), cpu_ms
-
-
 def _percentile(sorted_ms: list[float], q: float) -> float:
     return sorted_ms[min(len(sorted_ms) - 1, int(len(sorted_ms) * q))]
 
@@ -361,7 +231,7 @@ async def measure(
     args: argparse.Namespace,
 ) -> dict[str, Any]:
     main = build_service([MODEL])
-    await _raw_setup(nats_url)
+    await raw_setup(nats_url)
     async with _client(sender, args.callers) as client:
         await latency(client, notes, 0, 50)  # warm up: connections, statement caches, the consumer
         first = 50
@@ -378,7 +248,7 @@ async def measure(
                 await whole_path(client, notes, processes, first, args.events, args.callers)
             )
             first += args.events
-            raw_rates.append(await raw(nats_url, nats_pid, _raw_messages(main, args.events)))
+            raw_rates.append(await raw(nats_url, nats_pid, raw_messages(main, args.events)))
     drained = await drain(sender, notes, first, args.events, args.callers)  # restarts Sender
     first += args.events
     await asyncio.sleep(1.0)  # a late duplicate would show now
@@ -499,10 +369,12 @@ def report(label: str, r: dict[str, Any], args: argparse.Namespace) -> None:
     print()
     print("| leg | p50 | p99 |")
     print("|---|---|---|")
+    late = r["legs"].pop("late")
     for leg, values in r["legs"].items():
         print(
             f"| {leg} | {statistics.median(values):.2f} ms | {_percentile(values, 0.99):.2f} ms |"
         )
+    print(f"commits noted after their publish (the figure is then short): {len(late)}")
     print()
     print(
         f"## {label}: throughput, median of {args.rounds} rounds x {args.events} events "
