@@ -5,8 +5,8 @@ Both are the generated service of bench/broker.loom built by `create_app` exactl
 topology tests build theirs (tests/runtime/broker/conftest.py: `contexts`, the channel's broker
 consumers, one `NatsTransport` per deployable), with the runtime's default relay, consumer and
 transport options. The only difference from a plain deployable are the timing hooks: the sender
-notes `c` right after the commit of the unit of work that wrote a `Pinged` to the outbox, `p` when
-its relay starts publishing it and `a` when JetStream acked the publish; the receiver `f` when its
+notes `c` right after the commit of the unit of work that wrote a `Pinged` to the outbox, `w` and
+`k` when the relay's claim that took its row began and ended, `p` when the relay starts publishing it and `a` when JetStream acked the publish; the receiver `f` when its
 consumer's fetch returned it, `s` when its reaction starts and `d` when the reaction returned (its
 transaction, with the inbox row, committed). Each process sends the bench one UDP datagram per ping
 with its three points (`BENCH_UDP_PORT`; on loopback, never blocking). The times are
@@ -25,6 +25,7 @@ import socket
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -35,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from loom.runtime import DomainEvent, Service, create_app
+from loom.runtime._relay import Relay
 from loom.runtime._work import Work
 from loom.runtime.transports import ConsumerSpec, Message, NatsTransport
 from loom.testing import build_service
@@ -131,6 +133,19 @@ def sender_app() -> FastAPI:
         points.note("a", n, time.monotonic())
 
     NatsTransport.publish = timed_publish  # type: ignore[method-assign]
+    claim = Relay._claim
+
+    async def timed_claim(self: Relay) -> tuple[list[Any], datetime]:
+        began = time.monotonic()
+        rows, until = await claim(self)
+        claimed = time.monotonic()
+        for row in rows:
+            n = json.loads(row.payload)["n"]
+            points.note("w", n, began)
+            points.note("k", n, claimed)
+        return rows, until
+
+    Relay._claim = timed_claim  # type: ignore[method-assign]
     return _app(main, SENDER, lambda service: None, extra)  # type: ignore[no-any-return]
 
 
