@@ -1,7 +1,7 @@
 """bench/broker.py's reference: the same messages through raw nats-py, as a careful engineer
 writes it, with the durability of Loom's path.
 
-- The stream and consumer are configured as `NatsTransport` configures a `work` channel's: file
+- The stream and consumer are a `work` channel's, created by `NatsTransport.ensure`: file
   storage, interest retention, the same duplicate window, a durable pull consumer with explicit
   acks and the same ack wait.
 - The publisher (in the bench process): `publish_async`, pipelined, every publish ack awaited.
@@ -24,25 +24,18 @@ from uuid import uuid4
 
 import nats
 import nats.errors
-from nats.js.api import (
-    AckPolicy,
-    ConsumerConfig,
-    DeliverPolicy,
-    RetentionPolicy,
-    StorageType,
-    StreamConfig,
-)
 
 from bench._serving import ROOT, Processes
 from loom.model import messaging as wire
 from loom.runtime import clock
 from loom.runtime._codec import encode
 from loom.runtime._transport import Message
-from loom.runtime.transports import NatsTransport
+from loom.runtime.transports import ConsumerSpec, NatsTransport, StreamSpec
 
 BATCH = 64
-CHANNEL, EVENT = "Sender.Sent", "Sender.Pinged"
-RAW_STREAM, RAW_DURABLE = "BENCH_RAW", "bench-raw"
+EVENT = "Sender.Pinged"
+RAW_CHANNEL, RAW_CONSUMER = "Raw.Sent", "Raw.consumer"
+RAW_STREAM, RAW_DURABLE = wire.stream_name(RAW_CHANNEL), wire.jetstream_durable(RAW_CONSUMER)
 WAIT = 120.0  # seconds: the longest any one wait may take
 
 
@@ -74,7 +67,7 @@ def raw_messages(main: Any, events: int) -> list[tuple[str, bytes, dict[str, str
         message = Message(
             event_id=event_id,
             event_type=EVENT,
-            channel=CHANNEL,
+            channel=RAW_CHANNEL,
             payload=encode(event),
             key=str(event.ping),
             correlation_id=event_id,
@@ -83,41 +76,21 @@ def raw_messages(main: Any, events: int) -> list[tuple[str, bytes, dict[str, str
             model_revision=main.MODEL_REVISION,
         )
         headers = {"Nats-Msg-Id": event_id, **message.headers()}
-        out.append((wire.event_subject(CHANNEL, EVENT), message.payload.encode(), headers))
+        out.append((wire.event_subject(RAW_CHANNEL, EVENT), message.payload.encode(), headers))
     return out
 
 
 async def raw_setup(url: str) -> None:
-    """The reference's stream and durable consumer, configured as NatsTransport configures a
-    `work` channel's (file storage, interest retention, the same windows)."""
-    defaults = NatsTransport(url)
-    nc = await nats.connect(url)
+    """The reference's stream and durable consumer, created by `NatsTransport.ensure` itself:
+    configured exactly as the channel of Loom's path (file storage, interest retention, the same
+    windows), on a channel of their own."""
+    transport = NatsTransport(url)
+    await transport.connect()
     try:
-        js = nc.jetstream()
-        subject = f"{RAW_STREAM}.>"
-        await js.add_stream(
-            StreamConfig(
-                name=RAW_STREAM,
-                subjects=[subject],
-                retention=RetentionPolicy.INTEREST,  # a `work` channel's
-                storage=StorageType.FILE,
-                duplicate_window=defaults.dedup_window,
-            )
-        )
-        await js.add_consumer(
-            RAW_STREAM,
-            ConsumerConfig(
-                name=RAW_DURABLE,
-                durable_name=RAW_DURABLE,
-                deliver_policy=DeliverPolicy.ALL,
-                ack_policy=AckPolicy.EXPLICIT,
-                ack_wait=defaults.ack_wait,
-                max_deliver=-1,
-                filter_subjects=[subject],
-            ),
-        )
+        consumer = ConsumerSpec(RAW_CONSUMER, RAW_CHANNEL, (EVENT,))
+        await transport.ensure(StreamSpec(RAW_CHANNEL, "work", [consumer]))
     finally:
-        await nc.close()
+        await transport.close()
 
 
 async def raw(
@@ -145,7 +118,7 @@ async def raw(
             cpu = processes.cpu()
             start = time.monotonic()
             acks = [
-                await js.publish_async(f"{RAW_STREAM}.{subject}", payload, headers=dict(headers))
+                await js.publish_async(subject, payload, headers=dict(headers))
                 for subject, payload, headers in messages
             ]
             await asyncio.wait_for(asyncio.gather(*acks), WAIT)

@@ -315,20 +315,13 @@ def run(db: str, args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
             **({"BENCH_PROFILE": str(args.profile.resolve())} if args.profile else {}),
         }
         logs = server.root  # removed with the NATS server's folder
-        receiver = Server(
-            "Receiver",
-            "bench._broker_apps:receiver_app",
-            ROOT,
-            {**env, "BENCH_DATABASE_URL": receiver_url},
-            output=logs / "receiver.log",
-        )
-        sender = Server(
-            "Sender",
-            "bench._broker_apps:sender_app",
-            ROOT,
-            {**env, "BENCH_DATABASE_URL": sender_url},
-            output=logs / "sender.log",
-        )
+
+        def deployable(name: str, url: str) -> Server:
+            factory = f"bench._broker_apps:{name.lower()}_app"
+            env_here = {**env, "BENCH_DATABASE_URL": url}
+            return Server(name, factory, ROOT, env_here, output=logs / f"{name.lower()}.log")
+
+        receiver, sender = deployable("Receiver", receiver_url), deployable("Sender", sender_url)
         with serving(receiver, sender):
             # the server's pid: tests/brokers.py keeps its process to itself
             nats_pid = server._proc.pid  # type: ignore[union-attr]
