@@ -2,8 +2,8 @@
 
 Topology: a throwaway NATS server with JetStream on file storage (tests/brokers.py), and the two
 deployables of bench/broker.loom, Sender and Receiver, each its own uvicorn subprocess on its own
-database (bench/_broker_apps.py). This process is only the HTTP client and the clock: the
-deployables send it one UDP datagram per timing point.
+database (bench/_broker_apps.py). This process is only the HTTP client and the clock: each
+deployable sends it one UDP datagram per ping with its timing points.
 
 Latency, commit -> reactor start: `POST /api/workflows/ping` on Sender, one at a time (the next
 only after the previous reaction committed, 10 ms later, so the relay and the consumer are idle:
@@ -20,7 +20,13 @@ with nats-py's `publish_async` (pipelined, every ack awaited), consumed by anoth
 batch fetches of 64 and `ack_sync` (bench/_broker_raw.py), from the first publish to the last
 confirmed ack. Target: whole path / raw >= 0.5.
 
-At the end every reaction is counted: lost (a ping with no reaction) and doubled (applied twice).
+The broker leg alone, one round: `--events` pings committed while Sender's relay is off
+(LOOM_RELAY=off), then Sender restarted with it: from its first publish to the last reaction's
+commit, no HTTP in it.
+
+Besides: the legs of the latency (the relay's wake-up, its claim, the publish, the fetch), the CPU
+time per event of every process, and at the end every reaction counted: lost (a ping with no
+reaction) and doubled (applied twice). docs/benchmarks.md "Broker path (NATS)" has the figures.
 
     .venv/bin/python -m bench.broker                           # SQLite, 500 samples, 3 x 2000
     .venv/bin/python -m bench.broker --db postgres --events 3000 --rounds 5
