@@ -55,6 +55,8 @@ class Server:
     #: a command the server runs under (bench/instructions.py: valgrind)
     prefix: list[str] = field(default_factory=list)
     start_timeout: float = 60
+    #: a file for the server's stdout and stderr (its log lines), else the bench's own
+    output: Path | None = None
 
     @property
     def url(self) -> str:
@@ -64,6 +66,7 @@ class Server:
         env = {k: v for k, v in os.environ.items() if not k.startswith("LOOM_JWT")}
         env.update(self.env)
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT)])
+        out = None if self.output is None else self.output.open("ab")
         self.process = subprocess.Popen(
             [
                 *self.prefix,
@@ -83,7 +86,11 @@ class Server:
                 "--no-access-log",
             ],
             env=env,
+            stdout=out,
+            stderr=out,
         )
+        if out is not None:
+            out.close()  # the child holds its own descriptor
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -104,9 +111,31 @@ class Server:
     def cpu_seconds(self) -> float:
         """User + system CPU time of the server process so far."""
         assert self.process is not None
-        stat = Path(f"/proc/{self.process.pid}/stat").read_text()
-        fields = stat[stat.rindex(")") + 2 :].split()
-        return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
+        return cpu_seconds(self.process.pid)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process `pid` so far (its threads included)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
+
+
+class Processes:
+    """CPU time of the processes of a round: this one ("client") and the named others."""
+
+    def __init__(self, **pids: int) -> None:
+        self.pids = pids
+
+    def cpu(self) -> dict[str, float]:
+        seconds = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+        return {"client": time.process_time(), **seconds}
+
+    @staticmethod
+    def per_event(
+        before: dict[str, float], after: dict[str, float], events: int
+    ) -> dict[str, float]:
+        return {name: (after[name] - before[name]) * 1000 / events for name in before}
 
 
 @contextlib.contextmanager

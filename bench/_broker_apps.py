@@ -1,0 +1,185 @@
+"""The two deployables of bench/broker.py, each served by its own uvicorn subprocess
+(`uvicorn --factory bench._broker_apps:sender_app`, as bench/_serving.py starts every server).
+
+Both are the generated service of bench/broker.loom built by `create_app` exactly as the broker
+topology tests build theirs (tests/runtime/broker/conftest.py: `contexts`, the channel's broker
+consumers, one `NatsTransport` per deployable), with the runtime's default relay, consumer and
+transport options. The only difference from a plain deployable are the timing hooks: the sender
+notes `c` right after the commit of the unit of work that wrote a `Pinged` to the outbox, `w` and
+`k` when the relay's claim that took its row began and ended, `p` when the relay starts publishing it and `a` when JetStream acked the publish; the receiver `f` when its
+consumer's fetch returned it, `s` when its reaction starts and `d` when the reaction returned (its
+transaction, with the inbox row, committed). Each process sends the bench one UDP datagram per ping
+with its three points (`BENCH_UDP_PORT`; on loopback, never blocking). The times are
+`time.monotonic()`, CLOCK_MONOTONIC, one clock for every process of the machine.
+
+Configuration (environment): BENCH_DATABASE_URL, BENCH_NATS_URL, BENCH_UDP_PORT, and
+BENCH_PROFILE (a folder: profile both processes into it).
+"""
+
+from __future__ import annotations
+
+import cProfile
+import json
+import os
+import socket
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from fastapi import APIRouter, FastAPI
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from loom.runtime import DomainEvent, Service, create_app
+from loom.runtime._relay import Relay
+from loom.runtime._work import Work
+from loom.runtime.transports import ConsumerSpec, Message, NatsTransport
+from loom.testing import build_service
+from tests.runtime.broker.conftest import broker_channels, routers
+
+MODEL = ROOT / "bench" / "broker.loom"
+SENDER, RECEIVER = ("Sender",), ("Receiver",)
+
+
+class _Points:
+    """The timing points of each ping in this process, sent as one datagram `<n> <kind>=<time>
+    ...` when the `last` of them is noted (a syscall per point would cost more than the point);
+    a point of a ping already sent (a commit noted after its publish, a redelivery) goes alone."""
+
+    def __init__(self, last: str) -> None:
+        self.last = last
+        self.pending: dict[int, dict[str, float]] = {}
+        self.sent: set[int] = set()
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.to = ("127.0.0.1", int(os.environ["BENCH_UDP_PORT"]))
+
+    def note(self, kind: str, n: int, at: float) -> None:
+        points = self.pending.setdefault(n, {})
+        points[kind] = at
+        if kind == self.last or n in self.sent:
+            del self.pending[n]
+            self.sent.add(n)
+            text = " ".join(f"{k}={t!r}" for k, t in points.items())
+            self.sock.sendto(f"{n} {text}".encode(), self.to)
+
+
+def _profiled(role: str) -> list[APIRouter]:
+    """With BENCH_PROFILE=<folder>: profile this process (cProfile) from here on, and a route
+    `POST /bench/profile` that writes what it measured so far to <folder>/<role>.prof
+    (`python -m pstats` reads it). Without: nothing."""
+    folder = os.environ.get("BENCH_PROFILE")
+    if not folder:
+        return []
+    profile = cProfile.Profile()
+    profile.enable()
+    router = APIRouter()
+
+    @router.post("/bench/profile", status_code=204)
+    def dump() -> None:
+        profile.dump_stats(str(Path(folder) / f"{role}.prof"))
+
+    return [router]
+
+
+def _app(
+    main: ModuleType,
+    contexts: tuple[str, ...],
+    subscribe: Callable[[Service], None],
+    extra: list[APIRouter],
+) -> Any:
+    return create_app(
+        title=", ".join(contexts),
+        metadata=main.metadata,
+        routers=[*routers(main, contexts), *extra],
+        database_url=os.environ["BENCH_DATABASE_URL"],
+        model_revision=main.MODEL_REVISION,
+        channels=broker_channels(main, [SENDER, RECEIVER]),
+        event_types=main.EVENT_TYPES,
+        subscribe=subscribe,
+        contexts=contexts,
+        brokers={"": NatsTransport(os.environ["BENCH_NATS_URL"])},
+    )
+
+
+def sender_app() -> FastAPI:
+    """Sender: `POST /api/workflows/ping` commits a Ping and its `Pinged` (outbox row); the relay
+    publishes it to NATS."""
+    extra = _profiled("sender")
+    main = build_service([MODEL])
+    pinged = main.sender_domain.Pinged
+    points = _Points(last="a")
+    commit = Work._commit
+
+    async def timed_commit(self: Work) -> None:
+        events: list[DomainEvent] = [*self._pending, *self._emitted]
+        await commit(self)
+        at = time.monotonic()
+        for event in events:
+            if isinstance(event, pinged):
+                points.note("c", event.n, at)
+
+    Work._commit = timed_commit  # type: ignore[method-assign]
+    publish = NatsTransport.publish
+
+    async def timed_publish(self: NatsTransport, message: Message) -> None:
+        n = json.loads(message.payload)["n"]
+        points.note("p", n, time.monotonic())
+        await publish(self, message)
+        points.note("a", n, time.monotonic())
+
+    NatsTransport.publish = timed_publish  # type: ignore[method-assign]
+    claim = Relay._claim
+
+    async def timed_claim(self: Relay) -> tuple[list[Any], datetime]:
+        began = time.monotonic()
+        rows, until = await claim(self)
+        claimed = time.monotonic()
+        for row in rows:
+            n = json.loads(row.payload)["n"]
+            points.note("w", n, began)
+            points.note("k", n, claimed)
+        return rows, until
+
+    Relay._claim = timed_claim  # type: ignore[method-assign]
+    return _app(main, SENDER, lambda service: None, extra)  # type: ignore[no-any-return]
+
+
+def receiver_app() -> FastAPI:
+    """Receiver: its durable NATS consumer runs `Receiver.onPinged`, which saves a Pong."""
+    extra = _profiled("receiver")
+    main = build_service([MODEL])
+    pinged = main.sender_domain.Pinged
+    points = _Points(last="d")
+
+    def timed(handler: Callable[[Any], Awaitable[None]]) -> Callable[[Any], Awaitable[None]]:
+        async def reaction(event: Any) -> None:
+            points.note("s", event.n, time.monotonic())
+            await handler(event)
+            points.note("d", event.n, time.monotonic())
+
+        return reaction
+
+    fetch = NatsTransport.fetch
+
+    async def timed_fetch(self: NatsTransport, consumer: ConsumerSpec, **options: Any) -> Any:
+        got = await fetch(self, consumer, **options)
+        at = time.monotonic()
+        for received in got:
+            points.note("f", json.loads(received.message.payload)["n"], at)
+        return got
+
+    NatsTransport.fetch = timed_fetch  # type: ignore[method-assign]
+
+    def subscribe(service: Service) -> None:
+        main.receiver_reactions.subscribe(service)
+        bus = service.events
+        for sub in list(bus.handlers_for(pinged)):
+            bus.unsubscribe(pinged, sub.handler)
+            bus.subscribe(pinged, timed(sub.handler), name=sub.name)
+
+    return _app(main, RECEIVER, subscribe, extra)  # type: ignore[no-any-return]
