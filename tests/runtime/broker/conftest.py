@@ -25,7 +25,7 @@ from loom.runtime.transports import ConsumerSpec, Transport
 from loom.testing import ServiceClient, build_service
 from tests.conftest import create_pg_database
 from tests.pgcluster import Cluster
-from tests.runtime.transports.conftest import Backend, MemoryBackend, NatsBackend, RedisBackend
+from tests.runtime.transports.conftest import KINDS, Backend, clean_backend
 
 MODEL = [Path(__file__).resolve().parent / "shop.loom"]
 ORDERS, INVENTORY = ("Orders",), ("Inventory",)
@@ -48,17 +48,9 @@ class Harness:
         self.backend.start()
 
 
-@pytest.fixture(params=["memory", "nats", "redis"])
+@pytest.fixture(params=KINDS)
 async def transport_factory(request: pytest.FixtureRequest) -> AsyncIterator[Harness]:
-    backend: Backend
-    if request.param == "memory":
-        backend = MemoryBackend()
-    elif request.param == "nats":
-        backend = NatsBackend(request.getfixturevalue("nats_server"))
-        await backend.clean()
-    else:
-        backend = RedisBackend(request.getfixturevalue("redis_server"))
-        await backend.clean()
+    backend = await clean_backend(request)
     yield Harness(backend)
     await backend.close()
 

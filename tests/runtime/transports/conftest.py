@@ -169,8 +169,11 @@ class RedisBackend(Backend):
         self.server.start()
 
 
-@pytest.fixture(params=["memory", "nats", "redis"])
-async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
+KINDS = ["memory", "nats", "redis"]
+
+
+async def clean_backend(request: pytest.FixtureRequest) -> Backend:
+    """The backend `request.param` names, on a clean broker (the servers are the session's)."""
     made: Backend
     if request.param == "memory":
         made = MemoryBackend()
@@ -180,6 +183,12 @@ async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
     else:
         made = RedisBackend(request.getfixturevalue("redis_server"))
         await made.clean()
+    return made
+
+
+@pytest.fixture(params=KINDS)
+async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
+    made = await clean_backend(request)
     yield made
     await made.close()
 
