@@ -15,6 +15,7 @@ transport_for_url(url, **opts)  the transport a URL names: nats://, redis:// or 
 """
 
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ._transport import (
     ConsumerSpec,
@@ -40,9 +41,38 @@ def memory_broker(name: str) -> MemoryBroker:
     return _memory_brokers.setdefault(name, MemoryBroker())
 
 
+# the settings a broker URL may carry in its query (`nats://h:4222?ack_wait=10`), in seconds: they
+# are configuration like the URL itself, so `--broker` and LOOM_BROKER_<NAME> can set them
+URL_SETTINGS = ("ack_wait", "dedup_window", "request_timeout")
+
+
+def _url_settings(url: str) -> tuple[str, dict[str, float]]:
+    """`url` without Loom's settings, and the settings (any other query member stays: the
+    client's own)."""
+    parts = urlsplit(url)
+    kept, found = [], {}
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key not in URL_SETTINGS:
+            kept.append((key, value))
+            continue
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = -1.0
+        if not seconds > 0:
+            raise ValueError(f"broker URL setting {key}={value!r}: expected a positive number")
+        found[key] = seconds
+    if not found:
+        return url, {}
+    return urlunsplit(parts._replace(query=urlencode(kept))), found
+
+
 def transport_for_url(url: str, **options: Any) -> Transport:
     """The transport for a broker URL (not yet connected); `options` go to its constructor
-    (`ack_wait`, `dedup_window`, `request_timeout`, ...). Raises ValueError for any other URL."""
+    (`ack_wait`, `dedup_window`, `request_timeout`, ...), and so do those the URL's query
+    names (`URL_SETTINGS`, seconds; the arguments win). Raises ValueError for any other URL."""
+    url, settings = _url_settings(url)
+    options = {**settings, **options}
     scheme, sep, rest = url.partition("://")
     scheme = scheme.lower()
     if sep and rest:
@@ -51,7 +81,9 @@ def transport_for_url(url: str, **options: Any) -> Transport:
         if scheme in ("redis", "rediss"):
             return RedisTransport(url, **options)
         if scheme == "memory":
-            return MemoryTransport(memory_broker(rest), **options)
+            if "request_timeout" in settings:  # it sends no request: nothing to bound
+                raise ValueError("broker URL setting request_timeout: memory:// takes none")
+            return MemoryTransport(memory_broker(rest.partition("?")[0]), **options)
     raise ValueError(f"unsupported broker URL {url!r}: expected {_SCHEMES}")
 
 

@@ -54,3 +54,25 @@ def test_import_loom_runtime_loads_no_broker_client() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_url_may_carry_the_transport_settings() -> None:
+    nats = transport_for_url("nats://127.0.0.1:4222?ack_wait=2.5&dedup_window=60")
+    assert isinstance(nats, NatsTransport)
+    assert (nats.url, nats.ack_wait, nats.dedup_window) == ("nats://127.0.0.1:4222", 2.5, 60.0)
+    # the client's own query members stay in the URL; an argument wins over the URL
+    redis = transport_for_url("redis://h:6379/0?ack_wait=5&socket_keepalive=1", ack_wait=7.0)
+    assert isinstance(redis, RedisTransport)
+    assert (redis.url, redis.ack_wait) == ("redis://h:6379/0?socket_keepalive=1", 7.0)
+    memory = transport_for_url("memory://shop?ack_wait=1")
+    assert isinstance(memory, MemoryTransport)
+    assert memory.ack_wait == 1.0
+    assert memory.broker is transport_for_url("memory://shop").broker
+    with pytest.raises(ValueError, match="memory:// takes none"):
+        transport_for_url("memory://shop?request_timeout=1")
+
+
+@pytest.mark.parametrize("query", ["ack_wait=0", "ack_wait=-1", "dedup_window=soon", "ack_wait="])
+def test_a_bad_url_setting_is_refused_naming_it(query: str) -> None:
+    with pytest.raises(ValueError, match=f"broker URL setting {query.split('=')[0]}="):
+        transport_for_url(f"nats://127.0.0.1:4222?{query}")
