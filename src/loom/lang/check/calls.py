@@ -9,6 +9,7 @@ an `if let` source, or a typed `ir.Expr` for a value call).
 from __future__ import annotations
 
 from loom.lang.check import principal
+from loom.lang.check.apis import api_call
 from loom.lang.check.checker import Checker
 from loom.lang.check.creates import create_args
 from loom.lang.check.facts import CallOp, Create, ServiceStmt
@@ -82,6 +83,8 @@ def classify(ck: Checker, call: ast.Call, scope: Scope, position: str, name: str
         return repo_call(ck, call, scope, position, name, ctx.repositories[r], method, mspan)
     if r in ctx.services:
         return service_call(ck, call, scope, position, ctx.services[r], method, mspan)
+    if r in ctx.resources:
+        return api_call(ck, call, scope, position, ctx.resources[r], method, mspan)
     if r in ctx.aggregates:
         return _aggregate_call(ck, call, scope, position, name, ctx.aggregates[r], method, mspan)
     elsewhere = ck.prog.repositories_elsewhere(r, ctx.name)

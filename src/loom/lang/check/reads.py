@@ -6,7 +6,15 @@ from __future__ import annotations
 from typing import Literal
 
 from loom.lang.check.checker import Checker
-from loom.lang.check.facts import CallOp, Create, DeleteStmt, Load, ReadLoad, ServiceStmt
+from loom.lang.check.facts import (
+    ApiStmt,
+    CallOp,
+    Create,
+    DeleteStmt,
+    Load,
+    ReadLoad,
+    ServiceStmt,
+)
 from loom.lang.check.scope import Scope
 from loom.lang.diagnostics import Span, did_you_mean
 from loom.lang.syntax import ast
@@ -15,7 +23,18 @@ from loom.model import ir
 
 # What a call in a body turns out to be: a statement fact, the source of an `if let`, a value, or
 # nothing (it was reported).
-Found = Load | Create | CallOp | ReadLoad | ServiceStmt | DeleteStmt | ir.Read | ir.Expr | None
+Found = (
+    Load
+    | Create
+    | CallOp
+    | ReadLoad
+    | ServiceStmt
+    | ApiStmt
+    | DeleteStmt
+    | ir.Read
+    | ir.Expr
+    | None
+)
 
 SAVE_METHODS = ("save", "insert", "update", "add", "commit")
 READS = ("getById", "findById", "getBy", "findBy", "find", "findAll", "run", "delete", "remove")
