@@ -18,7 +18,7 @@ from typing import Literal
 
 from loom.lang.check.checker import Checker
 from loom.lang.check.facts import ApiStmt, ResourceFact
-from loom.lang.check.reads import query_refuses
+from loom.lang.check.reads import args_only, query_refuses
 from loom.lang.check.scope import Scope
 from loom.lang.check.settings import known_settings
 from loom.lang.diagnostics import Sink, Span, did_you_mean
@@ -162,12 +162,6 @@ def _holds_aggregate(t: AnyType) -> bool:
     return isinstance(t, ir.AggregateType)
 
 
-def _args_only(ck: Checker, call: ast.Call, scope: Scope) -> None:
-    for arg in call.args:
-        for value in [e.value for e in arg.entries] if isinstance(arg, ast.Record) else [arg.value]:
-            ck.expr(value, scope)
-
-
 def api_call(
     ck: Checker,
     call: ast.Call,
@@ -180,7 +174,7 @@ def api_call(
     """`res.method(args)` in a body: a value (`let`, `if let` source) or a command statement."""
     fact = ck.facts.resources.get(res)
     if fact is None:  # its settings were refused
-        _args_only(ck, call, scope)
+        args_only(ck, call, scope)
         return None
     target = ck.prog.contexts[fact.target]
     h = target.handlers.get(method)
@@ -195,7 +189,7 @@ def api_call(
             or f"call one of `{target.name}`'s handlers: "
             + (", ".join(f"`{n}`" for n in target.handlers) or "it declares none"),
         )
-        _args_only(ck, call, scope)
+        args_only(ck, call, scope)
         return None
     label = f"`{res.name}.{method}`"
     result = _signature_type(ck, target, h.result) if h.result is not None else ir.VOID
@@ -292,7 +286,7 @@ def _named_args(
                 help="name each parameter: "
                 + (", ".join(f"`{p.name}: …`" for p in h.params) or "it takes none"),
             )
-            _args_only(ck, call, scope)
+            args_only(ck, call, scope)
             return None
         p = params.get(arg.name)
         pt = _signature_type(ck, target, p.type) if p is not None else None
