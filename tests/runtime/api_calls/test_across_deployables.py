@@ -19,7 +19,6 @@ from types import ModuleType
 from typing import Any
 
 import httpx
-import jwt
 import pytest
 
 from loom.build import build_model, import_package
@@ -27,17 +26,12 @@ from loom.lang import compile_files
 from loom.runtime import StartupRefused
 from loom.testing import ServiceClient
 from tests.liveserver import free_port, running
+from tests.runtime.api_calls.auth import SECRET, token
 
 HERE = Path(__file__).parent
 FILES = [HERE / "dispatch.loom", HERE / "deployables.loom"]
-SECRET = "an-api-calls-test-secret-of-32-bytes!"
 TIMEOUT_S = 2.0  # the resource's `timeout: 2s`
 MARGIN_S = 0.5
-
-
-def token(sub: str, roles: list[str]) -> str:
-    claims = {"sub": sub, "roles": roles, "exp": int(time.time()) + 600}
-    return jwt.encode(claims, SECRET, algorithm="HS256")
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from loom.testing import ServiceClient, serve
+from tests.runtime.api_calls.auth import SECRET, token
 
 MODEL = [Path(__file__).with_name("dispatch.loom")]
 
@@ -98,3 +101,28 @@ async def test_a_404_of_the_callee_is_relayed_with_the_same_correlation_id(
         assert body["type"] == "urn:loom:problem:not-found"
         assert body["upstream"] == "Directory"
         assert r.headers["x-correlation-id"] == "c-42"
+
+
+async def test_the_callee_in_process_sees_the_callers_principal(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LOOM_JWT_SECRET", SECRET)
+    async with serve(MODEL, database_url) as client:
+        tech = await _register(client, "Di")
+        plain = {"Authorization": f"Bearer {token('pat', [])}"}
+        refused = await client.post(
+            "/api/commands/certify_tech", json={"tech": tech}, headers=plain
+        )
+        body = refused.json()
+        assert (refused.status_code, body["type"], body["upstream"]) == (
+            403,
+            "urn:loom:problem:forbidden",
+            "Directory",
+        )
+        lead = {"Authorization": f"Bearer {token('lee', ['lead'])}"}
+        certified = await client.post(
+            "/api/commands/certify_tech", json={"tech": tech}, headers=lead
+        )
+        assert certified.status_code == 204, certified.text
+        stored = (await client.get(f"/api/technicians/{tech}", headers=lead)).json()
+        assert stored["certifiedBy"] == "lee"
