@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -62,8 +63,11 @@ async def caller(
 @pytest.fixture(scope="module")
 def people(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """People (Directory) as a live server, on its own SQLite file, verifying HS256 tokens."""
-    db = tmp_path_factory.mktemp("people") / "people.db"
-    args = [*map(str, FILES), "--deployable", "People", "--database-url", f"sqlite:///{db}"]
+    folder = tmp_path_factory.mktemp("people")
+    # copies: `loom run` keeps its build cache beside the model (`.loom/`), not in the tests
+    files = [str(shutil.copy(f, folder / f.name)) for f in FILES]
+    db = folder / "people.db"
+    args = [*files, "--deployable", "People", "--database-url", f"sqlite:///{db}"]
     with running(*args, "--jwt-secret", SECRET, port=free_port()) as base:
         yield base
 
