@@ -131,7 +131,8 @@ def _contract(info: ModelInfo, contract: ir.Context) -> dict[str, str]:
     files[f"{mod}/domain.py"] = emit_domain(info, contract)
     if whole.aggregates:
         files[f"{mod}/ids.py"] = emit_ids(info, whole)
-    if contract.records:
+    called = any(r.target == whole.name for c in info.held() for r in c.resources)
+    if called and contract.records:
         files[f"{mod}/schemas.py"] = emit_schemas(info, contract)
     return files
 
