@@ -32,6 +32,7 @@ from pydantic_core import to_jsonable_python
 from ._errors import LoomError, StartupRefused
 from ._logs import current_correlation_id
 from ._principal import current_authorization
+from ._work import parking
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp
@@ -100,6 +101,21 @@ class UpstreamProblem(LoomError):
         return {**self._members, "upstream": self.context}
 
 
+class CallRefused(LoomError):
+    """An in-process command that could only wait for a lock its own caller holds."""
+
+    status = 409
+    type = "urn:loom:problem:api-call-refused"
+    title = "API call refused"
+
+    def __init__(self, context: str, detail: str) -> None:
+        super().__init__(detail)
+        self.context = context
+
+    def extensions(self) -> dict[str, Any]:
+        return {"upstream": self.context}
+
+
 class _Retry(Exception):
     """An attempt failed in a way a query may try again (connection, 5xx, attempt timeout)."""
 
@@ -157,11 +173,29 @@ class ApiClient:
     async def command(self, handler: str, body: object, answer: Any = None) -> Any:
         """`POST /api/commands/<handler>` with `body` (the parameters by name, or the only
         payload parameter itself); the answer validated as `answer`, None for a 204. Sent once."""
+        if self.local:
+            self._refuse_a_wait_on_the_caller()
         url = f"{self.base}/api/commands/{handler}"
         request = self._apis.client(self.local).build_request(
             "POST", url, json=_wire(body), headers=_forwarded()
         )
         return await self._call(request, answer, 0)
+
+    def _refuse_a_wait_on_the_caller(self) -> None:
+        """On SQLite an `Idempotency-Key` request's unit of work is one transaction holding the
+        database's only writer lock from its first read or save on; a command served in process
+        would wait for that lock until the caller gave up. Refused at once instead."""
+        held = parking.get()
+        work = held.work if held is not None else None
+        if work is not None and work.holds_writer:
+            context = self.resource.context
+            raise CallRefused(
+                context,
+                f"the command of context {context} cannot run in process while this request's "
+                "Idempotency-Key transaction holds SQLite's writer lock (since its first read or "
+                "save): send the request without the key, call the command before any read or "
+                "save, or run on PostgreSQL",
+            )
 
     async def _call(self, request: httpx.Request, answer: Any, retries: int) -> Any:
         deadline = time.monotonic() + self.resource.timeout

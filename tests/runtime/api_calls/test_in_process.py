@@ -4,6 +4,7 @@ by the service's own app, in the callee's own unit of work. Over HTTP, on SQLite
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -126,3 +127,34 @@ async def test_the_callee_in_process_sees_the_callers_principal(
         assert certified.status_code == 204, certified.text
         stored = (await client.get(f"/api/technicians/{tech}", headers=lead)).json()
         assert stored["certifiedBy"] == "lee"
+
+
+async def test_an_idempotency_key_transaction_never_deadlocks_an_in_process_command(
+    database_url: str,
+) -> None:
+    """A keyed request's unit of work is one transaction. On SQLite it holds the only writer
+    lock from its first read or save, which Directory's command would wait for: refused at once, and
+    nothing of the request is kept. On PostgreSQL the command runs in its own transaction."""
+    async with serve(MODEL, database_url) as client:
+        tech = await _register(client, "Fay")
+        started = time.monotonic()
+        r = await client.post(
+            "/api/commands/open_and_retire",
+            json={"title": "keyed", "tech": tech},
+            headers={"Idempotency-Key": "k-1"},
+        )
+        took = time.monotonic() - started
+        titles = [o["title"] for o in await _orders(client)]
+        print(f"keyed call: {r.status_code} after {took:.2f}s, orders {titles}")
+        assert took < 1.0
+        if database_url.startswith("sqlite"):
+            body = r.json()
+            assert (r.status_code, body["type"], body["upstream"]) == (
+                409,
+                "urn:loom:problem:api-call-refused",
+                "Directory",
+            )
+            assert titles == []
+        else:
+            assert r.status_code == 204, r.text
+            assert titles == ["keyed"]
