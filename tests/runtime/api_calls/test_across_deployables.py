@@ -220,6 +220,28 @@ async def test_the_correlation_id_and_token_are_forwarded(
         print(f"forwarded: {headers['x-correlation-id']}, {headers['authorization'][:12]}…")
 
 
+async def test_a_reaction_forwards_the_correlation_id_but_no_token(
+    desk: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def view(method: str, target: str, headers: dict[str, str]) -> tuple[int, Any]:
+        return 200, VIEW
+
+    async with stub(view) as callee, caller(desk, tmp_path, monkeypatch, callee.url) as client:
+        r = await client.post(
+            "/api/commands/open_for",
+            json={"title": "pump", "tech": TECH},
+            headers={"X-Correlation-Id": "corr-9", "Authorization": f"Bearer {token('lee', [])}"},
+        )
+        assert r.status_code == 200, r.text
+        # the reaction to Opened (run as the system) called TechnicianInfo with the chain's id
+        [(method, target, headers)] = callee.requests
+        assert (method, target) == ("GET", f"/api/queries/technician_info?id={TECH}")
+        assert headers["x-correlation-id"] == "corr-9"
+        assert "authorization" not in headers
+        order = (await client.get(f"/api/work_orders/{r.json()}")).json()
+        assert order["tech"] == "Ada"
+
+
 async def test_a_callee_that_hangs_is_a_504_within_the_timeout(
     desk: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
