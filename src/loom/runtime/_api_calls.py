@@ -65,10 +65,8 @@ class ApiResource:
         return f"{self.owner}.{self.name}"
 
 
-class BadGateway(LoomError):
-    status = 502
-    type = "urn:loom:problem:bad-gateway"
-    title = "Bad Gateway"
+class _Upstream(LoomError):
+    """A failed call of another context's handler: its problem names that context."""
 
     def __init__(self, context: str, detail: str) -> None:
         super().__init__(detail)
@@ -76,6 +74,12 @@ class BadGateway(LoomError):
 
     def extensions(self) -> dict[str, Any]:
         return {"upstream": self.context}
+
+
+class BadGateway(_Upstream):
+    status = 502
+    type = "urn:loom:problem:bad-gateway"
+    title = "Bad Gateway"
 
 
 class GatewayTimeout(BadGateway):
@@ -101,19 +105,12 @@ class UpstreamProblem(LoomError):
         return {**self._members, "upstream": self.context}
 
 
-class CallRefused(LoomError):
+class CallRefused(_Upstream):
     """An in-process command that could only wait for a lock its own caller holds."""
 
     status = 409
     type = "urn:loom:problem:api-call-refused"
     title = "API call refused"
-
-    def __init__(self, context: str, detail: str) -> None:
-        super().__init__(detail)
-        self.context = context
-
-    def extensions(self) -> dict[str, Any]:
-        return {"upstream": self.context}
 
 
 class _Retry(Exception):
