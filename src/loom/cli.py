@@ -35,6 +35,7 @@ from loom.run_options import (
     default_database,
     held_for,
     parse_brokers,
+    set_apis,
     set_brokers,
 )
 from loom.up import UpError, nats_sources, plan
@@ -172,6 +173,14 @@ def run(
             "source ($LOOM_BROKER). E.g. --broker nats://127.0.0.1:4222.",
         ),
     ] = None,
+    api: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="CONTEXT=URL, repeatable: the base URL of the deployable serving a context this "
+            "one calls through a `resource { kind: api }` ($LOOM_API_<CONTEXT>). E.g. --api "
+            "Directory=http://127.0.0.1:8001.",
+        ),
+    ] = None,
 ) -> None:
     """Build the model into a cache folder and serve it with uvicorn.
 
@@ -202,6 +211,7 @@ def run(
     try:
         held = held_for(contexts, deployable)
         set_brokers(broker or [])
+        set_apis(api or [])
     except OptionError as exc:
         _fail(str(exc))
     # An extern module usually sits beside the model (or in the working folder): make both importable.

@@ -1,5 +1,6 @@
 """What `loom run` serves and with what: the contexts it holds (`--contexts`, `--deployable`), the
-database it defaults to, and the brokers it is given (`--broker`). Plain functions over names, so
+database it defaults to, the brokers it is given (`--broker`) and where the contexts it calls run
+(`--api`). Plain functions over names, so
 `loom run`, `loom up` and the tests share them; each refusal is a sentence for the user.
 """
 
@@ -172,3 +173,30 @@ def set_brokers(values: Sequence[str]) -> None:
         for spelling in [v for v in os.environ if v.upper() == variable and v != variable]:
             del os.environ[spelling]
         os.environ[variable] = url
+
+
+def parse_apis(values: Sequence[str]) -> dict[str, str]:
+    """The `--api CONTEXT=URL` values: context -> the base URL of the deployable serving it."""
+    found: dict[str, str] = {}
+    for value in values:
+        name, equals, url = value.partition("=")
+        name, url = name.strip(), url.strip()
+        if not equals or not _SOURCE.fullmatch(name) or not url.startswith(("http://", "https://")):
+            raise OptionError(
+                f"--api {value!r}: expected CONTEXT=URL, with the base URL of the deployable "
+                "serving the context, e.g. --api Directory=http://127.0.0.1:8001"
+            )
+        if any(known.upper() == name.upper() for known in found):
+            raise OptionError(f"--api gives context {name} twice: keep one")
+        found[name] = url
+    return found
+
+
+def set_apis(values: Sequence[str]) -> None:
+    """Put the `--api` values in the environment (`LOOM_API_<CONTEXT>`), where the service reads
+    them when it starts."""
+    # the runtime's names for the variables, one definition; `loom run` loads the runtime next
+    from loom.runtime._api_calls import variable_for
+
+    for context, url in parse_apis(values).items():
+        os.environ[variable_for(context)] = url

@@ -55,13 +55,23 @@ class Unit:
     def label(self, files: Sequence[Path]) -> str:
         return self.name if self.name is not None else files[0].stem
 
-    def command(self, files: Sequence[Path], brokers: Sequence[str]) -> list[str]:
+    def command(
+        self, files: Sequence[Path], brokers: Sequence[str], siblings: Sequence[Unit] = ()
+    ) -> list[str]:
+        """`loom run` of this unit; every context of its `siblings` at that one's URL (`--api`,
+        for the contexts this one calls through a `resource { kind: api }`)."""
         args = [sys.executable, "-m", "loom.entry", "run", *map(str, files)]
         args += ["--port", str(self.port)]
         if self.name is None:  # the whole model: `loom run` and nothing more
             return args
         args += ["--deployable", self.name, "--database-url", self.database_url]
-        return args + [f"--broker={b}" for b in brokers]
+        args += [f"--broker={b}" for b in brokers]
+        return args + [
+            f"--api={c}=http://127.0.0.1:{u.port}"
+            for u in siblings
+            if u != self
+            for c in u.contexts
+        ]
 
 
 def plan(
@@ -280,7 +290,7 @@ def up(
             ready = functools.partial(_nats_answers, port)
             _wait_until(ready, server, [server], server, timeout, stopping)
         for unit, label in zip(units, labels, strict=True):
-            child = start(label, unit.command(files, given))
+            child = start(label, unit.command(files, given, units))
             child.forward(width, out, lock)
             services.append(child)
         everyone = [*services, *([server] if server else [])]

@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from loom.codegen.python import generate
+from loom.codegen.python.schemas import http_create
 from loom.model import ir
 from loom.model.naming import snake
 from tests.codegen.hand_ir import banking_model
@@ -33,6 +34,7 @@ EXAMPLES = {
     "reminder_at_loaded": ["tests/e2e/models/reminder_at_loaded.loom"],
     "mutual_ids": ["tests/e2e/models/mutual_ids.loom"],
     "scheduling": ["examples/scheduling/scheduling.loom"],
+    "api_calls": ["tests/runtime/api_calls/dispatch.loom"],
 }
 
 
@@ -135,7 +137,13 @@ def test_imports_and_builds(
     main = import_generated(generated_dir)
     app = main.build_app(f"sqlite+aiosqlite:///{tmp_path / 'app.db'}")
     paths = app.openapi()["paths"]
-    workflows = any(ctx.workflows for ctx in model_case[1].contexts)
+    # a workflow has routes when it has a command `create` or instances to read (a
+    # reaction-only workflow that keeps no instance has none)
+    workflows = any(
+        http_create(wf) is not None or wf.correlation is not None
+        for ctx in model_case[1].contexts
+        for wf in ctx.workflows
+    )
     assert any(p.startswith("/api/workflows/") for p in paths) == workflows
     assert any(p.endswith("/{id}") for p in paths)
 

@@ -40,6 +40,29 @@ def test_snapshots(shop: ir.Model, name: str, update_snapshots: bool) -> None:
     check_snapshots(name, generate(shop, contexts=SPLITS[name]), update_snapshots)
 
 
+def test_a_caller_of_another_contexts_api_gets_its_records_in_the_contract(
+    update_snapshots: bool,
+) -> None:
+    """Dispatch calls Directory's handlers: Directory's contract holds the payload, value object
+    and enum those take and answer, with their wire models, and nothing of Directory runs."""
+    files = generate(compile_example("api_calls"), contexts={"Dispatch"})
+    check_snapshots("api_calls_dispatch", files, update_snapshots)
+    contract = sorted(f for f in files if f.startswith("directory/"))
+    assert contract == [
+        "directory/__init__.py",
+        "directory/domain.py",
+        "directory/ids.py",
+        "directory/schemas.py",
+    ]
+    for name in ("class TechnicianViewInput", "class SkillInput", "class SkillOut"):
+        assert name in files["directory/schemas.py"]
+    assert "class Level" in files["directory/domain.py"]
+    assert (
+        'ApiResource("Dispatch", "directory", "Directory", timeout=2, retries=2)'
+        in (files["main.py"])
+    )
+
+
 def test_no_subset_is_the_whole_model(shop: ir.Model) -> None:
     whole = generate(shop)
     assert generate(shop, contexts=None) == whole

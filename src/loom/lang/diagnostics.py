@@ -290,8 +290,24 @@ REGISTRY: dict[str, CodeInfo] = {
             _E,
             "a deployable setting is unknown or repeated, or it names no context",
         ),
-        CodeInfo("loom.unknown-context", _E, "a deployable names a context the model lacks"),
+        CodeInfo(
+            "loom.unknown-context", _E, "a deployable or a resource names a context the model lacks"
+        ),
         CodeInfo("loom.deployable-overlap", _E, "a context is named by two deployables"),
+        # Calling another context: `resource { kind: api }`
+        CodeInfo(
+            "loom.resource-setting",
+            _E,
+            "a resource setting is unknown, repeated, missing or out of range, or binds its own context",
+        ),
+        CodeInfo("loom.unknown-api-handler", _E, "a call names no handler of the bound context"),
+        CodeInfo("loom.api-arguments", _E, "the named arguments of an API call do not bind"),
+        CodeInfo("loom.api-aggregate-result", _E, "an API call's handler answers an aggregate"),
+        CodeInfo(
+            "loom.api-command-in-transaction",
+            _E,
+            "another context's command is called inside a transactional body",
+        ),
         CodeInfo(
             "loom.context-not-deployed",
             _E,

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
+# the API-call nodes live in api.py (this module is long enough): back ends name them `api.X`
+from loom.model.api import ApiCall, CallApi, Resource
 from loom.model.isolation import Isolation
 from loom.model.topology import ChannelSource, Deployable
 
@@ -345,6 +347,7 @@ Expr: TypeAlias = (
     | ServiceCall
     | Construct
     | CurrentUser
+    | ApiCall
 )
 
 
@@ -656,6 +659,7 @@ Stmt: TypeAlias = (
     | ScheduleTimeout
     | CancelTimeout
     | CompleteInstance
+    | CallApi
 )
 
 
@@ -1048,6 +1052,8 @@ class Context:
     projections: tuple[Projection, ...] = ()
     channels: tuple[Channel, ...] = ()
     timers: tuple[Timer, ...] = ()
+    # `resource NAME { kind: api … }`: the bindings its bodies call other contexts' handlers through
+    resources: tuple[Resource, ...] = ()
 
     def aggregate(self, name: str) -> Aggregate:
         return next(a for a in self.aggregates if a.name == name)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TypeAlias
 
-from loom.model import ir
+from loom.model import api, ir
 
 Decl: TypeAlias = (
     ir.Field
@@ -90,6 +90,8 @@ def children(node: Node) -> tuple[Node, ...]:
         return (*_opt(node.receiver), *node.args)
     if isinstance(node, ir.ServiceCall | ir.CurrentUser):
         return node.args
+    if isinstance(node, api.ApiCall):
+        return _values(node.args)
     if isinstance(node, ir.ListLiteral):
         return node.items
     if isinstance(node, ir.Construct):
@@ -109,6 +111,8 @@ def children(node: Node) -> tuple[Node, ...]:
         return _values(node.args)
     if isinstance(node, ir.CallOperation | ir.CallService | ir.CallOwnOperation):
         return node.args
+    if isinstance(node, api.CallApi):
+        return (node.call,)
     if isinstance(node, ir.Read):
         return _values(node.args)
     if isinstance(node, ir.Load):

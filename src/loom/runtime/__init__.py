@@ -156,6 +156,14 @@ HTTP
                                             (StartupRefused when one that must cross
                                             deployables has no broker); service.brokers,
                                             service.consumers
+    create_app(..., api_resources=(), api_urls=None)
+                                            the model's `resource { kind: api }` bindings
+                                            (ApiResource); a bound context elsewhere needs its
+                                            URL (api_urls, else LOOM_API_<CONTEXT>), else
+                                            StartupRefused; service.api("Ctx.resource")
+                                            .query(handler, params, T) / .command(handler,
+                                            body, T): in process or over HTTP, 502 / 504 /
+                                            the callee's 4xx relayed (_api_calls.py)
     create_app(..., max_body_bytes=None, idempotency_ttl=None)
                                             body limit (else LOOM_MAX_BODY_BYTES, else 1 MiB:
                                             413 payload-too-large); key lifetime (timedelta or
@@ -187,6 +195,7 @@ HTTP
 """
 
 from . import clock, decimals
+from ._api_calls import ApiResource, BadGateway, GatewayTimeout, UpstreamProblem
 from ._auth import AuthConfigError, Authenticator, JwtAuth
 from ._channels import Backoff, Channel
 from ._codec import formerly
@@ -259,10 +268,12 @@ __all__ = [
     "TEXT_CHECK",
     "AggregateRoot",
     "AlreadyHandled",
+    "ApiResource",
     "ArithmeticRefused",
     "AuthConfigError",
     "Authenticator",
     "Backoff",
+    "BadGateway",
     "Channel",
     "ConcurrencyConflict",
     "ConsumerSpec",
@@ -277,6 +288,7 @@ __all__ = [
     "ExternError",
     "Faults",
     "Forbidden",
+    "GatewayTimeout",
     "Instances",
     "Int32",
     "Int64",
@@ -309,6 +321,7 @@ __all__ = [
     "TimeoutDue",
     "Unauthenticated",
     "Unavailable",
+    "UpstreamProblem",
     "WireDecimal",
     "WireText",
     "Work",

@@ -5,7 +5,8 @@
   set in context so every event and log line of the request's chain carries it.
 - The body limit (`_body_limit.py`): a declared Content-Length over it is answered 413 before the
   app runs; a body sent without one (chunked) is cut off with 413 as soon as it grows over it.
-- Authentication (`_auth.py`): the request's principal, or a 401 before the route runs.
+- Authentication (`_auth.py`): the request's principal, or a 401 before the route runs; the
+  `Authorization` header itself is kept in context for the API calls that forward it.
 
 One layer rather than three: every await of a request (each database round trip suspends and
 resumes the whole chain of coroutines above it) pays for each middleware frame, and the three read
@@ -26,7 +27,7 @@ from ._auth import Authenticator, bearer_token
 from ._errors import PayloadTooLarge, StartupRefused
 from ._ids import new_id_text
 from ._logs import _correlation
-from ._principal import ANONYMOUS, _current
+from ._principal import ANONYMOUS, _authorization, _current
 from ._problems import problem_for
 
 CORRELATION_HEADER = "x-correlation-id"
@@ -78,6 +79,9 @@ class EdgeMiddleware:
             await send(message)
 
         correlation_token = _correlation.set(correlation_id)
+        header_token = _authorization.set(
+            authorization.decode("latin-1") if authorization is not None else None
+        )
         principal_token = None
         try:
             limit = self.max_body_bytes
@@ -107,6 +111,7 @@ class EdgeMiddleware:
         finally:
             if principal_token is not None:
                 _current.reset(principal_token)
+            _authorization.reset(header_token)
             _correlation.reset(correlation_token)
 
 

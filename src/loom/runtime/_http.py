@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from ._admin import admin_router
+from ._api_calls import ApiResource, Apis
 from ._auth import Authenticator, add_bearer_scheme, resolve_auth
 from ._body_limit import resolve_max_body_bytes
 from ._broker_config import DEFAULT_SOURCE, transports_from_environment
@@ -153,6 +154,8 @@ def create_app(
     contexts: Sequence[str] | None = None,
     brokers: Mapping[str, Transport] | None = None,
     consumer_options: Mapping[str, Any] | None = None,
+    api_resources: Sequence[ApiResource] = (),
+    api_urls: Mapping[str, str] | None = None,
     **fastapi_options: Any,
 ) -> FastAPI:
     """A FastAPI app with the routers, the problem handlers, the X-Correlation-Id middleware and a
@@ -198,6 +201,11 @@ def create_app(
     refuses to start (`StartupRefused`) when a channel must carry an event to or from another
     deployable and has no broker, connects to each broker and runs a durable consumer for each
     local reaction to another deployable's events; `consumer_options` go to `Consumers`.
+
+    API calls (docs/deployables.md, "Calling another context"): `api_resources` are the model's
+    `resource { kind: api }` bindings of this service's contexts. A bound context this service
+    holds is called in process; another one at the base URL `api_urls` (context -> URL) or
+    `LOOM_API_<CONTEXT>` gives, else the lifespan refuses to start (`StartupRefused`).
     """
     ttl = resolve_ttl(idempotency_ttl)
     relay_settings = resolve_relay_options(relay_options)
@@ -240,6 +248,8 @@ def create_app(
             if subscribe is not None:
                 subscribe(service)
             service.brokers.plan(service.events)  # before the database: a refusal touches none
+            service.apis = Apis(api_resources)
+            urls = service.apis.urls(contexts, api_urls or {}, os.environ)
             try:
                 await service.create_schema()
             except Exception as exc:
@@ -250,6 +260,7 @@ def create_app(
                     f"the service does not start: cannot connect to the database {where}: {exc}"
                 ) from None
             app.state.loom = service
+            service.apis.start(app, urls)
             if run_relay:
                 await service.start_relay()
             await service.start_brokers()

@@ -96,6 +96,17 @@ ANONYMOUS = Principal(id=None, claims=_NO_CLAIMS, is_system=False, authenticated
 SYSTEM = Principal(id=None, claims=_NO_CLAIMS, is_system=True, authenticated=False)
 
 _current: ContextVar[Principal] = ContextVar("loom_principal", default=ANONYMOUS)
+# the request's `Authorization` header as sent: an API call forwards it (`_api_calls.py`), so the
+# callee authenticates the same caller; a reaction has none
+_authorization: ContextVar[str | None] = ContextVar("loom_authorization", default=None)
+
+
+def current_authorization() -> str | None:
+    """The `Authorization` header of the request being served: None outside one, without one, and
+    in a reaction (which runs as the system, even when a request's commit dispatched it)."""
+    if _current.get().is_system:
+        return None
+    return _authorization.get()
 
 
 def current_principal() -> Principal:

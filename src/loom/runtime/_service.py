@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from loom.model.isolation import ISOLATION_LEVELS
 
+from ._api_calls import ApiClient, Apis
 from ._brokers import Brokers
 from ._channels import Channel, route_table
 from ._consumer import Consumers
@@ -152,6 +153,8 @@ class Service:
         self._processes: ProcessRunner | None = None
         # Idempotency-Key records (docs/http.md#idempotency-keys); create_app sets the ttl
         self.idempotency = Idempotency(self)
+        # the `resource { kind: api }` bindings and their clients (create_app starts them)
+        self.apis = Apis()
 
     @property
     def uses_processes(self) -> bool:
@@ -230,7 +233,12 @@ class Service:
         if self.recurring:
             await self.scheduler.ticks.ensure_rows()  # first ticks `every` from the first start
 
+    def api(self, resource: str) -> ApiClient:
+        """The calls through an API resource, named `Context.resource`."""
+        return self.apis(resource)
+
     async def dispose(self) -> None:
+        await self.apis.close()
         await self.consumers.stop()
         await self.scheduler.stop()
         await self.relay.stop()

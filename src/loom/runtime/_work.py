@@ -170,6 +170,11 @@ class Work:
         self._emitted.append(event)
 
     @property
+    def holds_writer(self) -> bool:
+        """Whether this unit of work holds the SQLite writer lock (its transaction began)."""
+        return self._holds_writer
+
+    @property
     def lock_reads(self) -> bool:
         return self.transactional and self.service.lock_reads
 

@@ -123,13 +123,17 @@ def _context(info: ModelInfo, context: ir.Context) -> _Context:
 
 def _contract(info: ModelInfo, contract: ir.Context) -> dict[str, str]:
     """The package of a context the service does not hold: its public surface only, the ids of
-    its aggregates and its events (`contract` is the context cut down to its events)."""
+    its aggregates, its events, and the wire models of the records an API call of a held context
+    sends or answers (`contract` is the context cut down to those)."""
     whole = info.context(contract.name)
     mod = naming.context_module(whole)
     files = {f"{mod}/__init__.py": emit_context_init(info, info.files_of(whole), whole.name)}
     files[f"{mod}/domain.py"] = emit_domain(info, contract)
     if whole.aggregates:
         files[f"{mod}/ids.py"] = emit_ids(info, whole)
+    called = any(r.target == whole.name for c in info.held() for r in c.resources)
+    if called and contract.records:
+        files[f"{mod}/schemas.py"] = emit_schemas(info, contract)
     return files
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from loom.codegen.python.api_calls import api_call
 from loom.codegen.python.checks import check
 from loom.codegen.python.domain import event_args
 from loom.codegen.python.expressions import Scope, render, render_as
@@ -38,7 +39,7 @@ from loom.codegen.python.repositories import read_method, read_params
 from loom.codegen.python.schemas import sole_payload
 from loom.codegen.python.type_names import TypeNames
 from loom.codegen.python.wire import record_of, wire_to_domain
-from loom.model import ir, naming, walk
+from loom.model import api, ir, naming, walk
 from loom.model.refusals import precondition
 from loom.model.reserved import ENDED
 
@@ -200,7 +201,11 @@ class BodyWriter:
             var = self._bind(stmt)
             if stmt.name not in later:
                 var = "_" + var.lstrip("_")
+            if isinstance(stmt.value, api.ApiCall):
+                return lay(self._api(stmt.value, var), depth)
             return lay(f"{var} = {render(stmt.value, scope)}", depth)
+        if isinstance(stmt, api.CallApi):
+            return lay(self._api(stmt.call, None), depth)
         if isinstance(stmt, ir.LoadById):
             repo = self.repos[stmt.aggregate] + _widen(stmt.ignoring)
             load = f"await {repo}.get_by_id({render(stmt.id, scope)})"
@@ -356,6 +361,16 @@ class BodyWriter:
             out.append(f"{INDENT * depth}{target}._check_invariants()")
         return out
 
+    def _api(self, c: api.ApiCall, var: str | None) -> Doc:
+        """A call through a resource; bound to `var`, annotated (the runtime answers `Any`)."""
+        doc = api_call(self.info, self.context, self.imports, self.scope, self.service, c)
+        if var is None:
+            return doc
+        prefix = f"{var}: {self.types.render(c.type)} = "
+        if isinstance(doc, str):
+            return prefix + doc
+        return Group(prefix + doc.head, doc.items, doc.tail)
+
     def _load(
         self,
         stmt: ir.LoadById | ir.Load,
@@ -403,10 +418,13 @@ class BodyWriter:
             miss = stmt.read.aggregate
         else:
             assert stmt.value is not None
-            source = render(stmt.value, self.scope)
+            source = "" if isinstance(stmt.value, api.ApiCall) else render(stmt.value, self.scope)
             miss = _optional_aggregate(stmt.value.type) or self.default_miss
         var = self._bind(stmt)
-        out = lay(f"{var} = {source}", depth)
+        if isinstance(stmt.value, api.ApiCall):
+            out = lay(self._api(stmt.value, var), depth)
+        else:
+            out = lay(f"{var} = {source}", depth)
         out.append(f"{pad}if {var} is not None:")
         out += self.block(stmt.then, depth + 1, frozenset(later)) or [f"{pad}    pass"]
         if stmt.otherwise:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from loom.codegen.python.api_calls import api_resources
 from loom.codegen.python.imports import Imports
 from loom.codegen.python.layout import Doc, Group, call, lay
 from loom.codegen.python.literals import docstring, py_str
@@ -73,6 +74,16 @@ def emit_main(
     if channels:
         blocks.append(_channels(info, channels, imports))
         args += ["channels=CHANNELS", "event_types=EVENT_TYPES"]
+    resources = api_resources(info, imports)
+    if resources:
+        blocks.append(
+            [
+                "# The `resource { kind: api }` bindings: calls of other contexts' handlers, in",
+                "# process when this service holds the context, else at LOOM_API_<CONTEXT>.",
+                *lay(Group("API_RESOURCES = [", resources, "]")),
+            ]
+        )
+        args.append("api_resources=API_RESOURCES")
     if reactions:
         blocks.append(_subscribe(info, reactions, imports))
         args.append("subscribe=subscribe")

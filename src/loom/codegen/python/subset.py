@@ -1,9 +1,10 @@
 """Which parts of a model the service of a set of its contexts holds (one deployable).
 
 The held contexts are generated whole. Another context reaches into them only through its public
-surface: the ids of its aggregates and its events. Each such context gets a contract package, its
-`ids.py` and a `domain.py` with its events and the enums and value objects they need, and nothing
-else: no aggregate, table, route or reaction of it runs in this service. The channels the service
+surface: the ids of its aggregates, its events and the handlers it calls through a `resource {
+kind: api }`. Each such context gets a contract package, its `ids.py`, a `domain.py` with its
+events and the enums, value objects and payloads they and the called handlers' arguments and
+answers need (with their wire models, `schemas.py`, when there are any), and nothing else: no aggregate, table, route or reaction of it runs in this service. The channels the service
 keeps are those it publishes to (one carrying an event of a held context) and those it consumes
 from (one carrying an event a held reaction consumes).
 """

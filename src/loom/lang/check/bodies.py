@@ -12,6 +12,7 @@ from loom.lang.check import emits
 from loom.lang.check.calls import classify
 from loom.lang.check.checker import Checker
 from loom.lang.check.facts import (
+    ApiStmt,
     CallOp,
     Create,
     DeleteStmt,
@@ -343,7 +344,7 @@ def _expr_stmt(ck: Checker, stmt: ast.ExprStmt, scope: Scope) -> None:
     e = stmt.expr
     if isinstance(e, ast.Call) and isinstance(e.callee, ast.MemberAccess):
         found = classify(ck, e, scope, "stmt", None)
-        if isinstance(found, (CallOp, ServiceStmt, DeleteStmt)):
+        if isinstance(found, (CallOp, ServiceStmt, DeleteStmt, ApiStmt)):
             ck.facts.stmts[stmt] = found
         return
     ck.expr(e, scope)

@@ -9,26 +9,17 @@ an `if let` source, or a typed `ir.Expr` for a value call).
 from __future__ import annotations
 
 from loom.lang.check import principal
+from loom.lang.check.apis import api_call
 from loom.lang.check.checker import Checker
 from loom.lang.check.creates import create_args
 from loom.lang.check.facts import CallOp, Create, ServiceStmt
-from loom.lang.check.reads import READS, Found, query_refuses, repo_call
+from loom.lang.check.reads import READS, Found, args_only, query_refuses, repo_call
 from loom.lang.check.scope import Binding, Scope
 from loom.lang.diagnostics import Span, did_you_mean
 from loom.lang.syntax import ast
 from loom.lang.types import a, is_error
 from loom.model import ir
 from loom.model.naming import snake
-
-
-def args_only(ck: Checker, call: ast.Call, scope: Scope) -> None:
-    """Check the arguments of a refused call, so their own mistakes are still reported."""
-    for arg in call.args:
-        if isinstance(arg, ast.Record):
-            for entry in arg.entries:
-                ck.expr(entry.value, scope)
-        else:
-            ck.expr(arg.value, scope)
 
 
 def repo_name(scope: Scope, agg: str) -> str | None:
@@ -82,6 +73,8 @@ def classify(ck: Checker, call: ast.Call, scope: Scope, position: str, name: str
         return repo_call(ck, call, scope, position, name, ctx.repositories[r], method, mspan)
     if r in ctx.services:
         return service_call(ck, call, scope, position, ctx.services[r], method, mspan)
+    if r in ctx.resources:
+        return api_call(ck, call, scope, position, ctx.resources[r], method, mspan)
     if r in ctx.aggregates:
         return _aggregate_call(ck, call, scope, position, name, ctx.aggregates[r], method, mspan)
     elsewhere = ck.prog.repositories_elsewhere(r, ctx.name)

@@ -12,7 +12,7 @@ from typing import Literal
 
 from loom.lang.syntax import ast
 from loom.lang.types import AnyType
-from loom.model import ir
+from loom.model import api, ir
 
 
 @dataclass
@@ -70,6 +70,13 @@ class ServiceStmt:
 
 
 @dataclass
+class ApiStmt:
+    """`resource.Command(…)` as a statement: a command of another context."""
+
+    call: api.ApiCall
+
+
+@dataclass
 class DeleteStmt:
     name: str
     repository: str
@@ -103,6 +110,7 @@ StmtFact = (
     | OwnCall
     | ReadLoad
     | ServiceStmt
+    | ApiStmt
     | DeleteStmt
     | IfLetFact
     | StateWrite
@@ -144,6 +152,15 @@ class FindFact:
     cardinality: Literal["one", "optional", "many"]
 
 
+@dataclass(frozen=True)
+class ResourceFact:
+    """A resource whose settings hold: the context it binds, its timeout and retries."""
+
+    target: str
+    timeout_ms: int
+    retries: int
+
+
 @dataclass
 class Facts:
     types: dict[ast.TypeRef, AnyType] = field(default_factory=dict)
@@ -154,6 +171,8 @@ class Facts:
     retrievals: dict[ast.Retrieval, RetrievalFact] = field(default_factory=dict)
     finds: dict[ast.RepoFind, FindFact] = field(default_factory=dict)
     channels: dict[ast.Channel, tuple[ir.EventType, ...]] = field(default_factory=dict)
+    # the resources whose settings hold
+    resources: dict[ast.Resource, ResourceFact] = field(default_factory=dict)
     # context name -> the deployable naming it (the first one, when two do); empty without any
     deployed: dict[str, ast.Deployable] = field(default_factory=dict)
     # the state field keying a workflow's instances (None: it keeps none); a projection's key field

@@ -6,7 +6,15 @@ from __future__ import annotations
 from typing import Literal
 
 from loom.lang.check.checker import Checker
-from loom.lang.check.facts import CallOp, Create, DeleteStmt, Load, ReadLoad, ServiceStmt
+from loom.lang.check.facts import (
+    ApiStmt,
+    CallOp,
+    Create,
+    DeleteStmt,
+    Load,
+    ReadLoad,
+    ServiceStmt,
+)
 from loom.lang.check.scope import Scope
 from loom.lang.diagnostics import Span, did_you_mean
 from loom.lang.syntax import ast
@@ -15,13 +23,25 @@ from loom.model import ir
 
 # What a call in a body turns out to be: a statement fact, the source of an `if let`, a value, or
 # nothing (it was reported).
-Found = Load | Create | CallOp | ReadLoad | ServiceStmt | DeleteStmt | ir.Read | ir.Expr | None
+Found = (
+    Load
+    | Create
+    | CallOp
+    | ReadLoad
+    | ServiceStmt
+    | ApiStmt
+    | DeleteStmt
+    | ir.Read
+    | ir.Expr
+    | None
+)
 
 SAVE_METHODS = ("save", "insert", "update", "add", "commit")
 READS = ("getById", "findById", "getBy", "findBy", "find", "findAll", "run", "delete", "remove")
 
 
-def _args_only(ck: Checker, call: ast.Call, scope: Scope) -> None:
+def args_only(ck: Checker, call: ast.Call, scope: Scope) -> None:
+    """Check the arguments of a refused call, so their own mistakes are still reported."""
     for arg in call.args:
         for v in arg.entries if isinstance(arg, ast.Record) else [arg]:
             ck.expr(v.value, scope)
@@ -65,11 +85,11 @@ def repo_call(
             help="remove it: every created aggregate, and every loaded one an operation was "
             "called on, is saved when the body ends",
         )
-        _args_only(ck, call, scope)
+        args_only(ck, call, scope)
         return None
     agg = scope.ctx.aggregates.get(repo.aggregate)
     if agg is None:
-        _args_only(ck, call, scope)
+        args_only(ck, call, scope)
         return None
     if method in ("delete", "remove"):
         return _delete(ck, call, scope, position, repo, agg)
@@ -135,7 +155,7 @@ def _delete(
     assert isinstance(call.callee, ast.MemberAccess)
     what = f"`{repo.name}.{call.callee.name}`"
     if query_refuses(ck, scope, f"delete with {what}", call.span):
-        _args_only(ck, call, scope)
+        args_only(ck, call, scope)
         return None
     if position != "stmt":
         ck.report(
@@ -145,7 +165,7 @@ def _delete(
             "delete used as a value",
             help=f"write `{repo.name}.{call.callee.name}(x)` on its own line",
         )
-        _args_only(ck, call, scope)
+        args_only(ck, call, scope)
         return None
     arg = call.args[0] if len(call.args) == 1 else None
     v = arg.value if isinstance(arg, ast.Arg) and arg.name is None else None
@@ -158,7 +178,7 @@ def _delete(
             "not a bound aggregate",
             help=f"load it first: `let x = {repo.name}.getById(id)` then `{repo.name}.delete(x)`",
         )
-        _args_only(ck, call, scope)
+        args_only(ck, call, scope)
         return None
     b.used = True
     b.deleted = True
@@ -193,7 +213,7 @@ def build_read(
         idt = ir.IdType(agg.name, scope.ctx.name)
         e = _one_positional(ck, call, f"`{r}.{method}`", a(idt))
         if e is None:
-            _args_only(ck, call, scope)
+            args_only(ck, call, scope)
             return None
         x = ck.expr(e, scope, idt)
         if not ck.mismatch(x, e, idt, f"`{r}.{method}` needs {a(idt)}, but this is {a(x.type)}"):
@@ -207,7 +227,7 @@ def build_read(
             ck, call, f"`{r}.{method}`", "a retrieval" if method == "run" else "a criterion"
         )
         if e is None:
-            _args_only(ck, call, scope)
+            args_only(ck, call, scope)
             return None
         table = scope.ctx.retrievals if method == "run" else scope.ctx.criteria
         kind = "retrieval" if method == "run" else "criterion"
@@ -224,7 +244,7 @@ def build_read(
                 or f"declare one: `{kind} Name(params) of {agg.name} …`",
             )
             if isinstance(e, ast.Call):
-                _args_only(ck, e, scope)
+                args_only(ck, e, scope)
             return None
         if isinstance(e, ast.Call):
             args = ck.check_args(
@@ -257,7 +277,7 @@ def build_read(
             help=did_you_mean(method, [*READS, *finds])
             or "a body reads with getById, getBy, find, findAll, run or a declared find",
         )
-        _args_only(ck, call, scope)
+        args_only(ck, call, scope)
         return None
     args = ck.check_args(call, scope, f.params, f"find `{r}.{f.name}`", f.name_span)
     if len(args) != len(f.params):
@@ -292,7 +312,7 @@ def _by_key(
             if keys
             else f"declare a key in `{agg.name}`: `unique (field)`",
         )
-        _args_only(ck, call, scope)
+        args_only(ck, call, scope)
         return None
     fields = {f.name: f for f in agg.fields}
     values: dict[str, ir.Expr] = {}

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from loom.lang.check import (
     aggregates,
     anonymous,
+    apis,
     declarations,
     declared_types,
     event_fields,
@@ -96,6 +97,7 @@ RULES: tuple[Rule, ...] = (
     Rule("defaults of event fields", _event_defaults),
     Rule("aggregates: defaults, derived values, invariants, functions, operations", _aggregates),
     Rule("unique keys, factories, finds, filters, criteria, retrievals, services", _declarations),
+    Rule("resources: `kind: api` bindings of another context", apis.check_resources),
     Rule("workflows: state, functions, creates, reactions, applies, timeouts", _workflows),
     Rule("command and query handlers", _handlers),
     Rule("timers", _timers),

@@ -50,6 +50,9 @@ class Scope:
     # A declared factory's body (but its `emit`s): the fields assigned so far, the only members of
     # the aggregate it may read (factories.py).
     building: set[str] | None = None
+    # the body runs in one transaction (a transactional create or command handler, a reaction, a
+    # timeout or timer body): a command of another context cannot be called from it
+    transactional: bool = False
 
     def child(self, miss: str | None = None) -> Scope:
         """A nested block: sees the outer bindings (shared, so use marks carry), adds its own."""
@@ -66,6 +69,7 @@ class Scope:
             miss,
             self.depth + 1,
             self.bound,
+            transactional=self.transactional,
         )
 
     @property

@@ -1,5 +1,5 @@
-"""The `key: value` settings of a channel, a deployable and a channel source: each key known and
-given once, checked alike for all three."""
+"""The `key: value` settings of a channel, a resource, a deployable and a channel source: each key
+known and given once, checked alike for all four."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ def known_settings(
     ck: Checker,
     code: str,
     noun: str,
-    decl: ast.Channel | ast.Deployable | ast.ChannelSource,
+    decl: ast.Channel | ast.Resource | ast.Deployable | ast.ChannelSource,
     known: tuple[str, ...],
 ) -> dict[str, ast.ChannelSetting]:
     """The known settings of `decl` by key (the first of each); an unknown or a repeated one is

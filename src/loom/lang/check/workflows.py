@@ -228,6 +228,11 @@ def _body_scope(
     corr: str | None,
 ) -> Scope:
     scope = Scope(ctx, None, "workflow", wf=wf, body=body, state=state, correlated=corr is not None)
+    # a command-triggered create runs as its workflow says; every other body of a workflow (a
+    # reaction, a timeout) and a timer runs in `service.reaction()`, one transaction
+    scope.transactional = (
+        wf.transactional if body == "create" and wf is not None else body != "command"
+    )
     for p in params:
         # A workflow `create` and a handler contract are where payload types are in scope.
         t = ck.facts.types.get(p.type)
@@ -515,6 +520,7 @@ def _check_apply(
 
 def check_handler(ck: Checker, ctx: ContextSymbols, h: ast.Handler) -> None:
     scope = _body_scope(ck, ctx, h.params, h.kind, None, {}, None)
+    scope.transactional = h.transactional
     result = _result(ck, ctx, h.result, h.kind == "query", f"a {h.kind}Handler")
     if h.kind == "query":
         check_query_params(ck, h)

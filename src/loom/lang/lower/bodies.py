@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from loom.lang.check.facts import (
+    ApiStmt,
     CallOp,
     Create,
     DeleteStmt,
@@ -29,7 +30,7 @@ from loom.lang.diagnostics import Span
 from loom.lang.names.symbols import ContextSymbols
 from loom.lang.syntax import ast
 from loom.lang.types import AnyType, ErrorType
-from loom.model import ir
+from loom.model import api, ir
 
 
 def origin(span: Span) -> ir.Origin:
@@ -203,6 +204,8 @@ class BodyLowerer:
             for n in found.mutates:
                 self._mark(frames, n, "mutated")
             return ir.CallService(found.service, found.method, found.args, found.mutates, o)
+        if isinstance(found, ApiStmt):
+            return api.CallApi(found.call, o)
         if isinstance(found, DeleteStmt):
             # Deleted in the block that binds it: never saved. Deleted in a nested branch or loop,
             # the exit save stays (another path may have mutated it) and the runtime skips the save

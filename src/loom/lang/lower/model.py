@@ -14,6 +14,7 @@ from loom.lang.lower.bodies import BodyLowerer, ir_type, origin
 from loom.lang.names.symbols import ContextSymbols, Program
 from loom.lang.syntax import ast
 from loom.model import ir
+from loom.model.api import Resource
 from loom.model.messaging import BrokerKind
 from loom.model.topology import ChannelSource, Deployable
 
@@ -138,6 +139,13 @@ class ModelLowerer:
             ),
             channels=tuple(self.channel(ctx, d) for d in decls if isinstance(d, ast.Channel)),
             timers=tuple(self.timer(ctx, d) for d in decls if isinstance(d, ast.Timer)),
+            resources=tuple(self.resource(ctx, d) for d in decls if isinstance(d, ast.Resource)),
+        )
+
+    def resource(self, ctx: ContextSymbols, res: ast.Resource) -> Resource:
+        fact = self.facts.resources[res]
+        return Resource(
+            res.name, ctx.name, fact.target, origin(res.span), fact.timeout_ms, fact.retries
         )
 
     def reaction(

@@ -29,6 +29,7 @@ _KIND = {
     ast.ValueObject: "value object",
     ast.Projection: "projection",
     ast.Channel: "channel",
+    ast.Resource: "resource",
     ast.Timer: "timer",
 }
 
@@ -63,6 +64,7 @@ class ContextSymbols:
     payloads: dict[str, ast.Payload] = field(default_factory=dict)
     projections: dict[str, ast.Projection] = field(default_factory=dict)
     channels: dict[str, ast.Channel] = field(default_factory=dict)
+    resources: dict[str, ast.Resource] = field(default_factory=dict)
     timers: dict[str, ast.Timer] = field(default_factory=dict)
     # enum member name -> the enums declaring it (a bare member resolves only when this is unique)
     members: dict[str, list[ast.Enum]] = field(default_factory=dict)
@@ -183,6 +185,7 @@ def _table(syms: ContextSymbols, decl: ast.Decl) -> dict[str, ast.Decl]:
         ast.Payload: syms.payloads,
         ast.Projection: syms.projections,
         ast.Channel: syms.channels,
+        ast.Resource: syms.resources,
         ast.Timer: syms.timers,
     }[type(decl)]
     return table  # type: ignore[return-value]

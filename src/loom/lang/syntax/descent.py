@@ -463,6 +463,8 @@ class _Descent(Bodies):
             return b.setting_int(self.meta_of_name(i0), [self.terminal("INT")])
         if kind == "DURATION":
             ch = [self.terminal("DURATION")]
+            if self.k[self.i] != "..":
+                return b.setting_duration(self.meta(i0), ch)
             self.expect("..")
             ch.append(self.terminal("DURATION"))
             return b.setting_range(self.meta(i0), ch)

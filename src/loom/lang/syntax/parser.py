@@ -200,7 +200,7 @@ def _unknown_declaration(exc: UnexpectedToken) -> tuple[Token, bool] | None:
         ):
             continue
         top_level = not any(isinstance(v, Token) for v in stack[:i])
-        if str(first) not in (TOP_LEVEL_WORDS if top_level else ("channel",)):
+        if str(first) not in (TOP_LEVEL_WORDS if top_level else ("channel", "resource")):
             return first, top_level
     return None
 

@@ -435,9 +435,12 @@ class Build(Builder):
         )
 
     def channel(self, meta, ch):
+        args = (str(ch[1]), self.tsp(ch[1]), list(ch[2:]), self.sp(meta))
+        if str(ch[0]) == "resource":
+            return ast.Resource(*args)
         if str(ch[0]) != "channel":  # `NAME NAME {` is a channel's shape; any other word is a typo
             report_unknown_declaration(self.file, ch[0], self.sink)
-        return ast.Channel(str(ch[1]), self.tsp(ch[1]), list(ch[2:]), self.sp(meta))
+        return ast.Channel(*args)
 
     def channel_setting(self, meta, ch):
         value, value_span = ch[1]
@@ -453,6 +456,9 @@ class Build(Builder):
 
     def setting_int(self, meta, ch):
         return (int(str(ch[0])), self.sp(meta))
+
+    def setting_duration(self, meta, ch):
+        return (ast.Duration(_millis(str(ch[0]))), self.sp(meta))
 
     def setting_range(self, meta, ch):
         return ((_millis(str(ch[0])), _millis(str(ch[1]))), self.sp(meta))

@@ -11,7 +11,7 @@ from loom.lang.diagnostics import Sink, Span, did_you_mean
 if TYPE_CHECKING:
     from lark import Token
 
-# What may start a declaration of a context (`channel` is a word, not a keyword: see grammar.lark).
+# What may start a declaration of a context (`channel` and `resource` are words, not keywords: see grammar.lark).
 DECLARATION_WORDS = (
     "aggregate",
     "channel",
@@ -26,6 +26,7 @@ DECLARATION_WORDS = (
     "query",
     "queryHandler",
     "repository",
+    "resource",
     "response",
     "retrieval",
     "timer",
