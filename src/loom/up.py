@@ -30,8 +30,9 @@ from types import FrameType
 from typing import IO
 
 from loom.build import default_sqlite_url
-from loom.model import ir, naming
+from loom.model import ir
 from loom.model.deployables import crossings
+from loom.run_options import Held, default_database
 
 STOP_GRACE = 10.0  # seconds a child has to stop after SIGTERM before it is killed
 LAST_LINES = 20  # of a child's output, shown when it exits on its own
@@ -82,9 +83,8 @@ def plan(
     if not declared:
         whole = tuple(c.name for c in model.contexts)
         return [Unit(None, whole, port, default_sqlite_url(files[0]))]
-    folder = files[0].resolve().parent
     return [
-        Unit(name, tuple(contexts), port + i, f"sqlite:///{folder / naming.snake(name)}.db")
+        Unit(name, tuple(contexts), port + i, default_database(files[0], Held(deployable=name)))
         for i, (name, contexts) in enumerate(declared.items())
     ]
 

@@ -104,7 +104,7 @@ def test_up_starts_each_deployable_and_ctrl_c_stops_them_all(tmp_path: Path) -> 
         right = re.search(r"^Right +(http://127\.0\.0\.1:\d+)  \((\S+)\)$", seen, re.MULTILINE)
         assert left and right, seen
         assert left[1].endswith(str(port)) and right[1].endswith(str(port + 1))
-        assert left[2] == f"sqlite:///{tmp_path / 'left.db'}"
+        assert left[2] == f"sqlite+aiosqlite:///{tmp_path / 'left.db'}"
         assert "broker" not in seen  # no event crosses: no NATS server
         # each serves its own contexts only, on its own database
         r = httpx.post(f"{left[1]}/api/xylos", json={"name": "x"})
