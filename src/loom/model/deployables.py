@@ -9,7 +9,7 @@ inbox, and names a broker's durable consumer. `consumer_name` is its one definit
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 from loom.model import ir
@@ -79,6 +79,19 @@ def consumers_of(model: ir.Model, channel: ir.Channel) -> tuple[Consumer, ...]:
     """The reactions, in the whole model, that consume an event `channel` carries."""
     carried = set(channel.events)
     return tuple(c for c in consumers(model) if c.reaction.event in carried)
+
+
+def channels_used(model: ir.Model, contexts: Collection[str]) -> tuple[ir.Channel, ...]:
+    """The channels a service of `contexts` uses, in model order: the ones it publishes to (they
+    carry an event of one of its contexts) and the ones it consumes from (one of its reactions
+    consumes an event they carry)."""
+    consumed = {c.reaction.event for c in consumers(model) if c.context in contexts}
+    return tuple(
+        ch
+        for ctx in model.contexts
+        for ch in ctx.channels
+        if any(e.context in contexts or e in consumed for e in ch.events)
+    )
 
 
 def channel_of(model: ir.Model, event: ir.EventType) -> ir.Channel | None:

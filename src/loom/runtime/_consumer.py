@@ -30,11 +30,11 @@ from uuid import UUID
 from . import clock
 from ._brokers import Consumed
 from ._claimant import failure_pause
-from ._events import UNKNOWN_REVISION, EventEnvelope, Undeliverable
+from ._events import EventEnvelope, Undeliverable
 from ._ids import new_id
 from ._lease import MAX_ERROR
 from ._logs import log_fact
-from ._outbox import DEAD, write_dead_letter
+from ._outbox import DEAD, row_fields, write_dead_letter
 from ._transport import Message, Received
 
 if TYPE_CHECKING:
@@ -47,17 +47,6 @@ class _Crash(Exception):
 
 class _Stopped(Exception):
     """The service is stopping: leave the message to the broker."""
-
-
-def _message_fields(message: Message) -> dict[str, Any]:
-    return {
-        "event_type": message.event_type,
-        "event_id": message.event_id,
-        "correlation_id": message.correlation_id,
-        "causation_id": message.causation_id,
-        "channel": message.channel,
-        "model_revision": message.model_revision or UNKNOWN_REVISION,
-    }
 
 
 class Consumers:
@@ -251,7 +240,7 @@ class ConsumerLoop:
             try:
                 envelope = _envelope(bus.decode_stored, message)
             except Undeliverable as exc:
-                fields = {**_message_fields(message), "attempt": attempt, "error": str(exc)}
+                fields = {**row_fields(message), "attempt": attempt, "error": str(exc)}
                 log_fact(
                     "event_undeliverable", logging.ERROR, {"handler": self.spec.name, **fields}
                 )
@@ -272,7 +261,7 @@ class ConsumerLoop:
                 await self._quietly(received.ack())
                 return
             delay = channel.backoff.delay(attempt)
-            fields = {**_message_fields(message), "attempt": attempt, "error": error}
+            fields = {**row_fields(message), "attempt": attempt, "error": error}
             retry_at = clock.now() + delay
             log_fact("retry_scheduled", logging.WARNING, {**fields, "retry_at": retry_at})
             if await self._sleep(delay.total_seconds()):
@@ -293,10 +282,10 @@ class ConsumerLoop:
                 break
             except Exception as exc:  # noqa: BLE001 - keep the message until the row is written
                 failures += 1
-                self._error(exc, **_message_fields(message), attempt=failures)
+                self._error(exc, **row_fields(message), attempt=failures)
                 if await self._sleep(failure_pause(failures, 1.0)):
                     raise _Stopped from None
-        fields = {**_message_fields(message), "attempt": attempt, "error": error}
+        fields = {**row_fields(message), "attempt": attempt, "error": error}
         log_fact("event_dead_lettered", logging.ERROR, {"handler": self.spec.name, **fields})
 
     async def _quietly(self, call: Awaitable[None]) -> None:

@@ -231,7 +231,8 @@ async def notify(conn: AsyncConnection, dialect: str) -> None:
 
 
 def row_fields(row: Any) -> dict[str, Any]:
-    """The members of a log line about an outbox row (docs/events.md, "Logs")."""
+    """The members of a log line about a stored event: an outbox row, or a broker `Message`
+    (the same attribute names) (docs/events.md, "Logs")."""
     return {
         "event_type": row.event_type,
         "event_id": str(row.event_id),

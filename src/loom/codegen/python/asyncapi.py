@@ -26,7 +26,7 @@ from typing import Any
 from loom.codegen.python.json_schema import REF_PREFIX, Schemas
 from loom.codegen.python.reactions import event_type
 from loom.model import ir, messaging
-from loom.model.deployables import consumers
+from loom.model.deployables import channels_used, consumers
 
 ASYNCAPI_VERSION = "3.0.0"
 CONTENT_TYPE = "application/json"
@@ -104,12 +104,10 @@ def asyncapi_document(
     channels: dict[str, Any] = {}
     operations: dict[str, Any] = {}
     messages: dict[str, Any] = {}
-    for ch in (ch for c in model.contexts for ch in c.channels):
+    for ch in channels_used(model, held):
         channel = f"{ch.context}.{ch.name}"
         sent = [event_type(e) for e in ch.events if e.context in held]
         received = [(n, event_type(e)) for n, e in reactions if e in ch.events]
-        if not sent and not received:
-            continue
         carried = [event_type(e) for e in ch.events]
         channels[channel] = {
             "address": messaging.channel_address(channel),

@@ -17,7 +17,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 from loom.model import ir
-from loom.model.deployables import Consumer, consumers, consumers_of
+from loom.model.deployables import Consumer, channels_used, consumers_of
 
 _Ref = ir.IdType | ir.EventType | ir.EnumType | ir.ValueType | ir.PayloadType | ir.AggregateType
 
@@ -38,13 +38,7 @@ def select(model: ir.Model, contexts: Collection[str]) -> Subset:
             f"no context {', '.join(unknown)} in the model (its contexts: {', '.join(known)})"
         )
     held = [c for c in model.contexts if c.name in contexts]
-    consumed = {c.reaction.event for c in consumers(model) if c.context in contexts}
-    channels = tuple(
-        ch
-        for c in model.contexts
-        for ch in c.channels
-        if any(e.context in contexts or e in consumed for e in ch.events)
-    )
+    channels = channels_used(model, contexts)
     # the records (enums, value objects, payloads) of each other context its contract needs
     needed: dict[str, set[str]] = {}
     pending: list[object] = [*held, *channels]
