@@ -144,13 +144,13 @@ async def test_every_field_type_matches_its_schema(sqlite_url: str) -> None:
     full, empty = (p for _, p, _ in rows)
     assert full["thing"] == str(uuid.UUID(thing_id))
     assert (full["amount"], full["notes"]) == ("1E-8", [{"text": "hi", "weight": "12.5"}])
-    assert (full["last_heard"], full["day"], full["color"]) == (
+    assert (full["lastHeard"], full["day"], full["color"]) == (
         "2026-11-29T10:00:00Z",
         "2026-11-29",
         "Green",
     )
     # a datetime keeps the offset it was raised with (the HTTP surface answers in UTC)
-    assert (empty["memo"], empty["day"], empty["last_heard"]) == (
+    assert (empty["memo"], empty["day"], empty["lastHeard"]) == (
         None,
         None,
         "2026-11-29T11:00:00+02:00",

@@ -33,7 +33,7 @@ from typing import Any, Literal, TypedDict
 from loom.lang.types import show
 from loom.migrate.folder import relative_source
 from loom.migrate.snapshot import Snapshot
-from loom.model import ir
+from loom.model import ir, naming
 
 __all__ = [
     "Break",
@@ -187,7 +187,9 @@ def breaks(old: EventsSnap, new: EventsSnap) -> list[Break]:
         kept = tuple(t for t in stored if decodes.get(t) == target)
         old_fields = {f["name"]: f for f in before["fields"]}
         for f in new[target]["fields"]:
-            keys = (f["name"], *([f["renamed_from"]] if f["renamed_from"] else []))
+            names = (f["name"], *([f["renamed_from"]] if f["renamed_from"] else []))
+            # a payload is keyed by model names, or (written by an earlier build) Python names
+            keys = tuple(dict.fromkeys(k for n in names for k in (n, naming.ident(n))))
             was = next((old_fields[k] for k in keys if k in old_fields), None)
             if was is None:
                 if not f["default"]:

@@ -219,6 +219,12 @@ def statements(*roots: Node) -> Iterator[ir.Stmt]:
         yield from statements(*children(node))
 
 
+def calls_api(stmts: Iterable[ir.Stmt]) -> bool:
+    """Whether a body calls another context's handler (`resource { kind: api }`): its route may
+    answer 502 / 504."""
+    return any(isinstance(n, (api.ApiCall, api.CallApi)) for n in nodes(stmts))
+
+
 def body(stmts: Iterable[ir.Stmt]) -> Iterator[ir.Stmt]:
     """Every statement of a body, nested ones included, in source pre-order."""
     return statements(*stmts)

@@ -170,6 +170,8 @@ HTTP
                                             seconds, else LOOM_IDEMPOTENCY_TTL, else 24 h)
     PROBLEM_RESPONSES                       `responses=` for route decorators
                                             (401/403/404/409/413/422/500/503)
+    API_CALL_RESPONSES                      the same and 502/504, for a route that calls
+                                            another context's handler
     create_app(..., auth=None)              auth: an Authenticator (JwtAuth), False for none,
                                             None to read LOOM_JWT_SECRET / LOOM_JWT_PUBLIC_KEY
                                             (+ LOOM_JWT_AUDIENCE / LOOM_JWT_ISSUER)
@@ -198,7 +200,7 @@ from . import clock, decimals
 from ._api_calls import ApiResource, BadGateway, GatewayTimeout, UpstreamProblem
 from ._auth import AuthConfigError, Authenticator, JwtAuth
 from ._channels import Backoff, Channel
-from ._codec import formerly
+from ._codec import formerly, wire_names
 from ._criteria import as_number, sql_bool
 from ._domain import AggregateRoot, DomainEvent
 from ._errors import (
@@ -228,7 +230,7 @@ from ._instances import Instances, instance_version
 from ._logs import current_correlation_id, log_fact
 from ._outbox import DeadLetter
 from ._principal import ANONYMOUS, SYSTEM, Principal, current_principal, use_principal
-from ._problems import PROBLEM_RESPONSES
+from ._problems import API_CALL_RESPONSES, PROBLEM_RESPONSES
 from ._process_model import (
     Decision,
     Outcome,
@@ -263,6 +265,7 @@ from .processes import ProcessRunner
 
 __all__ = [
     "ANONYMOUS",
+    "API_CALL_RESPONSES",
     "PROBLEM_RESPONSES",
     "SYSTEM",
     "TEXT_CHECK",
@@ -346,4 +349,5 @@ __all__ = [
     "require",
     "sql_bool",
     "use_principal",
+    "wire_names",
 ]

@@ -67,6 +67,20 @@ PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
         "content": _PROBLEM_REF,
     },
 }
+# a route whose workflow or handler calls another context's handler (`resource { kind: api }`)
+API_CALL_RESPONSES: dict[int | str, dict[str, Any]] = {
+    **PROBLEM_RESPONSES,
+    502: {
+        "description": "Bad Gateway: a context this route calls failed or could not be reached "
+        "(urn:loom:problem:bad-gateway; `upstream` names the context)",
+        "content": _PROBLEM_REF,
+    },
+    504: {
+        "description": "Gateway Timeout: a context this route calls did not answer in time "
+        "(urn:loom:problem:gateway-timeout; `upstream` names the context)",
+        "content": _PROBLEM_REF,
+    },
+}
 
 
 def problem(

@@ -312,3 +312,21 @@ async def test_without_the_url_the_service_refuses_to_start(
             pass
     message = str(refused.value)
     assert "LOOM_API_DIRECTORY" in message and "--api Directory=URL" in message
+
+
+async def test_only_routes_that_call_another_context_declare_502_and_504(
+    desk: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with caller(desk, tmp_path, monkeypatch, "http://127.0.0.1:9") as client:
+        r = await client.get("/openapi.json")
+    assert r.status_code == 200
+    calling, plain = [], []
+    for path, methods in r.json()["paths"].items():
+        for method, operation in methods.items():
+            codes = set(operation["responses"])
+            (calling if {"502", "504"} <= codes else plain).append(f"{method} {path}")
+            assert "500" in codes and ("502" in codes) == ("504" in codes), (path, codes)
+    print(f"routes declaring 502/504: {sorted(calling)}; others: {len(plain)}")
+    assert "get /api/queries/find" in calling
+    assert all(not p.startswith("get /api/work_orders") for p in calling)
+    assert plain

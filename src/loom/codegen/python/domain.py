@@ -6,6 +6,8 @@ end, so a refusal (precondition, state gate, invariant) leaves nothing written.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from loom.codegen.python.checks import check, length_checks
 from loom.codegen.python.expressions import Scope, render, render_as
 from loom.codegen.python.imports import Imports
@@ -68,6 +70,7 @@ def _event(event: ir.Event, types: TypeNames, imports: Imports) -> list[str]:
         # a stored event written under the old name is still decoded and delivered as this one
         former = py_str(f"{event.context}.{event.renamed_from}")
         lines.append(f"    former_event_types: ClassVar[tuple[str, ...]] = ({former},)")
+    lines += _wire_names(event.fields, imports)
     scope = Scope(imports=imports, enum_ref=types.enum_ref)
     for f in event.fields:
         name = naming.ident(f.name)
@@ -76,8 +79,10 @@ def _event(event: ir.Event, types: TypeNames, imports: Imports) -> list[str]:
             # a stored event written before the rename has the field under its old key
             imports.add("typing", "Annotated")
             imports.add("loom.runtime", "formerly")
-            old = py_str(naming.ident(f.renamed_from))
-            annotation = Group("Annotated[", [annotation, f"formerly({py_str(name)}, {old})"], "]")
+            keys = dict.fromkeys([f.name, name, f.renamed_from, naming.ident(f.renamed_from)])
+            annotation = Group(
+                "Annotated[", [annotation, Group("formerly(", [py_str(k) for k in keys], ")")], "]"
+            )
         # a stored event written before the field existed decodes to its default
         default = _field_default(f, scope, imports)
         tail = "" if default is None else f" = {default}"
@@ -94,6 +99,19 @@ def _event(event: ir.Event, types: TypeNames, imports: Imports) -> list[str]:
     return lines
 
 
+def _wire_names(fields: Sequence[ir.Field], imports: Imports) -> list[str]:
+    """The class's `__pydantic_config__` when a field's Python name is not its model name: the
+    event codec keys a payload by the model names (the HTTP surface's spelling), and reads both."""
+    renamed = [f for f in fields if naming.ident(f.name) != f.name]
+    if not renamed:
+        return []
+    imports.add("typing", "ClassVar")
+    imports.add("pydantic", "ConfigDict")
+    imports.add("loom.runtime", "wire_names")
+    names = [f"{naming.ident(f.name)}={py_str(f.name)}" for f in renamed]
+    return lay(Group("__pydantic_config__: ClassVar[ConfigDict] = wire_names(", names, ")"), 1)
+
+
 def _record(rec: ir.ValueObject | ir.Payload, types: TypeNames, imports: Imports) -> list[str]:
     """A value object or payload: a frozen dataclass, compared by its fields. A value object checks
     its invariants whenever it is constructed (`__post_init__`); reading one back from storage
@@ -108,6 +126,7 @@ def _record(rec: ir.ValueObject | ir.Payload, types: TypeNames, imports: Imports
     ]
     if rec.fields:
         lines.append("")
+    lines += _wire_names(rec.fields, imports)
     for f in rec.fields:
         default = _field_default(f, scope, imports)
         if default is None and isinstance(f.type, ir.OptionalType):

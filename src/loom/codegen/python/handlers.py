@@ -25,12 +25,13 @@ from loom.codegen.python.routes import (
     ROUTE_NAMES,
     SERVICE_LINE,
     decorator,
+    drop_unused_responses,
     route_imports,
 )
 from loom.codegen.python.schemas import SchemaNames, schema_names, sole_payload
 from loom.codegen.python.type_names import TypeNames
 from loom.codegen.python.wire import domain_to_wire
-from loom.model import ir, naming
+from loom.model import ir, naming, walk
 
 
 def emit_handlers(info: ModelInfo, context: ir.Context) -> str:
@@ -44,6 +45,7 @@ def emit_handlers(info: ModelInfo, context: ir.Context) -> str:
     for handler in context.handlers:
         blocks.append(_handler(info, context, handler, sn, imports, functions))
     head = header(info.files_of(context), f"Command and query handlers of context {context.name}.")
+    drop_unused_responses(imports, blocks)
     return module_text(head, imports, blocks)
 
 
@@ -86,7 +88,7 @@ def _handler(
     if command:
         path = f"/api/commands/{naming.snake(handler.name)}"
         status = 200 if handler.result is not None else 204
-        lines = decorator("post", path, tag, status=status)
+        lines = decorator("post", path, tag, status, imports, walk.calls_api(handler.body))
         if handler.name in sn.handler_input:
             imports.add(".schemas", sn.handler_input[handler.name])
             params.append(f"body: {sn.handler_input[handler.name]}")
@@ -98,7 +100,8 @@ def _handler(
         if handler.params:  # a query handler without parameters has no query string
             imports.add("typing", "Annotated")
             imports.add("fastapi", "Query")
-        lines = decorator("get", f"/api/queries/{naming.snake(handler.name)}", tag)
+        path = f"/api/queries/{naming.snake(handler.name)}"
+        lines = decorator("get", path, tag, None, imports, walk.calls_api(handler.body))
         params.append(REQUEST_PARAM)
         optional: list[str] = []
         built = []

@@ -18,8 +18,8 @@ against events encoded by `loom.runtime._codec.encode`.
     T?                  {"anyOf": [T, {"type": "null"}]}
 
 A record (an event's payload, a value object) is an object of every field, each always present
-(an optional one as null): keyed by the field's Python name (`naming.ident`: `failPayment` is
-`fail_payment`), the key `encode` writes.
+(an optional one as null): keyed by the field's model name (`failPayment`), as on the HTTP
+surface: the key `encode` writes (the generated class's `wire_names`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from loom.model import ir, naming
+from loom.model import ir
 
 REF_PREFIX = "#/components/schemas/"
 
@@ -76,7 +76,7 @@ class Schemas:
 
     def record(self, fields: Sequence[ir.Field]) -> dict[str, Any]:
         """An object of `fields`, every one required (written even when null)."""
-        names = [naming.ident(f.name) for f in fields]
+        names = [f.name for f in fields]
         return {
             "type": "object",
             "properties": {name: self.of(f.type) for name, f in zip(names, fields, strict=True)},

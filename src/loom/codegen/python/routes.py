@@ -39,11 +39,30 @@ def route_imports(imports: Imports) -> None:
     imports.add("loom.runtime", "PROBLEM_RESPONSES", "LoomRoute", "get_service")
 
 
-def decorator(method: str, path: str, tag: str, status: int | None = None) -> list[str]:
+def drop_unused_responses(imports: Imports, blocks: list[list[str]]) -> None:
+    """No route of the module answers with the plain responses (each calls another context)."""
+    if not any("responses=PROBLEM_RESPONSES" in line for block in blocks for line in block):
+        imports.discard("loom.runtime", "PROBLEM_RESPONSES")
+
+
+def decorator(
+    method: str,
+    path: str,
+    tag: str,
+    status: int | None = None,
+    imports: Imports | None = None,
+    calls_api: bool = False,
+) -> list[str]:
+    """The route's decorator; `calls_api` (its body calls another context's handler, and then
+    `imports` is given) adds the 502 / 504 answers to its OpenAPI responses."""
     args = [py_str(path)]
     if status is not None:
         args.append(f"status_code={status}")
-    args += ["responses=PROBLEM_RESPONSES", f"tags=[{py_str(tag)}]"]
+    responses = "PROBLEM_RESPONSES"
+    if calls_api and imports is not None:
+        imports.add("loom.runtime", "API_CALL_RESPONSES")
+        responses = "API_CALL_RESPONSES"
+    args += [f"responses={responses}", f"tags=[{py_str(tag)}]"]
     return lay(call(f"@router.{method}", args))
 
 

@@ -30,6 +30,7 @@ from loom.codegen.python.routes import (
     ROUTE_NAMES,
     SERVICE_LINE,
     decorator,
+    drop_unused_responses,
     route_imports,
 )
 from loom.codegen.python.schemas import http_create, schema_names
@@ -64,6 +65,7 @@ def emit_workflows(info: ModelInfo, context: ir.Context) -> str:
     if len(blocks) == 1 or all(b[0].startswith("#") for b in blocks[1:]):  # no route after all
         imports.discard("fastapi", "Request")
         imports.discard("loom.runtime", "PROBLEM_RESPONSES", "get_service")
+    drop_unused_responses(imports, blocks)
     head = header(info.files_of(context), f"Workflow routes of context {context.name}.")
     return module_text(head, imports, blocks)
 
@@ -143,7 +145,8 @@ def _workflow(
     fn = functions.take(naming.ident(wf.name))
     path = f"/api/workflows/{naming.snake(wf.name)}"
     status = 200 if create.result is not None else 204
-    lines = decorator("post", path, f"{context.name}: workflows", status=status)
+    tag = f"{context.name}: workflows"
+    lines = decorator("post", path, tag, status, imports, walk.calls_api(create.body))
     in_types = TypeNames(info, context, imports, mode="input")
     params = []
     if input_cls is not None:

@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar
 
-from loom.runtime import AggregateRoot, DomainEvent, new_id, now, require
+from pydantic import ConfigDict
+
+from loom.runtime import AggregateRoot, DomainEvent, new_id, now, require, wire_names
 
 from .ids import AccountId, CustomerId
 
@@ -44,6 +46,7 @@ class TransferMade(DomainEvent):
     """event TransferMade (banking.loom:55)"""
 
     event_type: ClassVar[str] = "Banking.TransferMade"
+    __pydantic_config__: ClassVar[ConfigDict] = wire_names(from_="from")
     from_: AccountId
     to: AccountId
     amount: int

@@ -10,7 +10,16 @@ from datetime import date
 from decimal import Decimal
 from typing import ClassVar
 
-from loom.runtime import AggregateRoot, DomainEvent, decimals, new_id, require
+from pydantic import ConfigDict
+
+from loom.runtime import (
+    AggregateRoot,
+    DomainEvent,
+    decimals,
+    new_id,
+    require,
+    wire_names,
+)
 
 from .ids import BoxId
 
@@ -27,6 +36,7 @@ class Repriced(DomainEvent):
     """event Repriced (catalog.loom:19)"""
 
     event_type: ClassVar[str] = "Catalog.Repriced"
+    __pydantic_config__: ClassVar[ConfigDict] = wire_names(from_="from")
     box: BoxId
     from_: str
 

@@ -9,7 +9,16 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import ClassVar
 
-from loom.runtime import AggregateRoot, DomainEvent, decimals, new_id, require
+from pydantic import ConfigDict
+
+from loom.runtime import (
+    AggregateRoot,
+    DomainEvent,
+    decimals,
+    new_id,
+    require,
+    wire_names,
+)
 
 from .ids import OrderId, ProductId
 
@@ -61,6 +70,7 @@ class Line:
 class PlaceOrder:
     """command PlaceOrder (values_payloads.loom:16)"""
 
+    __pydantic_config__: ClassVar[ConfigDict] = wire_names(ship_to="shipTo")
     customer: str
     lines: list[Line]
     ship_to: Address | None = None
@@ -79,6 +89,7 @@ class RepriceProduct:
 class OrdersOf:
     """query OrdersOf (values_payloads.loom:18)"""
 
+    __pydantic_config__: ClassVar[ConfigDict] = wire_names(min_total="minTotal")
     customer: str
     min_total: Decimal = Decimal(0)
 
@@ -87,6 +98,7 @@ class OrdersOf:
 class OrderView:
     """response OrderView (values_payloads.loom:19)"""
 
+    __pydantic_config__: ClassVar[ConfigDict] = wire_names(ship_to="shipTo")
     customer: str
     total: Money
     lines: int

@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar
 
-from loom.runtime import AggregateRoot, DomainEvent, new_id, require
+from pydantic import ConfigDict
+
+from loom.runtime import AggregateRoot, DomainEvent, new_id, require, wire_names
 
 from .ids import AppointmentId
 
@@ -29,6 +31,9 @@ class AppointmentRequested(DomainEvent):
     """event AppointmentRequested (scheduling.loom:28)"""
 
     event_type: ClassVar[str] = "Scheduling.AppointmentRequested"
+    __pydantic_config__: ClassVar[ConfigDict] = wire_names(
+        confirm_before="confirmBefore",
+    )
     appointment: AppointmentId
     confirm_before: datetime
 

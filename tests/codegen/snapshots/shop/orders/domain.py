@@ -8,7 +8,9 @@ import enum
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from loom.runtime import AggregateRoot, DomainEvent, new_id, require
+from pydantic import ConfigDict
+
+from loom.runtime import AggregateRoot, DomainEvent, new_id, require, wire_names
 
 from .ids import OrderId
 
@@ -26,6 +28,7 @@ class OrderPlaced(DomainEvent):
     """event OrderPlaced (shop.loom:26)"""
 
     event_type: ClassVar[str] = "Orders.OrderPlaced"
+    __pydantic_config__: ClassVar[ConfigDict] = wire_names(fail_payment="failPayment")
     order: OrderId
     sku: str
     quantity: int

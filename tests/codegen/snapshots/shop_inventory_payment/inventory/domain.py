@@ -7,7 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from loom.runtime import AggregateRoot, DomainEvent, new_id, require
+from pydantic import ConfigDict
+
+from loom.runtime import AggregateRoot, DomainEvent, new_id, require, wire_names
 
 from ..orders.ids import OrderId
 from .ids import ReservationId
@@ -18,6 +20,7 @@ class StockReserved(DomainEvent):
     """event StockReserved (shop.loom:107)"""
 
     event_type: ClassVar[str] = "Inventory.StockReserved"
+    __pydantic_config__: ClassVar[ConfigDict] = wire_names(fail_payment="failPayment")
     order: OrderId
     fail_payment: bool
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from loom.runtime import DomainEvent
+from pydantic import ConfigDict
+
+from loom.runtime import DomainEvent, wire_names
 
 from .ids import OrderId
 
@@ -17,6 +19,7 @@ class OrderPlaced(DomainEvent):
     """event OrderPlaced (shop.loom:26)"""
 
     event_type: ClassVar[str] = "Orders.OrderPlaced"
+    __pydantic_config__: ClassVar[ConfigDict] = wire_names(fail_payment="failPayment")
     order: OrderId
     sku: str
     quantity: int
