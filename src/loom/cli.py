@@ -7,37 +7,26 @@ Whatever goes wrong, the user gets a sentence, never a Python traceback.
 from __future__ import annotations
 
 import enum
-import sys
 from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
 
-from loom import commands
+from loom import commands, serve
 from loom.build import (
-    BuildError,
-    cached_build_for,
-    import_package,
-    read_model,
-    reuse_build,
     safe_url,
-    write_cached_build,
 )
 from loom.commands import Color, Format
-from loom.commands import collector_paused as _collector_paused
 from loom.commands import compile_model as _compile
 from loom.dead_letters import dead_page, default_url, on_outbox, redrive
-from loom.migrate.cli import before_serving, migrate_app
+from loom.migrate.cli import migrate_app
 from loom.run_options import (
-    Held,
     OptionError,
     declared_deployables,
-    default_database,
     held_for,
     parse_brokers,
-    set_apis,
-    set_brokers,
 )
+from loom.serve import RunOptions
 from loom.up import UpError, nats_sources, plan
 from loom.up import up as start_up
 
@@ -187,89 +176,26 @@ def run(
     The build goes to `.loom/build/<digest>/` beside the first model file; an unchanged model
     reuses it, so replicas started together on one folder share one build. A database behind its
     model, or drifted from it, is refused before serving (docs/migrations.md)."""
-    import os
-
-    import uvicorn
-
-    from loom.runtime import AuthConfigError
-
-    if extern:
-        os.environ["LOOM_EXTERN_MODULE"] = extern
-    for variable, value in (
-        ("LOOM_JWT_SECRET", jwt_secret),
-        ("LOOM_JWT_PUBLIC_KEY", str(jwt_public_key) if jwt_public_key else None),
-        ("LOOM_JWT_AUDIENCE", jwt_audience),
-        ("LOOM_JWT_ISSUER", jwt_issuer),
-        ("LOOM_MAX_BODY_BYTES", None if max_body_bytes is None else str(max_body_bytes)),
-        ("LOOM_IDEMPOTENCY_TTL", None if idempotency_ttl is None else str(idempotency_ttl)),
-        ("LOOM_RELAY_LEASE", None if relay_lease is None else str(relay_lease)),
-    ):
-        if value:
-            os.environ[variable] = value
-    if jwt_secret and jwt_public_key:
-        _fail("give --jwt-secret or --jwt-public-key, not both")
-    try:
-        held = held_for(contexts, deployable)
-        set_brokers(broker or [])
-        set_apis(api or [])
-    except OptionError as exc:
-        _fail(str(exc))
-    # An extern module usually sits beside the model (or in the working folder): make both importable.
-    for folder in (str(files[0].resolve().parent), os.getcwd()):
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
-
-    try:
-        out, state = _run_build(files, color, held)
-        url = database_url or default_database(files[0], held)
-        service = import_package(out)
-        application = service.build_app(url)
-    except (BuildError, AuthConfigError, OptionError, ValueError) as exc:  # a bad limit or TTL
-        _fail(str(exc))
-    for line in before_serving(files, service, url, database_url, migrate=migrate, held=held):
-        typer.echo(line)
-    served = ", ".join(str(f) for f in files)
-    if held.deployable is not None or held.contexts is not None:
-        what = f"deployable {held.deployable}" if held.deployable else "contexts"
-        served = f"{what} ({', '.join(service.CONTEXTS)}) of {served}"
-    typer.echo(f"serving {served} on http://{host}:{port} ({safe_url(url)})")
-    typer.echo(f"  build: {state} {out}")
-    auth = application.state.loom_auth
-    algorithms = "/".join(getattr(auth, "algorithms", ()))
-    typer.echo(
-        f"  auth: bearer JWT ({algorithms})"
-        if auth is not None
-        else "  auth: none (every request is anonymous)"
+    options = RunOptions(
+        database_url=database_url,
+        host=host,
+        port=port,
+        extern=extern,
+        color=color,
+        jwt_secret=jwt_secret,
+        jwt_public_key=jwt_public_key,
+        jwt_audience=jwt_audience,
+        jwt_issuer=jwt_issuer,
+        max_body_bytes=max_body_bytes,
+        relay_lease=relay_lease,
+        idempotency_ttl=idempotency_ttl,
+        migrate=migrate,
+        contexts=contexts,
+        deployable=deployable,
+        broker=broker or [],
+        api=api or [],
     )
-    typer.echo(f"  OpenAPI: http://{host}:{port}/openapi.json   docs: http://{host}:{port}/docs")
-    uvicorn.run(application, host=host, port=port, log_level="info")
-
-
-def _run_build(files: list[Path], color: Color, held: Held) -> tuple[Path, str]:
-    """`loom run`'s build of the model (of the contexts `held`), and what became of it: reused
-    as it is when the model files are unchanged (their warnings shown again), else compiled and
-    written."""
-    sources = read_model(files)  # None: a file cannot be read, and compiling says which
-    build = cached_build_for(files, sources, held.key()) if sources is not None else None
-    if build is not None:
-        warnings = reuse_build(build)
-        if warnings is not None:
-            if warnings:
-                typer.echo(warnings, err=True)
-            return build.out, "reused (the model is unchanged: not compiled)"
-    result = _compile(files, Format.text, color, quiet_ok=True, sources=sources)
-    if not result.ok or result.model is None:
-        raise typer.Exit(1)
-    if build is None:
-        raise BuildError("cannot read the model files")
-    model = result.model
-    contexts = held.resolve([c.name for c in model.contexts], declared_deployables(model))
-    from loom.lang import render_text  # the compiler is loaded by now; see `_compile`
-
-    warnings = render_text(result.diagnostics, result.sources, color=False)
-    with _collector_paused():
-        written = write_cached_build(build, model, warnings, contexts)
-    return build.out, "written" if written else "reused (another replica wrote it meanwhile)"
+    raise typer.Exit(serve.run(files, options))
 
 
 @app.command("up")

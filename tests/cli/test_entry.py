@@ -4,13 +4,19 @@ typer's."""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from loom import cli, serve
+from loom.commands import Color
 from loom.entry import plain
+from loom.serve import RunOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 BANKING = str(ROOT / "examples/banking/banking.loom")
@@ -65,7 +71,13 @@ def test_a_plain_command_answers_as_typer_does(tmp_path: Path, args: list[str]) 
     "args",
     [
         [],
-        ["run", BANKING],
+        ["run", BANKING, "--help"],
+        ["run", BANKING, "--port", "+80"],
+        ["run", BANKING, "--port", "80", "--port", "81"],
+        ["run", BANKING, "--migrate=yes"],
+        ["run", BANKING, "--relay-lease", "1e3"],
+        ["run", BANKING, "--no-such-option", "x"],
+        ["run"],
         ["check"],
         ["check", "--help"],
         ["check", BANKING, "--format", "yaml"],
@@ -79,6 +91,44 @@ def test_a_plain_command_answers_as_typer_does(tmp_path: Path, args: list[str]) 
 )
 def test_any_other_command_line_is_typers(args: list[str]) -> None:
     assert plain(args) is None
+
+
+def test_a_plain_run_reads_every_option_as_typer_does() -> None:
+    command = plain(
+        ["run", BANKING, "--port=8123", "--migrate", "--broker", "nats://x", "--broker", "B=y"]
+        + ["--relay-lease", "2.5", "--jwt-public-key", "k.pem", "--color", "never", "--api=A=u"]
+    )
+    assert isinstance(command, functools.partial) and command.func is serve.run
+    files, options = command.args
+    assert files == [Path(BANKING)]
+    assert options == RunOptions(
+        port=8123,
+        migrate=True,
+        broker=["nats://x", "B=y"],
+        relay_lease=2.5,
+        jwt_public_key=Path("k.pem"),
+        color=Color.never,
+        api=["A=u"],
+    )
+
+
+def test_the_plain_run_knows_every_option_of_typers_run() -> None:
+    typer_options = set(inspect.signature(cli.run).parameters) - {"files"}
+    assert typer_options == {f.name for f in dataclasses.fields(RunOptions)}
+
+
+def test_a_plain_run_refusal_answers_as_typer_does(tmp_path: Path) -> None:
+    for args in (
+        ["run", "shop.loom", "--port", "8099"],  # the model has errors: 1
+        ["run", BANKING, "--deployable", "Nope", "--port", "8099"],  # no such deployable: 2
+        ["run", BANKING, "--jwt-secret", "s" * 32, "--jwt-public-key", "k.pem"],  # both: 2
+    ):
+        assert plain(args) is not None
+        (tmp_path / "shop.loom").write_text(BROKEN)
+        fast = _run("loom.entry", args, tmp_path)
+        typer = _run("loom.cli", args, tmp_path)
+        assert fast == typer, args
+        assert fast[0] in (1, 2) and "Traceback" not in fast[2]
 
 
 def test_typer_reads_what_the_entry_leaves_to_it(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""The `loom migrate` commands (`new`, `apply`, `status`), and what `loom run` checks before it
-serves (`before_serving`). `loom.cli` mounts `migrate_app`.
+"""The `loom migrate` commands (`new`, `apply`, `status`). `loom.cli` mounts `migrate_app`; what
+`loom run` checks before it serves is `loom.serve.check_database`.
 
 Exit codes: 0 done (status: up to date); 1 the model or the change is refused (errors in the
 model, a finding that blocks, data loss without --allow-data-loss, a database the migrations
@@ -20,7 +20,6 @@ import asyncio
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
@@ -40,7 +39,7 @@ if TYPE_CHECKING:
     from loom.migrate.pending import EventCheck
     from loom.model.ir import Model
 
-__all__ = ["before_serving", "migrate_app"]
+__all__ = ["migrate_app"]
 
 migrate_app = typer.Typer(
     name="migrate",
@@ -130,10 +129,6 @@ def _on_database(url: str, action: Callable[[], Coroutine[Any, Any, T]]) -> T:
         _fail(f"{exc} ({safe_url(url)})")
     except MigrationsError as exc:
         _fail(str(exc), 1)
-
-
-def _url_arg(database_url: str | None) -> str:
-    return f" --database-url {safe_url(database_url)}" if database_url else ""
 
 
 @migrate_app.command("new")
@@ -393,28 +388,3 @@ def status_(
     ok = not state.pending and not state.drift
     typer.echo("up to date" if ok else "not up to date")
     raise typer.Exit(0 if ok else 1)
-
-
-def before_serving(
-    files: Sequence[Path],
-    main: ModuleType,
-    url: str,
-    database_url: str | None,
-    *,
-    migrate: bool,
-    held: Held | None = None,
-) -> list[str]:
-    """`loom run`'s check of its database (`loom.migrate.serve`) for the service of `held` (the
-    whole model by default): the lines to print, or exit 2 with what differs and the command
-    that fixes it."""
-    from loom.migrate.database import DatabaseUnreachable
-    from loom.migrate.serve import prepare_database
-
-    try:
-        return asyncio.run(
-            prepare_database(files, main, url, _url_arg(database_url), migrate=migrate, held=held)
-        )
-    except DatabaseUnreachable as exc:
-        _fail(f"{exc} ({safe_url(url)})")
-    except MigrationsError as exc:
-        _fail(str(exc))

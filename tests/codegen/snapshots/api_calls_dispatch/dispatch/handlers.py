@@ -6,7 +6,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 
-from loom.runtime import PROBLEM_RESPONSES, LoomRoute, WireText, get_service
+from loom.runtime import (
+    API_CALL_RESPONSES,
+    PROBLEM_RESPONSES,
+    LoomRoute,
+    WireText,
+    get_service,
+)
 
 from ..directory.domain import Skill, TechnicianView
 from ..directory.ids import TechnicianId
@@ -29,7 +35,7 @@ router = APIRouter(route_class=LoomRoute)
 @router.post(
     "/api/commands/assign",
     status_code=200,
-    responses=PROBLEM_RESPONSES,
+    responses=API_CALL_RESPONSES,
     tags=["Dispatch: handlers"],
 )
 async def assign(body: AssignInput, request: Request) -> str:
@@ -52,7 +58,7 @@ async def assign(body: AssignInput, request: Request) -> str:
 @router.post(
     "/api/commands/grade",
     status_code=204,
-    responses=PROBLEM_RESPONSES,
+    responses=API_CALL_RESPONSES,
     tags=["Dispatch: handlers"],
 )
 async def grade(body: GradeInput, request: Request) -> None:
@@ -73,7 +79,7 @@ async def grade(body: GradeInput, request: Request) -> None:
 
 @router.get(
     "/api/queries/find",
-    responses=PROBLEM_RESPONSES,
+    responses=API_CALL_RESPONSES,
     tags=["Dispatch: handlers"],
 )
 async def find(request: Request, name: Annotated[WireText, Query()]) -> TechnicianId:
@@ -92,7 +98,7 @@ async def find(request: Request, name: Annotated[WireText, Query()]) -> Technici
 @router.post(
     "/api/commands/hire",
     status_code=200,
-    responses=PROBLEM_RESPONSES,
+    responses=API_CALL_RESPONSES,
     tags=["Dispatch: handlers"],
 )
 async def hire(body: HireInput, request: Request) -> TechnicianId:
@@ -111,7 +117,7 @@ async def hire(body: HireInput, request: Request) -> TechnicianId:
 @router.post(
     "/api/commands/open_and_retire",
     status_code=204,
-    responses=PROBLEM_RESPONSES,
+    responses=API_CALL_RESPONSES,
     tags=["Dispatch: handlers"],
 )
 async def open_and_retire(body: OpenAndRetireInput, request: Request) -> None:
@@ -128,7 +134,7 @@ async def open_and_retire(body: OpenAndRetireInput, request: Request) -> None:
 @router.post(
     "/api/commands/certify_tech",
     status_code=204,
-    responses=PROBLEM_RESPONSES,
+    responses=API_CALL_RESPONSES,
     tags=["Dispatch: handlers"],
 )
 async def certify_tech(body: CertifyTechInput, request: Request) -> None:

@@ -1,0 +1,209 @@
+"""`loom run`: build the model into its cache folder (or reuse an unchanged build), check the
+database, and serve the service with uvicorn.
+
+Typer-free, like `loom.commands`: a plain `loom run` command line comes here straight from
+`loom.entry` (typer and its option validation cost about a quarter of a second of start-up),
+any other from `loom.cli`'s `run`, which hands over the same `RunOptions`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+from loom.build import (
+    BuildError,
+    cached_build_for,
+    import_package,
+    read_model,
+    reuse_build,
+    safe_url,
+    write_cached_build,
+)
+from loom.commands import Color, Format, collector_paused, compile_model, echo
+from loom.migrate.database import DatabaseUnreachable
+from loom.migrate.folder import MigrationsError
+from loom.migrate.serve import prepare_database
+from loom.run_options import (
+    Held,
+    OptionError,
+    declared_deployables,
+    default_database,
+    held_for,
+    set_apis,
+    set_brokers,
+)
+
+
+@dataclass
+class RunOptions:
+    """The options of `loom run` (`loom run --help` words each one)."""
+
+    database_url: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 8000
+    extern: str | None = None
+    color: Color = Color.auto
+    jwt_secret: str | None = None
+    jwt_public_key: Path | None = None
+    jwt_audience: str | None = None
+    jwt_issuer: str | None = None
+    max_body_bytes: int | None = None
+    relay_lease: float | None = None
+    idempotency_ttl: float | None = None
+    migrate: bool = False
+    contexts: str | None = None
+    deployable: str | None = None
+    broker: list[str] = field(default_factory=list)
+    api: list[str] = field(default_factory=list)
+
+
+class Stop(Exception):
+    """Stop `loom run` with this exit code (its message, when it has one, already printed)."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+def _fail(message: str, code: int = 2) -> Stop:
+    echo(f"error: {message}", err=True)
+    return Stop(code)
+
+
+def _url_arg(database_url: str | None) -> str:
+    """How the command line named the database, for the commands a refusal suggests."""
+    return f" --database-url {safe_url(database_url)}" if database_url else ""
+
+
+def check_database(
+    files: list[Path],
+    main: ModuleType,
+    url: str,
+    database_url: str | None,
+    *,
+    migrate: bool,
+    held: Held | None = None,
+) -> list[str]:
+    """The database check before serving (`loom.migrate.serve`) for the service of `held` (the
+    whole model by default): the lines to print; `Stop(2)` with what differs and the command
+    that fixes it."""
+    try:
+        return asyncio.run(
+            prepare_database(files, main, url, _url_arg(database_url), migrate=migrate, held=held)
+        )
+    except DatabaseUnreachable as exc:
+        raise _fail(f"{exc} ({safe_url(url)})") from None
+    except MigrationsError as exc:
+        raise _fail(str(exc)) from None
+
+
+def run(files: list[Path], options: RunOptions) -> int:
+    """`loom run`: the exit code when it stops without serving (0 after serving until stopped)."""
+    try:
+        _serve(files, options)
+    except Stop as stop:
+        return stop.code
+    return 0
+
+
+def _environment(options: RunOptions) -> None:
+    if options.extern:
+        os.environ["LOOM_EXTERN_MODULE"] = options.extern
+    key = options.jwt_public_key
+    for variable, value in (
+        ("LOOM_JWT_SECRET", options.jwt_secret),
+        ("LOOM_JWT_PUBLIC_KEY", str(key) if key else None),
+        ("LOOM_JWT_AUDIENCE", options.jwt_audience),
+        ("LOOM_JWT_ISSUER", options.jwt_issuer),
+        ("LOOM_MAX_BODY_BYTES", _text(options.max_body_bytes)),
+        ("LOOM_IDEMPOTENCY_TTL", _text(options.idempotency_ttl)),
+        ("LOOM_RELAY_LEASE", _text(options.relay_lease)),
+    ):
+        if value:
+            os.environ[variable] = value
+
+
+def _text(value: float | None) -> str | None:
+    return None if value is None else str(value)
+
+
+def _serve(files: list[Path], options: RunOptions) -> None:
+    # uvicorn and the runtime only now: a refused command line never pays for them
+    import uvicorn
+
+    from loom.runtime import AuthConfigError
+
+    _environment(options)
+    if options.jwt_secret and options.jwt_public_key:
+        raise _fail("give --jwt-secret or --jwt-public-key, not both")
+    try:
+        held = held_for(options.contexts, options.deployable)
+        set_brokers(options.broker)
+        set_apis(options.api)
+    except OptionError as exc:
+        raise _fail(str(exc)) from None
+    # An extern module usually sits beside the model (or in the working folder): make both importable.
+    for folder in (str(files[0].resolve().parent), os.getcwd()):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+    database_url = options.database_url
+    try:
+        out, state = _build(files, options.color, held)
+        url = database_url or default_database(files[0], held)
+        service = import_package(out)
+        application = service.build_app(url)
+    except (BuildError, AuthConfigError, OptionError, ValueError) as exc:  # a bad limit or TTL
+        raise _fail(str(exc)) from None
+    for line in check_database(
+        files, service, url, database_url, migrate=options.migrate, held=held
+    ):
+        echo(line)
+    served = ", ".join(str(f) for f in files)
+    if held.deployable is not None or held.contexts is not None:
+        what = f"deployable {held.deployable}" if held.deployable else "contexts"
+        served = f"{what} ({', '.join(service.CONTEXTS)}) of {served}"
+    host, port = options.host, options.port
+    echo(f"serving {served} on http://{host}:{port} ({safe_url(url)})")
+    echo(f"  build: {state} {out}")
+    auth = application.state.loom_auth
+    algorithms = "/".join(getattr(auth, "algorithms", ()))
+    echo(
+        f"  auth: bearer JWT ({algorithms})"
+        if auth is not None
+        else "  auth: none (every request is anonymous)"
+    )
+    echo(f"  OpenAPI: http://{host}:{port}/openapi.json   docs: http://{host}:{port}/docs")
+    uvicorn.run(application, host=host, port=port, log_level="info")
+
+
+def _build(files: list[Path], color: Color, held: Held) -> tuple[Path, str]:
+    """`loom run`'s build of the model (of the contexts `held`), and what became of it: reused
+    as it is when the model files are unchanged (their warnings shown again), else compiled and
+    written."""
+    sources = read_model(files)  # None: a file cannot be read, and compiling says which
+    build = cached_build_for(files, sources, held.key()) if sources is not None else None
+    if build is not None:
+        warnings = reuse_build(build)
+        if warnings is not None:
+            if warnings:
+                echo(warnings, err=True)
+            return build.out, "reused (the model is unchanged: not compiled)"
+    result = compile_model(files, Format.text, color, quiet_ok=True, sources=sources)
+    if not result.ok or result.model is None:
+        raise Stop(1)
+    if build is None:
+        raise BuildError("cannot read the model files")
+    model = result.model
+    contexts = held.resolve([c.name for c in model.contexts], declared_deployables(model))
+    # the compiler is loaded by now (`compile_model`)
+    from loom.lang import render_text
+
+    warnings = render_text(result.diagnostics, result.sources, color=False)
+    with collector_paused():
+        written = write_cached_build(build, model, warnings, contexts)
+    return build.out, "written" if written else "reused (another replica wrote it meanwhile)"
