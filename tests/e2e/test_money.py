@@ -64,8 +64,10 @@ async def test_rounding_modes(
     billing: ServiceClient, mode: str, price: str, days: int, expected: str
 ) -> None:
     sid = await subscription(billing, price)
-    body = {"days": days, "mode": mode}
-    await ok(billing, "POST", f"/api/subscriptions/{sid}/prorate_with", 204, json=body)
+    op = {"halfEven": "prorate", "halfUp": "prorate_half_up", "down": "prorate_down"}.get(
+        mode, "prorate_up"
+    )
+    await ok(billing, "POST", f"/api/subscriptions/{sid}/{op}", 204, json={"days": days})
     assert (await read(billing, sid))["prorated"] == expected
 
 
