@@ -141,4 +141,4 @@ async def test_openapi_shows_the_bound(billing: ServiceClient) -> None:
     price = out["properties"]["price"]
     assert price["type"] == "string"
     assert price["x-loom-decimal"] == {"precision": 10, "scale": 2}
-    assert price["pattern"] == r"^-?[0-9]{1,8}\.[0-9]{2}$"
+    assert price["pattern"] == r"^-?[0-9]{1,8}(\.[0-9]{1,2})?$"

@@ -9,9 +9,10 @@ __all__ = ["decimal_schema"]
 
 
 def decimal_schema(precision: int, scale: int) -> dict[str, Any]:
-    """A string of at most P - S digits before the point and exactly S after it (`"12.50"`)."""
+    """A string of at most P - S digits before the point and at most S after it: an answer has
+    exactly S (`"12.50"`), an event's payload the digits the value has (`"12.5"`)."""
     whole = precision - scale
-    point = rf"\.[0-9]{{{scale}}}" if scale else ""
+    point = rf"(\.[0-9]{{1,{scale}}})?" if scale else ""
     return {
         "type": "string",
         "pattern": rf"^-?[0-9]{{1,{max(whole, 1)}}}{point}$",
