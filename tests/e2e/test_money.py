@@ -142,3 +142,12 @@ async def test_openapi_shows_the_bound(billing: ServiceClient) -> None:
     assert price["type"] == "string"
     assert price["x-loom-decimal"] == {"precision": 10, "scale": 2}
     assert price["pattern"] == r"^-?[0-9]{1,8}(\.[0-9]{1,2})?$"
+
+
+async def test_an_event_field_is_bounded_too(billing: ServiceClient) -> None:
+    sid = await subscription(billing)
+    await ok(billing, "POST", f"/api/subscriptions/{sid}/announce", 204, json={"amount": "1.5"})
+    before = await read(billing, sid)
+    r = await billing.post(f"/api/subscriptions/{sid}/announce", json={"amount": "1.555"})
+    assert assert_problem(r, 422, "invariant-failed")["rule"] == "Prorated: amount: decimal(10, 2)"
+    assert await read(billing, sid) == before

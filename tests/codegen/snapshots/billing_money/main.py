@@ -14,7 +14,7 @@ from .billing import workflows as billing_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "407fb8122a88"
+MODEL_REVISION = "d4fb11e36096"
 
 
 def build_app(database_url: str | None = None) -> FastAPI:

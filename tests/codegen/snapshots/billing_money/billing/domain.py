@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import ClassVar
 
-from loom.runtime import AggregateRoot, decimals, new_id, require
+from loom.runtime import AggregateRoot, DomainEvent, decimals, new_id, require
 
 from .ids import SubscriptionId
 
@@ -25,6 +26,24 @@ class Charge:
             decimals.fits(self.amount, 10, 2),
             kind="invariant",
             rule="Charge: amount: decimal(10, 2)",
+            detail="amount: it has at most 8 digits before the point and 2 after it (never rounded: round it in the model with round(x, 2))",
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Prorated(DomainEvent):
+    """event Prorated (billing_money.loom:46)"""
+
+    event_type: ClassVar[str] = "Billing.Prorated"
+    subscription: SubscriptionId
+    amount: Decimal
+
+    def __post_init__(self) -> None:
+        """the string lengths of event Prorated"""
+        require(
+            decimals.fits(self.amount, 10, 2),
+            kind="invariant",
+            rule="Prorated: amount: decimal(10, 2)",
             detail="amount: it has at most 8 digits before the point and 2 after it (never rounded: round it in the model with round(x, 2))",
         )
 
@@ -89,10 +108,11 @@ class Subscription(AggregateRoot):
             2,
             "halfEven",
         )
+        self._raise_event(Prorated(subscription=self.id, amount=self.prorated))
         self._check_invariants()
 
     def prorate_half_up(self, days: int) -> None:
-        """operation Subscription.prorateHalfUp (billing_money.loom:19)"""
+        """operation Subscription.prorateHalfUp (billing_money.loom:20)"""
         self.prorated = decimals.round_to(
             decimals.div(decimals.mul(self.price, days), 30),
             2,
@@ -101,7 +121,7 @@ class Subscription(AggregateRoot):
         self._check_invariants()
 
     def prorate_down(self, days: int) -> None:
-        """operation Subscription.prorateDown (billing_money.loom:22)"""
+        """operation Subscription.prorateDown (billing_money.loom:23)"""
         self.prorated = decimals.round_to(
             decimals.div(decimals.mul(self.price, days), 30),
             2,
@@ -110,7 +130,7 @@ class Subscription(AggregateRoot):
         self._check_invariants()
 
     def prorate_up(self, days: int) -> None:
-        """operation Subscription.prorateUp (billing_money.loom:25)"""
+        """operation Subscription.prorateUp (billing_money.loom:26)"""
         self.prorated = decimals.round_to(
             decimals.div(decimals.mul(self.price, days), 30),
             2,
@@ -119,22 +139,27 @@ class Subscription(AggregateRoot):
         self._check_invariants()
 
     def prorate_unrounded(self, days: int) -> None:
-        """operation Subscription.prorateUnrounded (billing_money.loom:28)"""
+        """operation Subscription.prorateUnrounded (billing_money.loom:29)"""
         self.prorated = decimals.div(decimals.mul(self.price, days), 30)
         self._check_invariants()
 
     def apply_rate(self) -> None:
-        """operation Subscription.applyRate (billing_money.loom:31)"""
+        """operation Subscription.applyRate (billing_money.loom:32)"""
         self.price = decimals.mul(self.price, self.rate)
         self._check_invariants()
 
     def charge(self, amount: Decimal) -> None:
-        """operation Subscription.charge (billing_money.loom:34)"""
+        """operation Subscription.charge (billing_money.loom:35)"""
         self.last = Charge(amount=amount, note="")
         self._check_invariants()
 
+    def announce(self, amount: Decimal) -> None:
+        """operation Subscription.announce (billing_money.loom:38)"""
+        self._raise_event(Prorated(subscription=self.id, amount=amount))
+        self._check_invariants()
+
     def charge_computed(self, days: int) -> None:
-        """operation Subscription.chargeComputed (billing_money.loom:37)"""
+        """operation Subscription.chargeComputed (billing_money.loom:41)"""
         self.last = Charge(
             amount=decimals.div(decimals.mul(self.price, days), 30),
             note="",

@@ -22,6 +22,7 @@ from .domain import Subscription
 from .repositories import SubscriptionRepository
 from .schemas import (
     ChargeInput,
+    SubscriptionAnnounceInput,
     SubscriptionChargeComputedInput,
     SubscriptionChargeInput,
     SubscriptionCreateInput,
@@ -175,7 +176,7 @@ async def subscription_prorate_half_up(
     body: SubscriptionProrateHalfUpInput,
     request: Request,
 ) -> None:
-    """operation Subscription.prorateHalfUp (billing_money.loom:19)"""
+    """operation Subscription.prorateHalfUp (billing_money.loom:20)"""
     service = get_service(request)
     async with service.transaction() as work:
         subscriptions = SubscriptionRepository(work)
@@ -195,7 +196,7 @@ async def subscription_prorate_down(
     body: SubscriptionProrateDownInput,
     request: Request,
 ) -> None:
-    """operation Subscription.prorateDown (billing_money.loom:22)"""
+    """operation Subscription.prorateDown (billing_money.loom:23)"""
     service = get_service(request)
     async with service.transaction() as work:
         subscriptions = SubscriptionRepository(work)
@@ -215,7 +216,7 @@ async def subscription_prorate_up(
     body: SubscriptionProrateUpInput,
     request: Request,
 ) -> None:
-    """operation Subscription.prorateUp (billing_money.loom:25)"""
+    """operation Subscription.prorateUp (billing_money.loom:26)"""
     service = get_service(request)
     async with service.transaction() as work:
         subscriptions = SubscriptionRepository(work)
@@ -235,7 +236,7 @@ async def subscription_prorate_unrounded(
     body: SubscriptionProrateUnroundedInput,
     request: Request,
 ) -> None:
-    """operation Subscription.prorateUnrounded (billing_money.loom:28)"""
+    """operation Subscription.prorateUnrounded (billing_money.loom:29)"""
     service = get_service(request)
     async with service.transaction() as work:
         subscriptions = SubscriptionRepository(work)
@@ -251,7 +252,7 @@ async def subscription_prorate_unrounded(
     tags=["Billing: Subscription"],
 )
 async def subscription_apply_rate(id: UUID, request: Request) -> None:
-    """operation Subscription.applyRate (billing_money.loom:31)"""
+    """operation Subscription.applyRate (billing_money.loom:32)"""
     service = get_service(request)
     async with service.transaction() as work:
         subscriptions = SubscriptionRepository(work)
@@ -271,12 +272,32 @@ async def subscription_charge(
     body: SubscriptionChargeInput,
     request: Request,
 ) -> None:
-    """operation Subscription.charge (billing_money.loom:34)"""
+    """operation Subscription.charge (billing_money.loom:35)"""
     service = get_service(request)
     async with service.transaction() as work:
         subscriptions = SubscriptionRepository(work)
         subscription = await subscriptions.get_by_id(id)
         subscription.charge(body.amount)
+        await subscriptions.save(subscription)
+
+
+@router.post(
+    "/api/subscriptions/{id}/announce",
+    status_code=204,
+    responses=PROBLEM_RESPONSES,
+    tags=["Billing: Subscription"],
+)
+async def subscription_announce(
+    id: UUID,
+    body: SubscriptionAnnounceInput,
+    request: Request,
+) -> None:
+    """operation Subscription.announce (billing_money.loom:38)"""
+    service = get_service(request)
+    async with service.transaction() as work:
+        subscriptions = SubscriptionRepository(work)
+        subscription = await subscriptions.get_by_id(id)
+        subscription.announce(body.amount)
         await subscriptions.save(subscription)
 
 
@@ -291,7 +312,7 @@ async def subscription_charge_computed(
     body: SubscriptionChargeComputedInput,
     request: Request,
 ) -> None:
-    """operation Subscription.chargeComputed (billing_money.loom:37)"""
+    """operation Subscription.chargeComputed (billing_money.loom:41)"""
     service = get_service(request)
     async with service.transaction() as work:
         subscriptions = SubscriptionRepository(work)

@@ -104,7 +104,7 @@ class SubscriptionProrateInput(BaseModel):
 
 
 class SubscriptionProrateHalfUpInput(BaseModel):
-    """The body of operation Subscription.prorateHalfUp (billing_money.loom:19)"""
+    """The body of operation Subscription.prorateHalfUp (billing_money.loom:20)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -112,7 +112,7 @@ class SubscriptionProrateHalfUpInput(BaseModel):
 
 
 class SubscriptionProrateDownInput(BaseModel):
-    """The body of operation Subscription.prorateDown (billing_money.loom:22)"""
+    """The body of operation Subscription.prorateDown (billing_money.loom:23)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -120,7 +120,7 @@ class SubscriptionProrateDownInput(BaseModel):
 
 
 class SubscriptionProrateUpInput(BaseModel):
-    """The body of operation Subscription.prorateUp (billing_money.loom:25)"""
+    """The body of operation Subscription.prorateUp (billing_money.loom:26)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -128,7 +128,7 @@ class SubscriptionProrateUpInput(BaseModel):
 
 
 class SubscriptionProrateUnroundedInput(BaseModel):
-    """The body of operation Subscription.prorateUnrounded (billing_money.loom:28)"""
+    """The body of operation Subscription.prorateUnrounded (billing_money.loom:29)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -136,15 +136,23 @@ class SubscriptionProrateUnroundedInput(BaseModel):
 
 
 class SubscriptionChargeInput(BaseModel):
-    """The body of operation Subscription.charge (billing_money.loom:34)"""
+    """The body of operation Subscription.charge (billing_money.loom:35)"""
 
     model_config = ConfigDict(extra="forbid")
 
     amount: Annotated[WireDecimal, DecimalIn(10, 2)]
 
 
+class SubscriptionAnnounceInput(BaseModel):
+    """The body of operation Subscription.announce (billing_money.loom:38)"""
+
+    model_config = ConfigDict(extra="forbid")
+
+    amount: WireDecimal
+
+
 class SubscriptionChargeComputedInput(BaseModel):
-    """The body of operation Subscription.chargeComputed (billing_money.loom:37)"""
+    """The body of operation Subscription.chargeComputed (billing_money.loom:41)"""
 
     model_config = ConfigDict(extra="forbid")
 
