@@ -142,6 +142,8 @@ async def test_openapi_shows_the_bound(billing: ServiceClient) -> None:
     assert price["type"] == "string"
     assert price["x-loom-decimal"] == {"precision": 10, "scale": 2}
     assert price["pattern"] == r"^-?[0-9]{1,8}(\.[0-9]{1,2})?$"
+    created = next(v for k, v in schemas.items() if k.startswith("Subscription") and "Create" in k)
+    assert created["properties"]["price"]["x-loom-decimal"] == {"precision": 10, "scale": 2}
 
 
 async def test_an_event_field_is_bounded_too(billing: ServiceClient) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from pydantic import AfterValidator, GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
@@ -23,16 +23,31 @@ from . import decimals
 __all__ = ["DecimalIn", "DecimalScaleOut"]
 
 
-def DecimalIn(precision: int, scale: int) -> Any:
-    """The bound of a `decimal(P, S)` input, after `WireDecimal` has read the value."""
+class DecimalIn:
+    """The bound of a `decimal(P, S)` input, after `WireDecimal` has read the value; its JSON
+    schema (a number or a string, as any decimal input) states it as `x-loom-decimal`."""
 
-    def check(value: Decimal) -> Decimal:
+    def __init__(self, precision: int, scale: int) -> None:
+        self.precision = precision
+        self.scale = scale
+
+    def _check(self, value: Decimal) -> Decimal:
         try:
-            return decimals.to_scale(value, precision, scale)
+            return decimals.to_scale(value, self.precision, self.scale)
         except ValueError as exc:
             raise PydanticCustomError("decimal_scale", str(exc)) from None
 
-    return AfterValidator(check)
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(self._check, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        out = dict(handler(schema))
+        out["x-loom-decimal"] = {"precision": self.precision, "scale": self.scale}
+        return out
 
 
 class DecimalScaleOut:
