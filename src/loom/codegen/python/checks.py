@@ -45,20 +45,19 @@ def bound_checks(
         each = isinstance(inner, ir.ListType)
         element = inner.element if isinstance(inner, ir.ListType) else inner
         n = max_length(f.type)
+        # the condition on one value, `{}` where the value goes
         if n is not None:
-            test, refusal = f"len(v) <= {n}", string_length(owner, f.name, n, each)
+            test, refusal = f"len({{}}) <= {n}", string_length(owner, f.name, n, each)
         elif isinstance(element, ir.PrimitiveType) and element.precision is not None:
             p, s = element.precision, element.scale
             assert s is not None
             if imports is not None:
                 imports.add("loom.runtime", "decimals")
-            test, refusal = f"decimals.fits(v, {p}, {s})", decimal_bounds(owner, f.name, p, s, each)
+            test = f"decimals.fits({{}}, {p}, {s})"
+            refusal = decimal_bounds(owner, f.name, p, s, each)
         else:
             continue
-        if each:
-            cond = f"all({test} for v in {attr})"
-        else:
-            cond = test.replace("len(v)", f"len({attr})").replace("(v,", f"({attr},")
+        cond = f"all({test.format('v')} for v in {attr})" if each else test.format(attr)
         if isinstance(f.type, ir.OptionalType):
             cond = f"{attr} is None or {cond}"
         checks.append((cond, refusal))
