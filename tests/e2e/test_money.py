@@ -14,6 +14,7 @@ from loom.testing import ServiceClient, serve
 
 from .conftest import ROOT
 from .test_banking import assert_problem
+from .test_wire_values import ok
 
 MODEL = [ROOT / "tests/e2e/models/billing_money.loom"]
 
@@ -22,12 +23,6 @@ MODEL = [ROOT / "tests/e2e/models/billing_money.loom"]
 async def billing(database_url: str) -> AsyncIterator[ServiceClient]:
     async with serve(MODEL, database_url) as client:
         yield client
-
-
-async def ok(c: ServiceClient, method: str, path: str, status: int = 200, **kw: Any) -> Any:
-    r = await c.request(method, path, **kw)
-    assert r.status_code == status, r.text
-    return r.json() if r.content else None
 
 
 async def subscription(c: ServiceClient, price: Any = "14.00", **fields: Any) -> str:

@@ -14,9 +14,9 @@ from sqlalchemy import Column, Integer, MetaData, Table, Uuid, insert, select
 from sqlalchemy.exc import StatementError
 
 from loom.migrate.database import apply
-from loom.runtime import Service
 from loom.runtime.types import DecimalText
 from tests.migrate.kit import info, plan_between, write_versions
+from tests.migrate.test_apply import _run
 
 ID = uuid.UUID("0190f000-0000-7000-8000-000000000001")
 ID2 = uuid.UUID("0190f000-0000-7000-8000-000000000002")
@@ -35,15 +35,6 @@ def plans(version: int, price: Any = DecimalText) -> MetaData:
         cols.append(Column("fee", DecimalText(10, 2), nullable=False, info=fee))
     Table("billing_plans", md, *cols, info=info(origin="Billing.Plan"))
     return md
-
-
-async def _run(url: str, metadata: MetaData, action: Any) -> Any:
-    service = Service.from_url(url, metadata)
-    try:
-        async with service.engine.begin() as conn:
-            return await conn.run_sync(action)
-    finally:
-        await service.dispose()
 
 
 async def test_adding_a_decimal_p_s_field(database_url: str, tmp_path: Path) -> None:
