@@ -252,6 +252,11 @@ def test_every_field_type() -> None:
         "lastHeard": optional({"type": "string", "format": "date-time"}),
         "day": optional({"type": "string", "format": "date"}),
         "flag": {"type": "boolean"},
+        "price": {
+            "type": "string",
+            "pattern": r"^-?[0-9]{1,8}(\.[0-9]{1,2})?$",
+            "x-loom-decimal": {"precision": 10, "scale": 2},
+        },
     }
     assert payload["required"] == list(payload["properties"])
     schemas = doc["components"]["schemas"]
@@ -301,7 +306,7 @@ def test_payload_types_are_the_http_surfaces(contract: tuple[Any, dict[str, Any]
         http = thing["id" if field.name == "thing" else field.name]
         assert _plain(payload[field.name], doc) == _plain(http, openapi), field.name
         compared += 1
-    assert compared == 11
+    assert compared == 12
     # the lengths the contract states are the request models'
     create = openapi["components"]["schemas"]["ThingCreateInput"]["properties"]
     assert create["name"]["maxLength"] == payload["name"]["maxLength"] == 20
@@ -323,6 +328,7 @@ def test_payload_schema_accepts_encoded_events(contract: tuple[Any, dict[str, An
         last_heard=datetime(2026, 11, 29, 10, 0, tzinfo=UTC),
         day=date(2026, 11, 29),
         flag=True,
+        price=Decimal("-99999999.5"),
     )
     empty = domain.Shouted(
         thing=domain.ThingId(uuid.uuid4()),
@@ -336,6 +342,7 @@ def test_payload_schema_accepts_encoded_events(contract: tuple[Any, dict[str, An
         last_heard=None,
         day=None,
         flag=False,
+        price=Decimal("0.00"),
     )
     for event in (full, empty):
         encoded = json.loads(encode(event))

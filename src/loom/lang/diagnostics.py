@@ -406,6 +406,19 @@ REGISTRY: dict[str, CodeInfo] = {
             _W,
             "a `renamed from` that the last migration already applied: no database still needs it",
         ),
+        # Money and exact decimals (`decimal(P, S)`, `round(x, S, mode)`: docs/language.md)
+        CodeInfo(
+            "loom.invalid-decimal-precision",
+            _E,
+            "the precision or scale of `decimal(P, S)` is out of range",
+        ),
+        CodeInfo(
+            "loom.decimal-scale-exceeded",
+            _E,
+            "a value with more digits after the point than a `decimal(P, S)` holds, unrounded",
+        ),
+        CodeInfo("loom.unknown-rounding-mode", _E, "`round`'s mode is not one of the modes"),
+        CodeInfo("loom.invalid-round", _E, "`round(x, S, mode)` has the wrong arguments"),
     ]
 }
 

@@ -10,7 +10,7 @@ new keys and indexes; dropped tables last.
 
 from __future__ import annotations
 
-from loom.migrate.snapshot import ColumnSnap, Snapshot, TableSnap, column_map
+from loom.migrate.snapshot import ColumnSnap, Snapshot, TableSnap, column_map, shape_of
 from loom.migrate.steps import (
     AddColumn,
     AddIndex,
@@ -77,11 +77,7 @@ def _table_steps(name: str, old: TableSnap, new: TableSnap) -> list[Step]:
         before = old_cols.get(renames.get(col["name"], col["name"]))
         if before is None:
             continue
-        if (before["type"], before["length"], before["nullable"]) != (
-            col["type"],
-            col["length"],
-            col["nullable"],
-        ):
+        if (shape_of(before), before["nullable"]) != (shape_of(col), col["nullable"]):
             changed.append(AlterColumn(name, old=before, new=col))
         fresh = _enum_renames(before, col)
         if fresh:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from loom.migrate.snapshot import ColumnSnap, TableSnap
+from loom.migrate.snapshot import ColumnSnap, TableSnap, numeric_of
 from loom.migrate.steps import (
     AddColumn,
     AddIndex,
@@ -117,6 +117,9 @@ def _call(name: str, args: Sequence[_Arg], indent: int) -> list[str]:
 
 def _type(column: ColumnSnap) -> str:
     spelled = _TYPES[column["type"]]
+    bound = numeric_of(column)
+    if bound is not None:
+        return f"{spelled}({bound[0]}, {bound[1]})"
     return f"{spelled}({column['length']})" if column["length"] is not None else f"{spelled}()"
 
 
@@ -203,6 +206,9 @@ def _batch(step: Step) -> list[str]:
             pg = _PG_TYPES[step.new["type"]]
             if step.new["length"] is not None:
                 pg += f"({step.new['length']})"
+            bound = numeric_of(step.new)
+            if bound is not None:
+                pg += f"({bound[0]},{bound[1]})"
             using = f'"{step.new["name"]}"::{pg}'
             args.append(f"postgresql_using={_q(using)}")
         if step.nullable_changed:

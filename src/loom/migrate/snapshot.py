@@ -3,7 +3,8 @@
 The next `loom migrate new` diffs the model against the last snapshot, and `loom migrate status`
 checks the database against the snapshot of the last migration applied. Types are dialect-neutral
 (`String`, `Text`, `BigInteger`, `Integer`, `Boolean`, `Date`, `DateTime`, `Decimal`, `Json`,
-`Uuid`, `LargeBinary`), with a length for `String(N)`; each table and column keeps the `info`
+`Uuid`, `LargeBinary`), with a length for `String(N)` and a `numeric: [P, S]` for a `decimal(P, S)`
+(absent otherwise, so older snapshots read unchanged); each table and column keeps the `info`
 the generated tables carry (`info={"loom": {...}}`: origin, field, renamed_from, default ...) and,
 when the model says where it comes from, its `source` (`file:line:column`).
 
@@ -24,6 +25,7 @@ class ColumnSnap(TypedDict):
     name: str
     type: str
     length: int | None
+    numeric: NotRequired[list[int]]  # [precision, scale] of a `decimal(P, S)`
     nullable: bool
     primary_key: bool
     info: dict[str, Any]
@@ -111,16 +113,23 @@ def model_view(snapshot: Snapshot) -> Snapshot:
     return out
 
 
+def numeric_of(column: ColumnSnap) -> tuple[int, int] | None:
+    """(P, S) of a `decimal(P, S)` column, None for any other."""
+    bound = column.get("numeric")
+    return (bound[0], bound[1]) if bound else None
+
+
+def shape_of(column: ColumnSnap) -> tuple[str, int | None, tuple[int, int] | None]:
+    """What a column's type is: its neutral type, length and numeric bound."""
+    return column["type"], column["length"], numeric_of(column)
+
+
 def column_map(table: TableSnap) -> dict[str, ColumnSnap]:
     return {c["name"]: c for c in table["columns"]}
 
 
 def same_columns(a: TableSnap, b: TableSnap) -> bool:
     """Whether two tables hold the same columns, by name, type and nullability (a rename's test)."""
-    shape = [
-        (c["name"], c["type"], c["length"], c["nullable"], c["primary_key"]) for c in a["columns"]
-    ]
-    other = [
-        (c["name"], c["type"], c["length"], c["nullable"], c["primary_key"]) for c in b["columns"]
-    ]
+    shape = [(c["name"], shape_of(c), c["nullable"], c["primary_key"]) for c in a["columns"]]
+    other = [(c["name"], shape_of(c), c["nullable"], c["primary_key"]) for c in b["columns"]]
     return sorted(shape) == sorted(other)

@@ -15,7 +15,14 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from loom.migrate.snapshot import ColumnSnap, IndexSnap, TableSnap, UniqueSnap
+from loom.migrate.snapshot import (
+    ColumnSnap,
+    IndexSnap,
+    TableSnap,
+    UniqueSnap,
+    numeric_of,
+    shape_of,
+)
 
 __all__ = [
     "AddColumn",
@@ -53,15 +60,24 @@ def has_default(column: ColumnSnap) -> bool:
 
 
 def type_text(column: ColumnSnap) -> str:
-    length = column["length"]
+    length, bound = column["length"], numeric_of(column)
+    if bound is not None:
+        return f"{column['type']}({bound[0]}, {bound[1]})"
     return f"{column['type']}({length})" if length is not None else column["type"]
 
 
 def is_widening(old: ColumnSnap, new: ColumnSnap) -> bool:
     """Whether every value of the old type is a value of the new one, unchanged."""
     a, b = old["type"], new["type"]
-    if a == b and old["length"] == new["length"]:
+    if shape_of(old) == shape_of(new):
         return True
+    if a == b == "Decimal":
+        # a decimal(P, S) widens when neither side of the point loses a digit; a plain decimal
+        # narrows to any decimal(P, S) (its stored values may have more digits)
+        was, now = numeric_of(old), numeric_of(new)
+        if now is None:
+            return True
+        return was is not None and now[1] >= was[1] and now[0] - now[1] >= was[0] - was[1]
     if (a, b) == ("Integer", "BigInteger"):
         return True
     if a == "String" and b in ("String", "Text"):
@@ -164,7 +180,7 @@ class AlterColumn(Step):
 
     @property
     def type_changed(self) -> bool:
-        return (self.old["type"], self.old["length"]) != (self.new["type"], self.new["length"])
+        return shape_of(self.old) != shape_of(self.new)
 
     @property
     def nullable_changed(self) -> bool:

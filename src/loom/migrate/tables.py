@@ -32,6 +32,14 @@ NEUTRAL_TYPES = frozenset(
 Locate = Callable[[Mapping[str, Any], Mapping[str, Any] | None], str | None]
 
 
+def numeric_bound(t: TypeEngine[Any]) -> list[int] | None:
+    """[P, S] of a `DecimalText(P, S)` (a `decimal(P, S)` field), None for any other type."""
+    precision, scale = getattr(t, "precision", None), getattr(t, "scale", None)
+    if type(t).__name__ != "DecimalText" or precision is None or scale is None:
+        return None
+    return [precision, scale]
+
+
 def neutral_type(t: TypeEngine[Any]) -> tuple[str, int | None]:
     """The dialect-neutral name of a column type, and its length (`String(N)` only)."""
     name = type(t).__name__
@@ -53,7 +61,7 @@ def _column(
 ) -> ColumnSnap:
     neutral, length = neutral_type(column.type)
     info = loom_info(column.info)
-    return {
+    snap: ColumnSnap = {
         "name": column.name,
         "type": neutral,
         "length": length,
@@ -62,6 +70,10 @@ def _column(
         "info": info,
         "source": locate(table_info, info) if locate and info else None,
     }
+    bound = numeric_bound(column.type)
+    if bound is not None:
+        snap["numeric"] = bound
+    return snap
 
 
 def _table(table: Table, locate: Locate | None) -> TableSnap:

@@ -48,10 +48,21 @@ class PrimitiveType:
 
     name: Primitive
     max_length: int | None = field(default=None, compare=False)
+    # `decimal(P, S)`: like `max_length`, a bound checked where values enter, not part of the type
+    # (see docs/language.md "Decimals"; `loom.lang.check.scales` tracks the scale of expressions)
+    precision: int | None = field(default=None, compare=False)
+    scale: int | None = field(default=None, compare=False)
 
 
 MAX_STRING_LENGTH = 10_485_760
 """The largest N of `string(N)`: PostgreSQL's VARCHAR limit."""
+MAX_DECIMAL_PRECISION = 100
+"""The largest P of `decimal(P, S)`: 50 digits before the point and 50 after it, the bounds of
+every `decimal` (`loom.runtime.decimals`, which the model does not import)."""
+MAX_DECIMAL_SCALE = 50
+ROUNDING_MODES = ("halfEven", "halfUp", "down", "up")
+"""The modes of `round(x, S, mode)`, the default first; `loom.runtime.decimals.ROUNDING_MODES` maps
+each to its rounding (tests/runtime/test_rounding.py checks the two agree)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,6 +254,18 @@ class Now:
 
 
 @dataclass(frozen=True, slots=True)
+class Round:
+    """`round(x, 2)`, `round(x, 2, halfUp)`: `value` with exactly `scale` digits after the point,
+    rounded by `mode` (a name of `loom.runtime.decimals.ROUNDING_MODES`: `halfEven` when none)."""
+
+    value: Expr
+    scale: int
+    mode: str
+    type: Type
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class FunctionCall:
     """A call of a pure `function`.
 
@@ -348,6 +371,7 @@ Expr: TypeAlias = (
     | Construct
     | CurrentUser
     | ApiCall
+    | Round
 )
 
 

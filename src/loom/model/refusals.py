@@ -1,5 +1,5 @@
 """The public text of a refusal: the `rule` and `detail` of the 422 / 403 problem a precondition,
-invariant, state gate, `requires` gate or `string(N)` bound answers when it does not hold.
+invariant, state gate, `requires` gate, `string(N)` or `decimal(P, S)` bound answers when it does not hold.
 
 A client may match on `rule` (it names the declaration and quotes its source), so it is defined
 once, here, whatever emits the check.
@@ -60,3 +60,13 @@ def string_length(owner: str, field: str, bound: int, each: bool) -> Refusal:
     what = "each of its strings is" if each else "it is"
     detail = f"{field}: {what} at most {bound} characters"
     return Refusal("invariant", f"{owner}: {field}: string({bound})", detail)
+
+
+def decimal_bounds(owner: str, field: str, precision: int, scale: int, each: bool) -> Refusal:
+    """The implicit invariant of a `decimal(P, S)` field (`each`: of a list of them)."""
+    what = "each of its numbers has" if each else "it has"
+    detail = (
+        f"{field}: {what} at most {precision - scale} digits before the point and {scale} after "
+        f"it (never rounded: round it in the model with round(x, {scale}))"
+    )
+    return Refusal("invariant", f"{owner}: {field}: decimal({precision}, {scale})", detail)

@@ -86,6 +86,8 @@ def children(node: Node) -> tuple[Node, ...]:
         return (node.left, node.right)
     if isinstance(node, ir.Conditional):
         return (node.condition, node.then, node.otherwise)
+    if isinstance(node, ir.Round):
+        return (node.value,)
     if isinstance(node, ir.FunctionCall):
         return (*_opt(node.receiver), *node.args)
     if isinstance(node, ir.ServiceCall | ir.CurrentUser):

@@ -184,6 +184,8 @@ HTTP
     JsonInt64, JsonBool                     an `int` / `bool` in a JSON body: a JSON integer /
                                             true or false only
     DecimalOut                              a `decimal` on output: a string, never an exponent
+    DecimalIn(P, S), DecimalScaleOut(P, S)  a `decimal(P, S)` on input (refused unless it fits) /
+                                            output (padded to S places)
     WireDecimal, WireText, TEXT_CHECK       a `decimal` / `string` on input (bounds; no NUL or
                                             lone surrogate); `string(N)` is
                                             `Annotated[str, MaxLen(N), TEXT_CHECK]`
@@ -243,6 +245,7 @@ from ._process_model import (
 from ._projections import Rows
 from ._publisher import event_key
 from ._repository import Repository
+from ._scaled import DecimalIn, DecimalScaleOut
 from ._schemas import (
     TEXT_CHECK,
     DecimalOut,
@@ -282,7 +285,9 @@ __all__ = [
     "ConsumerSpec",
     "DatabaseUnavailable",
     "DeadLetter",
+    "DecimalIn",
     "DecimalOut",
+    "DecimalScaleOut",
     "Decision",
     "DomainEvent",
     "DuplicateKey",

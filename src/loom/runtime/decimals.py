@@ -11,7 +11,11 @@ a user's test calling a domain method) instead of depending on the thread's deci
 - `+ - *` and `%` are exact: they run in `ARITHMETIC`, whose precision holds any product of two
   in-bounds values and which traps Inexact, so a result is never rounded.
 - `/` is exact when the quotient has at most `MAX_SCALE` digits after the point; otherwise it is
-  rounded half-even to `MAX_SCALE` digits. That is the only rounding Loom ever does.
+  rounded half-even to `MAX_SCALE` digits. Besides `round(x, S, mode)` (`round_to`), that is the
+  only rounding Loom ever does.
+- A `decimal(P, S)` holds at most P - S digits before the point and S after it (`scale_error`); a
+  value that does not fit is refused where it enters (the wire, an invariant, storage), never
+  rounded, and is held padded to S places (`to_scale`).
 - A result outside the bounds, or a division by zero, raises `ArithmeticRefused` (a 422 problem).
 """
 
@@ -19,7 +23,10 @@ from __future__ import annotations
 
 import re
 from decimal import (
+    ROUND_DOWN,
     ROUND_HALF_EVEN,
+    ROUND_HALF_UP,
+    ROUND_UP,
     Context,
     Decimal,
     DecimalException,
@@ -37,18 +44,23 @@ __all__ = [
     "ARITHMETIC",
     "MAX_INTEGER_DIGITS",
     "MAX_SCALE",
+    "ROUNDING_MODES",
     "ArithmeticRefused",
     "add",
     "bounds_error",
     "canonical",
     "div",
     "fit",
+    "fits",
     "int_rem",
     "mul",
     "neg",
     "parse",
     "rem",
+    "round_to",
+    "scale_error",
     "sub",
+    "to_scale",
 ]
 
 MAX_INTEGER_DIGITS = 50
@@ -232,3 +244,65 @@ def _divide(a: Decimal, b: Decimal) -> Decimal:
             exponent = max(min(ideal, 0), -MAX_SCALE)
     sign = "-" if sa != sb and quotient else ""
     return Decimal(f"{sign}{quotient}E{exponent}")
+
+
+# -- decimal(P, S) and round(x, S, mode) ---------------------------------------------------------
+
+ROUNDING_MODES = {
+    "halfEven": ROUND_HALF_EVEN,
+    "halfUp": ROUND_HALF_UP,
+    "down": ROUND_DOWN,
+    "up": ROUND_UP,
+}
+"""The modes of `round(x, S, mode)`, by their name in the language, first the default: `halfEven`
+(a tie goes to the even digit), `halfUp` (a tie goes away from zero), `down` (toward zero, i.e.
+truncation), `up` (away from zero). The one list of them: the checker reads it too."""
+
+
+def round_to(value: Decimal | int, scale: int, mode: str = "halfEven") -> Decimal:
+    """`round(value, scale, mode)`: `value` with exactly `scale` digits after the point (`0 <=
+    scale <= MAX_SCALE`), rounded by `mode`; ArithmeticRefused when the result does not fit the
+    bounds (`round(99…9.5, 0)` with fifty nines)."""
+    exact = Decimal(value)
+    quantum = Decimal(1).scaleb(-scale)
+    # precision enough for every digit of the result, so quantize rounds only at `scale`
+    digits = max(exact.adjusted() + 1, 0) + scale + 1
+    ctx = Context(prec=digits, rounding=ROUNDING_MODES[mode])
+    return _checked("round", lambda: exact.quantize(quantum, context=ctx))
+
+
+def scale_error(value: Decimal, precision: int, scale: int) -> str | None:
+    """Why `value` is not a `decimal(precision, scale)`, or None when it is one: at most
+    `precision - scale` digits before the point and `scale` after it (trailing zeros after the
+    point do not count: `12.500` is a `decimal(10, 2)`)."""
+    if not value.is_finite():
+        return f"{value} is not a finite number"
+    whole = precision - scale
+    if value and value.adjusted() >= whole:
+        return (
+            f"a decimal({precision}, {scale}) has at most {whole} digits before the point; "
+            f"this one has {value.adjusted() + 1}"
+        )
+    exponent = value.normalize(ARITHMETIC).as_tuple().exponent if value else 0
+    assert isinstance(exponent, int)
+    if -exponent > scale:
+        return (
+            f"a decimal({precision}, {scale}) has at most {scale} digits after the point; this "
+            f"one has {-exponent} (it is never rounded)"
+        )
+    return None
+
+
+def fits(value: Decimal | int, precision: int, scale: int) -> bool:
+    """Whether `value` is a `decimal(precision, scale)` (the implicit invariant of such a field)."""
+    return scale_error(Decimal(value), precision, scale) is None
+
+
+def to_scale(value: Decimal | int, precision: int, scale: int) -> Decimal:
+    """`value` written with exactly `scale` digits after the point (`12.5` as `12.50`): exact, as it
+    fits; ValueError saying why otherwise."""
+    exact = Decimal(value)
+    problem = scale_error(exact, precision, scale)
+    if problem is not None:
+        raise ValueError(problem)
+    return exact.quantize(Decimal(1).scaleb(-scale), context=ARITHMETIC)

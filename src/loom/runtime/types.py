@@ -3,7 +3,9 @@ on SQLite and PostgreSQL.
 
 - `DecimalText`: NUMERIC on PostgreSQL, TEXT (the exact decimal string) on SQLite; never a float.
   A value outside the bounds of a `decimal` (`decimals.MAX_INTEGER_DIGITS`, `MAX_SCALE`) is
-  refused (`ValueNotStorable`), on every engine alike.
+  refused (`ValueNotStorable`), on every engine alike. `DecimalText(P, S)` is a `decimal(P, S)`:
+  NUMERIC(P, S) on PostgreSQL, and on every engine a value that does not fit is refused before it
+  reaches the database (PostgreSQL would round it), one that fits stored padded to S places.
 - `BoundedText(n)`: a `string(n)`, VARCHAR(n); a longer value is refused, never truncated.
 - `UtcDateTime`: TIMESTAMP WITH TIME ZONE on PostgreSQL, a fixed-width ISO-8601 UTC string on
   SQLite (sorts chronologically). Values come back timezone-aware UTC; naive input is taken as UTC.
@@ -84,15 +86,25 @@ class DecimalText(TypeDecorator[Decimal]):
     impl = Text
     cache_ok = True
 
+    def __init__(self, precision: int | None = None, scale: int | None = None) -> None:
+        super().__init__()
+        self.precision = precision
+        self.scale = scale
+
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         if dialect.name == "postgresql":
-            return dialect.type_descriptor(Numeric(asdecimal=True))
+            return dialect.type_descriptor(Numeric(self.precision, self.scale, asdecimal=True))
         return dialect.type_descriptor(Text())
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         if value is None:
             return None
         value = _storable_decimal(value if isinstance(value, Decimal) else _as_decimal(value))
+        if self.precision is not None and self.scale is not None:
+            try:
+                value = decimals.to_scale(value, self.precision, self.scale)
+            except ValueError as exc:
+                raise ValueNotStorable(str(exc)) from None
         if dialect.name == "postgresql":
             return value
         return str(value)

@@ -1,6 +1,6 @@
 """The checks generated code runs where a refusal may happen: `require(...)` for preconditions,
 invariants and state gates (422), `authorize(...)` for `requires` gates (403), and the implicit
-invariants a `string(N)` field puts on its values. Their public text comes from
+invariants a `string(N)` or `decimal(P, S)` field puts on its values. Their public text comes from
 `loom.model.refusals`."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from loom.codegen.python.imports import Imports
 from loom.codegen.python.layout import call, lay
 from loom.codegen.python.literals import py_str
 from loom.model import ir, naming
-from loom.model.refusals import Refusal, string_length
+from loom.model.refusals import Refusal, decimal_bounds, string_length
 
 
 def check(cond: str, refusal: Refusal, imports: Imports, depth: int) -> list[str]:
@@ -31,21 +31,34 @@ def max_length(t: ir.Type) -> int | None:
     return t.max_length if isinstance(t, ir.PrimitiveType) else None
 
 
-def length_checks(
-    owner: str, fields: Sequence[ir.Field | ir.Parameter]
+def bound_checks(
+    owner: str, fields: Sequence[ir.Field | ir.Parameter], imports: Imports | None = None
 ) -> list[tuple[str, Refusal]]:
-    """(condition, refusal) of each `string(N)` field: an implicit invariant of its aggregate, value
-    object or event, so an operation assigning a longer string is refused (422)."""
+    """(condition, refusal) of each `string(N)` and `decimal(P, S)` field: an implicit invariant of
+    its aggregate, value object or event, so an operation assigning a longer string, or a number
+    with more digits than the field holds, is refused (422; never truncated or rounded). `imports`
+    takes what the conditions use (none when only their presence matters)."""
     checks = []
     for f in fields:
-        n = max_length(f.type)
-        if n is None:
-            continue
         attr = f"self.{naming.ident(f.name)}"
         inner = f.type.inner if isinstance(f.type, ir.OptionalType) else f.type
         each = isinstance(inner, ir.ListType)
-        cond = f"all(len(v) <= {n} for v in {attr})" if each else f"len({attr}) <= {n}"
+        element = inner.element if isinstance(inner, ir.ListType) else inner
+        n = max_length(f.type)
+        # the condition on one value, `{}` where the value goes
+        if n is not None:
+            test, refusal = f"len({{}}) <= {n}", string_length(owner, f.name, n, each)
+        elif isinstance(element, ir.PrimitiveType) and element.precision is not None:
+            p, s = element.precision, element.scale
+            assert s is not None
+            if imports is not None:
+                imports.add("loom.runtime", "decimals")
+            test = f"decimals.fits({{}}, {p}, {s})"
+            refusal = decimal_bounds(owner, f.name, p, s, each)
+        else:
+            continue
+        cond = f"all({test.format('v')} for v in {attr})" if each else test.format(attr)
         if isinstance(f.type, ir.OptionalType):
             cond = f"{attr} is None or {cond}"
-        checks.append((cond, string_length(owner, f.name, n, each)))
+        checks.append((cond, refusal))
     return checks

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from loom.codegen.python.checks import check, length_checks
+from loom.codegen.python.checks import bound_checks, check
 from loom.codegen.python.expressions import Scope, render, render_as
 from loom.codegen.python.imports import Imports
 from loom.codegen.python.keyed import Keyed, key_of, keyed, keyed_fields, state_class
@@ -90,7 +90,7 @@ def _event(event: ir.Event, types: TypeNames, imports: Imports) -> list[str]:
             lines += lay(Group(f"{name}: {annotation.head}", annotation.items, "]" + tail), 1)
         else:
             lines += lay(f"{name}: {annotation}{tail}", 1)
-    lengths = length_checks(event.name, event.fields)
+    lengths = bound_checks(event.name, event.fields, imports)
     if lengths:  # an event raised with a longer string is refused where it is raised
         lines += ["", "    def __post_init__(self) -> None:"]
         lines.append(f"        {docstring(f'the string lengths of event {event.name}')}")
@@ -134,7 +134,7 @@ def _record(rec: ir.ValueObject | ir.Payload, types: TypeNames, imports: Imports
         annotation = f"    {naming.ident(f.name)}: {types.render(f.type)}"
         line = annotation if default is None else f"{annotation} = {default}"
         lines += lay(line.removeprefix("    "), 1)
-    lengths = length_checks(rec.name, rec.fields) if isinstance(rec, ir.ValueObject) else []
+    lengths = bound_checks(rec.name, rec.fields, imports) if isinstance(rec, ir.ValueObject) else []
     if isinstance(rec, ir.ValueObject) and (rec.invariants or lengths):
         lines += [
             "",
@@ -233,7 +233,7 @@ def _aggregate(
         line = annotation if default is None else f"{annotation} = {default}"
         lines += lay(line.removeprefix("    "), 1)
 
-    has_invariants = bool(agg.invariants or length_checks(agg.name, agg.fields))
+    has_invariants = bool(agg.invariants or bound_checks(agg.name, agg.fields))
     methods: list[list[str]] = [_create(info, context, agg, types, imports, has_invariants)]
     for d in agg.derived:
         methods.append(_derived(d, types, scope))
@@ -386,7 +386,7 @@ def _invariants(agg: ir.Aggregate, scope: Scope) -> list[str]:
     for inv in agg.invariants:
         lines.append(f"        # invariant {one_line(inv.condition.text)} ({where(inv.origin)})")
         lines += check(render(inv.condition, scope), invariant(agg.name, inv), scope.imports, 2)
-    for cond, refusal in length_checks(agg.name, agg.fields):
+    for cond, refusal in bound_checks(agg.name, agg.fields, scope.imports):
         lines += check(cond, refusal, scope.imports, 2)
     return lines
 

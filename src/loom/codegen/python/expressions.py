@@ -194,6 +194,10 @@ def _render(expr: ir.Expr, scope: Scope) -> tuple[str, int]:
     if isinstance(expr, ir.Now):
         scope.imports.add("loom.runtime", "now")
         return "now()", ATOM
+    if isinstance(expr, ir.Round):
+        scope.imports.add("loom.runtime", "decimals")
+        value = render(expr.value, scope)
+        return f"decimals.round_to({value}, {expr.scale}, {py_str(expr.mode)})", ATOM
     if isinstance(expr, ir.FunctionCall):
         if expr.owner == "workflow":
             key = ("workflow", expr.workflow or "", expr.function)

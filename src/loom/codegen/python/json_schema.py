@@ -8,6 +8,7 @@ against events encoded by `loom.runtime._codec.encode`.
     int                 {"type": "integer", "format": "int64"}   (OpenAPI: the same range as
                                                                  minimum / maximum)
     decimal             {"type": "string"}                       exact, never a JSON number
+    decimal(P, S)       {"type": "string", "pattern": …, "x-loom-decimal": {P, S}}  (wire_decimals)
     bool                {"type": "boolean"}
     datetime            {"type": "string", "format": "date-time"}   ISO 8601
     date                {"type": "string", "format": "date"}
@@ -28,6 +29,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from loom.model import ir
+from loom.model.wire_decimals import decimal_schema
 
 REF_PREFIX = "#/components/schemas/"
 
@@ -56,6 +58,8 @@ class Schemas:
 
     def of(self, t: ir.Type) -> dict[str, Any]:
         """The schema of a field of type `t`."""
+        if isinstance(t, ir.PrimitiveType) and t.precision is not None and t.scale is not None:
+            return decimal_schema(t.precision, t.scale)
         if isinstance(t, ir.PrimitiveType):
             schema = dict(_PRIMITIVES[t.name])
             if t.max_length is not None:

@@ -55,6 +55,9 @@ def _column_type(t: ir.Type, imports: Imports) -> str:
     if isinstance(t, ir.PrimitiveType) and t.max_length is not None:
         imports.add("loom.runtime.types", "BoundedText")
         return f"BoundedText({t.max_length})"
+    if isinstance(t, ir.PrimitiveType) and t.precision is not None:
+        imports.add("loom.runtime.types", "DecimalText")
+        return f"DecimalText({t.precision}, {t.scale})"
     if isinstance(t, ir.PrimitiveType):
         kind = {
             "string": ("sqlalchemy", "String"),

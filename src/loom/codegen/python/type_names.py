@@ -92,6 +92,8 @@ class TypeNames:
                 self.imports.add("annotated_types", "MaxLen")
                 self.imports.add("loom.runtime", "TEXT_CHECK")
                 return f"Annotated[str, MaxLen({t.max_length}), TEXT_CHECK]"
+            if t.precision is not None and self.mode != "domain":
+                return self._scaled(t)
             return self._primitive(t.name)
         if isinstance(t, ir.IdType):
             return self.id_name(t.context, t.aggregate)
@@ -112,6 +114,18 @@ class TypeNames:
         if isinstance(t, ir.VoidType):
             return "None"
         raise TypeError(f"unknown type {t!r}")
+
+    def _scaled(self, t: ir.PrimitiveType) -> str:
+        """A `decimal(P, S)` on the wire (`loom.runtime._scaled`): refused unless it fits on input,
+        padded to S places on output."""
+        self.imports.add("typing", "Annotated")
+        bound = f"{t.precision}, {t.scale}"
+        if self.mode in ("input", "query"):
+            self.imports.add("loom.runtime", "DecimalIn")
+            return f"Annotated[{self._primitive('decimal')}, DecimalIn({bound})]"
+        self.imports.add("loom.runtime", "DecimalScaleOut")
+        self.imports.add("decimal", "Decimal")
+        return f"Annotated[Decimal, DecimalScaleOut({bound})]"
 
     def _primitive(self, name: str) -> str:
         wire = self.mode in ("input", "query")

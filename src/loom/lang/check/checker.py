@@ -12,6 +12,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
+from loom.lang.check import scales
 from loom.lang.check.facts import Facts
 from loom.lang.check.scope import Binding, Scope
 from loom.lang.diagnostics import Sink, Span
@@ -67,9 +68,11 @@ class Checker(ABC):
         secondary: list[tuple[Span, str]] | None = None,
         help: str | None = None,
     ) -> bool:
-        """Report `loom.type-mismatch` unless a value of x's type fits `target`. True when it fits."""
+        """Report `loom.type-mismatch` unless a value of x's type fits `target`, or
+        `loom.decimal-scale-exceeded` when it has more digits after the point than the
+        `decimal(P, S)` `target` holds. True when it fits."""
         if assignable(x.type, target):
-            return True
+            return scales.check_scale(self.sink, x, node.span, target)
         if help is None and x.type == ir.DECIMAL and target == ir.INT:
             help = "a `decimal` never narrows to `int` implicitly; change the target's type to `decimal`"
         self.report(

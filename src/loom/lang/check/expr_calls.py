@@ -5,7 +5,7 @@ and the refused forms (operations as values, repository calls inside an aggregat
 
 from __future__ import annotations
 
-from loom.lang.check import factories, principal, workflows
+from loom.lang.check import factories, principal, rounding, workflows
 from loom.lang.check.checker import Checker
 from loom.lang.check.scope import Scope
 from loom.lang.diagnostics import did_you_mean
@@ -78,6 +78,8 @@ class CallTyping(Checker):
                 help="use a literal, an enum member or `now()`; or make the value a `derived`",
             )
             return self.poison(e)
+        if n == "round" and n not in fns:
+            return rounding.round_call(self, e, scope, text)
         if n == "now" and n not in fns:
             if e.args:
                 self.report(

@@ -6,6 +6,7 @@ A type that does not resolve gets a diagnostic and the ERROR type, so each mista
 from __future__ import annotations
 
 from loom.lang.diagnostics import Sink, did_you_mean
+from loom.lang.names.decimal_type import decimal_type
 from loom.lang.names.symbols import PAYLOAD_SCOPE, ContextSymbols, Program, article, kind_of
 from loom.lang.syntax import ast
 from loom.lang.types import ERROR, AnyType, storable
@@ -170,6 +171,8 @@ def _declared_elsewhere(syms: ContextSymbols, t: ast.TypeRef, prog: Program | No
 def _sized(base: AnyType, t: ast.TypeRef, sink: Sink) -> AnyType | None:
     """`string(N)`: a string of at most N characters. No other type takes an argument."""
     assert t.args is not None and t.args_span is not None
+    if base == ir.DECIMAL and not t.is_id and t.qualifier is None:
+        return decimal_type(t, sink)
     if base != ir.STRING or t.is_id or t.qualifier is not None:
         sink.report(
             "loom.unexpected-type-argument",
@@ -177,7 +180,8 @@ def _sized(base: AnyType, t: ast.TypeRef, sink: Sink) -> AnyType | None:
             t.args_span,
             "an argument of a type that takes none",
             secondary=[(t.name_span, f"`{t.name}` is not `string`")],
-            help="only `string(N)` takes one, its maximum length; write the type on its own, "
+            help="only `string(N)` (its maximum length) and `decimal(P, S)` (its precision and "
+            "scale) take arguments; write the type on its own, "
             f"`{t.name}`",
         )
         return None
