@@ -109,6 +109,10 @@ class Scheduler:
         self._next: datetime | None = None  # the earliest `expect`ed instant not yet seen
         self._sleeping_until: datetime | None = None
         self._rechecked: datetime | None = None
+        # run_due's fixpoint: whether a round armed something already due, or claimed a full
+        # batch (more may wait); otherwise a round that ran something needs no second look
+        self._made_due = False
+        self._full = False
 
     @property
     def running(self) -> bool:
@@ -117,6 +121,8 @@ class Scheduler:
     def expect(self, at: datetime) -> None:
         """A timeout of this service is due `at`: wake up by then (at once if it already is).
         Cheap when the loop would wake by then anyway: nothing happens."""
+        if at <= clock.now():
+            self._made_due = True
         if self._next is not None and self._next <= at:
             return
         self._next = at
@@ -174,11 +180,12 @@ class Scheduler:
         round finds nothing; answers how many ran. (Tests, and `VirtualClock.advance`.)"""
         total = 0
         while True:
+            self._made_due = False
             async with self._lock:
                 ran = await self._round()
-            if not ran:
-                return total
             total += ran
+            if not ran or not (self._made_due or self._full):
+                return total
 
     async def fire_now(self, job_id: Any) -> str | None:
         """Fire one armed timeout now, due or not (an operator's `POST /api/admin/timers/{id}/fire`):
@@ -257,6 +264,7 @@ class Scheduler:
             return 0  # no timer tables to look at
         ran = 0
         rows, until = await self._claim()
+        self._full = len(rows) >= self.batch_size
         for i, row in enumerate(rows):
             if clock.now() >= until:  # never fire on an expired lease: release the rest
                 await self._release([r.job_id for r in rows[i:]])

@@ -30,9 +30,8 @@ from pydantic import BaseModel
 from sqlalchemy import bindparam, func, select, update
 
 from . import clock
-from ._auth import require_admin
+from ._admin import admin_routes, problems
 from ._errors import ConcurrencyConflict, NotFound
-from ._problems import PROBLEM_RESPONSES
 from ._process_tables import ARMED, ticks, timers
 from ._schemas import Page, PageLimit, PageOffset
 from ._service import Service
@@ -165,14 +164,12 @@ async def make_due(service: Service, id: str) -> str | None:
 
 def timers_router(route_class: Any, get_service: Callable[..., Service]) -> APIRouter:
     """The timer routes; `get_service` is the app's service dependency."""
-    router = APIRouter(
-        route_class=route_class, tags=["admin"], dependencies=[Depends(require_admin)]
-    )
+    router = admin_routes(route_class)
 
     @router.get(
         "/api/admin/timers",
         response_model=Page[TimerItem],
-        responses={k: v for k, v in PROBLEM_RESPONSES.items() if k in (401, 403, 422, 500)},
+        responses=problems(401, 403, 422, 500),
     )
     async def list_timers(
         limit: PageLimit = 50,
@@ -187,7 +184,7 @@ def timers_router(route_class: Any, get_service: Callable[..., Service]) -> APIR
     @router.post(
         "/api/admin/timers/{id}/fire",
         response_model=FiredOut,
-        responses={k: v for k, v in PROBLEM_RESPONSES.items() if k in (401, 403, 404, 409, 422, 500)},
+        responses=problems(401, 403, 404, 409, 422, 500),
     )
     async def fire_timer(id: str, service: Service = Depends(get_service)) -> FiredOut:
         """Fire a pending timeout (its job id) or a context timer (its name) now, once, in this
