@@ -16,17 +16,24 @@ from loom import commands, serve
 from loom.build import (
     safe_url,
 )
+from loom.cli_options import (
+    ContextsOption,
+    DatabaseUrl,
+    DeployableOption,
+    ModelOrDir,
+    service_database_url,
+)
 from loom.commands import Color, Format
 from loom.commands import compile_model as _compile
-from loom.dead_letters import dead_page, default_url, on_outbox, redrive
+from loom.dead_letters import dead_page, on_outbox, redrive
 from loom.migrate.cli import migrate_app
 from loom.run_options import (
     OptionError,
     declared_deployables,
-    held_for,
     parse_brokers,
 )
 from loom.serve import RunOptions
+from loom.timers_cli import timers_app
 from loom.up import UpError, nats_sources, plan
 from loom.up import up as start_up
 
@@ -328,28 +335,7 @@ dead_app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(dead_app, name="dead-letters")
-
-ModelOrDir = Annotated[
-    Path | None,
-    typer.Argument(
-        help="The model (or its folder): its database is the one `loom run` uses, a SQLite file "
-        "beside the model. Default: the current folder.",
-        show_default=False,
-    ),
-]
-DatabaseUrl = Annotated[
-    str | None, typer.Option(help="The service's database instead of the model's default one.")
-]
-DeployableOption = Annotated[
-    str | None,
-    typer.Option(
-        "--deployable", help="A deployable's default database (<deployable>.db beside the model)."
-    ),
-]
-ContextsOption = Annotated[
-    str | None,
-    typer.Option("--contexts", help="The default database of `loom run --contexts` with these."),
-]
+app.add_typer(timers_app, name="timers")
 
 
 class DeadKind(str, enum.Enum):
@@ -379,7 +365,7 @@ def dead_letters_list(
     import asyncio  # here, not at the top: `loom check` and `loom build` never load it (start-up)
     import json
 
-    url = _dead_letters_url(model, database_url, contexts, deployable)
+    url = service_database_url(model, database_url, contexts, deployable)
     wanted = None if kind is None else kind.value
     try:
         page = asyncio.run(on_outbox(url, lambda svc: dead_page(svc, limit, offset, wanted)))
@@ -448,7 +434,7 @@ def dead_letters_redrive(
             _fail("EVENT_ID must be a UUID (as `loom dead-letters list` shows it)")
     if len(rest) > 1:
         _fail(f"unexpected argument(s): {' '.join(rest[1:])}")
-    url = _dead_letters_url(Path(rest[0]) if rest else None, database_url, contexts, deployable)
+    url = service_database_url(Path(rest[0]) if rest else None, database_url, contexts, deployable)
     try:
         wanted = None if kind is None else kind.value
         count = asyncio.run(on_outbox(url, lambda svc: redrive(svc, event_id, wanted)))
@@ -463,18 +449,6 @@ def dead_letters_redrive(
     else:
         typer.echo(f"error: no dead letter has the event id {event_id}", err=True)
         raise typer.Exit(1)
-
-
-def _dead_letters_url(
-    model: Path | None, database_url: str | None, contexts: str | None, deployable: str | None
-) -> str:
-    """The explicit URL, else the SQLite file `loom run` keeps beside the model for the service
-    named (the whole model by default)."""
-    try:
-        held = held_for(contexts, deployable)
-        return database_url or default_url(model, held)
-    except OptionError as exc:
-        _fail(str(exc))
 
 
 def main() -> None:

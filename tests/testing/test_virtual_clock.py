@@ -3,6 +3,7 @@ on SQLite and PostgreSQL, for hand-written processes."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import ClassVar, TypeGuard
@@ -94,3 +95,53 @@ async def test_a_clock_without_processes_just_moves(service: Service) -> None:
 def test_start_must_be_aware() -> None:
     with pytest.raises(ValueError, match="timezone-aware"):
         VirtualClock(start=datetime(2030, 1, 1))
+
+
+async def test_34_days_of_an_hourly_timer_fire_in_order(service: Service) -> None:
+    """Every tick of an hourly timer over 34 virtual days runs at its instant, in order, with a
+    daily timeout among them whose handler arms a follow-up due at once (fired at the same
+    instant, before time moves on). The clock goes from one due instant to the next (see
+    docs/processes.md, "A whole service"); the wall time is printed, not asserted."""
+    ran: list[tuple[str, datetime]] = []
+
+    def daily(current: dict[str, int] | None) -> Decision[dict[str, int]]:
+        sent = 0 if current is None else current["sent"] + 1
+        return Decision(
+            {"sent": sent},
+            timeouts=[
+                Timeout("daily", after=timedelta(days=1)),
+                Timeout("follow", after=timedelta()),
+            ],
+        )
+
+    async def on_timeout(due: TimeoutDue, work: Work) -> None:
+        ran.append((due.name, now()))
+        if due.name == "daily":
+            await service.processes.timeout(Reminders, due, daily, work=work)
+
+    async def hourly(tick: Tick, work: Work) -> None:
+        assert tick.scheduled_at == now() and tick.coalesced == 1
+        ran.append(("hourly", now()))
+
+    service.timeouts.register(Reminders.name, on_timeout)
+    service.recurring.register("Kit.hourly", timedelta(hours=1), hourly)
+    with VirtualClock(service, start=START) as virtual:
+        await service.create_schema()
+        await service.processes.run(Reminders, "r", daily)
+        await virtual.run_due()  # the first follow-up, due at once
+        started = time.perf_counter()
+        fired = await virtual.advance(timedelta(days=34))
+        wall = time.perf_counter() - started
+    hours, days = 34 * 24, 34
+    assert fired == hours + 2 * days
+    expected = [("follow", START)]
+    for h in range(1, hours + 1):
+        at = START + timedelta(hours=h)
+        if h % 24 == 0:  # the day's timeout and its follow-up, at the tick's instant
+            expected += [("daily", at), ("follow", at)]
+        expected.append(("hourly", at))
+    assert sorted(ran[1:], key=lambda r: r[1]) == ran[1:]
+    assert sorted(ran, key=lambda r: (r[1], r[0] == "hourly")) == sorted(
+        expected, key=lambda r: (r[1], r[0] == "hourly")
+    )
+    print(f"34 virtual days, {fired} timeouts and ticks: {wall:.2f} s of wall time")

@@ -93,17 +93,25 @@ async def redrive(service: Service, id: UUID) -> bool:
     return bool(service.uses_processes and await service.timers.redrive(id))
 
 
+def admin_routes(route_class: Any) -> APIRouter:
+    """A router of admin routes (tag "admin")."""
+    # With authentication configured, every admin route needs the role `admin` (401 / 403).
+    return APIRouter(route_class=route_class, tags=["admin"], dependencies=[Depends(require_admin)])
+
+
+def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The documented problem answers of a route."""
+    return {k: v for k, v in PROBLEM_RESPONSES.items() if k in statuses}
+
+
 def admin_router(route_class: Any, get_service: Callable[..., Service]) -> APIRouter:
     """The dead-letter routes; `get_service` is the app's service dependency."""
-    # With authentication configured, every admin route needs the role `admin` (401 / 403).
-    router = APIRouter(
-        route_class=route_class, tags=["admin"], dependencies=[Depends(require_admin)]
-    )
+    router = admin_routes(route_class)
 
     @router.get(
         "/api/admin/dead-letters",
         response_model=Page[DeadItem],
-        responses={k: v for k, v in PROBLEM_RESPONSES.items() if k in (401, 403, 422, 500)},
+        responses=problems(401, 403, 422, 500),
     )
     async def list_dead_letters(
         limit: PageLimit = 50,
@@ -120,7 +128,7 @@ def admin_router(route_class: Any, get_service: Callable[..., Service]) -> APIRo
         "/api/admin/dead-letters/{id}/redrive",
         status_code=204,
         response_class=Response,
-        responses={k: v for k, v in PROBLEM_RESPONSES.items() if k in (401, 403, 404, 422, 500)},
+        responses=problems(401, 403, 404, 422, 500),
     )
     async def redrive_dead_letter(id: UUID, service: Service = Depends(get_service)) -> None:
         """Put a dead letter back in the queue (an event's id, or a timeout's job id): it is

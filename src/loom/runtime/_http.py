@@ -39,6 +39,7 @@ from ._problems import install_problem_handlers, problem_for
 from ._relay import resolve_relay_options
 from ._schemas import Problem
 from ._service import Service
+from ._timer_admin import timers_router
 from ._transport import Transport
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./loom.db"
@@ -172,7 +173,8 @@ def create_app(
     `dead_letter_routes` says so).
 
     Processes (docs/processes.md): `processes=True` creates the process, timer and tick tables
-    and mounts the dead-letter routes (dead timeouts are listed there too). The scheduler, which
+    and mounts the dead-letter routes (dead timeouts are listed there too) and the timer routes
+    (`GET /api/admin/timers`, `POST /api/admin/timers/{id}/fire`). The scheduler, which
     fires due timeouts and context-timer ticks, runs when the service uses processes (or
     registered a timeout handler or a context timer in `subscribe`), unless `scheduler=False` or
     LOOM_SCHEDULER=off; `scheduler_options` go to `Scheduler`.
@@ -279,6 +281,8 @@ def create_app(
     app.state.loom_auth = authenticator
     if dead_letter_routes if dead_letter_routes is not None else bool(channels) or processes:
         app.include_router(admin_router(LoomRoute, get_service))
+    if processes:
+        app.include_router(timers_router(LoomRoute, get_service))
     install_problem_handlers(app)
     app.add_middleware(
         EdgeMiddleware,

@@ -41,6 +41,7 @@ k = ticks.c
 _DUE = select(k.name, k.next_at).where(
     k.name.in_(bindparam("names", expanding=True)), k.next_at <= bindparam("now")
 )
+_NEXT = select(k.next_at).where(k.name == bindparam("tick"))
 _CLAIM = (
     update(ticks)
     .where(k.name == bindparam("tick"), k.next_at == bindparam("seen"))
@@ -130,6 +131,22 @@ class TickRunner:
                 await self._run(timer, Tick(timer.name, row.next_at, missed))
         return ran
 
+    async def fire_now(self, name: str) -> str | None:
+        """Run one context timer's tick now (an operator's `POST /api/admin/timers/{name}/fire`),
+        claimed like a due tick, so it runs once even when a scheduler claims the same tick; its
+        next tick then comes `every` from now. "fired", "failed", "busy" (another claim won), or
+        None (no such timer)."""
+        timer = self._service.recurring.get(name)
+        if timer is None:
+            return None
+        await self.ensure_rows()
+        now = clock.now()
+        async with self._service.engine.connect() as conn:
+            seen = (await conn.execute(_NEXT, {"tick": name})).scalar()
+        if seen is None or not await self._claim(timer, seen, now):
+            return "busy"
+        return await self._run(timer, Tick(timer.name, now, 1))
+
     async def _claim(self, timer: Timer, seen: datetime, now: datetime) -> bool:
         params = {"tick": timer.name, "seen": seen, "next": now + timer.every, "now": now}
         async with guarded_work(self._service) as work:
@@ -137,7 +154,7 @@ class TickRunner:
             result = await conn.execute(_CLAIM, params)
         return bool(result.rowcount == 1)
 
-    async def _run(self, timer: Timer, tick: Tick) -> None:
+    async def _run(self, timer: Timer, tick: Tick) -> str:
         correlation = str(new_id())
         fields: dict[str, Any] = {
             "correlation_id": correlation,
@@ -152,5 +169,6 @@ class TickRunner:
         except Exception as exc:  # noqa: BLE001 - the next tick comes at its time
             error = f"{type(exc).__name__}: {exc}"
             log_fact("tick_failed", logging.ERROR, {**fields, "error": error})
-            return
+            return "failed"
         log_fact("tick_run", logging.INFO, fields)
+        return "fired"

@@ -147,16 +147,18 @@ class Relay:
         listener, self._listener = self._listener, None
         await stop_loop(task, listener, timeout)
 
-    async def settle(self) -> None:
-        """Run rounds until one claims nothing."""
+    async def settle(self) -> int:
+        """Run rounds until one claims nothing; answers how many rows were delivered."""
+        total = 0
         while True:
             try:
                 async with self._lock:
                     claimed = await self._round(in_loop=False)
             except _Crash:
-                return
+                return total
             if not claimed:
-                return
+                return total
+            total += claimed
 
     # -- the loop ---------------------------------------------------------------------------
     async def _run(self) -> None:

@@ -36,10 +36,11 @@ import logging
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import bindparam, delete, select
+from sqlalchemy import bindparam, delete, or_, select, update
 
 from . import clock
 from ._claimant import claimant_name, failure_pause, guarded_work, stop_loop
+from ._ids import new_id
 from ._lease import MAX_ERROR
 from ._listen import Listener
 from ._logs import log_fact, use_correlation_id
@@ -56,6 +57,19 @@ t = timers.c
 _STILL_MINE = select(t.job_id).where(timer_queue.held_one, t.status == ARMED)
 _CONSUME = delete(timers).where(t.job_id == bindparam("id"))
 _RECHECK = 0.02  # s: a second look at an expected timeout the first claim did not find
+# an operator's "fire this one now": the lease of one armed timeout, due or not, that no live
+# lease holds (so it and a scheduler's claim exclude each other, as two schedulers' claims do)
+_CLAIM_ONE = (
+    update(timers)
+    .where(
+        t.job_id == bindparam("id"),
+        t.status == ARMED,
+        or_(t.claimed_until.is_(None), t.claimed_until <= bindparam("now")),
+    )
+    .values(claimed_by=bindparam("me"), claimed_until=bindparam("until"))
+    .returning(t.job_id, t.process, t.key, t.name, t.due_at, t.attempts, t.correlation_id)
+)
+_ARMED = select(t.job_id).where(t.job_id == bindparam("id"), t.status == ARMED)
 
 
 class Scheduler:
@@ -95,6 +109,10 @@ class Scheduler:
         self._next: datetime | None = None  # the earliest `expect`ed instant not yet seen
         self._sleeping_until: datetime | None = None
         self._rechecked: datetime | None = None
+        # run_due's fixpoint: whether a round armed something already due, or claimed a full
+        # batch (more may wait); otherwise a round that ran something needs no second look
+        self._made_due = False
+        self._full = False
 
     @property
     def running(self) -> bool:
@@ -103,6 +121,8 @@ class Scheduler:
     def expect(self, at: datetime) -> None:
         """A timeout of this service is due `at`: wake up by then (at once if it already is).
         Cheap when the loop would wake by then anyway: nothing happens."""
+        if at <= clock.now():
+            self._made_due = True
         if self._next is not None and self._next <= at:
             return
         self._next = at
@@ -160,11 +180,29 @@ class Scheduler:
         round finds nothing; answers how many ran. (Tests, and `VirtualClock.advance`.)"""
         total = 0
         while True:
+            self._made_due = False
             async with self._lock:
                 ran = await self._round()
-            if not ran:
-                return total
             total += ran
+            if not ran or not (self._made_due or self._full):
+                return total
+
+    async def fire_now(self, job_id: Any) -> str | None:
+        """Fire one armed timeout now, due or not (an operator's `POST /api/admin/timers/{id}/fire`):
+        "fired", "failed" (retried later, as any failed attempt), "stale" (disarmed meanwhile),
+        "busy" (a scheduler holds it right now: it is being fired), or None (no armed timeout
+        has this job id)."""
+        service = self._service
+        now = clock.now()
+        me = f"{self.name}/fire-{new_id()}"
+        params = {"id": job_id, "now": now, "me": me, "until": now + self.lease}
+        async with guarded_work(service) as work:
+            conn = await work.connection()
+            row = (await conn.execute(_CLAIM_ONE, params)).first()
+            if row is None:
+                armed = (await conn.execute(_ARMED, params)).first()
+                return None if armed is None else "busy"
+        return await self._fire(row, me)
 
     async def next_due(self) -> datetime | None:
         """The earliest instant a timeout or a tick of this service becomes due."""
@@ -226,6 +264,7 @@ class Scheduler:
             return 0  # no timer tables to look at
         ran = 0
         rows, until = await self._claim()
+        self._full = len(rows) >= self.batch_size
         for i, row in enumerate(rows):
             if clock.now() >= until:  # never fire on an expired lease: release the rest
                 await self._release([r.job_id for r in rows[i:]])
@@ -253,7 +292,9 @@ class Scheduler:
             conn = await work.connection()
             await conn.execute(timer_queue.release, {"ids": ids, "me": self.name})
 
-    async def _fire(self, row: Any) -> None:
+    async def _fire(self, row: Any, me: str | None = None) -> str:
+        """Run the handler of a timeout claimed by `me` (default: this scheduler); answers
+        "fired", "stale" or "failed"."""
         service = self._service
         due = TimeoutDue(
             process=row.process,
@@ -268,31 +309,38 @@ class Scheduler:
         registered = service.timeouts.get(row.process)
         if registered is None:
             error = f"no timeout handler is registered for process {row.process}"
-            await self._failed(due, fields, error, 1, None)
-            return
-        params = {"id": row.job_id, "me": self.name}
+            await self._failed(due, fields, error, 1, None, me)
+            return "failed"
+        params = {"id": row.job_id, "me": me or self.name}
         try:
             with use_correlation_id(due.correlation_id), use_principal(SYSTEM):
                 async with service.transaction() as work:
                     conn = await work.connection()
                     if (await conn.execute(_STILL_MINE, params)).first() is None:
                         log_fact("timeout_stale", logging.INFO, fields)
-                        return
+                        return "stale"
                     await registered.handler(due, work)
                     await conn.execute(_CONSUME, params)
         except Exception as exc:  # noqa: BLE001 - retried, then dead-lettered
             error = f"{type(exc).__name__}: {exc}"
-            await self._failed(due, fields, error, registered.max_attempts, registered.backoff)
-            return
+            await self._failed(due, fields, error, registered.max_attempts, registered.backoff, me)
+            return "failed"
         log_fact("timeout_fired", logging.INFO, fields)
+        return "fired"
 
     async def _failed(
-        self, due: TimeoutDue, fields: dict[str, Any], error: str, max_attempts: int, backoff: Any
+        self,
+        due: TimeoutDue,
+        fields: dict[str, Any],
+        error: str,
+        max_attempts: int,
+        backoff: Any,
+        me: str | None = None,
     ) -> None:
         error = error[:MAX_ERROR]
         params: dict[str, Any] = {
             "id": due.job_id,
-            "me": self.name,
+            "me": me or self.name,
             "attempts": due.attempt,
             "error": error,
         }

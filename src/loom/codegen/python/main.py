@@ -74,6 +74,10 @@ def emit_main(
     if channels:
         blocks.append(_channels(info, channels, imports))
         args += ["channels=CHANNELS", "event_types=EVENT_TYPES"]
+    if _keeps_timers(info):
+        # known before the lifespan registers the handlers: it mounts the dead-letter routes,
+        # where dead timeouts are listed, and the timer routes
+        args.append("processes=True")
     resources = api_resources(info, imports)
     if resources:
         blocks.append(
@@ -110,6 +114,11 @@ def emit_main(
         info.all_files(), "The app factory: `uvicorn --factory <package>.main:build_app`."
     )
     return module_text(head, imports, [*blocks, lines])
+
+
+def _keeps_timers(info: ModelInfo) -> bool:
+    """Whether the service arms timeouts or runs context timers (its timer rows can die)."""
+    return any(c.timers or any(wf.timeouts for wf in c.workflows) for c in info.held())
 
 
 def _duration(ms: int) -> str:

@@ -99,5 +99,6 @@ def build_app(database_url: str | None = None) -> FastAPI:
         model_revision=MODEL_REVISION,
         channels=CHANNELS,
         event_types=EVENT_TYPES,
+        processes=True,
         subscribe=subscribe,
     )

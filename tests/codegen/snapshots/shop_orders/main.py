@@ -159,5 +159,6 @@ def build_app(database_url: str | None = None) -> FastAPI:
         contexts=CONTEXTS,
         channels=CHANNELS,
         event_types=EVENT_TYPES,
+        processes=True,
         subscribe=subscribe,
     )

@@ -1,0 +1,51 @@
+"""The options the commands on a service's database share (`loom dead-letters`, `loom timers`):
+which database, named by the model beside it or by URL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+
+from loom.dead_letters import default_url
+from loom.run_options import OptionError, held_for
+
+ModelOrDir = Annotated[
+    Path | None,
+    typer.Argument(
+        help="The model (or its folder): its database is the one `loom run` uses, a SQLite file "
+        "beside the model. Default: the current folder.",
+        show_default=False,
+    ),
+]
+DatabaseUrl = Annotated[
+    str | None, typer.Option(help="The service's database instead of the model's default one.")
+]
+DeployableOption = Annotated[
+    str | None,
+    typer.Option(
+        "--deployable", help="A deployable's default database (<deployable>.db beside the model)."
+    ),
+]
+ContextsOption = Annotated[
+    str | None,
+    typer.Option("--contexts", help="The default database of `loom run --contexts` with these."),
+]
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def service_database_url(
+    model: Path | None, database_url: str | None, contexts: str | None, deployable: str | None
+) -> str:
+    """The explicit URL, else the SQLite file `loom run` keeps beside the model for the service
+    named (the whole model by default)."""
+    try:
+        held = held_for(contexts, deployable)
+        return database_url or default_url(model, held)
+    except OptionError as exc:
+        fail(str(exc))

@@ -1,0 +1,121 @@
+"""`loom timers list|fire`: the pending timeouts and context timers of a service's database, and
+making one due now, for operators and manual tests (docs/processes.md, "Timers for operators").
+
+Like `loom dead-letters`, it works on the tables (no model, no handlers): `fire` makes the timeout
+(or the context timer's next tick) due now, and the running service's scheduler fires it, once,
+as it fires any due timer (announced on PostgreSQL, so at once; on SQLite at its next poll). A
+running service also fires one itself: `POST /api/admin/timers/{id}/fire`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from loom.build import safe_url
+from loom.cli_options import (
+    ContextsOption,
+    DatabaseUrl,
+    DeployableOption,
+    ModelOrDir,
+    fail,
+    service_database_url,
+)
+from loom.commands import Format
+from loom.dead_letters import on_outbox
+
+timers_app = typer.Typer(
+    name="timers",
+    help="List the pending timeouts and context timers of a service, and fire one now "
+    "(docs/processes.md).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+async def _page(service: Any, limit: int, offset: int) -> dict[str, Any]:
+    # here, not at the top: `loom check` and `loom build` never load the runtime (start-up)
+    from loom.runtime._timer_admin import timers_page
+
+    items, total = await timers_page(service, limit, offset)
+    dumped = [item.model_dump(mode="json") for item in items]
+    return {"items": dumped, "limit": limit, "offset": offset, "total": total}
+
+
+async def _make_due(service: Any, id: str) -> str | None:
+    from loom.runtime._timer_admin import make_due
+
+    return await make_due(service, id) if service.uses_processes else None
+
+
+@timers_app.command("list")
+def timers_list(
+    model: ModelOrDir = None,
+    database_url: DatabaseUrl = None,
+    format: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.text,
+    limit: Annotated[int, typer.Option(min=1, max=500, help="At most this many.")] = 50,
+    offset: Annotated[int, typer.Option(min=0, help="Skip this many.")] = 0,
+    deployable: DeployableOption = None,
+    contexts: ContextsOption = None,
+) -> None:
+    """List the armed timeouts, earliest due first, then the context timers with their next tick
+    (exit 0, also when there are none)."""
+    import asyncio
+    import json
+
+    url = service_database_url(model, database_url, contexts, deployable)
+    try:
+        page = asyncio.run(on_outbox(url, lambda svc: _page(svc, limit, offset)))
+    except Exception as exc:  # noqa: BLE001 - a sentence, never a traceback
+        fail(f"cannot read the timers of {safe_url(url)}: {exc}")
+    if format is Format.json:
+        typer.echo(json.dumps(page, ensure_ascii=False))
+        return
+    items = page["items"]
+    if not items:
+        typer.echo(f"no pending timers ({page['total']} in all)" if page["total"] else "no timers")
+        return
+    typer.echo(f"{page['total']} pending timer(s); {offset + 1}-{offset + len(items)}:")
+    for x in items:
+        if x["kind"] == "timeout":
+            typer.echo(
+                f"timeout  {x['job_id']}  {x['process']}.{x['timeout']}  key={x['key']}"
+                f"  due={x['due_at']}  attempts={x['attempts']}"
+            )
+        else:
+            typer.echo(f"timer    {x['timer']}  due={x['due_at']}  last run={x['last_run_at']}")
+
+
+@timers_app.command("fire")
+def timers_fire(
+    id: Annotated[
+        str,
+        typer.Argument(
+            metavar="ID",
+            help="A timeout's job id, or a context timer's name, as `loom timers list` shows it.",
+            show_default=False,
+        ),
+    ],
+    model: ModelOrDir = None,
+    database_url: DatabaseUrl = None,
+    deployable: DeployableOption = None,
+    contexts: ContextsOption = None,
+) -> None:
+    """Make a pending timeout (or a context timer's next tick) due now: the running service's
+    scheduler fires it, once.
+
+    Exit codes: 0 due now; 1 no pending timeout or context timer has this id; 2 wrong arguments
+    or no database.
+    """
+    import asyncio
+
+    url = service_database_url(model, database_url, contexts, deployable)
+    try:
+        kind = asyncio.run(on_outbox(url, lambda svc: _make_due(svc, id)))
+    except Exception as exc:  # noqa: BLE001 - a sentence, never a traceback
+        fail(f"cannot fire in {safe_url(url)}: {exc}")
+    if kind is None:
+        fail(f"no pending timeout or context timer has the id {id}", 1)
+    typer.echo(f"{kind} {id} is due now: the service's scheduler fires it")
