@@ -406,6 +406,17 @@ REGISTRY: dict[str, CodeInfo] = {
             _W,
             "a `renamed from` that the last migration already applied: no database still needs it",
         ),
+        # Time
+        CodeInfo(
+            "loom.date-part-of-day",
+            _E,
+            "a date moved by a duration that is not a whole number of days",
+        ),
+        CodeInfo(
+            "loom.bad-time-literal",
+            _E,
+            "`date(…)` / `datetime(…)` of something other than a valid date or UTC datetime string",
+        ),
     ]
 }
 

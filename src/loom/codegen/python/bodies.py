@@ -330,6 +330,8 @@ class BodyWriter:
             self.imports.add("loom.runtime", "now")
             if stmt.at is not None:
                 when = f"at={render(stmt.at, self.scope)}"
+            elif stmt.after is not None:
+                when = f"after={render(stmt.after, self.scope)}"
             else:
                 assert stmt.after_ms is not None
                 self.imports.add("datetime", "timedelta")
