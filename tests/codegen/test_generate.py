@@ -35,6 +35,7 @@ EXAMPLES = {
     "mutual_ids": ["tests/e2e/models/mutual_ids.loom"],
     "scheduling": ["examples/scheduling/scheduling.loom"],
     "api_calls": ["tests/runtime/api_calls/dispatch.loom"],
+    "hotel_time": ["tests/e2e/models/hotel_time.loom"],
 }
 
 

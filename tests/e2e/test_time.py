@@ -72,6 +72,16 @@ async def test_defaults_now_plus_duration_and_today(app: ServiceClient) -> None:
     assert b["bookedOn"] == "2028-02-01"
     assert b["stay"] == "P1D"
     assert b["holdEndsOn"] == "2028-02-01"
+    assert b["notices"] == ["P1D", "PT1H30M"]
+
+
+async def test_durations_in_lists_and_value_objects(app: ServiceClient) -> None:
+    id = await hold(app)
+    body = {"opens": "2028-02-04T14:00:00+01:00", "length": "PT2H30M"}
+    await ok(await app.post(f"/api/bookings/{id}/set_check_in", json=body))
+    b = await booking(app, id)
+    assert b["checkIn"] == {"opens": "2028-02-04T13:00:00Z", "length": "PT2H30M"}
+    assert b["notices"] == ["PT2H30M", "PT5H"]
 
 
 async def test_today_follows_the_virtual_clock(app: ServiceClient, clock: VirtualClock) -> None:

@@ -30,6 +30,8 @@ _UNITS = (
 def timedelta_of(micros: int, imports: Imports) -> str:
     """`timedelta(minutes=15)`: a duration in its largest whole unit."""
     imports.add("datetime", "timedelta")
+    if micros == 0:
+        return "timedelta(0)"
     for unit, size in _UNITS:
         if micros % size == 0:
             return f"timedelta({unit}={micros // size})"
