@@ -27,9 +27,9 @@ _UNITS = (
 )
 
 
-def timedelta_of(micros: int, imports: Imports) -> str:
-    """`timedelta(minutes=15)`: a duration in its largest whole unit."""
-    imports.add("datetime", "timedelta")
+def timedelta_text(micros: int) -> str:
+    """`timedelta(minutes=15)`: a duration in its largest whole unit (the caller imports
+    `timedelta`)."""
     if micros == 0:
         return "timedelta(0)"
     for unit, size in _UNITS:
@@ -41,7 +41,8 @@ def timedelta_of(micros: int, imports: Imports) -> str:
 def literal(expr: ir.Literal_, imports: Imports) -> str | None:
     """A duration, date or datetime literal (None: another literal)."""
     if expr.type == ir.DURATION and isinstance(expr.value, int):
-        return timedelta_of(expr.value, imports)
+        imports.add("datetime", "timedelta")
+        return timedelta_text(expr.value)
     if expr.type == ir.DATE and isinstance(expr.value, str):
         imports.add("datetime", "date")
         d = date.fromisoformat(expr.value)
