@@ -168,3 +168,25 @@ async def test_schedule_at_starts_at_minus_a_day(app: ServiceClient, clock: Virt
     await clock.advance(timedelta(seconds=1))
     b = await booking(app, id)
     assert (b["reminded"], b["expired"], b["paid"]) == (1, False, True)
+
+
+async def test_criteria_compare_stored_times_and_durations(
+    app: ServiceClient, clock: VirtualClock
+) -> None:
+    first = await hold(app)  # held until START + 10m
+    await clock.advance(timedelta(minutes=5))
+    second = await hold(app)  # held until START + 15m
+    await ok(await app.post(f"/api/bookings/{second}/stay_nights", json={"nights": 3}))
+    await clock.advance(timedelta(minutes=10))  # now START + 15m
+
+    async def ids(path: str, **params: str) -> set[str]:
+        got = await ok(await app.get(path, params=params))
+        return {b["id"] for b in got}
+
+    assert await ids("/api/queries/lapsed", grace="PT4M") == {first}
+    assert await ids("/api/queries/lapsed", grace="PT6M") == set()
+    assert await ids("/api/queries/lapsed", grace="-PT1M") == {first, second}
+    assert await ids("/api/queries/long_stays", least="P2D") == {second}
+    assert await ids("/api/queries/long_stays", least="PT1H") == {first, second}
+    r = await app.get("/api/queries/long_stays", params={"least": "P1M"})
+    assert r.status_code == 422, r.text

@@ -17,7 +17,7 @@ from loom.lang.check.checker import Checker
 from loom.lang.check.scope import Scope
 from loom.lang.syntax import ast
 from loom.lang.types import ERROR, AnyType, a, is_error, is_numeric, show
-from loom.model import ir
+from loom.model import ir, walk
 from loom.model.time import SPANS, TimeCall
 
 TIMES = (ir.DATETIME, ir.DATE, ir.DURATION)
@@ -209,3 +209,17 @@ def _parse(value: str, name: str) -> str | None:
     if t.tzinfo is None or "T" not in value:
         return None  # a datetime says its offset: `Z` (or `+02:00`), never the server's zone
     return t.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+# ---- criteria: SQL compares stored times, it does not compute them (SQLite stores text)
+
+
+def computed(x: ir.Expr) -> bool:
+    """A time the generated code computes: a time function, or arithmetic giving a time."""
+    if isinstance(x, TimeCall):
+        return True
+    return isinstance(x, ir.Binary) and x.op in ("+", "-", "*") and x.type in TIMES
+
+
+def reads_field(x: ir.Expr) -> bool:
+    return any(isinstance(e, ir.SelfField) for e in walk.expressions(x))

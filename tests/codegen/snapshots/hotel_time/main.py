@@ -9,13 +9,14 @@ from fastapi import FastAPI
 from loom.runtime import Service, create_app
 
 from ._metadata import metadata
+from .hotel import handlers as hotel_handlers
 from .hotel import reactions as hotel_reactions
 from .hotel import routes as hotel_routes
 from .hotel import workflows as hotel_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "2e8d758ca3af"
+MODEL_REVISION = "9ec936f13cda"
 
 
 def subscribe(service: Service) -> None:
@@ -28,7 +29,7 @@ def build_app(database_url: str | None = None) -> FastAPI:
     return create_app(
         title="Hotel",
         metadata=metadata,
-        routers=[hotel_routes.router, hotel_workflows.router],
+        routers=[hotel_routes.router, hotel_workflows.router, hotel_handlers.router],
         database_url=database_url,
         asyncapi=Path(__file__).with_name("asyncapi.json"),
         model_revision=MODEL_REVISION,

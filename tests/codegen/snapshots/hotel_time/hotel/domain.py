@@ -170,7 +170,7 @@ class Booking(AggregateRoot):
 
 @dataclass(kw_only=True)
 class PaymentDeadlineState:
-    """state of workflow PaymentDeadline (hotel_time.loom:63)"""
+    """state of workflow PaymentDeadline (hotel_time.loom:75)"""
 
     booking: BookingId
     ended: bool = False

@@ -19,7 +19,7 @@ async def payment_deadline_create_booking_held(
     service: Service,
     e: BookingHeld,
 ) -> None:
-    """workflow PaymentDeadline: create(e: BookingHeld) by e.booking (hotel_time.loom:65)"""
+    """workflow PaymentDeadline: create(e: BookingHeld) by e.booking (hotel_time.loom:77)"""
     async with service.reaction() as work:
         payment_deadline_instances = PaymentDeadlineInstances(work)
         instance = await payment_deadline_instances.bind(e.booking)
@@ -55,7 +55,7 @@ async def payment_deadline_create_booking_held(
 
 
 async def payment_deadline_on_booking_paid(service: Service, e: BookingPaid) -> None:
-    """workflow PaymentDeadline: on(e: BookingPaid) by e.booking (hotel_time.loom:69)"""
+    """workflow PaymentDeadline: on(e: BookingPaid) by e.booking (hotel_time.loom:81)"""
     async with service.reaction() as work:
         payment_deadline_instances = PaymentDeadlineInstances(work)
         instance = await payment_deadline_instances.find(e.booking)
@@ -87,7 +87,7 @@ async def payment_deadline_timeout_deadline(
     due: TimeoutDue,
     work: Work,
 ) -> None:
-    """workflow PaymentDeadline: on timeout deadline (hotel_time.loom:72)"""
+    """workflow PaymentDeadline: on timeout deadline (hotel_time.loom:84)"""
     bookings = Bookings(work)
     payment_deadline_instances = PaymentDeadlineInstances(work)
     instance = await payment_deadline_instances.find(BookingId(UUID(due.key)))
@@ -117,7 +117,7 @@ async def payment_deadline_timeout_reminder(
     due: TimeoutDue,
     work: Work,
 ) -> None:
-    """workflow PaymentDeadline: on timeout reminder (hotel_time.loom:76)"""
+    """workflow PaymentDeadline: on timeout reminder (hotel_time.loom:88)"""
     bookings = Bookings(work)
     payment_deadline_instances = PaymentDeadlineInstances(work)
     instance = await payment_deadline_instances.find(BookingId(UUID(due.key)))

@@ -2,10 +2,26 @@
 # Do not edit: change the model and rebuild.
 # Repositories of context Hotel.
 
-from loom.runtime import Instances, Repository
+from datetime import timedelta
+
+from sqlalchemy import ColumnElement, and_, not_
+
+from loom.runtime import Instances, Repository, now, times
 
 from . import tables
 from .domain import Booking, PaymentDeadlineState
+
+
+def hold_lapsed(grace: timedelta) -> ColumnElement[bool]:
+    """criterion HoldLapsed of Booking (hotel_time.loom:55)"""
+    c = tables.bookings.c
+    return and_(not_(c.paid), c.hold_until < (times.datetime_minus(now(), grace)))
+
+
+def stays_at_least(least: timedelta) -> ColumnElement[bool]:
+    """criterion StaysAtLeast of Booking (hotel_time.loom:56)"""
+    c = tables.bookings.c
+    return c.stay >= least
 
 
 class Bookings(Repository[Booking]):
@@ -14,9 +30,25 @@ class Bookings(Repository[Booking]):
     aggregate = Booking
     table = tables.bookings
 
+    async def find_by_hold_lapsed(self, grace: timedelta) -> Booking | None:
+        """criterion HoldLapsed (hotel_time.loom:55)"""
+        return await self.find_one(hold_lapsed(grace))
+
+    async def find_all_by_hold_lapsed(self, grace: timedelta) -> list[Booking]:
+        """criterion HoldLapsed (hotel_time.loom:55)"""
+        return await self.find_all(hold_lapsed(grace))
+
+    async def find_by_stays_at_least(self, least: timedelta) -> Booking | None:
+        """criterion StaysAtLeast (hotel_time.loom:56)"""
+        return await self.find_one(stays_at_least(least))
+
+    async def find_all_by_stays_at_least(self, least: timedelta) -> list[Booking]:
+        """criterion StaysAtLeast (hotel_time.loom:56)"""
+        return await self.find_all(stays_at_least(least))
+
 
 class PaymentDeadlineInstances(Instances[PaymentDeadlineState]):
-    """instances of workflow PaymentDeadline (hotel_time.loom:63)"""
+    """instances of workflow PaymentDeadline (hotel_time.loom:75)"""
 
     state = PaymentDeadlineState
     table = tables.payment_deadline_instances

@@ -123,7 +123,7 @@ class BookingMoveNightInput(BaseModel):
 
 
 class HoldBookingInput(BaseModel):
-    """The body of workflow holdBooking (hotel_time.loom:55)"""
+    """The body of workflow holdBooking (hotel_time.loom:67)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -141,7 +141,7 @@ class PendingTimeoutOut(BaseModel):
 
 
 class PaymentDeadlineInstanceOut(BaseModel):
-    """an instance of workflow PaymentDeadline as the API answers it (hotel_time.loom:63)"""
+    """an instance of workflow PaymentDeadline as the API answers it (hotel_time.loom:75)"""
 
     booking: BookingId
     version: int

@@ -75,7 +75,7 @@ bookings = Table(
     info={"loom": {"origin": "Hotel.Booking"}},
 )
 
-# instances of workflow PaymentDeadline (hotel_time.loom:63)
+# instances of workflow PaymentDeadline (hotel_time.loom:75)
 payment_deadline_instances = Table(
     "hotel_payment_deadline_instances",
     metadata,

@@ -24,7 +24,7 @@ router = APIRouter(route_class=LoomRoute)
     tags=["Hotel: workflows"],
 )
 async def hold_booking(body: HoldBookingInput, request: Request) -> BookingId:
-    """workflow holdBooking (hotel_time.loom:54): non-transactional: each save commits on its own"""
+    """workflow holdBooking (hotel_time.loom:66): non-transactional: each save commits on its own"""
     service = get_service(request)
     async with service.autocommit() as work:
         bookings = Bookings(work)
@@ -53,7 +53,7 @@ async def hold_booking(body: HoldBookingInput, request: Request) -> BookingId:
     return result
 
 
-# workflow PaymentDeadline (hotel_time.loom:63) has no HTTP entry point
+# workflow PaymentDeadline (hotel_time.loom:75) has no HTTP entry point
 
 
 @router.get(
@@ -65,7 +65,7 @@ async def get_payment_deadline_instance(
     id: UUID,
     request: Request,
 ) -> PaymentDeadlineInstanceOut:
-    """an instance of workflow PaymentDeadline (hotel_time.loom:63), by its booking"""
+    """an instance of workflow PaymentDeadline (hotel_time.loom:75), by its booking"""
     service = get_service(request)
     async with service.autocommit() as work:
         instance = await PaymentDeadlineInstances(work).get(id)
