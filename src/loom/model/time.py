@@ -21,6 +21,24 @@ TimeFunction = Literal["today", "seconds", "minutes", "hours", "days", "dateOf",
 SPANS: Final = {"seconds": 1, "minutes": 60, "hours": 3_600, "days": 86_400}
 """The computed durations and their unit in seconds."""
 
+ARITHMETIC: Final[dict[tuple[str, str, str], tuple[str, str | None, bool]]] = {
+    ("datetime", "+", "duration"): ("datetime", "datetime_plus", False),
+    ("duration", "+", "datetime"): ("datetime", "datetime_plus", True),
+    ("datetime", "-", "duration"): ("datetime", "datetime_minus", False),
+    ("datetime", "-", "datetime"): ("duration", None, False),
+    ("date", "+", "duration"): ("date", "date_plus", False),
+    ("duration", "+", "date"): ("date", "date_plus", True),
+    ("date", "-", "duration"): ("date", "date_minus", False),
+    ("date", "-", "date"): ("duration", "days_between", False),
+    ("duration", "+", "duration"): ("duration", "duration_plus", False),
+    ("duration", "-", "duration"): ("duration", "duration_minus", False),
+    ("duration", "*", "int"): ("duration", "times", False),
+    ("int", "*", "duration"): ("duration", "times", True),
+}
+"""The arithmetic on times, by the primitive types of (left, op, right): the result's type, the
+`loom.runtime.times` function that computes it (None: Python's operator, which cannot fail), and
+whether that function takes the operands swapped (`d + t` is `datetime_plus(t, d)`)."""
+
 
 @dataclass(frozen=True, slots=True)
 class TimeCall:

@@ -62,28 +62,14 @@ def call(expr: time.TimeCall, args: list[str], imports: Imports) -> str:
     return f"times.{_FUNCTIONS[expr.function]}({', '.join(args)})"
 
 
-# (left, op, right) -> the loom.runtime.times function; `swap`: its arguments are (right, left)
-_ARITHMETIC: dict[tuple[ir.Type, str, ir.Type], tuple[str, bool]] = {
-    (ir.DATETIME, "+", ir.DURATION): ("datetime_plus", False),
-    (ir.DURATION, "+", ir.DATETIME): ("datetime_plus", True),
-    (ir.DATETIME, "-", ir.DURATION): ("datetime_minus", False),
-    (ir.DATE, "+", ir.DURATION): ("date_plus", False),
-    (ir.DURATION, "+", ir.DATE): ("date_plus", True),
-    (ir.DATE, "-", ir.DURATION): ("date_minus", False),
-    (ir.DATE, "-", ir.DATE): ("days_between", False),
-    (ir.DURATION, "+", ir.DURATION): ("duration_plus", False),
-    (ir.DURATION, "-", ir.DURATION): ("duration_minus", False),
-    (ir.DURATION, "*", ir.INT): ("times", False),
-    (ir.INT, "*", ir.DURATION): ("times", True),
-}
-
-
 def arithmetic(expr: ir.Binary, left: str, right: str, imports: Imports) -> str | None:
     """`times.datetime_plus(t, d)` for arithmetic on times (None: not on times). `t1 - t2` of
     datetimes stays Python's (it cannot overflow)."""
-    found = _ARITHMETIC.get((expr.left.type, expr.op, expr.right.type))
-    if found is None:
+    left_t, right_t = expr.left.type, expr.right.type
+    if not isinstance(left_t, ir.PrimitiveType) or not isinstance(right_t, ir.PrimitiveType):
         return None
-    fn, swap = found
+    _, fn, swap = time.ARITHMETIC.get((left_t.name, expr.op, right_t.name), ("", None, False))
+    if fn is None:
+        return None
     imports.add("loom.runtime", "times")
     return f"times.{fn}({right}, {left})" if swap else f"times.{fn}({left}, {right})"

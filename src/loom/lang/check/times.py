@@ -18,7 +18,7 @@ from loom.lang.check.scope import Scope
 from loom.lang.syntax import ast
 from loom.lang.types import ERROR, AnyType, a, is_error, is_numeric, show
 from loom.model import ir, walk
-from loom.model.time import SPANS, TimeCall
+from loom.model.time import ARITHMETIC, SPANS, TimeCall
 
 TIMES = (ir.DATETIME, ir.DATE, ir.DURATION)
 FUNCTIONS = (
@@ -38,22 +38,6 @@ _CONVERT = (
     "UTC of a date (and `today()` is `dateOf(now())`)"
 )
 
-# (left, op, right) -> result
-_ARITHMETIC: dict[tuple[ir.Type, str, ir.Type], ir.Type] = {
-    (ir.DATETIME, "+", ir.DURATION): ir.DATETIME,
-    (ir.DURATION, "+", ir.DATETIME): ir.DATETIME,
-    (ir.DATETIME, "-", ir.DURATION): ir.DATETIME,
-    (ir.DATETIME, "-", ir.DATETIME): ir.DURATION,
-    (ir.DATE, "+", ir.DURATION): ir.DATE,
-    (ir.DURATION, "+", ir.DATE): ir.DATE,
-    (ir.DATE, "-", ir.DURATION): ir.DATE,
-    (ir.DATE, "-", ir.DATE): ir.DURATION,
-    (ir.DURATION, "+", ir.DURATION): ir.DURATION,
-    (ir.DURATION, "-", ir.DURATION): ir.DURATION,
-    (ir.DURATION, "*", ir.INT): ir.DURATION,
-    (ir.INT, "*", ir.DURATION): ir.DURATION,
-}
-
 
 def binary(ck: Checker, e: ast.Binary, left: ir.Expr, right: ir.Expr, text: str) -> ir.Expr | None:
     """The typed `left op right` when a side is a time (None: not a time operation)."""
@@ -65,7 +49,7 @@ def binary(ck: Checker, e: ast.Binary, left: ir.Expr, right: ir.Expr, text: str)
             return None  # like with like: the ordinary rules
         _refuse(ck, e, lt, rt, f"cannot compare {a(lt)} with {a(rt)} using `{op}`", _CONVERT)
         return ir.Binary(op, left, right, ir.BOOL, text)  # type: ignore[arg-type]
-    result = _ARITHMETIC.get((lt, op, rt))
+    result = _arithmetic(lt, op, rt)
     if result is None:
         _refuse(ck, e, lt, rt, *_why(lt, op, rt, ck.text(e.left.span), ck.text(e.right.span)))
         return ir.Binary(op, left, right, ERROR, text)  # type: ignore[arg-type]
@@ -73,6 +57,13 @@ def binary(ck: Checker, e: ast.Binary, left: ir.Expr, right: ir.Expr, text: str)
         day, span = (left, e.right) if rt == ir.DURATION else (right, e.left)
         _whole_days(ck, right if rt == ir.DURATION else left, span, day.text)
     return ir.Binary(op, left, right, result, text)  # type: ignore[arg-type]
+
+
+def _arithmetic(lt: AnyType, op: str, rt: AnyType) -> ir.Type | None:
+    if not isinstance(lt, ir.PrimitiveType) or not isinstance(rt, ir.PrimitiveType):
+        return None
+    found = ARITHMETIC.get((lt.name, op, rt.name))
+    return None if found is None else ir.PrimitiveType(found[0])  # type: ignore[arg-type]
 
 
 def _why(lt: AnyType, op: str, rt: AnyType, left: str, right: str) -> tuple[str, str]:
