@@ -36,6 +36,7 @@ EXAMPLES = {
     "scheduling": ["examples/scheduling/scheduling.loom"],
     "api_calls": ["tests/runtime/api_calls/dispatch.loom"],
     "billing_money": ["tests/e2e/models/billing_money.loom"],
+    "hotel_time": ["tests/e2e/models/hotel_time.loom"],
 }
 
 

@@ -25,6 +25,7 @@ EXAMPLES = {
     "reminder_at_loaded": ["tests/e2e/models/reminder_at_loaded.loom"],
     "mutual_ids": ["tests/e2e/models/mutual_ids.loom"],
     "wire_values": ["tests/e2e/models/wire_values.loom"],
+    "hotel_time": ["tests/e2e/models/hotel_time.loom"],
 }
 
 

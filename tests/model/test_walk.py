@@ -16,7 +16,7 @@ from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 import pytest
 
-from loom.model import api, ir, topology, walk
+from loom.model import api, ir, time, topology, walk
 
 EXPR_CLASSES = frozenset(get_args(ir.Expr))
 STMT_CLASSES = frozenset(get_args(ir.Stmt))
@@ -24,11 +24,12 @@ Kind = Literal["expr", "stmt"]
 KINDS: tuple[Kind, ...] = ("expr", "stmt")
 TARGETS: dict[Kind, frozenset[type]] = {"expr": EXPR_CLASSES, "stmt": STMT_CLASSES}
 
-# the IR's nodes: ir.py's, and the API calls' of api.py (an expression and a statement of their own)
+# the IR's nodes: ir.py's, the API calls' of api.py (an expression and a statement of their own)
+# and the time functions' of time.py
 NODE_CLASSES = sorted(
     (
         obj
-        for module in (ir, api)
+        for module in (ir, api, time)
         for obj in vars(module).values()
         if isinstance(obj, type)
         and dataclasses.is_dataclass(obj)
@@ -36,7 +37,7 @@ NODE_CLASSES = sorted(
     ),
     key=lambda c: c.__name__,
 )
-HINTS = {cls: get_type_hints(cls, {**vars(api), **vars(ir)}) for cls in NODE_CLASSES}
+HINTS = {cls: get_type_hints(cls, {**vars(api), **vars(time), **vars(ir)}) for cls in NODE_CLASSES}
 # the model also holds the declarations of topology.py (which hold no code)
 HINTS.update(
     (cls, get_type_hints(cls, {**vars(topology), **vars(ir)}))

@@ -419,6 +419,17 @@ REGISTRY: dict[str, CodeInfo] = {
         ),
         CodeInfo("loom.unknown-rounding-mode", _E, "`round`'s mode is not one of the modes"),
         CodeInfo("loom.invalid-round", _E, "`round(x, S, mode)` has the wrong arguments"),
+        # Time
+        CodeInfo(
+            "loom.date-part-of-day",
+            _E,
+            "a date moved by a duration that is not a whole number of days",
+        ),
+        CodeInfo(
+            "loom.bad-time-literal",
+            _E,
+            "`date(…)` / `datetime(…)` of something other than a valid date or UTC datetime string",
+        ),
     ]
 }
 

@@ -19,7 +19,7 @@ ERROR = ErrorType()
 AnyType = ir.Type | ErrorType
 
 NUMERIC = (ir.INT, ir.DECIMAL)
-ORDERED = (ir.INT, ir.DECIMAL, ir.STRING, ir.DATETIME, ir.DATE)
+ORDERED = (ir.INT, ir.DECIMAL, ir.STRING, ir.DATETIME, ir.DATE, ir.DURATION)
 
 
 def show(t: AnyType) -> str:

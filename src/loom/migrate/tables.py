@@ -22,6 +22,7 @@ _LOOM_TYPES = {
     "JsonList": "Json",
     "JsonValue": "Text",  # a value object as JSON text
     "BoundedText": "String",
+    "DurationMicros": "BigInteger",  # a duration as its microseconds
 }
 NEUTRAL_TYPES = frozenset(
     {"String", "Text", "BigInteger", "Integer", "Boolean", "Date", "DateTime", "Decimal", "Json"}

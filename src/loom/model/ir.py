@@ -15,6 +15,9 @@ from typing import Literal, TypeAlias
 # the API-call nodes live in api.py (this module is long enough): back ends name them `api.X`
 from loom.model.api import ApiCall, CallApi, Resource
 from loom.model.isolation import Isolation
+
+# the time functions live in time.py: back ends name them `time.TimeCall`
+from loom.model.time import TimeCall
 from loom.model.topology import ChannelSource, Deployable
 
 # --------------------------------------------------------------------------------------------------
@@ -36,7 +39,7 @@ class Origin:
 # --------------------------------------------------------------------------------------------------
 # Types
 
-Primitive: TypeAlias = Literal["string", "int", "decimal", "bool", "datetime", "date"]
+Primitive: TypeAlias = Literal["string", "int", "decimal", "bool", "datetime", "date", "duration"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +151,7 @@ DECIMAL = PrimitiveType("decimal")
 BOOL = PrimitiveType("bool")
 DATETIME = PrimitiveType("datetime")
 DATE = PrimitiveType("date")
+DURATION = PrimitiveType("duration")
 VOID = VoidType()
 
 
@@ -372,6 +376,7 @@ Expr: TypeAlias = (
     | CurrentUser
     | ApiCall
     | Round
+    | TimeCall
 )
 
 
@@ -634,12 +639,14 @@ class CallOwnOperation:
 class ScheduleTimeout:
     """`schedule NAME at EXPR` / `schedule NAME after 15m` in a body of a process workflow: arm
     the named timeout of the bound instance (re-arming replaces the armed one), in the body's unit
-    of work. Exactly one of `at` (a datetime) and `after_ms` is set."""
+    of work. Exactly one of `at` (a datetime), `after_ms` (a duration literal) and `after` (a
+    duration expression, `after minutes(holdMinutes)`) is set."""
 
     name: str
     at: Expr | None
     after_ms: int | None
     origin: Origin
+    after: Expr | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TypeAlias
 
-from loom.model import api, ir
+from loom.model import api, ir, time
 
 Decl: TypeAlias = (
     ir.Field
@@ -90,7 +90,7 @@ def children(node: Node) -> tuple[Node, ...]:
         return (node.value,)
     if isinstance(node, ir.FunctionCall):
         return (*_opt(node.receiver), *node.args)
-    if isinstance(node, ir.ServiceCall | ir.CurrentUser):
+    if isinstance(node, ir.ServiceCall | ir.CurrentUser | time.TimeCall):
         return node.args
     if isinstance(node, api.ApiCall):
         return _values(node.args)
@@ -128,7 +128,7 @@ def children(node: Node) -> tuple[Node, ...]:
     if isinstance(node, ir.BindInstance | ir.RouteInstance):
         return (node.key,)
     if isinstance(node, ir.ScheduleTimeout):
-        return _opt(node.at)
+        return (*_opt(node.at), *_opt(node.after))
     return _decl_children(node)
 
 

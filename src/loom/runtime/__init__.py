@@ -192,13 +192,16 @@ HTTP
     decimals                                decimal bounds (MAX_INTEGER_DIGITS, MAX_SCALE) and the
                                             exact arithmetic generated code calls: add, sub, mul,
                                             div, rem, neg; ArithmeticRefused (422)
+    times                                   durations (WireDuration, DurationOut, DurationMicros)
+                                            and the time arithmetic generated code calls;
+                                            TimeRefused (422)
     PageLimit (1..500), PageOffset (>= 0)   write `limit: PageLimit = 50` or
                                             `Annotated[PageLimit, Query()] = 50` — NOT
                                             `PageLimit = Query(50)` (FastAPI drops the bounds)
     Problem                                 the problem+json wire model (OpenAPI component)
 """
 
-from . import clock, decimals
+from . import clock, decimals, times
 from ._api_calls import ApiResource, BadGateway, GatewayTimeout, UpstreamProblem
 from ._auth import AuthConfigError, Authenticator, JwtAuth
 from ._channels import Backoff, Channel
@@ -353,6 +356,7 @@ __all__ = [
     "now",
     "require",
     "sql_bool",
+    "times",
     "use_principal",
     "wire_names",
 ]

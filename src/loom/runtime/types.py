@@ -10,8 +10,8 @@ on SQLite and PostgreSQL.
 - `UtcDateTime`: TIMESTAMP WITH TIME ZONE on PostgreSQL, a fixed-width ISO-8601 UTC string on
   SQLite (sorts chronologically). Values come back timezone-aware UTC; naive input is taken as UTC.
 - `JsonList`: JSONB on PostgreSQL, JSON on SQLite. Elements are stored JSON-natively: str/int/bool
-  as themselves, Decimal as its exact string, date/datetime as ISO-8601 (datetimes in UTC), UUID as
-  its string, enums as their value. The repository mapper rebuilds elements from the aggregate's
+  as themselves, Decimal as its exact string, date/datetime as ISO-8601 (datetimes in UTC), a
+  duration (timedelta) as its ISO 8601 text, UUID as its string, enums as their value. The repository mapper rebuilds elements from the aggregate's
   `list[T]` field type, so the round trip is lossless (see `decode_list`).
 - `JsonValue`: a value object (a dataclass), or a list of them, as JSON text on every engine: an
   object per value, its fields under their attribute names, each encoded like a `JsonList` element
@@ -28,7 +28,7 @@ import json
 import types
 import typing
 from collections.abc import Callable
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 from uuid import UUID
@@ -38,7 +38,7 @@ from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-from . import decimals
+from . import decimals, times
 
 __all__ = [
     "BoundedText",
@@ -195,6 +195,8 @@ def encode_list_item(item: Any) -> Any:
         return _format_utc(item)
     if isinstance(item, date):
         return item.isoformat()
+    if isinstance(item, timedelta):
+        return times.format_duration(item)
     if isinstance(item, UUID):
         return str(item)
     if isinstance(item, float):
@@ -216,6 +218,8 @@ def _decoder(item_type: Any) -> Any:
             return _parse_utc
         if issubclass(item_type, date):
             return date.fromisoformat
+        if issubclass(item_type, timedelta):
+            return times.parse_duration
         if issubclass(item_type, UUID):
             return UUID
     return None

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from loom.codegen.python import time_exprs
 from loom.codegen.python.api_calls import api_call
 from loom.codegen.python.checks import check
 from loom.codegen.python.domain import event_args
@@ -330,6 +331,8 @@ class BodyWriter:
             self.imports.add("loom.runtime", "now")
             if stmt.at is not None:
                 when = f"at={render(stmt.at, self.scope)}"
+            elif stmt.after is not None:
+                when = f"after={render(stmt.after, self.scope)}"
             else:
                 assert stmt.after_ms is not None
                 self.imports.add("datetime", "timedelta")
@@ -448,13 +451,9 @@ class BodyWriter:
 
 
 def duration(ms: int) -> str:
-    """`timedelta(minutes=15)` for a model duration, in its largest whole unit."""
-    for unit, size in (("days", 86_400_000), ("hours", 3_600_000), ("minutes", 60_000)):
-        if ms % size == 0:
-            return f"timedelta({unit}={ms // size})"
-    if ms % 1000 == 0:
-        return f"timedelta(seconds={ms // 1000})"
-    return f"timedelta(milliseconds={ms})"
+    """`timedelta(minutes=15)` for a model duration (a setting's, a timer's), in its largest whole
+    unit."""
+    return time_exprs.timedelta_text(ms * 1000)
 
 
 def duration_text(ms: int) -> str:

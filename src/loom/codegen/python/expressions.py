@@ -14,9 +14,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from loom.codegen.python import time_exprs
 from loom.codegen.python.imports import Imports
 from loom.codegen.python.literals import decimal_literal, py_str
-from loom.model import ir, naming
+from loom.model import ir, naming, time
 
 # Python precedence levels (higher binds tighter).
 COND = 1
@@ -140,6 +141,9 @@ def _literal(expr: ir.Literal_, scope: Scope) -> tuple[str, int]:
         return "None", ATOM
     if isinstance(value, bool):
         return ("True" if value else "False"), ATOM
+    timed = time_exprs.literal(expr, scope.imports)
+    if timed is not None:
+        return timed, ATOM
     if _is_decimal(expr.type):
         scope.imports.add("decimal", "Decimal")
         return decimal_literal(str(value)), ATOM
@@ -198,6 +202,9 @@ def _render(expr: ir.Expr, scope: Scope) -> tuple[str, int]:
         scope.imports.add("loom.runtime", "decimals")
         value = render(expr.value, scope)
         return f"decimals.round_to({value}, {expr.scale}, {py_str(expr.mode)})", ATOM
+    if isinstance(expr, time.TimeCall):
+        rendered = [render(a, scope) for a in expr.args]
+        return time_exprs.call(expr, rendered, scope.imports), ATOM
     if isinstance(expr, ir.FunctionCall):
         if expr.owner == "workflow":
             key = ("workflow", expr.workflow or "", expr.function)
@@ -315,6 +322,11 @@ def _binary(expr: ir.Binary, scope: Scope) -> tuple[str, int]:
         right = _wrap(*_render(expr.right, scope), prec + 1)
         return f"{left} {py_op} {right}", prec
     # arithmetic
+    timed = time_exprs.arithmetic(
+        expr, render(expr.left, scope), render(expr.right, scope), scope.imports
+    )
+    if timed is not None:
+        return timed, ATOM
     if op == "+" and (_is_string(expr.type) or _is_string(left_t) or _is_string(right_t)):
         left = _concat_operand(expr.left, scope, prec)
         right = _concat_operand(expr.right, scope, prec + 1)

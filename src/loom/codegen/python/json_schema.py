@@ -12,6 +12,7 @@ against events encoded by `loom.runtime._codec.encode`.
     bool                {"type": "boolean"}
     datetime            {"type": "string", "format": "date-time"}   ISO 8601
     date                {"type": "string", "format": "date"}
+    duration            {"type": "string", "format": "duration"}   ISO 8601 (`PT10M`)
     Customer id         {"type": "string", "format": "uuid"}
     enum Color          {"$ref": "#/components/schemas/<Context>.Color"}: a string of its members
     value Money         {"$ref": "#/components/schemas/<Context>.Money"}: an object of its fields
@@ -40,6 +41,7 @@ _PRIMITIVES: dict[ir.Primitive, dict[str, Any]] = {
     "bool": {"type": "boolean"},
     "datetime": {"type": "string", "format": "date-time"},
     "date": {"type": "string", "format": "date"},
+    "duration": {"type": "string", "format": "duration"},
 }
 
 

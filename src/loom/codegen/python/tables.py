@@ -66,6 +66,7 @@ def _column_type(t: ir.Type, imports: Imports) -> str:
             "date": ("sqlalchemy", "Date"),
             "decimal": ("loom.runtime.types", "DecimalText"),
             "datetime": ("loom.runtime.types", "UtcDateTime"),
+            "duration": ("loom.runtime.times", "DurationMicros"),
         }[t.name]
         imports.add(*kind)
         return kind[1]

@@ -164,4 +164,13 @@ class TypeNames:
         if name == "date":
             self.imports.add("datetime", "date")
             return "date"
+        if name == "duration":
+            if wire:
+                self.imports.add("loom.runtime.times", "WireDuration")
+                return "WireDuration"
+            if self.mode == "output":
+                self.imports.add("loom.runtime.times", "DurationOut")
+                return "DurationOut"
+            self.imports.add("datetime", "timedelta")
+            return "timedelta"
         raise TypeError(f"unknown primitive {name}")

@@ -100,6 +100,15 @@ def timeout_stmt(ck: Checker, stmt: ast.Schedule | ast.Cancel | ast.Complete, sc
         x = ck.root(stmt.at, scope, ir.DATETIME)
         ck.facts.exprs[stmt.at] = x
         ck.mismatch(x, stmt.at, ir.DATETIME, f"`schedule … at` needs a datetime, not {a(x.type)}")
+    if isinstance(stmt, ast.Schedule) and stmt.after is not None:
+        x = ck.root(stmt.after, scope, ir.DURATION)
+        ck.mismatch(
+            x,
+            stmt.after,
+            ir.DURATION,
+            f"`schedule … after` needs a duration, not {a(x.type)}",
+            help="write a duration: `15m`, `minutes(n)`, `deadline - now()`",
+        )
     wf = scope.wf
     if wf is not None and scope.correlated and scope.body != "apply" and scope.kind == "workflow":
         if not scope.bound[0]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from loom.lang.check import emits, filters, operations
+from loom.lang.check import emits, filters, operations, times
 from loom.lang.check.calls import local_call, mutated_params
 from loom.lang.check.checker import Checker
 from loom.lang.check.facts import CallOp, FindFact, RetrievalFact
@@ -157,6 +157,9 @@ def untranslatable(x: ir.Expr) -> ir.Expr | None:
     """The first part of a criterion SQL cannot express, or None."""
     if isinstance(x, ir.Member) and _reads_param(x):
         return None  # a field of a value-typed parameter: a plain value, bound from Python
+    if times.computed(x):
+        # `asOf - 1d` is bound from Python; `dueAt + 1d` would be arithmetic on a column
+        return x if times.reads_field(x) else None
     if not isinstance(x, _SQL_OK) or (isinstance(x, ir.SelfField) and x.kind == "derived"):
         return x
     if isinstance(x, ir.Unary):
@@ -201,7 +204,8 @@ def _criterion(ck: Checker, ctx: ContextSymbols, c: ast.Criterion) -> None:
             "not translatable",
             help="a criterion compares stored fields with parameters, literals, enum members and "
             "`now()`, joined by `&&`, `||`, `!` and arithmetic; no function calls, derived values, "
-            "conditionals or lists",
+            "conditionals or lists; a time is computed from parameters only (`dueAt < asOf - 1d`, "
+            "not `dueAt + 1d < asOf`)",
         )
 
 

@@ -8,7 +8,7 @@ that belong to a rule (records, `currentUser`, workflow state and functions) to 
 
 from __future__ import annotations
 
-from loom.lang.check import factories, principal, records, workflows
+from loom.lang.check import factories, principal, records, times, workflows
 from loom.lang.check.expr_calls import CallTyping
 from loom.lang.check.scope import Scope
 from loom.lang.diagnostics import did_you_mean
@@ -29,7 +29,13 @@ from loom.lang.types import (
 )
 from loom.model import ir
 
-_LITERAL_TYPES = {"string": ir.STRING, "int": ir.INT, "decimal": ir.DECIMAL, "bool": ir.BOOL}
+_LITERAL_TYPES = {
+    "string": ir.STRING,
+    "int": ir.INT,
+    "decimal": ir.DECIMAL,
+    "bool": ir.BOOL,
+    "duration": ir.DURATION,
+}
 
 
 class ExpressionChecker(CallTyping):
@@ -104,7 +110,7 @@ class ExpressionChecker(CallTyping):
         if e.op == "!":
             ok, t = x.type == ir.BOOL, ir.BOOL
         else:
-            ok, t = is_numeric(x.type), x.type
+            ok, t = is_numeric(x.type) or x.type == ir.DURATION, x.type
         if not ok and not is_error(x.type):
             need = "`bool`" if e.op == "!" else "number"
             self.report(
@@ -126,6 +132,9 @@ class ExpressionChecker(CallTyping):
         hint = strip_optional(left.type) if not is_error(left.type) else None
         right = self.expr(e.right, scope, hint)
         lt, rt = left.type, right.type
+        timed = times.binary(self, e, left, right, text)
+        if timed is not None:
+            return timed
         result: AnyType
         if op in ("==", "!="):
             ok, result = comparable(lt, rt), ir.BOOL

@@ -190,7 +190,8 @@ class BodyLowerer:
             return ir.NotFoundStmt(s.detail, agg, o)
         if isinstance(s, ast.Schedule):
             at = self.e(s.at) if s.at is not None else None
-            return ir.ScheduleTimeout(s.name, at, s.after_ms, o)
+            after = self.e(s.after) if s.after is not None else None
+            return ir.ScheduleTimeout(s.name, at, s.after_ms, o, after)
         if isinstance(s, ast.Cancel):
             return ir.CancelTimeout(s.name, o)
         if isinstance(s, ast.Complete):

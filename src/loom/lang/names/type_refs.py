@@ -12,7 +12,7 @@ from loom.lang.syntax import ast
 from loom.lang.types import ERROR, AnyType, storable
 from loom.model import ir
 
-PRIMITIVES = ("string", "int", "decimal", "bool", "datetime", "date")
+PRIMITIVES = ("string", "int", "decimal", "bool", "datetime", "date", "duration")
 
 
 def resolve_type(

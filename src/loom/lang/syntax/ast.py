@@ -50,7 +50,7 @@ class Name:
 
 @dataclass(eq=False)
 class Literal:
-    kind: str  # "string" | "int" | "decimal" | "bool"
+    kind: str  # "string" | "int" | "decimal" | "bool" | "duration" (in microseconds)
     value: str | int | bool
     span: Span
 
@@ -221,13 +221,15 @@ class If:
 @dataclass(eq=False)
 class Schedule:
     """`schedule NAME at EXPR` / `schedule NAME after 15m`: arm (or re-arm) a named timeout of the
-    enclosing correlated workflow's instance. Exactly one of `at` / `after_ms` is set."""
+    enclosing correlated workflow's instance. Exactly one of `at` / `after_ms` (a duration literal) /
+    `after` (a duration expression: `after minutes(n)`) is set."""
 
     name: str
     name_span: Span
     at: Expr | None
     after_ms: int | None
     span: Span
+    after: Expr | None = None
 
 
 @dataclass(eq=False)

@@ -201,7 +201,7 @@ class Bodies(Cursor):
             ch.append(self.expr())
             return self.b.schedule_at(self.meta(i0), ch)
         self.expect("after")
-        ch.append(self.terminal("DURATION"))
+        ch.append(self.expr())
         return self.b.schedule_after(self.meta(i0), ch)
 
     def cancel(self) -> Any:

@@ -24,7 +24,7 @@ ADD = frozenset({"+", "-"})
 MUL = frozenset({"*", "/", "%"})
 ASSIGN = frozenset({":=", "+=", "-="})
 BINARY = CMP | ADD | MUL | {"||", "&&"}
-LITERALS = {"STRING": "string", "DECIMAL": "decimal", "INT": "int"}
+LITERALS = {"STRING": "string", "DECIMAL": "decimal", "INT": "int", "DURATION": "duration"}
 RENAMED = "RENAMED_FROM"
 
 

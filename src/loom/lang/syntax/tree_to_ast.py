@@ -478,7 +478,11 @@ class Build(Builder):
         return ast.Schedule(str(ch[0]), self.tsp(ch[0]), ch[1], None, self.sp(meta))
 
     def schedule_after(self, meta, ch):
-        return ast.Schedule(str(ch[0]), self.tsp(ch[0]), None, _millis(str(ch[1])), self.sp(meta))
+        after = ch[1]
+        if isinstance(after, ast.Literal) and after.kind == "duration":  # `after 15m`
+            ms = after.value // 1000  # type: ignore[operator]
+            return ast.Schedule(str(ch[0]), self.tsp(ch[0]), None, ms, self.sp(meta))
+        return ast.Schedule(str(ch[0]), self.tsp(ch[0]), None, None, self.sp(meta), after)
 
     def cancel(self, meta, ch):
         return ast.Cancel(str(ch[0]), self.tsp(ch[0]), self.sp(meta))
@@ -599,6 +603,9 @@ class Build(Builder):
 
     def decimal(self, meta, ch):
         return ast.Literal("decimal", str(ch[0]), self.tsp(ch[0]))
+
+    def duration(self, meta, ch):  # its value in microseconds
+        return ast.Literal("duration", _millis(str(ch[0])) * 1000, self.tsp(ch[0]))
 
     def true(self, meta, ch):
         return ast.Literal("bool", True, self.sp(meta))
