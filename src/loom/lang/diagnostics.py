@@ -406,6 +406,11 @@ REGISTRY: dict[str, CodeInfo] = {
             _W,
             "a `renamed from` that the last migration already applied: no database still needs it",
         ),
+        CodeInfo(
+            "loom.operation-bypasses-workflow",
+            _W,
+            "an operation the context's workflows call is also a public route with no gate",
+        ),
     ]
 }
 

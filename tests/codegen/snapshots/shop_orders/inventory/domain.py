@@ -14,7 +14,7 @@ from ..orders.ids import OrderId
 
 @dataclass(frozen=True, kw_only=True)
 class StockReserved(DomainEvent):
-    """event StockReserved (shop.loom:107)"""
+    """event StockReserved (shop.loom:108)"""
 
     event_type: ClassVar[str] = "Inventory.StockReserved"
     order: OrderId
@@ -23,7 +23,7 @@ class StockReserved(DomainEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class ReservationReleased(DomainEvent):
-    """event ReservationReleased (shop.loom:108)"""
+    """event ReservationReleased (shop.loom:109)"""
 
     event_type: ClassVar[str] = "Inventory.ReservationReleased"
     order: OrderId
