@@ -411,6 +411,11 @@ REGISTRY: dict[str, CodeInfo] = {
             _W,
             "an operation the context's workflows call is also a public route with no gate",
         ),
+        CodeInfo(
+            "loom.cross-context-access",
+            _E,
+            "a body names an aggregate or repository of another context",
+        ),
     ]
 }
 
