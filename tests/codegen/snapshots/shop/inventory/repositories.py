@@ -24,4 +24,4 @@ class Reservations(Repository[Reservation]):
     async def get_by_order(self, order: OrderId) -> Reservation:
         """natural key unique (order) of Reservation (shop.loom:111)"""
         c = self.table.c
-        return await self.get_one(c.order == order, key=order)
+        return await self.get_one(c.order == order, key={"order": order})

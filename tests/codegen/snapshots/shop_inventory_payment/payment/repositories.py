@@ -24,4 +24,4 @@ class Charges(Repository[Charge]):
     async def get_by_order(self, order: OrderId) -> Charge:
         """natural key unique (order) of Charge (shop.loom:151)"""
         c = self.table.c
-        return await self.get_one(c.order == order, key=order)
+        return await self.get_one(c.order == order, key={"order": order})
