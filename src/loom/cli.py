@@ -27,6 +27,7 @@ from loom.commands import Color, Format
 from loom.commands import compile_model as _compile
 from loom.dead_letters import dead_page, on_outbox, redrive
 from loom.migrate.cli import migrate_app
+from loom.model_files import NoModelFiles, model_files
 from loom.run_options import (
     OptionError,
     declared_deployables,
@@ -46,12 +47,22 @@ app = typer.Typer(
 )
 
 
-Files = Annotated[list[Path], typer.Argument(help="The model's .loom files (one model).")]
+Files = Annotated[
+    list[Path], typer.Argument(help="The model's .loom files, or a folder of them (one model).")
+]
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
+
+
+def _model_files(paths: list[Path]) -> list[Path]:
+    """The model files of the paths given (a folder: its `*.loom`), or exit 2 saying why not."""
+    try:
+        return model_files(paths)
+    except NoModelFiles as exc:
+        _fail(str(exc))
 
 
 @app.command()
@@ -229,6 +240,7 @@ def up_command(
 
     Exit codes: 0 stopped by Ctrl-C or SIGTERM; 1 the model has errors, or a service exited on
     its own (the others are then stopped); 2 the command line or the environment is wrong."""
+    files = _model_files(files)
     result = _compile(files, Format.text, color, quiet_ok=True)
     if not result.ok or result.model is None:
         raise typer.Exit(1)

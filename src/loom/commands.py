@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loom.build import BuildError, build_model, deployable_packages
+from loom.model_files import NoModelFiles, model_files
 
 if TYPE_CHECKING:
     from loom.lang import CompileResult
@@ -105,18 +106,33 @@ def _collector_off() -> None:
     gc.disable()
 
 
-def check(files: list[Path], fmt: Format, color: Color) -> int:
+def _model(paths: list[Path]) -> list[Path] | None:
+    """The model files of the paths given (a folder: its `*.loom`); None, said, when there are none."""
+    try:
+        return model_files(paths)
+    except NoModelFiles as exc:
+        echo(f"error: {exc}", err=True)
+        return None
+
+
+def check(paths: list[Path], fmt: Format, color: Color) -> int:
     """`loom check`: parse, resolve and type-check a model, print its diagnostics; the exit code."""
     _collector_off()
+    files = _model(paths)
+    if files is None:
+        return 2
     result = compile_model(files, fmt, color)
     if fmt is Format.text and result.ok and not result.diagnostics:
         echo(f"ok: {len(files)} file(s), no problems")
     return 0 if result.ok else 1
 
 
-def build(files: list[Path], output: Path, color: Color) -> int:
+def build(paths: list[Path], output: Path, color: Color) -> int:
     """`loom build`: generate the service package of a model into `output`; the exit code."""
     _collector_off()
+    files = _model(paths)
+    if files is None:
+        return 2
     result = compile_model(files, Format.text, color, quiet_ok=True)
     if not result.ok or result.model is None:
         return 1

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from loom.model_files import NoModelFiles, model_files
 from loom.run_options import Held, OptionError, default_database, default_database_file
 
 
@@ -16,9 +17,10 @@ def default_url(model: Path | None, held: Held) -> str:
     `<deployable>.db`. Raises OptionError with a sentence when there is none."""
     target = model or Path.cwd()
     if target.is_dir():
-        files = sorted(target.glob("*.loom"))
-        if not files:
-            raise OptionError(f"no .loom file in {target}: name the model, or pass --database-url")
+        try:
+            files = model_files([target])
+        except NoModelFiles as exc:
+            raise OptionError(f"{exc}, or pass --database-url") from exc
         # `loom run` names the whole model's database after the first model file it was given
         with_db = [f for f in files if f.with_suffix(".db").exists()]
         first = (with_db or files)[0]

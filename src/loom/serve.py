@@ -28,6 +28,7 @@ from loom.commands import Color, Format, collector_paused, compile_model, echo
 from loom.migrate.database import DatabaseUnreachable
 from loom.migrate.folder import MigrationsError
 from loom.migrate.serve import prepare_database
+from loom.model_files import NoModelFiles, model_files
 from loom.run_options import (
     Held,
     OptionError,
@@ -102,10 +103,14 @@ def check_database(
         raise _fail(str(exc)) from None
 
 
-def run(files: list[Path], options: RunOptions) -> int:
-    """`loom run`: the exit code when it stops without serving (0 after serving until stopped)."""
+def run(paths: list[Path], options: RunOptions) -> int:
+    """`loom run` of the model the paths name (a folder: its `*.loom`): the exit code when it stops
+    without serving (0 after serving until stopped)."""
     try:
-        _serve(files, options)
+        _serve(model_files(paths), options)
+    except NoModelFiles as exc:
+        echo(f"error: {exc}", err=True)
+        return 2
     except Stop as stop:
         return stop.code
     return 0

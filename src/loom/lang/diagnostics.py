@@ -430,6 +430,16 @@ REGISTRY: dict[str, CodeInfo] = {
             _E,
             "`date(…)` / `datetime(…)` of something other than a valid date or UTC datetime string",
         ),
+        CodeInfo(
+            "loom.operation-bypasses-workflow",
+            _W,
+            "an operation the context's workflows call is also a public route with no gate",
+        ),
+        CodeInfo(
+            "loom.cross-context-access",
+            _E,
+            "a body names an aggregate or repository of another context",
+        ),
     ]
 }
 

@@ -761,7 +761,8 @@ class Operation:
     """An operation. `private`: no route, callable only from the aggregate's other members.
     `extern`: no body in the model; the user's Python implements it (`result` may then be set).
     `requires`: the gate over the principal (CurrentUser), the parameters and the fields, checked
-    first, before `when`, wherever the operation runs; refused, it is a 403 `forbidden`."""
+    first, before `when`, wherever the operation runs; refused, it is a 403 `forbidden`.
+    `internal`: no route; the context's workflows, handlers, reactions, timeouts and timers call it."""
 
     name: str
     params: tuple[Parameter, ...]
@@ -773,6 +774,12 @@ class Operation:
     extern: bool = False
     result: Type | None = None
     requires: Expr | None = None
+    internal: bool = False
+
+    @property
+    def routed(self) -> bool:
+        """Whether the operation has an HTTP route (and an OpenAPI entry)."""
+        return not (self.private or self.internal)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@
   set in context so every event and log line of the request's chain carries it.
 - The body limit (`_body_limit.py`): a declared Content-Length over it is answered 413 before the
   app runs; a body sent without one (chunked) is cut off with 413 as soon as it grows over it.
+- A 204 answer carries no `Content-Type` (nor `Content-Length`): it has no body.
 - Authentication (`_auth.py`): the request's principal, or a 401 before the route runs; the
   `Authorization` header itself is kept in context for the API calls that forward it.
 
@@ -35,6 +36,8 @@ _CORRELATION = CORRELATION_HEADER.encode()
 _CONTENT_LENGTH = b"content-length"
 _AUTHORIZATION = b"authorization"
 _VALID_ID = re.compile(rb"[\x21-\x7e]{1,128}")
+_REPLACED = frozenset({_CORRELATION})
+_NO_CONTENT = frozenset({_CORRELATION, b"content-type", _CONTENT_LENGTH})
 
 
 class EdgeMiddleware:
@@ -74,7 +77,9 @@ class EdgeMiddleware:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
-                headers = [h for h in message.get("headers", ()) if h[0].lower() != _CORRELATION]
+                # a 204 has no body, so no content type (FastAPI gives its JSON one to every route)
+                drop = _NO_CONTENT if message["status"] == 204 else _REPLACED
+                headers = [h for h in message.get("headers", ()) if h[0].lower() not in drop]
                 message = {**message, "headers": [*headers, header]}
             await send(message)
 

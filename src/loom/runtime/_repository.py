@@ -193,10 +193,14 @@ class Repository(Generic[A]):
         return found[0] if found else None
 
     async def get_one(self, *where: Any, key: object = None) -> A:
-        """The first aggregate matching the criteria; `NotFound` (naming `key`) when none."""
+        """The first aggregate matching the criteria; `NotFound` (naming `key`) when none. A
+        mapping `key` (field -> value) is the fields matched: `no Due with booking 7`."""
         found = await self.find_all(*where, limit=1)
         if not found:
             name = self._statements().mapper.name
+            if isinstance(key, Mapping):
+                said = " and ".join(f"{field} {value}" for field, value in key.items())
+                raise NotFound(name, None, f"no {name} with {said}")
             raise NotFound(name, key, f"{name} {key} does not exist")
         return found[0]
 
@@ -225,8 +229,13 @@ class Repository(Generic[A]):
         if d.get(DELETED_ATTR):
             # Deleted earlier in this unit of work (on the path the body took): nothing to write.
             return
-        work._before_save(mapper.name, id)
         version = d.get(VERSION_ATTR, 0)
+        changed = mapper.changes(aggregate) if version else None
+        if version and not changed and not aggregate._loom_events:
+            # Loaded, and the path the body took changed nothing (an operation on the branch
+            # that did not run): no write, no new version.
+            return
+        work._before_save(mapper.name, id)
         # autocommit + durable events: a short transaction for the row and its outbox rows
         conn = await work._write_connection(aggregate)
         try:
@@ -237,7 +246,7 @@ class Repository(Generic[A]):
             else:
                 # only the columns that changed since the load (no needless writes, no
                 # foreign-key checks of untouched references); the version check is the same
-                params = mapper.changes(aggregate)
+                params = changed or {}
                 params["_loom_id"] = id
                 params["_loom_v"] = version
                 result = await conn.execute(st.update, params)

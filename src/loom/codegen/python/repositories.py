@@ -207,7 +207,9 @@ def _repository(
         call = {"one": "get_one", "optional": "find_one", "many": "find_all"}[find.cardinality]
         name = find_method(find)
         what = f"find {find.name} of {repo.name if repo else agg.name} ({where(find.origin)})"
-        methods.setdefault(name, _method(name, params, call, cls, cond, what, types, imports))
+        methods.setdefault(
+            name, _method(name, params, call, cls, cond, what, types, imports, find.fields)
+        )
     for body in methods.values():
         lines.append("")
         lines.extend(body)
@@ -231,14 +233,19 @@ def _method(
     what: str,
     types: TypeNames,
     imports: Imports,
+    keys: tuple[str, ...] | None = None,
 ) -> list[str]:
+    """`keys`: the fields the parameters match, in their order (the parameters' names if None)."""
     lines, py = _signature(name, params, _result(call, cls), types, method=True)
     lines.append(f"        {docstring(what)}")
     scope = Scope(imports=imports, enum_ref=types.enum_ref, self_name=None, params=py)
     lines.append("        c = self.table.c")
     args: list[Doc] = [SqlRenderer(scope).where_doc(cond)]
     if call == "get_one":
-        args.append(f"key={py[params[0][0]]}")
+        # the fields the miss names (`no Due with booking …`), by their model names
+        named = keys if keys is not None else tuple(p for p, _ in params)
+        pairs = [f"{py_str(f)}: {py[p]}" for f, (p, _) in zip(named, params, strict=True)]
+        args.append(Group("key={", pairs, "}"))
     lines += lay(Group(f"return await self.{call}(", args, ")"), 2)
     return lines
 

@@ -1,6 +1,7 @@
 """`<context>/routes.py`: per aggregate, GET one, GET a page and POST one route per operation (not
-for private operations); a crudish aggregate also gets POST (create, 201 + Location), PATCH (the
-mutable fields the body names; an immutable or unknown member is a 422 invalid-request) and DELETE.
+for private or internal operations); a crudish aggregate also gets POST (create, 201 + Location),
+PATCH (the mutable fields the body names; an immutable or unknown member is a 422 invalid-request)
+and DELETE.
 
 An operation route loads the aggregate, calls the domain method and saves, all in one transaction:
 a refusal raises before the save, so nothing is written.
@@ -128,7 +129,7 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
 
         # POST operation
         for op in agg.operations:
-            if op.private:
+            if not op.routed:
                 continue
             fn = functions.take(f"{naming.snake(agg.name)}_{naming.snake(op.name)}")
             path = f"/api/{plural}/{{id}}/{naming.snake(op.name)}"

@@ -69,7 +69,7 @@ def schema_names(context: ir.Context) -> SchemaNames:
         (a.name, o.name): alloc.take(naming.pascal(a.name) + naming.pascal(o.name) + "Input")
         for a in context.aggregates
         for o in a.operations
-        if o.params and not o.private
+        if o.params and o.routed
     }
     workflow_input = {}
     for wf in context.workflows:

@@ -8,7 +8,7 @@ an `if let` source, or a typed `ir.Expr` for a value call).
 
 from __future__ import annotations
 
-from loom.lang.check import principal
+from loom.lang.check import crossings, principal
 from loom.lang.check.apis import api_call
 from loom.lang.check.checker import Checker
 from loom.lang.check.creates import create_args
@@ -44,6 +44,9 @@ def classify(ck: Checker, call: ast.Call, scope: Scope, position: str, name: str
             )
             return None
         return x
+    if crossings.qualified(ck, ctx, recv, set(scope.names)):
+        args_only(ck, call, scope)
+        return None
     if not isinstance(recv, ast.Name):
         ck.expr(recv, scope)
         ck.report(
@@ -98,9 +101,10 @@ def classify(ck: Checker, call: ast.Call, scope: Scope, position: str, name: str
             "another context's repository",
             secondary=[(other.name_span, f"declared in context `{other_ctx}`")],
             help="a workflow loads only through its own context's repositories; consume the "
-            "other context's events into a local aggregate, or move the workflow",
+            "other context's events into a local aggregate, call its handlers through its API "
+            f"(`resource … {{ kind: api  context: {other_ctx} }}`), or move the workflow",
         )
-    else:
+    elif not crossings.foreign_aggregate(ck, ctx, r, recv.span):
         candidates = [*ctx.repositories, *ctx.aggregates, *ctx.services, *scope.names]
         ck.report(
             "loom.workflow-unknown-name",

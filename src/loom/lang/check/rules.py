@@ -15,6 +15,7 @@ from loom.lang.check import (
     aggregates,
     anonymous,
     apis,
+    bypass,
     declarations,
     declared_types,
     event_fields,
@@ -110,4 +111,5 @@ RULES: tuple[Rule, ...] = (
     Rule("gates anonymous callers can never pass", anonymous.check_anonymous_gates),
     Rule("generated names: routes and columns", _generated_names),
     Rule("`renamed from`: old names free in their scope", renames.check_renames),
+    Rule("public operations the context's own code calls", bypass.check_bypassing_routes),
 )

@@ -292,6 +292,7 @@ class ModelLowerer:
             extern=op.extern,
             result=self.t(op.result) if op.result is not None else None,
             requires=self.e(op.requires) if op.requires is not None else None,
+            internal=op.internal,
         )
 
     def _called_emits(self, agg: ast.Aggregate, op: ast.Operation, seen: set[str]) -> list[str]:

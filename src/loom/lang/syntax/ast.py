@@ -356,6 +356,7 @@ class Operation:
     has_body: bool = True  # False for an extern operation written without a block
     # `requires gate`: who may run it (over `currentUser`, the parameters and the fields)
     requires: Expr | None = None
+    internal: bool = False  # no route: only the context's workflows, handlers and reactions call it
 
 
 @dataclass(eq=False)

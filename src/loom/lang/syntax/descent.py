@@ -216,6 +216,11 @@ class _Descent(Bodies):
         if self.k[self.i] == "private":
             self.i += 1
             ch.append(b.private(self.meta(i0), []))
+        elif self.k[self.i] == "internal":
+            self.i += 1
+            if self.k[self.i] == "extern":
+                return self.extern_operation(i0, [b.internal(self.meta(i0), [])])
+            ch.append(b.internal(self.meta(i0), []))
         self.expect("operation")
         ch += [self.name(), self.paren_params()]
         if self.k[self.i] == "requires":
@@ -232,11 +237,13 @@ class _Descent(Bodies):
         cond = self.expr()
         return method(self.meta(j), [cond])
 
-    def extern_operation(self) -> Any:
-        i0 = self.i
+    def extern_operation(self, i0: int | None = None, ch: list[Any] | None = None) -> Any:
+        """`[internal] extern operation …`: `i0` and `ch` hold the `internal` already read."""
+        i0 = self.i if i0 is None else i0
+        ch = [] if ch is None else ch
         self.i += 1
         self.expect("operation")
-        ch: list[Any] = [self.name(), self.paren_params()]
+        ch += [self.name(), self.paren_params()]
         if self.k[self.i] == ":":
             ch.append(self.result())
         if self.k[self.i] == "requires":
@@ -571,6 +578,7 @@ _AGGREGATE_MEMBERS = {
     "function": _Descent.function,
     "operation": _Descent.operation,
     "private": _Descent.operation,
+    "internal": _Descent.operation,
     "extern": _Descent.extern_operation,
     "unique": _Descent.unique,
     "create": _Descent.factory,

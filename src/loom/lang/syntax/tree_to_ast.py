@@ -192,9 +192,12 @@ class Build(Builder):
     def private(self, meta, ch):
         return "private"
 
+    def internal(self, meta, ch):
+        return "internal"
+
     def operation(self, meta, ch):
-        private = ch[0] == "private"
-        if private:
+        private, internal = ch[0] == "private", ch[0] == "internal"
+        if private or internal:
             ch = ch[1:]
         when = next((c[1] for c in ch[2:] if isinstance(c, tuple) and c[0] == "when"), None)
         gate = next((c[1] for c in ch[2:] if isinstance(c, tuple) and c[0] == "requires"), None)
@@ -207,9 +210,13 @@ class Build(Builder):
             self.sp(meta),
             private=private,
             requires=gate,
+            internal=internal,
         )
 
     def extern_operation(self, meta, ch):
+        internal = ch[0] == "internal"
+        if internal:
+            ch = ch[1:]
         result = next((c[1] for c in ch[2:] if isinstance(c, tuple) and c[0] == "result"), None)
         gate = next((c[1] for c in ch[2:] if isinstance(c, tuple) and c[0] == "requires"), None)
         body = next((c for c in ch[2:] if isinstance(c, list)), None)
@@ -224,6 +231,7 @@ class Build(Builder):
             result=result,
             has_body=body is not None,
             requires=gate,
+            internal=internal,
         )
 
     def unique(self, meta, ch):

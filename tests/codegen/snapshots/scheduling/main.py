@@ -17,7 +17,7 @@ from .scheduling import workflows as scheduling_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "18c8297b666f"
+MODEL_REVISION = "b7aa9a03383b"
 
 # The durable channels of the model: their events go through the outbox and the relay.
 CHANNELS = [

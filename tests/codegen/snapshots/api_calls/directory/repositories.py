@@ -23,4 +23,4 @@ class Technicians(Repository[Technician]):
     async def get_by_name(self, name: str) -> Technician:
         """natural key unique (name) of Technician (dispatch.loom:6)"""
         c = self.table.c
-        return await self.get_one(c.name == name, key=name)
+        return await self.get_one(c.name == name, key={"name": name})

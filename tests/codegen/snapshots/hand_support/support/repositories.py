@@ -67,7 +67,7 @@ class Tickets(Repository[Ticket]):
     async def get_by_code(self, code: str) -> Ticket:
         """natural key unique (code) of Ticket (support.loom:3)"""
         c = self.table.c
-        return await self.get_one(c.code == code, key=code)
+        return await self.get_one(c.code == code, key={"code": code})
 
     async def find_by_due_open(self, as_of: datetime) -> Ticket | None:
         """criterion DueOpen (support.loom:20)"""

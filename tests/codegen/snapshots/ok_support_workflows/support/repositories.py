@@ -53,7 +53,7 @@ class Tickets(Repository[Ticket]):
     async def get_by_code(self, code: str) -> Ticket:
         """natural key unique (code) of Ticket (support_workflows.loom:5)"""
         c = self.table.c
-        return await self.get_one(c.code == code, key=code)
+        return await self.get_one(c.code == code, key={"code": code})
 
     async def find_by_customer_and_due_at(
         self,
@@ -73,7 +73,7 @@ class Tickets(Repository[Ticket]):
         c = self.table.c
         return await self.get_one(
             and_(c.customer == customer, c.due_at == due_at),
-            key=customer,
+            key={"customer": customer, "dueAt": due_at},
         )
 
     async def find_by_not_closed(self) -> Ticket | None:

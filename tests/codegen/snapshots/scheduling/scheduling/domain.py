@@ -142,7 +142,7 @@ class Appointment(AggregateRoot):
         self._raise_event(AppointmentConfirmed(appointment=self.id))
 
     def expire(self) -> None:
-        """operation Appointment.expire (scheduling.loom:50)"""
+        """operation Appointment.expire (scheduling.loom:51)"""
         require(
             self.requested,
             kind="state-gate",
@@ -153,7 +153,7 @@ class Appointment(AggregateRoot):
         self._raise_event(AppointmentExpired(appointment=self.id))
 
     def pay_deposit(self) -> None:
-        """operation Appointment.payDeposit (scheduling.loom:54)"""
+        """operation Appointment.payDeposit (scheduling.loom:55)"""
         require(
             self.held,
             kind="state-gate",
@@ -163,22 +163,26 @@ class Appointment(AggregateRoot):
         self.status = AppointmentStatus.CONFIRMED
         self._raise_event(DepositPaid(appointment=self.id))
 
-    def cancel(self, reason: str) -> None:
-        """operation Appointment.cancel (scheduling.loom:59)"""
+    def release(self, reason: str) -> None:
+        """operation Appointment.release (scheduling.loom:60)"""
         require(
             self.requested or self.held,
             kind="state-gate",
-            rule="Appointment.cancel: when requested || held",
-            detail="Appointment.cancel is not allowed in the current state (when requested || held)",
+            rule="Appointment.release: when requested || held",
+            detail="Appointment.release is not allowed in the current state (when requested || held)",
         )
         self.status = AppointmentStatus.CANCELLED
         self.cancel_reason = reason
         self._raise_event(AppointmentCancelled(appointment=self.id, reason=reason))
 
+    def cancel(self, reason: str) -> None:
+        """operation Appointment.cancel (scheduling.loom:66)"""
+        self.release(reason)
+
 
 @dataclass(kw_only=True)
 class ConfirmationDeadlineState:
-    """state of workflow ConfirmationDeadline (scheduling.loom:93)"""
+    """state of workflow ConfirmationDeadline (scheduling.loom:96)"""
 
     appointment: AppointmentId
     ended: bool = False
@@ -186,7 +190,7 @@ class ConfirmationDeadlineState:
 
 @dataclass(kw_only=True)
 class DepositHoldState:
-    """state of workflow DepositHold (scheduling.loom:113)"""
+    """state of workflow DepositHold (scheduling.loom:116)"""
 
     appointment: AppointmentId
     ended: bool = False
@@ -194,7 +198,7 @@ class DepositHoldState:
 
 @dataclass(kw_only=True)
 class ReminderState:
-    """state of workflow Reminder (scheduling.loom:131)"""
+    """state of workflow Reminder (scheduling.loom:134)"""
 
     appointment: AppointmentId
     sent: int = 0

@@ -31,7 +31,7 @@ async def confirmation_deadline_create_appointment_requested(
     service: Service,
     e: AppointmentRequested,
 ) -> None:
-    """workflow ConfirmationDeadline: create(e: AppointmentRequested) by e.appointment (scheduling.loom:95)"""
+    """workflow ConfirmationDeadline: create(e: AppointmentRequested) by e.appointment (scheduling.loom:98)"""
     async with service.reaction() as work:
         confirmation_deadline_instances = ConfirmationDeadlineInstances(work)
         instance = await confirmation_deadline_instances.bind(e.appointment)
@@ -60,7 +60,7 @@ async def confirmation_deadline_on_appointment_confirmed(
     service: Service,
     e: AppointmentConfirmed,
 ) -> None:
-    """workflow ConfirmationDeadline: on(e: AppointmentConfirmed) by e.appointment (scheduling.loom:98)"""
+    """workflow ConfirmationDeadline: on(e: AppointmentConfirmed) by e.appointment (scheduling.loom:101)"""
     async with service.reaction() as work:
         confirmation_deadline_instances = ConfirmationDeadlineInstances(work)
         instance = await confirmation_deadline_instances.find(e.appointment)
@@ -100,7 +100,7 @@ async def confirmation_deadline_on_appointment_cancelled(
     service: Service,
     e: AppointmentCancelled,
 ) -> None:
-    """workflow ConfirmationDeadline: on(e: AppointmentCancelled) by e.appointment (scheduling.loom:102)"""
+    """workflow ConfirmationDeadline: on(e: AppointmentCancelled) by e.appointment (scheduling.loom:105)"""
     async with service.reaction() as work:
         confirmation_deadline_instances = ConfirmationDeadlineInstances(work)
         instance = await confirmation_deadline_instances.find(e.appointment)
@@ -131,7 +131,7 @@ async def confirmation_deadline_on_appointment_cancelled(
 
 
 async def deposit_hold_create_slot_held(service: Service, e: SlotHeld) -> None:
-    """workflow DepositHold: create(e: SlotHeld) by e.appointment (scheduling.loom:115)"""
+    """workflow DepositHold: create(e: SlotHeld) by e.appointment (scheduling.loom:118)"""
     async with service.reaction() as work:
         deposit_hold_instances = DepositHoldInstances(work)
         instance = await deposit_hold_instances.bind(e.appointment)
@@ -157,7 +157,7 @@ async def deposit_hold_create_slot_held(service: Service, e: SlotHeld) -> None:
 
 
 async def deposit_hold_on_deposit_paid(service: Service, e: DepositPaid) -> None:
-    """workflow DepositHold: on(e: DepositPaid) by e.appointment (scheduling.loom:118)"""
+    """workflow DepositHold: on(e: DepositPaid) by e.appointment (scheduling.loom:121)"""
     async with service.reaction() as work:
         deposit_hold_instances = DepositHoldInstances(work)
         instance = await deposit_hold_instances.find(e.appointment)
@@ -198,7 +198,7 @@ async def confirmation_deadline_timeout_deadline(
     due: TimeoutDue,
     work: Work,
 ) -> None:
-    """workflow ConfirmationDeadline: on timeout deadline (scheduling.loom:105)"""
+    """workflow ConfirmationDeadline: on timeout deadline (scheduling.loom:108)"""
     appointments = Appointments(work)
     confirmation_deadline_instances = ConfirmationDeadlineInstances(work)
     instance = await confirmation_deadline_instances.find(AppointmentId(UUID(due.key)))
@@ -254,7 +254,7 @@ async def deposit_hold_timeout_deposit(
     due: TimeoutDue,
     work: Work,
 ) -> None:
-    """workflow DepositHold: on timeout deposit (scheduling.loom:122)"""
+    """workflow DepositHold: on timeout deposit (scheduling.loom:125)"""
     appointments = Appointments(work)
     deposit_hold_instances = DepositHoldInstances(work)
     instance = await deposit_hold_instances.find(AppointmentId(UUID(due.key)))
@@ -274,7 +274,7 @@ async def deposit_hold_timeout_deposit(
         return
     a = await appointments.get_by_id(instance.appointment)
     if a.held:
-        a.cancel("deposit-not-received")
+        a.release("deposit-not-received")
     instance.ended = True
     await service.processes.store.disarm_all(
         work,
@@ -298,7 +298,7 @@ async def reminder_timeout_remind(
     due: TimeoutDue,
     work: Work,
 ) -> None:
-    """workflow Reminder: on timeout remind (scheduling.loom:139)"""
+    """workflow Reminder: on timeout remind (scheduling.loom:142)"""
     reminder_instances = ReminderInstances(work)
     instance = await reminder_instances.find(AppointmentId(UUID(due.key)))
     if instance is None or instance.ended:  # no instance, or it ended: dropped
@@ -329,7 +329,7 @@ async def reminder_timeouts(service: Service, due: TimeoutDue, work: Work) -> No
 
 
 async def expire_unconfirmed_timer(service: Service, tick: Tick, work: Work) -> None:
-    """timer expireUnconfirmed every 1h (scheduling.loom:146)"""
+    """timer expireUnconfirmed every 1h (scheduling.loom:149)"""
     appointments = Appointments(work)
     overdue = await appointments.find_all_by_unconfirmed(now())
     for a in overdue:

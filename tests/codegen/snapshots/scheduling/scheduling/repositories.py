@@ -18,28 +18,28 @@ from .domain import (
 
 
 def unconfirmed(as_of: datetime) -> ColumnElement[bool]:
-    """criterion Unconfirmed of Appointment (scheduling.loom:67)"""
+    """criterion Unconfirmed of Appointment (scheduling.loom:70)"""
     c = tables.appointments.c
     return and_(c.status == "Requested", c.confirm_before < as_of)
 
 
 class Appointments(Repository[Appointment]):
-    """repository Appointments for Appointment (scheduling.loom:65)"""
+    """repository Appointments for Appointment (scheduling.loom:68)"""
 
     aggregate = Appointment
     table = tables.appointments
 
     async def find_by_unconfirmed(self, as_of: datetime) -> Appointment | None:
-        """criterion Unconfirmed (scheduling.loom:67)"""
+        """criterion Unconfirmed (scheduling.loom:70)"""
         return await self.find_one(unconfirmed(as_of))
 
     async def find_all_by_unconfirmed(self, as_of: datetime) -> list[Appointment]:
-        """criterion Unconfirmed (scheduling.loom:67)"""
+        """criterion Unconfirmed (scheduling.loom:70)"""
         return await self.find_all(unconfirmed(as_of))
 
 
 class ConfirmationDeadlineInstances(Instances[ConfirmationDeadlineState]):
-    """instances of workflow ConfirmationDeadline (scheduling.loom:93)"""
+    """instances of workflow ConfirmationDeadline (scheduling.loom:96)"""
 
     state = ConfirmationDeadlineState
     table = tables.confirmation_deadline_instances
@@ -48,7 +48,7 @@ class ConfirmationDeadlineInstances(Instances[ConfirmationDeadlineState]):
 
 
 class DepositHoldInstances(Instances[DepositHoldState]):
-    """instances of workflow DepositHold (scheduling.loom:113)"""
+    """instances of workflow DepositHold (scheduling.loom:116)"""
 
     state = DepositHoldState
     table = tables.deposit_hold_instances
@@ -57,7 +57,7 @@ class DepositHoldInstances(Instances[DepositHoldState]):
 
 
 class ReminderInstances(Instances[ReminderState]):
-    """instances of workflow Reminder (scheduling.loom:131)"""
+    """instances of workflow Reminder (scheduling.loom:134)"""
 
     state = ReminderState
     table = tables.reminder_instances

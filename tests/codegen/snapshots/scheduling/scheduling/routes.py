@@ -69,29 +69,13 @@ async def appointment_confirm(id: UUID, request: Request) -> None:
 
 
 @router.post(
-    "/api/appointments/{id}/expire",
-    status_code=204,
-    responses=PROBLEM_RESPONSES,
-    tags=["Scheduling: Appointment"],
-)
-async def appointment_expire(id: UUID, request: Request) -> None:
-    """operation Appointment.expire (scheduling.loom:50)"""
-    service = get_service(request)
-    async with service.transaction() as work:
-        appointments = Appointments(work)
-        appointment = await appointments.get_by_id(id)
-        appointment.expire()
-        await appointments.save(appointment)
-
-
-@router.post(
     "/api/appointments/{id}/pay_deposit",
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Scheduling: Appointment"],
 )
 async def appointment_pay_deposit(id: UUID, request: Request) -> None:
-    """operation Appointment.payDeposit (scheduling.loom:54)"""
+    """operation Appointment.payDeposit (scheduling.loom:55)"""
     service = get_service(request)
     async with service.transaction() as work:
         appointments = Appointments(work)
@@ -111,7 +95,7 @@ async def appointment_cancel(
     body: AppointmentCancelInput,
     request: Request,
 ) -> None:
-    """operation Appointment.cancel (scheduling.loom:59)"""
+    """operation Appointment.cancel (scheduling.loom:66)"""
     service = get_service(request)
     async with service.transaction() as work:
         appointments = Appointments(work)

@@ -53,7 +53,7 @@ class AppointmentOut(BaseModel):
 
 
 class AppointmentCancelInput(BaseModel):
-    """The body of operation Appointment.cancel (scheduling.loom:59)"""
+    """The body of operation Appointment.cancel (scheduling.loom:66)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -61,7 +61,7 @@ class AppointmentCancelInput(BaseModel):
 
 
 class RequestAppointmentInput(BaseModel):
-    """The body of workflow requestAppointment (scheduling.loom:70)"""
+    """The body of workflow requestAppointment (scheduling.loom:73)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -72,7 +72,7 @@ class RequestAppointmentInput(BaseModel):
 
 
 class HoldSlotInput(BaseModel):
-    """The body of workflow holdSlot (scheduling.loom:81)"""
+    """The body of workflow holdSlot (scheduling.loom:84)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -82,7 +82,7 @@ class HoldSlotInput(BaseModel):
 
 
 class ReminderInput(BaseModel):
-    """The body of workflow Reminder (scheduling.loom:134)"""
+    """The body of workflow Reminder (scheduling.loom:137)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -98,7 +98,7 @@ class PendingTimeoutOut(BaseModel):
 
 
 class ConfirmationDeadlineInstanceOut(BaseModel):
-    """an instance of workflow ConfirmationDeadline as the API answers it (scheduling.loom:93)"""
+    """an instance of workflow ConfirmationDeadline as the API answers it (scheduling.loom:96)"""
 
     appointment: AppointmentId
     version: int
@@ -121,7 +121,7 @@ class ConfirmationDeadlineInstanceOut(BaseModel):
 
 
 class DepositHoldInstanceOut(BaseModel):
-    """an instance of workflow DepositHold as the API answers it (scheduling.loom:113)"""
+    """an instance of workflow DepositHold as the API answers it (scheduling.loom:116)"""
 
     appointment: AppointmentId
     version: int
@@ -144,7 +144,7 @@ class DepositHoldInstanceOut(BaseModel):
 
 
 class ReminderInstanceOut(BaseModel):
-    """an instance of workflow Reminder as the API answers it (scheduling.loom:131)"""
+    """an instance of workflow Reminder as the API answers it (scheduling.loom:134)"""
 
     appointment: AppointmentId
     version: int

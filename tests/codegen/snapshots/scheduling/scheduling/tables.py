@@ -48,7 +48,7 @@ appointments = Table(
     info={"loom": {"origin": "Scheduling.Appointment"}},
 )
 
-# instances of workflow ConfirmationDeadline (scheduling.loom:93)
+# instances of workflow ConfirmationDeadline (scheduling.loom:96)
 confirmation_deadline_instances = Table(
     "scheduling_confirmation_deadline_instances",
     metadata,
@@ -68,7 +68,7 @@ confirmation_deadline_instances = Table(
     info={"loom": {"origin": "Scheduling.ConfirmationDeadline"}},
 )
 
-# instances of workflow DepositHold (scheduling.loom:113)
+# instances of workflow DepositHold (scheduling.loom:116)
 deposit_hold_instances = Table(
     "scheduling_deposit_hold_instances",
     metadata,
@@ -88,7 +88,7 @@ deposit_hold_instances = Table(
     info={"loom": {"origin": "Scheduling.DepositHold"}},
 )
 
-# instances of workflow Reminder (scheduling.loom:131)
+# instances of workflow Reminder (scheduling.loom:134)
 reminder_instances = Table(
     "scheduling_reminder_instances",
     metadata,

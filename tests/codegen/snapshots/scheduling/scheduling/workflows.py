@@ -46,7 +46,7 @@ async def request_appointment(
     body: RequestAppointmentInput,
     request: Request,
 ) -> AppointmentId:
-    """workflow requestAppointment (scheduling.loom:69): non-transactional: each save commits on its own"""
+    """workflow requestAppointment (scheduling.loom:72): non-transactional: each save commits on its own"""
     service = get_service(request)
     async with service.autocommit() as work:
         appointments = Appointments(work)
@@ -79,7 +79,7 @@ async def request_appointment(
     tags=["Scheduling: workflows"],
 )
 async def hold_slot(body: HoldSlotInput, request: Request) -> AppointmentId:
-    """workflow holdSlot (scheduling.loom:80): non-transactional: each save commits on its own"""
+    """workflow holdSlot (scheduling.loom:83): non-transactional: each save commits on its own"""
     service = get_service(request)
     async with service.autocommit() as work:
         appointments = Appointments(work)
@@ -97,9 +97,9 @@ async def hold_slot(body: HoldSlotInput, request: Request) -> AppointmentId:
     return result
 
 
-# workflow ConfirmationDeadline (scheduling.loom:93) has no HTTP entry point
+# workflow ConfirmationDeadline (scheduling.loom:96) has no HTTP entry point
 
-# workflow DepositHold (scheduling.loom:113) has no HTTP entry point
+# workflow DepositHold (scheduling.loom:116) has no HTTP entry point
 
 
 @router.post(
@@ -109,7 +109,7 @@ async def hold_slot(body: HoldSlotInput, request: Request) -> AppointmentId:
     tags=["Scheduling: workflows"],
 )
 async def reminder(body: ReminderInput, request: Request) -> None:
-    """workflow Reminder (scheduling.loom:131): a process step: one transaction with its timers, like its reactions"""
+    """workflow Reminder (scheduling.loom:134): a process step: one transaction with its timers, like its reactions"""
     service = get_service(request)
     async with service.transaction() as work:
         appointments = Appointments(work)
@@ -147,7 +147,7 @@ async def get_confirmation_deadline_instance(
     id: UUID,
     request: Request,
 ) -> ConfirmationDeadlineInstanceOut:
-    """an instance of workflow ConfirmationDeadline (scheduling.loom:93), by its appointment"""
+    """an instance of workflow ConfirmationDeadline (scheduling.loom:96), by its appointment"""
     service = get_service(request)
     async with service.autocommit() as work:
         instance = await ConfirmationDeadlineInstances(work).get(id)
@@ -168,7 +168,7 @@ async def get_deposit_hold_instance(
     id: UUID,
     request: Request,
 ) -> DepositHoldInstanceOut:
-    """an instance of workflow DepositHold (scheduling.loom:113), by its appointment"""
+    """an instance of workflow DepositHold (scheduling.loom:116), by its appointment"""
     service = get_service(request)
     async with service.autocommit() as work:
         instance = await DepositHoldInstances(work).get(id)
@@ -186,7 +186,7 @@ async def get_deposit_hold_instance(
     tags=["Scheduling: workflows"],
 )
 async def get_reminder_instance(id: UUID, request: Request) -> ReminderInstanceOut:
-    """an instance of workflow Reminder (scheduling.loom:131), by its appointment"""
+    """an instance of workflow Reminder (scheduling.loom:134), by its appointment"""
     service = get_service(request)
     async with service.autocommit() as work:
         instance = await ReminderInstances(work).get(id)

@@ -17,7 +17,7 @@ from .ids import ReservationId
 
 @dataclass(frozen=True, kw_only=True)
 class StockReserved(DomainEvent):
-    """event StockReserved (shop.loom:107)"""
+    """event StockReserved (shop.loom:108)"""
 
     event_type: ClassVar[str] = "Inventory.StockReserved"
     __pydantic_config__: ClassVar[ConfigDict] = wire_names(fail_payment="failPayment")
@@ -27,7 +27,7 @@ class StockReserved(DomainEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class ReservationReleased(DomainEvent):
-    """event ReservationReleased (shop.loom:108)"""
+    """event ReservationReleased (shop.loom:109)"""
 
     event_type: ClassVar[str] = "Inventory.ReservationReleased"
     order: OrderId
@@ -35,7 +35,7 @@ class ReservationReleased(DomainEvent):
 
 @dataclass(eq=False, kw_only=True)
 class Reservation(AggregateRoot):
-    """aggregate Reservation (shop.loom:110)"""
+    """aggregate Reservation (shop.loom:111)"""
 
     id: ReservationId = field(default_factory=lambda: ReservationId(new_id()))
     order: OrderId
@@ -52,11 +52,11 @@ class Reservation(AggregateRoot):
         quantity: int,
         released: bool,
     ) -> Reservation:
-        """Reservation.create (shop.loom:110): a new Reservation"""
+        """Reservation.create (shop.loom:111): a new Reservation"""
         return cls(order=order, sku=sku, quantity=quantity, released=released)
 
     def release(self) -> None:
-        """operation Reservation.release (shop.loom:116)"""
+        """operation Reservation.release (shop.loom:117)"""
         require(
             not self.released,
             kind="state-gate",

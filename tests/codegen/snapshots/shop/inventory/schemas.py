@@ -14,7 +14,7 @@ from .ids import ReservationId
 
 
 class ReservationOut(BaseModel):
-    """Reservation as the API answers it (aggregate Reservation, shop.loom:110)"""
+    """Reservation as the API answers it (aggregate Reservation, shop.loom:111)"""
 
     id: ReservationId
     version: int

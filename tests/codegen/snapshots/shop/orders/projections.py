@@ -28,7 +28,7 @@ router = APIRouter(route_class=LoomRoute)
     tags=["Orders: projections"],
 )
 async def get_order_progress(key: UUID, request: Request) -> OrderProgressOut:
-    """Read the row of projection OrderProgress keyed by its order (shop.loom:86)"""
+    """Read the row of projection OrderProgress keyed by its order (shop.loom:87)"""
     service = get_service(request)
     async with service.autocommit() as work:
         row = await OrderProgressRows(work).get(key)
@@ -45,7 +45,7 @@ async def list_order_progress(
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[OrderProgressOut]:
-    """Read a page of projection OrderProgress, ordered by order (shop.loom:86)"""
+    """Read a page of projection OrderProgress, ordered by order (shop.loom:87)"""
     service = get_service(request)
     async with service.autocommit() as work:
         page = await OrderProgressRows(work).page(limit, offset)

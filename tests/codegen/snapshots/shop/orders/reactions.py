@@ -21,7 +21,7 @@ async def settle_order_on_payment_succeeded(
     service: Service,
     e: PaymentSucceeded,
 ) -> None:
-    """workflow settleOrder: on(e: Payment.PaymentSucceeded) (shop.loom:50)"""
+    """workflow settleOrder: on(e: Payment.PaymentSucceeded) (shop.loom:51)"""
     async with service.reaction() as work:
         orders = Orders(work)
         o = await orders.get_by_id(e.order)
@@ -30,7 +30,7 @@ async def settle_order_on_payment_succeeded(
 
 
 async def settle_order_on_order_cancelled(service: Service, e: OrderCancelled) -> None:
-    """workflow settleOrder: on(e: Payment.OrderCancelled) (shop.loom:54)"""
+    """workflow settleOrder: on(e: Payment.OrderCancelled) (shop.loom:55)"""
     async with service.reaction() as work:
         orders = Orders(work)
         o = await orders.get_by_id(e.order)
@@ -42,7 +42,7 @@ async def payment_deadline_create_order_placed(
     service: Service,
     e: OrderPlaced,
 ) -> None:
-    """workflow PaymentDeadline: create(e: OrderPlaced) by e.order (shop.loom:64)"""
+    """workflow PaymentDeadline: create(e: OrderPlaced) by e.order (shop.loom:65)"""
     async with service.reaction() as work:
         payment_deadline_instances = PaymentDeadlineInstances(work)
         instance = await payment_deadline_instances.bind(e.order)
@@ -71,7 +71,7 @@ async def payment_deadline_on_payment_succeeded(
     service: Service,
     e: PaymentSucceeded,
 ) -> None:
-    """workflow PaymentDeadline: on(e: Payment.PaymentSucceeded) by e.order (shop.loom:67)"""
+    """workflow PaymentDeadline: on(e: Payment.PaymentSucceeded) by e.order (shop.loom:68)"""
     async with service.reaction() as work:
         payment_deadline_instances = PaymentDeadlineInstances(work)
         instance = await payment_deadline_instances.find(e.order)
@@ -111,7 +111,7 @@ async def payment_deadline_on_payment_failed(
     service: Service,
     e: PaymentFailed,
 ) -> None:
-    """workflow PaymentDeadline: on(e: Payment.PaymentFailed) by e.order (shop.loom:71)"""
+    """workflow PaymentDeadline: on(e: Payment.PaymentFailed) by e.order (shop.loom:72)"""
     async with service.reaction() as work:
         payment_deadline_instances = PaymentDeadlineInstances(work)
         instance = await payment_deadline_instances.find(e.order)
@@ -148,7 +148,7 @@ async def payment_deadline_on_payment_failed(
 
 
 async def order_progress_on_order_placed(service: Service, e: OrderPlaced) -> None:
-    """projection OrderProgress: on(e: OrderPlaced) by e.order (shop.loom:90)"""
+    """projection OrderProgress: on(e: OrderPlaced) by e.order (shop.loom:91)"""
     async with service.reaction() as work:
         order_progress_rows = OrderProgressRows(work)
         row = await order_progress_rows.bind(e.order)
@@ -158,7 +158,7 @@ async def order_progress_on_order_placed(service: Service, e: OrderPlaced) -> No
 
 
 async def order_progress_on_stock_reserved(service: Service, e: StockReserved) -> None:
-    """projection OrderProgress: on(e: Inventory.StockReserved) by e.order (shop.loom:91)"""
+    """projection OrderProgress: on(e: Inventory.StockReserved) by e.order (shop.loom:92)"""
     async with service.reaction() as work:
         order_progress_rows = OrderProgressRows(work)
         row = await order_progress_rows.bind(e.order)
@@ -171,7 +171,7 @@ async def order_progress_on_payment_succeeded(
     service: Service,
     e: PaymentSucceeded,
 ) -> None:
-    """projection OrderProgress: on(e: Payment.PaymentSucceeded) by e.order (shop.loom:92)"""
+    """projection OrderProgress: on(e: Payment.PaymentSucceeded) by e.order (shop.loom:93)"""
     async with service.reaction() as work:
         order_progress_rows = OrderProgressRows(work)
         row = await order_progress_rows.bind(e.order)
@@ -181,7 +181,7 @@ async def order_progress_on_payment_succeeded(
 
 
 async def order_progress_on_payment_failed(service: Service, e: PaymentFailed) -> None:
-    """projection OrderProgress: on(e: Payment.PaymentFailed) by e.order (shop.loom:93)"""
+    """projection OrderProgress: on(e: Payment.PaymentFailed) by e.order (shop.loom:94)"""
     async with service.reaction() as work:
         order_progress_rows = OrderProgressRows(work)
         row = await order_progress_rows.bind(e.order)
@@ -194,7 +194,7 @@ async def order_progress_on_reservation_released(
     service: Service,
     e: ReservationReleased,
 ) -> None:
-    """projection OrderProgress: on(e: Inventory.ReservationReleased) by e.order (shop.loom:94)"""
+    """projection OrderProgress: on(e: Inventory.ReservationReleased) by e.order (shop.loom:95)"""
     async with service.reaction() as work:
         order_progress_rows = OrderProgressRows(work)
         row = await order_progress_rows.bind(e.order)
@@ -207,7 +207,7 @@ async def order_progress_on_order_cancelled(
     service: Service,
     e: OrderCancelled,
 ) -> None:
-    """projection OrderProgress: on(e: Payment.OrderCancelled) by e.order (shop.loom:95)"""
+    """projection OrderProgress: on(e: Payment.OrderCancelled) by e.order (shop.loom:96)"""
     async with service.reaction() as work:
         order_progress_rows = OrderProgressRows(work)
         row = await order_progress_rows.bind(e.order)
@@ -221,7 +221,7 @@ async def payment_deadline_timeout_payment(
     due: TimeoutDue,
     work: Work,
 ) -> None:
-    """workflow PaymentDeadline: on timeout payment (shop.loom:75)"""
+    """workflow PaymentDeadline: on timeout payment (shop.loom:76)"""
     orders = Orders(work)
     payment_deadline_instances = PaymentDeadlineInstances(work)
     instance = await payment_deadline_instances.find(OrderId(UUID(due.key)))

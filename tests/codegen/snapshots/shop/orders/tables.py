@@ -34,7 +34,7 @@ orders = Table(
     info={"loom": {"origin": "Orders.Order"}},
 )
 
-# instances of workflow PaymentDeadline (shop.loom:62)
+# instances of workflow PaymentDeadline (shop.loom:63)
 payment_deadline_instances = Table(
     "orders_payment_deadline_instances",
     metadata,
@@ -49,7 +49,7 @@ payment_deadline_instances = Table(
     info={"loom": {"origin": "Orders.PaymentDeadline"}},
 )
 
-# rows of projection OrderProgress (shop.loom:86)
+# rows of projection OrderProgress (shop.loom:87)
 order_progress_rows = Table(
     "orders_order_progress_rows",
     metadata,

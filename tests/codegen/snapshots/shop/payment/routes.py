@@ -24,7 +24,7 @@ router = APIRouter(route_class=LoomRoute)
 
 @router.get("/api/charges/{id}", responses=PROBLEM_RESPONSES, tags=["Payment: Charge"])
 async def get_charge(id: UUID, request: Request) -> ChargeOut:
-    """Read one Charge (aggregate Charge, shop.loom:150)"""
+    """Read one Charge (aggregate Charge, shop.loom:151)"""
     service = get_service(request)
     async with service.autocommit() as work:
         charge = await Charges(work).get_by_id(id)
@@ -37,7 +37,7 @@ async def list_charges(
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[ChargeOut]:
-    """Read a page of Charge (aggregate Charge, shop.loom:150)"""
+    """Read a page of Charge (aggregate Charge, shop.loom:151)"""
     service = get_service(request)
     async with service.autocommit() as work:
         page = await Charges(work).page(limit, offset)

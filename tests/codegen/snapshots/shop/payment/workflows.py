@@ -8,4 +8,4 @@ from loom.runtime import LoomRoute
 
 router = APIRouter(route_class=LoomRoute)
 
-# workflow takePayment (shop.loom:157) has no HTTP entry point
+# workflow takePayment (shop.loom:158) has no HTTP entry point

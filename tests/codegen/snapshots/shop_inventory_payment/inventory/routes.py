@@ -28,7 +28,7 @@ router = APIRouter(route_class=LoomRoute)
     tags=["Inventory: Reservation"],
 )
 async def get_reservation(id: UUID, request: Request) -> ReservationOut:
-    """Read one Reservation (aggregate Reservation, shop.loom:110)"""
+    """Read one Reservation (aggregate Reservation, shop.loom:111)"""
     service = get_service(request)
     async with service.autocommit() as work:
         reservation = await Reservations(work).get_by_id(id)
@@ -45,24 +45,8 @@ async def list_reservations(
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[ReservationOut]:
-    """Read a page of Reservation (aggregate Reservation, shop.loom:110)"""
+    """Read a page of Reservation (aggregate Reservation, shop.loom:111)"""
     service = get_service(request)
     async with service.autocommit() as work:
         page = await Reservations(work).page(limit, offset)
     return page.map(ReservationOut.from_aggregate)
-
-
-@router.post(
-    "/api/reservations/{id}/release",
-    status_code=204,
-    responses=PROBLEM_RESPONSES,
-    tags=["Inventory: Reservation"],
-)
-async def reservation_release(id: UUID, request: Request) -> None:
-    """operation Reservation.release (shop.loom:116)"""
-    service = get_service(request)
-    async with service.transaction() as work:
-        reservations = Reservations(work)
-        reservation = await reservations.get_by_id(id)
-        reservation.release()
-        await reservations.save(reservation)

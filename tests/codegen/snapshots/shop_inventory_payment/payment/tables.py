@@ -6,7 +6,7 @@ from sqlalchemy import Boolean, Column, Integer, Table, UniqueConstraint, Uuid
 
 from .._metadata import metadata
 
-# aggregate Charge (shop.loom:150)
+# aggregate Charge (shop.loom:151)
 charges = Table(
     "payment_charges",
     metadata,

@@ -83,7 +83,7 @@ class Order(AggregateRoot):
         )
 
     def mark_paid(self) -> None:
-        """operation Order.markPaid (shop.loom:35)"""
+        """operation Order.markPaid (shop.loom:36)"""
         require(
             self.status == OrderStatus.PENDING,
             kind="state-gate",
@@ -94,7 +94,7 @@ class Order(AggregateRoot):
         self._check_invariants()
 
     def cancel(self) -> None:
-        """operation Order.cancel (shop.loom:36)"""
+        """operation Order.cancel (shop.loom:37)"""
         require(
             self.status == OrderStatus.PENDING,
             kind="state-gate",
@@ -107,7 +107,7 @@ class Order(AggregateRoot):
 
 @dataclass(kw_only=True)
 class PaymentDeadlineState:
-    """state of workflow PaymentDeadline (shop.loom:62)"""
+    """state of workflow PaymentDeadline (shop.loom:63)"""
 
     order: OrderId
     ended: bool = False
@@ -115,7 +115,7 @@ class PaymentDeadlineState:
 
 @dataclass(kw_only=True)
 class OrderProgressRow:
-    """a row of projection OrderProgress (shop.loom:86)"""
+    """a row of projection OrderProgress (shop.loom:87)"""
 
     order: OrderId
     steps: int = 0

@@ -9,14 +9,14 @@ from .domain import Order, OrderProgressRow, PaymentDeadlineState
 
 
 class Orders(Repository[Order]):
-    """repository Orders for Order (shop.loom:38)"""
+    """repository Orders for Order (shop.loom:39)"""
 
     aggregate = Order
     table = tables.orders
 
 
 class PaymentDeadlineInstances(Instances[PaymentDeadlineState]):
-    """instances of workflow PaymentDeadline (shop.loom:62)"""
+    """instances of workflow PaymentDeadline (shop.loom:63)"""
 
     state = PaymentDeadlineState
     table = tables.payment_deadline_instances
@@ -25,7 +25,7 @@ class PaymentDeadlineInstances(Instances[PaymentDeadlineState]):
 
 
 class OrderProgressRows(Rows[OrderProgressRow]):
-    """rows of projection OrderProgress (shop.loom:86)"""
+    """rows of projection OrderProgress (shop.loom:87)"""
 
     state = OrderProgressRow
     table = tables.order_progress_rows

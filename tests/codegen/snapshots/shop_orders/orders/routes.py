@@ -114,35 +114,3 @@ async def delete_order(id: UUID, request: Request) -> None:
     async with service.transaction() as work:
         orders = Orders(work)
         await orders.delete(await orders.get_by_id(id))
-
-
-@router.post(
-    "/api/orders/{id}/mark_paid",
-    status_code=204,
-    responses=PROBLEM_RESPONSES,
-    tags=["Orders: Order"],
-)
-async def order_mark_paid(id: UUID, request: Request) -> None:
-    """operation Order.markPaid (shop.loom:35)"""
-    service = get_service(request)
-    async with service.transaction() as work:
-        orders = Orders(work)
-        order = await orders.get_by_id(id)
-        order.mark_paid()
-        await orders.save(order)
-
-
-@router.post(
-    "/api/orders/{id}/cancel",
-    status_code=204,
-    responses=PROBLEM_RESPONSES,
-    tags=["Orders: Order"],
-)
-async def order_cancel(id: UUID, request: Request) -> None:
-    """operation Order.cancel (shop.loom:36)"""
-    service = get_service(request)
-    async with service.transaction() as work:
-        orders = Orders(work)
-        order = await orders.get_by_id(id)
-        order.cancel()
-        await orders.save(order)

@@ -61,7 +61,7 @@ class OrderUpdateInput(BaseModel):
 
 
 class PlaceOrderInput(BaseModel):
-    """The body of workflow placeOrder (shop.loom:41)"""
+    """The body of workflow placeOrder (shop.loom:42)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -78,7 +78,7 @@ class PendingTimeoutOut(BaseModel):
 
 
 class PaymentDeadlineInstanceOut(BaseModel):
-    """an instance of workflow PaymentDeadline as the API answers it (shop.loom:62)"""
+    """an instance of workflow PaymentDeadline as the API answers it (shop.loom:63)"""
 
     order: OrderId
     version: int
@@ -101,7 +101,7 @@ class PaymentDeadlineInstanceOut(BaseModel):
 
 
 class OrderProgressOut(BaseModel):
-    """a row of projection OrderProgress as the API answers it (shop.loom:86)"""
+    """a row of projection OrderProgress as the API answers it (shop.loom:87)"""
 
     order: OrderId
     version: int

@@ -23,7 +23,7 @@ router = APIRouter(route_class=LoomRoute)
     tags=["Orders: workflows"],
 )
 async def place_order(body: PlaceOrderInput, request: Request) -> OrderId:
-    """workflow placeOrder (shop.loom:40): non-transactional: each save commits on its own"""
+    """workflow placeOrder (shop.loom:41): non-transactional: each save commits on its own"""
     service = get_service(request)
     async with service.autocommit() as work:
         orders = Orders(work)
@@ -46,9 +46,9 @@ async def place_order(body: PlaceOrderInput, request: Request) -> OrderId:
     return result
 
 
-# workflow settleOrder (shop.loom:49) has no HTTP entry point
+# workflow settleOrder (shop.loom:50) has no HTTP entry point
 
-# workflow PaymentDeadline (shop.loom:62) has no HTTP entry point
+# workflow PaymentDeadline (shop.loom:63) has no HTTP entry point
 
 
 @router.get(
@@ -60,7 +60,7 @@ async def get_payment_deadline_instance(
     id: UUID,
     request: Request,
 ) -> PaymentDeadlineInstanceOut:
-    """an instance of workflow PaymentDeadline (shop.loom:62), by its order"""
+    """an instance of workflow PaymentDeadline (shop.loom:63), by its order"""
     service = get_service(request)
     async with service.autocommit() as work:
         instance = await PaymentDeadlineInstances(work).get(id)

@@ -51,7 +51,7 @@ class Tickets(Repository[Ticket]):
     async def get_by_code(self, code: str) -> Ticket:
         """natural key unique (code) of Ticket (support.loom:15)"""
         c = self.table.c
-        return await self.get_one(c.code == code, key=code)
+        return await self.get_one(c.code == code, key={"code": code})
 
     async def find_by_due_open(self, as_of: datetime) -> Ticket | None:
         """criterion DueOpen (support.loom:71)"""
@@ -106,7 +106,7 @@ class Agents(Repository[Agent]):
     async def get_by_handle(self, handle: str) -> Agent:
         """natural key unique (handle) of Agent (support.loom:52)"""
         c = self.table.c
-        return await self.get_one(c.handle == handle, key=handle)
+        return await self.get_one(c.handle == handle, key={"handle": handle})
 
     async def find_by_idle(self) -> Agent | None:
         """criterion Idle (support.loom:74)"""
