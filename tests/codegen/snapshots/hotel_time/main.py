@@ -33,5 +33,6 @@ def build_app(database_url: str | None = None) -> FastAPI:
         database_url=database_url,
         asyncapi=Path(__file__).with_name("asyncapi.json"),
         model_revision=MODEL_REVISION,
+        processes=True,
         subscribe=subscribe,
     )

@@ -8,7 +8,17 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import ClassVar
 
-from loom.runtime import AggregateRoot, DomainEvent, new_id, now, require, times
+from pydantic import ConfigDict
+
+from loom.runtime import (
+    AggregateRoot,
+    DomainEvent,
+    new_id,
+    now,
+    require,
+    times,
+    wire_names,
+)
 
 from .ids import BookingId
 
@@ -26,6 +36,10 @@ class BookingHeld(DomainEvent):
     """event BookingHeld (hotel_time.loom:4)"""
 
     event_type: ClassVar[str] = "Hotel.BookingHeld"
+    __pydantic_config__: ClassVar[ConfigDict] = wire_names(
+        hold_minutes="holdMinutes",
+        starts_at="startsAt",
+    )
     booking: BookingId
     hold_minutes: int
     starts_at: datetime
