@@ -68,12 +68,22 @@ async def test_a_second_save_compares_with_the_first(service: Service) -> None:
     assert again.note == "one" and again._loom_version == 3
 
 
-async def test_an_aggregate_saved_unchanged_still_advances_its_version(service: Service) -> None:
+async def test_an_aggregate_saved_unchanged_is_not_written(service: Service) -> None:
+    # nothing changed and no event raised: no UPDATE, the version stays (docs/language.md, "When
+    # things are saved"); a change in the same unit of work is written once, as version 2
     item = await saved(service)
     async with service.transaction() as work:
         repo = Items(work)
         await repo.save(await repo.get_by_id(item.id))
-    assert (await stored(service, item.id))._loom_version == 2
+    assert (await stored(service, item.id))._loom_version == 1
+    async with service.transaction() as work:
+        repo = Items(work)
+        loaded = await repo.get_by_id(item.id)
+        await repo.save(loaded)
+        loaded.note = "changed"
+        await repo.save(loaded)
+    again = await stored(service, item.id)
+    assert again.note == "changed" and again._loom_version == 2
 
 
 async def test_lists_left_alone_are_not_written(service: Service) -> None:
