@@ -25,9 +25,7 @@ from loom.build import (
     write_cached_build,
 )
 from loom.commands import Color, Format, collector_paused, compile_model, echo
-from loom.migrate.database import DatabaseUnreachable
 from loom.migrate.folder import MigrationsError
-from loom.migrate.serve import prepare_database
 from loom.model_files import NoModelFiles, model_files
 from loom.run_options import (
     Held,
@@ -93,6 +91,11 @@ def check_database(
     """The database check before serving (`loom.migrate.serve`) for the service of `held` (the
     whole model by default): the lines to print; `Stop(2)` with what differs and the command
     that fixes it."""
+    # here, not at the top: `loom.cli` imports this module, and `loom check` through it must not
+    # load the migration engine (nor SQLAlchemy)
+    from loom.migrate.database import DatabaseUnreachable
+    from loom.migrate.serve import prepare_database
+
     try:
         return asyncio.run(
             prepare_database(files, main, url, _url_arg(database_url), migrate=migrate, held=held)
