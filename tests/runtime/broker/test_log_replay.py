@@ -16,14 +16,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import nats
 import pytest
-from redis import asyncio as aioredis
 
 from loom.build import build_model, import_package
 from loom.lang import compile_files
 from loom.testing import ServiceClient, settle_all
-from tests.brokers import NatsServer, RedisServer
+from tests.runtime.transports.conftest import NatsBackend, RedisBackend, clean_backend
 
 HERE = Path(__file__).parent / "replay"
 FIRST = [HERE / "sender.loom", HERE / "first.loom"]
@@ -38,11 +36,13 @@ def _packages(files: Sequence[Path], out: Path) -> dict[str, ModuleType]:
 
 
 @pytest.fixture(params=["memory", "nats", "redis"])
-def broker_url(request: pytest.FixtureRequest) -> str:
+async def broker_url(request: pytest.FixtureRequest) -> str:
+    """The broker's URL, the NATS or Redis server clean (the servers are the session's)."""
     if request.param == "memory":
         return f"memory://replay-{id(request)}"
-    server: NatsServer | RedisServer = request.getfixturevalue(f"{request.param}_server")
-    return server.url
+    backend = await clean_backend(request)
+    assert isinstance(backend, NatsBackend | RedisBackend)
+    return backend.server.url
 
 
 class Started:
@@ -72,8 +72,6 @@ async def _rows(client: ServiceClient, path: str) -> list[dict[str, Any]]:
 async def test_a_consumer_added_later_catches_up_from_the_start(
     broker_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, started: Started
 ) -> None:
-    if not broker_url.startswith("memory://"):
-        await _clean(broker_url)
     monkeypatch.setenv("LOOM_BROKER", broker_url)
     first = _packages(FIRST, tmp_path / "first")
     later = _packages(LATER, tmp_path / "later")
@@ -100,21 +98,3 @@ async def test_a_consumer_added_later_catches_up_from_the_start(
     print(f"lost {lost}, doubled {doubled}")
     assert seen == list(range(7)), "the consumer added later missed events published before it"
     assert pongs == list(range(7)), "the first consumer applied an event twice, or missed one"
-
-
-async def _clean(url: str) -> None:
-    """A clean broker: no stream of an earlier test (the servers are the session's)."""
-    if url.startswith("nats://"):
-        nc = await nats.connect(url)
-        try:
-            js = nc.jetstream()
-            for info in await js.streams_info():
-                await js.delete_stream(info.config.name or "")
-        finally:
-            await nc.close()
-    else:
-        client = aioredis.Redis.from_url(url)
-        try:
-            await client.flushall()
-        finally:
-            await client.aclose()
