@@ -356,6 +356,11 @@ REGISTRY: dict[str, CodeInfo] = {
             "`cancel` or `on timeout` names a timeout no body schedules",
         ),
         CodeInfo("loom.timeout-unhandled", _E, "a scheduled timeout has no `on timeout` handler"),
+        CodeInfo(
+            "loom.once-without-instance",
+            _E,
+            "`workflow X once` on a workflow that keeps no instance",
+        ),
         # Migrations (`loom migrate new`'s lint of a model change: loom.migrate, docs/migrations.md)
         CodeInfo(
             "loom.migrate-drops-data",

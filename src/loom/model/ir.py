@@ -971,6 +971,9 @@ class Workflow:
     # completes (its instance rows then also keep `ended`, and its instance answers its timeouts)
     timeouts: tuple[OnTimeout, ...] = ()
     process: bool = False
+    # `workflow X once`: an ended instance ignores later starters; otherwise a starter after
+    # `complete` begins the instance's next episode
+    once: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,3 +7,9 @@ VERSION = (
 )
 ENDED = "ended"  # a process workflow's instance: whether `complete` ended it
 TIMEOUTS = "timeouts"  # a process workflow's instance: its pending timeouts, as answered over HTTP
+# a process workflow's instance: its episode (1, 2, …: a starter after `complete` begins the next),
+# and when that episode started and ended
+EPISODE = "episode"
+STARTED_AT = "startedAt"
+ENDED_AT = "endedAt"
+EPISODES = "episodes"  # the route listing an instance's episodes

@@ -71,6 +71,8 @@ Persistence
                          `key` (the correlation field) and `workflow`; Store(work) then
                          find(key), get(key) (NotFound), bind(key) (load-or-allocate),
                          save(instance) (version-checked); instance_version(instance)
+    ProcessInstances[S]  a process workflow's instances (also `process`, `answer`): episodes —
+                         next_episode(ended) after `complete`, episodes(key) -> [Episode]
     Faults               fail_save(n, error=None), crash_relay(after="claim"|"deliver"|"publish"),
                          crash_consumer(after="commit") (a broker consumer dies before its ack),
                          lose_commit() (the next COMMIT of a unit of work that wrote goes through,
@@ -208,6 +210,7 @@ from ._channels import Backoff, Channel
 from ._codec import formerly, wire_names
 from ._criteria import as_number, sql_bool
 from ._domain import AggregateRoot, DomainEvent
+from ._episodes import Episode, ProcessInstances
 from ._errors import (
     ConcurrencyConflict,
     DatabaseUnavailable,
@@ -294,6 +297,7 @@ __all__ = [
     "Decision",
     "DomainEvent",
     "DuplicateKey",
+    "Episode",
     "EventBus",
     "EventEnvelope",
     "ExternError",
@@ -318,6 +322,7 @@ __all__ = [
     "PageOffset",
     "Principal",
     "Problem",
+    "ProcessInstances",
     "ProcessManager",
     "ProcessRunner",
     "ProcessStateRefused",

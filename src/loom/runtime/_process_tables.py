@@ -9,6 +9,9 @@
   (`claimed_by`, `claimed_until`); the row is deleted in the transaction of the handler that
   consumed it.
 - `__loom_ticks`: one row per context timer: when its next tick is due.
+- `__loom_episodes`: one row per ended episode of a generated process workflow's instance (the
+  instance row itself holds the current one), keyed by (process, key, episode): when it started
+  and ended, how (`completed`), and its final state as the instance route answered it (JSON).
 
 Every time is `loom.runtime.clock.now()` passed as a parameter, never the database's clock.
 """
@@ -75,4 +78,17 @@ ticks = Table(
     Column("name", String, primary_key=True),
     Column("next_at", UtcDateTime, nullable=False),
     Column("last_run_at", UtcDateTime, nullable=True),
+)
+
+episodes = Table(
+    "__loom_episodes",
+    process_metadata,
+    Column("process", String, nullable=False),
+    Column("key", String, nullable=False),
+    Column("episode", Integer, nullable=False),
+    Column("started_at", UtcDateTime, nullable=True),  # unknown for rows older than episodes
+    Column("ended_at", UtcDateTime, nullable=True),
+    Column("status", String, nullable=False),
+    Column("state", Text, nullable=False),
+    PrimaryKeyConstraint("process", "key", "episode", name="pk___loom_episodes"),
 )

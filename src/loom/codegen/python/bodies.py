@@ -266,7 +266,7 @@ class BodyWriter:
             scope.state = self.instance_var
             key = render(stmt.key, scope)
             out = lay(f"{self.instance_var} = await {self.store_var}.bind({key})", depth)
-            return out + self.ended_check(depth)
+            return out + self.ended_check(depth, starter=True)
         if isinstance(stmt, ir.RouteInstance) and self.instance_var is not None:
             assert self.unrouted is not None
             self.imports.add("loom.runtime", "log_unrouted")
@@ -293,15 +293,21 @@ class BodyWriter:
         key = f"str({self.instance_var}.{naming.ident(wf.correlation)})"
         return wf, py_str(process_name(wf)), key
 
-    def ended_check(self, depth: int) -> list[str]:
-        """After a process workflow binds its instance: an ended instance ignores a reaction (and
-        logs `process_ignored_ended`), and refuses a request (409)."""
+    def ended_check(self, depth: int, starter: bool = False) -> list[str]:
+        """After a process workflow binds its instance: on an ended instance a starter (a
+        `create`) begins the next episode, unless the workflow is `once`; else a reaction is
+        ignored (and logs `process_ignored_ended`), and a request refused (409)."""
         wf = self.workflow
         if wf is None or not wf.process or self.instance_var is None:
             return []
         _, process, key = self._process()
         pad = INDENT * depth
-        out = [f"{pad}if {self.instance_var}.{ENDED}:  # the process has ended"]
+        inst = self.instance_var
+        if starter and not wf.once:
+            out = [f"{pad}if {inst}.{ENDED}:  # its episode ended: this starter begins the next"]
+            return out + lay(f"{inst} = await {self.store_var}.next_episode({inst})", depth + 1)
+        out = [f"{pad}if {inst}.{ENDED}:  # the process has ended"]
+        once = starter and wf.once
         if self.unrouted is not None:
             self.imports.add("loom.runtime", "log_fact")
             self.imports.add("logging", "INFO")
@@ -310,12 +316,16 @@ class BodyWriter:
                 f'"key": {key}',
                 f'"handler": {py_str(self.unrouted[1])}',
             ]
+            if once:  # why a starter is ignored: the workflow runs once per key
+                fields.append('"once": True')
             logged: list[Doc] = [py_str("process_ignored_ended"), "INFO", Group("{", fields, "}")]
             out += lay(call("log_fact", logged), depth + 1)
             out.append(f"{pad}    return")
             return out
         self.imports.add("loom.runtime", "ConcurrencyConflict")
         detail = f"this {wf.name} instance has ended: it takes no more steps"
+        if once:
+            detail = f"this {wf.name} instance has ended, and {wf.name} runs once per key"
         refused: list[Doc] = [py_str(wf.name), key, py_str(detail)]
         return out + lay(call("raise ConcurrencyConflict", refused), depth + 1)
 

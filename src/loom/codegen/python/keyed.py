@@ -4,7 +4,7 @@ projection (one per key), and the names of what the generated service keeps them
 from __future__ import annotations
 
 from loom.model import ir, naming
-from loom.model.reserved import ENDED
+from loom.model.reserved import ENDED, ENDED_AT, EPISODE, STARTED_AT
 
 Keyed = ir.Workflow | ir.Projection
 
@@ -30,12 +30,23 @@ def instance_out_class(wf: Keyed) -> str:
 
 def keyed_fields(wf: Keyed) -> tuple[ir.Field, ...]:
     """The stored fields: a workflow's state, a projection's fields (the key among them). A process
-    workflow (timeouts, `complete`) also keeps `ended: bool = false`, set by `complete`."""
+    workflow (timeouts, `complete`) also keeps `ended: bool = false`, set by `complete`, and its
+    episode: `episode: int = 1`, `startedAt` and `endedAt` (`datetime?`, stamped by the runtime's
+    `ProcessInstances`)."""
     if not isinstance(wf, ir.Workflow):
         return wf.fields
     if wf.process:
         false = ir.Literal_(False, ir.BOOL, "false")
-        return (*wf.state, ir.Field(ENDED, ir.BOOL, false, False, wf.origin))
+        first = ir.Literal_(1, ir.INT, "1")
+        when = ir.OptionalType(ir.DATETIME)
+        none = ir.Literal_(None, when, "none")
+        return (
+            *wf.state,
+            ir.Field(ENDED, ir.BOOL, false, False, wf.origin),
+            ir.Field(EPISODE, ir.INT, first, False, wf.origin),
+            ir.Field(STARTED_AT, when, none, False, wf.origin),
+            ir.Field(ENDED_AT, when, none, False, wf.origin),
+        )
     return wf.state
 
 

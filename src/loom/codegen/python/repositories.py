@@ -18,10 +18,12 @@ from loom.codegen.python.criteria import SqlRenderer, key_condition
 from loom.codegen.python.expressions import Scope, render_as
 from loom.codegen.python.imports import Imports
 from loom.codegen.python.keyed import (
+    instance_out_class,
     instances_class,
     instances_table_var,
     key_of,
     keyed,
+    process_name,
     state_class,
 )
 from loom.codegen.python.layout import Doc, Group, lay
@@ -94,7 +96,16 @@ def emit_repositories(info: ModelInfo, context: ir.Context) -> str:
     for agg in context.aggregates:
         blocks.append(_repository(info, context, agg, types, imports))
     for wf in keyed(context):
-        if isinstance(wf, ir.Workflow):
+        process: list[str] = []
+        if isinstance(wf, ir.Workflow) and wf.process:  # its instances run episodes
+            imports.add("loom.runtime", "ProcessInstances")
+            imports.add(".schemas", instance_out_class(wf))
+            base, what = "ProcessInstances", "instances of workflow"
+            process = [
+                f"    process = {py_str(process_name(wf))}",
+                f"    answer = {instance_out_class(wf)}",
+            ]
+        elif isinstance(wf, ir.Workflow):
             imports.add("loom.runtime", "Instances")
             base, what = "Instances", "instances of workflow"
         else:
@@ -111,6 +122,7 @@ def emit_repositories(info: ModelInfo, context: ir.Context) -> str:
                 f"    table = tables.{instances_table_var(wf)}",
                 f"    key = {py_str(naming.ident(key_of(wf)))}",
                 f"    workflow = {py_str(wf.name)}",
+                *process,
             ]
         )
     head = header(info.files_of(context), f"Repositories of context {context.name}.")

@@ -36,6 +36,7 @@ from loom.codegen.python.routes import (
 from loom.codegen.python.schemas import http_create, schema_names
 from loom.codegen.python.type_names import TypeNames
 from loom.model import ir, naming, walk
+from loom.model.reserved import EPISODES
 
 
 def emit_workflows(info: ModelInfo, context: ir.Context) -> str:
@@ -62,6 +63,8 @@ def emit_workflows(info: ModelInfo, context: ir.Context) -> str:
         )
     for wf in correlated(context):
         blocks.append(_instance_route(context, wf, imports, functions))
+        if wf.process:
+            blocks.append(_episodes_route(context, wf, imports, functions))
     if len(blocks) == 1 or all(b[0].startswith("#") for b in blocks[1:]):  # no route after all
         imports.discard("fastapi", "Request")
         imports.discard("loom.runtime", "PROBLEM_RESPONSES", "get_service")
@@ -128,6 +131,25 @@ def _instance_route(
     args = [py_str(process_name(wf)), "id", "work=work"]
     lines += lay(call("service.processes.pending", args, prefix="timeouts = await "), 2)
     lines.append(f"    return {out}.from_state(instance, timeouts)")
+    return lines
+
+
+def _episodes_route(
+    context: ir.Context, wf: ir.Workflow, imports: Imports, functions: naming.NameAlloc
+) -> list[str]:
+    """`GET /api/workflows/<snake>/instances/{id}/episodes`: every episode of a process
+    instance, oldest first, the current one last (404 for an unknown key)."""
+    imports.add("loom.runtime", "Episode")
+    store = instances_class(wf)
+    fn = functions.take(f"get_{naming.snake(wf.name)}_{EPISODES}")
+    path = f"/api/workflows/{naming.snake(wf.name)}/instances/{{id}}/{EPISODES}"
+    lines = decorator("get", path, f"{context.name}: workflows")
+    lines += lay(Group(f"async def {fn}(", ["id: UUID", REQUEST_PARAM], ") -> list[Episode]:"))
+    doc = f"the episodes of an instance of workflow {wf.name} ({where(wf.origin)}), oldest first"
+    lines.append(f"    {docstring(doc)}")
+    lines.append(SERVICE_LINE)
+    lines.append("    async with service.autocommit() as work:")
+    lines.append(f"        return await {store}(work).{EPISODES}(id)")
     return lines
 
 

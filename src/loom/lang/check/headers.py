@@ -1,10 +1,11 @@
 """What a declaration's header and outline promise: the traits of an aggregate, the isolation level
-of a transactional workflow or handler, and the entry points a workflow must (and must no longer)
-have. The bodies behind them are checked by the rules that follow in `rules.RULES`."""
+of a transactional workflow or handler, the entry points a workflow must (and must no longer)
+have, and whether its `once` has an instance to run once. The bodies behind them are checked by the rules that follow in `rules.RULES`."""
 
 from __future__ import annotations
 
 from loom.lang.check.checker import Checker
+from loom.lang.check.workflows import correlation
 from loom.lang.diagnostics import Span, did_you_mean
 from loom.lang.syntax import ast
 from loom.model.isolation import ISOLATION_LEVELS
@@ -47,6 +48,27 @@ def _isolation(ck: Checker, isolation: str | None, span: Span | None) -> None:
             help=did_you_mean(isolation, ISOLATION_LEVELS)
             or "use one of `read_committed`, `repeatable_read`, `serializable`",
         )
+
+
+def check_once(ck: Checker) -> None:
+    """`once` says what a starter does after `complete`: only a workflow that keeps instances
+    has one to end (run after the declared types are known: the key is an id-typed field)."""
+    for ctx in ck.prog.contexts.values():
+        for wf in ctx.workflows.values():
+            if wf.once is not None and correlation(ck, wf) is None:
+                _once_without_instance(ck, wf, wf.once)
+
+
+def _once_without_instance(ck: Checker, wf: ast.Workflow, once: Span) -> None:
+    ck.report(
+        "loom.once-without-instance",
+        f"`once` on workflow `{wf.name}`, which keeps no instance: there is nothing to run once",
+        once,
+        "`once` here",
+        secondary=[(wf.name_span, f"`{wf.name}` has no id-shaped state field")],
+        help="declare the correlation key as a state field (e.g. `subscription: Subscription "
+        "id`) and end the instance with `complete`, or remove `once`",
+    )
 
 
 def _entries(ck: Checker, wf: ast.Workflow) -> None:

@@ -100,6 +100,7 @@ RULES: tuple[Rule, ...] = (
     Rule("unique keys, factories, finds, filters, criteria, retrievals, services", _declarations),
     Rule("resources: `kind: api` bindings of another context", apis.check_resources),
     Rule("workflows: state, functions, creates, reactions, applies, timeouts", _workflows),
+    Rule("`once` workflows: an instance to run once", headers.check_once),
     Rule("command and query handlers", _handlers),
     Rule("timers", _timers),
     Rule("projections", _projections),

@@ -378,6 +378,7 @@ class ModelLowerer:
                 for t in wf.timeouts
             ),
             process=corr is not None and ast.is_process(wf),
+            once=wf.once is not None,
         )
 
     def timer(self, ctx: ContextSymbols, tm: ast.Timer) -> ir.Timer:

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from loom.lang.diagnostics import Sink, Span, did_you_mean
 from loom.lang.syntax import ast
-from loom.model.reserved import ENDED, TIMEOUTS, VERSION
+from loom.model.reserved import ENDED, ENDED_AT, EPISODE, STARTED_AT, TIMEOUTS, VERSION
 
 _KIND = {
     ast.Enum: "enum",
@@ -297,6 +297,9 @@ def _check_aggregate(agg: ast.Aggregate, sink: Sink) -> None:
             _check_params(m.params, sink, "Parameter", m.name)
 
 
+_PROCESS_RESERVED = (ENDED, TIMEOUTS, EPISODE, STARTED_AT, ENDED_AT)
+
+
 def _check_workflow(wf: ast.Workflow, sink: Sink) -> None:
     seen: dict[str, Span] = {}
     members: list[ast.Field | ast.Function] = [*wf.state, *wf.functions]
@@ -311,11 +314,12 @@ def _check_workflow(wf: ast.Workflow, sink: Sink) -> None:
                 help="rename the state field, e.g. `revision` or `step`",
             )
             continue
-        if m.name in (ENDED, TIMEOUTS) and m in wf.state and ast.is_process(wf):
+        if m.name in _PROCESS_RESERVED and m in wf.state and ast.is_process(wf):
             sink.report(
                 "loom.reserved-member-name",
                 f"`{m.name}` is reserved in workflow `{wf.name}`: it uses timeouts or `complete`, "
-                f"so its instance answers `{m.name}` (whether it ended, its pending timeouts)",
+                f"so its instance answers `{m.name}` (whether it ended, its pending timeouts, "
+                "its episode and when that started and ended)",
                 m.name_span,
                 "reserved name",
                 help="rename the state field, e.g. `closed` or `deadlines`",

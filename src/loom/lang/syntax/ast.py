@@ -610,6 +610,7 @@ class Workflow:
     applies: list[Apply] = field(default_factory=list)
     ons: list[On] = field(default_factory=list)
     timeouts: list[OnTimeout] = field(default_factory=list)
+    once: Span | None = None  # `workflow X once`: the modifier, where written
 
 
 @dataclass(eq=False)

@@ -500,6 +500,10 @@ class _Descent(Bodies):
                 j = self.i
                 self.i += 1
                 ch.append(b.event_sourced(self.meta(j), []))
+            elif kind == "once":
+                j = self.i
+                self.i += 1
+                ch.append(b.once(self.meta(j), []))
             else:
                 break
         self.expect("{")

@@ -300,6 +300,9 @@ class Build(Builder):
     def event_sourced(self, meta, ch):
         return ("eventSourced", self.sp(meta))
 
+    def once(self, meta, ch):
+        return ("once", self.sp(meta))
+
     def apply(self, meta, ch):
         return ast.Apply(ch[0], ch[1], self.sp(meta))
 
@@ -419,6 +422,7 @@ class Build(Builder):
             applies=[c for c in ch[1:] if isinstance(c, ast.Apply)],
             ons=[c for c in ch[1:] if isinstance(c, ast.On)],
             timeouts=[c for c in ch[1:] if isinstance(c, ast.OnTimeout)],
+            once=next((m[-1] for m in modifiers if m[0] == "once"), None),
         )
 
     def create(self, meta, ch):

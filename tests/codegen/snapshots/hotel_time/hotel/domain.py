@@ -188,3 +188,6 @@ class PaymentDeadlineState:
 
     booking: BookingId
     ended: bool = False
+    episode: int = 1
+    started_at: datetime | None = None
+    ended_at: datetime | None = None

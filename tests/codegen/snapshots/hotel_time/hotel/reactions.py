@@ -23,17 +23,8 @@ async def payment_deadline_create_booking_held(
     async with service.reaction() as work:
         payment_deadline_instances = PaymentDeadlineInstances(work)
         instance = await payment_deadline_instances.bind(e.booking)
-        if instance.ended:  # the process has ended
-            log_fact(
-                "process_ignored_ended",
-                INFO,
-                {
-                    "process": "Hotel.PaymentDeadline",
-                    "key": str(instance.booking),
-                    "handler": "Hotel.PaymentDeadline.create(BookingHeld)",
-                },
-            )
-            return
+        if instance.ended:  # its episode ended: this starter begins the next
+            instance = await payment_deadline_instances.next_episode(instance)
         await service.processes.store.arm(
             work,
             "Hotel.PaymentDeadline",

@@ -6,10 +6,11 @@ from datetime import timedelta
 
 from sqlalchemy import ColumnElement, and_, not_
 
-from loom.runtime import Instances, Repository, now, times
+from loom.runtime import ProcessInstances, Repository, now, times
 
 from . import tables
 from .domain import Booking, PaymentDeadlineState
+from .schemas import PaymentDeadlineInstanceOut
 
 
 def hold_lapsed(grace: timedelta) -> ColumnElement[bool]:
@@ -47,10 +48,12 @@ class Bookings(Repository[Booking]):
         return await self.find_all(stays_at_least(least))
 
 
-class PaymentDeadlineInstances(Instances[PaymentDeadlineState]):
+class PaymentDeadlineInstances(ProcessInstances[PaymentDeadlineState]):
     """instances of workflow PaymentDeadline (hotel_time.loom:75)"""
 
     state = PaymentDeadlineState
     table = tables.payment_deadline_instances
     key = "booking"
     workflow = "PaymentDeadline"
+    process = "Hotel.PaymentDeadline"
+    answer = PaymentDeadlineInstanceOut

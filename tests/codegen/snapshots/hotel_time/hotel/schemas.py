@@ -146,6 +146,9 @@ class PaymentDeadlineInstanceOut(BaseModel):
     booking: BookingId
     version: int
     ended: bool
+    episode: Int64
+    started_at: datetime | None = Field(serialization_alias="startedAt")
+    ended_at: datetime | None = Field(serialization_alias="endedAt")
     timeouts: list[PendingTimeoutOut]
 
     @classmethod
@@ -159,5 +162,8 @@ class PaymentDeadlineInstanceOut(BaseModel):
             booking=state.booking,
             version=instance_version(state),
             ended=state.ended,
+            episode=state.episode,
+            started_at=state.started_at,
+            ended_at=state.ended_at,
             timeouts=[PendingTimeoutOut(name=t.name, dueAt=t.due_at) for t in timeouts],
         )

@@ -7,7 +7,14 @@ from uuid import UUID
 
 from fastapi import APIRouter, Request
 
-from loom.runtime import PROBLEM_RESPONSES, LoomRoute, get_service, now, times
+from loom.runtime import (
+    PROBLEM_RESPONSES,
+    Episode,
+    LoomRoute,
+    get_service,
+    now,
+    times,
+)
 
 from .domain import Booking, BookingHeld
 from .ids import BookingId
@@ -75,3 +82,15 @@ async def get_payment_deadline_instance(
             work=work,
         )
     return PaymentDeadlineInstanceOut.from_state(instance, timeouts)
+
+
+@router.get(
+    "/api/workflows/payment_deadline/instances/{id}/episodes",
+    responses=PROBLEM_RESPONSES,
+    tags=["Hotel: workflows"],
+)
+async def get_payment_deadline_episodes(id: UUID, request: Request) -> list[Episode]:
+    """the episodes of an instance of workflow PaymentDeadline (hotel_time.loom:75), oldest first"""
+    service = get_service(request)
+    async with service.autocommit() as work:
+        return await PaymentDeadlineInstances(work).episodes(id)

@@ -57,3 +57,6 @@ class ReminderState:
     appointment: AppointmentId
     sent: int = 0
     ended: bool = False
+    episode: int = 1
+    started_at: datetime | None = None
+    ended_at: datetime | None = None

@@ -2,10 +2,11 @@
 # Do not edit: change the model and rebuild.
 # Repositories of context Clinic.
 
-from loom.runtime import Instances, Repository
+from loom.runtime import ProcessInstances, Repository
 
 from . import tables
 from .domain import Appointment, ReminderState
+from .schemas import ReminderInstanceOut
 
 
 class Appointments(Repository[Appointment]):
@@ -15,10 +16,12 @@ class Appointments(Repository[Appointment]):
     table = tables.appointments
 
 
-class ReminderInstances(Instances[ReminderState]):
+class ReminderInstances(ProcessInstances[ReminderState]):
     """instances of workflow Reminder (reminder_at_loaded.loom:26)"""
 
     state = ReminderState
     table = tables.reminder_instances
     key = "appointment"
     workflow = "Reminder"
+    process = "Clinic.Reminder"
+    answer = ReminderInstanceOut

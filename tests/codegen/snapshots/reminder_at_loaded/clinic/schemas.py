@@ -86,6 +86,9 @@ class ReminderInstanceOut(BaseModel):
     version: int
     sent: Int64
     ended: bool
+    episode: Int64
+    started_at: datetime | None = Field(serialization_alias="startedAt")
+    ended_at: datetime | None = Field(serialization_alias="endedAt")
     timeouts: list[PendingTimeoutOut]
 
     @classmethod
@@ -100,5 +103,8 @@ class ReminderInstanceOut(BaseModel):
             version=instance_version(state),
             sent=state.sent,
             ended=state.ended,
+            episode=state.episode,
+            started_at=state.started_at,
+            ended_at=state.ended_at,
             timeouts=[PendingTimeoutOut(name=t.name, dueAt=t.due_at) for t in timeouts],
         )

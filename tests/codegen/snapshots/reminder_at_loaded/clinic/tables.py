@@ -53,5 +53,23 @@ reminder_instances = Table(
         nullable=False,
         info={"loom": {"field": "ended", "default": False}},
     ),
+    Column(
+        "episode",
+        BigInteger,
+        nullable=False,
+        info={"loom": {"field": "episode", "default": 1}},
+    ),
+    Column(
+        "started_at",
+        UtcDateTime,
+        nullable=True,
+        info={"loom": {"field": "startedAt", "default": None}},
+    ),
+    Column(
+        "ended_at",
+        UtcDateTime,
+        nullable=True,
+        info={"loom": {"field": "endedAt", "default": None}},
+    ),
     info={"loom": {"origin": "Clinic.Reminder"}},
 )

@@ -6,13 +6,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, Request
 
-from loom.runtime import (
-    PROBLEM_RESPONSES,
-    ConcurrencyConflict,
-    LoomRoute,
-    get_service,
-    now,
-)
+from loom.runtime import PROBLEM_RESPONSES, Episode, LoomRoute, get_service, now
 from loom.runtime.processes import Timeout
 
 from .repositories import Appointments, ReminderInstances
@@ -34,12 +28,8 @@ async def reminder(body: ReminderInput, request: Request) -> None:
         appointments = Appointments(work)
         reminder_instances = ReminderInstances(work)
         instance = await reminder_instances.bind(body.appointment)
-        if instance.ended:  # the process has ended
-            raise ConcurrencyConflict(
-                "Reminder",
-                str(instance.appointment),
-                "this Reminder instance has ended: it takes no more steps",
-            )
+        if instance.ended:  # its episode ended: this starter begins the next
+            instance = await reminder_instances.next_episode(instance)
         a = await appointments.get_by_id(body.appointment)
         await service.processes.store.arm(
             work,
@@ -63,3 +53,15 @@ async def get_reminder_instance(id: UUID, request: Request) -> ReminderInstanceO
         instance = await ReminderInstances(work).get(id)
         timeouts = await service.processes.pending("Clinic.Reminder", id, work=work)
     return ReminderInstanceOut.from_state(instance, timeouts)
+
+
+@router.get(
+    "/api/workflows/reminder/instances/{id}/episodes",
+    responses=PROBLEM_RESPONSES,
+    tags=["Clinic: workflows"],
+)
+async def get_reminder_episodes(id: UUID, request: Request) -> list[Episode]:
+    """the episodes of an instance of workflow Reminder (reminder_at_loaded.loom:26), oldest first"""
+    service = get_service(request)
+    async with service.autocommit() as work:
+        return await ReminderInstances(work).episodes(id)

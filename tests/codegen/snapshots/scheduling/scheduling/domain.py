@@ -186,6 +186,9 @@ class ConfirmationDeadlineState:
 
     appointment: AppointmentId
     ended: bool = False
+    episode: int = 1
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
 
 
 @dataclass(kw_only=True)
@@ -194,6 +197,9 @@ class DepositHoldState:
 
     appointment: AppointmentId
     ended: bool = False
+    episode: int = 1
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
 
 
 @dataclass(kw_only=True)
@@ -203,3 +209,6 @@ class ReminderState:
     appointment: AppointmentId
     sent: int = 0
     ended: bool = False
+    episode: int = 1
+    started_at: datetime | None = None
+    ended_at: datetime | None = None

@@ -35,17 +35,8 @@ async def confirmation_deadline_create_appointment_requested(
     async with service.reaction() as work:
         confirmation_deadline_instances = ConfirmationDeadlineInstances(work)
         instance = await confirmation_deadline_instances.bind(e.appointment)
-        if instance.ended:  # the process has ended
-            log_fact(
-                "process_ignored_ended",
-                INFO,
-                {
-                    "process": "Scheduling.ConfirmationDeadline",
-                    "key": str(instance.appointment),
-                    "handler": "Scheduling.ConfirmationDeadline.create(AppointmentRequested)",
-                },
-            )
-            return
+        if instance.ended:  # its episode ended: this starter begins the next
+            instance = await confirmation_deadline_instances.next_episode(instance)
         await service.processes.store.arm(
             work,
             "Scheduling.ConfirmationDeadline",
@@ -135,17 +126,8 @@ async def deposit_hold_create_slot_held(service: Service, e: SlotHeld) -> None:
     async with service.reaction() as work:
         deposit_hold_instances = DepositHoldInstances(work)
         instance = await deposit_hold_instances.bind(e.appointment)
-        if instance.ended:  # the process has ended
-            log_fact(
-                "process_ignored_ended",
-                INFO,
-                {
-                    "process": "Scheduling.DepositHold",
-                    "key": str(instance.appointment),
-                    "handler": "Scheduling.DepositHold.create(SlotHeld)",
-                },
-            )
-            return
+        if instance.ended:  # its episode ended: this starter begins the next
+            instance = await deposit_hold_instances.next_episode(instance)
         await service.processes.store.arm(
             work,
             "Scheduling.DepositHold",

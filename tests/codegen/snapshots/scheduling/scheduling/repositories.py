@@ -6,7 +6,7 @@ from datetime import datetime
 
 from sqlalchemy import ColumnElement, and_
 
-from loom.runtime import Instances, Repository
+from loom.runtime import ProcessInstances, Repository
 
 from . import tables
 from .domain import (
@@ -14,6 +14,11 @@ from .domain import (
     ConfirmationDeadlineState,
     DepositHoldState,
     ReminderState,
+)
+from .schemas import (
+    ConfirmationDeadlineInstanceOut,
+    DepositHoldInstanceOut,
+    ReminderInstanceOut,
 )
 
 
@@ -38,28 +43,34 @@ class Appointments(Repository[Appointment]):
         return await self.find_all(unconfirmed(as_of))
 
 
-class ConfirmationDeadlineInstances(Instances[ConfirmationDeadlineState]):
+class ConfirmationDeadlineInstances(ProcessInstances[ConfirmationDeadlineState]):
     """instances of workflow ConfirmationDeadline (scheduling.loom:96)"""
 
     state = ConfirmationDeadlineState
     table = tables.confirmation_deadline_instances
     key = "appointment"
     workflow = "ConfirmationDeadline"
+    process = "Scheduling.ConfirmationDeadline"
+    answer = ConfirmationDeadlineInstanceOut
 
 
-class DepositHoldInstances(Instances[DepositHoldState]):
+class DepositHoldInstances(ProcessInstances[DepositHoldState]):
     """instances of workflow DepositHold (scheduling.loom:116)"""
 
     state = DepositHoldState
     table = tables.deposit_hold_instances
     key = "appointment"
     workflow = "DepositHold"
+    process = "Scheduling.DepositHold"
+    answer = DepositHoldInstanceOut
 
 
-class ReminderInstances(Instances[ReminderState]):
+class ReminderInstances(ProcessInstances[ReminderState]):
     """instances of workflow Reminder (scheduling.loom:134)"""
 
     state = ReminderState
     table = tables.reminder_instances
     key = "appointment"
     workflow = "Reminder"
+    process = "Scheduling.Reminder"
+    answer = ReminderInstanceOut

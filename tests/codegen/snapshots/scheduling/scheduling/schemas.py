@@ -103,6 +103,9 @@ class ConfirmationDeadlineInstanceOut(BaseModel):
     appointment: AppointmentId
     version: int
     ended: bool
+    episode: Int64
+    started_at: datetime | None = Field(serialization_alias="startedAt")
+    ended_at: datetime | None = Field(serialization_alias="endedAt")
     timeouts: list[PendingTimeoutOut]
 
     @classmethod
@@ -116,6 +119,9 @@ class ConfirmationDeadlineInstanceOut(BaseModel):
             appointment=state.appointment,
             version=instance_version(state),
             ended=state.ended,
+            episode=state.episode,
+            started_at=state.started_at,
+            ended_at=state.ended_at,
             timeouts=[PendingTimeoutOut(name=t.name, dueAt=t.due_at) for t in timeouts],
         )
 
@@ -126,6 +132,9 @@ class DepositHoldInstanceOut(BaseModel):
     appointment: AppointmentId
     version: int
     ended: bool
+    episode: Int64
+    started_at: datetime | None = Field(serialization_alias="startedAt")
+    ended_at: datetime | None = Field(serialization_alias="endedAt")
     timeouts: list[PendingTimeoutOut]
 
     @classmethod
@@ -139,6 +148,9 @@ class DepositHoldInstanceOut(BaseModel):
             appointment=state.appointment,
             version=instance_version(state),
             ended=state.ended,
+            episode=state.episode,
+            started_at=state.started_at,
+            ended_at=state.ended_at,
             timeouts=[PendingTimeoutOut(name=t.name, dueAt=t.due_at) for t in timeouts],
         )
 
@@ -150,6 +162,9 @@ class ReminderInstanceOut(BaseModel):
     version: int
     sent: Int64
     ended: bool
+    episode: Int64
+    started_at: datetime | None = Field(serialization_alias="startedAt")
+    ended_at: datetime | None = Field(serialization_alias="endedAt")
     timeouts: list[PendingTimeoutOut]
 
     @classmethod
@@ -164,5 +179,8 @@ class ReminderInstanceOut(BaseModel):
             version=instance_version(state),
             sent=state.sent,
             ended=state.ended,
+            episode=state.episode,
+            started_at=state.started_at,
+            ended_at=state.ended_at,
             timeouts=[PendingTimeoutOut(name=t.name, dueAt=t.due_at) for t in timeouts],
         )

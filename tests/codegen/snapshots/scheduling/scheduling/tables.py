@@ -65,6 +65,24 @@ confirmation_deadline_instances = Table(
         nullable=False,
         info={"loom": {"field": "ended", "default": False}},
     ),
+    Column(
+        "episode",
+        BigInteger,
+        nullable=False,
+        info={"loom": {"field": "episode", "default": 1}},
+    ),
+    Column(
+        "started_at",
+        UtcDateTime,
+        nullable=True,
+        info={"loom": {"field": "startedAt", "default": None}},
+    ),
+    Column(
+        "ended_at",
+        UtcDateTime,
+        nullable=True,
+        info={"loom": {"field": "endedAt", "default": None}},
+    ),
     info={"loom": {"origin": "Scheduling.ConfirmationDeadline"}},
 )
 
@@ -84,6 +102,24 @@ deposit_hold_instances = Table(
         Boolean,
         nullable=False,
         info={"loom": {"field": "ended", "default": False}},
+    ),
+    Column(
+        "episode",
+        BigInteger,
+        nullable=False,
+        info={"loom": {"field": "episode", "default": 1}},
+    ),
+    Column(
+        "started_at",
+        UtcDateTime,
+        nullable=True,
+        info={"loom": {"field": "startedAt", "default": None}},
+    ),
+    Column(
+        "ended_at",
+        UtcDateTime,
+        nullable=True,
+        info={"loom": {"field": "endedAt", "default": None}},
     ),
     info={"loom": {"origin": "Scheduling.DepositHold"}},
 )
@@ -110,6 +146,24 @@ reminder_instances = Table(
         Boolean,
         nullable=False,
         info={"loom": {"field": "ended", "default": False}},
+    ),
+    Column(
+        "episode",
+        BigInteger,
+        nullable=False,
+        info={"loom": {"field": "episode", "default": 1}},
+    ),
+    Column(
+        "started_at",
+        UtcDateTime,
+        nullable=True,
+        info={"loom": {"field": "startedAt", "default": None}},
+    ),
+    Column(
+        "ended_at",
+        UtcDateTime,
+        nullable=True,
+        info={"loom": {"field": "endedAt", "default": None}},
     ),
     info={"loom": {"origin": "Scheduling.Reminder"}},
 )

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
-    ConcurrencyConflict,
+    Episode,
     LoomRoute,
     get_service,
     now,
@@ -115,12 +115,8 @@ async def reminder(body: ReminderInput, request: Request) -> None:
         appointments = Appointments(work)
         reminder_instances = ReminderInstances(work)
         instance = await reminder_instances.bind(body.appointment)
-        if instance.ended:  # the process has ended
-            raise ConcurrencyConflict(
-                "Reminder",
-                str(instance.appointment),
-                "this Reminder instance has ended: it takes no more steps",
-            )
+        if instance.ended:  # its episode ended: this starter begins the next
+            instance = await reminder_instances.next_episode(instance)
         a = await appointments.get_by_id(body.appointment)
         require(
             a.status == AppointmentStatus.CONFIRMED,
@@ -160,6 +156,21 @@ async def get_confirmation_deadline_instance(
 
 
 @router.get(
+    "/api/workflows/confirmation_deadline/instances/{id}/episodes",
+    responses=PROBLEM_RESPONSES,
+    tags=["Scheduling: workflows"],
+)
+async def get_confirmation_deadline_episodes(
+    id: UUID,
+    request: Request,
+) -> list[Episode]:
+    """the episodes of an instance of workflow ConfirmationDeadline (scheduling.loom:96), oldest first"""
+    service = get_service(request)
+    async with service.autocommit() as work:
+        return await ConfirmationDeadlineInstances(work).episodes(id)
+
+
+@router.get(
     "/api/workflows/deposit_hold/instances/{id}",
     responses=PROBLEM_RESPONSES,
     tags=["Scheduling: workflows"],
@@ -181,6 +192,18 @@ async def get_deposit_hold_instance(
 
 
 @router.get(
+    "/api/workflows/deposit_hold/instances/{id}/episodes",
+    responses=PROBLEM_RESPONSES,
+    tags=["Scheduling: workflows"],
+)
+async def get_deposit_hold_episodes(id: UUID, request: Request) -> list[Episode]:
+    """the episodes of an instance of workflow DepositHold (scheduling.loom:116), oldest first"""
+    service = get_service(request)
+    async with service.autocommit() as work:
+        return await DepositHoldInstances(work).episodes(id)
+
+
+@router.get(
     "/api/workflows/reminder/instances/{id}",
     responses=PROBLEM_RESPONSES,
     tags=["Scheduling: workflows"],
@@ -192,3 +215,15 @@ async def get_reminder_instance(id: UUID, request: Request) -> ReminderInstanceO
         instance = await ReminderInstances(work).get(id)
         timeouts = await service.processes.pending("Scheduling.Reminder", id, work=work)
     return ReminderInstanceOut.from_state(instance, timeouts)
+
+
+@router.get(
+    "/api/workflows/reminder/instances/{id}/episodes",
+    responses=PROBLEM_RESPONSES,
+    tags=["Scheduling: workflows"],
+)
+async def get_reminder_episodes(id: UUID, request: Request) -> list[Episode]:
+    """the episodes of an instance of workflow Reminder (scheduling.loom:134), oldest first"""
+    service = get_service(request)
+    async with service.autocommit() as work:
+        return await ReminderInstances(work).episodes(id)

@@ -46,17 +46,8 @@ async def payment_deadline_create_order_placed(
     async with service.reaction() as work:
         payment_deadline_instances = PaymentDeadlineInstances(work)
         instance = await payment_deadline_instances.bind(e.order)
-        if instance.ended:  # the process has ended
-            log_fact(
-                "process_ignored_ended",
-                INFO,
-                {
-                    "process": "Orders.PaymentDeadline",
-                    "key": str(instance.order),
-                    "handler": "Orders.PaymentDeadline.create(OrderPlaced)",
-                },
-            )
-            return
+        if instance.ended:  # its episode ended: this starter begins the next
+            instance = await payment_deadline_instances.next_episode(instance)
         await service.processes.store.arm(
             work,
             "Orders.PaymentDeadline",

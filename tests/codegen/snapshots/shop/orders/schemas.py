@@ -83,6 +83,9 @@ class PaymentDeadlineInstanceOut(BaseModel):
     order: OrderId
     version: int
     ended: bool
+    episode: Int64
+    started_at: datetime | None = Field(serialization_alias="startedAt")
+    ended_at: datetime | None = Field(serialization_alias="endedAt")
     timeouts: list[PendingTimeoutOut]
 
     @classmethod
@@ -96,6 +99,9 @@ class PaymentDeadlineInstanceOut(BaseModel):
             order=state.order,
             version=instance_version(state),
             ended=state.ended,
+            episode=state.episode,
+            started_at=state.started_at,
+            ended_at=state.ended_at,
             timeouts=[PendingTimeoutOut(name=t.name, dueAt=t.due_at) for t in timeouts],
         )
 

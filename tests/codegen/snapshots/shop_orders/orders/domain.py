@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import ClassVar
 
 from pydantic import ConfigDict
@@ -111,6 +112,9 @@ class PaymentDeadlineState:
 
     order: OrderId
     ended: bool = False
+    episode: int = 1
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
 
 
 @dataclass(kw_only=True)

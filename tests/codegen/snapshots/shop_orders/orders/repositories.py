@@ -2,10 +2,11 @@
 # Do not edit: change the model and rebuild.
 # Repositories of context Orders.
 
-from loom.runtime import Instances, Repository, Rows
+from loom.runtime import ProcessInstances, Repository, Rows
 
 from . import tables
 from .domain import Order, OrderProgressRow, PaymentDeadlineState
+from .schemas import PaymentDeadlineInstanceOut
 
 
 class Orders(Repository[Order]):
@@ -15,13 +16,15 @@ class Orders(Repository[Order]):
     table = tables.orders
 
 
-class PaymentDeadlineInstances(Instances[PaymentDeadlineState]):
+class PaymentDeadlineInstances(ProcessInstances[PaymentDeadlineState]):
     """instances of workflow PaymentDeadline (shop.loom:63)"""
 
     state = PaymentDeadlineState
     table = tables.payment_deadline_instances
     key = "order"
     workflow = "PaymentDeadline"
+    process = "Orders.PaymentDeadline"
+    answer = PaymentDeadlineInstanceOut
 
 
 class OrderProgressRows(Rows[OrderProgressRow]):

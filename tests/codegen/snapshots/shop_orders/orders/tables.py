@@ -4,6 +4,8 @@
 
 from sqlalchemy import BigInteger, Boolean, Column, Integer, String, Table, Uuid
 
+from loom.runtime.types import UtcDateTime
+
 from .._metadata import metadata
 
 # aggregate Order (shop.loom:29)
@@ -45,6 +47,24 @@ payment_deadline_instances = Table(
         Boolean,
         nullable=False,
         info={"loom": {"field": "ended", "default": False}},
+    ),
+    Column(
+        "episode",
+        BigInteger,
+        nullable=False,
+        info={"loom": {"field": "episode", "default": 1}},
+    ),
+    Column(
+        "started_at",
+        UtcDateTime,
+        nullable=True,
+        info={"loom": {"field": "startedAt", "default": None}},
+    ),
+    Column(
+        "ended_at",
+        UtcDateTime,
+        nullable=True,
+        info={"loom": {"field": "endedAt", "default": None}},
     ),
     info={"loom": {"origin": "Orders.PaymentDeadline"}},
 )

@@ -6,7 +6,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, Request
 
-from loom.runtime import PROBLEM_RESPONSES, LoomRoute, get_service
+from loom.runtime import PROBLEM_RESPONSES, Episode, LoomRoute, get_service
 
 from .domain import Order, OrderPlaced, OrderStatus
 from .ids import OrderId
@@ -70,3 +70,15 @@ async def get_payment_deadline_instance(
             work=work,
         )
     return PaymentDeadlineInstanceOut.from_state(instance, timeouts)
+
+
+@router.get(
+    "/api/workflows/payment_deadline/instances/{id}/episodes",
+    responses=PROBLEM_RESPONSES,
+    tags=["Orders: workflows"],
+)
+async def get_payment_deadline_episodes(id: UUID, request: Request) -> list[Episode]:
+    """the episodes of an instance of workflow PaymentDeadline (shop.loom:63), oldest first"""
+    service = get_service(request)
+    async with service.autocommit() as work:
+        return await PaymentDeadlineInstances(work).episodes(id)
