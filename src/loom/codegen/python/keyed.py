@@ -38,14 +38,13 @@ def keyed_fields(wf: Keyed) -> tuple[ir.Field, ...]:
     if wf.process:
         false = ir.Literal_(False, ir.BOOL, "false")
         first = ir.Literal_(1, ir.INT, "1")
-        when = ir.OptionalType(ir.DATETIME)
-        none = ir.Literal_(None, when, "none")
+        when = ir.OptionalType(ir.DATETIME)  # optional, no default: none until stamped
         return (
             *wf.state,
             ir.Field(ENDED, ir.BOOL, false, False, wf.origin),
             ir.Field(EPISODE, ir.INT, first, False, wf.origin),
-            ir.Field(STARTED_AT, when, none, False, wf.origin),
-            ir.Field(ENDED_AT, when, none, False, wf.origin),
+            ir.Field(STARTED_AT, when, None, False, wf.origin),
+            ir.Field(ENDED_AT, when, None, False, wf.origin),
         )
     return wf.state
 

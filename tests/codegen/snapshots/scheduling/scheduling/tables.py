@@ -75,14 +75,9 @@ confirmation_deadline_instances = Table(
         "started_at",
         UtcDateTime,
         nullable=True,
-        info={"loom": {"field": "startedAt", "default": None}},
+        info={"loom": {"field": "startedAt"}},
     ),
-    Column(
-        "ended_at",
-        UtcDateTime,
-        nullable=True,
-        info={"loom": {"field": "endedAt", "default": None}},
-    ),
+    Column("ended_at", UtcDateTime, nullable=True, info={"loom": {"field": "endedAt"}}),
     info={"loom": {"origin": "Scheduling.ConfirmationDeadline"}},
 )
 
@@ -113,14 +108,9 @@ deposit_hold_instances = Table(
         "started_at",
         UtcDateTime,
         nullable=True,
-        info={"loom": {"field": "startedAt", "default": None}},
+        info={"loom": {"field": "startedAt"}},
     ),
-    Column(
-        "ended_at",
-        UtcDateTime,
-        nullable=True,
-        info={"loom": {"field": "endedAt", "default": None}},
-    ),
+    Column("ended_at", UtcDateTime, nullable=True, info={"loom": {"field": "endedAt"}}),
     info={"loom": {"origin": "Scheduling.DepositHold"}},
 )
 
@@ -157,13 +147,8 @@ reminder_instances = Table(
         "started_at",
         UtcDateTime,
         nullable=True,
-        info={"loom": {"field": "startedAt", "default": None}},
+        info={"loom": {"field": "startedAt"}},
     ),
-    Column(
-        "ended_at",
-        UtcDateTime,
-        nullable=True,
-        info={"loom": {"field": "endedAt", "default": None}},
-    ),
+    Column("ended_at", UtcDateTime, nullable=True, info={"loom": {"field": "endedAt"}}),
     info={"loom": {"origin": "Scheduling.Reminder"}},
 )

@@ -58,14 +58,9 @@ payment_deadline_instances = Table(
         "started_at",
         UtcDateTime,
         nullable=True,
-        info={"loom": {"field": "startedAt", "default": None}},
+        info={"loom": {"field": "startedAt"}},
     ),
-    Column(
-        "ended_at",
-        UtcDateTime,
-        nullable=True,
-        info={"loom": {"field": "endedAt", "default": None}},
-    ),
+    Column("ended_at", UtcDateTime, nullable=True, info={"loom": {"field": "endedAt"}}),
     info={"loom": {"origin": "Orders.PaymentDeadline"}},
 )
 
