@@ -70,8 +70,9 @@ def schema_metadatas(
 ) -> tuple[MetaData, ...]:
     """The schema of a service: the model's tables (`metadata`) and the runtime tables it uses:
     `__loom_idempotency` always, `__loom_outbox` / `__loom_inbox` with channels, and
-    `__loom_processes` / `__loom_timers` / `__loom_ticks` with processes. The one answer to
-    which tables a service needs: its start-up and `loom.migrate`'s snapshots both ask it."""
+    `__loom_processes` / `__loom_timers` / `__loom_ticks` / `__loom_episodes` with processes. The
+    one answer to which tables a service needs: its start-up and `loom.migrate`'s snapshots both
+    ask it."""
     out = [metadata, idempotency_metadata]
     if channels:
         out.append(runtime_metadata)
