@@ -140,6 +140,39 @@ async def test_a_starter_after_complete_starts_the_next_episode(
     )
 
 
+async def test_a_command_create_after_complete_starts_the_next_episode(
+    billing: ServiceClient, clock: VirtualClock
+) -> None:
+    sub = await subscribe(billing)
+    for wf in ("hold", "hold_once"):
+        await post(billing, f"/api/workflows/{wf}", {"subscription": sub})
+    assert await clock.advance(timedelta(hours=1)) == 2  # both lapse: both episodes end
+    await clock.advance(timedelta(minutes=5))
+    again = await billing.post("/api/workflows/hold", json={"subscription": sub})
+    assert again.status_code == 204, again.text
+    hold = await get(billing, f"/api/workflows/hold/instances/{sub}")
+    assert (hold["episode"], hold["ended"]) == (2, False)
+    assert [(t["name"], t["dueAt"]) for t in hold["timeouts"]] == [
+        ("lapse", _iso(START + timedelta(hours=2, minutes=5)))
+    ]
+    refused = await billing.post("/api/workflows/hold_once", json={"subscription": sub})
+    assert refused.status_code == 409, refused.text
+    assert "runs once per key" in refused.json()["detail"]
+    once = await get(billing, f"/api/workflows/hold_once/instances/{sub}")
+    assert (once["episode"], once["ended"], once["timeouts"]) == (1, True, [])
+
+
+async def test_the_episodes_route_is_in_the_openapi_document(billing: ServiceClient) -> None:
+    doc = await get(billing, "/openapi.json")
+    route = doc["paths"]["/api/workflows/dunning/instances/{id}/episodes"]["get"]
+    answer = route["responses"]["200"]["content"]["application/json"]["schema"]
+    assert answer["items"]["$ref"] == "#/components/schemas/Episode"
+    episode = doc["components"]["schemas"]["Episode"]["properties"]
+    assert sorted(episode) == ["endedAt", "episode", "startedAt", "state", "status"]
+    instance = doc["components"]["schemas"]["DunningInstanceOut"]["properties"]
+    assert {"episode", "startedAt", "endedAt"} <= set(instance)
+
+
 async def test_episodes_of_an_unknown_key_is_404(billing: ServiceClient) -> None:
     sub = await subscribe(billing)  # a subscription, but no dunning instance
     r = await billing.get(f"{DUNNING}/{sub}/episodes")
