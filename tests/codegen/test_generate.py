@@ -37,6 +37,7 @@ EXAMPLES = {
     "api_calls": ["tests/runtime/api_calls/dispatch.loom"],
     "billing_money": ["tests/e2e/models/billing_money.loom"],
     "hotel_time": ["tests/e2e/models/hotel_time.loom"],
+    "dunning": ["tests/e2e/models/dunning.loom"],
 }
 
 
