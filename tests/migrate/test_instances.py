@@ -111,3 +111,23 @@ def test_a_renamed_state_field_keeps_its_value_in_running_instances(
     assert "deadlineAt" not in instance
     assert [t["name"] for t in instance["timeouts"]] == ["deadline"]
     assert status == "Expired"  # the timeout armed by the old code fired on the new
+
+
+def test_an_optional_state_field_reaches_running_instances_as_null(
+    tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An optional field's zero is null: the column is added with no server default (a default
+    of the text 'null' would fill a datetime column with what no reader can parse)."""
+    monkeypatch.setenv("LOOM_SCHEDULER", "off")  # the virtual clock drives the scheduler
+    text = (ROOT / "examples/scheduling/scheduling.loom").read_text(encoding="utf-8")
+    model = tmp_path / "scheduling.loom"
+    model.write_text(text, encoding="utf-8")
+    _migrate(model, database_url)
+    appointment = asyncio.run(_request(model, database_url))
+
+    model.write_text(text.replace(STATE, STATE + "    remindedAt: datetime?\n"), encoding="utf-8")
+    plan = _migrate(model, database_url)
+    assert "scheduling_confirmation_deadline_instances.reminded_at" in plan, plan
+    instance, status = asyncio.run(_after(model, database_url, appointment))
+    assert (instance["remindedAt"], instance["ended"]) == (None, False), instance
+    assert status == "Expired"

@@ -11,6 +11,8 @@ import pytest
 
 from loom.migrate.plan import Plan
 from loom.migrate.script import render_script
+from loom.migrate.snapshot import ColumnSnap
+from loom.migrate.steps import AddColumn
 from tests.migrate.kit import accounts, altered, plan_between
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -66,3 +68,20 @@ def test_scripts_are_formatted_and_compile(tmp_path: Path) -> None:
         check=False,
     )
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_a_null_default_adds_a_column_with_no_server_default() -> None:
+    """A column whose model default is null gets no `server_default`: the text 'null' would be
+    stored in every existing row, and a datetime column could not read it back."""
+    column: ColumnSnap = {
+        "name": "ended_at",
+        "type": "DateTime",
+        "length": None,
+        "nullable": True,
+        "primary_key": False,
+        "info": {"field": "endedAt", "default": None},
+        "source": None,
+    }
+    text = render_script("0002", "0001", "add", ["add ended_at"], [AddColumn("t", column)])
+    assert "add_column(sa.Column(\"ended_at\"" in text, text
+    assert "server_default" not in text, text

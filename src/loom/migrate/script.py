@@ -150,7 +150,8 @@ def _column(column: ColumnSnap, *, server_default: bool = False, in_table: bool 
     if column["primary_key"] and in_table:
         args.append("primary_key=True")
     args.append(f"nullable={column['nullable']}")
-    if server_default and has_default(column):
+    # a null default is no server default: NULL is what an added nullable column holds anyway
+    if server_default and has_default(column) and constant_default(column) is not None:
         args.append(f"server_default={_server_default(column)}")
     return _Call("sa.Column", tuple(args))
 
