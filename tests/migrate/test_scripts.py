@@ -83,5 +83,5 @@ def test_a_null_default_adds_a_column_with_no_server_default() -> None:
         "source": None,
     }
     text = render_script("0002", "0001", "add", ["add ended_at"], [AddColumn("t", column)])
-    assert "add_column(sa.Column(\"ended_at\"" in text, text
+    assert 'add_column(sa.Column("ended_at"' in text, text
     assert "server_default" not in text, text
