@@ -172,11 +172,16 @@ class TickRunner:
             missed = 1 + int((now - seen) / timer.every)
             if await self._run(timer, Tick(timer.name, seen, missed), seen, now) is not None:
                 ran += 1
+        # a clock that stepped to each instant finds one per timer; one that could not (it ran
+        # straight to `until`) finds several, which coalesce, as missed ticks do
+        missed_ahead: dict[str, list[datetime]] = {}
         while self._ahead and self._ahead[0][0] <= now:
             at, name = heapq.heappop(self._ahead)
+            missed_ahead.setdefault(name, []).append(at)
+        for name, instants in missed_ahead.items():
             timer = service.recurring.get(name)
             assert timer is not None
-            await self._run(timer, Tick(name, at, 1))
+            await self._run(timer, Tick(name, instants[0], len(instants)))
             ran += 1
         return ran
 
