@@ -145,3 +145,110 @@ async def test_34_days_of_an_hourly_timer_fire_in_order(service: Service) -> Non
         expected, key=lambda r: (r[1], r[0] == "hourly")
     )
     print(f"34 virtual days, {fired} timeouts and ticks: {wall:.2f} s of wall time")
+
+
+async def test_ticks_run_by_an_advance_are_not_run_again_after_a_restart(database_url: str) -> None:
+    """An advance claims the ticks it walks through (the claim is durable); a service started
+    afterwards on the same database runs the next tick at its time, never one already run."""
+    runs: list[tuple[str, datetime]] = []
+
+    def start(label: str) -> Service:
+        service = Service.from_url(database_url, MetaData())
+
+        async def hourly(tick: Tick, work: Work) -> None:
+            runs.append((label, tick.scheduled_at))
+
+        service.recurring.register("Kit.hourly", timedelta(hours=1), hourly)
+        return service
+
+    first = start("first")
+    with VirtualClock(first, start=START) as virtual:
+        await first.create_schema()
+        await virtual.run_due()
+        assert await virtual.advance(timedelta(hours=5, minutes=30)) == 5
+        await first.dispose()
+        second = start("second")
+        virtual.services = [second]
+        assert await virtual.run_due() == 0
+        assert await virtual.advance(timedelta(minutes=29)) == 0
+        assert await virtual.advance(timedelta(minutes=1)) == 1
+        await second.dispose()
+    hour = timedelta(hours=1)
+    assert runs == [("first", START + h * hour) for h in range(1, 6)] + [
+        ("second", START + 6 * hour)
+    ]
+
+
+async def test_a_timeout_a_tick_arms_fires_between_ticks(service: Service) -> None:
+    """A tick's handler arms a timeout due before the next tick: the clock stops at it, in
+    order, though the ticks after it were already claimed."""
+    ran: list[tuple[str, datetime]] = []
+
+    def nudge(current: dict[str, int] | None) -> Decision[dict[str, int]]:
+        sent = 0 if current is None else current["sent"] + 1
+        return Decision({"sent": sent}, timeouts=[Timeout("nudge", after=timedelta(minutes=20))])
+
+    async def on_timeout(due: TimeoutDue, work: Work) -> None:
+        ran.append((due.name, now()))
+
+    async def hourly(tick: Tick, work: Work) -> None:
+        ran.append(("hourly", now()))
+        await service.processes.run(Reminders, f"at-{now():%H}", nudge, work=work)
+
+    service.timeouts.register(Reminders.name, on_timeout)
+    service.recurring.register("Kit.hourly", timedelta(hours=1), hourly)
+    with VirtualClock(service, start=START) as virtual:
+        await service.create_schema()
+        await virtual.run_due()
+        assert await virtual.advance(timedelta(hours=3)) == 3 + 2  # the third nudge is later
+        assert await virtual.advance(timedelta(minutes=20)) == 1
+    at = [START + timedelta(minutes=m) for m in (60, 80, 120, 140, 180, 200)]
+    assert ran == [(name, t) for name, t in zip(["hourly", "nudge"] * 3, at, strict=True)]
+
+
+async def test_a_timeout_armed_by_another_service_between_advances_is_found(
+    database_url: str,
+) -> None:
+    """What the clock knows of the stored timeouts lasts one advance: a timeout another service
+    (not driven by this clock) armed meanwhile fires at its instant in the next one."""
+    fired: list[datetime] = []
+    driven = Service.from_url(database_url, MetaData())
+    other = Service.from_url(database_url, MetaData())
+
+    def arm(current: dict[str, int] | None) -> Decision[dict[str, int]]:
+        return Decision({"sent": 0}, timeouts=[Timeout("remind", after=timedelta(minutes=10))])
+
+    async def on_timeout(due: TimeoutDue, work: Work) -> None:
+        fired.append(now())
+
+    driven.timeouts.register(Reminders.name, on_timeout)
+    try:
+        with VirtualClock(driven, start=START) as virtual:
+            await driven.create_schema()
+            assert await virtual.advance(timedelta(minutes=5)) == 0  # none armed, as read
+            await other.processes.run(Reminders, "r", arm)  # due at 09:15
+            assert await virtual.advance(timedelta(hours=1)) == 1
+    finally:
+        await other.dispose()
+        await driven.dispose()
+    assert fired == [START + timedelta(minutes=15)]
+
+
+async def test_a_failing_tick_is_not_retried_and_the_next_ones_run(
+    service: Service, caplog: pytest.LogCaptureFixture
+) -> None:
+    ran: list[datetime] = []
+
+    async def hourly(tick: Tick, work: Work) -> None:
+        ran.append(tick.scheduled_at)
+        if len(ran) == 2:
+            raise RuntimeError("the second tick fails")
+
+    service.recurring.register("Kit.hourly", timedelta(hours=1), hourly)
+    with VirtualClock(service, start=START) as virtual:
+        await service.create_schema()
+        await virtual.run_due()
+        with caplog.at_level("ERROR", logger="loom"):
+            assert await virtual.advance(timedelta(hours=4)) == 4
+    assert ran == [START + timedelta(hours=h) for h in (1, 2, 3, 4)]
+    assert sum('"tick_failed"' in r.getMessage() for r in caplog.records) == 1

@@ -4,8 +4,17 @@
 after the first start). A scheduler whose clock has passed `next_at` claims the tick with a
 compare-and-set, `UPDATE … SET next_at = :next WHERE name = :name AND next_at = :seen`: of several
 replicas that saw the same `next_at`, exactly one changes the row, and only that one runs the
-tick. The claim commits on its own, before the handler runs: a tick whose handler fails is logged
-(`tick_failed`) and not retried; the next tick comes at its time.
+tick. The claim is the first statement of the handler's own transaction, so a tick costs one
+commit and its claim is durable exactly when its work is (on PostgreSQL the claim skips a row
+another replica's tick transaction holds: that replica is running the tick, so this one must not
+wait for it). A tick whose handler fails rolls back, then is claimed alone, in a transaction of
+its own, logged (`tick_failed`) and not retried; the next tick comes at its time.
+
+The runner keeps each timer's `next_at` as it last read or wrote it, so it needs no read to know
+when the next tick is due: only a claim changes the row, and a claim only moves it later, so a
+value another replica moved on is at worst early; that replica's claim then makes this one's fail,
+and a failed claim reads the row again. The background loop reads the rows at each idle
+(`refresh`), which also covers rows changed by hand.
 
 Catch-up: after downtime, every missed tick is coalesced into ONE run (`Tick.coalesced` says how
 many it stands for), and the schedule continues `every` from now. A sweep is derived from the state
@@ -15,6 +24,7 @@ times back to back would only repeat the same work.
 
 from __future__ import annotations
 
+import heapq
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -38,15 +48,20 @@ if TYPE_CHECKING:
 
 TickHandler = Callable[[Tick, "Work"], Awaitable[None]]
 k = ticks.c
-_DUE = select(k.name, k.next_at).where(
-    k.name.in_(bindparam("names", expanding=True)), k.next_at <= bindparam("now")
-)
-_NEXT = select(k.next_at).where(k.name == bindparam("tick"))
+_NEXT = select(k.name, k.next_at).where(k.name.in_(bindparam("names", expanding=True)))
 _CLAIM = (
     update(ticks)
     .where(k.name == bindparam("tick"), k.next_at == bindparam("seen"))
     .values(next_at=bindparam("next"), last_run_at=bindparam("now"))
 )
+_CLAIMS = {
+    "sqlite": _CLAIM,  # one writer at a time: no row another transaction holds
+    "postgresql": _CLAIM.where(
+        k.name.in_(
+            select(k.name).where(k.name == bindparam("tick")).with_for_update(skip_locked=True)
+        )
+    ),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +108,8 @@ class TickRunner:
     def __init__(self, service: Service) -> None:
         self._service = service
         self._known: set[str] = set()
+        self._next: dict[str, datetime] = {}  # next_at of each timer, as last read or written
+        self._ahead: list[tuple[datetime, str]] = []  # a heap: ticks claimed, not run yet
 
     async def ensure_rows(self) -> None:
         """Create the row of every registered timer that has none (first tick `every` from now)."""
@@ -111,24 +128,61 @@ class TickRunner:
             await conn.execute(_insert_missing(service.dialect), rows)
         self._known.update(missing)
 
-    async def run_due(self) -> int:
-        """Claim and run every tick due now; answers how many ran."""
-        service = self._service
-        names = service.recurring.names
+    async def refresh(self) -> None:
+        """Read the next tick of every registered timer (creating the rows it lacks)."""
+        names = self._service.recurring.names
         if not names:
-            return 0
+            return
         await self.ensure_rows()
+        async with self._service.engine.connect() as conn:
+            rows = (await conn.execute(_NEXT, {"names": list(names)})).all()
+        self._next = {row.name: row.next_at for row in rows}
+
+    async def next_due(self) -> datetime | None:
+        """The earliest next tick: one claimed ahead, or a row as this runner last read or
+        wrote it."""
+        if len(self._next) < len(self._service.recurring.names):
+            await self.refresh()
+        ahead = [self._ahead[0][0]] if self._ahead else []
+        return min([*ahead, *self._next.values()], default=None)
+
+    async def run_due(self, until: datetime | None = None) -> int:
+        """Claim and run every tick due now; answers how many ran. With `until` (a virtual
+        clock's promise that time walks to `until` and runs this again at each instant due on
+        the way), a tick due exactly now claims, in the same statement, its successors through
+        `until`; each of them runs at its own instant, in a unit of work of its own, without a
+        claim of its own."""
+        service = self._service
+        if not service.recurring.names:
+            return 0
+        if len(self._next) < len(service.recurring.names):
+            await self.refresh()
         now = clock.now()
-        async with service.engine.connect() as conn:
-            due = (await conn.execute(_DUE, {"names": list(names), "now": now})).all()
         ran = 0
-        for row in sorted(due, key=lambda r: (r.next_at, r.name)):
-            timer = service.recurring.get(row.name)
+        for seen, name in sorted((at, name) for name, at in self._next.items() if at <= now):
+            timer = service.recurring.get(name)
             assert timer is not None
-            if await self._claim(timer, row.next_at, now):
+            n = 1 if until is None or seen != now else 1 + int((until - now) / timer.every)
+            if n > 1:
+                last = now + (n - 1) * timer.every
+                if await self._claim(timer, seen, last + timer.every, last):
+                    for i in range(n):
+                        heapq.heappush(self._ahead, (now + i * timer.every, name))
+                continue
+            missed = 1 + int((now - seen) / timer.every)
+            if await self._run(timer, Tick(timer.name, seen, missed), seen, now) is not None:
                 ran += 1
-                missed = 1 + int((now - row.next_at) / timer.every)
-                await self._run(timer, Tick(timer.name, row.next_at, missed))
+        # a clock that stepped to each instant finds one per timer; one that could not (it ran
+        # straight to `until`) finds several, which coalesce, as missed ticks do
+        missed_ahead: dict[str, list[datetime]] = {}
+        while self._ahead and self._ahead[0][0] <= now:
+            at, name = heapq.heappop(self._ahead)
+            missed_ahead.setdefault(name, []).append(at)
+        for name, instants in missed_ahead.items():
+            timer = service.recurring.get(name)
+            assert timer is not None
+            await self._run(timer, Tick(name, instants[0], len(instants)))
+            ran += 1
         return ran
 
     async def fire_now(self, name: str) -> str | None:
@@ -139,22 +193,36 @@ class TickRunner:
         timer = self._service.recurring.get(name)
         if timer is None:
             return None
-        await self.ensure_rows()
+        await self.refresh()
         now = clock.now()
-        async with self._service.engine.connect() as conn:
-            seen = (await conn.execute(_NEXT, {"tick": name})).scalar()
-        if seen is None or not await self._claim(timer, seen, now):
-            return "busy"
-        return await self._run(timer, Tick(timer.name, now, 1))
+        seen = self._next.get(name)
+        outcome = None if seen is None else await self._run(timer, Tick(name, now, 1), seen, now)
+        return outcome or "busy"
 
-    async def _claim(self, timer: Timer, seen: datetime, now: datetime) -> bool:
-        params = {"tick": timer.name, "seen": seen, "next": now + timer.every, "now": now}
+    async def _claim(self, timer: Timer, seen: datetime, next_at: datetime, now: datetime) -> bool:
+        """Claim alone, in a transaction of its own, the tick whose row says `seen`."""
+        params = {"tick": timer.name, "seen": seen, "next": next_at, "now": now}
         async with guarded_work(self._service) as work:
             conn = await work.connection()
-            result = await conn.execute(_CLAIM, params)
-        return bool(result.rowcount == 1)
+            claimed = (await conn.execute(_CLAIMS[self._service.dialect], params)).rowcount == 1
+        await self._claimed(timer, claimed, next_at)
+        return bool(claimed)
 
-    async def _run(self, timer: Timer, tick: Tick) -> str:
+    async def _claimed(self, timer: Timer, claimed: bool, next_at: datetime) -> None:
+        if claimed:
+            self._next[timer.name] = next_at
+        else:  # another claim won: its row is news
+            await self.refresh()
+
+    async def _run(
+        self, timer: Timer, tick: Tick, seen: datetime | None = None, now: datetime | None = None
+    ) -> str | None:
+        """Run a tick: claimed ahead already, or (`seen`) claimed now, in the handler's own
+        transaction. "fired", "failed", or None when another claim won."""
+        service = self._service
+        claim: dict[str, Any] | None = None
+        if seen is not None and now is not None:
+            claim = {"tick": timer.name, "seen": seen, "next": now + timer.every, "now": now}
         correlation = str(new_id())
         fields: dict[str, Any] = {
             "correlation_id": correlation,
@@ -162,13 +230,26 @@ class TickRunner:
             "scheduled_at": tick.scheduled_at,
             "coalesced": tick.coalesced,
         }
+        claimed = True
         try:
             with use_correlation_id(correlation), use_principal(SYSTEM):
-                async with self._service.transaction() as work:
-                    await timer.handler(tick, work)
+                async with service.transaction() as work:
+                    if claim is not None:
+                        conn = await work.connection()
+                        result = await conn.execute(_CLAIMS[service.dialect], claim)
+                        claimed = result.rowcount == 1
+                    if claimed:
+                        await timer.handler(tick, work)
         except Exception as exc:  # noqa: BLE001 - the next tick comes at its time
+            if claim is not None:
+                # the claim rolled back with the handler's work: claim alone, not to retry it
+                await self._claim(timer, claim["seen"], claim["next"], claim["now"])
             error = f"{type(exc).__name__}: {exc}"
             log_fact("tick_failed", logging.ERROR, {**fields, "error": error})
             return "failed"
+        if claim is not None:
+            await self._claimed(timer, claimed, claim["next"])
+        if not claimed:
+            return None
         log_fact("tick_run", logging.INFO, fields)
         return "fired"

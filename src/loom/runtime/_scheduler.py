@@ -70,6 +70,7 @@ _CLAIM_ONE = (
     .returning(t.job_id, t.process, t.key, t.name, t.due_at, t.attempts, t.correlation_id)
 )
 _ARMED = select(t.job_id).where(t.job_id == bindparam("id"), t.status == ARMED)
+_UNKNOWN = object()
 
 
 class Scheduler:
@@ -113,6 +114,12 @@ class Scheduler:
         # batch (more may wait); otherwise a round that ran something needs no second look
         self._made_due = False
         self._full = False
+        # the earliest claimable timeout of this service as `next_due` last read it (None: none
+        # is armed), so a clock's step needs neither a read nor a claim before then. Forgotten
+        # whenever it may have moved earlier: this service arms one (`expect`), a round
+        # claims, a `run_due` without `until`, every round of the background loop (other
+        # replicas arm timeouts too) and every advance of a virtual clock (`forget_timeouts`)
+        self._first_timeout: datetime | None | object = _UNKNOWN
 
     @property
     def running(self) -> bool:
@@ -121,6 +128,7 @@ class Scheduler:
     def expect(self, at: datetime) -> None:
         """A timeout of this service is due `at`: wake up by then (at once if it already is).
         Cheap when the loop would wake by then anyway: nothing happens."""
+        self._first_timeout = _UNKNOWN
         if at <= clock.now():
             self._made_due = True
         if self._next is not None and self._next <= at:
@@ -175,14 +183,18 @@ class Scheduler:
         listener, self._listener = self._listener, None
         await stop_loop(task, listener, timeout)
 
-    async def run_due(self) -> int:
+    async def run_due(self, until: datetime | None = None) -> int:
         """Fire every timeout and tick due now, and what those handlers made due now, until a
-        round finds nothing; answers how many ran. (Tests, and `VirtualClock.advance`.)"""
+        round finds nothing; answers how many ran. (Tests, and `VirtualClock.advance`, which
+        passes `until`: it walks time to `until`, calling this at every instant due on the way,
+        so a tick due now claims its successors through `until` at once, see `_recurring`.)"""
+        if until is None:
+            self.forget_timeouts()
         total = 0
         while True:
             self._made_due = False
             async with self._lock:
-                ran = await self._round()
+                ran = await self._round(until)
             total += ran
             if not ran or not (self._made_due or self._full):
                 return total
@@ -195,6 +207,7 @@ class Scheduler:
         service = self._service
         now = clock.now()
         me = f"{self.name}/fire-{new_id()}"
+        self.forget_timeouts()
         params = {"id": job_id, "now": now, "me": me, "until": now + self.lease}
         async with guarded_work(service) as work:
             conn = await work.connection()
@@ -205,16 +218,26 @@ class Scheduler:
         return await self._fire(row, me)
 
     async def next_due(self) -> datetime | None:
-        """The earliest instant a timeout or a tick of this service becomes due."""
+        """The earliest instant a timeout or a tick of this service becomes due (the ticks as
+        this scheduler last read or claimed them, see `_recurring`)."""
         service = self._service
-        await self.ticks.ensure_rows()
-        return await service.timers.next_due(service.timeouts.processes, service.recurring.names)
+        found: list[object] = [await self.ticks.next_due()]
+        if service.timeouts.processes:
+            if self._first_timeout is _UNKNOWN:
+                self._first_timeout = await service.timers.next_due(service.timeouts.processes)
+            found.append(self._first_timeout)
+        return min((x for x in found if isinstance(x, datetime)), default=None)
+
+    def forget_timeouts(self) -> None:
+        """The next `next_due` reads the stored timeouts again (anyone may have armed one)."""
+        self._first_timeout = _UNKNOWN
 
     # -- the loop ---------------------------------------------------------------------------
     async def _run(self) -> None:
         failures = 0
         while not self._stopping:
             self._wake.clear()
+            self.forget_timeouts()  # the idle read is a sleep old: claim
             try:
                 async with self._lock:
                     ran = await self._round()
@@ -243,6 +266,7 @@ class Scheduler:
     async def _idle_delay(self) -> float:
         """Until the earliest due timeout or tick (as stored now, or as `expect`ed since), at
         most the poll interval."""
+        await self.ticks.refresh()  # rows another replica, or an operator, changed meanwhile
         found = await self.next_due()
         expected, self._next = self._next, None
         now = clock.now()
@@ -258,11 +282,16 @@ class Scheduler:
         return max(0.0, min(self.poll_interval, (found - now).total_seconds()))
 
     # -- one round --------------------------------------------------------------------------
-    async def _round(self) -> int:
+    async def _round(self, ahead: datetime | None = None) -> int:
         """Due timeouts first (the precise deadline), then due ticks (the sweeps)."""
         if not self._service.uses_processes:
             return 0  # no timer tables to look at
         ran = 0
+        first = self._first_timeout
+        if first is None or (isinstance(first, datetime) and clock.now() < first):
+            self._full = False
+            return await self.ticks.run_due(ahead)
+        self.forget_timeouts()
         rows, until = await self._claim()
         self._full = len(rows) >= self.batch_size
         for i, row in enumerate(rows):
@@ -271,7 +300,7 @@ class Scheduler:
                 break
             await self._fire(row)
             ran += 1
-        return ran + await self.ticks.run_due()
+        return ran + await self.ticks.run_due(ahead)
 
     async def _claim(self) -> tuple[list[Any], datetime]:
         service = self._service

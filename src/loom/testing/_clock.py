@@ -13,6 +13,11 @@ timeout and tick, and what their handlers made due) and settles the outbox (`ser
 so a handler reads `now()` as the instant its timeout was due. It answers how many timeouts and
 ticks ran. Keep the service's background scheduler off (`create_app(..., scheduler=False)` or
 LOOM_SCHEDULER=off): the clock drives the scheduler itself.
+
+A step is cheap: the scheduler is told where the advance ends (`run_due(until=...)`), so a tick
+due at the first instant claims its successors through the end at once, and the next due instant
+comes from what the schedulers know (ticks claimed, the first stored timeout as read at the start
+of the advance, forgotten when a driven service arms or claims one) rather than a read per step.
 """
 
 from __future__ import annotations
@@ -91,20 +96,25 @@ class VirtualClock:
         """Move time forward to `target`, firing everything due on the way, in order."""
         if target < self._now:
             raise ValueError("a virtual clock does not go back")
+        for service in self.services:  # armed since the last advance, by anyone
+            service.scheduler.forget_timeouts()
         ran = 0
         for _ in range(_MAX_STEPS):
             earliest = await self._next_due()
             if earliest is None or earliest > target:
                 break
             self._now = max(self._now, earliest)
-            fired = await self.run_due()
+            fired = await self._run_due(target)
             ran += fired
-            if not fired:  # due but not claimable (another service holds its lease): move on
+            # nothing ran: a service's next tick was another's, already run (its claim failed
+            # and it read the row again: look again), or it is due but not claimable (another
+            # service holds its lease): move on
+            if not fired and await self._next_due() == earliest:
                 break
         else:
             raise RuntimeError(f"more than {_MAX_STEPS} scheduler passes before {target}")
         self._now = target
-        return ran + await self.run_due()
+        return ran + await self._run_due(target)
 
     async def jump(self, delta: timedelta) -> int:
         """Downtime: move time forward by `delta` with nothing running on the way, then run
@@ -117,11 +127,14 @@ class VirtualClock:
 
     async def run_due(self) -> int:
         """Run what is due now on every service (timeouts, ticks, then outbox deliveries)."""
+        return await self._run_due(None)
+
+    async def _run_due(self, until: datetime | None) -> int:
         ran = 0
         for _ in range(_MAX_STEPS):
             fired = delivered = 0
             for service in self.services:
-                fired += await service.scheduler.run_due()
+                fired += await service.scheduler.run_due(until)
                 delivered += await service.settle()
             ran += fired
             # one service's `run_due` stops only when nothing it ran made anything due, so
