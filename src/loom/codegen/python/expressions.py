@@ -261,6 +261,7 @@ _PRINCIPAL = {
     "roles": "roles",
     "hasRole": "has_role",
     "claim": "claim",
+    "tenant": "tenant_name",
 }
 
 
