@@ -261,12 +261,15 @@ _PRINCIPAL = {
     "roles": "roles",
     "hasRole": "has_role",
     "claim": "claim",
-    "tenant": "tenant_name",
 }
 
 
 def _current_user(expr: ir.CurrentUser, scope: Scope) -> str:
-    """`currentUser.hasRole("a")` -> `current_principal().has_role("a")`; `.roles` is a list."""
+    """`currentUser.hasRole("a")` -> `current_principal().has_role("a")`; `.roles` is a list;
+    `.tenant` is the tenant the rows are scoped to, `current_tenant()`."""
+    if expr.member == "tenant":
+        scope.imports.add("loom.runtime", "current_tenant")
+        return "current_tenant()"
     scope.imports.add("loom.runtime", "current_principal")
     text = f"current_principal().{_PRINCIPAL[expr.member]}"
     if expr.member == "roles":

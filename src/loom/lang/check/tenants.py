@@ -3,7 +3,7 @@
 - An aggregate field named `tenant` would be the tenant column's name: `loom.tenant-field-reserved`.
 - An untenanted context reacting to a tenanted context's event would run without the tenant that
   raised it and could not scope what it writes: `loom.tenanted-event-untenanted-reactor`.
-- What runs outside a request (a reaction, a correlated workflow's instances and timeouts, a
+- What runs or is kept outside a request (a reaction, a correlated workflow's instances and timeouts, a
   context timer, a projection, a channel) has no tenant to run in yet: this increment scopes what
   a request does, so those are `loom.tenanted-unsupported` in a tenanted context rather than
   running unscoped.
@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 from loom.lang.check.checker import Checker
+from loom.lang.check.workflows import correlation
 from loom.lang.diagnostics import Span
 from loom.lang.names.symbols import ContextSymbols
 from loom.lang.syntax import ast
@@ -70,6 +71,8 @@ def _unsupported(ck: Checker, ctx: ContextSymbols) -> None:
         )
 
     for wf in ctx.workflows.values():
+        if correlation(ck, wf) is not None:
+            report(wf.name_span, f"workflow `{wf.name}` keeps instances")
         for c in wf.creates:
             if _event_context(ck, ctx, c.params) is not None:
                 report(c.span, f"workflow `{wf.name}` starts on an event")
