@@ -395,6 +395,12 @@ REGISTRY: dict[str, CodeInfo] = {
             "(needs --allow-data-loss)",
         ),
         CodeInfo(
+            "loom.migrate-tenanted-existing-table",
+            _W,
+            "a context becomes tenanted: its existing tables' rows have no tenant (the migration "
+            "applies to empty tables only)",
+        ),
+        CodeInfo(
             "loom.migrate-required-without-default",
             _E,
             "a required column is added, or made required, with no constant default for the "
