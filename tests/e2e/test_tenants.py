@@ -268,3 +268,51 @@ async def test_a_tenanted_model_needs_authentication(
     with pytest.raises(AuthConfigError, match="context Billing is tenanted"):
         async with serve(MODEL, database_url):
             pass
+
+
+async def test_a_reactor_chain_runs_in_the_tenant_of_its_event(billing: ServiceClient) -> None:
+    """Paying an invoice raises InvoicePaid: Issue creates a Receipt and raises Receipted, and
+    Touch touches the customer's open invoices, each as the system principal of the payer's
+    tenant. The other tenant has invoices of the same customer and the same numbers: none is
+    touched, and no receipt of the chain lands in it."""
+    c = billing
+    a_paid = await create(c, A, "P-1", customer="shared")
+    a_open = await create(c, A, "P-2", customer="shared")
+    b_open = [await create(c, B, n, customer="shared") for n in ("P-1", "P-2", "P-3")]
+
+    r = await c.post(f"/api/invoices/{a_paid}/pay", json={}, headers=A)
+    assert r.status_code == 204, r.text
+    receipts = (await c.get("/api/receipts", headers=A)).json()
+    assert [(x["invoice"], x["customer"]) for x in receipts["items"]] == [(a_paid, "shared")]
+    touched = (await c.get(f"/api/invoices/{a_open}", headers=A)).json()
+    assert touched["touches"] == 1, touched
+
+    # what the chain in A could have reached in B: its receipts, and its invoices of the customer
+    attempts, leaked = 0, []
+    attempts += 1
+    theirs = (await c.get("/api/receipts", headers=B)).json()
+    if theirs["total"] != 0:
+        leaked.append(("receipt in B", theirs))
+    for b in b_open:
+        attempts += 1
+        got = (await c.get(f"/api/invoices/{b}", headers=B)).json()
+        if got["touches"] != 0 or got["status"] != "Open":
+            leaked.append(("invoice of B touched", got))
+
+    # and the other way round: B's chain touches B's open invoices only
+    r = await c.post(f"/api/invoices/{b_open[0]}/pay", json={}, headers=B)
+    assert r.status_code == 204, r.text
+    assert [(await c.get(f"/api/invoices/{b}", headers=B)).json()["touches"] for b in b_open] == [
+        0,
+        1,
+        1,
+    ]
+    attempts += 2
+    mine = (await c.get("/api/receipts", headers=A)).json()
+    if mine["total"] != 1:
+        leaked.append(("receipt of B in A", mine))
+    got = (await c.get(f"/api/invoices/{a_open}", headers=A)).json()
+    if got["touches"] != 1:
+        leaked.append(("invoice of A touched by B's chain", got))
+    print(f"cross-tenant attempts: {attempts}, leaked: {len(leaked)}")
+    assert leaked == []

@@ -15,7 +15,7 @@ from loom.lang import compile_sources
 from loom.migrate.database import apply
 from loom.migrate.folder import MigrationsError
 from loom.migrate.model import service_metadata
-from loom.runtime import Service
+from tests.migrate.kit import run_on as _run
 from tests.migrate.kit import write_versions
 
 DATA = Path(__file__).parent / "data" / "tenanted-existing-table"
@@ -28,15 +28,6 @@ def _metadata(name: str, out: Path) -> MetaData:
     assert result.ok and result.model is not None
     build_model(result.model, out)
     return service_metadata(import_package(out))
-
-
-async def _run(url: str, metadata: MetaData, action):  # type: ignore[no-untyped-def]
-    service = Service.from_url(url, metadata)
-    try:
-        async with service.engine.begin() as conn:
-            return await conn.run_sync(action)
-    finally:
-        await service.dispose()
 
 
 @pytest.mark.parametrize("rows", [0, 1], ids=["empty", "with-rows"])

@@ -363,7 +363,7 @@ REGISTRY: dict[str, CodeInfo] = {
         CodeInfo(
             "loom.tenanted-unsupported",
             _E,
-            "a tenanted context declares a reaction, timeout, timer, projection or channel",
+            "something of a tenanted context would run or be kept without a tenant",
         ),
         CodeInfo(
             "loom.gate-admits-anonymous",

@@ -120,6 +120,15 @@ def tenant_refusal(principal: Principal, claim: str = TENANT_CLAIM) -> LoomError
 ANONYMOUS = Principal(id=None, claims=_NO_CLAIMS, is_system=False, authenticated=False)
 SYSTEM = Principal(id=None, claims=_NO_CLAIMS, is_system=True, authenticated=False)
 
+
+def system_of(tenant: str | None) -> Principal:
+    """The system principal a reaction runs as: of the tenant its event was raised in (so it
+    reads and writes that tenant's rows of a tenanted context), plain SYSTEM for none."""
+    if tenant is None:
+        return SYSTEM
+    return Principal(None, _NO_CLAIMS, is_system=True, authenticated=False, tenant=tenant)
+
+
 _current: ContextVar[Principal] = ContextVar("loom_principal", default=ANONYMOUS)
 # the request's `Authorization` header as sent: an API call forwards it (`_api_calls.py`), so the
 # callee authenticates the same caller; a reaction has none

@@ -1,12 +1,13 @@
 """Tenanted contexts (`context Billing tenanted { … }`): what cannot work with a tenant column.
 
 - An aggregate field named `tenant` would be the tenant column's name: `loom.tenant-field-reserved`.
-- An untenanted context reacting to a tenanted context's event would run without the tenant that
-  raised it and could not scope what it writes: `loom.tenanted-event-untenanted-reactor`.
-- What runs or is kept outside a request (a reaction, a correlated workflow's instances and timeouts, a
-  context timer, a projection, a channel) has no tenant to run in yet: this increment scopes what
-  a request does, so those are `loom.tenanted-unsupported` in a tenanted context rather than
-  running unscoped.
+- An in-process reaction runs as the system principal of its event's tenant (the runtime's
+  `EventEnvelope.tenant`). An untenanted context reacting to a tenanted context's event would run
+  without it, and could not scope what it writes: `loom.tenanted-event-untenanted-reactor`.
+- What has no tenant to run in yet is `loom.tenanted-unsupported` rather than running unscoped: in
+  a tenanted context, a correlated workflow (its instances and timeouts), a reaction to an
+  untenanted context's event, a context timer, a projection, a channel; anywhere, a channel
+  carrying a tenanted context's event (outbox rows and broker messages carry no tenant yet).
 
 `currentUser.tenant` outside a tenanted context is reported where it is typed (`principal.py`).
 """
@@ -30,9 +31,10 @@ def check_tenants(ck: Checker) -> None:
     for ctx in ck.prog.contexts.values():
         if ctx.tenanted is not None:
             _reserved_fields(ck, ctx)
-            _unsupported(ck, ctx)
+            _unsupported(ck, ctx, tenanted)
         else:
             _untenanted_reactors(ck, ctx, tenanted)
+        _carried(ck, ctx, tenanted)
 
 
 def _reserved_fields(ck: Checker, ctx: ContextSymbols) -> None:
@@ -56,36 +58,66 @@ def _tenanted_label(ctx: ContextSymbols) -> tuple[Span, str]:
     return ctx.tenanted, f"context `{ctx.name}` is tenanted"
 
 
-def _unsupported(ck: Checker, ctx: ContextSymbols) -> None:
-    def report(span: Span, what: str) -> None:
+def _unsupported(ck: Checker, ctx: ContextSymbols, tenanted: set[str]) -> None:
+    def report(span: Span, what: str, why: str = "has no tenant to run in yet") -> None:
         ck.report(
             "loom.tenanted-unsupported",
-            f"{what} in tenanted context `{ctx.name}`: it runs outside a request, and running "
-            "it in a tenant is not supported yet",
+            f"{what} in tenanted context `{ctx.name}`: it {why}",
             span,
-            "runs outside a request",
+            "no tenant here",
             secondary=[_tenanted_label(ctx)],
-            help="keep this context's work in requests (routes, command and query handlers), "
-            "or move the reaction into an untenanted context that does not read this one's "
-            "events; docs/language.md#tenants lists what a tenant scopes so far",
+            help="keep this context's work in requests and in reactions to events of tenanted "
+            "contexts (which run in the event's tenant); docs/language.md#tenants lists what a "
+            "tenant scopes so far",
         )
 
     for wf in ctx.workflows.values():
         if correlation(ck, wf) is not None:
+            # its instances, and so its reactions and timeouts (a timeout needs an instance)
             report(wf.name_span, f"workflow `{wf.name}` keeps instances")
-        for c in wf.creates:
-            if _event_context(ck, ctx, c.params) is not None:
-                report(c.span, f"workflow `{wf.name}` starts on an event")
-        for on in wf.ons:
-            report(on.span, f"workflow `{wf.name}` reacts to an event")
-        for t in wf.timeouts:
-            report(t.span, f"workflow `{wf.name}` handles a timeout")
+            continue
+        reactions = [c.params for c in wf.creates] + [on.params for on in wf.ons]
+        for params in reactions:
+            source = _event_context(ck, ctx, params)
+            if source is not None and source not in tenanted:
+                t = params[0].type
+                report(
+                    t.span,
+                    f"workflow `{wf.name}` reacts to `{source}.{t.name}`, an event of "
+                    f"untenanted context `{source}`,",
+                    "would run without a tenant",
+                )
     for tm in ctx.timers.values():
         report(tm.name_span, f"timer `{tm.name}` sweeps")
     for proj in ctx.projections.values():
         report(proj.name_span, f"projection `{proj.name}` folds events")
     for ch in ctx.channels.values():
-        report(ch.name_span, f"channel `{ch.name}` carries events")
+        report(ch.name_span, f"channel `{ch.name}`", "would carry events without their tenant")
+
+
+def _carried(ck: Checker, ctx: ContextSymbols, tenanted: set[str]) -> None:
+    """A channel of an untenanted context carrying a tenanted context's event: its outbox row
+    and broker message do not carry the tenant yet, so its consumers would run without one."""
+    if ctx.tenanted is not None:
+        return  # reported as a whole above
+    for ch in ctx.channels.values():
+        for s in ch.settings:
+            if s.key != "carries" or not isinstance(s.value, list):
+                continue
+            for qualifier, name, span in s.value:
+                home = ck.prog.contexts.get(qualifier) if qualifier else ctx
+                if home is None or home.name not in tenanted or name not in home.events:
+                    continue
+                ck.report(
+                    "loom.tenanted-unsupported",
+                    f"channel `{ch.name}` carries `{home.name}.{name}`, an event of tenanted "
+                    f"context `{home.name}`: a channel does not carry the tenant yet",
+                    span,
+                    "an event of a tenanted context",
+                    secondary=[_tenanted_label(home)],
+                    help="leave the event in process (its reactions then run in its tenant), "
+                    "or carry an event of an untenanted context",
+                )
 
 
 def _untenanted_reactors(ck: Checker, ctx: ContextSymbols, tenanted: set[str]) -> None:
@@ -108,8 +140,9 @@ def _untenanted_reactors(ck: Checker, ctx: ContextSymbols, tenanted: set[str]) -
             t.span,
             "an event of a tenanted context",
             secondary=[_tenanted_label(other)],
-            help="react to it in a tenanted context once those run reactions in the event's "
-            "tenant (docs/language.md#tenants), or consume an event of an untenanted context",
+            help=f"react to it in a tenanted context (`context {ctx.name} tenanted {{ … }}`): "
+            "a reaction there runs in the event's tenant; or consume an event of an untenanted "
+            "context",
         )
 
 
