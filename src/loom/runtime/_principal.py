@@ -2,7 +2,8 @@
 
 Requests are anonymous until authentication is configured (`_auth.py`: a verified bearer token
 becomes the request's principal); the dispatcher and the relay run every handler as `SYSTEM` (a
-reaction has no request, so no user: `is_system` is true, no claims, no roles).
+reaction has no request, so no user: `is_system` is true, no claims, no roles), an in-process
+reaction to an event raised in a tenant as the system principal of that tenant (`system_of`).
 
 Only a token's subject is an id. ANONYMOUS, SYSTEM and a verified token without `sub` have none, and
 an absent id must never match what a client sends: `currentUser.id == x` (and `!=`) is false for
@@ -34,7 +35,7 @@ class Principal:
     it through the members below, which mirror the model's: `currentUser.id` is `subject` (and
     `x == currentUser.id` is `id_is(x)`, `!=` `id_is_not(x)`), `.isSystem` `is_system`,
     `.isAuthenticated` `is_authenticated`, `.roles` `roles`, `.hasRole(r)` `has_role(r)`,
-    `.claim(c)` `claim(c)`; `.tenant` is `_tenants.current_tenant()`.
+    `.claim(c)` `claim(c)`; `.tenant` is `current_tenant()` below.
     """
 
     id: str | None

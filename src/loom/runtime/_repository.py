@@ -89,8 +89,10 @@ class Repository(Generic[A]):
         """The where-clauses every read adds: the repository's filters, and in a tenanted
         context the caller's tenant (another tenant's rows are not there, whatever is asked)."""
         filters = self.filters
-        clauses = [make() for name, make in filters.items() if name not in self._ignored]
         tenant = self._statements().tenant
+        if not filters and tenant is None:
+            return []
+        clauses = [make() for name, make in filters.items() if name not in self._ignored]
         if tenant is not None:
             clauses.append(tenant == current_tenant())
         return clauses
