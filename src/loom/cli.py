@@ -129,6 +129,13 @@ def run(
         str | None,
         typer.Option(help="The `iss` a token must carry (default: $LOOM_JWT_ISSUER)."),
     ] = None,
+    tenant_claim: Annotated[
+        str | None,
+        typer.Option(
+            help="The token claim naming the caller's tenant, for tenanted contexts (default: "
+            "$LOOM_TENANT_CLAIM, else `tenant`)."
+        ),
+    ] = None,
     max_body_bytes: Annotated[
         int | None,
         typer.Option(
@@ -204,6 +211,7 @@ def run(
         jwt_public_key=jwt_public_key,
         jwt_audience=jwt_audience,
         jwt_issuer=jwt_issuer,
+        tenant_claim=tenant_claim,
         max_body_bytes=max_body_bytes,
         relay_lease=relay_lease,
         idempotency_ttl=idempotency_ttl,

@@ -36,6 +36,7 @@ _RUN: dict[str, Kind] = {
     "jwt_public_key": _PATH,
     "jwt_audience": _TEXT,
     "jwt_issuer": _TEXT,
+    "tenant_claim": _TEXT,
     "max_body_bytes": _INT,
     "relay_lease": _FLOAT,
     "idempotency_ttl": _FLOAT,

@@ -51,6 +51,7 @@ class RunOptions:
     jwt_public_key: Path | None = None
     jwt_audience: str | None = None
     jwt_issuer: str | None = None
+    tenant_claim: str | None = None
     max_body_bytes: int | None = None
     relay_lease: float | None = None
     idempotency_ttl: float | None = None
@@ -128,6 +129,7 @@ def _environment(options: RunOptions) -> None:
         ("LOOM_JWT_PUBLIC_KEY", str(key) if key else None),
         ("LOOM_JWT_AUDIENCE", options.jwt_audience),
         ("LOOM_JWT_ISSUER", options.jwt_issuer),
+        ("LOOM_TENANT_CLAIM", options.tenant_claim),
         ("LOOM_MAX_BODY_BYTES", _text(options.max_body_bytes)),
         ("LOOM_IDEMPOTENCY_TTL", _text(options.idempotency_ttl)),
         ("LOOM_RELAY_LEASE", _text(options.relay_lease)),

@@ -38,6 +38,7 @@ EXAMPLES = {
     "billing_money": ["tests/e2e/models/billing_money.loom"],
     "hotel_time": ["tests/e2e/models/hotel_time.loom"],
     "dunning": ["tests/e2e/models/dunning.loom"],
+    "tenants": ["tests/e2e/models/tenants.loom"],
 }
 
 
@@ -135,8 +136,14 @@ def test_ruff_check(generated_dir: Path) -> None:
 
 
 def test_imports_and_builds(
-    model_case: tuple[str, ir.Model], generated_dir: Path, tmp_path: Path
+    model_case: tuple[str, ir.Model],
+    generated_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    if any(ctx.tenanted for ctx in model_case[1].contexts):
+        # a tenanted context needs authentication, or the app refuses to build
+        monkeypatch.setenv("LOOM_JWT_SECRET", "a-test-secret-that-is-long-enough-for-hs256")
     main = import_generated(generated_dir)
     app = main.build_app(f"sqlite+aiosqlite:///{tmp_path / 'app.db'}")
     paths = app.openapi()["paths"]

@@ -24,6 +24,7 @@ from loom.migrate.folder import Revision, revisions
 from loom.migrate.plan import Plan, make_plan, write_revision
 from loom.migrate.snapshot import Snapshot, empty
 from loom.migrate.tables import snapshot_of
+from loom.runtime import Service
 from loom.runtime.types import DecimalText, JsonList
 
 
@@ -107,6 +108,16 @@ def altered(version: int) -> MetaData:
 def plan_between(old: MetaData | None, new: MetaData) -> Plan:
     before = snapshot_of(old) if old is not None else empty()
     return make_plan(before, snapshot_of(new), fallback_file="bank.loom")
+
+
+async def run_on(url: str, metadata: MetaData, action):  # type: ignore[no-untyped-def]
+    """`action(connection)` in one transaction on the database at `url`."""
+    service = Service.from_url(url, metadata)
+    try:
+        async with service.engine.begin() as conn:
+            return await conn.run_sync(action)
+    finally:
+        await service.dispose()
 
 
 def write_versions(folder: Path, *versions: MetaData) -> list[Revision]:

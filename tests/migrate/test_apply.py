@@ -14,21 +14,12 @@ from sqlalchemy.exc import IntegrityError
 
 from loom.migrate.database import VERSION_TABLE, apply, status
 from loom.migrate.folder import MigrationsError
-from loom.runtime import Service
 from tests.migrate.kit import accounts, altered, write_versions
+from tests.migrate.kit import run_on as _run
 
 ID = uuid.UUID("0190f000-0000-7000-8000-000000000001")
 ID2 = uuid.UUID("0190f000-0000-7000-8000-000000000002")
 ID3 = uuid.UUID("0190f000-0000-7000-8000-000000000003")
-
-
-async def _run(url: str, metadata: MetaData, action):  # type: ignore[no-untyped-def]
-    service = Service.from_url(url, metadata)
-    try:
-        async with service.engine.begin() as conn:
-            return await conn.run_sync(action)
-    finally:
-        await service.dispose()
 
 
 async def _rows(url: str, metadata: MetaData, table: str) -> list[dict[str, object]]:

@@ -339,6 +339,32 @@ REGISTRY: dict[str, CodeInfo] = {
             _W,
             "a reaction calls an operation whose `requires` gate refuses the system principal",
         ),
+        # Tenants
+        CodeInfo(
+            "loom.tenanted-partial",
+            _E,
+            "a context is declared `tenanted` in one part and not in another",
+        ),
+        CodeInfo(
+            "loom.tenant-outside-tenanted-context",
+            _E,
+            "`currentUser.tenant` is read in a context that is not tenanted",
+        ),
+        CodeInfo(
+            "loom.tenant-field-reserved",
+            _E,
+            "an aggregate of a tenanted context has a field stored in the column `tenant`",
+        ),
+        CodeInfo(
+            "loom.tenanted-event-untenanted-reactor",
+            _E,
+            "an untenanted context reacts to an event of a tenanted context",
+        ),
+        CodeInfo(
+            "loom.tenanted-unsupported",
+            _E,
+            "something of a tenanted context would run or be kept without a tenant",
+        ),
         CodeInfo(
             "loom.gate-admits-anonymous",
             _W,
@@ -372,6 +398,12 @@ REGISTRY: dict[str, CodeInfo] = {
             _W,
             "a column's type changes to one that may not hold every stored value "
             "(needs --allow-data-loss)",
+        ),
+        CodeInfo(
+            "loom.migrate-tenanted-existing-table",
+            _W,
+            "a context becomes tenanted: its existing tables' rows have no tenant (the migration "
+            "applies to empty tables only)",
         ),
         CodeInfo(
             "loom.migrate-required-without-default",

@@ -14,6 +14,7 @@ from typing import Protocol
 from loom.lang.diagnostics import Diagnostic, Span
 from loom.migrate.snapshot import ColumnSnap, Snapshot, column_map, same_columns
 from loom.migrate.steps import (
+    TENANT_COLUMN,
     AddColumn,
     AddUnique,
     AlterColumn,
@@ -25,6 +26,7 @@ from loom.migrate.steps import (
     RewriteEnum,
     Step,
     has_default,
+    is_tenant_column,
     is_widening,
     type_text,
 )
@@ -64,6 +66,11 @@ class _Where:
         """The span, and whether it is not a line of the current model (see `Finding`)."""
         source = _source(self.new, table, column)
         return span_at(source, self.fallback), source is None
+
+    def is_tenant_column(self, table: str, column: str) -> bool:
+        snap = self.new["tables"].get(table)
+        found = column_map(snap).get(column) if snap is not None else None
+        return found is not None and is_tenant_column(found)
 
     def old_span(self, table: str, column: str | None = None) -> tuple[Span, bool]:
         """A line of the old model: its file is named as of the last migration, so that no
@@ -147,6 +154,19 @@ def lint(
                 "so with `renamed from` on the new field",
                 old_model=elsewhere,
             )
+        elif isinstance(step, AddColumn) and is_tenant_column(step.column):
+            span, elsewhere = where.new_span(step.table)
+            add(
+                i,
+                "loom.migrate-tenanted-existing-table",
+                f"{step.table} becomes tenanted: its existing rows have no tenant, and none can "
+                "be invented for them, so the migration refuses to apply while the table has rows",
+                span,
+                "its context is now `tenanted`",
+                "apply it to an empty table; to keep rows, copy them out, apply, and write them "
+                "back through the service as each tenant (docs/migrations.md#tenanted-contexts)",
+                old_model=elsewhere,
+            )
         elif (
             isinstance(step, AddColumn)
             and not step.column["nullable"]
@@ -214,6 +234,9 @@ def _alter(i: int, step: AlterColumn, where: _Where, add: _Add) -> None:
 def _unique(i: int, step: AddUnique, where: _Where, add: _Add) -> None:
     span, elsewhere = where.new_span(step.table, step.unique["columns"][0])
     columns = ", ".join(step.unique["columns"])
+    if step.new_columns == {TENANT_COLUMN} and where.is_tenant_column(step.table, TENANT_COLUMN):
+        # a key made per tenant: it applies to an empty table (the tenant column's finding)
+        return
     if step.new_columns:
         add(
             i,

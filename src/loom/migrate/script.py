@@ -34,6 +34,7 @@ from loom.migrate.steps import (
     Step,
     constant_default,
     has_default,
+    is_tenant_column,
 )
 
 __all__ = ["render_script"]
@@ -352,7 +353,12 @@ def _body(steps: Sequence[Step]) -> list[str]:
                 lines += _batch(step)
                 i += 1
                 continue
-            lines.append(f"    with op.batch_alter_table({_q(step.table)}) as batch:")
+            tenanted = any(isinstance(s, AddColumn) and is_tenant_column(s.column) for s in group)
+            if tenanted:
+                lines += _empty_or_refuse(step.table)
+            # SQLite adds a required column without a default only to a table it rebuilds
+            how = ', recreate="always"' if tenanted else ""
+            lines.append(f"    with op.batch_alter_table({_q(step.table)}{how}) as batch:")
             for s in group:
                 lines += _batch(s)
             continue
@@ -382,6 +388,21 @@ def _body(steps: Sequence[Step]) -> list[str]:
     if any(isinstance(s, ExpandRename | ContractRename) for s in steps):
         lines = _POSTGRESQL_ONLY + lines
     return lines or ["    pass"]
+
+
+def _empty_or_refuse(table: str) -> list[str]:
+    """Before a table gets its tenant column: its rows would have no tenant, and none can be
+    invented, so the migration applies to an empty table only (docs/migrations.md)."""
+    query = _q(f'SELECT 1 FROM "{table}" LIMIT 1')
+    return [
+        f"    row = op.get_bind().execute(sa.text({query})).first()",
+        "    if row is not None:",
+        "        raise RuntimeError(",
+        f"            {_q(f'{table} becomes tenanted and has rows, which have no tenant: ')}",
+        '            "copy them out, apply to the emptied table, and write them back through the "',
+        '            "service as each tenant"',
+        "        )",
+    ]
 
 
 def _needs_backfill(step: Step) -> bool:

@@ -25,6 +25,7 @@ from loom.migrate.snapshot import (
 )
 
 __all__ = [
+    "TENANT_COLUMN",
     "AddColumn",
     "AddIndex",
     "AddUnique",
@@ -41,6 +42,7 @@ __all__ = [
     "RewriteEnum",
     "Step",
     "constant_default",
+    "is_tenant_column",
     "is_widening",
     "sync_trigger",
     "type_text",
@@ -53,6 +55,14 @@ def constant_default(column: ColumnSnap) -> Any:
     """The model's constant default of a column (from its info), or `_NO_DEFAULT`."""
     info = column["info"]
     return info.get("default", _NO_DEFAULT)
+
+
+TENANT_COLUMN = "tenant"
+
+
+def is_tenant_column(column: ColumnSnap) -> bool:
+    """The `tenant` column of a tenanted context's table (the model's info marks it)."""
+    return column["name"] == TENANT_COLUMN and column["info"].get("tenant") is True
 
 
 def has_default(column: ColumnSnap) -> bool:

@@ -318,7 +318,7 @@ class ListLiteral:
 
 
 PrincipalMember: TypeAlias = Literal[
-    "id", "isSystem", "isAuthenticated", "roles", "hasRole", "claim"
+    "id", "isSystem", "isAuthenticated", "roles", "hasRole", "claim", "tenant"
 ]
 
 
@@ -327,7 +327,8 @@ class CurrentUser:
     """A read of the principal the code runs as (`currentUser`): the request's user, anonymous,
     or the system (a reaction). `member` is what is read: `id` (string; none for anonymous
     callers, the system and a token without `sub`, when `==` / `!=` with it are false and reading
-    it as a value is a 401), `isSystem`, `isAuthenticated` (bool), `roles` (string[]), or the
+    it as a value is a 401), `isSystem`, `isAuthenticated` (bool), `roles` (string[]), `tenant`
+    (string: the caller's tenant, in a tenanted context only, where a request has one), or the
     calls `hasRole(name)` (bool) and `claim(name)` (string, "" when absent), whose one argument is
     `args[0]`. Only in an operation's `requires` gate and in command-side workflow / handler bodies."""
 
@@ -1095,6 +1096,9 @@ class Context:
     timers: tuple[Timer, ...] = ()
     # `resource NAME { kind: api … }`: the bindings its bodies call other contexts' handlers through
     resources: tuple[Resource, ...] = ()
+    # `context Billing tenanted { … }`: every aggregate row carries the tenant of the principal
+    # that created it, and every read, write and route is scoped to the caller's tenant
+    tenanted: bool = False
 
     def aggregate(self, name: str) -> Aggregate:
         return next(a for a in self.aggregates if a.name == name)

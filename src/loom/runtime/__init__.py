@@ -110,7 +110,10 @@ Events (docs/events.md)
                          members are .subject (the id; 401 when there is none), .id_is(x) /
                          .id_is_not(x) (`==` / `!=` on it: false when there is none),
                          .is_system, .is_authenticated, .roles, .has_role(r), .claim(c) ("" when
-                         absent)
+                         absent); .tenant the token's tenant claim (LOOM_TENANT_CLAIM, else
+                         `tenant`), None without one
+    current_tenant()     `currentUser.tenant`: the tenant a tenanted context's rows are scoped to
+                         (401 / 403 without one); require_tenant, the dependency of its routes
 
 Processes (loom.runtime.processes; docs/processes.md)
     Decision(state, commands=(), timeouts=(), cancel=(), ended=False)   what a step decides
@@ -237,7 +240,14 @@ from ._ids import new_id
 from ._instances import Instances, instance_version
 from ._logs import current_correlation_id, log_fact
 from ._outbox import DeadLetter
-from ._principal import ANONYMOUS, SYSTEM, Principal, current_principal, use_principal
+from ._principal import (
+    ANONYMOUS,
+    SYSTEM,
+    Principal,
+    current_principal,
+    current_tenant,
+    use_principal,
+)
 from ._problems import API_CALL_RESPONSES, PROBLEM_RESPONSES
 from ._process_model import (
     Decision,
@@ -267,6 +277,7 @@ from ._schemas import (
     WireText,
 )
 from ._service import SchemaMismatch, Service, Work
+from ._tenants import require_tenant
 from ._transport import ConsumerSpec
 from .clock import now
 from .decimals import ArithmeticRefused
@@ -348,6 +359,7 @@ __all__ = [
     "current_correlation_id",
     "current_envelope",
     "current_principal",
+    "current_tenant",
     "decimals",
     "event_key",
     "formerly",
@@ -360,6 +372,7 @@ __all__ = [
     "not_found",
     "now",
     "require",
+    "require_tenant",
     "sql_bool",
     "times",
     "use_principal",

@@ -9,13 +9,15 @@ the environment:
                           key, ES256 for an EC P-256 key
     LOOM_JWT_AUDIENCE     optional: the `aud` a token must carry
     LOOM_JWT_ISSUER       optional: the `iss` a token must carry
+    LOOM_TENANT_CLAIM     optional: the claim naming the caller's tenant (default `tenant`)
 
 Per request (in `_edge.EdgeMiddleware`):
 
 - no `Authorization` header: the request is anonymous (`ANONYMOUS`);
 - `Authorization: Bearer <token>` that verifies: the principal of its claims (`sub` -> id,
-  `roles` -> roles, every claim readable through `claim()`); a `roles` claim that is not a list
-  of strings is a 401 like a token that does not verify;
+  `roles` -> roles, the tenant claim -> tenant, every claim readable through `claim()`); a
+  `roles` claim that is not a list of strings is a 401 like a token that does not verify; a
+  tenant claim that is not a non-empty string is no tenant;
 - any other `Authorization` header (a token that does not verify, expired, for another audience
   or issuer, malformed, or another scheme): 401 `urn:loom:problem:unauthenticated` with
   `WWW-Authenticate: Bearer …`, and the route never runs;
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, Protocol
@@ -36,9 +38,10 @@ import jwt
 from starlette.requests import Request
 
 from ._errors import Forbidden, Unauthenticated
-from ._principal import Principal, current_principal
+from ._principal import TENANT_CLAIM, Principal, current_principal
 
 ADMIN_ROLE = "admin"
+ENV_TENANT_CLAIM = "LOOM_TENANT_CLAIM"
 _MIN_SECRET_BYTES = 32  # RFC 7518 §3.2: an HS256 key is at least as long as the hash
 
 
@@ -65,6 +68,7 @@ class JwtAuth:
     issuer: str | None = None
     leeway: float = 0
     roles_claim: str = "roles"
+    tenant_claim: str = TENANT_CLAIM
 
     @classmethod
     def hs256(
@@ -121,8 +125,11 @@ class JwtAuth:
         issuer = env.get("LOOM_JWT_ISSUER") or None
         if secret and public:
             raise AuthConfigError("set LOOM_JWT_SECRET or LOOM_JWT_PUBLIC_KEY, not both")
+        tenant_claim = env.get(ENV_TENANT_CLAIM) or TENANT_CLAIM
         if secret:
-            return cls.hs256(secret, audience=audience, issuer=issuer)
+            return replace(
+                cls.hs256(secret, audience=audience, issuer=issuer), tenant_claim=tenant_claim
+            )
         if public:
             if "-----BEGIN" not in public:
                 try:
@@ -132,7 +139,9 @@ class JwtAuth:
                         "LOOM_JWT_PUBLIC_KEY is neither a PEM key nor a readable file: "
                         f"{exc.strerror or exc}"
                     ) from None
-            return cls.public_key(public, audience=audience, issuer=issuer)
+            return replace(
+                cls.public_key(public, audience=audience, issuer=issuer), tenant_claim=tenant_claim
+            )
         return None
 
     def authenticate(self, token: str) -> Principal:
@@ -166,10 +175,12 @@ class JwtAuth:
             raise Unauthenticated(
                 f"the bearer token is not valid: {exc}", error="invalid_token"
             ) from None
-        return principal_of(claims, self.roles_claim)
+        return principal_of(claims, self.roles_claim, self.tenant_claim)
 
 
-def principal_of(claims: Mapping[str, Any], roles_claim: str = "roles") -> Principal:
+def principal_of(
+    claims: Mapping[str, Any], roles_claim: str = "roles", tenant_claim: str = TENANT_CLAIM
+) -> Principal:
     """The principal of verified claims: `sub` is the id (none when absent or empty: such a token
     is authenticated but matches no id), `roles_claim` the roles. The roles claim must be a list of
     strings when present; anything else (a single string included, which is not read as one role)
@@ -190,7 +201,15 @@ def principal_of(claims: Mapping[str, Any], roles_claim: str = "roles") -> Princ
             f'e.g. ["admin"], not {_json_kind(raw)}',
             error="invalid_token",
         )
-    return Principal(id=sub or None, claims=MappingProxyType(dict(claims)), roles=roles)
+    # a tenant is a name: a number, a list or "" names none (the request is then refused by a
+    # tenanted route, not read as the tenant "42")
+    tenant = claims.get(tenant_claim)
+    return Principal(
+        id=sub or None,
+        claims=MappingProxyType(dict(claims)),
+        roles=roles,
+        tenant=tenant if isinstance(tenant, str) and tenant else None,
+    )
 
 
 def _json_kind(value: object) -> str:

@@ -20,8 +20,8 @@ from ._codec import decode
 from ._domain import DomainEvent
 from ._ids import new_id
 from ._logs import _correlation, current_correlation_id, log_fact
-from ._principal import SYSTEM
 from ._principal import _current as _principal
+from ._principal import system_of
 
 Handler = Callable[[Any], Awaitable[None]]
 # what the logs say for an event, or a service, of no known model revision
@@ -44,6 +44,9 @@ class EventEnvelope:
     correlation_id: str = ""
     causation_id: str | None = None
     model_revision: str | None = None
+    # the tenant of the principal that raised it (a request's, or a reaction's inherited one): its
+    # in-process reactions run as the system principal of that tenant
+    tenant: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +102,7 @@ def new_envelope(
         correlation_id=correlation or str(event_id),
         causation_id=None if parent is None else str(parent.event_id),
         model_revision=model_revision,
+        tenant=_principal.get().tenant,
     )
 
 
@@ -242,8 +246,9 @@ class EventBus:
         channel: str | None = None,
         attempt: int | None = None,
     ) -> list[str]:
-        """Run every handler for one event, as SYSTEM with the event's ids in context; answer
-        the errors of the handlers that failed (empty: delivered)."""
+        """Run every handler for one event, as SYSTEM (of the event's tenant, if it has one)
+        with the event's ids in context; answer the errors of the handlers that failed (empty:
+        delivered)."""
         durable = channel is not None
         where: dict[str, Any] = envelope_fields(envelope)
         if durable:
@@ -255,7 +260,7 @@ class EventBus:
         log_fact("event_dispatched", logging.INFO, where)
         errors: list[str] = []
         correlation = _correlation.set(envelope.correlation_id)
-        principal = _principal.set(SYSTEM)
+        principal = _principal.set(system_of(envelope.tenant))
         try:
             for sub in subs:
                 token = _delivery.set(Delivery(sub.name, envelope, durable))

@@ -39,6 +39,7 @@ from ._problems import install_problem_handlers, problem_for
 from ._relay import resolve_relay_options
 from ._schemas import Problem
 from ._service import Service
+from ._tenants import check_tenanted_auth
 from ._timer_admin import timers_router
 from ._transport import Transport
 
@@ -157,6 +158,7 @@ def create_app(
     consumer_options: Mapping[str, Any] | None = None,
     api_resources: Sequence[ApiResource] = (),
     api_urls: Mapping[str, str] | None = None,
+    tenanted: Sequence[str] = (),
     **fastapi_options: Any,
 ) -> FastAPI:
     """A FastAPI app with the routers, the problem handlers, the X-Correlation-Id middleware and a
@@ -184,6 +186,8 @@ def create_app(
     LOOM_JWT_PUBLIC_KEY (+ LOOM_JWT_AUDIENCE, LOOM_JWT_ISSUER). A verified bearer token is the
     request's principal; a token that does not verify is a 401; no token, or no authentication
     configured, is anonymous. With authentication, the admin routes need the role `admin`.
+    `tenanted` names the tenanted contexts served (docs/language.md#tenants): they need
+    authentication, so without it the app refuses to build (`AuthConfigError`).
 
     Limits (docs/http.md#limits): `max_body_bytes` (else LOOM_MAX_BODY_BYTES, else 1 MiB) caps a
     request body; a larger one is answered 413 `payload-too-large`. `idempotency_ttl` (a
@@ -278,6 +282,7 @@ def create_app(
     flat = [route for router in routers for route in router.routes]
     app = FastAPI(title=title, lifespan=lifespan, routes=flat, **fastapi_options)
     authenticator = resolve_auth(auth)
+    check_tenanted_auth(tenanted, authenticator)
     app.state.loom_auth = authenticator
     if dead_letter_routes if dead_letter_routes is not None else bool(channels) or processes:
         app.include_router(admin_router(LoomRoute, get_service))

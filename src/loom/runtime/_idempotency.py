@@ -68,7 +68,8 @@ idempotency_metadata = MetaData()
 idempotency_keys = Table(
     "__loom_idempotency",
     idempotency_metadata,
-    Column("scope", String, primary_key=True),  # "anonymous" | "user:<sub>" | "system"
+    # "anonymous" | "user:<sub>" | "system", after "tenant:<length>:<tenant>:" in a tenant
+    Column("scope", String, primary_key=True),
     Column("key", String(255), primary_key=True),
     Column("fingerprint", String(64), nullable=False),
     Column("status", Integer, nullable=False),
@@ -113,12 +114,14 @@ def resolve_ttl(value: timedelta | float | None) -> timedelta:
 
 
 def principal_scope(principal: Principal) -> str:
-    """Whose keys: anonymous callers share one scope."""
+    """Whose keys: anonymous callers share one scope; a tenant's are its own (one subject in two
+    tenants has two scopes, so a key replayed in one never answers what the other recorded)."""
     if principal.is_system:
         return "system"
-    if principal.id:
-        return f"user:{principal.id}"
-    return "anonymous"
+    who = f"user:{principal.id}" if principal.id else "anonymous"
+    tenant = principal.tenant
+    # the tenant's length first: no tenant name can make one scope read as another's
+    return f"tenant:{len(tenant)}:{tenant}:{who}" if tenant else who
 
 
 def fingerprint(request: Request, body: bytes) -> str:

@@ -19,7 +19,7 @@ from operator import itemgetter
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Table
+from sqlalchemy import Column, Table
 
 from .types import JsonList, decode_list
 
@@ -30,6 +30,18 @@ Converter = Callable[[Any], Any]
 # Values that are unchanged when equal: immutable, and stored alike whenever equal (unlike
 # Decimal("1.0") and Decimal("1.00"), or one instant in two time zones, which are written
 # unless they are the very object loaded).
+TENANT_COLUMN = "tenant"
+
+
+def tenant_column(table: Table) -> Column[str] | None:
+    """A tenanted context's table's `tenant` column (its info says so), None in any other table.
+    It is no field of the aggregate: the repository writes and filters it (`_repository.py`)."""
+    column = table.c.get(TENANT_COLUMN)
+    if column is not None and column.info.get("loom", {}).get("tenant"):
+        return column
+    return None
+
+
 _EQUAL_MEANS_SAME = frozenset({int, str, bool, UUID})
 # Lists, dicts and sets may change in place (an extern's code may append to a list field): the
 # snapshot keeps a copy of them, compared element by element with `_stored_alike`.
@@ -190,7 +202,9 @@ class Mapper:
         plain: list[tuple[str, str]] = []
         converted: list[tuple[str, str, Converter]] = []
         seen: set[str] = set()
-        for column in table.c:
+        tenant = tenant_column(table)
+        stored = [c for c in table.c if c is not tenant]
+        for column in stored:
             if column.key == "version":
                 attrs.append(VERSION_ATTR)
                 continue
@@ -213,7 +227,7 @@ class Mapper:
         missing = sorted(set(fields) - seen)
         if missing:
             raise TypeError(f"{cls.__name__} fields without a column in {table.name}: {missing}")
-        self.columns = tuple(table.c)
+        self.columns = tuple(stored)
         self.attrs = tuple(attrs)
         self.loaders = tuple(loaders)
         self.dump_plain = tuple(plain)
@@ -222,7 +236,7 @@ class Mapper:
         # (column, attribute, dump converter) of every column but the key and `version`
         self.fields = tuple(
             (column, attr, dumps.get(attr))
-            for column, attr in ((c.key, a) for c, a in zip(table.c, attrs, strict=True))
+            for column, attr in ((c.key, a) for c, a in zip(stored, attrs, strict=True))
             if column not in (key, "version")
         )
         self.take_snapshot = _snapshot_taker(

@@ -2,7 +2,8 @@
 
 Requests are anonymous until authentication is configured (`_auth.py`: a verified bearer token
 becomes the request's principal); the dispatcher and the relay run every handler as `SYSTEM` (a
-reaction has no request, so no user: `is_system` is true, no claims, no roles).
+reaction has no request, so no user: `is_system` is true, no claims, no roles), an in-process
+reaction to an event raised in a tenant as the system principal of that tenant (`system_of`).
 
 Only a token's subject is an id. ANONYMOUS, SYSTEM and a verified token without `sub` have none, and
 an absent id must never match what a client sends: `currentUser.id == x` (and `!=`) is false for
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ._errors import Unauthenticated
+from ._errors import Forbidden, LoomError, Unauthenticated
 
 _NO_CLAIMS: Mapping[str, Any] = MappingProxyType({})
 
@@ -34,7 +35,7 @@ class Principal:
     it through the members below, which mirror the model's: `currentUser.id` is `subject` (and
     `x == currentUser.id` is `id_is(x)`, `!=` `id_is_not(x)`), `.isSystem` `is_system`,
     `.isAuthenticated` `is_authenticated`, `.roles` `roles`, `.hasRole(r)` `has_role(r)`,
-    `.claim(c)` `claim(c)`.
+    `.claim(c)` `claim(c)`; `.tenant` is `current_tenant()` below.
     """
 
     id: str | None
@@ -42,6 +43,9 @@ class Principal:
     is_system: bool = False
     roles: tuple[str, ...] = ()
     authenticated: bool = True
+    #: the token's tenant claim (`tenant` unless LOOM_TENANT_CLAIM names another), None without
+    #: one: a request to a tenanted context's route needs it (`_tenants.require_tenant`)
+    tenant: str | None = None
 
     @property
     def subject(self) -> str:
@@ -92,13 +96,54 @@ class Principal:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
+TENANT_CLAIM = "tenant"
+TENANT_RULE = "tenanted context: the bearer token names a tenant"
+
+
+def tenant_refusal(principal: Principal, claim: str = TENANT_CLAIM) -> LoomError:
+    """Why a principal without a tenant cannot reach a tenanted context: anonymous is a 401, an
+    authenticated caller (or the system) without a tenant a 403."""
+    if principal.is_authenticated:
+        return Forbidden(
+            TENANT_RULE,
+            "this route belongs to a tenanted context, and the bearer token names no tenant: "
+            f"its `{claim}` claim must be a non-empty string",
+        )
+    if principal.is_system:
+        return Forbidden(
+            TENANT_RULE, "the system principal has no tenant to scope tenanted rows to"
+        )
+    return Unauthenticated(
+        f"this route belongs to a tenanted context: send a bearer token with a `{claim}` claim"
+    )
+
+
 ANONYMOUS = Principal(id=None, claims=_NO_CLAIMS, is_system=False, authenticated=False)
 SYSTEM = Principal(id=None, claims=_NO_CLAIMS, is_system=True, authenticated=False)
+
+
+def system_of(tenant: str | None) -> Principal:
+    """The system principal a reaction runs as: of the tenant its event was raised in (so it
+    reads and writes that tenant's rows of a tenanted context), plain SYSTEM for none."""
+    if tenant is None:
+        return SYSTEM
+    return Principal(None, _NO_CLAIMS, is_system=True, authenticated=False, tenant=tenant)
+
 
 _current: ContextVar[Principal] = ContextVar("loom_principal", default=ANONYMOUS)
 # the request's `Authorization` header as sent: an API call forwards it (`_api_calls.py`), so the
 # callee authenticates the same caller; a reaction has none
 _authorization: ContextVar[str | None] = ContextVar("loom_authorization", default=None)
+
+
+def current_tenant() -> str:
+    """The tenant of the running request (`currentUser.tenant`), which a tenanted context's rows
+    are scoped to; a principal without one is refused (`tenant_refusal`)."""
+    principal = _current.get()
+    tenant = principal.tenant
+    if tenant:
+        return tenant
+    raise tenant_refusal(principal)
 
 
 def current_authorization() -> str | None:

@@ -12,7 +12,8 @@ from sqlalchemy.exc import StatementError
 from ._dberrors import classify
 from ._domain import AggregateRoot
 from ._errors import ConcurrencyConflict, DuplicateKey, NotFound
-from ._mapping import DELETED_ATTR, VERSION_ATTR, Mapper
+from ._mapping import DELETED_ATTR, VERSION_ATTR, Mapper, tenant_column
+from ._principal import current_tenant
 from ._schemas import Page
 from ._service import Work
 
@@ -32,6 +33,7 @@ class _Statements:
         "insert",
         "mapper",
         "page",
+        "tenant",
         "update",
     )
 
@@ -44,14 +46,13 @@ class _Statements:
         self.by_ids = select(*cols).where(c.id.in_(bindparam("ids", expanding=True)))
         self.by_ids_locked = self.by_ids.order_by(c.id).with_for_update()
         self.insert = insert(table)
-        self.update = (
-            update(table)
-            .where(c.id == bindparam("_loom_id"), c.version == bindparam("_loom_v"))
-            .values(version=c.version + 1)
-        )
-        self.delete = delete(table).where(
-            c.id == bindparam("_loom_id"), c.version == bindparam("_loom_v")
-        )
+        # a tenanted context's rows: every statement is scoped to the caller's tenant
+        self.tenant = tenant_column(table)
+        row = [c.id == bindparam("_loom_id"), c.version == bindparam("_loom_v")]
+        if self.tenant is not None:
+            row.append(self.tenant == bindparam("_loom_tenant"))
+        self.update = update(table).where(*row).values(version=c.version + 1)
+        self.delete = delete(table).where(*row)
         self.count = select(func.count()).select_from(table)
         self.page: Select[Any] = select(*cols).order_by(c.id)
 
@@ -85,10 +86,16 @@ class Repository(Generic[A]):
         return widened
 
     def _filter_clauses(self) -> list[Any]:
+        """The where-clauses every read adds: the repository's filters, and in a tenanted
+        context the caller's tenant (another tenant's rows are not there, whatever is asked)."""
         filters = self.filters
-        if not filters:
+        tenant = self._statements().tenant
+        if not filters and tenant is None:
             return []
-        return [make() for name, make in filters.items() if name not in self._ignored]
+        clauses = [make() for name, make in filters.items() if name not in self._ignored]
+        if tenant is not None:
+            clauses.append(tenant == current_tenant())
+        return clauses
 
     @classmethod
     def _statements(cls) -> _Statements:
@@ -242,6 +249,8 @@ class Repository(Generic[A]):
             if version == 0:
                 params = mapper.dump(aggregate)
                 params["version"] = 1
+                if st.tenant is not None:
+                    params[st.tenant.key] = current_tenant()
                 await conn.execute(st.insert, params)
             else:
                 # only the columns that changed since the load (no needless writes, no
@@ -249,6 +258,8 @@ class Repository(Generic[A]):
                 params = changed or {}
                 params["_loom_id"] = id
                 params["_loom_v"] = version
+                if st.tenant is not None:
+                    params["_loom_tenant"] = current_tenant()
                 result = await conn.execute(st.update, params)
                 if result.rowcount != 1:
                     raise ConcurrencyConflict(mapper.name, id)
@@ -277,8 +288,11 @@ class Repository(Generic[A]):
         if version == 0:
             raise NotFound(mapper.name, id)
         conn = await work._write_connection(aggregate)
+        params: dict[str, Any] = {"_loom_id": id, "_loom_v": version}
+        if st.tenant is not None:
+            params["_loom_tenant"] = current_tenant()
         try:
-            result = await conn.execute(st.delete, {"_loom_id": id, "_loom_v": version})
+            result = await conn.execute(st.delete, params)
         except (StatementError, OverflowError) as err:
             work._reraise(err, mapper.name, id)
         if result.rowcount != 1:

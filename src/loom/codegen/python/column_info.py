@@ -25,10 +25,12 @@ Json = None | bool | int | str | list["Json"] | dict[str, "Json"]
 _ZERO: dict[str, Json] = {"int": 0, "string": "", "bool": False, "decimal": "0"}
 
 
-def table_info(origin: str, renamed_from: str | None = None) -> Doc:
+def table_info(origin: str, renamed_from: str | None = None, *, tenanted: bool = False) -> Doc:
     entries: list[tuple[str, Json]] = [("origin", origin)]
     if renamed_from is not None:
         entries.append(("renamed_from", renamed_from))
+    if tenanted:
+        entries.append(("tenanted", True))
     return _info(entries)
 
 

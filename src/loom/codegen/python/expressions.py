@@ -265,7 +265,11 @@ _PRINCIPAL = {
 
 
 def _current_user(expr: ir.CurrentUser, scope: Scope) -> str:
-    """`currentUser.hasRole("a")` -> `current_principal().has_role("a")`; `.roles` is a list."""
+    """`currentUser.hasRole("a")` -> `current_principal().has_role("a")`; `.roles` is a list;
+    `.tenant` is the tenant the rows are scoped to, `current_tenant()`."""
+    if expr.member == "tenant":
+        scope.imports.add("loom.runtime", "current_tenant")
+        return "current_tenant()"
     scope.imports.add("loom.runtime", "current_principal")
     text = f"current_principal().{_PRINCIPAL[expr.member]}"
     if expr.member == "roles":

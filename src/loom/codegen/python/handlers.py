@@ -27,6 +27,7 @@ from loom.codegen.python.routes import (
     decorator,
     drop_unused_responses,
     route_imports,
+    router_line,
 )
 from loom.codegen.python.schemas import SchemaNames, schema_names, sole_payload
 from loom.codegen.python.type_names import TypeNames
@@ -41,7 +42,7 @@ def emit_handlers(info: ModelInfo, context: ir.Context) -> str:
     functions = naming.NameAlloc(
         ROUTE_NAMES | {"Annotated", "Query", "now", "require", "not_found", "Decimal"}
     )
-    blocks: list[list[str]] = [["router = APIRouter(route_class=LoomRoute)"]]
+    blocks: list[list[str]] = [[router_line(context, imports)]]
     for handler in context.handlers:
         blocks.append(_handler(info, context, handler, sn, imports, functions))
     head = header(info.files_of(context), f"Command and query handlers of context {context.name}.")

@@ -70,6 +70,10 @@ def emit_main(
         )
         blocks.append(["# The contexts this service holds (one deployable of the model).", *held])
         args.append("contexts=CONTEXTS")
+    tenanted = [py_str(c.name) for c in info.held() if c.tenanted]
+    if tenanted:
+        # they need authentication: without it the app refuses to build
+        args.append(Group("tenanted=[", tenanted, "]"))
     channels = info.channels()
     if channels:
         blocks.append(_channels(info, channels, imports))

@@ -28,7 +28,16 @@ from loom.model import ir, naming
 REQUEST_PARAM = "request: Request"
 SERVICE_LINE = "    service = get_service(request)"
 # names every route module defines or imports
-ROUTE_NAMES = {"router", "APIRouter", "Request", "LoomRoute", "get_service", "PROBLEM_RESPONSES"}
+ROUTE_NAMES = {
+    "router",
+    "APIRouter",
+    "Request",
+    "LoomRoute",
+    "get_service",
+    "PROBLEM_RESPONSES",
+    "Depends",
+    "require_tenant",
+}
 # the locals a workflow or handler route defines, which the model's names must not shadow
 ROUTE_LOCALS = frozenset(
     {"body", "request", "service", "work", "result", "self", "cls", "now", "require", "router"}
@@ -38,6 +47,16 @@ ROUTE_LOCALS = frozenset(
 def route_imports(imports: Imports) -> None:
     imports.add("fastapi", "APIRouter", "Request")
     imports.add("loom.runtime", "PROBLEM_RESPONSES", "LoomRoute", "get_service")
+
+
+def router_line(context: ir.Context, imports: Imports) -> str:
+    """The module's router: a tenanted context's refuses a caller without a tenant (401 / 403)
+    before any of its routes runs."""
+    if not context.tenanted:
+        return "router = APIRouter(route_class=LoomRoute)"
+    imports.add("fastapi", "Depends")
+    imports.add("loom.runtime", "require_tenant")
+    return "router = APIRouter(route_class=LoomRoute, dependencies=[Depends(require_tenant)])"
 
 
 def drop_unused_responses(imports: Imports, blocks: list[list[str]]) -> None:
@@ -75,7 +94,7 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
     functions = naming.NameAlloc(
         ROUTE_NAMES | {"Annotated", "Query", "UUID", "Page", "PageLimit", "PageOffset"}
     )
-    blocks: list[list[str]] = [["router = APIRouter(route_class=LoomRoute)"]]
+    blocks: list[list[str]] = [[router_line(context, imports)]]
     for agg in context.aggregates:
         repo = info.repository_class(context, agg.name)
         out = sn.out[agg.name]

@@ -87,6 +87,12 @@ def _has_zero(f: ir.Field) -> bool:
     )
 
 
+TENANT = "tenant"
+TENANT_COLUMN = (
+    f'Column("{TENANT}", String, nullable=False, index=True, info={{"loom": {{"tenant": True}}}})'
+)
+
+
 def emit_tables(info: ModelInfo, context: ir.Context) -> str:
     imports = Imports()
     blocks: list[list[str]] = []
@@ -99,6 +105,10 @@ def emit_tables(info: ModelInfo, context: ir.Context) -> str:
             'Column("id", Uuid, primary_key=True)',
             'Column("version", Integer, nullable=False)',
         ]
+        if context.tenanted:
+            # the row's tenant: no field, the repository writes and filters it
+            imports.add("sqlalchemy", "String")
+            columns.append(TENANT_COLUMN)
         for f in agg.fields:
             nullable = "True" if isinstance(f.type, ir.OptionalType) else "False"
             col_type = _column_type(f.type, imports)
@@ -106,10 +116,12 @@ def emit_tables(info: ModelInfo, context: ir.Context) -> str:
         for unique in agg.unique:
             imports.add("sqlalchemy", "UniqueConstraint")
             cols = [py_str(naming.column_name(f)) for f in unique]
+            if context.tenanted:  # a natural key is unique within its tenant
+                cols.insert(0, py_str(TENANT))
             uq = f"uq_{table_name(context, agg)}_{'_'.join(naming.column_name(f) for f in unique)}"
             columns.append(call("UniqueConstraint", [*cols, f"name={py_str(uq[:63])}"]))
         old = _table_name(context, agg.renamed_from) if agg.renamed_from else None
-        columns.append(table_info(f"{context.name}.{agg.name}", old))
+        columns.append(table_info(f"{context.name}.{agg.name}", old, tenanted=context.tenanted))
         block = [f"# aggregate {agg.name} ({where(agg.origin)})"]
         block += lay(call("Table", columns, prefix=f"{table_var(agg)} = "))
         blocks.append(block)

@@ -32,6 +32,7 @@ from loom.codegen.python.routes import (
     decorator,
     drop_unused_responses,
     route_imports,
+    router_line,
 )
 from loom.codegen.python.schemas import http_create, schema_names
 from loom.codegen.python.type_names import TypeNames
@@ -44,7 +45,7 @@ def emit_workflows(info: ModelInfo, context: ir.Context) -> str:
     route_imports(imports)
     sn = schema_names(context)
     functions = naming.NameAlloc(ROUTE_NAMES | {"now", "require", "Decimal"})
-    blocks: list[list[str]] = [["router = APIRouter(route_class=LoomRoute)"]]
+    blocks: list[list[str]] = [[router_line(context, imports)]]
     types = TypeNames(info, context, imports, mode="domain")
     for wf in context.workflows:
         for fn in wf.functions:

@@ -41,6 +41,7 @@ _ANONYMOUS: dict[str, Value] = {
     "hasRole": False,
     "claim": "",
     "id": REFUSED,
+    "tenant": REFUSED,  # a tenanted route refuses an anonymous caller (401) before it runs
 }
 _SHOWN = {"isSystem": "false", "isAuthenticated": "false", "roles": "[]", "hasRole": "false"}
 

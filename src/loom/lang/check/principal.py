@@ -35,6 +35,7 @@ MEMBERS: dict[str, ir.Type] = {
     "isSystem": ir.BOOL,
     "isAuthenticated": ir.BOOL,
     "roles": ir.ListType(ir.STRING),
+    "tenant": ir.STRING,
 }
 METHODS: dict[str, ir.Type] = {"hasRole": ir.BOOL, "claim": ir.STRING}
 _ALL = ", ".join(f"`{m}`" for m in MEMBERS) + ", " + ", ".join(f"`{m}(…)`" for m in METHODS)
@@ -134,6 +135,18 @@ def member(ck: Checker, e: ast.MemberAccess, scope: Scope, text: str) -> ir.Expr
         return ck.poison(e)
     if not allowed(scope):
         _misplaced(ck, e.span, scope)
+        return ck.poison(e)
+    if e.name == "tenant" and scope.ctx.tenanted is None:
+        ck.report(
+            "loom.tenant-outside-tenanted-context",
+            f"`{NAME}.tenant` is read in context `{scope.ctx.name}`, which is not tenanted",
+            e.span,
+            "no tenant here",
+            secondary=[(scope.ctx.span, f"context `{scope.ctx.name}` declared here")],
+            help=f"declare the context `context {scope.ctx.name} tenanted {{ … }}` (every row "
+            f"then belongs to the caller's tenant), or read the claim with "
+            f'`{NAME}.claim("tenant")`',
+        )
         return ck.poison(e)
     return ir.CurrentUser(e.name, (), t, text)  # type: ignore[arg-type]
 

@@ -25,6 +25,7 @@ from loom.lang.check import (
     principal,
     records,
     renames,
+    tenants,
     topology,
     workflows,
 )
@@ -110,6 +111,7 @@ RULES: tuple[Rule, ...] = (
     Rule("events crossing deployables: carried by a channel", topology.check_crossings),
     Rule("reactions calling gates that refuse the system principal", principal.check_reactor_gates),
     Rule("gates anonymous callers can never pass", anonymous.check_anonymous_gates),
+    Rule("tenanted contexts: the tenant column, reactions", tenants.check_tenants),
     Rule("generated names: routes and columns", _generated_names),
     Rule("`renamed from`: old names free in their scope", renames.check_renames),
     Rule("public operations the context's own code calls", bypass.check_bypassing_routes),

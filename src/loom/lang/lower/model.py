@@ -61,6 +61,7 @@ class ModelLowerer:
         decls = ctx.decls
         return ir.Context(
             name=ctx.name,
+            tenanted=ctx.tenanted is not None,
             enums=tuple(
                 ir.Enum(
                     d.name,

@@ -49,6 +49,8 @@ def kind_of(decl: object) -> str:
 class ContextSymbols:
     name: str
     span: Span
+    # `context Billing tenanted { … }`: the word `tenanted` (every part of the context says it)
+    tenanted: Span | None = None
     decls: list[ast.Decl] = field(default_factory=list)
     names: dict[str, ast.Decl] = field(default_factory=dict)
     enums: dict[str, ast.Enum] = field(default_factory=dict)
@@ -112,6 +114,9 @@ def build(files: list[ast.File], sink: Sink) -> Program:
             syms = prog.contexts.get(ctx.name)
             if syms is None:
                 syms = prog.contexts[ctx.name] = ContextSymbols(ctx.name, ctx.name_span)
+                syms.tenanted = ctx.tenanted
+            elif (syms.tenanted is None) != (ctx.tenanted is None):
+                _tenanted_partial(sink, syms, ctx)
             for decl in ctx.decls:
                 _declare(syms, decl, sink)
         for d in f.deployables:
@@ -122,6 +127,25 @@ def build(files: list[ast.File], sink: Sink) -> Program:
         for decl in syms.decls:
             _check_decl(syms, decl, sink)
     return prog
+
+
+def _tenanted_partial(sink: Sink, first: ContextSymbols, again: ast.Context) -> None:
+    """A context declared in several parts is tenanted in all of them or in none: a part that
+    leaves the word out would read as holding untenanted rows."""
+    said, silent = (
+        (first.tenanted, again.name_span)
+        if again.tenanted is None
+        else (again.tenanted, first.span)
+    )
+    assert said is not None
+    sink.report(
+        "loom.tenanted-partial",
+        f"context `{first.name}` is declared `tenanted` in one part and not in another",
+        silent,
+        "declared without `tenanted`",
+        secondary=[(said, "declared `tenanted` here")],
+        help=f"write `context {first.name} tenanted {{ … }}` in every part, or in none",
+    )
 
 
 _Top = TypeVar("_Top", ast.Deployable, ast.ChannelSource)

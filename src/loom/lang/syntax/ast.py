@@ -691,6 +691,7 @@ class Context:
     name_span: Span
     decls: list[Decl]
     span: Span
+    tenanted: Span | None = None  # `context Billing tenanted { … }`: the word's span
 
 
 @dataclass(eq=False)

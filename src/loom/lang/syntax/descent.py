@@ -67,6 +67,10 @@ class _Descent(Bodies):
         i0 = self.i
         self.expect("context")
         ch: list[Any] = [self.name()]
+        if self.k[self.i] == "tenanted":
+            j = self.i
+            self.i += 1
+            ch.append(self.b.tenanted(self.meta(j), []))
         self.expect("{")
         while self.k[self.i] != "}":
             ch.append(self.declaration())

@@ -115,7 +115,12 @@ class Build(Builder):
         return ast.Deployable(*args)
 
     def context(self, meta, ch):
-        return ast.Context(str(ch[0]), self.tsp(ch[0]), list(ch[1:]), self.sp(meta))
+        tenanted = ch[1] if len(ch) > 1 and isinstance(ch[1], Span) else None
+        decls = list(ch[2:] if tenanted is not None else ch[1:])
+        return ast.Context(str(ch[0]), self.tsp(ch[0]), decls, self.sp(meta), tenanted)
+
+    def tenanted(self, meta, ch):
+        return self.sp(meta)
 
     def enum_member(self, meta, ch):
         return (str(ch[0]), self.tsp(ch[0]), ch[1] if len(ch) > 1 else None)

@@ -1,0 +1,157 @@
+"""Tenanted contexts (`context Billing tenanted { … }`): what cannot work with a tenant column.
+
+- An aggregate field named `tenant` would be the tenant column's name: `loom.tenant-field-reserved`.
+- An in-process reaction runs as the system principal of its event's tenant (the runtime's
+  `EventEnvelope.tenant`). An untenanted context reacting to a tenanted context's event would run
+  without it, and could not scope what it writes: `loom.tenanted-event-untenanted-reactor`.
+- What has no tenant to run in yet is `loom.tenanted-unsupported` rather than running unscoped: in
+  a tenanted context, a correlated workflow (its instances and timeouts), a reaction to an
+  untenanted context's event, a context timer, a projection, a channel; anywhere, a channel
+  carrying a tenanted context's event (outbox rows and broker messages carry no tenant yet).
+
+`currentUser.tenant` outside a tenanted context is reported where it is typed (`principal.py`).
+"""
+
+from __future__ import annotations
+
+from loom.lang.check.checker import Checker
+from loom.lang.check.workflows import correlation
+from loom.lang.diagnostics import Span
+from loom.lang.names.symbols import ContextSymbols
+from loom.lang.syntax import ast
+from loom.model.naming import column_name
+
+TENANT_COLUMN = "tenant"
+
+
+def check_tenants(ck: Checker) -> None:
+    tenanted = {name for name, ctx in ck.prog.contexts.items() if ctx.tenanted is not None}
+    if not tenanted:
+        return
+    for ctx in ck.prog.contexts.values():
+        if ctx.tenanted is not None:
+            _reserved_fields(ck, ctx)
+            _unsupported(ck, ctx, tenanted)
+        else:
+            _untenanted_reactors(ck, ctx, tenanted)
+        _carried(ck, ctx, tenanted)
+
+
+def _reserved_fields(ck: Checker, ctx: ContextSymbols) -> None:
+    for agg in ctx.aggregates.values():
+        for f in agg.fields:
+            if column_name(f.name) == TENANT_COLUMN:
+                ck.report(
+                    "loom.tenant-field-reserved",
+                    f"field `{f.name}` of aggregate `{agg.name}` would be stored in the column "
+                    f"`{TENANT_COLUMN}`, which a tenanted context keeps for the row's tenant",
+                    f.name_span,
+                    "collides with the tenant column",
+                    secondary=[_tenanted_label(ctx)],
+                    help=f"rename the field (e.g. `{f.name}Name`); the row's tenant is "
+                    "`currentUser.tenant` in a request",
+                )
+
+
+def _tenanted_label(ctx: ContextSymbols) -> tuple[Span, str]:
+    assert ctx.tenanted is not None
+    return ctx.tenanted, f"context `{ctx.name}` is tenanted"
+
+
+def _unsupported(ck: Checker, ctx: ContextSymbols, tenanted: set[str]) -> None:
+    def report(span: Span, what: str, why: str = "has no tenant to run in yet") -> None:
+        ck.report(
+            "loom.tenanted-unsupported",
+            f"{what} in tenanted context `{ctx.name}`: it {why}",
+            span,
+            "no tenant here",
+            secondary=[_tenanted_label(ctx)],
+            help="keep this context's work in requests and in reactions to events of tenanted "
+            "contexts (which run in the event's tenant); docs/language.md#tenants lists what a "
+            "tenant scopes so far",
+        )
+
+    for wf in ctx.workflows.values():
+        if correlation(ck, wf) is not None:
+            # its instances, and so its reactions and timeouts (a timeout needs an instance)
+            report(wf.name_span, f"workflow `{wf.name}` keeps instances")
+            continue
+        reactions = [c.params for c in wf.creates] + [on.params for on in wf.ons]
+        for params in reactions:
+            source = _event_context(ck, ctx, params)
+            if source is not None and source not in tenanted:
+                t = params[0].type
+                report(
+                    t.span,
+                    f"workflow `{wf.name}` reacts to `{source}.{t.name}`, an event of "
+                    f"untenanted context `{source}`,",
+                    "would run without a tenant",
+                )
+    for tm in ctx.timers.values():
+        report(tm.name_span, f"timer `{tm.name}` sweeps")
+    for proj in ctx.projections.values():
+        report(proj.name_span, f"projection `{proj.name}` folds events")
+    for ch in ctx.channels.values():
+        report(ch.name_span, f"channel `{ch.name}`", "would carry events without their tenant")
+
+
+def _carried(ck: Checker, ctx: ContextSymbols, tenanted: set[str]) -> None:
+    """A channel of an untenanted context carrying a tenanted context's event: its outbox row
+    and broker message do not carry the tenant yet, so its consumers would run without one."""
+    if ctx.tenanted is not None:
+        return  # reported as a whole above
+    for ch in ctx.channels.values():
+        for s in ch.settings:
+            if s.key != "carries" or not isinstance(s.value, list):
+                continue
+            for qualifier, name, span in s.value:
+                home = ck.prog.contexts.get(qualifier) if qualifier else ctx
+                if home is None or home.name not in tenanted or name not in home.events:
+                    continue
+                ck.report(
+                    "loom.tenanted-unsupported",
+                    f"channel `{ch.name}` carries `{home.name}.{name}`, an event of tenanted "
+                    f"context `{home.name}`: a channel does not carry the tenant yet",
+                    span,
+                    "an event of a tenanted context",
+                    secondary=[_tenanted_label(home)],
+                    help="leave the event in process (its reactions then run in its tenant), "
+                    "or carry an event of an untenanted context",
+                )
+
+
+def _untenanted_reactors(ck: Checker, ctx: ContextSymbols, tenanted: set[str]) -> None:
+    reactions: list[tuple[str, list[ast.Param], Span]] = []
+    for wf in ctx.workflows.values():
+        reactions += [(f"workflow `{wf.name}`", c.params, c.span) for c in wf.creates]
+        reactions += [(f"workflow `{wf.name}`", on.params, on.span) for on in wf.ons]
+    for proj in ctx.projections.values():
+        reactions += [(f"projection `{proj.name}`", on.params, on.span) for on in proj.ons]
+    for who, params, span in reactions:
+        source = _event_context(ck, ctx, params)
+        if source is None or source not in tenanted:
+            continue
+        t = params[0].type
+        other = ck.prog.contexts[source]
+        ck.report(
+            "loom.tenanted-event-untenanted-reactor",
+            f"{who} of untenanted context `{ctx.name}` reacts to `{source}.{t.name}`, an event "
+            f"of tenanted context `{source}`: it would run without the event's tenant",
+            t.span,
+            "an event of a tenanted context",
+            secondary=[_tenanted_label(other)],
+            help=f"react to it in a tenanted context (`context {ctx.name} tenanted {{ … }}`): "
+            "a reaction there runs in the event's tenant; or consume an event of an untenanted "
+            "context",
+        )
+
+
+def _event_context(ck: Checker, ctx: ContextSymbols, params: list[ast.Param]) -> str | None:
+    """The context of the event a reaction takes (its one parameter), None if it takes none."""
+    if len(params) != 1 or params[0].type.is_id or params[0].type.is_list:
+        return None
+    t = params[0].type
+    home = ck.prog.contexts.get(t.qualifier) if t.qualifier else ctx
+    if home is None or t.name not in home.events:
+        return None
+    return home.name
