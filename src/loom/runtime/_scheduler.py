@@ -188,8 +188,9 @@ class Scheduler:
         round finds nothing; answers how many ran. (Tests, and `VirtualClock.advance`, which
         passes `until`: it walks time to `until`, calling this at every instant due on the way,
         so a tick due now claims its successors through `until` at once, see `_recurring`.)"""
-        if until is None:
+        if until is None:  # not a virtual clock's step: anyone may have changed the rows
             self.forget_timeouts()
+            await self.ticks.refresh()
         total = 0
         while True:
             self._made_due = False

@@ -96,8 +96,10 @@ class VirtualClock:
         """Move time forward to `target`, firing everything due on the way, in order."""
         if target < self._now:
             raise ValueError("a virtual clock does not go back")
-        for service in self.services:  # armed since the last advance, by anyone
+        for service in self.services:  # armed or fired by hand since the last advance, by anyone
             service.scheduler.forget_timeouts()
+            if service.uses_processes:
+                await service.scheduler.ticks.refresh()
         ran = 0
         for _ in range(_MAX_STEPS):
             earliest = await self._next_due()
