@@ -16,9 +16,13 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from loom import commands, serve
+from loom import commands
 from loom.commands import Color, Format
+
+if TYPE_CHECKING:
+    from loom.serve import RunOptions
 
 # an option's values: a set of words, or one of these kinds
 Kind = frozenset[str] | str
@@ -108,17 +112,21 @@ def plain(argv: Sequence[str]) -> Callable[[], int] | None:
         fmt = Format(given.get("format", Format.text.value))
         return lambda: commands.check(files, fmt, color)
     if argv[0] == "run":
-        return functools.partial(serve.run, files, _run_options(given, many, color))
+        # here, not at the top: `loom.serve` brings asyncio (some 50 ms) that a plain check or
+        # build never uses
+        from loom.serve import run
+
+        return functools.partial(run, files, _run_options(given, many, color))
     if "output" not in given:
         return None
     output = Path(given["output"])
     return lambda: commands.build(files, output, color)
 
 
-def _run_options(
-    given: dict[str, str], many: dict[str, list[str]], color: Color
-) -> serve.RunOptions:
-    options = serve.RunOptions(
+def _run_options(given: dict[str, str], many: dict[str, list[str]], color: Color) -> RunOptions:
+    from loom.serve import RunOptions  # only for `loom run` (see `plain`)
+
+    options = RunOptions(
         color=color,
         migrate="migrate" in given,
         broker=many.get("broker", []),
