@@ -11,12 +11,14 @@ lines); anything else is typer's to read.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from loom import commands
 from loom.commands import Color, Format
@@ -149,13 +151,26 @@ def main() -> None:
     command = plain(sys.argv[1:])
     try:
         if command is not None:
-            raise SystemExit(command())
+            code = command()
+            if sys.argv[1] != "run":
+                _exit_now(code)
+            raise SystemExit(code)
     except KeyboardInterrupt:
         raise SystemExit(130) from None
     # here, not at the top: a plain check or build never loads typer (start-up)
     from loom.cli import main as typer_main
 
     typer_main()
+
+
+def _exit_now(code: int) -> NoReturn:
+    """End a plain check or build at once, its output flushed. Its files are written and closed,
+    and it registers no exit handler; what a normal exit would add is freeing, one by one, every
+    object of the model and the generated text (a third of a second at 1,000 aggregates)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say
+            stream.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":
