@@ -11,6 +11,9 @@
    against a hand-written FastAPI app with the same imports (fastapi, sqlalchemy, pydantic,
    loom.runtime) served by `uvicorn.run` the same way (`python bench/compiler.py --reference …`),
    answering `GET /accounts` from a table it creates at startup. Figures: medians, and the ratio.
+3. With `--baseline SRC` (another checkout's `src/`), instead of 1: each command alternately from
+   that tree and from this one (which goes first alternates too), medians of `--repeat` wall and
+   CPU times: a before / after comparison in the same minutes, under the same load.
 
 Targets: check + build of 1,000 aggregates < 2 s, of 3,000 < 6 s (`loom build` runs the check
 first, so its time is the check + build); start ratio < 1.5. The load average is printed with the
@@ -19,6 +22,8 @@ figures: the machine is shared.
     .venv/bin/python bench/compiler.py                        # everything
     .venv/bin/python bench/compiler.py --sizes 10 100 --starts 3
     .venv/bin/python bench/compiler.py --write-model 3000 /tmp/m3000   # the model only (profiling)
+    .venv/bin/python bench/compiler.py --sizes 1000 --repeat 5 --starts 0 --baseline ../main/src
+                                                 # before / after instead: alternating, medians
 """
 
 from __future__ import annotations
@@ -126,11 +131,15 @@ def _loom() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "loom.cli"]
 
 
-def run_cli(args: Sequence[str], cwd: Path) -> Run:
-    """One `loom …` subprocess: its wall time and its own peak RSS (not the bench's)."""
+def run_cli(args: Sequence[str], cwd: Path, src: Path | None = None) -> Run:
+    """One `loom …` subprocess: its wall time and its own peak RSS (not the bench's); with `src`,
+    the loom of that source tree (its `src` folder first on the path) instead of the installed one."""
+    env = None
+    if src is not None:
+        env = dict(os.environ, PYTHONPATH=str(src))
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [*_loom(), *args], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        [*_loom(), *args], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
     )
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - start
@@ -178,6 +187,39 @@ def measure_compiler(sizes: Sequence[int], repeat: int) -> None:
             f"| {build.peak_rss_mb:.0f} | {verdict} |",
             flush=True,
         )
+
+
+def compare_compiler(sizes: Sequence[int], repeat: int, baseline: Path) -> None:
+    """Before / after in the same run: each command, on the same model, alternately from the
+    `baseline` source tree and from this one (which goes first alternates too); medians."""
+    here = ROOT / "src"
+    print(f"\n## against {baseline} (medians of {repeat}, alternating)\n")
+    print("| aggregates | command | before s | before CPU s | after s | after CPU s | CPU ratio |")
+    print("|---:|---|---:|---:|---:|---:|---:|")
+    for n in sizes:
+        with tempfile.TemporaryDirectory(prefix=f"loom-bench-{n}-") as tmp:
+            folder = Path(tmp)
+            model = [f"model/{p.name}" for p in write_model(n, folder / "model")]
+            for command, args in (("check", ["check", *model]), ("build", ["build", *model])):
+                runs: dict[Path, list[Run]] = {baseline: [], here: []}
+                for i in range(repeat):
+                    for src in (baseline, here) if i % 2 == 0 else (here, baseline):
+                        out = ["-o", f"out-{'after' if src == here else 'before'}-{i}"]
+                        runs[src].append(
+                            run_cli([*args, *out] if command == "build" else args, folder, src)
+                        )
+                before, after = (
+                    (
+                        statistics.median(r.seconds for r in runs[s]),
+                        statistics.median(r.cpu_seconds for r in runs[s]),
+                    )
+                    for s in (baseline, here)
+                )
+                print(
+                    f"| {n:,} | {command} | {before[0]:.2f} | {before[1]:.2f} | {after[0]:.2f} "
+                    f"| {after[1]:.2f} | {after[1] / before[1]:.2f} |",
+                    flush=True,
+                )
 
 
 # ---- start time -----------------------------------------------------------------------------
@@ -335,6 +377,13 @@ def main() -> None:
     parser.add_argument("--starts", type=int, default=5, help="start rounds (the median is kept)")
     parser.add_argument("--write-model", nargs=2, metavar=("N", "FOLDER"))
     parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="SRC",
+        help="instead, time each command against loom from this source tree (its src/ folder), "
+        "alternating, medians of --repeat",
+    )
+    parser.add_argument(
         "--no-bytecode-cache",
         action="store_true",
         help="keep PYTHONDONTWRITEBYTECODE if set (every run compiles loom's modules again)",
@@ -354,7 +403,9 @@ def main() -> None:
         os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     cache = "off" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "on"
     print(f"bytecode cache: {cache}; load average before: {load_average()}")
-    if args.sizes:
+    if args.sizes and args.baseline:
+        compare_compiler(args.sizes, args.repeat, args.baseline.resolve())
+    elif args.sizes:
         measure_compiler(args.sizes, args.repeat)
     if args.starts:
         measure_start(args.starts)

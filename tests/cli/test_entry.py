@@ -134,3 +134,26 @@ def test_a_plain_run_refusal_answers_as_typer_does(tmp_path: Path) -> None:
 def test_typer_reads_what_the_entry_leaves_to_it(tmp_path: Path) -> None:
     code, _, err = _run("loom.entry", ["check", BANKING, "--format", "yaml"], tmp_path)
     assert code == 2 and "yaml" in err
+
+
+@pytest.mark.parametrize("args", [["check", BANKING], ["build", BANKING, "-o", "out"]])
+def test_a_plain_check_or_build_loads_neither_typer_nor_asyncio(
+    tmp_path: Path, args: list[str]
+) -> None:
+    # start-up: typer (with pydantic) and `loom.serve` (with asyncio) are `loom run`'s, or typer's
+    r = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "loom.entry", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    loaded = {
+        line.rsplit("|", 1)[-1].strip()
+        for line in r.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    assert {"loom.lang", "loom.commands"} <= loaded  # what it did load is listed
+    assert not {"typer", "asyncio", "loom.serve"} & loaded

@@ -54,7 +54,11 @@ class Imports:
     plain: set[str] = field(default_factory=set)
 
     def add(self, module: str, *names: str) -> None:
-        self.froms.setdefault(module, set()).update(names)
+        found = self.froms.get(module)
+        if found is None:
+            self.froms[module] = set(names)
+        else:
+            found.update(names)
 
     def discard(self, module: str, *names: str) -> None:
         """Forget names added for code that was not written after all."""

@@ -8,6 +8,7 @@ when the whole line fits in `LINE_LENGTH` columns, otherwise exploded one item p
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -30,7 +31,8 @@ Doc = str | Group
 def flat(doc: Doc) -> str:
     if isinstance(doc, str):
         return doc
-    return doc.head + ", ".join([flat(i) for i in doc.items]) + doc.tail
+    # most items are text: taken as they are, without a call each
+    return doc.head + ", ".join([i if type(i) is str else flat(i) for i in doc.items]) + doc.tail
 
 
 def lay(doc: Doc, indent: int = 0, suffix: str = "") -> list[str]:
@@ -64,22 +66,19 @@ _PRIORITY = [  # black/ruff delimiter priorities, highest first
 ]
 
 
+# A string literal, its quotes included; an unterminated one runs to the end of the text.
+_STRING = re.compile(r"\"(?:[^\"\\]|\\.)*(?:\"|\\?\Z)|'(?:[^'\\]|\\.)*(?:'|\\?\Z)", re.DOTALL)
+
+
 def _outside_strings(text: str) -> Iterator[tuple[int, str]]:
     """(index, character) of each character of `text` outside its string literals."""
-    quote, i = "", 0
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            if ch == "\\":
-                i += 2
-                continue
-            if ch == quote:
-                quote = ""
-        elif ch in "\"'":
-            quote = ch
-        else:
-            yield i, ch
-        i += 1
+    start = 0
+    for literal in _STRING.finditer(text):
+        for i in range(start, literal.start()):
+            yield i, text[i]
+        start = literal.end()
+    for i in range(start, len(text)):
+        yield i, text[i]
 
 
 def _scan(text: str) -> tuple[list[tuple[int, str]], int]:
@@ -97,7 +96,7 @@ def _scan(text: str) -> tuple[list[tuple[int, str]], int]:
         elif ch in _CLOSE:
             depth -= 1
             last_open = stack.pop() if stack else -1
-        elif depth == 0:
+        elif depth == 0 and ch == " ":  # every delimiter starts with a space
             for level, ops in enumerate(_PRIORITY):
                 op = next((o for o in ops if text.startswith(o, i)), None)
                 if op is not None:

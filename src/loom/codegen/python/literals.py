@@ -3,6 +3,7 @@ decimal literals and one-line docstrings."""
 
 from __future__ import annotations
 
+import functools
 import re
 from decimal import Decimal
 
@@ -10,6 +11,7 @@ from decimal import Decimal
 _ESCAPED = re.compile("[\\\\\x00-\x1f\x7f\ud800-\udfff]")
 
 
+@functools.cache  # the same names and messages are quoted again and again across a package
 def py_str(text: str) -> str:
     """A Python string literal for `text`, quoted the way ruff format leaves it."""
     quote = "'" if text.count('"') > text.count("'") else '"'

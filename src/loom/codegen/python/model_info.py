@@ -63,7 +63,9 @@ class ModelInfo:
     def all_files(self) -> list[str]:
         files: list[str] = list(self.model.sources)
         for ctx in self.model.contexts:
-            for f in context_files(ctx):
+            # `files_of` is the context's files with those of the model's sources first: the same
+            # files not among the sources, in the same order, and walked once per context
+            for f in self.files_of(ctx):
                 if f not in files:
                     files.append(f)
         return files
