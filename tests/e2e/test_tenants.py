@@ -40,7 +40,8 @@ ENV = (
 
 def token(**claims: Any) -> dict[str, str]:
     """The Authorization header of a token for `ann` (claims override; None leaves one out)."""
-    body = {"sub": "ann", "exp": int(time.time()) + 600, **claims}
+    # a day: the tokens below are made at import, and a whole suite runs before these tests do
+    body = {"sub": "ann", "exp": int(time.time()) + 86400, **claims}
     body = {k: v for k, v in body.items() if v is not None}
     return {"Authorization": "Bearer " + jwt.encode(body, SECRET, algorithm="HS256")}
 

@@ -82,6 +82,8 @@ def start_and_probe(out: Path, database: Path, monkeypatch: pytest.MonkeyPatch) 
         stubs.write_text(EXTERNS_TEXT)
     monkeypatch.syspath_prepend(str(out.parent))
     monkeypatch.setenv("LOOM_EXTERN_MODULE", EXTERNS_MODULE)
+    # a tenanted context refuses to start with no authentication: every model gets a secret
+    monkeypatch.setenv("LOOM_JWT_SECRET", "property-tests-secret-of-32-bytes!")
     with imported(out) as main:
         asyncio.run(_probe(main.build_app(f"sqlite+aiosqlite:///{database}")))
 
