@@ -38,6 +38,7 @@ def token(**claims: Any) -> dict[str, str]:
 
 A = token(tenant="acme")
 B = token(sub="bob", tenant="globex")
+C = token(sub="cy", tenant="initech")  # a borrower, no loans
 OPERATOR = token(sub="ops", roles=["admin"])
 
 
@@ -94,19 +95,23 @@ class Ledger:
         the other tenant's read of it is a 404, and its list holds none of it."""
         for id_, (who, number) in self.rows.items():
             other = B if who is A else A
+            await self.absent_for(C, id_)
             r = await self.c.get(f"/api/loans/{id_}", headers=who)
             assert r.status_code == 200, r.text
             expected = sweeps.get(id_, 0)
             if (r.json()["sweeps"], r.json()["overdue"]) != (expected, expected > 0):
                 self.leaked.append((f"{number} swept wrongly", r.json()))
-            self.attempts += 1
-            r = await self.c.get(f"/api/loans/{id_}", headers=other)
-            if r.status_code != 404:
-                self.leaked.append((f"{number} read by the other tenant", r.text))
+            await self.absent_for(other, id_)
             self.attempts += 1
             r = await self.c.get("/api/loans", headers=other)
             if r.status_code != 200 or id_ in r.text:
                 self.leaked.append((f"{number} listed to the other tenant", r.text))
+
+    async def absent_for(self, who: dict[str, str], id_: str) -> None:
+        self.attempts += 1
+        r = await self.c.get(f"/api/loans/{id_}", headers=who)
+        if r.status_code != 404:
+            self.leaked.append((f"{id_} read by another tenant", r.text))
 
     def report(self) -> None:
         print(f"cross-tenant attempts: {self.attempts}, leaked: {len(self.leaked)}")
@@ -129,16 +134,19 @@ async def test_a_context_timer_sweeps_each_tenant_in_its_own_run(
     a2 = await ledger.add(A, "L-2", later)
     b1 = await ledger.add(B, "L-1", late)  # the same numbers in both tenants
     b2 = await ledger.add(B, "L-2", later)
+    r = await lending.post("/api/borrowers", json={"name": "Cy"}, headers=C)
+    assert r.status_code == 201, r.text
     await ledger.check({})
 
-    await clock.advance(timedelta(hours=1))  # the first tick: L-1 is overdue in both tenants
-    assert [x["tenant"] for x in ticks(caplog, "tick_run")] == ["acme", "globex"]
+    await clock.advance(timedelta(hours=1))  # the first tick: L-1 is overdue in A and B
+    runs = ["acme", "globex", "initech"]
+    assert [x["tenant"] for x in ticks(caplog, "tick_run")] == runs
     await ledger.check({a1: 1, b1: 1})
 
     b3 = await ledger.add(B, "L-3", START)  # B only: A's run finds nothing more
     await clock.advance(timedelta(hours=1))
     await ledger.check({a1: 1, b1: 1, b3: 1})
-    assert [x["tenant"] for x in ticks(caplog, "tick_run")] == ["acme", "globex"] * 2
+    assert [x["tenant"] for x in ticks(caplog, "tick_run")] == runs * 2
 
     await clock.advance(timedelta(hours=4))  # L-2 too, each in its own tenant's run
     await ledger.check({a1: 1, b1: 1, b3: 1, a2: 1, b2: 1})

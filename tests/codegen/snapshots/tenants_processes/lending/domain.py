@@ -9,7 +9,7 @@ from datetime import datetime
 
 from loom.runtime import AggregateRoot, new_id, require
 
-from .ids import LoanId
+from .ids import BorrowerId, LoanId
 
 
 @dataclass(eq=False, kw_only=True)
@@ -44,3 +44,16 @@ class Loan(AggregateRoot):
         )
         self.overdue = True
         self.sweeps = self.sweeps + 1
+
+
+@dataclass(eq=False, kw_only=True)
+class Borrower(AggregateRoot):
+    """aggregate Borrower (tenants_processes.loom:21)"""
+
+    id: BorrowerId = field(default_factory=lambda: BorrowerId(new_id()))
+    name: str
+
+    @classmethod
+    def create(cls, *, name: str) -> Borrower:
+        """Borrower.create (tenants_processes.loom:21): a new Borrower"""
+        return cls(name=name)

@@ -6,3 +6,4 @@ from typing import NewType
 from uuid import UUID
 
 LoanId = NewType("LoanId", UUID)
+BorrowerId = NewType("BorrowerId", UUID)

@@ -12,7 +12,7 @@ from .repositories import Loans
 
 
 async def mark_overdue_timer(service: Service, tick: Tick, work: Work) -> None:
-    """timer markOverdue every 1h (tenants_processes.loom:22)"""
+    """timer markOverdue every 1h (tenants_processes.loom:26)"""
     loans = Loans(work)
     late = await loans.find_all_by_overdue(now())
     for l in late:

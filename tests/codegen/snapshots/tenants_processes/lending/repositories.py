@@ -9,11 +9,11 @@ from sqlalchemy import ColumnElement, and_, not_
 from loom.runtime import Repository
 
 from . import tables
-from .domain import Loan
+from .domain import Borrower, Loan
 
 
 def overdue(at: datetime) -> ColumnElement[bool]:
-    """criterion Overdue of Loan (tenants_processes.loom:20)"""
+    """criterion Overdue of Loan (tenants_processes.loom:24)"""
     c = tables.loans.c
     return and_(c.due_at < at, not_(c.overdue))
 
@@ -36,9 +36,16 @@ class Loans(Repository[Loan]):
         return await self.get_one(c.number == number, key={"number": number})
 
     async def find_by_overdue(self, at: datetime) -> Loan | None:
-        """criterion Overdue (tenants_processes.loom:20)"""
+        """criterion Overdue (tenants_processes.loom:24)"""
         return await self.find_one(overdue(at))
 
     async def find_all_by_overdue(self, at: datetime) -> list[Loan]:
-        """criterion Overdue (tenants_processes.loom:20)"""
+        """criterion Overdue (tenants_processes.loom:24)"""
         return await self.find_all(overdue(at))
+
+
+class Borrowers(Repository[Borrower]):
+    """repository Borrowers for Borrower (tenants_processes.loom:22)"""
+
+    aggregate = Borrower
+    table = tables.borrowers

@@ -18,9 +18,16 @@ from loom.runtime import (
     require_tenant,
 )
 
-from .domain import Loan
-from .repositories import Loans
-from .schemas import LoanCreateInput, LoanOut, LoanUpdateInput
+from .domain import Borrower, Loan
+from .repositories import Borrowers, Loans
+from .schemas import (
+    BorrowerCreateInput,
+    BorrowerOut,
+    BorrowerUpdateInput,
+    LoanCreateInput,
+    LoanOut,
+    LoanUpdateInput,
+)
 
 router = APIRouter(route_class=LoomRoute, dependencies=[Depends(require_tenant)])
 
@@ -111,3 +118,86 @@ async def delete_loan(id: UUID, request: Request) -> None:
     async with service.transaction() as work:
         loans = Loans(work)
         await loans.delete(await loans.get_by_id(id))
+
+
+@router.get(
+    "/api/borrowers/{id}",
+    responses=PROBLEM_RESPONSES,
+    tags=["Lending: Borrower"],
+)
+async def get_borrower(id: UUID, request: Request) -> BorrowerOut:
+    """Read one Borrower (aggregate Borrower, tenants_processes.loom:21)"""
+    service = get_service(request)
+    async with service.autocommit() as work:
+        borrower = await Borrowers(work).get_by_id(id)
+    return BorrowerOut.from_aggregate(borrower)
+
+
+@router.get("/api/borrowers", responses=PROBLEM_RESPONSES, tags=["Lending: Borrower"])
+async def list_borrowers(
+    request: Request,
+    limit: Annotated[PageLimit, Query()] = 50,
+    offset: Annotated[PageOffset, Query()] = 0,
+) -> Page[BorrowerOut]:
+    """Read a page of Borrower (aggregate Borrower, tenants_processes.loom:21)"""
+    service = get_service(request)
+    async with service.autocommit() as work:
+        page = await Borrowers(work).page(limit, offset)
+    return page.map(BorrowerOut.from_aggregate)
+
+
+@router.post(
+    "/api/borrowers",
+    status_code=201,
+    responses=PROBLEM_RESPONSES,
+    tags=["Lending: Borrower"],
+)
+async def create_borrower(
+    body: BorrowerCreateInput,
+    response: Response,
+    request: Request,
+) -> BorrowerOut:
+    """crudish create of Borrower (tenants_processes.loom:21)"""
+    service = get_service(request)
+    async with service.autocommit() as work:
+        borrower = Borrower.create(name=body.name)
+        await Borrowers(work).save(borrower)
+    response.headers["Location"] = f"/api/borrowers/{borrower.id}"
+    return BorrowerOut.from_aggregate(borrower)
+
+
+@router.patch(
+    "/api/borrowers/{id}",
+    responses=PROBLEM_RESPONSES,
+    tags=["Lending: Borrower"],
+)
+async def update_borrower(
+    id: UUID,
+    body: BorrowerUpdateInput,
+    request: Request,
+) -> BorrowerOut:
+    """crudish update of Borrower (tenants_processes.loom:21): the fields the body names"""
+    service = get_service(request)
+    async with service.transaction() as work:
+        borrowers = Borrowers(work)
+        borrower = await borrowers.get_by_id(id)
+        if "name" in body.model_fields_set:
+            if body.name is None:
+                raise InvalidValue("name may not be null", path="body.name")
+            borrower.name = body.name
+        await borrowers.save(borrower)
+    return BorrowerOut.from_aggregate(borrower)
+
+
+@router.delete(
+    "/api/borrowers/{id}",
+    status_code=204,
+    responses=PROBLEM_RESPONSES,
+    tags=["Lending: Borrower"],
+)
+async def delete_borrower(id: UUID, request: Request) -> None:
+    """crudish delete of Borrower (tenants_processes.loom:21)"""
+    service = get_service(request)
+    async with service.transaction() as work:
+        borrowers = Borrowers(work)
+        await borrowers.delete(await borrowers.get_by_id(id))

@@ -9,8 +9,8 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from loom.runtime import Int64, JsonBool, JsonInt64, WireText
 
-from .domain import Loan
-from .ids import LoanId
+from .domain import Borrower, Loan
+from .ids import BorrowerId, LoanId
 
 
 class LoanOut(BaseModel):
@@ -56,3 +56,32 @@ class LoanUpdateInput(BaseModel):
     due_at: AwareDatetime | None = Field(default=None, alias="dueAt")
     overdue: JsonBool | None = None
     sweeps: JsonInt64 | None = None
+
+
+class BorrowerOut(BaseModel):
+    """Borrower as the API answers it (aggregate Borrower, tenants_processes.loom:21)"""
+
+    id: BorrowerId
+    version: int
+    name: str
+
+    @classmethod
+    def from_aggregate(cls, borrower: Borrower) -> Self:
+        """The wire form of aggregate Borrower."""
+        return cls(id=borrower.id, version=borrower.version, name=borrower.name)
+
+
+class BorrowerCreateInput(BaseModel):
+    """The body of crudish create of Borrower (tenants_processes.loom:21)"""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: WireText
+
+
+class BorrowerUpdateInput(BaseModel):
+    """The body of crudish update of Borrower: any mutable fields (tenants_processes.loom:21)"""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: WireText | None = None

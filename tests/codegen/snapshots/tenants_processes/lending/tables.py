@@ -47,3 +47,20 @@ loans = Table(
     UniqueConstraint("tenant", "number", name="uq_lending_loans_number"),
     info={"loom": {"origin": "Lending.Loan", "tenanted": True}},
 )
+
+# aggregate Borrower (tenants_processes.loom:21)
+borrowers = Table(
+    "lending_borrowers",
+    metadata,
+    Column("id", Uuid, primary_key=True),
+    Column("version", Integer, nullable=False),
+    Column(
+        "tenant",
+        String,
+        nullable=False,
+        index=True,
+        info={"loom": {"tenant": True}},
+    ),
+    Column("name", String, nullable=False, info={"loom": {"field": "name"}}),
+    info={"loom": {"origin": "Lending.Borrower", "tenanted": True}},
+)
