@@ -16,6 +16,13 @@ value another replica moved on is at worst early; that replica's claim then make
 and a failed claim reads the row again. The background loop reads the rows at each idle
 (`refresh`), which also covers rows changed by hand.
 
+A timer of a tenanted context (`register(…, tenanted=context)`) runs once per tenant that has
+rows: the distinct tenants of the context's tables, each as the system principal of that tenant
+(`system_of`), each in a unit of work of its own, so one tenant's failure (logged `tick_failed`
+with its tenant) neither rolls back nor stops another's. Its claim then commits alone first: a
+tick claimed and cut short (a crash between tenants) is not run again for the tenants it did not
+reach; the next tick is, as after a failure.
+
 Catch-up: after downtime, every missed tick is coalesced into ONE run (`Tick.coalesced` says how
 many it stands for), and the schedule continues `every` from now. A sweep is derived from the state
 it reads ("expire what is overdue"), so running it once covers every missed tick; running it N
@@ -31,14 +38,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import Table, bindparam, select, union, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from . import clock
 from ._claimant import guarded_work
 from ._ids import new_id
 from ._logs import log_fact, use_correlation_id
-from ._principal import SYSTEM, use_principal
+from ._mapping import tenant_column
+from ._principal import SYSTEM, system_of, use_principal
 from ._process_model import Tick
 from ._process_tables import ticks
 
@@ -69,6 +77,8 @@ class Timer:
     name: str
     every: timedelta
     handler: TickHandler
+    #: the tenanted context whose tenants it runs for, once each; None: once, as SYSTEM
+    tenanted: str | None = None
 
 
 class Recurring:
@@ -77,14 +87,17 @@ class Recurring:
     def __init__(self) -> None:
         self._timers: dict[str, Timer] = {}
 
-    def register(self, name: str, every: timedelta, handler: TickHandler) -> None:
+    def register(
+        self, name: str, every: timedelta, handler: TickHandler, *, tenanted: str | None = None
+    ) -> None:
         """Run `handler(tick, work)` every `every`, once per tick across replicas, in a
-        transaction of its own, as the system principal."""
+        transaction of its own, as the system principal; with `tenanted` (a tenanted context's
+        name), once per tenant with rows in that context's tables, as that tenant's."""
         if name in self._timers:
             raise ValueError(f"a context timer is already named {name!r}")
         if every <= timedelta(0):
             raise ValueError(f"timer {name}: `every` must be positive")
-        self._timers[name] = Timer(name, every, handler)
+        self._timers[name] = Timer(name, every, handler, tenanted)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -230,6 +243,8 @@ class TickRunner:
             "scheduled_at": tick.scheduled_at,
             "coalesced": tick.coalesced,
         }
+        if timer.tenanted is not None:
+            return await self._run_tenants(timer, tick, claim, fields)
         claimed = True
         try:
             with use_correlation_id(correlation), use_principal(SYSTEM):
@@ -253,3 +268,50 @@ class TickRunner:
             return None
         log_fact("tick_run", logging.INFO, fields)
         return "fired"
+
+    async def _run_tenants(
+        self, timer: Timer, tick: Tick, claim: dict[str, Any] | None, fields: dict[str, Any]
+    ) -> str | None:
+        """A tenanted context's tick: claimed alone, then run once per tenant with rows, each
+        in a unit of work of its own as that tenant's system principal. "fired" when every
+        tenant's run committed, "failed" when one failed (the others still ran)."""
+        if claim is not None and not await self._claim(
+            timer, claim["seen"], claim["next"], claim["now"]
+        ):
+            return None
+        service = self._service
+        assert timer.tenanted is not None
+        outcome = "fired"
+        for tenant in await self._tenants(timer.tenanted):
+            at = {**fields, "tenant": tenant}
+            try:
+                with use_correlation_id(fields["correlation_id"]), use_principal(system_of(tenant)):
+                    async with service.transaction() as work:
+                        await timer.handler(tick, work)
+            except Exception as exc:  # noqa: BLE001 - the other tenants still run
+                error = f"{type(exc).__name__}: {exc}"
+                log_fact("tick_failed", logging.ERROR, {**at, "error": error})
+                outcome = "failed"
+                continue
+            log_fact("tick_run", logging.INFO, at)
+        return outcome
+
+    async def _tenants(self, context: str) -> list[str]:
+        """The tenants with rows in `context`'s tables, in order."""
+        columns = [
+            tenant_column(table)
+            for table in self._service.metadata.tables.values()
+            if _of_context(table, context)
+        ]
+        selects = [select(c.label("tenant")).distinct() for c in columns if c is not None]
+        if not selects:
+            return []
+        async with self._service.engine.connect() as conn:
+            stmt = selects[0] if len(selects) == 1 else union(*selects)
+            found = (await conn.execute(stmt)).scalars().all()
+        return sorted(found)
+
+
+def _of_context(table: Table, context: str) -> bool:
+    origin = table.info.get("loom", {}).get("origin", "")
+    return isinstance(origin, str) and origin.startswith(f"{context}.")

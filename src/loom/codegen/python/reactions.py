@@ -97,12 +97,10 @@ def emit_reactions(info: ModelInfo, context: ir.Context) -> str:
         blocks.append(_timer(info, context, tm, fn, types, imports))
         imports.add("datetime", "timedelta")
         every = duration(tm.every_ms)
-        registrations.append(
-            call(
-                "service.recurring.register",
-                [py_str(f"{context.name}.{tm.name}"), every, f"partial({fn}, service)"],
-            )
-        )
+        args = [py_str(f"{context.name}.{tm.name}"), every, f"partial({fn}, service)"]
+        if context.tenanted:  # once per tenant with rows, as that tenant's system principal
+            args.append(f"tenanted={py_str(context.name)}")
+        registrations.append(call("service.recurring.register", args))
     blocks.append(_subscribe(context, subscriptions, registrations))
     head = header(info.files_of(context), f"Reactions to events of context {context.name}.")
     return module_text(head, imports, blocks)

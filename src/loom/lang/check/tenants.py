@@ -6,8 +6,11 @@
   without it, and could not scope what it writes: `loom.tenanted-event-untenanted-reactor`.
 - What has no tenant to run in yet is `loom.tenanted-unsupported` rather than running unscoped: in
   a tenanted context, a correlated workflow (its instances and timeouts), a reaction to an
-  untenanted context's event, a context timer, a projection, a channel; anywhere, a channel
+  untenanted context's event, a projection, a channel; anywhere, a channel
   carrying a tenanted context's event (outbox rows and broker messages carry no tenant yet).
+
+A context timer runs once per tenant that has rows (the runtime's `Recurring`), so it is not
+refused.
 
 `currentUser.tenant` outside a tenanted context is reported where it is typed (`principal.py`).
 """
@@ -87,8 +90,6 @@ def _unsupported(ck: Checker, ctx: ContextSymbols, tenanted: set[str]) -> None:
                     f"untenanted context `{source}`,",
                     "would run without a tenant",
                 )
-    for tm in ctx.timers.values():
-        report(tm.name_span, f"timer `{tm.name}` sweeps")
     for proj in ctx.projections.values():
         report(proj.name_span, f"projection `{proj.name}` folds events")
     for ch in ctx.channels.values():
