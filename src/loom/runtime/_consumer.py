@@ -317,6 +317,7 @@ def _envelope(decode: Callable[..., EventEnvelope], message: Message) -> EventEn
         correlation_id=message.correlation_id or message.event_id,
         causation_id=message.causation_id,
         model_revision=message.model_revision,
+        tenant=message.tenant,
     )
 
 
@@ -349,4 +350,5 @@ def _dead_row(message: Message, error: str, attempt: int) -> dict[str, Any]:
         "claimed_until": None,
         "delivered_at": None,
         "model_revision": message.model_revision,
+        "tenant": message.tenant,
     }
