@@ -39,6 +39,7 @@ EXAMPLES = {
     "hotel_time": ["tests/e2e/models/hotel_time.loom"],
     "dunning": ["tests/e2e/models/dunning.loom"],
     "tenants": ["tests/e2e/models/tenants.loom"],
+    "tenants_channels": ["tests/e2e/models/tenants_channels.loom"],
 }
 
 
