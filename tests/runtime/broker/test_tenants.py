@@ -8,17 +8,20 @@ placements reach its own account only.
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+from uuid import uuid4
 
 import jwt
 import pytest
 
 from loom.build import build_model, import_package
 from loom.lang import compile_files
+from loom.runtime.transports import Message
 from loom.testing import ServiceClient, settle_all
 from tests.runtime.broker.test_log_replay import Started, started  # noqa: F401 - the fixture
 from tests.runtime.transports.conftest import NatsBackend, clean_backend
@@ -105,3 +108,40 @@ async def test_a_tenanted_event_crosses_deployables_with_its_tenant(
         leaked += (await books.get(path, headers=B)).status_code != 404
     print(f"cross-tenant attempts: {attempts}, leaked: {leaked}")
     assert leaked == 0
+
+
+async def test_a_message_without_a_tenant_is_dead_lettered_not_applied(
+    broker_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    started: Started,  # noqa: F811 - the fixture imported above
+) -> None:
+    """A foreign (or malformed) producer's `Sales.Placed` without `Loom-Tenant`: the tenanted
+    consumer dead-letters it at once with the reason, and no tenant's account moves."""
+    monkeypatch.setenv("LOOM_BROKER", broker_url)
+    monkeypatch.setenv("LOOM_JWT_SECRET", SECRET)
+    pkgs = packages(tmp_path)
+    shop = await started.start(pkgs["Shop"], f"sqlite+aiosqlite:///{tmp_path / 'shop.db'}")
+    books = await started.start(pkgs["Books"], f"sqlite+aiosqlite:///{tmp_path / 'books.db'}")
+    mine = (await ok(books, A, "POST", "/api/accounts", {"customer": "c1"}))["id"]
+
+    (link,) = shop.service.brokers.links.values()
+    await link.open()
+    event_id = str(uuid4())
+    await link.transport.publish(
+        Message(
+            event_id=event_id,
+            event_type="Sales.Placed",
+            channel="Sales.Placements",
+            payload=json.dumps({"order": str(uuid4()), "customer": "c1", "amount": 99}),
+            occurred_at=datetime.now(UTC).isoformat(),
+        )
+    )
+    await settle_all([shop, books])
+
+    assert (await ok(books, A, "GET", f"/api/accounts/{mine}"))["placed"] == 0
+    operator = token(sub="ops", roles=["admin"])
+    (dead,) = (await ok(books, operator, "GET", "/api/admin/dead-letters"))["items"]
+    assert (dead["event_id"], dead["tenant"], dead["attempts"]) == (event_id, None, 1)
+    assert "no Loom-Tenant header" in dead["last_error"], dead["last_error"]
+    assert "tenanted context Ledger" in dead["last_error"]
