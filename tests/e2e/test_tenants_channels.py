@@ -57,7 +57,9 @@ async def shop(database_url: str, monkeypatch: pytest.MonkeyPatch) -> AsyncItera
         yield client
 
 
-async def ok(c: ServiceClient, who: dict[str, str], method: str, path: str, body: Any = None) -> Any:
+async def ok(
+    c: ServiceClient, who: dict[str, str], method: str, path: str, body: Any = None
+) -> Any:
     r = await c.request(method, path, json=body, headers=who)
     assert r.status_code < 300, r.text
     return r.json() if r.content else None

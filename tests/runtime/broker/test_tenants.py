@@ -58,7 +58,9 @@ async def broker_url(request: pytest.FixtureRequest) -> str:
     return backend.server.url
 
 
-async def ok(c: ServiceClient, who: dict[str, str], method: str, path: str, body: Any = None) -> Any:
+async def ok(
+    c: ServiceClient, who: dict[str, str], method: str, path: str, body: Any = None
+) -> Any:
     r = await c.request(method, path, json=body, headers=who)
     assert r.status_code < 300, r.text
     return r.json() if r.content else None
