@@ -9,41 +9,28 @@ placements reach its own account only.
 from __future__ import annotations
 
 import json
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 from uuid import uuid4
 
-import jwt
 import pytest
 
 from loom.build import build_model, import_package
 from loom.lang import compile_files
 from loom.runtime.transports import Message
-from loom.testing import ServiceClient, settle_all
+from loom.testing import settle_all
+from tests.e2e.test_tenants_channels import MODEL, OPERATOR, SECRET, A, B, Probe, ok
 from tests.runtime.broker.test_log_replay import Started, started  # noqa: F401 - the fixture
 from tests.runtime.transports.conftest import NatsBackend, clean_backend
 
-MODEL = Path(__file__).resolve().parents[2] / "e2e" / "models" / "tenants_channels.loom"
 SPLIT = "deployable Shop { contexts: Sales }\ndeployable Books { contexts: Ledger }\n"
-SECRET = "a-test-secret-that-is-long-enough-for-hs256"
-
-
-def token(**claims: Any) -> dict[str, str]:
-    body = {"sub": "ann", "exp": int(time.time()) + 600, **claims}
-    return {"Authorization": "Bearer " + jwt.encode(body, SECRET, algorithm="HS256")}
-
-
-A = token(tenant="acme")
-B = token(sub="bob", tenant="globex")
 
 
 def packages(out: Path) -> dict[str, ModuleType]:
     split = out / "split.loom"
     split.write_text(SPLIT, encoding="utf-8")
-    result = compile_files([str(MODEL), str(split)])
+    result = compile_files([*map(str, MODEL), str(split)])
     assert result.model is not None, [d.message for d in result.diagnostics]
     build_model(result.model, out / "pkg")
     return {d.name: import_package(out / "pkg" / d.name.lower()) for d in result.model.deployables}
@@ -56,14 +43,6 @@ async def broker_url(request: pytest.FixtureRequest) -> str:
     backend = await clean_backend(request)
     assert isinstance(backend, NatsBackend)
     return backend.server.url
-
-
-async def ok(
-    c: ServiceClient, who: dict[str, str], method: str, path: str, body: Any = None
-) -> Any:
-    r = await c.request(method, path, json=body, headers=who)
-    assert r.status_code < 300, r.text
-    return r.json() if r.content else None
 
 
 async def test_a_tenanted_event_crosses_deployables_with_its_tenant(
@@ -103,13 +82,16 @@ async def test_a_tenanted_event_crosses_deployables_with_its_tenant(
     assert await booked(A, "acme") == (2, 11)
     assert await booked(B, "globex") == (1, 7)
 
-    # and across the broker, B's token still finds nothing of A's
-    attempts = leaked = 0
-    for path in (f"/api/accounts/{accounts['acme']}",):
-        attempts += 1
-        leaked += (await books.get(path, headers=B)).status_code != 404
-    print(f"cross-tenant attempts: {attempts}, leaked: {leaked}")
-    assert leaked == 0
+    # and in the consuming deployable, B's token finds nothing of A's
+    probe = Probe({accounts["acme"]})
+    mine = f"/api/accounts/{accounts['acme']}"
+    probe.absent("GET account", await books.get(mine, headers=B))
+    probe.absent("PATCH account", await books.patch(mine, json={"total": 0}, headers=B))
+    probe.absent("DELETE account", await books.delete(mine, headers=B))
+    probe.unseen("list accounts", await books.get("/api/accounts", headers=B))
+    probe.report()
+    assert probe.attempts == 4
+    assert await booked(A, "acme") == (2, 11)
 
 
 async def test_a_message_without_a_tenant_is_dead_lettered_not_applied(
@@ -142,8 +124,7 @@ async def test_a_message_without_a_tenant_is_dead_lettered_not_applied(
     await settle_all([shop, books])
 
     assert (await ok(books, A, "GET", f"/api/accounts/{mine}"))["placed"] == 0
-    operator = token(sub="ops", roles=["admin"])
-    (dead,) = (await ok(books, operator, "GET", "/api/admin/dead-letters"))["items"]
+    (dead,) = (await ok(books, OPERATOR, "GET", "/api/admin/dead-letters"))["items"]
     assert (dead["event_id"], dead["tenant"], dead["attempts"]) == (event_id, None, 1)
     assert "no Loom-Tenant header" in dead["last_error"], dead["last_error"]
     assert "tenanted context Ledger" in dead["last_error"]
