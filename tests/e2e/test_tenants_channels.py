@@ -150,7 +150,7 @@ async def test_a_dead_letter_keeps_its_tenant_and_is_redriven_in_it(shop: Servic
     page = await ok(c, OPERATOR, "GET", "/api/admin/dead-letters")
     (dead,) = page["items"]
     assert (dead["event_type"], dead["tenant"]) == ("Sales.Placed", "acme")
-    assert "not found" in dead["last_error"].lower() or "NotFound" in dead["last_error"]
+    assert dead["last_error"].startswith("Ledger.Book.on(Sales.Placed): NotFound"), dead
     async with c.service.engine.connect() as conn:
         rows = (await conn.execute(select(OUTBOX.c.status, OUTBOX.c.tenant))).all()
     assert [(r.status, r.tenant) for r in rows] == [("dead", "acme")]
