@@ -413,6 +413,7 @@ def dead_letters_list(
                 f"event    {d['event_id']}  {d['event_type']}  channel={d['channel']}"
                 f"  attempts={d['attempts']}  occurred={d['occurred_at']}"
                 f"  correlation={d['correlation_id']}  revision={d['model_revision'] or 'unknown'}"
+                + (f"  tenant={d['tenant']}" if d.get("tenant") else "")
             )
         typer.echo(f"    last error: {d['last_error']}")
 

@@ -13,6 +13,7 @@ from uuid import UUID
 from sqlalchemy import MetaData
 
 from loom.runtime import Channel, DomainEvent, Service
+from loom.runtime._principal import system_of, use_principal
 
 LOOM = [sys.executable, "-m", "loom.cli"]
 
@@ -37,8 +38,9 @@ class Failed(DomainEvent):
 REVISION = "0123456789ab"
 
 
-async def make_dead_letters(url: str, n: int) -> list[UUID]:
-    """A database holding `n` dead letters, made the real way: a relay, a failing handler."""
+async def make_dead_letters(url: str, n: int, tenant: str | None = None) -> list[UUID]:
+    """A database holding `n` dead letters, made the real way: a relay, a failing handler;
+    raised in `tenant` (as a tenanted context's request raises them) when one is given."""
     service = Service.from_url(
         url, MetaData(), channels=[Channel("cli", ["Cli.Failed"], max_attempts=1)]
     )
@@ -50,9 +52,10 @@ async def make_dead_letters(url: str, n: int) -> list[UUID]:
     service.events.subscribe(Failed, broken, name="Cli.Broken.on_failed")
     try:
         await service.create_schema()
-        async with service.transaction() as work:
-            for i in range(n):
-                work.emit(Failed(n=i))
+        with use_principal(system_of(tenant)):
+            async with service.transaction() as work:
+                for i in range(n):
+                    work.emit(Failed(n=i))
         await service.settle()
         return [d.event_id for d in await service.outbox.dead_letters()]
     finally:
@@ -98,6 +101,18 @@ async def test_list_and_redrive(database_url: str) -> None:
     assert every.returncode == 0 and every.stdout.strip() == "redriven 1 dead letter(s)"
     assert loom("list", *db).stdout.strip() == "no dead letters"
     assert await counts(database_url) == {"pending": 2, "delivered": 0, "dead": 0}
+
+
+async def test_each_dead_letter_shows_its_tenant(database_url: str) -> None:
+    """The operator sees every tenant's dead letters, each with its tenant (none: no `tenant=`)."""
+    (mine,) = await make_dead_letters(database_url, 1, tenant="acme")
+    db = ["--database-url", database_url]
+    listed = loom("list", *db)
+    assert listed.returncode == 0, listed.stderr
+    (line,) = [x for x in listed.stdout.splitlines() if str(mine) in x]
+    assert line.endswith("  tenant=acme"), line
+    page = json.loads(loom("list", *db, "--format", "json").stdout)
+    assert [(i["event_id"], i["tenant"]) for i in page["items"]] == [(str(mine), "acme")]
 
 
 async def test_the_default_database_is_the_one_loom_run_uses(tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ EXAMPLES = {
     "dunning": ["tests/e2e/models/dunning.loom"],
     "tenants": ["tests/e2e/models/tenants.loom"],
     "tenants_processes": ["tests/e2e/models/tenants_processes.loom"],
+    "tenants_channels": ["tests/e2e/models/tenants_channels.loom"],
 }
 
 

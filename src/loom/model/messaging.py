@@ -52,6 +52,8 @@ HEADER_CORRELATION_ID: Final = "Loom-Correlation-Id"
 HEADER_CAUSATION_ID: Final = "Loom-Causation-Id"
 HEADER_OCCURRED_AT: Final = "Loom-Occurred-At"
 HEADER_MODEL_REVISION: Final = "Loom-Model-Revision"
+# the tenant a tenanted context's event was raised in; its consumers apply it in that tenant only
+HEADER_TENANT: Final = "Loom-Tenant"
 
 
 # JetStream names (streams, consumers) may not hold `.`, `*`, `>`, whitespace or path separators,

@@ -38,6 +38,9 @@ class DeadLetterOut(BaseModel):
     payload: dict[str, Any]
     # the revision of the model that wrote the event; null: written before events carried one
     model_revision: str | None = None
+    # the tenant the event was raised in (a tenanted context's); null: an untenanted event. The
+    # admin sees every tenant's dead letters; a redrive replays each in its own tenant
+    tenant: str | None = None
 
 
 class DeadTimeoutOut(BaseModel):

@@ -27,6 +27,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from loom.model import messaging as wire
+
 from . import clock
 from ._brokers import Consumed
 from ._claimant import failure_pause
@@ -236,6 +238,11 @@ class ConsumerLoop:
         consumed, bus = self.consumed, self._service.events
         channel, message = consumed.channel, received.message
         attempt = max(received.delivered, 1)
+        refusal = self._untenanted(message)
+        if refusal:
+            await self._dead_letter(message, f"{self.spec.name}: {refusal}", attempt)
+            await self._quietly(received.ack())
+            return
         while True:
             try:
                 envelope = _envelope(bus.decode_stored, message)
@@ -268,6 +275,24 @@ class ConsumerLoop:
                 await self._quietly(received.retry(0))
                 raise _Stopped
             attempt += 1
+
+    def _untenanted(self, message: Message) -> str:
+        """Why a message without a tenant cannot be applied by this consumer ("" when it can):
+        a reaction of a tenanted context runs in the event's tenant, and a message from a foreign
+        or older producer that has none is dead-lettered at once, never applied unscoped (nor
+        retried: no attempt can give it one)."""
+        if message.tenant is not None:
+            return ""
+        served = self._service.tenanted
+        # a consumer name is `<Context>.<Workflow>.…` (docs/events.md)
+        mine = sorted({s.name.split(".", 1)[0] for s in self.consumed.subs} & served)
+        if not mine:
+            return ""
+        return (
+            f"the message has no {wire.HEADER_TENANT} header, and its consumer belongs to "
+            f"tenanted context {', '.join(mine)}, which applies an event in its tenant only "
+            "(a Loom relay sends every tenanted context's event with one)"
+        )
 
     async def _dead_letter(self, message: Message, error: str, attempt: int) -> None:
         """Write the dead row, retrying while the database fails (the message stays held)."""
@@ -317,6 +342,7 @@ def _envelope(decode: Callable[..., EventEnvelope], message: Message) -> EventEn
         correlation_id=message.correlation_id or message.event_id,
         causation_id=message.causation_id,
         model_revision=message.model_revision,
+        tenant=message.tenant,
     )
 
 
@@ -349,4 +375,5 @@ def _dead_row(message: Message, error: str, attempt: int) -> dict[str, Any]:
         "claimed_until": None,
         "delivered_at": None,
         "model_revision": message.model_revision,
+        "tenant": message.tenant,
     }

@@ -197,9 +197,11 @@ class EventBus:
         correlation_id: str,
         causation_id: str | None,
         model_revision: str | None,
+        tenant: str | None = None,
     ) -> EventEnvelope:
         """The envelope of an event read back from an outbox row or a broker message: decoded by
-        the class of its (possibly former) type, `Undeliverable` when none decodes it."""
+        the class of its (possibly former) type, `Undeliverable` when none decodes it. `tenant`
+        is the one the event was raised in: its reactions run as that tenant's system principal."""
         cls = self.event_class(event_type)
         if cls is None:
             raise Undeliverable(f"no event class is registered for {event_type}")
@@ -215,6 +217,7 @@ class EventBus:
             correlation_id=correlation_id,
             causation_id=causation_id,
             model_revision=model_revision,
+            tenant=tenant,
         )
 
     def handlers_for(self, event_class: type) -> tuple[Subscription, ...]:

@@ -246,6 +246,7 @@ def create_app(
             consumer_options=consumer_options,
         )
         service.externs = loaded
+        service.tenanted = frozenset(tenanted)
         service.idempotency.ttl = ttl
         service.events.model_revision = model_revision
         for event_type in event_types:

@@ -77,6 +77,9 @@ outbox = Table(
     # the revision of the model whose service wrote the row (loom.lang.lower.revision); NULL in
     # rows written before events carried one, and by a service built without one
     Column("model_revision", String, nullable=True),
+    # the tenant of the principal that raised the event (a tenanted context's); NULL for an
+    # untenanted one: its consumers run as the system principal of that tenant
+    Column("tenant", String, nullable=True),
     # the relay's claim: pending rows, due first, in event order
     Index("ix___loom_outbox_due", "status", "available_at", "event_id"),
 )
@@ -97,6 +100,7 @@ outbox_queue = LeasedQueue(
         "occurred_at",
         "attempts",
         "model_revision",
+        "tenant",
     ),
 )
 inbox = Table(
@@ -105,6 +109,8 @@ inbox = Table(
     Column("consumer", String, nullable=False),
     Column("event_id", Uuid, nullable=False),
     Column("processed_at", UtcDateTime, nullable=False),
+    # the tenant the delivery ran in (NULL: an untenanted event)
+    Column("tenant", String, nullable=True),
     PrimaryKeyConstraint("consumer", "event_id", name="pk___loom_inbox"),
 )
 
@@ -220,6 +226,7 @@ def outbox_rows(
                 "claimed_until": None,
                 "delivered_at": None,
                 "model_revision": envelope.model_revision,
+                "tenant": envelope.tenant,
             }
         )
     return rows
@@ -256,6 +263,7 @@ class DeadLetter:
     correlation_id: str
     payload: dict[str, Any]
     model_revision: str | None = None  # None: written before events carried a revision
+    tenant: str | None = None  # None: an untenanted context's event
 
 
 def _payload(text: str) -> dict[str, Any]:
@@ -278,6 +286,7 @@ _DEAD_COLUMNS = (
     outbox.c.correlation_id,
     outbox.c.payload,
     outbox.c.model_revision,
+    outbox.c.tenant,
 )
 
 _REDRIVEN = (
@@ -318,6 +327,7 @@ class Outbox:
                 correlation_id=r.correlation_id,
                 payload=_payload(r.payload),
                 model_revision=r.model_revision,
+                tenant=r.tenant,
             )
             for r in rows
         ]

@@ -70,6 +70,7 @@ def message_of(row: Any, event: DomainEvent) -> Message:
         causation_id=row.causation_id,
         occurred_at=row.occurred_at.isoformat(),
         model_revision=row.model_revision,
+        tenant=row.tenant,
     )
 
 

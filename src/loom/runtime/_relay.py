@@ -293,6 +293,7 @@ class Relay:
                 correlation_id=row.correlation_id,
                 causation_id=row.causation_id,
                 model_revision=row.model_revision,  # NULL in a row written before rows had one
+                tenant=row.tenant,
             )
         except Undeliverable as exc:
             fields = {**row_fields(row), "attempt": row.attempts + 1, "error": str(exc)}

@@ -127,6 +127,9 @@ class Service:
         self.faults = faults or Faults()
         # the user's extern classes by name (loaded by create_app's lifespan)
         self.externs: dict[str, Any] = {}
+        # the tenanted contexts served (docs/language.md#tenants): a broker consumer of theirs
+        # applies no message without a tenant
+        self.tenanted: frozenset[str] = frozenset()
         self.dialect = engine.dialect.name
         self.is_sqlite = self.dialect == "sqlite"
         # PostgreSQL: rows read inside `transaction()` are locked (SELECT ... FOR UPDATE), so

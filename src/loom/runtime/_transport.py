@@ -46,6 +46,7 @@ class Message:
     causation_id: str | None = None
     occurred_at: str = ""  # ISO 8601, as the outbox row has it
     model_revision: str | None = None
+    tenant: str | None = None  # a tenanted context's event: the tenant it was raised in
 
     def headers(self) -> dict[str, str]:
         """The metadata as the `Loom-*` headers (absent values left out)."""
@@ -60,6 +61,8 @@ class Message:
             out[wire.HEADER_CAUSATION_ID] = self.causation_id
         if self.model_revision is not None:
             out[wire.HEADER_MODEL_REVISION] = self.model_revision
+        if self.tenant is not None:
+            out[wire.HEADER_TENANT] = self.tenant
         return out
 
     @classmethod
@@ -82,6 +85,7 @@ class Message:
             causation_id=headers.get(wire.HEADER_CAUSATION_ID),
             occurred_at=headers.get(wire.HEADER_OCCURRED_AT, ""),
             model_revision=headers.get(wire.HEADER_MODEL_REVISION),
+            tenant=headers.get(wire.HEADER_TENANT) or None,
         )
 
     @classmethod

@@ -46,6 +46,7 @@ from ._errors import ConcurrencyConflict, DatabaseUnavailable, InvalidValue, Out
 from ._events import AlreadyHandled
 from ._mapping import DELETED_ATTR, VERSION_ATTR
 from ._outbox import inbox_insert, write_events
+from ._principal import current_principal
 
 if TYPE_CHECKING:
     from ._service import Service
@@ -386,7 +387,12 @@ class Work:
         stmt = _INBOX_INSERTS.get(dialect)
         if stmt is None:
             stmt = _INBOX_INSERTS[dialect] = inbox_insert(dialect)
-        params = {"consumer": consumer, "event_id": event_id, "processed_at": clock.now()}
+        params = {
+            "consumer": consumer,
+            "event_id": event_id,
+            "processed_at": clock.now(),
+            "tenant": current_principal().tenant,
+        }
         try:
             conn = await self.connection()
             result = await conn.execute(stmt, params)

@@ -38,6 +38,7 @@ def message(n: int, event_type: str = PLACED) -> Message:
         causation_id=f"cause-{n}",
         occurred_at="2026-12-01T10:00:00+00:00",
         model_revision="r1",
+        tenant="acme" if n % 2 else None,  # a tenanted context's event, and an untenanted one's
     )
 
 

@@ -6,8 +6,9 @@
   without it, and could not scope what it writes: `loom.tenanted-event-untenanted-reactor`.
 - What has no tenant to run in yet is `loom.tenanted-unsupported` rather than running unscoped: in
   a tenanted context, a correlated workflow (its instances and timeouts), a reaction to an
-  untenanted context's event, a projection, a channel; anywhere, a channel
-  carrying a tenanted context's event (outbox rows and broker messages carry no tenant yet).
+  untenanted context's event, a projection. A channel may carry a tenanted
+  context's event: its outbox row, broker message (`Loom-Tenant`), inbox row and dead letter
+  carry the tenant, and its consumers run in it.
 
 A context timer runs once per tenant that has rows (the runtime's `Recurring`), so it is not
 refused.
@@ -37,7 +38,6 @@ def check_tenants(ck: Checker) -> None:
             _unsupported(ck, ctx, tenanted)
         else:
             _untenanted_reactors(ck, ctx, tenanted)
-        _carried(ck, ctx, tenanted)
 
 
 def _reserved_fields(ck: Checker, ctx: ContextSymbols) -> None:
@@ -92,33 +92,6 @@ def _unsupported(ck: Checker, ctx: ContextSymbols, tenanted: set[str]) -> None:
                 )
     for proj in ctx.projections.values():
         report(proj.name_span, f"projection `{proj.name}` folds events")
-    for ch in ctx.channels.values():
-        report(ch.name_span, f"channel `{ch.name}`", "would carry events without their tenant")
-
-
-def _carried(ck: Checker, ctx: ContextSymbols, tenanted: set[str]) -> None:
-    """A channel of an untenanted context carrying a tenanted context's event: its outbox row
-    and broker message do not carry the tenant yet, so its consumers would run without one."""
-    if ctx.tenanted is not None:
-        return  # reported as a whole above
-    for ch in ctx.channels.values():
-        for s in ch.settings:
-            if s.key != "carries" or not isinstance(s.value, list):
-                continue
-            for qualifier, name, span in s.value:
-                home = ck.prog.contexts.get(qualifier) if qualifier else ctx
-                if home is None or home.name not in tenanted or name not in home.events:
-                    continue
-                ck.report(
-                    "loom.tenanted-unsupported",
-                    f"channel `{ch.name}` carries `{home.name}.{name}`, an event of tenanted "
-                    f"context `{home.name}`: a channel does not carry the tenant yet",
-                    span,
-                    "an event of a tenanted context",
-                    secondary=[_tenanted_label(home)],
-                    help="leave the event in process (its reactions then run in its tenant), "
-                    "or carry an event of an untenanted context",
-                )
 
 
 def _untenanted_reactors(ck: Checker, ctx: ContextSymbols, tenanted: set[str]) -> None:
