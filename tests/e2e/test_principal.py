@@ -21,22 +21,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import jwt
 import pytest
 
 from loom.testing import ServiceClient, serve
+from tests.e2e.tokens import SECRET, token
 
 MODEL = [Path(__file__).resolve().parent / "models" / "principal.loom"]
-SECRET = "a-test-secret-that-is-long-enough-for-hs256"
 CLOSE_RULE = 'Ticket.close: requires currentUser.isSystem || currentUser.hasRole("admin")'
 ENV = ("LOOM_JWT_SECRET", "LOOM_JWT_PUBLIC_KEY", "LOOM_JWT_AUDIENCE", "LOOM_JWT_ISSUER")
-
-
-def token(secret: str = SECRET, **claims: Any) -> dict[str, str]:
-    """The Authorization header of a token for `ann` (claims override)."""
-    body = {"sub": "ann", "exp": int(time.time()) + 600, **claims}
-    body = {k: v for k, v in body.items() if v is not None}  # `sub=None`: a token without one
-    return {"Authorization": "Bearer " + jwt.encode(body, secret, algorithm="HS256")}
 
 
 ADMIN = {"roles": ["admin"]}

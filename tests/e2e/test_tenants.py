@@ -15,20 +15,18 @@ LOOM_TENANT_CLAIM names another claim; a tenanted model without authentication r
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jwt
 import pytest
 
 from loom.runtime import AuthConfigError
 from loom.testing import ServiceClient, serve
+from tests.e2e.tokens import SECRET, token
 
 MODEL = [Path(__file__).resolve().parent / "models" / "tenants.loom"]
-SECRET = "a-test-secret-that-is-long-enough-for-hs256"
 ENV = (
     "LOOM_JWT_SECRET",
     "LOOM_JWT_PUBLIC_KEY",
@@ -36,14 +34,6 @@ ENV = (
     "LOOM_JWT_ISSUER",
     "LOOM_TENANT_CLAIM",
 )
-
-
-def token(**claims: Any) -> dict[str, str]:
-    """The Authorization header of a token for `ann` (claims override; None leaves one out)."""
-    # a day: the tokens below are made at import, and a whole suite runs before these tests do
-    body = {"sub": "ann", "exp": int(time.time()) + 86400, **claims}
-    body = {k: v for k, v in body.items() if v is not None}
-    return {"Authorization": "Bearer " + jwt.encode(body, SECRET, algorithm="HS256")}
 
 
 A = token(tenant="acme")

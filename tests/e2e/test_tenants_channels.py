@@ -13,20 +13,18 @@ attempts on A's rows (ids of A's orders and accounts, on every route) are counte
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jwt
 import pytest
 from sqlalchemy import column, select, table
 
 from loom.testing import ServiceClient, serve
+from tests.e2e.tokens import SECRET, token
 
 MODEL = [Path(__file__).resolve().parent / "models" / "tenants_channels.loom"]
-SECRET = "a-test-secret-that-is-long-enough-for-hs256"
 ENV = (
     "LOOM_JWT_SECRET",
     "LOOM_JWT_PUBLIC_KEY",
@@ -36,11 +34,6 @@ ENV = (
 )
 INBOX = table("__loom_inbox", column("consumer"), column("tenant"))
 OUTBOX = table("__loom_outbox", column("event_type"), column("status"), column("tenant"))
-
-
-def token(**claims: Any) -> dict[str, str]:
-    body = {"sub": "ann", "exp": int(time.time()) + 600, **claims}
-    return {"Authorization": "Bearer " + jwt.encode(body, SECRET, algorithm="HS256")}
 
 
 A = token(tenant="acme")

@@ -12,28 +12,21 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import jwt
 import pytest
 
 from loom.testing import ServiceClient, serve
 from loom.testing._clock import VirtualClock
+from tests.e2e.tokens import SECRET, token
 
 MODEL = [Path(__file__).resolve().parent / "models" / "tenants_processes.loom"]
-SECRET = "a-test-secret-that-is-long-enough-for-hs256"
 START = datetime(2030, 5, 6, 9, 0, tzinfo=UTC)
 TIMER = "Lending.markOverdue"
-
-
-def token(**claims: Any) -> dict[str, str]:
-    body = {"sub": "ann", "exp": int(time.time()) + 600, **claims}
-    return {"Authorization": "Bearer " + jwt.encode(body, SECRET, algorithm="HS256")}
 
 
 A = token(tenant="acme")

@@ -1,0 +1,19 @@
+"""Bearer tokens for the tests of models served with JWT authentication (LOOM_JWT_SECRET)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import jwt
+
+SECRET = "a-test-secret-that-is-long-enough-for-hs256"
+
+
+def token(secret: str = SECRET, **claims: Any) -> dict[str, str]:
+    """The Authorization header of an HS256 token for `ann` (claims override; a claim given as
+    None is left out, `sub=None`: a token without a subject). It expires in a day: tests make
+    some at import, and a whole suite may run before they are used."""
+    body = {"sub": "ann", "exp": int(time.time()) + 86400, **claims}
+    body = {k: v for k, v in body.items() if v is not None}
+    return {"Authorization": "Bearer " + jwt.encode(body, secret, algorithm="HS256")}
