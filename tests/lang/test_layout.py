@@ -154,6 +154,7 @@ def test_the_front_end_is_split_into_its_passes() -> None:
     flat = [p.name for p in (SRC / "loom/lang").glob("*.py")]
     assert sorted(flat) == [
         "__init__.py",
+        "codes.py",
         "compiler.py",
         "diagnostics.py",
         "render.py",

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
-from loom.lang.diagnostics import REGISTRY, Diagnostic, Span
+from loom.lang.codes import REGISTRY
+from loom.lang.diagnostics import Diagnostic, Span
 
 _RED, _YELLOW, _BLUE, _BOLD, _RESET = "\x1b[31m", "\x1b[33m", "\x1b[34m", "\x1b[1m", "\x1b[0m"
 
