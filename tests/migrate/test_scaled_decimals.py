@@ -14,6 +14,7 @@ from sqlalchemy import Column, Integer, MetaData, Table, Uuid, insert, select
 from sqlalchemy.exc import StatementError
 
 from loom.migrate.database import apply
+from loom.migrate.folder import MigrationsError
 from loom.runtime.types import DecimalText
 from tests.migrate.kit import info, plan_between, write_versions
 from tests.migrate.test_apply import _run
@@ -89,3 +90,44 @@ async def test_the_step_sets_numeric_p_s(database_url: str, tmp_path: Path) -> N
         database_url, v, lambda c: c.execute(select(v.tables["billing_plans"].c.price)).scalar()
     )
     assert str(got) == "1234567890.50"
+
+
+@pytest.mark.parametrize("stored", ["12.345", "123456789.5"])
+async def test_narrowing_refuses_a_stored_value_that_does_not_fit(
+    database_url: str, tmp_path: Path, stored: str
+) -> None:
+    """decimal(12, 3) → decimal(10, 2) with a stored 12.345 (one digit too many after the point:
+    PostgreSQL's ALTER would round it to 12.35) or 123456789.5 (too many before it): the revision
+    stops before the change, says which values, and every row keeps its value."""
+    old, new = plans(2, DecimalText(12, 3)), plans(2, DecimalText(10, 2))
+    revs = write_versions(tmp_path / "m", old, new)
+    script = revs[-1].script.read_text()
+    assert 'guards.decimals_fit("billing_plans", "price", 10, 2)' in script
+    assert "from loom.migrate import guards" in script
+    await apply(database_url, revs[:1])
+    rows = [
+        {"id": ID, "version": 1, "price": Decimal("1.5"), "fee": 0},
+        {"id": ID2, "version": 1, "price": Decimal(stored), "fee": 0},
+    ]
+    await _run(database_url, old, lambda c: c.execute(insert(old.tables["billing_plans"]), rows))
+
+    with pytest.raises(MigrationsError, match=rf"1 stored value\(s\) do not fit it \({stored}"):
+        await apply(database_url, revs)
+    table = old.tables["billing_plans"]
+    got = await _run(database_url, old, lambda c: list(c.execute(select(table.c.price)).scalars()))
+    assert sorted(got) == sorted([Decimal("1.5"), Decimal(stored)])
+
+
+async def test_narrowing_applies_when_every_value_fits(database_url: str, tmp_path: Path) -> None:
+    """The same change with stored values that the new type holds (12.340 is 12.34): applied, and
+    the values read back unchanged (SQLite keeps the stored text, 12.340; the wire writes every
+    value at the field's scale)."""
+    old, new = plans(2, DecimalText(12, 3)), plans(2, DecimalText(10, 2))
+    revs = write_versions(tmp_path / "m", old, new)
+    await apply(database_url, revs[:1])
+    row = {"id": ID, "version": 1, "price": Decimal("12.34"), "fee": 0}
+    await _run(database_url, old, lambda c: c.execute(insert(old.tables["billing_plans"]), row))
+    assert (await apply(database_url, revs)).applied == [revs[-1].name]
+    table = new.tables["billing_plans"]
+    got = await _run(database_url, new, lambda c: c.execute(select(table.c.price)).scalar())
+    assert got == Decimal("12.34")

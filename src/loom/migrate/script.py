@@ -35,6 +35,7 @@ from loom.migrate.steps import (
     constant_default,
     has_default,
     is_tenant_column,
+    is_widening,
 )
 
 __all__ = ["render_script"]
@@ -356,6 +357,8 @@ def _body(steps: Sequence[Step]) -> list[str]:
             tenanted = any(isinstance(s, AddColumn) and is_tenant_column(s.column) for s in group)
             if tenanted:
                 lines += _empty_or_refuse(step.table)
+            for s in group:
+                lines += _decimals_fit(s)
             # SQLite adds a required column without a default only to a table it rebuilds
             how = ', recreate="always"' if tenanted else ""
             lines.append(f"    with op.batch_alter_table({_q(step.table)}{how}) as batch:")
@@ -405,6 +408,18 @@ def _empty_or_refuse(table: str) -> list[str]:
     ]
 
 
+def _decimals_fit(step: Step) -> list[str]:
+    """Before a column becomes a narrower `decimal(P, S)`: PostgreSQL would round its stored values
+    to the new scale (and SQLite keep ones the type then refuses), so the revision checks them."""
+    if not isinstance(step, AlterColumn) or not step.type_changed:
+        return []
+    bound = numeric_of(step.new)
+    if bound is None or is_widening(step.old, step.new):
+        return []
+    args = [_q(step.table), _q(step.new["name"]), str(bound[0]), str(bound[1])]
+    return _call("guards.decimals_fit", args, 4)
+
+
 def _needs_backfill(step: Step) -> bool:
     return (
         isinstance(step, AlterColumn)
@@ -412,6 +427,10 @@ def _needs_backfill(step: Step) -> bool:
         and not step.new["nullable"]
         and has_default(step.new)
     )
+
+
+# the loom modules a revision may call, imported only when its body does
+_LOOM_MODULES = (("migrate", "guards"), ("runtime", "types"))
 
 
 def render_script(
@@ -432,8 +451,12 @@ def render_script(
     body = _body(steps)
     imports = ["import sqlalchemy as sa"] if any("sa." in line for line in body) else []
     imports.append("from alembic import op")
-    if any("types." in line for line in body):
-        imports += ["", "from loom.runtime import types"]
+    loom_imports = [f"from loom.{package} import {module}" for package, module in _LOOM_MODULES]
+    loom_imports = [
+        line for line in loom_imports if any(line.rsplit(" ", 1)[1] + "." in b for b in body)
+    ]
+    if loom_imports:
+        imports += ["", *loom_imports]
     text = [
         '"""' + doc[0].replace('"""', "'''"),
         *(line.replace('"""', "'''") for line in doc[1:]),

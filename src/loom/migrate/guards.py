@@ -1,0 +1,42 @@
+"""Checks that generated revision scripts run before a step that would otherwise change stored
+data silently (they import this module: `from loom.migrate import guards`).
+
+PostgreSQL's `ALTER COLUMN … TYPE numeric(P, S)` rounds every stored value to the new scale
+without a word, and on SQLite the rebuilt table keeps a value the new type refuses at its next
+save. Neither is what a user asked for: the revision stops first, naming the values."""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+
+import sqlalchemy as sa
+from alembic import op
+
+from loom.runtime import decimals
+
+_SHOWN = 3
+
+
+def decimals_fit(table: str, column: str, precision: int, scale: int) -> None:
+    """Refuse (RuntimeError, so the revision rolls back) when a stored value of `table.column` is
+    not a `decimal(precision, scale)`: more digits after the point or before it."""
+    query = sa.text(f'SELECT CAST("{column}" AS TEXT) FROM "{table}" WHERE "{column}" IS NOT NULL')
+    misfits: list[str] = []
+    count = 0
+    for (text,) in op.get_bind().execute(query):
+        try:
+            problem = decimals.scale_error(Decimal(text), precision, scale)
+        except InvalidOperation:
+            problem = "not a number"
+        if problem is not None:
+            count += 1
+            if len(misfits) < _SHOWN:
+                misfits.append(str(text))
+    if count:
+        shown = ", ".join(misfits) + (", …" if count > len(misfits) else "")
+        raise RuntimeError(
+            f"{table}.{column} becomes decimal({precision}, {scale}), but {count} stored "
+            f"value(s) do not fit it ({shown}) and would be rounded or refused: change them "
+            "first (e.g. round them to the new scale through the service), or keep a type "
+            "that holds them"
+        )
