@@ -35,12 +35,8 @@ async def clock() -> AsyncIterator[VirtualClock]:
 
 
 @pytest.fixture
-async def app(
-    database_url: str, clock: VirtualClock, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[ServiceClient]:
-    monkeypatch.setenv("LOOM_SCHEDULER", "off")  # the virtual clock drives the scheduler
-    async with serve(MODEL, database_url) as client:
-        clock.attach(client.service)
+async def app(database_url: str, clock: VirtualClock) -> AsyncIterator[ServiceClient]:
+    async with serve(MODEL, database_url, clock=clock) as client:
         yield client
 
 

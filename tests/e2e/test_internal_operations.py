@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from loom.testing import ServiceClient, serve
-from loom.testing._clock import VirtualClock
+from loom.testing import ServiceClient, VirtualClock, serve
 
 MODEL = """
 context Billing {
@@ -76,15 +75,13 @@ context Billing {
 
 @pytest.fixture
 async def app(
-    database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    database_url: str, tmp_path: Path
 ) -> AsyncIterator[tuple[ServiceClient, VirtualClock]]:
     model = tmp_path / "billing.loom"
     model.write_text(MODEL)
-    monkeypatch.setenv("LOOM_SCHEDULER", "off")  # the virtual clock drives the scheduler
-    with VirtualClock(start=datetime(2030, 1, 7, 9, 0, tzinfo=UTC)) as clock:
-        async with serve([model], database_url) as client:
-            clock.attach(client.service)
-            yield client, clock
+    clock = VirtualClock(start=datetime(2030, 1, 7, 9, 0, tzinfo=UTC))
+    async with serve([model], database_url, clock=clock) as client:
+        yield client, clock
 
 
 async def test_internal_operations_have_no_route(

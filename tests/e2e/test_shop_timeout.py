@@ -11,12 +11,7 @@ from typing import Any
 
 import pytest
 
-from loom.testing import ServiceClient, serve
-
-try:  # the runtime's test kit exports it from loom.testing once it lands there
-    from loom.testing import VirtualClock  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover
-    from loom.testing._clock import VirtualClock
+from loom.testing import ServiceClient, VirtualClock, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOP = [ROOT / "examples/shop/shop.loom"]
@@ -31,12 +26,8 @@ async def clock() -> AsyncIterator[VirtualClock]:
 
 
 @pytest.fixture
-async def shop(
-    database_url: str, clock: VirtualClock, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[ServiceClient]:
-    monkeypatch.setenv("LOOM_SCHEDULER", "off")  # the virtual clock drives the scheduler
-    async with serve(SHOP, database_url) as client:
-        clock.attach(client.service)
+async def shop(database_url: str, clock: VirtualClock) -> AsyncIterator[ServiceClient]:
+    async with serve(SHOP, database_url, clock=clock) as client:
         yield client
 
 

@@ -36,6 +36,11 @@ def set_clock(clock: Clock) -> None:
     _clock = clock
 
 
+def current_clock() -> Clock:
+    """The installed clock (the system's unless a test installed another)."""
+    return _clock
+
+
 def reset_clock() -> None:
     set_clock(system_clock)
 

@@ -21,7 +21,9 @@ published and delivered, every broker consumer idle — or raises `TimeoutError`
 
 Processes (docs/processes.md): `given_process(state).when(step).then_state(…)…` tests one step
 of a process manager, pure; `VirtualClock(service)` moves time and fires due timeouts and
-context-timer ticks deterministically (`await clock.advance(timedelta(minutes=15))`).
+context-timer ticks deterministically (`await clock.advance(timedelta(minutes=15))`);
+`serve(model_files, url, clock=VirtualClock(start=...))` runs the service on it, its background
+scheduler off.
 """
 
 from __future__ import annotations

@@ -52,10 +52,19 @@ class VirtualClock:
         """Drive this service's scheduler too (one clock for several services, as replicas)."""
         self.services.append(service)
 
+    def detach(self, service: Service) -> None:
+        """Stop driving `service` (it stopped: a restarted one is attached anew)."""
+        self.services = [s for s in self.services if s is not service]
+
+    @property
+    def installed(self) -> bool:
+        """Whether this is the runtime clock now."""
+        return clock.current_clock() is self
+
     # -- installing ---------------------------------------------------------------------------
     def install(self) -> None:
         """Make this the runtime clock until `uninstall` (the `with` block does both)."""
-        self._previous = clock._clock
+        self._previous = clock.current_clock()
         clock.set_clock(self)
 
     def uninstall(self) -> None:

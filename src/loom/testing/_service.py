@@ -3,10 +3,11 @@ from __future__ import annotations
 import atexit
 import hashlib
 import importlib
+import os
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import ExitStack, asynccontextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import httpx
 
 from loom.build import build_model, import_package
+from loom.testing._clock import VirtualClock
 
 _cache_root: Path | None = None
 _built: dict[str, ModuleType] = {}
@@ -94,11 +96,48 @@ class ServiceClient(httpx.AsyncClient):
 
 @asynccontextmanager
 async def serve(
-    model_files: Sequence[str | Path], database_url: str, *, settle: bool = True
+    model_files: Sequence[str | Path],
+    database_url: str,
+    *,
+    settle: bool = True,
+    clock: VirtualClock | None = None,
 ) -> AsyncIterator[ServiceClient]:
     """Serve the model in-process on `database_url` and yield a client for it (see
-    `ServiceClient`: each request returns after every reaction it caused, unless `settle=False`)."""
+    `ServiceClient`: each request returns after every reaction it caused, unless `settle=False`).
+
+    With `clock`, the service runs on that virtual clock: the clock is installed for the block
+    (unless it already is), the background scheduler is off, and `clock.advance(...)` drives this
+    service's timeouts and timers (the service is detached from the clock when the block ends)."""
     main = build_service(model_files)
-    app = main.build_app(database_url)
-    async with app.router.lifespan_context(app), ServiceClient(app, main, settle=settle) as client:
-        yield client
+    with ExitStack() as stack:
+        if clock is None:
+            app = main.build_app(database_url)
+        else:
+            if not clock.installed:
+                stack.enter_context(clock)
+            app = _without_scheduler(main, database_url)
+        async with (
+            app.router.lifespan_context(app),
+            ServiceClient(app, main, settle=settle) as client,
+        ):
+            if clock is not None:
+                clock.attach(client.service)
+            try:
+                yield client
+            finally:
+                if clock is not None:
+                    clock.detach(client.service)
+
+
+def _without_scheduler(main: ModuleType, database_url: str) -> Any:
+    """`build_app` with LOOM_SCHEDULER=off. The generated `build_app` takes only the URL, and the
+    app reads the variable when it is created, so it is set for that call only."""
+    previous = os.environ.get("LOOM_SCHEDULER")
+    os.environ["LOOM_SCHEDULER"] = "off"
+    try:
+        return main.build_app(database_url)
+    finally:
+        if previous is None:
+            del os.environ["LOOM_SCHEDULER"]
+        else:
+            os.environ["LOOM_SCHEDULER"] = previous
