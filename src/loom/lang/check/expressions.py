@@ -38,6 +38,15 @@ _LITERAL_TYPES = {
 }
 
 
+# what a user from another language writes for "no value": Loom has no such literal
+_NULL_SPELLINGS = frozenset({"null", "nil", "None", "none", "undefined"})
+_NO_NULL = (
+    "Loom has no null literal: an optional field (`T?`) with no default starts absent (leave out "
+    "`= null`), and a field becomes absent when assigned an optional value that is (a left-out "
+    "optional parameter, another `T?` field)"
+)
+
+
 class ExpressionChecker(CallTyping):
     """The checker every rule runs on (`check.check` makes one per compilation)."""
 
@@ -238,7 +247,7 @@ class ExpressionChecker(CallTyping):
             f"unknown name `{n}`",
             e.span,
             "not found in this scope",
-            help=did_you_mean(n, candidates),
+            help=_NO_NULL if n in _NULL_SPELLINGS else did_you_mean(n, candidates),
         )
         return self.poison(e)
 
