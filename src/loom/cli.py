@@ -157,6 +157,26 @@ def run(
             "(default: $LOOM_IDEMPOTENCY_TTL, else 86400)."
         ),
     ] = None,
+    pool_size: Annotated[
+        int | None,
+        typer.Option(
+            help="Database connections each replica keeps open (default: $LOOM_POOL_SIZE, else 5)."
+        ),
+    ] = None,
+    pool_overflow: Annotated[
+        int | None,
+        typer.Option(
+            help="More connections a replica may open under load, closed again after "
+            "(default: $LOOM_POOL_OVERFLOW, else 10)."
+        ),
+    ] = None,
+    pool_timeout: Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds a request waits for a database connection before it answers 503 "
+            "(default: $LOOM_POOL_TIMEOUT, else 30)."
+        ),
+    ] = None,
     migrate: Annotated[
         bool,
         typer.Option(
@@ -215,6 +235,9 @@ def run(
         max_body_bytes=max_body_bytes,
         relay_lease=relay_lease,
         idempotency_ttl=idempotency_ttl,
+        pool_size=pool_size,
+        pool_overflow=pool_overflow,
+        pool_timeout=pool_timeout,
         migrate=migrate,
         contexts=contexts,
         deployable=deployable,

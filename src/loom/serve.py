@@ -55,6 +55,9 @@ class RunOptions:
     max_body_bytes: int | None = None
     relay_lease: float | None = None
     idempotency_ttl: float | None = None
+    pool_size: int | None = None
+    pool_overflow: int | None = None
+    pool_timeout: float | None = None
     migrate: bool = False
     contexts: str | None = None
     deployable: str | None = None
@@ -133,6 +136,9 @@ def _environment(options: RunOptions) -> None:
         ("LOOM_MAX_BODY_BYTES", _text(options.max_body_bytes)),
         ("LOOM_IDEMPOTENCY_TTL", _text(options.idempotency_ttl)),
         ("LOOM_RELAY_LEASE", _text(options.relay_lease)),
+        ("LOOM_POOL_SIZE", _text(options.pool_size)),
+        ("LOOM_POOL_OVERFLOW", _text(options.pool_overflow)),
+        ("LOOM_POOL_TIMEOUT", _text(options.pool_timeout)),
     ):
         if value:
             os.environ[variable] = value

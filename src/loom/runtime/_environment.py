@@ -31,3 +31,20 @@ def env_number(
     if value is None or not math.isfinite(value) or not valid(value):
         raise ValueError(f"{name} must be {what}, not {text!r}")
     return value
+
+
+def pool_settings() -> dict[str, int | float]:
+    """The database connection pool's settings a replica's environment gives: LOOM_POOL_SIZE
+    (connections kept open, >= 1), LOOM_POOL_OVERFLOW (more opened under load and closed after,
+    >= 0) and LOOM_POOL_TIMEOUT (seconds a unit of work waits for a connection before its request
+    answers 503, > 0). Each unset one keeps SQLAlchemy's default (5, 10 and 30 s)."""
+    found: dict[str, int | float | None] = {
+        "pool_size": env_number("LOOM_POOL_SIZE", int, "a whole number >= 1", lambda n: n >= 1),
+        "max_overflow": env_number(
+            "LOOM_POOL_OVERFLOW", int, "a whole number >= 0", lambda n: n >= 0
+        ),
+        "pool_timeout": env_number(
+            "LOOM_POOL_TIMEOUT", float, "a number of seconds > 0", lambda n: n > 0
+        ),
+    }
+    return {name: value for name, value in found.items() if value is not None}

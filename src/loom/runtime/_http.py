@@ -30,6 +30,7 @@ from ._contracts import add_asyncapi_route
 from ._dberrors import classify
 from ._domain import DomainEvent
 from ._edge import EdgeMiddleware
+from ._environment import pool_settings
 from ._errors import LoomError, StartupRefused
 from ._externs import load_externs
 from ._idempotency import HEADER as IDEMPOTENCY_KEY
@@ -38,7 +39,7 @@ from ._logs import install_default_handler
 from ._problems import install_problem_handlers, problem_for
 from ._relay import resolve_relay_options
 from ._schemas import Problem
-from ._service import Service
+from ._service import Service, in_memory_sqlite
 from ._tenants import check_tenanted_auth
 from ._timer_admin import timers_router
 from ._transport import Transport
@@ -215,6 +216,7 @@ def create_app(
     """
     ttl = resolve_ttl(idempotency_ttl)
     relay_settings = resolve_relay_options(relay_options)
+    pool = pool_settings()
     run_relay = relay if relay is not None else os.environ.get("LOOM_RELAY", "").lower() != "off"
     run_scheduler = (
         scheduler
@@ -244,6 +246,8 @@ def create_app(
             contexts=contexts,
             brokers=transports,
             consumer_options=consumer_options,
+            # an in-memory SQLite database is one connection (a StaticPool): no pool to size
+            **({} if in_memory_sqlite(url) else pool),
         )
         service.externs = loaded
         service.tenanted = frozenset(tenanted)

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import MetaData, event, text
+from sqlalchemy import MetaData, event, make_url, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
@@ -91,6 +91,15 @@ def async_url(url: str) -> str:
         if url.startswith(plain):
             return driver + url[len(plain) :]
     return url
+
+
+def in_memory_sqlite(url: str) -> bool:
+    """Whether `url` is an in-memory SQLite database, which SQLAlchemy serves from one connection
+    (a StaticPool: nothing to size), as it decides it."""
+    parsed = make_url(async_url(url))
+    if parsed.get_backend_name() != "sqlite":
+        return False
+    return parsed.database in (None, "", ":memory:") or parsed.query.get("mode") == "memory"
 
 
 class Service:

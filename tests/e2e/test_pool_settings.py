@@ -1,0 +1,82 @@
+"""The connection pool is sized by the replica's environment (LOOM_POOL_SIZE, LOOM_POOL_OVERFLOW,
+LOOM_POOL_TIMEOUT; `loom run --pool-size/--pool-overflow/--pool-timeout`), on SQLite and
+PostgreSQL: with every connection of a 2 + 0 pool held, a request waits the 0.5 s pool timeout and
+answers `503 unavailable` with `Retry-After`, and the next one, once a connection is free, 200.
+A bad value stops the start with the variable's name, not a traceback."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from loom.testing import serve
+
+ROOT = Path(__file__).resolve().parents[2]
+BANKING = [ROOT / "examples/banking/banking.loom"]
+
+
+async def test_a_full_pool_answers_503_after_its_timeout(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LOOM_POOL_SIZE", "2")
+    monkeypatch.setenv("LOOM_POOL_OVERFLOW", "0")
+    monkeypatch.setenv("LOOM_POOL_TIMEOUT", "0.5")
+    async with serve(BANKING, database_url) as client:
+        pool = client.service.engine.sync_engine.pool
+        assert (pool.size(), pool._max_overflow, pool._timeout) == (2, 0, 0.5)
+        assert (await client.get("/api/customers")).status_code == 200
+        held = [await client.service.engine.connect() for _ in range(2)]
+        try:
+            started = time.monotonic()
+            r = await client.get("/api/customers")
+            waited = time.monotonic() - started
+        finally:
+            for c in held:
+                await c.close()
+        print(f"full pool: {r.status_code} after {waited:.2f} s")
+        assert r.status_code == 503, r.text
+        assert r.json()["type"] == "urn:loom:problem:unavailable"
+        assert "retry-after" in r.headers
+        assert 0.4 <= waited < 5.0
+        assert (await client.get("/api/customers")).status_code == 200
+        # two at once fit the two connections: neither waits for the other's
+        both = await asyncio.gather(*(client.get("/api/customers") for _ in range(2)))
+        assert [b.status_code for b in both] == [200, 200]
+
+
+@pytest.mark.parametrize(
+    ("flag", "says"),
+    [
+        (["--pool-size", "0"], "LOOM_POOL_SIZE must be a whole number >= 1, not '0'"),
+        (["--pool-timeout", "0"], "LOOM_POOL_TIMEOUT must be a number of seconds > 0, not '0.0'"),
+    ],
+)
+def test_loom_run_refuses_a_bad_pool_setting(tmp_path: Path, flag: list[str], says: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOM_POOL")}
+    run = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("loom")),
+            "run",
+            *map(str, BANKING),
+            "--port",
+            "0",
+            *flag,
+            "--database-url",
+            f"sqlite:///{tmp_path / 'b.db'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+    )
+    print(run.returncode, run.stderr[-400:])
+    assert run.returncode != 0
+    assert says in run.stderr
+    assert "Traceback" not in run.stderr
