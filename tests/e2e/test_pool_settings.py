@@ -70,6 +70,7 @@ def test_loom_run_refuses_a_bad_pool_setting(tmp_path: Path, flag: list[str], sa
             "--database-url",
             f"sqlite:///{tmp_path / 'b.db'}",
         ],
+        check=False,
         capture_output=True,
         text=True,
         timeout=60,
