@@ -81,3 +81,15 @@ def test_loom_run_refuses_a_bad_pool_setting(tmp_path: Path, flag: list[str], sa
     assert run.returncode != 0
     assert says in run.stderr
     assert "Traceback" not in run.stderr
+
+
+async def test_every_route_documents_the_503(database_url: str) -> None:
+    """Any route can meet a full pool, the admin routes (dead letters, timers) included."""
+    async with serve([ROOT / "examples/shop/shop.loom"], database_url) as client:
+        paths = (await client.get("/openapi.json")).json()["paths"]
+    routes = {(m.upper(), p): op["responses"] for p, ops in paths.items() for m, op in ops.items()}
+    assert ("GET", "/api/admin/dead-letters") in routes
+    assert ("POST", "/api/admin/timers/{id}/fire") in routes
+    missing = sorted(f"{m} {p}" for (m, p), responses in routes.items() if "503" not in responses)
+    print(f"{len(routes)} routes, without a 503: {missing}")
+    assert missing == []

@@ -114,7 +114,7 @@ def admin_router(route_class: Any, get_service: Callable[..., Service]) -> APIRo
     @router.get(
         "/api/admin/dead-letters",
         response_model=Page[DeadItem],
-        responses=problems(401, 403, 422, 500),
+        responses=problems(401, 403, 413, 422, 500, 503),
     )
     async def list_dead_letters(
         limit: PageLimit = 50,
@@ -131,7 +131,7 @@ def admin_router(route_class: Any, get_service: Callable[..., Service]) -> APIRo
         "/api/admin/dead-letters/{id}/redrive",
         status_code=204,
         response_class=Response,
-        responses=problems(401, 403, 404, 422, 500),
+        responses=problems(401, 403, 404, 413, 422, 500, 503),
     )
     async def redrive_dead_letter(id: UUID, service: Service = Depends(get_service)) -> None:
         """Put a dead letter back in the queue (an event's id, or a timeout's job id): it is

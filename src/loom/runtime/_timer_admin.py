@@ -169,7 +169,7 @@ def timers_router(route_class: Any, get_service: Callable[..., Service]) -> APIR
     @router.get(
         "/api/admin/timers",
         response_model=Page[TimerItem],
-        responses=problems(401, 403, 422, 500),
+        responses=problems(401, 403, 413, 422, 500, 503),
     )
     async def list_timers(
         limit: PageLimit = 50,
@@ -184,7 +184,7 @@ def timers_router(route_class: Any, get_service: Callable[..., Service]) -> APIR
     @router.post(
         "/api/admin/timers/{id}/fire",
         response_model=FiredOut,
-        responses=problems(401, 403, 404, 409, 422, 500),
+        responses=problems(401, 403, 404, 409, 413, 422, 500, 503),
     )
     async def fire_timer(id: str, service: Service = Depends(get_service)) -> FiredOut:
         """Fire a pending timeout (its job id) or a context timer (its name) now, once, in this
