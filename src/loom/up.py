@@ -6,7 +6,9 @@ storage under `<model folder>/.loom/up/nats/`) is their broker.
 It waits until each service answers, prints where each one is, and forwards each child's output
 prefixed by its name. Ctrl-C (SIGINT) or SIGTERM stops the services (SIGTERM, then SIGKILL after
 `STOP_GRACE` seconds), then the broker, and exits 0; a child that exits on its own is named with
-its exit code and its last lines, the others are stopped, and the exit code is 1.
+its exit code and its last lines, the others are stopped, and the exit code is 1. A `loom up`
+killed with SIGKILL cannot do any of that: its children get SIGTERM from the kernel instead
+(`loom.with_parent`, Linux).
 """
 
 from __future__ import annotations
@@ -167,9 +169,10 @@ class Child:
 
 def start(label: str, command: list[str]) -> Child:
     # its own session: the terminal's Ctrl-C reaches `loom up` only, which stops the children in
-    # order (the broker last)
+    # order (the broker last); through `loom.with_parent`, it gets SIGTERM if `loom up` dies
+    # without stopping it (SIGKILL)
     process = subprocess.Popen(
-        command,
+        [sys.executable, "-m", "loom.with_parent", str(os.getpid()), *command],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,

@@ -143,6 +143,21 @@ def test_a_child_killed_stops_the_rest_and_exits_1(tmp_path: Path) -> None:
     assert not left, out
 
 
+def test_loom_up_killed_with_sigkill_leaves_no_service_running(tmp_path: Path) -> None:
+    """SIGKILL gives `loom up` no chance to stop its children: the kernel sends each SIGTERM."""
+    with loom_up(tmp_path, free_port(), PAIR, PAIR_SPLIT) as (proc, log):
+        _wait_for(log, proc, "Ctrl-C stops them all.")
+        children = _children(proc.pid)
+        assert len(children) == 2, children
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 30
+        while (alive := [p for p in children if _alive(p)]) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    print(f"children started: {len(children)}, alive after SIGKILL of loom up: {len(alive)}")
+    assert not alive, log.read_text()
+
+
 @needs_nats
 def test_up_runs_the_shop_over_nats(tmp_path: Path) -> None:
     port = free_port()
