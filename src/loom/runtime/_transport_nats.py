@@ -218,7 +218,10 @@ class NatsTransport(Transport):
     async def publish_many(self, messages: Sequence[Message]) -> list[TransportError | None]:
         """Every message sent with `publish_async` (one connection: JetStream stores them in
         this order), then every ack awaited together, for `request_timeout` at most."""
-        _, js = self._client()
+        try:
+            _, js = self._client()
+        except TransportError as exc:
+            return [exc] * len(messages)
         sent: list[asyncio.Future[PubAck]] = []
         unsent: TransportError | None = None
         for message in messages:
