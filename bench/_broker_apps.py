@@ -6,7 +6,7 @@ topology tests build theirs (tests/runtime/broker/conftest.py: `contexts`, the c
 consumers, one `NatsTransport` per deployable), with the runtime's default relay, consumer and
 transport options. The only difference from a plain deployable are the timing hooks: the sender
 notes `c` right after the commit of the unit of work that wrote a `Pinged` to the outbox, `w` and
-`k` when the relay's claim that took its row began and ended, `p` when the relay starts publishing it and `a` when JetStream acked the publish; the receiver `f` when its
+`k` when the relay's claim that took its row began and ended, `p` when the relay starts publishing it (the batch it is in) and `a` when JetStream acked the batch; the receiver `f` when its
 consumer's fetch returned it, `s` when its reaction starts and `d` when the reaction returned (its
 transaction, with the inbox row, committed). Each process sends the bench one UDP datagram per ping
 with its three points (`BENCH_UDP_PORT`; on loopback, never blocking). The times are
@@ -24,7 +24,7 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import ModuleType
@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 from loom.runtime import DomainEvent, Service, create_app
 from loom.runtime._relay import Relay
 from loom.runtime._work import Work
-from loom.runtime.transports import ConsumerSpec, Message, NatsTransport
+from loom.runtime.transports import ConsumerSpec, Message, NatsTransport, TransportError
 from loom.testing import build_service
 from tests.runtime.broker.conftest import broker_channels, routers
 
@@ -124,15 +124,22 @@ def sender_app() -> FastAPI:
                 points.note("c", event.n, at)
 
     Work._commit = timed_commit  # type: ignore[method-assign]
-    publish = NatsTransport.publish
+    publish_many = NatsTransport.publish_many
 
-    async def timed_publish(self: NatsTransport, message: Message) -> None:
-        n = json.loads(message.payload)["n"]
-        points.note("p", n, time.monotonic())
-        await publish(self, message)
-        points.note("a", n, time.monotonic())
+    async def timed_publish(
+        self: NatsTransport, messages: Sequence[Message]
+    ) -> list[TransportError | None]:
+        numbers = [json.loads(message.payload)["n"] for message in messages]
+        began = time.monotonic()
+        for n in numbers:
+            points.note("p", n, began)
+        results = await publish_many(self, messages)
+        acked = time.monotonic()  # the relay's batch is acked together
+        for n in numbers:
+            points.note("a", n, acked)
+        return results
 
-    NatsTransport.publish = timed_publish  # type: ignore[method-assign]
+    NatsTransport.publish_many = timed_publish  # type: ignore[method-assign]
     claim = Relay._claim
 
     async def timed_claim(self: Relay) -> tuple[list[Any], datetime]:

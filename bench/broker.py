@@ -175,13 +175,30 @@ def _client(server: Server, callers: int) -> httpx.AsyncClient:
     return httpx.AsyncClient(base_url=server.url, limits=limits, timeout=WAIT)
 
 
+@dataclass(frozen=True)
+class Leg:
+    """The broker leg alone: events/s (Sender's first publish to the last reaction's commit),
+    the relay's publishing rate (rows/s, first publish to the last ack), and the CPU
+    milliseconds per event of each process from the moment the restarted Sender answered HTTP
+    (its start-up is not counted; `before_ready` rows were published before that)."""
+
+    rate: float
+    relay_rate: float
+    cpu_ms: dict[str, float]
+    before_ready: int
+
+
 async def drain(
-    sender: Server, notes: Notes, first: int, events: int, callers: int
-) -> tuple[float, float]:
-    """The broker leg alone, events/s: `events` pings committed while Sender's relay is off
-    (LOOM_RELAY=off), then Sender restarted with its relay, which finds them all in the outbox;
-    from its first publish to the commit of the last reaction. Also: the relay's publish rate
-    (first publish to the last publish acked)."""
+    sender: Server,
+    receiver: Server,
+    nats_pid: int,
+    notes: Notes,
+    first: int,
+    events: int,
+    callers: int,
+) -> Leg:
+    """The broker leg alone: `events` pings committed while Sender's relay is off
+    (LOOM_RELAY=off), then Sender restarted with its relay, which finds them all in the outbox."""
     pings = range(first, first + events)
     sender.stop()
     sender.env["LOOM_RELAY"] = "off"
@@ -192,10 +209,19 @@ async def drain(
     sender.stop()
     del sender.env["LOOM_RELAY"]
     sender.start()
+    ready = time.monotonic()
+    assert sender.process is not None and receiver.process is not None
+    processes = Processes(sender=sender.process.pid, receiver=receiver.process.pid, nats=nats_pid)
+    cpu = processes.cpu()
     await asyncio.wait_for(notes.done_in[1].wait(), WAIT)
+    after = processes.cpu()
+    del cpu["client"], after["client"]  # the bench process idles meanwhile
+    before_ready = sum(1 for n in pings if notes.first("p", n) < ready)
+    cpu_ms = Processes.per_event(cpu, after, max(events - before_ready, 1))
     start = min(notes.first("p", n) for n in pings)
     published = max(notes.first("a", n) for n in pings) - start
-    return events / (max(notes.first("d", n) for n in pings) - start), events / published
+    rate = events / (max(notes.first("d", n) for n in pings) - start)
+    return Leg(rate, events / published, cpu_ms, before_ready)
 
 
 async def whole_path(
@@ -258,7 +284,9 @@ async def measure(
             )
             first += args.events
             raw_rates.append(await raw(nats_url, nats_pid, raw_messages(main, args.events)))
-    drained = await drain(sender, notes, first, args.events, args.callers)  # restarts Sender
+    drained = await drain(
+        sender, receiver, nats_pid, notes, first, args.events, args.callers
+    )  # restarts Sender
     first += args.events
     await asyncio.sleep(1.0)  # a late duplicate would show now
     if args.profile:
@@ -390,11 +418,16 @@ def report(label: str, r: dict[str, Any], args: argparse.Namespace) -> None:
         f"| {r['path']:.0f} events/s | {r['raw']:.0f} msgs/s | **{ratio:.2f}** "
         f"| {_verdict(ratio >= 0.5)} |"
     )
+    alone: Leg = r["drain"]
     print(
         f"| broker leg alone (outbox -> relay -> NATS -> reaction), one round | "
-        f"{r['drain'][0]:.0f} events/s | | {r['drain'][0] / r['raw']:.2f} | |"
+        f"{alone.rate:.0f} events/s | | {alone.rate / r['raw']:.2f} | |"
     )
-    print(f"broker leg alone: the relay published at {r['drain'][1]:.0f} events/s")
+    print(
+        f"broker leg alone: the relay published at {alone.relay_rate:.0f} rows/s; CPU ms/event "
+        f"{_cpu_text(alone.cpu_ms)} (from Sender's restart answering; {alone.before_ready} rows "
+        "published before)"
+    )
     for p, (q, q_cpu) in zip(r["path_rates"], r["raw_rates"]):
         print(
             f"round: path {p.rate:.0f} events/s (Sender committed {p.commit_rate:.0f}/s; last "

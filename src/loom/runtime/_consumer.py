@@ -6,7 +6,8 @@ after the other, so events of one key are applied in publish order, while lanes 
 concurrently (at most `max_in_flight` messages held per consumer). Applying one message runs the
 reaction through `EventBus.deliver`, so `service.reaction()` records the inbox row in the
 reaction's own transaction: a redelivered message is skipped, never applied twice. The message is
-acked only after that commit.
+acked only after that commit; the ack is sent without waiting for the broker's confirmation
+(`ack_nowait`): a lost one is a redelivery, which the inbox skips.
 
 A failure is retried in place with the channel's backoff (the message stays held, kept from
 redelivery by `in_progress`, and the lane's later messages wait behind it); after the channel's
@@ -134,6 +135,8 @@ class ConsumerLoop:
         self._lanes: dict[str, deque[Received]] = {}
         self._lane_tasks: set[asyncio.Task[None]] = set()
         self._main: list[asyncio.Task[None]] = []
+        self._tenanted_for: frozenset[str] | None = None  # `_tenanted_contexts`' cache
+        self._tenanted: list[str] = []
 
     def start(self) -> None:
         name = self.spec.name
@@ -241,7 +244,7 @@ class ConsumerLoop:
         refusal = self._untenanted(message)
         if refusal:
             await self._dead_letter(message, f"{self.spec.name}: {refusal}", attempt)
-            await self._quietly(received.ack())
+            await self._quietly(received.ack_nowait())
             return
         while True:
             try:
@@ -260,12 +263,12 @@ class ConsumerLoop:
                 self._owner.crash_point()
                 if self._owner.crashed:  # another consumer of this process "died" meanwhile
                     raise _Crash("commit")
-                await self._quietly(received.ack())
+                await self._quietly(received.ack_nowait())
                 return
             error = "; ".join(errors)[:MAX_ERROR]
             if attempt >= channel.max_attempts:
                 await self._dead_letter(message, error, attempt)
-                await self._quietly(received.ack())
+                await self._quietly(received.ack_nowait())
                 return
             delay = channel.backoff.delay(attempt)
             fields = {**row_fields(message), "attempt": attempt, "error": error}
@@ -283,9 +286,7 @@ class ConsumerLoop:
         retried: no attempt can give it one)."""
         if message.tenant is not None:
             return ""
-        served = self._service.tenanted
-        # a consumer name is `<Context>.<Workflow>.…` (docs/events.md)
-        mine = sorted({s.name.split(".", 1)[0] for s in self.consumed.subs} & served)
+        mine = self._tenanted_contexts()
         if not mine:
             return ""
         return (
@@ -293,6 +294,16 @@ class ConsumerLoop:
             f"tenanted context {', '.join(mine)}, which applies an event in its tenant only "
             "(a Loom relay sends every tenanted context's event with one)"
         )
+
+    def _tenanted_contexts(self) -> list[str]:
+        """The tenanted contexts of this consumer's reactions, worked out once per set of
+        tenanted contexts the service serves (not once a message)."""
+        served = self._service.tenanted
+        if self._tenanted_for is not served:
+            # a consumer name is `<Context>.<Workflow>.…` (docs/events.md)
+            contexts = {s.name.split(".", 1)[0] for s in self.consumed.subs}
+            self._tenanted_for, self._tenanted = served, sorted(contexts & served)
+        return self._tenanted
 
     async def _dead_letter(self, message: Message, error: str, attempt: int) -> None:
         """Write the dead row, retrying while the database fails (the message stays held)."""

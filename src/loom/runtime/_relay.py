@@ -2,8 +2,8 @@
 
 One round: claim a batch in a short transaction (PostgreSQL `FOR UPDATE SKIP LOCKED`, SQLite under
 the service's writer lock and `BEGIN IMMEDIATE`), setting a lease (claimed_by, claimed_until);
-deliver the rows in event order, outside any relay transaction (a row of a channel on a broker,
-produced by this deployable, is then published: `_publisher.py`); then, in one more short
+deliver the rows in event order, outside any relay transaction (the rows of channels on a broker,
+produced by this deployable, are then published, pipelined: `_publisher.py`); then, in one more short
 transaction, delete (retention work) or mark delivered (retention log) the rows that succeeded and
 reschedule or dead-letter the ones that failed. Every mark is guarded by `claimed_by`, so a relay
 that lost its lease changes nothing. A relay that dies between claim and mark leaves rows whose
@@ -19,15 +19,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import bindparam, delete, update
 
 from . import clock
+from ._brokers import BrokerLink
 from ._channels import channel_named
 from ._claimant import claimant_name, failure_pause, guarded_work, stop_loop
+from ._domain import DomainEvent
 from ._environment import env_number
 from ._events import EventEnvelope, Undeliverable
 from ._lease import MAX_ERROR
@@ -101,6 +103,7 @@ class Relay:
         self._stopping = False
         self._next_retry: datetime | None = None
         self._publisher = Publisher()
+        self._blocked: set[str] = set()  # the brokers that refused a publish in the last round
         # rows delivered by every round so far (`loom.testing.settle_all` watches it)
         self.processed = 0
         # the last round left rows because their broker refused a publish
@@ -230,18 +233,24 @@ class Relay:
         if not rows:
             return 0
         self._crash_point("claim")
+
+        def may_go() -> bool:  # never deliver on an expired lease: another relay may hold it
+            return not (in_loop and self._stopping) and clock.now() < until
+
         outcomes: list[tuple[Any, list[str]]] = []
         left: list[Any] = []
-        blocked: set[str] = set()  # brokers a publish failed on this round: keep their order
+        # per broker: its rows delivered here, to publish (with their local outcome)
+        publishing: dict[str, tuple[BrokerLink, list[tuple[Any, DomainEvent, list[str]]]]] = {}
+        refused: set[str] = set()  # brokers that refused a publish this round
+        probing = set(self._blocked)  # brokers that refused one last round: probe them first
         brokers = self._service.brokers
         for row in rows:
-            # never deliver on an expired lease: another relay may hold the row by now
-            if (in_loop and self._stopping) or clock.now() >= until:
+            if not may_go():
                 left.append(row)
                 continue
             channel = channel_named(self._service.channels_by_name, row.channel)
             link = brokers.publishing(channel, row.event_type)
-            if link is not None and link.source in blocked:
+            if link is not None and link.source in refused:
                 left.append(row)
                 continue
             envelope, error = self._decode(row)
@@ -252,17 +261,47 @@ class Relay:
             # answer it sends back, must not overtake them (the shop's payment deadline is armed
             # by Orders' own reaction to OrderPlaced, before Payment may answer it)
             errors = await self._deliver(row, envelope)
-            if link is not None and not await self._publisher.publish(link, row, envelope.event):
-                blocked.add(link.source)
-                left.append(row)  # delivered again next round: the inbox skips what applied
+            if link is None:
+                outcomes.append((row, errors))
                 continue
-            outcomes.append((row, errors))
-        self.publish_blocked = bool(blocked)
+            _, pending = publishing.setdefault(link.source, (link, []))
+            pending.append((row, envelope.event, errors))
+            if link.source in probing:
+                # the broker refused the last round: publish one row before delivering the
+                # others here again (the inbox would skip them, at a transaction each)
+                probing.discard(link.source)
+                publishing.pop(link.source)
+                if not await self._publish(link, pending, outcomes, left, may_go):
+                    refused.add(link.source)
+        for link, pending in publishing.values():
+            if not await self._publish(link, pending, outcomes, left, may_go):
+                refused.add(link.source)
+        self._blocked = refused
+        self.publish_blocked = bool(refused)
         self._crash_point("deliver")
         self._crash_point("publish")
         await self._mark(outcomes, left)
         self.processed += len(outcomes)
         return len(outcomes)
+
+    async def _publish(
+        self,
+        link: BrokerLink,
+        pending: list[tuple[Any, DomainEvent, list[str]]],
+        outcomes: list[tuple[Any, list[str]]],
+        left: list[Any],
+        may_go: Callable[[], bool],
+    ) -> bool:
+        """Publish `pending` to `link`'s broker: an acked row's outcome is its local one, a row
+        not acked is left (delivered again later: the inbox skips what applied). Answers whether
+        the broker took every row it was sent."""
+        acked = await self._publisher.publish(link, [(r, e) for r, e, _ in pending], may_go)
+        for (row, _, errors), ok in zip(pending, acked, strict=True):
+            if ok:
+                outcomes.append((row, errors))
+            else:
+                left.append(row)
+        return all(acked) or not may_go()
 
     async def _claim(self) -> tuple[list[Any], datetime]:
         """The claimed rows in event order (RETURNING has none), and the lease's end."""

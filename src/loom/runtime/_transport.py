@@ -6,7 +6,8 @@ against each: the in-memory one below, NATS JetStream, Redis Streams):
 
 - `publish` returns only once the broker holds the message durably; publishing an `event_id` the
   broker saw within its deduplication window stores nothing new (the relay may publish again after
-  a crash between publish and mark);
+  a crash between publish and mark); `publish_many` stores a batch in its order, pipelined, and
+  says which messages the broker acked;
 - every consumer named in a channel's `StreamSpec` is durable and exists from `ensure` on, so a
   message published before its consumer's deployable first starts still reaches it;
 - `fetch` hands each message to one fetcher of a consumer (replicas share a consumer) and gives it
@@ -162,7 +163,13 @@ class Received(ABC):
 
     @abstractmethod
     async def ack(self) -> None:
-        """Done: never deliver it to this consumer again."""
+        """Done: never deliver it to this consumer again (returns once the broker has it)."""
+
+    async def ack_nowait(self) -> None:
+        """`ack`, sent without waiting for the broker to confirm it (a consumer sends it after
+        its commit). An ack lost so (the connection drops) is a redelivery after `ack_wait`, which
+        the inbox skips. This default waits, as `ack` does."""
+        await self.ack()
 
     @abstractmethod
     async def retry(self, delay: float) -> None:
@@ -203,6 +210,25 @@ class Transport(ABC):
     @abstractmethod
     async def publish(self, message: Message) -> None:
         """Store `message` durably (deduplicated on `event_id`); returns after the broker's ack."""
+
+    async def publish_many(self, messages: Sequence[Message]) -> list[TransportError | None]:
+        """Store each of `messages` as `publish` does, in their order; an adapter pipelines them
+        (every one sent before any ack is awaited, on one connection, so the broker stores them in
+        this order). Answers, for each, None once the broker acked it, or why it may not hold it:
+        publish it again later (a message after a failed one may be failed unsent, with the same
+        error). This default publishes one after the other and stops at the first failure."""
+        out: list[TransportError | None] = []
+        for message in messages:
+            if out and out[-1] is not None:
+                out.append(out[-1])
+                continue
+            try:
+                await self.publish(message)
+            except TransportError as exc:
+                out.append(exc)
+            else:
+                out.append(None)
+        return out
 
     @abstractmethod
     async def fetch(

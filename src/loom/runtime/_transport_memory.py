@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from loom.model import messaging as wire
@@ -147,6 +147,19 @@ class MemoryTransport(Transport):
         stream.messages[stream.next_seq] = message
         stream.next_seq += 1
         await self.notify()
+
+    async def publish_many(self, messages: Sequence[Message]) -> list[TransportError | None]:
+        """Each message on its own, as a pipelining broker takes them: one refused (its stream
+        not ensured) fails alone."""
+        out: list[TransportError | None] = []
+        for message in messages:
+            try:
+                await self.publish(message)
+            except TransportError as exc:
+                out.append(exc)
+            else:
+                out.append(None)
+        return out
 
     async def fetch(
         self, consumer: ConsumerSpec, *, batch: int = 64, timeout: float = 1.0

@@ -6,7 +6,9 @@ retention (a message goes once every consumer whose filter matches it acked it),
 retention (kept). Every consumer is a durable pull consumer (`jetstream_durable`) filtering on its
 event types' subjects, explicit ack, `ack_wait`, deliver all, unlimited deliveries (the runtime
 decides when a message is dead). A publish carries the event id as `Nats-Msg-Id`, which JetStream
-deduplicates within the stream's duplicate window (`dedup_window`).
+deduplicates within the stream's duplicate window (`dedup_window`). A batch of publishes is
+pipelined (`publish_async`, every ack awaited after the last is sent): the server stores one
+connection's messages in the order they were sent.
 
 The client reconnects by itself after a server restart (pull subscriptions included); while it is
 disconnected every call raises `TransportError` at once rather than buffer, so a publish during an
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 import nats.errors
@@ -29,6 +31,7 @@ from nats.js.api import (
     AckPolicy,
     ConsumerConfig,
     DeliverPolicy,
+    PubAck,
     RetentionPolicy,
     StorageType,
     StreamConfig,
@@ -64,6 +67,11 @@ class _NatsReceived(Received):
     async def ack(self) -> None:
         # a request, not a plain publish: returns once the server recorded the ack
         await self._transport.call(lambda: self._msg.ack_sync(self._transport.request_timeout))
+
+    async def ack_nowait(self) -> None:
+        # a plain publish on the connection: the client's flusher writes it (and `close` flushes
+        # what is left); no reply to wait for, nor for the server to send
+        await self._transport.call(self._msg.ack)
 
     async def retry(self, delay: float) -> None:
         await self._transport.call(lambda: self._msg.nak(delay=max(delay, 0.0)))
@@ -203,19 +211,47 @@ class NatsTransport(Transport):
         )
 
     async def publish(self, message: Message) -> None:
-        _, js = self._client()
-        headers: Mapping[str, str] = {"Nats-Msg-Id": message.event_id, **message.headers()}
-        subject = wire.event_subject(message.channel, message.event_type)
+        [failed] = await self.publish_many([message])
+        if failed is not None:
+            raise failed
+
+    async def publish_many(self, messages: Sequence[Message]) -> list[TransportError | None]:
+        """Every message sent with `publish_async` (one connection: JetStream stores them in
+        this order), then every ack awaited together, for `request_timeout` at most."""
         try:
-            await js.publish(
-                subject,
-                message.payload.encode(),
-                timeout=self.request_timeout,
-                stream=wire.stream_name(message.channel),
-                headers=dict(headers),
-            )
-        except _FAILURES as exc:
-            raise TransportError(f"publish to {subject} failed: {exc!r}") from exc
+            _, js = self._client()
+        except TransportError as exc:
+            return [exc] * len(messages)
+        sent: list[asyncio.Future[PubAck]] = []
+        unsent: TransportError | None = None
+        for message in messages:
+            subject = wire.event_subject(message.channel, message.event_type)
+            try:
+                sent.append(
+                    await js.publish_async(
+                        subject,
+                        message.payload.encode(),
+                        stream=wire.stream_name(message.channel),
+                        headers={"Nats-Msg-Id": message.event_id, **message.headers()},
+                    )
+                )
+            except _FAILURES as exc:
+                unsent = TransportError(f"publish to {subject} failed: {exc!r}")
+                break
+        if sent:
+            _, late = await asyncio.wait(sent, timeout=self.request_timeout)
+            for future in late:
+                future.cancel()  # nats-py forgets it (and frees its slot)
+        out: list[TransportError | None] = []
+        for message, future in zip(messages, sent, strict=False):
+            subject = wire.event_subject(message.channel, message.event_type)
+            if future.cancelled():
+                out.append(TransportError(f"publish to {subject}: no ack in time"))
+            elif (error := future.exception()) is not None:
+                out.append(TransportError(f"publish to {subject} failed: {error!r}"))
+            else:
+                out.append(None)
+        return out + [unsent] * (len(messages) - len(sent))
 
     async def fetch(
         self, consumer: ConsumerSpec, *, batch: int = 64, timeout: float = 1.0

@@ -7,7 +7,8 @@ name, so replicas share a group's entries. A group reads every event type of its
 of types it does not handle are acked as soon as they are fetched.
 
 - publish: one script stores the entry and remembers the event id for `dedup_window`
-  (`redis_dedup_key`), or does nothing when the id is remembered already;
+  (`redis_dedup_key`), or does nothing when the id is remembered already; a batch is one pipeline
+  of those scripts (one round trip, run in the order sent);
 - fetch: first what is due again (entries idle in the group past `ack_wait`, whose fetcher died,
   and entries whose `retry` delay passed), then new entries (XREADGROUP, blocking in short steps so
   a retry falling due is not missed); `delivered` is the group's delivery count of the entry;
@@ -25,6 +26,7 @@ import os
 import secrets
 import socket
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -182,20 +184,44 @@ class RedisTransport(Transport):
                 raise TransportError(f"cannot create group {spec.name}: {exc}") from exc
 
     async def publish(self, message: Message) -> None:
+        [failed] = await self.publish_many([message])
+        if failed is not None:
+            raise failed
+
+    async def publish_many(self, messages: Sequence[Message]) -> list[TransportError | None]:
+        """One pipeline (no transaction) of the publish script, one call a message: the server
+        runs one connection's commands in the order sent, each script atomically; a script that
+        fails fails alone."""
+        script = self._scripts[lua.PUBLISH] if self._client is not None else None
+        if script is None:
+            return [TransportError("the Redis transport is not connected")] * len(messages)
+        try:
+            async with self.client().pipeline(transaction=False) as pipe:
+                for message in messages:
+                    await script(*self._publish_call(message), client=pipe)
+                replies = await pipe.execute(raise_on_error=False)
+        except redis.exceptions.RedisError as exc:
+            return [TransportError(f"Redis publish failed: {exc}")] * len(messages)
+        return [
+            TransportError(f"Redis publish failed: {reply}")
+            if isinstance(reply, Exception)
+            else None
+            for reply in replies
+        ]
+
+    def _publish_call(self, message: Message) -> tuple[list[str], list[str | int]]:
+        """The publish script's keys and arguments for `message`."""
         fields: list[str | int] = []
         for name, value in (
             *message.headers().items(),
             (wire.REDIS_PAYLOAD_FIELD, message.payload),
         ):
             fields += [name, value]
-        await self.run(
-            lua.PUBLISH,
-            [
-                wire.redis_stream_key(message.channel),
-                wire.redis_dedup_key(message.channel, message.event_id),
-            ],
-            [_ms(self.dedup_window), *fields],
-        )
+        keys = [
+            wire.redis_stream_key(message.channel),
+            wire.redis_dedup_key(message.channel, message.event_id),
+        ]
+        return keys, [_ms(self.dedup_window), *fields]
 
     async def fetch(
         self, consumer: ConsumerSpec, *, batch: int = 64, timeout: float = 1.0

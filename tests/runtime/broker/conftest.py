@@ -131,6 +131,7 @@ class Topology:
         subscribe: Callable[[Service], None] | None = None,
         brokers: Mapping[str, Transport] | None = None,
         channels: Sequence[Channel] | None = None,
+        relay: bool = True,
     ) -> Any:
         return create_app(
             title=", ".join(contexts),
@@ -143,6 +144,7 @@ class Topology:
             subscribe=subscribe or subscriber(self.main, contexts),
             contexts=contexts,
             brokers={"": self.harness.transport()} if brokers is None else brokers,
+            relay=relay,
             relay_options={"poll_interval": 0.05, "lease": timedelta(seconds=0.5)},
             consumer_options={"fetch_timeout": 0.05},
         )

@@ -4,11 +4,14 @@ transport: the in-memory broker, NATS JetStream and Redis Streams on real server
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections import Counter
 
 import pytest
+import redis.asyncio as aioredis
 
+from loom.model import messaging as wire
 from loom.runtime.transports import (
     ConsumerSpec,
     MalformedMessage,
@@ -18,7 +21,13 @@ from loom.runtime.transports import (
     Transport,
     TransportError,
 )
-from tests.runtime.transports.conftest import ACK_WAIT, REQUEST_TIMEOUT, Backend, eventually
+from tests.runtime.transports.conftest import (
+    ACK_WAIT,
+    REQUEST_TIMEOUT,
+    Backend,
+    RedisBackend,
+    eventually,
+)
 
 CHANNEL = "Orders.Fulfilment"
 PLACED = "Orders.OrderPlaced"
@@ -367,3 +376,83 @@ async def test_a_message_no_relay_wrote_is_fetched_as_malformed(backend: Backend
     assert got[2].message.event_id == "evt-1"
     await got[2].ack()
     assert await settled(transport, RESERVE, ACK_WAIT * 1.2) == []
+
+
+async def test_a_pipelined_batch_is_stored_in_its_order_once(backend: Backend) -> None:
+    transport = await backend.transport()
+    await transport.ensure(StreamSpec(CHANNEL, "log", (RESERVE,)))
+    await transport.publish(message(3))  # published before: the batch's copy is a duplicate
+    batch = [message(n) for n in range(200)] + [message(7)]  # and one twice within the batch
+    results = await transport.publish_many(batch)
+    got = await settled(transport, RESERVE, ACK_WAIT * 1.2)
+    stored = Counter(ids(got))
+    print(
+        f"{backend.kind}: a batch of {len(batch)} (2 duplicates): acked "
+        f"{results.count(None)}, stored {len(stored)}, twice {sum(n > 1 for n in stored.values())}"
+    )
+    assert results == [None] * len(batch)  # a duplicate is acked, and stores nothing
+    assert ids(got) == ["evt-3"] + [f"evt-{n}" for n in range(200) if n != 3]
+
+
+async def test_a_pipelined_batch_during_an_outage_fails_and_is_stored_after(
+    backend: Backend,
+) -> None:
+    transport = await backend.transport()
+    await transport.ensure(StreamSpec(CHANNEL, "work", (RESERVE,)))
+    batch = [message(n) for n in range(20)]
+    backend.stop()
+    try:
+        start = time.monotonic()
+        results = await transport.publish_many(batch)
+        took = time.monotonic() - start
+    finally:
+        backend.start()
+    print(
+        f"{backend.kind}: a batch of 20 during the outage: {results.count(None)} acked, {took:.2f}s"
+    )
+    assert all(isinstance(r, TransportError) for r in results)
+    assert took < REQUEST_TIMEOUT + 2
+    again: list[TransportError | None] = []
+
+    async def publish() -> None:
+        again[:] = await transport.publish_many(batch)
+        if any(again):
+            raise TransportError("not yet")
+
+    await eventually(publish, within=15, what="publish_many")
+    got = await settled(transport, RESERVE, ACK_WAIT * 2)
+    assert ids(got) == [f"evt-{n}" for n in range(20)]
+
+
+async def test_ack_nowait_settles_a_message(backend: Backend) -> None:
+    transport = await backend.transport()
+    await transport.ensure(StreamSpec(CHANNEL, "work", (RESERVE,)))
+    await transport.publish_many([message(n) for n in range(20)])
+    got = await drain(transport, RESERVE, want=20)
+    for received in got:
+        await received.ack_nowait()  # sent, its confirmation not awaited
+    again = await settled(transport, RESERVE, ACK_WAIT * 2)  # past ack_wait: nothing comes back
+    print(f"{backend.kind}: 20 acked without confirmation, redelivered {len(again)}")
+    assert len(got) == 20 and again == []
+
+
+async def test_a_refused_message_in_a_pipelined_batch_fails_not_the_ones_before(
+    backend: Backend,
+) -> None:
+    transport = await backend.transport()
+    await transport.ensure(StreamSpec(CHANNEL, "log", (RESERVE,)))
+    nowhere = "Orders.Nowhere"  # a channel the broker has no stream for: it refuses the message
+    if isinstance(backend, RedisBackend):  # XADD would create the stream: occupy its key
+        client = aioredis.Redis.from_url(backend.server.url)
+        try:
+            await client.set(wire.redis_stream_key(nowhere), "not a stream")
+        finally:
+            await client.aclose()
+    refused = dataclasses.replace(message(5), channel=nowhere, event_id="evt-refused")
+    batch = [message(n) for n in range(5)] + [refused] + [message(n) for n in range(6, 10)]
+    results = await transport.publish_many(batch)
+    acked = [m.event_id for m, r in zip(batch, results, strict=True) if r is None]
+    got = ids(await settled(transport, RESERVE, ACK_WAIT * 1.2))
+    print(f"{backend.kind}: {len(batch)} sent, message 6 refused: acked {len(acked)}, stored {got}")
+    assert results[:5] == [None] * 5 and isinstance(results[5], TransportError)
+    assert got == acked  # what was acked is stored, in order; what failed is not
