@@ -315,7 +315,7 @@ REGISTRY: dict[str, CodeInfo] = {
         CodeInfo(
             "loom.current-user-misplaced",
             _E,
-            "`currentUser` is read outside a `requires` gate or a request's body",
+            "`currentUser` is read where the domain's rules run, or `.id` where the system runs",
         ),
         CodeInfo(
             "loom.reactor-gate-unsatisfiable",
