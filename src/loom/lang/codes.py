@@ -320,7 +320,8 @@ REGISTRY: dict[str, CodeInfo] = {
         CodeInfo(
             "loom.reactor-gate-unsatisfiable",
             _W,
-            "a reaction calls an operation whose `requires` gate refuses the system principal",
+            "a reaction, timeout or timer calls an operation whose `requires` gate refuses the "
+            "system principal",
         ),
         # Tenants
         CodeInfo(

@@ -15,9 +15,10 @@
   Anywhere else it is `loom.current-user-misplaced`: the aggregate's state and rules (invariants,
   `when`, bodies, functions, defaults), criteria and domain services do not depend on who asks,
   and an `apply` or a projection must fold an event the same way on every replay.
-- A reaction (event-triggered `create`, `on`) that calls an operation whose gate reads
-  `currentUser` without a `currentUser.isSystem ||` disjunct gets the warning
-  `loom.reactor-gate-unsatisfiable`: the gate would refuse the system principal.
+- A reaction (event-triggered `create`, `on`), an `on timeout` or a timer that calls an operation
+  whose gate reads `currentUser` without a `currentUser.isSystem ||` disjunct (or one reading
+  only `currentUser.tenant`) gets the warning `loom.reactor-gate-unsatisfiable`: the gate would
+  refuse the system principal.
 """
 
 from __future__ import annotations
@@ -286,10 +287,15 @@ def reads_principal(x: ir.Expr) -> bool:
 
 
 def admits_system(x: ir.Expr) -> bool:
-    """Is `currentUser.isSystem` one of the gate's top-level `||` operands?"""
+    """Can one of the gate's top-level `||` operands hold for the system principal: it is
+    `currentUser.isSystem`, or it reads of `currentUser` nothing but `.tenant` (which the system
+    principal of a tenanted context's reaction, timeout or timer has)?"""
     if isinstance(x, ir.Binary) and x.op == "||":
         return admits_system(x.left) or admits_system(x.right)
-    return isinstance(x, ir.CurrentUser) and x.member == "isSystem"
+    if isinstance(x, ir.CurrentUser) and x.member == "isSystem":
+        return True
+    read = {e.member for e in expr_nodes(x) if isinstance(e, ir.CurrentUser)}
+    return read == {"tenant"}
 
 
 def _walk(stmts: list[ast.Stmt]) -> list[ast.Stmt]:
@@ -344,29 +350,34 @@ class _Gates:
 
 
 def check_reactor_gates(ck: Checker) -> None:
-    """`loom.reactor-gate-unsatisfiable` on every call of a reaction body that runs a gate
-    refusing the system principal."""
+    """`loom.reactor-gate-unsatisfiable` on every call of a body the system runs (a reaction, an
+    `on timeout`, a context timer) that runs a gate refusing the system principal."""
     for ctx in ck.prog.contexts.values():
         gates = _Gates(ck, ctx)
+        bodies: list[tuple[list[ast.Stmt], str]] = []
         for wf in ctx.workflows.values():
-            reactions: list[ast.Create | ast.On] = [c for c in wf.creates if c in ck.facts.triggers]
-            reactions += wf.ons
-            for node in reactions:
-                for s in _walk(node.body):
-                    found = ck.facts.stmts.get(s)
-                    hit, called = None, ""
-                    if isinstance(found, CallOp):
-                        hit = gates.refusing(found.aggregate, found.operation)
-                        called = f"{found.aggregate}.{found.operation}"
-                    elif isinstance(found, ServiceStmt):
-                        hit = gates.of_service(found)
-                        called = f"{found.service}.{found.method}"
-                    if hit is not None and isinstance(s, ast.ExprStmt):
-                        _warn(ck, s, hit[0], hit[1], called, wf.name)
+            bodies += [
+                (c.body, f"a reaction of `{wf.name}`") for c in wf.creates if c in ck.facts.triggers
+            ]
+            bodies += [(on.body, f"a reaction of `{wf.name}`") for on in wf.ons]
+            bodies += [(t.body, f"timeout `{t.name}` of `{wf.name}`") for t in wf.timeouts]
+        bodies += [(tm.body, f"timer `{tm.name}`") for tm in ctx.timers.values()]
+        for body, where in bodies:
+            for s in _walk(body):
+                found = ck.facts.stmts.get(s)
+                hit, called = None, ""
+                if isinstance(found, CallOp):
+                    hit = gates.refusing(found.aggregate, found.operation)
+                    called = f"{found.aggregate}.{found.operation}"
+                elif isinstance(found, ServiceStmt):
+                    hit = gates.of_service(found)
+                    called = f"{found.service}.{found.method}"
+                if hit is not None and isinstance(s, ast.ExprStmt):
+                    _warn(ck, s, hit[0], hit[1], called, where)
 
 
 def _warn(
-    ck: Checker, s: ast.ExprStmt, op: ast.Operation, label: str, called: str, wf: str
+    ck: Checker, s: ast.ExprStmt, op: ast.Operation, label: str, called: str, where: str
 ) -> None:
     assert op.requires is not None
     gate = ck.text(op.requires.span)
@@ -377,11 +388,11 @@ def _warn(
     )
     ck.report(
         "loom.reactor-gate-unsatisfiable",
-        f"`{ck.text(s.expr.span)}` runs in a reaction of `{wf}`, as the system principal, but "
+        f"`{ck.text(s.expr.span)}` runs in {where}, as the system principal, but "
         f"{whose} reads `{NAME}` without admitting the system, so it refuses every such call",
         s.expr.span,
         "called as the system principal",
         secondary=[(op.requires.span, f"the gate of `{label}`")],
-        help=f"admit reactions in the gate: `requires {NAME}.isSystem || {gate}`; or call an "
+        help=f"admit the system in the gate: `requires {NAME}.isSystem || {gate}`; or call an "
         "operation whose gate admits the system",
     )
