@@ -18,7 +18,7 @@ from .jobs import workflows as jobs_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "cd8e00a6f2ac"
+MODEL_REVISION = "300d7f3cba57"
 
 
 def subscribe(service: Service) -> None:

@@ -7,14 +7,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from loom.runtime import AggregateRoot, DomainEvent, new_id
+from loom.runtime import (
+    AggregateRoot,
+    DomainEvent,
+    authorize,
+    current_principal,
+    current_tenant,
+    new_id,
+)
 
 from .ids import NoteId, SweepId
 
 
 @dataclass(frozen=True, kw_only=True)
 class Posted(DomainEvent):
-    """event Posted (system_principal.loom:25)"""
+    """event Posted (system_principal.loom:28)"""
 
     event_type: ClassVar[str] = "Desk.Posted"
     note: NoteId
@@ -52,23 +59,33 @@ class Note(AggregateRoot):
         self._raise_event(Posted(note=self.id))
 
     def reacted(self, t: str, system: bool) -> None:
-        """operation Note.reacted (system_principal.loom:13)"""
+        """operation Note.reacted (system_principal.loom:14)"""
+        authorize(
+            current_tenant() == t,
+            rule="Note.reacted: requires currentUser.tenant == t",
+            detail="Note.reacted is not allowed for the current user (requires currentUser.tenant == t)",
+        )
         self.reacted_in = t
         self.reacted_as_system = system
 
     def swept(self, t: str) -> None:
-        """operation Note.swept (system_principal.loom:17)"""
+        """operation Note.swept (system_principal.loom:18)"""
+        authorize(
+            current_principal().is_system or current_tenant() == t,
+            rule="Note.swept: requires currentUser.isSystem || currentUser.tenant == t",
+            detail="Note.swept is not allowed for the current user (requires currentUser.isSystem || currentUser.tenant == t)",
+        )
         self.swept_in = t
 
 
 @dataclass(eq=False, kw_only=True)
 class Sweep(AggregateRoot):
-    """aggregate Sweep (system_principal.loom:22)"""
+    """aggregate Sweep (system_principal.loom:25)"""
 
     id: SweepId = field(default_factory=lambda: SweepId(new_id()))
     swept_in: str
 
     @classmethod
     def create(cls, *, swept_in: str) -> Sweep:
-        """Sweep.create (system_principal.loom:22): a new Sweep"""
+        """Sweep.create (system_principal.loom:25): a new Sweep"""
         return cls(swept_in=swept_in)

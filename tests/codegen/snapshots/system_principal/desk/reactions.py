@@ -13,7 +13,7 @@ from .repositories import Notes, Sweeps
 
 
 async def stamp_on_posted(service: Service, e: Posted) -> None:
-    """workflow Stamp: on(e: Posted) (system_principal.loom:28)"""
+    """workflow Stamp: on(e: Posted) (system_principal.loom:31)"""
     async with service.reaction() as work:
         notes = Notes(work)
         n = await notes.get_by_id(e.note)
@@ -22,7 +22,7 @@ async def stamp_on_posted(service: Service, e: Posted) -> None:
 
 
 async def sweep_timer(service: Service, tick: Tick, work: Work) -> None:
-    """timer sweep every 1h (system_principal.loom:36)"""
+    """timer sweep every 1h (system_principal.loom:39)"""
     notes = Notes(work)
     sweeps = Sweeps(work)
     unswept = await notes.find_all_by_unswept()

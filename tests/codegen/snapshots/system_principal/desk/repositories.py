@@ -11,28 +11,28 @@ from .domain import Note, Sweep
 
 
 def unswept() -> ColumnElement[bool]:
-    """criterion Unswept of Note (system_principal.loom:34)"""
+    """criterion Unswept of Note (system_principal.loom:37)"""
     c = tables.notes.c
     return c.swept_in == ""
 
 
 class Notes(Repository[Note]):
-    """repository Notes for Note (system_principal.loom:19)"""
+    """repository Notes for Note (system_principal.loom:22)"""
 
     aggregate = Note
     table = tables.notes
 
     async def find_by_unswept(self) -> Note | None:
-        """criterion Unswept (system_principal.loom:34)"""
+        """criterion Unswept (system_principal.loom:37)"""
         return await self.find_one(unswept())
 
     async def find_all_by_unswept(self) -> list[Note]:
-        """criterion Unswept (system_principal.loom:34)"""
+        """criterion Unswept (system_principal.loom:37)"""
         return await self.find_all(unswept())
 
 
 class Sweeps(Repository[Sweep]):
-    """repository Sweeps for Sweep (system_principal.loom:23)"""
+    """repository Sweeps for Sweep (system_principal.loom:26)"""
 
     aggregate = Sweep
     table = tables.sweeps

@@ -141,7 +141,7 @@ async def note_post(id: UUID, request: Request) -> None:
 
 @router.get("/api/sweeps/{id}", responses=PROBLEM_RESPONSES, tags=["Desk: Sweep"])
 async def get_sweep(id: UUID, request: Request) -> SweepOut:
-    """Read one Sweep (aggregate Sweep, system_principal.loom:22)"""
+    """Read one Sweep (aggregate Sweep, system_principal.loom:25)"""
     service = get_service(request)
     async with service.autocommit() as work:
         sweep = await Sweeps(work).get_by_id(id)
@@ -154,7 +154,7 @@ async def list_sweeps(
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[SweepOut]:
-    """Read a page of Sweep (aggregate Sweep, system_principal.loom:22)"""
+    """Read a page of Sweep (aggregate Sweep, system_principal.loom:25)"""
     service = get_service(request)
     async with service.autocommit() as work:
         page = await Sweeps(work).page(limit, offset)
@@ -172,7 +172,7 @@ async def create_sweep(
     response: Response,
     request: Request,
 ) -> SweepOut:
-    """crudish create of Sweep (system_principal.loom:22)"""
+    """crudish create of Sweep (system_principal.loom:25)"""
     service = get_service(request)
     async with service.autocommit() as work:
         sweep = Sweep.create(swept_in=body.swept_in)
@@ -183,7 +183,7 @@ async def create_sweep(
 
 @router.patch("/api/sweeps/{id}", responses=PROBLEM_RESPONSES, tags=["Desk: Sweep"])
 async def update_sweep(id: UUID, body: SweepUpdateInput, request: Request) -> SweepOut:
-    """crudish update of Sweep (system_principal.loom:22): the fields the body names"""
+    """crudish update of Sweep (system_principal.loom:25): the fields the body names"""
     service = get_service(request)
     async with service.transaction() as work:
         sweeps = Sweeps(work)
@@ -203,7 +203,7 @@ async def update_sweep(id: UUID, body: SweepUpdateInput, request: Request) -> Sw
     tags=["Desk: Sweep"],
 )
 async def delete_sweep(id: UUID, request: Request) -> None:
-    """crudish delete of Sweep (system_principal.loom:22)"""
+    """crudish delete of Sweep (system_principal.loom:25)"""
     service = get_service(request)
     async with service.transaction() as work:
         sweeps = Sweeps(work)

@@ -58,7 +58,7 @@ class NoteUpdateInput(BaseModel):
 
 
 class SweepOut(BaseModel):
-    """Sweep as the API answers it (aggregate Sweep, system_principal.loom:22)"""
+    """Sweep as the API answers it (aggregate Sweep, system_principal.loom:25)"""
 
     id: SweepId
     version: int
@@ -71,7 +71,7 @@ class SweepOut(BaseModel):
 
 
 class SweepCreateInput(BaseModel):
-    """The body of crudish create of Sweep (system_principal.loom:22)"""
+    """The body of crudish create of Sweep (system_principal.loom:25)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -79,7 +79,7 @@ class SweepCreateInput(BaseModel):
 
 
 class SweepUpdateInput(BaseModel):
-    """The body of crudish update of Sweep: any mutable fields (system_principal.loom:22)"""
+    """The body of crudish update of Sweep: any mutable fields (system_principal.loom:25)"""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -41,7 +41,7 @@ notes = Table(
     info={"loom": {"origin": "Desk.Note", "tenanted": True}},
 )
 
-# aggregate Sweep (system_principal.loom:22)
+# aggregate Sweep (system_principal.loom:25)
 sweeps = Table(
     "desk_sweeps",
     metadata,

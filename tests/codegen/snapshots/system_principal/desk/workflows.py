@@ -8,4 +8,4 @@ from loom.runtime import LoomRoute, require_tenant
 
 router = APIRouter(route_class=LoomRoute, dependencies=[Depends(require_tenant)])
 
-# workflow Stamp (system_principal.loom:27) has no HTTP entry point
+# workflow Stamp (system_principal.loom:30) has no HTTP entry point

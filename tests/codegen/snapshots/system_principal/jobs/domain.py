@@ -15,7 +15,7 @@ from .ids import JobId
 
 @dataclass(frozen=True, kw_only=True)
 class Started(DomainEvent):
-    """event Started (system_principal.loom:62)"""
+    """event Started (system_principal.loom:65)"""
 
     event_type: ClassVar[str] = "Jobs.Started"
     job: JobId
@@ -23,7 +23,7 @@ class Started(DomainEvent):
 
 @dataclass(eq=False, kw_only=True)
 class Job(AggregateRoot):
-    """aggregate Job (system_principal.loom:44)"""
+    """aggregate Job (system_principal.loom:47)"""
 
     id: JobId = field(default_factory=lambda: JobId(new_id()))
     name: str
@@ -44,7 +44,7 @@ class Job(AggregateRoot):
         reacted_sub: str,
         timed_out_as_system: bool,
     ) -> Job:
-        """Job.create (system_principal.loom:44): a new Job"""
+        """Job.create (system_principal.loom:47): a new Job"""
         return cls(
             name=name,
             reacted_as_system=reacted_as_system,
@@ -55,24 +55,24 @@ class Job(AggregateRoot):
         )
 
     def start(self) -> None:
-        """operation Job.start (system_principal.loom:51)"""
+        """operation Job.start (system_principal.loom:54)"""
         self._raise_event(Started(job=self.id))
 
     def reacted(self, system: bool, authenticated: bool, admin: bool, sub: str) -> None:
-        """operation Job.reacted (system_principal.loom:52)"""
+        """operation Job.reacted (system_principal.loom:55)"""
         self.reacted_as_system = system
         self.reacted_authenticated = authenticated
         self.reacted_as_admin = admin
         self.reacted_sub = sub
 
     def timed_out(self, system: bool) -> None:
-        """operation Job.timedOut (system_principal.loom:58)"""
+        """operation Job.timedOut (system_principal.loom:61)"""
         self.timed_out_as_system = system
 
 
 @dataclass(kw_only=True)
 class DeadlineState:
-    """state of workflow Deadline (system_principal.loom:76)"""
+    """state of workflow Deadline (system_principal.loom:79)"""
 
     job: JobId
     started_by_system: bool = False

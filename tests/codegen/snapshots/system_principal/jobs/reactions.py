@@ -16,7 +16,7 @@ from .repositories import DeadlineInstances, Jobs
 
 
 async def watch_on_started(service: Service, e: Started) -> None:
-    """workflow Watch: on(e: Started) (system_principal.loom:65)"""
+    """workflow Watch: on(e: Started) (system_principal.loom:68)"""
     async with service.reaction() as work:
         jobs = Jobs(work)
         j = await jobs.get_by_id(e.job)
@@ -30,7 +30,7 @@ async def watch_on_started(service: Service, e: Started) -> None:
 
 
 async def deadline_create_started(service: Service, e: Started) -> None:
-    """workflow Deadline: create(e: Started) by e.job (system_principal.loom:79)"""
+    """workflow Deadline: create(e: Started) by e.job (system_principal.loom:82)"""
     async with service.reaction() as work:
         deadline_instances = DeadlineInstances(work)
         instance = await deadline_instances.bind(e.job)
@@ -48,7 +48,7 @@ async def deadline_create_started(service: Service, e: Started) -> None:
 
 
 async def deadline_timeout_late(service: Service, due: TimeoutDue, work: Work) -> None:
-    """workflow Deadline: on timeout late (system_principal.loom:83)"""
+    """workflow Deadline: on timeout late (system_principal.loom:86)"""
     jobs = Jobs(work)
     deadline_instances = DeadlineInstances(work)
     instance = await deadline_instances.find(JobId(UUID(due.key)))

@@ -10,14 +10,14 @@ from .schemas import DeadlineInstanceOut
 
 
 class Jobs(Repository[Job]):
-    """repository Jobs for Job (system_principal.loom:60)"""
+    """repository Jobs for Job (system_principal.loom:63)"""
 
     aggregate = Job
     table = tables.jobs
 
 
 class DeadlineInstances(ProcessInstances[DeadlineState]):
-    """instances of workflow Deadline (system_principal.loom:76)"""
+    """instances of workflow Deadline (system_principal.loom:79)"""
 
     state = DeadlineState
     table = tables.deadline_instances

@@ -26,7 +26,7 @@ router = APIRouter(route_class=LoomRoute)
 
 @router.get("/api/jobs/{id}", responses=PROBLEM_RESPONSES, tags=["Jobs: Job"])
 async def get_job(id: UUID, request: Request) -> JobOut:
-    """Read one Job (aggregate Job, system_principal.loom:44)"""
+    """Read one Job (aggregate Job, system_principal.loom:47)"""
     service = get_service(request)
     async with service.autocommit() as work:
         job = await Jobs(work).get_by_id(id)
@@ -39,7 +39,7 @@ async def list_jobs(
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[JobOut]:
-    """Read a page of Job (aggregate Job, system_principal.loom:44)"""
+    """Read a page of Job (aggregate Job, system_principal.loom:47)"""
     service = get_service(request)
     async with service.autocommit() as work:
         page = await Jobs(work).page(limit, offset)
@@ -57,7 +57,7 @@ async def create_job(
     response: Response,
     request: Request,
 ) -> JobOut:
-    """crudish create of Job (system_principal.loom:44)"""
+    """crudish create of Job (system_principal.loom:47)"""
     service = get_service(request)
     async with service.autocommit() as work:
         job = Job.create(
@@ -75,7 +75,7 @@ async def create_job(
 
 @router.patch("/api/jobs/{id}", responses=PROBLEM_RESPONSES, tags=["Jobs: Job"])
 async def update_job(id: UUID, body: JobUpdateInput, request: Request) -> JobOut:
-    """crudish update of Job (system_principal.loom:44): the fields the body names"""
+    """crudish update of Job (system_principal.loom:47): the fields the body names"""
     service = get_service(request)
     async with service.transaction() as work:
         jobs = Jobs(work)
@@ -127,7 +127,7 @@ async def update_job(id: UUID, body: JobUpdateInput, request: Request) -> JobOut
     tags=["Jobs: Job"],
 )
 async def delete_job(id: UUID, request: Request) -> None:
-    """crudish delete of Job (system_principal.loom:44)"""
+    """crudish delete of Job (system_principal.loom:47)"""
     service = get_service(request)
     async with service.transaction() as work:
         jobs = Jobs(work)
@@ -141,7 +141,7 @@ async def delete_job(id: UUID, request: Request) -> None:
     tags=["Jobs: Job"],
 )
 async def job_start(id: UUID, request: Request) -> None:
-    """operation Job.start (system_principal.loom:51)"""
+    """operation Job.start (system_principal.loom:54)"""
     service = get_service(request)
     async with service.transaction() as work:
         jobs = Jobs(work)

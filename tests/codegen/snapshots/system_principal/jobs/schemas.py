@@ -16,7 +16,7 @@ from .ids import JobId
 
 
 class JobOut(BaseModel):
-    """Job as the API answers it (aggregate Job, system_principal.loom:44)"""
+    """Job as the API answers it (aggregate Job, system_principal.loom:47)"""
 
     id: JobId
     version: int
@@ -43,7 +43,7 @@ class JobOut(BaseModel):
 
 
 class JobCreateInput(BaseModel):
-    """The body of crudish create of Job (system_principal.loom:44)"""
+    """The body of crudish create of Job (system_principal.loom:47)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -56,7 +56,7 @@ class JobCreateInput(BaseModel):
 
 
 class JobUpdateInput(BaseModel):
-    """The body of crudish update of Job: any mutable fields (system_principal.loom:44)"""
+    """The body of crudish update of Job: any mutable fields (system_principal.loom:47)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -79,7 +79,7 @@ class PendingTimeoutOut(BaseModel):
 
 
 class DeadlineInstanceOut(BaseModel):
-    """an instance of workflow Deadline as the API answers it (system_principal.loom:76)"""
+    """an instance of workflow Deadline as the API answers it (system_principal.loom:79)"""
 
     job: JobId
     version: int

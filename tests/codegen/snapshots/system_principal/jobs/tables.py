@@ -8,7 +8,7 @@ from loom.runtime.types import UtcDateTime
 
 from .._metadata import metadata
 
-# aggregate Job (system_principal.loom:44)
+# aggregate Job (system_principal.loom:47)
 jobs = Table(
     "jobs_jobs",
     metadata,
@@ -48,7 +48,7 @@ jobs = Table(
     info={"loom": {"origin": "Jobs.Job"}},
 )
 
-# instances of workflow Deadline (system_principal.loom:76)
+# instances of workflow Deadline (system_principal.loom:79)
 deadline_instances = Table(
     "jobs_deadline_instances",
     metadata,

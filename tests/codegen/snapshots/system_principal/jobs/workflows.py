@@ -13,9 +13,9 @@ from .schemas import DeadlineInstanceOut
 
 router = APIRouter(route_class=LoomRoute)
 
-# workflow Watch (system_principal.loom:64) has no HTTP entry point
+# workflow Watch (system_principal.loom:67) has no HTTP entry point
 
-# workflow Deadline (system_principal.loom:76) has no HTTP entry point
+# workflow Deadline (system_principal.loom:79) has no HTTP entry point
 
 
 @router.get(
@@ -24,7 +24,7 @@ router = APIRouter(route_class=LoomRoute)
     tags=["Jobs: workflows"],
 )
 async def get_deadline_instance(id: UUID, request: Request) -> DeadlineInstanceOut:
-    """an instance of workflow Deadline (system_principal.loom:76), by its job"""
+    """an instance of workflow Deadline (system_principal.loom:79), by its job"""
     service = get_service(request)
     async with service.autocommit() as work:
         instance = await DeadlineInstances(work).get(id)
@@ -38,7 +38,7 @@ async def get_deadline_instance(id: UUID, request: Request) -> DeadlineInstanceO
     tags=["Jobs: workflows"],
 )
 async def get_deadline_episodes(id: UUID, request: Request) -> list[Episode]:
-    """the episodes of an instance of workflow Deadline (system_principal.loom:76), oldest first"""
+    """the episodes of an instance of workflow Deadline (system_principal.loom:79), oldest first"""
     service = get_service(request)
     async with service.autocommit() as work:
         return await DeadlineInstances(work).episodes(id)
