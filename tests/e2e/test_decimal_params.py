@@ -151,3 +151,16 @@ async def test_a_reactions_refused_argument_is_dead_lettered(billing: ServiceCli
     await ok(c, "POST", "/api/commands/request_split", 204, json={**body, "total": "1.5"})
     await c.settle()
     assert await state(c, aid) == ("0.50", 1, "")  # held with two places
+
+
+async def test_an_extern_operations_result_is_checked_against_the_field_bounds(
+    billing: ServiceClient,
+) -> None:
+    """The aggregate's only invariant is its `string(5)` field's: checked after the user's code."""
+    c = billing
+    aid = await account(c)
+    r = await c.post(f"/api/accounts/{aid}/annotate", json={"text": "too long"})
+    body = assert_problem(r, 422, "invariant-failed")
+    assert body["rule"] == "Account: note: string(5)", body
+    await ok(c, "POST", f"/api/accounts/{aid}/annotate", 204, json={"text": "short"})
+    assert (await ok(c, "GET", f"/api/accounts/{aid}"))["note"] == "short"

@@ -13,3 +13,6 @@ class AccountExterns:
     def fee(self, account: Any, amount: Decimal) -> None:
         account.balance = decimals.sub(account.balance, amount)
         account.credits += 1
+
+    def annotate(self, account: Any, text: str) -> None:
+        account.note = text  # the field's string(5) bound is checked after this returns

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from loom.codegen.python import time_exprs
 from loom.codegen.python.api_calls import api_call
-from loom.codegen.python.checks import check, has_extern_checks
+from loom.codegen.python.checks import check, has_extern_checks, has_invariants
 from loom.codegen.python.domain import event_args
 from loom.codegen.python.expressions import Scope, render, render_as
 from loom.codegen.python.imports import Imports
@@ -370,7 +370,7 @@ class BodyWriter:
         if has_extern_checks(agg, op):
             out += lay(call(f"{target}.{naming.extern_checks(op.name)}", args), depth)
         out += lay(call(method, [target, *args]), depth)
-        if agg.invariants:
+        if has_invariants(agg):
             out.append(f"{INDENT * depth}{target}._check_invariants()")
         return out
 

@@ -103,3 +103,9 @@ def has_extern_checks(agg: ir.Aggregate, op: ir.Operation) -> bool:
     """Does the extern operation check anything before the user's code: bounded parameters, a
     `requires` gate? Its callers then call `naming.extern_checks(op.name)` first."""
     return op.requires is not None or bool(bound_checks(f"{agg.name}.{op.name}", op.params))
+
+
+def has_invariants(agg: ir.Aggregate) -> bool:
+    """Does the aggregate have a `_check_invariants` method: declared invariants, or the implicit
+    ones of its `string(N)` and `decimal(P, S)` fields?"""
+    return bool(agg.invariants or bound_checks(agg.name, agg.fields))

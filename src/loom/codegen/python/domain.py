@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from loom.codegen.python.checks import bound_checks, check, has_extern_checks, scaled_params
+from loom.codegen.python.checks import (
+    bound_checks,
+    check,
+    has_extern_checks,
+    scaled_params,
+)
+from loom.codegen.python.checks import (
+    has_invariants as checks_invariants,  # `has_invariants` is a parameter name here
+)
 from loom.codegen.python.expressions import Scope, render, render_as
 from loom.codegen.python.imports import Imports
 from loom.codegen.python.keyed import Keyed, key_of, keyed, keyed_fields, state_class
@@ -233,7 +241,7 @@ def _aggregate(
         line = annotation if default is None else f"{annotation} = {default}"
         lines += lay(line.removeprefix("    "), 1)
 
-    has_invariants = bool(agg.invariants or bound_checks(agg.name, agg.fields))
+    has_invariants = checks_invariants(agg)
     methods: list[list[str]] = [_create(info, context, agg, types, imports, has_invariants)]
     for d in agg.derived:
         methods.append(_derived(d, types, scope))

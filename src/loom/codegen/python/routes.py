@@ -9,7 +9,7 @@ a refusal raises before the save, so nothing is written.
 
 from __future__ import annotations
 
-from loom.codegen.python.checks import has_extern_checks
+from loom.codegen.python.checks import has_extern_checks, has_invariants
 from loom.codegen.python.expressions import Scope
 from loom.codegen.python.imports import Imports
 from loom.codegen.python.layout import Group, call, lay
@@ -190,7 +190,7 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
                 if has_extern_checks(agg, op):
                     block += lay(call(f"{var}.{naming.extern_checks(op.name)}", args), 2)
                 block += lay(call(method, [var, *args], prefix=prefix), 2)
-                if agg.invariants:
+                if has_invariants(agg):
                     block.append(f"        {var}._check_invariants()")
             else:
                 block += lay(call(f"{var}.{naming.ident(op.name)}", args), 2)

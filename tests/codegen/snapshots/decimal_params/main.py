@@ -18,7 +18,7 @@ from .billing import workflows as billing_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "d04555cbf095"
+MODEL_REVISION = "308d52180f89"
 
 # The durable channels of the model: their events go through the outbox and the relay.
 CHANNELS = [
@@ -58,6 +58,6 @@ def build_app(
         channels=CHANNELS,
         event_types=EVENT_TYPES,
         subscribe=subscribe,
-        externs={"AccountExterns": ("fee",)},
+        externs={"AccountExterns": ("fee", "annotate")},
         extern_module=extern_module,
     )

@@ -15,7 +15,7 @@ from .ids import AccountId, InvoiceId
 
 @dataclass(frozen=True, kw_only=True)
 class SplitRequested(DomainEvent):
-    """event SplitRequested (decimal_params.loom:33)"""
+    """event SplitRequested (decimal_params.loom:35)"""
 
     event_type: ClassVar[str] = "Billing.SplitRequested"
     account: AccountId
@@ -31,14 +31,26 @@ class Account(AggregateRoot):
     balance: Decimal = Decimal(0)
     credits: int = 0
     tag: str = ""
+    note: str = ""
 
     @classmethod
-    def create(cls, *, balance: Decimal, credits: int, tag: str) -> Account:
-        """Account.create (decimal_params.loom:6): a new Account"""
-        return cls(balance=balance, credits=credits, tag=tag)
+    def create(cls, *, balance: Decimal, credits: int, tag: str, note: str) -> Account:
+        """Account.create (decimal_params.loom:6): a new Account, its invariants checked"""
+        account = cls(balance=balance, credits=credits, tag=tag, note=note)
+        account._check_invariants()
+        return account
+
+    def _check_invariants(self) -> None:
+        """invariants of Account (decimal_params.loom:6)"""
+        require(
+            len(self.note) <= 5,
+            kind="invariant",
+            rule="Account: note: string(5)",
+            detail="note: it is at most 5 characters",
+        )
 
     def credit(self, amount: Decimal) -> None:
-        """operation Account.credit (decimal_params.loom:11)"""
+        """operation Account.credit (decimal_params.loom:12)"""
         require(
             decimals.fits(amount, 10, 2),
             kind="precondition",
@@ -48,9 +60,10 @@ class Account(AggregateRoot):
         amount = decimals.to_scale(amount, 10, 2)
         self.balance = decimals.add(self.balance, amount)
         self.credits += 1
+        self._check_invariants()
 
     def credit_inside(self, amount: Decimal) -> None:
-        """operation Account.creditInside (decimal_params.loom:15)"""
+        """operation Account.creditInside (decimal_params.loom:16)"""
         require(
             decimals.fits(amount, 10, 2),
             kind="precondition",
@@ -60,13 +73,15 @@ class Account(AggregateRoot):
         amount = decimals.to_scale(amount, 10, 2)
         self.balance = decimals.add(self.balance, amount)
         self.credits += 1
+        self._check_invariants()
 
     def credit_third(self, total: Decimal) -> None:
-        """operation Account.creditThird (decimal_params.loom:20)"""
+        """operation Account.creditThird (decimal_params.loom:21)"""
         self.credit_inside(decimals.div(total, 3))
+        self._check_invariants()
 
     def retag(self, t: str) -> None:
-        """operation Account.retag (decimal_params.loom:21)"""
+        """operation Account.retag (decimal_params.loom:22)"""
         require(
             len(t) <= 5,
             kind="precondition",
@@ -74,12 +89,14 @@ class Account(AggregateRoot):
             detail="t: it is at most 5 characters",
         )
         self.tag = t
+        self._check_invariants()
 
     def fee(self, amount: Decimal) -> None:
-        """operation Account.fee (decimal_params.loom:23)"""
+        """operation Account.fee (decimal_params.loom:24)"""
+        self._check_invariants()
 
     def _before_fee(self, amount: Decimal) -> None:
-        """arguments and requires of extern operation Account.fee (decimal_params.loom:23)"""
+        """arguments and requires of extern operation Account.fee (decimal_params.loom:24)"""
         require(
             decimals.fits(amount, 10, 2),
             kind="precondition",
@@ -87,17 +104,21 @@ class Account(AggregateRoot):
             detail="amount: it has at most 8 digits before the point and 2 after it (never rounded: round it in the model with round(x, 2))",
         )
 
+    def annotate(self, text: str) -> None:
+        """operation Account.annotate (decimal_params.loom:25)"""
+        self._check_invariants()
+
 
 @dataclass(eq=False, kw_only=True)
 class Invoice(AggregateRoot):
-    """aggregate Invoice (decimal_params.loom:27)"""
+    """aggregate Invoice (decimal_params.loom:29)"""
 
     id: InvoiceId = field(default_factory=lambda: InvoiceId(new_id()))
     total: Decimal
 
     @classmethod
     def create(cls, *, amount: Decimal) -> Invoice:
-        """Invoice.create (decimal_params.loom:29): a new Invoice"""
+        """Invoice.create (decimal_params.loom:31): a new Invoice"""
         require(
             decimals.fits(amount, 8, 2),
             kind="precondition",

@@ -12,5 +12,9 @@ class AccountExterns(Protocol):
     """extern operations of aggregate Account (decimal_params.loom:6): the user's class"""
 
     def fee(self, account: Account, amount: Decimal) -> None:
-        """extern operation Account.fee (decimal_params.loom:23)"""
+        """extern operation Account.fee (decimal_params.loom:24)"""
+        ...
+
+    def annotate(self, account: Account, text: str) -> None:
+        """extern operation Account.annotate (decimal_params.loom:25)"""
         ...

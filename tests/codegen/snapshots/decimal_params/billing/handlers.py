@@ -20,7 +20,7 @@ router = APIRouter(route_class=LoomRoute)
     tags=["Billing: handlers"],
 )
 async def share(body: ShareInput, request: Request) -> None:
-    """commandHandler Share (decimal_params.loom:64): non-transactional: each save commits on its own"""
+    """commandHandler Share (decimal_params.loom:66): non-transactional: each save commits on its own"""
     service = get_service(request)
     async with service.autocommit() as work:
         accounts = Accounts(work)
@@ -36,7 +36,7 @@ async def share(body: ShareInput, request: Request) -> None:
     tags=["Billing: handlers"],
 )
 async def retag(body: RetagInput, request: Request) -> None:
-    """commandHandler Retag (decimal_params.loom:68): non-transactional: each save commits on its own"""
+    """commandHandler Retag (decimal_params.loom:70): non-transactional: each save commits on its own"""
     service = get_service(request)
     async with service.autocommit() as work:
         accounts = Accounts(work)
@@ -52,7 +52,7 @@ async def retag(body: RetagInput, request: Request) -> None:
     tags=["Billing: handlers"],
 )
 async def request_split(body: RequestSplitInput, request: Request) -> None:
-    """commandHandler RequestSplit (decimal_params.loom:72): non-transactional: each save commits on its own"""
+    """commandHandler RequestSplit (decimal_params.loom:74): non-transactional: each save commits on its own"""
     service = get_service(request)
     async with service.autocommit() as work:
         work.emit(

@@ -9,14 +9,14 @@ from .domain import Account, Invoice
 
 
 class Accounts(Repository[Account]):
-    """repository Accounts for Account (decimal_params.loom:25)"""
+    """repository Accounts for Account (decimal_params.loom:27)"""
 
     aggregate = Account
     table = tables.accounts
 
 
 class Invoices(Repository[Invoice]):
-    """repository Invoices for Invoice (decimal_params.loom:31)"""
+    """repository Invoices for Invoice (decimal_params.loom:33)"""
 
     aggregate = Invoice
     table = tables.invoices

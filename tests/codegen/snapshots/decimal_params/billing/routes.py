@@ -21,6 +21,7 @@ from .domain import Account, Invoice
 from .externs import AccountExterns
 from .repositories import Accounts, Invoices
 from .schemas import (
+    AccountAnnotateInput,
     AccountCreateInput,
     AccountCreditInput,
     AccountCreditThirdInput,
@@ -79,6 +80,7 @@ async def create_account(
             balance=body.balance,
             credits=body.credits,
             tag=body.tag,
+            note=body.note,
         )
         await Accounts(work).save(account)
     response.headers["Location"] = f"/api/accounts/{account.id}"
@@ -112,6 +114,10 @@ async def update_account(
             if body.tag is None:
                 raise InvalidValue("tag may not be null", path="body.tag")
             account.tag = body.tag
+        if "note" in body.model_fields_set:
+            if body.note is None:
+                raise InvalidValue("note may not be null", path="body.note")
+            account.note = body.note
         await accounts.save(account)
     return AccountOut.from_aggregate(account)
 
@@ -137,7 +143,7 @@ async def delete_account(id: UUID, request: Request) -> None:
     tags=["Billing: Account"],
 )
 async def account_credit(id: UUID, body: AccountCreditInput, request: Request) -> None:
-    """operation Account.credit (decimal_params.loom:11)"""
+    """operation Account.credit (decimal_params.loom:12)"""
     service = get_service(request)
     async with service.transaction() as work:
         accounts = Accounts(work)
@@ -157,7 +163,7 @@ async def account_credit_third(
     body: AccountCreditThirdInput,
     request: Request,
 ) -> None:
-    """operation Account.creditThird (decimal_params.loom:20)"""
+    """operation Account.creditThird (decimal_params.loom:21)"""
     service = get_service(request)
     async with service.transaction() as work:
         accounts = Accounts(work)
@@ -173,7 +179,7 @@ async def account_credit_third(
     tags=["Billing: Account"],
 )
 async def account_fee(id: UUID, body: AccountFeeInput, request: Request) -> None:
-    """extern operation Account.fee (decimal_params.loom:23)"""
+    """extern operation Account.fee (decimal_params.loom:24)"""
     service = get_service(request)
     async with service.transaction() as work:
         accounts = Accounts(work)
@@ -183,6 +189,31 @@ async def account_fee(id: UUID, body: AccountFeeInput, request: Request) -> None
             account,
             body.amount,
         )
+        account._check_invariants()
+        await accounts.save(account)
+
+
+@router.post(
+    "/api/accounts/{id}/annotate",
+    status_code=204,
+    responses=PROBLEM_RESPONSES,
+    tags=["Billing: Account"],
+)
+async def account_annotate(
+    id: UUID,
+    body: AccountAnnotateInput,
+    request: Request,
+) -> None:
+    """extern operation Account.annotate (decimal_params.loom:25)"""
+    service = get_service(request)
+    async with service.transaction() as work:
+        accounts = Accounts(work)
+        account = await accounts.get_by_id(id)
+        cast(AccountExterns, service.externs["AccountExterns"]).annotate(
+            account,
+            body.text,
+        )
+        account._check_invariants()
         await accounts.save(account)
 
 
@@ -192,7 +223,7 @@ async def account_fee(id: UUID, body: AccountFeeInput, request: Request) -> None
     tags=["Billing: Invoice"],
 )
 async def get_invoice(id: UUID, request: Request) -> InvoiceOut:
-    """Read one Invoice (aggregate Invoice, decimal_params.loom:27)"""
+    """Read one Invoice (aggregate Invoice, decimal_params.loom:29)"""
     service = get_service(request)
     async with service.autocommit() as work:
         invoice = await Invoices(work).get_by_id(id)
@@ -205,7 +236,7 @@ async def list_invoices(
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[InvoiceOut]:
-    """Read a page of Invoice (aggregate Invoice, decimal_params.loom:27)"""
+    """Read a page of Invoice (aggregate Invoice, decimal_params.loom:29)"""
     service = get_service(request)
     async with service.autocommit() as work:
         page = await Invoices(work).page(limit, offset)
@@ -223,7 +254,7 @@ async def create_invoice(
     response: Response,
     request: Request,
 ) -> InvoiceOut:
-    """crudish create of Invoice (decimal_params.loom:27)"""
+    """crudish create of Invoice (decimal_params.loom:29)"""
     service = get_service(request)
     async with service.autocommit() as work:
         invoice = Invoice.create(amount=body.amount)
@@ -242,7 +273,7 @@ async def update_invoice(
     body: InvoiceUpdateInput,
     request: Request,
 ) -> InvoiceOut:
-    """crudish update of Invoice (decimal_params.loom:27): the fields the body names"""
+    """crudish update of Invoice (decimal_params.loom:29): the fields the body names"""
     service = get_service(request)
     async with service.transaction() as work:
         invoices = Invoices(work)
@@ -262,7 +293,7 @@ async def update_invoice(
     tags=["Billing: Invoice"],
 )
 async def delete_invoice(id: UUID, request: Request) -> None:
-    """crudish delete of Invoice (decimal_params.loom:27)"""
+    """crudish delete of Invoice (decimal_params.loom:29)"""
     service = get_service(request)
     async with service.transaction() as work:
         invoices = Invoices(work)

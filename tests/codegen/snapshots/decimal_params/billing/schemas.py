@@ -5,9 +5,11 @@
 from decimal import Decimal
 from typing import Annotated, Self
 
+from annotated_types import MaxLen
 from pydantic import BaseModel, ConfigDict
 
 from loom.runtime import (
+    TEXT_CHECK,
     DecimalIn,
     DecimalOut,
     Int64,
@@ -28,6 +30,7 @@ class AccountOut(BaseModel):
     balance: DecimalOut
     credits: Int64
     tag: str
+    note: str
 
     @classmethod
     def from_aggregate(cls, account: Account) -> Self:
@@ -38,6 +41,7 @@ class AccountOut(BaseModel):
             balance=account.balance,
             credits=account.credits,
             tag=account.tag,
+            note=account.note,
         )
 
 
@@ -49,6 +53,7 @@ class AccountCreateInput(BaseModel):
     balance: WireDecimal = Decimal(0)
     credits: JsonInt64 = 0
     tag: WireText = ""
+    note: Annotated[str, MaxLen(5), TEXT_CHECK] = ""
 
 
 class AccountUpdateInput(BaseModel):
@@ -59,10 +64,11 @@ class AccountUpdateInput(BaseModel):
     balance: WireDecimal | None = None
     credits: JsonInt64 | None = None
     tag: WireText | None = None
+    note: Annotated[str, MaxLen(5), TEXT_CHECK] | None = None
 
 
 class AccountCreditInput(BaseModel):
-    """The body of operation Account.credit (decimal_params.loom:11)"""
+    """The body of operation Account.credit (decimal_params.loom:12)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -70,7 +76,7 @@ class AccountCreditInput(BaseModel):
 
 
 class AccountCreditThirdInput(BaseModel):
-    """The body of operation Account.creditThird (decimal_params.loom:20)"""
+    """The body of operation Account.creditThird (decimal_params.loom:21)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -78,15 +84,23 @@ class AccountCreditThirdInput(BaseModel):
 
 
 class AccountFeeInput(BaseModel):
-    """The body of operation Account.fee (decimal_params.loom:23)"""
+    """The body of operation Account.fee (decimal_params.loom:24)"""
 
     model_config = ConfigDict(extra="forbid")
 
     amount: Annotated[WireDecimal, DecimalIn(10, 2)]
 
 
+class AccountAnnotateInput(BaseModel):
+    """The body of operation Account.annotate (decimal_params.loom:25)"""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: WireText
+
+
 class InvoiceOut(BaseModel):
-    """Invoice as the API answers it (aggregate Invoice, decimal_params.loom:27)"""
+    """Invoice as the API answers it (aggregate Invoice, decimal_params.loom:29)"""
 
     id: InvoiceId
     version: int
@@ -99,7 +113,7 @@ class InvoiceOut(BaseModel):
 
 
 class InvoiceCreateInput(BaseModel):
-    """The body of crudish create of Invoice (decimal_params.loom:27)"""
+    """The body of crudish create of Invoice (decimal_params.loom:29)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -107,7 +121,7 @@ class InvoiceCreateInput(BaseModel):
 
 
 class InvoiceUpdateInput(BaseModel):
-    """The body of crudish update of Invoice: any mutable fields (decimal_params.loom:27)"""
+    """The body of crudish update of Invoice: any mutable fields (decimal_params.loom:29)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -115,7 +129,7 @@ class InvoiceUpdateInput(BaseModel):
 
 
 class SplitInput(BaseModel):
-    """The body of workflow split (decimal_params.loom:38)"""
+    """The body of workflow split (decimal_params.loom:40)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -125,7 +139,7 @@ class SplitInput(BaseModel):
 
 
 class ScaleInput(BaseModel):
-    """The body of workflow scale (decimal_params.loom:46)"""
+    """The body of workflow scale (decimal_params.loom:48)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -135,7 +149,7 @@ class ScaleInput(BaseModel):
 
 
 class InvoiceInput(BaseModel):
-    """The body of workflow invoice (decimal_params.loom:53)"""
+    """The body of workflow invoice (decimal_params.loom:55)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -144,7 +158,7 @@ class InvoiceInput(BaseModel):
 
 
 class ChargeInput(BaseModel):
-    """The body of workflow charge (decimal_params.loom:59)"""
+    """The body of workflow charge (decimal_params.loom:61)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -154,7 +168,7 @@ class ChargeInput(BaseModel):
 
 
 class ShareInput(BaseModel):
-    """The body of commandHandler Share (decimal_params.loom:64)"""
+    """The body of commandHandler Share (decimal_params.loom:66)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -164,7 +178,7 @@ class ShareInput(BaseModel):
 
 
 class RetagInput(BaseModel):
-    """The body of commandHandler Retag (decimal_params.loom:68)"""
+    """The body of commandHandler Retag (decimal_params.loom:70)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -174,7 +188,7 @@ class RetagInput(BaseModel):
 
 
 class RequestSplitInput(BaseModel):
-    """The body of commandHandler RequestSplit (decimal_params.loom:72)"""
+    """The body of commandHandler RequestSplit (decimal_params.loom:74)"""
 
     model_config = ConfigDict(extra="forbid")
 

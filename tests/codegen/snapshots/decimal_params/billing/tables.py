@@ -4,7 +4,7 @@
 
 from sqlalchemy import BigInteger, Column, Integer, String, Table, Uuid
 
-from loom.runtime.types import DecimalText
+from loom.runtime.types import BoundedText, DecimalText
 
 from .._metadata import metadata
 
@@ -32,10 +32,16 @@ accounts = Table(
         nullable=False,
         info={"loom": {"field": "tag", "default": ""}},
     ),
+    Column(
+        "note",
+        BoundedText(5),
+        nullable=False,
+        info={"loom": {"field": "note", "default": ""}},
+    ),
     info={"loom": {"origin": "Billing.Account"}},
 )
 
-# aggregate Invoice (decimal_params.loom:27)
+# aggregate Invoice (decimal_params.loom:29)
 invoices = Table(
     "billing_invoices",
     metadata,

@@ -24,7 +24,7 @@ router = APIRouter(route_class=LoomRoute)
     tags=["Billing: workflows"],
 )
 async def split(body: SplitInput, request: Request) -> AccountId:
-    """workflow split (decimal_params.loom:37): non-transactional: each save commits on its own"""
+    """workflow split (decimal_params.loom:39): non-transactional: each save commits on its own"""
     service = get_service(request)
     async with service.autocommit() as work:
         accounts = Accounts(work)
@@ -42,7 +42,7 @@ async def split(body: SplitInput, request: Request) -> AccountId:
     tags=["Billing: workflows"],
 )
 async def scale(body: ScaleInput, request: Request) -> None:
-    """workflow scale (decimal_params.loom:45): non-transactional: each save commits on its own"""
+    """workflow scale (decimal_params.loom:47): non-transactional: each save commits on its own"""
     service = get_service(request)
     async with service.autocommit() as work:
         accounts = Accounts(work)
@@ -58,7 +58,7 @@ async def scale(body: ScaleInput, request: Request) -> None:
     tags=["Billing: workflows"],
 )
 async def invoice(body: InvoiceInput, request: Request) -> InvoiceId:
-    """workflow invoice (decimal_params.loom:52): non-transactional: each save commits on its own"""
+    """workflow invoice (decimal_params.loom:54): non-transactional: each save commits on its own"""
     service = get_service(request)
     async with service.autocommit() as work:
         invoices = Invoices(work)
@@ -75,7 +75,7 @@ async def invoice(body: InvoiceInput, request: Request) -> InvoiceId:
     tags=["Billing: workflows"],
 )
 async def charge(body: ChargeInput, request: Request) -> None:
-    """workflow charge (decimal_params.loom:58): non-transactional: each save commits on its own"""
+    """workflow charge (decimal_params.loom:60): non-transactional: each save commits on its own"""
     service = get_service(request)
     async with service.autocommit() as work:
         accounts = Accounts(work)
@@ -85,7 +85,8 @@ async def charge(body: ChargeInput, request: Request) -> None:
             a,
             decimals.div(body.total, body.parts),
         )
+        a._check_invariants()
         await accounts.save(a)
 
 
-# workflow Splitter (decimal_params.loom:76) has no HTTP entry point
+# workflow Splitter (decimal_params.loom:78) has no HTTP entry point
