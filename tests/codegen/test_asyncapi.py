@@ -25,7 +25,7 @@ import pytest
 
 from loom.codegen.python import generate
 from loom.codegen.python.asyncapi import asyncapi_document, asyncapi_text
-from loom.lang import compile_files
+from loom.lang import compile_files, compile_sources
 from loom.model import ir
 from loom.runtime._codec import decode, encode
 from tests.asyncapi_schema import payload_validator
@@ -91,7 +91,8 @@ def check_structure(doc: dict[str, Any]) -> None:
         assert message["payload"]["type"] == "object"
         assert message["correlationId"]["location"] == "$message.header#/Loom-Correlation-Id"
         headers = resolve(doc, message["headers"]["$ref"])
-        assert list(headers["properties"]) == HEADERS
+        tenanted = message["headers"]["$ref"].endswith("/Loom.TenantedHeaders")
+        assert list(headers["properties"]) == HEADERS + ["Loom-Tenant"] * tenanted
     json.loads(asyncapi_text(doc))
 
 
@@ -217,6 +218,40 @@ def test_the_contexts_a_service_holds() -> None:
     assert messages_of(inventory, "Payment.Payments.receive") == ["Payment.PaymentFailed"]
     with pytest.raises(ValueError, match="no context Shipping"):
         asyncapi_document(model, ["Payment", "Shipping"])
+
+
+MIXED = """
+context Sales tenanted {
+  aggregate Order { n: int = 0 }
+  event Placed { order: Order id }
+}
+context Catalog {
+  aggregate Product { n: int = 0 }
+  event Listed { product: Product id }
+  // an untenanted context's channel may carry a tenanted context's event: the event decides
+  channel Feed { carries: Listed, Sales.Placed }
+}
+"""
+
+
+def test_only_a_tenanted_contexts_messages_name_the_tenant_header() -> None:
+    result = compile_sources({"mixed.loom": MIXED})
+    assert result.model is not None, [d.message for d in result.diagnostics]
+    doc = asyncapi_document(result.model)
+    check_structure(doc)
+    messages = doc["components"]["messages"]
+    assert {name: m["headers"]["$ref"].rsplit("/", 1)[1] for name, m in messages.items()} == {
+        "Sales.Placed": "Loom.TenantedHeaders",
+        "Catalog.Listed": "Loom.Headers",
+    }
+    schemas = doc["components"]["schemas"]
+    tenant = schemas["Loom.TenantedHeaders"]["properties"]["Loom-Tenant"]
+    assert tenant["type"] == "string" and "tenant" in tenant["description"]
+    assert "Loom-Tenant" in schemas["Loom.TenantedHeaders"]["required"]
+    assert "Loom-Tenant" not in schemas["Loom.Headers"]["properties"]
+    # a model without a tenanted context's message has no such schema
+    untenanted = asyncapi_document(compile_model(SHOP))
+    assert "Loom.TenantedHeaders" not in untenanted["components"]["schemas"]
 
 
 def test_a_model_without_channels() -> None:

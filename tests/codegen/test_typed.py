@@ -26,6 +26,8 @@ EXAMPLES = {
     "mutual_ids": ["tests/e2e/models/mutual_ids.loom"],
     "wire_values": ["tests/e2e/models/wire_values.loom"],
     "hotel_time": ["tests/e2e/models/hotel_time.loom"],
+    "decimal_params": ["tests/e2e/models/decimal_params.loom"],
+    "system_principal": ["tests/e2e/models/system_principal.loom"],
 }
 
 

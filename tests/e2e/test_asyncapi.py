@@ -4,26 +4,41 @@ service really writes (docs/http.md, "Contracts: AsyncAPI").
 The served document is the `asyncapi.json` that `loom build` wrote beside main.py, byte for byte.
 Every payload the outbox receives during the shop's flows (captured by a trigger on the outbox
 table, since a delivered row of a `work` channel is deleted) validates against its message's
-payload schema, and the consumers that recorded inbox rows are the ones the document names.
+payload schema, and the consumers that recorded inbox rows are the ones the document names. A
+tenanted context's messages name the `Loom-Tenant` header, and the messages its relay publishes
+on a broker carry exactly the headers their schema names, the tenant among them (on SQLite and
+PostgreSQL).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import text
 
+from loom.build import build_model, import_package
+from loom.lang import compile_sources
+from loom.runtime import create_app
+from loom.runtime.transports import MemoryBroker, MemoryTransport, Message
 from loom.testing import ServiceClient, build_service, serve
 from tests.asyncapi_schema import payload_validator
+from tests.e2e.tokens import SECRET, token
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOP = [ROOT / "examples/shop/shop.loom"]
 CONTRACT = [ROOT / "tests/e2e/models/contract.loom"]
 BANKING = [ROOT / "examples/banking/banking.loom"]
+TENANTED = ROOT / "tests/e2e/models/tenants_channels.loom"
+SPLIT = """
+deployable Shop { contexts: Sales }
+deployable Books { contexts: Ledger }
+"""
 
 # SQLite: every row the outbox receives, kept after the relay deletes it
 CAPTURE = [
@@ -155,3 +170,66 @@ async def test_every_field_type_matches_its_schema(sqlite_url: str) -> None:
         None,
         "2026-11-29T11:00:00+02:00",
     )
+
+
+class _Recording(MemoryTransport):
+    """The in-memory broker, keeping every message the relay publishes (a `work` channel's are
+    gone from the stream once consumed)."""
+
+    def __init__(self, broker: MemoryBroker) -> None:
+        super().__init__(broker, ack_wait=0.5)
+        self.sent: list[Message] = []
+
+    async def publish(self, message: Message) -> None:
+        await super().publish(message)
+        self.sent.append(message)
+
+
+async def test_a_tenanted_contexts_messages_carry_the_tenant_header(
+    database_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Sales (tenanted) in a deployable of its own: its relay publishes `Sales.Placed` on the
+    broker for Ledger's consumer, which runs elsewhere."""
+    for name in (
+        "LOOM_JWT_PUBLIC_KEY",
+        "LOOM_JWT_AUDIENCE",
+        "LOOM_JWT_ISSUER",
+        "LOOM_TENANT_CLAIM",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LOOM_JWT_SECRET", SECRET)
+    result = compile_sources({"tenants_channels.loom": TENANTED.read_text() + SPLIT})
+    assert result.model is not None, [d.message for d in result.diagnostics]
+    build_model(result.model, tmp_path / "out")
+    main = import_package(tmp_path / "out" / "shop")
+    transport = _Recording(MemoryBroker())
+    # the generated build_app, on a broker: what --broker gives a deployed service
+    monkeypatch.setattr(main, "create_app", functools.partial(create_app, brokers={"": transport}))
+    app = main.build_app(database_url)
+    async with app.router.lifespan_context(app), ServiceClient(app, main) as c:
+        r = await c.get("/asyncapi.json")
+        assert r.status_code == 200
+        assert r.content == (tmp_path / "out" / "shop" / "asyncapi.json").read_bytes()
+        doc = r.json()
+        for tenant in ("acme", "globex"):
+            who = token(sub=f"{tenant}-user", tenant=tenant)
+            body = {"number": "N-1", "customer": "c", "amount": 5}
+            r = await c.post("/api/orders", json=body, headers=who)
+            assert r.status_code == 201, r.text
+            r = await c.post(f"/api/orders/{r.json()['id']}/place", json={}, headers=who)
+            assert r.status_code == 204, r.text
+            await c.settle()
+    schemas = doc["components"]["schemas"]
+    message = doc["components"]["messages"]["Sales.Placed"]
+    assert message["headers"] == {"$ref": "#/components/schemas/Loom.TenantedHeaders"}
+    headers, plain = schemas["Loom.TenantedHeaders"], schemas["Loom.Headers"]
+    assert list(headers["properties"]) == [*plain["properties"], "Loom-Tenant"]
+    assert headers["required"] == [*plain["required"], "Loom-Tenant"]
+    assert headers["properties"]["Loom-Tenant"]["type"] == "string"
+    # what the relay really sent: the headers the schema names, every required one, the tenant's
+    sent = [(m.event_type, m.headers()) for m in transport.sent]
+    print(f"messages published: {len(sent)}")
+    assert [t for t, _ in sent] == ["Sales.Placed", "Sales.Placed"]
+    for _, h in sent:
+        assert set(headers["required"]) <= set(h) <= set(headers["properties"]), h
+    assert [h["Loom-Tenant"] for _, h in sent] == ["acme", "globex"]

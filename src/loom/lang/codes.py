@@ -315,12 +315,13 @@ REGISTRY: dict[str, CodeInfo] = {
         CodeInfo(
             "loom.current-user-misplaced",
             _E,
-            "`currentUser` is read outside a `requires` gate or a request's body",
+            "`currentUser` is read where the domain's rules run, or `.id` where the system runs",
         ),
         CodeInfo(
             "loom.reactor-gate-unsatisfiable",
             _W,
-            "a reaction calls an operation whose `requires` gate refuses the system principal",
+            "a reaction, timeout or timer calls an operation whose `requires` gate refuses the "
+            "system principal",
         ),
         # Tenants
         CodeInfo(

@@ -124,10 +124,11 @@ def id_type(aggregate: str) -> str:
     return pascal(aggregate) + "Id"
 
 
-def extern_gate(operation: str) -> str:
-    """The aggregate method that checks an extern operation's `requires` gate before the user's
-    code runs: `notify` -> `_requires_notify`."""
-    return f"_requires_{snake(operation)}"
+def extern_checks(operation: str) -> str:
+    """The aggregate method that checks an extern operation's arguments (`string(N)`,
+    `decimal(P, S)` parameters) and its `requires` gate before the user's code runs:
+    `notify` -> `_before_notify`."""
+    return f"_before_{snake(operation)}"
 
 
 def context_module(context: ir.Context) -> str:

@@ -55,18 +55,25 @@ def requires(label: str, gate: ir.Expr) -> Refusal:
     return Refusal("requires", f"{label}: requires {text}", detail)
 
 
-def string_length(owner: str, field: str, bound: int, each: bool) -> Refusal:
-    """The implicit invariant of a `string(N)` field (`each`: of a list of them)."""
+def string_length(
+    owner: str, field: str, bound: int, each: bool, kind: Kind = "invariant"
+) -> Refusal:
+    """The implicit invariant of a `string(N)` field (`each`: of a list of them); with `kind`
+    "precondition", the implicit precondition of an operation's parameter (`owner` is then
+    `Aggregate.operation`)."""
     what = "each of its strings is" if each else "it is"
     detail = f"{field}: {what} at most {bound} characters"
-    return Refusal("invariant", f"{owner}: {field}: string({bound})", detail)
+    return Refusal(kind, f"{owner}: {field}: string({bound})", detail)
 
 
-def decimal_bounds(owner: str, field: str, precision: int, scale: int, each: bool) -> Refusal:
-    """The implicit invariant of a `decimal(P, S)` field (`each`: of a list of them)."""
+def decimal_bounds(
+    owner: str, field: str, precision: int, scale: int, each: bool, kind: Kind = "invariant"
+) -> Refusal:
+    """The implicit invariant of a `decimal(P, S)` field (`each`: of a list of them); with `kind`
+    "precondition", the implicit precondition of an operation's parameter."""
     what = "each of its numbers has" if each else "it has"
     detail = (
         f"{field}: {what} at most {precision - scale} digits before the point and {scale} after "
         f"it (never rounded: round it in the model with round(x, {scale}))"
     )
-    return Refusal("invariant", f"{owner}: {field}: decimal({precision}, {scale})", detail)
+    return Refusal(kind, f"{owner}: {field}: decimal({precision}, {scale})", detail)

@@ -11,7 +11,9 @@ A pure function of the model and the contexts the service holds (all of them by 
   (`x-loom-consumers`);
 - `components.messages`: one per event carried, named by its event type (`Orders.OrderPlaced`),
   its payload the event's fields as the outbox writes them (`json_schema.py`), its headers the
-  `Loom-*` ones, its correlation id the `Loom-Correlation-Id` header.
+  `Loom-*` ones (`Loom.Headers`; for an event of a tenanted context `Loom.TenantedHeaders`, the
+  same and `Loom-Tenant`, which every such message carries), its correlation id the
+  `Loom-Correlation-Id` header.
 
 An event on no channel is delivered in process and never leaves the service: it is no part of the
 contract.
@@ -31,6 +33,7 @@ from loom.model.deployables import channels_used, consumers
 ASYNCAPI_VERSION = "3.0.0"
 CONTENT_TYPE = "application/json"
 HEADERS_SCHEMA = "Loom.Headers"
+TENANTED_HEADERS_SCHEMA = "Loom.TenantedHeaders"
 
 # (header, schema, required): what every message carries beside its payload
 _HEADERS: tuple[tuple[str, dict[str, Any], bool], ...] = (
@@ -84,6 +87,18 @@ _HEADERS: tuple[tuple[str, dict[str, Any], bool], ...] = (
     ),
 )
 
+# what a message of a tenanted context's event carries besides: only those, as an untenanted
+# event has no tenant (the runtime sends the header only when there is one)
+_TENANT_HEADER: tuple[str, dict[str, Any], bool] = (
+    messaging.HEADER_TENANT,
+    {
+        "type": "string",
+        "description": "The tenant the event was raised in: its consumers apply it in that "
+        "tenant only, and refuse (dead-letter) a message of a tenanted context without it.",
+    },
+    True,
+)
+
 CORRELATION_LOCATION = f"$message.header#/{messaging.HEADER_CORRELATION_ID}"
 
 
@@ -129,12 +144,12 @@ def asyncapi_document(
                 messages[event_type(e)] = _message(model, e, schemas)
     components: dict[str, Any] = {}
     if messages:
-        headers = {
-            "type": "object",
-            "properties": {h: schema for h, schema, _ in _HEADERS},
-            "required": [h for h, _, required in _HEADERS if required],
-        }
-        components = {"messages": messages, "schemas": {HEADERS_SCHEMA: headers, **schemas.named}}
+        headers = {HEADERS_SCHEMA: _headers(_HEADERS)}
+        if any(
+            m["headers"]["$ref"] == REF_PREFIX + TENANTED_HEADERS_SCHEMA for m in messages.values()
+        ):
+            headers[TENANTED_HEADERS_SCHEMA] = _headers((*_HEADERS, _TENANT_HEADER))
+        components = {"messages": messages, "schemas": {**headers, **schemas.named}}
     return {
         "asyncapi": ASYNCAPI_VERSION,
         "info": {
@@ -156,6 +171,14 @@ def asyncapi_text(document: dict[str, Any]) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
+def _headers(headers: tuple[tuple[str, dict[str, Any], bool], ...]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {h: schema for h, schema, _ in headers},
+        "required": [h for h, _, required in headers if required],
+    }
+
+
 def _operation(action: str, channel: str, types: list[str]) -> dict[str, Any]:
     return {
         "action": action,
@@ -165,15 +188,15 @@ def _operation(action: str, channel: str, types: list[str]) -> dict[str, Any]:
 
 
 def _message(model: ir.Model, e: ir.EventType, schemas: Schemas) -> dict[str, Any]:
-    event = next(
-        ev for c in model.contexts if c.name == e.context for ev in c.events if ev.name == e.name
-    )
+    context = next(c for c in model.contexts if c.name == e.context)
+    event = next(ev for ev in context.events if ev.name == e.name)
+    headers = TENANTED_HEADERS_SCHEMA if context.tenanted else HEADERS_SCHEMA
     return {
         "name": event_type(e),
         "title": event.name,
         "summary": f"event {event.name} of context {event.context}",
         "contentType": CONTENT_TYPE,
-        "headers": {"$ref": REF_PREFIX + HEADERS_SCHEMA},
+        "headers": {"$ref": REF_PREFIX + headers},
         "correlationId": {
             "description": "The chain the event belongs to (docs/events.md, correlation ids).",
             "location": CORRELATION_LOCATION,

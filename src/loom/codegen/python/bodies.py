@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from loom.codegen.python import time_exprs
 from loom.codegen.python.api_calls import api_call
-from loom.codegen.python.checks import check
+from loom.codegen.python.checks import check, has_extern_checks, has_invariants
 from loom.codegen.python.domain import event_args
 from loom.codegen.python.expressions import Scope, render, render_as
 from loom.codegen.python.imports import Imports
@@ -366,11 +366,11 @@ class BodyWriter:
         externs = f"cast({protocol}, {self.service}.externs[{py_str(protocol)}])"
         method = f"{externs}.{naming.ident(op.name)}"
         out: list[str] = []
-        if op.requires is not None:
-            out += lay(call(f"{target}.{naming.extern_gate(op.name)}", args), depth)
-        out += lay(call(method, [target, *args]), depth)
         agg = self.info.aggregate(self.context.name, stmt.aggregate)
-        if agg.invariants:
+        if has_extern_checks(agg, op):
+            out += lay(call(f"{target}.{naming.extern_checks(op.name)}", args), depth)
+        out += lay(call(method, [target, *args]), depth)
+        if has_invariants(agg):
             out.append(f"{INDENT * depth}{target}._check_invariants()")
         return out
 

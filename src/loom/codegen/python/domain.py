@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from loom.codegen.python.checks import bound_checks, check
+from loom.codegen.python.checks import (
+    bound_checks,
+    check,
+    has_extern_checks,
+    scaled_params,
+)
+from loom.codegen.python.checks import (
+    has_invariants as checks_invariants,  # `has_invariants` is a parameter name here
+)
 from loom.codegen.python.expressions import Scope, render, render_as
 from loom.codegen.python.imports import Imports
 from loom.codegen.python.keyed import Keyed, key_of, keyed, keyed_fields, state_class
@@ -233,7 +241,7 @@ def _aggregate(
         line = annotation if default is None else f"{annotation} = {default}"
         lines += lay(line.removeprefix("    "), 1)
 
-    has_invariants = bool(agg.invariants or bound_checks(agg.name, agg.fields))
+    has_invariants = checks_invariants(agg)
     methods: list[list[str]] = [_create(info, context, agg, types, imports, has_invariants)]
     for d in agg.derived:
         methods.append(_derived(d, types, scope))
@@ -243,8 +251,8 @@ def _aggregate(
         methods.append(_function(fn, types, imports, agg.name))
     for op in agg.operations:
         methods.append(_operation(info, context, agg, op, types, imports, has_invariants))
-        if op.extern and op.requires is not None:
-            methods.append(_extern_gate(agg, op, types, scope))
+        if op.extern and has_extern_checks(agg, op):
+            methods.append(_extern_checks(agg, op, types, scope))
     for method in methods:
         lines.append("")
         lines.extend(method)
@@ -319,6 +327,9 @@ def _factory_body(
     lines: list[str] = []
     emits: list[ir.Emit] = []
     label = f"{agg.name}.create"
+    for cond, refusal in bound_checks(label, factory.params, imports, params=True):
+        lines += check(cond, refusal, imports, 2)
+    lines += scaled_params(factory.params, imports, 2)
     for stmt, later in zip(factory.body, walk.reads_after(factory.body), strict=True):
         if isinstance(stmt, ir.Precondition):
             lines += check(render(stmt.condition, scope), precondition(label, stmt), imports, 2)
@@ -363,19 +374,26 @@ def _derived(d: ir.Derived, types: TypeNames, scope: Scope) -> list[str]:
     return lines
 
 
-def _extern_gate(agg: ir.Aggregate, op: ir.Operation, types: TypeNames, scope: Scope) -> list[str]:
-    """The `requires` gate of an extern operation, run by its callers before the user's code."""
-    assert op.requires is not None
+def _extern_checks(
+    agg: ir.Aggregate, op: ir.Operation, types: TypeNames, scope: Scope
+) -> list[str]:
+    """The checks of an extern operation, run by its callers before the user's code: its
+    arguments, then its `requires` gate."""
     params = {p.name: naming.ident(p.name) for p in op.params}
     gate_scope = Scope(
         imports=scope.imports, enum_ref=scope.enum_ref, params=params, owner=agg.name
     )
     args = ["self"] + [f"{params[p.name]}: {types.render(p.type)}" for p in op.params]
-    lines = lay(Group(f"def {naming.extern_gate(op.name)}(", args, ") -> None:"), 1)
-    doc = f"requires of extern operation {agg.name}.{op.name} ({where(op.origin)})"
+    lines = lay(Group(f"def {naming.extern_checks(op.name)}(", args, ") -> None:"), 1)
+    doc = f"arguments and requires of extern operation {agg.name}.{op.name} ({where(op.origin)})"
     lines.append(f"        {docstring(doc)}")
-    gate = requires(f"{agg.name}.{op.name}", op.requires)
-    return lines + check(render(op.requires, gate_scope), gate, scope.imports, 2)
+    label = f"{agg.name}.{op.name}"
+    for cond, refusal in bound_checks(label, op.params, scope.imports, params=True):
+        lines += check(cond, refusal, scope.imports, 2)
+    if op.requires is not None:
+        gate = requires(label, op.requires)
+        lines += check(render(op.requires, gate_scope), gate, scope.imports, 2)
+    return lines
 
 
 def _invariants(agg: ir.Aggregate, scope: Scope) -> list[str]:
@@ -446,6 +464,10 @@ def _operation(
     lines = lay(Group(f"def {naming.ident(op.name)}(", params, ") -> None:"), 1)
     lines.append(f"        {docstring(f'operation {agg.name}.{op.name} ({where(op.origin)})')}")
     label = f"{agg.name}.{op.name}"
+    if not op.extern:  # an extern's are in its `_before_…` method, which its callers run
+        for cond, refusal in bound_checks(label, op.params, imports, params=True):
+            lines += check(cond, refusal, imports, 2)
+        lines += scaled_params(op.params, imports, 2)
     if op.requires is not None and not op.extern:
         lines += check(render(op.requires, scope), requires(label, op.requires), imports, 2)
     if op.when is not None:

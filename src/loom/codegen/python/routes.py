@@ -9,6 +9,7 @@ a refusal raises before the save, so nothing is written.
 
 from __future__ import annotations
 
+from loom.codegen.python.checks import has_extern_checks, has_invariants
 from loom.codegen.python.expressions import Scope
 from loom.codegen.python.imports import Imports
 from loom.codegen.python.layout import Group, call, lay
@@ -186,10 +187,10 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
                 externs = f"cast({protocol}, service.externs[{py_str(protocol)}])"
                 method = f"{externs}.{naming.ident(op.name)}"
                 prefix = "result = " if status == 200 else ""
-                if op.requires is not None:
-                    block += lay(call(f"{var}.{naming.extern_gate(op.name)}", args), 2)
+                if has_extern_checks(agg, op):
+                    block += lay(call(f"{var}.{naming.extern_checks(op.name)}", args), 2)
                 block += lay(call(method, [var, *args], prefix=prefix), 2)
-                if agg.invariants:
+                if has_invariants(agg):
                     block.append(f"        {var}._check_invariants()")
             else:
                 block += lay(call(f"{var}.{naming.ident(op.name)}", args), 2)

@@ -1,19 +1,24 @@
 """`currentUser` and `requires` gates: who the code runs as, and who may run an operation.
 
 - `currentUser` is the principal of the running request (a verified bearer token's user, or
-  anonymous) or, in a reaction, the system. It is read through its members only:
-  `id: string` (none for anonymous callers, the system and a token without `sub`: `==` / `!=`
-  with it are false then, and reading it as a value is a 401 at run time), `isSystem: bool`,
-  `isAuthenticated: bool`, `roles: string[]`, `hasRole(name: string): bool`,
-  `claim(name: string): string` ("" when absent).
-- It may be read in an operation's `requires` gate, and in the bodies a request runs: a workflow's
-  command `create`, a `commandHandler`, a `queryHandler`. Anywhere else it is
-  `loom.current-user-misplaced`: the aggregate's state and rules (invariants, `when`, bodies,
-  functions, defaults), criteria and domain services do not depend on who asks, a reaction always
-  runs as the system, and an `apply` must replay the same way for anyone.
-- A reaction (event-triggered `create`, `on`) that calls an operation whose gate reads
-  `currentUser` without a `currentUser.isSystem ||` disjunct gets the warning
-  `loom.reactor-gate-unsatisfiable`: the gate would refuse the system principal.
+  anonymous) or, in a reaction, a timeout or a timer, the system principal. It is read through its
+  members only: `id: string` (none for anonymous callers, the system and a token without `sub`:
+  `==` / `!=` with it are false then, and reading it as a value is a 401 at run time),
+  `isSystem: bool`, `isAuthenticated: bool`, `roles: string[]`, `hasRole(name: string): bool`,
+  `claim(name: string): string` ("" when absent), `tenant: string` (tenanted contexts only).
+- It may be read in an operation's `requires` gate, in the bodies a request runs (a workflow's
+  command `create`, a `commandHandler`, a `queryHandler`) and in the bodies the system runs (an
+  event-triggered `create`, an `on`, an `on timeout`, a context `timer`): there it is the system
+  principal of the tenant the body runs in (`isSystem` true, no roles, no claims,
+  `currentUser.tenant` the event's, the instance's or the swept tenant). `currentUser.id` is
+  refused in those: the system has no id, so every read of it would fail or compare false.
+  Anywhere else it is `loom.current-user-misplaced`: the aggregate's state and rules (invariants,
+  `when`, bodies, functions, defaults), criteria and domain services do not depend on who asks,
+  and an `apply` or a projection must fold an event the same way on every replay.
+- A reaction (event-triggered `create`, `on`), an `on timeout` or a timer that calls an operation
+  whose gate reads `currentUser` without a `currentUser.isSystem ||` disjunct (or one reading
+  only `currentUser.tenant`) gets the warning `loom.reactor-gate-unsatisfiable`: the gate would
+  refuse the system principal.
 """
 
 from __future__ import annotations
@@ -46,27 +51,62 @@ def is_current_user(e: ast.Expr, scope: Scope) -> bool:
     return isinstance(e, ast.Name) and e.name == NAME and NAME not in scope.names
 
 
+# the bodies a request runs, as its caller; and those the system runs, as the system principal of
+# the tenant it runs in (the event's, the instance's, each swept tenant's)
+REQUEST_BODIES = ("create", "command", "query")
+SYSTEM_BODIES = ("starter", "on", "timeout", "timer")
+
+
 def allowed(scope: Scope) -> bool:
-    """A `requires` gate, or a body a request runs (command `create`, command / query handler)."""
+    """A `requires` gate, a body a request runs, or a body the system runs."""
     return scope.kind == "requires" or (
-        scope.kind == "workflow" and scope.body in ("create", "command", "query")
+        scope.kind == "workflow" and scope.body in REQUEST_BODIES + SYSTEM_BODIES
+    )
+
+
+def runs_as_system(scope: Scope) -> bool:
+    """A reaction (event-triggered `create`, `on`), an `on timeout` or a context `timer`."""
+    return scope.kind == "workflow" and scope.body in SYSTEM_BODIES
+
+
+_SYSTEM_WHERE = {
+    "starter": "a reaction to an event",
+    "on": "a reaction to an event",
+    "timeout": "an `on timeout` body",
+    "timer": "a context timer",
+}
+
+
+def _system_id(ck: Checker, span: Span, scope: Scope) -> None:
+    """`currentUser.id` where the system runs: it has no id."""
+    where = _SYSTEM_WHERE[scope.body]
+    source = (
+        "carry who acted in the event (a field `by: string` set from `currentUser.id` where the "
+        "event is raised) and read it from the event"
+        if scope.body in ("starter", "on")
+        else "keep who acted where the body reads it (a field set from `currentUser.id` by a "
+        "request's body) and read it from there"
+    )
+    readable = f"`{NAME}.isSystem`" + (
+        f" and `{NAME}.tenant` are" if scope.ctx.tenanted is not None else " is"
+    )
+    ck.report(
+        "loom.current-user-misplaced",
+        f"`{NAME}.id` cannot be read in {where}: it runs as the system principal, which has no "
+        "id, so reading it would always fail and comparing with it would always be false",
+        span,
+        "the system has no id",
+        help=f"{readable} read here; to know who acted, {source}",
     )
 
 
 def _misplaced(ck: Checker, span: Span, scope: Scope) -> None:
-    if scope.kind == "workflow" and scope.body in ("starter", "on", "projection"):
-        where = "a reaction to an event"
+    if scope.kind == "workflow" and scope.body in ("apply", "projection"):
+        where = "an `apply` clause" if scope.body == "apply" else "a projection"
         why = (
-            "a reaction runs as the system principal, whoever raised the event, so `currentUser` "
-            "would always be the system there"
+            f"{'an `apply`' if scope.body == 'apply' else 'a projection'} folds an event into "
+            "its state and must do so the same way on every replay, whoever raised the event"
         )
-        fix = (
-            "carry who acted in the event (e.g. a field `by: string` set from `currentUser.id` "
-            "where the event is raised) and read it from the event"
-        )
-    elif scope.kind == "workflow" and scope.body == "apply":
-        where = "an `apply` clause"
-        why = "an `apply` folds an event into the state and must do so the same way for anyone"
         fix = "carry who acted in the event, and read it from the event"
     else:
         where = {
@@ -91,8 +131,9 @@ def _misplaced(ck: Checker, span: Span, scope: Scope) -> None:
         f"`{NAME}` cannot be read in {where}: {why}",
         span,
         f"`{NAME}` in {where}",
-        help=f"`{NAME}` is read in an operation's `requires` gate and in workflow `create`, "
-        f"commandHandler and queryHandler bodies; here, {fix}",
+        help=f"`{NAME}` is read in an operation's `requires` gate, in workflow `create`, "
+        f"commandHandler and queryHandler bodies, and (as the system) in reactions, timeouts and "
+        f"timers; here, {fix}",
     )
 
 
@@ -135,6 +176,9 @@ def member(ck: Checker, e: ast.MemberAccess, scope: Scope, text: str) -> ir.Expr
         return ck.poison(e)
     if not allowed(scope):
         _misplaced(ck, e.span, scope)
+        return ck.poison(e)
+    if e.name == "id" and runs_as_system(scope):
+        _system_id(ck, e.span, scope)
         return ck.poison(e)
     if e.name == "tenant" and scope.ctx.tenanted is None:
         ck.report(
@@ -243,10 +287,15 @@ def reads_principal(x: ir.Expr) -> bool:
 
 
 def admits_system(x: ir.Expr) -> bool:
-    """Is `currentUser.isSystem` one of the gate's top-level `||` operands?"""
+    """Can one of the gate's top-level `||` operands hold for the system principal: it is
+    `currentUser.isSystem`, or it reads of `currentUser` nothing but `.tenant` (which the system
+    principal of a tenanted context's reaction, timeout or timer has)?"""
     if isinstance(x, ir.Binary) and x.op == "||":
         return admits_system(x.left) or admits_system(x.right)
-    return isinstance(x, ir.CurrentUser) and x.member == "isSystem"
+    if isinstance(x, ir.CurrentUser) and x.member == "isSystem":
+        return True
+    read = {e.member for e in expr_nodes(x) if isinstance(e, ir.CurrentUser)}
+    return read == {"tenant"}
 
 
 def _walk(stmts: list[ast.Stmt]) -> list[ast.Stmt]:
@@ -301,29 +350,34 @@ class _Gates:
 
 
 def check_reactor_gates(ck: Checker) -> None:
-    """`loom.reactor-gate-unsatisfiable` on every call of a reaction body that runs a gate
-    refusing the system principal."""
+    """`loom.reactor-gate-unsatisfiable` on every call of a body the system runs (a reaction, an
+    `on timeout`, a context timer) that runs a gate refusing the system principal."""
     for ctx in ck.prog.contexts.values():
         gates = _Gates(ck, ctx)
+        bodies: list[tuple[list[ast.Stmt], str]] = []
         for wf in ctx.workflows.values():
-            reactions: list[ast.Create | ast.On] = [c for c in wf.creates if c in ck.facts.triggers]
-            reactions += wf.ons
-            for node in reactions:
-                for s in _walk(node.body):
-                    found = ck.facts.stmts.get(s)
-                    hit, called = None, ""
-                    if isinstance(found, CallOp):
-                        hit = gates.refusing(found.aggregate, found.operation)
-                        called = f"{found.aggregate}.{found.operation}"
-                    elif isinstance(found, ServiceStmt):
-                        hit = gates.of_service(found)
-                        called = f"{found.service}.{found.method}"
-                    if hit is not None and isinstance(s, ast.ExprStmt):
-                        _warn(ck, s, hit[0], hit[1], called, wf.name)
+            bodies += [
+                (c.body, f"a reaction of `{wf.name}`") for c in wf.creates if c in ck.facts.triggers
+            ]
+            bodies += [(on.body, f"a reaction of `{wf.name}`") for on in wf.ons]
+            bodies += [(t.body, f"timeout `{t.name}` of `{wf.name}`") for t in wf.timeouts]
+        bodies += [(tm.body, f"timer `{tm.name}`") for tm in ctx.timers.values()]
+        for body, where in bodies:
+            for s in _walk(body):
+                found = ck.facts.stmts.get(s)
+                hit, called = None, ""
+                if isinstance(found, CallOp):
+                    hit = gates.refusing(found.aggregate, found.operation)
+                    called = f"{found.aggregate}.{found.operation}"
+                elif isinstance(found, ServiceStmt):
+                    hit = gates.of_service(found)
+                    called = f"{found.service}.{found.method}"
+                if hit is not None and isinstance(s, ast.ExprStmt):
+                    _warn(ck, s, hit[0], hit[1], called, where)
 
 
 def _warn(
-    ck: Checker, s: ast.ExprStmt, op: ast.Operation, label: str, called: str, wf: str
+    ck: Checker, s: ast.ExprStmt, op: ast.Operation, label: str, called: str, where: str
 ) -> None:
     assert op.requires is not None
     gate = ck.text(op.requires.span)
@@ -334,11 +388,11 @@ def _warn(
     )
     ck.report(
         "loom.reactor-gate-unsatisfiable",
-        f"`{ck.text(s.expr.span)}` runs in a reaction of `{wf}`, as the system principal, but "
+        f"`{ck.text(s.expr.span)}` runs in {where}, as the system principal, but "
         f"{whose} reads `{NAME}` without admitting the system, so it refuses every such call",
         s.expr.span,
         "called as the system principal",
         secondary=[(op.requires.span, f"the gate of `{label}`")],
-        help=f"admit reactions in the gate: `requires {NAME}.isSystem || {gate}`; or call an "
+        help=f"admit the system in the gate: `requires {NAME}.isSystem || {gate}`; or call an "
         "operation whose gate admits the system",
     )

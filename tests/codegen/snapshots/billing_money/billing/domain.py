@@ -150,6 +150,13 @@ class Subscription(AggregateRoot):
 
     def charge(self, amount: Decimal) -> None:
         """operation Subscription.charge (billing_money.loom:35)"""
+        require(
+            decimals.fits(amount, 10, 2),
+            kind="precondition",
+            rule="Subscription.charge: amount: decimal(10, 2)",
+            detail="amount: it has at most 8 digits before the point and 2 after it (never rounded: round it in the model with round(x, 2))",
+        )
+        amount = decimals.to_scale(amount, 10, 2)
         self.last = Charge(amount=amount, note="")
         self._check_invariants()
 
