@@ -333,9 +333,11 @@ def test_docs_example_is_what_the_codemod_writes() -> None:
 
 
 def _all_models() -> list[Path]:
-    return sorted(
-        [*(ROOT / "examples").rglob("*.loom"), *(ROOT / "tests" / "lang" / "data").rglob("*.loom")]
-    )
+    found = [
+        *(ROOT / "examples").rglob("*.loom"),
+        *(ROOT / "tests" / "lang" / "data").rglob("*.loom"),
+    ]
+    return sorted(p for p in found if p.is_file())  # not a `.loom/` build folder
 
 
 def test_never_raises_and_is_stable_on_every_model_of_the_repo() -> None:

@@ -27,7 +27,9 @@ from loom.lang.syntax.tree_to_ast import Build
 from .test_fuzz import mutated
 
 ROOT = Path(__file__).resolve().parents[2]
-MODELS = sorted(p for folder in ("examples", "tests") for p in (ROOT / folder).rglob("*.loom"))
+MODELS = sorted(
+    p for folder in ("examples", "tests") for p in (ROOT / folder).rglob("*.loom") if p.is_file()
+)
 
 
 def _difference(a: Any, b: Any) -> str | None:

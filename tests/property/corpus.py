@@ -46,7 +46,7 @@ def _rel(path: Path) -> str:
 
 def _examples() -> Iterator[Model]:
     for folder in sorted(p for p in (ROOT / "examples").iterdir() if p.is_dir()):
-        files = sorted(folder.rglob("*.loom"))
+        files = sorted(p for p in folder.rglob("*.loom") if p.is_file())  # not `.loom/` builds
         if files:
             yield Model(_rel(folder), _files(files))
 
@@ -63,7 +63,7 @@ def _lang_models(folder: Path) -> Iterator[Model]:
         if direct == 0 or direct >= COLLECTION_SIZE:
             yield from _lang_models(sub)
         else:
-            yield Model(_rel(sub), _files(sorted(sub.rglob("*.loom"))))
+            yield Model(_rel(sub), _files(sorted(p for p in sub.rglob("*.loom") if p.is_file())))
 
 
 def _doc_blocks() -> Iterator[Model]:
