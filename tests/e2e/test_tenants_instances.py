@@ -52,7 +52,12 @@ async def clock() -> AsyncIterator[VirtualClock]:
 async def desk(
     database_url: str, clock: VirtualClock, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[ServiceClient]:
-    for name in ("LOOM_JWT_PUBLIC_KEY", "LOOM_JWT_AUDIENCE", "LOOM_JWT_ISSUER", "LOOM_TENANT_CLAIM"):
+    for name in (
+        "LOOM_JWT_PUBLIC_KEY",
+        "LOOM_JWT_AUDIENCE",
+        "LOOM_JWT_ISSUER",
+        "LOOM_TENANT_CLAIM",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("LOOM_JWT_SECRET", SECRET)
     monkeypatch.setenv("LOOM_SCHEDULER", "off")  # the virtual clock drives the scheduler

@@ -21,6 +21,7 @@ from loom.migrate.steps import (
     AddIndex,
     AddUnique,
     AlterColumn,
+    AlterPrimaryKey,
     ContractRename,
     CreateTable,
     DropColumn,
@@ -378,6 +379,8 @@ def _body(steps: Sequence[Step]) -> list[str]:
             )
         elif isinstance(step, RewriteEnum):
             lines += _rewrite(step)
+        elif isinstance(step, AlterPrimaryKey):
+            lines += _primary_key(step)
         elif isinstance(step, ExpandRename):
             lines += _expand(step)
         elif isinstance(step, ContractRename):
@@ -388,6 +391,22 @@ def _body(steps: Sequence[Step]) -> list[str]:
     if any(isinstance(s, ExpandRename | ContractRename) for s in steps):
         lines = _POSTGRESQL_ONLY + lines
     return lines or ["    pass"]
+
+
+def _primary_key(step: AlterPrimaryKey) -> list[str]:
+    """A new primary key: PostgreSQL drops the old constraint and adds the new one; SQLite
+    changes a key only by rebuilding the table (Alembic's copy-and-move keeps the rows)."""
+    table = _q(step.table)
+    default = f"{step.table}_pkey"[:63]  # PostgreSQL's name of an unnamed key
+    old, new = _q(step.old_name or default), _q(step.new_name or default)
+    cols = "[" + ", ".join(map(_q, step.new)) + "]"
+    lines = ['    if op.get_bind().dialect.name == "postgresql":']
+    lines += _call("op.drop_constraint", [old, table, 'type_="primary"'], 8)
+    lines += _call("op.create_primary_key", [new, table, cols], 8)
+    lines.append("    else:")
+    lines.append(f'        with op.batch_alter_table({table}, recreate="always") as batch:')
+    lines += _call("batch.create_primary_key", [new, cols], 12)
+    return lines
 
 
 def _empty_or_refuse(table: str) -> list[str]:

@@ -53,7 +53,9 @@ class _Statements:
         self.all = select(*self.mapper.columns).order_by(c[key])
         self.insert = insert(table)
         self.update = (
-            update(table).where(*one, c.version == bindparam("_loom_v")).values(version=c.version + 1)
+            update(table)
+            .where(*one, c.version == bindparam("_loom_v"))
+            .values(version=c.version + 1)
         )
 
     def params(self, key: Any) -> dict[str, Any]:

@@ -68,9 +68,7 @@ _CLAIM_ONE = (
         or_(t.claimed_until.is_(None), t.claimed_until <= bindparam("now")),
     )
     .values(claimed_by=bindparam("me"), claimed_until=bindparam("until"))
-    .returning(
-        t.job_id, t.process, t.tenant, t.key, t.name, t.due_at, t.attempts, t.correlation_id
-    )
+    .returning(t.job_id, t.process, t.tenant, t.key, t.name, t.due_at, t.attempts, t.correlation_id)
 )
 _ARMED = select(t.job_id).where(t.job_id == bindparam("id"), t.status == ARMED)
 _UNKNOWN = object()

@@ -41,9 +41,7 @@ from ._timers import ANNOUNCE, announcement, tenant_of_row
 t = timers.c
 k = ticks.c
 _TIMEOUTS = (
-    select(
-        t.job_id, t.process, t.tenant, t.key, t.name, t.due_at, t.attempts, t.correlation_id
-    )
+    select(t.job_id, t.process, t.tenant, t.key, t.name, t.due_at, t.attempts, t.correlation_id)
     .where(t.status == ARMED)
     .order_by(t.due_at, t.job_id)
     .limit(bindparam("n"))

@@ -95,7 +95,6 @@ TENANT_COLUMN = f'Column("{TENANT}", String, nullable=False, index=True, {_TENAN
 TENANT_KEY_COLUMN = f'Column("{TENANT}", String, primary_key=True, {_TENANT_INFO})'
 
 
-
 def emit_tables(info: ModelInfo, context: ir.Context) -> str:
     imports = Imports()
     blocks: list[list[str]] = []
