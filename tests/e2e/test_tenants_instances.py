@@ -235,3 +235,61 @@ async def test_instance_and_projection_routes_need_a_tenant(desk: ServiceClient)
         for path in (f"{ESCALATION}/{bad}", f"{ACTIVITY}/{bad}"):
             r = await desk.get(path, headers=A)
             assert r.status_code == 422, (path, r.text)
+
+
+async def test_a_dead_timeout_is_redriven_and_fired_in_its_own_tenant(
+    desk: ServiceClient, clock: VirtualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A's escalation fails (its ticket is no longer open: `escalate` is refused) until it is
+    dead; the operator sees it with A's tenant, and the redrive fires it in A. B's instance of
+    the same key, and the operator's fire of B's hold, stay B's."""
+    caplog.set_level(logging.INFO, logger="loom.events")
+    probe = Probe(desk)
+    ticket = await open_ticket(desk, A, "router")
+    await post(desk, B, "/api/workflows/report", {"ticket": ticket})
+    await post(desk, B, "/api/workflows/hold", {"ticket": ticket})
+    r = await desk.patch(f"/api/tickets/{ticket}", json={"status": "Escalated"}, headers=A)
+    assert r.status_code == 200, r.text
+    r = await desk.patch(f"/api/tickets/{ticket}", json={"status": "Open"}, headers=B)
+    probe.attempts += 1
+    if r.status_code != 404:
+        probe.leaked.append(("B patched A's ticket", r.text))
+
+    # the operator fires B's hold now: it runs in B, A has no hold of the key
+    r = await desk.get("/api/admin/timers", headers=OPERATOR)
+    [hold] = [
+        i for i in r.json()["items"] if i["kind"] == "timeout" and i["process"] == "Desk.Hold"
+    ]
+    assert hold["tenant"] == "globex"
+    r = await desk.post(f"/api/admin/timers/{hold['job_id']}/fire", headers=OPERATOR)
+    assert (r.status_code, r.json()["outcome"]) == (200, "fired"), r.text
+    assert (await probe.own(B, f"{HOLD}/{ticket}"))["ended"] is True
+    await probe.absent(A, f"{HOLD}/{ticket}")
+
+    await clock.advance(timedelta(days=3))  # A's fails every attempt, B's fires (no ticket in B)
+    r = await desk.get("/api/admin/dead-letters?kind=timeout", headers=OPERATOR)
+    assert r.status_code == 200, r.text
+    dead = r.json()["items"]
+    assert [(d["tenant"], d["process"], d["key"]) for d in dead] == [
+        ("acme", "Desk.Escalation", ticket)
+    ]
+    assert (await probe.own(B, f"{ESCALATION}/{ticket}"))["ended"] is True
+    a = await probe.own(A, f"{ESCALATION}/{ticket}")
+    assert (a["ended"], [t["name"] for t in a["timeouts"]]) == (False, ["escalate"])  # dead
+
+    # the ticket open again, the redrive fires A's escalation in A, once
+    r = await desk.patch(f"/api/tickets/{ticket}", json={"status": "Open"}, headers=A)
+    assert r.status_code == 200, r.text
+    r = await desk.post(f"/api/admin/dead-letters/{dead[0]['job_id']}/redrive", headers=OPERATOR)
+    assert r.status_code in (200, 204), r.text
+    assert await clock.advance(timedelta(seconds=1)) == 1
+    mine = await probe.own(A, f"/api/tickets/{ticket}")
+    assert (mine["status"], mine["escalations"]) == ("Escalated", 1)
+    assert (await probe.own(A, f"{ESCALATION}/{ticket}"))["ended"] is True
+    fired = [(x["tenant"], x["process"]) for x in facts(caplog, "timeout_fired")]
+    assert sorted(fired) == [
+        ("acme", "Desk.Escalation"),
+        ("globex", "Desk.Escalation"),
+        ("globex", "Desk.Hold"),
+    ]
+    probe.report()
