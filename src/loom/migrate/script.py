@@ -404,8 +404,11 @@ def _primary_key(step: AlterPrimaryKey) -> list[str]:
     lines += _call("op.drop_constraint", [old, table, 'type_="primary"'], 8)
     lines += _call("op.create_primary_key", [new, table, cols], 8)
     lines.append("    else:")
-    lines.append(f'        with op.batch_alter_table({table}, recreate="always") as batch:')
-    lines += _call("batch.create_primary_key", [new, cols], 12)
+    # the copied columns still flag the old key: SQLAlchemy warns, then keys the copy by the new
+    lines.append("        with warnings.catch_warnings():")
+    lines.append('            warnings.simplefilter("ignore", sa.exc.SAWarning)')
+    lines.append(f'            with op.batch_alter_table({table}, recreate="always") as batch:')
+    lines += _call("batch.create_primary_key", [new, cols], 16)
     return lines
 
 
@@ -414,7 +417,8 @@ def _empty_or_refuse(table: str) -> list[str]:
     invented, so the migration applies to an empty table only (docs/migrations.md)."""
     query = _q(f'SELECT 1 FROM "{table}" LIMIT 1')
     return [
-        f"    row = op.get_bind().execute(sa.text({query})).first()",
+        f"    query = sa.text({query})",
+        "    row = op.get_bind().execute(query).first()",
         "    if row is not None:",
         "        raise RuntimeError(",
         f"            {_q(f'{table} becomes tenanted and has rows, which have no tenant: ')}",
@@ -449,7 +453,9 @@ def render_script(
     doc += ["Written by `loom migrate new` from the model; the plan:", ""]
     doc += [f"{n}. {line}" for n, line in enumerate(plan, start=1)] or ["(no steps)"]
     body = _body(steps)
-    imports = ["import sqlalchemy as sa"] if any("sa." in line for line in body) else []
+    imports = ["import warnings", ""] if any("warnings." in line for line in body) else []
+    if any("sa." in line for line in body):
+        imports.append("import sqlalchemy as sa")
     imports.append("from alembic import op")
     if any("types." in line for line in body):
         imports += ["", "from loom.runtime import types"]
