@@ -10,6 +10,7 @@ cross-tenant attempt is counted: `cross-tenant attempts: N, leaked: 0`."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import uuid
@@ -292,4 +293,29 @@ async def test_a_dead_timeout_is_redriven_and_fired_in_its_own_tenant(
         ("globex", "Desk.Escalation"),
         ("globex", "Desk.Hold"),
     ]
+    probe.report()
+
+
+async def test_many_tenants_start_one_key_at_once(
+    desk: ServiceClient, clock: VirtualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Eight tenants report the same ticket id concurrently: eight instances, eight timeouts, and
+    no starter refused (their keys differ by the tenant); each fires once, in its tenant."""
+    caplog.set_level(logging.INFO, logger="loom.events")
+    probe = Probe(desk)
+    key = str(uuid.uuid4())
+    tenants = [f"t{i}" for i in range(8)]
+    who = {t: token(sub=f"u-{t}", tenant=t) for t in tenants}
+    await asyncio.gather(
+        *(post(desk, who[t], "/api/workflows/report", {"ticket": key}) for t in tenants)
+    )
+    assert not facts(caplog, "reactor_failed")
+    for t in tenants:
+        instance = await probe.own(who[t], f"{ESCALATION}/{key}")
+        assert (instance["opened"], len(instance["timeouts"])) == (1, 1)
+        assert (await probe.own(who[t], f"{ACTIVITY}/{key}"))["opened"] == 1
+        await probe.unlisted(C, ACTIVITY, key)
+    assert await clock.advance(timedelta(days=1)) == len(tenants)
+    fired = facts(caplog, "timeout_fired")
+    assert sorted(x["tenant"] for x in fired) == tenants
     probe.report()
