@@ -430,6 +430,7 @@ def dead_letters_list(
             typer.echo(
                 f"timeout  {d['job_id']}  {d['process']}.{d['timeout']}  key={d['key']}"
                 f"  attempts={d['attempts']}  due={d['due_at']}  correlation={d['correlation_id']}"
+                + (f"  tenant={d['tenant']}" if d.get("tenant") else "")
             )
         else:
             typer.echo(

@@ -83,6 +83,7 @@ def timers_list(
             typer.echo(
                 f"timeout  {x['job_id']}  {x['process']}.{x['timeout']}  key={x['key']}"
                 f"  due={x['due_at']}  attempts={x['attempts']}"
+                + (f"  tenant={x['tenant']}" if x.get("tenant") else "")
             )
         else:
             typer.echo(f"timer    {x['timer']}  due={x['due_at']}  last run={x['last_run_at']}")

@@ -43,6 +43,7 @@ EXAMPLES = {
     "tenants": ["tests/e2e/models/tenants.loom"],
     "tenants_processes": ["tests/e2e/models/tenants_processes.loom"],
     "tenants_channels": ["tests/e2e/models/tenants_channels.loom"],
+    "tenants_instances": ["tests/e2e/models/tenants_instances.loom"],
 }
 
 

@@ -347,7 +347,7 @@ REGISTRY: dict[str, CodeInfo] = {
         CodeInfo(
             "loom.tenanted-unsupported",
             _E,
-            "something of a tenanted context would run or be kept without a tenant",
+            "a tenanted context reacts to an event of an untenanted context",
         ),
         CodeInfo(
             "loom.gate-admits-anonymous",

@@ -4,8 +4,8 @@ A rename is a rename only when the model says so (`renamed_from` in the info of 
 column, naming one the old schema has and the new one no longer does); otherwise a table or column
 that went away is a drop and one that appeared is an add, and the lint asks whether a rename was
 meant (`loom.migrate-maybe-rename`). The order: table renames, new tables, then per table column
-renames, dropped keys and indexes, new columns, changed columns, enum rewrites, dropped columns,
-new keys and indexes; dropped tables last.
+renames, dropped keys and indexes, new columns, changed columns, enum rewrites, a changed primary
+key, dropped columns, new keys and indexes; dropped tables last.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from loom.migrate.steps import (
     AddIndex,
     AddUnique,
     AlterColumn,
+    AlterPrimaryKey,
     CreateTable,
     DropColumn,
     DropIndex,
@@ -90,6 +91,13 @@ def _table_steps(name: str, old: TableSnap, new: TableSnap) -> list[Step]:
     new_indexes = {(i["name"], str(i["unique"]), *i["columns"]): i for i in new["indexes"]}
     # a nullable column may hold NULL in every row: a unique key allows that
     added_names = frozenset(c["name"] for c in added if not c["nullable"])
+    old_pk = tuple(c["name"] for c in old["columns"] if c["primary_key"])
+    new_pk = tuple(c["name"] for c in new["columns"] if c["primary_key"])
+    keyed: list[Step] = []
+    if old_pk != new_pk:  # after the new columns it may cover, before the dropped ones
+        keyed.append(
+            AlterPrimaryKey(name, old_pk, new_pk, old["primary_key_name"], new["primary_key_name"])
+        )
     return [
         *head,
         *(
@@ -101,6 +109,7 @@ def _table_steps(name: str, old: TableSnap, new: TableSnap) -> list[Step]:
         *(AddColumn(name, column=c) for c in added),
         *changed,
         *rewrites,
+        *keyed,
         *(DropColumn(name, column=c) for c in dropped),
         *(
             AddUnique(name, unique=u, new_columns=added_names & set(u["columns"]))

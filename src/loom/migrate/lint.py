@@ -8,6 +8,7 @@ and the data-loss warnings unless `--allow-data-loss` (`DATA_LOSS`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -21,6 +22,7 @@ from loom.migrate.steps import (
     CreateTable,
     DropColumn,
     DropTable,
+    DropUnique,
     RenameColumn,
     RenameTable,
     RewriteEnum,
@@ -192,7 +194,7 @@ def lint(
         elif isinstance(step, AlterColumn):
             _alter(i, step, where, add)
         elif isinstance(step, AddUnique):
-            _unique(i, step, where, add)
+            _unique(i, step, where, add, steps)
         if isinstance(step, CreateTable):
             _maybe_renamed_table(i, step, dropped, where, add)
         elif isinstance(step, AddColumn):
@@ -231,11 +233,18 @@ def _alter(i: int, step: AlterColumn, where: _Where, add: _Add) -> None:
         )
 
 
-def _unique(i: int, step: AddUnique, where: _Where, add: _Add) -> None:
+def _unique(i: int, step: AddUnique, where: _Where, add: _Add, steps: Sequence[Step]) -> None:
     span, elsewhere = where.new_span(step.table, step.unique["columns"][0])
     columns = ", ".join(step.unique["columns"])
     if step.new_columns == {TENANT_COLUMN} and where.is_tenant_column(step.table, TENANT_COLUMN):
         # a key made per tenant: it applies to an empty table (the tenant column's finding)
+        return
+    held = set(step.unique["columns"])
+    if any(
+        isinstance(s, DropUnique) and s.table == step.table and set(s.unique["columns"]) <= held
+        for s in steps
+    ):
+        # a key widened by columns (Loom's timers, per tenant): rows unique before still are
         return
     if step.new_columns:
         add(

@@ -21,6 +21,7 @@ from loom.migrate.steps import (
     AddIndex,
     AddUnique,
     AlterColumn,
+    AlterPrimaryKey,
     ContractRename,
     CreateTable,
     DropColumn,
@@ -381,6 +382,8 @@ def _body(steps: Sequence[Step]) -> list[str]:
             )
         elif isinstance(step, RewriteEnum):
             lines += _rewrite(step)
+        elif isinstance(step, AlterPrimaryKey):
+            lines += _primary_key(step)
         elif isinstance(step, ExpandRename):
             lines += _expand(step)
         elif isinstance(step, ContractRename):
@@ -393,12 +396,32 @@ def _body(steps: Sequence[Step]) -> list[str]:
     return lines or ["    pass"]
 
 
+def _primary_key(step: AlterPrimaryKey) -> list[str]:
+    """A new primary key: PostgreSQL drops the old constraint and adds the new one; SQLite
+    changes a key only by rebuilding the table (Alembic's copy-and-move keeps the rows)."""
+    table = _q(step.table)
+    default = f"{step.table}_pkey"[:63]  # PostgreSQL's name of an unnamed key
+    old, new = _q(step.old_name or default), _q(step.new_name or default)
+    cols = "[" + ", ".join(map(_q, step.new)) + "]"
+    lines = ['    if op.get_bind().dialect.name == "postgresql":']
+    lines += _call("op.drop_constraint", [old, table, 'type_="primary"'], 8)
+    lines += _call("op.create_primary_key", [new, table, cols], 8)
+    lines.append("    else:")
+    # the copied columns still flag the old key: SQLAlchemy warns, then keys the copy by the new
+    lines.append("        with warnings.catch_warnings():")
+    lines.append('            warnings.simplefilter("ignore", sa.exc.SAWarning)')
+    lines.append(f'            with op.batch_alter_table({table}, recreate="always") as batch:')
+    lines += _call("batch.create_primary_key", [new, cols], 16)
+    return lines
+
+
 def _empty_or_refuse(table: str) -> list[str]:
     """Before a table gets its tenant column: its rows would have no tenant, and none can be
     invented, so the migration applies to an empty table only (docs/migrations.md)."""
     query = _q(f'SELECT 1 FROM "{table}" LIMIT 1')
     return [
-        f"    row = op.get_bind().execute(sa.text({query})).first()",
+        f"    query = sa.text({query})",
+        "    row = op.get_bind().execute(query).first()",
         "    if row is not None:",
         "        raise RuntimeError(",
         f"            {_q(f'{table} becomes tenanted and has rows, which have no tenant: ')}",
@@ -449,7 +472,9 @@ def render_script(
     doc += ["Written by `loom migrate new` from the model; the plan:", ""]
     doc += [f"{n}. {line}" for n, line in enumerate(plan, start=1)] or ["(no steps)"]
     body = _body(steps)
-    imports = ["import sqlalchemy as sa"] if any("sa." in line for line in body) else []
+    imports = ["import warnings", ""] if any("warnings." in line for line in body) else []
+    if any("sa." in line for line in body):
+        imports.append("import sqlalchemy as sa")
     imports.append("from alembic import op")
     loom_imports = [f"from loom.{package} import {module}" for package, module in _LOOM_MODULES]
     loom_imports = [

@@ -30,6 +30,7 @@ __all__ = [
     "AddIndex",
     "AddUnique",
     "AlterColumn",
+    "AlterPrimaryKey",
     "ContractRename",
     "CreateTable",
     "DropColumn",
@@ -233,6 +234,28 @@ class AddUnique(Step):
 
     def describe(self) -> str:
         return f"add unique key {self.unique['name']} on {self.table} ({', '.join(self.unique['columns'])})"
+
+
+@dataclass(frozen=True)
+class AlterPrimaryKey(Step):
+    """The primary key's columns changed (a table keyed per tenant: (tenant, key) for key).
+    `old_name` / `new_name`: the key's names, None when unnamed (PostgreSQL's `<table>_pkey`)."""
+
+    old: tuple[str, ...]
+    new: tuple[str, ...]
+    old_name: str | None = None
+    new_name: str | None = None
+
+    @property
+    def compatible(self) -> bool:
+        # a key widened by columns: every row the previous code writes is still unique
+        return set(self.old) <= set(self.new)
+
+    def describe(self) -> str:
+        return (
+            f"change the primary key of {self.table} from ({', '.join(self.old)}) to "
+            f"({', '.join(self.new)})"
+        )
 
 
 @dataclass(frozen=True)

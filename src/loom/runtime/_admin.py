@@ -53,6 +53,8 @@ class DeadTimeoutOut(BaseModel):
     attempts: int
     last_error: str | None
     correlation_id: str | None
+    # the tenant of a tenanted context's instance (null: untenanted); redriven, it fires there
+    tenant: str | None = None
 
 
 DeadItem = DeadLetterOut | DeadTimeoutOut
@@ -84,6 +86,7 @@ async def dead_page(
                     attempts=x.attempts,
                     last_error=x.last_error,
                     correlation_id=x.correlation_id,
+                    tenant=x.tenant,
                 )
             )
     return items, n_events + n_timeouts

@@ -17,6 +17,9 @@ archive row, a duplicate of the winner's, is refused alike). Two starters never 
         answer = DunningInstanceOut          # the final state is archived as the route answers it
 
 A `once` workflow never calls `next_episode`: its ended instance ignores later starters.
+
+A tenanted context's episodes are kept under their instance's tenant (the `tenant` of
+`__loom_episodes`, part of its key), and read back under the caller's.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ from sqlalchemy.exc import StatementError
 
 from ._instances import Instances
 from ._mapping import VERSION_ATTR
-from ._process_tables import episodes
+from ._principal import current_tenant
+from ._process_tables import NO_TENANT, episodes
 from .clock import now
 
 S = TypeVar("S")
@@ -46,7 +50,11 @@ _e = episodes.c
 _ARCHIVE = insert(episodes)
 _ARCHIVED = (
     select(_e.episode, _e.started_at, _e.ended_at, _e.status, _e.state)
-    .where(_e.process == bindparam("process"), _e.key == bindparam("key"))
+    .where(
+        _e.process == bindparam("process"),
+        _e.tenant == bindparam("tenant"),
+        _e.key == bindparam("key"),
+    )
     .order_by(_e.episode)
 )
 
@@ -98,6 +106,7 @@ class ProcessInstances(Instances[S]):
         key = d[self.key]
         row = {
             "process": self.process,
+            "tenant": self._tenant(),
             "key": str(key),
             "episode": d[EPISODE],
             "started_at": d[STARTED_AT],
@@ -125,7 +134,7 @@ class ProcessInstances(Instances[S]):
         d = current.__dict__
         work = self.work
         conn = work._conn or await work.connection()
-        params = {"process": self.process, "key": str(key)}
+        params = {"process": self.process, "tenant": self._tenant(), "key": str(key)}
         try:
             rows = (await conn.execute(_ARCHIVED, params)).all()
         except (StatementError, OverflowError) as err:
@@ -152,6 +161,10 @@ class ProcessInstances(Instances[S]):
             )
         )
         return out
+
+    def _tenant(self) -> str:
+        """The tenant this store's episodes are kept under (`NO_TENANT` when untenanted)."""
+        return NO_TENANT if self._statements().tenant is None else current_tenant()
 
     def _wire(self, instance: S) -> dict[str, Any]:
         """The instance as the instance route answers it, without its timeouts (an ended

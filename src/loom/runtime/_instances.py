@@ -16,6 +16,11 @@ Generated:
 A body binds its instance with `await store.bind(key)` (load it, or allocate a fresh one with the
 declared defaults: nothing is written yet) and saves it last with `await store.save(instance)`:
 INSERT at version 1, else UPDATE … WHERE version = v (a lost race is a `ConcurrencyConflict`).
+
+In a tenanted context (docs/language.md#tenants) the table has a `tenant` column and is keyed by
+(tenant, key): every statement here is scoped to `current_tenant()` (a request's tenant, or the
+tenant a reaction or timeout runs in), so two tenants may use one correlation key, each with an
+instance of its own, and another tenant's instance is not found: a 404 like an unknown key.
 """
 
 from __future__ import annotations
@@ -26,27 +31,38 @@ from sqlalchemy import Table, bindparam, insert, select, update
 from sqlalchemy.exc import StatementError
 
 from ._errors import ConcurrencyConflict, NotFound
-from ._mapping import VERSION_ATTR, Mapper
+from ._mapping import VERSION_ATTR, Mapper, tenant_column
+from ._principal import current_principal, current_tenant
 from ._work import Work
 
 S = TypeVar("S")
 
 
 class _Statements:
-    __slots__ = ("all", "by_key", "by_key_locked", "insert", "mapper", "update")
+    __slots__ = ("all", "by_key", "by_key_locked", "insert", "mapper", "tenant", "update")
 
     def __init__(self, state: type, table: Table, key: str) -> None:
         self.mapper = Mapper(state, table, key)
         c = table.c
-        self.by_key = select(*self.mapper.columns).where(c[key] == bindparam("_loom_key"))
+        self.tenant = tenant_column(table)
+        one = [c[key] == bindparam("_loom_key")]
+        if self.tenant is not None:
+            one.append(self.tenant == bindparam("_loom_tenant"))
+        self.by_key = select(*self.mapper.columns).where(*one)
         self.by_key_locked = self.by_key.with_for_update()
         self.all = select(*self.mapper.columns).order_by(c[key])
         self.insert = insert(table)
         self.update = (
             update(table)
-            .where(c[key] == bindparam("_loom_key"), c.version == bindparam("_loom_v"))
+            .where(*one, c.version == bindparam("_loom_v"))
             .values(version=c.version + 1)
         )
+
+    def params(self, key: Any) -> dict[str, Any]:
+        """The parameters naming one row: its key, and in a tenanted context the tenant."""
+        if self.tenant is None:
+            return {"_loom_key": key}
+        return {"_loom_key": key, "_loom_tenant": current_tenant()}
 
 
 class Instances(Generic[S]):
@@ -78,18 +94,24 @@ class Instances(Generic[S]):
         stmt = st.by_key_locked if work.lock_reads else st.by_key
         conn = work._conn or await work.connection()
         try:
-            row = (await conn.execute(stmt, {"_loom_key": key})).first()
+            row = (await conn.execute(stmt, st.params(key))).first()
         except (StatementError, OverflowError) as err:
             work._reraise(err, self.workflow, key)
         return None if row is None else st.mapper.load(row)
 
     async def all(self) -> list[S]:
-        """Every instance, ordered by key (for listings such as `service.processes.list()`)."""
+        """Every instance, ordered by key (for listings such as `service.processes.list()`): in
+        a tenanted context the principal's tenant's, or every tenant's for a principal without
+        one (an operator's or a test's listing; no route lists instances)."""
         st = self._statements()
         work = self.work
         conn = work._conn or await work.connection()
+        stmt = st.all
+        tenant = current_principal().tenant
+        if st.tenant is not None and tenant:
+            stmt = stmt.where(st.tenant == tenant)
         try:
-            rows = (await conn.execute(st.all)).all()
+            rows = (await conn.execute(stmt)).all()
         except (StatementError, OverflowError) as err:
             work._reraise(err, self.workflow)
         return [st.mapper.load(r) for r in rows]
@@ -123,9 +145,11 @@ class Instances(Generic[S]):
         try:
             if version == 0:
                 params["version"] = 1
+                if st.tenant is not None:
+                    params[st.tenant.key] = current_tenant()
                 await conn.execute(st.insert, params)
             else:
-                params["_loom_key"] = key
+                params.update(st.params(key))
                 params["_loom_v"] = version
                 del params[self.key]
                 result = await conn.execute(st.update, params)

@@ -131,7 +131,8 @@ class PendingTimeout:
 class TimeoutDue:
     """What the scheduler hands a timeout handler: which timeout of which instance, the job
     that armed it (a step runs only while that very job is still the armed one), when it was
-    due, and the delivery attempt (1 first)."""
+    due, and the delivery attempt (1 first). `tenant`: the tenant of a tenanted context's
+    instance, which the handler runs in (as its system principal); None for any other."""
 
     process: str
     key: str
@@ -140,6 +141,7 @@ class TimeoutDue:
     due_at: datetime
     attempt: int = 1
     correlation_id: str | None = None
+    tenant: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +156,7 @@ class DeadTimeout:
     attempts: int
     last_error: str | None
     correlation_id: str | None
+    tenant: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

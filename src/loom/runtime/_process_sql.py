@@ -23,7 +23,13 @@ replicas; the server delivers them only if the step commits. One round trip per 
 as the step's plain version-checked UPDATE would take.
 
 On SQLite (no data-modifying CTEs) the same writes are separate statements under the writer
-lock. Arming a name is an upsert on (process, key, name): one statement replaces the earlier job.
+lock. Arming a name is an upsert on (process, tenant, key, name): one statement replaces the
+earlier job.
+
+A timer of a tenanted context's process workflow (one `service.processes.track`ed with a
+tenanted instance table) is kept under the tenant of the step arming it (`current_tenant()`,
+the tenant its request or reaction runs in); every other under `NO_TENANT`. The scheduler fires
+it as the system principal of that tenant, so its handler's reads and writes are that tenant's.
 """
 
 from __future__ import annotations
@@ -60,9 +66,10 @@ from ._errors import ConcurrencyConflict
 from ._ids import new_id
 from ._logs import current_correlation_id
 from ._outbox import NOTIFY_CHANNEL, outbox, outbox_rows, write_events
+from ._principal import current_tenant
 from ._process_model import Instance, PendingTimeout, Timeout
 from ._process_store import encode_state
-from ._process_tables import ARMED, processes, timers
+from ._process_tables import ARMED, NO_TENANT, processes, timers
 from ._timers import ANNOUNCE, TIMERS_CHANNEL, announcement
 from .types import UtcDateTime
 
@@ -85,7 +92,9 @@ _UPDATE = (
         updated_at=bindparam("new_updated_at"),
     )
 )
-_of = and_(t.process == bindparam("process"), t.key == bindparam("key"))
+_of = and_(
+    t.process == bindparam("process"), t.tenant == bindparam("tenant"), t.key == bindparam("key")
+)
 _named = and_(_of, t.name == bindparam("name"))
 _DISARM = delete(timers).where(_named)
 _DISARM_ALL = delete(timers).where(_of)
@@ -104,7 +113,7 @@ def _upsert(dialect: str) -> Any:
     """INSERT a timer, or replace the job armed under its name (one statement)."""
     stmt = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(timers)
     return stmt.on_conflict_do_update(
-        index_elements=["process", "key", "name"],
+        index_elements=["process", "tenant", "key", "name"],
         set_={c: getattr(stmt.excluded, c) for c in _REARM},
     )
 
@@ -124,11 +133,19 @@ def _instance(row: Any) -> Instance:
     )
 
 
-def _timer_row(process: str, key: str, timeout: Timeout, now: datetime) -> dict[str, Any]:
+def tenant_of(work: Work, process: str) -> str:
+    """The tenant the timers of `process` are kept under in this step (see the docstring)."""
+    return current_tenant() if process in work.service.processes.tenanted else NO_TENANT
+
+
+def _timer_row(
+    process: str, tenant: str, key: str, timeout: Timeout, now: datetime
+) -> dict[str, Any]:
     due = timeout.due(now)
     return {
         "job_id": new_id(),
         "process": process,
+        "tenant": tenant,
         "key": key,
         "name": timeout.name,
         "due_at": due,
@@ -177,17 +194,18 @@ class SqlProcessStore:
         The caller commits, then wakes its relay (`relay.wake_local()`)."""
         armed = {x.name for x in arm}
         drop = () if clear else tuple(n for n in dict.fromkeys(cancel) if n not in armed)
+        tenant = tenant_of(work, instance.process)
         if work.service.dialect != "postgresql":
             saved = await self.save(work, instance, expected_version)
             target = (instance.process, instance.key)
-            of = {"process": instance.process, "key": instance.key}
+            of = {"process": instance.process, "tenant": tenant, "key": instance.key}
             if clear:
                 await self._execute(work, _DISARM_ALL, of, target)
             elif drop:
                 await self._execute(work, _DISARM_SOME, {**of, "names": list(drop)}, target)
             if arm:
                 now = instance.updated_at
-                rows = [_timer_row(instance.process, instance.key, x, now) for x in arm]
+                rows = [_timer_row(instance.process, tenant, instance.key, x, now) for x in arm]
                 await self._execute(work, _UPSERTS["sqlite"], rows, target)
             if events:
                 conn = work._conn or await work.connection()
@@ -195,7 +213,7 @@ class SqlProcessStore:
                     conn, work.service.dialect, events, work.service.events.model_revision
                 )
             return saved
-        params = _step_params(instance, expected_version, drop, arm)
+        params = _step_params(instance, tenant, expected_version, drop, arm, clear)
         earliest = min((params[f"due_{i}"] for i in range(len(arm))), default=None)
         if earliest is not None and work.service.scheduler.announces(earliest):
             params["wake"] = announcement(instance.process, earliest)
@@ -245,7 +263,7 @@ class SqlProcessStore:
         self, work: Work, process: str, key: str, timeout: Timeout, now: datetime
     ) -> UUID:
         """Arm one timeout (replacing the job armed under its name); answers its job id."""
-        row = _timer_row(process, key, timeout, now)
+        row = _timer_row(process, tenant_of(work, process), key, timeout, now)
         service = work.service
         await self._execute(work, _UPSERTS[service.dialect], row, (process, key))
         if service.dialect == "postgresql" and service.scheduler.announces(row["due_at"]):
@@ -256,22 +274,22 @@ class SqlProcessStore:
         return job_id
 
     async def disarm(self, work: Work, process: str, key: str, name: str) -> int:
-        params = {"process": process, "key": key, "name": name}
+        params = {"process": process, "tenant": tenant_of(work, process), "key": key, "name": name}
         return int((await self._execute(work, _DISARM, params, (process, key))).rowcount)
 
     async def disarm_all(self, work: Work, process: str, key: str) -> int:
-        params = {"process": process, "key": key}
+        params = {"process": process, "tenant": tenant_of(work, process), "key": key}
         return int((await self._execute(work, _DISARM_ALL, params, (process, key))).rowcount)
 
     async def armed(self, work: Work, process: str, key: str, name: str) -> UUID | None:
-        params = {"process": process, "key": key, "name": name}
+        params = {"process": process, "tenant": tenant_of(work, process), "key": key, "name": name}
         found: UUID | None = (
             await self._execute(work, _ARMED, params, (process, key))
         ).scalar_one_or_none()
         return found
 
     async def pending(self, work: Work, process: str, key: str) -> builtins.list[PendingTimeout]:
-        params = {"process": process, "key": key}
+        params = {"process": process, "tenant": tenant_of(work, process), "key": key}
         rows = (await self._execute(work, _PENDING, params, (process, key))).all()
         return [
             PendingTimeout(r.name, r.job_id, r.due_at, r.attempts, r.status, r.last_error)
@@ -292,6 +310,7 @@ _OUTBOX_COLUMNS = tuple(c.name for c in outbox.c)
 _TYPES: dict[str, Any] = {
     "p": String(),
     "k": String(),
+    "tn": String(),
     "ev": Integer(),
     "nv": Integer(),
     "st": Text(),
@@ -316,6 +335,7 @@ def _step_statement(
     found = _STATEMENTS.get(shape)
     if found is not None:
         return found
+    timers_touched = bool(clear or drop or arm)
     if fresh:
         saved = (
             "INSERT INTO __loom_processes (process, key, version, state, state_version, ended, "
@@ -328,7 +348,7 @@ def _step_statement(
             "WHERE process = :p AND key = :k AND version = :ev RETURNING 1"
         )
     ctes = [f"saved AS ({saved})"]
-    where = "WHERE process = :p AND key = :k"
+    where = "WHERE process = :p AND tenant = :tn AND key = :k"
     if clear:
         ctes.append(f"dropped AS (DELETE FROM __loom_timers {where} AND {_GATE})")
     elif drop:
@@ -339,11 +359,11 @@ def _step_statement(
     rearm = ", ".join(f"{c} = EXCLUDED.{c}" for c in _REARM)
     for i in range(arm):
         ctes.append(
-            f"armed_{i} AS (INSERT INTO __loom_timers (job_id, process, key, name, due_at, "
-            "available_at, attempts, status, last_error, correlation_id, armed_at, claimed_by, "
-            f"claimed_until) SELECT :job_{i}, :p, :k, :name_{i}, :due_{i}, :due_{i}, 0, '{ARMED}', "
-            f"NULL, :corr_{i}, :at, NULL, NULL WHERE {_GATE} "
-            f"ON CONFLICT (process, key, name) DO UPDATE SET {rearm})"
+            f"armed_{i} AS (INSERT INTO __loom_timers (job_id, process, tenant, key, name, "
+            "due_at, available_at, attempts, status, last_error, correlation_id, armed_at, "
+            f"claimed_by, claimed_until) SELECT :job_{i}, :p, :tn, :k, :name_{i}, :due_{i}, "
+            f":due_{i}, 0, '{ARMED}', NULL, :corr_{i}, :at, NULL, NULL WHERE {_GATE} "
+            f"ON CONFLICT (process, tenant, key, name) DO UPDATE SET {rearm})"
         )
     if events:  # a lost race raises ConcurrencyConflict: the transaction rolls these back
         values = ", ".join(
@@ -365,7 +385,7 @@ def _step_statement(
         *(
             bindparam(name, type_=kind)
             for name, kind in _TYPES.items()
-            if not fresh or name != "ev"
+            if (not fresh or name != "ev") and (timers_touched or name != "tn")
         ),
         *(bindparam(f"drop_{i}", type_=String()) for i in range(0 if clear else drop)),
         *(
@@ -380,11 +400,17 @@ def _step_statement(
 
 
 def _step_params(
-    instance: Instance, expected: int, drop: Sequence[str], arm: Sequence[Timeout]
+    instance: Instance,
+    tenant: str,
+    expected: int,
+    drop: Sequence[str],
+    arm: Sequence[Timeout],
+    clear: bool,
 ) -> dict[str, Any]:
     params: dict[str, Any] = {
         "p": instance.process,
         "k": instance.key,
+        "tn": tenant,
         "ev": expected,
         "nv": expected + 1,
         "st": encode_state(instance.state),
@@ -394,6 +420,8 @@ def _step_params(
     }
     if expected == 0:
         del params["ev"]
+    if not (drop or arm or clear):  # no timer statement names the tenant
+        del params["tn"]
     for i, name in enumerate(drop):
         params[f"drop_{i}"] = name
     correlation = current_correlation_id()

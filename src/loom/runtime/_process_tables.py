@@ -4,16 +4,20 @@
 - `__loom_processes`: one row per instance, keyed by (process, key): its JSON state, the process
   version that wrote it, a save counter for optimistic concurrency, and whether it ended.
 - `__loom_timers`: one row per armed (or dead) timeout, keyed by its job id, at most one per
-  (process, key, name). `due_at` is when it was due; `available_at` when it may next be claimed
+  (process, tenant, key, name). `due_at` is when it was due; `available_at` when it may next be claimed
   (later than `due_at` after a failed attempt). A scheduler claims a row with a lease
   (`claimed_by`, `claimed_until`); the row is deleted in the transaction of the handler that
   consumed it.
 - `__loom_ticks`: one row per context timer: when its next tick is due.
 - `__loom_episodes`: one row per ended episode of a generated process workflow's instance (the
-  instance row itself holds the current one), keyed by (process, key, episode): when it started
+  instance row itself holds the current one), keyed by (process, tenant, key, episode): when it started
   and ended, how (`completed`), and its final state as the instance route answered it (JSON).
 
 Every time is `loom.runtime.clock.now()` passed as a parameter, never the database's clock.
+
+`tenant` is the tenant of a tenanted context's instance (docs/language.md#tenants), `""` for an
+untenanted one: it is part of the key (two tenants may use the same correlation key), so it
+cannot be NULL, which a key would hold distinct from every other NULL. `NO_TENANT` is that `""`.
 """
 
 from __future__ import annotations
@@ -35,6 +39,15 @@ from sqlalchemy import (
 from .types import UtcDateTime
 
 ARMED, DEAD = "armed", "dead"
+NO_TENANT = ""
+
+
+def _tenant() -> Column[str]:
+    # existing rows (written before tenants) are untenanted: the server default fills them
+    return Column(
+        "tenant", String, nullable=False, server_default=NO_TENANT, info={"loom": {"default": ""}}
+    )
+
 
 process_metadata = MetaData()
 
@@ -56,6 +69,7 @@ timers = Table(
     process_metadata,
     Column("job_id", Uuid, primary_key=True),
     Column("process", String, nullable=False),
+    _tenant(),
     Column("key", String, nullable=False),
     Column("name", String, nullable=False),
     Column("due_at", UtcDateTime, nullable=False),
@@ -67,7 +81,7 @@ timers = Table(
     Column("armed_at", UtcDateTime, nullable=False),
     Column("claimed_by", String, nullable=True),
     Column("claimed_until", UtcDateTime, nullable=True),
-    UniqueConstraint("process", "key", "name", name="uq___loom_timers_name"),
+    UniqueConstraint("process", "tenant", "key", "name", name="uq___loom_timers_name"),
     # the scheduler's claim: armed rows, earliest first
     Index("ix___loom_timers_due", "status", "available_at"),
 )
@@ -84,11 +98,12 @@ episodes = Table(
     "__loom_episodes",
     process_metadata,
     Column("process", String, nullable=False),
+    _tenant(),
     Column("key", String, nullable=False),
     Column("episode", Integer, nullable=False),
     Column("started_at", UtcDateTime, nullable=True),  # unknown for rows older than episodes
     Column("ended_at", UtcDateTime, nullable=True),
     Column("status", String, nullable=False),
     Column("state", Text, nullable=False),
-    PrimaryKeyConstraint("process", "key", "episode", name="pk___loom_episodes"),
+    PrimaryKeyConstraint("process", "tenant", "key", "episode", name="pk___loom_episodes"),
 )

@@ -17,6 +17,9 @@ A reaction folds its event into a row with `await rows.bind(key)` (load, or allo
 declared defaults) and `await rows.save(row)` (INSERT at version 1, else a version-checked UPDATE),
 in its own transaction, so a redelivered event is skipped by the inbox rather than counted twice.
 The GET routes read with `get(key)` (a 404 named after the projection) and `page(limit, offset)`.
+
+A tenanted context's projection keeps its rows per (tenant, key), like workflow instances
+(`_instances.py`): the fold runs in its event's tenant, and every read is the caller's tenant's.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from sqlalchemy.exc import StatementError
 
 from ._errors import NotFound
 from ._instances import Instances
+from ._principal import current_tenant
 from ._schemas import Page
 
 __all__ = ["Rows"]
@@ -55,6 +59,9 @@ class Rows(Instances[S]):
         conn = work._conn or await work.connection()
         count = select(func.count()).select_from(table)
         rows = select(*st.mapper.columns).order_by(table.c[self.key]).limit(limit).offset(offset)
+        if st.tenant is not None:
+            mine = st.tenant == current_tenant()
+            count, rows = count.where(mine), rows.where(mine)
         try:
             total = (await conn.execute(count)).scalar_one()
             found = (await conn.execute(rows)).all()

@@ -7,7 +7,8 @@ lock and `BEGIN IMMEDIATE`. Each claimed timeout then runs in a transaction of i
 
 1. the row is read again, still armed and still ours: a timeout disarmed or replaced since the
    claim is skipped (`timeout_stale`);
-2. the process's handler runs, as the system principal, with the arming step's correlation id;
+2. the process's handler runs, as the system principal (of the timeout's tenant, for a tenanted
+   context's process), with the arming step's correlation id;
 3. the row is deleted, in the same transaction: it is consumed if and only if the handler
    committed.
 
@@ -44,11 +45,11 @@ from ._ids import new_id
 from ._lease import MAX_ERROR
 from ._listen import Listener
 from ._logs import log_fact, use_correlation_id
-from ._principal import SYSTEM, use_principal
+from ._principal import system_of, use_principal
 from ._process_model import TimeoutDue
 from ._process_tables import ARMED, timers
 from ._recurring import TickRunner
-from ._timers import TIMERS_CHANNEL, _fields, parse_announcement, timer_queue
+from ._timers import TIMERS_CHANNEL, _fields, parse_announcement, tenant_of_row, timer_queue
 
 if TYPE_CHECKING:
     from ._service import Service
@@ -67,7 +68,7 @@ _CLAIM_ONE = (
         or_(t.claimed_until.is_(None), t.claimed_until <= bindparam("now")),
     )
     .values(claimed_by=bindparam("me"), claimed_until=bindparam("until"))
-    .returning(t.job_id, t.process, t.key, t.name, t.due_at, t.attempts, t.correlation_id)
+    .returning(t.job_id, t.process, t.tenant, t.key, t.name, t.due_at, t.attempts, t.correlation_id)
 )
 _ARMED = select(t.job_id).where(t.job_id == bindparam("id"), t.status == ARMED)
 _UNKNOWN = object()
@@ -334,6 +335,7 @@ class Scheduler:
             due_at=row.due_at,
             attempt=row.attempts + 1,
             correlation_id=row.correlation_id or str(row.job_id),
+            tenant=tenant_of_row(row.tenant),
         )
         fields = {**_fields(due), "attempt": due.attempt}
         registered = service.timeouts.get(row.process)
@@ -343,7 +345,8 @@ class Scheduler:
             return "failed"
         params = {"id": row.job_id, "me": me or self.name}
         try:
-            with use_correlation_id(due.correlation_id), use_principal(SYSTEM):
+            principal = system_of(due.tenant)
+            with use_correlation_id(due.correlation_id), use_principal(principal):
                 async with service.transaction() as work:
                     conn = await work.connection()
                     if (await conn.execute(_STILL_MINE, params)).first() is None:

@@ -6,7 +6,8 @@ POST /api/admin/timers/{id}/fire      -> {id, kind, outcome}, or a 404 / 409 pro
 
 The page lists the armed timeouts (`kind: "timeout"`, keyed by `job_id`), earliest due first, then
 the context timers (`kind: "timer"`, keyed by their name, e.g. `Scheduling.expireUnconfirmed`) with
-their next tick. Dead timeouts are dead letters (`/api/admin/dead-letters`), not listed here.
+their next tick. Like the dead letters, the page is the operator's, across tenants: a timeout of
+a tenanted context's instance shows its `tenant`, and fired here it runs in that tenant. Dead timeouts are dead letters (`/api/admin/dead-letters`), not listed here.
 
 Firing runs the handler in this service now, claimed like the scheduler claims (a lease on the
 timeout's row; the compare-and-set on the timer's next tick), so a timeout fired here while a
@@ -35,12 +36,12 @@ from ._errors import ConcurrencyConflict, NotFound
 from ._process_tables import ARMED, ticks, timers
 from ._schemas import Page, PageLimit, PageOffset
 from ._service import Service
-from ._timers import ANNOUNCE, announcement
+from ._timers import ANNOUNCE, announcement, tenant_of_row
 
 t = timers.c
 k = ticks.c
 _TIMEOUTS = (
-    select(t.job_id, t.process, t.key, t.name, t.due_at, t.attempts, t.correlation_id)
+    select(t.job_id, t.process, t.tenant, t.key, t.name, t.due_at, t.attempts, t.correlation_id)
     .where(t.status == ARMED)
     .order_by(t.due_at, t.job_id)
     .limit(bindparam("n"))
@@ -66,6 +67,7 @@ class PendingTimeoutOut(BaseModel):
     due_at: datetime
     attempts: int
     correlation_id: str | None
+    tenant: str | None = None  # a tenanted context's instance's; null: untenanted
 
 
 class PendingTimerOut(BaseModel):
@@ -106,6 +108,7 @@ async def timers_page(service: Service, limit: int, offset: int) -> tuple[list[T
                     due_at=r.due_at,
                     attempts=r.attempts,
                     correlation_id=r.correlation_id,
+                    tenant=tenant_of_row(r.tenant),
                 )
             )
         tick_rows = (await conn.execute(_TICKS)).all()

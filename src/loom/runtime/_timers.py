@@ -2,8 +2,8 @@
 of armed and dead timeouts: dead letters, redrive, counts, the next due instant).
 
 A timeout handler is `async def handler(due: TimeoutDue, work: Work) -> None`; the scheduler runs
-it in `work`, a transaction of its own, as the system principal, with the correlation id of the
-step that armed the timeout. A handler built on a `ProcessRunner` calls
+it in `work`, a transaction of its own, as the system principal (of the timeout's tenant, for a
+tenanted context's), with the correlation id of the step that armed the timeout. A handler built on a `ProcessRunner` calls
 `runner.timeout(Process, due, step, work=work)`, which runs the step only while `due.job_id` is
 still the armed job.
 """
@@ -40,7 +40,16 @@ timer_queue = LeasedQueue(
     ready=ARMED,
     dead=DEAD,
     order=("available_at", "job_id"),
-    returning=("job_id", "process", "key", "name", "due_at", "attempts", "correlation_id"),
+    returning=(
+        "job_id",
+        "process",
+        "tenant",
+        "key",
+        "name",
+        "due_at",
+        "attempts",
+        "correlation_id",
+    ),
     only=t.process.in_(bindparam("processes", expanding=True)),
 )
 
@@ -117,12 +126,19 @@ def _dead(row: Any) -> DeadTimeout:
         attempts=row.attempts,
         last_error=row.last_error,
         correlation_id=row.correlation_id,
+        tenant=tenant_of_row(row.tenant),
     )
+
+
+def tenant_of_row(tenant: str) -> str | None:
+    """A stored timer's tenant as it is shown and run in: None for an untenanted one."""
+    return tenant or None
 
 
 _DEAD_COLUMNS = (
     t.job_id,
     t.process,
+    t.tenant,
     t.key,
     t.name,
     t.due_at,
@@ -210,9 +226,11 @@ _FIRST_TICK = select(type_coerce(func.min(ticks.c.next_at), UtcDateTime)).where(
 
 
 def _fields(dead: DeadTimeout | TimeoutDue) -> dict[str, Any]:
+    tenant = {} if dead.tenant is None else {"tenant": dead.tenant}
     return {
         "correlation_id": dead.correlation_id,
         "process": dead.process,
+        **tenant,
         "key": dead.key,
         "timeout": dead.name,
         "job_id": str(dead.job_id),

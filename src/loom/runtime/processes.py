@@ -59,6 +59,7 @@ from pydantic import TypeAdapter
 from . import clock
 from ._instances import Instances, instance_version
 from ._logs import log_fact
+from ._mapping import tenant_column
 from ._process_model import (
     DeadTimeout,
     Decision,
@@ -114,10 +115,15 @@ class ProcessRunner:
         # process workflows generated from a model keep their state in their own instance
         # tables; `track` makes `list()` show them too
         self._tracked: dict[str, type[Instances[Any]]] = {}
+        # the tracked processes of tenanted contexts: their timers are kept per tenant
+        self.tenanted: set[str] = set()
 
     def track(self, process: str, instances: type[Instances[Any]]) -> None:
-        """List the rows of a generated process workflow's instance table under `process`."""
+        """List the rows of a generated process workflow's instance table under `process`; a
+        tenanted instance table makes its timers and episodes per tenant too."""
         self._tracked[process] = instances
+        if tenant_column(instances.table) is not None:
+            self.tenanted.add(process)
 
     async def run(
         self,

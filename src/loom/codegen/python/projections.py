@@ -21,6 +21,7 @@ from loom.codegen.python.routes import (
     SERVICE_LINE,
     decorator,
     route_imports,
+    router_line,
 )
 from loom.model import ir, naming
 
@@ -47,7 +48,7 @@ def emit_projections(info: ModelInfo, context: ir.Context) -> str:
     functions = naming.NameAlloc(
         ROUTE_NAMES | {"Annotated", "Query", "Page", "PageLimit", "PageOffset"}
     )
-    blocks: list[list[str]] = [["router = APIRouter(route_class=LoomRoute)"]]
+    blocks: list[list[str]] = [[router_line(context, imports)]]
     for p in context.projections:
         store, out = instances_class(p), instance_out_class(p)
         imports.add(".repositories", store)

@@ -4,7 +4,8 @@ Table names are `<context_snake>_<plural_snake>` so two contexts never collide; 
 `version`, then one per field in declaration order (snake_case), then one UNIQUE constraint per
 natural key (`unique (…)`), named `uq_<table>_<columns>`. A correlated workflow's instances live in
 `<context_snake>_<workflow_snake>_instances`: the correlation field (primary key), `version`, then
-one column per other state field.
+one column per other state field; a projection's rows alike, keyed by its key. In a tenanted
+context these are keyed by (`tenant`, key): two tenants may use one key.
 """
 
 from __future__ import annotations
@@ -88,9 +89,10 @@ def _has_zero(f: ir.Field) -> bool:
 
 
 TENANT = "tenant"
-TENANT_COLUMN = (
-    f'Column("{TENANT}", String, nullable=False, index=True, info={{"loom": {{"tenant": True}}}})'
-)
+_TENANT_INFO = 'info={"loom": {"tenant": True}}'
+TENANT_COLUMN = f'Column("{TENANT}", String, nullable=False, index=True, {_TENANT_INFO})'
+# the first column of a keyed table's primary key (tenant, key)
+TENANT_KEY_COLUMN = f'Column("{TENANT}", String, primary_key=True, {_TENANT_INFO})'
 
 
 def emit_tables(info: ModelInfo, context: ir.Context) -> str:
@@ -151,6 +153,11 @@ def _instance_table(info: ModelInfo, context: ir.Context, wf: Keyed, imports: Im
     columns: list[Doc] = [
         py_str(f"{naming.context_module(context).rstrip('_')}_{instances_table_var(wf)}"),
         "metadata",
+    ]
+    if context.tenanted:  # keyed by (tenant, key): no field, the store writes and filters it
+        imports.add("sqlalchemy", "String")
+        columns.append(TENANT_KEY_COLUMN)
+    columns += [
         call(
             "Column",
             [
@@ -168,7 +175,7 @@ def _instance_table(info: ModelInfo, context: ir.Context, wf: Keyed, imports: Im
         nullable = "True" if not _has_zero(f) else "False"
         col_type = _column_type(f.type, imports)
         columns.append(_column(info, f, col_type, nullable, zero=True))
-    columns.append(table_info(f"{context.name}.{wf.name}"))
+    columns.append(table_info(f"{context.name}.{wf.name}", tenanted=context.tenanted))
     what = "instances of workflow" if isinstance(wf, ir.Workflow) else "rows of projection"
     block = [f"# {what} {wf.name} ({where(wf.origin)})"]
     block += lay(call("Table", columns, prefix=f"{instances_table_var(wf)} = "))

@@ -4,14 +4,14 @@
 - An in-process reaction runs as the system principal of its event's tenant (the runtime's
   `EventEnvelope.tenant`). An untenanted context reacting to a tenanted context's event would run
   without it, and could not scope what it writes: `loom.tenanted-event-untenanted-reactor`.
-- What has no tenant to run in yet is `loom.tenanted-unsupported` rather than running unscoped: in
-  a tenanted context, a correlated workflow (its instances and timeouts), a reaction to an
-  untenanted context's event, a projection. A channel may carry a tenanted
-  context's event: its outbox row, broker message (`Loom-Tenant`), inbox row and dead letter
-  carry the tenant, and its consumers run in it.
+- A reaction of a tenanted context (a workflow's, a projection's) to an untenanted context's
+  event has no tenant to run in: `loom.tenanted-unsupported`, rather than running unscoped. A
+  channel may carry a tenanted context's event: its outbox row, broker message (`Loom-Tenant`),
+  inbox row and dead letter carry the tenant, and its consumers run in it.
 
-A context timer runs once per tenant that has rows (the runtime's `Recurring`), so it is not
-refused.
+A context timer runs once per tenant that has rows (the runtime's `Recurring`); a correlated
+workflow's instances, episodes and timeouts, and a projection's rows, are keyed by (tenant, key)
+and run in their event's, request's or instance's tenant: none of them is refused.
 
 `currentUser.tenant` outside a tenanted context is reported where it is typed (`principal.py`).
 """
@@ -19,7 +19,6 @@ refused.
 from __future__ import annotations
 
 from loom.lang.check.checker import Checker
-from loom.lang.check.workflows import correlation
 from loom.lang.diagnostics import Span
 from loom.lang.names.symbols import ContextSymbols
 from loom.lang.syntax import ast
@@ -62,36 +61,27 @@ def _tenanted_label(ctx: ContextSymbols) -> tuple[Span, str]:
 
 
 def _unsupported(ck: Checker, ctx: ContextSymbols, tenanted: set[str]) -> None:
-    def report(span: Span, what: str, why: str = "has no tenant to run in yet") -> None:
+    reactions: list[tuple[str, list[ast.Param]]] = []
+    for wf in ctx.workflows.values():
+        reactions += [(f"workflow `{wf.name}`", c.params) for c in wf.creates]
+        reactions += [(f"workflow `{wf.name}`", on.params) for on in wf.ons]
+    for proj in ctx.projections.values():
+        reactions += [(f"projection `{proj.name}`", on.params) for on in proj.ons]
+    for who, params in reactions:
+        source = _event_context(ck, ctx, params)
+        if source is None or source in tenanted:
+            continue
+        t = params[0].type
         ck.report(
             "loom.tenanted-unsupported",
-            f"{what} in tenanted context `{ctx.name}`: it {why}",
-            span,
-            "no tenant here",
+            f"{who} in tenanted context `{ctx.name}` reacts to `{source}.{t.name}`, an event of "
+            f"untenanted context `{source}`: it would run without a tenant",
+            t.span,
+            "an event with no tenant",
             secondary=[_tenanted_label(ctx)],
-            help="keep this context's work in requests and in reactions to events of tenanted "
-            "contexts (which run in the event's tenant); docs/language.md#tenants lists what a "
-            "tenant scopes so far",
+            help="react to it in an untenanted context, or make its context tenanted too "
+            f"(`context {source} tenanted {{ … }}`): a reaction runs in its event's tenant",
         )
-
-    for wf in ctx.workflows.values():
-        if correlation(ck, wf) is not None:
-            # its instances, and so its reactions and timeouts (a timeout needs an instance)
-            report(wf.name_span, f"workflow `{wf.name}` keeps instances")
-            continue
-        reactions = [c.params for c in wf.creates] + [on.params for on in wf.ons]
-        for params in reactions:
-            source = _event_context(ck, ctx, params)
-            if source is not None and source not in tenanted:
-                t = params[0].type
-                report(
-                    t.span,
-                    f"workflow `{wf.name}` reacts to `{source}.{t.name}`, an event of "
-                    f"untenanted context `{source}`,",
-                    "would run without a tenant",
-                )
-    for proj in ctx.projections.values():
-        report(proj.name_span, f"projection `{proj.name}` folds events")
 
 
 def _untenanted_reactors(ck: Checker, ctx: ContextSymbols, tenanted: set[str]) -> None:
