@@ -140,10 +140,14 @@ class Brokers:
 
     def publishing(self, channel: Channel, event_type: str) -> BrokerLink | None:
         """Where the relay publishes an outbox row: the channel's broker when the event is
-        produced here. A row of another deployable's event is a consumer's dead letter being
+        produced here and the broker carries the channel (a reader runs elsewhere, or it is a
+        `log` channel). A row of another deployable's event is a consumer's dead letter being
         redriven: delivered locally only."""
         link = self.link_for(channel)
-        return link if link is not None and self.produces(event_type) else None
+        if link is None or not self.produces(event_type) or channel.name not in link.streams:
+            # no stream planned: every reader of the channel runs here and reads the outbox
+            return None
+        return link
 
     def plan(self, bus: EventBus) -> None:
         """Decide what each broker carries for this deployable (the streams to ensure, the
@@ -165,7 +169,11 @@ class Brokers:
                     if link is None:
                         missing.append(_missing(channel, crossing[0], spec.name, "runs elsewhere"))
                     remote.append(spec)
-            if link is not None and remote:
+            # a `log` channel keeps what it carries on the broker for readers added later (a
+            # replay from the start), so its stream is ensured whenever this deployable produces
+            # on it; a `work` stream nobody else reads would only pile messages up
+            produced = any(self.produces(t) for t in channel.events)
+            if link is not None and (remote or (produced and channel.retention == "log")):
                 link.add(channel, remote)
             for name, (types, subs) in _local_consumers(bus, channel, self.produces).items():
                 if link is None:

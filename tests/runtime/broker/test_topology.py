@@ -353,3 +353,26 @@ async def test_an_undecodable_message_is_dead_lettered(
     letter = dead["items"][0]
     assert letter["event_id"] == event_id and letter["payload"] == {"_unparsed": "not json"}
     assert letter["last_error"].startswith(f"{RESERVE}: the payload does not decode as OrderPlaced")
+
+
+async def test_one_service_with_a_broker_and_no_remote_reader_publishes_nothing(
+    topology: Topology, two_urls: tuple[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Orders and Inventory in one service, given a broker: every reader of the two `work`
+    channels runs beside its producer and reads the outbox, so no stream is needed and nothing
+    is published (it used to publish to a stream it never created, failing for ever, the rows
+    left pending)."""
+    both = ORDERS + INVENTORY
+    channels = [dataclasses.replace(c, consumers=()) for c in topology.channels]
+    assert {c.retention for c in channels} == {"work"}
+    shop = await topology.start(both, two_urls[0], channels=channels)
+    await stock(shop, "lamp")
+    placed = [await place(shop) for _ in range(3)]
+    await settle_all([shop])
+    marked = [(await ok(await shop.get(f"/api/orders/{o}")))["status"] for o in placed]
+    failed = facts(caplog, "publish_failed")
+    published = facts(caplog, "event_published")
+    print(f"orders: {marked}; published {len(published)}, publish_failed {len(failed)}")
+    assert marked == ["Reserved"] * 3
+    assert (published, failed) == ([], [])
+    assert await shop.service.outbox.counts() == {"pending": 0, "delivered": 0, "dead": 0}
