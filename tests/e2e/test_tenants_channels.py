@@ -39,6 +39,8 @@ OUTBOX = table("__loom_outbox", column("event_type"), column("status"), column("
 A = token(tenant="acme")
 B = token(sub="bob", tenant="globex")
 OPERATOR = token(sub="ops", roles=["admin"])  # no tenant: the operator of every tenant
+A_ADMIN = token(sub="ann", tenant="acme", roles=["admin"])  # acme's own administrator
+B_ADMIN = token(sub="bob", tenant="globex", roles=["admin"])
 
 
 @pytest.fixture
@@ -153,6 +155,15 @@ async def test_a_dead_letter_keeps_its_tenant_and_is_redriven_in_it(shop: Servic
     assert r.status_code == 403, r.text
     r = await c.post(f"/api/admin/dead-letters/{dead['event_id']}/redrive", headers=B)
     assert r.status_code == 403, r.text
+
+    # a tenant's own administrator sees, and redrives, that tenant's dead letters only
+    page = await ok(c, B_ADMIN, "GET", "/api/admin/dead-letters")
+    assert (page["items"], page["total"]) == ([], 0)
+    r = await c.post(f"/api/admin/dead-letters/{dead['event_id']}/redrive", headers=B_ADMIN)
+    assert r.status_code == 404, r.text  # another tenant's: as if there were none
+    page = await ok(c, A_ADMIN, "GET", "/api/admin/dead-letters")
+    assert [d["event_id"] for d in page["items"]] == [dead["event_id"]] and page["total"] == 1
+    print("tenant admins: globex sees 0 of acme's dead letters and cannot redrive it (404)")
 
     mine = await account(c, A, "c9")
     await ok(c, OPERATOR, "POST", f"/api/admin/dead-letters/{dead['event_id']}/redrive")

@@ -37,6 +37,8 @@ B = token(sub="bob", tenant="globex")
 C = token(sub="cy", tenant="initech")  # a third tenant that never drove anything
 NO_TENANT = token(sub="dan")
 OPERATOR = token(sub="ops", roles=["admin"])
+A_ADMIN = token(sub="ann", tenant="acme", roles=["admin"])  # acme's own administrator
+B_ADMIN = token(sub="bob", tenant="globex", roles=["admin"])
 
 
 def _iso(at: datetime) -> str:
@@ -213,6 +215,19 @@ async def test_a_command_workflow_with_correlation_is_per_tenant(
     assert r.status_code == 200, r.text
     pending = [(i["tenant"], i["key"]) for i in r.json()["items"] if i["kind"] == "timeout"]
     assert pending == [("acme", key), ("globex", key)]
+    a_job = next(i["job_id"] for i in r.json()["items"] if i.get("tenant") == "acme")
+    # a tenant's administrator sees its own timeouts only, no context timer, and cannot fire
+    # another tenant's (404)
+    r = await desk.get("/api/admin/timers", headers=B_ADMIN)
+    assert r.status_code == 200, r.text
+    assert [(i["kind"], i["tenant"]) for i in r.json()["items"]] == [("timeout", "globex")]
+    assert r.json()["total"] == 1
+    r = await desk.post(f"/api/admin/timers/{a_job}/fire", headers=B_ADMIN)
+    probe.attempts += 1
+    if r.status_code != 404:
+        probe.leaked.append(("B's admin fired A's timeout", r.text))
+    r = await desk.get("/api/admin/timers", headers=A_ADMIN)
+    assert [(i["job_id"], i["tenant"]) for i in r.json()["items"]] == [(a_job, "acme")]
 
     assert await clock.advance(timedelta(minutes=30)) == 1  # A's lapses, in A
     assert (await probe.own(A, f"{HOLD}/{key}"))["ended"] is True

@@ -178,6 +178,13 @@ async def test_an_operators_fire_runs_every_tenants_sweep(
     r = await lending.get("/api/admin/timers", headers=OPERATOR)
     assert r.status_code == 200, r.text
     assert [i["timer"] for i in r.json()["items"] if i["kind"] == "timer"] == [TIMER]
+    # a tenant's administrator neither sees nor fires it: it runs for every tenant
+    tenant_admin = token(sub="ann", tenant="acme", roles=["admin"])
+    r = await lending.get("/api/admin/timers", headers=tenant_admin)
+    assert [i for i in r.json()["items"] if i["kind"] == "timer"] == []
+    r = await lending.post(f"/api/admin/timers/{TIMER}/fire", headers=tenant_admin)
+    assert r.status_code == 404, r.text
+    assert ticks(caplog, "tick_run") == []
     r = await lending.post(f"/api/admin/timers/{TIMER}/fire", headers=OPERATOR)
     assert r.status_code == 200, r.text
     assert r.json()["outcome"] == "fired"

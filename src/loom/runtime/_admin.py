@@ -4,6 +4,10 @@
 GET  /api/admin/dead-letters?limit&offset&kind       -> {items, limit, offset, total}
 POST /api/admin/dead-letters/{id}/redrive            -> 204, or a 404 problem
 
+An admin whose token names a tenant (a tenant's own administrator) sees and redrives that
+tenant's dead letters only: another tenant's id is a 404. An admin without one (the operator)
+sees every tenant's, each with its `tenant`.
+
 Two kinds of dead letters share the page (dead events first, then dead timeouts; `kind` filters):
 durable events whose delivery failed (`kind: "event"`, keyed by `event_id`) and process timeouts
 whose handler failed (`kind: "timeout"`, keyed by `job_id`). Redrive takes either id.
@@ -21,6 +25,7 @@ from pydantic import BaseModel
 
 from ._auth import require_admin
 from ._errors import NotFound
+from ._principal import current_principal
 from ._problems import PROBLEM_RESPONSES
 from ._schemas import Page, PageLimit, PageOffset
 from ._service import Service
@@ -61,21 +66,32 @@ DeadItem = DeadLetterOut | DeadTimeoutOut
 Kind = Literal["event", "timeout"]
 
 
+def admin_tenant() -> str | None:
+    """The tenant an admin request is confined to: its token's tenant claim, when it has one (a
+    tenant's own administrator), else None (the operator, who sees every tenant)."""
+    return current_principal().tenant
+
+
 async def dead_page(
-    service: Service, limit: int, offset: int, kind: Kind | None = None
+    service: Service,
+    limit: int,
+    offset: int,
+    kind: Kind | None = None,
+    tenant: str | None = None,
 ) -> tuple[list[DeadItem], int]:
-    """One page of dead letters of both kinds (events first), and the total."""
+    """One page of dead letters of both kinds (events first), and the total (`tenant`: that
+    tenant's only)."""
     events = service.channels and kind in (None, "event")
     timeouts = service.uses_processes and kind in (None, "timeout")
-    n_events = (await service.outbox.counts())["dead"] if events else 0
-    n_timeouts = (await service.timers.counts())["dead"] if timeouts else 0
+    n_events = (await service.outbox.counts(tenant))["dead"] if events else 0
+    n_timeouts = (await service.timers.counts(tenant))["dead"] if timeouts else 0
     items: list[DeadItem] = []
     if events and offset < n_events:
-        for d in await service.outbox.dead_letters(limit, offset):
+        for d in await service.outbox.dead_letters(limit, offset, tenant):
             items.append(DeadLetterOut.model_validate(d, from_attributes=True))
     if timeouts and len(items) < limit:
         skip = max(0, offset - n_events)
-        for x in await service.timers.dead_letters(limit - len(items), skip):
+        for x in await service.timers.dead_letters(limit - len(items), skip, tenant):
             items.append(
                 DeadTimeoutOut(
                     job_id=x.job_id,
@@ -92,11 +108,11 @@ async def dead_page(
     return items, n_events + n_timeouts
 
 
-async def redrive(service: Service, id: UUID) -> bool:
-    """Redrive the dead event, else the dead timeout, with this id."""
-    if service.channels and await service.outbox.redrive(id):
+async def redrive(service: Service, id: UUID, tenant: str | None = None) -> bool:
+    """Redrive the dead event, else the dead timeout, with this id (`tenant`: of that tenant)."""
+    if service.channels and await service.outbox.redrive(id, tenant):
         return True
-    return bool(service.uses_processes and await service.timers.redrive(id))
+    return bool(service.uses_processes and await service.timers.redrive(id, tenant))
 
 
 def admin_routes(route_class: Any) -> APIRouter:
@@ -127,7 +143,7 @@ def admin_router(route_class: Any, get_service: Callable[..., Service]) -> APIRo
     ) -> Page[DeadItem]:
         """Durable events whose delivery failed `max_attempts` times, oldest first, then process
         timeouts whose handler did, earliest due first (`kind` keeps one of the two)."""
-        items, total = await dead_page(service, limit, offset, kind)
+        items, total = await dead_page(service, limit, offset, kind, admin_tenant())
         return Page[DeadItem](items=items, limit=limit, offset=offset, total=total)
 
     @router.post(
@@ -139,7 +155,7 @@ def admin_router(route_class: Any, get_service: Callable[..., Service]) -> APIRo
     async def redrive_dead_letter(id: UUID, service: Service = Depends(get_service)) -> None:
         """Put a dead letter back in the queue (an event's id, or a timeout's job id): it is
         delivered, or fired, again from attempt 1."""
-        if not await redrive(service, id):
+        if not await redrive(service, id, admin_tenant()):
             raise NotFound("DeadLetter", id, f"no dead letter has the id {id}")
 
     return router

@@ -22,6 +22,7 @@ from uuid import UUID
 
 from sqlalchemy import (
     Column,
+    ColumnElement,
     Index,
     Integer,
     MetaData,
@@ -305,11 +306,13 @@ class Outbox:
     def __init__(self, service: Service) -> None:
         self._service = service
 
-    async def dead_letters(self, limit: int = 50, offset: int = 0) -> list[DeadLetter]:
-        """Dead letters, oldest event first."""
+    async def dead_letters(
+        self, limit: int = 50, offset: int = 0, tenant: str | None = None
+    ) -> list[DeadLetter]:
+        """Dead letters, oldest event first (`tenant`: only that tenant's)."""
         stmt = (
             select(*_DEAD_COLUMNS)
-            .where(outbox.c.status == DEAD)
+            .where(outbox.c.status == DEAD, *_of_tenant(tenant))
             .order_by(outbox.c.event_id)
             .limit(limit)
             .offset(offset)
@@ -332,9 +335,13 @@ class Outbox:
             for r in rows
         ]
 
-    async def counts(self) -> dict[str, int]:
-        """Rows per status: {"pending": n, "delivered": n, "dead": n}."""
-        stmt = select(outbox.c.status, func.count()).group_by(outbox.c.status)
+    async def counts(self, tenant: str | None = None) -> dict[str, int]:
+        """Rows per status: {"pending": n, "delivered": n, "dead": n} (`tenant`: its rows)."""
+        stmt = (
+            select(outbox.c.status, func.count())
+            .where(*_of_tenant(tenant))
+            .group_by(outbox.c.status)
+        )
         async with self._service.engine.connect() as conn:
             found = {status: int(n) for status, n in (await conn.execute(stmt)).all()}
         return {status: found.get(status, 0) for status in (PENDING, DELIVERED, DEAD)}
@@ -348,9 +355,11 @@ class Outbox:
             result = await conn.execute(delete(inbox).where(inbox.c.processed_at < before))
         return int(result.rowcount)
 
-    async def redrive(self, event_id: UUID) -> bool:
-        """Put one dead letter back in the queue (attempts from zero); False if there is none."""
-        stmt = outbox_queue.redrive(outbox.c.event_id == event_id).returning(*_REDRIVEN)
+    async def redrive(self, event_id: UUID, tenant: str | None = None) -> bool:
+        """Put one dead letter back in the queue (attempts from zero); False if there is none
+        (`tenant`: none of that tenant's)."""
+        where = (outbox.c.event_id == event_id, *_of_tenant(tenant))
+        stmt = outbox_queue.redrive(*where).returning(*_REDRIVEN)
         return bool(await self._redrive(stmt))
 
     async def redrive_all(self) -> int:
@@ -369,3 +378,8 @@ class Outbox:
         if rows:
             service.relay.wake()
         return len(rows)
+
+
+def _of_tenant(tenant: str | None) -> tuple[ColumnElement[bool], ...]:
+    """The condition keeping one tenant's rows; none (every row) for None."""
+    return () if tenant is None else (outbox.c.tenant == tenant,)

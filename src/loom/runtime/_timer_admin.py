@@ -7,7 +7,10 @@ POST /api/admin/timers/{id}/fire      -> {id, kind, outcome}, or a 404 / 409 pro
 The page lists the armed timeouts (`kind: "timeout"`, keyed by `job_id`), earliest due first, then
 the context timers (`kind: "timer"`, keyed by their name, e.g. `Scheduling.expireUnconfirmed`) with
 their next tick. Like the dead letters, the page is the operator's, across tenants: a timeout of
-a tenanted context's instance shows its `tenant`, and fired here it runs in that tenant. Dead timeouts are dead letters (`/api/admin/dead-letters`), not listed here.
+a tenanted context's instance shows its `tenant`, and fired here it runs in that tenant. An admin
+whose token names a tenant sees and fires that tenant's timeouts only (another's job id is a 404)
+and no context timer (it runs for every tenant). Dead timeouts are dead letters
+(`/api/admin/dead-letters`), not listed here.
 
 Firing runs the handler in this service now, claimed like the scheduler claims (a lease on the
 timeout's row; the compare-and-set on the timer's next tick), so a timeout fired here while a
@@ -31,12 +34,12 @@ from pydantic import BaseModel
 from sqlalchemy import bindparam, func, select, update
 
 from . import clock
-from ._admin import admin_routes, problems
+from ._admin import admin_routes, admin_tenant, problems
 from ._errors import ConcurrencyConflict, NotFound
 from ._process_tables import ARMED, ticks, timers
 from ._schemas import Page, PageLimit, PageOffset
 from ._service import Service
-from ._timers import ANNOUNCE, announcement, tenant_of_row
+from ._timers import ANNOUNCE, announcement, of_tenant, tenant_of_row
 
 t = timers.c
 k = ticks.c
@@ -48,6 +51,7 @@ _TIMEOUTS = (
     .offset(bindparam("skip"))
 )
 _N_TIMEOUTS = select(func.count()).select_from(timers).where(t.status == ARMED)
+_TENANT_OF = select(t.tenant).where(t.job_id == bindparam("id"))
 _TICKS = select(k.name, k.next_at, k.last_run_at).order_by(k.next_at, k.name)
 _TIMEOUT_DUE_NOW = (
     update(timers)
@@ -89,15 +93,20 @@ class FiredOut(BaseModel):
     outcome: Outcome
 
 
-async def timers_page(service: Service, limit: int, offset: int) -> tuple[list[TimerItem], int]:
-    """One page of the pending timers (timeouts first, then context timers), and the total."""
+async def timers_page(
+    service: Service, limit: int, offset: int, tenant: str | None = None
+) -> tuple[list[TimerItem], int]:
+    """One page of the pending timers (timeouts first, then context timers), and the total.
+    With `tenant`: that tenant's instances' timeouts only (a context timer runs for every
+    tenant, so it is the operator's)."""
     if not service.uses_processes:
         return [], 0
     await service.scheduler.ticks.ensure_rows()  # a timer this service never looked at yet
     items: list[TimerItem] = []
+    scoped = of_tenant(tenant)
     async with service.engine.connect() as conn:
-        n_timeouts = int((await conn.execute(_N_TIMEOUTS)).scalar() or 0)
-        found = await conn.execute(_TIMEOUTS, {"n": limit, "skip": offset})
+        n_timeouts = int((await conn.execute(_N_TIMEOUTS.where(*scoped))).scalar() or 0)
+        found = await conn.execute(_TIMEOUTS.where(*scoped), {"n": limit, "skip": offset})
         for r in found.all():
             items.append(
                 PendingTimeoutOut(
@@ -111,7 +120,7 @@ async def timers_page(service: Service, limit: int, offset: int) -> tuple[list[T
                     tenant=tenant_of_row(r.tenant),
                 )
             )
-        tick_rows = (await conn.execute(_TICKS)).all()
+        tick_rows = (await conn.execute(_TICKS)).all() if tenant is None else []
     skip = max(0, offset - n_timeouts)
     for tick in tick_rows[skip : skip + limit - len(items)]:
         items.append(
@@ -127,12 +136,13 @@ def _job_id(id: str) -> UUID | None:
         return None
 
 
-async def fire(service: Service, id: str) -> FiredOut:
-    """Fire the armed timeout with job id `id`, else the context timer named `id`, now."""
+async def fire(service: Service, id: str, tenant: str | None = None) -> FiredOut:
+    """Fire the armed timeout with job id `id`, else the context timer named `id`, now. With
+    `tenant`: a timeout of that tenant's instances only (a context timer is the operator's)."""
     job = _job_id(id)
     outcome: str | None = None
     kind: Literal["timeout", "timer"] = "timeout" if job is not None else "timer"
-    if service.uses_processes:
+    if service.uses_processes and (tenant is None or await _of(service, job, tenant)):
         if job is not None:
             outcome = await service.scheduler.fire_now(job)
         else:
@@ -145,6 +155,14 @@ async def fire(service: Service, id: str) -> FiredOut:
         )
     assert outcome in ("fired", "failed", "stale")
     return FiredOut(id=id, kind=kind, outcome=outcome)  # type: ignore[arg-type]
+
+
+async def _of(service: Service, job: UUID | None, tenant: str) -> bool:
+    """Whether `job` is a timeout of `tenant`'s instances."""
+    if job is None:
+        return False
+    async with service.engine.connect() as conn:
+        return bool((await conn.execute(_TENANT_OF, {"id": job})).scalar() == tenant)
 
 
 async def make_due(service: Service, id: str) -> str | None:
@@ -181,7 +199,7 @@ def timers_router(route_class: Any, get_service: Callable[..., Service]) -> APIR
     ) -> Page[TimerItem]:
         """The armed timeouts, earliest due first, then the context timers with their next
         tick."""
-        items, total = await timers_page(service, limit, offset)
+        items, total = await timers_page(service, limit, offset, admin_tenant())
         return Page[TimerItem](items=items, limit=limit, offset=offset, total=total)
 
     @router.post(
@@ -192,6 +210,6 @@ def timers_router(route_class: Any, get_service: Callable[..., Service]) -> APIR
     async def fire_timer(id: str, service: Service = Depends(get_service)) -> FiredOut:
         """Fire a pending timeout (its job id) or a context timer (its name) now, once, in this
         service."""
-        return await fire(service, id)
+        return await fire(service, id, admin_tenant())
 
     return router

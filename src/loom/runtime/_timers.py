@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from sqlalchemy import ColumnElement, bindparam, case, func, select, text, type_coerce
+from sqlalchemy import ColumnElement, and_, bindparam, case, func, select, text, type_coerce
 
 from . import clock
 from ._channels import Backoff
@@ -130,6 +130,11 @@ def _dead(row: Any) -> DeadTimeout:
     )
 
 
+def of_tenant(tenant: str | None) -> tuple[ColumnElement[bool], ...]:
+    """The condition keeping one tenant's timeouts; none (every row) for None."""
+    return () if tenant is None else (t.tenant == tenant,)
+
+
 def tenant_of_row(tenant: str) -> str | None:
     """A stored timer's tenant as it is shown and run in: None for an untenanted one."""
     return tenant or None
@@ -154,11 +159,13 @@ class TimerQueue:
     def __init__(self, service: Service) -> None:
         self._service = service
 
-    async def dead_letters(self, limit: int = 50, offset: int = 0) -> list[DeadTimeout]:
-        """Dead timeouts, earliest due first."""
+    async def dead_letters(
+        self, limit: int = 50, offset: int = 0, tenant: str | None = None
+    ) -> list[DeadTimeout]:
+        """Dead timeouts, earliest due first (`tenant`: that tenant's instances' only)."""
         stmt = (
             select(*_DEAD_COLUMNS)
-            .where(t.status == DEAD)
+            .where(t.status == DEAD, *of_tenant(tenant))
             .order_by(t.due_at, t.job_id)
             .limit(limit)
             .offset(offset)
@@ -166,16 +173,17 @@ class TimerQueue:
         async with self._service.engine.connect() as conn:
             return [_dead(r) for r in (await conn.execute(stmt)).all()]
 
-    async def counts(self) -> dict[str, int]:
-        """Timeouts per status: {"armed": n, "dead": n}."""
-        stmt = select(t.status, func.count()).group_by(t.status)
+    async def counts(self, tenant: str | None = None) -> dict[str, int]:
+        """Timeouts per status: {"armed": n, "dead": n} (`tenant`: its instances')."""
+        stmt = select(t.status, func.count()).where(*of_tenant(tenant)).group_by(t.status)
         async with self._service.engine.connect() as conn:
             found = {status: int(n) for status, n in (await conn.execute(stmt)).all()}
         return {status: found.get(status, 0) for status in (ARMED, DEAD)}
 
-    async def redrive(self, job_id: UUID) -> bool:
-        """Arm one dead timeout again, due now, attempts from zero; False if there is none."""
-        return bool(await self._redrive(t.job_id == job_id))
+    async def redrive(self, job_id: UUID, tenant: str | None = None) -> bool:
+        """Arm one dead timeout again, due now, attempts from zero; False if there is none
+        (`tenant`: none of that tenant's)."""
+        return bool(await self._redrive(and_(t.job_id == job_id, *of_tenant(tenant))))
 
     async def redrive_all(self) -> int:
         """Arm every dead timeout again; answers how many."""
