@@ -368,8 +368,11 @@ class BodyWriter:
         out: list[str] = []
         agg = self.info.aggregate(self.context.name, stmt.aggregate)
         if has_extern_checks(agg, op):
-            out += lay(call(f"{target}.{naming.extern_checks(op.name)}", args), depth)
-        out += lay(call(method, [target, *args]), depth)
+            # the checks answer the arguments: each expression is evaluated once (`now()`)
+            checked = call(f"{target}.{naming.extern_checks(op.name)}", args, prefix="*")
+            out += lay(call(method, [target, checked]), depth)
+        else:
+            out += lay(call(method, [target, *args]), depth)
         if has_invariants(agg):
             out.append(f"{INDENT * depth}{target}._check_invariants()")
         return out

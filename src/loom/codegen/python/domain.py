@@ -384,7 +384,11 @@ def _extern_checks(
         imports=scope.imports, enum_ref=scope.enum_ref, params=params, owner=agg.name
     )
     args = ["self"] + [f"{params[p.name]}: {types.render(p.type)}" for p in op.params]
-    lines = lay(Group(f"def {naming.extern_checks(op.name)}(", args, ") -> None:"), 1)
+    # it answers the arguments it checked, which the caller hands on to the extern's method:
+    # each argument expression is evaluated once
+    given = [types.render(p.type) for p in op.params]
+    answer = f"tuple[{', '.join(given)}]" if given else "tuple[()]"
+    lines = lay(Group(f"def {naming.extern_checks(op.name)}(", args, f") -> {answer}:"), 1)
     doc = f"arguments and requires of extern operation {agg.name}.{op.name} ({where(op.origin)})"
     lines.append(f"        {docstring(doc)}")
     label = f"{agg.name}.{op.name}"
@@ -393,6 +397,9 @@ def _extern_checks(
     if op.requires is not None:
         gate = requires(label, op.requires)
         lines += check(render(op.requires, gate_scope), gate, scope.imports, 2)
+    names = [params[p.name] for p in op.params]
+    answered = "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
+    lines.append(f"        return {answered}")
     return lines
 
 

@@ -95,7 +95,7 @@ class Account(AggregateRoot):
         """operation Account.fee (decimal_params.loom:24)"""
         self._check_invariants()
 
-    def _before_fee(self, amount: Decimal) -> None:
+    def _before_fee(self, amount: Decimal) -> tuple[Decimal]:
         """arguments and requires of extern operation Account.fee (decimal_params.loom:24)"""
         require(
             decimals.fits(amount, 10, 2),
@@ -103,6 +103,7 @@ class Account(AggregateRoot):
             rule="Account.fee: amount: decimal(10, 2)",
             detail="amount: it has at most 8 digits before the point and 2 after it (never rounded: round it in the model with round(x, 2))",
         )
+        return (amount,)
 
     def annotate(self, text: str) -> None:
         """operation Account.annotate (decimal_params.loom:25)"""

@@ -80,10 +80,9 @@ async def charge(body: ChargeInput, request: Request) -> None:
     async with service.autocommit() as work:
         accounts = Accounts(work)
         a = await accounts.get_by_id(body.account)
-        a._before_fee(decimals.div(body.total, body.parts))
         cast(AccountExterns, service.externs["AccountExterns"]).fee(
             a,
-            decimals.div(body.total, body.parts),
+            *a._before_fee(decimals.div(body.total, body.parts)),
         )
         a._check_invariants()
         await accounts.save(a)
