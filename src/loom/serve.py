@@ -145,6 +145,9 @@ def _environment(options: RunOptions) -> None:
 
 
 def _text(value: float | None) -> str | None:
+    # a whole float as the user typed it (`--pool-timeout 0` is refused as '0', not '0.0')
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
     return None if value is None else str(value)
 
 

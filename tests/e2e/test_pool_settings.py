@@ -54,7 +54,7 @@ async def test_a_full_pool_answers_503_after_its_timeout(
     ("flag", "says"),
     [
         (["--pool-size", "0"], "LOOM_POOL_SIZE must be a whole number >= 1, not '0'"),
-        (["--pool-timeout", "0"], "LOOM_POOL_TIMEOUT must be a number of seconds > 0, not '0.0'"),
+        (["--pool-timeout", "0"], "LOOM_POOL_TIMEOUT must be a number of seconds > 0, not '0'"),
     ],
 )
 def test_loom_run_refuses_a_bad_pool_setting(tmp_path: Path, flag: list[str], says: str) -> None:
