@@ -136,5 +136,7 @@ async def test_a_refused_publish_in_a_pipelined_batch_is_published_again_nothing
     )
     assert applied == {key: [1, 2, 3, 4, 5] for key in keys}  # per-key order held
     assert reserved == {key: 1 for key in keys}
-    assert skipped == []  # the broker holds each event once
+    # the broker holds each event once: a duplicate in the stream would be a first delivery
+    # skipped; a redelivery (a slow reaction outlasting ack_wait on a loaded machine) is not one
+    assert [s for s in skipped if s["attempt"] == 1] == []
     assert await orders.service.outbox.counts() == {"pending": 0, "delivered": 0, "dead": 0}
