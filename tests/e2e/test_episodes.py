@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from loom.testing import ServiceClient, serve
-from loom.testing._clock import VirtualClock
+from loom.testing import ServiceClient, VirtualClock, serve
 
 MODEL = [Path(__file__).parent / "models" / "dunning.loom"]
 START = datetime(2030, 5, 6, 9, 0, tzinfo=UTC)
@@ -35,12 +34,8 @@ async def clock() -> AsyncIterator[VirtualClock]:
 
 
 @pytest.fixture
-async def billing(
-    database_url: str, clock: VirtualClock, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[ServiceClient]:
-    monkeypatch.setenv("LOOM_SCHEDULER", "off")  # the virtual clock drives the scheduler
-    async with serve(MODEL, database_url) as client:
-        clock.attach(client.service)
+async def billing(database_url: str, clock: VirtualClock) -> AsyncIterator[ServiceClient]:
+    async with serve(MODEL, database_url, clock=clock) as client:
         yield client
 
 

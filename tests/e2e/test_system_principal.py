@@ -20,9 +20,8 @@ from typing import Any
 
 import pytest
 
-from loom.testing import ServiceClient, serve
-from loom.testing._clock import VirtualClock
-from tests.e2e.tokens import SECRET, token
+from loom.testing import ServiceClient, VirtualClock, serve
+from tests.e2e.tokens import token, use_secret
 
 MODEL = [Path(__file__).resolve().parent / "models" / "system_principal.loom"]
 START = datetime(2031, 2, 3, 8, 0, tzinfo=UTC)
@@ -40,17 +39,8 @@ async def clock() -> AsyncIterator[VirtualClock]:
 async def desk(
     database_url: str, clock: VirtualClock, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[ServiceClient]:
-    for name in (
-        "LOOM_JWT_PUBLIC_KEY",
-        "LOOM_JWT_AUDIENCE",
-        "LOOM_JWT_ISSUER",
-        "LOOM_TENANT_CLAIM",
-    ):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("LOOM_JWT_SECRET", SECRET)
-    monkeypatch.setenv("LOOM_SCHEDULER", "off")  # the virtual clock drives the scheduler
-    async with serve(MODEL, database_url) as client:
-        clock.attach(client.service)
+    use_secret(monkeypatch)
+    async with serve(MODEL, database_url, clock=clock) as client:
         yield client
 
 

@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 import jwt
+import pytest
 
 SECRET = "a-test-secret-that-is-long-enough-for-hs256"
 
@@ -17,3 +18,15 @@ def token(secret: str = SECRET, **claims: Any) -> dict[str, str]:
     body = {"sub": "ann", "exp": int(time.time()) + 86400, **claims}
     body = {k: v for k, v in body.items() if v is not None}
     return {"Authorization": "Bearer " + jwt.encode(body, secret, algorithm="HS256")}
+
+
+def use_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Serve with SECRET as the only JWT setting, whatever the environment says."""
+    for name in (
+        "LOOM_JWT_PUBLIC_KEY",
+        "LOOM_JWT_AUDIENCE",
+        "LOOM_JWT_ISSUER",
+        "LOOM_TENANT_CLAIM",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LOOM_JWT_SECRET", SECRET)

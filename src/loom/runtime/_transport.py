@@ -217,9 +217,16 @@ class Transport(ABC):
         this order). Answers, for each, None once the broker acked it, or why it may not hold it:
         publish it again later (a message after a failed one may be failed unsent, with the same
         error). This default publishes one after the other and stops at the first failure."""
+        return await self._publish_each(messages, stop_at_failure=True)
+
+    async def _publish_each(
+        self, messages: Sequence[Message], *, stop_at_failure: bool
+    ) -> list[TransportError | None]:
+        """`publish` for each message in turn, answering as `publish_many` does; after a failure
+        either the rest fail unsent with its error (`stop_at_failure`) or each is tried alone."""
         out: list[TransportError | None] = []
         for message in messages:
-            if out and out[-1] is not None:
+            if stop_at_failure and out and out[-1] is not None:
                 out.append(out[-1])
                 continue
             try:

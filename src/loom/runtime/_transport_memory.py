@@ -151,15 +151,7 @@ class MemoryTransport(Transport):
     async def publish_many(self, messages: Sequence[Message]) -> list[TransportError | None]:
         """Each message on its own, as a pipelining broker takes them: one refused (its stream
         not ensured) fails alone."""
-        out: list[TransportError | None] = []
-        for message in messages:
-            try:
-                await self.publish(message)
-            except TransportError as exc:
-                out.append(exc)
-            else:
-                out.append(None)
-        return out
+        return await self._publish_each(messages, stop_at_failure=False)
 
     async def fetch(
         self, consumer: ConsumerSpec, *, batch: int = 64, timeout: float = 1.0
