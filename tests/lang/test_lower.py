@@ -18,7 +18,7 @@ context Shop {
     tags: string[] = []
     derived label: string = name + "!"
     function half(): decimal = price / 2
-    operation reprice(to: decimal) {
+    public operation reprice(to: decimal) {
       let old = price
       price := to
       emit Repriced { to: to, item: id, from: old }

@@ -42,3 +42,42 @@ context Shop {
     for d in found:
         assert d.help is not None and d.help.startswith("Loom has no null literal"), d.help
         assert "leave out `= null`" in d.help
+
+
+def test_a_visibility_word_cannot_name_a_field() -> None:
+    """`private`, `internal` and `public` begin an operation at the start of an aggregate member,
+    so a field of that name is a syntax error whose help says so (not a record hint)."""
+    for word in ("private", "internal", "public"):
+        model = f"context Shop {{\n  aggregate Item {{\n    {word}: int = 0\n  }}\n}}\n"
+        [d] = compile_sources({"shop.loom": model}).diagnostics
+        assert (d.code, d.span.line) == ("loom.syntax-error", 3)
+        assert d.help is not None and d.help.startswith(f"`{word}` at the start of"), d.help
+
+
+def test_public_marks_a_route_meant_beside_the_workflow() -> None:
+    """`public operation` and `public extern operation` parse, and silence the bypass warning."""
+    model = """
+context Bank {
+  aggregate Account {
+    balance: int = 0
+    public operation deposit(n: int) { balance += n }
+    public extern operation audit()
+    operation withdraw(n: int) { balance -= n }
+  }
+  repository Accounts for Account { }
+  workflow transfer {
+    create(from: Account id, to: Account id, n: int) {
+      let a = Accounts.getById(from)
+      let b = Accounts.getById(to)
+      a.withdraw(n)
+      b.deposit(n)
+      b.audit()
+    }
+  }
+}
+"""
+    found = compile_sources({"bank.loom": model}).diagnostics
+    assert [(d.code, d.span.line) for d in found] == [("loom.operation-bypasses-workflow", 7)]
+    assert [label for _, label in found[0].secondary] == [
+        "called by the command of workflow `transfer` here"
+    ]

@@ -98,7 +98,7 @@ def test_record_positions_compile() -> None:
         ms: Money[] = [Money {{ amount: 1 }}, Money {{ amount: 2, currency: "USD" }}]
         derived twice: Money = Money {{ amount: m.amount * 2, currency: m.currency }}
         function half(): Money = Money {{ amount: m.amount / 2 > 0 ? 1 : 0 }}
-        operation set(x: int) {{
+        public operation set(x: int) {{
           let p = Pair {{ left: Money {{ amount: x }} }}
           m := p.left
           emit Changed {{ to: Money {{ amount: x }} }}

@@ -1,14 +1,14 @@
-"""`loom.operation-bypasses-workflow`: an operation that a reaction, a timeout or a timer of the
-context runs, which is also a public route with no `requires` gate. Those bodies run because
-something happened (a payment arrived, a deadline passed); through the route a client runs the
-operation saying so without it having happened (`POST /api/dues/{id}/settle` with any payment id).
-The warning asks for `internal` (no route) or a gate. One warning per operation, a secondary span at
-each such caller.
+"""`loom.operation-bypasses-workflow`: an operation that a workflow (a command, a reaction or a
+timeout of it) or a timer of the context calls, which is also a public route with no `requires`
+gate. Through the route a client runs the step on its own: settles a due with any payment id
+without the payment having arrived, withdraws from one account without the transfer's deposit into
+the other. The warning asks for `internal` (no route), a gate, or `public` (the route is meant to
+be there too: a deposit a teller makes beside the transfer that makes one). One warning per
+operation, a secondary span at each such caller.
 
-A command workflow or handler that calls a public operation is not warned about: both are requests
-a client makes, and whether the operation may also be asked for on its own (a deposit beside a
-transfer) is the modeller's call, made with `internal`. Domain services do not count either: the
-body calling the service is where the orchestration lives."""
+Command handlers and domain services do not count: a handler is itself one client request over the
+operation (the seed's application service), and the body calling a service is where the
+orchestration lives."""
 
 from __future__ import annotations
 
@@ -21,14 +21,12 @@ from loom.model import naming
 
 
 def _callers(ck: Checker, ctx: ContextSymbols) -> list[tuple[str, list[ast.Stmt]]]:
-    """Each body of the context that runs because something happened, with how to name it."""
+    """Each workflow or timer body of the context, with how to name it."""
     out: list[tuple[str, list[ast.Stmt]]] = []
     for wf in ctx.workflows.values():
-        out += [
-            (f"a reaction of workflow `{wf.name}`", c.body)
-            for c in wf.creates
-            if c in ck.facts.triggers
-        ]
+        for c in wf.creates:
+            who = "a reaction of" if c in ck.facts.triggers else "the command of"
+            out.append((f"{who} workflow `{wf.name}`", c.body))
         out += [(f"a reaction of workflow `{wf.name}`", o.body) for o in wf.ons]
         out += [(f"timeout `{t.name}` of workflow `{wf.name}`", t.body) for t in wf.timeouts]
     out += [(f"timer `{t.name}`", t.body) for t in ctx.timers.values()]
@@ -47,16 +45,17 @@ def check_bypassing_routes(ck: Checker) -> None:
         for (aggregate, operation), sites in calls.items():
             agg = ctx.aggregates.get(aggregate)
             op = next((o for o in agg.operations if o.name == operation), None) if agg else None
-            if op is None or op.private or op.internal or op.requires is not None:
+            if op is None or op.private or op.internal or op.public or op.requires is not None:
                 continue
             route = f"POST /api/{naming.plural_snake(aggregate)}/{{id}}/{naming.snake(operation)}"
             ck.report(
                 "loom.operation-bypasses-workflow",
-                f"`{aggregate}.{operation}` runs when an event or a time comes, and is also the "
-                f"public route `{route}` with no `requires` gate: a client can run it any time",
+                f"`{aggregate}.{operation}` is a step of the context's workflows, and also the "
+                f"public route `{route}` with no `requires` gate: a client can run it on its own",
                 op.name_span,
                 "public operation, no gate",
                 secondary=sites,
                 help=f"declare it `internal operation {operation}(…)` (no route) if only the "
-                "context calls it, or gate the route with `requires …`",
+                "context runs it, gate the route with `requires …`, or write "
+                f"`public operation {operation}(…)` if clients may run it on its own too",
             )

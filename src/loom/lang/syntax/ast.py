@@ -357,6 +357,8 @@ class Operation:
     # `requires gate`: who may run it (over `currentUser`, the parameters and the fields)
     requires: Expr | None = None
     internal: bool = False  # no route: only the context's workflows, handlers and reactions call it
+    # `public operation`: the route is meant to be there beside the workflows that call it
+    public: bool = False
 
 
 @dataclass(eq=False)

@@ -220,11 +220,12 @@ class _Descent(Bodies):
         if self.k[self.i] == "private":
             self.i += 1
             ch.append(b.private(self.meta(i0), []))
-        elif self.k[self.i] == "internal":
+        elif self.k[self.i] in ("internal", "public"):
+            mark = (b.internal if self.k[self.i] == "internal" else b.public)(self.meta(i0), [])
             self.i += 1
             if self.k[self.i] == "extern":
-                return self.extern_operation(i0, [b.internal(self.meta(i0), [])])
-            ch.append(b.internal(self.meta(i0), []))
+                return self.extern_operation(i0, [mark])
+            ch.append(mark)
         self.expect("operation")
         ch += [self.name(), self.paren_params()]
         if self.k[self.i] == "requires":
@@ -242,7 +243,7 @@ class _Descent(Bodies):
         return method(self.meta(j), [cond])
 
     def extern_operation(self, i0: int | None = None, ch: list[Any] | None = None) -> Any:
-        """`[internal] extern operation …`: `i0` and `ch` hold the `internal` already read."""
+        """`[internal|public] extern operation …`: `i0` and `ch` hold the mark already read."""
         i0 = self.i if i0 is None else i0
         ch = [] if ch is None else ch
         self.i += 1
@@ -587,6 +588,7 @@ _AGGREGATE_MEMBERS = {
     "operation": _Descent.operation,
     "private": _Descent.operation,
     "internal": _Descent.operation,
+    "public": _Descent.operation,
     "extern": _Descent.extern_operation,
     "unique": _Descent.unique,
     "create": _Descent.factory,

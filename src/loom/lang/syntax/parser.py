@@ -222,6 +222,11 @@ _SOFT_KEYWORDS = {
     "field another name",
     "message": "after a precondition or invariant, `message` is read as its message; give the field "
     "another name",
+    **{
+        word: f"`{word}` at the start of an aggregate member begins an operation (`{word} "
+        "operation name(…)`): a field cannot be called so; give it another name"
+        for word in ("private", "internal", "public")
+    },
 }
 
 

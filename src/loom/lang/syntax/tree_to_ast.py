@@ -200,9 +200,12 @@ class Build(Builder):
     def internal(self, meta, ch):
         return "internal"
 
+    def public(self, meta, ch):
+        return "public"
+
     def operation(self, meta, ch):
-        private, internal = ch[0] == "private", ch[0] == "internal"
-        if private or internal:
+        private, internal, public = (ch[0] == w for w in ("private", "internal", "public"))
+        if private or internal or public:
             ch = ch[1:]
         when = next((c[1] for c in ch[2:] if isinstance(c, tuple) and c[0] == "when"), None)
         gate = next((c[1] for c in ch[2:] if isinstance(c, tuple) and c[0] == "requires"), None)
@@ -216,11 +219,12 @@ class Build(Builder):
             private=private,
             requires=gate,
             internal=internal,
+            public=public,
         )
 
     def extern_operation(self, meta, ch):
-        internal = ch[0] == "internal"
-        if internal:
+        internal, public = ch[0] == "internal", ch[0] == "public"
+        if internal or public:
             ch = ch[1:]
         result = next((c[1] for c in ch[2:] if isinstance(c, tuple) and c[0] == "result"), None)
         gate = next((c[1] for c in ch[2:] if isinstance(c, tuple) and c[0] == "requires"), None)
@@ -237,6 +241,7 @@ class Build(Builder):
             has_body=body is not None,
             requires=gate,
             internal=internal,
+            public=public,
         )
 
     def unique(self, meta, ch):

@@ -16,7 +16,7 @@ from .dispatch import workflows as dispatch_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "c4748e4f006f"
+MODEL_REVISION = "3ec498338c06"
 
 # The contexts this service holds (one deployable of the model).
 CONTEXTS = ("Dispatch",)

@@ -16,7 +16,7 @@ from .hotel import workflows as hotel_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "9ec936f13cda"
+MODEL_REVISION = "d2f133573c4d"
 
 
 def subscribe(service: Service) -> None:

@@ -15,7 +15,7 @@ from .support import workflows as support_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "c8d69481d987"
+MODEL_REVISION = "49a88f4b2eac"
 
 
 def build_app(
