@@ -116,6 +116,18 @@ async def test_expires_at_the_deadline(app: ServiceClient, clock: VirtualClock) 
     assert r.status_code == 422, r.text
 
 
+async def test_a_deadline_already_past_fires_at_the_next_pass(
+    app: ServiceClient, clock: VirtualClock
+) -> None:
+    """`schedule … at` an instant before now is armed, not refused, and fires at once: the next
+    pass of the scheduler, with no time going by."""
+    a = await request(app, confirm_in=-timedelta(hours=1))
+    got = await instance(app, "confirmation_deadline", a)
+    assert timeouts(got) == [("deadline", START - timedelta(hours=1))]
+    assert await clock.advance(timedelta(0)) == 1
+    assert (await appointment(app, a))["status"] == "Expired"
+
+
 async def test_cancelled_appointment_ends_its_deadline(
     app: ServiceClient, clock: VirtualClock
 ) -> None:
