@@ -1,5 +1,6 @@
 """The module structure of the compiler: no import cycles, and no import of a `loom.` module hidden
-inside a function (the usual way to paper over a cycle).
+inside a function (the usual way to paper over a cycle); and no module of Loom as long as 600
+lines.
 
 The graph is built from the source with `ast`, never by importing it. An edge goes from a module to
 each `loom.` module it imports at module level (`from pkg import sub` counts as importing `pkg.sub`
@@ -130,6 +131,8 @@ def _hidden_imports(modules: dict[str, Path]) -> list[str]:
 
 FRONT_END = ("loom.lang", "loom.codemod")
 BACK_END = ("loom.runtime", "loom.codegen")
+MODEL = "loom.model"
+MAX_LINES = 600
 
 
 def test_the_front_end_has_no_import_cycle() -> None:
@@ -177,3 +180,23 @@ def test_the_back_end_has_no_import_cycle_nor_hidden_import() -> None:
     modules = _modules(*BACK_END)
     assert _cycle(_graph(modules)) is None
     assert _hidden_imports(modules) == []
+
+
+def test_the_model_has_no_import_cycle_nor_hidden_import() -> None:
+    """The IR's package imports its modules in one direction (types, expressions, statements, the
+    declarations, the contexts); `api.py`, `time.py` and `topology.py` name the IR's nodes for the
+    type checker only."""
+    modules = _modules(MODEL)
+    assert "loom.model.ir.statements" in _graph(modules)["loom.model.ir"]  # the graph is read
+    assert _cycle(_graph(modules)) is None
+    assert _hidden_imports(modules) == []
+
+
+def test_no_module_reaches_600_lines() -> None:
+    """A module that long holds more than one thing: split it by what its parts hold."""
+    long = {
+        str(path.relative_to(SRC)): n
+        for path in sorted((SRC / "loom").rglob("*.py"))
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) >= MAX_LINES
+    }
+    assert long == {}

@@ -24,8 +24,8 @@ Kind = Literal["expr", "stmt"]
 KINDS: tuple[Kind, ...] = ("expr", "stmt")
 TARGETS: dict[Kind, frozenset[type]] = {"expr": EXPR_CLASSES, "stmt": STMT_CLASSES}
 
-# the IR's nodes: ir.py's, the API calls' of api.py (an expression and a statement of their own)
-# and the time functions' of time.py
+# the IR's nodes: those of the ir package's modules, the API calls' of api.py (an expression and a
+# statement of their own) and the time functions' of time.py
 NODE_CLASSES = sorted(
     (
         obj
@@ -33,16 +33,15 @@ NODE_CLASSES = sorted(
         for obj in vars(module).values()
         if isinstance(obj, type)
         and dataclasses.is_dataclass(obj)
-        and obj.__module__ == module.__name__
+        and (obj.__module__ + ".").startswith(module.__name__ + ".")  # the ir package's modules too
     ),
     key=lambda c: c.__name__,
 )
-HINTS = {cls: get_type_hints(cls, {**vars(api), **vars(time), **vars(ir)}) for cls in NODE_CLASSES}
 # the model also holds the declarations of topology.py (which hold no code)
-HINTS.update(
-    (cls, get_type_hints(cls, {**vars(topology), **vars(ir)}))
-    for cls in (topology.Deployable, topology.ChannelSource)
-)
+HINTED = (*NODE_CLASSES, topology.Deployable, topology.ChannelSource)
+# each class's module's names, and the IR's: api.py, time.py and topology.py import theirs only for
+# the type checker
+HINTS = {cls: get_type_hints(cls, None, vars(ir)) for cls in HINTED}
 
 
 def _members(hint: Any) -> tuple[Any, ...]:

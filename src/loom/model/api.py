@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
 
 if TYPE_CHECKING:
-    # ir.py holds the expressions and statements these are part of: importing it here at run time
-    # would be a cycle
+    # loom.model.ir holds the expressions and statements these are part of: importing it here at
+    # run time would be a cycle
     from loom.model.ir import Expr, Origin, Type
 
 # The one kind of resource (`kind: api`), and its defaults

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
 
 if TYPE_CHECKING:
-    # ir.py holds the expressions this is one of: importing it here at run time would be a cycle
+    # loom.model.ir holds the expressions this is one of: importing it here at run time would be a
+    # cycle
     from loom.model.ir import Expr, Type
 
 TimeFunction = Literal["today", "seconds", "minutes", "hours", "days", "dateOf", "startOf"]

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Final
 from loom.model.messaging import BrokerKind
 
 if TYPE_CHECKING:
-    # ir.py holds the model, which holds these: importing it here at run time would be a cycle
+    # loom.model.ir holds the model, which holds these: importing it here at run time would be a
+    # cycle
     from loom.model.ir import Origin
 
 # The name of the one deployable a model without `deployable` declarations runs as (every context,

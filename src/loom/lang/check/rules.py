@@ -18,6 +18,7 @@ from loom.lang.check import (
     bypass,
     declarations,
     declared_types,
+    entries,
     event_fields,
     events,
     generated_names,
@@ -73,13 +74,13 @@ def _workflows(ck: Checker) -> None:
 def _handlers(ck: Checker) -> None:
     for ctx in ck.prog.contexts.values():
         for h in ctx.handlers.values():
-            workflows.check_handler(ck, ctx, h)
+            entries.check_handler(ck, ctx, h)
 
 
 def _timers(ck: Checker) -> None:
     for ctx in ck.prog.contexts.values():
         for tm in ctx.timers.values():
-            workflows.check_timer(ck, ctx, tm)
+            entries.check_timer(ck, ctx, tm)
 
 
 def _projections(ck: Checker) -> None:

@@ -1,28 +1,31 @@
-"""The rules of workflows and handlers as wholes: state fields and the correlation key, workflow
-functions, `create` entries, `apply` clauses, command and query handlers.
+"""The rules of workflows as wholes: state fields and the correlation key, workflow functions,
+command `create` entries, `apply` clauses, timeouts; and the hooks of expression typing for their
+bodies (state reads, workflow function calls).
 
-Their bodies are checked statement by statement in `bodies.py`; calls in `calls.py`.
+What every entry shares, and the command and query handlers and timers, are in `entries.py`; the
+event-triggered entries in `reactions.py`. Bodies are checked statement by statement in
+`bodies.py`; calls in `calls.py`.
 """
 
 from __future__ import annotations
 
-from loom.lang.check import deletes, events, filters, operations
-from loom.lang.check.bodies import block, terminates, unbound_state
+from loom.lang.check import events, operations
+from loom.lang.check.bodies import block, unbound_state
 from loom.lang.check.calls import classify
 from loom.lang.check.checker import Checker
+from loom.lang.check.entries import body_scope, check_entry_body, entry_result, param_type
 from loom.lang.check.facts import (  # noqa: F401 - CallOp, Create, Load: re-exported for older imports
     CallOp,
     Create,
     Load,
-    Trigger,
 )
-from loom.lang.check.records import check_query_params, result_problem
+from loom.lang.check.reactions import check_on, check_starter
 from loom.lang.check.scope import Binding, Scope
 from loom.lang.diagnostics import did_you_mean
 from loom.lang.names.symbols import ContextSymbols
 from loom.lang.names.type_refs import resolve_type
 from loom.lang.syntax import ast
-from loom.lang.types import ERROR, AnyType, a, show
+from loom.lang.types import AnyType, a
 from loom.model import ir
 
 
@@ -55,9 +58,9 @@ def check_workflow(ck: Checker, ctx: ContextSymbols, wf: ast.Workflow) -> None:
     for c in wf.creates:
         for p in c.params:
             # an event type here makes this create a starter; a payload, a command entry
-            _param_type(ck, ctx, p, payloads=True)
+            param_type(ck, ctx, p, payloads=True)
         if any(isinstance(ck.type_of(p.type), ir.EventType) for p in c.params):
-            event = _check_starter(ck, ctx, wf, c, state, corr)
+            event = check_starter(ck, ctx, wf, c, state, corr)
             _once(ck, wf, triggers, event, c)
             continue
         if c.by is not None:
@@ -83,7 +86,7 @@ def check_workflow(ck: Checker, ctx: ContextSymbols, wf: ast.Workflow) -> None:
             "commandHandler) for the other one",
         )
     for on in wf.ons:
-        event = _check_on(ck, ctx, wf, on, state, corr)
+        event = check_on(ck, ctx, wf, on, state, corr)
         _once(ck, wf, triggers, event, on)
     for ap in wf.applies:
         _check_apply(ck, ctx, wf, ap, state, corr)
@@ -123,7 +126,7 @@ def _check_timeouts(
             )
             continue
         handlers[t.name] = t
-        scope = _body_scope(ck, ctx, [], "timeout", wf, state, corr)
+        scope = body_scope(ck, ctx, [], "timeout", wf, state, corr)
         if corr is None:
             ck.report(
                 "loom.timeout-outside-process",
@@ -143,7 +146,7 @@ def _check_timeouts(
                 or f"arm it in a body with `schedule {t.name} after 15m` (or `at <datetime>`), "
                 "or remove the handler",
             )
-        _entry(ck, scope, t.body, None, None)
+        check_entry_body(ck, scope, t.body, None, None)
     if corr is None:
         return  # each statement was already reported as outside a process
     for s in used:
@@ -167,13 +170,6 @@ def _check_timeouts(
                 help=did_you_mean(s.name, handlers)
                 or "cancel a name that a `schedule` arms and an `on timeout` handles",
             )
-
-
-def check_timer(ck: Checker, ctx: ContextSymbols, tm: ast.Timer) -> None:
-    """`timer NAME every D { … }`: a recurring sweep, checked like a commandHandler body with no
-    parameters and no result."""
-    scope = _body_scope(ck, ctx, [], "timer", None, {}, None)
-    _entry(ck, scope, tm.body, None, None)
 
 
 def _check_unapplied(ck: Checker, ctx: ContextSymbols, wf: ast.Workflow) -> None:
@@ -206,107 +202,6 @@ def _emits(stmts: list[ast.Stmt]) -> list[ast.Emit]:
     return [s for s in ast.walk_stmts(stmts) if isinstance(s, ast.Emit)]
 
 
-def _param_type(
-    ck: Checker, ctx: ContextSymbols, p: ast.Param, *, payloads: bool = False
-) -> AnyType:
-    """Resolve (once) the type of a parameter of a workflow entry: an event type is admitted (it
-    makes the entry a reaction), a payload type where `payloads` says so."""
-    t = ck.facts.types.get(p.type)
-    if t is None:
-        t = resolve_type(ctx, p.type, ck.sink, prog=ck.prog, payloads=payloads, events=True)
-        ck.facts.types[p.type] = t
-    return t
-
-
-def _body_scope(
-    ck: Checker,
-    ctx: ContextSymbols,
-    params: list[ast.Param],
-    body: str,
-    wf: ast.Workflow | None,
-    state: dict[str, AnyType],
-    corr: str | None,
-) -> Scope:
-    scope = Scope(ctx, None, "workflow", wf=wf, body=body, state=state, correlated=corr is not None)
-    # a command-triggered create runs as its workflow says; every other body of a workflow (a
-    # reaction, a timeout) and a timer runs in `service.reaction()`, one transaction
-    scope.transactional = (
-        wf.transactional if body == "create" and wf is not None else body != "command"
-    )
-    for p in params:
-        # A workflow `create` and a handler contract are where payload types are in scope.
-        t = ck.facts.types.get(p.type)
-        if t is None:
-            t = resolve_type(ctx, p.type, ck.sink, prog=ck.prog, payloads=True)
-            ck.facts.types[p.type] = t
-        scope.names.setdefault(p.name, Binding(p.name, t, p.name_span, "param"))
-    return scope
-
-
-def _result(
-    ck: Checker,
-    ctx: ContextSymbols,
-    t: ast.TypeRef | None,
-    aggregates: bool,
-    what: str = "a workflow",
-) -> AnyType | None:
-    if t is None:
-        return None
-    result = resolve_type(ctx, t, ck.sink, value=False, prog=ck.prog, payloads=True)
-    problem = result_problem(result, what)
-    if problem is not None and problem not in ("an aggregate", "an event"):
-        ck.report(
-            "loom.workflow-return-type",
-            f"{what} cannot answer {a(result)}, {problem}: return the id and read the record "
-            "back, or use a queryHandler / commandHandler, which may return value objects and "
-            "payloads",
-            t.span,
-            "unsupported result type",
-            help="declare an id result (`create(…): X id`, then `return x.id`), or move this entry "
-            f"into a handler: `commandHandler Name(…): {show(result)} {{ … }}`",
-        )
-        result = ERROR
-    elif problem is not None:
-        ck.report(
-            "loom.workflow-return-type",
-            f"{what} cannot answer {a(result)}: return the id and read the record back, or read "
-            "it in a queryHandler (the only callable that answers aggregates)",
-            t.span,
-            "unsupported result type",
-            help=f"declare the result as `{show(result).rstrip('[]?')} id` and `return x.id`; "
-            "only values, ids" + (" and aggregates" if aggregates else "") + " cross the wire",
-        )
-        result = ERROR
-    ck.facts.types[t] = result
-    return result
-
-
-def _entry(
-    ck: Checker,
-    scope: Scope,
-    body: list[ast.Stmt],
-    result: AnyType | None,
-    result_ref: ast.TypeRef | None,
-) -> None:
-    block(ck, body, scope, result)
-    deletes.check_body(ck, body)
-    filters.check_body(ck, body)
-    if result_ref is not None and not (
-        terminates(body) or any(isinstance(s, ast.Return) for s in body)
-    ):
-        last = body[-1] if body else None
-        ck.report(
-            "loom.workflow-missing-return",
-            f"the body declares the result `{ck.text(result_ref.span)}` but does not end in "
-            "`return`",
-            result_ref.span,
-            "result declared here",
-            secondary=[(last.span, "the body ends here")] if last else [],
-            help="end the body with `return <value>`, or remove the result type",
-        )
-    ck.warn_unused(scope)
-
-
 def _check_create(
     ck: Checker,
     ctx: ContextSymbols,
@@ -315,13 +210,13 @@ def _check_create(
     state: dict[str, AnyType],
     corr: str | None,
 ) -> None:
-    scope = _body_scope(ck, ctx, c.params, "create", wf, state, corr)
+    scope = body_scope(ck, ctx, c.params, "create", wf, state, corr)
     has_param = any(p.name == corr for p in c.params)
     assigns = corr is not None and _assigns(c.body, corr)
     # Without any way to bind, the create itself is reported below, not each use of state.
     scope.bound[0] = corr is None or has_param or not assigns
-    result = _result(ck, ctx, c.result, aggregates=False)
-    _entry(ck, scope, c.body, result, c.result)
+    result = entry_result(ck, ctx, c.result, aggregates=False)
+    check_entry_body(ck, scope, c.body, result, c.result)
     if corr is None:
         return
     if not has_param and not assigns and not wf.event_sourced:
@@ -356,104 +251,6 @@ def _once(
     events.once(ck, wf.name, here, spans, event, node.span)
     if event is not None and event not in seen:
         seen[event] = node
-
-
-def _key_field(wf: ast.Workflow, corr: str | None) -> ast.Field | None:
-    return next((f for f in wf.state if f.name == corr), None) if corr is not None else None
-
-
-def _check_starter(
-    ck: Checker,
-    ctx: ContextSymbols,
-    wf: ast.Workflow,
-    c: ast.Create,
-    state: dict[str, AnyType],
-    corr: str | None,
-) -> ir.EventType | None:
-    """`create(e: Event) by e.key { … }`: load-or-allocate the instance keyed by `by`, then run
-    the body as one reaction (its own transaction)."""
-    scope = _body_scope(ck, ctx, c.params, "starter", wf, state, corr)
-    found = events.trigger_event(ck, c.params, c.span, "an event-triggered `create`")
-    if c.result is not None:
-        ck.report(
-            "loom.workflow-return-type",
-            "an event-triggered `create` answers no one: it runs after the command that raised "
-            "its event has answered",
-            c.result.span,
-            "a result nobody receives",
-            help="remove the result type; record what a caller needs in the workflow's state "
-            "(`GET …/instances/{id}`) or in an aggregate",
-        )
-    if corr is None and c.by is not None:
-        _uncorrelated_by(ck, wf, c.by)
-    elif corr is not None and c.by is None:
-        param = found[1] if found else "e"
-        ck.report(
-            "loom.state-correlation-missing",
-            f"this event-triggered `create` of `{wf.name}` does not say which instance it starts",
-            c.span,
-            "no `by`",
-            help=f"add `by {param}.<field>`: the event field holding the `{corr}` of the instance",
-        )
-    by = events.check_by(
-        ck, scope, c.by, found[1] if found else None, _key_field(wf, corr), wf.name
-    )
-    scope.bound[0] = True
-    _entry(ck, scope, c.body, None, None)
-    if found is None:
-        return None
-    ck.facts.triggers[c] = Trigger(found[0], found[1], by if corr is not None else None)
-    return found[0]
-
-
-def _check_on(
-    ck: Checker,
-    ctx: ContextSymbols,
-    wf: ast.Workflow,
-    on: ast.On,
-    state: dict[str, AnyType],
-    corr: str | None,
-) -> ir.EventType | None:
-    """`on(e: Event) [by e.key] { … }`: with `by`, run on the instance keyed by it (none: the
-    event is dropped, logged `event_unrouted`); without, a stateless reaction."""
-    for p in on.params:
-        _param_type(ck, ctx, p)
-    scope = _body_scope(ck, ctx, on.params, "on", wf, state, corr)
-    found = events.trigger_event(ck, on.params, on.span, "`on`")
-    param = found[1] if found else "e"
-    if corr is not None and on.by is None:
-        ck.report(
-            "loom.reactor-uncorrelated",
-            f"`{wf.name}` keeps one instance per `{corr}`, so its `on` must say which instance "
-            "the event is for",
-            on.span,
-            "no `by`",
-            help=f"add `by {param}.<field>`: the event field holding the `{corr}`; a reaction "
-            "that keeps no state belongs in a workflow without an id-shaped state field",
-        )
-    elif corr is None and on.by is not None:
-        _uncorrelated_by(ck, wf, on.by)
-    by = events.check_by(
-        ck, scope, on.by, found[1] if found else None, _key_field(wf, corr), wf.name
-    )
-    scope.bound[0] = True
-    _entry(ck, scope, on.body, None, None)
-    if found is None:
-        return None
-    ck.facts.triggers[on] = Trigger(found[0], found[1], by if corr is not None else None)
-    return found[0]
-
-
-def _uncorrelated_by(ck: Checker, wf: ast.Workflow, by: ast.Expr) -> None:
-    ck.report(
-        "loom.reactor-uncorrelated",
-        f"`{wf.name}` keeps no instances (it has no id-shaped state field), so `by` has nothing "
-        "to key",
-        by.span,
-        "`by` without instances",
-        help="remove `by`, or declare the correlation key as the workflow's first id-shaped "
-        "state field, e.g. `order: Order id`",
-    )
 
 
 def _assigns(stmts: list[ast.Stmt], name: str) -> bool:
@@ -516,23 +313,6 @@ def _check_apply(
             continue
         block(ck, [s], scope, None)
     ck.warn_unused(scope)
-
-
-def check_handler(ck: Checker, ctx: ContextSymbols, h: ast.Handler) -> None:
-    scope = _body_scope(ck, ctx, h.params, h.kind, None, {}, None)
-    scope.transactional = h.transactional
-    result = _result(ck, ctx, h.result, h.kind == "query", f"a {h.kind}Handler")
-    if h.kind == "query":
-        check_query_params(ck, h)
-    if h.kind == "query" and h.result is None:
-        ck.report(
-            "loom.workflow-return-type",
-            f"queryHandler `{h.name}` must declare what it answers",
-            h.name_span,
-            "no result type",
-            help=f"declare it: `queryHandler {h.name}(…): T {{ … return … }}`",
-        )
-    _entry(ck, scope, h.body, result, h.result)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
 """Pass 1, syntax: each file's text to its syntax tree (`ast.File`), every node with its `Span`.
 
 `grammar.lark` is the grammar, `grammar.py` the parser built from it, `parser.py` the syntax-error
-messages, `tree_to_ast.py` the tree builder (which `reduce.py` runs as the parser reduces) and
-`ast.py` the nodes. `descent.py` is a faster parser for text that parses, feeding the same builder;
-lark parses whatever it gives up on. A file with a syntax error contributes an empty `ast.File`
+messages, `tree_to_ast.py` the tree builder (which `reduce.py` runs as the parser reduces; its
+rules in the `tree_*.py` modules) and the package `ast` the nodes. `descent.py` is a faster parser
+for text that parses (with `descent_*.py`), feeding the same builder; lark parses whatever it
+gives up on. A file with a syntax error contributes an empty `ast.File`
 (and its diagnostic); the compiler stops after this pass then.
 """
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from loom.lang.syntax.descent_bodies import Bodies
 from loom.lang.syntax.descent_cursor import GIVE_UP, PAYLOAD_KINDS, RENAMED, GiveUp
+from loom.lang.syntax.descent_workflows import Workflows
 from loom.lang.syntax.scan import END, Tokens, reserved
 from loom.lang.syntax.tree_to_ast import Build
 
@@ -39,10 +39,9 @@ def parse(text: str, builder: Build) -> Any:
     return tree
 
 
-class _Descent(Bodies):
-    """The declarations: a file's contexts and everything in them."""
-
-    # ---- declarations
+class _Descent(Workflows):
+    """The declarations: a file's contexts and everything in them (workflows and their kin in
+    `descent_workflows.py`, the members of declarations in `descent_members.py`)."""
 
     def start(self) -> Any:
         i0 = self.i
@@ -131,156 +130,6 @@ class _Descent(Bodies):
             return method(self)
         return self.field()
 
-    def field(self) -> Any:
-        i0 = self.i
-        ch: list[Any] = [self.name()]
-        self.expect(":")
-        ch.append(self.type())
-        b = self.b
-        if self.k[self.i] == "immutable":
-            j = self.i
-            self.i += 1
-            ch.append(b.immutable(self.meta(j), []))
-        if self.k[self.i] == RENAMED:
-            ch.append(self.renamed())
-        if self.k[self.i] == "=":
-            ch.append(self.default())
-        return b.field(self.meta(i0), ch)
-
-    def renamed(self) -> Any:
-        """`renamed from OLD` (one token, then the name)."""
-        j = self.i
-        if "\n" in self.v[j]:
-            raise GIVE_UP  # a token over two lines: positions this parser does not compute
-        self.i += 1
-        ch = [self.token(j, RENAMED), self.name()]
-        return self.b.renamed(self.meta(j), ch)
-
-    def default(self) -> Any:
-        j = self.i
-        self.i += 1
-        value = self.value()
-        return self.b.default(self.meta(j), [value])
-
-    def derived(self) -> Any:
-        i0 = self.i
-        self.i += 1
-        ch: list[Any] = [self.name()]
-        self.expect(":")
-        ch.append(self.type())
-        self.expect("=")
-        ch.append(self.value())
-        return self.b.derived(self.meta(i0), ch)
-
-    def invariant(self) -> Any:
-        i0 = self.i
-        self.i += 1
-        ch: list[Any] = [self.expr()]
-        if self.k[self.i] == "message":
-            ch.append(self.message())
-        return self.b.invariant(self.meta(i0), ch)
-
-    def function(self) -> Any:
-        i0 = self.i
-        self.i += 1
-        ch: list[Any] = [self.name(), self.paren_params()]
-        self.expect(":")
-        ch.append(self.type())
-        if self.accept("="):
-            ch.append(self.value())
-        else:
-            ch.append(self.block())
-        return self.b.function(self.meta(i0), ch)
-
-    def paren_params(self) -> Any:
-        self.expect("(")
-        params = self.params()
-        self.expect(")")
-        return params
-
-    def params(self) -> Any:
-        i0 = self.i
-        ch = []
-        while self.k[self.i] != ")":
-            ch.append(self.param())
-            self.accept(",")
-        return self.b.params(self.meta(i0), ch)
-
-    def param(self) -> Any:
-        i0 = self.i
-        ch: list[Any] = [self.name()]
-        self.expect(":")
-        ch.append(self.type())
-        return self.b.param(self.meta(i0), ch)
-
-    def operation(self) -> Any:
-        i0 = self.i
-        b = self.b
-        ch: list[Any] = []
-        if self.k[self.i] == "private":
-            self.i += 1
-            ch.append(b.private(self.meta(i0), []))
-        elif self.k[self.i] in ("internal", "public"):
-            mark = (b.internal if self.k[self.i] == "internal" else b.public)(self.meta(i0), [])
-            self.i += 1
-            if self.k[self.i] == "extern":
-                return self.extern_operation(i0, [mark])
-            ch.append(mark)
-        self.expect("operation")
-        ch += [self.name(), self.paren_params()]
-        if self.k[self.i] == "requires":
-            ch.append(self.gate(b.requires))
-        if self.k[self.i] == "when":
-            ch.append(self.gate(b.when))
-        ch.append(self.block())
-        return b.operation(self.meta(i0), ch)
-
-    def gate(self, method: Any) -> Any:
-        """`requires expr`, `when expr`, `by expr`."""
-        j = self.i
-        self.i += 1
-        cond = self.expr()
-        return method(self.meta(j), [cond])
-
-    def extern_operation(self, i0: int | None = None, ch: list[Any] | None = None) -> Any:
-        """`[internal|public] extern operation …`: `i0` and `ch` hold the mark already read."""
-        i0 = self.i if i0 is None else i0
-        ch = [] if ch is None else ch
-        self.i += 1
-        self.expect("operation")
-        ch += [self.name(), self.paren_params()]
-        if self.k[self.i] == ":":
-            ch.append(self.result())
-        if self.k[self.i] == "requires":
-            ch.append(self.gate(self.b.requires))
-        if self.k[self.i] == "{":
-            ch.append(self.block())
-        return self.b.extern_operation(self.meta(i0), ch)
-
-    def result(self) -> Any:
-        j = self.i
-        self.i += 1
-        typ = self.type()
-        return self.b.result(self.meta(j), [typ])
-
-    def unique(self) -> Any:
-        i0 = self.i
-        self.i += 1
-        self.expect("(")
-        ch = [self.name()]
-        while self.accept(","):
-            if self.k[self.i] == ")":
-                break
-            ch.append(self.name())
-        self.expect(")")
-        return self.b.unique(self.meta(i0), ch)
-
-    def factory(self) -> Any:
-        i0 = self.i
-        self.i += 1
-        ch = [self.paren_params(), self.block()]
-        return self.b.factory(self.meta(i0), ch)
-
     def repository(self) -> Any:
         i0 = self.i
         self.i += 1
@@ -334,53 +183,6 @@ class _Descent(Bodies):
         self.expect("}")
         return self.b.retrieval(self.meta(i0), ch)
 
-    def command_handler(self) -> Any:
-        i0 = self.i
-        self.i += 1
-        ch: list[Any] = [self.name(), self.paren_params()]
-        if self.k[self.i] == ":":
-            ch.append(self.result())
-        if self.k[self.i] == "transactional":
-            ch.append(self.transactional())
-        ch.append(self.block())
-        return self.b.command_handler(self.meta(i0), ch)
-
-    def query_handler(self) -> Any:
-        i0 = self.i
-        self.i += 1
-        ch: list[Any] = [self.name(), self.paren_params()]
-        if self.k[self.i] == ":":
-            ch.append(self.result())
-        ch.append(self.block())
-        return self.b.query_handler(self.meta(i0), ch)
-
-    def transactional(self) -> Any:
-        j = self.i
-        self.i += 1
-        ch = []
-        if self.accept("("):
-            ch.append(self.name())
-            self.expect(")")
-        return self.b.transactional(self.meta(j), ch)
-
-    def domain_service(self) -> Any:
-        i0 = self.i
-        self.i += 1
-        ch: list[Any] = [self.name()]
-        self.expect("{")
-        while self.k[self.i] != "}":
-            j = self.i
-            method: list[Any] = [self.name(), self.paren_params()]
-            if self.k[self.i] == ":":
-                method.append(self.result())
-            if self.accept("="):
-                method.append(self.value())
-            else:
-                method.append(self.block())
-            ch.append(self.b.service_method(self.meta(j), method))
-        self.i += 1
-        return self.b.domain_service(self.meta(i0), ch)
-
     def event(self) -> Any:
         i0 = self.i
         self.i += 1
@@ -417,15 +219,6 @@ class _Descent(Bodies):
         self.i += 1
         return self.b.value_object(self.meta(i0), ch)
 
-    def record_field(self) -> Any:
-        i0 = self.i
-        ch: list[Any] = [self.name()]
-        self.expect(":")
-        ch.append(self.type())
-        if self.k[self.i] == "=":
-            ch.append(self.default())
-        return self.b.record_field(self.meta(i0), ch)
-
     def payload(self) -> Any:
         i0 = self.i
         ch: list[Any] = [self.b.payload_kind(self.meta_of_name(i0), [self.kept()])]
@@ -436,16 +229,6 @@ class _Descent(Bodies):
             self.accept(",")
         self.i += 1
         return self.b.payload(self.meta(i0), ch)
-
-    def projection(self) -> Any:
-        i0 = self.i
-        self.i += 1
-        ch: list[Any] = [self.name()]
-        self.expect("{")
-        while self.k[self.i] != "}":
-            ch.append(self.on() if self.k[self.i] == "on" else self.field())
-        self.i += 1
-        return self.b.projection(self.meta(i0), ch)
 
     def channel(self) -> Any:
         i0 = self.i
@@ -491,79 +274,6 @@ class _Descent(Bodies):
         if self.accept("."):
             ch.append(self.name())
         return self.b.qname(self.meta(i0), ch)
-
-    def workflow(self) -> Any:
-        i0 = self.i
-        self.i += 1
-        b = self.b
-        ch: list[Any] = [self.name()]
-        while True:
-            kind = self.k[self.i]
-            if kind == "transactional":
-                ch.append(self.transactional())
-            elif kind == "eventSourced":
-                j = self.i
-                self.i += 1
-                ch.append(b.event_sourced(self.meta(j), []))
-            elif kind == "once":
-                j = self.i
-                self.i += 1
-                ch.append(b.once(self.meta(j), []))
-            else:
-                break
-        self.expect("{")
-        while self.k[self.i] != "}":
-            ch.append(self.workflow_member())
-        self.i += 1
-        return b.workflow(self.meta(i0), ch)
-
-    def workflow_member(self) -> Any:
-        i0 = self.i
-        kind = self.k[i0]
-        b = self.b
-        if kind == "create":
-            self.i += 1
-            ch: list[Any] = [self.paren_params()]
-            if self.k[self.i] == ":":
-                ch.append(self.result())
-            if self.k[self.i] == "by":
-                ch.append(self.gate(b.by))
-            ch.append(self.block())
-            return b.create(self.meta(i0), ch)
-        if kind == "handle":
-            self.i += 1
-            ch = [self.name(), self.paren_params(), self.block()]
-            return b.handle(self.meta(i0), ch)
-        if kind == "function":
-            return self.function()
-        if kind == "apply":
-            self.i += 1
-            ch = [self.paren_params(), self.block()]
-            return b.apply(self.meta(i0), ch)
-        if kind == "on":
-            if self.k[i0 + 1] == "timeout":
-                self.i += 2
-                ch = [self.name(), self.block()]
-                return b.on_timeout(self.meta(i0), ch)
-            return self.on()
-        return self.field()
-
-    def on(self) -> Any:
-        i0 = self.i
-        self.i += 1
-        ch: list[Any] = [self.paren_params()]
-        if self.k[self.i] == "by":
-            ch.append(self.gate(self.b.by))
-        ch.append(self.block())
-        return self.b.on(self.meta(i0), ch)
-
-    def timer(self) -> Any:
-        i0 = self.i
-        self.i += 1
-        ch: list[Any] = [self.name()]
-        self.expect("every")
-        ch += [self.terminal("DURATION"), self.block()]
-        return self.b.timer(self.meta(i0), ch)
 
 
 _DECLARATIONS = {

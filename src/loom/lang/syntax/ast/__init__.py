@@ -1,0 +1,153 @@
+"""The syntax tree: what the file says, before any name is resolved.
+
+Nodes compare by identity (`eq=False`) so the checker can key side tables on them.
+
+The package holds them by kind (`types`, `expressions`, `statements`, the declarations in
+`members`, `records`, `aggregates`, `services`, `workflows`, `settings`, and `contexts`); the rest
+of the compiler names every node through it, `ast.X`.
+"""
+
+from __future__ import annotations
+
+from loom.lang.syntax.ast.aggregates import Aggregate, Criterion, RepoFind, Repository, Retrieval
+from loom.lang.syntax.ast.contexts import Context, Decl, File
+from loom.lang.syntax.ast.expressions import (
+    Arg,
+    Binary,
+    Call,
+    Expr,
+    ListLit,
+    Literal,
+    MemberAccess,
+    Name,
+    Record,
+    RecordExpr,
+    Ternary,
+    Unary,
+)
+from loom.lang.syntax.ast.members import (
+    Derived,
+    Factory,
+    Field,
+    Function,
+    Invariant,
+    Member,
+    Operation,
+    Param,
+    Renamed,
+    Unique,
+)
+from loom.lang.syntax.ast.records import Enum, Event, Payload, ValueObject
+from loom.lang.syntax.ast.services import DomainService, ServiceMethod
+from loom.lang.syntax.ast.settings import (
+    Channel,
+    ChannelSetting,
+    ChannelSource,
+    Deployable,
+    Duration,
+    Resource,
+)
+from loom.lang.syntax.ast.statements import (
+    Assign,
+    Cancel,
+    Complete,
+    Emit,
+    ExprStmt,
+    ForEach,
+    If,
+    IfLet,
+    Let,
+    NotFound,
+    Precondition,
+    Return,
+    Schedule,
+    Stmt,
+    nested_blocks,
+    walk_stmts,
+)
+from loom.lang.syntax.ast.types import TypeArg, TypeRef
+from loom.lang.syntax.ast.workflows import (
+    Apply,
+    Create,
+    Handle,
+    Handler,
+    On,
+    OnTimeout,
+    Projection,
+    Timer,
+    Workflow,
+    is_process,
+)
+
+__all__ = [
+    "Aggregate",
+    "Apply",
+    "Arg",
+    "Assign",
+    "Binary",
+    "Call",
+    "Cancel",
+    "Channel",
+    "ChannelSetting",
+    "ChannelSource",
+    "Complete",
+    "Context",
+    "Create",
+    "Criterion",
+    "Decl",
+    "Deployable",
+    "Derived",
+    "DomainService",
+    "Duration",
+    "Emit",
+    "Enum",
+    "Event",
+    "Expr",
+    "ExprStmt",
+    "Factory",
+    "Field",
+    "File",
+    "ForEach",
+    "Function",
+    "Handle",
+    "Handler",
+    "If",
+    "IfLet",
+    "Invariant",
+    "Let",
+    "ListLit",
+    "Literal",
+    "Member",
+    "MemberAccess",
+    "Name",
+    "NotFound",
+    "On",
+    "OnTimeout",
+    "Operation",
+    "Param",
+    "Payload",
+    "Precondition",
+    "Projection",
+    "Record",
+    "RecordExpr",
+    "Renamed",
+    "RepoFind",
+    "Repository",
+    "Resource",
+    "Retrieval",
+    "Return",
+    "Schedule",
+    "ServiceMethod",
+    "Stmt",
+    "Ternary",
+    "Timer",
+    "TypeArg",
+    "TypeRef",
+    "Unary",
+    "Unique",
+    "ValueObject",
+    "Workflow",
+    "is_process",
+    "nested_blocks",
+    "walk_stmts",
+]

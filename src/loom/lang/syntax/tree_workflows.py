@@ -1,0 +1,129 @@
+"""The tree builder's rules of workflows and of the other bodies in their vocabulary: handlers,
+domain services, projections, timers, and the timeout statements of a process."""
+
+from __future__ import annotations
+
+from loom.lang.syntax import ast
+from loom.lang.syntax.tree_tokens import TokenReader, millis
+
+
+class WorkflowRules(TokenReader):
+    def _handler(self, kind, meta, ch):
+        result = next((c[1] for c in ch[2:] if isinstance(c, tuple) and c[0] == "result"), None)
+        tx = next((c for c in ch[2:] if isinstance(c, tuple) and c[0] == "transactional"), None)
+        return ast.Handler(
+            kind,
+            str(ch[0]),
+            self.tsp(ch[0]),
+            ch[1],
+            result,
+            tx is not None,
+            tx[1] if tx else None,
+            tx[2] if tx else None,
+            ch[-1],
+            self.sp(meta),
+        )
+
+    def command_handler(self, meta, ch):
+        return self._handler("command", meta, ch)
+
+    def query_handler(self, meta, ch):
+        return self._handler("query", meta, ch)
+
+    def domain_service(self, meta, ch):
+        return ast.DomainService(str(ch[0]), self.tsp(ch[0]), list(ch[1:]), self.sp(meta))
+
+    def service_method(self, meta, ch):
+        result = next((c[1] for c in ch[2:] if isinstance(c, tuple)), None)
+        last = ch[-1]
+        body = last if isinstance(last, list) else None
+        value = None if isinstance(last, (list, tuple)) else last
+        return ast.ServiceMethod(
+            str(ch[0]), self.tsp(ch[0]), ch[1], result, body, value, self.sp(meta)
+        )
+
+    def event_sourced(self, meta, ch):
+        return ("eventSourced", self.sp(meta))
+
+    def once(self, meta, ch):
+        return ("once", self.sp(meta))
+
+    def apply(self, meta, ch):
+        return ast.Apply(ch[0], ch[1], self.sp(meta))
+
+    def transactional(self, meta, ch):
+        if ch:
+            return ("transactional", str(ch[0]), self.tsp(ch[0]), self.sp(meta))
+        return ("transactional", None, None, self.sp(meta))
+
+    def workflow(self, meta, ch):
+        modifiers = [c for c in ch[1:] if isinstance(c, tuple)]
+        self._once_each([(m[0], m[-1]) for m in modifiers], "modifier")
+        tx = next((c for c in modifiers if c[0] == "transactional"), None)
+        creates = [c for c in ch[1:] if isinstance(c, ast.Create)]
+        handles = [c for c in ch[1:] if isinstance(c, ast.Handle)]
+        return ast.Workflow(
+            str(ch[0]),
+            self.tsp(ch[0]),
+            tx is not None,
+            tx[1] if tx else None,
+            tx[2] if tx else None,
+            creates,
+            handles,
+            self.sp(meta),
+            event_sourced=any(m[0] == "eventSourced" for m in modifiers),
+            state=[c for c in ch[1:] if isinstance(c, ast.Field)],
+            functions=[c for c in ch[1:] if isinstance(c, ast.Function)],
+            applies=[c for c in ch[1:] if isinstance(c, ast.Apply)],
+            ons=[c for c in ch[1:] if isinstance(c, ast.On)],
+            timeouts=[c for c in ch[1:] if isinstance(c, ast.OnTimeout)],
+            once=next((m[-1] for m in modifiers if m[0] == "once"), None),
+        )
+
+    def create(self, meta, ch):
+        result = next((c[1] for c in ch[1:] if isinstance(c, tuple) and c[0] == "result"), None)
+        by = next((c[1] for c in ch[1:] if isinstance(c, tuple) and c[0] == "by"), None)
+        return ast.Create(ch[0], result, ch[-1], self.sp(meta), by)
+
+    def by(self, meta, ch):
+        return ("by", ch[0])
+
+    def on(self, meta, ch):
+        by = next((c[1] for c in ch[1:] if isinstance(c, tuple) and c[0] == "by"), None)
+        return ast.On(ch[0], by, ch[-1], self.sp(meta))
+
+    def projection(self, meta, ch):
+        return ast.Projection(
+            str(ch[0]),
+            self.tsp(ch[0]),
+            [c for c in ch[1:] if isinstance(c, ast.Field)],
+            [c for c in ch[1:] if isinstance(c, ast.On)],
+            self.sp(meta),
+        )
+
+    def handle(self, meta, ch):
+        return ast.Handle(str(ch[0]), self.tsp(ch[0]), self.sp(meta))
+
+    def on_timeout(self, meta, ch):
+        return ast.OnTimeout(str(ch[0]), self.tsp(ch[0]), ch[1], self.sp(meta))
+
+    def timer(self, meta, ch):
+        return ast.Timer(
+            str(ch[0]), self.tsp(ch[0]), millis(str(ch[1])), self.tsp(ch[1]), ch[2], self.sp(meta)
+        )
+
+    def schedule_at(self, meta, ch):
+        return ast.Schedule(str(ch[0]), self.tsp(ch[0]), ch[1], None, self.sp(meta))
+
+    def schedule_after(self, meta, ch):
+        after = ch[1]
+        if isinstance(after, ast.Literal) and after.kind == "duration":  # `after 15m`
+            ms = after.value // 1000  # type: ignore[operator]
+            return ast.Schedule(str(ch[0]), self.tsp(ch[0]), None, ms, self.sp(meta))
+        return ast.Schedule(str(ch[0]), self.tsp(ch[0]), None, None, self.sp(meta), after)
+
+    def cancel(self, meta, ch):
+        return ast.Cancel(str(ch[0]), self.tsp(ch[0]), self.sp(meta))
+
+    def complete(self, meta, ch):
+        return ast.Complete(self.sp(meta))
