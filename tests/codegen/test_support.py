@@ -228,7 +228,6 @@ async def test_declared_factory_immutable_and_private(svc: Svc) -> None:
     assert (await svc.post(f"/api/tickets/{ticket['id']}/touch")).status_code in (404, 405)
     paths = svc.app.openapi()["paths"]
     assert "/api/tickets/{id}/touch" not in paths and "/api/tickets/{id}/escalate" in paths
-    assert "/api/tickets/{id}/notify" in paths  # `public extern operation`: routed like any other
 
 
 async def test_command_and_query_handlers(svc: Svc) -> None:

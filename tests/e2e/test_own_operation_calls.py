@@ -72,3 +72,36 @@ async def test_an_operation_runs_a_private_sibling(database_url: str, tmp_path: 
         r = await c.post(f"/api/counters/{counter}/bump_twice", json={"by": 1})
         assert r.status_code == 422, r.text
         assert r.json()["type"] == "urn:loom:problem:state-gate-refused"
+
+
+WORDS = """
+context Tasks {
+  aggregate Task with crudish {
+    state: string = "open"
+    steps: int = 0
+    operation cancel() { state := "cancelled" }
+    operation complete(by: int) { steps += by }
+    operation schedule() { steps += 10 }
+    operation wrapUp() {
+      schedule()
+      complete(2)
+      cancel()
+    }
+  }
+  repository Tasks for Task { }
+}
+"""
+
+
+async def test_siblings_named_like_timeout_statements(database_url: str, tmp_path: Path) -> None:
+    """`cancel()`, `complete(…)` and `schedule()` at the start of a statement call the sibling
+    operations of those names (`cancel NAME`, `complete` and `schedule NAME …` keep their meaning
+    in workflows)."""
+    model = tmp_path / "tasks.loom"
+    model.write_text(WORDS)
+    async with serve([model], database_url) as c:
+        task = (await c.post("/api/tasks", json={})).json()["id"]
+        r = await c.post(f"/api/tasks/{task}/wrap_up")
+        assert r.status_code == 204, r.text
+        body = (await c.get(f"/api/tasks/{task}")).json()
+        assert (body["state"], body["steps"]) == ("cancelled", 12)

@@ -24,6 +24,9 @@ KNOWN_CONFLICTS = {
     ("MINUS", "<cmp : sum cmp_op sum>"),
     ("LPAR", "<unary : postfix>"),
     ("STRING", "<not_found : NOTFOUND>"),
+    # `complete (…)`: a call of a sibling operation named `complete` (shift), never `complete` and
+    # then a parenthesised statement, which could not run after it anyway
+    ("LPAR", "<complete : COMPLETE>"),
 }
 
 

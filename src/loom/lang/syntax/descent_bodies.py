@@ -194,6 +194,8 @@ class Bodies(Cursor):
         return self.b.not_found(self.meta(i0), ch)
 
     def schedule(self) -> Any:
+        if self.k[self.i + 1] == "(":
+            return self._keyword_call()
         i0 = self.i
         self.i += 1
         ch: list[Any] = [self.name()]
@@ -205,15 +207,30 @@ class Bodies(Cursor):
         return self.b.schedule_after(self.meta(i0), ch)
 
     def cancel(self) -> Any:
+        if self.k[self.i + 1] == "(":
+            return self._keyword_call()
         i0 = self.i
         self.i += 1
         name = self.name()
         return self.b.cancel(self.meta(i0), [name])
 
     def complete(self) -> Any:
+        if self.k[self.i + 1] == "(":
+            return self._keyword_call()
         i0 = self.i
         self.i += 1
         return self.b.complete(self.meta(i0), [])
+
+    def _keyword_call(self) -> Any:
+        """`cancel(…)`, `schedule(…)`, `complete(…)`: the sibling operation of that name, called
+        (the grammar's `keyword_call`, whose tokens lark keeps)."""
+        i0 = self.i
+        word, lpar = self.kept(), self.kept()
+        args = self.args()
+        if self.k[self.i] != ")":
+            raise GIVE_UP
+        rpar = self.kept()
+        return self.b.keyword_call(self.meta(i0), [word, lpar, args, rpar])
 
     # ---- values and expressions
 

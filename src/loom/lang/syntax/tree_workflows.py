@@ -127,3 +127,8 @@ class WorkflowRules(TokenReader):
 
     def complete(self, meta, ch):
         return ast.Complete(self.sp(meta))
+
+    def keyword_call(self, meta, ch):
+        word, args = ch[0], ch[2]
+        call = ast.Call(ast.Name(str(word), self.tsp(word)), args, self.sp(meta))
+        return ast.ExprStmt(call, self.sp(meta))
