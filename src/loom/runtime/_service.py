@@ -276,12 +276,13 @@ class Service:
         """`async with service.reaction() as work:` the transactional unit of work of the
         handler being run. For a durable delivery it first records (consumer, event_id) in the
         inbox, in the same transaction, and raises `AlreadyHandled` when a previous delivery
-        already did: a redelivered event is skipped, never applied twice. Elsewhere it is
+        already did: a redelivered event is skipped, never applied twice; for a broker message
+        with key counts it then takes the key's turn (`_ordering.claim_turn`). Elsewhere it is
         `transaction()`."""
         delivery = current_delivery()
         if delivery is None or not delivery.durable:
             return Work(self, True, None)
-        return Work(self, True, None, inbox=(delivery.consumer, delivery.envelope.event_id))
+        return Work(self, True, None, inbox=delivery)
 
     async def start_relay(self) -> None:
         """Run the outbox relay in the background (create_app's lifespan does this)."""
