@@ -10,6 +10,7 @@ import asyncio
 import random
 import time
 from collections.abc import Callable
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -77,7 +78,7 @@ async def replicas(
 
 
 def out_of_order(applied: dict[str, list[int]]) -> int:
-    return sum(1 for seqs in applied.values() for a, b in zip(seqs, seqs[1:]) if b < a)
+    return sum(1 for seqs in applied.values() for a, b in pairwise(seqs) if b < a)
 
 
 async def test_two_replicas_apply_each_keys_events_in_commit_order(
