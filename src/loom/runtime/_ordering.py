@@ -41,32 +41,31 @@ from ._publisher import event_key
 if TYPE_CHECKING:
     from ._service import Service
 
-key_counts = Table(
-    "__loom_key_counts",
-    runtime_metadata,
-    Column("channel", String, nullable=False),
-    Column("key", String, nullable=False),
-    Column("event_type", String, nullable=False),
-    Column("count", BigInteger, nullable=False),
-    PrimaryKeyConstraint("channel", "key", "event_type", name="pk___loom_key_counts"),
-)
-key_progress = Table(
-    "__loom_key_progress",
-    runtime_metadata,
-    Column("consumer", String, nullable=False),
-    Column("key", String, nullable=False),
-    Column("event_type", String, nullable=False),
-    Column("applied", BigInteger, nullable=False),
-    PrimaryKeyConstraint("consumer", "key", "event_type", name="pk___loom_key_progress"),
-)
+
+def _per_key(name: str, scope: str, count: str) -> Table:
+    """A table of counts per (`scope`, key, event type): the producer's per channel, a
+    consumer's per consumer name."""
+    return Table(
+        name,
+        runtime_metadata,
+        Column(scope, String, nullable=False),
+        Column("key", String, nullable=False),
+        Column("event_type", String, nullable=False),
+        Column(count, BigInteger, nullable=False),
+        PrimaryKeyConstraint(scope, "key", "event_type", name=f"pk_{name}"),
+    )
 
 
-def _insert(dialect: str) -> Any:
-    return (postgresql.insert if dialect == "postgresql" else sqlite.insert)(key_counts)
+key_counts = _per_key("__loom_key_counts", "channel", "count")
+key_progress = _per_key("__loom_key_progress", "consumer", "applied")
+
+
+def _insert(dialect: str, table: Table) -> Any:
+    return (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table)
 
 
 def _count_upsert(dialect: str) -> Any:
-    stmt = _insert(dialect)
+    stmt = _insert(dialect, key_counts)
     return stmt.on_conflict_do_update(
         index_elements=[key_counts.c.channel, key_counts.c.key, key_counts.c.event_type],
         set_={"count": key_counts.c.count + stmt.excluded["count"]},
@@ -74,7 +73,7 @@ def _count_upsert(dialect: str) -> Any:
 
 
 def _progress_upsert(dialect: str) -> Any:
-    stmt = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(key_progress)
+    stmt = _insert(dialect, key_progress)
     # SQLite's two-argument max() is its greatest()
     greatest = func.greatest if dialect == "postgresql" else func.max
     return stmt.on_conflict_do_update(

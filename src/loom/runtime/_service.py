@@ -111,7 +111,7 @@ class Service:
     `contexts` are the contexts this deployable holds (None: all of them); `brokers` maps a
     `channelSource` name ("" for channels naming none) to its transport: a channel whose source
     has one is on that broker (docs/events.md, "Channels on a broker"); `consumer_options` go to
-    `Consumers` (max_in_flight, fetch_timeout, batch)."""
+    `Consumers` (max_in_flight, fetch_timeout, batch, gap_limit)."""
 
     def __init__(
         self,
