@@ -10,10 +10,10 @@ acked only after that commit; the ack is sent without waiting for the broker's c
 (`ack_nowait`): a lost one is a redelivery, which the inbox skips.
 
 Across replicas (which share a consumer, each fetching some of its messages), a message with key
-counts (`_key_order.py`) waits in its lane until every earlier event of its key is applied, by
-whichever replica holds it: polled, 5 ms growing to 50 ms, for at most `gap_limit` seconds, then
-applied anyway (`event_order_gap`); the reaction's transaction checks it again, on the locked
-progress rows, and records it (`_ordering.claim_turn`). A lane keeps its messages in key order
+counts (`_key_order.py`) is applied only once every earlier event of its key is: the reaction's
+transaction checks that on the locked progress rows and records it (`_ordering.claim_turn`); when
+one is missing (another replica holds it), the lane polls until it is applied, 5 ms growing to
+50 ms, for at most `gap_limit` seconds, then applies it anyway (`event_order_gap`). A lane keeps its messages in key order
 (a redelivery fetched after a later message goes before it).
 
 A failure is retried in place with the channel's backoff (the message stays held, kept from
@@ -153,6 +153,10 @@ class ConsumerLoop:
         self._main: list[asyncio.Task[None]] = []
         self._tenanted_for: frozenset[str] | None = None  # `_tenanted_contexts`' cache
         self._tenanted: list[str] = []
+        # whether this consumer's reaction takes its key's turn in its own transaction (learnt
+        # from its last ordered delivery); until then, and when it does not, a message waits for
+        # its turn before the reaction runs
+        self._claims = False
 
     def start(self) -> None:
         name = self.spec.name
@@ -266,9 +270,10 @@ class ConsumerLoop:
             await self._quietly(received.ack_nowait())
             return
         while True:
-            if order is not None and not order.forced and await self._await_turn(order, message):
-                await self._quietly(received.retry(0))
-                raise _Stopped
+            if order is not None and not self._claims and not order.forced:
+                # a handler that takes no turn in its transaction (no `service.reaction()`, as
+                # a projection) waits here for the earlier events, before it runs
+                await self._await_turn(received, order)
             try:
                 envelope = _envelope(bus.decode_stored, message)
             except Undeliverable as exc:
@@ -281,8 +286,9 @@ class ConsumerLoop:
                 errors = await bus.deliver(
                     envelope, consumed.subs, channel=channel.name, attempt=attempt, order=order
                 )
-                if order is not None and order.blocked:  # another replica is applying one first
+                if order is not None and order.blocked:  # an earlier event is not applied yet
                     order.blocked = False
+                    await self._await_turn(received, order)
                     continue
             if not errors:
                 if order is not None:
@@ -332,11 +338,11 @@ class ConsumerLoop:
             self._tenanted_for, self._tenanted = served, sorted(contexts & served)
         return self._tenanted
 
-    async def _await_turn(self, order: KeyOrder, message: Message) -> bool:
-        """Until every earlier event of the message's key is applied (polled), or `gap_limit`
-        passed (then `order.forced`, logged `event_order_gap`); answers whether the service is
-        stopping instead."""
-        service, limit = self._service, self._owner.gap_limit
+    async def _await_turn(self, received: Received, order: KeyOrder) -> None:
+        """Until every earlier event of the message's key is applied (polled with reads, not
+        transactions), or `gap_limit` passed (then `order.forced`, logged `event_order_gap`);
+        `_Stopped`, the message given back, when the service stops meanwhile."""
+        service, limit, message = self._service, self._owner.gap_limit, received.message
         pause, deadline = 0.005, time.monotonic() + limit
         while True:
             try:
@@ -346,16 +352,17 @@ class ConsumerLoop:
                 self._error(exc, **row_fields(message))
                 missing = {}
             if not missing:
-                return False
+                return
             left = deadline - time.monotonic()
             if left <= 0:
                 order.forced = True
                 fields = {**row_fields(message), "handler": self.spec.name, "key": order.key}
                 fields.update(missing=missing, waited=limit)
                 log_fact("event_order_gap", logging.WARNING, fields)
-                return False
+                return
             if await self._sleep(min(pause, left)):
-                return True
+                await self._quietly(received.retry(0))
+                raise _Stopped
             pause = min(pause * 2, 0.05)
 
     async def _applied(self, message: Message, order: KeyOrder) -> None:
@@ -365,6 +372,7 @@ class ConsumerLoop:
         if order.late:
             fields = {**row_fields(message), "handler": self.spec.name, "key": order.key}
             log_fact("event_applied_late", logging.WARNING, fields)
+        self._claims = order.recorded
         if not order.recorded:
             dialect = self._service.dialect
             await self._write(message, lambda conn: record_progress(conn, dialect, order))
