@@ -44,6 +44,7 @@ HEADERS = [
     "Loom-Causation-Id",
     "Loom-Occurred-At",
     "Loom-Model-Revision",
+    "Loom-Key-Counts",
 ]
 
 

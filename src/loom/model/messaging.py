@@ -10,6 +10,7 @@ document the generator writes (the addresses a contract names) and the tests. A 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from typing import Final, Literal, TypeAlias, get_args
 
 # the broker kinds a `channelSource` may name: each has an adapter that the transport conformance
@@ -54,6 +55,30 @@ HEADER_OCCURRED_AT: Final = "Loom-Occurred-At"
 HEADER_MODEL_REVISION: Final = "Loom-Model-Revision"
 # the tenant a tenanted context's event was raised in; its consumers apply it in that tenant only
 HEADER_TENANT: Final = "Loom-Tenant"
+# how many events of each type of the channel its producer had committed for the message's key,
+# this one included (`Orders.OrderPlaced=1,Orders.OrderNoted=3`): what a consumer reading some of
+# those types must have applied before this one (docs/events.md, "What is guaranteed")
+HEADER_KEY_COUNTS: Final = "Loom-Key-Counts"
+
+
+def format_key_counts(counts: Mapping[str, int]) -> str:
+    """The `Loom-Key-Counts` value of `counts` (event type -> count), in type order. Event types
+    are identifier characters and dots, so `=` and `,` never occur in them."""
+    return ",".join(f"{t}={n}" for t, n in sorted(counts.items()))
+
+
+def parse_key_counts(text: str | None) -> dict[str, int] | None:
+    """The counts of a `Loom-Key-Counts` value; None when there is none, or it does not parse
+    (the message is then applied unordered, as one from before the header)."""
+    if not text:
+        return None
+    out: dict[str, int] = {}
+    for part in text.split(","):
+        event_type, sep, count = part.partition("=")
+        if not sep or not event_type or not count.isdigit():
+            return None
+        out[event_type] = int(count)
+    return out
 
 
 # JetStream names (streams, consumers) may not hold `.`, `*`, `>`, whitespace or path separators,

@@ -9,6 +9,13 @@ reaction's own transaction: a redelivered message is skipped, never applied twic
 acked only after that commit; the ack is sent without waiting for the broker's confirmation
 (`ack_nowait`): a lost one is a redelivery, which the inbox skips.
 
+Across replicas (which share a consumer, each fetching some of its messages), a message with key
+counts (`_key_order.py`) is applied only once every earlier event of its key is: the reaction's
+transaction checks that on the locked progress rows and records it (`_ordering.claim_turn`); when
+one is missing (another replica holds it), the lane polls until it is applied, 5 ms growing to
+50 ms, for at most `gap_limit` seconds, then applies it anyway (`event_order_gap`). A lane keeps its messages in key order
+(a redelivery fetched after a later message goes before it).
+
 A failure is retried in place with the channel's backoff (the message stays held, kept from
 redelivery by `in_progress`, and the lane's later messages wait behind it); after the channel's
 `max_attempts` the event becomes a `dead` row of this service's outbox, where `loom dead-letters`
@@ -28,6 +35,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from sqlalchemy.ext.asyncio import AsyncConnection
+
 from loom.model import messaging as wire
 
 from . import clock
@@ -35,8 +44,10 @@ from ._brokers import Consumed
 from ._claimant import failure_pause
 from ._events import EventEnvelope, Undeliverable
 from ._ids import new_id
+from ._key_order import KeyOrder, order_of
 from ._lease import MAX_ERROR
 from ._logs import log_fact
+from ._ordering import applied, record_progress
 from ._outbox import DEAD, row_fields, write_dead_letter
 from ._transport import Message, Received
 
@@ -55,7 +66,8 @@ class _Stopped(Exception):
 class Consumers:
     """`service.consumers`. Options: max_in_flight (messages one consumer holds at once),
     fetch_timeout (s, how long one fetch waits for a first message), batch (messages per
-    fetch)."""
+    fetch), gap_limit (s, how long a message waits for an earlier event of its key before it is
+    applied without it)."""
 
     def __init__(
         self,
@@ -64,13 +76,17 @@ class Consumers:
         max_in_flight: int = 64,
         fetch_timeout: float = 1.0,
         batch: int = 64,
+        gap_limit: float = 5.0,
     ) -> None:
-        if max_in_flight < 1 or batch < 1 or fetch_timeout <= 0:
-            raise ValueError("consumers: max_in_flight, batch and fetch_timeout must be positive")
+        if max_in_flight < 1 or batch < 1 or fetch_timeout <= 0 or gap_limit <= 0:
+            raise ValueError(
+                "consumers: max_in_flight, batch, fetch_timeout and gap_limit must be positive"
+            )
         self._service = service
         self.max_in_flight = max_in_flight
         self.fetch_timeout = fetch_timeout
         self.batch = batch
+        self.gap_limit = gap_limit
         self.loops: list[ConsumerLoop] = []
         self.stopping = False
         self.crashed = False
@@ -132,11 +148,15 @@ class ConsumerLoop:
         self.held = 0
         self.last_empty = -1.0  # monotonic start of the last fetch that found nothing
         self.room = asyncio.Event()  # a held message was settled, or the service is stopping
-        self._lanes: dict[str, deque[Received]] = {}
+        self._lanes: dict[str, deque[_Held]] = {}
         self._lane_tasks: set[asyncio.Task[None]] = set()
         self._main: list[asyncio.Task[None]] = []
         self._tenanted_for: frozenset[str] | None = None  # `_tenanted_contexts`' cache
         self._tenanted: list[str] = []
+        # whether this consumer's reaction takes its key's turn in its own transaction (learnt
+        # from its last ordered delivery); until then, and when it does not, a message waits for
+        # its turn before the reaction runs
+        self._claims = False
 
     def start(self) -> None:
         name = self.spec.name
@@ -191,13 +211,15 @@ class ConsumerLoop:
         return self._owner.stopping
 
     def _take(self, received: Received) -> None:
-        key = received.message.key
+        message = received.message
+        key = message.key
+        held = (received, order_of(self.spec.name, self.spec.event_types, message))
         self.held += 1
         lane = self._lanes.get(key)
         if lane is not None:
-            lane.append(received)
+            _queue(lane, held)
             return
-        self._lanes[key] = deque([received])
+        self._lanes[key] = deque([held])
         task = asyncio.create_task(self._drive(key), name=f"loom-lane {self.spec.name} {key}")
         self._lane_tasks.add(task)
         task.add_done_callback(self._lane_tasks.discard)
@@ -208,7 +230,7 @@ class ConsumerLoop:
         interval = self.consumed.link.transport.ack_wait / 3
         while not await self._sleep(interval):
             for lane in list(self._lanes.values()):
-                for received in list(lane):
+                for received, _ in list(lane):
                     await self._quietly(received.in_progress())
 
     # -- one key's messages, in order ---------------------------------------------------------
@@ -216,11 +238,11 @@ class ConsumerLoop:
         lane = self._lanes[key]
         try:
             while lane and not self._owner.crashed:
-                received = lane[0]
+                received, order = lane[0]
                 try:
-                    await self._handle(received)
+                    await self._handle(received, order)
                 except _Stopped:
-                    for waiting in list(lane)[1:]:
+                    for waiting, _ in list(lane)[1:]:
                         await self._quietly(waiting.retry(0))
                     return
                 lane.popleft()
@@ -236,17 +258,22 @@ class ConsumerLoop:
             if not lane:
                 self._lanes.pop(key, None)
 
-    async def _handle(self, received: Received) -> None:
-        """Apply one message (retrying in place), dead-letter it past `max_attempts`, ack it."""
+    async def _handle(self, received: Received, order: KeyOrder | None) -> None:
+        """Apply one message in its key's turn (retrying in place), dead-letter it past
+        `max_attempts`, ack it."""
         consumed, bus = self.consumed, self._service.events
         channel, message = consumed.channel, received.message
         attempt = max(received.delivered, 1)
         refusal = self._untenanted(message)
         if refusal:
-            await self._dead_letter(message, f"{self.spec.name}: {refusal}", attempt)
+            await self._dead_letter(message, f"{self.spec.name}: {refusal}", attempt, order)
             await self._quietly(received.ack_nowait())
             return
         while True:
+            if order is not None and not self._claims and not order.forced:
+                # a handler that takes no turn in its transaction (no `service.reaction()`, as
+                # a projection) waits here for the earlier events, before it runs
+                await self._await_turn(received, order)
             try:
                 envelope = _envelope(bus.decode_stored, message)
             except Undeliverable as exc:
@@ -257,9 +284,15 @@ class ConsumerLoop:
                 errors = [f"{self.spec.name}: {exc}"]
             else:
                 errors = await bus.deliver(
-                    envelope, consumed.subs, channel=channel.name, attempt=attempt
+                    envelope, consumed.subs, channel=channel.name, attempt=attempt, order=order
                 )
+                if order is not None and order.blocked:  # an earlier event is not applied yet
+                    order.blocked = False
+                    await self._await_turn(received, order)
+                    continue
             if not errors:
+                if order is not None:
+                    await self._applied(message, order)
                 self._owner.crash_point()
                 if self._owner.crashed:  # another consumer of this process "died" meanwhile
                     raise _Crash("commit")
@@ -267,7 +300,7 @@ class ConsumerLoop:
                 return
             error = "; ".join(errors)[:MAX_ERROR]
             if attempt >= channel.max_attempts:
-                await self._dead_letter(message, error, attempt)
+                await self._dead_letter(message, error, attempt, order)
                 await self._quietly(received.ack_nowait())
                 return
             delay = channel.backoff.delay(attempt)
@@ -305,24 +338,78 @@ class ConsumerLoop:
             self._tenanted_for, self._tenanted = served, sorted(contexts & served)
         return self._tenanted
 
-    async def _dead_letter(self, message: Message, error: str, attempt: int) -> None:
-        """Write the dead row, retrying while the database fails (the message stays held)."""
-        service = self._service
+    async def _await_turn(self, received: Received, order: KeyOrder) -> None:
+        """Until every earlier event of the message's key is applied (polled with reads, not
+        transactions), or `gap_limit` passed (then `order.forced`, logged `event_order_gap`);
+        `_Stopped`, the message given back, when the service stops meanwhile."""
+        service, limit, message = self._service, self._owner.gap_limit, received.message
+        pause, deadline = 0.005, time.monotonic() + limit
+        while True:
+            try:
+                async with service.engine.connect() as conn:
+                    missing = order.missing(await applied(conn, order))
+            except Exception as exc:  # noqa: BLE001 - the reaction's transaction checks again
+                self._error(exc, **row_fields(message))
+                missing = {}
+            if not missing:
+                return
+            left = deadline - time.monotonic()
+            if left <= 0:
+                order.forced = True
+                fields = {**row_fields(message), "handler": self.spec.name, "key": order.key}
+                fields.update(missing=missing, waited=limit)
+                log_fact("event_order_gap", logging.WARNING, fields)
+                return
+            if await self._sleep(min(pause, left)):
+                await self._quietly(received.retry(0))
+                raise _Stopped
+            pause = min(pause * 2, 0.05)
+
+    async def _applied(self, message: Message, order: KeyOrder) -> None:
+        """After a successful delivery: log a late one; record the progress of a reaction that
+        recorded none (one that skipped it as a duplicate, or a handler that opened no
+        `service.reaction()`), in a transaction of its own."""
+        if order.late:
+            fields = {**row_fields(message), "handler": self.spec.name, "key": order.key}
+            log_fact("event_applied_late", logging.WARNING, fields)
+        self._claims = order.recorded
+        if not order.recorded:
+            dialect = self._service.dialect
+            await self._write(message, lambda conn: record_progress(conn, dialect, order))
+
+    async def _dead_letter(
+        self, message: Message, error: str, attempt: int, order: KeyOrder | None
+    ) -> None:
+        """Write the dead row, and count it as applied in its key's order (a poisoned event never
+        blocks its key)."""
+        dialect = self._service.dialect
         row = _dead_row(message, error, attempt)
+
+        async def write(conn: AsyncConnection) -> None:
+            await write_dead_letter(conn, dialect, row)
+            if order is not None:
+                await record_progress(conn, dialect, order)
+
+        await self._write(message, write)
+        fields = {**row_fields(message), "attempt": attempt, "error": error}
+        log_fact("event_dead_lettered", logging.ERROR, {"handler": self.spec.name, **fields})
+
+    async def _write(
+        self, message: Message, write: Callable[[AsyncConnection], Awaitable[None]]
+    ) -> None:
+        """Run `write` in a transaction, retrying while the database fails (the message stays
+        held)."""
         failures = 0
         while True:
             try:
-                async with service.transaction() as work:
-                    conn = await work.connection()
-                    await write_dead_letter(conn, service.dialect, row)
-                break
-            except Exception as exc:  # noqa: BLE001 - keep the message until the row is written
+                async with self._service.transaction() as work:
+                    await write(await work.connection())
+                return
+            except Exception as exc:  # noqa: BLE001 - keep the message until it is written
                 failures += 1
                 self._error(exc, **row_fields(message), attempt=failures)
                 if await self._sleep(failure_pause(failures, 1.0)):
                     raise _Stopped from None
-        fields = {**row_fields(message), "attempt": attempt, "error": error}
-        log_fact("event_dead_lettered", logging.ERROR, {"handler": self.spec.name, **fields})
 
     async def _quietly(self, call: Awaitable[None]) -> None:
         """Settle a message; when the broker cannot take it, the message comes back after its
@@ -337,6 +424,25 @@ class ConsumerLoop:
         line = {"handler": self.spec.name, "channel": self.spec.channel, **fields}
         line.update(error=f"{type(exc).__name__}: {exc}", broker=self.consumed.link.name)
         log_fact("consumer_error", logging.ERROR, line)
+
+
+# a message held by a lane, with its place in its key's order (None: applied as it comes)
+_Held = tuple[Received, KeyOrder | None]
+
+
+def _queue(lane: deque[_Held], held: _Held) -> None:
+    """Add `held` to its lane in key order: behind the message being worked on (the first) and
+    every one not after it; a message without order goes last, as fetched."""
+    order = held[1]
+    if order is not None and lane:
+        for index in range(len(lane) - 1, 0, -1):
+            ahead = lane[index][1]
+            if ahead is None or ahead.position <= order.position:
+                lane.insert(index + 1, held)
+                return
+        lane.insert(1, held)
+        return
+    lane.append(held)
 
 
 def _envelope(decode: Callable[..., EventEnvelope], message: Message) -> EventEnvelope:

@@ -19,6 +19,7 @@ from . import clock
 from ._codec import decode
 from ._domain import DomainEvent
 from ._ids import new_id
+from ._key_order import KeyOrder, OutOfOrder
 from ._logs import _correlation, current_correlation_id, log_fact
 from ._principal import _current as _principal
 from ._principal import system_of
@@ -52,11 +53,13 @@ class EventEnvelope:
 @dataclass(frozen=True, slots=True)
 class Delivery:
     """The handler being run: its consumer name, the envelope, and whether it came from the
-    outbox (only durable deliveries can be repeated, so only they record an inbox row)."""
+    outbox (only durable deliveries can be repeated, so only they record an inbox row); for a
+    broker message with key counts, its place in its key's order (`_key_order.py`)."""
 
     consumer: str
     envelope: EventEnvelope
     durable: bool
+    order: KeyOrder | None = None
 
 
 class AlreadyHandled(Exception):
@@ -248,10 +251,12 @@ class EventBus:
         *,
         channel: str | None = None,
         attempt: int | None = None,
+        order: KeyOrder | None = None,
     ) -> list[str]:
         """Run every handler for one event, as SYSTEM (of the event's tenant, if it has one)
         with the event's ids in context; answer the errors of the handlers that failed (empty:
-        delivered)."""
+        delivered). A handler whose turn in `order` has not come (`OutOfOrder`) ends the
+        delivery: `order.blocked` says so, and the caller delivers it again later."""
         durable = channel is not None
         where: dict[str, Any] = envelope_fields(envelope)
         if durable:
@@ -266,9 +271,11 @@ class EventBus:
         principal = _principal.set(system_of(envelope.tenant))
         try:
             for sub in subs:
-                token = _delivery.set(Delivery(sub.name, envelope, durable))
+                token = _delivery.set(Delivery(sub.name, envelope, durable, order))
                 try:
                     await sub.handler(envelope.event)
+                except OutOfOrder:
+                    break
                 except AlreadyHandled:
                     log_fact(
                         "event_skipped_duplicate", logging.INFO, {"handler": sub.name, **where}

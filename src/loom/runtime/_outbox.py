@@ -81,6 +81,9 @@ outbox = Table(
     # the tenant of the principal that raised the event (a tenanted context's); NULL for an
     # untenanted one: its consumers run as the system principal of that tenant
     Column("tenant", String, nullable=True),
+    # a row bound for a broker: its `Loom-Key-Counts` (`_ordering.py`); NULL for every other row,
+    # and in rows written before it (their messages are applied unordered across replicas)
+    Column("key_counts", String, nullable=True),
     # the relay's claim: pending rows, due first, in event order
     Index("ix___loom_outbox_due", "status", "available_at", "event_id"),
 )
@@ -102,6 +105,7 @@ outbox_queue = LeasedQueue(
         "attempts",
         "model_revision",
         "tenant",
+        "key_counts",
     ),
 )
 inbox = Table(
@@ -183,18 +187,12 @@ async def write_dead_letter(conn: AsyncConnection, dialect: str, row: dict[str, 
     await conn.execute(_DEAD_LETTER_UPSERTS[dialect], row)
 
 
-async def write_events(
-    conn: AsyncConnection,
-    dialect: str,
-    items: Sequence[tuple[Channel, DomainEvent]],
-    model_revision: str | None,
-) -> None:
-    """Write one outbox row per durable event, in order, on `conn` (inside its transaction),
-    each stamped with `model_revision`, the revision of the writing service's model.
+async def write_events(conn: AsyncConnection, dialect: str, rows: list[dict[str, Any]]) -> None:
+    """Write outbox rows (`outbox_rows`, stamped by `_ordering.stamped_rows`), in order, on
+    `conn` (inside its transaction).
 
     PostgreSQL also gets a `pg_notify`, which the server delivers only if the transaction
     commits: relays of other replicas wake up exactly when there is something to deliver."""
-    rows = outbox_rows(items, model_revision)
     if dialect == "postgresql":
         await conn.execute(_insert_and_notify(len(rows)), _numbered(rows))
     else:
@@ -228,6 +226,7 @@ def outbox_rows(
                 "delivered_at": None,
                 "model_revision": envelope.model_revision,
                 "tenant": envelope.tenant,
+                "key_counts": None,  # stamped by `_ordering.stamp_key_counts` when it is needed
             }
         )
     return rows

@@ -65,7 +65,8 @@ from ._domain import DomainEvent
 from ._errors import ConcurrencyConflict
 from ._ids import new_id
 from ._logs import current_correlation_id
-from ._outbox import NOTIFY_CHANNEL, outbox, outbox_rows, write_events
+from ._ordering import stamped_rows, write_durable
+from ._outbox import NOTIFY_CHANNEL, outbox
 from ._principal import current_tenant
 from ._process_model import Instance, PendingTimeout, Timeout
 from ._process_store import encode_state
@@ -209,15 +210,13 @@ class SqlProcessStore:
                 await self._execute(work, _UPSERTS["sqlite"], rows, target)
             if events:
                 conn = work._conn or await work.connection()
-                await write_events(
-                    conn, work.service.dialect, events, work.service.events.model_revision
-                )
+                await write_durable(conn, work.service, events)
             return saved
         params = _step_params(instance, tenant, expected_version, drop, arm, clear)
         earliest = min((params[f"due_{i}"] for i in range(len(arm))), default=None)
         if earliest is not None and work.service.scheduler.announces(earliest):
             params["wake"] = announcement(instance.process, earliest)
-        rows = outbox_rows(events, work.service.events.model_revision)
+        rows = await stamped_rows(work._conn or await work.connection(), work.service, events)
         for i, row in enumerate(rows):
             params.update({f"o{i}_{c}": v for c, v in row.items()})
         shape = (expected_version == 0, len(drop), len(arm), clear, "wake" in params, len(rows))

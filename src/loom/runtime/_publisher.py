@@ -77,6 +77,7 @@ def message_of(row: Any, event: DomainEvent) -> Message:
         occurred_at=row.occurred_at.isoformat(),
         model_revision=row.model_revision,
         tenant=row.tenant,
+        key_counts=row.key_counts,
     )
 
 

@@ -111,7 +111,7 @@ class Service:
     `contexts` are the contexts this deployable holds (None: all of them); `brokers` maps a
     `channelSource` name ("" for channels naming none) to its transport: a channel whose source
     has one is on that broker (docs/events.md, "Channels on a broker"); `consumer_options` go to
-    `Consumers` (max_in_flight, fetch_timeout, batch)."""
+    `Consumers` (max_in_flight, fetch_timeout, batch, gap_limit)."""
 
     def __init__(
         self,
@@ -276,12 +276,13 @@ class Service:
         """`async with service.reaction() as work:` the transactional unit of work of the
         handler being run. For a durable delivery it first records (consumer, event_id) in the
         inbox, in the same transaction, and raises `AlreadyHandled` when a previous delivery
-        already did: a redelivered event is skipped, never applied twice. Elsewhere it is
+        already did: a redelivered event is skipped, never applied twice; for a broker message
+        with key counts it then takes the key's turn (`_ordering.claim_turn`). Elsewhere it is
         `transaction()`."""
         delivery = current_delivery()
         if delivery is None or not delivery.durable:
             return Work(self, True, None)
-        return Work(self, True, None, inbox=(delivery.consumer, delivery.envelope.event_id))
+        return Work(self, True, None, inbox=delivery)
 
     async def start_relay(self) -> None:
         """Run the outbox relay in the background (create_app's lifespan does this)."""

@@ -48,6 +48,9 @@ class Message:
     occurred_at: str = ""  # ISO 8601, as the outbox row has it
     model_revision: str | None = None
     tenant: str | None = None  # a tenanted context's event: the tenant it was raised in
+    # `Loom-Key-Counts` as the outbox row holds it (None: a row from before it, or a producer
+    # that sends none): what ordering across consumer replicas checks (`_ordering.py`)
+    key_counts: str | None = None
 
     def headers(self) -> dict[str, str]:
         """The metadata as the `Loom-*` headers (absent values left out)."""
@@ -64,6 +67,8 @@ class Message:
             out[wire.HEADER_MODEL_REVISION] = self.model_revision
         if self.tenant is not None:
             out[wire.HEADER_TENANT] = self.tenant
+        if self.key_counts is not None:
+            out[wire.HEADER_KEY_COUNTS] = self.key_counts
         return out
 
     @classmethod
@@ -87,6 +92,7 @@ class Message:
             occurred_at=headers.get(wire.HEADER_OCCURRED_AT, ""),
             model_revision=headers.get(wire.HEADER_MODEL_REVISION),
             tenant=headers.get(wire.HEADER_TENANT) or None,
+            key_counts=headers.get(wire.HEADER_KEY_COUNTS) or None,
         )
 
     @classmethod

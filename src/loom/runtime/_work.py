@@ -24,7 +24,6 @@ import logging
 from contextvars import ContextVar
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NoReturn, Self
-from uuid import UUID
 
 from sqlalchemy import Connection
 from sqlalchemy import event as sqlalchemy_event
@@ -43,9 +42,10 @@ from ._channels import Channel
 from ._dberrors import classify
 from ._domain import AggregateRoot, DomainEvent
 from ._errors import ConcurrencyConflict, DatabaseUnavailable, InvalidValue, OutcomeUnknown
-from ._events import AlreadyHandled
+from ._events import AlreadyHandled, Delivery
 from ._mapping import DELETED_ATTR, VERSION_ATTR
-from ._outbox import inbox_insert, write_events
+from ._ordering import claim_turn, write_durable
+from ._outbox import inbox_insert
 from ._principal import current_principal
 
 if TYPE_CHECKING:
@@ -139,7 +139,7 @@ class Work:
         service: Service,
         transactional: bool,
         isolation: str | None,
-        inbox: tuple[str, UUID] | None = None,
+        inbox: Delivery | None = None,
     ) -> None:
         self.service = service
         self.transactional = transactional
@@ -152,7 +152,8 @@ class Work:
         self._holds_writer = False
         # autocommit only: the short transaction of a save whose events are durable
         self._atomic: Work | None = None
-        # reaction only: (consumer, event_id) to record in the inbox before the body runs
+        # reaction only: the durable delivery to record in the inbox (and, for a broker message
+        # with key counts, in its consumer's progress) before the body runs
         self._inbox = inbox
         # a save or delete was sent (in autocommit, a lost connection may have applied it)
         self._wrote = False
@@ -189,7 +190,7 @@ class Work:
     # -- context manager --------------------------------------------------------------------
     async def __aenter__(self) -> Self:
         if self._inbox is not None:
-            await self._record_inbox(*self._inbox)
+            await self._record_inbox(self._inbox)
         else:
             held = parking.get()
             if held is not None:
@@ -276,9 +277,7 @@ class Work:
             conn = self._conn
             if durable:
                 conn = conn or await self._open()
-                await write_events(
-                    conn, self.service.dialect, durable, self.service.events.model_revision
-                )
+                await write_durable(conn, self.service, durable)
             if conn is not None:
                 self._conn = None
                 await self._send_commit(conn)
@@ -382,11 +381,12 @@ class Work:
         finally:
             self._release_writer()
 
-    async def _record_inbox(self, consumer: str, event_id: UUID) -> None:
+    async def _record_inbox(self, delivery: Delivery) -> None:
         dialect = self.service.dialect
         stmt = _INBOX_INSERTS.get(dialect)
         if stmt is None:
             stmt = _INBOX_INSERTS[dialect] = inbox_insert(dialect)
+        consumer, event_id = delivery.consumer, delivery.envelope.event_id
         params = {
             "consumer": consumer,
             "event_id": event_id,
@@ -396,6 +396,8 @@ class Work:
         try:
             conn = await self.connection()
             result = await conn.execute(stmt, params)
+            if result.rowcount and delivery.order is not None:
+                await claim_turn(conn, dialect, delivery.order)
         except (StatementError, OverflowError) as err:
             await self._abandon()
             self._reraise(err)

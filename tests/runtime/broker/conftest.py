@@ -132,6 +132,7 @@ class Topology:
         brokers: Mapping[str, Transport] | None = None,
         channels: Sequence[Channel] | None = None,
         relay: bool = True,
+        consumer_options: Mapping[str, Any] | None = None,
     ) -> Any:
         return create_app(
             title=", ".join(contexts),
@@ -146,7 +147,7 @@ class Topology:
             brokers={"": self.harness.transport()} if brokers is None else brokers,
             relay=relay,
             relay_options={"poll_interval": 0.05, "lease": timedelta(seconds=0.5)},
-            consumer_options={"fetch_timeout": 0.05},
+            consumer_options={"fetch_timeout": 0.05, **(consumer_options or {})},
         )
 
     async def stop(self, client: ServiceClient) -> None:

@@ -48,6 +48,8 @@ def message(n: int, event_type: str = PLACED) -> Message:
         occurred_at="2026-12-01T10:00:00+00:00",
         model_revision="r1",
         tenant="acme" if n % 2 else None,  # a tenanted context's event, and an untenanted one's
+        # the per-key counts a Loom producer sends (and a message from before them, without)
+        key_counts=f"{event_type}={n},Orders.OrderNoted=2" if n % 3 else None,
     )
 
 

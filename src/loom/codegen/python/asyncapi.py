@@ -85,6 +85,18 @@ _HEADERS: tuple[tuple[str, dict[str, Any], bool], ...] = (
         {"type": "string", "description": "The revision of the model whose service wrote it."},
         False,
     ),
+    (
+        messaging.HEADER_KEY_COUNTS,
+        {
+            "type": "string",
+            "pattern": r"^[A-Za-z0-9_.]+=[0-9]+(,[A-Za-z0-9_.]+=[0-9]+)*$",
+            "description": "Per event type of the channel, how many events of this key its "
+            "producer had committed, this one included (`Orders.OrderPlaced=1,Orders.OrderNoted"
+            "=3`): a consumer applies it once the earlier ones of the types it reads are "
+            "applied, by whichever replica.",
+        },
+        False,
+    ),
 )
 
 # what a message of a tenanted context's event carries besides: only those, as an untenanted
