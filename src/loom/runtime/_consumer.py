@@ -49,7 +49,7 @@ from ._lease import MAX_ERROR
 from ._logs import log_fact
 from ._ordering import applied, record_progress
 from ._outbox import DEAD, row_fields, write_dead_letter
-from ._transport import Message, Received
+from ._transport import MalformedMessage, Message, Received
 
 if TYPE_CHECKING:
     from ._service import Service
@@ -211,18 +211,50 @@ class ConsumerLoop:
         return self._owner.stopping
 
     def _take(self, received: Received) -> None:
-        message = received.message
+        self.held += 1
+        try:
+            message = received.message
+        except MalformedMessage as bad:
+            self._spawn(self._reject(received, bad), f"loom-reject {self.spec.name}")
+            return
         key = message.key
         held = (received, order_of(self.spec.name, self.spec.event_types, message))
-        self.held += 1
         lane = self._lanes.get(key)
         if lane is not None:
             _queue(lane, held)
             return
         self._lanes[key] = deque([held])
-        task = asyncio.create_task(self._drive(key), name=f"loom-lane {self.spec.name} {key}")
+        self._spawn(self._drive(key), f"loom-lane {self.spec.name} {key}")
+
+    def _spawn(self, work: Awaitable[None], name: str) -> None:
+        task = asyncio.ensure_future(work)
+        task.set_name(name)
         self._lane_tasks.add(task)
         task.add_done_callback(self._lane_tasks.discard)
+
+    async def _reject(self, received: Received, bad: MalformedMessage) -> None:
+        """A message no Loom relay wrote (its metadata is missing): dead-lettered at once, as
+        no attempt could apply it, with what the broker held, and acked; the loop goes on."""
+        headers = bad.headers
+        message = Message(
+            event_id=headers.get(wire.HEADER_EVENT_ID, ""),
+            event_type=headers.get(wire.HEADER_EVENT_TYPE, ""),
+            channel=self.spec.channel,
+            payload=bad.payload,
+            occurred_at=headers.get(wire.HEADER_OCCURRED_AT, ""),
+        )
+        settled = False
+        try:
+            attempt = max(received.delivered, 1)
+            await self._dead_letter(message, f"{self.spec.name}: {bad}", attempt, None)
+            await self._quietly(received.ack_nowait())
+            settled = True
+        except _Stopped:
+            await self._quietly(received.retry(0))
+        finally:
+            self.held -= 1
+            self._owner.handled += settled
+            self.room.set()
 
     async def _keep_alive(self) -> None:
         """Every third of `ack_wait`, tell the broker each held message is still being worked on
