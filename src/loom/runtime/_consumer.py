@@ -427,7 +427,7 @@ class ConsumerLoop:
         log_fact("event_dead_lettered", logging.ERROR, {"handler": self.spec.name, **fields})
 
     async def _write(
-        self, message: Message, write: Callable[[AsyncConnection], Awaitable[None]]
+        self, message: Message, write: Callable[[AsyncConnection], Awaitable[object]]
     ) -> None:
         """Run `write` in a transaction, retrying while the database fails (the message stays
         held)."""

@@ -49,6 +49,12 @@ class KeyOrder:
         """The types whose progress this consumer checks: those it reads, and the message's."""
         return tuple(dict.fromkeys((*self.reads, self.event_type)))
 
+    @property
+    def first(self) -> bool:
+        """Whether no earlier event of its key is one this consumer reads (a key's first
+        event, the common case): its turn has come whatever was applied."""
+        return not self.missing({})
+
     def missing(self, applied: Mapping[str, int]) -> dict[str, int]:
         """Per event type, how many earlier events of the key are not applied yet (empty: it
         may be applied now)."""

@@ -23,6 +23,7 @@ from sqlalchemy import (
     PrimaryKeyConstraint,
     String,
     Table,
+    bindparam,
     func,
     select,
     tuple_,
@@ -79,11 +80,15 @@ def _progress_upsert(dialect: str) -> Any:
     return stmt.on_conflict_do_update(
         index_elements=[key_progress.c.consumer, key_progress.c.key, key_progress.c.event_type],
         set_={"applied": greatest(key_progress.c.applied, stmt.excluded.applied)},
-    )
+    ).returning(key_progress.c.applied)
 
 
 _COUNT_UPSERTS = {d: _count_upsert(d) for d in ("postgresql", "sqlite")}
 _PROGRESS_UPSERTS = {d: _progress_upsert(d) for d in ("postgresql", "sqlite")}
+# built once: one commit's counts, read back for all its (channel, key) pairs
+_COUNTS_OF = select(
+    key_counts.c.channel, key_counts.c.key, key_counts.c.event_type, key_counts.c.count
+).where(tuple_(key_counts.c.channel, key_counts.c.key).in_(bindparam("pairs", expanding=True)))
 
 
 async def write_durable(
@@ -121,11 +126,7 @@ async def stamped_rows(
         ],
     )
     pairs = sorted({(c, k) for _, c, k, _ in counted})
-    found = await conn.execute(
-        select(
-            key_counts.c.channel, key_counts.c.key, key_counts.c.event_type, key_counts.c.count
-        ).where(tuple_(key_counts.c.channel, key_counts.c.key).in_(pairs))
-    )
+    found = await conn.execute(_COUNTS_OF, {"pairs": pairs})
     totals: dict[tuple[str, str], dict[str, int]] = {pair: {} for pair in pairs}
     for c, k, t, n in found:
         totals[c, k][t] = int(n)
@@ -138,36 +139,43 @@ async def stamped_rows(
     return rows
 
 
-def _applied_stmt(order: KeyOrder, *, lock: bool) -> Any:
+def _applied_stmt(*, lock: bool) -> Any:
+    # rows in type order: two replicas lock a key's rows in the same order, never deadlock
     stmt = (
         select(key_progress.c.event_type, key_progress.c.applied)
         .where(
-            key_progress.c.consumer == order.consumer,
-            key_progress.c.key == order.key,
-            key_progress.c.event_type.in_(order.types),
+            key_progress.c.consumer == bindparam("consumer"),
+            key_progress.c.key == bindparam("key"),
+            key_progress.c.event_type.in_(bindparam("types", expanding=True)),
         )
         .order_by(key_progress.c.event_type)
     )
     return stmt.with_for_update() if lock else stmt
 
 
+_APPLIED = {lock: _applied_stmt(lock=lock) for lock in (False, True)}
+
+
 async def applied(conn: AsyncConnection, order: KeyOrder, *, lock: bool = False) -> dict[str, int]:
     """What `order`'s consumer applied of its key, per type it checks (`lock`: the rows are
     locked until the transaction ends, PostgreSQL's `FOR UPDATE`)."""
-    rows = await conn.execute(_applied_stmt(order, lock=lock))
+    params = {"consumer": order.consumer, "key": order.key, "types": list(order.types)}
+    rows = await conn.execute(_APPLIED[lock], params)
     return {t: int(n) for t, n in rows}
 
 
-async def record_progress(conn: AsyncConnection, dialect: str, order: KeyOrder) -> None:
-    """Count `order`'s message as applied by its consumer (never lowering the count)."""
+async def record_progress(conn: AsyncConnection, dialect: str, order: KeyOrder) -> int:
+    """Count `order`'s message as applied by its consumer (never lowering the count); answer
+    its type's count now (above the message's own: a later one was applied before it)."""
     params = {
         "consumer": order.consumer,
         "key": order.key,
         "event_type": order.event_type,
         "applied": order.counts[order.event_type],
     }
-    await conn.execute(_PROGRESS_UPSERTS[dialect], params)
+    now = (await conn.execute(_PROGRESS_UPSERTS[dialect], params)).scalar_one()
     order.recorded = True
+    return int(now)
 
 
 async def claim_turn(conn: AsyncConnection, dialect: str, order: KeyOrder) -> None:
@@ -176,6 +184,9 @@ async def claim_turn(conn: AsyncConnection, dialect: str, order: KeyOrder) -> No
     (PostgreSQL; SQLite serialises writers), so two replicas can never apply two events of one
     key at once: the second waits for the first's commit and then sees it. `OutOfOrder` when an
     earlier one is still missing."""
+    if order.first:  # nothing before it to wait for: one statement, no read
+        order.late = await record_progress(conn, dialect, order) > order.counts[order.event_type]
+        return
     done = await applied(conn, order, lock=dialect == "postgresql")
     if order.missing(done) and not order.forced:
         order.blocked = True
