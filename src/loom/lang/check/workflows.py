@@ -14,11 +14,6 @@ from loom.lang.check.bodies import block, unbound_state
 from loom.lang.check.calls import classify
 from loom.lang.check.checker import Checker
 from loom.lang.check.entries import body_scope, check_entry_body, entry_result, param_type
-from loom.lang.check.facts import (  # noqa: F401 - CallOp, Create, Load: re-exported for older imports
-    CallOp,
-    Create,
-    Load,
-)
 from loom.lang.check.reactions import check_on, check_starter
 from loom.lang.check.scope import Binding, Scope
 from loom.lang.diagnostics import did_you_mean
@@ -371,6 +366,3 @@ def value_call(ck: Checker, e: ast.Call, scope: Scope) -> ir.Expr:
     if isinstance(found, ir.Expr):
         return found
     return ck.poison(e)
-
-
-_ = did_you_mean
