@@ -94,8 +94,9 @@ async def test_two_replicas_apply_each_keys_events_in_commit_order(
         await asyncio.sleep(random.uniform(0, 0.004))
 
     orders = await topology.start(ORDERS, two_urls[0])
-    # a gap limit longer than the posting takes: a replica's first note of a key waits meanwhile
-    split = {**SPLIT, "gap_limit": 20.0}
+    # a gap limit longer than the posting takes: a replica's first note of a key waits meanwhile;
+    # few notes held at once, so that a loaded machine cannot let one replica fetch them all
+    split = {**SPLIT, "gap_limit": 20.0, "max_in_flight": 4}
     inventory = await replicas(main, topology, two_urls[1], seen, (jitter, jitter), split)
     await stock(inventory[0], "lamp")
     keys = [await place(orders) for _ in range(4)]
