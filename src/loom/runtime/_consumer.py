@@ -374,6 +374,8 @@ class ConsumerLoop:
         """Until every earlier event of the message's key is applied (polled with reads, not
         transactions), or `gap_limit` passed (then `order.forced`, logged `event_order_gap`);
         `_Stopped`, the message given back, when the service stops meanwhile."""
+        if order.first:  # nothing before it to wait for: no read
+            return
         service, limit, message = self._service, self._owner.gap_limit, received.message
         pause, deadline = 0.005, time.monotonic() + limit
         while True:

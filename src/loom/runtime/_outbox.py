@@ -226,7 +226,7 @@ def outbox_rows(
                 "delivered_at": None,
                 "model_revision": envelope.model_revision,
                 "tenant": envelope.tenant,
-                "key_counts": None,  # stamped by `_ordering.stamp_key_counts` when it is needed
+                "key_counts": None,  # stamped by `_ordering.stamped_rows` when it is needed
             }
         )
     return rows
