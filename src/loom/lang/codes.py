@@ -439,6 +439,8 @@ REGISTRY: dict[str, CodeInfo] = {
             "a value with more digits after the point than a `decimal(P, S)` holds, unrounded",
         ),
         CodeInfo("loom.unknown-rounding-mode", _E, "`round`'s mode is not one of the modes"),
+        CodeInfo("loom.int-out-of-range", _E, "an `int` literal beyond 64 bits"),
+        CodeInfo("loom.empty-enum", _E, "an enum with no members"),
         CodeInfo("loom.invalid-round", _E, "`round(x, S, mode)` has the wrong arguments"),
         # Time
         CodeInfo(

@@ -121,8 +121,10 @@ def emit_main(
 
 
 def _keeps_timers(info: ModelInfo) -> bool:
-    """Whether the service arms timeouts or runs context timers (its timer rows can die)."""
-    return any(c.timers or any(wf.timeouts for wf in c.workflows) for c in info.held())
+    """Whether the service keeps process tables: it arms timeouts or runs context timers (its
+    timer rows can die), or a workflow completes (`wf.process`: a `complete` with no timeout
+    still disarms the instance's timers and closes its episode)."""
+    return any(c.timers or any(wf.process for wf in c.workflows) for c in info.held())
 
 
 def _duration(ms: int) -> str:

@@ -47,6 +47,13 @@ _NO_NULL = (
 )
 
 
+def _int_literal(e: ast.Expr) -> ast.Literal | None:
+    """The `int` literal `e` is, alone or after a `-`."""
+    if isinstance(e, ast.Unary) and e.op == "-":
+        e = e.operand
+    return e if isinstance(e, ast.Literal) and e.kind == "int" else None
+
+
 class ExpressionChecker(CallTyping):
     """The checker every rule runs on (`check.check` makes one per compilation)."""
 
@@ -55,13 +62,14 @@ class ExpressionChecker(CallTyping):
     def expr(self, e: ast.Expr, scope: Scope, expected: AnyType | None = None) -> ir.Expr:
         text = self.text(e.span)
         if isinstance(e, ast.Literal):
+            self.int_in_range(e, expected)
             return ir.Literal_(e.value, _LITERAL_TYPES[e.kind], text)
         if isinstance(e, ast.Name):
             return self.name(e, scope, expected)
         if isinstance(e, ast.ListLit):
             return self.list_literal(e, scope, expected)
         if isinstance(e, ast.Unary):
-            return self.unary(e, scope, text)
+            return self.unary(e, scope, text, expected)
         if isinstance(e, ast.Binary):
             return self.binary(e, scope, text)
         if isinstance(e, ast.Ternary):
@@ -113,8 +121,38 @@ class ExpressionChecker(CallTyping):
             items.append(x)
         return ir.ListLiteral(tuple(items), ir.ListType(el), text)  # type: ignore[arg-type]
 
-    def unary(self, e: ast.Unary, scope: Scope, text: str) -> ir.Expr:
-        x = self.expr(e.operand, scope)
+    def int_in_range(
+        self, e: ast.Literal, expected: AnyType | None, *, negated: bool = False
+    ) -> None:
+        """Report `loom.int-out-of-range` for an `int` literal beyond 64 bits (`-` and the
+        literal together: -9223372036854775808 fits), unless it is written for a `decimal`."""
+        if e.kind != "int" or not isinstance(e.value, int) or isinstance(e.value, bool):
+            return
+        if expected is not None and strip_optional(expected) == ir.DECIMAL:
+            return
+        value = -e.value if negated else e.value
+        if -(2**63) <= value < 2**63:
+            return
+        self.report(
+            "loom.int-out-of-range",
+            f"`{'-' if negated else ''}{e.value}` does not fit an `int`, a 64-bit integer "
+            f"(from -{2**63} to {2**63 - 1})",
+            e.span,
+            "beyond 64 bits",
+            help="use a `decimal` for a larger whole number (`n: decimal = ...`)",
+        )
+
+    def unary(
+        self, e: ast.Unary, scope: Scope, text: str, expected: AnyType | None = None
+    ) -> ir.Expr:
+        if e.op == "-" and isinstance(e.operand, ast.Literal):
+            self.int_in_range(e.operand, expected, negated=True)
+            literal = e.operand
+            x: ir.Expr = ir.Literal_(
+                literal.value, _LITERAL_TYPES[literal.kind], self.text(literal.span)
+            )
+        else:
+            x = self.expr(e.operand, scope)
         t: AnyType
         if e.op == "!":
             ok, t = x.type == ir.BOOL, ir.BOOL
@@ -137,9 +175,13 @@ class ExpressionChecker(CallTyping):
             left = self.condition(e.left, scope, f"the left side of `{op}`")
             right = self.condition(e.right, scope, f"the right side of `{op}`")
             return ir.Binary(op, left, right, ir.BOOL, text)  # type: ignore[arg-type]
-        left = self.expr(e.left, scope)
+        # a literal on the left learns from the right whether it is written for a `decimal`
+        first = _int_literal(e.left)
+        left = self.expr(e.left, scope, None if first is None else ir.DECIMAL)
         hint = strip_optional(left.type) if not is_error(left.type) else None
         right = self.expr(e.right, scope, hint)
+        if first is not None:
+            self.int_in_range(first, right.type, negated=first is not e.left)
         lt, rt = left.type, right.type
         timed = times.binary(self, e, left, right, text)
         if timed is not None:

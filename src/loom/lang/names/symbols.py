@@ -217,6 +217,14 @@ def _table(syms: ContextSymbols, decl: ast.Decl) -> dict[str, ast.Decl]:
 
 def _check_decl(syms: ContextSymbols, decl: ast.Decl, sink: Sink) -> None:
     if isinstance(decl, ast.Enum):
+        if not decl.members:
+            sink.report(
+                "loom.empty-enum",
+                f"enum `{decl.name}` has no members, so no field of it can ever hold a value",
+                decl.name_span,
+                "no members",
+                help=f"list its values: `enum {decl.name} {{ First, Second }}`",
+            )
         seen: dict[str, Span] = {}
         for name, span in decl.members:
             if name in seen:
