@@ -45,6 +45,22 @@ def _free_port() -> int:
 class Cluster:
     port: int
     root: Path
+    options: str = ""  # the server's own: a later `start` must listen where the first did
+
+    def stop(self, mode: str = "fast") -> None:
+        """Stop the server (`pg_ctl stop -m mode`); `start` brings it back on the same port."""
+        _run([*self._pg_ctl(), "-m", mode, "-w", "-t", "60", "stop"])
+
+    def start(self) -> None:
+        log = str(self.root / "log")
+        _run([*self._pg_ctl(), "-o", self.options, "-l", log, "-w", "-t", "60", "start"])
+        _wait_ready(self.port)
+
+    def _pg_ctl(self) -> list[str]:
+        pg_bin = find_pg_bin()
+        if pg_bin is None:
+            raise PostgresUnavailable("no PostgreSQL server binaries (pg_ctl) found")
+        return [str(pg_bin / "pg_ctl"), "-D", str(self.root / "data")]
 
     def url(self, database: str = "postgres", driver: str = "asyncpg") -> str:
         return f"postgresql+{driver}://postgres@127.0.0.1:{self.port}/{database}"
@@ -90,7 +106,7 @@ def running_cluster() -> Iterator[Cluster]:
         pg_ctl = [str(pg_bin / "pg_ctl"), "-D", str(data)]
         _run([*pg_ctl, "-o", options, "-l", str(root / "log"), "-w", "-t", "60", "start"])
         _wait_ready(port)
-        yield Cluster(port=port, root=root)
+        yield Cluster(port=port, root=root, options=options)
     finally:
         with contextlib.suppress(Exception):
             _run([str(pg_bin / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"])

@@ -114,3 +114,35 @@ async def test_a_sqlite_file_that_cannot_be_opened_is_503_unavailable(tmp_path: 
             assert r.status_code == 503, r.text
             assert r.json()["type"] == UNAVAILABLE
             assert r.headers["retry-after"] == "2"
+
+
+@pytest.mark.postgres
+async def test_a_stopped_postgres_is_unavailable_not_an_unknown_outcome(
+    pg_cluster: Cluster,
+) -> None:
+    """With the server down no write can have reached it: a create, a workflow and a read all
+    answer `database-unavailable` ("nothing was written"), never `outcome-unknown`."""
+    url = await new_pg_database(pg_cluster, f"stopped_{uuid.uuid4().hex}", synchronous_commit=True)
+    async with serve(MODEL, url, settle=False) as c:
+        r = await c.post("/api/items", json={"name": "kept"})
+        assert r.status_code == 201, r.text
+        item = r.json()["id"]
+        await asyncio.to_thread(pg_cluster.stop)
+        try:
+            answers = [
+                await c.post("/api/items", json={"name": "lost"}),
+                await c.post("/api/workflows/bump", json={"item": item}),
+                await c.get(f"/api/items/{item}"),
+            ]
+        finally:
+            await asyncio.to_thread(pg_cluster.start)
+        print("while stopped:", [(r.status_code, r.json()["type"]) for r in answers])
+        for r in answers:
+            assert r.status_code == 503, r.text
+            assert r.json()["type"] == UNAVAILABLE, r.text
+        deadline = time.monotonic() + 30
+        while (r := await c.get(f"/api/items/{item}")).status_code != 200:
+            assert time.monotonic() < deadline, r.text
+            await asyncio.sleep(0.1)
+        listed = await c.get("/api/items")
+        assert [i["name"] for i in listed.json()["items"]] == ["kept"]

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from loom.testing import ServiceClient, serve
+from loom.testing import serve
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "language.md"
 COMMAND = """
@@ -30,7 +30,7 @@ context Desk {
 
 def docs_example() -> str:
     """The `FirstNotice once` block of docs/language.md, with a way to fail a payment."""
-    blocks = re.findall(r"```loom\n(.*?)```", DOCS.read_text(), flags=re.S)
+    blocks = re.findall(r"```loom\n(.*?)```", DOCS.read_text(), flags=re.DOTALL)
     (block,) = [b for b in blocks if "workflow FirstNotice once" in b]
     return block.replace(
         "aggregate Subscription {",

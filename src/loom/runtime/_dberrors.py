@@ -115,3 +115,23 @@ def _lost_connection(err: BaseException) -> bool:
         text = str(err).lower()
         return any(t in text for t in _UNAVAILABLE_TEXT)
     return False
+
+
+# what a driver says when it refuses a statement on a connection it already knows is gone
+_NOT_SENT_TEXT = ("the underlying connection is closed", "unable to open database file")
+
+
+def never_sent(exc: BaseException) -> bool:
+    """Whether the failed statement surely never reached the database: no connection could be
+    made, or the driver refused it on a connection already closed (a pooled connection the
+    server dropped while it was idle). A connection lost while the statement was out is not."""
+    for err in _chain(exc):
+        if isinstance(err, ConnectionRefusedError) or (
+            isinstance(err, OSError) and err.errno == errno.ECONNREFUSED
+        ):
+            return True
+        if type(err).__name__ in {"InterfaceError", "OperationalError"}:
+            text = str(err).lower()
+            if any(t in text for t in _NOT_SENT_TEXT):
+                return True
+    return False

@@ -266,7 +266,8 @@ class Repository(Generic[A]):
         except (StatementError, OverflowError) as err:
             if self.unique and classify(err) == "duplicate":
                 raise DuplicateKey(mapper.name, self._unique_names()) from err
-            work._reraise(err, mapper.name, id)
+            work._reraise(err, mapper.name, id, sending=True)
+        work._wrote = True
         d[VERSION_ATTR] = version + 1
         mapper.snapshot(aggregate)
         events = aggregate._take_events()
@@ -294,7 +295,8 @@ class Repository(Generic[A]):
         try:
             result = await conn.execute(st.delete, params)
         except (StatementError, OverflowError) as err:
-            work._reraise(err, mapper.name, id)
+            work._reraise(err, mapper.name, id, sending=True)
+        work._wrote = True
         if result.rowcount != 1:
             raise ConcurrencyConflict(mapper.name, id)
         aggregate.__dict__[VERSION_ATTR] = 0

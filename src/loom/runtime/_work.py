@@ -39,7 +39,7 @@ from loom.model.isolation import ISOLATION_LEVELS, ISOLATION_SQL
 
 from . import clock
 from ._channels import Channel
-from ._dberrors import classify
+from ._dberrors import classify, never_sent
 from ._domain import AggregateRoot, DomainEvent
 from ._errors import ConcurrencyConflict, DatabaseUnavailable, InvalidValue, OutcomeUnknown
 from ._events import AlreadyHandled, Delivery
@@ -155,7 +155,7 @@ class Work:
         # reaction only: the durable delivery to record in the inbox (and, for a broker message
         # with key counts, in its consumer's progress) before the body runs
         self._inbox = inbox
-        # a save or delete was sent (in autocommit, a lost connection may have applied it)
+        # a save or delete was applied (in autocommit, committed at once; set by the repository)
         self._wrote = False
         # keyed (see Parking): the request's hold, and for an autocommit block the savepoint of
         # its last save with the aggregate and version it saved
@@ -447,7 +447,6 @@ class Work:
         """The connection a save or delete writes on. In autocommit, a write whose aggregate
         raised durable events gets a short transaction of its own, so its row and its outbox rows
         commit together (`_after_save` commits it)."""
-        self._wrote = True
         if self._savepoints:
             await self._close_savepoint()
             conn = self._conn or await self.connection()
@@ -465,9 +464,10 @@ class Work:
         await self._release_connection()
         atomic = Work(self.service, True, None)
         atomic._last_target = self._last_target
-        atomic._wrote = True
         self._atomic = atomic
-        return await atomic.connection()
+        conn = await atomic.connection()
+        atomic._wrote = True  # its one purpose is this write
+        return conn
 
     def _raises_durable(self, aggregate: AggregateRoot) -> bool:
         routes = self.service.routes
@@ -503,11 +503,18 @@ class Work:
             await _close_quietly(conn, rollback=False)
 
     def _reraise(
-        self, err: BaseException, aggregate: str | None = None, id: object = None
+        self,
+        err: BaseException,
+        aggregate: str | None = None,
+        id: object = None,
+        *,
+        sending: bool = False,
     ) -> NoReturn:
         """Raise the runtime error a database error stands for (inside its `except` block):
         a lost race -> ConcurrencyConflict, unstorable data -> InvalidValue, a lost connection
-        -> DatabaseUnavailable, else `err` itself."""
+        -> DatabaseUnavailable, or OutcomeUnknown in autocommit when a write may have been
+        applied: an earlier one (`_wrote`), or the one `sending` unless the driver refused it
+        before it left (a connection already closed, a database that cannot be reached)."""
         kind = classify(err)
         if kind in ("conflict", "duplicate"):
             if aggregate is None and self._last_target is not None:
@@ -516,7 +523,8 @@ class Work:
         if kind == "data":
             raise InvalidValue() from err
         if kind == "unavailable":
-            if self._wrote and not self.transactional:  # a write went out: maybe applied
+            maybe_applied = self._wrote or (sending and not never_sent(err))
+            if maybe_applied and not self.transactional:
                 raise OutcomeUnknown() from err
             raise DatabaseUnavailable() from err
         raise err
