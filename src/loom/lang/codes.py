@@ -194,6 +194,11 @@ REGISTRY: dict[str, CodeInfo] = {
         CodeInfo("loom.unknown-key", _E, "`getBy` / `findBy` arguments are not one unique key"),
         CodeInfo("loom.find-field", _E, "a declared find's name does not map to fields"),
         CodeInfo(
+            "loom.find-one-not-unique",
+            _W,
+            "a find answering one aggregate matches fields that hold no unique key",
+        ),
+        CodeInfo(
             "loom.criterion-not-translatable", _E, "a criterion uses something SQL cannot express"
         ),
         # Aggregates, continued

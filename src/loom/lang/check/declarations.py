@@ -116,6 +116,7 @@ def _finds(ck: Checker, ctx: ContextSymbols, repo: ast.Repository) -> None:
                 f"fields of `{agg.name}`: {', '.join(fields) or 'none'}",
             )
         else:
+            _one_of_many(ck, agg, repo, f, names)
             for n, p in zip(names, f.params):
                 ft, pt = ck.type_of(fields[n].type), ck.type_of(p.type)
                 if holds_record(ft):
@@ -140,6 +141,30 @@ def _finds(ck: Checker, ctx: ContextSymbols, repo: ast.Repository) -> None:
                 f.result.span,
                 "not this repository's aggregate",
             )
+
+
+def _one_of_many(
+    ck: Checker, agg: ast.Aggregate, repo: ast.Repository, f: ast.RepoFind, names: list[str]
+) -> None:
+    """`loom.find-one-not-unique`: a find answering one aggregate on fields that hold no unique
+    key may match several rows; it then answers the first by id, which is rarely what was meant."""
+    if find_cardinality(f.result) == "many":
+        return
+    keys = [tuple(n for n, _ in u.fields) for u in agg.uniques]
+    if any(set(k) <= set(names) for k in keys):
+        return
+    shown = " or ".join("(" + ", ".join(k) + ")" for k in keys) or "none"
+    fields = ", ".join(names)
+    ck.report(
+        "loom.find-one-not-unique",
+        f"find `{f.name}` answers one `{agg.name}`, but ({fields}) is not a unique key: when "
+        "several rows match it answers the first by id",
+        f.result.span,
+        "one of possibly many",
+        secondary=[(agg.name_span, f"unique keys: {shown}")],
+        help=f"declare `unique ({fields})` in `{agg.name}`, or answer a list: "
+        f"`find {f.name}(...): {agg.name}[]`",
+    )
 
 
 _SQL_OK = (
