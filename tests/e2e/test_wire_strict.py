@@ -174,6 +174,14 @@ async def test_no_parameters_take_no_body_or_an_empty_object(
         assert (await wire.get(f"/api/things/{tid}")).json()["count"] == 3
 
 
+async def test_a_crudish_delete_takes_no_body(wire: ServiceClient) -> None:
+    tid = (await new_thing(wire))["id"]
+    r = await wire.request("DELETE", f"/api/things/{tid}", json={"version": 1})
+    refused(r, "body.version", "Extra inputs are not permitted")
+    assert (await wire.get(f"/api/things/{tid}")).status_code == 200
+    assert (await wire.delete(f"/api/things/{tid}")).status_code == 204
+
+
 async def test_an_operation_with_parameters_refuses_the_same_way(wire: ServiceClient) -> None:
     tid = (await new_thing(wire))["id"]
     url = f"/api/things/{tid}/bump"
