@@ -9,7 +9,7 @@ Errors (each becomes an RFC 9457 application/problem+json response)
     Refused(kind, rule, detail)                     422 urn:loom:problem:precondition-failed |
                                                         invariant-failed | state-gate-refused + rule
     ConcurrencyConflict(aggregate, id, detail=None) 409 urn:loom:problem:concurrency-conflict
-    DuplicateKey(aggregate, key=(), detail=None)    409 urn:loom:problem:duplicate-key    + aggregate
+    DuplicateKey(aggregate, key=(), detail=None)    409 urn:loom:problem:duplicate-key    + aggregate, key
                                                     (a save breaking a `unique (…)` natural key)
     not_found(aggregate, detail=None) -> NotFound   the model's `notFound` (detail defaults to
                                                     "<Aggregate> not found")
@@ -197,9 +197,12 @@ HTTP
     decimals                                decimal bounds (MAX_INTEGER_DIGITS, MAX_SCALE) and the
                                             exact arithmetic generated code calls: add, sub, mul,
                                             div, rem, neg; ArithmeticRefused (422)
-    times                                   durations (WireDuration, DurationOut, DurationMicros)
-                                            and the time arithmetic generated code calls;
-                                            TimeRefused (422)
+    PatchInput                              base of a crudish update body; `immutable` names the
+                                            fields a member may not name (422, set at create only)
+    times                                   durations (WireDuration, DurationOut, DurationMicros),
+                                            datetimes and dates on the wire (WireDatetime,
+                                            DatetimeOut, WireDate) and the time arithmetic
+                                            generated code calls; TimeRefused (422)
     PageLimit (1..500), PageOffset (>= 0)   write `limit: PageLimit = 50` or
                                             `Annotated[PageLimit, Query()] = 50` — NOT
                                             `PageLimit = Query(50)` (FastAPI drops the bounds)
@@ -272,6 +275,7 @@ from ._schemas import (
     Page,
     PageLimit,
     PageOffset,
+    PatchInput,
     Problem,
     WireDecimal,
     WireText,
@@ -331,6 +335,7 @@ __all__ = [
     "Page",
     "PageLimit",
     "PageOffset",
+    "PatchInput",
     "Principal",
     "Problem",
     "ProcessInstances",

@@ -8,6 +8,7 @@ import socket
 import sqlite3
 from typing import Literal
 
+from sqlalchemy import Table, UniqueConstraint
 from sqlalchemy.exc import DataError, DBAPIError
 
 from .types import ValueNotStorable
@@ -135,3 +136,23 @@ def never_sent(exc: BaseException) -> bool:
             if any(t in text for t in _NOT_SENT_TEXT):
                 return True
     return False
+
+
+def clashed_unique(exc: BaseException, table: Table) -> tuple[str, ...] | None:
+    """The columns of the unique constraint of `table` a duplicate-key error names (None when it
+    names none of them): PostgreSQL names the constraint, SQLite lists its columns."""
+    uniques = [c for c in table.constraints if isinstance(c, UniqueConstraint)]
+    for err in _chain(exc):
+        text = str(err)
+        named = getattr(err, "constraint_name", None)  # asyncpg's UniqueViolationError
+        for uq in uniques:
+            if isinstance(uq.name, str) and (named == uq.name or f'"{uq.name}"' in text):
+                return tuple(c.name for c in uq.columns)
+        if isinstance(err, sqlite3.IntegrityError):
+            _, found, listed = text.partition("UNIQUE constraint failed: ")
+            if found:  # `UNIQUE constraint failed: t.a, t.b`
+                columns = {part.strip().rpartition(".")[2] for part in listed.split(",")}
+                for uq in uniques:
+                    if {c.name for c in uq.columns} == columns:
+                        return tuple(c.name for c in uq.columns)
+    return None

@@ -88,7 +88,8 @@ class ConcurrencyConflict(LoomError):
 
 
 class DuplicateKey(LoomError):
-    """An insert whose natural key (`unique (…)`) another row already holds: 409."""
+    """A save whose natural key (`unique (…)`) another row already holds: 409. `key` is the
+    fields of the key that clashed, `("kind", "opt")`, when known."""
 
     status = 409
     type = "urn:loom:problem:duplicate-key"
@@ -97,12 +98,14 @@ class DuplicateKey(LoomError):
     def __init__(
         self, aggregate: str, key: tuple[str, ...] = (), detail: str | None = None
     ) -> None:
-        named = " or ".join(key) if key else "natural key"
-        super().__init__(detail or f"another {aggregate} already has this {named}")
+        named = ", ".join(key[:-1]) + f" and {key[-1]}" if len(key) > 1 else "".join(key)
+        super().__init__(detail or f"another {aggregate} already has this {named or 'natural key'}")
         self.aggregate = aggregate
         self.key = key
 
     def extensions(self) -> dict[str, Any]:
+        if self.key:
+            return {"aggregate": self.aggregate, "key": list(self.key)}
         return {"aggregate": self.aggregate}
 
 

@@ -11,7 +11,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.dependencies.utils import get_dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from sqlalchemy import MetaData, make_url
@@ -58,8 +59,24 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+# Out of range for every number of a model (an `int` is 64 bits, a `decimal` 50 digits each side).
+_HUGE = 10**100
+
+
+def _parse_int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        # more digits than Python converts (`sys.get_int_max_str_digits`): the number stands for
+        # one out of range, so the member's own check refuses it by name, as it would 10**30
+        return -_HUGE if text.startswith("-") else _HUGE
+
+
 # built once: `json.loads(..., parse_float=...)` builds a decoder on every call
-_DECODER = json.JSONDecoder(parse_float=Decimal, parse_constant=_reject_constant)
+_DECODER = json.JSONDecoder(
+    parse_float=Decimal, parse_int=_parse_int, parse_constant=_reject_constant
+)
+_WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 class LoomRequest(Request):
@@ -80,9 +97,43 @@ class LoomRequest(Request):
         return self._json
 
 
+async def refuse_body(request: Request) -> None:
+    """The dependency of a writing route that takes no body (an operation with no parameters): no
+    body, or `{}`. Any other body is refused as a route with parameters refuses it (422: not
+    JSON, not an object, or unknown members), never silently ignored."""
+    if not await request.body():
+        return
+    try:
+        data = await request.json()
+    except json.JSONDecodeError as exc:
+        ctx = {"error": exc.msg}
+        error = {"type": "json_invalid", "loc": ("body",), "msg": exc.msg, "ctx": ctx}
+        raise RequestValidationError([error]) from None
+    if not isinstance(data, dict):
+        msg = "Input should be a valid dictionary or object to extract fields from"
+        raise RequestValidationError(
+            [{"type": "model_attributes_type", "loc": ("body",), "msg": msg}]
+        )
+    if data:
+        msg = "Extra inputs are not permitted"
+        raise RequestValidationError(
+            [{"type": "extra_forbidden", "loc": ("body", name), "msg": msg} for name in data]
+        )
+
+
 class LoomRoute(APIRoute):
     """Parses JSON bodies with `parse_float=Decimal`, answers every error as problem+json, and
-    applies a mutating request with an `Idempotency-Key` at most once (`_idempotency.py`)."""
+    applies a mutating request with an `Idempotency-Key` at most once (`_idempotency.py`). A
+    writing route with no body parameter refuses a body (`refuse_body`)."""
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        writes = {m.upper() for m in kwargs.get("methods") or ()} & _WRITES
+        if writes and not get_dependant(path=path, call=endpoint).body_params:
+            given = list(kwargs.get("dependencies") or ())
+            # a router re-creates its routes when included: the check is added once
+            if not any(d.dependency is refuse_body for d in given):
+                kwargs["dependencies"] = [*given, Depends(refuse_body)]
+        super().__init__(path, endpoint, **kwargs)
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         original = super().get_route_handler()

@@ -9,7 +9,7 @@ from uuid import UUID
 from sqlalchemy import Select, Table, bindparam, delete, func, insert, select, update
 from sqlalchemy.exc import StatementError
 
-from ._dberrors import classify
+from ._dberrors import clashed_unique, classify
 from ._domain import AggregateRoot
 from ._errors import ConcurrencyConflict, DuplicateKey, NotFound
 from ._mapping import DELETED_ATTR, VERSION_ATTR, Mapper, tenant_column
@@ -265,7 +265,7 @@ class Repository(Generic[A]):
                     raise ConcurrencyConflict(mapper.name, id)
         except (StatementError, OverflowError) as err:
             if self.unique and classify(err) == "duplicate":
-                raise DuplicateKey(mapper.name, self._unique_names()) from err
+                raise self._duplicate(err) from err
             work._reraise(err, mapper.name, id, sending=True)
         work._wrote = True
         d[VERSION_ATTR] = version + 1
@@ -275,8 +275,20 @@ class Repository(Generic[A]):
             await work._after_save(events)
 
     @classmethod
-    def _unique_names(cls) -> tuple[str, ...]:
-        return tuple(", ".join(key) for key in cls.unique)
+    def _duplicate(cls, err: BaseException) -> DuplicateKey:
+        """The 409 naming the natural key that clashed (of several, the one the database named)."""
+        name = cls._statements().mapper.name
+        columns = clashed_unique(err, cls.table)
+        if columns is not None:
+            by_column = {c.name: c.info.get("loom", {}).get("field") for c in cls.table.columns}
+            fields = {by_column.get(c) for c in columns} - {None}
+            for key in cls.unique:
+                if set(key) == fields:
+                    return DuplicateKey(name, key)
+        if len(cls.unique) == 1:
+            return DuplicateKey(name, cls.unique[0])
+        keys = " or ".join(f"({', '.join(key)})" for key in cls.unique)
+        return DuplicateKey(name, detail=f"another {name} already has one of its keys {keys}")
 
     async def delete(self, aggregate: A) -> None:
         """DELETE the aggregate's row if its version still matches, else `ConcurrencyConflict`;

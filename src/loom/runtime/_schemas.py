@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Annotated, Any, Generic, TypeVar
+from typing import Annotated, Any, ClassVar, Generic, TypeVar
 
 from annotated_types import Interval
 from pydantic import (
@@ -12,8 +12,11 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    ModelWrapValidatorHandler,
     PlainSerializer,
     Strict,
+    ValidationError,
+    model_validator,
 )
 from pydantic_core import PydanticCustomError
 
@@ -85,6 +88,46 @@ class Page(BaseModel, Generic[T]):
             offset=self.offset,
             total=self.total,
         )
+
+
+class PatchInput(BaseModel):
+    """The base of a crudish update body (`TicketUpdateInput`): the fields that are not
+    `immutable`, each optional. A member naming an immutable field (listed in `immutable`, by model
+    name) is refused as such, set at create only, rather than as an unknown member."""
+
+    model_config = ConfigDict(extra="forbid")
+    immutable: ClassVar[tuple[str, ...]] = ()
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _refuse_immutable(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        try:
+            return handler(data)
+        except ValidationError as exc:
+            errors = exc.errors()
+            if not any(_names_immutable(cls.immutable, e["type"], e["loc"]) for e in errors):
+                raise
+            # rebuilt whole, so the other errors of the body are still all reported; a message
+            # without context is taken as it is (its braces are not placeholders)
+            lines: list[Any] = [
+                {
+                    "type": PydanticCustomError(
+                        "immutable_field",
+                        "{field} is immutable: it is set at create only, never updated",
+                        {"field": e["loc"][0]},
+                    )
+                    if _names_immutable(cls.immutable, e["type"], e["loc"])
+                    else PydanticCustomError(e["type"], e["msg"]),
+                    "loc": e["loc"],
+                    "input": e["input"],
+                }
+                for e in errors
+            ]
+            raise ValidationError.from_exception_data(exc.title, lines) from None
+
+
+def _names_immutable(immutable: tuple[str, ...], kind: str, loc: tuple[int | str, ...]) -> bool:
+    return kind == "extra_forbidden" and len(loc) == 1 and loc[0] in immutable
 
 
 class ProblemError(BaseModel):

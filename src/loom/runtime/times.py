@@ -8,7 +8,10 @@ years are not durations: they have no fixed length.
 
 - Wire: ISO 8601 durations with days, hours, minutes and seconds (`PT10M`, `P1DT2H`, `PT0.5S`,
   `-PT1H`); `P1M` / `P1Y` are refused with the reason. Output is canonical
-  (`format_duration`): the largest units first, zero parts left out, `PT0S` for zero.
+  (`format_duration`): the largest units first, zero parts left out, `PT0S` for zero. A datetime
+  is `YYYY-MM-DDTHH:MM:SS[.ffffff]` with `Z` or `±HH:MM`, turned into UTC on input and answered in
+  UTC (`WireDatetime`, `DatetimeOut`); a date is `YYYY-MM-DD` (`WireDate`). Numbers, epoch
+  seconds and a datetime sent for a date are refused with the form expected.
 - Storage: `DurationMicros`, a BIGINT of microseconds on every database (exact; PostgreSQL's
   `interval` is exact too for fixed lengths, but SQLite has none, and one representation keeps the
   two back ends alike).
@@ -24,7 +27,7 @@ from collections.abc import Callable
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BeforeValidator, PlainSerializer
+from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
 from pydantic_core import PydanticCustomError
 from sqlalchemy import BigInteger
 from sqlalchemy.engine import Dialect
@@ -34,9 +37,12 @@ from ._errors import LoomError
 from .clock import now
 
 __all__ = [
+    "DatetimeOut",
     "DurationMicros",
     "DurationOut",
     "TimeRefused",
+    "WireDate",
+    "WireDatetime",
     "WireDuration",
     "date_minus",
     "date_of",
@@ -63,6 +69,20 @@ _ISO = re.compile(
     r"(?:T(?=[0-9])(?:(?P<h>[0-9]+)H)?(?:(?P<m>[0-9]+)M)?(?:(?P<s>[0-9]+(?:[.,][0-9]{1,6})?)S)?)?"
 )
 _CALENDAR = re.compile(r"[-+]?P[0-9]+[YM]")
+# RFC 3339's `date-time` (the OpenAPI `format`): the profile of ISO 8601 the docs name. `[0-9]`,
+# not `\d`, which would take digits of other scripts.
+_DATE_TEXT = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
+_WIRE_DATE = re.compile(_DATE_TEXT)
+_WIRE_DATETIME = re.compile(
+    _DATE_TEXT + r"T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?(?:Z|[-+][0-9]{2}:[0-9]{2})"
+)
+_NUMBER = re.compile(r"[-+]?[0-9]+(?:\.[0-9]*)?")
+_NO_OFFSET = re.compile(_DATE_TEXT + r"[T ][0-9:.]+")
+_LONG_FRACTION = re.compile(_DATE_TEXT + r"T[0-9:]+\.[0-9]{7,}(?:Z|[-+][0-9:]+)")
+_DATETIME_FORM = (
+    "an ISO 8601 string with an offset, e.g. '2026-11-29T10:00:00Z' or '2026-11-29T12:00:00+02:00'"
+)
+_DATE_FORM = "an ISO 8601 string YYYY-MM-DD, e.g. '2026-11-29'"
 
 
 class TimeRefused(LoomError):
@@ -141,6 +161,85 @@ DurationOut = Annotated[
     timedelta, PlainSerializer(format_duration, return_type=str, when_used="json")
 ]
 """A `duration` on output: its canonical ISO 8601 text."""
+
+
+def _wire_datetime(value: Any) -> datetime:
+    if isinstance(value, datetime):  # built in Python (an in-process call), not read from JSON
+        if value.tzinfo is None:
+            raise PydanticCustomError(
+                "datetime_invalid", f"a datetime has an offset: {_DATETIME_FORM}"
+            )
+        return _in_utc(value, value)
+    if not isinstance(value, str):
+        raise PydanticCustomError("datetime_invalid", f"a datetime is {_DATETIME_FORM}")
+    shown = repr(value[:40])
+    if not _WIRE_DATETIME.fullmatch(value):
+        if _LONG_FRACTION.fullmatch(value):
+            why = "has more than 6 digits of a second (a datetime is exact to the microsecond)"
+        elif _NUMBER.fullmatch(value):
+            why = "is a number, not a datetime (epoch seconds are not one)"
+        elif _WIRE_DATE.fullmatch(value):
+            why = "is a date, with no time of day"
+        elif _NO_OFFSET.fullmatch(value):
+            why = "has no offset (write Z for UTC)"
+        else:
+            why = "is not a datetime"
+        raise PydanticCustomError(
+            "datetime_invalid", f"{shown} {why}: a datetime is {_DATETIME_FORM}"
+        )
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise PydanticCustomError(
+            "datetime_invalid", f"{shown} is not a real instant of the calendar"
+        ) from None
+    return _in_utc(parsed, shown)
+
+
+def _in_utc(value: datetime, shown: object) -> datetime:
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise PydanticCustomError(
+            "datetime_invalid", f"{shown} is outside the calendar in UTC (years 1 to 9999)"
+        ) from None
+
+
+def _wire_date(value: Any) -> date:
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return value
+    if not isinstance(value, str):
+        raise PydanticCustomError("date_invalid", f"a date is {_DATE_FORM}")
+    shown = repr(value[:40])
+    if not _WIRE_DATE.fullmatch(value):
+        # a datetime's day depends on its offset: taking it would silently pick a local day
+        datetime_sent = _WIRE_DATE.match(value) is not None
+        why = "is a datetime, not a date" if datetime_sent else "is not a date"
+        raise PydanticCustomError("date_invalid", f"{shown} {why}: a date is {_DATE_FORM}")
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise PydanticCustomError(
+            "date_invalid", f"{shown} is not a real day of the calendar"
+        ) from None
+
+
+def _utc_text(value: datetime) -> str:
+    at = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    return at.isoformat().replace("+00:00", "Z")
+
+
+WireDatetime = Annotated[datetime, BeforeValidator(_wire_datetime)]
+"""A `datetime` on input: an ISO 8601 string with an offset (RFC 3339), turned into UTC; never a
+number, epoch seconds or a local time."""
+WireDate = Annotated[date, BeforeValidator(_wire_date)]
+"""A `date` on input: `YYYY-MM-DD` only; never a number or a datetime (whose day is its offset's)."""
+DatetimeOut = Annotated[
+    datetime,
+    PlainSerializer(_utc_text, return_type=str, when_used="json"),
+    WithJsonSchema({"type": "string", "format": "date-time"}, mode="serialization"),
+]
+"""A `datetime` on output: in UTC, `2026-11-29T10:00:00Z`, whatever offset the value carries."""
 
 
 class DurationMicros(TypeDecorator[timedelta]):

@@ -204,14 +204,27 @@ def _create_class(cls: str, agg: ir.Aggregate, types: TypeNames, imports: Import
 
 
 def _update_class(cls: str, agg: ir.Aggregate, types: TypeNames, imports: Imports) -> list[str]:
-    imports.add("pydantic", "BaseModel", "ConfigDict")
     doc = f"The body of crudish update of {agg.name}: any mutable fields ({where(agg.origin)})"
-    lines = [
-        f"class {cls}(BaseModel):",
-        f"    {docstring(doc)}",
-        "",
-        '    model_config = ConfigDict(extra="forbid")',
-    ]
+    immutable = [f.name for f in agg.fields if f.immutable]
+    if immutable:
+        # a member naming one is refused as immutable, not as unknown (`PatchInput`)
+        imports.add("loom.runtime", "PatchInput")
+        names = [py_str(name) for name in immutable]
+        listed = f"    immutable = ({names[0]},)" if len(names) == 1 else None
+        lines = [
+            f"class {cls}(PatchInput):",
+            f"    {docstring(doc)}",
+            "",
+            *([listed] if listed else lay(Group("immutable = (", names, ")"), 1)),
+        ]
+    else:
+        imports.add("pydantic", "BaseModel", "ConfigDict")
+        lines = [
+            f"class {cls}(BaseModel):",
+            f"    {docstring(doc)}",
+            "",
+            '    model_config = ConfigDict(extra="forbid")',
+        ]
     # absent members keep their value (the route refuses `null` for a non-optional field)
     fields = [
         _field_line(

@@ -35,9 +35,9 @@ class TypeNames:
     """Renders IR types as Python annotations for one generated module.
 
     `mode` is "domain" (plain Python types), "input" (JSON request bodies: JsonInt64, JsonBool,
-    WireDecimal, WireText, AwareDatetime), "query" (query parameters, which arrive as text: Int64
-    and bool where a body has JsonInt64 and JsonBool) or "output" (responses: Int64, DecimalOut,
-    datetime). `in_domain` says the module is `domain.py` itself, which defines its context's
+    WireDecimal, WireText, WireDatetime, WireDate), "query" (query parameters, which arrive as
+    text: Int64 and bool where a body has JsonInt64 and JsonBool) or "output" (responses: Int64,
+    DecimalOut, DatetimeOut). `in_domain` says the module is `domain.py` itself, which defines its context's
     domain names rather than importing them from `.domain`. Value objects and payloads are their domain dataclasses in "domain" mode, else their wire models
     (imported from `.schemas` unless `in_schemas`).
     """
@@ -157,11 +157,17 @@ class TypeNames:
             return "Decimal"
         if name == "datetime":
             if wire:
-                self.imports.add("pydantic", "AwareDatetime")
-                return "AwareDatetime"
+                self.imports.add("loom.runtime.times", "WireDatetime")
+                return "WireDatetime"
+            if self.mode == "output":
+                self.imports.add("loom.runtime.times", "DatetimeOut")
+                return "DatetimeOut"
             self.imports.add("datetime", "datetime")
             return "datetime"
         if name == "date":
+            if wire:
+                self.imports.add("loom.runtime.times", "WireDate")
+                return "WireDate"
             self.imports.add("datetime", "date")
             return "date"
         if name == "duration":

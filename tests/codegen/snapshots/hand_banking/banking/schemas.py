@@ -2,12 +2,12 @@
 # Do not edit: change the model and rebuild.
 # Wire models of context Banking.
 
-from datetime import datetime
 from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from loom.runtime import Int64, JsonInt64, WireText
+from loom.runtime.times import DatetimeOut
 
 from .domain import Account, AccountKind, Customer
 from .ids import AccountId, CustomerId
@@ -41,7 +41,7 @@ class AccountOut(BaseModel):
     number: str
     balance: Int64
     kind: AccountKind
-    opened_at: datetime = Field(serialization_alias="openedAt")
+    opened_at: DatetimeOut = Field(serialization_alias="openedAt")
     tags: list[str]
     frozen: bool
     overdrawn: bool

@@ -5,7 +5,6 @@
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
-from pydantic import AwareDatetime
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
@@ -15,6 +14,7 @@ from loom.runtime import (
     get_service,
     not_found,
 )
+from loom.runtime.times import WireDatetime
 
 from .domain import Ticket
 from .ids import TicketId
@@ -68,7 +68,7 @@ async def close_code(body: CloseCodeInput, request: Request) -> TicketId:
 )
 async def due_tickets(
     request: Request,
-    as_of: Annotated[AwareDatetime, Query(alias="asOf")],
+    as_of: Annotated[WireDatetime, Query(alias="asOf")],
 ) -> list[TicketOut]:
     """queryHandler DueTickets (support.loom:109): read-only"""
     service = get_service(request)
@@ -107,7 +107,7 @@ async def ticket_by_code(
 async def slack(
     request: Request,
     code: Annotated[WireText, Query()],
-    as_of: Annotated[AwareDatetime, Query(alias="asOf")],
+    as_of: Annotated[WireDatetime, Query(alias="asOf")],
     tags: Annotated[list[WireText], Query()],
     limit: Annotated[Int64 | None, Query()] = None,
 ) -> bool:

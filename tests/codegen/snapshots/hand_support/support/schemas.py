@@ -2,20 +2,21 @@
 # Do not edit: change the model and rebuild.
 # Wire models of context Support.
 
-from datetime import datetime
 from typing import Self
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from loom.runtime import (
     DecimalOut,
     Int64,
     JsonBool,
     JsonInt64,
+    PatchInput,
     WireDecimal,
     WireText,
     now,
 )
+from loom.runtime.times import DatetimeOut, WireDatetime
 
 from .domain import Note, Status, Ticket
 from .ids import NoteId, TicketId
@@ -29,7 +30,7 @@ class TicketOut(BaseModel):
     code: str
     customer: str
     status: Status
-    due_at: datetime = Field(serialization_alias="dueAt")
+    due_at: DatetimeOut = Field(serialization_alias="dueAt")
     price: DecimalOut
 
     @classmethod
@@ -53,18 +54,18 @@ class TicketCreateInput(BaseModel):
 
     code: WireText
     customer: WireText
-    due_at: AwareDatetime = Field(alias="dueAt")
+    due_at: WireDatetime = Field(alias="dueAt")
     price: WireDecimal
 
 
-class TicketUpdateInput(BaseModel):
+class TicketUpdateInput(PatchInput):
     """The body of crudish update of Ticket: any mutable fields (support.loom:3)"""
 
-    model_config = ConfigDict(extra="forbid")
+    immutable = ("code",)
 
     customer: WireText | None = None
     status: Status | None = None
-    due_at: AwareDatetime | None = Field(default=None, alias="dueAt")
+    due_at: WireDatetime | None = Field(default=None, alias="dueAt")
     price: WireDecimal | None = None
 
 
@@ -77,7 +78,7 @@ class NoteOut(BaseModel):
     text: str
     pinned: bool
     weight: Int64 | None
-    created_at: datetime = Field(serialization_alias="createdAt")
+    created_at: DatetimeOut = Field(serialization_alias="createdAt")
     tags: list[str]
 
     @classmethod
@@ -104,14 +105,14 @@ class NoteCreateInput(BaseModel):
     text: WireText
     pinned: JsonBool = False
     weight: JsonInt64 | None = None
-    created_at: AwareDatetime = Field(default_factory=now, alias="createdAt")
+    created_at: WireDatetime = Field(default_factory=now, alias="createdAt")
     tags: list[WireText] = Field(default_factory=list)
 
 
-class NoteUpdateInput(BaseModel):
+class NoteUpdateInput(PatchInput):
     """The body of crudish update of Note: any mutable fields (support.loom:90)"""
 
-    model_config = ConfigDict(extra="forbid")
+    immutable = ("ticket", "createdAt")
 
     text: WireText | None = None
     pinned: JsonBool | None = None
@@ -126,7 +127,7 @@ class OpenTicketInput(BaseModel):
 
     code: WireText
     customer: WireText
-    due_at: AwareDatetime = Field(alias="dueAt")
+    due_at: WireDatetime = Field(alias="dueAt")
     price: WireDecimal
 
 
@@ -135,7 +136,7 @@ class SweepInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    as_of: AwareDatetime = Field(alias="asOf")
+    as_of: WireDatetime = Field(alias="asOf")
 
 
 class StrictSweepInput(BaseModel):
@@ -143,7 +144,7 @@ class StrictSweepInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    as_of: AwareDatetime = Field(alias="asOf")
+    as_of: WireDatetime = Field(alias="asOf")
 
 
 class LooseSweepInput(BaseModel):
@@ -151,7 +152,7 @@ class LooseSweepInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    as_of: AwareDatetime = Field(alias="asOf")
+    as_of: WireDatetime = Field(alias="asOf")
 
 
 class EscalateByCodeInput(BaseModel):

@@ -6,11 +6,17 @@ from collections.abc import Sequence
 from datetime import date, datetime
 from typing import Self
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from loom.runtime import Int64, JsonInt64, WireText, instance_version
 from loom.runtime.processes import PendingTimeout
-from loom.runtime.times import DurationOut, WireDuration
+from loom.runtime.times import (
+    DatetimeOut,
+    DurationOut,
+    WireDate,
+    WireDatetime,
+    WireDuration,
+)
 from loom.runtime.types import map_optional
 
 from .domain import Booking, PaymentDeadlineState, Window
@@ -22,7 +28,7 @@ class WindowInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    opens: AwareDatetime
+    opens: WireDatetime
     length: WireDuration
 
     def to_domain(self) -> Window:
@@ -33,7 +39,7 @@ class WindowInput(BaseModel):
 class WindowOut(BaseModel):
     """value Window as the API answers it (hotel_time.loom:7)"""
 
-    opens: datetime
+    opens: DatetimeOut
     length: DurationOut
 
     @classmethod
@@ -49,8 +55,8 @@ class BookingOut(BaseModel):
     version: int
     guest: str
     night: date
-    starts_at: datetime = Field(serialization_alias="startsAt")
-    hold_until: datetime = Field(serialization_alias="holdUntil")
+    starts_at: DatetimeOut = Field(serialization_alias="startsAt")
+    hold_until: DatetimeOut = Field(serialization_alias="holdUntil")
     booked_on: date = Field(serialization_alias="bookedOn")
     stay: DurationOut
     paid: bool
@@ -59,8 +65,8 @@ class BookingOut(BaseModel):
     notices: list[DurationOut]
     check_in: WindowOut | None = Field(serialization_alias="checkIn")
     next_night: date = Field(serialization_alias="nextNight")
-    leaves_at: datetime = Field(serialization_alias="leavesAt")
-    night_starts: datetime = Field(serialization_alias="nightStarts")
+    leaves_at: DatetimeOut = Field(serialization_alias="leavesAt")
+    night_starts: DatetimeOut = Field(serialization_alias="nightStarts")
     hold_ends_on: date = Field(serialization_alias="holdEndsOn")
     last_night: date = Field(serialization_alias="lastNight")
 
@@ -110,7 +116,7 @@ class BookingSetCheckInInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    opens: AwareDatetime
+    opens: WireDatetime
     length: WireDuration
 
 
@@ -128,8 +134,8 @@ class HoldBookingInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     guest: WireText
-    night: date
-    starts_at: AwareDatetime = Field(alias="startsAt")
+    night: WireDate
+    starts_at: WireDatetime = Field(alias="startsAt")
     hold_minutes: JsonInt64 = Field(alias="holdMinutes")
 
 
@@ -147,8 +153,8 @@ class PaymentDeadlineInstanceOut(BaseModel):
     version: int
     ended: bool
     episode: Int64
-    started_at: datetime | None = Field(serialization_alias="startedAt")
-    ended_at: datetime | None = Field(serialization_alias="endedAt")
+    started_at: DatetimeOut | None = Field(serialization_alias="startedAt")
+    ended_at: DatetimeOut | None = Field(serialization_alias="endedAt")
     timeouts: list[PendingTimeoutOut]
 
     @classmethod

@@ -2,21 +2,22 @@
 # Do not edit: change the model and rebuild.
 # Wire models of context Crm.
 
-from datetime import datetime
 from decimal import Decimal
 from typing import Self
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from loom.runtime import (
     DecimalOut,
     Int64,
     JsonInt64,
+    PatchInput,
     WireDecimal,
     WireText,
     instance_version,
     now,
 )
+from loom.runtime.times import DatetimeOut, WireDatetime
 
 from .domain import Client, FarewellState, GoodbyesRow, Money, Status
 from .ids import ClientId
@@ -57,7 +58,7 @@ class ClientOut(BaseModel):
     status: Status
     credit: DecimalOut
     tags: list[str]
-    joined_at: datetime = Field(serialization_alias="joinedAt")
+    joined_at: DatetimeOut = Field(serialization_alias="joinedAt")
     renamed: Int64
 
     @classmethod
@@ -86,20 +87,20 @@ class ClientCreateInput(BaseModel):
     status: Status = Status.ACTIVE
     credit: WireDecimal = Decimal("0.00")
     tags: list[WireText] = Field(default_factory=list)
-    joined_at: AwareDatetime = Field(default_factory=now, alias="joinedAt")
+    joined_at: WireDatetime = Field(default_factory=now, alias="joinedAt")
     renamed: JsonInt64 = 0
 
 
-class ClientUpdateInput(BaseModel):
+class ClientUpdateInput(PatchInput):
     """The body of crudish update of Client: any mutable fields (renames.loom:6)"""
 
-    model_config = ConfigDict(extra="forbid")
+    immutable = ("nickname",)
 
     full_name: WireText | None = Field(default=None, alias="fullName")
     status: Status | None = None
     credit: WireDecimal | None = None
     tags: list[WireText] | None = None
-    joined_at: AwareDatetime | None = Field(default=None, alias="joinedAt")
+    joined_at: WireDatetime | None = Field(default=None, alias="joinedAt")
     renamed: JsonInt64 | None = None
 
 

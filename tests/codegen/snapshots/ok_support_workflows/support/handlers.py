@@ -5,7 +5,6 @@
 from typing import Annotated, cast
 
 from fastapi import APIRouter, Query, Request
-from pydantic import AwareDatetime
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
@@ -16,6 +15,7 @@ from loom.runtime import (
     not_found,
     now,
 )
+from loom.runtime.times import WireDatetime
 
 from .externs import TicketExterns
 from .ids import TicketId
@@ -183,7 +183,7 @@ async def notify(body: NotifyInput, request: Request) -> None:
 )
 async def due_tickets(
     request: Request,
-    as_of: Annotated[AwareDatetime, Query(alias="asOf")],
+    as_of: Annotated[WireDatetime, Query(alias="asOf")],
 ) -> list[TicketOut]:
     """queryHandler DueTickets (support_workflows.loom:98): read-only"""
     service = get_service(request)
@@ -237,7 +237,7 @@ async def open_count(request: Request, c: Annotated[WireText, Query()]) -> Int64
 async def slack(
     request: Request,
     code: Annotated[WireText, Query()],
-    as_of: Annotated[AwareDatetime, Query(alias="asOf")],
+    as_of: Annotated[WireDatetime, Query(alias="asOf")],
 ) -> bool:
     """queryHandler Slack (support_workflows.loom:111): read-only"""
     service = get_service(request)

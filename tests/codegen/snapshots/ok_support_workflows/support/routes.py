@@ -6,7 +6,6 @@ from typing import Annotated, cast
 from uuid import UUID
 
 from fastapi import APIRouter, Query, Request, Response
-from pydantic import AwareDatetime
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
@@ -20,6 +19,7 @@ from loom.runtime import (
     WireText,
     get_service,
 )
+from loom.runtime.times import WireDatetime
 
 from .domain import Ticket
 from .externs import TicketExterns
@@ -99,7 +99,7 @@ async def find_tickets_by_customer(
 )
 async def find_tickets_by_customer_and_due_at(
     customer: Annotated[WireText, Query()],
-    due_at: Annotated[AwareDatetime, Query(alias="dueAt")],
+    due_at: Annotated[WireDatetime, Query(alias="dueAt")],
     request: Request,
 ) -> TicketOut:
     """find byCustomerAndDueAt of Tickets (support_workflows.loom:40)"""

@@ -2,12 +2,12 @@
 # Do not edit: change the model and rebuild.
 # Wire models of context Support.
 
-from datetime import datetime
 from typing import Self
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from loom.runtime import Int64, JsonInt64, WireText, instance_version
+from loom.runtime import Int64, JsonInt64, PatchInput, WireText, instance_version
+from loom.runtime.times import DatetimeOut, WireDatetime
 
 from .domain import AdoptState, FulfillOrderState, LedgerState, Status, Ticket
 from .ids import TicketId
@@ -21,7 +21,7 @@ class TicketOut(BaseModel):
     code: str
     customer: str
     status: Status
-    due_at: datetime = Field(serialization_alias="dueAt")
+    due_at: DatetimeOut = Field(serialization_alias="dueAt")
     priority: Int64
 
     @classmethod
@@ -45,17 +45,17 @@ class TicketCreateInput(BaseModel):
 
     code: WireText
     customer: WireText
-    due_at: AwareDatetime = Field(alias="dueAt")
+    due_at: WireDatetime = Field(alias="dueAt")
 
 
-class TicketUpdateInput(BaseModel):
+class TicketUpdateInput(PatchInput):
     """The body of crudish update of Ticket: any mutable fields (support_workflows.loom:5)"""
 
-    model_config = ConfigDict(extra="forbid")
+    immutable = ("code",)
 
     customer: WireText | None = None
     status: Status | None = None
-    due_at: AwareDatetime | None = Field(default=None, alias="dueAt")
+    due_at: WireDatetime | None = Field(default=None, alias="dueAt")
     priority: JsonInt64 | None = None
 
 
@@ -88,7 +88,7 @@ class SweepInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    as_of: AwareDatetime = Field(alias="asOf")
+    as_of: WireDatetime = Field(alias="asOf")
 
 
 class OpenTicketInput(BaseModel):
@@ -98,7 +98,7 @@ class OpenTicketInput(BaseModel):
 
     code: WireText
     customer: WireText
-    due_at: AwareDatetime = Field(alias="dueAt")
+    due_at: WireDatetime = Field(alias="dueAt")
 
 
 class FulfillOrderInput(BaseModel):

@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Self
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from loom.runtime import Int64, JsonInt64, WireText, instance_version
 from loom.runtime.processes import PendingTimeout
+from loom.runtime.times import DatetimeOut, WireDatetime
 
 from .domain import Appointment, ReminderState
 from .ids import AppointmentId
@@ -21,7 +22,7 @@ class AppointmentOut(BaseModel):
     id: AppointmentId
     version: int
     patient: str
-    starts_at: datetime = Field(serialization_alias="startsAt")
+    starts_at: DatetimeOut = Field(serialization_alias="startsAt")
     reminded: Int64
 
     @classmethod
@@ -42,7 +43,7 @@ class AppointmentCreateInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     patient: WireText
-    starts_at: AwareDatetime = Field(alias="startsAt")
+    starts_at: WireDatetime = Field(alias="startsAt")
     reminded: JsonInt64 = 0
 
 
@@ -52,7 +53,7 @@ class AppointmentUpdateInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     patient: WireText | None = None
-    starts_at: AwareDatetime | None = Field(default=None, alias="startsAt")
+    starts_at: WireDatetime | None = Field(default=None, alias="startsAt")
     reminded: JsonInt64 | None = None
 
 
@@ -61,7 +62,7 @@ class AppointmentRescheduleInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    at: AwareDatetime
+    at: WireDatetime
 
 
 class ReminderInput(BaseModel):
@@ -87,8 +88,8 @@ class ReminderInstanceOut(BaseModel):
     sent: Int64
     ended: bool
     episode: Int64
-    started_at: datetime | None = Field(serialization_alias="startedAt")
-    ended_at: datetime | None = Field(serialization_alias="endedAt")
+    started_at: DatetimeOut | None = Field(serialization_alias="startedAt")
+    ended_at: DatetimeOut | None = Field(serialization_alias="endedAt")
     timeouts: list[PendingTimeoutOut]
 
     @classmethod

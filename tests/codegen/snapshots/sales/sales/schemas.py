@@ -2,12 +2,12 @@
 # Do not edit: change the model and rebuild.
 # Wire models of context Sales.
 
-from datetime import datetime
 from typing import Self
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from loom.runtime import DecimalOut, WireDecimal, WireText
+from loom.runtime.times import DatetimeOut, WireDatetime
 
 from .domain import Customer, Order, OrderStatus
 from .ids import CustomerId, OrderId
@@ -57,7 +57,7 @@ class OrderOut(BaseModel):
     version: int
     customer_id: CustomerId = Field(serialization_alias="customerId")
     status: OrderStatus
-    placed_at: datetime = Field(serialization_alias="placedAt")
+    placed_at: DatetimeOut = Field(serialization_alias="placedAt")
 
     @classmethod
     def from_aggregate(cls, order: Order) -> Self:
@@ -77,7 +77,7 @@ class PlaceOrderInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     customer_id: CustomerId = Field(alias="customerId")
-    placed_at: AwareDatetime = Field(alias="placedAt")
+    placed_at: WireDatetime = Field(alias="placedAt")
 
 
 class TransferCreditInput(BaseModel):

@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Self
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from loom.runtime import Int64, WireText, instance_version
 from loom.runtime.processes import PendingTimeout
+from loom.runtime.times import DatetimeOut, WireDatetime
 
 from .domain import (
     Appointment,
@@ -28,8 +29,8 @@ class AppointmentOut(BaseModel):
     version: int
     patient: str
     practitioner: str
-    starts_at: datetime = Field(serialization_alias="startsAt")
-    confirm_before: datetime = Field(serialization_alias="confirmBefore")
+    starts_at: DatetimeOut = Field(serialization_alias="startsAt")
+    confirm_before: DatetimeOut = Field(serialization_alias="confirmBefore")
     status: AppointmentStatus
     cancel_reason: str = Field(serialization_alias="cancelReason")
     requested: bool
@@ -67,8 +68,8 @@ class RequestAppointmentInput(BaseModel):
 
     patient: WireText
     practitioner: WireText
-    starts_at: AwareDatetime = Field(alias="startsAt")
-    confirm_before: AwareDatetime = Field(alias="confirmBefore")
+    starts_at: WireDatetime = Field(alias="startsAt")
+    confirm_before: WireDatetime = Field(alias="confirmBefore")
 
 
 class HoldSlotInput(BaseModel):
@@ -78,7 +79,7 @@ class HoldSlotInput(BaseModel):
 
     patient: WireText
     practitioner: WireText
-    starts_at: AwareDatetime = Field(alias="startsAt")
+    starts_at: WireDatetime = Field(alias="startsAt")
 
 
 class ReminderInput(BaseModel):
@@ -87,7 +88,7 @@ class ReminderInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     appointment: AppointmentId
-    at: AwareDatetime
+    at: WireDatetime
 
 
 class PendingTimeoutOut(BaseModel):
@@ -104,8 +105,8 @@ class ConfirmationDeadlineInstanceOut(BaseModel):
     version: int
     ended: bool
     episode: Int64
-    started_at: datetime | None = Field(serialization_alias="startedAt")
-    ended_at: datetime | None = Field(serialization_alias="endedAt")
+    started_at: DatetimeOut | None = Field(serialization_alias="startedAt")
+    ended_at: DatetimeOut | None = Field(serialization_alias="endedAt")
     timeouts: list[PendingTimeoutOut]
 
     @classmethod
@@ -133,8 +134,8 @@ class DepositHoldInstanceOut(BaseModel):
     version: int
     ended: bool
     episode: Int64
-    started_at: datetime | None = Field(serialization_alias="startedAt")
-    ended_at: datetime | None = Field(serialization_alias="endedAt")
+    started_at: DatetimeOut | None = Field(serialization_alias="startedAt")
+    ended_at: DatetimeOut | None = Field(serialization_alias="endedAt")
     timeouts: list[PendingTimeoutOut]
 
     @classmethod
@@ -163,8 +164,8 @@ class ReminderInstanceOut(BaseModel):
     sent: Int64
     ended: bool
     episode: Int64
-    started_at: datetime | None = Field(serialization_alias="startedAt")
-    ended_at: datetime | None = Field(serialization_alias="endedAt")
+    started_at: DatetimeOut | None = Field(serialization_alias="startedAt")
+    ended_at: DatetimeOut | None = Field(serialization_alias="endedAt")
     timeouts: list[PendingTimeoutOut]
 
     @classmethod

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from loom.runtime import Int64, JsonBool, JsonInt64, WireText, instance_version
 from loom.runtime.processes import PendingTimeout
+from loom.runtime.times import DatetimeOut
 
 from .domain import Order, OrderProgressRow, OrderStatus, PaymentDeadlineState
 from .ids import OrderId
@@ -84,8 +85,8 @@ class PaymentDeadlineInstanceOut(BaseModel):
     version: int
     ended: bool
     episode: Int64
-    started_at: datetime | None = Field(serialization_alias="startedAt")
-    ended_at: datetime | None = Field(serialization_alias="endedAt")
+    started_at: DatetimeOut | None = Field(serialization_alias="startedAt")
+    ended_at: DatetimeOut | None = Field(serialization_alias="endedAt")
     timeouts: list[PendingTimeoutOut]
 
     @classmethod

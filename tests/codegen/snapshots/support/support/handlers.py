@@ -5,7 +5,6 @@
 from typing import Annotated, cast
 
 from fastapi import APIRouter, Query, Request
-from pydantic import AwareDatetime
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
@@ -15,6 +14,7 @@ from loom.runtime import (
     not_found,
     require,
 )
+from loom.runtime.times import WireDatetime
 
 from .externs import TicketExterns
 from .ids import TicketId
@@ -199,7 +199,7 @@ async def purge(body: PurgeInput, request: Request) -> None:
 )
 async def due_tickets(
     request: Request,
-    as_of: Annotated[AwareDatetime, Query(alias="asOf")],
+    as_of: Annotated[WireDatetime, Query(alias="asOf")],
 ) -> list[TicketOut]:
     """queryHandler DueTickets (support.loom:135): read-only"""
     service = get_service(request)
@@ -236,7 +236,7 @@ async def tickets_of(
 async def has_slack(
     request: Request,
     code: Annotated[WireText, Query()],
-    as_of: Annotated[AwareDatetime, Query(alias="asOf")],
+    as_of: Annotated[WireDatetime, Query(alias="asOf")],
 ) -> bool:
     """queryHandler HasSlack (support.loom:145): read-only"""
     service = get_service(request)

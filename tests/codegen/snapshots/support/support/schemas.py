@@ -2,12 +2,12 @@
 # Do not edit: change the model and rebuild.
 # Wire models of context Support.
 
-from datetime import datetime
 from typing import Self
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from loom.runtime import Int64, JsonInt64, WireText, instance_version
+from loom.runtime import Int64, JsonInt64, PatchInput, WireText, instance_version
+from loom.runtime.times import DatetimeOut, WireDatetime
 
 from .domain import Agent, FollowUpState, LedgerState, Status, Ticket
 from .ids import AgentId, TicketId
@@ -21,7 +21,7 @@ class TicketOut(BaseModel):
     code: str
     customer: str
     status: Status
-    due_at: datetime = Field(serialization_alias="dueAt")
+    due_at: DatetimeOut = Field(serialization_alias="dueAt")
     touches: Int64
     last_notified: str = Field(serialization_alias="lastNotified")
 
@@ -47,17 +47,17 @@ class TicketCreateInput(BaseModel):
 
     code: WireText
     customer: WireText
-    due_at: AwareDatetime = Field(alias="dueAt")
+    due_at: WireDatetime = Field(alias="dueAt")
 
 
-class TicketUpdateInput(BaseModel):
+class TicketUpdateInput(PatchInput):
     """The body of crudish update of Ticket: any mutable fields (support.loom:15)"""
 
-    model_config = ConfigDict(extra="forbid")
+    immutable = ("code",)
 
     customer: WireText | None = None
     status: Status | None = None
-    due_at: AwareDatetime | None = Field(default=None, alias="dueAt")
+    due_at: WireDatetime | None = Field(default=None, alias="dueAt")
     touches: JsonInt64 | None = None
     last_notified: WireText | None = Field(default=None, alias="lastNotified")
 
@@ -67,7 +67,7 @@ class TicketReopenInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    until: AwareDatetime
+    until: WireDatetime
 
 
 class TicketNotifyInput(BaseModel):
@@ -125,7 +125,7 @@ class IntakeInput(BaseModel):
 
     code: WireText
     customer: WireText
-    due_at: AwareDatetime = Field(alias="dueAt")
+    due_at: WireDatetime = Field(alias="dueAt")
 
 
 class SweepInput(BaseModel):
@@ -133,7 +133,7 @@ class SweepInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    as_of: AwareDatetime = Field(alias="asOf")
+    as_of: WireDatetime = Field(alias="asOf")
 
 
 class StrictSweepInput(BaseModel):
@@ -141,7 +141,7 @@ class StrictSweepInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    as_of: AwareDatetime = Field(alias="asOf")
+    as_of: WireDatetime = Field(alias="asOf")
 
 
 class LooseSweepInput(BaseModel):
@@ -149,7 +149,7 @@ class LooseSweepInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    as_of: AwareDatetime = Field(alias="asOf")
+    as_of: WireDatetime = Field(alias="asOf")
 
 
 class FollowUpInput(BaseModel):

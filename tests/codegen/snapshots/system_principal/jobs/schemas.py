@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from loom.runtime import Int64, JsonBool, WireText, instance_version
 from loom.runtime.processes import PendingTimeout
+from loom.runtime.times import DatetimeOut
 
 from .domain import DeadlineState, Job
 from .ids import JobId
@@ -86,8 +87,8 @@ class DeadlineInstanceOut(BaseModel):
     started_by_system: bool = Field(serialization_alias="startedBySystem")
     ended: bool
     episode: Int64
-    started_at: datetime | None = Field(serialization_alias="startedAt")
-    ended_at: datetime | None = Field(serialization_alias="endedAt")
+    started_at: DatetimeOut | None = Field(serialization_alias="startedAt")
+    ended_at: DatetimeOut | None = Field(serialization_alias="endedAt")
     timeouts: list[PendingTimeoutOut]
 
     @classmethod

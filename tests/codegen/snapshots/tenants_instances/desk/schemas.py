@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from loom.runtime import Int64, JsonInt64, WireText, instance_version
 from loom.runtime.processes import PendingTimeout
+from loom.runtime.times import DatetimeOut
 
 from .domain import (
     EscalationState,
@@ -109,8 +110,8 @@ class EscalationInstanceOut(BaseModel):
     opened: Int64
     ended: bool
     episode: Int64
-    started_at: datetime | None = Field(serialization_alias="startedAt")
-    ended_at: datetime | None = Field(serialization_alias="endedAt")
+    started_at: DatetimeOut | None = Field(serialization_alias="startedAt")
+    ended_at: DatetimeOut | None = Field(serialization_alias="endedAt")
     timeouts: list[PendingTimeoutOut]
 
     @classmethod
@@ -139,8 +140,8 @@ class HoldInstanceOut(BaseModel):
     version: int
     ended: bool
     episode: Int64
-    started_at: datetime | None = Field(serialization_alias="startedAt")
-    ended_at: datetime | None = Field(serialization_alias="endedAt")
+    started_at: DatetimeOut | None = Field(serialization_alias="startedAt")
+    ended_at: DatetimeOut | None = Field(serialization_alias="endedAt")
     timeouts: list[PendingTimeoutOut]
 
     @classmethod

@@ -2,12 +2,12 @@
 # Do not edit: change the model and rebuild.
 # Wire models of context Lending.
 
-from datetime import datetime
 from typing import Self
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from loom.runtime import Int64, JsonBool, JsonInt64, WireText
+from loom.runtime.times import DatetimeOut, WireDatetime
 
 from .domain import Borrower, Loan
 from .ids import BorrowerId, LoanId
@@ -19,7 +19,7 @@ class LoanOut(BaseModel):
     id: LoanId
     version: int
     number: str
-    due_at: datetime = Field(serialization_alias="dueAt")
+    due_at: DatetimeOut = Field(serialization_alias="dueAt")
     overdue: bool
     sweeps: Int64
 
@@ -42,7 +42,7 @@ class LoanCreateInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     number: WireText
-    due_at: AwareDatetime = Field(alias="dueAt")
+    due_at: WireDatetime = Field(alias="dueAt")
     overdue: JsonBool = False
     sweeps: JsonInt64 = 0
 
@@ -53,7 +53,7 @@ class LoanUpdateInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     number: WireText | None = None
-    due_at: AwareDatetime | None = Field(default=None, alias="dueAt")
+    due_at: WireDatetime | None = Field(default=None, alias="dueAt")
     overdue: JsonBool | None = None
     sweeps: JsonInt64 | None = None
 
