@@ -2,6 +2,7 @@
 on SQLite and PostgreSQL.
 
 - `DecimalText`: NUMERIC on PostgreSQL, TEXT (the exact decimal string) on SQLite; never a float.
+  A plain decimal is stored without trailing zeros after the point (`12.50` as `12.5`) on both.
   A value outside the bounds of a `decimal` (`decimals.MAX_INTEGER_DIGITS`, `MAX_SCALE`) is
   refused (`ValueNotStorable`), on every engine alike. `DecimalText(P, S)` is a `decimal(P, S)`:
   NUMERIC(P, S) on PostgreSQL, and on every engine a value that does not fit is refused before it
@@ -105,6 +106,8 @@ class DecimalText(TypeDecorator[Decimal]):
                 value = decimals.to_scale(value, self.precision, self.scale)
             except ValueError as exc:
                 raise ValueNotStorable(str(exc)) from None
+        else:
+            value = _without_trailing_zeros(value)
         if dialect.name == "postgresql":
             return value
         return str(value)
@@ -115,6 +118,20 @@ class DecimalText(TypeDecorator[Decimal]):
         if not isinstance(value, Decimal):
             value = Decimal(value if isinstance(value, str) else str(value))
         return decimals.canonical(value)
+
+
+def _without_trailing_zeros(value: Decimal) -> Decimal:
+    """A plain decimal as it is stored: one text per number on SQLite (`1.0`, `1` and `1.00` are
+    `1`), so that a `unique` key over it, and every answer, is what PostgreSQL's NUMERIC gives
+    (which is stored the same way, though it would keep the zeros, so that reads agree too)."""
+    exponent = value.as_tuple().exponent
+    assert isinstance(exponent, int)
+    if exponent >= 0:
+        return value
+    value = value.normalize(decimals.ARITHMETIC)
+    exponent = value.as_tuple().exponent
+    assert isinstance(exponent, int)
+    return value.quantize(Decimal(1), context=decimals.ARITHMETIC) if exponent > 0 else value
 
 
 def _storable_decimal(value: Decimal) -> Decimal:
