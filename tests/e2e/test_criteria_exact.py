@@ -75,18 +75,18 @@ async def test_decimal_arithmetic_in_criteria_is_exact(database_url: str, tmp_pa
         await _row(c, d="1.0", p="2.5")
         await _row(c, d="0", p="0")
         # `+` adds (it once joined the texts, and every row came back)
-        assert await _query(c, "sum", x="3.4") == ["1"]
+        assert await _query(c, "sum", x="3.4") == ["1.0"]
         assert await _query(c, "sum", x="3.5") == []
-        assert await _query(c, "below", x="-3.9") == ["1"]  # 1 - 5 = -4
+        assert await _query(c, "below", x="-3.9") == ["1.0"]  # 1 - 5 = -4
         assert await _query(c, "below", x="-4") == []
-        assert await _query(c, "negated", x="-1") == ["0", "1"]
+        assert await _query(c, "negated", x="-1") == ["0", "1.0"]
         assert await _query(c, "negated", x="-0.9") == ["0"]
 
         # beyond a float's 17 digits: compared as numbers, not as REALs
         await _row(c, d="12345678901234567890")
         assert await _query(c, "same", x="12345678901234567891") == []
         assert await _query(c, "same", x="12345678901234567890.00") == ["12345678901234567890"]
-        assert await _query(c, "same", x="1.000") == ["1"]
+        assert await _query(c, "same", x="1.000") == ["1.0"]
 
         # `/` rounds half-even at the 50th place, as in memory
         await _row(c, d="2")
@@ -161,7 +161,7 @@ async def test_unique_plain_decimal_is_one_row_per_number(
         r = await c.post("/api/uqs", json={"d": "2.50"})
         assert r.status_code == 201, r.text
         id_ = r.json()["id"]
-        # stored as its number, read back alike on both engines
+        # a key is stored as its number, read back alike on both engines
         assert (await c.get(f"/api/uqs/{id_}")).json()["d"] == "2.5"
         for asked in ("2.5", "2.500"):
             r = await c.get("/api/uqs/find/by_d", params={"d": asked})

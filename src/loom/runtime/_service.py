@@ -31,6 +31,7 @@ from ._timers import TimeoutHandlers, TimerQueue
 from ._transport import Transport
 from ._work import BEGIN_OPTION, Work, unit_engines
 from .processes import ProcessRunner
+from .types import number_keys
 
 __all__ = ["SCHEMA_LOCK", "SchemaMismatch", "Service", "Work", "async_url", "schema_metadatas"]
 
@@ -135,6 +136,7 @@ class Service:
         self.engine = engine
         self.unit_engines = unit_engines(engine)
         self.metadata = metadata
+        number_keys(metadata)
         self.events = events or EventBus()
         self.faults = faults or Faults()
         # the user's extern classes by name (loaded by create_app's lifespan)
