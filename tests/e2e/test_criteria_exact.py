@@ -176,7 +176,11 @@ context Kw {
     def: decimal = 0
     lambda: bool = false
     none: string = ""
+    True: int = 0
+    self: int = 0
+    c: int = 0
     unique (class)
+    unique (True)
   }
   repository Items for Item {
     find byClass(class: string): Item?
@@ -185,22 +189,22 @@ context Kw {
   }
   criterion Cls(global: string) of Item = class == global
   criterion Over(import: decimal) of Item = def > import && lambda && from % 2 == 1
-  criterion Empty of Item = none == ""
+  criterion Empty of Item = none == "" && c == 0
+  criterion Mine(cls: int, c: int) of Item = self == cls && True < c
   queryHandler cls(global: string): Item[] { let xs = Items.findAll(Cls(global))  return xs }
   queryHandler over(import: decimal): Item[] { let xs = Items.findAll(Over(import))  return xs }
   queryHandler empty(): Item[] { let xs = Items.findAll(Empty)  return xs }
+  queryHandler mine(cls: int, c: int): Item[] { let xs = Items.findAll(Mine(cls, c))  return xs }
+  queryHandler byTrue(n: int): string { let i = Items.getBy(True: n)  return i.class }
 }
 """
 
 
 async def test_keyword_names_in_criteria_and_finds(database_url: str, tmp_path: Path) -> None:
     async with serve([await _model(tmp_path, KEYWORDS)], database_url) as c:
-        for cls, frm, dfn, lam in (
-            ("a", 1, "2.5", True),
-            ("b", 3, "1", True),
-            ("c", 1, "9", False),
-        ):
-            body = {"class": cls, "from": frm, "def": dfn, "lambda": lam}
+        rows = (("a", 1, "2.5", True), ("b", 3, "1", True), ("c", 1, "9", False))
+        for n, (cls, frm, dfn, lam) in enumerate(rows):
+            body = {"class": cls, "from": frm, "def": dfn, "lambda": lam, "True": n, "self": n}
             r = await c.post("/api/items", json=body)
             assert r.status_code == 201, r.text
         r = await c.get("/api/items/find/by_class", params={"class": "b"})
@@ -215,3 +219,7 @@ async def test_keyword_names_in_criteria_and_finds(database_url: str, tmp_path: 
         assert [i["class"] for i in r.json()] == ["a"]
         r = await c.get("/api/queries/empty")
         assert len(r.json()) == 3
+        r = await c.get("/api/queries/mine", params={"cls": 1, "c": 2})
+        assert [i["class"] for i in r.json()] == ["b"], r.text
+        r = await c.get("/api/queries/by_true", params={"n": 2})
+        assert r.json() == "c", r.text
