@@ -64,8 +64,9 @@ Persistence
                          find_all(*where, order_by=, limit=, offset=), find_one(*where),
                          count(*where), get_one(*where, key=); class attribute
                          `unique` (natural keys) turns a duplicate into DuplicateKey
-    as_number(x), sql_bool(x)  criteria helpers: decimals compare numerically on SQLite (CAST)
-                               and exactly on PostgreSQL; a Python bool as a where-clause
+    as_number(x), int_rem(a, b), sql_bool(x)  criteria helpers: decimal operands computed and
+                         compared exactly on both engines (SQLite: functions registered on each
+                         connection), `%` of ints truncating; a Python bool as a where-clause
     Rows[S]              projection rows (an Instances keyed by the projection's key)
     Instances[S]         workflow instance rows: subclass sets `state` (dataclass), `table`,
                          `key` (the correlation field) and `workflow`; Store(work) then
@@ -214,7 +215,7 @@ from ._api_calls import ApiResource, BadGateway, GatewayTimeout, UpstreamProblem
 from ._auth import AuthConfigError, Authenticator, JwtAuth
 from ._channels import Backoff, Channel
 from ._codec import formerly, wire_names
-from ._criteria import as_number, sql_bool
+from ._criteria import as_number, int_rem, sql_bool
 from ._domain import AggregateRoot, DomainEvent
 from ._episodes import Episode, ProcessInstances
 from ._errors import (
@@ -370,6 +371,7 @@ __all__ = [
     "formerly",
     "get_service",
     "instance_version",
+    "int_rem",
     "load_externs",
     "log_fact",
     "log_unrouted",

@@ -81,6 +81,10 @@ def classify(exc: BaseException) -> Kind:
                 return "conflict"
             if isinstance(err, sqlite3.IntegrityError) and "unique" in text:
                 return "duplicate"
+            # a criterion's decimal function refused its operands (a division by zero), as
+            # PostgreSQL's 22012 is
+            if "user-defined function raised exception" in text:
+                return "data"
         if isinstance(err, (OverflowError, ValueNotStorable, DataError)):
             return "data"
         name = type(err).__name__

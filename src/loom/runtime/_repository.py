@@ -9,6 +9,7 @@ from uuid import UUID
 from sqlalchemy import Select, Table, bindparam, delete, func, insert, select, update
 from sqlalchemy.exc import StatementError
 
+from ._criteria import sort_key
 from ._dberrors import clashed_unique, classify
 from ._domain import AggregateRoot
 from ._errors import ConcurrencyConflict, DuplicateKey, NotFound
@@ -183,7 +184,7 @@ class Repository(Generic[A]):
         `order_by` is given), for generated finders: `find_all(accounts.c.owner == owner)`."""
         st = self._statements()
         stmt = select(*st.mapper.columns).where(*where, *self._filter_clauses())
-        stmt = stmt.order_by(order_by if order_by is not None else self.table.c.id)
+        stmt = stmt.order_by(sort_key(order_by) if order_by is not None else self.table.c.id)
         if limit is not None:
             stmt = stmt.limit(limit)
         if offset is not None:

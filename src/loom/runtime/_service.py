@@ -17,6 +17,7 @@ from ._api_calls import ApiClient, Apis
 from ._brokers import Brokers
 from ._channels import Channel, route_table
 from ._consumer import Consumers
+from ._criteria import install_sqlite_functions
 from ._events import EventBus, current_delivery
 from ._faults import Faults
 from ._idempotency import Idempotency, idempotency_metadata
@@ -30,6 +31,7 @@ from ._timers import TimeoutHandlers, TimerQueue
 from ._transport import Transport
 from ._work import BEGIN_OPTION, Work, unit_engines
 from .processes import ProcessRunner
+from .types import number_keys
 
 __all__ = ["SCHEMA_LOCK", "SchemaMismatch", "Service", "Work", "async_url", "schema_metadatas"]
 
@@ -41,8 +43,9 @@ SCHEMA_LOCK = text("SELECT pg_advisory_xact_lock(7206050563313647213)")
 
 
 def _install_sqlite_hooks(engine: AsyncEngine) -> None:
-    """SQLite: WAL, a busy timeout, and transactions begun by us (`BEGIN IMMEDIATE` for units of
-    work, so concurrent writers queue on the write lock instead of losing an update)."""
+    """SQLite: WAL, a busy timeout, the functions criteria compute decimals with, and transactions
+    begun by us (`BEGIN IMMEDIATE` for units of work, so concurrent writers queue on the write
+    lock instead of losing an update)."""
 
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -55,6 +58,7 @@ def _install_sqlite_hooks(engine: AsyncEngine) -> None:
             cursor.execute("PRAGMA foreign_keys = ON")
         finally:
             cursor.close()
+        install_sqlite_functions(dbapi_connection)
 
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: Connection) -> None:
@@ -132,6 +136,7 @@ class Service:
         self.engine = engine
         self.unit_engines = unit_engines(engine)
         self.metadata = metadata
+        number_keys(metadata)
         self.events = events or EventBus()
         self.faults = faults or Faults()
         # the user's extern classes by name (loaded by create_app's lifespan)

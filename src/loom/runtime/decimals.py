@@ -202,10 +202,13 @@ def rem(a: Decimal | int, b: Decimal | int) -> Decimal:
 
 
 def int_rem(a: int, b: int) -> int:
-    """`a % b` of two ints (Python's: the sign of the divisor); a zero divisor is refused."""
+    """`a % b` of two ints: the remainder of truncating division, its sign the dividend's (as for
+    decimals, and as SQL computes it, so that a criterion agrees: `-7 % 2` is -1, not Python's
+    1); a zero divisor is refused."""
     if not b:
         raise ArithmeticRefused("`%` by zero has no value")
-    return a % b
+    r = abs(a) % abs(b)
+    return -r if a < 0 else r
 
 
 def div(a: Decimal | int, b: Decimal | int) -> Decimal:

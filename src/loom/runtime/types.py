@@ -2,6 +2,8 @@
 on SQLite and PostgreSQL.
 
 - `DecimalText`: NUMERIC on PostgreSQL, TEXT (the exact decimal string) on SQLite; never a float.
+  A plain decimal in a unique key (`number_keys`) is stored without trailing zeros after the
+  point (`12.50` as `12.5`) on both, so that the key holds one row per number on SQLite too.
   A value outside the bounds of a `decimal` (`decimals.MAX_INTEGER_DIGITS`, `MAX_SCALE`) is
   refused (`ValueNotStorable`), on every engine alike. `DecimalText(P, S)` is a `decimal(P, S)`:
   NUMERIC(P, S) on PostgreSQL, and on every engine a value that does not fit is refused before it
@@ -33,7 +35,7 @@ from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import JSON, Numeric, String, Text
+from sqlalchemy import JSON, MetaData, Numeric, String, Text, UniqueConstraint
 from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
@@ -56,6 +58,7 @@ __all__ = [
     "map_optional",
     "map_optional_list",
     "map_or",
+    "number_keys",
 ]
 
 
@@ -90,6 +93,8 @@ class DecimalText(TypeDecorator[Decimal]):
         super().__init__()
         self.precision = precision
         self.scale = scale
+        # set by `number_keys` for a plain decimal in a unique key: stored as its number
+        self.number_key = False
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         if dialect.name == "postgresql":
@@ -105,6 +110,8 @@ class DecimalText(TypeDecorator[Decimal]):
                 value = decimals.to_scale(value, self.precision, self.scale)
             except ValueError as exc:
                 raise ValueNotStorable(str(exc)) from None
+        elif self.number_key:
+            value = _without_trailing_zeros(value)
         if dialect.name == "postgresql":
             return value
         return str(value)
@@ -115,6 +122,32 @@ class DecimalText(TypeDecorator[Decimal]):
         if not isinstance(value, Decimal):
             value = Decimal(value if isinstance(value, str) else str(value))
         return decimals.canonical(value)
+
+
+def number_keys(metadata: MetaData) -> None:
+    """Mark each plain `DecimalText` column of a unique constraint (or a primary key) of
+    `metadata` to be stored as its number, without trailing zeros after the point. SQLite holds
+    a decimal as text, and its UNIQUE compares texts: `1`, `1.0` and `1.00` would be three keys
+    where PostgreSQL's NUMERIC has one. PostgreSQL stores the same number too, so that reads
+    agree. A `decimal(P, S)` is one text per number already (padded to S places)."""
+    for table in metadata.tables.values():
+        keys = [c.columns for c in table.constraints if isinstance(c, UniqueConstraint)]
+        for column in (col for cols in [*keys, table.primary_key.columns] for col in cols):
+            kind = column.type
+            if isinstance(kind, DecimalText) and kind.precision is None:
+                kind.number_key = True
+
+
+def _without_trailing_zeros(value: Decimal) -> Decimal:
+    """`value` with no zeros after the point's last significant digit (`1.0` is `1`)."""
+    exponent = value.as_tuple().exponent
+    assert isinstance(exponent, int)
+    if exponent >= 0:
+        return value
+    value = value.normalize(decimals.ARITHMETIC)
+    exponent = value.as_tuple().exponent
+    assert isinstance(exponent, int)
+    return value.quantize(Decimal(1), context=decimals.ARITHMETIC) if exponent > 0 else value
 
 
 def _storable_decimal(value: Decimal) -> Decimal:

@@ -2,9 +2,12 @@
 
 A criterion's condition reads the aggregate's fields (`SelfField`) and the criterion's parameters.
 Field reads become columns (`c.due_at`); everything that reads no column stays plain Python and is
-bound as a parameter. Decimal operands go through `as_number` (numeric on SQLite's TEXT storage,
-exact NUMERIC on PostgreSQL); enums compare as their stored value strings; a column always ends up on
-the left of a comparison (so that both Python and mypy pick the column's operator).
+bound as a parameter. Every operand of an operation with a decimal side (and of `/`, always a
+decimal) goes through `as_number`, whose operators compute exactly on both engines as
+`loom.runtime.decimals` does in memory; `%` of ints is `int_rem` (truncating, like
+`decimals.int_rem`). Enums compare as their stored value strings; a column always ends up on the
+left of a comparison (so that both Python and mypy pick the column's operator). A column named
+like a Python keyword is read by key (`c["class"]`).
 """
 
 from __future__ import annotations
@@ -69,14 +72,18 @@ class SqlRenderer:
     def _operand(self, expr: ir.Expr, decimal: bool) -> str:
         if _reads_column(expr):
             text = self._sql(expr)
-            return text if _simple(expr) else f"({text})"
+            if decimal and not _is_decimal(expr.type):  # an int side of a decimal operation
+                return f"{self._runtime('as_number')}({text})"
+            return text if _simple(expr) or _int_rem(expr) else f"({text})"
         text = self._py(expr, decimal)
         return text if _simple(expr) or decimal else f"({text})"
 
     def _sql(self, expr: ir.Expr) -> str:
         if isinstance(expr, ir.SelfField):
             col = "id" if expr.kind == "id" else naming.column_name(expr.name)
-            text = f"{self.cols}.{col}"
+            # `c.class` is not Python: a keyword is read by key, as the table names the column
+            keyword = naming.escape(col) != col
+            text = f"{self.cols}[{py_str(col)}]" if keyword else f"{self.cols}.{col}"
             if _is_decimal(expr.type):
                 return f"{self._runtime('as_number')}({text})"
             return text
@@ -115,6 +122,9 @@ class SqlRenderer:
             if none:
                 return f"{lhs}.is_(None)" if op == "==" else f"{lhs}.is_not(None)"
             return f"{lhs} {op} {self._operand(right, decimal)}"
+        if op == "%" and not decimal:
+            rem = self._runtime("int_rem")
+            return f"{rem}({self._operand(left, False)}, {self._operand(right, False)})"
         if op == "/" and not decimal:
             decimal = True
         lhs = self._operand(left, decimal)
@@ -126,6 +136,11 @@ class SqlRenderer:
         if isinstance(expr, ir.Binary) and expr.op == op and _reads_column(expr):
             return self._flatten(expr.left, op) + self._flatten(expr.right, op)
         return [expr]
+
+
+def _int_rem(expr: ir.Expr) -> bool:
+    """`%` of ints, rendered as a call (`int_rem(a, b)`), which needs no parentheses."""
+    return isinstance(expr, ir.Binary) and expr.op == "%" and not _is_decimal(expr.type)
 
 
 def _simple(expr: ir.Expr) -> bool:
