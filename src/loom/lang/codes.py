@@ -446,6 +446,11 @@ REGISTRY: dict[str, CodeInfo] = {
         CodeInfo("loom.unknown-rounding-mode", _E, "`round`'s mode is not one of the modes"),
         CodeInfo("loom.int-out-of-range", _E, "an `int` literal beyond 64 bits"),
         CodeInfo("loom.empty-enum", _E, "an enum with no members"),
+        CodeInfo(
+            "loom.immutable-before-field",
+            _E,
+            "`immutable` written before a field's name, where it modifies the field above",
+        ),
         CodeInfo("loom.invalid-round", _E, "`round(x, S, mode)` has the wrong arguments"),
         # Time
         CodeInfo(

@@ -285,6 +285,25 @@ def _check_params(
             seen[p.name] = p.name_span
 
 
+def _check_immutable_line(field: ast.Field, after: ast.Field, sink: Sink) -> None:
+    """`immutable` is a suffix: written at the start of a line, before the next field's name, it
+    is read as the field above's modifier, which is surely not what the line says."""
+    if not field.immutable or field.default is not None or field.renamed_from is not None:
+        return
+    end = field.span
+    if end.end_line > field.type.span.end_line and end.end_line == after.span.line:
+        sink.report(
+            "loom.immutable-before-field",
+            f"`immutable` comes after a field's type: this line makes `{field.name}` immutable, "
+            f"not `{after.name}`",
+            after.name_span,
+            f"`{after.name}` is not immutable",
+            secondary=[(field.span, f"`{field.name}` is the field made immutable")],
+            help=f"put `immutable` after the type it is meant for, on its line "
+            f"(`{after.name}: <type> immutable`); for `{field.name}` too, after its own type",
+        )
+
+
 def _check_aggregate(agg: ast.Aggregate, sink: Sink) -> None:
     seen: dict[str, Span] = {}
     factories = [m for m in agg.members if isinstance(m, ast.Factory)]
@@ -299,6 +318,9 @@ def _check_aggregate(agg: ast.Aggregate, sink: Sink) -> None:
         )
     for f in factories[:1]:
         _check_params(f.params, sink, "Parameter", f"{agg.name}.create")
+    for field, after in zip(agg.members, agg.members[1:]):
+        if isinstance(field, ast.Field) and isinstance(after, ast.Field):
+            _check_immutable_line(field, after, sink)
     for m in agg.members:
         if isinstance(m, (ast.Invariant, ast.Unique, ast.Factory)):
             continue
