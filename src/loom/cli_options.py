@@ -8,7 +8,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from loom.dead_letters import default_url
+from loom.dead_letters import default_url, refuse_missing_sqlite
 from loom.run_options import OptionError, held_for
 
 ModelOrDir = Annotated[
@@ -46,6 +46,9 @@ def service_database_url(
     named (the whole model by default)."""
     try:
         held = held_for(contexts, deployable)
-        return database_url or default_url(model, held)
+        if database_url is None:
+            return default_url(model, held)
+        refuse_missing_sqlite(database_url)
+        return database_url
     except OptionError as exc:
         fail(str(exc))
