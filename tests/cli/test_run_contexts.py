@@ -105,3 +105,18 @@ def test_broker_spellings_set_the_variables(monkeypatch: pytest.MonkeyPatch) -> 
     assert parse_brokers(["nats://h:1/?a=b"]) == {"": "nats://h:1/?a=b"}
     with pytest.raises(OptionError, match="channel source bus twice"):
         parse_brokers(["Bus=nats://a:1", "bus=nats://b:1"])
+
+
+def test_run_refuses_a_broker_url_with_a_bad_port_at_start_naming_the_setting(
+    tmp_path: Path,
+) -> None:
+    # Orders' events cross to the others: the service needs its broker, and refuses this one
+    done = loom(
+        "run", str(_shop(tmp_path)), "--contexts", "Orders", "--broker",
+        "nats://127.0.0.1:99999", "--port", str(free_port()),
+    )  # fmt: skip
+    assert done.returncode != 0, done.stdout + done.stderr
+    refusal = [line for line in done.stderr.splitlines() if "does not start" in line]
+    assert len(refusal) == 1 and "LOOM_BROKER: broker URL" in refusal[0], done.stderr
+    assert "port '99999'" in refusal[0]
+    assert "Traceback" not in done.stderr and "AssertionError" not in done.stderr, done.stderr
