@@ -271,8 +271,10 @@ def test_a_channel_on_redis_needs_its_url(tmp_path: Path) -> None:
         ("70000", "error: --port 70000: the first deployable's port must be from 1 to 65535"),
         (
             "65535",
-            "error: --port 65535: the model's 2 deployables need ports 65535 to 65536, past "
-            "65535: give --port 65534 or lower",
+            (
+                "error: --port 65535: the model's 2 deployables need ports 65535 to 65536, past "
+                "65535: give --port 65534 or lower"
+            ),
         ),
     ],
 )
