@@ -102,6 +102,11 @@ def test_without_migrations_migrate_refuses_what_is_not_additive(
     bad = tmp_path / "bad" / "store.loom"
     bad.parent.mkdir()
     bad.write_text(VERSIONS[0][1].replace("    points: int\n", "    points: int\n    rank: int\n"))
+    # without --migrate the refusal goes straight to `loom migrate new`: --migrate would refuse
+    first = refused_start(str(bad), "--database-url", database_url)
+    assert "column store_customers.rank is missing" in first
+    assert f"write migrations for the model: `loom migrate new {bad}`" in first
+    assert "--migrate" not in first, first
     said = refused_start(str(bad), "--database-url", database_url, "--migrate")
     assert "applies only additive, lossless changes" in said
     assert "add column store_customers.rank (BigInteger, required, no constant default)" in said
