@@ -190,6 +190,28 @@ def set_brokers(values: Sequence[str]) -> None:
         os.environ[variable] = url
 
 
+def refuse_unmatched(
+    brokers: Sequence[str],
+    apis: Sequence[str],
+    contexts: Sequence[str],
+    sources: Sequence[str],
+) -> None:
+    """Raise OptionError for a `--broker NAME=URL` naming no channel source of the model, or an
+    `--api CONTEXT=URL` naming no context of it: a misspelt name would otherwise configure
+    nothing, silently. Judged against the whole model (not the contexts served): `loom up` gives
+    every deployable the same values."""
+    by_upper = {s.upper(): s for s in sources}
+    for name in parse_brokers(brokers):
+        if name and name.upper() not in by_upper:
+            raise OptionError(
+                "--broker: " + _unknown("channel source", name, sources, "channel sources")
+            )
+    known = {c.upper() for c in contexts}
+    for name in parse_apis(apis):
+        if name.upper() not in known:
+            raise OptionError("--api: " + _unknown("context", name, contexts, "contexts"))
+
+
 def parse_apis(values: Sequence[str]) -> dict[str, str]:
     """The `--api CONTEXT=URL` values: context -> the base URL of the deployable serving it."""
     found: dict[str, str] = {}
