@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import importlib
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -51,6 +52,9 @@ PRUNE_TEMPORARY_AFTER = 3600.0
 _DIGEST = re.compile(r"[0-9a-f]{16}")
 # Beside the marker in a `loom run` build: the compiler's warnings, shown again on each reuse
 WARNINGS = ".loom-warnings"
+# ... and the model's context and channel source names: what `loom run --api` / `--broker` may
+# name, known on a reuse without compiling
+NAMES = ".loom-names.json"
 
 
 class BuildError(Exception):
@@ -150,6 +154,16 @@ def reuse_build(build: CachedBuild) -> str | None:
         return ""
 
 
+def model_names(out: Path) -> dict[str, list[str]] | None:
+    """The model's `contexts` and `channel_sources` names a `loom run` build keeps (None: a
+    build without them)."""
+    try:
+        found = json.loads((out / NAMES).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
 def write_cached_build(
     build: CachedBuild,
     model: Model,
@@ -162,6 +176,11 @@ def write_cached_build(
     from loom.codegen.python import generate  # only when writing: a reused build needs none
 
     generated = generate(model, package=build.package, contexts=contexts)
+    names = {
+        "contexts": [c.name for c in model.contexts],
+        "channel_sources": [s.name for s in model.channel_sources],
+    }
+    generated = {**generated, NAMES: json.dumps(names)}
     if warnings:
         generated = {**generated, WARNINGS: warnings}
     staged = _stage(build.root, generated, build.package)

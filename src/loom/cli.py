@@ -276,8 +276,8 @@ def up_command(
     if not result.ok or result.model is None:
         raise typer.Exit(1)
     model = result.model
-    units = plan(files, model, declared_deployables(model), port)
     try:
+        units = plan(files, model, declared_deployables(model), port)
         given = broker or []
         nats = nats_sources(model, parse_brokers(given))  # each well formed, each source once
         code = start_up(files, units, nats=nats, brokers=given, timeout=timeout)

@@ -8,8 +8,9 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from loom.dead_letters import default_url
-from loom.run_options import OptionError, held_for
+from loom.dead_letters import default_url, refuse_missing_sqlite
+from loom.model_files import NoModelFiles, model_files
+from loom.run_options import OptionError, held_for, refuse_unknown_held
 
 ModelOrDir = Annotated[
     Path | None,
@@ -46,6 +47,23 @@ def service_database_url(
     named (the whole model by default)."""
     try:
         held = held_for(contexts, deployable)
-        return database_url or default_url(model, held)
+        if held.name() is not None:
+            refuse_unknown_held(_model_files_of(model), held)
+        if database_url is None:
+            return default_url(model, held)
+        refuse_missing_sqlite(database_url)
+        return database_url
     except OptionError as exc:
         fail(str(exc))
+
+
+def _model_files_of(model: Path | None) -> list[Path]:
+    """The model's files (none when there is no model to judge the names by: with
+    --database-url the command needs none)."""
+    target = model or Path.cwd()
+    if target.is_file():
+        return [target]
+    try:
+        return model_files([target]) if target.is_dir() else []
+    except NoModelFiles:
+        return []

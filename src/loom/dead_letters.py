@@ -3,12 +3,16 @@ options and their words) are in `loom.cli`."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from loom.model_files import NoModelFiles, model_files
 from loom.run_options import Held, OptionError, default_database, default_database_file
+
+# `sqlite[+driver]:///PATH[?query]`: PATH relative to the current folder, or `/abs` (four slashes)
+_SQLITE_FILE = re.compile(r"sqlite(?:\+\w+)?:///(.*)", re.DOTALL)
 
 
 def default_url(model: Path | None, held: Held) -> str:
@@ -35,6 +39,23 @@ def default_url(model: Path | None, held: Held) -> str:
             "pass --database-url for another one"
         )
     return default_database(first, held)
+
+
+def refuse_missing_sqlite(url: str) -> None:
+    """Raise OptionError when `url` names a SQLite file that is not there: opening it would
+    create an empty database and read it as one without dead letters or timers (a typo in the
+    path passing for a healthy service)."""
+    found = _SQLITE_FILE.match(url)
+    if found is None:
+        return
+    name = found.group(1).split("?", 1)[0]
+    if name in ("", ":memory:") or name.startswith("file:"):
+        return
+    if not Path(name).is_file():
+        raise OptionError(
+            f"no database at {Path(name).resolve()} (the --database-url file is not there; "
+            "a SQLite file is never created here)"
+        )
 
 
 async def on_outbox(url: str, action: Callable[[Any], Awaitable[Any]]) -> Any:

@@ -86,6 +86,21 @@ def declared_deployables(model: ir.Model) -> dict[str, tuple[str, ...]]:
     return {d.name: d.contexts for d in model.deployables}
 
 
+def refuse_unknown_held(files: Sequence[Path], held: Held) -> None:
+    """Raise OptionError when `held` names a deployable or context the model (`files`) does not
+    have, naming the model's own; commands that only read a service's folder or database would
+    otherwise answer about a service that does not exist. A model that does not compile is not
+    judged here (the command that needs it says why)."""
+    if held.name() is None:
+        return
+    # imported here, not at the top: only a command naming a service compiles the model for it
+    from loom.lang import compile_files
+
+    model = compile_files(list(files)).model
+    if model is not None:
+        held.resolve([c.name for c in model.contexts], declared_deployables(model))
+
+
 def held_for(contexts: str | None, deployable: str | None) -> Held:
     """The Held of `--contexts A,B` or `--deployable NAME` (at most one of them)."""
     if contexts is not None and deployable is not None:
@@ -173,6 +188,28 @@ def set_brokers(values: Sequence[str]) -> None:
         for spelling in [v for v in os.environ if v.upper() == variable and v != variable]:
             del os.environ[spelling]
         os.environ[variable] = url
+
+
+def refuse_unmatched(
+    brokers: Sequence[str],
+    apis: Sequence[str],
+    contexts: Sequence[str],
+    sources: Sequence[str],
+) -> None:
+    """Raise OptionError for a `--broker NAME=URL` naming no channel source of the model, or an
+    `--api CONTEXT=URL` naming no context of it: a misspelt name would otherwise configure
+    nothing, silently. Judged against the whole model (not the contexts served): `loom up` gives
+    every deployable the same values."""
+    by_upper = {s.upper(): s for s in sources}
+    for name in parse_brokers(brokers):
+        if name and name.upper() not in by_upper:
+            raise OptionError(
+                "--broker: " + _unknown("channel source", name, sources, "channel sources")
+            )
+    known = {c.upper() for c in contexts}
+    for name in parse_apis(apis):
+        if name.upper() not in known:
+            raise OptionError("--api: " + _unknown("context", name, contexts, "contexts"))
 
 
 def parse_apis(values: Sequence[str]) -> dict[str, str]:

@@ -19,6 +19,7 @@ from loom.build import (
     BuildError,
     cached_build_for,
     import_package,
+    model_names,
     read_model,
     reuse_build,
     safe_url,
@@ -33,6 +34,7 @@ from loom.run_options import (
     declared_deployables,
     default_database,
     held_for,
+    refuse_unmatched,
     set_apis,
     set_brokers,
 )
@@ -173,6 +175,11 @@ def _serve(files: list[Path], options: RunOptions) -> None:
     database_url = options.database_url
     try:
         out, state = _build(files, options.color, held)
+        names = model_names(out)
+        if names is not None:
+            refuse_unmatched(
+                options.broker, options.api, names["contexts"], names["channel_sources"]
+            )
         url = database_url or default_database(files[0], held)
         service = import_package(out)
         application = service.build_app(url)

@@ -39,6 +39,7 @@ from loom.run_options import Held, default_database
 STOP_GRACE = 10.0  # seconds a child has to stop after SIGTERM before it is killed
 LAST_LINES = 20  # of a child's output, shown when it exits on its own
 NATS_BINARY = "nats-server"
+MAX_PORT = 65535
 
 
 class UpError(Exception):
@@ -77,11 +78,27 @@ class Unit:
         ]
 
 
+def check_ports(port: int, count: int) -> None:
+    """Raise UpError unless `count` services fit on ports `port`, `port + 1`, … within
+    1..65535. Port 0 (any free port) cannot be given: each deployable is told the others' ports
+    (`--api`) before they start. Ports below 1024 are the system's to grant, not refused here."""
+    last = port + count - 1
+    if 1 <= port and last <= MAX_PORT:
+        return
+    if not 1 <= port <= MAX_PORT:
+        raise UpError(f"--port {port}: the first deployable's port must be from 1 to {MAX_PORT}")
+    raise UpError(
+        f"--port {port}: the model's {count} deployables need ports {port} to {last}, past "
+        f"{MAX_PORT}: give --port {MAX_PORT - count + 1} or lower"
+    )
+
+
 def plan(
     files: Sequence[Path], model: ir.Model, declared: Mapping[str, Sequence[str]], port: int
 ) -> list[Unit]:
     """A Unit per declared deployable, ports from `port` upward, in declaration order; the
-    whole model when none is declared."""
+    whole model when none is declared. Raises UpError when they do not fit (`check_ports`)."""
+    check_ports(port, max(len(declared), 1))
     if not declared:
         whole = tuple(c.name for c in model.contexts)
         return [Unit(None, whole, port, default_sqlite_url(files[0]))]

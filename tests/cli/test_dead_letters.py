@@ -158,3 +158,22 @@ def test_mistakes_get_a_sentence_and_exit_2(tmp_path: Path) -> None:
     empty.mkdir()
     r = loom("list", cwd=empty)
     assert r.returncode == 2 and "no .loom file in" in r.stderr
+
+
+def test_a_database_url_naming_no_sqlite_file_is_refused_never_created(tmp_path: Path) -> None:
+    typo = tmp_path / "typo.db"
+    url = f"sqlite+aiosqlite:///{typo}"
+    commands = [
+        ["dead-letters", "list", "--database-url", url],
+        ["dead-letters", "redrive", "--all", "--database-url", url],
+        ["timers", "list", "--database-url", url],
+        ["timers", "list", "--database-url", "sqlite:///typo.db"],  # relative: the current folder
+    ]
+    for args in commands:
+        r = subprocess.run(
+            [*LOOM, *args], capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False
+        )
+        assert r.returncode == 2, (args, r.stdout, r.stderr)
+        assert r.stderr.startswith(f"error: no database at {typo}"), (args, r.stderr)
+        assert len(r.stderr.splitlines()) == 1 and not r.stdout, r.stderr
+        assert not typo.exists(), args

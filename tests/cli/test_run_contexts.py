@@ -13,7 +13,14 @@ import httpx
 import pytest
 
 from loom.build import cached_build_for, read_model
-from loom.run_options import Held, OptionError, held_for, parse_brokers, set_brokers
+from loom.run_options import (
+    Held,
+    OptionError,
+    held_for,
+    parse_brokers,
+    refuse_unmatched,
+    set_brokers,
+)
 from tests.liveserver import free_port, running
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,6 +89,17 @@ def test_the_build_cache_keys_the_held_contexts(tmp_path: Path) -> None:
         (["--broker", "Bus=localhost"], "expected URL or NAME=URL"),
         (["--broker", "B-s=nats://h:1"], "NAME in NAME=URL"),
         (["--broker", "nats://a:1", "--broker", "nats://b:1"], "default broker (a bare URL) twice"),
+        (
+            ["--broker", "Nope=nats://127.0.0.1:4222"],
+            "error: --broker: the model has no channel source `Nope` (it declares no channel",
+        ),
+        (
+            ["--contexts", "Orders", "--api", "Paymnt=http://127.0.0.1:9"],
+            (
+                "error: --api: the model has no context `Paymnt` (did you mean `Payment`? its "
+                "contexts: Orders, Inventory, Payment)"
+            ),
+        ),
     ],
 )
 def test_run_refuses_a_wrong_held_set_or_broker(
@@ -105,3 +123,33 @@ def test_broker_spellings_set_the_variables(monkeypatch: pytest.MonkeyPatch) -> 
     assert parse_brokers(["nats://h:1/?a=b"]) == {"": "nats://h:1/?a=b"}
     with pytest.raises(OptionError, match="channel source bus twice"):
         parse_brokers(["Bus=nats://a:1", "bus=nats://b:1"])
+
+
+def test_run_refuses_a_broker_url_with_a_bad_port_at_start_naming_the_setting(
+    tmp_path: Path,
+) -> None:
+    # Orders' events cross to the others: the service needs its broker, and refuses this one
+    done = loom(
+        "run", str(_shop(tmp_path)), "--contexts", "Orders", "--broker",
+        "nats://127.0.0.1:99999", "--port", str(free_port()),
+    )  # fmt: skip
+    assert done.returncode != 0, done.stdout + done.stderr
+    refusal = [line for line in done.stderr.splitlines() if "does not start" in line]
+    assert len(refusal) == 1 and "LOOM_BROKER: broker URL" in refusal[0], done.stderr
+    assert "port '99999'" in refusal[0]
+    assert "Traceback" not in done.stderr and "AssertionError" not in done.stderr, done.stderr
+
+
+def test_broker_and_api_names_are_matched_to_the_whole_model_in_any_capitals() -> None:
+    contexts, sources = ["Orders", "Payment"], ["Bus", "Streams"]
+    # what `loom up` gives every deployable: the others' contexts, each nats source
+    refuse_unmatched(
+        ["nats://h:1", "BUS=nats://h:1", "streams=redis://h:1/0"],
+        ["Payment=http://h:1", "ORDERS=http://h:2"],
+        contexts,
+        sources,
+    )
+    with pytest.raises(OptionError, match=r"no channel source `Buss` \(did you mean `Bus`\?"):
+        refuse_unmatched(["Buss=nats://h:1"], [], contexts, sources)
+    with pytest.raises(OptionError, match="its contexts: Orders, Payment"):
+        refuse_unmatched([], ["Nope=http://x"], contexts, sources)

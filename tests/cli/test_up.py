@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from loom.up import check_ports
 from tests.liveserver import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -261,3 +262,31 @@ def test_a_channel_on_redis_needs_its_url(tmp_path: Path) -> None:
         [*up, "--broker", "Streams"], capture_output=True, text=True, timeout=120, check=False
     )
     assert bad.returncode == 2 and "expected URL or NAME=URL" in bad.stderr, bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("port", "message"),
+    [
+        ("0", "error: --port 0: the first deployable's port must be from 1 to 65535"),
+        ("70000", "error: --port 70000: the first deployable's port must be from 1 to 65535"),
+        (
+            "65535",
+            (
+                "error: --port 65535: the model's 2 deployables need ports 65535 to 65536, past "
+                "65535: give --port 65534 or lower"
+            ),
+        ),
+    ],
+)
+def test_a_base_port_leaving_a_deployable_outside_the_port_range_is_refused(
+    tmp_path: Path, port: str, message: str
+) -> None:
+    check_ports(65534, 2)  # Left on 65534, Right on 65535: fits
+    check_ports(1, 3)
+    model = tmp_path / "pair.loom"
+    model.write_text(PAIR.read_text() + PAIR_SPLIT)
+    up = [sys.executable, "-m", "loom.entry", "up", str(model), "--port", port]
+    done = subprocess.run(up, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip() == message, done.stderr
+    assert not done.stdout.strip() and not list(tmp_path.glob("*.db"))  # nothing started

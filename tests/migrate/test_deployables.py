@@ -237,3 +237,30 @@ def test_a_rename_is_left_over_only_once_no_folder_needs_it(tmp_path: Path) -> N
     assert r.returncode == 0, r.stderr
     assert "note: the model declares deployables; this is the whole model's migration" in r.stdout
     assert (whole / "0002_whole.py").is_file()
+
+
+def test_a_deployable_or_context_the_model_lacks_is_refused_by_every_command(
+    tmp_path: Path,
+) -> None:
+    model = tmp_path / "desk.loom"
+    model.write_text(V1, encoding="utf-8")
+    assert loom("migrate", "new", model, "--deployable", "Front").returncode == 0
+    known = "did you mean `Front`? its deployables: Front, Back"
+    for args in [
+        ("migrate", "status", model, "--deployable", "Fron"),
+        ("migrate", "apply", model, "--deployable", "Fron"),
+        ("dead-letters", "list", model, "--deployable", "Fron"),
+        ("dead-letters", "redrive", "--all", tmp_path, "--deployable", "Fron"),
+        ("timers", "list", model, "--deployable", "Fron"),
+        # the database given does not make the name right
+        ("timers", "list", model, "--deployable", "Fron", "--database-url", "sqlite:///x.db"),
+    ]:
+        r = loom(*args)
+        assert r.returncode == 2, (args, r.stdout, r.stderr)
+        assert r.stderr == f"error: the model has no deployable `Fron` ({known})\n", (
+            args,
+            r.stderr,
+        )
+    r = loom("migrate", "status", model, "--contexts", "Desk,Stok")
+    assert r.returncode == 2 and "no context `Stok` (did you mean `Stock`?" in r.stderr, r.stderr
+    assert not (tmp_path / "fron.db").exists() and not (tmp_path / "migrations/fron").exists()

@@ -282,6 +282,11 @@ REGISTRY: dict[str, CodeInfo] = {
             "loom.unknown-context", _E, "a deployable or a resource names a context the model lacks"
         ),
         CodeInfo("loom.deployable-overlap", _E, "a context is named by two deployables"),
+        CodeInfo(
+            "loom.deployable-name-clash",
+            _E,
+            "two deployables have the same name in snake case (their folder and database)",
+        ),
         # Calling another context: `resource { kind: api }`
         CodeInfo(
             "loom.resource-setting",

@@ -33,7 +33,14 @@ from loom.build import (
     write_cached_build,
 )
 from loom.migrate.folder import MigrationsError, Revision, folder_for, named_folders, revisions
-from loom.run_options import Held, OptionError, declared_deployables, default_database, held_for
+from loom.run_options import (
+    Held,
+    OptionError,
+    declared_deployables,
+    default_database,
+    held_for,
+    refuse_unknown_held,
+)
 
 if TYPE_CHECKING:
     from loom.migrate.pending import EventCheck
@@ -101,6 +108,10 @@ def _migrations_and_url(
 ) -> tuple[Path, list[Revision], str]:
     """The migrations folder, its revisions (exit 1 when there are none) and the database URL
     (`loom run`'s default database when none is given): what `apply` and `status` start from."""
+    try:
+        refuse_unknown_held(files, held)
+    except OptionError as exc:
+        _fail(str(exc))
     folder, revs = _revisions(files, held)
     if not revs:
         others = [] if held.name() else named_folders(files[0])

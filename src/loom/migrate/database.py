@@ -17,8 +17,11 @@ refused, with what differs from the closest one.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import importlib.util
+import threading
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +51,10 @@ __all__ = [
 ]
 
 VERSION_TABLE = "__loom_migrations"
+# aiosqlite's worker threads are `Thread-N (_connection_worker_thread)`; one a failed connect
+# started stops within a millisecond or so once the loop runs
+_SQLITE_WORKER = "(_connection_worker_thread)"
+_SQLITE_WORKER_WAIT_S = 1.0
 _record_metadata = MetaData()
 _record = Table(
     VERSION_TABLE,
@@ -99,9 +106,11 @@ async def _on_database(url: str, action: Callable[[AsyncConnection, bool], Await
     except Exception as exc:  # noqa: BLE001 - a bad URL or a missing driver: one sentence
         raise DatabaseUnreachable(f"cannot use the database URL: {_first_line(exc)}") from None
     try:
+        workers = _sqlite_workers()
         try:
             conn = await service.engine.connect()
         except Exception as exc:  # noqa: BLE001 - unreachable, refused, unknown database ...
+            await _let_sqlite_workers_stop(workers)
             raise DatabaseUnreachable(
                 f"cannot connect to the database: {_first_line(exc)}"
             ) from None
@@ -117,6 +126,23 @@ async def _on_database(url: str, action: Callable[[AsyncConnection, bool], Await
             await conn.close()
     finally:
         await service.dispose()
+
+
+def _sqlite_workers() -> set[threading.Thread]:
+    """The aiosqlite worker threads alive now (one per connection, named after its target)."""
+    return {t for t in threading.enumerate() if t.name.endswith(_SQLITE_WORKER)}
+
+
+async def _let_sqlite_workers_stop(before: set[threading.Thread]) -> None:
+    """Wait (briefly) for the worker threads a failed SQLite connect started: aiosqlite stops
+    one by queueing a close whose result it hands back to this loop; were the loop closed first
+    (`asyncio.run` returning on the refusal), the thread would die printing `RuntimeError: Event
+    loop is closed` after the command's one-line error."""
+    deadline = time.monotonic() + _SQLITE_WORKER_WAIT_S
+    while time.monotonic() < deadline:
+        if not any(t.is_alive() for t in _sqlite_workers() - before):
+            return
+        await asyncio.sleep(0.001)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -95,20 +95,23 @@ async def _without_migrations(
     diffs = differences(expected, actual)
     if not diffs:
         return []
-    fix = (
-        f"start with `loom run {model}{url_arg} --migrate` to add them"
-        if _additive_only(expected, actual)
-        else f"write migrations for the model: `loom migrate new {model}` (see docs/migrations.md)"
-    )
-    if not migrate:
-        lines = "\n".join(f"  - {d}" for d in diffs)
-        raise MigrationsError(f"the database does not match the model:\n{lines}\n{fix}")
     # the lint's diagnostics come from the compiler's registry: loaded only to plan a change
     from loom.migrate.plan import make_plan
     from loom.migrate.script import render_script
 
     before = _as_found(current, actual)
     plan = make_plan(before, current, fallback_file=model)
+    if not migrate:
+        # suggest --migrate only for what it applies: the plan decides (a required column
+        # without a default on a table with rows is no additive change), not the columns alone
+        fix = (
+            f"start with `loom run {model}{url_arg} --migrate` to add them"
+            if _additive_only(expected, actual) and plan.additive
+            else f"write migrations for the model: `loom migrate new {model}` "
+            "(see docs/migrations.md)"
+        )
+        lines = "\n".join(f"  - {d}" for d in diffs)
+        raise MigrationsError(f"the database does not match the model:\n{lines}\n{fix}")
     if not plan.additive:
         lines = "\n".join(f"  - {line}" for line in plan.lines())
         raise MigrationsError(

@@ -11,7 +11,8 @@ body, `GET /api/queries/<name>?…`), sent with the caller's `X-Correlation-Id` 
 Either way the answer is validated into the handler's result type, and a failure is a problem of
 the caller's request, never a hang or a 500: unreachable or a 5xx -> 502 `bad-gateway`, no answer
 within the resource's `timeout` (retries included) -> 504 `gateway-timeout`, a 4xx problem of the
-callee -> the same status and type, with `upstream` naming the context. Queries are retried
+callee -> the same status and type, with `upstream` naming the context; any other answer (a 3xx,
+never followed, a 200 that is not JSON, a 200 where a 204 is due) is a 502 too. Queries are retried
 (`retries`, a short doubling backoff) on connection errors, 5xx and timeouts; commands never are.
 """
 
@@ -253,8 +254,15 @@ class ApiClient:
                     context, f"context {context} answered {status} without a problem body"
                 )
             raise UpstreamProblem(context, status, body)
-        if status == 204 or answer is None:
+        # anything but the answer the callee's route gives (204 without a result, 200 with JSON
+        # holding one) is not that route: a redirect (never followed: the command would be sent
+        # elsewhere), a login page, a proxy's own 200. The command cannot be known to have run.
+        if answer is None:
+            if status != 204:
+                raise BadGateway(context, _unexpected(context, response, "204 (no content)"))
             return None
+        if status != 200 or not _is_json(response):
+            raise BadGateway(context, _unexpected(context, response, "200 with a JSON body"))
         try:
             wire = _adapter(answer, self._apis.adapters).validate_json(response.content)
             return _to_domain(wire)
@@ -282,6 +290,20 @@ def _forwarded() -> dict[str, str]:
     if authorization is not None:
         headers["Authorization"] = authorization
     return headers
+
+
+def _is_json(response: httpx.Response) -> bool:
+    kind: str = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    return kind == "application/json" or kind.endswith("+json")
+
+
+def _unexpected(context: str, response: httpx.Response, expected: str) -> str:
+    kind = response.headers.get("content-type", "no content type")
+    what = f"{response.status_code} {response.reason_phrase} ({kind})"
+    location = response.headers.get("location")
+    if response.is_redirect and location:
+        what += f", a redirect to {location}, not followed"
+    return f"context {context} answered {what} where its route answers {expected}"
 
 
 def _problem(response: httpx.Response) -> dict[str, Any] | None:
@@ -341,7 +363,8 @@ class Apis:
             return
         self._local = httpx.AsyncClient(transport=httpx.ASGITransport(app=app))
         if urls:
-            self._remote = httpx.AsyncClient()
+            # a redirect is not followed (a command would be sent twice, or somewhere else)
+            self._remote = httpx.AsyncClient(follow_redirects=False)
         for key, r in self.resources.items():
             url = urls.get(r.context)
             self._clients[key] = ApiClient(self, r, url or _LOCAL_BASE, url is None)

@@ -67,6 +67,34 @@ def _url_settings(url: str) -> tuple[str, dict[str, float]]:
     return urlunsplit(parts._replace(query=urlencode(kept))), found
 
 
+def _check_servers(url: str, default_port: int) -> None:
+    """Refuse a host or port a client would only fail on later, inside its connect loop (an
+    `AssertionError` or a `ValueError` each attempt, never a start-up refusal)."""
+    scheme, _, rest = url.partition("://")
+    # NATS takes several servers, comma-separated (a cluster); each one is checked
+    for one in rest.split(",") if scheme.lower() == "nats" else [rest]:
+        parts = urlsplit(f"{scheme}://{one.strip()}")
+        try:
+            port = parts.port
+        except ValueError:
+            raw = parts.netloc.rpartition(":")[2]
+            raise ValueError(
+                f"broker URL {url!r}: port {raw!r} is not a port (a number from 1 to 65535)"
+            ) from None
+        if not parts.hostname:
+            raise ValueError(
+                f"broker URL {url!r}: no host (e.g. {scheme}://127.0.0.1:{default_port})"
+            )
+        if port == 0:
+            raise ValueError(f"broker URL {url!r}: port 0 is not a port (a number from 1 to 65535)")
+        if scheme.lower() != "nats":
+            db = parts.path.strip("/")
+            if db and not db.isdigit():
+                raise ValueError(
+                    f"broker URL {url!r}: the database {db!r} is not a number (redis://host:port/0)"
+                )
+
+
 def transport_for_url(url: str, **options: Any) -> Transport:
     """The transport for a broker URL (not yet connected); `options` go to its constructor
     (`ack_wait`, `dedup_window`, `request_timeout`, ...), and so do those the URL's query
@@ -77,8 +105,10 @@ def transport_for_url(url: str, **options: Any) -> Transport:
     scheme = scheme.lower()
     if sep and rest:
         if scheme == "nats":
+            _check_servers(url, 4222)
             return NatsTransport(url, **options)
         if scheme in ("redis", "rediss"):
+            _check_servers(url, 6379)
             return RedisTransport(url, **options)
         if scheme == "memory":
             if "request_timeout" in settings:  # it sends no request: nothing to bound

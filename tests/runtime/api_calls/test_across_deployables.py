@@ -76,7 +76,11 @@ def people(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 # A stand-in callee: a plain HTTP/1.1 server on loopback answering by a script
 
 
-Answer = Callable[[str, str, dict[str, str]], Awaitable[tuple[int, Any] | None]]
+# (status, JSON body), or (status, raw body, headers) for an answer that is no Loom route's
+Answer = Callable[
+    [str, str, dict[str, str]],
+    Awaitable[tuple[int, Any] | tuple[int, str, dict[str, str]] | None],
+]
 
 
 class Stub:
@@ -100,11 +104,17 @@ class Stub:
         if answered is None:
             await asyncio.sleep(3600)  # hang: the caller gives up first
             return
-        status, body = answered
-        data = json.dumps(body).encode()
-        kind = "application/problem+json" if status >= 400 else "application/json"
+        if len(answered) == 3:
+            status, raw, extra = answered
+            data = raw.encode()
+        else:
+            status, body = answered
+            data = json.dumps(body).encode()
+            kind = "application/problem+json" if status >= 400 else "application/json"
+            extra = {"content-type": kind}
+        fields = "".join(f"{k}: {v}\r\n" for k, v in extra.items())
         writer.write(
-            f"HTTP/1.1 {status} X\r\ncontent-type: {kind}\r\ncontent-length: {len(data)}\r\n"
+            f"HTTP/1.1 {status} X\r\n{fields}content-length: {len(data)}\r\n"
             "connection: close\r\n\r\n".encode()
             + data
         )
@@ -286,6 +296,39 @@ async def test_a_command_is_sent_once(
         assert r.status_code == 502, r.text
         assert r.json()["type"] == "urn:loom:problem:bad-gateway"
         assert [m for m, _, _ in callee.requests] == ["POST"]  # never retried
+
+
+@pytest.mark.parametrize(
+    "answered",
+    [
+        (302, "", {"location": "http://127.0.0.1:9/login"}),
+        (307, "", {"location": "/api/commands/retire"}),
+        (200, "<html>sign in</html>", {"content-type": "text/html"}),
+        (200, "{}", {"content-type": "application/json"}),  # a 200 where the route gives 204
+    ],
+    ids=["302", "307", "html", "200-for-204"],
+)
+async def test_an_answer_that_is_not_the_routes_is_a_502_never_applied(
+    desk: ModuleType,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    answered: tuple[int, str, dict[str, str]],
+) -> None:
+    async def other(method: str, target: str, headers: dict[str, str]) -> Any:
+        return answered
+
+    async with stub(other) as callee, caller(desk, tmp_path, monkeypatch, callee.url) as client:
+        # Retire answers nothing (204): a redirect or a page must not pass for it
+        done = await client.post("/api/commands/open_and_retire", json={"title": "", "tech": TECH})
+        asked = await client.get("/api/queries/find", params={"name": "Ada"})
+        hired = await client.post("/api/commands/hire", json={"name": "Ada"})
+    for r in (done, asked, hired):
+        body = r.json()
+        assert r.status_code == 502, r.text
+        assert (body["type"], body["upstream"]) == ("urn:loom:problem:bad-gateway", "Directory")
+    assert "not followed" in done.json()["detail"] or answered[0] == 200
+    # a redirect is not followed: every request went to the stub, each once (commands never retry)
+    assert [m for m, _, _ in callee.requests if m == "POST"] == ["POST", "POST"]
 
 
 async def test_a_callee_that_is_down_is_a_502(

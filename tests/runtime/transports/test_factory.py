@@ -76,3 +76,24 @@ def test_a_url_may_carry_the_transport_settings() -> None:
 def test_a_bad_url_setting_is_refused_naming_it(query: str) -> None:
     with pytest.raises(ValueError, match=f"broker URL setting {query.split('=')[0]}="):
         transport_for_url(f"nats://127.0.0.1:4222?{query}")
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("nats://127.0.0.1:99999", "port '99999' is not a port"),
+        ("nats://127.0.0.1:notaport", "port 'notaport' is not a port"),
+        ("nats://127.0.0.1:4222,127.0.0.1:0", "port 0 is not a port"),
+        ("nats://:4222", "no host"),
+        ("redis://127.0.0.1:99999/0", "port '99999' is not a port"),
+        ("rediss://127.0.0.1:6379/zero", "the database 'zero' is not a number"),
+    ],
+)
+def test_a_host_or_port_no_client_can_use_is_refused_before_connecting(
+    url: str, message: str
+) -> None:
+    # the clients would accept these and fail inside their reconnect loops, never once
+    with pytest.raises(ValueError, match=message):
+        transport_for_url(url)
+    for fine in ("nats://127.0.0.1:4222,127.0.0.1:4223", "nats://[::1]:4222", "redis://h/1"):
+        assert transport_for_url(fine) is not None

@@ -15,6 +15,7 @@ from loom.lang.check.settings import known_settings
 from loom.lang.diagnostics import Span, did_you_mean, suggest
 from loom.lang.names.symbols import ContextSymbols
 from loom.lang.syntax import ast
+from loom.model import naming
 from loom.model.messaging import BROKER_KINDS
 
 _DEPLOYABLE_SETTINGS = ("contexts",)
@@ -67,6 +68,27 @@ def check_deployables(ck: Checker) -> None:
                 meant.add(suggest(name, ck.prog.contexts))
     if ck.prog.deployables:
         _every_context_deployed(ck, meant)
+    _distinct_snake_names(ck)
+
+
+def _distinct_snake_names(ck: Checker) -> None:
+    # a deployable's package folder, database (`<name>.db`) and migrations folder are named after
+    # it in snake case: two names that meet there would share one database
+    seen: dict[str, ast.Deployable] = {}
+    for dep in ck.prog.deployables.values():
+        snake = naming.snake(dep.name)
+        first = seen.setdefault(snake, dep)
+        if first is dep:
+            continue
+        ck.report(
+            "loom.deployable-name-clash",
+            f"deployables `{first.name}` and `{dep.name}` are both `{snake}` in snake case",
+            dep.name_span,
+            f"also `{snake}`",
+            secondary=[(first.name_span, f"`{snake}` first")],
+            help=f"rename one: each deployable has its own folder, `{snake}.db` and "
+            f"`migrations/{snake}/`, named after it in snake case",
+        )
 
 
 def _unknown_context(ck: Checker, dep: ast.Deployable, name: str, span: Span) -> None:
