@@ -318,9 +318,9 @@ def _check_aggregate(agg: ast.Aggregate, sink: Sink) -> None:
         )
     for f in factories[:1]:
         _check_params(f.params, sink, "Parameter", f"{agg.name}.create")
-    for field, after in zip(agg.members, agg.members[1:]):
-        if isinstance(field, ast.Field) and isinstance(after, ast.Field):
-            _check_immutable_line(field, after, sink)
+    for above, after in zip(agg.members, agg.members[1:]):
+        if isinstance(above, ast.Field) and isinstance(after, ast.Field):
+            _check_immutable_line(above, after, sink)
     for m in agg.members:
         if isinstance(m, (ast.Invariant, ast.Unique, ast.Factory)):
             continue
