@@ -277,6 +277,8 @@ def up_command(
         raise typer.Exit(1)
     model = result.model
     units = plan(files, model, declared_deployables(model), port)
+    if not 1 <= port <= 65536 - len(units):  # each deployable's port must be one too
+        _fail(f"--port must be 1 to {65536 - len(units)} for {len(units)} service(s), not {port}")
     try:
         given = broker or []
         nats = nats_sources(model, parse_brokers(given))  # each well formed, each source once
