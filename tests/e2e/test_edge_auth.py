@@ -156,8 +156,18 @@ async def test_a_roles_claim_that_is_not_a_list_of_strings_is_401(
         '{"sub": "ann", "team": "red", "t\\u0000am": "x"}',
         '{"sub": "\\ud800", "team": "red"}',
         '{"sub": "ann", "team": "\\udfff"}',
+        '{"sub": "ann", "team": "red", "\u00e9quipe\u65e5": "a\\u0000"}',
     ],
-    ids=["sub", "claim", "nested", "nested-name", "claim-name", "surrogate-sub", "surrogate"],
+    ids=[
+        "sub",
+        "claim",
+        "nested",
+        "nested-name",
+        "claim-name",
+        "surrogate-sub",
+        "surrogate",
+        "non-latin-name",
+    ],
 )
 async def test_a_claim_holding_nul_or_a_lone_surrogate_is_401_and_nothing_is_stored(
     edge: ServiceClient, claims: str
@@ -165,6 +175,7 @@ async def test_a_claim_holding_nul_or_a_lone_surrogate_is_401_and_nothing_is_sto
     r = await edge.post("/api/commands/jot", headers=raw_token(claims))
     body = problem(r, 401, "unauthenticated")
     assert "claim is not valid text" in body["detail"], body
+    assert r.headers["www-authenticate"].isascii(), r.headers
     assert (await edge.get("/api/notes")).json()["total"] == 0
     # the same token without the bad text stores the note
     r = await edge.post("/api/commands/jot", headers=token(team="red"))

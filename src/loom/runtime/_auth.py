@@ -240,7 +240,8 @@ def _check_text(claims: Mapping[str, Any]) -> None:
 
 
 def _printable(name: str) -> str:
-    return name.encode("unicode_escape").decode("ascii") if text_error(name) else name
+    # ASCII: the detail is also the WWW-Authenticate header's error_description (Latin-1 only)
+    return name.encode("ascii", "backslashreplace").decode("ascii")
 
 
 def _json_kind(value: object) -> str:
