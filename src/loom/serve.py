@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,12 +154,32 @@ def _text(value: float | None) -> str | None:
     return None if value is None else str(value)
 
 
+def _listenable(host: str, port: int) -> None:
+    """Stop with a sentence unless `host:port` can be listened on: uvicorn would find out only
+    after the banner and the app's start, and say so in a traceback (a port out of range) or
+    among its shutdown lines (a port in use). A probe, bound and closed at once: a server that
+    takes the port meanwhile still fails the start, in uvicorn's own words."""
+    if not 0 <= port <= 65535:
+        raise _fail(f"--port must be 0 to 65535 (0: any free port), not {port}")
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        for family, kind, proto, _, address in addresses:
+            with socket.socket(family, kind, proto) as probe:
+                # as uvicorn binds: a port left in TIME_WAIT by a stopped server is free
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                probe.bind(address)
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        raise _fail(f"cannot listen on {host}:{port}: {why}") from None
+
+
 def _serve(files: list[Path], options: RunOptions) -> None:
     # uvicorn and the runtime only now: a refused command line never pays for them
     import uvicorn
 
-    from loom.runtime import AuthConfigError
+    from loom.runtime import AuthConfigError, ExternError
 
+    _listenable(options.host, options.port)
     _environment(options)
     if options.jwt_secret and options.jwt_public_key:
         raise _fail("give --jwt-secret or --jwt-public-key, not both")
@@ -183,8 +204,10 @@ def _serve(files: list[Path], options: RunOptions) -> None:
         url = database_url or default_database(files[0], held)
         service = import_package(out)
         application = service.build_app(url)
-    except (BuildError, AuthConfigError, OptionError, ValueError) as exc:  # a bad limit or TTL
-        raise _fail(str(exc)) from None
+        # before the banner: a module that does not import is a line here, not a failed start
+        application.state.loom_externs.preload()
+    except (BuildError, AuthConfigError, ExternError, OptionError, ValueError) as exc:
+        raise _fail(str(exc)) from None  # ValueError: a bad limit or TTL
     for line in check_database(
         files, service, url, database_url, migrate=options.migrate, held=held
     ):

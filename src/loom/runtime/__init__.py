@@ -189,6 +189,8 @@ HTTP
     Int64, Int32                            bounded ints for wire schemas (body, path, query)
     JsonInt64, JsonBool                     an `int` / `bool` in a JSON body: a JSON integer /
                                             true or false only
+    QueryInt64, QueryBool                   an `int` / `bool` in a query string: digits (an
+                                            optional leading -) / `true` or `false` only
     DecimalOut                              a `decimal` on output: a string, never an exponent
     DecimalIn(P, S), DecimalScaleOut(P, S)  a `decimal(P, S)` on input (refused unless it fits) /
                                             output (padded to S places)
@@ -278,6 +280,8 @@ from ._schemas import (
     PageOffset,
     PatchInput,
     Problem,
+    QueryBool,
+    QueryInt64,
     WireDecimal,
     WireText,
 )
@@ -343,6 +347,8 @@ __all__ = [
     "ProcessManager",
     "ProcessRunner",
     "ProcessStateRefused",
+    "QueryBool",
+    "QueryInt64",
     "Refused",
     "Repository",
     "Rows",

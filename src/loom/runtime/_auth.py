@@ -16,8 +16,9 @@ Per request (in `_edge.EdgeMiddleware`):
 - no `Authorization` header: the request is anonymous (`ANONYMOUS`);
 - `Authorization: Bearer <token>` that verifies: the principal of its claims (`sub` -> id,
   `roles` -> roles, the tenant claim -> tenant, every claim readable through `claim()`); a
-  `roles` claim that is not a list of strings is a 401 like a token that does not verify; a
-  tenant claim that is not a non-empty string is no tenant;
+  `roles` claim that is not a list of strings (`null` included), or a claim holding NUL or a lone
+  surrogate, is a 401 like a token that does not verify; a tenant claim that is not a non-empty
+  string is no tenant;
 - any other `Authorization` header (a token that does not verify, expired, for another audience
   or issuer, malformed, or another scheme): 401 `urn:loom:problem:unauthenticated` with
   `WWW-Authenticate: Bearer …`, and the route never runs;
@@ -39,6 +40,7 @@ from starlette.requests import Request
 
 from ._errors import Forbidden, Unauthenticated
 from ._principal import TENANT_CLAIM, Principal, current_principal
+from ._text import text_error
 
 ADMIN_ROLE = "admin"
 ENV_TENANT_CLAIM = "LOOM_TENANT_CLAIM"
@@ -183,15 +185,18 @@ def principal_of(
 ) -> Principal:
     """The principal of verified claims: `sub` is the id (none when absent or empty: such a token
     is authenticated but matches no id), `roles_claim` the roles. The roles claim must be a list of
-    strings when present; anything else (a single string included, which is not read as one role)
-    refuses the token with a 401 rather than guessing."""
+    strings when present; anything else (a single string or `null` included: neither is read as
+    roles) refuses the token with a 401 rather than guessing, and so does a claim holding NUL or a
+    lone surrogate (`_check_text`)."""
     sub = claims.get("sub")
     if sub is not None and not isinstance(sub, str):
         raise Unauthenticated(
             "the bearer token's `sub` claim is not a string", error="invalid_token"
         )
+    _check_text(claims)
+    # an absent roles claim is no roles; a present one, `null` included, must be a list
     raw = claims.get(roles_claim)
-    if raw is None:
+    if roles_claim not in claims:
         roles: tuple[str, ...] = ()
     elif isinstance(raw, list) and all(isinstance(r, str) for r in raw):
         roles = tuple(raw)
@@ -212,7 +217,36 @@ def principal_of(
     )
 
 
+def _check_text(claims: Mapping[str, Any]) -> None:
+    """Refuse a token holding text no `string` may (NUL, a lone surrogate) in any claim name or
+    value: its claims may become stored values (`currentUser.id`, `claim(…)`), and PostgreSQL
+    cannot store NUL, so the token is refused here alike on both engines, not the save later."""
+    pending: list[tuple[str, Any]] = list(claims.items())
+    while pending:  # a loop, not recursion: a claim may nest deeper than the stack
+        name, value = pending.pop()
+        problem = text_error(name)
+        if problem is None and isinstance(value, str):
+            problem = text_error(value)
+        if problem is not None:
+            raise Unauthenticated(
+                f"the bearer token's `{_printable(name)}` claim is not valid text: {problem}",
+                error="invalid_token",
+            )
+        if isinstance(value, dict):
+            pending += [(name, k) for k in value]  # a nested object's keys are text too
+            pending += [(name, v) for v in value.values()]
+        elif isinstance(value, list):
+            pending += [(name, item) for item in value]
+
+
+def _printable(name: str) -> str:
+    # ASCII: the detail is also the WWW-Authenticate header's error_description (Latin-1 only)
+    return name.encode("ascii", "backslashreplace").decode("ascii")
+
+
 def _json_kind(value: object) -> str:
+    if value is None:
+        return "null"
     if isinstance(value, str):
         return "a string"
     if isinstance(value, list):

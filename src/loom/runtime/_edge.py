@@ -8,6 +8,8 @@
 - A 204 answer carries no `Content-Type` (nor `Content-Length`): it has no body.
 - Authentication (`_auth.py`): the request's principal, or a 401 before the route runs; the
   `Authorization` header itself is kept in context for the API calls that forward it.
+- `HEAD`: answered as the `GET` of the same URL would be, headers and status alike, without the
+  body (FastAPI routes a GET route's HEAD to a 405 otherwise).
 
 One layer rather than three: every await of a request (each database round trip suspends and
 resumes the whole chain of coroutines above it) pays for each middleware frame, and the three read
@@ -72,6 +74,10 @@ class EdgeMiddleware:
             correlation = correlation_id.encode("ascii")
         header = (_CORRELATION, correlation)
         started = False
+        head = scope["method"] == "HEAD"
+        if head:
+            # a copy: the server reads its own scope's method to know the answer has no body
+            scope = {**scope, "method": "GET"}
 
         async def send_with_id(message: Message) -> None:
             nonlocal started
@@ -81,6 +87,9 @@ class EdgeMiddleware:
                 drop = _NO_CONTENT if message["status"] == 204 else _REPLACED
                 headers = [h for h in message.get("headers", ()) if h[0].lower() not in drop]
                 message = {**message, "headers": [*headers, header]}
+            elif head and message["type"] == "http.response.body":
+                # the GET's Content-Length stays: it is what a GET would carry (RFC 9110 §9.3.2)
+                message = {**message, "body": b""}
             await send(message)
 
         correlation_token = _correlation.set(correlation_id)

@@ -33,7 +33,7 @@ from ._domain import DomainEvent
 from ._edge import EdgeMiddleware
 from ._environment import pool_settings
 from ._errors import LoomError, StartupRefused
-from ._externs import load_externs
+from ._externs import Externs
 from ._idempotency import HEADER as IDEMPOTENCY_KEY
 from ._idempotency import SAFE_METHODS, resolve_ttl
 from ._logs import install_default_handler
@@ -218,7 +218,8 @@ def create_app(
     creates the schema, wires the events and runs the outbox relay.
 
     `externs` maps each extern class the model needs to its methods; the lifespan loads them from
-    `extern_module` (else LOOM_EXTERN_MODULE) onto `service.externs`, or fails with `ExternError`.
+    `extern_module` (else LOOM_EXTERN_MODULE) onto `service.externs`, or fails with `ExternError`
+    (`app.state.loom_externs.preload()` loads them ahead, as `loom run` does).
 
     Events: `channels` are the durable channels; `event_types` the event classes to register
     (so the relay can decode them); `subscribe(service)` subscribes the handlers. The relay runs
@@ -266,6 +267,7 @@ def create_app(
     `LOOM_API_<CONTEXT>` gives, else the lifespan refuses to start (`StartupRefused`).
     """
     ttl = resolve_ttl(idempotency_ttl)
+    extern_plan = Externs(extern_module, externs or {})
     relay_settings = resolve_relay_options(relay_options)
     pool = pool_settings()
     run_relay = relay if relay is not None else os.environ.get("LOOM_RELAY", "").lower() != "off"
@@ -278,7 +280,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         install_default_handler()
-        loaded = load_externs(extern_module, externs or {})
+        loaded = extern_plan.load()
         url = database_url or os.environ.get("LOOM_DATABASE_URL") or DEFAULT_DATABASE_URL
         transports = (
             brokers
@@ -337,6 +339,7 @@ def create_app(
     # for the nested matching and scope bookkeeping.
     flat = [route for router in routers for route in router.routes]
     app = FastAPI(title=title, lifespan=lifespan, routes=flat, **fastapi_options)
+    app.state.loom_externs = extern_plan  # `loom run` preloads them, before its banner
     authenticator = resolve_auth(auth)
     check_tenanted_auth(tenanted, authenticator)
     app.state.loom_auth = authenticator

@@ -114,11 +114,23 @@ def resolve_ttl(value: timedelta | float | None) -> timedelta:
 
 
 def principal_scope(principal: Principal) -> str:
-    """Whose keys: anonymous callers share one scope; a tenant's are its own (one subject in two
-    tenants has two scopes, so a key replayed in one never answers what the other recorded)."""
+    """Whose keys: anonymous callers share one scope, each subject has its own; a tenant's are its
+    own (one subject in two tenants has two scopes, so a key replayed in one never answers what
+    the other recorded). A verified token without `sub` has no scope: its key is refused
+    (`InvalidValue`), since it names nobody its answers could be replayed to alone — in the
+    anonymous scope they would replay to every caller without a subject."""
     if principal.is_system:
         return "system"
-    who = f"user:{principal.id}" if principal.id else "anonymous"
+    if principal.id:
+        who = f"user:{principal.id}"
+    elif principal.is_authenticated:
+        raise InvalidValue(
+            "an Idempotency-Key needs a bearer token with a subject (`sub`): keys are kept "
+            "per subject, and this token has none",
+            path="header.Idempotency-Key",
+        )
+    else:
+        who = "anonymous"
     tenant = principal.tenant
     # the tenant's length first: no tenant name can make one scope read as another's
     return f"tenant:{len(tenant)}:{tenant}:{who}" if tenant else who

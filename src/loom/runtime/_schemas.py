@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Annotated, Any, ClassVar, Generic, TypeVar
@@ -29,19 +30,55 @@ U = TypeVar("U")
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
+# an int as text: ASCII digits, an optional minus; longer than this is out of range whatever
+# its digits (and spares int() a long string)
+_DIGITS = re.compile(r"-?[0-9]{1,64}")
+_ANY_DIGITS = re.compile(r"-?[0-9]+")
+
+
+def _text_int(value: Any) -> Any:
+    # Python's int(), which pydantic's lax mode follows, also reads `1.0`, `1_000`, ` 1`, `+1` and
+    # the digits of other scripts: none of them is the integer a client wrote in digits
+    if not isinstance(value, str):
+        return value
+    if _DIGITS.fullmatch(value):
+        return int(value)
+    if _ANY_DIGITS.fullmatch(value):
+        raise PydanticCustomError("int_range", "Input should be a 64-bit integer")
+    raise PydanticCustomError(
+        "int_parsing", "Input should be an integer written in digits (an optional leading -)"
+    )
+
+
+def _text_bool(value: Any) -> Any:
+    # not pydantic's lax `yes`, `on`, `1`, `t`, `True`: a bool is written `true` or `false`
+    if not isinstance(value, str):
+        return value
+    if value == "true":
+        return True
+    if value == "false":
+        return False
+    raise PydanticCustomError("bool_parsing", "Input should be `true` or `false`")
+
+
 Int64 = Annotated[int, Interval(ge=INT64_MIN, le=INT64_MAX)]
 """An integer that fits a BIGINT column; larger values are a 422, not a database error."""
 JsonInt64 = Annotated[int, Strict(), Interval(ge=INT64_MIN, le=INT64_MAX)]
-"""An `int` in a JSON body: a JSON integer only (not `true`, `"1"`, `1.0` or `1e3`). Query and path
-parameters arrive as text and take `Int64`."""
+"""An `int` in a JSON body: a JSON integer only (not `true`, `"1"`, `1.0` or `1e3`). Query
+parameters arrive as text and take `QueryInt64`."""
 JsonBool = Annotated[bool, Strict()]
 """A `bool` in a JSON body: `true` or `false` only (not `1`, `"true"` or `"yes"`)."""
+QueryInt64 = Annotated[int, BeforeValidator(_text_int), Interval(ge=INT64_MIN, le=INT64_MAX)]
+"""An `int` in a query string: digits with an optional leading `-` only (not `1.0`, `1_000`,
+`+1`, ` 1` or `١`), within 64 bits."""
+QueryBool = Annotated[bool, BeforeValidator(_text_bool)]
+"""A `bool` in a query string: `true` or `false` only (not `1`, `yes`, `on` or `True`)."""
 Int32 = Annotated[int, Interval(ge=INT32_MIN, le=INT32_MAX)]
 """An integer that fits an INTEGER column."""
-PageLimit = Annotated[int, Interval(ge=1, le=500)]
-"""`?limit=`: 1..500."""
-PageOffset = Annotated[int, Interval(ge=0, le=INT64_MAX)]
-"""`?offset=`: 0..2**63-1."""
+PageLimit = Annotated[int, BeforeValidator(_text_int), Interval(ge=1, le=500)]
+"""`?limit=`: 1..500, in digits."""
+PageOffset = Annotated[int, BeforeValidator(_text_int), Interval(ge=0, le=INT64_MAX)]
+"""`?offset=`: 0..2**63-1, in digits."""
 
 
 def _wire_decimal(value: Any) -> Decimal:

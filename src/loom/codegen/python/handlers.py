@@ -115,7 +115,11 @@ def _handler(
                 py[p.name] = alloc.take(var + "_")
                 built += lay(f"{py[p.name]} = {var}.to_domain()", 1)
                 continue
-            query = f"Query(alias={py_str(p.name)})" if var != p.name else "Query()"
+            query_args = [f"alias={py_str(p.name)}"] if var != p.name else []
+            if isinstance(p.type, ir.ListType):
+                # a query string cannot spell an empty list but by leaving its key out
+                query_args.append("default_factory=list")
+            query = f"Query({', '.join(query_args)})"
             item = f"{var}: Annotated[{in_types.render(p.type)}, {query}]"
             if isinstance(p.type, ir.OptionalType):
                 optional.append(item + " = None")

@@ -36,8 +36,9 @@ class TypeNames:
 
     `mode` is "domain" (plain Python types), "input" (JSON request bodies: JsonInt64, JsonBool,
     WireDecimal, WireText, WireDatetime, WireDate), "query" (query parameters, which arrive as
-    text: Int64 and bool where a body has JsonInt64 and JsonBool) or "output" (responses: Int64,
-    DecimalOut, DatetimeOut). `in_domain` says the module is `domain.py` itself, which defines its context's
+    text: QueryInt64 and QueryBool where a body has JsonInt64 and JsonBool) or "output"
+    (responses: Int64, DecimalOut, DatetimeOut). `in_domain` says the module is `domain.py`
+    itself, which defines its context's
     domain names rather than importing them from `.domain`. Value objects and payloads are their domain dataclasses in "domain" mode, else their wire models
     (imported from `.schemas` unless `in_schemas`).
     """
@@ -135,15 +136,17 @@ class TypeNames:
                 return "WireText"
             return "str"
         if name == "bool":
-            if self.mode == "input":  # JSON true / false only; a query string's is text
-                self.imports.add("loom.runtime", "JsonBool")
-                return "JsonBool"
+            # JSON true / false only; a query string's is the text `true` / `false`
+            if wire:
+                cls = "JsonBool" if self.mode == "input" else "QueryBool"
+                self.imports.add("loom.runtime", cls)
+                return cls
             return "bool"
         if name == "int":
             if self.mode == "domain":
                 return "int"
-            # a JSON body's int is a JSON integer; a query parameter's is text
-            cls = "JsonInt64" if self.mode == "input" else "Int64"
+            # a JSON body's int is a JSON integer; a query parameter's is digits
+            cls = {"input": "JsonInt64", "query": "QueryInt64"}.get(self.mode, "Int64")
             self.imports.add("loom.runtime", cls)
             return cls
         if name == "decimal":

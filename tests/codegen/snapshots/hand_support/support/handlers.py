@@ -8,8 +8,8 @@ from fastapi import APIRouter, Query, Request
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
-    Int64,
     LoomRoute,
+    QueryInt64,
     WireText,
     get_service,
     not_found,
@@ -108,8 +108,8 @@ async def slack(
     request: Request,
     code: Annotated[WireText, Query()],
     as_of: Annotated[WireDatetime, Query(alias="asOf")],
-    tags: Annotated[list[WireText], Query()],
-    limit: Annotated[Int64 | None, Query()] = None,
+    tags: Annotated[list[WireText], Query(default_factory=list)],
+    limit: Annotated[QueryInt64 | None, Query()] = None,
 ) -> bool:
     """queryHandler Slack (support.loom:116): read-only"""
     service = get_service(request)

@@ -285,7 +285,7 @@ async def idle_agents(request: Request) -> list[AgentOut]:
 )
 async def echo(
     request: Request,
-    codes: Annotated[list[WireText], Query()],
+    codes: Annotated[list[WireText], Query(default_factory=list)],
 ) -> list[str]:
     """queryHandler Echo (support.loom:160): read-only"""
     service = get_service(request)
