@@ -32,7 +32,10 @@ Errors (each becomes an RFC 9457 application/problem+json response)
 
 Domain
     AggregateRoot        base of @dataclass(eq=False) aggregates: _raise_event, _take_events,
-                         _loom_version (0 = never saved) and the read-only `version` property
+                         _loom_version (0 = never saved) and the read-only `version` property;
+                         `_check_stored()`, which `Repository.save` calls before it writes
+    derived(agg, attr, label)  a derived value read by `_check_stored`: its arithmetic refusals
+                         come back naming it
     DomainEvent          base of @dataclass(frozen=True) events (event_type: ClassVar[str];
                          former_event_types: the types it had before a `renamed from`)
     formerly(key, old)   `Annotated[T, formerly("owner", "holder")]`: an event field renamed
@@ -200,6 +203,9 @@ HTTP
     decimals                                decimal bounds (MAX_INTEGER_DIGITS, MAX_SCALE) and the
                                             exact arithmetic generated code calls: add, sub, mul,
                                             div, rem, neg; ArithmeticRefused (422)
+    ints                                    the range of an `int` (INT64_MIN, INT64_MAX) and
+                                            `fit(value, what)`, the check where an int leaves
+                                            the domain: ArithmeticRefused (422) beyond 64 bits
     PatchInput                              base of a crudish update body; `immutable` names the
                                             fields a member may not name (422, set at create only)
     times                                   durations (WireDuration, DurationOut, DurationMicros),
@@ -212,13 +218,13 @@ HTTP
     Problem                                 the problem+json wire model (OpenAPI component)
 """
 
-from . import clock, decimals, times
+from . import clock, decimals, ints, times
 from ._api_calls import ApiResource, BadGateway, GatewayTimeout, UpstreamProblem
 from ._auth import AuthConfigError, Authenticator, JwtAuth
 from ._channels import Backoff, Channel
 from ._codec import formerly, wire_names
 from ._criteria import as_number, int_rem, sql_bool
-from ._domain import AggregateRoot, DomainEvent
+from ._domain import AggregateRoot, DomainEvent, derived
 from ._episodes import Episode, ProcessInstances
 from ._errors import (
     ConcurrencyConflict,
@@ -373,11 +379,13 @@ __all__ = [
     "current_principal",
     "current_tenant",
     "decimals",
+    "derived",
     "event_key",
     "formerly",
     "get_service",
     "instance_version",
     "int_rem",
+    "ints",
     "load_externs",
     "log_fact",
     "log_unrouted",

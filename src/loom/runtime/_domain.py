@@ -1,9 +1,13 @@
-"""Base classes of generated aggregates and events."""
+"""Base classes of generated aggregates and events, and what a save checks of an aggregate."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 from uuid import UUID
+
+from . import ints
+from .decimals import ArithmeticRefused
+from .times import TimeRefused
 
 
 class DomainEvent:
@@ -37,7 +41,14 @@ class AggregateRoot:
         """The stored version (0 = never saved); read-only, advanced by `Repository.save`."""
         return self._loom_version
 
+    def _check_stored(self) -> None:
+        """Refuse (422) an aggregate whose row could not be read back: an int beyond 64 bits in
+        a field, a derived value with no value. `Repository.save` calls it before it writes, so a
+        refused save leaves the table as it was. Generated aggregates with int fields or derived
+        values override it."""
+
     def _raise_event(self, event: DomainEvent) -> None:
+        check_event(event)
         events = self._loom_events
         if events is None:
             self._loom_events = [event]
@@ -50,3 +61,17 @@ class AggregateRoot:
             return []
         self._loom_events = None
         return events
+
+
+def derived(aggregate: AggregateRoot, attr: str, label: str) -> Any:
+    """The derived value `attr` of `aggregate`, computed where a save checks it: a refusal of its
+    arithmetic comes back naming it (`derived Ev.sq: the result of `*` does not fit: …`)."""
+    try:
+        return getattr(aggregate, attr)
+    except (ArithmeticRefused, TimeRefused) as err:
+        raise type(err)(f"{label}: {err.detail}") from None
+
+
+def check_event(event: DomainEvent) -> None:
+    """Refuse an event carrying an int beyond 64 bits: no consumer could decode it."""
+    ints.fit(event, f"event {event.event_type}")

@@ -243,6 +243,8 @@ class Repository(Generic[A]):
             # Loaded, and the path the body took changed nothing (an operation on the branch
             # that did not run): no write, no new version.
             return
+        # Before the write, not when the answer is built: a row that is stored can be read back.
+        aggregate._check_stored()
         work._before_save(mapper.name, id)
         # autocommit + durable events: a short transaction for the row and its outbox rows
         conn = await work._write_connection(aggregate)

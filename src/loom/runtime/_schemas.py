@@ -23,11 +23,11 @@ from pydantic_core import PydanticCustomError
 
 from . import decimals
 from ._text import text_error
+from .ints import INT64_MAX, INT64_MIN
 
 T = TypeVar("T")
 U = TypeVar("U")
 
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 # an int as text: ASCII digits, an optional minus; longer than this is out of range whatever

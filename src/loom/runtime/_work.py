@@ -40,7 +40,7 @@ from loom.model.isolation import ISOLATION_LEVELS, ISOLATION_SQL
 from . import clock
 from ._channels import Channel
 from ._dberrors import classify, never_sent
-from ._domain import AggregateRoot, DomainEvent
+from ._domain import AggregateRoot, DomainEvent, check_event
 from ._errors import ConcurrencyConflict, DatabaseUnavailable, InvalidValue, OutcomeUnknown
 from ._events import AlreadyHandled, Delivery
 from ._mapping import DELETED_ATTR, VERSION_ATTR
@@ -169,6 +169,7 @@ class Work:
     # -- public -----------------------------------------------------------------------------
     def emit(self, event: DomainEvent) -> None:
         """Record a workflow-level event; dispatched after the block succeeds (after commit)."""
+        check_event(event)
         self._emitted.append(event)
 
     @property

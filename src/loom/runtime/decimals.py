@@ -51,6 +51,7 @@ __all__ = [
     "canonical",
     "div",
     "fit",
+    "fit_scaled",
     "fits",
     "int_rem",
     "mul",
@@ -299,6 +300,19 @@ def scale_error(value: Decimal, precision: int, scale: int) -> str | None:
 def fits(value: Decimal | int, precision: int, scale: int) -> bool:
     """Whether `value` is a `decimal(precision, scale)` (the implicit invariant of such a field)."""
     return scale_error(Decimal(value), precision, scale) is None
+
+
+def fit_scaled(value: Any, precision: int, scale: int, what: str) -> Any:
+    """`value` (a decimal, None, or a list of them) when each is a `decimal(precision, scale)`;
+    else ArithmeticRefused naming `what`. A derived `decimal(P, S)` is checked so when its
+    aggregate is saved: its answer is padded to S places, never rounded."""
+    for item in value if isinstance(value, list) else (value,):
+        if item is None:
+            continue
+        problem = scale_error(Decimal(item), precision, scale)
+        if problem is not None:
+            raise ArithmeticRefused(f"{what} would be {item}: {problem}")
+    return value
 
 
 def to_scale(value: Decimal | int, precision: int, scale: int) -> Decimal:

@@ -38,6 +38,7 @@ from loom.codegen.python.literals import py_str
 from loom.codegen.python.model_info import ModelInfo
 from loom.codegen.python.repositories import read_method, read_params
 from loom.codegen.python.schemas import sole_payload
+from loom.codegen.python.stored import int_fit
 from loom.codegen.python.type_names import TypeNames
 from loom.codegen.python.wire import record_of, wire_to_domain
 from loom.model import api, ir, naming, walk
@@ -126,6 +127,8 @@ class BodyWriter:
     keyed: Keyed | None = None
     # a reaction: (event type, handler name) for the `event_unrouted` line of a RouteInstance
     unrouted: tuple[str, str] | None = None
+    # the declared result of a workflow `create` or a handler: an int in it must fit 64 bits
+    result: ir.Type | None = None
     repos: dict[str, str] = field(default_factory=dict)
     _vars: dict[int, str] = field(default_factory=dict)
     _miss: list[str] = field(default_factory=list)
@@ -243,7 +246,11 @@ class BodyWriter:
             out.append(f"{pad}{fn}({self.instance_var}, {var})")
             return out
         if isinstance(stmt, ir.Return):
-            return lay(f"result = {render(stmt.value, scope)}", depth)
+            answer = render(stmt.value, scope)
+            if self.result is not None:
+                what = f"the result of {self.label}"
+                answer = int_fit(answer, stmt.value, self.result, what, self.info, self.imports)
+            return lay(f"result = {answer}", depth)
         if isinstance(stmt, ir.Save):
             return [f"{pad}await {self.repos[stmt.aggregate]}.save({scope.locals[stmt.name]})"]
         if isinstance(stmt, ir.Delete):

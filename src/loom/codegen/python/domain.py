@@ -24,6 +24,7 @@ from loom.codegen.python.layout import Doc, Group, call, lay
 from loom.codegen.python.literals import docstring, py_str
 from loom.codegen.python.model_info import ModelInfo
 from loom.codegen.python.modules import header, module_text, where
+from loom.codegen.python.stored import check_stored
 from loom.codegen.python.type_names import TypeNames
 from loom.model import ir, naming, walk
 from loom.model.refusals import invariant, one_line, precondition, requires, state_gate
@@ -245,6 +246,9 @@ def _aggregate(
     methods: list[list[str]] = [_create(info, context, agg, types, imports, has_invariants)]
     for d in agg.derived:
         methods.append(_derived(d, types, scope))
+    stored = check_stored(info, agg, imports)
+    if stored is not None:
+        methods.append(stored)
     if has_invariants:
         methods.append(_invariants(agg, scope))
     for fn in agg.functions:

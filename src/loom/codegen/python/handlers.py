@@ -144,7 +144,14 @@ def _handler(
 
     scope = Scope(imports=imports, enum_ref=domain_types.enum_ref, self_name=None, params=py)
     writer = BodyWriter(
-        info, context, imports, domain_types, scope, f"{kind} {handler.name}", alloc.taken
+        info,
+        context,
+        imports,
+        domain_types,
+        scope,
+        f"{kind} {handler.name}",
+        alloc.taken,
+        result=handler.result,
     )
     result_agg = handler.result
     while isinstance(result_agg, ir.OptionalType | ir.ListType):

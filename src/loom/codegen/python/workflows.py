@@ -207,6 +207,7 @@ def _workflow(
         f"workflow {wf.name}",
         alloc.taken,
         workflow=wf,
+        result=create.result,
     )
     writer.prepare(create.body)
     if isinstance(create.result, ir.OptionalType):

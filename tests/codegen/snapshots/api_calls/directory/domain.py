@@ -7,7 +7,14 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from loom.runtime import AggregateRoot, authorize, current_principal, new_id, require
+from loom.runtime import (
+    AggregateRoot,
+    authorize,
+    current_principal,
+    ints,
+    new_id,
+    require,
+)
 
 from .ids import TechnicianId
 
@@ -75,6 +82,10 @@ class Technician(AggregateRoot):
             retired=retired,
             certified_by=certified_by,
         )
+
+    def _check_stored(self) -> None:
+        """what saving Technician needs (dispatch.loom:6): ints in range, derived values"""
+        ints.fit(self.skills, "Technician.skills")
 
     def retire(self) -> None:
         """operation Technician.retire (dispatch.loom:13)"""

@@ -12,6 +12,7 @@ from loom.runtime import (
     WireText,
     current_principal,
     get_service,
+    ints,
 )
 from loom.runtime.types import map_list
 
@@ -43,7 +44,10 @@ async def technician_info(
     async with service.autocommit() as work:
         technicians = Technicians(work)
         t = await technicians.get_by_id(id)
-        result = TechnicianView(name=t.name, level=t.level, skills=t.skills)
+        result = ints.fit(
+            TechnicianView(name=t.name, level=t.level, skills=t.skills),
+            "the result of queryHandler TechnicianInfo",
+        )
     return TechnicianViewOut.from_value(result)
 
 

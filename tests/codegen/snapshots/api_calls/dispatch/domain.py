@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from loom.runtime import AggregateRoot, DomainEvent, new_id
+from loom.runtime import AggregateRoot, DomainEvent, ints, new_id
 
 from ..directory.ids import TechnicianId
 from .ids import WorkOrderId
@@ -36,6 +36,10 @@ class WorkOrder(AggregateRoot):
     def create(cls, *, title: str, tech: str, level: str, years: int) -> WorkOrder:
         """WorkOrder.create (dispatch.loom:52): a new WorkOrder"""
         return cls(title=title, tech=tech, level=level, years=years)
+
+    def _check_stored(self) -> None:
+        """what saving WorkOrder needs (dispatch.loom:52): ints in range, derived values"""
+        ints.fit(self.years, "WorkOrder.years")
 
     def assign(self, name: str) -> None:
         """operation WorkOrder.assign (dispatch.loom:56)"""

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import ClassVar
 
-from loom.runtime import AggregateRoot, DomainEvent, decimals, new_id, require
+from loom.runtime import AggregateRoot, DomainEvent, decimals, ints, new_id, require
 
 from .ids import AccountId, InvoiceId
 
@@ -39,6 +39,10 @@ class Account(AggregateRoot):
         account = cls(balance=balance, credits=credits, tag=tag, note=note)
         account._check_invariants()
         return account
+
+    def _check_stored(self) -> None:
+        """what saving Account needs (decimal_params.loom:6): ints in range, derived values"""
+        ints.fit(self.credits, "Account.credits")
 
     def _check_invariants(self) -> None:
         """invariants of Account (decimal_params.loom:6)"""

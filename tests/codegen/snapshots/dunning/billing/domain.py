@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar
 
-from loom.runtime import AggregateRoot, DomainEvent, new_id, require
+from loom.runtime import AggregateRoot, DomainEvent, ints, new_id, require
 
 from .ids import SubscriptionId
 
@@ -57,6 +57,10 @@ class Subscription(AggregateRoot):
     ) -> Subscription:
         """Subscription.create (dunning.loom:12): a new Subscription"""
         return cls(customer=customer, status=status, notices=notices)
+
+    def _check_stored(self) -> None:
+        """what saving Subscription needs (dunning.loom:12): ints in range, derived values"""
+        ints.fit(self.notices, "Subscription.notices")
 
     def fail(self) -> None:
         """operation Subscription.fail (dunning.loom:16)"""

@@ -11,7 +11,16 @@ from typing import ClassVar
 
 from pydantic import ConfigDict
 
-from loom.runtime import AggregateRoot, DomainEvent, new_id, now, require, wire_names
+from loom.runtime import (
+    AggregateRoot,
+    DomainEvent,
+    derived,
+    ints,
+    new_id,
+    now,
+    require,
+    wire_names,
+)
 
 from .ids import AccountId, CustomerId
 
@@ -108,6 +117,11 @@ class Account(AggregateRoot):
     def overdrawn(self) -> bool:
         """derived overdrawn (banking.loom:21)"""
         return self.balance < 0
+
+    def _check_stored(self) -> None:
+        """what saving Account needs (banking.loom:12): ints in range, derived values"""
+        ints.fit(self.balance, "Account.balance")
+        derived(self, "overdrawn", "derived Account.overdrawn")
 
     def _check_invariants(self) -> None:
         """invariants of Account (banking.loom:12)"""

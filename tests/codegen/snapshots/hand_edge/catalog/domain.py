@@ -16,6 +16,8 @@ from loom.runtime import (
     AggregateRoot,
     DomainEvent,
     decimals,
+    derived,
+    ints,
     new_id,
     require,
     wire_names,
@@ -77,6 +79,11 @@ class Box(AggregateRoot):
     def total(self) -> Decimal:
         """derived total (catalog.loom:10)"""
         return decimals.mul(self.price, 2)
+
+    def _check_stored(self) -> None:
+        """what saving Box needs (catalog.loom:4): ints in range, derived values"""
+        ints.fit(self.weight, "Box.weight")
+        derived(self, "total", "derived Box.total")
 
     def _check_invariants(self) -> None:
         """invariants of Box (catalog.loom:4)"""

@@ -10,7 +10,15 @@ from datetime import datetime
 from decimal import Decimal
 from typing import ClassVar
 
-from loom.runtime import AggregateRoot, DomainEvent, decimals, new_id, now, require
+from loom.runtime import (
+    AggregateRoot,
+    DomainEvent,
+    decimals,
+    ints,
+    new_id,
+    now,
+    require,
+)
 
 from .ids import NoteId, TicketId
 
@@ -127,6 +135,10 @@ class Note(AggregateRoot):
         )
         note._check_invariants()
         return note
+
+    def _check_stored(self) -> None:
+        """what saving Note needs (support.loom:90): ints in range, derived values"""
+        ints.fit(self.weight, "Note.weight")
 
     def _check_invariants(self) -> None:
         """invariants of Note (support.loom:90)"""

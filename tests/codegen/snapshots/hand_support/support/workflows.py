@@ -9,6 +9,7 @@ from loom.runtime import (
     Int64,
     LoomRoute,
     get_service,
+    ints,
     not_found,
     require,
 )
@@ -221,5 +222,8 @@ async def rate(body: RateInput, request: Request) -> Int64:
     """workflow rate (support.loom:120): non-transactional: each save commits on its own"""
     service = get_service(request)
     async with service.autocommit():
-        result = rate_double(rate_sla_days(body.priority))
+        result = ints.fit(
+            rate_double(rate_sla_days(body.priority)),
+            "the result of workflow rate",
+        )
     return result

@@ -13,6 +13,8 @@ from pydantic import ConfigDict
 from loom.runtime import (
     AggregateRoot,
     DomainEvent,
+    derived,
+    ints,
     new_id,
     now,
     require,
@@ -132,6 +134,15 @@ class Booking(AggregateRoot):
             times.date_plus(self.night, self.stay),
             timedelta(days=1),
         )
+
+    def _check_stored(self) -> None:
+        """what saving Booking needs (hotel_time.loom:9): ints in range, derived values"""
+        ints.fit(self.reminded, "Booking.reminded")
+        derived(self, "next_night", "derived Booking.nextNight")
+        derived(self, "leaves_at", "derived Booking.leavesAt")
+        derived(self, "night_starts", "derived Booking.nightStarts")
+        derived(self, "hold_ends_on", "derived Booking.holdEndsOn")
+        derived(self, "last_night", "derived Booking.lastNight")
 
     def pay(self) -> None:
         """operation Booking.pay (hotel_time.loom:27)"""

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from loom.runtime import AggregateRoot, DomainEvent, new_id, require
+from loom.runtime import AggregateRoot, DomainEvent, ints, new_id, require
 
 from .ids import TicketId
 
@@ -42,6 +42,10 @@ class Ticket(AggregateRoot):
     def create(cls, *, email: str, priority: int) -> Ticket:
         """Ticket.create (events.loom:4): a new Ticket"""
         return cls(email=email, priority=priority)
+
+    def _check_stored(self) -> None:
+        """what saving Ticket needs (events.loom:4): ints in range, derived values"""
+        ints.fit(self.priority, "Ticket.priority")
 
     def bump(self) -> None:
         """operation Ticket.bump (events.loom:7)"""

@@ -10,7 +10,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Annotated, ClassVar
 
-from loom.runtime import AggregateRoot, DomainEvent, formerly, new_id, now
+from loom.runtime import AggregateRoot, DomainEvent, formerly, ints, new_id, now
 
 from .ids import ClientId
 
@@ -81,6 +81,10 @@ class Client(AggregateRoot):
             joined_at=joined_at,
             renamed=renamed,
         )
+
+    def _check_stored(self) -> None:
+        """what saving Client needs (renames.loom:6): ints in range, derived values"""
+        ints.fit(self.renamed, "Client.renamed")
 
     def close(self) -> None:
         """operation Client.close (renames.loom:14)"""

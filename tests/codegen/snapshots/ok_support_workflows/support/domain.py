@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar
 
-from loom.runtime import AggregateRoot, DomainEvent, new_id, require
+from loom.runtime import AggregateRoot, DomainEvent, ints, new_id, require
 
 from .ids import TicketId
 
@@ -60,6 +60,10 @@ class Ticket(AggregateRoot):
             detail="a ticket needs a code",
         )
         return cls(code=code, customer=customer, due_at=due_at)
+
+    def _check_stored(self) -> None:
+        """what saving Ticket needs (support_workflows.loom:5): ints in range, derived values"""
+        ints.fit(self.priority, "Ticket.priority")
 
     def _slack(self, as_of: datetime) -> bool:
         """function slack (support_workflows.loom:21)"""

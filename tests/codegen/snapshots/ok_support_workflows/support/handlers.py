@@ -12,6 +12,7 @@ from loom.runtime import (
     LoomRoute,
     WireText,
     get_service,
+    ints,
     not_found,
     now,
 )
@@ -225,7 +226,10 @@ async def open_count(request: Request, c: Annotated[WireText, Query()]) -> Int64
         await tickets.find_all_by_open_for(c)
         await tickets.find_all_by_customer(c)
         pair = await tickets.get_by_customer_and_due_at(c, now())
-        result = pair.priority + pair._weight()
+        result = ints.fit(
+            pair.priority + pair._weight(),
+            "the result of queryHandler OpenCount",
+        )
     return result
 
 

@@ -15,6 +15,8 @@ from loom.runtime import (
     AggregateRoot,
     DomainEvent,
     decimals,
+    derived,
+    ints,
     new_id,
     require,
     wire_names,
@@ -161,6 +163,10 @@ class Product(AggregateRoot):
         """derived free (values_payloads.loom:28)"""
         return self.price.amount == 0
 
+    def _check_stored(self) -> None:
+        """what saving Product needs (values_payloads.loom:22): ints in range, derived values"""
+        derived(self, "free", "derived Product.free")
+
     def _check_invariants(self) -> None:
         """invariants of Product (values_payloads.loom:22)"""
         # invariant price.currency == listPrice.currency (values_payloads.loom:29)
@@ -217,6 +223,10 @@ class Order(AggregateRoot):
     ) -> Order:
         """Order.create (values_payloads.loom:46): a new Order"""
         return cls(customer=customer, lines=lines, ship_to=ship_to, total=total)
+
+    def _check_stored(self) -> None:
+        """what saving Order needs (values_payloads.loom:46): ints in range, derived values"""
+        ints.fit(self.lines, "Order.lines")
 
 
 @dataclass(kw_only=True)

@@ -13,6 +13,7 @@ from loom.runtime import (
     WireDecimal,
     WireText,
     get_service,
+    ints,
     not_found,
     require,
 )
@@ -47,11 +48,9 @@ async def order_summary(
     async with service.autocommit() as work:
         orders = Orders(work)
         o = await orders.get_by_id(id)
-        result = OrderView(
-            customer=o.customer,
-            total=o.total,
-            lines=0,
-            ship_to=o.ship_to,
+        result = ints.fit(
+            OrderView(customer=o.customer, total=o.total, lines=0, ship_to=o.ship_to),
+            "the result of queryHandler OrderSummary",
         )
     return OrderViewOut.from_value(result)
 
@@ -78,11 +77,14 @@ async def latest_order(
                 rule="queryHandler LatestOrder: precondition o.total.amount >= q.minTotal",
                 detail="below the minimum",
             )
-            result = OrderView(
-                customer=o.customer,
-                total=o.total,
-                lines=1,
-                ship_to=o.ship_to,
+            result = ints.fit(
+                OrderView(
+                    customer=o.customer,
+                    total=o.total,
+                    lines=1,
+                    ship_to=o.ship_to,
+                ),
+                "the result of queryHandler LatestOrder",
             )
         else:
             raise not_found("Order", "no order for this customer")

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar
 
-from loom.runtime import AggregateRoot, DomainEvent, new_id
+from loom.runtime import AggregateRoot, DomainEvent, ints, new_id
 
 from .ids import AppointmentId
 
@@ -34,6 +34,10 @@ class Appointment(AggregateRoot):
     def create(cls, *, patient: str, starts_at: datetime, reminded: int) -> Appointment:
         """Appointment.create (reminder_at_loaded.loom:7): a new Appointment"""
         return cls(patient=patient, starts_at=starts_at, reminded=reminded)
+
+    def _check_stored(self) -> None:
+        """what saving Appointment needs (reminder_at_loaded.loom:7): ints in range, derived values"""
+        ints.fit(self.reminded, "Appointment.reminded")
 
     def move_to(self, at: datetime) -> None:
         """operation Appointment.moveTo (reminder_at_loaded.loom:12)"""

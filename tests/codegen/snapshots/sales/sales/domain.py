@@ -10,7 +10,14 @@ from datetime import datetime
 from decimal import Decimal
 from typing import ClassVar
 
-from loom.runtime import AggregateRoot, DomainEvent, decimals, new_id, require
+from loom.runtime import (
+    AggregateRoot,
+    DomainEvent,
+    decimals,
+    derived,
+    new_id,
+    require,
+)
 
 from .ids import CustomerId, OrderId
 
@@ -51,6 +58,10 @@ class Customer(AggregateRoot):
     def display(self) -> str:
         """derived display (sales.loom:8)"""
         return self.name
+
+    def _check_stored(self) -> None:
+        """what saving Customer needs (sales.loom:5): ints in range, derived values"""
+        derived(self, "display", "derived Customer.display")
 
     def _check_invariants(self) -> None:
         """invariants of Customer (sales.loom:5)"""

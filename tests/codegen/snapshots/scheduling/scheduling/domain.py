@@ -11,7 +11,14 @@ from typing import ClassVar
 
 from pydantic import ConfigDict
 
-from loom.runtime import AggregateRoot, DomainEvent, new_id, require, wire_names
+from loom.runtime import (
+    AggregateRoot,
+    DomainEvent,
+    derived,
+    new_id,
+    require,
+    wire_names,
+)
 
 from .ids import AppointmentId
 
@@ -129,6 +136,11 @@ class Appointment(AggregateRoot):
     def held(self) -> bool:
         """derived held (scheduling.loom:44)"""
         return self.status == AppointmentStatus.AWAITING_DEPOSIT
+
+    def _check_stored(self) -> None:
+        """what saving Appointment needs (scheduling.loom:36): ints in range, derived values"""
+        derived(self, "requested", "derived Appointment.requested")
+        derived(self, "held", "derived Appointment.held")
 
     def confirm(self) -> None:
         """operation Appointment.confirm (scheduling.loom:46)"""

@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from pydantic import ConfigDict
 
-from loom.runtime import AggregateRoot, DomainEvent, new_id, require, wire_names
+from loom.runtime import AggregateRoot, DomainEvent, ints, new_id, require, wire_names
 
 from ..orders.ids import OrderId
 from .ids import ReservationId
@@ -54,6 +54,10 @@ class Reservation(AggregateRoot):
     ) -> Reservation:
         """Reservation.create (shop.loom:111): a new Reservation"""
         return cls(order=order, sku=sku, quantity=quantity, released=released)
+
+    def _check_stored(self) -> None:
+        """what saving Reservation needs (shop.loom:111): ints in range, derived values"""
+        ints.fit(self.quantity, "Reservation.quantity")
 
     def release(self) -> None:
         """operation Reservation.release (shop.loom:117)"""

@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from pydantic import ConfigDict
 
-from loom.runtime import AggregateRoot, DomainEvent, new_id, require, wire_names
+from loom.runtime import AggregateRoot, DomainEvent, ints, new_id, require, wire_names
 
 from .ids import OrderId
 
@@ -72,6 +72,10 @@ class Order(AggregateRoot):
         )
         order._check_invariants()
         return order
+
+    def _check_stored(self) -> None:
+        """what saving Order needs (shop.loom:29): ints in range, derived values"""
+        ints.fit(self.quantity, "Order.quantity")
 
     def _check_invariants(self) -> None:
         """invariants of Order (shop.loom:29)"""

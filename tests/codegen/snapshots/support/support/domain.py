@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar
 
-from loom.runtime import AggregateRoot, DomainEvent, new_id, require
+from loom.runtime import AggregateRoot, DomainEvent, ints, new_id, require
 
 from .ids import AgentId, TicketId
 
@@ -63,6 +63,10 @@ class Ticket(AggregateRoot):
             detail="a ticket needs a code",
         )
         return cls(code=code, customer=customer, due_at=due_at)
+
+    def _check_stored(self) -> None:
+        """what saving Ticket needs (support.loom:15): ints in range, derived values"""
+        ints.fit(self.touches, "Ticket.touches")
 
     def _slack(self, as_of: datetime) -> bool:
         """function slack (support.loom:31)"""
@@ -135,6 +139,10 @@ class Agent(AggregateRoot):
         agent = cls(handle=handle, name=name, load=load, team=team)
         agent._check_invariants()
         return agent
+
+    def _check_stored(self) -> None:
+        """what saving Agent needs (support.loom:52): ints in range, derived values"""
+        ints.fit(self.load, "Agent.load")
 
     def _check_invariants(self) -> None:
         """invariants of Agent (support.loom:52)"""

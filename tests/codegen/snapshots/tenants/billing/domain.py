@@ -13,6 +13,7 @@ from loom.runtime import (
     DomainEvent,
     authorize,
     current_tenant,
+    ints,
     new_id,
     require,
 )
@@ -81,6 +82,11 @@ class Invoice(AggregateRoot):
             stamped_for=stamped_for,
             touches=touches,
         )
+
+    def _check_stored(self) -> None:
+        """what saving Invoice needs (tenants.loom:12): ints in range, derived values"""
+        ints.fit(self.amount, "Invoice.amount")
+        ints.fit(self.touches, "Invoice.touches")
 
     def pay(self) -> None:
         """operation Invoice.pay (tenants.loom:22)"""

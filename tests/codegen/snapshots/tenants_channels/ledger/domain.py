@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from loom.runtime import AggregateRoot, new_id
+from loom.runtime import AggregateRoot, ints, new_id
 
 from .ids import AccountId
 
@@ -24,6 +24,11 @@ class Account(AggregateRoot):
     def create(cls, *, customer: str, placed: int, total: int) -> Account:
         """Account.create (tenants_channels.loom:18): a new Account"""
         return cls(customer=customer, placed=placed, total=total)
+
+    def _check_stored(self) -> None:
+        """what saving Account needs (tenants_channels.loom:18): ints in range, derived values"""
+        ints.fit(self.placed, "Account.placed")
+        ints.fit(self.total, "Account.total")
 
     def book(self, amount: int) -> None:
         """operation Account.book (tenants_channels.loom:23)"""

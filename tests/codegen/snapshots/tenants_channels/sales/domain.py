@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from loom.runtime import AggregateRoot, DomainEvent, new_id
+from loom.runtime import AggregateRoot, DomainEvent, ints, new_id
 
 from .ids import OrderId
 
@@ -35,6 +35,10 @@ class Order(AggregateRoot):
     def create(cls, *, number: str, customer: str, amount: int) -> Order:
         """Order.create (tenants_channels.loom:6): a new Order"""
         return cls(number=number, customer=customer, amount=amount)
+
+    def _check_stored(self) -> None:
+        """what saving Order needs (tenants_channels.loom:6): ints in range, derived values"""
+        ints.fit(self.amount, "Order.amount")
 
     def place(self) -> None:
         """operation Order.place (tenants_channels.loom:10)"""

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar
 
-from loom.runtime import AggregateRoot, DomainEvent, new_id, require
+from loom.runtime import AggregateRoot, DomainEvent, ints, new_id, require
 
 from .ids import TicketId
 
@@ -51,6 +51,10 @@ class Ticket(AggregateRoot):
     def create(cls, *, title: str, status: TicketStatus, escalations: int) -> Ticket:
         """Ticket.create (tenants_instances.loom:11): a new Ticket"""
         return cls(title=title, status=status, escalations=escalations)
+
+    def _check_stored(self) -> None:
+        """what saving Ticket needs (tenants_instances.loom:11): ints in range, derived values"""
+        ints.fit(self.escalations, "Ticket.escalations")
 
     def resolve(self) -> None:
         """operation Ticket.resolve (tenants_instances.loom:15)"""

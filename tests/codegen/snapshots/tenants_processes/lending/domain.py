@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from loom.runtime import AggregateRoot, new_id, require
+from loom.runtime import AggregateRoot, ints, new_id, require
 
 from .ids import BorrowerId, LoanId
 
@@ -33,6 +33,10 @@ class Loan(AggregateRoot):
     ) -> Loan:
         """Loan.create (tenants_processes.loom:5): a new Loan"""
         return cls(number=number, due_at=due_at, overdue=overdue, sweeps=sweeps)
+
+    def _check_stored(self) -> None:
+        """what saving Loan needs (tenants_processes.loom:5): ints in range, derived values"""
+        ints.fit(self.sweeps, "Loan.sweeps")
 
     def mark_overdue(self) -> None:
         """operation Loan.markOverdue (tenants_processes.loom:13)"""
