@@ -115,4 +115,6 @@ def test_up_refuses_a_port_out_of_range(banking: str) -> None:
         timeout=120,
     )
     assert r.returncode == 2, r.stdout + r.stderr
-    assert r.stderr.strip() == "error: --port must be 1 to 65535 for 1 service(s), not 70000"
+    assert r.stderr.strip() == (
+        "error: --port 70000: the first deployable's port must be from 1 to 65535"
+    )

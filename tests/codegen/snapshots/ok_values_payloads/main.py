@@ -15,7 +15,7 @@ from .store import workflows as store_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "3896f459f692"
+MODEL_REVISION = "3a4945ed4325"
 
 
 def build_app(database_url: str | None = None) -> FastAPI:

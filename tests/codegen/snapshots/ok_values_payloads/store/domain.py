@@ -231,7 +231,7 @@ class Order(AggregateRoot):
 
 @dataclass(kw_only=True)
 class BillingState:
-    """state of workflow Billing (values_payloads.loom:93)"""
+    """state of workflow Billing (values_payloads.loom:94)"""
 
     order: OrderId
     charged: Money = field(

@@ -43,7 +43,7 @@ async def order_summary(
     request: Request,
     id: Annotated[OrderId, Query()],
 ) -> OrderViewOut:
-    """queryHandler OrderSummary (values_payloads.loom:105): read-only"""
+    """queryHandler OrderSummary (values_payloads.loom:106): read-only"""
     service = get_service(request)
     async with service.autocommit() as work:
         orders = Orders(work)
@@ -64,7 +64,7 @@ async def latest_order(
     request: Request,
     q: Annotated[OrdersOfInput, Query()],
 ) -> OrderViewOut:
-    """queryHandler LatestOrder (values_payloads.loom:111): read-only"""
+    """queryHandler LatestOrder (values_payloads.loom:112): read-only"""
     service = get_service(request)
     q_ = q.to_domain()
     async with service.autocommit() as work:
@@ -100,7 +100,7 @@ async def problems(
     request: Request,
     product: Annotated[ProductId, Query()],
 ) -> list[RefusalOut]:
-    """queryHandler Problems (values_payloads.loom:120): read-only"""
+    """queryHandler Problems (values_payloads.loom:121): read-only"""
     service = get_service(request)
     async with service.autocommit() as work:
         products = Products(work)
@@ -115,7 +115,7 @@ async def taxed(
     product: Annotated[ProductId, Query()],
     rate: Annotated[WireDecimal, Query()],
 ) -> MoneyOut:
-    """queryHandler Taxed (values_payloads.loom:125): read-only"""
+    """queryHandler Taxed (values_payloads.loom:126): read-only"""
     service = get_service(request)
     async with service.autocommit() as work:
         products = Products(work)
@@ -133,7 +133,7 @@ async def matching(
     request: Request,
     label: Annotated[WireText, Query()],
 ) -> list[ProductOut]:
-    """queryHandler Matching (values_payloads.loom:130): read-only"""
+    """queryHandler Matching (values_payloads.loom:131): read-only"""
     service = get_service(request)
     async with service.autocommit() as work:
         products = Products(work)
@@ -154,7 +154,7 @@ async def matching(
     tags=["Store: handlers"],
 )
 async def reprice(body: RepriceProductInput, request: Request) -> MoneyOut:
-    """commandHandler Reprice (values_payloads.loom:137): non-transactional: each save commits on its own"""
+    """commandHandler Reprice (values_payloads.loom:138): non-transactional: each save commits on its own"""
     service = get_service(request)
     c = body.to_domain()
     async with service.autocommit() as work:

@@ -11,44 +11,50 @@ from .domain import BillingState, Line, Order, Product
 
 
 def named(line: Line) -> ColumnElement[bool]:
-    """criterion Named of Product (values_payloads.loom:58)"""
+    """criterion Named of Product (values_payloads.loom:59)"""
     c = tables.products.c
     return c.name == line.label
 
 
 class Products(Repository[Product]):
-    """repository Products for Product (values_payloads.loom:52)"""
+    """repository Products for Product (values_payloads.loom:53)"""
 
     aggregate = Product
     table = tables.products
 
     async def find_by_named(self, line: Line) -> Product | None:
-        """criterion Named (values_payloads.loom:58)"""
+        """criterion Named (values_payloads.loom:59)"""
         return await self.find_one(named(line))
 
     async def find_all_by_named(self, line: Line) -> list[Product]:
-        """criterion Named (values_payloads.loom:58)"""
+        """criterion Named (values_payloads.loom:59)"""
         return await self.find_all(named(line))
 
     async def run_by_line(self, line: Line) -> list[Product]:
-        """retrieval ByLine (values_payloads.loom:59)"""
+        """retrieval ByLine (values_payloads.loom:60)"""
         return await self.find_all(named(line))
 
 
 class Orders(Repository[Order]):
-    """repository Orders for Order (values_payloads.loom:53)"""
+    """repository Orders for Order (values_payloads.loom:54)"""
 
     aggregate = Order
     table = tables.orders
+    unique = (("customer",),)
 
     async def find_by_customer(self, customer: str) -> Order | None:
-        """find byCustomer of Orders (values_payloads.loom:54)"""
+        """natural key unique (customer) of Order (values_payloads.loom:46)"""
         c = self.table.c
         return await self.find_one(c.customer == customer)
 
+    async def get_by_customer(self, customer: str) -> Order:
+        """natural key unique (customer) of Order (values_payloads.loom:46)"""
+        c = self.table.c
+        return await self.get_one(c.customer == customer, key={"customer": customer})
+
 
 class BillingInstances(Instances[BillingState]):
-    """instances of workflow Billing (values_payloads.loom:93)"""
+    """instances of workflow Billing (values_payloads.loom:94)"""
 
     state = BillingState
     table = tables.billing_instances

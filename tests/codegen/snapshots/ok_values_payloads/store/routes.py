@@ -190,7 +190,7 @@ async def find_orders_by_customer(
     customer: Annotated[WireText, Query()],
     request: Request,
 ) -> OrderOut:
-    """find byCustomer of Orders (values_payloads.loom:54)"""
+    """find byCustomer of Orders (values_payloads.loom:55)"""
     service = get_service(request)
     async with service.autocommit() as work:
         order = await Orders(work).find_by_customer(customer)

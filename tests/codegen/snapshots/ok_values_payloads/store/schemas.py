@@ -355,7 +355,7 @@ class OrderOut(BaseModel):
 
 
 class QuickOrderInput(BaseModel):
-    """The body of workflow quickOrder (values_payloads.loom:85)"""
+    """The body of workflow quickOrder (values_payloads.loom:86)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -365,7 +365,7 @@ class QuickOrderInput(BaseModel):
 
 
 class BillingInput(BaseModel):
-    """The body of workflow Billing (values_payloads.loom:97)"""
+    """The body of workflow Billing (values_payloads.loom:98)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -374,7 +374,7 @@ class BillingInput(BaseModel):
 
 
 class BillingInstanceOut(BaseModel):
-    """an instance of workflow Billing as the API answers it (values_payloads.loom:93)"""
+    """an instance of workflow Billing as the API answers it (values_payloads.loom:94)"""
 
     order: OrderId
     version: int

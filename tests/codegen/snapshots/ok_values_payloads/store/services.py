@@ -8,11 +8,11 @@ from .domain import Money
 
 
 class Pricing:
-    """domainService Pricing (values_payloads.loom:61)"""
+    """domainService Pricing (values_payloads.loom:62)"""
 
     @staticmethod
     def discounted(p: Money, percent: int) -> Money:
-        """Pricing.discounted (values_payloads.loom:62)"""
+        """Pricing.discounted (values_payloads.loom:63)"""
         return Money(
             amount=decimals.sub(
                 p.amount,

@@ -2,7 +2,7 @@
 # Do not edit: change the model and rebuild.
 # Tables of context Store.
 
-from sqlalchemy import Column, Integer, String, Table, Uuid
+from sqlalchemy import Column, Integer, String, Table, UniqueConstraint, Uuid
 
 from loom.runtime.types import JsonList, JsonValue
 
@@ -73,10 +73,11 @@ orders = Table(
         nullable=False,
         info={"loom": {"field": "total"}},
     ),
+    UniqueConstraint("customer", name="uq_store_orders_customer"),
     info={"loom": {"origin": "Store.Order"}},
 )
 
-# instances of workflow Billing (values_payloads.loom:93)
+# instances of workflow Billing (values_payloads.loom:94)
 billing_instances = Table(
     "store_billing_instances",
     metadata,

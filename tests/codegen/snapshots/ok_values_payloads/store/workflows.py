@@ -30,7 +30,7 @@ router = APIRouter(route_class=LoomRoute)
     tags=["Store: workflows"],
 )
 async def place_order(body: PlaceOrderInput, request: Request) -> OrderId:
-    """workflow PlaceOrder (values_payloads.loom:70): non-transactional: each save commits on its own"""
+    """workflow PlaceOrder (values_payloads.loom:71): non-transactional: each save commits on its own"""
     service = get_service(request)
     c = body.to_domain()
     async with service.autocommit() as work:
@@ -59,7 +59,7 @@ async def place_order(body: PlaceOrderInput, request: Request) -> OrderId:
     tags=["Store: workflows"],
 )
 async def quick_order(body: QuickOrderInput, request: Request) -> OrderId:
-    """workflow quickOrder (values_payloads.loom:84): non-transactional: each save commits on its own"""
+    """workflow quickOrder (values_payloads.loom:85): non-transactional: each save commits on its own"""
     service = get_service(request)
     c = body.c.to_domain()
     total = body.total.to_domain()
@@ -84,7 +84,7 @@ async def quick_order(body: QuickOrderInput, request: Request) -> OrderId:
     tags=["Store: workflows"],
 )
 async def billing(body: BillingInput, request: Request) -> None:
-    """workflow Billing (values_payloads.loom:93): non-transactional: each save commits on its own"""
+    """workflow Billing (values_payloads.loom:94): non-transactional: each save commits on its own"""
     service = get_service(request)
     charge = body.charge.to_domain()
     async with service.autocommit() as work:
@@ -109,7 +109,7 @@ async def billing(body: BillingInput, request: Request) -> None:
     tags=["Store: workflows"],
 )
 async def get_billing_instance(id: UUID, request: Request) -> BillingInstanceOut:
-    """an instance of workflow Billing (values_payloads.loom:93), by its order"""
+    """an instance of workflow Billing (values_payloads.loom:94), by its order"""
     service = get_service(request)
     async with service.autocommit() as work:
         instance = await BillingInstances(work).get(id)
