@@ -164,11 +164,11 @@ async def test_every_field_type_matches_its_schema(sqlite_url: str) -> None:
         "2026-11-29",
         "Green",
     )
-    # a datetime keeps the offset it was raised with (the HTTP surface answers in UTC)
+    # a datetime sent with an offset is read as UTC, so the event carries it in UTC too
     assert (empty["memo"], empty["day"], empty["lastHeard"]) == (
         None,
         None,
-        "2026-11-29T11:00:00+02:00",
+        "2026-11-29T09:00:00Z",
     )
 
 
