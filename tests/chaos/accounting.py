@@ -1,6 +1,6 @@
 """After the chaos: what was stored, what its events did, and what is left in the outbox.
 
-Each `place` / `placeAuto` of tests/chaos/models/chaos.loom stores one Job and commits one Placed
+Each `place` / `placeAuto` / `placeEmit` of tests/chaos/models/chaos.loom stores one Job and commits one Placed
 event with it; the reaction to Placed stores one Applied row naming the Job, with no unique key. So
 per Job, the number of Applied rows is the number of times the reaction was applied: 1, or a double
 (2+), or missing (0). An Applied row naming no stored Job is an event of a write that never
@@ -19,7 +19,7 @@ from .load import ACKNOWLEDGED, REFUSED, UNKNOWN, Ledger, status_line
 from .servers import get_all, outbox_counts
 
 # The durable commands: each stores one Job under the `ref` it is given.
-COMMANDS = ("/api/workflows/place", "/api/workflows/place_auto")
+COMMANDS = ("/api/workflows/place", "/api/workflows/place_auto", "/api/workflows/place_emit")
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """Scenario: two replicas of one service on one database, one of them killed with SIGKILL again
 and again, while concurrent clients send durable commands to both.
 
-Each command (`place`, transactional, or `placeAuto`, not transactional) stores a Job under a
+Each command (`place`, transactional; `placeAuto` and `placeEmit`, not transactional, the event
+raised by an operation or emitted by the body) stores a Job under a
 reference no other request uses and commits a durable Placed event with it, whose reaction stores
 one Applied row. The clients keep going to whichever replica is up; a killed replica is restarted
 at once. Afterwards the survivors settle, and the run is audited (accounting.py): acknowledged
@@ -55,7 +56,7 @@ async def kill_replicas(workdir: Path, database_url: str, plan: KillPlan) -> Aud
                     if not target.alive:
                         target = replicas[(n + i + 1) % 2]
                     ref = f"c{n}-{i}"
-                    path = COMMANDS[i % 2]
+                    path = COMMANDS[i % len(COMMANDS)]
                     ledger.note(
                         ref, await send(http, "POST", target.base + path, json={"ref": ref})
                     )

@@ -68,7 +68,7 @@ async def pg_restart(
                     if done.is_set():
                         return
                     ref = f"c{n}-{i}"
-                    url = server.base + COMMANDS[i % 2]
+                    url = server.base + COMMANDS[i % len(COMMANDS)]
                     ledger.note(ref, await send(http, "POST", url, json={"ref": ref}))
                     if ledger.kinds[ref] != "acknowledged":
                         await asyncio.sleep(0.05)

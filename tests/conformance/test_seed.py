@@ -242,12 +242,18 @@ async def test_03_a_refused_row_aborts_the_sweep(
         direct = problem(
             await c.post(f"/api/tickets/{breached}/flag_breached"), 422, "state-gate-refused"
         )
-        assert (body["title"], body["rule"], body["detail"]) == (
-            direct["title"],
-            direct["rule"],
-            direct["detail"],
-        )
-        # Non-transactional: the first iteration's save already committed; transactional: rolled back.
+        assert (body["title"], body["rule"]) == (direct["title"], direct["rule"])
+        # Non-transactional: the first iteration's save already committed, and the refusal says
+        # so (detail and `saved`); transactional: rolled back, and the detail is the operation's.
+        if first_kept:
+            assert body["detail"] == (
+                f"{direct['detail']}; already saved by this request and not undone, as its body"
+                f" is not transactional: Ticket {first}"
+            )
+            assert body["saved"] == [{"aggregate": "Ticket", "id": first}]
+        else:
+            assert body["detail"] == direct["detail"]
+            assert "saved" not in body
         assert await status_of(c, first) == ("Breached" if first_kept else "Open")
         assert await status_of(c, after) == "Open"  # never visited
 

@@ -27,7 +27,7 @@ context Shop {
   }
   repository Items for Item { }
   event Repriced { item: Item id, from: decimal, to: decimal }
-  workflow add {
+  workflow add autocommit {
     create(name: string): Item id {
       let a = Item.create(name, 1)
       let b = Item.create(price: 2.50, name: name)

@@ -65,7 +65,7 @@ context Bank {
     operation withdraw(n: int) { balance -= n }
   }
   repository Accounts for Account { }
-  workflow transfer {
+  workflow transfer transactional {
     create(from: Account id, to: Account id, n: int) {
       let a = Accounts.getById(from)
       let b = Accounts.getById(to)

@@ -132,6 +132,17 @@ REGISTRY: dict[str, CodeInfo] = {
         CodeInfo(
             "loom.workflow-mutation-unsaved", _E, "a mutation the exit save would not persist"
         ),
+        CodeInfo(
+            "loom.autocommit-conflict",
+            _E,
+            "`autocommit` on a body that is transactional or a process manager's",
+        ),
+        CodeInfo(
+            "loom.body-not-atomic",
+            _W,
+            "a crash can separate the saves of a body that is not transactional, or a save from"
+            " the event emitted after it",
+        ),
         CodeInfo("loom.workflow-create-args", _E, "the arguments of `Agg.create(...)` do not bind"),
         CodeInfo("loom.workflow-compound-assign", _E, "`+=` / `-=` in a workflow body"),
         CodeInfo("loom.workflow-foreign-assign", _E, "a workflow assigns a field of an aggregate"),

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from loom.lang.check import check
+from loom.lang.check.atomicity import check_atomicity
 from loom.lang.diagnostics import Diagnostic, Sink, Span
 from loom.lang.lower import lower
 from loom.lang.names import resolve
@@ -92,7 +93,9 @@ def _run(sources: dict[str, str], sink: Sink) -> ir.Model | None:
     facts = check(prog, sources, sink)
     if sink.has_errors:
         return None
-    return lower(prog, facts, sources)
+    model = lower(prog, facts, sources)
+    check_atomicity(model, sources, sink)  # reads the saves lowering placed
+    return model
 
 
 def _is_recursion(exc: BaseException | None) -> bool:

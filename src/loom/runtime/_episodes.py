@@ -92,12 +92,12 @@ class ProcessInstances(Instances[S]):
             d[STARTED_AT] = now()
         return instance
 
-    async def save(self, instance: S) -> None:
+    async def save(self, instance: S, *, carry_emits: bool = False) -> None:
         """Save; an instance `complete` ended is stamped with when its episode ended."""
         d = instance.__dict__
         if d[ENDED] and d[ENDED_AT] is None:
             d[ENDED_AT] = now()
-        await super().save(instance)
+        await super().save(instance, carry_emits=carry_emits)
 
     async def next_episode(self, ended: S) -> S:
         """Archive the ended episode and answer the next one: declared defaults, numbered one

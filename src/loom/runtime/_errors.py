@@ -15,12 +15,19 @@ _REFUSAL = {
 }
 
 
+_SAVED_NAMED = 5  # the detail names this many of the saves; the `saved` member holds all
+
+
 class LoomError(Exception):
     """Base of the errors that become problem+json responses."""
 
     status: int = 500
     type: str = "urn:loom:problem:internal"
     title: str = "Internal Server Error"
+
+    # what the failed request had already written for good (a body that is not transactional
+    # commits each save on its own): the problem's `saved` member, and named in its detail
+    saved: tuple[tuple[str, object], ...] = ()
 
     def __init__(self, detail: str) -> None:
         super().__init__(detail)
@@ -29,6 +36,20 @@ class LoomError(Exception):
     def extensions(self) -> dict[str, Any]:
         """Extension members of the problem body."""
         return {}
+
+    def note_saved(self, saved: list[tuple[str, object]]) -> None:
+        """Say what the request saved before this refusal and did not undo."""
+        if self.saved:
+            return
+        self.saved = tuple(saved)
+        shown = ", ".join(f"{what} {id}" for what, id in saved[:_SAVED_NAMED])
+        more = len(saved) - _SAVED_NAMED
+        if more > 0:
+            shown += f" and {more} more"
+        self.detail += (
+            f"; already saved by this request and not undone, as its body is not transactional:"
+            f" {shown}"
+        )
 
     def headers(self) -> dict[str, str] | None:
         """Response headers the problem carries (e.g. `WWW-Authenticate` on a 401)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from typing import Literal
 
 RelayCrashPoint = Literal["claim", "deliver", "publish"]
@@ -26,9 +28,23 @@ class Faults:
     breaks the connection before the client side sees its answer: the driver connection is
     terminated, and the commit step fails with the error the driver raises on a dead
     connection, as when the network drops during COMMIT. The write is applied; the request
-    cannot know it."""
+    cannot know it.
 
-    __slots__ = ("_error", "_n", "armed", "commit_lost", "consumer_crash", "relay_crash")
+    `kill_after_commit(n)` kills the process (SIGKILL: no clean-up of any kind) right after the
+    n-th commit that a request's unit of work makes durable: an autocommit save, a save's short
+    transaction with its outbox rows, a transaction's COMMIT, emitted events committed on their
+    own. Reactions, the relay and the scheduler do not count. Each boundary of a body is then a
+    place a test can crash it, and count after a restart what the crash separated."""
+
+    __slots__ = (
+        "_error",
+        "_kill_at",
+        "_n",
+        "armed",
+        "commit_lost",
+        "consumer_crash",
+        "relay_crash",
+    )
 
     def __init__(self) -> None:
         self.armed = False
@@ -37,6 +53,7 @@ class Faults:
         self.relay_crash: RelayCrashPoint | None = None
         self.consumer_crash: ConsumerCrashPoint | None = None
         self.commit_lost = False
+        self._kill_at = 0
 
     def fail_save(self, n: int, error: BaseException | None = None) -> None:
         if n < 1:
@@ -53,6 +70,18 @@ class Faults:
             raise ValueError("a consumer crashes after 'commit'")
         self.consumer_crash = after
 
+    def kill_after_commit(self, n: int) -> None:
+        if n < 1:
+            raise ValueError("n counts commits from 1")
+        self._kill_at = n
+
+    def committed(self, request: bool) -> None:
+        """Called after each commit that wrote something; `request`: of a request's unit of work."""
+        if self._kill_at and request:
+            self._kill_at -= 1
+            if not self._kill_at:
+                os.kill(os.getpid(), signal.SIGKILL)
+
     def lose_commit(self) -> None:
         self.commit_lost = True
 
@@ -66,6 +95,7 @@ class Faults:
         self.relay_crash = None
         self.consumer_crash = None
         self.commit_lost = False
+        self._kill_at = 0
 
     def check_save(self, count: int) -> None:
         """Called by a unit of work before its `count`-th save."""

@@ -133,15 +133,16 @@ class Instances(Generic[S]):
         fresh.__dict__[VERSION_ATTR] = 0
         return fresh
 
-    async def save(self, instance: S) -> None:
-        """INSERT (version 1) or UPDATE … WHERE version = v; `ConcurrencyConflict` on a lost race."""
+    async def save(self, instance: S, *, carry_emits: bool = False) -> None:
+        """INSERT (version 1) or UPDATE … WHERE version = v; `ConcurrencyConflict` on a lost race.
+        `carry_emits` as for an aggregate's save (`Repository.save`)."""
         st = self._statements()
         work = self.work
         d = instance.__dict__
         key = d[self.key]
         version = d.get(VERSION_ATTR, 0)
         params = st.mapper.dump(instance)
-        conn = work._conn or await work.connection()
+        conn = await work._write_connection(None, carry_emits)
         try:
             if version == 0:
                 params["version"] = 1
@@ -157,7 +158,9 @@ class Instances(Generic[S]):
                     raise ConcurrencyConflict(self.workflow, key)
         except (StatementError, OverflowError) as err:
             work._reraise(err, self.workflow, key)
+        work._wrote = True
         d[VERSION_ATTR] = version + 1
+        await work._after_save([], (self.workflow, key))
 
 
 def instance_version(instance: Any) -> int:

@@ -189,6 +189,7 @@ def problem_for(request: Request, exc: BaseException) -> Response:
             instance,
             headers=exc.headers(),
             **exc.extensions(),
+            **_saved_member(exc),
         )
     if isinstance(exc, RequestValidationError):
         errors = validation_errors(exc.errors())
@@ -221,6 +222,16 @@ def problem_for(request: Request, exc: BaseException) -> Response:
         if kind == "data":
             return problem_for(request, InvalidValue())
     return internal_problem(request, exc)
+
+
+def _saved_member(exc: LoomError) -> dict[str, Any]:
+    if not exc.saved:
+        return {}
+    saved = [
+        {"aggregate": what, "id": id if isinstance(id, int | str) else str(id)}
+        for what, id in exc.saved
+    ]
+    return {"saved": saved}
 
 
 async def _handler(request: Request, exc: Exception) -> Response:

@@ -226,9 +226,11 @@ class Repository(Generic[A]):
             work._reraise(err, self._statements().mapper.name)
 
     # -- writes -----------------------------------------------------------------------------
-    async def save(self, aggregate: A) -> None:
+    async def save(self, aggregate: A, *, carry_emits: bool = False) -> None:
         """INSERT (version 1) a never-saved aggregate, else UPDATE ... WHERE version = v.
-        `ConcurrencyConflict` when the row changed (or, on insert, already exists)."""
+        `ConcurrencyConflict` when the row changed (or, on insert, already exists).
+        `carry_emits`: the last save of a group in a body that is not transactional; the durable
+        events the body emitted so far are written in its commit (`Work._write_connection`)."""
         st = self._statements()
         mapper = st.mapper
         work = self.work
@@ -247,7 +249,7 @@ class Repository(Generic[A]):
         aggregate._check_stored()
         work._before_save(mapper.name, id)
         # autocommit + durable events: a short transaction for the row and its outbox rows
-        conn = await work._write_connection(aggregate)
+        conn = await work._write_connection(aggregate, carry_emits)
         try:
             if version == 0:
                 params = mapper.dump(aggregate)
@@ -273,9 +275,7 @@ class Repository(Generic[A]):
         work._wrote = True
         d[VERSION_ATTR] = version + 1
         mapper.snapshot(aggregate)
-        events = aggregate._take_events()
-        if events:
-            await work._after_save(events)
+        await work._after_save(aggregate._take_events(), (mapper.name, id))
 
     @classmethod
     def _duplicate(cls, err: BaseException) -> DuplicateKey:
@@ -293,9 +293,9 @@ class Repository(Generic[A]):
         keys = " or ".join(f"({', '.join(key)})" for key in cls.unique)
         return DuplicateKey(name, detail=f"another {name} already has one of its keys {keys}")
 
-    async def delete(self, aggregate: A) -> None:
+    async def delete(self, aggregate: A, *, carry_emits: bool = False) -> None:
         """DELETE the aggregate's row if its version still matches, else `ConcurrencyConflict`;
-        its pending events are dispatched like a save's."""
+        its pending events are dispatched like a save's, and `carry_emits` is a save's."""
         st = self._statements()
         mapper = st.mapper
         work = self.work
@@ -303,7 +303,7 @@ class Repository(Generic[A]):
         version = aggregate.__dict__.get(VERSION_ATTR, 0)
         if version == 0:
             raise NotFound(mapper.name, id)
-        conn = await work._write_connection(aggregate)
+        conn = await work._write_connection(aggregate, carry_emits)
         params: dict[str, Any] = {"_loom_id": id, "_loom_v": version}
         if st.tenant is not None:
             params["_loom_tenant"] = current_tenant()
@@ -316,6 +316,4 @@ class Repository(Generic[A]):
             raise ConcurrencyConflict(mapper.name, id)
         aggregate.__dict__[VERSION_ATTR] = 0
         aggregate.__dict__[DELETED_ATTR] = True
-        events = aggregate._take_events()
-        if events:
-            await work._after_save(events)
+        await work._after_save(aggregate._take_events(), (mapper.name, id))

@@ -41,7 +41,13 @@ from . import clock
 from ._channels import Channel
 from ._dberrors import classify, never_sent
 from ._domain import AggregateRoot, DomainEvent, check_event
-from ._errors import ConcurrencyConflict, DatabaseUnavailable, InvalidValue, OutcomeUnknown
+from ._errors import (
+    ConcurrencyConflict,
+    DatabaseUnavailable,
+    InvalidValue,
+    LoomError,
+    OutcomeUnknown,
+)
 from ._events import AlreadyHandled, Delivery
 from ._mapping import DELETED_ATTR, VERSION_ATTR
 from ._ordering import claim_turn, write_durable
@@ -125,6 +131,7 @@ class Work:
         "_keyed",
         "_last_target",
         "_pending",
+        "_saved",
         "_savepoint",
         "_savepoints",
         "_saves",
@@ -157,6 +164,9 @@ class Work:
         self._inbox = inbox
         # a save or delete was applied (in autocommit, committed at once; set by the repository)
         self._wrote = False
+        # what a block that is not all-or-nothing has written for good, (aggregate, id) in order:
+        # a refusal after it says what it did not undo
+        self._saved: list[tuple[str, object]] = []
         # keyed (see Parking): the request's hold, and for an autocommit block the savepoint of
         # its last save with the aggregate and version it saved
         self._keyed: Parking | None = None
@@ -237,6 +247,8 @@ class Work:
         if self._atomic is not None:  # a save failed between its write and its events
             atomic, self._atomic = self._atomic, None
             await atomic._abandon()
+        if self._saved and isinstance(exc, LoomError):
+            exc.note_saved(self._saved)
         if self._host is not None:
             await self._leave(exc_type)
             return
@@ -282,6 +294,8 @@ class Work:
             if conn is not None:
                 self._conn = None
                 await self._send_commit(conn)
+                if self._wrote or durable:
+                    self.service.faults.committed(self._inbox is None)
                 await conn.close()
         except (StatementError, OverflowError) as err:
             await self._abandon()
@@ -444,17 +458,26 @@ class Work:
         self._conn = conn
         return conn
 
-    async def _write_connection(self, aggregate: AggregateRoot) -> AsyncConnection:
-        """The connection a save or delete writes on. In autocommit, a write whose aggregate
-        raised durable events gets a short transaction of its own, so its row and its outbox rows
-        commit together (`_after_save` commits it)."""
+    async def _write_connection(
+        self, aggregate: AggregateRoot | None, carry_emits: bool = False
+    ) -> AsyncConnection:
+        """The connection a save or delete (of an aggregate, or of an instance row: None) writes
+        on. In autocommit, a write with durable events gets a short transaction of its own, so its
+        row and its outbox rows commit together (`_after_save` commits it): the events its
+        aggregate raised and, when the body marks it `carry_emits` (the last write of a group of
+        saves), the durable events the body `emit`ted so far, which would otherwise get a
+        transaction of their own after it, and a crash in between would lose them."""
         if self._savepoints:
             await self._close_savepoint()
             conn = self._conn or await self.connection()
-            version = aggregate.__dict__.get(VERSION_ATTR, 0)
-            self._savepoint = (await conn.begin_nested(), aggregate, version)
+            if aggregate is not None:
+                version = aggregate.__dict__.get(VERSION_ATTR, 0)
+                self._savepoint = (await conn.begin_nested(), aggregate, version)
             return conn
-        if self.transactional or not self.service.routes or not self._raises_durable(aggregate):
+        if self.transactional or not self.service.routes:
+            return self._conn or await self.connection()
+        carried = self._take_durable(self._emitted) if carry_emits else []
+        if not carried and (aggregate is None or not self._raises_durable(aggregate)):
             return self._conn or await self.connection()
         if self._atomic is not None:
             stale, self._atomic = self._atomic, None
@@ -465,6 +488,7 @@ class Work:
         await self._release_connection()
         atomic = Work(self.service, True, None)
         atomic._last_target = self._last_target
+        atomic._emitted = [event for _, event in carried]
         self._atomic = atomic
         conn = await atomic.connection()
         atomic._wrote = True  # its one purpose is this write
@@ -481,13 +505,20 @@ class Work:
         if faults.armed:
             faults.check_save(self._saves)
 
-    async def _after_save(self, events: list[DomainEvent]) -> None:
+    async def _after_save(self, events: list[DomainEvent], saved: tuple[str, object]) -> None:
+        """After every save or delete: commit its short transaction (autocommit, durable events)
+        or dispatch the events it raised; `saved` (what, which id) is now written."""
         atomic = self._atomic
         if atomic is not None:
             self._atomic = None
             atomic._pending.extend(events)
             await atomic.__aexit__(None, None, None)  # outbox rows, commit, then dispatch
+            self._saved.append(saved)
             return
+        if not self.transactional:
+            self.service.faults.committed(self._inbox is None)
+        if self._savepoints or not self.transactional:
+            self._saved.append(saved)
         if not events:
             return
         if self.transactional:

@@ -83,6 +83,8 @@ def body_params(
 
 
 _Binding = ir.Let | ir.LoadById | ir.CreateAggregate | ir.Load | ir.IfLet | ir.ForEach
+_Write = ir.Save | ir.SaveInstance | ir.Delete
+_WRITES = (ir.Save, ir.SaveInstance, ir.Delete)
 _USES_WORK = (
     ir.Emit,
     ir.BindInstance,
@@ -129,6 +131,9 @@ class BodyWriter:
     unrouted: tuple[str, str] | None = None
     # the declared result of a workflow `create` or a handler: an int in it must fit 64 bits
     result: ir.Type | None = None
+    # not all-or-nothing (`service.autocommit()`): each save commits on its own, and the last
+    # write of each group of saves carries the durable events emitted before it (`carry_emits`)
+    autocommit: bool = False
     repos: dict[str, str] = field(default_factory=dict)
     _vars: dict[int, str] = field(default_factory=dict)
     _miss: list[str] = field(default_factory=list)
@@ -137,11 +142,13 @@ class BodyWriter:
         self.alloc = naming.NameAlloc(self.reserved)
         self.instance_var: str | None = None
         self.store_var: str | None = None
+        self._carry = False
         if self.keyed is None and self.workflow is not None and self.workflow.correlation:
             self.keyed = self.workflow
 
     # -- preparation -------------------------------------------------------------------------
     def prepare(self, body: tuple[ir.Stmt, ...]) -> None:
+        self._carry = self.autocommit and any(isinstance(s, ir.Emit) for s in walk.body(body))
         for stmt in walk.body(body):
             if isinstance(stmt, _Binding):
                 self._vars[id(stmt)] = self.alloc.take(naming.ident(stmt.name))
@@ -186,9 +193,25 @@ class BodyWriter:
         self, stmts: tuple[ir.Stmt, ...], depth: int, outer_later: frozenset[str] = frozenset()
     ) -> list[str]:
         out: list[str] = []
-        for stmt, later in zip(stmts, walk.reads_after(stmts), strict=True):
+        for i, (stmt, later) in enumerate(zip(stmts, walk.reads_after(stmts), strict=True)):
+            if self._carry and isinstance(stmt, _WRITES):
+                last = i + 1 == len(stmts) or not isinstance(stmts[i + 1], _WRITES)
+                out += self._write(stmt, depth, carry=last)
+                continue
             out += self.statement(stmt, depth, later | outer_later)
         return out
+
+    def _write(self, stmt: _Write, depth: int, carry: bool = False) -> list[str]:
+        """A save or delete. In a body that is not all-or-nothing the last of a group of writes
+        carries the durable events emitted so far into its commit, so no crash separates them."""
+        if isinstance(stmt, ir.SaveInstance):
+            assert self.store_var is not None and self.instance_var is not None
+            target, method, arg = self.store_var, "save", self.instance_var
+        else:
+            target, arg = self.repos[stmt.aggregate], self.scope.locals[stmt.name]
+            method = "save" if isinstance(stmt, ir.Save) else "delete"
+        args = [arg, "carry_emits=True"] if carry else [arg]
+        return lay(call(f"await {target}.{method}", args), depth)
 
     def _bind(self, stmt: _Binding) -> str:
         var = self._vars[id(stmt)]
@@ -251,10 +274,8 @@ class BodyWriter:
                 what = f"the result of {self.label}"
                 answer = int_fit(answer, stmt.value, self.result, what, self.info, self.imports)
             return lay(f"result = {answer}", depth)
-        if isinstance(stmt, ir.Save):
-            return [f"{pad}await {self.repos[stmt.aggregate]}.save({scope.locals[stmt.name]})"]
-        if isinstance(stmt, ir.Delete):
-            return [f"{pad}await {self.repos[stmt.aggregate]}.delete({scope.locals[stmt.name]})"]
+        if isinstance(stmt, ir.Save | ir.Delete):
+            return self._write(stmt, depth)
         if isinstance(stmt, ir.IfLet):
             return self._if_let(stmt, depth, later)
         if isinstance(stmt, ir.If):
@@ -288,7 +309,7 @@ class BodyWriter:
         if isinstance(stmt, ir.ScheduleTimeout | ir.CancelTimeout | ir.CompleteInstance):
             return self._timeout_stmt(stmt, depth)
         if isinstance(stmt, ir.SaveInstance) and self.instance_var is not None:
-            return [f"{pad}await {self.store_var}.save({self.instance_var})"]
+            return self._write(stmt, depth)
         if isinstance(stmt, ir.AssignState) and scope.state is not None and self.keyed:
             return assign_state(self.keyed, stmt, scope, depth)
         raise NotImplementedError(f"{type(stmt).__name__} in {self.label}")

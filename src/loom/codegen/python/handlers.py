@@ -152,6 +152,7 @@ def _handler(
         f"{kind} {handler.name}",
         alloc.taken,
         result=handler.result,
+        autocommit=not (command and handler.transactional),
     )
     result_agg = handler.result
     while isinstance(result_agg, ir.OptionalType | ir.ListType):
@@ -164,7 +165,7 @@ def _handler(
     if isinstance(handler.result, ir.OptionalType):
         lines.append(f"    result: {domain_types.render(handler.result)} = None")
     as_work = " as work" if writer.uses_work(handler.body) else ""
-    if command and handler.transactional:
+    if not writer.autocommit:
         arg = f"isolation={py_str(handler.isolation)}" if handler.isolation else ""
         lines.append(f"    async with service.transaction({arg}){as_work}:")
     else:

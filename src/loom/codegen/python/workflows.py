@@ -208,12 +208,13 @@ def _workflow(
         alloc.taken,
         workflow=wf,
         result=create.result,
+        autocommit=not (wf.transactional or wf.process),
     )
     writer.prepare(create.body)
     if isinstance(create.result, ir.OptionalType):
         lines.append(f"    result: {domain_types.render(create.result)} = None")
     as_work = " as work" if writer.uses_work(create.body) else ""
-    if wf.transactional or wf.process:
+    if not writer.autocommit:
         arg = f"isolation={py_str(wf.isolation)}" if wf.isolation else ""
         lines.append(f"    async with service.transaction({arg}){as_work}:")
     else:

@@ -21,8 +21,12 @@ def check_headers(ck: Checker) -> None:
             elif isinstance(decl, ast.Workflow):
                 _isolation(ck, decl.isolation, decl.isolation_span)
                 _entries(ck, decl)
+                if decl.autocommit is not None:
+                    _autocommit(ck, f"workflow `{decl.name}`", decl, decl.autocommit)
             elif isinstance(decl, ast.Handler):
                 _isolation(ck, decl.isolation, decl.isolation_span)
+                if decl.autocommit is not None:
+                    _autocommit(ck, f"commandHandler `{decl.name}`", decl, decl.autocommit)
 
 
 def _traits(ck: Checker, agg: ast.Aggregate) -> None:
@@ -48,6 +52,26 @@ def _isolation(ck: Checker, isolation: str | None, span: Span | None) -> None:
             help=did_you_mean(isolation, ISOLATION_LEVELS)
             or "use one of `read_committed`, `repeatable_read`, `serializable`",
         )
+
+
+def _autocommit(ck: Checker, what: str, decl: ast.Workflow | ast.Handler, span: Span) -> None:
+    """`autocommit` chooses the mode a body has by default (each save commits on its own, and
+    `loom.body-not-atomic` is then not warned of): it cannot be both, nor on a process manager,
+    whose steps always run in one transaction."""
+    if decl.transactional:
+        why, fix = "is also `transactional`", "keep the one you mean"
+    elif isinstance(decl, ast.Workflow) and ast.is_process(decl):
+        why = "is a process manager, whose steps always run in one transaction"
+        fix = "remove `autocommit`"
+    else:
+        return
+    ck.report(
+        "loom.autocommit-conflict",
+        f"{what} is declared `autocommit` but {why}",
+        span,
+        "`autocommit` here",
+        help=fix,
+    )
 
 
 def check_once(ck: Checker) -> None:

@@ -380,6 +380,7 @@ class ModelLowerer:
             ),
             process=corr is not None and ast.is_process(wf),
             once=wf.once is not None,
+            autocommit=wf.autocommit is not None,
         )
 
     def timer(self, ctx: ContextSymbols, tm: ast.Timer) -> ir.Timer:
@@ -397,6 +398,7 @@ class ModelLowerer:
             origin(h.span),
             transactional=h.transactional,
             isolation=h.isolation if h.transactional else None,  # type: ignore[arg-type]
+            autocommit=h.autocommit is not None,
         )
 
     def service(self, ctx: ContextSymbols, svc: ast.DomainService) -> ir.DomainService:

@@ -19,6 +19,8 @@ class Workflows(Members):
             ch.append(self.result())
         if self.k[self.i] == "transactional":
             ch.append(self.transactional())
+        elif self.k[self.i] == "autocommit":
+            ch.append(self.autocommit())
         ch.append(self.block())
         return self.b.command_handler(self.meta(i0), ch)
 
@@ -39,6 +41,11 @@ class Workflows(Members):
             ch.append(self.name())
             self.expect(")")
         return self.b.transactional(self.meta(j), ch)
+
+    def autocommit(self) -> Any:
+        j = self.i
+        self.i += 1
+        return self.b.autocommit(self.meta(j), [])
 
     def domain_service(self) -> Any:
         i0 = self.i
@@ -77,6 +84,8 @@ class Workflows(Members):
             kind = self.k[self.i]
             if kind == "transactional":
                 ch.append(self.transactional())
+            elif kind == "autocommit":
+                ch.append(self.autocommit())
             elif kind == "eventSourced":
                 j = self.i
                 self.i += 1

@@ -11,6 +11,7 @@ class WorkflowRules(TokenReader):
     def _handler(self, kind, meta, ch):
         result = next((c[1] for c in ch[2:] if isinstance(c, tuple) and c[0] == "result"), None)
         tx = next((c for c in ch[2:] if isinstance(c, tuple) and c[0] == "transactional"), None)
+        auto = next((c for c in ch[2:] if isinstance(c, tuple) and c[0] == "autocommit"), None)
         return ast.Handler(
             kind,
             str(ch[0]),
@@ -22,6 +23,7 @@ class WorkflowRules(TokenReader):
             tx[2] if tx else None,
             ch[-1],
             self.sp(meta),
+            autocommit=auto[-1] if auto else None,
         )
 
     def command_handler(self, meta, ch):
@@ -47,6 +49,9 @@ class WorkflowRules(TokenReader):
 
     def once(self, meta, ch):
         return ("once", self.sp(meta))
+
+    def autocommit(self, meta, ch):
+        return ("autocommit", self.sp(meta))
 
     def apply(self, meta, ch):
         return ast.Apply(ch[0], ch[1], self.sp(meta))
@@ -78,6 +83,7 @@ class WorkflowRules(TokenReader):
             ons=[c for c in ch[1:] if isinstance(c, ast.On)],
             timeouts=[c for c in ch[1:] if isinstance(c, ast.OnTimeout)],
             once=next((m[-1] for m in modifiers if m[0] == "once"), None),
+            autocommit=next((m[-1] for m in modifiers if m[0] == "autocommit"), None),
         )
 
     def create(self, meta, ch):

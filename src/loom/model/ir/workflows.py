@@ -108,6 +108,9 @@ class Workflow:
     # `workflow X once`: an ended instance ignores later starters; otherwise a starter after
     # `complete` begins the instance's next episode
     once: bool = False
+    # `workflow X autocommit`: not transactional by choice (the default, said out loud), so a
+    # body that commits several saves on their own is not warned of (`loom.body-not-atomic`)
+    autocommit: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +127,7 @@ class Handler:
     origin: Origin
     transactional: bool = False
     isolation: Isolation | None = None
+    autocommit: bool = False  # as a workflow's
 
 
 @dataclass(frozen=True, slots=True)

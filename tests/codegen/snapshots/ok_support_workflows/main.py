@@ -15,7 +15,7 @@ from .support import workflows as support_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "49a88f4b2eac"
+MODEL_REVISION = "bef7bae36935"
 
 
 def build_app(

@@ -24,6 +24,7 @@ class Handler:
     isolation_span: Span | None
     body: list[Stmt]
     span: Span
+    autocommit: Span | None = None  # `commandHandler X(…) autocommit { … }`, where written
 
 
 @dataclass(eq=False)
@@ -101,6 +102,8 @@ class Workflow:
     ons: list[On] = field(default_factory=list)
     timeouts: list[OnTimeout] = field(default_factory=list)
     once: Span | None = None  # `workflow X once`: the modifier, where written
+    # `workflow X autocommit`: each save commits on its own, chosen (not the default left as is)
+    autocommit: Span | None = None
 
 
 @dataclass(eq=False)

@@ -157,6 +157,6 @@ async def open_for(body: OpenForInput, request: Request) -> WorkOrderId:
         work_orders = WorkOrders(work)
         o = WorkOrder.create(title=body.title, tech="", level="", years=0)
         work.emit(Opened(order=o.id, tech=body.tech))
-        await work_orders.save(o)
+        await work_orders.save(o, carry_emits=True)
         result = o.id
     return result

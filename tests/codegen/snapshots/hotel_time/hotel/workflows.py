@@ -55,7 +55,7 @@ async def hold_booking(body: HoldBookingInput, request: Request) -> BookingId:
                 starts_at=body.starts_at,
             ),
         )
-        await bookings.save(b)
+        await bookings.save(b, carry_emits=True)
         result = b.id
     return result
 

@@ -32,7 +32,7 @@ async def triage(body: TriageInput, request: Request) -> None:
             work.emit(Escalated(ticket=body.ticket, level=body.level))
         elif body.level > 3:
             copy = Ticket.create(email=t.email, priority=0)
-            await tickets.save(copy)
+            await tickets.save(copy, carry_emits=True)
         else:
             require(
                 body.level >= 0,
@@ -40,7 +40,7 @@ async def triage(body: TriageInput, request: Request) -> None:
                 rule="workflow triage: precondition level >= 0",
                 detail="no negative level",
             )
-        await tickets.save(t)
+        await tickets.save(t, carry_emits=True)
 
 
 # workflow Watch (events.loom:38) has no HTTP entry point

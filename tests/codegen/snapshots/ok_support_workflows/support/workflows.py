@@ -174,7 +174,7 @@ async def ledger(body: LedgerInput, request: Request) -> None:
         charged = Charged(ticket=body.ticket, amount=body.amount)
         work.emit(charged)
         ledger_apply_charged(instance, charged)
-        await ledger_instances.save(instance)
+        await ledger_instances.save(instance, carry_emits=True)
 
 
 @router.get(

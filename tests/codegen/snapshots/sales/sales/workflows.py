@@ -34,7 +34,7 @@ async def place_order(body: PlaceOrderInput, request: Request) -> None:
             placed_at=body.placed_at,
         )
         work.emit(OrderPlaced(order=order.id, at=body.placed_at))
-        await orders.save(order)
+        await orders.save(order, carry_emits=True)
 
 
 @router.post(

@@ -67,7 +67,7 @@ async def request_appointment(
         work.emit(
             AppointmentRequested(appointment=a.id, confirm_before=body.confirm_before),
         )
-        await appointments.save(a)
+        await appointments.save(a, carry_emits=True)
         result = a.id
     return result
 
@@ -92,7 +92,7 @@ async def hold_slot(body: HoldSlotInput, request: Request) -> AppointmentId:
             cancel_reason="",
         )
         work.emit(SlotHeld(appointment=a.id))
-        await appointments.save(a)
+        await appointments.save(a, carry_emits=True)
         result = a.id
     return result
 

@@ -41,7 +41,7 @@ async def place_order(body: PlaceOrderInput, request: Request) -> OrderId:
                 fail_payment=body.fail_payment,
             ),
         )
-        await orders.save(o)
+        await orders.save(o, carry_emits=True)
         result = o.id
     return result
 

@@ -152,9 +152,9 @@ async def loose_sweep(body: LooseSweepInput, request: Request) -> None:
     tags=["Support: workflows"],
 )
 async def follow_up(body: FollowUpInput, request: Request) -> None:
-    """workflow FollowUp (support.loom:209): non-transactional: each save commits on its own"""
+    """workflow FollowUp (support.loom:209): transactional, all-or-nothing"""
     service = get_service(request)
-    async with service.autocommit() as work:
+    async with service.transaction() as work:
         tickets = Tickets(work)
         follow_up_instances = FollowUpInstances(work)
         instance = await follow_up_instances.bind(body.ticket)
@@ -193,7 +193,7 @@ async def ledger(body: LedgerInput, request: Request) -> None:
         charged = Charged(ticket=body.ticket, amount=body.amount)
         work.emit(charged)
         ledger_apply_charged(instance, charged)
-        await ledger_instances.save(instance)
+        await ledger_instances.save(instance, carry_emits=True)
 
 
 @router.get(

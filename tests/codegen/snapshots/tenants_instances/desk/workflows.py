@@ -45,7 +45,7 @@ async def open_ticket(body: OpenTicketInput, request: Request) -> TicketId:
         tickets = Tickets(work)
         t = Ticket.create(title=body.title, status=TicketStatus.OPEN, escalations=0)
         work.emit(Opened(ticket=t.id))
-        await tickets.save(t)
+        await tickets.save(t, carry_emits=True)
         result = t.id
     return result
 
