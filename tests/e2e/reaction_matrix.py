@@ -4,7 +4,8 @@
 
 - the aggregate changed: `Things.getById(...)`, `hit()` (`hits` is 1);
 - an event was emitted: `DoneD` (on the durable channel) or `DoneL` (in-process), `by` the case's
-  name, folded by the projection `Seen` (`count` is 1, `last` the case);
+  name, folded by the projections `Seen` (keyed `by`: `count` is 1, `last` the case) and `Keyed`
+  (keyed by its first assignment: `count` is 1);
 - the instance's state changed, in a workflow that keeps one: `n := n + 1`, or in an event-sourced
   one the `apply` of that `Done` (`n` is 1).
 
@@ -208,6 +209,12 @@ def model_text() -> str:
         '    last: string = ""',
         "    on(e: DoneD) by e.thing { count += 1  last := e.by }",
         "    on(e: DoneL) by e.thing { count += 1  last := e.by }",
+        "  }",
+        "  projection Keyed {  // keyed by its body's first assignment of the key, not `by`",
+        "    thing: Thing id",
+        "    count: int = 0",
+        "    on(e: DoneD) { thing := e.thing  count += 1 }",
+        "    on(e: DoneL) { thing := e.thing  count += 1 }",
         "  }",
         "",
         "  timer sweep every 1h {",

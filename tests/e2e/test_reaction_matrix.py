@@ -128,6 +128,7 @@ async def test_every_accepted_reaction_runs(matrix: Matrix, case: Case) -> None:
     assert (await matrix.ok("GET", f"/api/things/{thing}"))["hits"] == 1
     seen = await matrix.ok("GET", f"/api/projections/seen/{thing}")
     assert (seen["count"], seen["last"]) == (1, case.name)
+    assert (await matrix.ok("GET", f"/api/projections/keyed/{thing}"))["count"] == 1
     if not case.stateful:
         return
     got = await matrix.ok("GET", f"/api/workflows/{snake(case.workflow)}/instances/{thing}")
