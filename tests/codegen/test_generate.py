@@ -44,6 +44,7 @@ EXAMPLES = {
     "tenants_processes": ["tests/e2e/models/tenants_processes.loom"],
     "tenants_channels": ["tests/e2e/models/tenants_channels.loom"],
     "tenants_instances": ["tests/e2e/models/tenants_instances.loom"],
+    "eventsourced_reactions": ["tests/e2e/models/eventsourced_reactions.loom"],
 }
 
 

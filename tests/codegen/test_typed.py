@@ -29,6 +29,7 @@ EXAMPLES = {
     "decimal_params": ["tests/e2e/models/decimal_params.loom"],
     "system_principal": ["tests/e2e/models/system_principal.loom"],
     "wire_strict": ["tests/e2e/models/wire_strict.loom"],
+    "eventsourced_reactions": ["tests/e2e/models/eventsourced_reactions.loom"],
 }
 
 

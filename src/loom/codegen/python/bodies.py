@@ -24,7 +24,7 @@ from loom.codegen.python import time_exprs
 from loom.codegen.python.api_calls import api_call
 from loom.codegen.python.checks import check, has_extern_checks, has_invariants
 from loom.codegen.python.domain import event_args
-from loom.codegen.python.expressions import Scope, render, render_as
+from loom.codegen.python.expressions import Scope, render, render_as, workflow_member
 from loom.codegen.python.imports import Imports
 from loom.codegen.python.keyed import (
     Keyed,
@@ -265,7 +265,7 @@ class BodyWriter:
             var = self._vars[id(stmt)]
             out = lay(Group(f"{var} = {value.head}", value.items, value.tail), depth)
             out.append(f"{pad}{self.work}.emit({var})")
-            fn = apply_function(self.workflow, apply)
+            fn = workflow_member(scope, apply_function(self.workflow, apply))
             out.append(f"{pad}{fn}({self.instance_var}, {var})")
             return out
         if isinstance(stmt, ir.Return):

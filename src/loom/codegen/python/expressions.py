@@ -66,6 +66,10 @@ class Scope:
     state: str | None = None
     # where domain-service classes come from (None: defined in the module being written)
     services_module: str | None = ".services"
+    # where a workflow's module-level helpers (its functions, its `apply` folds) come from: a body
+    # rendered outside `workflows.py` (a reaction, an `on timeout`) imports them (None: defined in
+    # the module being written)
+    workflows_module: str | None = ".workflows"
     # aggregate fields read as locals (a declared factory assigns them before the aggregate exists)
     fields: dict[str, str] = field(default_factory=dict)
     # the aggregate whose members are in scope (for calls of its functions)
@@ -216,7 +220,8 @@ def _render(expr: ir.Expr, scope: Scope) -> tuple[str, int]:
         else:
             args = ", ".join(render(a, scope) for a in expr.args)
         if expr.owner == "workflow":
-            return f"{workflow_function(expr.workflow or '', expr.function)}({args})", ATOM
+            fn = workflow_member(scope, workflow_function(expr.workflow or "", expr.function))
+            return f"{fn}({args})", ATOM
         if expr.receiver is not None:
             receiver = _wrap(*_render(expr.receiver, scope), ATOM)
             return f"{receiver}._{naming.snake(expr.function)}({args})", ATOM
@@ -292,6 +297,14 @@ def _subject_comparison(expr: ir.Binary, scope: Scope) -> str:
     text = "current_principal().id" if _is_principal_id(other) else render(other, scope)
     method = "id_is" if expr.op == "==" else "id_is_not"
     return f"current_principal().{method}({text})"
+
+
+def workflow_member(scope: Scope, name: str) -> str:
+    """`name`, a module-level definition of `workflows.py`, imported when the code being written
+    lives elsewhere."""
+    if scope.workflows_module is not None:
+        scope.imports.add(scope.workflows_module, name)
+    return name
 
 
 def workflow_function(workflow: str, function: str) -> str:

@@ -26,6 +26,7 @@ from loom.codegen.python.literals import docstring, py_str
 from loom.codegen.python.model_info import ModelInfo
 from loom.codegen.python.modules import header, module_text, where
 from loom.codegen.python.type_names import TypeNames
+from loom.codegen.python.workflows import helper_names
 from loom.model import ir, naming
 from loom.model.deployables import consumer_name
 from loom.model.reserved import ENDED
@@ -57,7 +58,11 @@ def emit_reactions(info: ModelInfo, context: ir.Context) -> str:
     imports.add("functools", "partial")
     imports.add("loom.runtime", "Service")
     types = TypeNames(info, context, imports, mode="domain")
-    functions = naming.NameAlloc({"subscribe", "partial", "Service", "log_unrouted", "require"})
+    # the workflow helpers its bodies import take their names first
+    helpers = helper_names(context)
+    functions = naming.NameAlloc(
+        {"subscribe", "partial", "Service", "log_unrouted", "require"} | helpers
+    )
     blocks: list[list[str]] = []
     subscriptions: list[tuple[str, str, str]] = []  # (event class, function, consumer name)
     owners: list[tuple[ir.Workflow | ir.Projection, ir.Reaction]] = [
@@ -68,7 +73,7 @@ def emit_reactions(info: ModelInfo, context: ir.Context) -> str:
             f"{naming.snake(owner.name)}_{reaction.kind}_{naming.snake(reaction.event.name)}"
         )
         name = consumer_name(context.name, owner.name, reaction)
-        blocks.append(_reaction(info, context, owner, reaction, fn, name, types, imports))
+        blocks.append(_reaction(info, context, owner, reaction, fn, name, types, imports, helpers))
         cls = types.domain_name(reaction.event.context, naming.pascal(reaction.event.name))
         subscriptions.append((cls, fn, name))
     registrations: list[Doc] = []
@@ -78,7 +83,7 @@ def emit_reactions(info: ModelInfo, context: ir.Context) -> str:
         fns: list[tuple[str, str]] = []
         for t in wf.timeouts:
             fn = functions.take(f"{naming.snake(wf.name)}_timeout_{naming.snake(t.name)}")
-            blocks.append(_timeout(info, context, wf, t, fn, types, imports))
+            blocks.append(_timeout(info, context, wf, t, fn, types, imports, helpers))
             fns.append((t.name, fn))
         dispatch = functions.take(f"{naming.snake(wf.name)}_timeouts")
         blocks.append(_dispatch(wf, dispatch, fns, imports))
@@ -114,6 +119,7 @@ def _timeout(
     fn: str,
     types: TypeNames,
     imports: Imports,
+    helpers: set[str],
 ) -> list[str]:
     """`on timeout NAME { … }`: run by the scheduler, in its unit of work, as the system
     principal, on the instance that armed the timeout, only while it is the armed job."""
@@ -122,7 +128,7 @@ def _timeout(
     imports.add("uuid", "UUID")
     imports.add("loom.runtime", "log_fact")
     imports.add("logging", "INFO")
-    alloc = naming.NameAlloc(_RESERVED | {"due"})
+    alloc = naming.NameAlloc(_RESERVED | helpers | {"due"})
     lines = lay(
         Group(
             f"async def {fn}(", ["service: Service", "due: TimeoutDue", "work: Work"], ") -> None:"
@@ -213,9 +219,10 @@ def _reaction(
     name: str,
     types: TypeNames,
     imports: Imports,
+    helpers: set[str],
 ) -> list[str]:
     event_cls = types.domain_name(reaction.event.context, naming.pascal(reaction.event.name))
-    alloc = naming.NameAlloc(_RESERVED)
+    alloc = naming.NameAlloc(_RESERVED | helpers)  # no local hides an imported helper
     param = alloc.take(naming.ident(reaction.param))
     lines = lay(
         Group(f"async def {fn}(", ["service: Service", f"{param}: {event_cls}"], ") -> None:")

@@ -47,13 +47,12 @@ def emit_workflows(info: ModelInfo, context: ir.Context) -> str:
     functions = naming.NameAlloc(ROUTE_NAMES | {"now", "require", "Decimal"})
     blocks: list[list[str]] = [[router_line(context, imports)]]
     types = TypeNames(info, context, imports, mode="domain")
+    functions.taken |= helper_names(context)
     for wf in context.workflows:
         for fn in wf.functions:
             blocks.append(_function(wf, fn, types, imports))
-            functions.taken.add(workflow_function(wf.name, fn.name))
         for apply in wf.applies if wf.correlation is not None else ():
             blocks.append(_apply(wf, apply, types, imports))
-            functions.taken.add(apply_function(wf, apply))
     for wf in context.workflows:
         create = http_create(wf)
         if create is None:
@@ -74,10 +73,26 @@ def emit_workflows(info: ModelInfo, context: ir.Context) -> str:
     return module_text(head, imports, blocks)
 
 
+def helper_names(context: ir.Context) -> set[str]:
+    """The module-level helpers this module defines: every workflow function and `apply` fold of
+    the context. Other modules rendering workflow bodies (reactions) import them, so no name of
+    their own may take one."""
+    names = {workflow_function(wf.name, fn.name) for wf in context.workflows for fn in wf.functions}
+    for wf in context.workflows:
+        names |= {apply_function(wf, a) for a in (wf.applies if wf.correlation is not None else ())}
+    return names
+
+
 def _function(wf: ir.Workflow, fn: ir.Function, types: TypeNames, imports: Imports) -> list[str]:
     """A workflow function: pure, over its parameters, at module scope."""
     params = {p.name: naming.ident(p.name) for p in fn.params}
-    scope = Scope(imports=imports, enum_ref=types.enum_ref, self_name=None, params=dict(params))
+    scope = Scope(
+        imports=imports,
+        enum_ref=types.enum_ref,
+        self_name=None,
+        params=dict(params),
+        workflows_module=None,
+    )
     items = [f"{params[p.name]}: {types.render(p.type)}" for p in fn.params]
     name = workflow_function(wf.name, fn.name)
     lines = lay(Group(f"def {name}(", items, f") -> {types.render(fn.result)}:"))
@@ -96,6 +111,7 @@ def _apply(wf: ir.Workflow, apply: ir.Apply, types: TypeNames, imports: Imports)
         self_name=None,
         params={apply.param: param},
         state="state",
+        workflows_module=None,
     )
     head = f"def {apply_function(wf, apply)}("
     lines = lay(Group(head, [f"state: {state_cls}", f"{param}: {event_cls}"], ") -> None:"))
@@ -197,6 +213,7 @@ def _workflow(
         enum_ref=domain_types.enum_ref,
         self_name=None,
         params=py_params,
+        workflows_module=None,
     )
     writer = BodyWriter(
         info,
