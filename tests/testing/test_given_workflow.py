@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from uuid import uuid4
 
 import pytest
@@ -25,7 +26,7 @@ reminder = SCHEDULING.workflow("Scheduling.Reminder")
 ledger = LEDGER.workflow("Billing.Ledger")
 
 
-def appointment(status: str = "Requested") -> object:
+def appointment(status: str = "Requested") -> Any:
     return SCHEDULING.aggregate(
         "Scheduling.Appointment",
         patient="Ada",
@@ -36,7 +37,7 @@ def appointment(status: str = "Requested") -> object:
     )
 
 
-def charged(invoice: object, amount: int) -> object:
+def charged(invoice: object, amount: int) -> Any:
     return LEDGER.event("Billing.Charged", invoice=invoice, amount=amount)
 
 
@@ -299,6 +300,7 @@ async def test_an_async_test_runs_steps_too() -> None:
             "sent: Input should be a valid integer",
         ),
         (lambda: given_process(reminder, {"sent": 1}), "needs its key: state={'appointment': …}"),
+        (lambda: given_process(reminder, ["sent"]), "is a dict of its fields by the model's names"),
         (
             lambda: given_process(deadline, {"appointment": uuid4()}, events=[charged(uuid4(), 1)]),
             "Scheduling.ConfirmationDeadline is not eventSourced",

@@ -35,7 +35,6 @@ from pydantic import TypeAdapter, ValidationError
 
 from loom.codegen.python.keyed import instances_class, state_class
 from loom.model import ir, naming
-from loom.runtime import AggregateRoot, DomainEvent
 from loom.testing._service import compile_model, generate, model_digest
 
 T = TypeVar("T")
@@ -133,22 +132,23 @@ class Model:
         """The workflow `Context.Name` (or `Name`, when one context has it)."""
         return lookup("workflow", name, self._workflows)
 
-    def event(self, name: str, /, **fields: Any) -> DomainEvent:
-        """An event of the model, its fields by the model's names (`confirmBefore=…`)."""
+    # The classes are generated when the model is loaded, so no type checker knows them: an event
+    # or an aggregate is typed Any, to be read as the generated class (`a.id`, `a.status`).
+
+    def event(self, name: str, /, **fields: Any) -> Any:
+        """An event of the model (a `DomainEvent`), its fields by the model's names
+        (`confirmBefore=…`)."""
         context, event = lookup("event", name, self._events)
         cls = getattr(self.domain(context), naming.pascal(event.name))
-        label = f"event {context.name}.{event.name}"
-        built: DomainEvent = build(cls, label, event.fields, fields)
-        return built
+        return build(cls, f"event {context.name}.{event.name}", event.fields, fields)
 
-    def aggregate(self, name: str, /, **fields: Any) -> AggregateRoot:
-        """A stored aggregate for a step to find (`given_process(…, aggregates=[…])`), its
-        fields by the model's names; `id=` too, else a new one."""
+    def aggregate(self, name: str, /, **fields: Any) -> Any:
+        """A stored aggregate (an `AggregateRoot`) for a step to find (`given_process(…,
+        aggregates=[…])`), its fields by the model's names; `id=` too, else a new one."""
         context, aggregate = lookup("aggregate", name, self._aggregates)
         cls = getattr(self.domain(context), naming.pascal(aggregate.name))
         label = f"aggregate {context.name}.{aggregate.name}"
-        built: AggregateRoot = build(cls, label, aggregate.fields, fields, extra=("id",))
-        return built
+        return build(cls, label, aggregate.fields, fields, extra=("id",))
 
 
 class Workflow:

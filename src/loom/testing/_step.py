@@ -101,6 +101,11 @@ def given_workflow(
         raise ModelUsageError(
             f"workflow {workflow.name} is not eventSourced: give its state, not events"
         )
+    if state is not None and not isinstance(state, Mapping):
+        raise ModelUsageError(
+            f"the state of {workflow.name} is a dict of its fields by the model's names, "
+            f"not {state!r}"
+        )
     instance = None
     if state is not None or events:
         if state is None or wf.correlation not in state:
