@@ -96,7 +96,8 @@ def test_the_deadline_expires_the_appointment() -> None:
 
 
 def test_the_deadline_leaves_a_confirmed_appointment_alone() -> None:
-    a = appointment("Confirmed")
+    a = appointment()
+    a.confirm()  # its AppointmentConfirmed is the given's, not the step's: never delivered
     (
         given_process(deadline, {"appointment": a.id}, aggregates=[a])
         .when(deadline.timeout("deadline"))

@@ -22,7 +22,7 @@ import asyncio
 import contextvars
 import copy
 import dataclasses
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -212,8 +212,9 @@ Step = Callable[[], Awaitable[None]]
 
 
 class _Stimulus(Protocol):
-    async def prepare(self, service: Service) -> Step:
-        """Set the step up (nothing it does is recorded) and answer it."""
+    async def prepare(self, service: Service, subscribed: EventBus) -> Step:
+        """Set the step up (nothing it does is recorded) and answer it; `subscribed` is the bus
+        the generated code subscribed its reactions to."""
 
 
 @dataclass(frozen=True)
@@ -223,8 +224,8 @@ class _React:
     consumer: str
     event: DomainEvent
 
-    async def prepare(self, service: Service) -> Step:
-        subscriptions = service.events.handlers_for(type(self.event))
+    async def prepare(self, service: Service, subscribed: EventBus) -> Step:
+        subscriptions = subscribed.handlers_for(type(self.event))
         handler = next(s.handler for s in subscriptions if s.name == self.consumer)
         event = self.event
         return lambda: handler(event)
@@ -240,7 +241,7 @@ class _Fire:
     name: str
     tenant: str | None
 
-    async def prepare(self, service: Service) -> Step:
+    async def prepare(self, service: Service, subscribed: EventBus) -> Step:
         async with service.transaction() as work:
             at = now()
             job = await service.processes.store.arm(
@@ -286,24 +287,24 @@ async def _run(given: GivenStep, stimulus: _Stimulus) -> Stepped | None:
     service.processes.store = store
     try:
         model.main.subscribe(service)
+        # events are recorded, never delivered: no reaction but the step runs
+        subscribed, recorder = service.events, _Recorder()
+        service.events = recorder
         await service.create_schema()
         # the system principal, of the tenant in a tenanted context, as a reaction or a timeout
         with use_principal(dataclasses.replace(SYSTEM, tenant=given.tenant)):
             await _seed(service, given)
-            step = await stimulus.prepare(service)
+            step = await stimulus.prepare(service, subscribed)
             instances = given.workflow.instances_class
             before = await _versions(service, instances)
-            # the step's events are recorded, never delivered: no other reaction runs
-            emitted: list[DomainEvent] = []
-            service.events = EventBus()
-            service.events.subscribe(DomainEvent, _recorder(emitted), name="loom.testing")
+            recorder.emitted.clear()  # what the given aggregates had raised is not the step's
             with recording_calls() as calls:
                 store.on = True
                 try:
                     await step()
                 finally:
                     store.on = False
-            return await _decided(given.workflow, service, before, emitted, store, calls)
+            return await _decided(given.workflow, service, before, recorder.emitted, store, calls)
     finally:
         await service.dispose()
 
@@ -330,11 +331,15 @@ async def _versions(service: Service, instances: type[Any]) -> dict[object, int]
     return {getattr(i, key): instance_version(i) for i in await _instances(service, instances)}
 
 
-def _recorder(emitted: list[DomainEvent]) -> Callable[[DomainEvent], Coroutine[Any, Any, None]]:
-    async def record(event: DomainEvent) -> None:
-        emitted.append(event)
+class _Recorder(EventBus):
+    """An event bus that keeps what units of work dispatch, in order, and delivers nothing."""
 
-    return record
+    def __init__(self) -> None:
+        super().__init__()
+        self.emitted: list[DomainEvent] = []
+
+    async def dispatch(self, events: Iterable[DomainEvent]) -> None:
+        self.emitted.extend(events)
 
 
 async def _decided(
