@@ -24,21 +24,29 @@ of a process manager, pure; `VirtualClock(service)` moves time and fires due tim
 context-timer ticks deterministically (`await clock.advance(timedelta(minutes=15))`);
 `serve(model_files, url, clock=VirtualClock(start=...))` runs the service on it, its background
 scheduler off.
+`given_process(load_model(files).workflow(name), state).when(event)…` tests one step of a workflow
+written in `.loom`, its generated code run without HTTP and with no database to set up.
 """
 
 from __future__ import annotations
 
 from loom.testing._clock import VirtualClock
+from loom.testing._model import Call, Model, ModelUsageError, Workflow, load_model
 from loom.testing._process import given_process
 from loom.testing._service import ModelError, ServiceClient, build_service, serve
 from loom.testing._topology import settle_all
 
 __all__ = [
+    "Call",
+    "Model",
     "ModelError",
+    "ModelUsageError",
     "ServiceClient",
     "VirtualClock",
+    "Workflow",
     "build_service",
     "given_process",
+    "load_model",
     "serve",
     "settle_all",
 ]

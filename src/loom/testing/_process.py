@@ -8,32 +8,73 @@
     given_process(watching).when(Deadline.confirmed).then_cancelled(["deadline"]).then_ended()
     given_process(None).when(Deadline.confirmed).then_ignored()
 
-Every `then_*` returns the same object, so they chain; each raises AssertionError with what the
-step decided when it does not hold. Matchers:
-
-- `then_commands([...])`, in order, one matcher per command: a class (isinstance), a dict of the
-  properties that matter, a `(class, dict)` pair, a predicate (any other callable), or a value
-  compared with ==;
-- `then_timeouts([...])`, in order: a `Timeout` (==), a name, or a dict of the fields that matter
-  (`name`, `at`, `after`).
+The `then_*` assertions are in `_then`. A workflow of a model (`load_model`) is tested the same
+way, its steps run by `_step`: `given_process(model.workflow("Scheduling.ConfirmationDeadline"),
+{"appointment": a}).when(confirmed).then_cancelled(["deadline"]).then_ended()`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any, Generic, TypeVar, overload
 
-from loom.runtime.processes import Decision, ProcessManager, Step, Timeout
+from loom.runtime import AggregateRoot, DomainEvent
+from loom.runtime.processes import Decision, ProcessManager, Step
+from loom.testing._model import ModelUsageError, Workflow
+from loom.testing._step import GivenStep, given_workflow
+from loom.testing._then import Then
 
 S = TypeVar("S")
 
 
-def given_process(state: S | None, *, process: ProcessManager[S] | None = None) -> Given[S]:
-    """The state a step starts from (None: no instance yet). With `process`, the given state and
-    the decided one must be states `process.is_state` recognises, as the runner requires."""
-    if process is not None and state is not None and not process.is_state(state):
-        raise AssertionError(f"the given state is not a {process.name} state: {state!r}")
-    return Given(state, process)
+# a workflow is tested by its model's steps, whatever else a hand-written state may be
+@overload
+def given_process(  # type: ignore[overload-overlap]
+    workflow: Workflow,
+    state: Mapping[str, Any] | None = None,
+    /,
+    *,
+    events: Sequence[DomainEvent] = (),
+    aggregates: Sequence[AggregateRoot] = (),
+    tenant: str | None = None,
+) -> GivenStep: ...
+
+
+@overload
+def given_process(state: S | None, /, *, process: ProcessManager[S] | None = None) -> Given[S]: ...
+
+
+def given_process(
+    first: Any,
+    state: Mapping[str, Any] | None = None,
+    /,
+    *,
+    process: ProcessManager[Any] | None = None,
+    events: Sequence[DomainEvent] = (),
+    aggregates: Sequence[AggregateRoot] = (),
+    tenant: str | None = None,
+) -> Any:
+    """The instance a step starts from.
+
+    - `given_process(state, process=None)`: a hand-written step's state (None: no instance yet).
+      With `process`, the given state and the decided one must be states `process.is_state`
+      recognises, as the runner requires.
+    - `given_process(workflow, state=None, events=(), aggregates=(), tenant=None)`: a workflow
+      of a model (`load_model(…).workflow(name)`), its state by the model's field names (None:
+      no instance yet), for an `eventSourced` one the `events` so far, the `aggregates` its step
+      finds, and in a tenanted context the `tenant` it runs for (`_step`)."""
+    if isinstance(first, Workflow):
+        if process is not None:
+            raise ModelUsageError("`process=` is for a hand-written process, not a workflow")
+        return given_workflow(first, state, events, aggregates, tenant)
+    if state is not None or events or aggregates or tenant is not None:
+        raise ModelUsageError(
+            "a state, `events=`, `aggregates=` and `tenant=` follow a workflow: "
+            "given_process(model.workflow(name), state, …)"
+        )
+    if process is not None and first is not None and not process.is_state(first):
+        raise AssertionError(f"the given state is not a {process.name} state: {first!r}")
+    return Given(first, process)
 
 
 class Given(Generic[S]):
@@ -53,96 +94,3 @@ class Given(Generic[S]):
                 f"{decision.state!r}"
             )
         return Then(decision)
-
-
-class Then(Generic[S]):
-    """What the step decided (`decision`, None when it ignored), with assertions that chain."""
-
-    def __init__(self, decision: Decision[S] | None) -> None:
-        self.decision = decision
-
-    def _decided(self, what: str) -> Decision[S]:
-        if self.decision is None:
-            raise AssertionError(f"expected {what}, but the step ignored the event (None)")
-        return self.decision
-
-    def then_ignored(self) -> Then[S]:
-        if self.decision is not None:
-            raise AssertionError(
-                f"expected the step to ignore the event, it decided {self.decision}"
-            )
-        return self
-
-    def then_state(self, expected: S) -> Then[S]:
-        state = self._decided("a state").state
-        if state != expected:
-            raise AssertionError(f"state: expected {expected!r}, decided {state!r}")
-        return self
-
-    def then_commands(self, expected: Sequence[Any]) -> Then[S]:
-        commands = list(self._decided("commands").commands)
-        if len(commands) != len(expected):
-            raise AssertionError(
-                f"commands: expected {len(expected)}, decided {len(commands)}: {commands!r}"
-            )
-        for i, (command, matcher) in enumerate(zip(commands, expected, strict=True)):
-            problem = _match_command(command, matcher)
-            if problem:
-                raise AssertionError(f"command {i + 1}: {problem}")
-        return self
-
-    def then_timeouts(self, expected: Sequence[Timeout | str | Mapping[str, Any]]) -> Then[S]:
-        armed = list(self._decided("timeouts").timeouts)
-        if len(armed) != len(expected):
-            raise AssertionError(f"timeouts: expected {list(expected)!r}, decided {armed!r}")
-        for timeout, matcher in zip(armed, expected, strict=True):
-            if isinstance(matcher, Timeout):
-                ok = timeout == matcher
-            elif isinstance(matcher, str):
-                ok = timeout.name == matcher
-            else:
-                ok = all(getattr(timeout, k, _MISSING) == v for k, v in matcher.items())
-            if not ok:
-                raise AssertionError(f"timeouts: expected {list(expected)!r}, decided {armed!r}")
-        return self
-
-    def then_cancelled(self, expected: Sequence[str]) -> Then[S]:
-        cancelled = list(self._decided("cancelled timeouts").cancel)
-        if cancelled != list(expected):
-            raise AssertionError(f"cancelled: expected {list(expected)!r}, decided {cancelled!r}")
-        return self
-
-    def then_ended(self, ended: bool = True) -> Then[S]:
-        decision = self._decided("an ended process" if ended else "a running process")
-        if decision.ended != ended:
-            raise AssertionError(
-                "expected the process to end" if ended else "expected the process not to end"
-            )
-        return self
-
-
-_MISSING = object()
-
-
-def _match_command(command: object, matcher: Any) -> str | None:
-    """None when `command` matches, else why not."""
-    if isinstance(matcher, tuple) and len(matcher) == 2 and isinstance(matcher[0], type):
-        return _match_command(command, matcher[0]) or _match_command(command, matcher[1])
-    if isinstance(matcher, type):
-        if isinstance(command, matcher):
-            return None
-        return f"expected a {matcher.__name__}, decided {command!r}"
-    if isinstance(matcher, Mapping):
-        wrong = {
-            k: getattr(command, k, _MISSING)
-            for k, v in matcher.items()
-            if getattr(command, k, _MISSING) != v
-        }
-        if not wrong:
-            return None
-        shown = {k: ("<missing>" if v is _MISSING else v) for k, v in wrong.items()}
-        return f"expected {dict(matcher)!r}, but {command!r} has {shown!r}"
-    if callable(matcher):
-        predicate: Callable[[object], bool] = matcher
-        return None if predicate(command) else f"the predicate refused {command!r}"
-    return None if command == matcher else f"expected {matcher!r}, decided {command!r}"

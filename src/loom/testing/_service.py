@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 
 from loom.build import build_model, import_package
+from loom.model.ir import Model
 from loom.testing._clock import VirtualClock
 
 _cache_root: Path | None = None
@@ -33,26 +34,40 @@ def _root() -> Path:
     return _cache_root
 
 
+def model_digest(model_files: Sequence[str | Path]) -> str:
+    """What a build of these files is cached under: their names and contents."""
+    key = hashlib.sha256()
+    for p in model_files:
+        key.update(str(p).encode() + b"\0" + Path(p).read_bytes() + b"\0")
+    return key.hexdigest()[:16]
+
+
+def compile_model(model_files: Sequence[str | Path]) -> Model:
+    """The model of these files; `ModelError`, with the rendered diagnostics, when they do not
+    compile."""
+    from loom.lang import compile_files, render_text
+
+    result = compile_files([str(p) for p in model_files])
+    if not result.ok or result.model is None:
+        raise ModelError(render_text(result.diagnostics, result.sources))
+    return result.model
+
+
+def generate(model: Model, folder: str) -> ModuleType:
+    """Generate `model` into `folder` of the kit's temporary root, import it and answer its `main`
+    module."""
+    out = _root() / folder
+    build_model(model, out)
+    return import_package(out)
+
+
 def build_service(model_files: Sequence[str | Path]) -> ModuleType:
     """Compile and generate a model once per process (keyed by the files' contents) and return the
     generated package's `main` module."""
-    from loom.lang import compile_files, render_text
-
-    paths = [Path(p) for p in model_files]
-    key = hashlib.sha256()
-    for p in paths:
-        key.update(str(p).encode() + b"\0" + p.read_bytes() + b"\0")
-    digest = key.hexdigest()[:16]
-    if digest in _built:
-        return _built[digest]
-    result = compile_files([str(p) for p in paths])
-    if not result.ok or result.model is None:
-        raise ModelError(render_text(result.diagnostics, result.sources))
-    out = _root() / f"svc_{digest}"
-    build_model(result.model, out)
-    main = import_package(out)
-    _built[digest] = main
-    return main
+    digest = model_digest(model_files)
+    if digest not in _built:
+        _built[digest] = generate(compile_model(model_files), f"svc_{digest}")
+    return _built[digest]
 
 
 class ServiceClient(httpx.AsyncClient):
