@@ -1,7 +1,7 @@
 """Lists built in a loop, over HTTP on SQLite and PostgreSQL (tests/e2e/models/lists.loom): a
 queryHandler maps the aggregates a find answers to response payloads (`var out: T[] = []`,
 `out := out + [T { … }]`), sums, counts and filters over one loop; a commandHandler counts what
-it changed; an operation appends to a list field (`notes := notes + [Note { … }]`), stored and
+it changed; a workflow counts in the branches of an `if`; an operation appends to a list field (`notes := notes + [Note { … }]`), stored and
 read back; a derived value joins two lists."""
 
 from __future__ import annotations
@@ -61,6 +61,15 @@ async def test_a_sum_a_count_and_a_filter_over_one_loop(sales: ServiceClient) ->
     params = {"customer": "nobody", "large": "1"}
     none = await ok(sales, "GET", "/api/queries/total_of", params=params)
     assert none == {"customer": "nobody", "orders": 0, "total": "0.00", "large": []}
+
+
+async def test_a_workflow_counts_in_branches(sales: ServiceClient) -> None:
+    for amount in ("1.00", "150.00", "2.00", "300.00", "3.00"):
+        await order(sales, "ann", amount)
+    body = {"customer": "ann", "large": "100"}
+    assert await ok(sales, "POST", "/api/workflows/sizes", json=body) == 203  # 2 big, 3 small
+    body = {"customer": "nobody", "large": "100"}
+    assert await ok(sales, "POST", "/api/workflows/sizes", json=body) == 0
 
 
 async def test_an_operation_appends_to_a_list_field(sales: ServiceClient) -> None:

@@ -165,6 +165,15 @@ class OrderAnnotateInput(BaseModel):
     text: WireText
 
 
+class SizesInput(BaseModel):
+    """The body of workflow sizes (lists.loom:61)"""
+
+    model_config = ConfigDict(extra="forbid")
+
+    customer: WireText
+    large: WireDecimal
+
+
 class AnnotateAllInput(BaseModel):
     """The body of commandHandler annotateAll (lists.loom:49)"""
 

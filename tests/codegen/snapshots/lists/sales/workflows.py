@@ -2,8 +2,34 @@
 # Do not edit: change the model and rebuild.
 # Workflow routes of context Sales.
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
-from loom.runtime import LoomRoute
+from loom.runtime import PROBLEM_RESPONSES, Int64, LoomRoute, get_service, ints
+
+from .repositories import Orders
+from .schemas import SizesInput
 
 router = APIRouter(route_class=LoomRoute)
+
+
+@router.post(
+    "/api/workflows/sizes",
+    status_code=200,
+    responses=PROBLEM_RESPONSES,
+    tags=["Sales: workflows"],
+)
+async def sizes(body: SizesInput, request: Request) -> Int64:
+    """workflow sizes (lists.loom:60): non-transactional: each save commits on its own"""
+    service = get_service(request)
+    async with service.autocommit() as work:
+        orders_ = Orders(work)
+        big: int = 0
+        small: int = 0
+        orders = await orders_.find_all_by_customer(body.customer)
+        for o in orders:
+            if o.amount >= body.large:
+                big = big + 1
+            else:
+                small = small + 1
+        result = ints.fit(big * 100 + small, "the result of workflow sizes")
+    return result
