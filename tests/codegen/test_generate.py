@@ -38,6 +38,7 @@ EXAMPLES = {
     "billing_money": ["tests/e2e/models/billing_money.loom"],
     "hotel_time": ["tests/e2e/models/hotel_time.loom"],
     "decimal_params": ["tests/e2e/models/decimal_params.loom"],
+    "lists": ["tests/e2e/models/lists.loom"],
     "system_principal": ["tests/e2e/models/system_principal.loom"],
     "dunning": ["tests/e2e/models/dunning.loom"],
     "tenants": ["tests/e2e/models/tenants.loom"],

@@ -27,6 +27,7 @@ EXAMPLES = {
     "wire_values": ["tests/e2e/models/wire_values.loom"],
     "hotel_time": ["tests/e2e/models/hotel_time.loom"],
     "decimal_params": ["tests/e2e/models/decimal_params.loom"],
+    "lists": ["tests/e2e/models/lists.loom"],
     "system_principal": ["tests/e2e/models/system_principal.loom"],
     "wire_strict": ["tests/e2e/models/wire_strict.loom"],
     "eventsourced_reactions": ["tests/e2e/models/eventsourced_reactions.loom"],

@@ -103,7 +103,7 @@ def children(node: Node) -> tuple[Node, ...]:
     # -- statements
     if isinstance(node, ir.Precondition):
         return (node.condition,)
-    if isinstance(node, ir.Assign | ir.Let | ir.Return | ir.AssignState):
+    if isinstance(node, ir.Assign | ir.Let | ir.Var | ir.SetLocal | ir.Return | ir.AssignState):
         return (node.value,)
     if isinstance(node, ir.Emit):
         return _values(node.args)

@@ -82,7 +82,7 @@ def body_params(
     return py, lines
 
 
-_Binding = ir.Let | ir.LoadById | ir.CreateAggregate | ir.Load | ir.IfLet | ir.ForEach
+_Binding = ir.Let | ir.Var | ir.LoadById | ir.CreateAggregate | ir.Load | ir.IfLet | ir.ForEach
 _Write = ir.Save | ir.SaveInstance | ir.Delete
 _WRITES = (ir.Save, ir.SaveInstance, ir.Delete)
 _USES_WORK = (
@@ -231,6 +231,8 @@ class BodyWriter:
             if isinstance(stmt.value, api.ApiCall):
                 return lay(self._api(stmt.value, var), depth)
             return lay(f"{var} = {render(stmt.value, scope)}", depth)
+        if isinstance(stmt, ir.Var | ir.SetLocal):
+            return self._var(stmt, depth, later)
         if isinstance(stmt, api.CallApi):
             return lay(self._api(stmt.call, None), depth)
         if isinstance(stmt, ir.LoadById):
@@ -404,6 +406,19 @@ class BodyWriter:
         if has_invariants(agg):
             out.append(f"{INDENT * depth}{target}._check_invariants()")
         return out
+
+    def _var(
+        self, stmt: ir.Var | ir.SetLocal, depth: int, later: set[str] | frozenset[str]
+    ) -> list[str]:
+        """`var x = e` is annotated with the var's type (`[]` needs it); `x := e` assigns the
+        same variable. A var nothing reads later is `_x`, in every assignment of it."""
+        value = render_as(stmt.value, stmt.type, self.scope)
+        if isinstance(stmt, ir.SetLocal):
+            return lay(f"{self.scope.locals[stmt.name]} = {value}", depth)
+        var = self._bind(stmt)
+        if stmt.name not in later:
+            var = self.scope.locals[stmt.name] = "_" + var.lstrip("_")
+        return lay(f"{var}: {self.types.render(stmt.type)} = {value}", depth)
 
     def _api(self, c: api.ApiCall, var: str | None) -> Doc:
         """A call through a resource; bound to `var`, annotated (the runtime answers `Any`)."""

@@ -1,14 +1,15 @@
 """Statements of workflow and handler bodies (create, commandHandler, queryHandler, apply).
 
 A body only orchestrates: it reads, creates, calls operations and mutating domain services as
-statements, branches with `if let`, loops with `for`, deletes, assigns the workflow's own state,
-emits, checks preconditions, ends in `notFound` or returns. Everything that would let a change escape
-the saves lowering derives from these forms is refused here.
+statements, branches with `if let`, loops with `for`, deletes, assigns the workflow's own state
+and its `var`s (variables.py), emits, checks preconditions, ends in `notFound` or returns.
+Everything that would let a change escape the saves lowering derives from these forms is refused
+here.
 """
 
 from __future__ import annotations
 
-from loom.lang.check import emits
+from loom.lang.check import emits, variables
 from loom.lang.check.calls import classify
 from loom.lang.check.checker import Checker
 from loom.lang.check.facts import (
@@ -76,6 +77,8 @@ def stmt_(ck: Checker, stmt: ast.Stmt, scope: Scope, result: AnyType | None) -> 
         _assign(ck, stmt, scope)
     elif isinstance(stmt, ast.Let):
         _let(ck, stmt, scope)
+    elif isinstance(stmt, ast.Var):
+        variables.declare(ck, stmt, scope)
     elif isinstance(stmt, ast.ExprStmt):
         _expr_stmt(ck, stmt, scope)
     elif isinstance(stmt, ast.IfLet):
@@ -183,33 +186,41 @@ def _return(ck: Checker, stmt: ast.Return, scope: Scope, result: AnyType | None)
 
 def _assign(ck: Checker, stmt: ast.Assign, scope: Scope) -> None:
     target = stmt.target
+    body = variables.body_name(scope)
+    local = scope.names.get(target.name) if isinstance(target, ast.Name) else None
     if stmt.op in ("+=", "-="):
+        n = ck.text(target.span)
         ck.report(
             "loom.workflow-compound-assign",
-            f"`{stmt.op}` is not allowed in a workflow",
+            f"`{stmt.op}` is not allowed in {body}",
             stmt.span,
             "compound assignment",
-            help="change the aggregate through one of its operations, e.g. "
+            help=f"write `{n} := {n} {stmt.op[0]} …`"
+            if local is not None and local.kind == "var"
+            else "change the aggregate through one of its operations, e.g. "
             "`account.deposit(amount)`; assign state with `:=`",
         )
     elif isinstance(target, ast.MemberAccess):
         ck.report(
             "loom.workflow-foreign-assign",
-            f"a workflow cannot assign `{ck.text(target.span)}`",
+            f"{body} cannot assign `{ck.text(target.span)}`",
             target.span,
             "a field of an aggregate",
             help="aggregates change only through their operations; call one that does this "
             "assignment",
         )
-    elif isinstance(target, ast.Name) and target.name in scope.names:
-        b = scope.names[target.name]
+    elif isinstance(target, ast.Name) and local is not None and local.kind == "var":
+        variables.reassign(ck, stmt, target, local, scope)
+        return
+    elif isinstance(target, ast.Name) and local is not None:
         ck.report(
             "loom.assign-to-readonly",
-            f"cannot assign `{target.name}`: bindings of a workflow never change",
+            f"cannot assign `{target.name}`: "
+            + ("a parameter never changes" if local.kind == "param" else "a `let` never changes"),
             target.span,
             "read-only",
-            secondary=[(b.span, "declared here")],
-            help="use a new `let` for a new value",
+            secondary=[(local.span, "declared here")],
+            help=_readonly_help(local),
         )
     elif isinstance(target, ast.Name) and target.name in scope.state:
         _state_write(ck, stmt, target, scope)
@@ -219,13 +230,28 @@ def _assign(ck: Checker, stmt: ast.Assign, scope: Scope) -> None:
             "loom.workflow-foreign-assign",
             "a workflow has no such state field to assign"
             if scope.wf is not None
-            else "a handler has no fields to assign",
+            else f"{body} has no fields to assign",
             stmt.target.span,
             "nothing to assign here",
-            help="change aggregates through their operations; declare workflow state as "
-            "`name: T` in the workflow",
+            help="change aggregates through their operations; "
+            + (
+                "declare workflow state as `name: T` in the workflow"
+                if scope.wf is not None
+                else "a value the body changes is a `var`: `var total = 0`, then `total := …`"
+            ),
         )
     ck.root(stmt.value, scope)
+
+
+def _readonly_help(b: Binding) -> str:
+    if b.kind in ("loaded", "created"):
+        return "an aggregate changes through its operations: call one, e.g. `x.rename(…)`"
+    if b.kind == "param":
+        return f"copy it into a `var` the body may change: `var left = {b.name}`, then `left := …`"
+    return (
+        f"declare it with `var {b.name} = …` to change it with `:=` (in a loop too: "
+        f"`var total = 0`, then `total := total + x`)"
+    )
 
 
 def _state_write(ck: Checker, stmt: ast.Assign, target: ast.Name, scope: Scope) -> None:
@@ -359,11 +385,11 @@ def _expr_stmt(ck: Checker, stmt: ast.ExprStmt, scope: Scope) -> None:
     ck.expr(e, scope)
     ck.report(
         "loom.invalid-statement",
-        "this statement has no effect in a workflow",
+        f"this statement has no effect in {variables.body_name(scope)}",
         stmt.span,
         "the value is not used",
-        help="a workflow statement loads, creates, calls an operation, emits, checks a "
-        "precondition or returns",
+        help="a body's statement loads, creates, calls an operation, emits, checks a "
+        "precondition, assigns a `var` or returns",
     )
 
 

@@ -177,13 +177,14 @@ class Checker(ABC):
 
     def warn_unused(self, scope: Scope) -> None:
         for b in scope.names.values():
-            if b.kind == "value" and not b.used and not b.name.startswith("_"):
+            if b.kind in ("value", "var") and not b.used and not b.name.startswith("_"):
+                word = "let" if b.kind == "value" else "var"
                 self.report(
                     "loom.unused-local",
                     f"`{b.name}` is never used",
                     b.span,
                     "assigned but never read",
-                    help="remove the `let`, use the value, or start its name with `_`",
+                    help=f"remove the `{word}`, use the value, or start its name with `_`",
                 )
 
     def bind_local(self, scope: Scope, b: Binding) -> None:

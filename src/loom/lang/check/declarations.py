@@ -189,6 +189,8 @@ def untranslatable(x: ir.Expr) -> ir.Expr | None:
         return x
     if isinstance(x, ir.Unary):
         return untranslatable(x.operand)
+    if isinstance(x, ir.Binary) and isinstance(x.type, ir.ListType):
+        return x  # a list joined: the list columns are JSON text, which SQL cannot join
     if isinstance(x, ir.Binary):
         return untranslatable(x.left) or untranslatable(x.right)
     return None

@@ -193,6 +193,9 @@ class ExpressionChecker(CallTyping):
             ok, result = ordered(lt, rt), ir.BOOL
         elif op == "+" and lt == ir.STRING and rt == ir.STRING:
             ok, result = True, ir.STRING
+        elif op == "+" and isinstance(lt, ir.ListType) and isinstance(rt, ir.ListType):
+            # a new list, `xs` then `ys`; the right one was typed for the left's elements
+            ok, result = lt == rt, lt
         elif is_error(lt) or is_error(rt):
             ok, result = True, ERROR
         else:
@@ -208,9 +211,15 @@ class ExpressionChecker(CallTyping):
             elif op in ("==", "!=", "<", "<=", ">", ">="):
                 msg = f"cannot compare {a(lt)} with {a(rt)} using `{op}`"
                 hlp = "compare values of one type (an `int` compares with a `decimal`)"
+            elif op == "+" and isinstance(lt, ir.ListType):
+                msg = f"cannot join {a(lt)} and {a(rt)}"
+                hlp = (
+                    f"`+` joins two lists of one element type: `{self.text(e.left.span)} + [x]` "
+                    f"adds one `{show(lt.element)}`"
+                )
             elif op == "+":
                 msg = f"cannot add {a(lt)} and {a(rt)}"
-                hlp = "`+` adds two numbers or joins two strings"
+                hlp = "`+` adds two numbers, joins two strings or joins two lists"
             else:
                 msg = f"`{op}` needs two numbers, not {a(lt)} and {a(rt)}"
                 hlp = "use numeric operands"

@@ -99,6 +99,16 @@ class StateWrite:
 
 
 @dataclass
+class LocalWrite:
+    """`var x = value` and `x := value` on that `var`: its type (the declared one, else the first
+    value's) and the typed value."""
+
+    name: str
+    type: AnyType
+    value: ir.Expr
+
+
+@dataclass
 class NotFoundFact:
     aggregate: str | None
 
@@ -114,6 +124,7 @@ StmtFact = (
     | DeleteStmt
     | IfLetFact
     | StateWrite
+    | LocalWrite
     | NotFoundFact
 )
 

@@ -48,7 +48,15 @@ def function_body(ck: Checker, m: ast.Function, scope: Scope) -> None:
                 )
         elif isinstance(
             stmt,
-            (ast.Let, ast.Precondition, ast.NotFound, ast.Schedule, ast.Cancel, ast.Complete),
+            (
+                ast.Let,
+                ast.Var,
+                ast.Precondition,
+                ast.NotFound,
+                ast.Schedule,
+                ast.Cancel,
+                ast.Complete,
+            ),
         ):
             operation_stmt(ck, stmt, scope)
         elif isinstance(stmt, ast.If):
@@ -111,6 +119,19 @@ def operation_stmt(ck: Checker, stmt: ast.Stmt, scope: Scope) -> None:
         ck.bind_local(
             scope, Binding(stmt.name, x.type, stmt.name_span, "value", used=is_error(x.type))
         )
+    elif isinstance(stmt, ast.Var):
+        where = {"factory": "a `create` factory", "function": "a function"}
+        ck.report(
+            "loom.invalid-statement",
+            f"{where.get(scope.kind, 'an operation')} has no `var`: only workflow and handler "
+            "bodies reassign their own values",
+            stmt.span,
+            "`var` here",
+            help="name the value with `let` (choose between values with `cond ? a : b`)"
+            + ("" if scope.kind == "function" else "; `:=` assigns the aggregate's fields"),
+        )
+        x = ck.root(stmt.value, scope)  # still bound: its uses are no second mistake
+        ck.bind_local(scope, Binding(stmt.name, x.type, stmt.name_span, "value", used=True))
     elif isinstance(stmt, ast.Assign):
         _assign(ck, stmt, scope)
     elif isinstance(stmt, ast.Emit):
@@ -237,7 +258,7 @@ def _assign(ck: Checker, stmt: ast.Assign, scope: Scope) -> None:
             target.span,
             "not a field",
             secondary=[(binding.span, "declared here")],
-            help="only the aggregate's fields can be assigned; use a new `let` for a new value",
+            help="only the aggregate's fields can be assigned; name a new value with a new `let`",
         )
     else:
         ck.report(

@@ -12,12 +12,12 @@ from loom.lang.types import AnyType
 
 @dataclass
 class Binding:
-    """A name in a body: a parameter, or a `let` (of a plain value, a load, or a create)."""
+    """A name in a body: a parameter, a `let` (of a plain value, a load, or a create) or a `var`."""
 
     name: str
     type: AnyType
     span: Span
-    kind: str  # "param" | "value" | "loaded" | "created"
+    kind: str  # "param" | "value" | "loaded" | "created" | "var"
     aggregate: str | None = None
     repository: str | None = None
     used: bool = False

@@ -20,6 +20,7 @@ from loom.lang.check.facts import (
     Facts,
     IfLetFact,
     Load,
+    LocalWrite,
     NotFoundFact,
     OwnCall,
     ReadLoad,
@@ -147,6 +148,8 @@ class BodyLowerer:
                 if found.bind:
                     return ir.BindInstance(found.value, o)
                 return ir.AssignState(found.field, found.value, o)
+            if isinstance(found, LocalWrite):
+                return ir.SetLocal(found.name, ir_type(found.type), found.value, o)
             assert isinstance(s.target, ast.Name)
             return ir.Assign(s.target.name, s.op, self.e(s.value), o)  # type: ignore[arg-type]
         if isinstance(s, ast.Let):
@@ -164,6 +167,9 @@ class BodyLowerer:
                 frame.held[s.name] = _Held(repo, found.aggregate, True)
                 return ir.CreateAggregate(s.name, found.aggregate, self.create_args(found), o)
             return ir.Let(s.name, self.e(s.value), o)
+        if isinstance(s, ast.Var):
+            assert isinstance(found, LocalWrite)
+            return ir.Var(s.name, ir_type(found.type), found.value, o)
         if isinstance(s, ast.IfLet):
             assert isinstance(found, IfLetFact)
             then = _Frame()

@@ -115,6 +115,16 @@ class Bodies(Cursor):
             ch.append(self.ignoring())
         return self.b.let(self.meta(i0), ch)
 
+    def var(self) -> Any:
+        i0 = self.i
+        self.i += 1
+        ch: list[Any] = [self.name()]
+        if self.accept(":"):
+            ch.append(self.type())
+        self.expect("=")
+        ch.append(self.value())
+        return self.b.var(self.meta(i0), ch)
+
     def ignoring(self) -> Any:
         j = self.i
         self.i += 1
@@ -393,6 +403,7 @@ class Bodies(Cursor):
 _STATEMENTS = {
     "precondition": Bodies.precondition,
     "let": Bodies.let,
+    "var": Bodies.var,
     "emit": Bodies.emit,
     "return": Bodies.return_,
     "if": Bodies.if_,

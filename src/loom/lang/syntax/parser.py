@@ -156,6 +156,7 @@ def _report_syntax_error(file: str, text: str, exc: UnexpectedInput, sink: Sink)
             or _soft_keyword_hint(tok, before)
             or _renamed_hint(tok, before)
             or _record_hint(tok, before)
+            or _var_hint(tok, before)
             or _hint(tok, exc.expected),
         )
         return
@@ -279,6 +280,24 @@ def _record_hint(tok: Token, before: str) -> str | None:
         "a record `Name { field: value }` is a whole value (a `let`, `return` or `:=` right-hand "
         "side, an entry, an argument, a list item, a default), not an operand nor the source of "
         "`if let` / `for`: bind it first with `let` and use the name here"
+    )
+
+
+_VAR_UNSET = re.compile(r"\bvar\s+([A-Za-z_][A-Za-z0-9_]*)(\s*:[^=\n{}]*)?$")
+
+
+def _var_hint(tok: Token, before: str) -> str | None:
+    """`var total` with no starting value: a var always has one (it is where its type comes
+    from, unless declared)."""
+    m = _VAR_UNSET.search(before)
+    if m is None or str(tok) == "=":
+        return None
+    name, declared = m.group(1), (m.group(2) or "").strip()
+    if declared:
+        return f"a `var` starts with a value: `var {name}{declared} = …`"
+    return (
+        f"a `var` starts with a value: `var {name} = 0`, or, for an empty list, with its type: "
+        f"`var {name}: Line[] = []`"
     )
 
 

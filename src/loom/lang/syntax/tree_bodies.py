@@ -73,6 +73,10 @@ class BodyRules(TokenReader):
         ignoring = ch[2][1] if len(ch) > 2 else []
         return ast.Let(str(ch[0]), self.tsp(ch[0]), ch[1], self.sp(meta), ignoring)
 
+    def var(self, meta, ch):
+        declared = ch[1] if len(ch) > 2 else None
+        return ast.Var(str(ch[0]), self.tsp(ch[0]), declared, ch[-1], self.sp(meta))
+
     def entry(self, meta, ch):
         return ast.Arg(str(ch[0]), self.tsp(ch[0]), ch[1], self.sp(meta))
 

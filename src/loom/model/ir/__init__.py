@@ -76,7 +76,9 @@ from loom.model.ir.statements import (
     Save,
     SaveInstance,
     ScheduleTimeout,
+    SetLocal,
     Stmt,
+    Var,
 )
 from loom.model.ir.types import (
     BOOL,
@@ -207,6 +209,7 @@ __all__ = [
     "SelfField",
     "ServiceCall",
     "ServiceMethod",
+    "SetLocal",
     "StateField",
     "Stmt",
     "Timer",
@@ -214,6 +217,7 @@ __all__ = [
     "Unary",
     "ValueObject",
     "ValueType",
+    "Var",
     "VoidType",
     "Workflow",
     "WorkflowCreate",

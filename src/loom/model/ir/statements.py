@@ -9,6 +9,7 @@ from typing import Literal, TypeAlias
 from loom.model.api import CallApi
 from loom.model.ir.expressions import Expr
 from loom.model.ir.origin import Origin
+from loom.model.ir.types import Type
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +34,27 @@ class Let:
     """`let x = e` for a plain value."""
 
     name: str
+    value: Expr
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class Var:
+    """`var x = e` in a workflow or handler body: a local of type `type` (the declared one, else
+    the value's) that later `SetLocal`s reassign, in the body or in a loop or branch of it."""
+
+    name: str
+    type: Type
+    value: Expr
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class SetLocal:
+    """`x := e` on a `var` of the enclosing body; `type` is the var's (the value fits it)."""
+
+    name: str
+    type: Type
     value: Expr
     origin: Origin
 
@@ -296,6 +318,8 @@ Stmt: TypeAlias = (
     Precondition
     | Assign
     | Let
+    | Var
+    | SetLocal
     | Emit
     | Return
     | LoadById

@@ -62,6 +62,7 @@ from loom.lang.syntax.ast.statements import (
     Return,
     Schedule,
     Stmt,
+    Var,
     nested_blocks,
     walk_stmts,
 )
@@ -146,6 +147,7 @@ __all__ = [
     "Unary",
     "Unique",
     "ValueObject",
+    "Var",
     "Workflow",
     "is_process",
     "nested_blocks",

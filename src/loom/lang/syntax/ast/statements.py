@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from loom.lang.diagnostics import Span
 from loom.lang.syntax.ast.expressions import Arg, Expr
+from loom.lang.syntax.ast.types import TypeRef
 
 
 @dataclass(eq=False)
@@ -32,6 +33,18 @@ class Let:
     span: Span
     # `let x = Repo.read(…) ignoring F, G`: the repository filters this read switches off
     ignoring: list[tuple[str, Span]] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Var:
+    """`var x = e` / `var x: T = e`: a binding of a workflow or handler body that `x := e` may
+    reassign (a `let` never changes)."""
+
+    name: str
+    name_span: Span
+    type: TypeRef | None
+    value: Expr
+    span: Span
 
 
 @dataclass(eq=False)
@@ -124,6 +137,7 @@ Stmt = (
     Precondition
     | Assign
     | Let
+    | Var
     | Emit
     | Return
     | ExprStmt
