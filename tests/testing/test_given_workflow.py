@@ -163,15 +163,6 @@ def test_the_events_so_far_fold_into_the_state() -> None:
     then.then_timeouts([]).then_cancelled([])
 
 
-# Until the generated reactions import the `apply` folds they call (branch `reactions`, "codegen:
-# reactions and timeouts import the workflow helpers they call"), a reaction of an eventSourced
-# workflow that emits an event it applies fails with a NameError, in a served model too.
-UNTIL_REACTIONS_IMPORT_APPLIES = pytest.mark.xfail(
-    raises=NameError, strict=True, reason="generated reactions do not import apply folds yet"
-)
-
-
-@UNTIL_REACTIONS_IMPORT_APPLIES
 def test_a_reaction_folds_what_it_emits() -> None:
     i = uuid4()
     refunded = LEDGER.event("Billing.Refunded", invoice=i, amount=2)
@@ -185,7 +176,6 @@ def test_a_reaction_folds_what_it_emits() -> None:
     )
 
 
-@UNTIL_REACTIONS_IMPORT_APPLIES
 def test_an_eventsourced_starter_emits_and_folds() -> None:
     i = uuid4()
     (
