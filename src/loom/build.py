@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from fastapi import FastAPI
 
     from loom.model.ir import Model
-    from loom.model.topology import Deployable
+    from loom.model.ir.topology import Deployable
 
 # A folder holding this file was written by `loom build`, so a rebuild may replace it whole. It is
 # written last, so a build folder holding it is complete; `loom run` touches it on every reuse.

@@ -1,9 +1,10 @@
-"""Lowering of `resource { kind: api }` and of the calls through it (loom.model.api)."""
+"""Lowering of `resource { kind: api }` and of the calls through it (loom.model.ir: Resource, ApiCall, CallApi)."""
 
 from __future__ import annotations
 
 from loom.lang import compile_sources, render_text
-from loom.model import api, ir
+from loom.model import ir
+from loom.model.ir import resources
 
 MODEL = """
 context Directory {
@@ -39,16 +40,22 @@ def test_a_resource_lowers_with_its_settings_and_defaults() -> None:
     dispatch = _model().contexts[1]
     assert [(r.name, r.context, r.target, r.timeout_ms, r.retries) for r in dispatch.resources] == [
         ("directory", "Dispatch", "Directory", 1500, 0),
-        ("people", "Dispatch", "Directory", api.DEFAULT_TIMEOUT_MS, api.DEFAULT_RETRIES),
+        (
+            "people",
+            "Dispatch",
+            "Directory",
+            resources.DEFAULT_TIMEOUT_MS,
+            resources.DEFAULT_RETRIES,
+        ),
     ]
-    assert (api.DEFAULT_TIMEOUT_MS, api.DEFAULT_RETRIES) == (5000, 2)
+    assert (resources.DEFAULT_TIMEOUT_MS, resources.DEFAULT_RETRIES) == (5000, 2)
     assert dispatch.resources[0].origin.line == 13
 
 
 def test_a_call_lowers_to_its_handler_arguments_and_result_type() -> None:
     handler = _model().contexts[1].handlers[0]
     let, stmt, _ = handler.body
-    assert isinstance(let, ir.Let) and isinstance(let.value, api.ApiCall)
+    assert isinstance(let, ir.Let) and isinstance(let.value, ir.ApiCall)
     call = let.value
     assert (call.resource, call.target, call.handler, call.kind) == (
         "directory",
@@ -64,7 +71,7 @@ def test_a_call_lowers_to_its_handler_arguments_and_result_type() -> None:
     assert isinstance(note, ir.Literal_) and note.value is None
     assert note.type == ir.OptionalType(ir.STRING)
     # a command as a statement of its own
-    assert isinstance(stmt, api.CallApi)
+    assert isinstance(stmt, ir.CallApi)
     assert (stmt.call.resource, stmt.call.handler, stmt.call.kind) == (
         "people",
         "Forget",

@@ -11,7 +11,7 @@ from loom.codegen.python import generate
 from loom.lang import compile_files, compile_sources, render_text
 from loom.model import deployables, ir
 from loom.model.deployables import consumer_name, consumers_of, crossings, deployable_of
-from loom.model.topology import IMPLICIT, ChannelSource, Deployable
+from loom.model.ir.topology import IMPLICIT, ChannelSource, Deployable
 
 OK = Path(__file__).parent / "data" / "ok" / "topology.loom"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from loom.lang import compile_sources
-from loom.model import ir, time
+from loom.model import ir
 
 
 def _derived(decl: str, expr: str) -> ir.Derived:
@@ -54,7 +54,7 @@ def test_literals_are_exact_and_utc() -> None:
     value = _derived("datetime", 'datetime("2026-03-01T14:00:00+02:00")').value
     assert isinstance(value, ir.Literal_) and value.value == "2026-03-01T12:00:00Z"
     call = _derived("duration", "minutes(n)").value
-    assert isinstance(call, time.TimeCall) and call.function == "minutes"
+    assert isinstance(call, ir.TimeCall) and call.function == "minutes"
 
 
 def test_a_default_may_add_a_duration_to_now() -> None:

@@ -16,7 +16,7 @@ from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 import pytest
 
-from loom.model import api, ir, time, topology, walk
+from loom.model import ir, walk
 
 EXPR_CLASSES = frozenset(get_args(ir.Expr))
 STMT_CLASSES = frozenset(get_args(ir.Stmt))
@@ -24,12 +24,11 @@ Kind = Literal["expr", "stmt"]
 KINDS: tuple[Kind, ...] = ("expr", "stmt")
 TARGETS: dict[Kind, frozenset[type]] = {"expr": EXPR_CLASSES, "stmt": STMT_CLASSES}
 
-# the IR's nodes: those of the ir package's modules, the API calls' of api.py (an expression and a
-# statement of their own) and the time functions' of time.py
+# the IR's nodes: those of the ir package's modules
 NODE_CLASSES = sorted(
     (
         obj
-        for module in (ir, api, time)
+        for module in (ir,)
         for obj in vars(module).values()
         if isinstance(obj, type)
         and dataclasses.is_dataclass(obj)
@@ -37,10 +36,9 @@ NODE_CLASSES = sorted(
     ),
     key=lambda c: c.__name__,
 )
-# the model also holds the declarations of topology.py (which hold no code)
-HINTED = (*NODE_CLASSES, topology.Deployable, topology.ChannelSource)
-# each class's module's names, and the IR's: api.py, time.py and topology.py import theirs only for
-# the type checker
+HINTED = NODE_CLASSES
+# each class's module's names, and the IR's: the ir package's modules import some only for the
+# type checker
 HINTS = {cls: get_type_hints(cls, None, vars(ir)) for cls in HINTED}
 
 

@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 from loom.model import ir
-from loom.model.topology import IMPLICIT, Deployable
+from loom.model.ir.topology import IMPLICIT, Deployable
 
 
 def event_label(event: ir.EventType, here: str) -> str:

@@ -9,15 +9,7 @@ duration ± duration, duration * int, comparisons of like with like.)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Literal
-
-if TYPE_CHECKING:
-    # loom.model.ir holds the expressions this is one of: importing it here at run time would be a
-    # cycle
-    from loom.model.ir import Expr, Type
-
-TimeFunction = Literal["today", "seconds", "minutes", "hours", "days", "dateOf", "startOf"]
+from typing import Final
 
 SPANS: Final = {"seconds": 1, "minutes": 60, "hours": 3_600, "days": 86_400}
 """The computed durations and their unit in seconds."""
@@ -39,13 +31,3 @@ ARITHMETIC: Final[dict[tuple[str, str, str], tuple[str, str | None, bool]]] = {
 """The arithmetic on times, by the primitive types of (left, op, right): the result's type, the
 `loom.runtime.times` function that computes it (None: Python's operator, which cannot fail), and
 whether that function takes the operands swapped (`d + t` is `datetime_plus(t, d)`)."""
-
-
-@dataclass(frozen=True, slots=True)
-class TimeCall:
-    """A call of a time function; `args` is empty for `today()`, one value otherwise."""
-
-    function: TimeFunction
-    args: tuple[Expr, ...]
-    type: Type
-    text: str

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TypeAlias
 
-from loom.model import api, ir, time
+from loom.model import ir
 
 Decl: TypeAlias = (
     ir.Field
@@ -90,9 +90,9 @@ def children(node: Node) -> tuple[Node, ...]:
         return (node.value,)
     if isinstance(node, ir.FunctionCall):
         return (*_opt(node.receiver), *node.args)
-    if isinstance(node, ir.ServiceCall | ir.CurrentUser | time.TimeCall):
+    if isinstance(node, ir.ServiceCall | ir.CurrentUser | ir.TimeCall):
         return node.args
-    if isinstance(node, api.ApiCall):
+    if isinstance(node, ir.ApiCall):
         return _values(node.args)
     if isinstance(node, ir.ListLiteral):
         return node.items
@@ -113,7 +113,7 @@ def children(node: Node) -> tuple[Node, ...]:
         return _values(node.args)
     if isinstance(node, ir.CallOperation | ir.CallService | ir.CallOwnOperation):
         return node.args
-    if isinstance(node, api.CallApi):
+    if isinstance(node, ir.CallApi):
         return (node.call,)
     if isinstance(node, ir.Read):
         return _values(node.args)
@@ -224,7 +224,7 @@ def statements(*roots: Node) -> Iterator[ir.Stmt]:
 def calls_api(stmts: Iterable[ir.Stmt]) -> bool:
     """Whether a body calls another context's handler (`resource { kind: api }`): its route may
     answer 502 / 504."""
-    return any(isinstance(n, (api.ApiCall, api.CallApi)) for n in nodes(stmts))
+    return any(isinstance(n, (ir.ApiCall, ir.CallApi)) for n in nodes(stmts))
 
 
 def body(stmts: Iterable[ir.Stmt]) -> Iterator[ir.Stmt]:

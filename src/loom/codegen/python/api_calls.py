@@ -23,7 +23,7 @@ from loom.codegen.python.model_info import ModelInfo
 from loom.codegen.python.schemas import sole_payload
 from loom.codegen.python.type_names import TypeNames
 from loom.codegen.python.wire import domain_to_wire
-from loom.model import api, ir, naming
+from loom.model import ir, naming
 
 
 def resource_key(context: str, resource: str) -> str:
@@ -31,7 +31,7 @@ def resource_key(context: str, resource: str) -> str:
     return f"{context}.{resource}"
 
 
-def handler_of(info: ModelInfo, c: api.ApiCall) -> ir.Handler:
+def handler_of(info: ModelInfo, c: ir.ApiCall) -> ir.Handler:
     return next(h for h in info.context(c.target).handlers if h.name == c.handler)
 
 
@@ -41,7 +41,7 @@ def api_call(
     imports: Imports,
     scope: Scope,
     service: str,
-    c: api.ApiCall,
+    c: ir.ApiCall,
 ) -> Doc:
     """The expression of the call (its answer as a domain value; None for a 204)."""
     handler = handler_of(info, c)

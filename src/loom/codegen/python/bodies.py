@@ -41,7 +41,7 @@ from loom.codegen.python.schemas import sole_payload
 from loom.codegen.python.stored import int_fit
 from loom.codegen.python.type_names import TypeNames
 from loom.codegen.python.wire import record_of, wire_to_domain
-from loom.model import api, ir, naming, walk
+from loom.model import ir, naming, walk
 from loom.model.refusals import precondition
 from loom.model.reserved import ENDED
 
@@ -228,12 +228,12 @@ class BodyWriter:
             var = self._bind(stmt)
             if stmt.name not in later:
                 var = "_" + var.lstrip("_")
-            if isinstance(stmt.value, api.ApiCall):
+            if isinstance(stmt.value, ir.ApiCall):
                 return lay(self._api(stmt.value, var), depth)
             return lay(f"{var} = {render(stmt.value, scope)}", depth)
         if isinstance(stmt, ir.Var | ir.SetLocal):
             return self._var(stmt, depth, later)
-        if isinstance(stmt, api.CallApi):
+        if isinstance(stmt, ir.CallApi):
             return lay(self._api(stmt.call, None), depth)
         if isinstance(stmt, ir.LoadById):
             repo = self.repos[stmt.aggregate] + _widen(stmt.ignoring)
@@ -420,7 +420,7 @@ class BodyWriter:
             var = self.scope.locals[stmt.name] = "_" + var.lstrip("_")
         return lay(f"{var}: {self.types.render(stmt.type)} = {value}", depth)
 
-    def _api(self, c: api.ApiCall, var: str | None) -> Doc:
+    def _api(self, c: ir.ApiCall, var: str | None) -> Doc:
         """A call through a resource; bound to `var`, annotated (the runtime answers `Any`)."""
         doc = api_call(self.info, self.context, self.imports, self.scope, self.service, c)
         if var is None:
@@ -477,10 +477,10 @@ class BodyWriter:
             miss = stmt.read.aggregate
         else:
             assert stmt.value is not None
-            source = "" if isinstance(stmt.value, api.ApiCall) else render(stmt.value, self.scope)
+            source = "" if isinstance(stmt.value, ir.ApiCall) else render(stmt.value, self.scope)
             miss = _optional_aggregate(stmt.value.type) or self.default_miss
         var = self._bind(stmt)
-        if isinstance(stmt.value, api.ApiCall):
+        if isinstance(stmt.value, ir.ApiCall):
             out = lay(self._api(stmt.value, var), depth)
         else:
             out = lay(f"{var} = {source}", depth)

@@ -17,7 +17,7 @@ from types import MappingProxyType
 from loom.codegen.python import time_exprs
 from loom.codegen.python.imports import Imports
 from loom.codegen.python.literals import decimal_literal, py_str
-from loom.model import ir, naming, time
+from loom.model import ir, naming
 
 # Python precedence levels (higher binds tighter).
 COND = 1
@@ -206,7 +206,7 @@ def _render(expr: ir.Expr, scope: Scope) -> tuple[str, int]:
         scope.imports.add("loom.runtime", "decimals")
         value = render(expr.value, scope)
         return f"decimals.round_to({value}, {expr.scale}, {py_str(expr.mode)})", ATOM
-    if isinstance(expr, time.TimeCall):
+    if isinstance(expr, ir.TimeCall):
         rendered = [render(a, scope) for a in expr.args]
         return time_exprs.call(expr, rendered, scope.imports), ATOM
     if isinstance(expr, ir.FunctionCall):

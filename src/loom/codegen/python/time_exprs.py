@@ -9,7 +9,7 @@ from datetime import date, datetime
 from loom.codegen.python.imports import Imports
 from loom.model import ir, time
 
-_FUNCTIONS: dict[time.TimeFunction, str] = {
+_FUNCTIONS: dict[ir.TimeFunction, str] = {
     "today": "today",
     "seconds": "seconds",
     "minutes": "minutes",
@@ -57,7 +57,7 @@ def literal(expr: ir.Literal_, imports: Imports) -> str | None:
     return None
 
 
-def call(expr: time.TimeCall, args: list[str], imports: Imports) -> str:
+def call(expr: ir.TimeCall, args: list[str], imports: Imports) -> str:
     imports.add("loom.runtime", "times")
     return f"times.{_FUNCTIONS[expr.function]}({', '.join(args)})"
 

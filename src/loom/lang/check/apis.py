@@ -26,7 +26,8 @@ from loom.lang.names.symbols import ContextSymbols
 from loom.lang.names.type_refs import resolve_type
 from loom.lang.syntax import ast
 from loom.lang.types import AnyType, ErrorType, a, is_error
-from loom.model import api, ir
+from loom.model import ir
+from loom.model.ir import resources
 
 _SETTINGS = ("kind", "context", "timeout", "retries")
 _EXAMPLE = "`resource directory { kind: api  context: Directory }`"
@@ -59,7 +60,7 @@ def _resource(ck: Checker, ctx: ContextSymbols, res: ast.Resource) -> ResourceFa
     if kind is None:
         _setting_error(ck, f"{what} has no `kind`", res.name_span, "no `kind`", f"write {_EXAMPLE}")
         ok = False
-    elif kind_name is None or kind_name[0] not in api.RESOURCE_KINDS:
+    elif kind_name is None or kind_name[0] not in resources.RESOURCE_KINDS:
         _setting_error(
             ck,
             f"`kind` of {what} is `api`, not `{ck.text(kind.value_span)}`: the only kind of "
@@ -106,8 +107,12 @@ def _resource(ck: Checker, ctx: ContextSymbols, res: ast.Resource) -> ResourceFa
             )
         else:
             target = named[0]
-    timeout = _ranged(ck, what, seen.get("timeout"), api.DEFAULT_TIMEOUT_MS, api.TIMEOUT_RANGE_MS)
-    retries = _ranged(ck, what, seen.get("retries"), api.DEFAULT_RETRIES, api.RETRIES_RANGE)
+    timeout = _ranged(
+        ck, what, seen.get("timeout"), resources.DEFAULT_TIMEOUT_MS, resources.TIMEOUT_RANGE_MS
+    )
+    retries = _ranged(
+        ck, what, seen.get("retries"), resources.DEFAULT_RETRIES, resources.RETRIES_RANGE
+    )
     if not ok or target is None or timeout is None or retries is None:
         return None
     return ResourceFact(target, timeout, retries)
@@ -225,12 +230,12 @@ def api_call(
     if refused or args is None or isinstance(result, ErrorType):
         return None
     kind: Literal["command", "query"] = "command" if h.kind == "command" else "query"
-    value = api.ApiCall(res.name, target.name, h.name, kind, args, result, ck.text(call.span))
+    value = ir.ApiCall(res.name, target.name, h.name, kind, args, result, ck.text(call.span))
     return _placed(ck, call, position, value, h, label)
 
 
 def _placed(
-    ck: Checker, call: ast.Call, position: str, value: api.ApiCall, h: ast.Handler, label: str
+    ck: Checker, call: ast.Call, position: str, value: ir.ApiCall, h: ast.Handler, label: str
 ) -> ir.Expr | ApiStmt | None:
     if position == "stmt":
         if h.kind == "query":

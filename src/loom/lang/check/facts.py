@@ -12,7 +12,7 @@ from typing import Literal
 
 from loom.lang.syntax import ast
 from loom.lang.types import AnyType
-from loom.model import api, ir
+from loom.model import ir
 
 
 @dataclass
@@ -73,7 +73,7 @@ class ServiceStmt:
 class ApiStmt:
     """`resource.Command(…)` as a statement: a command of another context."""
 
-    call: api.ApiCall
+    call: ir.ApiCall
 
 
 @dataclass

@@ -18,7 +18,7 @@ from loom.lang.check.scope import Scope
 from loom.lang.syntax import ast
 from loom.lang.types import ERROR, AnyType, a, is_error, is_numeric, show
 from loom.model import ir, walk
-from loom.model.time import ARITHMETIC, SPANS, TimeCall
+from loom.model.time import ARITHMETIC, SPANS
 
 TIMES = (ir.DATETIME, ir.DATE, ir.DURATION)
 FUNCTIONS = (
@@ -122,7 +122,7 @@ def _whole_days(ck: Checker, x: ir.Expr, node: ast.Expr, day: str) -> None:
 def _constant_micros(x: ir.Expr) -> int | None:
     if isinstance(x, ir.Literal_) and isinstance(x.value, int) and x.type == ir.DURATION:
         return x.value
-    if isinstance(x, TimeCall) and x.function in SPANS and isinstance(x.args[0], ir.Literal_):
+    if isinstance(x, ir.TimeCall) and x.function in SPANS and isinstance(x.args[0], ir.Literal_):
         n = x.args[0].value
         return n * SPANS[x.function] * 1_000_000 if isinstance(n, int) else None
     return None
@@ -145,14 +145,14 @@ def call(ck: Checker, e: ast.Call, scope: Scope, name: str, text: str) -> ir.Exp
         )
         return ck.poison(e)
     if name == "today":
-        return TimeCall("today", (), ir.DATE, text)
+        return ir.TimeCall("today", (), ir.DATE, text)
     if name in ("date", "datetime"):
         return _literal(ck, e, args[0], name, text)
     param, result = _SIGNATURES[name]
     x = ck.expr(args[0], scope, param)
     if not ck.mismatch(x, args[0], param, f"`{name}` takes {a(param)}, not {a(x.type)}"):
         return ck.poison(e)
-    return TimeCall(name, (x,), result, text)  # type: ignore[arg-type]
+    return ir.TimeCall(name, (x,), result, text)  # type: ignore[arg-type]
 
 
 _SIGNATURES: dict[str, tuple[ir.Type, ir.Type]] = {
@@ -207,7 +207,7 @@ def _parse(value: str, name: str) -> str | None:
 
 def computed(x: ir.Expr) -> bool:
     """A time the generated code computes: a time function, or arithmetic giving a time."""
-    if isinstance(x, TimeCall):
+    if isinstance(x, ir.TimeCall):
         return True
     return isinstance(x, ir.Binary) and x.op in ("+", "-", "*") and x.type in TIMES
 

@@ -31,7 +31,7 @@ from loom.lang.diagnostics import Span
 from loom.lang.names.symbols import ContextSymbols
 from loom.lang.syntax import ast
 from loom.lang.types import AnyType, ErrorType
-from loom.model import api, ir
+from loom.model import ir
 
 
 def origin(span: Span) -> ir.Origin:
@@ -212,7 +212,7 @@ class BodyLowerer:
                 self._mark(frames, n, "mutated")
             return ir.CallService(found.service, found.method, found.args, found.mutates, o)
         if isinstance(found, ApiStmt):
-            return api.CallApi(found.call, o)
+            return ir.CallApi(found.call, o)
         if isinstance(found, DeleteStmt):
             # Deleted in the block that binds it: never saved. Deleted in a nested branch or loop,
             # the exit save stays (another path may have mutated it) and the runtime skips the save

@@ -14,9 +14,9 @@ from loom.lang.lower.bodies import BodyLowerer, ir_type, origin
 from loom.lang.names.symbols import ContextSymbols, Program
 from loom.lang.syntax import ast
 from loom.model import ir
-from loom.model.api import Resource
+from loom.model.ir import Resource
+from loom.model.ir.topology import ChannelSource, Deployable
 from loom.model.messaging import BrokerKind
-from loom.model.topology import ChannelSource, Deployable
 
 
 def _names(settings: list[ast.ChannelSetting], key: str) -> tuple[str, ...]:

@@ -25,6 +25,7 @@ from loom.model.ir.aggregates import (
 from loom.model.ir.contexts import Context, Model
 from loom.model.ir.events import Channel, Event, Retention
 from loom.model.ir.expressions import (
+    ApiCall,
     Binary,
     Conditional,
     Construct,
@@ -44,16 +45,20 @@ from loom.model.ir.expressions import (
     SelfField,
     ServiceCall,
     StateField,
+    TimeCall,
+    TimeFunction,
     Unary,
 )
 from loom.model.ir.members import Derived, Field, Function, Invariant, Parameter
 from loom.model.ir.origin import Origin
 from loom.model.ir.records import Enum, Payload, ValueObject
+from loom.model.ir.resources import Resource
 from loom.model.ir.services import DomainService, ServiceMethod
 from loom.model.ir.statements import (
     Assign,
     AssignState,
     BindInstance,
+    CallApi,
     CallOperation,
     CallOwnOperation,
     CallService,
@@ -80,6 +85,7 @@ from loom.model.ir.statements import (
     Stmt,
     Var,
 )
+from loom.model.ir.topology import ChannelSource, Deployable
 from loom.model.ir.types import (
     BOOL,
     DATE,
@@ -132,16 +138,19 @@ __all__ = [
     "VOID",
     "Aggregate",
     "AggregateType",
+    "ApiCall",
     "Apply",
     "Assign",
     "AssignState",
     "Binary",
     "BindInstance",
+    "CallApi",
     "CallOperation",
     "CallOwnOperation",
     "CallService",
     "CancelTimeout",
     "Channel",
+    "ChannelSource",
     "CompleteInstance",
     "Conditional",
     "Construct",
@@ -150,6 +159,7 @@ __all__ = [
     "Criterion",
     "CurrentUser",
     "Delete",
+    "Deployable",
     "Derived",
     "DomainService",
     "Emit",
@@ -198,6 +208,7 @@ __all__ = [
     "RecordArg",
     "Repository",
     "RepositoryFind",
+    "Resource",
     "Retention",
     "Retrieval",
     "Return",
@@ -212,6 +223,8 @@ __all__ = [
     "SetLocal",
     "StateField",
     "Stmt",
+    "TimeCall",
+    "TimeFunction",
     "Timer",
     "Type",
     "Unary",

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from loom.model.api import Resource
 from loom.model.ir.aggregates import Aggregate, Criterion, Repository, Retrieval
 from loom.model.ir.events import Channel, Event
 from loom.model.ir.origin import Origin
 from loom.model.ir.records import Enum, Payload, ValueObject
+from loom.model.ir.resources import Resource
 from loom.model.ir.services import DomainService
+from loom.model.ir.topology import ChannelSource, Deployable
 from loom.model.ir.workflows import Handler, Projection, Timer, Workflow
-from loom.model.topology import ChannelSource, Deployable
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,9 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from loom.model.api import ApiCall
 from loom.model.ir.types import EnumType, PayloadType, Type, ValueType
-from loom.model.time import TimeCall
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +208,34 @@ class Construct:
 
     type: ValueType | PayloadType
     args: tuple[RecordArg, ...]
+    text: str
+
+
+TimeFunction = Literal["today", "seconds", "minutes", "hours", "days", "dateOf", "startOf"]
+
+
+@dataclass(frozen=True, slots=True)
+class TimeCall:
+    """A call of a time function; `args` is empty for `today()`, one value otherwise."""
+
+    function: TimeFunction
+    args: tuple[Expr, ...]
+    type: Type
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ApiCall:
+    """`resource.Handler(arg: value, …)`: a call of `handler` (a command or query handler of
+    context `target`) through `resource`. `args` are the handler's parameters in its order, each
+    given once; `type` is the handler's result type (VOID for a command answering nothing)."""
+
+    resource: str
+    target: str
+    handler: str
+    kind: Literal["command", "query"]
+    args: tuple[tuple[str, Expr], ...]
+    type: Type
     text: str
 
 

@@ -1,13 +1,12 @@
 """The statements of bodies, those written and those lowering inserts (the saves, the binding
-and routing of a workflow's instance). The API call statement (`api.CallApi`) lives in api.py."""
+and routing of a workflow's instance). The API call statement is `CallApi`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from loom.model.api import CallApi
-from loom.model.ir.expressions import Expr
+from loom.model.ir.expressions import ApiCall, Expr
 from loom.model.ir.origin import Origin
 from loom.model.ir.types import Type
 
@@ -311,6 +310,14 @@ class CompleteInstance:
     """`complete`: end the bound instance (its `ended` flag, saved with it) and disarm all its
     timeouts; later events and timeouts for it are ignored (and logged)."""
 
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class CallApi:
+    """A command call as a statement of its own (its answer, if any, is not used)."""
+
+    call: ApiCall
     origin: Origin
 
 

@@ -9,12 +9,10 @@ the bound context is served by the same deployable, over HTTP otherwise (docs/de
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    # loom.model.ir holds the expressions and statements these are part of: importing it here at
-    # run time would be a cycle
-    from loom.model.ir import Expr, Origin, Type
+    from loom.model.ir.origin import Origin
 
 # The one kind of resource (`kind: api`), and its defaults
 RESOURCE_KINDS: Final = ("api",)
@@ -36,26 +34,3 @@ class Resource:
     origin: Origin
     timeout_ms: int = DEFAULT_TIMEOUT_MS
     retries: int = DEFAULT_RETRIES
-
-
-@dataclass(frozen=True, slots=True)
-class ApiCall:
-    """`resource.Handler(arg: value, …)`: a call of `handler` (a command or query handler of
-    context `target`) through `resource`. `args` are the handler's parameters in its order, each
-    given once; `type` is the handler's result type (VOID for a command answering nothing)."""
-
-    resource: str
-    target: str
-    handler: str
-    kind: Literal["command", "query"]
-    args: tuple[tuple[str, Expr], ...]
-    type: Type
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class CallApi:
-    """A command call as a statement of its own (its answer, if any, is not used)."""
-
-    call: ApiCall
-    origin: Origin

@@ -13,9 +13,7 @@ from typing import TYPE_CHECKING, Final
 from loom.model.messaging import BrokerKind
 
 if TYPE_CHECKING:
-    # loom.model.ir holds the model, which holds these: importing it here at run time would be a
-    # cycle
-    from loom.model.ir import Origin
+    from loom.model.ir.origin import Origin
 
 # The name of the one deployable a model without `deployable` declarations runs as (every context,
 # one process, one database): no name, so nothing on the command line or in a file is named after
