@@ -68,6 +68,17 @@ FLAGS: dict[str, Any] = {
             "$LOOM_RELAY_LEASE, else 60); rows a crashed replica held wait that long."
         ),
     ],
+    "redelivery_wait": Annotated[
+        float | None,
+        typer.Option(
+            help="How long a broker message a consumer fetched and never settled (its replica "
+            "was killed) waits before another consumer gets it, in seconds (default: "
+            "$LOOM_REDELIVERY_WAIT, else 30; a broker URL's ?ack_wait= wins for its broker). "
+            "Shorter: a crash delays the work less, but a consumer that stalls that long (a "
+            "blocking extern call) has its message run elsewhere too. The same for every "
+            "deployable."
+        ),
+    ],
     "idempotency_ttl": Annotated[
         float | None,
         typer.Option(

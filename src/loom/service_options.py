@@ -31,6 +31,7 @@ class ServiceOptions:
     tenant_claim: str | None = None
     max_body_bytes: int | None = None
     relay_lease: float | None = None
+    redelivery_wait: float | None = None
     idempotency_ttl: float | None = None
     pool_size: int | None = None
     pool_overflow: int | None = None
@@ -50,6 +51,7 @@ class ServiceOptions:
             "LOOM_MAX_BODY_BYTES": _text(self.max_body_bytes),
             "LOOM_IDEMPOTENCY_TTL": _text(self.idempotency_ttl),
             "LOOM_RELAY_LEASE": _text(self.relay_lease),
+            "LOOM_REDELIVERY_WAIT": _text(self.redelivery_wait),
             "LOOM_POOL_SIZE": _text(self.pool_size),
             "LOOM_POOL_OVERFLOW": _text(self.pool_overflow),
             "LOOM_POOL_TIMEOUT": _text(self.pool_timeout),
@@ -90,13 +92,14 @@ def extern_path(files: list[Path]) -> None:
 def refuse_bad_values(files: list[Path], model: ir.Model) -> None:
     """OptionError (its sentence the one each deployable's start would refuse with) for a value
     in the environment `apply` set that a service of `model` would refuse when its app is built:
-    a limit, a lifetime or a pool setting out of range, a token key that does not do, an extern
+    a limit, a lifetime, a wait or a pool setting out of range, a token key that does not do, an extern
     module that does not import or lacks a class or method. `loom up` asks before it starts
     anything, rather than every deployable refusing on its own."""
     # the runtime's own readers, one definition of what each accepts; only `loom up` loads them
     from loom.codegen.python.services import externs_required
     from loom.runtime._auth import AuthConfigError, resolve_auth
     from loom.runtime._body_limit import resolve_max_body_bytes
+    from loom.runtime._broker_config import redelivery_wait
     from loom.runtime._environment import pool_settings
     from loom.runtime._externs import ExternError, load_externs
     from loom.runtime._idempotency import resolve_ttl
@@ -111,6 +114,7 @@ def refuse_bad_values(files: list[Path], model: ir.Model) -> None:
         resolve_max_body_bytes(None)
         resolve_ttl(None)
         resolve_relay_options(None)
+        redelivery_wait()
         pool_settings()
         resolve_auth(None)
         load_externs(None, required)
