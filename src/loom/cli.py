@@ -178,7 +178,7 @@ def up_command(
     """Run the model's whole system here: every deployable as its own `loom run` process (ports
     from --port up, a SQLite file each beside the model), plus a local NATS server when a channel
     crosses from one deployable to another. Ctrl-C stops them all. The `loom run` options that
-    are the same for every deployable (--extern, the token options, the limits, the pool,
+    are the same for every deployable (--extern, the token options, the limits, the waits, the pool,
     --migrate) go to each; a bad value is refused before anything starts.
 
     Exit codes: 0 stopped by Ctrl-C or SIGTERM; 1 the model has errors, or a service exited on

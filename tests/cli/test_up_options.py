@@ -12,6 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from loom.service_options import ServiceOptions
+from loom.up import Unit
 from tests.cli.test_up import _wait_for, loom_up
 from tests.liveserver import free_port
 
@@ -119,3 +121,15 @@ def test_a_bad_value_is_refused_before_anything_starts(
     assert len(lines) == 1 and lines[0].startswith(says), done.stderr
     assert "Traceback" not in done.stderr
     assert not done.stdout.strip() and not list(tmp_path.glob("*.db"))  # nothing started
+
+
+def test_migrate_goes_on_each_deployables_command_line_the_rest_by_environment() -> None:
+    # --migrate has no variable: it is an argument of every child `loom run`; the other options
+    # are the variables a child inherits (a secret given to `loom up` does not show in `ps`)
+    options = ServiceOptions(migrate=True, jwt_secret="s" * 32, redelivery_wait=4.0)
+    assert options.arguments() == ["--migrate"]
+    assert options.variables() == {"LOOM_JWT_SECRET": "s" * 32, "LOOM_REDELIVERY_WAIT": "4"}
+    files = [Path("shop.loom")]
+    for unit in (Unit("Orders", ("Orders",), 8000, "sqlite://"), Unit(None, ("A",), 8001, "")):
+        command = unit.command(files, [], [unit], options.arguments())
+        assert command.count("--migrate") == 1 and "s" * 32 not in command, command
