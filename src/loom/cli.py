@@ -34,6 +34,8 @@ from loom.run_options import (
     parse_brokers,
 )
 from loom.serve import RunOptions
+from loom.service_flags import with_service_options
+from loom.service_options import ServiceOptions, apply, refuse_bad_values
 from loom.timers_cli import timers_app
 from loom.up import UpError, nats_sources, plan
 from loom.up import up as start_up
@@ -88,8 +90,10 @@ def build(
 
 
 @app.command()
+@with_service_options
 def run(
     files: Files,
+    *,
     database_url: Annotated[
         str | None,
         typer.Option(
@@ -98,93 +102,8 @@ def run(
     ] = None,
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
-    extern: Annotated[
-        str | None,
-        typer.Option(
-            help="Python module implementing the model's extern operations "
-            "(default: $LOOM_EXTERN_MODULE). The model's folder is importable."
-        ),
-    ] = None,
+    service: ServiceOptions,
     color: Annotated[Color, typer.Option(help="Colour the diagnostics.")] = Color.auto,
-    jwt_secret: Annotated[
-        str | None,
-        typer.Option(
-            help="Verify bearer tokens (JWT, HS256) with this secret, at least 32 bytes "
-            "(default: $LOOM_JWT_SECRET; prefer the variable: an argument shows in `ps`). "
-            "Without a key every request is anonymous."
-        ),
-    ] = None,
-    jwt_public_key: Annotated[
-        Path | None,
-        typer.Option(
-            help="Verify bearer tokens with this PEM public key file: RS256 (RSA) or ES256 "
-            "(EC P-256) (default: $LOOM_JWT_PUBLIC_KEY)."
-        ),
-    ] = None,
-    jwt_audience: Annotated[
-        str | None,
-        typer.Option(help="The `aud` a token must carry (default: $LOOM_JWT_AUDIENCE)."),
-    ] = None,
-    jwt_issuer: Annotated[
-        str | None,
-        typer.Option(help="The `iss` a token must carry (default: $LOOM_JWT_ISSUER)."),
-    ] = None,
-    tenant_claim: Annotated[
-        str | None,
-        typer.Option(
-            help="The token claim naming the caller's tenant, for tenanted contexts (default: "
-            "$LOOM_TENANT_CLAIM, else `tenant`)."
-        ),
-    ] = None,
-    max_body_bytes: Annotated[
-        int | None,
-        typer.Option(
-            help="Largest request body in bytes (default: $LOOM_MAX_BODY_BYTES, else 1 MiB); "
-            "larger ones are answered 413."
-        ),
-    ] = None,
-    relay_lease: Annotated[
-        float | None,
-        typer.Option(
-            help="How long the outbox relay holds the rows it claimed, in seconds (default: "
-            "$LOOM_RELAY_LEASE, else 60); rows a crashed replica held wait that long."
-        ),
-    ] = None,
-    idempotency_ttl: Annotated[
-        float | None,
-        typer.Option(
-            help="How long an Idempotency-Key is remembered, in seconds "
-            "(default: $LOOM_IDEMPOTENCY_TTL, else 86400)."
-        ),
-    ] = None,
-    pool_size: Annotated[
-        int | None,
-        typer.Option(
-            help="Database connections each replica keeps open (default: $LOOM_POOL_SIZE, else 5)."
-        ),
-    ] = None,
-    pool_overflow: Annotated[
-        int | None,
-        typer.Option(
-            help="More connections a replica may open under load, closed again after "
-            "(default: $LOOM_POOL_OVERFLOW, else 10)."
-        ),
-    ] = None,
-    pool_timeout: Annotated[
-        float | None,
-        typer.Option(
-            help="Seconds a request waits for a database connection before it answers 503 "
-            "(default: $LOOM_POOL_TIMEOUT, else 30)."
-        ),
-    ] = None,
-    migrate: Annotated[
-        bool,
-        typer.Option(
-            "--migrate",
-            help="Apply pending migrations first; with no migrations/ folder, apply additive "
-            "changes (new tables, new optional or defaulted fields) directly.",
-        ),
-    ] = False,
     contexts: Annotated[
         str | None,
         typer.Option(
@@ -222,23 +141,11 @@ def run(
     reuses it, so replicas started together on one folder share one build. A database behind its
     model, or drifted from it, is refused before serving (docs/migrations.md)."""
     options = RunOptions(
+        **vars(service),
         database_url=database_url,
         host=host,
         port=port,
-        extern=extern,
         color=color,
-        jwt_secret=jwt_secret,
-        jwt_public_key=jwt_public_key,
-        jwt_audience=jwt_audience,
-        jwt_issuer=jwt_issuer,
-        tenant_claim=tenant_claim,
-        max_body_bytes=max_body_bytes,
-        relay_lease=relay_lease,
-        idempotency_ttl=idempotency_ttl,
-        pool_size=pool_size,
-        pool_overflow=pool_overflow,
-        pool_timeout=pool_timeout,
-        migrate=migrate,
         contexts=contexts,
         deployable=deployable,
         broker=broker or [],
@@ -248,8 +155,10 @@ def run(
 
 
 @app.command("up")
+@with_service_options
 def up_command(
     files: Files,
+    *,
     port: Annotated[
         int, typer.Option(help="The first deployable's port; the next ones count up from it.")
     ] = 8000,
@@ -264,10 +173,13 @@ def up_command(
         ),
     ] = None,
     color: Annotated[Color, typer.Option(help="Colour the diagnostics.")] = Color.auto,
+    service: ServiceOptions,
 ) -> None:
     """Run the model's whole system here: every deployable as its own `loom run` process (ports
     from --port up, a SQLite file each beside the model), plus a local NATS server when a channel
-    crosses from one deployable to another. Ctrl-C stops them all.
+    crosses from one deployable to another. Ctrl-C stops them all. The `loom run` options that
+    are the same for every deployable (--extern, the token options, the limits, the waits, the pool,
+    --migrate) go to each; a bad value is refused before anything starts.
 
     Exit codes: 0 stopped by Ctrl-C or SIGTERM; 1 the model has errors, or a service exited on
     its own (the others are then stopped); 2 the command line or the environment is wrong."""
@@ -280,7 +192,11 @@ def up_command(
         units = plan(files, model, declared_deployables(model), port)
         given = broker or []
         nats = nats_sources(model, parse_brokers(given))  # each well formed, each source once
-        code = start_up(files, units, nats=nats, brokers=given, timeout=timeout)
+        # every deployable would refuse the same bad value: refused once, before any starts
+        apply(service)
+        refuse_bad_values(files, model)
+        shared = service.arguments()
+        code = start_up(files, units, nats=nats, brokers=given, shared=shared, timeout=timeout)
     except (UpError, OptionError) as exc:
         _fail(str(exc))
     raise typer.Exit(code)

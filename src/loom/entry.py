@@ -45,6 +45,7 @@ _RUN: dict[str, Kind] = {
     "tenant_claim": _TEXT,
     "max_body_bytes": _INT,
     "relay_lease": _FLOAT,
+    "redelivery_wait": _FLOAT,
     "idempotency_ttl": _FLOAT,
     "pool_size": _INT,
     "pool_overflow": _INT,

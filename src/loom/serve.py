@@ -9,9 +9,7 @@ any other from `loom.cli`'s `run`, which hands over the same `RunOptions`.
 from __future__ import annotations
 
 import asyncio
-import os
 import socket
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -39,29 +37,18 @@ from loom.run_options import (
     set_apis,
     set_brokers,
 )
+from loom.service_options import ServiceOptions, apply, extern_path
 
 
 @dataclass
-class RunOptions:
-    """The options of `loom run` (`loom run --help` words each one)."""
+class RunOptions(ServiceOptions):
+    """The options of `loom run` (`loom run --help` words each one): those of every deployable
+    (`ServiceOptions`, which `loom up` takes too) and these, which name this one service."""
 
     database_url: str | None = None
     host: str = "127.0.0.1"
     port: int = 8000
-    extern: str | None = None
     color: Color = Color.auto
-    jwt_secret: str | None = None
-    jwt_public_key: Path | None = None
-    jwt_audience: str | None = None
-    jwt_issuer: str | None = None
-    tenant_claim: str | None = None
-    max_body_bytes: int | None = None
-    relay_lease: float | None = None
-    idempotency_ttl: float | None = None
-    pool_size: int | None = None
-    pool_overflow: int | None = None
-    pool_timeout: float | None = None
-    migrate: bool = False
     contexts: str | None = None
     deployable: str | None = None
     broker: list[str] = field(default_factory=list)
@@ -126,34 +113,6 @@ def run(paths: list[Path], options: RunOptions) -> int:
     return 0
 
 
-def _environment(options: RunOptions) -> None:
-    if options.extern:
-        os.environ["LOOM_EXTERN_MODULE"] = options.extern
-    key = options.jwt_public_key
-    for variable, value in (
-        ("LOOM_JWT_SECRET", options.jwt_secret),
-        ("LOOM_JWT_PUBLIC_KEY", str(key) if key else None),
-        ("LOOM_JWT_AUDIENCE", options.jwt_audience),
-        ("LOOM_JWT_ISSUER", options.jwt_issuer),
-        ("LOOM_TENANT_CLAIM", options.tenant_claim),
-        ("LOOM_MAX_BODY_BYTES", _text(options.max_body_bytes)),
-        ("LOOM_IDEMPOTENCY_TTL", _text(options.idempotency_ttl)),
-        ("LOOM_RELAY_LEASE", _text(options.relay_lease)),
-        ("LOOM_POOL_SIZE", _text(options.pool_size)),
-        ("LOOM_POOL_OVERFLOW", _text(options.pool_overflow)),
-        ("LOOM_POOL_TIMEOUT", _text(options.pool_timeout)),
-    ):
-        if value:
-            os.environ[variable] = value
-
-
-def _text(value: float | None) -> str | None:
-    # a whole float as the user typed it (`--pool-timeout 0` is refused as '0', not '0.0')
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return None if value is None else str(value)
-
-
 def _listenable(host: str, port: int) -> None:
     """Stop with a sentence unless `host:port` can be listened on: uvicorn would find out only
     after the banner and the app's start, and say so in a traceback (a port out of range) or
@@ -180,19 +139,14 @@ def _serve(files: list[Path], options: RunOptions) -> None:
     from loom.runtime import AuthConfigError, ExternError
 
     _listenable(options.host, options.port)
-    _environment(options)
-    if options.jwt_secret and options.jwt_public_key:
-        raise _fail("give --jwt-secret or --jwt-public-key, not both")
     try:
+        apply(options)
         held = held_for(options.contexts, options.deployable)
         set_brokers(options.broker)
         set_apis(options.api)
     except OptionError as exc:
         raise _fail(str(exc)) from None
-    # An extern module usually sits beside the model (or in the working folder): make both importable.
-    for folder in (str(files[0].resolve().parent), os.getcwd()):
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
+    extern_path(files)
     database_url = options.database_url
     try:
         out, state = _build(files, options.color, held)

@@ -60,11 +60,16 @@ class Unit:
         return self.name if self.name is not None else files[0].stem
 
     def command(
-        self, files: Sequence[Path], brokers: Sequence[str], siblings: Sequence[Unit] = ()
+        self,
+        files: Sequence[Path],
+        brokers: Sequence[str],
+        siblings: Sequence[Unit] = (),
+        shared: Sequence[str] = (),
     ) -> list[str]:
         """`loom run` of this unit; every context of its `siblings` at that one's URL (`--api`,
-        for the contexts this one calls through a `resource { kind: api }`)."""
-        args = [sys.executable, "-m", "loom.entry", "run", *map(str, files)]
+        for the contexts this one calls through a `resource { kind: api }`); `shared`, the
+        arguments every unit is given."""
+        args = [sys.executable, "-m", "loom.entry", "run", *map(str, files), *shared]
         args += ["--port", str(self.port)]
         if self.name is None:  # the whole model: `loom run` and nothing more
             return args
@@ -277,12 +282,15 @@ def up(
     *,
     nats: Sequence[str] | None = None,
     brokers: Sequence[str] = (),
+    shared: Sequence[str] = (),
     timeout: float = 120.0,
     out: IO[str] = sys.stdout,
 ) -> int:
     """Start the units, serve until a signal or a child's exit; the exit code. `nats`: the
     channel sources ("" the default broker) a local NATS server started first stands for;
-    `brokers`: more `--broker` values for every unit."""
+    `brokers`: more `--broker` values for every unit; `shared`: more `loom run` arguments for
+    every unit (the options that go by environment variable are in this process's, which each
+    child inherits)."""
     stopping = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -310,7 +318,7 @@ def up(
             ready = functools.partial(_nats_answers, port)
             _wait_until(ready, server, [server], server, timeout, stopping)
         for unit, label in zip(units, labels, strict=True):
-            child = start(label, unit.command(files, given, units))
+            child = start(label, unit.command(files, given, units, shared))
             child.forward(width, out, lock)
             services.append(child)
         everyone = [*services, *([server] if server else [])]

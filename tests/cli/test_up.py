@@ -44,14 +44,15 @@ needs_nats = pytest.mark.skipif(
 
 @contextmanager
 def loom_up(
-    tmp_path: Path, port: int, source: Path, split: str
+    tmp_path: Path, port: int, source: Path, split: str, *args: str
 ) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    """`loom up` of `source` + `split` copied into tmp_path, with `args`; its output in the log."""
     model = tmp_path / source.name
     model.write_text(source.read_text() + split)
     log = tmp_path / "up.log"
     with log.open("w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "loom.entry", "up", str(model), "--port", str(port)],
+            [sys.executable, "-m", "loom.entry", "up", str(model), "--port", str(port), *args],
             cwd=tmp_path,
             stdout=out,
             stderr=subprocess.STDOUT,

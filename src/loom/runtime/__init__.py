@@ -13,6 +13,8 @@ Errors (each becomes an RFC 9457 application/problem+json response)
                                                     (a save breaking a `unique (…)` natural key)
     not_found(aggregate, detail=None) -> NotFound   the model's `notFound` (detail defaults to
                                                     "<Aggregate> not found")
+    key_not_found(aggregate, key) -> NotFound       a natural-key or declared-find miss: `key`
+                                                    (field -> value) named in the detail
     InvalidValue(detail=..., path="body")                        422 urn:loom:problem:invalid-request (a value
                                                         the database cannot hold exactly)
     require(condition, *, kind, rule, detail)       raises Refused when condition is false
@@ -241,6 +243,7 @@ from ._errors import (
     Unauthenticated,
     Unavailable,
     authorize,
+    key_not_found,
     not_found,
     require,
 )
@@ -386,6 +389,7 @@ __all__ = [
     "instance_version",
     "int_rem",
     "ints",
+    "key_not_found",
     "load_externs",
     "log_fact",
     "log_unrouted",

@@ -11,12 +11,14 @@ import importlib
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from ._environment import env_number
 from ._errors import StartupRefused
 
 if TYPE_CHECKING:
     from ._transport import Transport
 
 ENV_DEFAULT = "LOOM_BROKER"
+ENV_REDELIVERY_WAIT = "LOOM_REDELIVERY_WAIT"
 # the key of the default broker in a source -> URL mapping: channels with no `source:`
 DEFAULT_SOURCE = ""
 
@@ -49,11 +51,20 @@ def broker_urls(environ: Mapping[str, str], sources: Iterable[str]) -> dict[str,
     return found
 
 
+def redelivery_wait() -> float | None:
+    """LOOM_REDELIVERY_WAIT (`loom run --redelivery-wait`), seconds: how long a message a consumer
+    fetched and never settled (its replica was killed) waits before the broker hands it to another
+    fetcher: the `ack_wait` of every transport built from the environment, unless its URL names
+    its own. None when unset; ValueError for a value that is not a number of seconds > 0."""
+    return env_number(ENV_REDELIVERY_WAIT, float, "a number of seconds > 0", lambda n: n > 0)
+
+
 def transports_from_environment(
-    environ: Mapping[str, str], sources: Iterable[str]
+    environ: Mapping[str, str], sources: Iterable[str], redelivery: float | None = None
 ) -> dict[str, Transport]:
-    """A transport for each of `sources` the environment puts on a broker (`broker_urls`); a URL
-    of no known kind is refused, naming its variable."""
+    """A transport for each of `sources` the environment puts on a broker (`broker_urls`), with
+    the `redelivery` wait (seconds, `redelivery_wait()`) as its `ack_wait` unless its URL names
+    one; a URL of no known kind is refused, naming its variable."""
     urls = broker_urls(environ, sources)
     if not urls:
         return {}
@@ -63,7 +74,8 @@ def transports_from_environment(
     found: dict[str, Transport] = {}
     for source, url in urls.items():
         try:
-            found[source] = transports.transport_for_url(url)
+            defaults = {} if redelivery is None else {"ack_wait": redelivery}
+            found[source] = transports.transport_for_url(url, defaults=defaults)
         except ValueError as exc:
             raise StartupRefused(
                 f"the service does not start: {variable_for(source)}: {exc}"

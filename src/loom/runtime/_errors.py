@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from starlette.exceptions import HTTPException
@@ -68,6 +69,13 @@ class NotFound(LoomError):
 
     def extensions(self) -> dict[str, Any]:
         return {"aggregate": self.aggregate}
+
+
+def key_not_found(aggregate: str, key: Mapping[str, object]) -> NotFound:
+    """A miss by natural key or declared find: its detail names the fields matched and their
+    values (`no Due with booking B-9`), never an id the caller did not give."""
+    said = " and ".join(f"{field} {value}" for field, value in key.items())
+    return NotFound(aggregate, None, f"no {aggregate} with {said}")
 
 
 def not_found(aggregate: str, detail: str | None = None) -> NotFound:

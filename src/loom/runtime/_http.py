@@ -25,7 +25,7 @@ from ._admin import admin_router
 from ._api_calls import ApiResource, Apis
 from ._auth import Authenticator, add_bearer_scheme, resolve_auth
 from ._body_limit import resolve_max_body_bytes
-from ._broker_config import DEFAULT_SOURCE, transports_from_environment
+from ._broker_config import DEFAULT_SOURCE, redelivery_wait, transports_from_environment
 from ._channels import Channel
 from ._contracts import add_asyncapi_route
 from ._dberrors import classify
@@ -256,7 +256,8 @@ def create_app(
     Deployables (docs/events.md, "Channels on a broker"): `contexts` are the contexts this
     service holds (None: all); `subscribe` subscribes their reactions only. `brokers` maps a
     `channelSource` name ("" for the channels naming none) to its `Transport` (None: the ones
-    `LOOM_BROKER_<NAME>` / `LOOM_BROKER` give, `_broker_config.py`); the lifespan
+    `LOOM_BROKER_<NAME>` / `LOOM_BROKER` give, `_broker_config.py`, each with the
+    LOOM_REDELIVERY_WAIT as its `ack_wait` unless its URL names one); the lifespan
     refuses to start (`StartupRefused`) when a channel must carry an event to or from another
     deployable and has no broker, connects to each broker and runs a durable consumer for each
     local reaction to another deployable's events; `consumer_options` go to `Consumers`.
@@ -270,6 +271,7 @@ def create_app(
     extern_plan = Externs(extern_module, externs or {})
     relay_settings = resolve_relay_options(relay_options)
     pool = pool_settings()
+    redelivery = redelivery_wait()  # read now: a bad value refuses the build, not the start
     run_relay = relay if relay is not None else os.environ.get("LOOM_RELAY", "").lower() != "off"
     run_scheduler = (
         scheduler
@@ -286,7 +288,7 @@ def create_app(
             brokers
             if brokers is not None
             else transports_from_environment(
-                os.environ, {channel.source or DEFAULT_SOURCE for channel in channels}
+                os.environ, {channel.source or DEFAULT_SOURCE for channel in channels}, redelivery
             )
         )
         service = Service.from_url(

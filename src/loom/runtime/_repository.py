@@ -12,7 +12,7 @@ from sqlalchemy.exc import StatementError
 from ._criteria import sort_key
 from ._dberrors import clashed_unique, classify
 from ._domain import AggregateRoot
-from ._errors import ConcurrencyConflict, DuplicateKey, NotFound
+from ._errors import ConcurrencyConflict, DuplicateKey, NotFound, key_not_found
 from ._mapping import DELETED_ATTR, VERSION_ATTR, Mapper, tenant_column
 from ._principal import current_tenant
 from ._schemas import Page
@@ -207,8 +207,7 @@ class Repository(Generic[A]):
         if not found:
             name = self._statements().mapper.name
             if isinstance(key, Mapping):
-                said = " and ".join(f"{field} {value}" for field, value in key.items())
-                raise NotFound(name, None, f"no {name} with {said}")
+                raise key_not_found(name, key)
             raise NotFound(name, key, f"{name} {key} does not exist")
         return found[0]
 

@@ -9,11 +9,13 @@ MalformedMessage                a message with no Loom metadata (dead-lettered, 
 MemoryBroker, MemoryTransport   the in-process test double (one broker shared by transports)
 NatsTransport                   NATS JetStream (docs/brokers.md)
 RedisTransport                  Redis Streams (docs/brokers.md)
-transport_for_url(url, **opts)  the transport a URL names: nats://, redis:// or rediss://, memory://NAME
+transport_for_url(url, *, defaults, **opts)  the transport a URL names: nats://, redis:// or
+                                rediss://, memory://NAME
 
 `import loom.runtime` does not import this module, nor the NATS and Redis clients it brings in.
 """
 
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -95,12 +97,16 @@ def _check_servers(url: str, default_port: int) -> None:
                 )
 
 
-def transport_for_url(url: str, **options: Any) -> Transport:
+def transport_for_url(
+    url: str, *, defaults: Mapping[str, float] | None = None, **options: Any
+) -> Transport:
     """The transport for a broker URL (not yet connected); `options` go to its constructor
     (`ack_wait`, `dedup_window`, `request_timeout`, ...), and so do those the URL's query
-    names (`URL_SETTINGS`, seconds; the arguments win). Raises ValueError for any other URL."""
+    names (`URL_SETTINGS`, seconds; the arguments win) and, for a setting neither names,
+    `defaults` (the service's own, e.g. its redelivery wait). Raises ValueError for any other
+    URL."""
     url, settings = _url_settings(url)
-    options = {**settings, **options}
+    options = {**(defaults or {}), **settings, **options}
     scheme, sep, rest = url.partition("://")
     scheme = scheme.lower()
     if sep and rest:

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from loom.runtime._broker_config import redelivery_wait, transports_from_environment
 from loom.runtime.transports import (
     MemoryTransport,
     NatsTransport,
@@ -70,6 +71,23 @@ def test_a_url_may_carry_the_transport_settings() -> None:
     assert memory.broker is transport_for_url("memory://shop").broker
     with pytest.raises(ValueError, match="memory:// takes none"):
         transport_for_url("memory://shop?request_timeout=1")
+
+
+def test_the_services_redelivery_wait_is_each_transports_unless_its_url_names_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # what `loom run --redelivery-wait 4` (LOOM_REDELIVERY_WAIT) gives the brokers of a service
+    monkeypatch.setenv("LOOM_REDELIVERY_WAIT", "4")
+    environ = {"LOOM_BROKER": "nats://n:4222", "LOOM_BROKER_LOG": "redis://r:6379/0?ack_wait=9"}
+    found = transports_from_environment(environ, ["", "Log"], redelivery_wait())
+    assert {source: t.ack_wait for source, t in found.items()} == {"": 4.0, "Log": 9.0}
+    monkeypatch.delenv("LOOM_REDELIVERY_WAIT")
+    assert redelivery_wait() is None
+    assert transport_for_url("nats://n:4222", defaults={}).ack_wait == 30.0  # the default
+    for bad in ("0", "-1", "soon", "inf"):
+        monkeypatch.setenv("LOOM_REDELIVERY_WAIT", bad)
+        with pytest.raises(ValueError, match="LOOM_REDELIVERY_WAIT must be a number of seconds"):
+            redelivery_wait()
 
 
 @pytest.mark.parametrize("query", ["ack_wait=0", "ack_wait=-1", "dedup_window=soon", "ack_wait="])

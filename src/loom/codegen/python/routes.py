@@ -93,7 +93,8 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
     types = TypeNames(info, context, imports, mode="domain")
     sn = schema_names(context)
     functions = naming.NameAlloc(
-        ROUTE_NAMES | {"Annotated", "Query", "UUID", "Page", "PageLimit", "PageOffset"}
+        ROUTE_NAMES
+        | {"Annotated", "Query", "UUID", "Page", "PageLimit", "PageOffset", "key_not_found"}
     )
     blocks: list[list[str]] = [[router_line(context, imports)]]
     for agg in context.aggregates:
@@ -227,7 +228,7 @@ def _find_routes(
     for find in repo.finds:
         fn = functions.take(f"find_{plural}_{naming.snake(find.name)}")
         block = decorator("get", f"/api/{plural}/find/{naming.snake(find.name)}", tag)
-        alloc = naming.NameAlloc({"request", "service", "work", var, "found"})
+        alloc = naming.NameAlloc({"request", "service", "work", var, "found", "key_not_found"})
         py = {p.name: alloc.take(naming.ident(p.name)) for p in find.params}
         params = []
         for p in find.params:
@@ -245,12 +246,12 @@ def _find_routes(
         block.append(SERVICE_LINE)
         block.append("    async with service.autocommit() as work:")
         if find.cardinality == "optional":
-            # the same 404 problem as the getBy form of this lookup
+            # the same 404 problem as the getBy form of this lookup, naming the fields matched
             block += lay(call(f"await {cls}(work).{method}", args, prefix=f"{var} = "), 2)
-            imports.add("loom.runtime", "NotFound")
-            key = args[0] if len(args) == 1 else "(" + ", ".join(args) + ")"
+            imports.add("loom.runtime", "key_not_found")
+            pairs = [f"{py_str(f)}: {a}" for f, a in zip(find.fields, args, strict=True)]
             block.append(f"    if {var} is None:")
-            block += lay(call("raise NotFound", [py_str(agg.name), key]), 2)
+            block += lay(call("raise key_not_found", [py_str(agg.name), Group("{", pairs, "}")]), 2)
             block.append(f"    return {out}.from_aggregate({var})")
         elif find.cardinality == "one":
             block += lay(call(f"await {cls}(work).{method}", args, prefix=f"{var} = "), 2)

@@ -10,12 +10,12 @@ from fastapi import APIRouter, Query, Request
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,
-    NotFound,
     Page,
     PageLimit,
     PageOffset,
     WireText,
     get_service,
+    key_not_found,
 )
 
 from .repositories import Technicians
@@ -68,7 +68,7 @@ async def find_technicians_by_name(
     async with service.autocommit() as work:
         technician = await Technicians(work).find_by_name(name)
     if technician is None:
-        raise NotFound("Technician", name)
+        raise key_not_found("Technician", {"name": name})
     return TechnicianOut.from_aggregate(technician)
 
 

@@ -11,12 +11,12 @@ from loom.runtime import (
     PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
-    NotFound,
     Page,
     PageLimit,
     PageOffset,
     WireText,
     get_service,
+    key_not_found,
 )
 
 from .domain import Note, Ticket
@@ -69,7 +69,7 @@ async def find_tickets_by_code(
     async with service.autocommit() as work:
         ticket = await Tickets(work).find_by_code(code)
     if ticket is None:
-        raise NotFound("Ticket", code)
+        raise key_not_found("Ticket", {"code": code})
     return TicketOut.from_aggregate(ticket)
 
 

@@ -12,12 +12,12 @@ from loom.runtime import (
     PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
-    NotFound,
     Page,
     PageLimit,
     PageOffset,
     WireText,
     get_service,
+    key_not_found,
 )
 from loom.runtime.types import map_optional, map_or
 
@@ -195,5 +195,5 @@ async def find_orders_by_customer(
     async with service.autocommit() as work:
         order = await Orders(work).find_by_customer(customer)
     if order is None:
-        raise NotFound("Order", customer)
+        raise key_not_found("Order", {"customer": customer})
     return OrderOut.from_aggregate(order)

@@ -11,12 +11,12 @@ from loom.runtime import (
     PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
-    NotFound,
     Page,
     PageLimit,
     PageOffset,
     WireText,
     get_service,
+    key_not_found,
 )
 
 from .domain import Ticket
@@ -272,7 +272,7 @@ async def find_agents_by_handle(
     async with service.autocommit() as work:
         agent = await Agents(work).find_by_handle(handle)
     if agent is None:
-        raise NotFound("Agent", handle)
+        raise key_not_found("Agent", {"handle": handle})
     return AgentOut.from_aggregate(agent)
 
 
