@@ -143,6 +143,41 @@ def run(
             "larger ones are answered 413."
         ),
     ] = None,
+    max_url_bytes: Annotated[
+        int | None,
+        typer.Option(
+            help="Longest URL in bytes (default: $LOOM_MAX_URL_BYTES, else 8 KiB); longer ones "
+            "are answered 414."
+        ),
+    ] = None,
+    max_header_count: Annotated[
+        int | None,
+        typer.Option(
+            help="Most header lines of a request (default: $LOOM_MAX_HEADER_COUNT, else 100); "
+            "more are answered 431."
+        ),
+    ] = None,
+    max_header_bytes: Annotated[
+        int | None,
+        typer.Option(
+            help="Largest size of a request's header lines together, in bytes (default: "
+            "$LOOM_MAX_HEADER_BYTES, else 32 KiB); larger ones are answered 431."
+        ),
+    ] = None,
+    header_timeout: Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds a connection has to send a whole request head, from its opening or its "
+            "previous answer (default: $LOOM_HEADER_TIMEOUT, else 10); then it is closed."
+        ),
+    ] = None,
+    keep_alive_timeout: Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds an idle connection is kept open between requests (default: "
+            "$LOOM_KEEP_ALIVE_TIMEOUT, else 5)."
+        ),
+    ] = None,
     relay_lease: Annotated[
         float | None,
         typer.Option(
@@ -233,6 +268,11 @@ def run(
         jwt_issuer=jwt_issuer,
         tenant_claim=tenant_claim,
         max_body_bytes=max_body_bytes,
+        max_url_bytes=max_url_bytes,
+        max_header_count=max_header_count,
+        max_header_bytes=max_header_bytes,
+        header_timeout=header_timeout,
+        keep_alive_timeout=keep_alive_timeout,
         relay_lease=relay_lease,
         idempotency_ttl=idempotency_ttl,
         pool_size=pool_size,

@@ -56,6 +56,11 @@ class RunOptions:
     jwt_issuer: str | None = None
     tenant_claim: str | None = None
     max_body_bytes: int | None = None
+    max_url_bytes: int | None = None
+    max_header_count: int | None = None
+    max_header_bytes: int | None = None
+    header_timeout: float | None = None
+    keep_alive_timeout: float | None = None
     relay_lease: float | None = None
     idempotency_ttl: float | None = None
     pool_size: int | None = None
@@ -137,6 +142,11 @@ def _environment(options: RunOptions) -> None:
         ("LOOM_JWT_ISSUER", options.jwt_issuer),
         ("LOOM_TENANT_CLAIM", options.tenant_claim),
         ("LOOM_MAX_BODY_BYTES", _text(options.max_body_bytes)),
+        ("LOOM_MAX_URL_BYTES", _text(options.max_url_bytes)),
+        ("LOOM_MAX_HEADER_COUNT", _text(options.max_header_count)),
+        ("LOOM_MAX_HEADER_BYTES", _text(options.max_header_bytes)),
+        ("LOOM_HEADER_TIMEOUT", _text(options.header_timeout)),
+        ("LOOM_KEEP_ALIVE_TIMEOUT", _text(options.keep_alive_timeout)),
         ("LOOM_IDEMPOTENCY_TTL", _text(options.idempotency_ttl)),
         ("LOOM_RELAY_LEASE", _text(options.relay_lease)),
         ("LOOM_POOL_SIZE", _text(options.pool_size)),
@@ -178,6 +188,7 @@ def _serve(files: list[Path], options: RunOptions) -> None:
     import uvicorn
 
     from loom.runtime import AuthConfigError, ExternError
+    from loom.runtime._edge_limits import EdgeLimits, log_config
 
     _listenable(options.host, options.port)
     _environment(options)
@@ -187,7 +198,8 @@ def _serve(files: list[Path], options: RunOptions) -> None:
         held = held_for(options.contexts, options.deployable)
         set_brokers(options.broker)
         set_apis(options.api)
-    except OptionError as exc:
+        limits = EdgeLimits.from_environment()
+    except (OptionError, ValueError) as exc:  # ValueError: a bad limit of the connections
         raise _fail(str(exc)) from None
     # An extern module usually sits beside the model (or in the working folder): make both importable.
     for folder in (str(files[0].resolve().parent), os.getcwd()):
@@ -227,7 +239,15 @@ def _serve(files: list[Path], options: RunOptions) -> None:
         else "  auth: none (every request is anonymous)"
     )
     echo(f"  OpenAPI: http://{host}:{port}/openapi.json   docs: http://{host}:{port}/docs")
-    uvicorn.run(application, host=host, port=port, log_level="info")
+    # the protocol named, not uvicorn's pick (httptools when installed): it keeps the limits
+    uvicorn.run(
+        application,
+        host=host,
+        port=port,
+        log_level="info",
+        http=limits.protocol(),
+        log_config=log_config(),
+    )
 
 
 def _build(files: list[Path], color: Color, held: Held) -> tuple[Path, str]:
