@@ -10,6 +10,7 @@ import socket
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,9 +36,9 @@ class Server:
     log: Path
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    folder = tmp_path_factory.mktemp("edge")
+@contextmanager
+def _serving(folder: Path, *args: str) -> Iterator[Server]:
+    """`loom run` of the banking model in `folder`, with the limits above and `args`."""
     model = folder / "banking.loom"
     model.write_text(MODEL.read_text())
     port, log = free_port(), folder / "server.log"
@@ -46,8 +47,21 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         *("--max-header-bytes", str(MAX_BYTES), "--header-timeout", str(TIMEOUT)),
         *("--keep-alive-timeout", str(TIMEOUT)),
     ]
-    with running(str(model), *limits, port=port, log_path=log) as base:
+    with running(str(model), *limits, *args, port=port, log_path=log) as base:
         yield Server(port, base, log)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with _serving(tmp_path_factory.mktemp("edge")) as server:
+        yield server
+        # stopping while a refused connection lingers (the server still reads it) is clean
+        sock = _connect(server)
+        sock.sendall(b"GET /" + b"a" * (MAX_URL + 1) + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert sock.recv(65536).startswith(b"HTTP/1.1 414 ")
+    sock.close()
+    log = server.log.read_text(encoding="utf-8")
+    assert "Finished server process" in log and "Traceback" not in log, log
 
 
 @dataclass
@@ -171,6 +185,18 @@ def test_idle_connections_are_closed(server: Server) -> None:
 
 
 def test_a_good_client_is_answered_while_hostile_connections_are_open(server: Server) -> None:
+    _good_client_among_hostile_ones(server)
+
+
+@pytest.mark.postgres
+def test_a_good_client_is_answered_among_hostile_ones_on_postgres(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    with _serving(tmp_path, "--database-url", postgres_url) as server:
+        _good_client_among_hostile_ones(server)
+
+
+def _good_client_among_hostile_ones(server: Server) -> None:
     hostile = 12
     with ThreadPoolExecutor(max_workers=hostile) as pool:
         lorises = []
@@ -229,28 +255,28 @@ def test_the_limits_default_to_8_kib_100_headers_32_kib_10_s_and_5_s(
 
 
 @pytest.mark.parametrize(
-    ("flag", "value", "says"),
+    ("variable", "value", "says"),
     [
-        ("--max-url-bytes", "0", "LOOM_MAX_URL_BYTES must be a whole number >= 1, not '0'"),
-        ("--header-timeout", "0", "LOOM_HEADER_TIMEOUT must be a number of seconds > 0, not '0'"),
+        ("LOOM_MAX_URL_BYTES", "0", "LOOM_MAX_URL_BYTES must be a whole number >= 1, not '0'"),
+        ("LOOM_MAX_HEADER_COUNT", "1.5", "LOOM_MAX_HEADER_COUNT must be a whole number >= 1"),
+        ("LOOM_MAX_HEADER_BYTES", "32KiB", "LOOM_MAX_HEADER_BYTES must be a whole number >= 1"),
+        (
+            "LOOM_KEEP_ALIVE_TIMEOUT",
+            "-1",
+            "LOOM_KEEP_ALIVE_TIMEOUT must be a number of seconds > 0",
+        ),
     ],
 )
-def test_run_refuses_a_bad_edge_limit(tmp_path: Path, flag: str, value: str, says: str) -> None:
+def test_a_bad_edge_limit_is_a_sentence(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str, says: str
+) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ValueError, match=says):
+        EdgeLimits.from_environment()
+
+
+def test_run_refuses_a_bad_edge_limit(tmp_path: Path) -> None:
     model = tmp_path / "banking.loom"
     model.write_text(MODEL.read_text())
-    stderr = refused_start(str(model), flag, value)
-    assert says in stderr, stderr
-
-
-def test_stopping_while_a_refused_connection_lingers_is_clean(tmp_path: Path) -> None:
-    model, log = tmp_path / "banking.loom", tmp_path / "server.log"
-    model.write_text(MODEL.read_text())
-    with running(str(model), port=(port := free_port()), log_path=log):
-        sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-        lines = b"".join(b"X-H%d: 1\r\n" % i for i in range(150))  # over the default 100
-        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n" + lines + b"\r\n")
-        assert sock.recv(65536).startswith(b"HTTP/1.1 431 ")
-        # the socket stays open: the server still lingers on it as it stops
-    sock.close()
-    text = log.read_text(encoding="utf-8")
-    assert "Finished server process" in text and "Traceback" not in text, text
+    stderr = refused_start(str(model), "--header-timeout", "0")
+    assert "LOOM_HEADER_TIMEOUT must be a number of seconds > 0, not '0'" in stderr, stderr
