@@ -27,9 +27,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def running(*args: str, port: int) -> Iterator[str]:
+def running(*args: str, port: int, log_path: Path | None = None) -> Iterator[str]:
+    """`loom run ARGS` on `port` (its output in `log_path` when given): its base URL."""
     # The server's output goes to a file, not a pipe: a pipe nobody reads fills up and blocks it.
-    with tempfile.TemporaryFile(mode="w+") as log:
+    opened = open(log_path, "w+") if log_path else tempfile.TemporaryFile(mode="w+")  # noqa: SIM115
+    with opened as log:
         proc = subprocess.Popen(
             [*LOOM, "run", *args, "--port", str(port)],
             cwd=ROOT,

@@ -137,6 +137,7 @@ def _serve(files: list[Path], options: RunOptions) -> None:
     import uvicorn
 
     from loom.runtime import AuthConfigError, ExternError
+    from loom.runtime._edge_limits import EdgeLimits, log_config
 
     _listenable(options.host, options.port)
     try:
@@ -144,7 +145,8 @@ def _serve(files: list[Path], options: RunOptions) -> None:
         held = held_for(options.contexts, options.deployable)
         set_brokers(options.broker)
         set_apis(options.api)
-    except OptionError as exc:
+        limits = EdgeLimits.from_environment()
+    except (OptionError, ValueError) as exc:  # ValueError: a bad limit of the connections
         raise _fail(str(exc)) from None
     extern_path(files)
     database_url = options.database_url
@@ -181,7 +183,15 @@ def _serve(files: list[Path], options: RunOptions) -> None:
         else "  auth: none (every request is anonymous)"
     )
     echo(f"  OpenAPI: http://{host}:{port}/openapi.json   docs: http://{host}:{port}/docs")
-    uvicorn.run(application, host=host, port=port, log_level="info")
+    # the protocol named, not uvicorn's pick (httptools when installed): it keeps the limits
+    uvicorn.run(
+        application,
+        host=host,
+        port=port,
+        log_level="info",
+        http=limits.protocol(),
+        log_config=log_config(),
+    )
 
 
 def _build(files: list[Path], color: Color, held: Held) -> tuple[Path, str]:

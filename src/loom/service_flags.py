@@ -61,6 +61,41 @@ FLAGS: dict[str, Any] = {
             "larger ones are answered 413."
         ),
     ],
+    "max_url_bytes": Annotated[
+        int | None,
+        typer.Option(
+            help="Longest URL in bytes (default: $LOOM_MAX_URL_BYTES, else 8 KiB); longer ones "
+            "are answered 414."
+        ),
+    ],
+    "max_header_count": Annotated[
+        int | None,
+        typer.Option(
+            help="Most header lines of a request (default: $LOOM_MAX_HEADER_COUNT, else 100); "
+            "more are answered 431."
+        ),
+    ],
+    "max_header_bytes": Annotated[
+        int | None,
+        typer.Option(
+            help="Largest size of a request's header lines together, in bytes (default: "
+            "$LOOM_MAX_HEADER_BYTES, else 32 KiB); larger ones are answered 431."
+        ),
+    ],
+    "header_timeout": Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds a connection has to send a whole request head, from its opening or its "
+            "previous answer (default: $LOOM_HEADER_TIMEOUT, else 10); then it is closed."
+        ),
+    ],
+    "keep_alive_timeout": Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds an idle connection is kept open between requests (default: "
+            "$LOOM_KEEP_ALIVE_TIMEOUT, else 5)."
+        ),
+    ],
     "relay_lease": Annotated[
         float | None,
         typer.Option(

@@ -30,6 +30,11 @@ class ServiceOptions:
     jwt_issuer: str | None = None
     tenant_claim: str | None = None
     max_body_bytes: int | None = None
+    max_url_bytes: int | None = None
+    max_header_count: int | None = None
+    max_header_bytes: int | None = None
+    header_timeout: float | None = None
+    keep_alive_timeout: float | None = None
     relay_lease: float | None = None
     redelivery_wait: float | None = None
     idempotency_ttl: float | None = None
@@ -49,6 +54,11 @@ class ServiceOptions:
             "LOOM_JWT_ISSUER": self.jwt_issuer,
             "LOOM_TENANT_CLAIM": self.tenant_claim,
             "LOOM_MAX_BODY_BYTES": _text(self.max_body_bytes),
+            "LOOM_MAX_URL_BYTES": _text(self.max_url_bytes),
+            "LOOM_MAX_HEADER_COUNT": _text(self.max_header_count),
+            "LOOM_MAX_HEADER_BYTES": _text(self.max_header_bytes),
+            "LOOM_HEADER_TIMEOUT": _text(self.header_timeout),
+            "LOOM_KEEP_ALIVE_TIMEOUT": _text(self.keep_alive_timeout),
             "LOOM_IDEMPOTENCY_TTL": _text(self.idempotency_ttl),
             "LOOM_RELAY_LEASE": _text(self.relay_lease),
             "LOOM_REDELIVERY_WAIT": _text(self.redelivery_wait),
@@ -100,6 +110,7 @@ def refuse_bad_values(files: list[Path], model: ir.Model) -> None:
     from loom.runtime._auth import AuthConfigError, resolve_auth
     from loom.runtime._body_limit import resolve_max_body_bytes
     from loom.runtime._broker_config import redelivery_wait
+    from loom.runtime._edge_limits import EdgeLimits
     from loom.runtime._environment import pool_settings
     from loom.runtime._externs import ExternError, load_externs
     from loom.runtime._idempotency import resolve_ttl
@@ -112,6 +123,7 @@ def refuse_bad_values(files: list[Path], model: ir.Model) -> None:
     extern_path(files)
     try:
         resolve_max_body_bytes(None)
+        EdgeLimits.from_environment()
         resolve_ttl(None)
         resolve_relay_options(None)
         redelivery_wait()

@@ -92,20 +92,24 @@ def problem(
     headers: Mapping[str, str] | None = None,
     **extensions: Any,
 ) -> Response:
-    body: dict[str, Any] = {
-        "type": type,
-        "title": title,
-        "status": status,
-        "detail": detail,
-        "instance": instance,
-    }
-    body.update(extensions)
     return Response(
-        json.dumps(body, ensure_ascii=False, separators=(",", ":"), default=str).encode(),
+        problem_json(status, type, title, detail, instance, **extensions),
         status_code=status,
         media_type=PROBLEM_MEDIA_TYPE,
         headers=headers,
     )
+
+
+def problem_json(
+    status: int, type: str, title: str, detail: str, instance: str | None, **extensions: Any
+) -> bytes:
+    """The problem's body; without `instance` when there is none (a request refused before its
+    URL could be trusted)."""
+    body: dict[str, Any] = {"type": type, "title": title, "status": status, "detail": detail}
+    if instance is not None:
+        body["instance"] = instance
+    body.update(extensions)
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), default=str).encode()
 
 
 def _path(loc: Any) -> str:
