@@ -428,7 +428,7 @@ def report(label: str, r: dict[str, Any], args: argparse.Namespace) -> None:
         f"{_cpu_text(alone.cpu_ms)} (from Sender's restart answering; {alone.before_ready} rows "
         "published before)"
     )
-    for p, (q, q_cpu) in zip(r["path_rates"], r["raw_rates"]):
+    for p, (q, q_cpu) in zip(r["path_rates"], r["raw_rates"], strict=False):
         print(
             f"round: path {p.rate:.0f} events/s (Sender committed {p.commit_rate:.0f}/s; last "
             f"commit {p.last_commit:.2f} s, last reaction start {p.last_start:.2f} s, last "

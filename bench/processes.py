@@ -289,7 +289,7 @@ def main() -> None:
                 continue
             p50, p99 = r[path]
             print(f"| {db} | {path} | {p50:.1f} ms | {p99:.1f} ms |")
-    for db, r in results:
+    for _db, r in results:
         if "dbos" in r:
             print()
             print(r["dbos"])

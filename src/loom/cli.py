@@ -297,7 +297,7 @@ app.add_typer(dead_app, name="dead-letters")
 app.add_typer(timers_app, name="timers")
 
 
-class DeadKind(str, enum.Enum):
+class DeadKind(enum.StrEnum):
     event = "event"
     timeout = "timeout"
 

@@ -24,12 +24,12 @@ if TYPE_CHECKING:
     from loom.lang import CompileResult
 
 
-class Format(str, enum.Enum):
+class Format(enum.StrEnum):
     text = "text"
     json = "json"
 
 
-class Color(str, enum.Enum):
+class Color(enum.StrEnum):
     auto = "auto"
     always = "always"
     never = "never"

@@ -14,6 +14,7 @@ killed with SIGKILL cannot do any of that: its children get SIGTERM from the ker
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import os
 import shutil
@@ -88,7 +89,7 @@ def check_ports(port: int, count: int) -> None:
     1..65535. Port 0 (any free port) cannot be given: each deployable is told the others' ports
     (`--api`) before they start. Ports below 1024 are the system's to grant, not refused here."""
     last = port + count - 1
-    if 1 <= port and last <= MAX_PORT:
+    if port >= 1 and last <= MAX_PORT:
         return
     if not 1 <= port <= MAX_PORT:
         raise UpError(f"--port {port}: the first deployable's port must be from 1 to {MAX_PORT}")
@@ -221,10 +222,8 @@ def stop(children: Sequence[Child]) -> None:
 
 
 def _signal(child: Child, sig: signal.Signals) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         child.process.send_signal(sig)
-    except ProcessLookupError:
-        pass
 
 
 def _answers(url: str) -> bool:

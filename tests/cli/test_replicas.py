@@ -56,7 +56,7 @@ def _replicas(model: Path, *args: str, n: int = REPLICAS) -> Iterator[list[str]]
         waiting = {base for _, _, base in procs}
         deadline = time.monotonic() + 60
         while waiting:
-            for proc, _, base in procs:
+            for _, _, base in procs:
                 if base in waiting and _answers(base):
                     waiting.discard(base)
             if any(p.poll() is not None for p, _, _ in procs) or time.monotonic() > deadline:
@@ -191,7 +191,7 @@ def test_an_unchanged_model_reuses_its_build_and_a_changed_one_gets_a_new_one(
     # (its new tables are an additive change to the database: `--migrate` adds them)
     changed = _serve_once(model, "--migrate")
     assert "build: written" in changed, changed
-    folders = [p for p in (model.parent / ".loom" / "build").iterdir()]
+    folders = list((model.parent / ".loom" / "build").iterdir())
     assert len(folders) == 2, folders
 
 

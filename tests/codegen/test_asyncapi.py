@@ -57,8 +57,8 @@ def compile_model(path: str) -> ir.Model:
 def resolve(doc: dict[str, Any], ref: str) -> Any:
     assert ref.startswith("#/"), ref
     node: Any = doc
-    for part in ref[2:].split("/"):
-        part = part.replace("~1", "/").replace("~0", "~")
+    for escaped in ref[2:].split("/"):
+        part = escaped.replace("~1", "/").replace("~0", "~")
         assert part in node, f"{ref} does not resolve"
         node = node[part]
     return node

@@ -132,7 +132,7 @@ def problem(r: httpx.Response, status: int, kind: str) -> dict[str, Any]:
     assert r.status_code == status, r.text
     assert r.headers["content-type"].startswith("application/problem+json")
     body = dict(r.json())
-    assert PROBLEM_KEYS <= body.keys(), body
+    assert body.keys() >= PROBLEM_KEYS, body
     assert body["status"] == status
     assert body["type"] == f"urn:loom:problem:{kind}"
     return body

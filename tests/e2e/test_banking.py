@@ -46,7 +46,7 @@ def assert_problem(r: Any, status: int, kind: str) -> dict[str, Any]:
     assert r.status_code == status, r.text
     assert r.headers["content-type"].startswith("application/problem+json")
     body = dict(r.json())
-    assert PROBLEM_KEYS <= body.keys()
+    assert body.keys() >= PROBLEM_KEYS
     assert body["status"] == status
     assert body["type"] == f"urn:loom:problem:{kind}"
     return body

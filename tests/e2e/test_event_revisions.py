@@ -183,7 +183,7 @@ async def test_a_row_without_a_revision_is_delivered_as_unknown(
 
     # Loom's own tables change like the model's: the service refuses the old outbox, and the
     # additive change is applied as `loom run --migrate` applies it (the old row's revision NULL)
-    with pytest.raises(SchemaMismatch, match="column __loom_outbox.model_revision is missing"):
+    with pytest.raises(SchemaMismatch, match=r"column __loom_outbox.model_revision is missing"):
         async with serve(files, database_url, settle=False):
             pass
     notes = await prepare_database(

@@ -63,7 +63,7 @@ def test_create_spellings_are_normalised_in_field_order() -> None:
     order = ["name", "price", "size", "note", "tags"]
     for s in (a, b, c):
         assert [n for n, _ in s.args] == order
-    args = {n: e for n, e in a.args}
+    args = dict(a.args)
     assert args["price"] == ir.Literal_(1, ir.INT, "1")
     assert isinstance(args["size"], ir.EnumMember) and args["size"].member == "Small"  # default
     assert args["note"] is None  # optional, no default

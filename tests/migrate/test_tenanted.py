@@ -63,14 +63,14 @@ async def test_becoming_tenanted(database_url: str, tmp_path: Path, rows: int) -
             [{**make, "id": uuid.uuid4(), "tenant": name} for name in ("acme", "globex")],
         ),
     )
-    with pytest.raises(Exception, match="(?i)unique|duplicate"):
+    with pytest.raises(Exception, match=r"(?i)unique|duplicate"):
         await _run(
             database_url,
             after,
             lambda c: c.execute(insert(t), {**make, "id": uuid.uuid4(), "tenant": "acme"}),
         )
     # and the tenant is required
-    with pytest.raises(Exception, match="(?i)null"):
+    with pytest.raises(Exception, match=r"(?i)null"):
         await _run(
             database_url,
             after,

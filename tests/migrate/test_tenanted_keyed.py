@@ -99,7 +99,7 @@ async def test_keyed_tables_become_tenanted(database_url: str, tmp_path: Path, r
         after,
         lambda c: c.execute(insert(t), [{**make, "tenant": n} for n in ("acme", "globex")]),
     )
-    with pytest.raises(Exception, match="(?i)unique|duplicate"):
+    with pytest.raises(Exception, match=r"(?i)unique|duplicate"):
         await _run(database_url, after, lambda c: c.execute(insert(t), {**make, "tenant": "acme"}))
 
 

@@ -54,7 +54,7 @@ def test_principal_members() -> None:
         # An absent id matches nothing, "" and null included, with `==` or `!=`.
         for value in ("", None, "ann"):
             assert not nobody.id_is(value) and not nobody.id_is_not(value)
-        with pytest.raises(Unauthenticated, match="currentUser.id"):
+        with pytest.raises(Unauthenticated, match=r"currentUser.id"):
             nobody.subject  # noqa: B018 - the read is what raises
     assert SYSTEM.is_system and not ANONYMOUS.is_system
 

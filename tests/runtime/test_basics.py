@@ -78,7 +78,7 @@ def test_aggregate_event_bookkeeping() -> None:
     item.increment(3)
     assert item._take_events() == [Incremented(item=item.id, by=2), Incremented(item=item.id, by=3)]
     assert item._take_events() == []
-    assert "_loom_events" not in {f for f in Item.__dataclass_fields__}
+    assert "_loom_events" not in set(Item.__dataclass_fields__)
     assert isinstance(item, AggregateRoot)
 
 

@@ -41,5 +41,5 @@ def test_a_missing_or_broken_document_is_refused(tmp_path: Path, content: str | 
     path = tmp_path / "asyncapi.json"
     if content is not None:
         path.write_bytes(content.encode("utf-8", "surrogateescape"))
-    with pytest.raises(StartupRefused, match="cannot read its AsyncAPI document .*asyncapi.json"):
+    with pytest.raises(StartupRefused, match=r"cannot read its AsyncAPI document .*asyncapi.json"):
         create_app(title="t", metadata=MetaData(), routers=[], asyncapi=path)

@@ -37,7 +37,7 @@ async def test_chains_run_before_the_request_answers(database_url: str) -> None:
         assert await svc.order_status(order) == "Reserved"
         assert await svc.stock(product) == (3, 2)
         assert await svc.reservations(product) == [order]
-        assert events_service.NOTIFIED == [order]
+        assert [order] == events_service.NOTIFIED
         # no channel: nothing touches an outbox (the tables are not even created)
         assert svc.service.channels == ()
 

@@ -183,7 +183,7 @@ async def test_a_state_of_another_version_is_refused_not_misread(service: Servic
     # a state its own version does not recognise is refused too
     async with service.transaction() as work:
         await runner.store.save(work, Instance(Counter.name, "odd", {"m": 1}, 1, 0, False, NOW), 0)
-    with pytest.raises(ProcessStateRefused, match="not one Test.Counter recognises"):
+    with pytest.raises(ProcessStateRefused, match=r"not one Test.Counter recognises"):
         await runner.run(Counter, "odd", never)
     # and a step may not decide one: nothing is written
     with pytest.raises(ProcessStateRefused, match="is_state does not recognise"):

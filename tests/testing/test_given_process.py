@@ -121,7 +121,7 @@ def test_failures_say_what_the_step_decided() -> None:
 
 
 def test_states_the_process_would_refuse_are_refused() -> None:
-    with pytest.raises(AssertionError, match="not a Scheduling.ConfirmationDeadline state"):
+    with pytest.raises(AssertionError, match=r"not a Scheduling.ConfirmationDeadline state"):
         given_process({"other": 1}, process=Deadline)
     with pytest.raises(AssertionError, match="is_state does not recognise"):
         given_process(WATCHING, process=Deadline).when(lambda cur: Decision({"n": 1}))

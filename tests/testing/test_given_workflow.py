@@ -354,7 +354,7 @@ def test_then_names_what_the_step_did() -> None:
     ):
         then.then_calls([])
     with pytest.raises(
-        AssertionError, match="call 1: expected Appointment.confirm, the step called"
+        AssertionError, match=r"call 1: expected Appointment.confirm, the step called"
     ):
         then.then_calls(["Appointment.confirm"])
     with pytest.raises(AssertionError, match=r"expected Appointment.expire\(\{'why': 1\}\)"):

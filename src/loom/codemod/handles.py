@@ -275,7 +275,8 @@ def _rewrite_workflow(
         else:
             removals.append([region_start, region_end])
     wf_close_line = src.line_start(toks[wf.close].start)
-    for r_start, r_end in removals:
+    for region_start, region_end in removals:
+        r_start, r_end = region_start, region_end
         if r_start == src.line_start(r_start) and r_end < len(text) and text[r_end - 1] != "\n":
             le = src.line_end(r_end)
             if _is_blank(text[r_end:le]):

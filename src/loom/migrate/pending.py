@@ -99,7 +99,7 @@ def _count(
                 .where(OUTBOX.c.event_type.in_(types))
                 .group_by(OUTBOX.c.status)
             )
-            statuses.update({status: n for status, n in conn.execute(query)})
+            statuses.update(dict(conn.execute(query)))
         elif types:
             query = select(OUTBOX.c.status, OUTBOX.c.payload).where(OUTBOX.c.event_type.in_(types))
             for status, payload in conn.execute(query):

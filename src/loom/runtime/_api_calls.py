@@ -33,6 +33,7 @@ from pydantic_core import to_jsonable_python
 from ._errors import LoomError, StartupRefused
 from ._logs import current_correlation_id
 from ._principal import current_authorization
+from ._problem_types import problem_type
 from ._work import parking
 
 if TYPE_CHECKING:
@@ -78,15 +79,11 @@ class _Upstream(LoomError):
 
 
 class BadGateway(_Upstream):
-    status = 502
-    type = "urn:loom:problem:bad-gateway"
-    title = "Bad Gateway"
+    status, type, title = problem_type("bad-gateway").parts()
 
 
 class GatewayTimeout(BadGateway):
-    status = 504
-    type = "urn:loom:problem:gateway-timeout"
-    title = "Gateway Timeout"
+    status, type, title = problem_type("gateway-timeout").parts()
 
 
 class UpstreamProblem(LoomError):
@@ -109,9 +106,7 @@ class UpstreamProblem(LoomError):
 class CallRefused(_Upstream):
     """An in-process command that could only wait for a lock its own caller holds."""
 
-    status = 409
-    type = "urn:loom:problem:api-call-refused"
-    title = "API call refused"
+    status, type, title = problem_type("api-call-refused").parts()
 
 
 class _Retry(Exception):

@@ -27,6 +27,7 @@ never ends on its own.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import deque
@@ -204,10 +205,8 @@ class ConsumerLoop:
     async def _sleep(self, seconds: float) -> bool:
         """Sleep, cut short when the service stops; answers whether it is stopping."""
         if not self._owner.stopping:
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._owner.stopped.wait(), timeout=seconds)
-            except TimeoutError:
-                pass
         return self._owner.stopping
 
     def _take(self, received: Received) -> None:

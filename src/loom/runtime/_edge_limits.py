@@ -28,7 +28,6 @@ import copy
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from http import HTTPStatus
 from typing import Any, ClassVar
 
 import h11
@@ -39,9 +38,9 @@ from uvicorn.server import ServerState
 from ._edge import CORRELATION_HEADER
 from ._environment import env_number
 from ._ids import new_id_text
+from ._problem_types import problem_type
 from ._problems import PROBLEM_MEDIA_TYPE, problem_json
 
-PROBLEM = "urn:loom:problem:"
 LOGGED_URL_CHARS = 200
 # room for the method, the version and the line ends around a URL of the longest allowed size
 _REQUEST_LINE_ROOM = 1024
@@ -51,19 +50,22 @@ _LINGER = 2.0
 
 @dataclass(frozen=True)
 class Refusal:
-    """A request head refused before the app: its status, problem type and detail."""
+    """A request head refused before the app: its problem type (of the catalogue, which gives
+    its status and title) and detail."""
 
-    status: int
     type: str
     detail: str
     extensions: dict[str, int] = field(default_factory=dict)
 
+    @property
+    def status(self) -> int:
+        return problem_type(self.type).status
+
     def answer(self, default_headers: Sequence[tuple[bytes, bytes]]) -> bytes:
         """The whole HTTP/1.1 answer, ending the connection."""
-        phrase = HTTPStatus(self.status).phrase
-        body = problem_json(
-            self.status, PROBLEM + self.type, phrase, self.detail, None, **self.extensions
-        )
+        kind = problem_type(self.type)
+        phrase = kind.title
+        body = problem_json(kind.status, kind.uri, phrase, self.detail, None, **self.extensions)
         headers = [
             *default_headers,
             (b"content-type", PROBLEM_MEDIA_TYPE.encode()),
@@ -112,16 +114,16 @@ class EdgeLimits:
     def url_too_long(self) -> Refusal:
         n = self.max_url_bytes
         detail = f"the URL is longer than {n} bytes; send at most {n}"
-        return Refusal(414, "uri-too-long", detail, {"max_bytes": n})
+        return Refusal("uri-too-long", detail, {"max_bytes": n})
 
     def headers_too_large(self, count: int | None = None) -> Refusal:
         if count is not None:
             n = self.max_header_count
             detail = f"the request has {count} header lines; send at most {n}"
-            return Refusal(431, "header-fields-too-large", detail, {"max_count": n})
+            return Refusal("header-fields-too-large", detail, {"max_count": n})
         n = self.max_header_bytes
         detail = f"the request's header lines are longer than {n} bytes together; send at most {n}"
-        return Refusal(431, "header-fields-too-large", detail, {"max_bytes": n})
+        return Refusal("header-fields-too-large", detail, {"max_bytes": n})
 
     def refusal(self, target: bytes, headers: Sequence[tuple[bytes, bytes]]) -> Refusal | None:
         """Why a whole request head breaks the limits, or None."""
@@ -150,7 +152,7 @@ class EdgeLimits:
     def malformed(self, why: str) -> Refusal:
         # h11's words, without the client's bytes some of them quote after a colon
         detail = f"the request is not valid HTTP/1.1: {why.partition(':')[0][:100]}"
-        return Refusal(400, "malformed-request", detail)
+        return Refusal("malformed-request", detail)
 
 
 class _LimitedConnection(h11.Connection):
@@ -267,7 +269,7 @@ class EdgeProtocol(H11Protocol):
         if self.conn.trailing_data[0].strip():
             seconds = f"{self.limits.header_timeout:g}"
             detail = f"the request head did not arrive whole within {seconds} s"
-            self._refuse(Refusal(408, "request-timeout", detail))
+            self._refuse(Refusal("request-timeout", detail))
         else:  # nothing sent: closed as the keep-alive timer closes an idle connection
             self._unset_keepalive_if_required()
             self.transport.close()

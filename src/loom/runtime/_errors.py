@@ -7,12 +7,17 @@ from typing import Any, Literal
 
 from starlette.exceptions import HTTPException
 
+from ._problem_types import problem_type
+
 RefusalKind = Literal["precondition", "invariant", "state-gate"]
 
 _REFUSAL = {
-    "precondition": ("urn:loom:problem:precondition-failed", "Precondition failed"),
-    "invariant": ("urn:loom:problem:invariant-failed", "Invariant failed"),
-    "state-gate": ("urn:loom:problem:state-gate-refused", "State gate refused"),
+    kind: (problem_type(slug).uri, problem_type(slug).title)
+    for kind, slug in (
+        ("precondition", "precondition-failed"),
+        ("invariant", "invariant-failed"),
+        ("state-gate", "state-gate-refused"),
+    )
 }
 
 
@@ -23,7 +28,7 @@ class LoomError(Exception):
     """Base of the errors that become problem+json responses."""
 
     status: int = 500
-    type: str = "urn:loom:problem:internal"
+    type: str = problem_type("internal").uri
     title: str = "Internal Server Error"
 
     # what the failed request had already written for good (a body that is not transactional
@@ -58,9 +63,7 @@ class LoomError(Exception):
 
 
 class NotFound(LoomError):
-    status = 404
-    type = "urn:loom:problem:not-found"
-    title = "Not Found"
+    status, type, title = problem_type("not-found").parts()
 
     def __init__(self, aggregate: str, id: object, detail: str | None = None) -> None:
         super().__init__(detail or f"{aggregate} {id} does not exist")
@@ -101,9 +104,7 @@ class Refused(LoomError):
 
 
 class ConcurrencyConflict(LoomError):
-    status = 409
-    type = "urn:loom:problem:concurrency-conflict"
-    title = "Concurrency conflict"
+    status, type, title = problem_type("concurrency-conflict").parts()
 
     def __init__(self, aggregate: str, id: object, detail: str | None = None) -> None:
         super().__init__(
@@ -120,9 +121,7 @@ class DuplicateKey(LoomError):
     """A save whose natural key (`unique (…)`) another row already holds: 409. `key` is the
     fields of the key that clashed, `("kind", "opt")`, when known."""
 
-    status = 409
-    type = "urn:loom:problem:duplicate-key"
-    title = "Duplicate key"
+    status, type, title = problem_type("duplicate-key").parts()
 
     def __init__(
         self, aggregate: str, key: tuple[str, ...] = (), detail: str | None = None
@@ -148,9 +147,7 @@ class Forbidden(LoomError):
     """An operation's `requires` gate refused the current principal: 403, checked before its
     `when` gate. `rule` names the gate, e.g. `Ticket.close: requires currentUser.hasRole("agent")`."""
 
-    status = 403
-    type = "urn:loom:problem:forbidden"
-    title = "Forbidden"
+    status, type, title = problem_type("forbidden").parts()
 
     def __init__(self, rule: str, detail: str) -> None:
         super().__init__(detail)
@@ -171,9 +168,7 @@ class Unauthenticated(LoomError):
     malformed), or a route that needs a principal called without one: 401 with
     `WWW-Authenticate: Bearer`."""
 
-    status = 401
-    type = "urn:loom:problem:unauthenticated"
-    title = "Unauthenticated"
+    status, type, title = problem_type("unauthenticated").parts()
 
     def __init__(
         self, detail: str = "a valid bearer token is required", *, error: str = ""
@@ -195,9 +190,7 @@ class InvalidValue(LoomError):
     """A value the database cannot store exactly (out of range, NUL in text, ...): the client's
     data, so a 422 `invalid-request` rather than a 500."""
 
-    status = 422
-    type = "urn:loom:problem:invalid-request"
-    title = "Invalid request"
+    status, type, title = problem_type("invalid-request").parts()
 
     def __init__(
         self, detail: str = "a value is out of range or cannot be stored", path: str = "body"
@@ -212,8 +205,7 @@ class InvalidValue(LoomError):
 class Unavailable(LoomError):
     """Base of the 503 answers: the client may retry after `Retry-After` seconds."""
 
-    status = 503
-    title = "Service Unavailable"
+    status, type, title = problem_type("unavailable").parts()
     retry_after = 1
 
     def headers(self) -> dict[str, str] | None:
@@ -223,8 +215,6 @@ class Unavailable(LoomError):
 class Overloaded(Unavailable):
     """Every pooled connection stayed busy for the pool timeout."""
 
-    type = "urn:loom:problem:unavailable"
-
     def __init__(self, detail: str = "The service is overloaded; retry shortly.") -> None:
         super().__init__(detail)
 
@@ -233,7 +223,7 @@ class DatabaseUnavailable(Unavailable):
     """The database refused or lost the connection before the work committed (a restart, an
     outage): nothing was written, and the same request may be sent again."""
 
-    type = "urn:loom:problem:database-unavailable"
+    type = problem_type("database-unavailable").uri
     retry_after = 2
 
     def __init__(
@@ -246,7 +236,7 @@ class OutcomeUnknown(Unavailable):
     """The connection failed while the database was committing: the write may or may not have
     been applied. A retry with the same `Idempotency-Key` is applied at most once."""
 
-    type = "urn:loom:problem:outcome-unknown"
+    type = problem_type("outcome-unknown").uri
 
     def __init__(
         self,
@@ -267,8 +257,7 @@ class PayloadTooLarge(HTTPException):
     LoomError) because FastAPI re-raises those from its body reading, where any other error
     becomes a 400."""
 
-    type = "urn:loom:problem:payload-too-large"
-    title = "Payload too large"
+    type, title = problem_type("payload-too-large").uri, problem_type("payload-too-large").title
 
     def __init__(self, limit: int) -> None:
         super().__init__(

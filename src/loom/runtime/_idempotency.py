@@ -42,6 +42,7 @@ from ._dberrors import classify
 from ._environment import env_number
 from ._errors import ConcurrencyConflict, InvalidValue, LoomError
 from ._principal import Principal, current_principal
+from ._problem_types import problem_type
 from ._problems import problem_for
 from ._work import Parking, parking
 from .types import UtcDateTime
@@ -85,9 +86,7 @@ Respond = Callable[[Request], Awaitable[Response]]
 class IdempotencyKeyReused(LoomError):
     """The key was used before for another request (method, path, query or body)."""
 
-    status = 422
-    type = "urn:loom:problem:idempotency-key-reused"
-    title = "Idempotency key reused"
+    status, type, title = problem_type("idempotency-key-reused").parts()
 
     def __init__(self) -> None:
         super().__init__(

@@ -250,12 +250,12 @@ class Mapper:
         obj = object.__new__(self.cls)
         if self.uses_dict:
             d = obj.__dict__
-            d.update(zip(self.attrs, row))
+            d.update(zip(self.attrs, row, strict=False))
             for attr, convert in self.loaders:
                 d[attr] = convert(d[attr])
             d[LOADED_ATTR] = self.take_snapshot(d)
         else:  # pragma: no cover - slotted aggregates
-            for attr, value in zip(self.attrs, row):
+            for attr, value in zip(self.attrs, row, strict=False):
                 object.__setattr__(obj, attr, value)
             for attr, convert in self.loaders:
                 object.__setattr__(obj, attr, convert(getattr(obj, attr)))

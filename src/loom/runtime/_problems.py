@@ -26,12 +26,13 @@ from ._errors import (
     PayloadTooLarge,
 )
 from ._logs import current_correlation_id
+from ._problem_types import problem_type
 
 logger = logging.getLogger("loom.http")
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
-INVALID_REQUEST = "urn:loom:problem:invalid-request"
-INTERNAL = "urn:loom:problem:internal"
+INVALID_REQUEST = problem_type("invalid-request").uri
+INTERNAL = problem_type("internal").uri
 
 _PROBLEM_REF = {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}}
 PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {

@@ -14,6 +14,7 @@ from uuid import UUID
 
 from ._domain import DomainEvent
 from ._errors import LoomError
+from ._problem_types import problem_type
 
 S = TypeVar("S")
 S_co = TypeVar("S_co", covariant=True)
@@ -173,9 +174,7 @@ class ProcessStateRefused(LoomError):
     """A stored state another version of the process saved, or one its `is_state` does not
     recognise: refused rather than misread (a 500 for a request; a retried, then dead, delivery)."""
 
-    status = 500
-    type = "urn:loom:problem:internal"
-    title = "Internal Server Error"
+    status, type, title = problem_type("internal").parts()
 
     def __init__(self, process: str, key: str, detail: str) -> None:
         super().__init__(f"process {process} {key}: {detail}")

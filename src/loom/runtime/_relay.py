@@ -18,6 +18,7 @@ the loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -207,10 +208,8 @@ class Relay:
         """Wait for a wake-up, at most `seconds`."""
         if self._stopping:
             return
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wake.wait(), timeout=seconds)
-        except TimeoutError:
-            pass
 
     def _idle_delay(self) -> float:
         """Until the earliest retry this relay scheduled, at most the poll interval. (Retries

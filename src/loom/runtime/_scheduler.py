@@ -120,7 +120,7 @@ class Scheduler:
         # whenever it may have moved earlier: this service arms one (`expect`), a round
         # claims, a `run_due` without `until`, every round of the background loop (other
         # replicas arm timeouts too) and every advance of a virtual clock (`forget_timeouts`)
-        self._first_timeout: datetime | None | object = _UNKNOWN
+        self._first_timeout: datetime | object | None = _UNKNOWN
 
     @property
     def running(self) -> bool:

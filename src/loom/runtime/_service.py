@@ -234,9 +234,10 @@ class Service:
         there."""
         metadatas = self.schema()
         expected = shape_of(metadatas)
-        async with self.engine.connect() as conn:
+        async with self.engine.connect() as opened:
+            conn = opened
             if self.is_sqlite:
-                conn = await conn.execution_options(**{BEGIN_OPTION: "BEGIN IMMEDIATE"})
+                conn = await opened.execution_options(**{BEGIN_OPTION: "BEGIN IMMEDIATE"})
             async with conn.begin():
                 if self.dialect == "postgresql":  # SQLite: BEGIN IMMEDIATE already serialises
                     await conn.execute(SCHEMA_LOCK)

@@ -9,6 +9,7 @@ Share one `MemoryBroker` between the transports of the deployables that talk to 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -163,12 +164,10 @@ class MemoryTransport(Transport):
             left = deadline - time.monotonic()
             if found or left <= 0:
                 return found
+            # a retry falling due wakes nobody: poll at least every 50 ms
             async with self.broker.changed:
-                try:
-                    # a retry falling due wakes nobody: poll at least every 50 ms
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.broker.changed.wait(), min(left, 0.05))
-                except TimeoutError:
-                    pass
 
     def _take(self, spec: ConsumerSpec, batch: int) -> list[Received]:
         stream = self.broker.stream(spec.channel)

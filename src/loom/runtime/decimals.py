@@ -39,6 +39,7 @@ from decimal import (
 from typing import Any
 
 from ._errors import LoomError
+from ._problem_types import problem_type
 
 __all__ = [
     "ARITHMETIC",
@@ -91,9 +92,7 @@ class ArithmeticRefused(LoomError):
     """Decimal arithmetic whose result does not fit the bounds of a `decimal`, or a division by
     zero: a 422, never a rounded or wrapped value."""
 
-    status = 422
-    type = "urn:loom:problem:arithmetic-refused"
-    title = "Arithmetic refused"
+    status, type, title = problem_type("arithmetic-refused").parts()
 
 
 def bounds_error(value: Decimal) -> str | None:

@@ -34,6 +34,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
 from ._errors import LoomError
+from ._problem_types import problem_type
 from .clock import now
 
 __all__ = [
@@ -89,9 +90,7 @@ class TimeRefused(LoomError):
     """Time arithmetic with no answer: a date moved by a part of a day, or a result outside the
     calendar (before year 1, after 9999) or outside a duration's range. A 422, never a 500."""
 
-    status = 422
-    type = "urn:loom:problem:time-refused"
-    title = "Time arithmetic refused"
+    status, type, title = problem_type("time-refused").parts()
 
 
 def parse_duration(text: str) -> timedelta:

@@ -7,6 +7,7 @@ no stream on the server (NATS) or an empty database (Redis)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 
@@ -66,10 +67,8 @@ class Backend:
 
     async def close(self) -> None:
         for transport in self._open:
-            try:
+            with contextlib.suppress(TransportError):
                 await transport.close()
-            except TransportError:
-                pass
 
 
 class MemoryBackend(Backend):

@@ -151,7 +151,10 @@ class BodyWriter:
         self._carry = self.autocommit and any(isinstance(s, ir.Emit) for s in walk.body(body))
         for stmt in walk.body(body):
             if isinstance(stmt, _Binding):
-                self._vars[id(stmt)] = self.alloc.take(naming.ident(stmt.name))
+                name = naming.ident(stmt.name)
+                # `l`, `O`, `I` read like digits: a local of the model so named gets a suffix
+                name += "_" if name in ("l", "O", "I") else ""
+                self._vars[id(stmt)] = self.alloc.take(name)
         for stmt in walk.body(body):
             if isinstance(stmt, ir.Emit) and self._apply(stmt) is not None:
                 self._vars[id(stmt)] = self.alloc.take(naming.snake(stmt.event))
@@ -285,6 +288,8 @@ class BodyWriter:
         if isinstance(stmt, ir.ForEach):
             items = render(stmt.items, scope)
             var = self._bind(stmt)
+            if stmt.name not in walk.locals_read(stmt.body):  # counted, not read: say so
+                var = scope.locals[stmt.name] = "_" + var.lstrip("_")
             out = lay(f"for {var} in {items}:", depth)
             return out + (self.block(stmt.body, depth + 1, frozenset(later)) or [f"{pad}    pass"])
         if isinstance(stmt, ir.NotFoundStmt):

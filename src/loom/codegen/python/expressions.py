@@ -216,7 +216,9 @@ def _render(expr: ir.Expr, scope: Scope) -> tuple[str, int]:
             key = ("aggregate", expr.aggregate or scope.owner or "", expr.function)
         params = SIGNATURES.get().get(key)
         if params is not None and len(params) == len(expr.args):
-            args = ", ".join(render_as(a, t, scope) for a, t in zip(expr.args, params))
+            args = ", ".join(
+                render_as(a, t, scope) for a, t in zip(expr.args, params, strict=False)
+            )
         else:
             args = ", ".join(render(a, scope) for a in expr.args)
         if expr.owner == "workflow":

@@ -117,7 +117,7 @@ def _finds(ck: Checker, ctx: ContextSymbols, repo: ast.Repository) -> None:
             )
         else:
             _one_of_many(ck, agg, repo, f, names)
-            for n, p in zip(names, f.params):
+            for n, p in zip(names, f.params, strict=False):
                 ft, pt = ck.type_of(fields[n].type), ck.type_of(p.type)
                 if holds_record(ft):
                     refuse_value_query(ck, f"find `{f.name}`", n, ft, f.name_span)

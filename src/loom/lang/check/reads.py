@@ -264,7 +264,7 @@ def build_read(
         if len(args) != len(target.params):
             return None
         card = "optional" if method == "find" else "many"
-        named = tuple((p.name, x) for p, x in zip(target.params, args))
+        named = tuple((p.name, x) for p, x in zip(target.params, args, strict=False))
         return ir.Read(r, agg.name, kind, card, named, target.name)  # type: ignore[arg-type]
     finds = {f.name: f for f in repo.finds}
     f = finds.get(method)
@@ -282,7 +282,7 @@ def build_read(
     args = ck.check_args(call, scope, f.params, f"find `{r}.{f.name}`", f.name_span)
     if len(args) != len(f.params):
         return None
-    named = tuple((p.name, x) for p, x in zip(f.params, args))
+    named = tuple((p.name, x) for p, x in zip(f.params, args, strict=False))
     card = find_cardinality(f.result)
     return ir.Read(r, agg.name, "find", card, named, f.name)
 

@@ -91,7 +91,7 @@ def _untenanted_reactors(ck: Checker, ctx: ContextSymbols, tenanted: set[str]) -
         reactions += [(f"workflow `{wf.name}`", on.params, on.span) for on in wf.ons]
     for proj in ctx.projections.values():
         reactions += [(f"projection `{proj.name}`", on.params, on.span) for on in proj.ons]
-    for who, params, span in reactions:
+    for who, params, _span in reactions:
         source = _event_context(ck, ctx, params)
         if source is None or source not in tenanted:
             continue

@@ -156,12 +156,12 @@ def call(ck: Checker, e: ast.Call, scope: Scope, name: str, text: str) -> ir.Exp
 
 
 _SIGNATURES: dict[str, tuple[ir.Type, ir.Type]] = {
-    **{span: (ir.INT, ir.DURATION) for span in SPANS},
+    **dict.fromkeys(SPANS, (ir.INT, ir.DURATION)),
     "dateOf": (ir.DATETIME, ir.DATE),
     "startOf": (ir.DATE, ir.DATETIME),
 }
 _SAMPLE = {
-    **{span: "n" for span in SPANS},
+    **dict.fromkeys(SPANS, "n"),
     "dateOf": "now()",
     "startOf": "d",
     "date": '"2026-03-01"',

@@ -318,7 +318,7 @@ def _check_aggregate(agg: ast.Aggregate, sink: Sink) -> None:
         )
     for f in factories[:1]:
         _check_params(f.params, sink, "Parameter", f"{agg.name}.create")
-    for above, after in zip(agg.members, agg.members[1:]):
+    for above, after in zip(agg.members, agg.members[1:], strict=False):
         if isinstance(above, ast.Field) and isinstance(after, ast.Field):
             _check_immutable_line(above, after, sink)
     for m in agg.members:

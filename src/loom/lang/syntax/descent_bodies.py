@@ -67,10 +67,7 @@ class Bodies(Cursor):
             self.i += 1
             number = self.terminal("INT")
             return self.b.negative_type_arg(self.meta(i0), [number])
-        if kind in ("INT", "DECIMAL", "STRING"):
-            tok = self.terminal(kind)
-        else:
-            tok = self.name()
+        tok = self.terminal(kind) if kind in ("INT", "DECIMAL", "STRING") else self.name()
         return self.b.type_arg(self.meta(i0), [tok])
 
     # ---- statements

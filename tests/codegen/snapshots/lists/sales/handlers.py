@@ -44,7 +44,7 @@ async def orders_of(
         orders = await orders_.find_all_by_customer(customer)
         for o in orders:
             notes: int = 0
-            for n in o.notes:
+            for _n in o.notes:
                 notes = notes + 1
             out = out + [OrderLine(order=o.id, amount=o.amount, notes=notes)]
         result = ints.fit(out, "the result of queryHandler ordersOf")

@@ -15,9 +15,9 @@ async def mark_overdue_timer(service: Service, tick: Tick, work: Work) -> None:
     """timer markOverdue every 1h (tenants_processes.loom:26)"""
     loans = Loans(work)
     late = await loans.find_all_by_overdue(now())
-    for l in late:
-        l.mark_overdue()
-        await loans.save(l)
+    for l_ in late:
+        l_.mark_overdue()
+        await loans.save(l_)
 
 
 def subscribe(service: Service) -> None:

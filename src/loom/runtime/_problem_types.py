@@ -1,0 +1,65 @@
+"""The one catalogue of the problem types a generated service answers with (RFC 9457 `type`
+members, `urn:loom:problem:<slug>`), each with its status and title.
+
+Every error class and every answer the edge writes takes its `type`, status and title from here,
+and docs/http.md's table of problems is checked against it (tests/runtime/test_problem_types.py),
+as docs/diagnostics.md is against the compiler's codes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+PREFIX: Final = "urn:loom:problem:"
+
+
+@dataclass(frozen=True, slots=True)
+class ProblemType:
+    slug: str
+    status: int
+    title: str
+
+    @property
+    def uri(self) -> str:
+        return PREFIX + self.slug
+
+    def parts(self) -> tuple[int, str, str]:
+        """(status, type, title): an error class's three attributes."""
+        return self.status, self.uri, self.title
+
+
+CATALOGUE: Final[dict[str, ProblemType]] = {
+    p.slug: p
+    for p in [
+        ProblemType("malformed-request", 400, "Bad Request"),
+        ProblemType("unauthenticated", 401, "Unauthenticated"),
+        ProblemType("forbidden", 403, "Forbidden"),
+        ProblemType("not-found", 404, "Not Found"),
+        ProblemType("request-timeout", 408, "Request Timeout"),
+        ProblemType("duplicate-key", 409, "Duplicate key"),
+        ProblemType("concurrency-conflict", 409, "Concurrency conflict"),
+        ProblemType("api-call-refused", 409, "API call refused"),
+        ProblemType("payload-too-large", 413, "Payload too large"),
+        ProblemType("uri-too-long", 414, "Request-URI Too Long"),
+        ProblemType("precondition-failed", 422, "Precondition failed"),
+        ProblemType("invariant-failed", 422, "Invariant failed"),
+        ProblemType("state-gate-refused", 422, "State gate refused"),
+        ProblemType("arithmetic-refused", 422, "Arithmetic refused"),
+        ProblemType("time-refused", 422, "Time arithmetic refused"),
+        ProblemType("invalid-request", 422, "Invalid request"),
+        ProblemType("idempotency-key-reused", 422, "Idempotency key reused"),
+        ProblemType("header-fields-too-large", 431, "Request Header Fields Too Large"),
+        ProblemType("internal", 500, "Internal Server Error"),
+        ProblemType("bad-gateway", 502, "Bad Gateway"),
+        ProblemType("unavailable", 503, "Service Unavailable"),
+        ProblemType("database-unavailable", 503, "Service Unavailable"),
+        ProblemType("outcome-unknown", 503, "Service Unavailable"),
+        ProblemType("gateway-timeout", 504, "Gateway Timeout"),
+    ]
+}
+
+
+def problem_type(slug: str) -> ProblemType:
+    """The catalogue's entry (KeyError for a slug it lacks: a type is declared here first)."""
+    return CATALOGUE[slug]
