@@ -99,7 +99,8 @@ def _count(
                 .where(OUTBOX.c.event_type.in_(types))
                 .group_by(OUTBOX.c.status)
             )
-            statuses.update(dict(conn.execute(query)))
+            # the rows (pairs): a result itself has keys(), so dict() would read it as a mapping
+            statuses.update(dict(conn.execute(query).all()))
         elif types:
             query = select(OUTBOX.c.status, OUTBOX.c.payload).where(OUTBOX.c.event_type.in_(types))
             for status, payload in conn.execute(query):
