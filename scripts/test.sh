@@ -2,8 +2,17 @@
 # Installs Loom with its test extras, runs the static checks (scripts/lint.sh: ruff, ruff format,
 # mypy) and then the whole suite, PostgreSQL tests included: the suite starts (and stops) its own
 # throwaway PostgreSQL 15 cluster on loopback, and its own NATS and Redis servers (tests/brokers.py).
+#
+# `scripts/test.sh --fast [pytest args]` is the edit-test loop: the same lint, then only the tests
+# not marked slow, chaos, broker or subprocess (tests/tiers.py), on SQLite and PostgreSQL. CI runs
+# everything (.ci/run has no --fast).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+tier=()
+if [ "${1:-}" = "--fast" ]; then
+  shift
+  tier=(-m "not slow and not chaos and not broker and not subprocess")
+fi
 bash scripts/setup.sh test
 # Lint and types first: a finding fails the run before any test does.
 if ! bash scripts/lint.sh; then
@@ -27,4 +36,4 @@ if ! command -v redis-server >/dev/null; then
 fi
 export LOOM_REQUIRE_POSTGRES=1
 export LOOM_REQUIRE_BROKERS=1
-exec .venv/bin/python -m pytest "$@"
+exec .venv/bin/python -m pytest "${tier[@]}" "$@"

@@ -22,6 +22,7 @@ import pytest
 
 from tests.brokers import BrokerUnavailable, NatsServer, RedisServer, running_nats, running_redis
 from tests.pgcluster import Cluster, PostgresUnavailable, running_cluster
+from tests.tiers import apply_tiers
 
 _REQUIRE_PG = os.environ.get("CI", "").lower() in {"1", "true", "yes"} or bool(
     os.environ.get("LOOM_REQUIRE_POSTGRES")
@@ -118,3 +119,8 @@ def update_snapshots(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-snapshots")) or bool(
         os.environ.get("LOOM_UPDATE_SNAPSHOTS")
     )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tiers' markers (tests/tiers.py)."""
+    apply_tiers(items)

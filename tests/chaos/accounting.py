@@ -47,7 +47,7 @@ async def settle(database_url: str, timeout: float) -> float:
     while time.monotonic() - started < timeout:
         if (await outbox_counts(database_url))["pending"] == 0:
             break
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(0.5)  # a measured wait: it answers how long, the caller judges
     return time.monotonic() - started
 
 

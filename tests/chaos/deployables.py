@@ -194,7 +194,7 @@ async def wait_terminal(
         with_status = await statuses(client, shop)
         if all(with_status.get(o) == final_status(f) for o, f in placed.items()):
             break
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(0.3)  # a measured wait: it answers how long, the caller judges
     return time.monotonic() - started
 
 
@@ -218,7 +218,7 @@ async def settle_outboxes(shop: Shop, timeout: float) -> dict[str, dict[str, int
             return counts
         if time.monotonic() - started > timeout:
             return counts
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(0.5)  # a measured wait: the counts say what is left
 
 
 @dataclass
@@ -343,7 +343,7 @@ async def books(shop: Shop, placed: dict[str, bool], *, settle_timeout: float) -
     async with httpx.AsyncClient(timeout=30) as c:
         seen = await _quiet_counts(shop, c)
         while time.monotonic() - started < settle_timeout:
-            await asyncio.sleep(1.5)
+            await asyncio.sleep(1.5)  # the quiet window the docstring names
             if (now := await _quiet_counts(shop, c)) == seen:
                 break
             seen = now

@@ -66,7 +66,7 @@ async def kill_replicas(workdir: Path, database_url: str, plan: KillPlan) -> Aud
         async def killer() -> None:
             nonlocal kills
             for k in range(plan.kills):
-                await asyncio.sleep(plan.interval)
+                await asyncio.sleep(plan.interval)  # the plan's pacing: load between kills
                 victim = replicas[k % 2]
                 victim.kill()
                 kills += 1

@@ -44,7 +44,7 @@ async def answers_again(base: str, timeout: float) -> float | None:
             outcome = await send(http, "GET", f"{base}/api/jobs", params={"limit": 1})
             if outcome.label == "200":
                 return time.monotonic() - started
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.1)  # a measured wait: None past `timeout`, the audit says so
     return None
 
 
@@ -71,14 +71,14 @@ async def pg_restart(
                     url = server.base + COMMANDS[i % len(COMMANDS)]
                     ledger.note(ref, await send(http, "POST", url, json={"ref": ref}))
                     if ledger.kinds[ref] != "acknowledged":
-                        await asyncio.sleep(0.05)
+                        await asyncio.sleep(0.05)  # the database is down: do not spin on it
 
         async def restarter() -> None:
             for _ in range(plan.restarts):
-                await asyncio.sleep(plan.interval)
+                await asyncio.sleep(plan.interval)  # the plan's pacing: load between restarts
                 restart_seconds.append(await asyncio.to_thread(cluster.restart_immediate))
                 recoveries.append(await answers_again(server.base, plan.recovery_timeout))
-            await asyncio.sleep(plan.interval)
+            await asyncio.sleep(plan.interval)  # and load after the last one
             done.set()
 
         await asyncio.gather(restarter(), *(customer(n) for n in range(plan.clients)))

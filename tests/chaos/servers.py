@@ -124,7 +124,7 @@ class Server:
                         f"{self.name} did not start ({how}; log {self.log_path}):\n"
                         f"{self.log_tail()}"
                     )
-                await asyncio.sleep(0.2)
+                await asyncio.sleep(0.2)  # poll; ServerFailed with the log past the deadline
 
     def kill(self) -> None:
         """SIGKILL: no lifespan shutdown, no relay stop, connections dropped mid-flight."""

@@ -27,6 +27,7 @@ from loom.build import MARKER
 from tests.conftest import create_pg_database
 from tests.liveserver import free_port
 from tests.pgcluster import Cluster
+from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = ROOT / "examples/scheduling/scheduling.loom"
@@ -135,10 +136,9 @@ def _serve_once(model: Path, *args: str, python: tuple[str, ...] = ()) -> str:
         ]
         proc = subprocess.Popen(cmd, cwd=model.parent, stdout=log, stderr=subprocess.STDOUT)
         try:
-            deadline = time.monotonic() + 60
-            while not _answers(f"http://127.0.0.1:{port}"):
-                assert proc.poll() is None and time.monotonic() < deadline, "did not start"
-                time.sleep(0.1)
+            base = f"http://127.0.0.1:{port}"
+            wait_until(lambda: _answers(base) or proc.poll() is not None, timeout=60, what="start")
+            assert proc.poll() is None, "did not start"
         finally:
             _stop(proc)  # type: ignore[arg-type]
         log.seek(0)

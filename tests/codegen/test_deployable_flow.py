@@ -5,7 +5,6 @@ lists) on one broker. Only the broker is handed in: the in-process one, given to
 
 from __future__ import annotations
 
-import asyncio
 import functools
 from pathlib import Path
 from types import ModuleType
@@ -19,6 +18,7 @@ from loom.lang import compile_sources
 from loom.runtime import create_app
 from loom.runtime.transports import MemoryBroker, MemoryTransport
 from tests.codegen.util import ROOT
+from tests.waiting import until
 
 SPLIT = """
 deployable OrderDesk { contexts: Orders }
@@ -43,13 +43,6 @@ def _app(main: ModuleType, url: str, broker: MemoryBroker) -> Any:
         consumer_options={"fetch_timeout": 0.05},
     )
     return main.build_app(url)
-
-
-async def _until(check: Any, what: str, timeout: float = 20.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await check():
-        assert asyncio.get_running_loop().time() < deadline, f"never: {what}"
-        await asyncio.sleep(0.05)
 
 
 @pytest.mark.parametrize("fail_payment", [False, True])
@@ -82,7 +75,7 @@ async def test_the_shop_runs_as_two_deployables_on_one_broker(
                         return False
                 return True
 
-            await _until(settled, f"every order {final}")
+            await until(settled, timeout=20, what=f"every order {final}")
             charges = (await stock.get("/api/charges")).json()
             reservations = (await stock.get("/api/reservations")).json()["items"]
             progress = [

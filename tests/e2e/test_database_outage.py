@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import shutil
 import subprocess
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import pytest
 from loom.testing import serve
 from tests.chaos.servers import new_pg_database
 from tests.pgcluster import Cluster, _as_postgres, find_pg_bin
+from tests.waiting import until
 
 MODEL = [Path(__file__).resolve().parent / "models" / "durable_autocommit.loom"]
 UNAVAILABLE = "urn:loom:problem:database-unavailable"
@@ -71,22 +71,22 @@ async def test_a_postgres_restart_is_503_unavailable_and_the_service_recovers(
                 check_problem(r, seen)
                 if restarted.is_set() and r.status_code == 200:
                     return
-                await asyncio.sleep(0.01)
+                await asyncio.sleep(0.01)  # the clients' pacing: steady load, not a spin
 
         async with asyncio.timeout(90):
             clients = [asyncio.create_task(client()) for _ in range(8)]
-            await asyncio.sleep(0.3)
+            await asyncio.sleep(0.3)  # the scenario: the clients are in full flow at the restart
             await asyncio.to_thread(restart, pg_cluster)
             restarted.set()
             await asyncio.gather(*clients)
         assert UNAVAILABLE in seen  # the outage was seen, and answered as such
         # the service answers again: reads, writes, and the bumps that answered 204 are there
-        deadline = time.monotonic() + 30
-        while True:
+
+        async def bumped() -> Any:
             r = await c.post("/api/workflows/bump", json={"item": item})
-            if r.status_code == 204 or time.monotonic() > deadline:
-                break
-            await asyncio.sleep(0.1)
+            return r if r.status_code == 204 else None
+
+        r = await until(bumped, timeout=30, what="a bump answered 204", interval=0.1)
         assert r.status_code == 204, r.text
         r = await c.get(f"/api/items/{item}")
         assert r.status_code == 200 and r.json()["count"] >= 1, r.text
@@ -101,11 +101,12 @@ async def test_a_sqlite_file_that_cannot_be_opened_is_503_unavailable(tmp_path: 
         item = r.json()["id"]
         await c.service.engine.dispose()  # no pooled connection left open on the file
         # the relay may open (and so create) the file again between rmtree's unlink and rmdir
-        for _ in range(100):
+
+        def removed() -> bool:
             shutil.rmtree(folder, ignore_errors=True)
-            if not folder.exists():
-                break
-            await asyncio.sleep(0.01)
+            return not folder.exists()
+
+        await until(removed, timeout=5, what="the database folder removed", interval=0.01)
         assert not folder.exists()
         for r in (
             await c.get(f"/api/items/{item}"),
@@ -140,9 +141,10 @@ async def test_a_stopped_postgres_is_unavailable_not_an_unknown_outcome(
         for r in answers:
             assert r.status_code == 503, r.text
             assert r.json()["type"] == UNAVAILABLE, r.text
-        deadline = time.monotonic() + 30
-        while (r := await c.get(f"/api/items/{item}")).status_code != 200:
-            assert time.monotonic() < deadline, r.text
-            await asyncio.sleep(0.1)
+
+        async def read() -> bool:
+            return (await c.get(f"/api/items/{item}")).status_code == 200
+
+        await until(read, timeout=30, what="the item readable again", interval=0.1)
         listed = await c.get("/api/items")
         assert [i["name"] for i in listed.json()["items"]] == ["kept"]

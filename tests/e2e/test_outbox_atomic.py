@@ -11,12 +11,10 @@ two commits leaves an order whose event was never written."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from loom.testing import ServiceClient, serve
 from loom.testing._service import build_service
+from tests.waiting import until
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = [Path(__file__).parent / "models" / "outbox_atomic.loom"]
@@ -114,15 +113,13 @@ async def _count(url: str, body: Body) -> tuple[int, int, int]:
 async def _drain(client: ServiceClient) -> None:
     """Settle until the outbox holds nothing pending (rows a killed run claimed are due again once
     its short lease has run out)."""
-    deadline = time.monotonic() + 30
-    while True:
+
+    async def nothing_pending() -> bool:
         await client.settle()
         async with client.service.engine.connect() as conn:
-            left = (await conn.execute(sa.text(PENDING))).scalar_one()
-        if not left:
-            return
-        assert time.monotonic() < deadline, f"{left} outbox rows still pending after 30 s"
-        await asyncio.sleep(0.05)
+            return not (await conn.execute(sa.text(PENDING))).scalar_one()
+
+    await until(nothing_pending, timeout=30, what="no outbox row pending")
 
 
 async def _crash_and_restart(url: str, bodies: list[Body]) -> dict[str, tuple[int, int, int, int]]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -38,6 +39,7 @@ from tests.chaos.deployables import (
 )
 from tests.conftest import _broker, create_pg_database
 from tests.pgcluster import Cluster
+from tests.waiting import until
 
 pytestmark = pytest.mark.postgres
 
@@ -153,10 +155,8 @@ async def test_payment_deadline_with_payment_down(
         await shop.start(shop.orders, shop.inventory)
         async with httpx.AsyncClient(timeout=30) as c:
             order = await place(c, shop, True)
-            deadline = time.monotonic() + 30
-            while not await _released(c, shop, order):
-                assert time.monotonic() < deadline, shop.orders.log_tail()
-                await asyncio.sleep(0.3)
+            released = partial(_released, c, shop, order)
+            await until(released, timeout=30, what="the released order", interval=0.3)
             path = f"/api/workflows/payment_deadline/instances/{order}"
             instance = (await c.get(f"{shop.orders.base}{path}")).json()
             assert (instance["ended"], instance["timeouts"]) == (True, [])
@@ -243,7 +243,7 @@ async def test_two_inventory_replicas_share_one_channel(pg_shop: Topology, repor
     async with httpx.AsyncClient(timeout=30) as c:
         for _ in range(4):
             await pg_shop.place(c, list(mix(6)))
-            await asyncio.sleep(0.3)
+            await asyncio.sleep(0.3)  # the scenario: bursts spread over time, not one batch
     problems = await _settled_books(pg_shop, report, "two Inventory replicas, one database")
     split = (shop.inventory.handled(RESERVE) - first_before, second.handled(RESERVE))
     report([f"  {RESERVE} applied by inventory / inventory-b: {split[0]} / {split[1]} of 24"])
@@ -265,7 +265,7 @@ async def test_the_shop_on_redis_streams_with_a_consumer_killed(
             waited = await wait_terminal(c, top.shop, top.placed, 30)
             assert waited < 30, top.shop.inventory.log_tail()
             await top.place(c, list(mix(9)))
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(0.2)  # the scenario: the burst is in flight when the kill comes
             await top.shop.restart(top.shop.inventory)
         problems = await _settled_books(
             top, report, "shop on Redis Streams, 3 PostgreSQL databases, kill -9 Inventory"

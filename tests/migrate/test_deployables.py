@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 
 from tests.liveserver import free_port, refused_start, running
+from tests.waiting import wait_until
 
 V1 = """\
 deployable Front { contexts: Desk }
@@ -189,13 +189,14 @@ def test_dead_letters_of_a_deployable(tmp_path: Path) -> None:
         assert r.status_code == 201, r.text
         ticket = r.json()["id"]
         assert httpx.post(f"{base}/api/tickets/{ticket}/resolve", json={}).status_code == 204
-        deadline = time.monotonic() + 30  # the relay delivers; the reaction refuses; dead
-        while True:
+
+        def dead_lettered() -> subprocess.CompletedProcess[str] | None:
             listed = _dead_letters("list", model, "--deployable", "Front")
             assert listed.returncode == 0, listed.stderr
-            if listed.stdout.startswith("1 dead letter(s)") or time.monotonic() > deadline:
-                break
-            time.sleep(0.5)
+            return listed if listed.stdout.startswith("1 dead letter(s)") else None
+
+        # the relay delivers; the reaction refuses; dead
+        listed = wait_until(dead_lettered, timeout=30, what="one dead letter", interval=0.5)
     print(f"dead letters of Front: {listed.stdout.splitlines()[0]}")
     assert listed.stdout.startswith("1 dead letter(s)"), listed.stdout
     assert "Desk.Resolved  channel=Desk.Done  attempts=1" in listed.stdout

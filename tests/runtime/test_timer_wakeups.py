@@ -19,6 +19,7 @@ from sqlalchemy.engine import make_url
 
 from loom.runtime import Service, Work, clock
 from loom.runtime.processes import Decision, Timeout, TimeoutDue
+from tests.waiting import until
 
 from .test_process_replicas import Reminder, arm
 
@@ -51,7 +52,11 @@ async def two_replicas(
         await arming.create_schema()
         await firing.create_schema()
         await firing.start_scheduler()
-        await asyncio.sleep(0.2)  # the first round is over: the scheduler sleeps for POLL
+        await until(  # the first round is over: the scheduler sleeps for POLL
+            lambda: firing.scheduler._sleeping_until is not None,
+            timeout=10,
+            what="the scheduler's first round",
+        )
         yield arming, firing, late
     finally:
         await firing.dispose()
@@ -76,14 +81,25 @@ async def test_a_redriven_dead_timeout_fires_promptly_on_the_running_replica(
     postgres_url: str,
 ) -> None:
     async with two_replicas(postgres_url, failures=1) as (a, _, late):
+
+        async def dead() -> bool:
+            return bool((await a.timers.counts())["dead"] == 1)
+
         await a.processes.run(Reminder, "k", arm(timedelta(0)))
-        for _ in range(200):
-            if (await a.timers.counts())["dead"] == 1:
-                break
-            await asyncio.sleep(0.05)
+        await until(dead, timeout=10, what="the failed timeout is dead")
         assert await a.timers.counts() == {"armed": 0, "dead": 1}
         assert await a.timers.redrive_all() == 1  # as `loom dead-letters redrive` does
         assert await asyncio.wait_for(late.get(), timeout=POLL / 2) < PROMPT
+
+
+MARK = "mark"
+
+
+async def next_after(listener: asyncpg.Connection, heard: asyncio.Queue[str]) -> str:
+    """The next announcement heard, with one of our own sent now: the channel delivers in commit
+    order, so hearing our mark first proves nothing was announced before it."""
+    await listener.execute(f"NOTIFY loom_timers, '{MARK}'")
+    return await asyncio.wait_for(heard.get(), timeout=10)
 
 
 async def test_the_announcement_is_sent_on_commit_only(postgres_url: str) -> None:
@@ -101,13 +117,11 @@ async def test_the_announcement_is_sent_on_commit_only(postgres_url: str) -> Non
         await service.processes.run(Reminder, "k", arm(timedelta(seconds=2)))
         payload = await asyncio.wait_for(heard.get(), timeout=10)
         assert payload.endswith(" " + Reminder.name)
-        await asyncio.sleep(0.3)
-        assert heard.empty()  # the rolled-back step announced nothing
+        assert await next_after(listener, heard) == MARK  # the rolled-back step announced nothing
         # a timeout due later than `announce_within` is left to the replicas' polls
         far = Decision({}, timeouts=[Timeout("remind", after=timedelta(hours=1))])
         await service.processes.run(Reminder, "far", lambda current: far)
-        await asyncio.sleep(0.3)
-        assert heard.empty()
+        assert await next_after(listener, heard) == MARK
     finally:
         await service.dispose()
         await listener.close()

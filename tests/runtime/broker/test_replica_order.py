@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from loom.testing import ServiceClient, settle_all
+from tests.waiting import until
 
 from .conftest import INVENTORY, ORDERS, Topology, facts
 from .test_topology import RESERVE, items, ok, place, stock
@@ -209,10 +210,7 @@ async def test_an_event_arriving_after_its_key_moved_on_is_applied_late(
     key = await place(orders)
     for seq in range(1, held + 1):
         await note(orders, key, seq)
-    deadline = time.monotonic() + 10
-    while (0, key, held) not in seen:
-        assert time.monotonic() < deadline, f"note {held} never reached replica 0"
-        await asyncio.sleep(0.01)
+    await until(lambda: (0, key, held) in seen, timeout=10, what=f"note {held} at replica 0")
     second = await topology.start(
         INVENTORY,
         sqlite_urls[1],
@@ -220,10 +218,11 @@ async def test_an_event_arriving_after_its_key_moved_on_is_applied_late(
         consumer_options=one_each,
     )
     await note(orders, key, held + 1)
-    deadline = time.monotonic() + 10
-    while len(facts(caplog, "event_handled", handler=NOTES)) < held:  # the ones before, and next
-        assert time.monotonic() < deadline, f"note {held + 1} was never applied"
-        await asyncio.sleep(0.02)
+    await until(  # the ones before, and next
+        lambda: len(facts(caplog, "event_handled", handler=NOTES)) >= held,
+        timeout=10,
+        what=f"note {held + 1} applied",
+    )
     release.set()
     await settle_all([orders, first, second])
     applied = await applied_notes(first, [key])

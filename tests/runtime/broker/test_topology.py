@@ -15,6 +15,7 @@ import pytest
 from loom.runtime import StartupRefused, event_key
 from loom.runtime.transports import Message
 from loom.testing import ServiceClient, settle_all
+from tests.waiting import until
 
 from .conftest import INVENTORY, ORDERS, Topology, facts
 
@@ -90,7 +91,12 @@ async def test_a_relay_crash_after_publish_applies_once(
     assert facts(caplog, "relay_crashed", after="publish")
     await topology.stop(orders)
     orders = await topology.start(ORDERS, sqlite_urls[0])  # the restart claims it once its
-    await asyncio.sleep(0.6)  # lease (0.5 s) has run out, and publishes it again
+
+    async def republished() -> bool:  # lease (0.5 s) has run out, and publishes it again
+        await orders.service.settle()
+        return len(facts(caplog, "event_published", event_type="Orders.OrderPlaced")) >= 2
+
+    await until(republished, timeout=10, what="the restarted relay publishes the row again")
     await settle_all([orders, inventory])
     published = facts(caplog, "event_published", event_type="Orders.OrderPlaced")
     applied = await reservations_by_order(inventory)
@@ -114,14 +120,14 @@ async def test_a_consumer_crash_after_commit_applies_once(
     inventory.service.faults.crash_consumer(after="commit")
     order = await place(orders)
     await orders.service.settle()
-    for _ in range(200):  # the reaction commits, then the consumer dies before its ack
-        if facts(caplog, "consumer_crashed"):
-            break
-        await asyncio.sleep(0.01)
+    # the reaction commits, then the consumer dies before its ack
+    await until(lambda: facts(caplog, "consumer_crashed"), timeout=2, what="the consumer crash")
     assert facts(caplog, "consumer_crashed", after="commit")
     await topology.stop(inventory)
     inventory = await topology.start(INVENTORY, sqlite_urls[1])
-    await asyncio.sleep(0.4)  # past ack_wait (0.3 s): the broker hands the message out again
+    # past ack_wait (0.3 s) the broker hands the message out again, and the inbox skips it
+    skipped_again = partial(facts, caplog, "event_skipped_duplicate", handler=RESERVE)
+    await until(skipped_again, timeout=10, what="the redelivery after ack_wait")
     await settle_all([orders, inventory])
     applied = await reservations_by_order(inventory)
     skipped = facts(caplog, "event_skipped_duplicate", handler=RESERVE)
@@ -246,7 +252,13 @@ async def test_a_broker_outage_loses_nothing(
     await topology.harness.down()
     placed = [await place(orders) for _ in range(5)]  # the HTTP service keeps serving
     await orders.service.settle()
-    await asyncio.sleep(0.2)
+    loops = {loop.spec.name for c in (orders, inventory) for loop in c.service.consumers.loops}
+
+    def all_tried() -> bool:  # the relay and every consumer loop have met the outage
+        failed = {f["handler"] for f in facts(caplog, "consumer_error")}
+        return bool(facts(caplog, "publish_failed")) and failed >= loops
+
+    await until(all_tried, timeout=10, what="every side meets the outage")
     counts = await orders.service.outbox.counts()
     print(
         f"while down: outbox {counts}, publish failures "
@@ -257,7 +269,12 @@ async def test_a_broker_outage_loses_nothing(
     assert facts(caplog, "publish_failed")
     assert facts(caplog, "consumer_error", handler=RESERVE)
     await topology.harness.up()
-    await settle_all([orders, inventory])
+
+    async def drained() -> bool:  # the failed publishes are due again after their backoff
+        await settle_all([orders, inventory])
+        return (await orders.service.outbox.counts())["pending"] == 0
+
+    await until(drained, timeout=20, what="the outbox drains once the broker is back")
     applied = await reservations_by_order(inventory)
     print(f"after: reservations per order {sorted(applied.values())}")
     assert applied == dict.fromkeys(placed, 1)

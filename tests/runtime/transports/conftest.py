@@ -6,7 +6,6 @@ no stream on the server (NATS) or an empty database (Redis)."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -25,6 +24,7 @@ from loom.runtime.transports import (
     TransportError,
 )
 from tests.brokers import NatsServer, RedisServer
+from tests.waiting import until
 
 ACK_WAIT = 0.35
 REQUEST_TIMEOUT = 1.0
@@ -196,11 +196,13 @@ async def eventually(attempt: Callable[[], object], *, within: float, what: str)
     """Call the coroutine function `attempt` until it stops raising TransportError; the seconds
     it took."""
     start = time.monotonic()
-    while True:
+
+    async def succeeds() -> bool:
         try:
             await attempt()  # type: ignore[misc]
-            return time.monotonic() - start
         except TransportError:
-            if time.monotonic() - start > within:
-                raise AssertionError(f"{what}: still failing after {within}s") from None
-            await asyncio.sleep(0.1)
+            return False
+        return True
+
+    await until(succeeds, timeout=within, what=f"{what}: still failing", interval=0.1)
+    return time.monotonic() - start

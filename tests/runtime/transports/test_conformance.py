@@ -198,6 +198,8 @@ async def test_a_fetch_hands_out_at_most_its_batch_redeliveries_first(backend: B
     assert len(await drain(first, RESERVE, want=6)) == 6  # evt-1..6 out with a fetcher that dies
     await first.close()
     second = await backend.transport()
+    # the scenario: the ack wait lapses with nobody fetching, so the six are due again before the
+    # first fetch (there is nothing to poll that would not consume them)
     await asyncio.sleep(ACK_WAIT * 1.2)
     got: list[Received] = []
     for _ in range(10):  # redeliveries, then the never delivered evt-7..10, three at a time
