@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The static checks, from the repository root with the project's virtualenv: ruff (lint and format)
-# over everything, mypy --strict over the typed packages and mypy over the compiler front end and
-# the codemod. scripts/test.sh runs it before the tests.
+# over everything with the rule set pyproject.toml names, and mypy --strict over all of src/loom.
+# scripts/test.sh runs it before the tests.
 # Every step runs even when an earlier one fails; the script exits non-zero if any failed and names
 # the failed steps last.
 set -uo pipefail
@@ -21,10 +21,7 @@ step() {
 
 step "ruff check" "$bin/ruff" check .
 step "ruff format --check" "$bin/ruff" format --check .
-step "mypy --strict (runtime, testing, codegen, model, migrate)" \
-  "$bin/mypy" --strict src/loom/runtime src/loom/testing src/loom/codegen src/loom/model \
-  src/loom/migrate
-step "mypy (lang, codemod)" "$bin/mypy" src/loom/lang src/loom/codemod
+step "mypy --strict (all of src/loom)" "$bin/mypy" --strict src/loom
 
 if ((${#failed[@]})); then
   echo >&2

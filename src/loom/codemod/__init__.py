@@ -7,7 +7,6 @@ comments exactly as the compiler does.
 
 from loom.codemod.handles import (
     MARKER,
-    CodemodError,
     FileResult,
     LeftInPlace,
     Lifted,
@@ -15,6 +14,7 @@ from loom.codemod.handles import (
     fix_sources,
     loom_files,
 )
+from loom.codemod.scan import CodemodError
 
 __all__ = [
     "MARKER",

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 
 from loom.lang.codes import REGISTRY, Severity
@@ -133,11 +133,11 @@ def _osa_distance(a: str, b: str) -> int:
     return prev[len(b)]
 
 
-def suggest(name: str, candidates: object) -> str | None:
+def suggest(name: str, candidates: Iterable[str]) -> str | None:
     """The closest candidate, if it is close enough to be a plausible typo of `name`."""
     best: tuple[int, str] | None = None
     limit = max(1, len(name) // 3)
-    for cand in sorted(set(candidates)):  # type: ignore[call-overload]
+    for cand in sorted(set(candidates)):
         if cand == name:
             continue
         if cand.lower() == name.lower():
@@ -148,6 +148,6 @@ def suggest(name: str, candidates: object) -> str | None:
     return best[1] if best else None
 
 
-def did_you_mean(name: str, candidates: object) -> str | None:
+def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
     s = suggest(name, candidates)
     return f"did you mean `{s}`?" if s else None

@@ -49,6 +49,6 @@ def keywords_after(prefix: str) -> frozenset[str]:
     patterns = {t.name: t.pattern for t in words}
     return frozenset(
         p.value
-        for name in state.accepts()
+        for name in state.accepts()  # type: ignore[no-untyped-call]  # lark's, untyped
         if (p := patterns.get(name)) is not None and p.type == "str" and p.value.isidentifier()
     )

@@ -305,7 +305,7 @@ def _acceptable(exc: UnexpectedToken) -> set[str]:
     """The terminals that really fit at the error. LALR merges states, so `exc.expected` can list
     tokens that would fail a step later; simulating each one on a copy of the parser is exact."""
     try:
-        accepted = set(exc.interactive_parser.accepts())
+        accepted = set(exc.interactive_parser.accepts())  # type: ignore[no-untyped-call]
     except Exception:  # noqa: BLE001 - only a better message is at stake
         return set(exc.expected)
     return accepted or set(exc.expected)

@@ -114,7 +114,7 @@ def _keep(children: list[Any]) -> _Inlined:
     return _Inlined(children)
 
 
-def _tree(name: str, children: list[Any]) -> Tree:
+def _tree(name: str, children: list[Any]) -> Tree[Any]:
     from lark import Tree  # here (start-up)
 
     return Tree(name, [c.value if type(c) is Reduced else c for c in children])
@@ -140,7 +140,9 @@ def _rules() -> list[_Rule]:
     own = {r: r for r in reduced if isinstance(r, Rule)}
     # lark's tree builder without position propagation: its child filter and single-child
     # expansion for each rule, which `_callbacks` wraps around the builder's methods
-    builders = ParseTreeBuilder(lark_parser().rules, Tree, propagate_positions=False)
+    builders = ParseTreeBuilder(  # type: ignore[no-untyped-call]  # lark's private API, untyped
+        lark_parser().rules, Tree, propagate_positions=False
+    )
     return [
         _Rule(
             own.get(rule, rule),
