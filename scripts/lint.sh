@@ -22,6 +22,7 @@ step() {
 step "ruff check" "$bin/ruff" check .
 step "ruff format --check" "$bin/ruff" format --check .
 step "mypy --strict (all of src/loom)" "$bin/mypy" --strict src/loom
+step "import contracts (lint-imports)" "$bin/lint-imports" --no-cache
 
 if ((${#failed[@]})); then
   echo >&2
