@@ -31,7 +31,7 @@ from loom.codegen.python.keyed import (
     instances_class,
     instances_table_var,
     keyed_fields,
-    process_name,
+    process_constant,
 )
 from loom.codegen.python.layout import INDENT, Doc, Group, call, lay
 from loom.codegen.python.literals import py_str
@@ -94,6 +94,12 @@ _USES_WORK = (
     ir.CancelTimeout,
     ir.CompleteInstance,
 )
+
+
+def _completes(stmts: tuple[ir.Stmt, ...]) -> bool:
+    """Whether these statements (the rest of a block) end the instance: a step runs all of its
+    block or rolls back, so a `cancel` before a `complete` in one block disarms nothing more."""
+    return any(isinstance(stmt, ir.CompleteInstance) for stmt in stmts)
 
 
 def _repo_aggregate(stmt: ir.Stmt) -> str | None:
@@ -197,6 +203,8 @@ class BodyWriter:
     ) -> list[str]:
         out: list[str] = []
         for i, (stmt, later) in enumerate(zip(stmts, walk.reads_after(stmts), strict=True)):
+            if isinstance(stmt, ir.CancelTimeout) and _completes(stmts[i + 1 :]):
+                continue  # the `complete` later in this block disarms every timeout anyway
             if self._carry and isinstance(stmt, _WRITES):
                 last = i + 1 == len(stmts) or not isinstance(stmts[i + 1], _WRITES)
                 out += self._write(stmt, depth, carry=last)
@@ -326,7 +334,7 @@ class BodyWriter:
         wf = self.workflow
         assert wf is not None and wf.correlation is not None and self.instance_var is not None
         key = f"str({self.instance_var}.{naming.ident(wf.correlation)})"
-        return wf, py_str(process_name(wf)), key
+        return wf, process_constant(wf, self.imports), key
 
     def ended_check(self, depth: int, starter: bool = False) -> list[str]:
         """After a process workflow binds its instance: on an ended instance a starter (a
