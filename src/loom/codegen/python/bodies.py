@@ -96,12 +96,6 @@ _USES_WORK = (
 )
 
 
-def _completes(stmts: tuple[ir.Stmt, ...]) -> bool:
-    """Whether these statements (the rest of a block) end the instance: a step runs all of its
-    block or rolls back, so a `cancel` before a `complete` in one block disarms nothing more."""
-    return any(isinstance(stmt, ir.CompleteInstance) for stmt in stmts)
-
-
 def _repo_aggregate(stmt: ir.Stmt) -> str | None:
     if isinstance(stmt, ir.LoadById | ir.Save | ir.Delete):
         return stmt.aggregate
@@ -203,8 +197,6 @@ class BodyWriter:
     ) -> list[str]:
         out: list[str] = []
         for i, (stmt, later) in enumerate(zip(stmts, walk.reads_after(stmts), strict=True)):
-            if isinstance(stmt, ir.CancelTimeout) and _completes(stmts[i + 1 :]):
-                continue  # the `complete` later in this block disarms every timeout anyway
             if self._carry and isinstance(stmt, _WRITES):
                 last = i + 1 == len(stmts) or not isinstance(stmts[i + 1], _WRITES)
                 out += self._write(stmt, depth, carry=last)

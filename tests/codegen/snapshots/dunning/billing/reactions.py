@@ -66,6 +66,12 @@ async def dunning_on_payment_received(service: Service, e: PaymentReceived) -> N
                 },
             )
             return
+        await service.processes.store.disarm(
+            work,
+            DUNNING_PROCESS,
+            str(instance.subscription),
+            "grace",
+        )
         instance.ended = True
         await service.processes.store.disarm_all(
             work,

@@ -76,6 +76,12 @@ async def confirmation_deadline_on_appointment_confirmed(
                 },
             )
             return
+        await service.processes.store.disarm(
+            work,
+            CONFIRMATION_DEADLINE_PROCESS,
+            str(instance.appointment),
+            "deadline",
+        )
         instance.ended = True
         await service.processes.store.disarm_all(
             work,
@@ -158,6 +164,12 @@ async def deposit_hold_on_deposit_paid(service: Service, e: DepositPaid) -> None
                 },
             )
             return
+        await service.processes.store.disarm(
+            work,
+            DEPOSIT_HOLD_PROCESS,
+            str(instance.appointment),
+            "deposit",
+        )
         instance.ended = True
         await service.processes.store.disarm_all(
             work,

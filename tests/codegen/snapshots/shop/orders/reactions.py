@@ -85,6 +85,12 @@ async def payment_deadline_on_payment_succeeded(
                 },
             )
             return
+        await service.processes.store.disarm(
+            work,
+            PAYMENT_DEADLINE_PROCESS,
+            str(instance.order),
+            "payment",
+        )
         instance.ended = True
         await service.processes.store.disarm_all(
             work,
@@ -119,6 +125,12 @@ async def payment_deadline_on_payment_failed(
                 },
             )
             return
+        await service.processes.store.disarm(
+            work,
+            PAYMENT_DEADLINE_PROCESS,
+            str(instance.order),
+            "payment",
+        )
         instance.ended = True
         await service.processes.store.disarm_all(
             work,

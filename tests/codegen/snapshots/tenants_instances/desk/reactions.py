@@ -60,6 +60,12 @@ async def escalation_on_resolved(service: Service, e: Resolved) -> None:
                 },
             )
             return
+        await service.processes.store.disarm(
+            work,
+            ESCALATION_PROCESS,
+            str(instance.ticket),
+            "escalate",
+        )
         instance.ended = True
         await service.processes.store.disarm_all(
             work,
