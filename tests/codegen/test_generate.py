@@ -142,6 +142,22 @@ def test_ruff_check(generated_dir: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def test_imports_sorted_as_in_a_users_project(generated_dir: Path) -> None:
+    """isort (ruff's `I`) accepts the imports where `loom` is an installed, third-party package."""
+    done = ruff(
+        "check",
+        "--isolated",
+        "--select",
+        "I",
+        "--config",
+        'lint.isort.known-third-party=["loom"]',
+        "--output-format",
+        "concise",
+        str(generated_dir),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def test_imports_and_builds(
     model_case: tuple[str, ir.Model],
     generated_dir: Path,

@@ -31,7 +31,7 @@ from loom.codegen.python.keyed import (
     instances_class,
     instances_table_var,
     keyed_fields,
-    process_name,
+    process_constant,
 )
 from loom.codegen.python.layout import INDENT, Doc, Group, call, lay
 from loom.codegen.python.literals import py_str
@@ -326,7 +326,7 @@ class BodyWriter:
         wf = self.workflow
         assert wf is not None and wf.correlation is not None and self.instance_var is not None
         key = f"str({self.instance_var}.{naming.ident(wf.correlation)})"
-        return wf, py_str(process_name(wf)), key
+        return wf, process_constant(wf, self.imports), key
 
     def ended_check(self, depth: int, starter: bool = False) -> list[str]:
         """After a process workflow binds its instance: on an ended instance a starter (a

@@ -1,5 +1,6 @@
 """The imports of a generated module: collected while its body is rendered, then written in
-isort's sections and order (future, standard library, third party, `loom`, relative)."""
+isort's sections and order (future, standard library, third party, relative). `loom` is third
+party: in a user's project it is an installed dependency, so the imports pass their isort as built."""
 
 from __future__ import annotations
 
@@ -30,8 +31,6 @@ def _section(module: str) -> int:
     top = module.split(".")[0]
     if top in _STDLIB:
         return 1
-    if top == "loom":
-        return 3
     return 2
 
 
@@ -52,6 +51,18 @@ class Imports:
 
     froms: dict[str, set[str]] = field(default_factory=dict)
     plain: set[str] = field(default_factory=set)
+    # module-level constants the body refers to (name -> literal), written right after the
+    # imports: a value the module repeats, such as a process name, is spelled once
+    constants: dict[str, str] = field(default_factory=dict)
+
+    def constant(self, name: str, literal: str) -> str:
+        """The name of a module constant holding `literal`: `name`, or `name_2`, … when that is
+        taken by another value."""
+        taken, n = name, 1
+        while self.constants.setdefault(taken, literal) != literal:
+            n += 1
+            taken = f"{name}_{n}"
+        return taken
 
     def add(self, module: str, *names: str) -> None:
         found = self.froms.get(module)

@@ -3,6 +3,8 @@ projection (one per key), and the names of what the generated service keeps them
 
 from __future__ import annotations
 
+from loom.codegen.python.imports import Imports
+from loom.codegen.python.literals import py_str
 from loom.model import ir, naming
 from loom.model.reserved import ENDED, ENDED_AT, EPISODE, STARTED_AT
 
@@ -52,6 +54,13 @@ def keyed_fields(wf: Keyed) -> tuple[ir.Field, ...]:
 def process_name(wf: ir.Workflow) -> str:
     """The name a process workflow's timers are kept under: `<Context>.<Workflow>`."""
     return f"{wf.context}.{wf.name}"
+
+
+def process_constant(wf: ir.Workflow, imports: Imports) -> str:
+    """The module constant holding the workflow's process name, declared in `imports`' module
+    (`CONFIRMATION_DEADLINE_PROCESS = "Scheduling.ConfirmationDeadline"`)."""
+    name = f"{naming.snake(wf.name).upper()}_PROCESS"
+    return imports.constant(name, py_str(process_name(wf)))
 
 
 def key_of(wf: Keyed) -> str:

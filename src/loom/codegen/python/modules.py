@@ -50,6 +50,9 @@ def module_text(head: list[str], imports: Imports, blocks: list[list[str]]) -> s
     if imp:
         lines.append("")
         lines.extend(imp)
+    if imports.constants:
+        lines.append("")
+        lines.extend(f"{name} = {value}" for name, value in imports.constants.items())
     prev_def = False
     for block in blocks:
         if not block:

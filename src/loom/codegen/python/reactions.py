@@ -20,7 +20,7 @@ from __future__ import annotations
 from loom.codegen.python.bodies import BodyWriter, duration, duration_text
 from loom.codegen.python.expressions import Scope
 from loom.codegen.python.imports import Imports
-from loom.codegen.python.keyed import instances_class, instances_table_var, process_name
+from loom.codegen.python.keyed import instances_class, instances_table_var, process_constant
 from loom.codegen.python.layout import Doc, Group, call, lay
 from loom.codegen.python.literals import docstring, py_str
 from loom.codegen.python.model_info import ModelInfo
@@ -90,12 +90,12 @@ def emit_reactions(info: ModelInfo, context: ir.Context) -> str:
         registrations.append(
             call(
                 "service.timeouts.register",
-                [py_str(process_name(wf)), f"partial({dispatch}, service)"],
+                [process_constant(wf, imports), f"partial({dispatch}, service)"],
             )
         )
         imports.add(".repositories", instances_class(wf))
         registrations.append(
-            call("service.processes.track", [py_str(process_name(wf)), instances_class(wf)])
+            call("service.processes.track", [process_constant(wf, imports), instances_class(wf)])
         )
     for tm in context.timers:
         fn = functions.take(f"{naming.snake(tm.name)}_timer")
@@ -146,7 +146,7 @@ def _timeout(
     scope.state = writer.instance_var
     key_field = next(f for f in wf.state if f.name == wf.correlation)
     key = f"{types.render(key_field.type)}(UUID(due.key))"
-    inst, process = writer.instance_var, py_str(process_name(wf))
+    inst, process = writer.instance_var, process_constant(wf, imports)
     fields = Group(
         "{",
         [f'"process": {process}', '"key": due.key', '"timeout": due.name'],

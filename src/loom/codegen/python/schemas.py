@@ -291,14 +291,18 @@ PENDING_TIMEOUT_OUT = "PendingTimeoutOut"
 def _pending_timeout_class(imports: Imports) -> list[str]:
     """`{"name": …, "dueAt": …}`: a timeout of a process instance that has not fired yet."""
     imports.add("pydantic", "BaseModel")
+    imports.add("pydantic", "ConfigDict")
+    imports.add("pydantic", "Field")
     imports.add("datetime", "datetime")
     doc = "A timeout of a process instance that has not fired: its name and when it is due."
     return [
         f"class {PENDING_TIMEOUT_OUT}(BaseModel):",
         f"    {docstring(doc)}",
         "",
+        "    model_config = ConfigDict(from_attributes=True)  # read off a runtime PendingTimeout",
+        "",
         "    name: str",
-        "    dueAt: datetime",
+        '    due_at: datetime = Field(serialization_alias="dueAt")',
     ]
 
 
@@ -338,7 +342,7 @@ def _instance_class(wf: Keyed, out_types: TypeNames, imports: Imports) -> list[s
         for f in members[1:]
     ]
     if process:
-        item = f"{PENDING_TIMEOUT_OUT}(name=t.name, dueAt=t.due_at)"
+        item = f"{PENDING_TIMEOUT_OUT}.model_validate(t)"
         kwargs.append(f"timeouts=[{item} for t in timeouts]")
     lines += lay(call("cls", kwargs, prefix="return "), 2)
     return lines

@@ -17,7 +17,7 @@ from loom.codegen.python.keyed import (
     correlated,
     instance_out_class,
     instances_class,
-    process_name,
+    process_constant,
     state_class,
 )
 from loom.codegen.python.layout import Group, call, lay
@@ -145,7 +145,7 @@ def _instance_route(
         lines.append(f"    return {out}.from_state(instance)")
         return lines
     # a process: its timeouts that have not fired, earliest first
-    args = [py_str(process_name(wf)), "id", "work=work"]
+    args = [process_constant(wf, imports), "id", "work=work"]
     lines += lay(call("service.processes.pending", args, prefix="timeouts = await "), 2)
     lines.append(f"    return {out}.from_state(instance, timeouts)")
     return lines

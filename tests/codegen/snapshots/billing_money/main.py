@@ -5,7 +5,6 @@
 from pathlib import Path
 
 from fastapi import FastAPI
-
 from loom.runtime import create_app
 
 from ._metadata import metadata

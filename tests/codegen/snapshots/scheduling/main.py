@@ -6,7 +6,6 @@ from datetime import timedelta
 from pathlib import Path
 
 from fastapi import FastAPI
-
 from loom.runtime import Backoff, Channel, DomainEvent, Service, create_app
 
 from ._metadata import metadata

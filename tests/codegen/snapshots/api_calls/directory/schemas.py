@@ -4,10 +4,9 @@
 
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from loom.runtime import Int64, JsonBool, JsonInt64, WireText
 from loom.runtime.types import map_list
+from pydantic import BaseModel, ConfigDict, Field
 
 from .domain import Level, Skill, Technician, TechnicianView
 from .ids import TechnicianId

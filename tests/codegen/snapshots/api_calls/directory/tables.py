@@ -2,9 +2,8 @@
 # Do not edit: change the model and rebuild.
 # Tables of context Directory.
 
-from sqlalchemy import Boolean, Column, Integer, String, Table, UniqueConstraint, Uuid
-
 from loom.runtime.types import JsonValue
+from sqlalchemy import Boolean, Column, Integer, String, Table, UniqueConstraint, Uuid
 
 from .._metadata import metadata
 from .domain import Skill

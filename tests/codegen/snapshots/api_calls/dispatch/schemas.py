@@ -4,9 +4,8 @@
 
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict
-
 from loom.runtime import Int64, JsonInt64, WireText
+from pydantic import BaseModel, ConfigDict
 
 from ..directory.ids import TechnicianId
 from .domain import WorkOrder

@@ -4,10 +4,9 @@
 
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict
-
 from loom.runtime import Int64, JsonInt64, WireText
 from loom.runtime.types import map_list
+from pydantic import BaseModel, ConfigDict
 
 from .domain import Level, Skill, TechnicianView
 

@@ -4,10 +4,9 @@
 
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from loom.runtime import Int64, JsonInt64, WireText
 from loom.runtime.times import DatetimeOut
+from pydantic import BaseModel, ConfigDict, Field
 
 from .domain import Account, AccountKind, Customer
 from .ids import AccountId, CustomerId

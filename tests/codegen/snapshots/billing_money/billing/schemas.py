@@ -5,8 +5,6 @@
 from decimal import Decimal
 from typing import Annotated, Self
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from loom.runtime import (
     DecimalIn,
     DecimalOut,
@@ -16,6 +14,7 @@ from loom.runtime import (
     WireText,
 )
 from loom.runtime.types import map_optional
+from pydantic import BaseModel, ConfigDict, Field
 
 from .domain import Charge, Subscription
 from .ids import SubscriptionId

@@ -2,9 +2,8 @@
 # Do not edit: change the model and rebuild.
 # Tables of context Billing.
 
-from sqlalchemy import Column, Integer, Table, Uuid
-
 from loom.runtime.types import DecimalText, JsonList, JsonValue
+from sqlalchemy import Column, Integer, Table, Uuid
 
 from .._metadata import metadata
 from .domain import Charge

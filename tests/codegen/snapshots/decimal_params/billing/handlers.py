@@ -3,7 +3,6 @@
 # Command and query handlers of context Billing.
 
 from fastapi import APIRouter, Request
-
 from loom.runtime import PROBLEM_RESPONSES, LoomRoute, decimals, get_service
 
 from .domain import SplitRequested

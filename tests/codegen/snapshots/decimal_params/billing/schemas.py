@@ -6,8 +6,6 @@ from decimal import Decimal
 from typing import Annotated, Self
 
 from annotated_types import MaxLen
-from pydantic import BaseModel, ConfigDict
-
 from loom.runtime import (
     TEXT_CHECK,
     DecimalIn,
@@ -17,6 +15,7 @@ from loom.runtime import (
     WireDecimal,
     WireText,
 )
+from pydantic import BaseModel, ConfigDict
 
 from .domain import Account, Invoice
 from .ids import AccountId, InvoiceId

@@ -2,9 +2,8 @@
 # Do not edit: change the model and rebuild.
 # Tables of context Billing.
 
-from sqlalchemy import BigInteger, Column, Integer, String, Table, Uuid
-
 from loom.runtime.types import BoundedText, DecimalText
+from sqlalchemy import BigInteger, Column, Integer, String, Table, Uuid
 
 from .._metadata import metadata
 

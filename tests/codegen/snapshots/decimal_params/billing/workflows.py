@@ -5,7 +5,6 @@
 from typing import cast
 
 from fastapi import APIRouter, Request
-
 from loom.runtime import PROBLEM_RESPONSES, LoomRoute, decimals, get_service
 
 from .domain import Invoice

@@ -20,6 +20,11 @@ from .repositories import (
     Subscriptions,
 )
 
+DUNNING_PROCESS = "Billing.Dunning"
+FIRST_NOTICE_PROCESS = "Billing.FirstNotice"
+HOLD_PROCESS = "Billing.Hold"
+HOLD_ONCE_PROCESS = "Billing.HoldOnce"
+
 
 async def dunning_create_payment_failed(service: Service, e: PaymentFailed) -> None:
     """workflow Dunning: create(e: PaymentFailed) by e.subscription (dunning.loom:46)"""
@@ -31,7 +36,7 @@ async def dunning_create_payment_failed(service: Service, e: PaymentFailed) -> N
         instance.failures = instance.failures + 1
         await service.processes.store.arm(
             work,
-            "Billing.Dunning",
+            DUNNING_PROCESS,
             str(instance.subscription),
             Timeout("grace", after=timedelta(days=3)),
             now(),
@@ -55,7 +60,7 @@ async def dunning_on_payment_received(service: Service, e: PaymentReceived) -> N
                 "process_ignored_ended",
                 INFO,
                 {
-                    "process": "Billing.Dunning",
+                    "process": DUNNING_PROCESS,
                     "key": str(instance.subscription),
                     "handler": "Billing.Dunning.on(PaymentReceived)",
                 },
@@ -63,14 +68,14 @@ async def dunning_on_payment_received(service: Service, e: PaymentReceived) -> N
             return
         await service.processes.store.disarm(
             work,
-            "Billing.Dunning",
+            DUNNING_PROCESS,
             str(instance.subscription),
             "grace",
         )
         instance.ended = True
         await service.processes.store.disarm_all(
             work,
-            "Billing.Dunning",
+            DUNNING_PROCESS,
             str(instance.subscription),
         )
         await dunning_instances.save(instance)
@@ -90,7 +95,7 @@ async def first_notice_create_payment_failed(
                 "process_ignored_ended",
                 INFO,
                 {
-                    "process": "Billing.FirstNotice",
+                    "process": FIRST_NOTICE_PROCESS,
                     "key": str(instance.subscription),
                     "handler": "Billing.FirstNotice.create(PaymentFailed)",
                     "once": True,
@@ -102,7 +107,7 @@ async def first_notice_create_payment_failed(
         instance.ended = True
         await service.processes.store.disarm_all(
             work,
-            "Billing.FirstNotice",
+            FIRST_NOTICE_PROCESS,
             str(instance.subscription),
         )
         await subscriptions.save(s)
@@ -118,14 +123,14 @@ async def dunning_timeout_grace(service: Service, due: TimeoutDue, work: Work) -
         log_fact(
             "process_ignored_ended",
             INFO,
-            {"process": "Billing.Dunning", "key": due.key, "timeout": due.name},
+            {"process": DUNNING_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     if not await service.processes.armed(work, due):  # disarmed or re-armed
         log_fact(
             "timeout_stale",
             INFO,
-            {"process": "Billing.Dunning", "key": due.key, "timeout": due.name},
+            {"process": DUNNING_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     s = await subscriptions.get_by_id(instance.subscription)
@@ -133,7 +138,7 @@ async def dunning_timeout_grace(service: Service, due: TimeoutDue, work: Work) -
     instance.ended = True
     await service.processes.store.disarm_all(
         work,
-        "Billing.Dunning",
+        DUNNING_PROCESS,
         str(instance.subscription),
     )
     await subscriptions.save(s)
@@ -156,20 +161,20 @@ async def hold_timeout_lapse(service: Service, due: TimeoutDue, work: Work) -> N
         log_fact(
             "process_ignored_ended",
             INFO,
-            {"process": "Billing.Hold", "key": due.key, "timeout": due.name},
+            {"process": HOLD_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     if not await service.processes.armed(work, due):  # disarmed or re-armed
         log_fact(
             "timeout_stale",
             INFO,
-            {"process": "Billing.Hold", "key": due.key, "timeout": due.name},
+            {"process": HOLD_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     instance.ended = True
     await service.processes.store.disarm_all(
         work,
-        "Billing.Hold",
+        HOLD_PROCESS,
         str(instance.subscription),
     )
     await hold_instances.save(instance)
@@ -195,20 +200,20 @@ async def hold_once_timeout_lapse(
         log_fact(
             "process_ignored_ended",
             INFO,
-            {"process": "Billing.HoldOnce", "key": due.key, "timeout": due.name},
+            {"process": HOLD_ONCE_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     if not await service.processes.armed(work, due):  # disarmed or re-armed
         log_fact(
             "timeout_stale",
             INFO,
-            {"process": "Billing.HoldOnce", "key": due.key, "timeout": due.name},
+            {"process": HOLD_ONCE_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     instance.ended = True
     await service.processes.store.disarm_all(
         work,
-        "Billing.HoldOnce",
+        HOLD_ONCE_PROCESS,
         str(instance.subscription),
     )
     await hold_once_instances.save(instance)
@@ -240,9 +245,9 @@ def subscribe(service: Service) -> None:
         partial(first_notice_create_payment_failed, service),
         name="Billing.FirstNotice.create(PaymentFailed)",
     )
-    service.timeouts.register("Billing.Dunning", partial(dunning_timeouts, service))
-    service.processes.track("Billing.Dunning", DunningInstances)
-    service.timeouts.register("Billing.Hold", partial(hold_timeouts, service))
-    service.processes.track("Billing.Hold", HoldInstances)
-    service.timeouts.register("Billing.HoldOnce", partial(hold_once_timeouts, service))
-    service.processes.track("Billing.HoldOnce", HoldOnceInstances)
+    service.timeouts.register(DUNNING_PROCESS, partial(dunning_timeouts, service))
+    service.processes.track(DUNNING_PROCESS, DunningInstances)
+    service.timeouts.register(HOLD_PROCESS, partial(hold_timeouts, service))
+    service.processes.track(HOLD_PROCESS, HoldInstances)
+    service.timeouts.register(HOLD_ONCE_PROCESS, partial(hold_once_timeouts, service))
+    service.processes.track(HOLD_ONCE_PROCESS, HoldOnceInstances)

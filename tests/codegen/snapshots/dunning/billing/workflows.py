@@ -6,7 +6,6 @@ from datetime import timedelta
 from uuid import UUID
 
 from fastapi import APIRouter, Request
-
 from loom.runtime import (
     PROBLEM_RESPONSES,
     ConcurrencyConflict,
@@ -36,6 +35,11 @@ from .schemas import (
     OpenSubscriptionInput,
     ReportFailureInput,
 )
+
+HOLD_PROCESS = "Billing.Hold"
+HOLD_ONCE_PROCESS = "Billing.HoldOnce"
+DUNNING_PROCESS = "Billing.Dunning"
+FIRST_NOTICE_PROCESS = "Billing.FirstNotice"
 
 router = APIRouter(route_class=LoomRoute)
 
@@ -98,7 +102,7 @@ async def hold(body: HoldInput, request: Request) -> None:
             instance = await hold_instances.next_episode(instance)
         await service.processes.store.arm(
             work,
-            "Billing.Hold",
+            HOLD_PROCESS,
             str(instance.subscription),
             Timeout("lapse", after=timedelta(hours=1)),
             now(),
@@ -126,7 +130,7 @@ async def hold_once(body: HoldOnceInput, request: Request) -> None:
             )
         await service.processes.store.arm(
             work,
-            "Billing.HoldOnce",
+            HOLD_ONCE_PROCESS,
             str(instance.subscription),
             Timeout("lapse", after=timedelta(hours=1)),
             now(),
@@ -144,7 +148,7 @@ async def get_dunning_instance(id: UUID, request: Request) -> DunningInstanceOut
     service = get_service(request)
     async with service.autocommit() as work:
         instance = await DunningInstances(work).get(id)
-        timeouts = await service.processes.pending("Billing.Dunning", id, work=work)
+        timeouts = await service.processes.pending(DUNNING_PROCESS, id, work=work)
     return DunningInstanceOut.from_state(instance, timeouts)
 
 
@@ -173,7 +177,7 @@ async def get_first_notice_instance(
     service = get_service(request)
     async with service.autocommit() as work:
         instance = await FirstNoticeInstances(work).get(id)
-        timeouts = await service.processes.pending("Billing.FirstNotice", id, work=work)
+        timeouts = await service.processes.pending(FIRST_NOTICE_PROCESS, id, work=work)
     return FirstNoticeInstanceOut.from_state(instance, timeouts)
 
 
@@ -199,7 +203,7 @@ async def get_hold_instance(id: UUID, request: Request) -> HoldInstanceOut:
     service = get_service(request)
     async with service.autocommit() as work:
         instance = await HoldInstances(work).get(id)
-        timeouts = await service.processes.pending("Billing.Hold", id, work=work)
+        timeouts = await service.processes.pending(HOLD_PROCESS, id, work=work)
     return HoldInstanceOut.from_state(instance, timeouts)
 
 
@@ -225,7 +229,7 @@ async def get_hold_once_instance(id: UUID, request: Request) -> HoldOnceInstance
     service = get_service(request)
     async with service.autocommit() as work:
         instance = await HoldOnceInstances(work).get(id)
-        timeouts = await service.processes.pending("Billing.HoldOnce", id, work=work)
+        timeouts = await service.processes.pending(HOLD_ONCE_PROCESS, id, work=work)
     return HoldOnceInstanceOut.from_state(instance, timeouts)
 
 

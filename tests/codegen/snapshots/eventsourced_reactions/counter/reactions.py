@@ -15,6 +15,8 @@ from .ids import ThingId
 from .repositories import TallyInstances
 from .workflows import tally_apply_counted, tally_create_poked, tally_next
 
+TALLY_PROCESS = "Counter.tally"
+
 
 async def tally_create_poked_(service: Service, e: Poked) -> None:
     """workflow tally: create(e: Poked) by e.thing (eventsourced_reactions.loom:20)"""
@@ -28,7 +30,7 @@ async def tally_create_poked_(service: Service, e: Poked) -> None:
         tally_apply_counted(instance, counted)
         await service.processes.store.arm(
             work,
-            "Counter.tally",
+            TALLY_PROCESS,
             str(instance.thing),
             Timeout("recount", after=timedelta(hours=1)),
             now(),
@@ -49,7 +51,7 @@ async def tally_on_nudged(service: Service, e: Nudged) -> None:
                 "process_ignored_ended",
                 INFO,
                 {
-                    "process": "Counter.tally",
+                    "process": TALLY_PROCESS,
                     "key": str(instance.thing),
                     "handler": "Counter.tally.on(Nudged)",
                 },
@@ -70,14 +72,14 @@ async def tally_timeout_recount(service: Service, due: TimeoutDue, work: Work) -
         log_fact(
             "process_ignored_ended",
             INFO,
-            {"process": "Counter.tally", "key": due.key, "timeout": due.name},
+            {"process": TALLY_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     if not await service.processes.armed(work, due):  # disarmed or re-armed
         log_fact(
             "timeout_stale",
             INFO,
-            {"process": "Counter.tally", "key": due.key, "timeout": due.name},
+            {"process": TALLY_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     counted = Counted(thing=instance.thing, n=tally_next(instance.n))
@@ -107,5 +109,5 @@ def subscribe(service: Service) -> None:
         partial(tally_on_nudged, service),
         name="Counter.tally.on(Nudged)",
     )
-    service.timeouts.register("Counter.tally", partial(tally_timeouts, service))
-    service.processes.track("Counter.tally", TallyInstances)
+    service.timeouts.register(TALLY_PROCESS, partial(tally_timeouts, service))
+    service.processes.track(TALLY_PROCESS, TallyInstances)

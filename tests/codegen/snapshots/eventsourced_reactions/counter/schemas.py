@@ -6,11 +6,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from loom.runtime import Int64, WireText, instance_version
 from loom.runtime.processes import PendingTimeout
 from loom.runtime.times import DatetimeOut
+from pydantic import BaseModel, ConfigDict, Field
 
 from .domain import TallyState, Thing
 from .ids import ThingId
@@ -48,8 +47,10 @@ class ThingUpdateInput(BaseModel):
 class PendingTimeoutOut(BaseModel):
     """A timeout of a process instance that has not fired: its name and when it is due."""
 
+    model_config = ConfigDict(from_attributes=True)  # read off a runtime PendingTimeout
+
     name: str
-    dueAt: datetime
+    due_at: datetime = Field(serialization_alias="dueAt")
 
 
 class TallyInstanceOut(BaseModel):
@@ -79,5 +80,5 @@ class TallyInstanceOut(BaseModel):
             episode=state.episode,
             started_at=state.started_at,
             ended_at=state.ended_at,
-            timeouts=[PendingTimeoutOut(name=t.name, dueAt=t.due_at) for t in timeouts],
+            timeouts=[PendingTimeoutOut.model_validate(t) for t in timeouts],
         )

@@ -5,12 +5,13 @@
 from uuid import UUID
 
 from fastapi import APIRouter, Request
-
 from loom.runtime import PROBLEM_RESPONSES, Episode, LoomRoute, get_service
 
 from .domain import Counted, TallyState
 from .repositories import TallyInstances
 from .schemas import TallyInstanceOut
+
+TALLY_PROCESS = "Counter.tally"
 
 router = APIRouter(route_class=LoomRoute)
 
@@ -43,7 +44,7 @@ async def get_tally_instance(id: UUID, request: Request) -> TallyInstanceOut:
     service = get_service(request)
     async with service.autocommit() as work:
         instance = await TallyInstances(work).get(id)
-        timeouts = await service.processes.pending("Counter.tally", id, work=work)
+        timeouts = await service.processes.pending(TALLY_PROCESS, id, work=work)
     return TallyInstanceOut.from_state(instance, timeouts)
 
 

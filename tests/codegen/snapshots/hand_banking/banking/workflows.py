@@ -3,7 +3,6 @@
 # Workflow routes of context Banking.
 
 from fastapi import APIRouter, Request
-
 from loom.runtime import (
     PROBLEM_RESPONSES,
     Int64,

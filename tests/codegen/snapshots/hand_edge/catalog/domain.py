@@ -10,8 +10,6 @@ from datetime import date
 from decimal import Decimal
 from typing import ClassVar
 
-from pydantic import ConfigDict
-
 from loom.runtime import (
     AggregateRoot,
     DomainEvent,
@@ -22,6 +20,7 @@ from loom.runtime import (
     require,
     wire_names,
 )
+from pydantic import ConfigDict
 
 from .ids import BoxId
 

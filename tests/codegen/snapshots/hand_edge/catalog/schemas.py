@@ -5,9 +5,8 @@
 from datetime import date
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from loom.runtime import DecimalOut, Int64, WireDecimal, WireText
+from pydantic import BaseModel, ConfigDict, Field
 
 from .domain import Box, Color
 from .ids import BoxId

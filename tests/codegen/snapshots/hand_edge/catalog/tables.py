@@ -2,9 +2,8 @@
 # Do not edit: change the model and rebuild.
 # Tables of context Catalog.
 
-from sqlalchemy import BigInteger, Column, Date, Integer, String, Table, Uuid
-
 from loom.runtime.types import DecimalText, JsonList
+from sqlalchemy import BigInteger, Column, Date, Integer, String, Table, Uuid
 
 from .._metadata import metadata
 

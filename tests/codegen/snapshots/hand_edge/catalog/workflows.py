@@ -3,7 +3,6 @@
 # Workflow routes of context Catalog.
 
 from fastapi import APIRouter, Request
-
 from loom.runtime import PROBLEM_RESPONSES, DecimalOut, LoomRoute, get_service
 
 from .domain import Box

@@ -3,7 +3,6 @@
 # Workflow routes of context Shipping.
 
 from fastapi import APIRouter, Request
-
 from loom.runtime import PROBLEM_RESPONSES, LoomRoute, get_service
 
 from .domain import Parcel

@@ -5,9 +5,8 @@
 from datetime import datetime
 from decimal import Decimal
 
-from sqlalchemy import ColumnElement, and_, not_, or_
-
 from loom.runtime import Repository, as_number, decimals
+from sqlalchemy import ColumnElement, and_, not_, or_
 
 from . import tables
 from .domain import Note, Ticket

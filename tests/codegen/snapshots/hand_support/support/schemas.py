@@ -4,8 +4,6 @@
 
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from loom.runtime import (
     DecimalOut,
     Int64,
@@ -17,6 +15,7 @@ from loom.runtime import (
     now,
 )
 from loom.runtime.times import DatetimeOut, WireDatetime
+from pydantic import BaseModel, ConfigDict, Field
 
 from .domain import Note, Status, Ticket
 from .ids import NoteId, TicketId

@@ -2,6 +2,7 @@
 # Do not edit: change the model and rebuild.
 # Tables of context Support.
 
+from loom.runtime.types import DecimalText, JsonList, UtcDateTime
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -12,8 +13,6 @@ from sqlalchemy import (
     UniqueConstraint,
     Uuid,
 )
-
-from loom.runtime.types import DecimalText, JsonList, UtcDateTime
 
 from .._metadata import metadata
 

@@ -8,8 +8,6 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import ClassVar
 
-from pydantic import ConfigDict
-
 from loom.runtime import (
     AggregateRoot,
     DomainEvent,
@@ -21,6 +19,7 @@ from loom.runtime import (
     times,
     wire_names,
 )
+from pydantic import ConfigDict
 
 from .ids import BookingId
 

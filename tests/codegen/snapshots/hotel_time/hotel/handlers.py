@@ -5,7 +5,6 @@
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
-
 from loom.runtime import PROBLEM_RESPONSES, LoomRoute, get_service
 from loom.runtime.times import WireDuration
 

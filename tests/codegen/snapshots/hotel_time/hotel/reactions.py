@@ -14,6 +14,8 @@ from .domain import BookingHeld, BookingPaid
 from .ids import BookingId
 from .repositories import Bookings, PaymentDeadlineInstances
 
+PAYMENT_DEADLINE_PROCESS = "Hotel.PaymentDeadline"
+
 
 async def payment_deadline_create_booking_held(
     service: Service,
@@ -27,14 +29,14 @@ async def payment_deadline_create_booking_held(
             instance = await payment_deadline_instances.next_episode(instance)
         await service.processes.store.arm(
             work,
-            "Hotel.PaymentDeadline",
+            PAYMENT_DEADLINE_PROCESS,
             str(instance.booking),
             Timeout("deadline", after=times.minutes(e.hold_minutes)),
             now(),
         )
         await service.processes.store.arm(
             work,
-            "Hotel.PaymentDeadline",
+            PAYMENT_DEADLINE_PROCESS,
             str(instance.booking),
             Timeout(
                 "reminder",
@@ -58,7 +60,7 @@ async def payment_deadline_on_booking_paid(service: Service, e: BookingPaid) -> 
                 "process_ignored_ended",
                 INFO,
                 {
-                    "process": "Hotel.PaymentDeadline",
+                    "process": PAYMENT_DEADLINE_PROCESS,
                     "key": str(instance.booking),
                     "handler": "Hotel.PaymentDeadline.on(BookingPaid)",
                 },
@@ -66,7 +68,7 @@ async def payment_deadline_on_booking_paid(service: Service, e: BookingPaid) -> 
             return
         await service.processes.store.disarm(
             work,
-            "Hotel.PaymentDeadline",
+            PAYMENT_DEADLINE_PROCESS,
             str(instance.booking),
             "deadline",
         )
@@ -86,14 +88,14 @@ async def payment_deadline_timeout_deadline(
         log_fact(
             "process_ignored_ended",
             INFO,
-            {"process": "Hotel.PaymentDeadline", "key": due.key, "timeout": due.name},
+            {"process": PAYMENT_DEADLINE_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     if not await service.processes.armed(work, due):  # disarmed or re-armed
         log_fact(
             "timeout_stale",
             INFO,
-            {"process": "Hotel.PaymentDeadline", "key": due.key, "timeout": due.name},
+            {"process": PAYMENT_DEADLINE_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     b = await bookings.get_by_id(instance.booking)
@@ -116,14 +118,14 @@ async def payment_deadline_timeout_reminder(
         log_fact(
             "process_ignored_ended",
             INFO,
-            {"process": "Hotel.PaymentDeadline", "key": due.key, "timeout": due.name},
+            {"process": PAYMENT_DEADLINE_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     if not await service.processes.armed(work, due):  # disarmed or re-armed
         log_fact(
             "timeout_stale",
             INFO,
-            {"process": "Hotel.PaymentDeadline", "key": due.key, "timeout": due.name},
+            {"process": PAYMENT_DEADLINE_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     b = await bookings.get_by_id(instance.booking)
@@ -131,7 +133,7 @@ async def payment_deadline_timeout_reminder(
     instance.ended = True
     await service.processes.store.disarm_all(
         work,
-        "Hotel.PaymentDeadline",
+        PAYMENT_DEADLINE_PROCESS,
         str(instance.booking),
     )
     await bookings.save(b)
@@ -166,7 +168,7 @@ def subscribe(service: Service) -> None:
         name="Hotel.PaymentDeadline.on(BookingPaid)",
     )
     service.timeouts.register(
-        "Hotel.PaymentDeadline",
+        PAYMENT_DEADLINE_PROCESS,
         partial(payment_deadline_timeouts, service),
     )
-    service.processes.track("Hotel.PaymentDeadline", PaymentDeadlineInstances)
+    service.processes.track(PAYMENT_DEADLINE_PROCESS, PaymentDeadlineInstances)

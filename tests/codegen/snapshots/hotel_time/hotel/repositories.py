@@ -4,9 +4,8 @@
 
 from datetime import timedelta
 
-from sqlalchemy import ColumnElement, and_, not_
-
 from loom.runtime import ProcessInstances, Repository, now, times
+from sqlalchemy import ColumnElement, and_, not_
 
 from . import tables
 from .domain import Booking, PaymentDeadlineState

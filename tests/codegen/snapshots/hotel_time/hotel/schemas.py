@@ -6,8 +6,6 @@ from collections.abc import Sequence
 from datetime import date, datetime
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from loom.runtime import Int64, JsonInt64, WireText, instance_version
 from loom.runtime.processes import PendingTimeout
 from loom.runtime.times import (
@@ -18,6 +16,7 @@ from loom.runtime.times import (
     WireDuration,
 )
 from loom.runtime.types import map_optional
+from pydantic import BaseModel, ConfigDict, Field
 
 from .domain import Booking, PaymentDeadlineState, Window
 from .ids import BookingId
@@ -142,8 +141,10 @@ class HoldBookingInput(BaseModel):
 class PendingTimeoutOut(BaseModel):
     """A timeout of a process instance that has not fired: its name and when it is due."""
 
+    model_config = ConfigDict(from_attributes=True)  # read off a runtime PendingTimeout
+
     name: str
-    dueAt: datetime
+    due_at: datetime = Field(serialization_alias="dueAt")
 
 
 class PaymentDeadlineInstanceOut(BaseModel):
@@ -171,5 +172,5 @@ class PaymentDeadlineInstanceOut(BaseModel):
             episode=state.episode,
             started_at=state.started_at,
             ended_at=state.ended_at,
-            timeouts=[PendingTimeoutOut(name=t.name, dueAt=t.due_at) for t in timeouts],
+            timeouts=[PendingTimeoutOut.model_validate(t) for t in timeouts],
         )

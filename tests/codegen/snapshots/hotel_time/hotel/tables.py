@@ -2,10 +2,9 @@
 # Do not edit: change the model and rebuild.
 # Tables of context Hotel.
 
-from sqlalchemy import BigInteger, Boolean, Column, Date, Integer, String, Table, Uuid
-
 from loom.runtime.times import DurationMicros
 from loom.runtime.types import JsonList, JsonValue, UtcDateTime
+from sqlalchemy import BigInteger, Boolean, Column, Date, Integer, String, Table, Uuid
 
 from .._metadata import metadata
 from .domain import Window

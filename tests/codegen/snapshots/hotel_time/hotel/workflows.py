@@ -6,7 +6,6 @@ from datetime import timedelta
 from uuid import UUID
 
 from fastapi import APIRouter, Request
-
 from loom.runtime import (
     PROBLEM_RESPONSES,
     Episode,
@@ -20,6 +19,8 @@ from .domain import Booking, BookingHeld
 from .ids import BookingId
 from .repositories import Bookings, PaymentDeadlineInstances
 from .schemas import HoldBookingInput, PaymentDeadlineInstanceOut
+
+PAYMENT_DEADLINE_PROCESS = "Hotel.PaymentDeadline"
 
 router = APIRouter(route_class=LoomRoute)
 
@@ -77,7 +78,7 @@ async def get_payment_deadline_instance(
     async with service.autocommit() as work:
         instance = await PaymentDeadlineInstances(work).get(id)
         timeouts = await service.processes.pending(
-            "Hotel.PaymentDeadline",
+            PAYMENT_DEADLINE_PROCESS,
             id,
             work=work,
         )

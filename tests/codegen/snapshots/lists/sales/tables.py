@@ -2,9 +2,8 @@
 # Do not edit: change the model and rebuild.
 # Tables of context Sales.
 
-from sqlalchemy import Column, Integer, String, Table, Uuid
-
 from loom.runtime.types import DecimalText, JsonList, JsonValue
+from sqlalchemy import Column, Integer, String, Table, Uuid
 
 from .._metadata import metadata
 from .domain import Note

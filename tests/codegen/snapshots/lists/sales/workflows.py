@@ -3,7 +3,6 @@
 # Workflow routes of context Sales.
 
 from fastapi import APIRouter, Request
-
 from loom.runtime import PROBLEM_RESPONSES, Int64, LoomRoute, get_service, ints
 
 from .repositories import Orders

@@ -4,9 +4,8 @@
 
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict
-
 from loom.runtime import WireText
+from pydantic import BaseModel, ConfigDict
 
 from ..beta.ids import YarnId
 from .domain import Xylo

@@ -4,9 +4,8 @@
 
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict
-
 from loom.runtime import Int64, JsonBool, JsonInt64, instance_version
+from pydantic import BaseModel, ConfigDict
 
 from .domain import ByEmailRow, Ticket, WatchState
 from .ids import TicketId

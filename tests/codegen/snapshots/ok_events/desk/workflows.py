@@ -5,7 +5,6 @@
 from uuid import UUID
 
 from fastapi import APIRouter, Request
-
 from loom.runtime import PROBLEM_RESPONSES, LoomRoute, get_service, require
 
 from .domain import Escalated, Ticket

@@ -3,7 +3,6 @@
 # Aggregate routes of context Reports.
 
 from fastapi import APIRouter
-
 from loom.runtime import LoomRoute
 
 router = APIRouter(route_class=LoomRoute)

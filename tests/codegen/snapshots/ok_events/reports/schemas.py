@@ -4,9 +4,8 @@
 
 from typing import Self
 
-from pydantic import BaseModel
-
 from loom.runtime import instance_version
+from pydantic import BaseModel
 
 from ..desk.ids import TicketId
 from .domain import WeeklyRow

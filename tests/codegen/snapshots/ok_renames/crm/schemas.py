@@ -5,8 +5,6 @@
 from decimal import Decimal
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from loom.runtime import (
     DecimalOut,
     Int64,
@@ -18,6 +16,7 @@ from loom.runtime import (
     now,
 )
 from loom.runtime.times import DatetimeOut, WireDatetime
+from pydantic import BaseModel, ConfigDict, Field
 
 from .domain import Client, FarewellState, GoodbyesRow, Money, Status
 from .ids import ClientId

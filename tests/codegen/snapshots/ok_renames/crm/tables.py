@@ -2,9 +2,8 @@
 # Do not edit: change the model and rebuild.
 # Tables of context Crm.
 
-from sqlalchemy import BigInteger, Column, Integer, String, Table, Uuid
-
 from loom.runtime.types import DecimalText, JsonList, UtcDateTime
+from sqlalchemy import BigInteger, Column, Integer, String, Table, Uuid
 
 from .._metadata import metadata
 

@@ -5,9 +5,8 @@
 from datetime import datetime
 from types import MappingProxyType
 
-from sqlalchemy import ColumnElement, and_
-
 from loom.runtime import Instances, Repository
+from sqlalchemy import ColumnElement, and_
 
 from . import tables
 from .domain import AdoptState, FulfillOrderState, LedgerState, Ticket

@@ -4,10 +4,9 @@
 
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from loom.runtime import Int64, JsonInt64, PatchInput, WireText, instance_version
 from loom.runtime.times import DatetimeOut, WireDatetime
+from pydantic import BaseModel, ConfigDict, Field
 
 from .domain import AdoptState, FulfillOrderState, LedgerState, Status, Ticket
 from .ids import TicketId

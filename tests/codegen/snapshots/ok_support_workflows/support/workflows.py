@@ -5,7 +5,6 @@
 from uuid import UUID
 
 from fastapi import APIRouter, Request
-
 from loom.runtime import PROBLEM_RESPONSES, Int64, LoomRoute, get_service, require
 
 from .domain import Charged, LedgerState, Swept, Ticket

@@ -6,7 +6,6 @@ from decimal import Decimal
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
-
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,

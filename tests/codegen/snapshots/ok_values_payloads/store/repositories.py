@@ -2,9 +2,8 @@
 # Do not edit: change the model and rebuild.
 # Repositories of context Store.
 
-from sqlalchemy import ColumnElement
-
 from loom.runtime import Instances, Repository
+from sqlalchemy import ColumnElement
 
 from . import tables
 from .domain import BillingState, Line, Order, Product

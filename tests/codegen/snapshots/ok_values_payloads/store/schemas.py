@@ -5,8 +5,6 @@
 from decimal import Decimal
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from loom.runtime import (
     DecimalOut,
     Int64,
@@ -16,6 +14,7 @@ from loom.runtime import (
     instance_version,
 )
 from loom.runtime.types import map_list, map_optional
+from pydantic import BaseModel, ConfigDict, Field
 
 from .domain import (
     Address,

@@ -2,9 +2,8 @@
 # Do not edit: change the model and rebuild.
 # Tables of context Store.
 
-from sqlalchemy import Column, Integer, String, Table, UniqueConstraint, Uuid
-
 from loom.runtime.types import JsonList, JsonValue
+from sqlalchemy import Column, Integer, String, Table, UniqueConstraint, Uuid
 
 from .._metadata import metadata
 from .domain import Address, Line, Money

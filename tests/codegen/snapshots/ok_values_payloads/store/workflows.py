@@ -6,7 +6,6 @@ from decimal import Decimal
 from uuid import UUID
 
 from fastapi import APIRouter, Request
-
 from loom.runtime import PROBLEM_RESPONSES, LoomRoute, get_service, require
 
 from .domain import Currency, Money, Order

@@ -3,7 +3,6 @@
 # Command and query handlers of context Desk.
 
 from fastapi import APIRouter, Request
-
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,

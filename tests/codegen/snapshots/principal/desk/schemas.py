@@ -4,9 +4,8 @@
 
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from loom.runtime import JsonBool, WireText
+from pydantic import BaseModel, ConfigDict, Field
 
 from .domain import Me, Status, Ticket
 from .ids import TicketId

@@ -3,7 +3,6 @@
 # Workflow routes of context Desk.
 
 from fastapi import APIRouter, Request
-
 from loom.runtime import PROBLEM_RESPONSES, LoomRoute, current_principal, get_service
 
 from .domain import Status, Ticket

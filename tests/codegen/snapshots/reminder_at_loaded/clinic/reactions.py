@@ -12,6 +12,8 @@ from loom.runtime.processes import TimeoutDue
 from .ids import AppointmentId
 from .repositories import Appointments, ReminderInstances
 
+REMINDER_PROCESS = "Clinic.Reminder"
+
 
 async def reminder_timeout_remind(
     service: Service,
@@ -26,14 +28,14 @@ async def reminder_timeout_remind(
         log_fact(
             "process_ignored_ended",
             INFO,
-            {"process": "Clinic.Reminder", "key": due.key, "timeout": due.name},
+            {"process": REMINDER_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     if not await service.processes.armed(work, due):  # disarmed or re-armed
         log_fact(
             "timeout_stale",
             INFO,
-            {"process": "Clinic.Reminder", "key": due.key, "timeout": due.name},
+            {"process": REMINDER_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     a = await appointments.get_by_id(instance.appointment)
@@ -53,5 +55,5 @@ async def reminder_timeouts(service: Service, due: TimeoutDue, work: Work) -> No
 
 def subscribe(service: Service) -> None:
     """Subscribe every reaction of context Clinic to its event; register its timeout handlers and timers."""
-    service.timeouts.register("Clinic.Reminder", partial(reminder_timeouts, service))
-    service.processes.track("Clinic.Reminder", ReminderInstances)
+    service.timeouts.register(REMINDER_PROCESS, partial(reminder_timeouts, service))
+    service.processes.track(REMINDER_PROCESS, ReminderInstances)

@@ -5,12 +5,13 @@
 from uuid import UUID
 
 from fastapi import APIRouter, Request
-
 from loom.runtime import PROBLEM_RESPONSES, Episode, LoomRoute, get_service, now
 from loom.runtime.processes import Timeout
 
 from .repositories import Appointments, ReminderInstances
 from .schemas import ReminderInput, ReminderInstanceOut
+
+REMINDER_PROCESS = "Clinic.Reminder"
 
 router = APIRouter(route_class=LoomRoute)
 
@@ -33,7 +34,7 @@ async def reminder(body: ReminderInput, request: Request) -> None:
         a = await appointments.get_by_id(body.appointment)
         await service.processes.store.arm(
             work,
-            "Clinic.Reminder",
+            REMINDER_PROCESS,
             str(instance.appointment),
             Timeout("remind", at=a.starts_at),
             now(),
@@ -51,7 +52,7 @@ async def get_reminder_instance(id: UUID, request: Request) -> ReminderInstanceO
     service = get_service(request)
     async with service.autocommit() as work:
         instance = await ReminderInstances(work).get(id)
-        timeouts = await service.processes.pending("Clinic.Reminder", id, work=work)
+        timeouts = await service.processes.pending(REMINDER_PROCESS, id, work=work)
     return ReminderInstanceOut.from_state(instance, timeouts)
 
 

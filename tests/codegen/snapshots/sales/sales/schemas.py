@@ -4,10 +4,9 @@
 
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from loom.runtime import DecimalOut, WireDecimal, WireText
 from loom.runtime.times import DatetimeOut, WireDatetime
+from pydantic import BaseModel, ConfigDict, Field
 
 from .domain import Customer, Order, OrderStatus
 from .ids import CustomerId, OrderId

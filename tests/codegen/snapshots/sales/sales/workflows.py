@@ -3,7 +3,6 @@
 # Workflow routes of context Sales.
 
 from fastapi import APIRouter, Request
-
 from loom.runtime import PROBLEM_RESPONSES, LoomRoute, get_service, require
 
 from .domain import Customer, Order, OrderPlaced, OrderStatus

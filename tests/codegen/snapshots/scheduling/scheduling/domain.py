@@ -9,8 +9,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar
 
-from pydantic import ConfigDict
-
 from loom.runtime import (
     AggregateRoot,
     DomainEvent,
@@ -19,6 +17,7 @@ from loom.runtime import (
     require,
     wire_names,
 )
+from pydantic import ConfigDict
 
 from .ids import AppointmentId
 

@@ -26,6 +26,10 @@ from .repositories import (
     ReminderInstances,
 )
 
+CONFIRMATION_DEADLINE_PROCESS = "Scheduling.ConfirmationDeadline"
+DEPOSIT_HOLD_PROCESS = "Scheduling.DepositHold"
+REMINDER_PROCESS = "Scheduling.Reminder"
+
 
 async def confirmation_deadline_create_appointment_requested(
     service: Service,
@@ -39,7 +43,7 @@ async def confirmation_deadline_create_appointment_requested(
             instance = await confirmation_deadline_instances.next_episode(instance)
         await service.processes.store.arm(
             work,
-            "Scheduling.ConfirmationDeadline",
+            CONFIRMATION_DEADLINE_PROCESS,
             str(instance.appointment),
             Timeout("deadline", at=e.confirm_before),
             now(),
@@ -66,7 +70,7 @@ async def confirmation_deadline_on_appointment_confirmed(
                 "process_ignored_ended",
                 INFO,
                 {
-                    "process": "Scheduling.ConfirmationDeadline",
+                    "process": CONFIRMATION_DEADLINE_PROCESS,
                     "key": str(instance.appointment),
                     "handler": "Scheduling.ConfirmationDeadline.on(AppointmentConfirmed)",
                 },
@@ -74,14 +78,14 @@ async def confirmation_deadline_on_appointment_confirmed(
             return
         await service.processes.store.disarm(
             work,
-            "Scheduling.ConfirmationDeadline",
+            CONFIRMATION_DEADLINE_PROCESS,
             str(instance.appointment),
             "deadline",
         )
         instance.ended = True
         await service.processes.store.disarm_all(
             work,
-            "Scheduling.ConfirmationDeadline",
+            CONFIRMATION_DEADLINE_PROCESS,
             str(instance.appointment),
         )
         await confirmation_deadline_instances.save(instance)
@@ -106,7 +110,7 @@ async def confirmation_deadline_on_appointment_cancelled(
                 "process_ignored_ended",
                 INFO,
                 {
-                    "process": "Scheduling.ConfirmationDeadline",
+                    "process": CONFIRMATION_DEADLINE_PROCESS,
                     "key": str(instance.appointment),
                     "handler": "Scheduling.ConfirmationDeadline.on(AppointmentCancelled)",
                 },
@@ -115,7 +119,7 @@ async def confirmation_deadline_on_appointment_cancelled(
         instance.ended = True
         await service.processes.store.disarm_all(
             work,
-            "Scheduling.ConfirmationDeadline",
+            CONFIRMATION_DEADLINE_PROCESS,
             str(instance.appointment),
         )
         await confirmation_deadline_instances.save(instance)
@@ -130,7 +134,7 @@ async def deposit_hold_create_slot_held(service: Service, e: SlotHeld) -> None:
             instance = await deposit_hold_instances.next_episode(instance)
         await service.processes.store.arm(
             work,
-            "Scheduling.DepositHold",
+            DEPOSIT_HOLD_PROCESS,
             str(instance.appointment),
             Timeout("deposit", after=timedelta(minutes=15)),
             now(),
@@ -154,7 +158,7 @@ async def deposit_hold_on_deposit_paid(service: Service, e: DepositPaid) -> None
                 "process_ignored_ended",
                 INFO,
                 {
-                    "process": "Scheduling.DepositHold",
+                    "process": DEPOSIT_HOLD_PROCESS,
                     "key": str(instance.appointment),
                     "handler": "Scheduling.DepositHold.on(DepositPaid)",
                 },
@@ -162,14 +166,14 @@ async def deposit_hold_on_deposit_paid(service: Service, e: DepositPaid) -> None
             return
         await service.processes.store.disarm(
             work,
-            "Scheduling.DepositHold",
+            DEPOSIT_HOLD_PROCESS,
             str(instance.appointment),
             "deposit",
         )
         instance.ended = True
         await service.processes.store.disarm_all(
             work,
-            "Scheduling.DepositHold",
+            DEPOSIT_HOLD_PROCESS,
             str(instance.appointment),
         )
         await deposit_hold_instances.save(instance)
@@ -189,7 +193,7 @@ async def confirmation_deadline_timeout_deadline(
             "process_ignored_ended",
             INFO,
             {
-                "process": "Scheduling.ConfirmationDeadline",
+                "process": CONFIRMATION_DEADLINE_PROCESS,
                 "key": due.key,
                 "timeout": due.name,
             },
@@ -200,7 +204,7 @@ async def confirmation_deadline_timeout_deadline(
             "timeout_stale",
             INFO,
             {
-                "process": "Scheduling.ConfirmationDeadline",
+                "process": CONFIRMATION_DEADLINE_PROCESS,
                 "key": due.key,
                 "timeout": due.name,
             },
@@ -212,7 +216,7 @@ async def confirmation_deadline_timeout_deadline(
     instance.ended = True
     await service.processes.store.disarm_all(
         work,
-        "Scheduling.ConfirmationDeadline",
+        CONFIRMATION_DEADLINE_PROCESS,
         str(instance.appointment),
     )
     await appointments.save(a)
@@ -244,14 +248,14 @@ async def deposit_hold_timeout_deposit(
         log_fact(
             "process_ignored_ended",
             INFO,
-            {"process": "Scheduling.DepositHold", "key": due.key, "timeout": due.name},
+            {"process": DEPOSIT_HOLD_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     if not await service.processes.armed(work, due):  # disarmed or re-armed
         log_fact(
             "timeout_stale",
             INFO,
-            {"process": "Scheduling.DepositHold", "key": due.key, "timeout": due.name},
+            {"process": DEPOSIT_HOLD_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     a = await appointments.get_by_id(instance.appointment)
@@ -260,7 +264,7 @@ async def deposit_hold_timeout_deposit(
     instance.ended = True
     await service.processes.store.disarm_all(
         work,
-        "Scheduling.DepositHold",
+        DEPOSIT_HOLD_PROCESS,
         str(instance.appointment),
     )
     await appointments.save(a)
@@ -287,14 +291,14 @@ async def reminder_timeout_remind(
         log_fact(
             "process_ignored_ended",
             INFO,
-            {"process": "Scheduling.Reminder", "key": due.key, "timeout": due.name},
+            {"process": REMINDER_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     if not await service.processes.armed(work, due):  # disarmed or re-armed
         log_fact(
             "timeout_stale",
             INFO,
-            {"process": "Scheduling.Reminder", "key": due.key, "timeout": due.name},
+            {"process": REMINDER_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     instance.sent = instance.sent + 1
@@ -348,23 +352,20 @@ def subscribe(service: Service) -> None:
         name="Scheduling.DepositHold.on(DepositPaid)",
     )
     service.timeouts.register(
-        "Scheduling.ConfirmationDeadline",
+        CONFIRMATION_DEADLINE_PROCESS,
         partial(confirmation_deadline_timeouts, service),
     )
     service.processes.track(
-        "Scheduling.ConfirmationDeadline",
+        CONFIRMATION_DEADLINE_PROCESS,
         ConfirmationDeadlineInstances,
     )
     service.timeouts.register(
-        "Scheduling.DepositHold",
+        DEPOSIT_HOLD_PROCESS,
         partial(deposit_hold_timeouts, service),
     )
-    service.processes.track("Scheduling.DepositHold", DepositHoldInstances)
-    service.timeouts.register(
-        "Scheduling.Reminder",
-        partial(reminder_timeouts, service),
-    )
-    service.processes.track("Scheduling.Reminder", ReminderInstances)
+    service.processes.track(DEPOSIT_HOLD_PROCESS, DepositHoldInstances)
+    service.timeouts.register(REMINDER_PROCESS, partial(reminder_timeouts, service))
+    service.processes.track(REMINDER_PROCESS, ReminderInstances)
     service.recurring.register(
         "Scheduling.expireUnconfirmed",
         timedelta(hours=1),

@@ -4,9 +4,8 @@
 
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, and_
-
 from loom.runtime import ProcessInstances, Repository
+from sqlalchemy import ColumnElement, and_
 
 from . import tables
 from .domain import (

@@ -6,11 +6,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from loom.runtime import Int64, WireText, instance_version
 from loom.runtime.processes import PendingTimeout
 from loom.runtime.times import DatetimeOut, WireDatetime
+from pydantic import BaseModel, ConfigDict, Field
 
 from .domain import (
     Appointment,
@@ -94,8 +93,10 @@ class ReminderInput(BaseModel):
 class PendingTimeoutOut(BaseModel):
     """A timeout of a process instance that has not fired: its name and when it is due."""
 
+    model_config = ConfigDict(from_attributes=True)  # read off a runtime PendingTimeout
+
     name: str
-    dueAt: datetime
+    due_at: datetime = Field(serialization_alias="dueAt")
 
 
 class ConfirmationDeadlineInstanceOut(BaseModel):
@@ -123,7 +124,7 @@ class ConfirmationDeadlineInstanceOut(BaseModel):
             episode=state.episode,
             started_at=state.started_at,
             ended_at=state.ended_at,
-            timeouts=[PendingTimeoutOut(name=t.name, dueAt=t.due_at) for t in timeouts],
+            timeouts=[PendingTimeoutOut.model_validate(t) for t in timeouts],
         )
 
 
@@ -152,7 +153,7 @@ class DepositHoldInstanceOut(BaseModel):
             episode=state.episode,
             started_at=state.started_at,
             ended_at=state.ended_at,
-            timeouts=[PendingTimeoutOut(name=t.name, dueAt=t.due_at) for t in timeouts],
+            timeouts=[PendingTimeoutOut.model_validate(t) for t in timeouts],
         )
 
 
@@ -183,5 +184,5 @@ class ReminderInstanceOut(BaseModel):
             episode=state.episode,
             started_at=state.started_at,
             ended_at=state.ended_at,
-            timeouts=[PendingTimeoutOut(name=t.name, dueAt=t.due_at) for t in timeouts],
+            timeouts=[PendingTimeoutOut.model_validate(t) for t in timeouts],
         )

@@ -5,7 +5,6 @@
 from uuid import UUID
 
 from fastapi import APIRouter, Request
-
 from loom.runtime import (
     PROBLEM_RESPONSES,
     Episode,
@@ -32,6 +31,10 @@ from .schemas import (
     ReminderInstanceOut,
     RequestAppointmentInput,
 )
+
+REMINDER_PROCESS = "Scheduling.Reminder"
+CONFIRMATION_DEADLINE_PROCESS = "Scheduling.ConfirmationDeadline"
+DEPOSIT_HOLD_PROCESS = "Scheduling.DepositHold"
 
 router = APIRouter(route_class=LoomRoute)
 
@@ -126,7 +129,7 @@ async def reminder(body: ReminderInput, request: Request) -> None:
         )
         await service.processes.store.arm(
             work,
-            "Scheduling.Reminder",
+            REMINDER_PROCESS,
             str(instance.appointment),
             Timeout("remind", at=body.at),
             now(),
@@ -148,7 +151,7 @@ async def get_confirmation_deadline_instance(
     async with service.autocommit() as work:
         instance = await ConfirmationDeadlineInstances(work).get(id)
         timeouts = await service.processes.pending(
-            "Scheduling.ConfirmationDeadline",
+            CONFIRMATION_DEADLINE_PROCESS,
             id,
             work=work,
         )
@@ -183,11 +186,7 @@ async def get_deposit_hold_instance(
     service = get_service(request)
     async with service.autocommit() as work:
         instance = await DepositHoldInstances(work).get(id)
-        timeouts = await service.processes.pending(
-            "Scheduling.DepositHold",
-            id,
-            work=work,
-        )
+        timeouts = await service.processes.pending(DEPOSIT_HOLD_PROCESS, id, work=work)
     return DepositHoldInstanceOut.from_state(instance, timeouts)
 
 
@@ -213,7 +212,7 @@ async def get_reminder_instance(id: UUID, request: Request) -> ReminderInstanceO
     service = get_service(request)
     async with service.autocommit() as work:
         instance = await ReminderInstances(work).get(id)
-        timeouts = await service.processes.pending("Scheduling.Reminder", id, work=work)
+        timeouts = await service.processes.pending(REMINDER_PROCESS, id, work=work)
     return ReminderInstanceOut.from_state(instance, timeouts)
 
 

@@ -9,9 +9,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar
 
-from pydantic import ConfigDict
-
 from loom.runtime import AggregateRoot, DomainEvent, ints, new_id, require, wire_names
+from pydantic import ConfigDict
 
 from .ids import OrderId
 

@@ -6,11 +6,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from loom.runtime import Int64, JsonBool, JsonInt64, WireText, instance_version
 from loom.runtime.processes import PendingTimeout
 from loom.runtime.times import DatetimeOut
+from pydantic import BaseModel, ConfigDict, Field
 
 from .domain import Order, OrderProgressRow, OrderStatus, PaymentDeadlineState
 from .ids import OrderId
@@ -74,8 +73,10 @@ class PlaceOrderInput(BaseModel):
 class PendingTimeoutOut(BaseModel):
     """A timeout of a process instance that has not fired: its name and when it is due."""
 
+    model_config = ConfigDict(from_attributes=True)  # read off a runtime PendingTimeout
+
     name: str
-    dueAt: datetime
+    due_at: datetime = Field(serialization_alias="dueAt")
 
 
 class PaymentDeadlineInstanceOut(BaseModel):
@@ -103,7 +104,7 @@ class PaymentDeadlineInstanceOut(BaseModel):
             episode=state.episode,
             started_at=state.started_at,
             ended_at=state.ended_at,
-            timeouts=[PendingTimeoutOut(name=t.name, dueAt=t.due_at) for t in timeouts],
+            timeouts=[PendingTimeoutOut.model_validate(t) for t in timeouts],
         )
 
 

@@ -7,9 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from pydantic import ConfigDict
-
 from loom.runtime import AggregateRoot, DomainEvent, ints, new_id, require, wire_names
+from pydantic import ConfigDict
 
 from ..orders.ids import OrderId
 from .ids import ReservationId

@@ -4,9 +4,8 @@
 
 from typing import Self
 
-from pydantic import BaseModel
-
 from loom.runtime import Int64
+from pydantic import BaseModel
 
 from ..orders.ids import OrderId
 from .domain import Reservation

@@ -7,9 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from pydantic import ConfigDict
-
 from loom.runtime import DomainEvent, wire_names
+from pydantic import ConfigDict
 
 from .ids import OrderId
 

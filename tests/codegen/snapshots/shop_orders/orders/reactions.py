@@ -16,6 +16,8 @@ from .domain import OrderPlaced, OrderStatus, PaymentTimedOut
 from .ids import OrderId
 from .repositories import OrderProgressRows, Orders, PaymentDeadlineInstances
 
+PAYMENT_DEADLINE_PROCESS = "Orders.PaymentDeadline"
+
 
 async def settle_order_on_payment_succeeded(
     service: Service,
@@ -50,7 +52,7 @@ async def payment_deadline_create_order_placed(
             instance = await payment_deadline_instances.next_episode(instance)
         await service.processes.store.arm(
             work,
-            "Orders.PaymentDeadline",
+            PAYMENT_DEADLINE_PROCESS,
             str(instance.order),
             Timeout("payment", after=timedelta(minutes=30)),
             now(),
@@ -77,7 +79,7 @@ async def payment_deadline_on_payment_succeeded(
                 "process_ignored_ended",
                 INFO,
                 {
-                    "process": "Orders.PaymentDeadline",
+                    "process": PAYMENT_DEADLINE_PROCESS,
                     "key": str(instance.order),
                     "handler": "Orders.PaymentDeadline.on(Payment.PaymentSucceeded)",
                 },
@@ -85,14 +87,14 @@ async def payment_deadline_on_payment_succeeded(
             return
         await service.processes.store.disarm(
             work,
-            "Orders.PaymentDeadline",
+            PAYMENT_DEADLINE_PROCESS,
             str(instance.order),
             "payment",
         )
         instance.ended = True
         await service.processes.store.disarm_all(
             work,
-            "Orders.PaymentDeadline",
+            PAYMENT_DEADLINE_PROCESS,
             str(instance.order),
         )
         await payment_deadline_instances.save(instance)
@@ -117,7 +119,7 @@ async def payment_deadline_on_payment_failed(
                 "process_ignored_ended",
                 INFO,
                 {
-                    "process": "Orders.PaymentDeadline",
+                    "process": PAYMENT_DEADLINE_PROCESS,
                     "key": str(instance.order),
                     "handler": "Orders.PaymentDeadline.on(Payment.PaymentFailed)",
                 },
@@ -125,14 +127,14 @@ async def payment_deadline_on_payment_failed(
             return
         await service.processes.store.disarm(
             work,
-            "Orders.PaymentDeadline",
+            PAYMENT_DEADLINE_PROCESS,
             str(instance.order),
             "payment",
         )
         instance.ended = True
         await service.processes.store.disarm_all(
             work,
-            "Orders.PaymentDeadline",
+            PAYMENT_DEADLINE_PROCESS,
             str(instance.order),
         )
         await payment_deadline_instances.save(instance)
@@ -220,14 +222,14 @@ async def payment_deadline_timeout_payment(
         log_fact(
             "process_ignored_ended",
             INFO,
-            {"process": "Orders.PaymentDeadline", "key": due.key, "timeout": due.name},
+            {"process": PAYMENT_DEADLINE_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     if not await service.processes.armed(work, due):  # disarmed or re-armed
         log_fact(
             "timeout_stale",
             INFO,
-            {"process": "Orders.PaymentDeadline", "key": due.key, "timeout": due.name},
+            {"process": PAYMENT_DEADLINE_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     o = await orders.get_by_id(instance.order)
@@ -236,7 +238,7 @@ async def payment_deadline_timeout_payment(
     instance.ended = True
     await service.processes.store.disarm_all(
         work,
-        "Orders.PaymentDeadline",
+        PAYMENT_DEADLINE_PROCESS,
         str(instance.order),
     )
     await payment_deadline_instances.save(instance)
@@ -313,7 +315,7 @@ def subscribe(service: Service) -> None:
         name="Orders.OrderProgress.on(Payment.OrderCancelled)",
     )
     service.timeouts.register(
-        "Orders.PaymentDeadline",
+        PAYMENT_DEADLINE_PROCESS,
         partial(payment_deadline_timeouts, service),
     )
-    service.processes.track("Orders.PaymentDeadline", PaymentDeadlineInstances)
+    service.processes.track(PAYMENT_DEADLINE_PROCESS, PaymentDeadlineInstances)

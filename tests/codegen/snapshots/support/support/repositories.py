@@ -4,9 +4,8 @@
 
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, and_
-
 from loom.runtime import Instances, Repository
+from sqlalchemy import ColumnElement, and_
 
 from . import tables
 from .domain import Agent, FollowUpState, LedgerState, Ticket

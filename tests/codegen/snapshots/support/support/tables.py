@@ -2,6 +2,7 @@
 # Do not edit: change the model and rebuild.
 # Tables of context Support.
 
+from loom.runtime.types import UtcDateTime
 from sqlalchemy import (
     BigInteger,
     Column,
@@ -11,8 +12,6 @@ from sqlalchemy import (
     UniqueConstraint,
     Uuid,
 )
-
-from loom.runtime.types import UtcDateTime
 
 from .._metadata import metadata
 

@@ -6,7 +6,6 @@ from typing import cast
 from uuid import UUID
 
 from fastapi import APIRouter, Request
-
 from loom.runtime import PROBLEM_RESPONSES, Int64, LoomRoute, get_service, require
 
 from .domain import Agent, Charged, LedgerState, Ticket

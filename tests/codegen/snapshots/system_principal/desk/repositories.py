@@ -2,9 +2,8 @@
 # Do not edit: change the model and rebuild.
 # Repositories of context Desk.
 
-from sqlalchemy import ColumnElement
-
 from loom.runtime import Repository
+from sqlalchemy import ColumnElement
 
 from . import tables
 from .domain import Note, Sweep

@@ -3,7 +3,6 @@
 # Workflow routes of context Desk.
 
 from fastapi import APIRouter, Depends
-
 from loom.runtime import LoomRoute, require_tenant
 
 router = APIRouter(route_class=LoomRoute, dependencies=[Depends(require_tenant)])

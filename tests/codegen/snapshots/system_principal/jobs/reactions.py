@@ -14,6 +14,8 @@ from .domain import Started
 from .ids import JobId
 from .repositories import DeadlineInstances, Jobs
 
+DEADLINE_PROCESS = "Jobs.Deadline"
+
 
 async def watch_on_started(service: Service, e: Started) -> None:
     """workflow Watch: on(e: Started) (system_principal.loom:68)"""
@@ -39,7 +41,7 @@ async def deadline_create_started(service: Service, e: Started) -> None:
         instance.started_by_system = current_principal().is_system
         await service.processes.store.arm(
             work,
-            "Jobs.Deadline",
+            DEADLINE_PROCESS,
             str(instance.job),
             Timeout("late", after=timedelta(hours=1)),
             now(),
@@ -56,20 +58,20 @@ async def deadline_timeout_late(service: Service, due: TimeoutDue, work: Work) -
         log_fact(
             "process_ignored_ended",
             INFO,
-            {"process": "Jobs.Deadline", "key": due.key, "timeout": due.name},
+            {"process": DEADLINE_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     if not await service.processes.armed(work, due):  # disarmed or re-armed
         log_fact(
             "timeout_stale",
             INFO,
-            {"process": "Jobs.Deadline", "key": due.key, "timeout": due.name},
+            {"process": DEADLINE_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     j = await jobs.get_by_id(instance.job)
     j.timed_out(current_principal().is_system)
     instance.ended = True
-    await service.processes.store.disarm_all(work, "Jobs.Deadline", str(instance.job))
+    await service.processes.store.disarm_all(work, DEADLINE_PROCESS, str(instance.job))
     await jobs.save(j)
     await deadline_instances.save(instance)
 
@@ -95,5 +97,5 @@ def subscribe(service: Service) -> None:
         partial(deadline_create_started, service),
         name="Jobs.Deadline.create(Started)",
     )
-    service.timeouts.register("Jobs.Deadline", partial(deadline_timeouts, service))
-    service.processes.track("Jobs.Deadline", DeadlineInstances)
+    service.timeouts.register(DEADLINE_PROCESS, partial(deadline_timeouts, service))
+    service.processes.track(DEADLINE_PROCESS, DeadlineInstances)

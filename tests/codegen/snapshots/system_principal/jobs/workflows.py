@@ -5,11 +5,12 @@
 from uuid import UUID
 
 from fastapi import APIRouter, Request
-
 from loom.runtime import PROBLEM_RESPONSES, Episode, LoomRoute, get_service
 
 from .repositories import DeadlineInstances
 from .schemas import DeadlineInstanceOut
+
+DEADLINE_PROCESS = "Jobs.Deadline"
 
 router = APIRouter(route_class=LoomRoute)
 
@@ -28,7 +29,7 @@ async def get_deadline_instance(id: UUID, request: Request) -> DeadlineInstanceO
     service = get_service(request)
     async with service.autocommit() as work:
         instance = await DeadlineInstances(work).get(id)
-        timeouts = await service.processes.pending("Jobs.Deadline", id, work=work)
+        timeouts = await service.processes.pending(DEADLINE_PROCESS, id, work=work)
     return DeadlineInstanceOut.from_state(instance, timeouts)
 
 

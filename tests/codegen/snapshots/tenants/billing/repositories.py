@@ -2,9 +2,8 @@
 # Do not edit: change the model and rebuild.
 # Repositories of context Billing.
 
-from sqlalchemy import ColumnElement, and_
-
 from loom.runtime import Repository
+from sqlalchemy import ColumnElement, and_
 
 from . import tables
 from .domain import Invoice, Receipt

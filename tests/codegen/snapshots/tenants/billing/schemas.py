@@ -4,9 +4,8 @@
 
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from loom.runtime import Int64, JsonInt64, WireText
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..catalog.ids import ProductId
 from .domain import Invoice, Receipt, Status

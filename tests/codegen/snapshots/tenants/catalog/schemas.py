@@ -4,9 +4,8 @@
 
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict
-
 from loom.runtime import WireText
+from pydantic import BaseModel, ConfigDict
 
 from .domain import Product
 from .ids import ProductId

@@ -3,7 +3,6 @@
 # Workflow routes of context Catalog.
 
 from fastapi import APIRouter
-
 from loom.runtime import LoomRoute
 
 router = APIRouter(route_class=LoomRoute)

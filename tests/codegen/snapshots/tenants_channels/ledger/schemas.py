@@ -4,9 +4,8 @@
 
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict
-
 from loom.runtime import Int64, JsonInt64, WireText
+from pydantic import BaseModel, ConfigDict
 
 from .domain import Account
 from .ids import AccountId

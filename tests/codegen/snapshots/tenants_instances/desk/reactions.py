@@ -19,6 +19,9 @@ from .repositories import (
     Tickets,
 )
 
+ESCALATION_PROCESS = "Desk.Escalation"
+HOLD_PROCESS = "Desk.Hold"
+
 
 async def escalation_create_opened(service: Service, e: Opened) -> None:
     """workflow Escalation: create(e: Opened) by e.ticket (tenants_instances.loom:45)"""
@@ -30,7 +33,7 @@ async def escalation_create_opened(service: Service, e: Opened) -> None:
         instance.opened = instance.opened + 1
         await service.processes.store.arm(
             work,
-            "Desk.Escalation",
+            ESCALATION_PROCESS,
             str(instance.ticket),
             Timeout("escalate", after=timedelta(days=1)),
             now(),
@@ -51,7 +54,7 @@ async def escalation_on_resolved(service: Service, e: Resolved) -> None:
                 "process_ignored_ended",
                 INFO,
                 {
-                    "process": "Desk.Escalation",
+                    "process": ESCALATION_PROCESS,
                     "key": str(instance.ticket),
                     "handler": "Desk.Escalation.on(Resolved)",
                 },
@@ -59,14 +62,14 @@ async def escalation_on_resolved(service: Service, e: Resolved) -> None:
             return
         await service.processes.store.disarm(
             work,
-            "Desk.Escalation",
+            ESCALATION_PROCESS,
             str(instance.ticket),
             "escalate",
         )
         instance.ended = True
         await service.processes.store.disarm_all(
             work,
-            "Desk.Escalation",
+            ESCALATION_PROCESS,
             str(instance.ticket),
         )
         await escalation_instances.save(instance)
@@ -103,14 +106,14 @@ async def escalation_timeout_escalate(
         log_fact(
             "process_ignored_ended",
             INFO,
-            {"process": "Desk.Escalation", "key": due.key, "timeout": due.name},
+            {"process": ESCALATION_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     if not await service.processes.armed(work, due):  # disarmed or re-armed
         log_fact(
             "timeout_stale",
             INFO,
-            {"process": "Desk.Escalation", "key": due.key, "timeout": due.name},
+            {"process": ESCALATION_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     t = await tickets.find_by_id(instance.ticket)
@@ -120,7 +123,7 @@ async def escalation_timeout_escalate(
     instance.ended = True
     await service.processes.store.disarm_all(
         work,
-        "Desk.Escalation",
+        ESCALATION_PROCESS,
         str(instance.ticket),
     )
     await escalation_instances.save(instance)
@@ -142,18 +145,18 @@ async def hold_timeout_lapse(service: Service, due: TimeoutDue, work: Work) -> N
         log_fact(
             "process_ignored_ended",
             INFO,
-            {"process": "Desk.Hold", "key": due.key, "timeout": due.name},
+            {"process": HOLD_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     if not await service.processes.armed(work, due):  # disarmed or re-armed
         log_fact(
             "timeout_stale",
             INFO,
-            {"process": "Desk.Hold", "key": due.key, "timeout": due.name},
+            {"process": HOLD_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     instance.ended = True
-    await service.processes.store.disarm_all(work, "Desk.Hold", str(instance.ticket))
+    await service.processes.store.disarm_all(work, HOLD_PROCESS, str(instance.ticket))
     await hold_instances.save(instance)
 
 
@@ -188,7 +191,7 @@ def subscribe(service: Service) -> None:
         partial(ticket_activity_on_resolved, service),
         name="Desk.TicketActivity.on(Resolved)",
     )
-    service.timeouts.register("Desk.Escalation", partial(escalation_timeouts, service))
-    service.processes.track("Desk.Escalation", EscalationInstances)
-    service.timeouts.register("Desk.Hold", partial(hold_timeouts, service))
-    service.processes.track("Desk.Hold", HoldInstances)
+    service.timeouts.register(ESCALATION_PROCESS, partial(escalation_timeouts, service))
+    service.processes.track(ESCALATION_PROCESS, EscalationInstances)
+    service.timeouts.register(HOLD_PROCESS, partial(hold_timeouts, service))
+    service.processes.track(HOLD_PROCESS, HoldInstances)

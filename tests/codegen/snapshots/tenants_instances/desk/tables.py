@@ -2,9 +2,8 @@
 # Do not edit: change the model and rebuild.
 # Tables of context Desk.
 
-from sqlalchemy import BigInteger, Boolean, Column, Integer, String, Table, Uuid
-
 from loom.runtime.types import UtcDateTime
+from sqlalchemy import BigInteger, Boolean, Column, Integer, String, Table, Uuid
 
 from .._metadata import metadata
 

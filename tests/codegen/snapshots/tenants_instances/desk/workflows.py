@@ -6,7 +6,6 @@ from datetime import timedelta
 from uuid import UUID
 
 from fastapi import APIRouter, Depends, Request
-
 from loom.runtime import (
     PROBLEM_RESPONSES,
     Episode,
@@ -28,6 +27,9 @@ from .schemas import (
     ReportInput,
     SettleInput,
 )
+
+HOLD_PROCESS = "Desk.Hold"
+ESCALATION_PROCESS = "Desk.Escalation"
 
 router = APIRouter(route_class=LoomRoute, dependencies=[Depends(require_tenant)])
 
@@ -95,7 +97,7 @@ async def hold(body: HoldInput, request: Request) -> None:
             instance = await hold_instances.next_episode(instance)
         await service.processes.store.arm(
             work,
-            "Desk.Hold",
+            HOLD_PROCESS,
             str(instance.ticket),
             Timeout("lapse", after=timedelta(hours=1)),
             now(),
@@ -113,7 +115,7 @@ async def get_escalation_instance(id: UUID, request: Request) -> EscalationInsta
     service = get_service(request)
     async with service.autocommit() as work:
         instance = await EscalationInstances(work).get(id)
-        timeouts = await service.processes.pending("Desk.Escalation", id, work=work)
+        timeouts = await service.processes.pending(ESCALATION_PROCESS, id, work=work)
     return EscalationInstanceOut.from_state(instance, timeouts)
 
 
@@ -139,7 +141,7 @@ async def get_hold_instance(id: UUID, request: Request) -> HoldInstanceOut:
     service = get_service(request)
     async with service.autocommit() as work:
         instance = await HoldInstances(work).get(id)
-        timeouts = await service.processes.pending("Desk.Hold", id, work=work)
+        timeouts = await service.processes.pending(HOLD_PROCESS, id, work=work)
     return HoldInstanceOut.from_state(instance, timeouts)
 
 

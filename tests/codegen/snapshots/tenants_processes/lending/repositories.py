@@ -4,9 +4,8 @@
 
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, and_, not_
-
 from loom.runtime import Repository
+from sqlalchemy import ColumnElement, and_, not_
 
 from . import tables
 from .domain import Borrower, Loan

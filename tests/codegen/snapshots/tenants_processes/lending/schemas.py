@@ -4,10 +4,9 @@
 
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from loom.runtime import Int64, JsonBool, JsonInt64, WireText
 from loom.runtime.times import DatetimeOut, WireDatetime
+from pydantic import BaseModel, ConfigDict, Field
 
 from .domain import Borrower, Loan
 from .ids import BorrowerId, LoanId
