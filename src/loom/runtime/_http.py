@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.dependencies.utils import get_dependant
@@ -181,6 +181,16 @@ def get_service(request: Request) -> Service:
         raise RuntimeError(
             "the Loom service is not running: start the app's lifespan (create_app sets it up)"
         ) from None
+
+
+async def _service_of(request: Request) -> Service:
+    """`get_service` as a coroutine: FastAPI solves an async dependency on the event loop, where a
+    plain function would cost a worker-thread hop on every request."""
+    return get_service(request)
+
+
+# a generated route's `service: ServiceDep` parameter: the app's `Service`
+ServiceDep = Annotated[Service, Depends(_service_of)]
 
 
 def create_app(

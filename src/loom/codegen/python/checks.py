@@ -106,6 +106,6 @@ def has_extern_checks(agg: ir.Aggregate, op: ir.Operation) -> bool:
 
 
 def has_invariants(agg: ir.Aggregate) -> bool:
-    """Does the aggregate have a `_check_invariants` method: declared invariants, or the implicit
+    """Does the aggregate have a `check_invariants` method: declared invariants, or the implicit
     ones of its `string(N)` and `decimal(P, S)` fields?"""
     return bool(agg.invariants or bound_checks(agg.name, agg.fields))

@@ -110,7 +110,7 @@ class Account(AggregateRoot):
             tags=tags,
             frozen=frozen,
         )
-        account._check_invariants()
+        account.check_invariants()
         return account
 
     @property
@@ -123,7 +123,7 @@ class Account(AggregateRoot):
         ints.fit(self.balance, "Account.balance")
         derived(self, "overdrawn", "derived Account.overdrawn")
 
-    def _check_invariants(self) -> None:
+    def check_invariants(self) -> None:
         """invariants of Account (banking.loom:12)"""
         # invariant balance >= 0 (banking.loom:22)
         require(
@@ -153,7 +153,7 @@ class Account(AggregateRoot):
         )
         self.balance -= amount + self._fee(amount)
         self._raise_event(MoneyWithdrawn(account=self.id, amount=amount))
-        self._check_invariants()
+        self.check_invariants()
 
     def deposit(self, amount: int) -> None:
         """operation Account.deposit (banking.loom:34)"""
@@ -171,12 +171,12 @@ class Account(AggregateRoot):
         )
         self.balance += amount
         self._raise_event(MoneyDeposited(account=self.id, amount=amount))
-        self._check_invariants()
+        self.check_invariants()
 
     def freeze(self) -> None:
         """operation Account.freeze (banking.loom:40)"""
         self.frozen = True
-        self._check_invariants()
+        self.check_invariants()
 
     def close(self) -> None:
         """operation Account.close (banking.loom:44)"""
@@ -188,4 +188,4 @@ class Account(AggregateRoot):
         )
         label = "closed"
         self.tags = [label]
-        self._check_invariants()
+        self.check_invariants()

@@ -77,10 +77,10 @@ class Subscription(AggregateRoot):
             last=last,
             credits=credits,
         )
-        subscription._check_invariants()
+        subscription.check_invariants()
         return subscription
 
-    def _check_invariants(self) -> None:
+    def check_invariants(self) -> None:
         """invariants of Subscription (billing_money.loom:9)"""
         require(
             decimals.fits(self.price, 10, 2),
@@ -109,7 +109,7 @@ class Subscription(AggregateRoot):
             "halfEven",
         )
         self._raise_event(Prorated(subscription=self.id, amount=self.prorated))
-        self._check_invariants()
+        self.check_invariants()
 
     def prorate_half_up(self, days: int) -> None:
         """operation Subscription.prorateHalfUp (billing_money.loom:20)"""
@@ -118,7 +118,7 @@ class Subscription(AggregateRoot):
             2,
             "halfUp",
         )
-        self._check_invariants()
+        self.check_invariants()
 
     def prorate_down(self, days: int) -> None:
         """operation Subscription.prorateDown (billing_money.loom:23)"""
@@ -127,7 +127,7 @@ class Subscription(AggregateRoot):
             2,
             "down",
         )
-        self._check_invariants()
+        self.check_invariants()
 
     def prorate_up(self, days: int) -> None:
         """operation Subscription.prorateUp (billing_money.loom:26)"""
@@ -136,17 +136,17 @@ class Subscription(AggregateRoot):
             2,
             "up",
         )
-        self._check_invariants()
+        self.check_invariants()
 
     def prorate_unrounded(self, days: int) -> None:
         """operation Subscription.prorateUnrounded (billing_money.loom:29)"""
         self.prorated = decimals.div(decimals.mul(self.price, days), 30)
-        self._check_invariants()
+        self.check_invariants()
 
     def apply_rate(self) -> None:
         """operation Subscription.applyRate (billing_money.loom:32)"""
         self.price = decimals.mul(self.price, self.rate)
-        self._check_invariants()
+        self.check_invariants()
 
     def charge(self, amount: Decimal) -> None:
         """operation Subscription.charge (billing_money.loom:35)"""
@@ -158,12 +158,12 @@ class Subscription(AggregateRoot):
         )
         amount = decimals.to_scale(amount, 10, 2)
         self.last = Charge(amount=amount, note="")
-        self._check_invariants()
+        self.check_invariants()
 
     def announce(self, amount: Decimal) -> None:
         """operation Subscription.announce (billing_money.loom:38)"""
         self._raise_event(Prorated(subscription=self.id, amount=amount))
-        self._check_invariants()
+        self.check_invariants()
 
     def charge_computed(self, days: int) -> None:
         """operation Subscription.chargeComputed (billing_money.loom:41)"""
@@ -171,4 +171,4 @@ class Subscription(AggregateRoot):
             amount=decimals.div(decimals.mul(self.price, days), 30),
             note="",
         )
-        self._check_invariants()
+        self.check_invariants()

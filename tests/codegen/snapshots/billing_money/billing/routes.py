@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Query, Response
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
@@ -14,7 +14,7 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
 )
 from loom.runtime.types import map_optional
 
@@ -43,9 +43,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Subscription"],
 )
-async def get_subscription(id: UUID, request: Request) -> SubscriptionOut:
+async def get_subscription(id: UUID, service: ServiceDep) -> SubscriptionOut:
     """Read one Subscription (aggregate Subscription, billing_money.loom:9)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         subscription = await SubscriptionRepository(work).get_by_id(id)
     return SubscriptionOut.from_aggregate(subscription)
@@ -57,12 +56,11 @@ async def get_subscription(id: UUID, request: Request) -> SubscriptionOut:
     tags=["Billing: Subscription"],
 )
 async def list_subscriptions(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[SubscriptionOut]:
     """Read a page of Subscription (aggregate Subscription, billing_money.loom:9)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await SubscriptionRepository(work).page(limit, offset)
     return page.map(SubscriptionOut.from_aggregate)
@@ -77,10 +75,9 @@ async def list_subscriptions(
 async def create_subscription(
     body: SubscriptionCreateInput,
     response: Response,
-    request: Request,
+    service: ServiceDep,
 ) -> SubscriptionOut:
     """crudish create of Subscription (billing_money.loom:9)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         subscription = Subscription.create(
             price=body.price,
@@ -102,10 +99,9 @@ async def create_subscription(
 async def update_subscription(
     id: UUID,
     body: SubscriptionUpdateInput,
-    request: Request,
+    service: ServiceDep,
 ) -> SubscriptionOut:
     """crudish update of Subscription (billing_money.loom:9): the fields the body names"""
-    service = get_service(request)
     async with service.transaction() as work:
         subscriptions = SubscriptionRepository(work)
         subscription = await subscriptions.get_by_id(id)
@@ -137,9 +133,8 @@ async def update_subscription(
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Subscription"],
 )
-async def delete_subscription(id: UUID, request: Request) -> None:
+async def delete_subscription(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Subscription (billing_money.loom:9)"""
-    service = get_service(request)
     async with service.transaction() as work:
         subscriptions = SubscriptionRepository(work)
         await subscriptions.delete(await subscriptions.get_by_id(id))
@@ -154,10 +149,9 @@ async def delete_subscription(id: UUID, request: Request) -> None:
 async def subscription_prorate(
     id: UUID,
     body: SubscriptionProrateInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Subscription.prorate (billing_money.loom:16)"""
-    service = get_service(request)
     async with service.transaction() as work:
         subscriptions = SubscriptionRepository(work)
         subscription = await subscriptions.get_by_id(id)
@@ -174,10 +168,9 @@ async def subscription_prorate(
 async def subscription_prorate_half_up(
     id: UUID,
     body: SubscriptionProrateHalfUpInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Subscription.prorateHalfUp (billing_money.loom:20)"""
-    service = get_service(request)
     async with service.transaction() as work:
         subscriptions = SubscriptionRepository(work)
         subscription = await subscriptions.get_by_id(id)
@@ -194,10 +187,9 @@ async def subscription_prorate_half_up(
 async def subscription_prorate_down(
     id: UUID,
     body: SubscriptionProrateDownInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Subscription.prorateDown (billing_money.loom:23)"""
-    service = get_service(request)
     async with service.transaction() as work:
         subscriptions = SubscriptionRepository(work)
         subscription = await subscriptions.get_by_id(id)
@@ -214,10 +206,9 @@ async def subscription_prorate_down(
 async def subscription_prorate_up(
     id: UUID,
     body: SubscriptionProrateUpInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Subscription.prorateUp (billing_money.loom:26)"""
-    service = get_service(request)
     async with service.transaction() as work:
         subscriptions = SubscriptionRepository(work)
         subscription = await subscriptions.get_by_id(id)
@@ -234,10 +225,9 @@ async def subscription_prorate_up(
 async def subscription_prorate_unrounded(
     id: UUID,
     body: SubscriptionProrateUnroundedInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Subscription.prorateUnrounded (billing_money.loom:29)"""
-    service = get_service(request)
     async with service.transaction() as work:
         subscriptions = SubscriptionRepository(work)
         subscription = await subscriptions.get_by_id(id)
@@ -251,9 +241,8 @@ async def subscription_prorate_unrounded(
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Subscription"],
 )
-async def subscription_apply_rate(id: UUID, request: Request) -> None:
+async def subscription_apply_rate(id: UUID, service: ServiceDep) -> None:
     """operation Subscription.applyRate (billing_money.loom:32)"""
-    service = get_service(request)
     async with service.transaction() as work:
         subscriptions = SubscriptionRepository(work)
         subscription = await subscriptions.get_by_id(id)
@@ -270,10 +259,9 @@ async def subscription_apply_rate(id: UUID, request: Request) -> None:
 async def subscription_charge(
     id: UUID,
     body: SubscriptionChargeInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Subscription.charge (billing_money.loom:35)"""
-    service = get_service(request)
     async with service.transaction() as work:
         subscriptions = SubscriptionRepository(work)
         subscription = await subscriptions.get_by_id(id)
@@ -290,10 +278,9 @@ async def subscription_charge(
 async def subscription_announce(
     id: UUID,
     body: SubscriptionAnnounceInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Subscription.announce (billing_money.loom:38)"""
-    service = get_service(request)
     async with service.transaction() as work:
         subscriptions = SubscriptionRepository(work)
         subscription = await subscriptions.get_by_id(id)
@@ -310,10 +297,9 @@ async def subscription_announce(
 async def subscription_charge_computed(
     id: UUID,
     body: SubscriptionChargeComputedInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Subscription.chargeComputed (billing_money.loom:41)"""
-    service = get_service(request)
     async with service.transaction() as work:
         subscriptions = SubscriptionRepository(work)
         subscription = await subscriptions.get_by_id(id)

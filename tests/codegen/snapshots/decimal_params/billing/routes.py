@@ -5,7 +5,7 @@
 from typing import Annotated, cast
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Query, Response
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
@@ -14,7 +14,7 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
 )
 
 from .domain import Account, Invoice
@@ -41,9 +41,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Account"],
 )
-async def get_account(id: UUID, request: Request) -> AccountOut:
+async def get_account(id: UUID, service: ServiceDep) -> AccountOut:
     """Read one Account (aggregate Account, decimal_params.loom:6)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         account = await Accounts(work).get_by_id(id)
     return AccountOut.from_aggregate(account)
@@ -51,12 +50,11 @@ async def get_account(id: UUID, request: Request) -> AccountOut:
 
 @router.get("/api/accounts", responses=PROBLEM_RESPONSES, tags=["Billing: Account"])
 async def list_accounts(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[AccountOut]:
     """Read a page of Account (aggregate Account, decimal_params.loom:6)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Accounts(work).page(limit, offset)
     return page.map(AccountOut.from_aggregate)
@@ -71,10 +69,9 @@ async def list_accounts(
 async def create_account(
     body: AccountCreateInput,
     response: Response,
-    request: Request,
+    service: ServiceDep,
 ) -> AccountOut:
     """crudish create of Account (decimal_params.loom:6)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         account = Account.create(
             balance=body.balance,
@@ -95,10 +92,9 @@ async def create_account(
 async def update_account(
     id: UUID,
     body: AccountUpdateInput,
-    request: Request,
+    service: ServiceDep,
 ) -> AccountOut:
     """crudish update of Account (decimal_params.loom:6): the fields the body names"""
-    service = get_service(request)
     async with service.transaction() as work:
         accounts = Accounts(work)
         account = await accounts.get_by_id(id)
@@ -128,9 +124,8 @@ async def update_account(
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Account"],
 )
-async def delete_account(id: UUID, request: Request) -> None:
+async def delete_account(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Account (decimal_params.loom:6)"""
-    service = get_service(request)
     async with service.transaction() as work:
         accounts = Accounts(work)
         await accounts.delete(await accounts.get_by_id(id))
@@ -142,9 +137,12 @@ async def delete_account(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Account"],
 )
-async def account_credit(id: UUID, body: AccountCreditInput, request: Request) -> None:
+async def account_credit(
+    id: UUID,
+    body: AccountCreditInput,
+    service: ServiceDep,
+) -> None:
     """operation Account.credit (decimal_params.loom:12)"""
-    service = get_service(request)
     async with service.transaction() as work:
         accounts = Accounts(work)
         account = await accounts.get_by_id(id)
@@ -161,10 +159,9 @@ async def account_credit(id: UUID, body: AccountCreditInput, request: Request) -
 async def account_credit_third(
     id: UUID,
     body: AccountCreditThirdInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Account.creditThird (decimal_params.loom:21)"""
-    service = get_service(request)
     async with service.transaction() as work:
         accounts = Accounts(work)
         account = await accounts.get_by_id(id)
@@ -178,9 +175,8 @@ async def account_credit_third(
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Account"],
 )
-async def account_fee(id: UUID, body: AccountFeeInput, request: Request) -> None:
+async def account_fee(id: UUID, body: AccountFeeInput, service: ServiceDep) -> None:
     """extern operation Account.fee (decimal_params.loom:24)"""
-    service = get_service(request)
     async with service.transaction() as work:
         accounts = Accounts(work)
         account = await accounts.get_by_id(id)
@@ -189,7 +185,7 @@ async def account_fee(id: UUID, body: AccountFeeInput, request: Request) -> None
             account,
             body.amount,
         )
-        account._check_invariants()
+        account.check_invariants()
         await accounts.save(account)
 
 
@@ -202,10 +198,9 @@ async def account_fee(id: UUID, body: AccountFeeInput, request: Request) -> None
 async def account_annotate(
     id: UUID,
     body: AccountAnnotateInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """extern operation Account.annotate (decimal_params.loom:25)"""
-    service = get_service(request)
     async with service.transaction() as work:
         accounts = Accounts(work)
         account = await accounts.get_by_id(id)
@@ -213,7 +208,7 @@ async def account_annotate(
             account,
             body.text,
         )
-        account._check_invariants()
+        account.check_invariants()
         await accounts.save(account)
 
 
@@ -222,9 +217,8 @@ async def account_annotate(
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Invoice"],
 )
-async def get_invoice(id: UUID, request: Request) -> InvoiceOut:
+async def get_invoice(id: UUID, service: ServiceDep) -> InvoiceOut:
     """Read one Invoice (aggregate Invoice, decimal_params.loom:29)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         invoice = await Invoices(work).get_by_id(id)
     return InvoiceOut.from_aggregate(invoice)
@@ -232,12 +226,11 @@ async def get_invoice(id: UUID, request: Request) -> InvoiceOut:
 
 @router.get("/api/invoices", responses=PROBLEM_RESPONSES, tags=["Billing: Invoice"])
 async def list_invoices(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[InvoiceOut]:
     """Read a page of Invoice (aggregate Invoice, decimal_params.loom:29)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Invoices(work).page(limit, offset)
     return page.map(InvoiceOut.from_aggregate)
@@ -252,10 +245,9 @@ async def list_invoices(
 async def create_invoice(
     body: InvoiceCreateInput,
     response: Response,
-    request: Request,
+    service: ServiceDep,
 ) -> InvoiceOut:
     """crudish create of Invoice (decimal_params.loom:29)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         invoice = Invoice.create(amount=body.amount)
         await Invoices(work).save(invoice)
@@ -271,10 +263,9 @@ async def create_invoice(
 async def update_invoice(
     id: UUID,
     body: InvoiceUpdateInput,
-    request: Request,
+    service: ServiceDep,
 ) -> InvoiceOut:
     """crudish update of Invoice (decimal_params.loom:29): the fields the body names"""
-    service = get_service(request)
     async with service.transaction() as work:
         invoices = Invoices(work)
         invoice = await invoices.get_by_id(id)
@@ -292,9 +283,8 @@ async def update_invoice(
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Invoice"],
 )
-async def delete_invoice(id: UUID, request: Request) -> None:
+async def delete_invoice(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Invoice (decimal_params.loom:29)"""
-    service = get_service(request)
     async with service.transaction() as work:
         invoices = Invoices(work)
         await invoices.delete(await invoices.get_by_id(id))

@@ -4,9 +4,9 @@
 
 from uuid import UUID
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 
-from loom.runtime import PROBLEM_RESPONSES, Episode, LoomRoute, get_service
+from loom.runtime import PROBLEM_RESPONSES, Episode, LoomRoute, ServiceDep
 
 from .domain import Counted, TallyState
 from .repositories import TallyInstances
@@ -38,9 +38,8 @@ def tally_apply_counted(state: TallyState, e: Counted) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Counter: workflows"],
 )
-async def get_tally_instance(id: UUID, request: Request) -> TallyInstanceOut:
+async def get_tally_instance(id: UUID, service: ServiceDep) -> TallyInstanceOut:
     """an instance of workflow tally (eventsourced_reactions.loom:14), by its thing"""
-    service = get_service(request)
     async with service.autocommit() as work:
         instance = await TallyInstances(work).get(id)
         timeouts = await service.processes.pending("Counter.tally", id, work=work)
@@ -52,8 +51,7 @@ async def get_tally_instance(id: UUID, request: Request) -> TallyInstanceOut:
     responses=PROBLEM_RESPONSES,
     tags=["Counter: workflows"],
 )
-async def get_tally_episodes(id: UUID, request: Request) -> list[Episode]:
+async def get_tally_episodes(id: UUID, service: ServiceDep) -> list[Episode]:
     """the episodes of an instance of workflow tally (eventsourced_reactions.loom:14), oldest first"""
-    service = get_service(request)
     async with service.autocommit() as work:
         return await TallyInstances(work).episodes(id)

@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
@@ -13,7 +13,7 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
 )
 
 from .repositories import Bookings
@@ -29,9 +29,8 @@ router = APIRouter(route_class=LoomRoute)
 
 
 @router.get("/api/bookings/{id}", responses=PROBLEM_RESPONSES, tags=["Hotel: Booking"])
-async def get_booking(id: UUID, request: Request) -> BookingOut:
+async def get_booking(id: UUID, service: ServiceDep) -> BookingOut:
     """Read one Booking (aggregate Booking, hotel_time.loom:9)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         booking = await Bookings(work).get_by_id(id)
     return BookingOut.from_aggregate(booking)
@@ -39,12 +38,11 @@ async def get_booking(id: UUID, request: Request) -> BookingOut:
 
 @router.get("/api/bookings", responses=PROBLEM_RESPONSES, tags=["Hotel: Booking"])
 async def list_bookings(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[BookingOut]:
     """Read a page of Booking (aggregate Booking, hotel_time.loom:9)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Bookings(work).page(limit, offset)
     return page.map(BookingOut.from_aggregate)
@@ -56,9 +54,8 @@ async def list_bookings(
     responses=PROBLEM_RESPONSES,
     tags=["Hotel: Booking"],
 )
-async def booking_pay(id: UUID, request: Request) -> None:
+async def booking_pay(id: UUID, service: ServiceDep) -> None:
     """operation Booking.pay (hotel_time.loom:27)"""
-    service = get_service(request)
     async with service.transaction() as work:
         bookings = Bookings(work)
         booking = await bookings.get_by_id(id)
@@ -72,9 +69,8 @@ async def booking_pay(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Hotel: Booking"],
 )
-async def booking_expire(id: UUID, request: Request) -> None:
+async def booking_expire(id: UUID, service: ServiceDep) -> None:
     """operation Booking.expire (hotel_time.loom:31)"""
-    service = get_service(request)
     async with service.transaction() as work:
         bookings = Bookings(work)
         booking = await bookings.get_by_id(id)
@@ -88,9 +84,8 @@ async def booking_expire(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Hotel: Booking"],
 )
-async def booking_remind(id: UUID, request: Request) -> None:
+async def booking_remind(id: UUID, service: ServiceDep) -> None:
     """operation Booking.remind (hotel_time.loom:34)"""
-    service = get_service(request)
     async with service.transaction() as work:
         bookings = Bookings(work)
         booking = await bookings.get_by_id(id)
@@ -104,9 +99,12 @@ async def booking_remind(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Hotel: Booking"],
 )
-async def booking_extend(id: UUID, body: BookingExtendInput, request: Request) -> None:
+async def booking_extend(
+    id: UUID,
+    body: BookingExtendInput,
+    service: ServiceDep,
+) -> None:
     """operation Booking.extend (hotel_time.loom:37)"""
-    service = get_service(request)
     async with service.transaction() as work:
         bookings = Bookings(work)
         booking = await bookings.get_by_id(id)
@@ -123,10 +121,9 @@ async def booking_extend(id: UUID, body: BookingExtendInput, request: Request) -
 async def booking_stay_nights(
     id: UUID,
     body: BookingStayNightsInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Booking.stayNights (hotel_time.loom:41)"""
-    service = get_service(request)
     async with service.transaction() as work:
         bookings = Bookings(work)
         booking = await bookings.get_by_id(id)
@@ -143,10 +140,9 @@ async def booking_stay_nights(
 async def booking_set_check_in(
     id: UUID,
     body: BookingSetCheckInInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Booking.setCheckIn (hotel_time.loom:44)"""
-    service = get_service(request)
     async with service.transaction() as work:
         bookings = Bookings(work)
         booking = await bookings.get_by_id(id)
@@ -163,10 +159,9 @@ async def booking_set_check_in(
 async def booking_move_night(
     id: UUID,
     body: BookingMoveNightInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Booking.moveNight (hotel_time.loom:48)"""
-    service = get_service(request)
     async with service.transaction() as work:
         bookings = Bookings(work)
         booking = await bookings.get_by_id(id)

@@ -2,9 +2,9 @@
 # Do not edit: change the model and rebuild.
 # Workflow routes of context Sales.
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 
-from loom.runtime import PROBLEM_RESPONSES, Int64, LoomRoute, get_service, ints
+from loom.runtime import PROBLEM_RESPONSES, Int64, LoomRoute, ServiceDep, ints
 
 from .repositories import Orders
 from .schemas import SizesInput
@@ -18,9 +18,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Sales: workflows"],
 )
-async def sizes(body: SizesInput, request: Request) -> Int64:
+async def sizes(body: SizesInput, service: ServiceDep) -> Int64:
     """workflow sizes (lists.loom:60): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         orders_ = Orders(work)
         big: int = 0

@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 
 from loom.runtime import (
     PROBLEM_RESPONSES,
@@ -13,7 +13,7 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
 )
 
 from .repositories import Appointments
@@ -27,9 +27,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Scheduling: Appointment"],
 )
-async def get_appointment(id: UUID, request: Request) -> AppointmentOut:
+async def get_appointment(id: UUID, service: ServiceDep) -> AppointmentOut:
     """Read one Appointment (aggregate Appointment, scheduling.loom:36)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         appointment = await Appointments(work).get_by_id(id)
     return AppointmentOut.from_aggregate(appointment)
@@ -41,12 +40,11 @@ async def get_appointment(id: UUID, request: Request) -> AppointmentOut:
     tags=["Scheduling: Appointment"],
 )
 async def list_appointments(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[AppointmentOut]:
     """Read a page of Appointment (aggregate Appointment, scheduling.loom:36)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Appointments(work).page(limit, offset)
     return page.map(AppointmentOut.from_aggregate)
@@ -58,9 +56,8 @@ async def list_appointments(
     responses=PROBLEM_RESPONSES,
     tags=["Scheduling: Appointment"],
 )
-async def appointment_confirm(id: UUID, request: Request) -> None:
+async def appointment_confirm(id: UUID, service: ServiceDep) -> None:
     """operation Appointment.confirm (scheduling.loom:46)"""
-    service = get_service(request)
     async with service.transaction() as work:
         appointments = Appointments(work)
         appointment = await appointments.get_by_id(id)
@@ -74,9 +71,8 @@ async def appointment_confirm(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Scheduling: Appointment"],
 )
-async def appointment_pay_deposit(id: UUID, request: Request) -> None:
+async def appointment_pay_deposit(id: UUID, service: ServiceDep) -> None:
     """operation Appointment.payDeposit (scheduling.loom:55)"""
-    service = get_service(request)
     async with service.transaction() as work:
         appointments = Appointments(work)
         appointment = await appointments.get_by_id(id)
@@ -93,10 +89,9 @@ async def appointment_pay_deposit(id: UUID, request: Request) -> None:
 async def appointment_cancel(
     id: UUID,
     body: AppointmentCancelInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Appointment.cancel (scheduling.loom:66)"""
-    service = get_service(request)
     async with service.transaction() as work:
         appointments = Appointments(work)
         appointment = await appointments.get_by_id(id)
