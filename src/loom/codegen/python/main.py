@@ -161,7 +161,12 @@ def _channels(info: ModelInfo, channels: list[ir.Channel], imports: Imports) -> 
         held = None if info.subset is None else info.subset.held
         specs: list[Doc] = [
             call(
-                "ConsumerSpec", [py_str(c.name), name, f"({py_str(event_type(c.reaction.event))},)"]
+                "ConsumerSpec",
+                [
+                    f"name={py_str(c.name)}",
+                    f"channel={name}",
+                    f"event_types=({py_str(event_type(c.reaction.event))},)",
+                ],
             )
             for c in broker_consumers(info.model, ch, held)
         ]

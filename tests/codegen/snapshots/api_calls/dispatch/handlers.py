@@ -44,8 +44,8 @@ async def assign(body: AssignInput, service: ServiceDep) -> str:
         work_orders = WorkOrders(work)
         t: TechnicianView = await service.api("Dispatch.directory").query(
             "technician_info",
-            {"id": body.tech},
-            TechnicianViewInput,
+            params={"id": body.tech},
+            answer=TechnicianViewInput,
         )
         o = await work_orders.get_by_id(body.order)
         o.assign(t.name)
@@ -66,8 +66,8 @@ async def grade(body: GradeInput, service: ServiceDep) -> None:
         work_orders = WorkOrders(work)
         skills: list[Skill] = await service.api("Dispatch.directory").query(
             "skills_of",
-            {"id": body.tech},
-            list[SkillInput],
+            params={"id": body.tech},
+            answer=list[SkillInput],
         )
         o = await work_orders.get_by_id(body.order)
         for s in skills:
@@ -85,8 +85,8 @@ async def find(service: ServiceDep, name: Annotated[WireText, Query()]) -> Techn
     async with service.autocommit():
         found: TechnicianId = await service.api("Dispatch.directory").query(
             "lookup",
-            {"name": name},
-            TechnicianId,
+            params={"name": name},
+            answer=TechnicianId,
         )
         result = found
     return result
@@ -104,7 +104,7 @@ async def hire(body: HireInput, service: ServiceDep) -> TechnicianId:
         id: TechnicianId = await service.api("Dispatch.directory").command(
             "register",
             {"name": body.name, "senior": True, "years": 3},
-            TechnicianId,
+            answer=TechnicianId,
         )
         result = id
     return result

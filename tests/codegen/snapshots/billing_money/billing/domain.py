@@ -23,7 +23,7 @@ class Charge:
     def __post_init__(self) -> None:
         """invariants of Charge, checked on construction"""
         require(
-            decimals.fits(self.amount, 10, 2),
+            decimals.fits(self.amount, precision=10, scale=2),
             kind="invariant",
             rule="Charge: amount: decimal(10, 2)",
             detail="amount: it has at most 8 digits before the point and 2 after it (never rounded: round it in the model with round(x, 2))",
@@ -41,7 +41,7 @@ class Prorated(DomainEvent):
     def __post_init__(self) -> None:
         """the string lengths of event Prorated"""
         require(
-            decimals.fits(self.amount, 10, 2),
+            decimals.fits(self.amount, precision=10, scale=2),
             kind="invariant",
             rule="Prorated: amount: decimal(10, 2)",
             detail="amount: it has at most 8 digits before the point and 2 after it (never rounded: round it in the model with round(x, 2))",
@@ -83,19 +83,19 @@ class Subscription(AggregateRoot):
     def check_invariants(self) -> None:
         """invariants of Subscription (billing_money.loom:9)"""
         require(
-            decimals.fits(self.price, 10, 2),
+            decimals.fits(self.price, precision=10, scale=2),
             kind="invariant",
             rule="Subscription: price: decimal(10, 2)",
             detail="price: it has at most 8 digits before the point and 2 after it (never rounded: round it in the model with round(x, 2))",
         )
         require(
-            decimals.fits(self.prorated, 10, 2),
+            decimals.fits(self.prorated, precision=10, scale=2),
             kind="invariant",
             rule="Subscription: prorated: decimal(10, 2)",
             detail="prorated: it has at most 8 digits before the point and 2 after it (never rounded: round it in the model with round(x, 2))",
         )
         require(
-            all(decimals.fits(v, 6, 2) for v in self.credits),
+            all(decimals.fits(v, precision=6, scale=2) for v in self.credits),
             kind="invariant",
             rule="Subscription: credits: decimal(6, 2)",
             detail="credits: each of its numbers has at most 4 digits before the point and 2 after it (never rounded: round it in the model with round(x, 2))",
@@ -105,8 +105,8 @@ class Subscription(AggregateRoot):
         """operation Subscription.prorate (billing_money.loom:16)"""
         self.prorated = decimals.round_to(
             decimals.div(decimals.mul(self.price, days), 30),
-            2,
-            "halfEven",
+            scale=2,
+            mode="halfEven",
         )
         self._raise_event(Prorated(subscription=self.id, amount=self.prorated))
         self.check_invariants()
@@ -115,8 +115,8 @@ class Subscription(AggregateRoot):
         """operation Subscription.prorateHalfUp (billing_money.loom:20)"""
         self.prorated = decimals.round_to(
             decimals.div(decimals.mul(self.price, days), 30),
-            2,
-            "halfUp",
+            scale=2,
+            mode="halfUp",
         )
         self.check_invariants()
 
@@ -124,8 +124,8 @@ class Subscription(AggregateRoot):
         """operation Subscription.prorateDown (billing_money.loom:23)"""
         self.prorated = decimals.round_to(
             decimals.div(decimals.mul(self.price, days), 30),
-            2,
-            "down",
+            scale=2,
+            mode="down",
         )
         self.check_invariants()
 
@@ -133,8 +133,8 @@ class Subscription(AggregateRoot):
         """operation Subscription.prorateUp (billing_money.loom:26)"""
         self.prorated = decimals.round_to(
             decimals.div(decimals.mul(self.price, days), 30),
-            2,
-            "up",
+            scale=2,
+            mode="up",
         )
         self.check_invariants()
 
@@ -151,12 +151,12 @@ class Subscription(AggregateRoot):
     def charge(self, amount: Decimal) -> None:
         """operation Subscription.charge (billing_money.loom:35)"""
         require(
-            decimals.fits(amount, 10, 2),
+            decimals.fits(amount, precision=10, scale=2),
             kind="precondition",
             rule="Subscription.charge: amount: decimal(10, 2)",
             detail="amount: it has at most 8 digits before the point and 2 after it (never rounded: round it in the model with round(x, 2))",
         )
-        amount = decimals.to_scale(amount, 10, 2)
+        amount = decimals.to_scale(amount, precision=10, scale=2)
         self.last = Charge(amount=amount, note="")
         self.check_invariants()
 

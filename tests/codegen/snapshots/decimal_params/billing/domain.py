@@ -56,12 +56,12 @@ class Account(AggregateRoot):
     def credit(self, amount: Decimal) -> None:
         """operation Account.credit (decimal_params.loom:12)"""
         require(
-            decimals.fits(amount, 10, 2),
+            decimals.fits(amount, precision=10, scale=2),
             kind="precondition",
             rule="Account.credit: amount: decimal(10, 2)",
             detail="amount: it has at most 8 digits before the point and 2 after it (never rounded: round it in the model with round(x, 2))",
         )
-        amount = decimals.to_scale(amount, 10, 2)
+        amount = decimals.to_scale(amount, precision=10, scale=2)
         self.balance = decimals.add(self.balance, amount)
         self.credits += 1
         self.check_invariants()
@@ -69,12 +69,12 @@ class Account(AggregateRoot):
     def credit_inside(self, amount: Decimal) -> None:
         """operation Account.creditInside (decimal_params.loom:16)"""
         require(
-            decimals.fits(amount, 10, 2),
+            decimals.fits(amount, precision=10, scale=2),
             kind="precondition",
             rule="Account.creditInside: amount: decimal(10, 2)",
             detail="amount: it has at most 8 digits before the point and 2 after it (never rounded: round it in the model with round(x, 2))",
         )
-        amount = decimals.to_scale(amount, 10, 2)
+        amount = decimals.to_scale(amount, precision=10, scale=2)
         self.balance = decimals.add(self.balance, amount)
         self.credits += 1
         self.check_invariants()
@@ -102,7 +102,7 @@ class Account(AggregateRoot):
     def _before_fee(self, amount: Decimal) -> tuple[Decimal]:
         """arguments and requires of extern operation Account.fee (decimal_params.loom:24)"""
         require(
-            decimals.fits(amount, 10, 2),
+            decimals.fits(amount, precision=10, scale=2),
             kind="precondition",
             rule="Account.fee: amount: decimal(10, 2)",
             detail="amount: it has at most 8 digits before the point and 2 after it (never rounded: round it in the model with round(x, 2))",
@@ -125,11 +125,11 @@ class Invoice(AggregateRoot):
     def create(cls, *, amount: Decimal) -> Invoice:
         """Invoice.create (decimal_params.loom:31): a new Invoice"""
         require(
-            decimals.fits(amount, 8, 2),
+            decimals.fits(amount, precision=8, scale=2),
             kind="precondition",
             rule="Invoice.create: amount: decimal(8, 2)",
             detail="amount: it has at most 6 digits before the point and 2 after it (never rounded: round it in the model with round(x, 2))",
         )
-        amount = decimals.to_scale(amount, 8, 2)
+        amount = decimals.to_scale(amount, precision=8, scale=2)
         total = amount
         return cls(total=total)

@@ -121,7 +121,7 @@ class Account(AggregateRoot):
     def _check_stored(self) -> None:
         """what saving Account needs (banking.loom:12): ints in range, derived values"""
         ints.fit(self.balance, "Account.balance")
-        derived(self, "overdrawn", "derived Account.overdrawn")
+        derived(self, attr="overdrawn", label="derived Account.overdrawn")
 
     def check_invariants(self) -> None:
         """invariants of Account (banking.loom:12)"""

@@ -83,7 +83,7 @@ class Box(AggregateRoot):
     def _check_stored(self) -> None:
         """what saving Box needs (catalog.loom:4): ints in range, derived values"""
         ints.fit(self.weight, "Box.weight")
-        derived(self, "total", "derived Box.total")
+        derived(self, attr="total", label="derived Box.total")
 
     def check_invariants(self) -> None:
         """invariants of Box (catalog.loom:4)"""

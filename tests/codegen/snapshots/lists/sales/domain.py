@@ -69,12 +69,12 @@ class Order(AggregateRoot):
 
     def _check_stored(self) -> None:
         """what saving Order needs (lists.loom:8): ints in range, derived values"""
-        derived(self, "recipients", "derived Order.recipients")
+        derived(self, attr="recipients", label="derived Order.recipients")
 
     def check_invariants(self) -> None:
         """invariants of Order (lists.loom:8)"""
         require(
-            decimals.fits(self.amount, 10, 2),
+            decimals.fits(self.amount, precision=10, scale=2),
             kind="invariant",
             rule="Order: amount: decimal(10, 2)",
             detail="amount: it has at most 8 digits before the point and 2 after it (never rounded: round it in the model with round(x, 2))",

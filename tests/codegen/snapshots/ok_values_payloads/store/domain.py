@@ -165,7 +165,7 @@ class Product(AggregateRoot):
 
     def _check_stored(self) -> None:
         """what saving Product needs (values_payloads.loom:22): ints in range, derived values"""
-        derived(self, "free", "derived Product.free")
+        derived(self, attr="free", label="derived Product.free")
 
     def check_invariants(self) -> None:
         """invariants of Product (values_payloads.loom:22)"""

@@ -61,7 +61,7 @@ class Customer(AggregateRoot):
 
     def _check_stored(self) -> None:
         """what saving Customer needs (sales.loom:5): ints in range, derived values"""
-        derived(self, "display", "derived Customer.display")
+        derived(self, attr="display", label="derived Customer.display")
 
     def check_invariants(self) -> None:
         """invariants of Customer (sales.loom:5)"""
