@@ -77,7 +77,7 @@ Persistence
                          `key` (the correlation field) and `workflow`; Store(work) then
                          find(key), get(key) (NotFound), bind(key) (load-or-allocate),
                          save(instance) (version-checked); instance_version(instance)
-    ProcessInstances[S]  a process workflow's instances (also `process`, `answer`): episodes —
+    ProcessInstances[S]  a process workflow's instances (also `process`): episodes —
                          next_episode(ended) after `complete`, episodes(key) -> [Episode]
     Faults               fail_save(n, error=None), crash_relay(after="claim"|"deliver"|"publish"),
                          crash_consumer(after="commit") (a broker consumer dies before its ack),

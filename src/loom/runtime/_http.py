@@ -221,6 +221,7 @@ def create_app(
     api_resources: Sequence[ApiResource] = (),
     api_urls: Mapping[str, str] | None = None,
     tenanted: Sequence[str] = (),
+    instance_answers: Mapping[str, Any] | None = None,
     **fastapi_options: Any,
 ) -> FastAPI:
     """A FastAPI app with the routers, the problem handlers, the X-Correlation-Id middleware and a
@@ -276,6 +277,9 @@ def create_app(
     `resource { kind: api }` bindings of this service's contexts. A bound context this service
     holds is called in process; another one at the base URL `api_urls` (context -> URL) or
     `LOOM_API_<CONTEXT>` gives, else the lifespan refuses to start (`StartupRefused`).
+
+    `instance_answers` (process -> its generated `<Workflow>InstanceOut`): what an ended episode
+    of a process workflow is archived as (`ProcessInstances.next_episode`).
     """
     ttl = resolve_ttl(idempotency_ttl)
     extern_plan = Externs(extern_module, externs or {})
@@ -325,6 +329,7 @@ def create_app(
                 subscribe(service)
             service.brokers.plan(service.events)  # before the database: a refusal touches none
             service.apis = Apis(api_resources)
+            service.instance_answers = dict(instance_answers or {})
             urls = service.apis.urls(contexts, api_urls or {}, os.environ)
             try:
                 await service.create_schema()

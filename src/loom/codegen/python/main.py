@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from loom.codegen.python.api_calls import api_resources
 from loom.codegen.python.imports import Imports
+from loom.codegen.python.keyed import instance_out_class, keyed, process_name
 from loom.codegen.python.layout import Doc, Group, call, lay
 from loom.codegen.python.literals import docstring, py_str
 from loom.codegen.python.model_info import ModelInfo
@@ -82,6 +83,16 @@ def emit_main(
         # known before the lifespan registers the handlers: it mounts the dead-letter routes,
         # where dead timeouts are listed, and the timer routes
         args.append("processes=True")
+    answers = _instance_answers(info, imports)
+    if answers:
+        blocks.append(
+            [
+                "# What an ended episode of each process workflow is archived as: its instance as",
+                "# the instance route answers it.",
+                *lay(Group("INSTANCE_ANSWERS = {", answers, "}")),
+            ]
+        )
+        args.append("instance_answers=INSTANCE_ANSWERS")
     resources = api_resources(info, imports)
     if resources:
         blocks.append(
@@ -216,3 +227,15 @@ def emit_package_init(info: ModelInfo) -> str:
 def emit_context_init(info: ModelInfo, files: list[str], context_name: str) -> str:
     head = header(files, f"Context {context_name}.")
     return "\n".join(head) + "\n"
+
+
+def _instance_answers(info: ModelInfo, imports: Imports) -> list[Doc]:
+    """`"<Context>.<Workflow>": <Workflow>InstanceOut` for each process workflow held."""
+    items: list[Doc] = []
+    for ctx in info.held():
+        mod = naming.context_module(ctx)
+        for wf in keyed(ctx):
+            if isinstance(wf, ir.Workflow) and wf.process:
+                imports.add(f".{mod}", f"schemas as {mod}_schemas")
+                items.append(f"{py_str(process_name(wf))}: {mod}_schemas.{instance_out_class(wf)}")
+    return items

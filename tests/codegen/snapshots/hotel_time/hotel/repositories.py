@@ -10,7 +10,6 @@ from loom.runtime import ProcessInstances, Repository, now, times
 
 from . import tables
 from .domain import Booking, PaymentDeadlineState
-from .schemas import PaymentDeadlineInstanceOut
 
 
 def hold_lapsed(grace: timedelta) -> ColumnElement[bool]:
@@ -56,4 +55,3 @@ class PaymentDeadlineInstances(ProcessInstances[PaymentDeadlineState]):
     key = "booking"
     workflow = "PaymentDeadline"
     process = "Hotel.PaymentDeadline"
-    answer = PaymentDeadlineInstanceOut

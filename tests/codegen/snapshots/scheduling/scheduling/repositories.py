@@ -15,11 +15,6 @@ from .domain import (
     DepositHoldState,
     ReminderState,
 )
-from .schemas import (
-    ConfirmationDeadlineInstanceOut,
-    DepositHoldInstanceOut,
-    ReminderInstanceOut,
-)
 
 
 def unconfirmed(as_of: datetime) -> ColumnElement[bool]:
@@ -51,7 +46,6 @@ class ConfirmationDeadlineInstances(ProcessInstances[ConfirmationDeadlineState])
     key = "appointment"
     workflow = "ConfirmationDeadline"
     process = "Scheduling.ConfirmationDeadline"
-    answer = ConfirmationDeadlineInstanceOut
 
 
 class DepositHoldInstances(ProcessInstances[DepositHoldState]):
@@ -62,7 +56,6 @@ class DepositHoldInstances(ProcessInstances[DepositHoldState]):
     key = "appointment"
     workflow = "DepositHold"
     process = "Scheduling.DepositHold"
-    answer = DepositHoldInstanceOut
 
 
 class ReminderInstances(ProcessInstances[ReminderState]):
@@ -73,4 +66,3 @@ class ReminderInstances(ProcessInstances[ReminderState]):
     key = "appointment"
     workflow = "Reminder"
     process = "Scheduling.Reminder"
-    answer = ReminderInstanceOut
