@@ -83,26 +83,27 @@ def emit_main(
         # known before the lifespan registers the handlers: it mounts the dead-letter routes,
         # where dead timeouts are listed, and the timer routes
         args.append("processes=True")
-    answers = _instance_answers(info, imports)
-    if answers:
-        blocks.append(
-            [
-                "# What an ended episode of each process workflow is archived as: its instance as",
-                "# the instance route answers it.",
-                *lay(Group("INSTANCE_ANSWERS = {", answers, "}")),
-            ]
-        )
-        args.append("instance_answers=INSTANCE_ANSWERS")
-    resources = api_resources(info, imports)
-    if resources:
-        blocks.append(
-            [
-                "# The `resource { kind: api }` bindings: calls of other contexts' handlers, in",
-                "# process when this service holds the context, else at LOOM_API_<CONTEXT>.",
-                *lay(Group("API_RESOURCES = [", resources, "]")),
-            ]
-        )
-        args.append("api_resources=API_RESOURCES")
+    constants = [
+        (
+            "INSTANCE_ANSWERS",
+            "instance_answers",
+            Group("{", _instance_answers(info, imports), "}"),
+            "# What an ended episode of each process workflow is archived as: its instance as\n"
+            "# the instance route answers it.",
+        ),
+        (
+            "API_RESOURCES",
+            "api_resources",
+            Group("[", api_resources(info, imports), "]"),
+            "# The `resource { kind: api }` bindings: calls of other contexts' handlers, in\n"
+            "# process when this service holds the context, else at LOOM_API_<CONTEXT>.",
+        ),
+    ]
+    for name, param, value, comment in constants:
+        if value.items:
+            assign = Group(f"{name} = {value.head}", value.items, value.tail)
+            blocks.append([*comment.split("\n"), *lay(assign)])
+            args.append(f"{param}={name}")
     if reactions:
         blocks.append(_subscribe(info, reactions, imports))
         args.append("subscribe=subscribe")
