@@ -57,10 +57,11 @@ def test_a_caller_of_another_contexts_api_gets_its_records_in_the_contract(
     for name in ("class TechnicianViewInput", "class SkillInput", "class SkillOut"):
         assert name in files["directory/schemas.py"]
     assert "class Level" in files["directory/domain.py"]
-    assert (
-        'ApiResource("Dispatch", "directory", "Directory", timeout=2, retries=2)'
-        in (files["main.py"])
+    resource = (
+        '    ApiResource(\n        owner="Dispatch",\n        name="directory",\n'
+        '        context="Directory",\n        timeout=2,\n        retries=2,\n    ),'
     )
+    assert resource in files["main.py"]
 
 
 def test_no_subset_is_the_whole_model(shop: ir.Model) -> None:

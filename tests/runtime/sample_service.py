@@ -82,7 +82,7 @@ class Item(AggregateRoot):
     closed: bool = False
     id: ItemId = field(default_factory=lambda: ItemId(new_id()))
 
-    def _check_invariants(self) -> None:
+    def check_invariants(self) -> None:
         require(
             self.count <= 1_000_000,
             kind="invariant",
@@ -99,7 +99,7 @@ class Item(AggregateRoot):
         )
         self.count += by
         self._raise_event(Incremented(item=self.id, by=by))
-        self._check_invariants()
+        self.check_invariants()
 
     def close(self) -> None:
         require(
@@ -109,7 +109,7 @@ class Item(AggregateRoot):
             detail="Item.close is not allowed in the current state (when count == 0)",
         )
         self.closed = True
-        self._check_invariants()
+        self.check_invariants()
 
 
 # ---------------------------------------------------------------- tables.py
@@ -207,7 +207,7 @@ router = APIRouter(route_class=LoomRoute, tags=["Runtime: Item"])
 async def create_item(body: ItemCreate, service: Service = Depends(get_service)) -> UUID:
     async with service.autocommit() as work:
         item = Item(name=body.name, amount=body.amount, count=body.count)
-        item._check_invariants()
+        item.check_invariants()
         await Items(work).save(item)
     return item.id
 

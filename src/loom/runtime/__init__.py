@@ -77,7 +77,7 @@ Persistence
                          `key` (the correlation field) and `workflow`; Store(work) then
                          find(key), get(key) (NotFound), bind(key) (load-or-allocate),
                          save(instance) (version-checked); instance_version(instance)
-    ProcessInstances[S]  a process workflow's instances (also `process`, `answer`): episodes —
+    ProcessInstances[S]  a process workflow's instances (also `process`): episodes —
                          next_episode(ended) after `complete`, episodes(key) -> [Episode]
     Faults               fail_save(n, error=None), crash_relay(after="claim"|"deliver"|"publish"),
                          crash_consumer(after="commit") (a broker consumer dies before its ack),
@@ -157,6 +157,7 @@ HTTP
                                             service.externs (ExternError when missing)
     load_externs(module, required) -> dict  ExternError(RuntimeError)
     get_service(request) -> Service         FastAPI dependency (app.state.loom)
+    ServiceDep                              Annotated[Service, Depends(...)]: a route's service
     LoomRoute                               APIRoute: JSON floats parse as Decimal; problem+json;
                                             a mutating request with Idempotency-Key is applied
                                             at most once (service.idempotency, docs/http.md)
@@ -250,7 +251,7 @@ from ._errors import (
 from ._events import AlreadyHandled, EventBus, EventEnvelope, current_envelope, log_unrouted
 from ._externs import ExternError, load_externs
 from ._faults import Faults
-from ._http import LoomRoute, create_app, get_service
+from ._http import LoomRoute, ServiceDep, create_app, get_service
 from ._ids import new_id
 from ._instances import Instances, instance_version
 from ._logs import current_correlation_id, log_fact
@@ -363,6 +364,7 @@ __all__ = [
     "Rows",
     "SchemaMismatch",
     "Service",
+    "ServiceDep",
     "StartupRefused",
     "Tick",
     "Timeout",

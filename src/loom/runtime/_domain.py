@@ -41,6 +41,11 @@ class AggregateRoot:
         """The stored version (0 = never saved); read-only, advanced by `Repository.save`."""
         return self._loom_version
 
+    def check_invariants(self) -> None:
+        """Refuse (422) an aggregate that breaks an invariant or a bound of its model. Generated
+        factories, operations and update routes call it after they change the aggregate;
+        generated aggregates with invariants or bounded fields override it."""
+
     def _check_stored(self) -> None:
         """Refuse (422) an aggregate whose row could not be read back: an int beyond 64 bits in
         a field, a derived value with no value. `Repository.save` calls it before it writes, so a

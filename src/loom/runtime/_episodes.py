@@ -14,7 +14,10 @@ archive row, a duplicate of the winner's, is refused alike). Two starters never 
         key = "subscription"
         workflow = "Dunning"
         process = "Billing.Dunning"
-        answer = DunningInstanceOut          # the final state is archived as the route answers it
+
+The final state is archived as the instance route answers it: the service's
+`instance_answers[process]` (`DunningInstanceOut`, which the generated `main.py` hands to
+`create_app`), so the repository depends on the domain and the runtime only.
 
 A `once` workflow never calls `next_episode`: its ended instance ignores later starters.
 
@@ -25,6 +28,7 @@ A tenanted context's episodes are kept under their instance's tenant (the `tenan
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, ClassVar, Final, Literal, Protocol, TypeVar
 
@@ -80,7 +84,6 @@ class ProcessInstances(Instances[S]):
     """The instance rows of a process workflow, with their episodes."""
 
     process: ClassVar[str]  # `<Context>.<Workflow>`: what keys its timers and its episodes
-    answer: ClassVar[type[_Answer]]
 
     __slots__ = ()
 
@@ -169,5 +172,11 @@ class ProcessInstances(Instances[S]):
     def _wire(self, instance: S) -> dict[str, Any]:
         """The instance as the instance route answers it, without its timeouts (an ended
         instance has none)."""
-        answer = self.answer.from_state(instance)
+        answers: Mapping[str, type[_Answer]] = self.work.service.instance_answers
+        if self.process not in answers:
+            raise RuntimeError(
+                f"no instance answer for process {self.process}: pass the generated "
+                "`INSTANCE_ANSWERS` of main.py to create_app(instance_answers=...)"
+            )
+        answer = answers[self.process].from_state(instance)
         return answer.model_dump(mode="json", by_alias=True, exclude={"timeouts"})

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.dependencies.utils import get_dependant
@@ -183,6 +183,16 @@ def get_service(request: Request) -> Service:
         ) from None
 
 
+async def _service_of(request: Request) -> Service:
+    """`get_service` as a coroutine: FastAPI solves an async dependency on the event loop, where a
+    plain function would cost a worker-thread hop on every request."""
+    return get_service(request)
+
+
+# a generated route's `service: ServiceDep` parameter: the app's `Service`
+ServiceDep = Annotated[Service, Depends(_service_of)]
+
+
 def create_app(
     *,
     title: str,
@@ -211,6 +221,7 @@ def create_app(
     api_resources: Sequence[ApiResource] = (),
     api_urls: Mapping[str, str] | None = None,
     tenanted: Sequence[str] = (),
+    instance_answers: Mapping[str, Any] | None = None,
     **fastapi_options: Any,
 ) -> FastAPI:
     """A FastAPI app with the routers, the problem handlers, the X-Correlation-Id middleware and a
@@ -266,6 +277,9 @@ def create_app(
     `resource { kind: api }` bindings of this service's contexts. A bound context this service
     holds is called in process; another one at the base URL `api_urls` (context -> URL) or
     `LOOM_API_<CONTEXT>` gives, else the lifespan refuses to start (`StartupRefused`).
+
+    `instance_answers` (process -> its generated `<Workflow>InstanceOut`): what an ended episode
+    of a process workflow is archived as (`ProcessInstances.next_episode`).
     """
     ttl = resolve_ttl(idempotency_ttl)
     extern_plan = Externs(extern_module, externs or {})
@@ -315,6 +329,7 @@ def create_app(
                 subscribe(service)
             service.brokers.plan(service.events)  # before the database: a refusal touches none
             service.apis = Apis(api_resources)
+            service.instance_answers = dict(instance_answers or {})
             urls = service.apis.urls(contexts, api_urls or {}, os.environ)
             try:
                 await service.create_schema()

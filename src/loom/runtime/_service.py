@@ -173,6 +173,8 @@ class Service:
         self.idempotency = Idempotency(self)
         # the `resource { kind: api }` bindings and their clients (create_app starts them)
         self.apis = Apis()
+        # process -> the generated `<Workflow>InstanceOut` its episodes are archived as
+        self.instance_answers: Mapping[str, Any] = {}
 
     @property
     def uses_processes(self) -> bool:

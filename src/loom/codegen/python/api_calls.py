@@ -2,10 +2,12 @@
 
     let t = directory.TechnicianInfo(id: tech)
       t: TechnicianView = await service.api("Dispatch.directory").query(
-          "technician_info", {"id": tech}, TechnicianViewInput
+          "technician_info", params={"id": tech}, answer=TechnicianViewInput
       )
     directory.Register(name: n)
-      await service.api("Dispatch.directory").command("register", {"name": n}, TechnicianId)
+      await service.api("Dispatch.directory").command(
+          "register", {"name": n}, answer=TechnicianId
+      )
 
 The arguments go out as the callee's wire models (`<Record>Out`: names by alias); the answer is
 validated by the callee's request models (`<Record>Input`, which check a value object's
@@ -57,10 +59,12 @@ def api_call(
     if whole is not None and c.kind == "command":
         body = values[whole.name]
     else:
-        body = Group("{", [f"{py_str(name)}: {v}" for name, v in values.items()], "}")
+        # a query's parameters by keyword: with its answer type, a call has 3 arguments
+        head = "{" if c.kind == "command" else "params={"
+        body = Group(head, [f"{py_str(name)}: {v}" for name, v in values.items()], "}")
     args: list[Doc] = [py_str(naming.snake(c.handler)), body]
     if handler.result is not None:
-        args.append(in_types.render(handler.result))
+        args.append(f"answer={in_types.render(handler.result)}")
     target = f"{service}.api({py_str(resource_key(context.name, c.resource))}).{c.kind}"
     return call(f"await {target}", args)
 
@@ -72,9 +76,9 @@ def api_resources(info: ModelInfo, imports: Imports) -> list[Doc]:
         for r in ctx.resources:
             imports.add("loom.runtime", "ApiResource")
             args: list[Doc] = [
-                py_str(ctx.name),
-                py_str(r.name),
-                py_str(r.target),
+                f"owner={py_str(ctx.name)}",
+                f"name={py_str(r.name)}",
+                f"context={py_str(r.target)}",
                 f"timeout={_seconds(r.timeout_ms)}",
                 f"retries={r.retries}",
             ]

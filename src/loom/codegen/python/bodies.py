@@ -409,7 +409,7 @@ class BodyWriter:
         else:
             out += lay(call(method, [target, *args]), depth)
         if has_invariants(agg):
-            out.append(f"{INDENT * depth}{target}._check_invariants()")
+            out.append(f"{INDENT * depth}{target}.check_invariants()")
         return out
 
     def _var(

@@ -64,7 +64,7 @@ def bound_checks(
             assert s is not None
             if imports is not None:
                 imports.add("loom.runtime", "decimals")
-            test = f"decimals.fits({{}}, {p}, {s})"
+            test = f"decimals.fits({{}}, precision={p}, scale={s})"
             refusal = decimal_bounds(owner, f.name, p, s, each, kind)
         else:
             continue
@@ -87,7 +87,7 @@ def scaled_params(params: Sequence[ir.Parameter], imports: Imports, depth: int) 
             continue
         imports.add("loom.runtime", "decimals")
         name = naming.ident(p.name)
-        one = f"decimals.to_scale({{}}, {element.precision}, {element.scale})"
+        one = f"decimals.to_scale({{}}, precision={element.precision}, scale={element.scale})"
         value = (
             f"[{one.format('v')} for v in {name}]"
             if isinstance(inner, ir.ListType)
@@ -106,6 +106,6 @@ def has_extern_checks(agg: ir.Aggregate, op: ir.Operation) -> bool:
 
 
 def has_invariants(agg: ir.Aggregate) -> bool:
-    """Does the aggregate have a `_check_invariants` method: declared invariants, or the implicit
+    """Does the aggregate have a `check_invariants` method: declared invariants, or the implicit
     ones of its `string(N)` and `decimal(P, S)` fields?"""
     return bool(agg.invariants or bound_checks(agg.name, agg.fields))

@@ -306,7 +306,7 @@ def _create(
                 call(f"{var}._raise_event", [call(cls_name, event_args(event, stmt, scope))]), 2
             )
         if has_invariants:
-            lines.append(f"        {var}._check_invariants()")
+            lines.append(f"        {var}.check_invariants()")
         lines.append(f"        return {var}")
     else:
         lines += lay(call("cls", kwargs, prefix="return "), 2)
@@ -409,7 +409,7 @@ def _extern_checks(
 
 def _invariants(agg: ir.Aggregate, scope: Scope) -> list[str]:
     lines = [
-        "    def _check_invariants(self) -> None:",
+        "    def check_invariants(self) -> None:",
         f"        {docstring(f'invariants of {agg.name} ({where(agg.origin)})')}",
     ]
     for inv in agg.invariants:
@@ -544,7 +544,7 @@ def _operation(
 
     lines += block(op.body, 2, frozenset())
     if has_invariants:
-        lines.append("        self._check_invariants()")
+        lines.append("        self.check_invariants()")
     return lines
 
 

@@ -205,7 +205,7 @@ def _render(expr: ir.Expr, scope: Scope) -> tuple[str, int]:
     if isinstance(expr, ir.Round):
         scope.imports.add("loom.runtime", "decimals")
         value = render(expr.value, scope)
-        return f"decimals.round_to({value}, {expr.scale}, {py_str(expr.mode)})", ATOM
+        return f"decimals.round_to({value}, scale={expr.scale}, mode={py_str(expr.mode)})", ATOM
     if isinstance(expr, ir.TimeCall):
         rendered = [render(a, scope) for a in expr.args]
         return time_exprs.call(expr, rendered, scope.imports), ATOM

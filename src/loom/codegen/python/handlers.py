@@ -20,10 +20,9 @@ from loom.codegen.python.literals import docstring, py_str
 from loom.codegen.python.model_info import ModelInfo
 from loom.codegen.python.modules import header, module_text, where
 from loom.codegen.python.routes import (
-    REQUEST_PARAM,
     ROUTE_LOCALS,
     ROUTE_NAMES,
-    SERVICE_LINE,
+    SERVICE_PARAM,
     decorator,
     drop_unused_responses,
     route_imports,
@@ -96,14 +95,14 @@ def _handler(
         elif handler.params:  # one payload parameter: the body is the payload
             params.append(f"body: {in_types.render(handler.params[0].type)}")
         py, built = body_params(handler.params, alloc, in_types)
-        params.append(REQUEST_PARAM)
+        params.append(SERVICE_PARAM)
     else:
         if handler.params:  # a query handler without parameters has no query string
             imports.add("typing", "Annotated")
             imports.add("fastapi", "Query")
         path = f"/api/queries/{naming.snake(handler.name)}"
         lines = decorator("get", path, tag, None, imports, walk.calls_api(handler.body))
-        params.append(REQUEST_PARAM)
+        params.append(SERVICE_PARAM)
         optional: list[str] = []
         built = []
         whole = sole_payload(handler.params)
@@ -139,7 +138,6 @@ def _handler(
     else:
         mode = "non-transactional: each save commits on its own"
     lines.append(f"    {docstring(f'{kind} {handler.name} ({where(handler.origin)}): {mode}')}")
-    lines.append(SERVICE_LINE)
     lines += built
 
     scope = Scope(imports=imports, enum_ref=domain_types.enum_ref, self_name=None, params=py)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from loom.codegen.python.api_calls import api_resources
 from loom.codegen.python.imports import Imports
+from loom.codegen.python.keyed import instance_out_class, keyed, process_name
 from loom.codegen.python.layout import Doc, Group, call, lay
 from loom.codegen.python.literals import docstring, py_str
 from loom.codegen.python.model_info import ModelInfo
@@ -82,16 +83,27 @@ def emit_main(
         # known before the lifespan registers the handlers: it mounts the dead-letter routes,
         # where dead timeouts are listed, and the timer routes
         args.append("processes=True")
-    resources = api_resources(info, imports)
-    if resources:
-        blocks.append(
-            [
-                "# The `resource { kind: api }` bindings: calls of other contexts' handlers, in",
-                "# process when this service holds the context, else at LOOM_API_<CONTEXT>.",
-                *lay(Group("API_RESOURCES = [", resources, "]")),
-            ]
-        )
-        args.append("api_resources=API_RESOURCES")
+    constants = [
+        (
+            "INSTANCE_ANSWERS",
+            "instance_answers",
+            Group("{", _instance_answers(info, imports), "}"),
+            "# What an ended episode of each process workflow is archived as: its instance as\n"
+            "# the instance route answers it.",
+        ),
+        (
+            "API_RESOURCES",
+            "api_resources",
+            Group("[", api_resources(info, imports), "]"),
+            "# The `resource { kind: api }` bindings: calls of other contexts' handlers, in\n"
+            "# process when this service holds the context, else at LOOM_API_<CONTEXT>.",
+        ),
+    ]
+    for name, param, value, comment in constants:
+        if value.items:
+            assign = Group(f"{name} = {value.head}", value.items, value.tail)
+            blocks.append([*comment.split("\n"), *lay(assign)])
+            args.append(f"{param}={name}")
     if reactions:
         blocks.append(_subscribe(info, reactions, imports))
         args.append("subscribe=subscribe")
@@ -161,7 +173,12 @@ def _channels(info: ModelInfo, channels: list[ir.Channel], imports: Imports) -> 
         held = None if info.subset is None else info.subset.held
         specs: list[Doc] = [
             call(
-                "ConsumerSpec", [py_str(c.name), name, f"({py_str(event_type(c.reaction.event))},)"]
+                "ConsumerSpec",
+                [
+                    f"name={py_str(c.name)}",
+                    f"channel={name}",
+                    f"event_types=({py_str(event_type(c.reaction.event))},)",
+                ],
             )
             for c in broker_consumers(info.model, ch, held)
         ]
@@ -211,3 +228,15 @@ def emit_package_init(info: ModelInfo) -> str:
 def emit_context_init(info: ModelInfo, files: list[str], context_name: str) -> str:
     head = header(files, f"Context {context_name}.")
     return "\n".join(head) + "\n"
+
+
+def _instance_answers(info: ModelInfo, imports: Imports) -> list[Doc]:
+    """`"<Context>.<Workflow>": <Workflow>InstanceOut` for each process workflow held."""
+    items: list[Doc] = []
+    for ctx in info.held():
+        mod = naming.context_module(ctx)
+        for wf in keyed(ctx):
+            if isinstance(wf, ir.Workflow) and wf.process:
+                imports.add(f".{mod}", f"schemas as {mod}_schemas")
+                items.append(f"{py_str(process_name(wf))}: {mod}_schemas.{instance_out_class(wf)}")
+    return items

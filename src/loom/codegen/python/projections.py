@@ -16,9 +16,8 @@ from loom.codegen.python.literals import docstring
 from loom.codegen.python.model_info import ModelInfo
 from loom.codegen.python.modules import header, module_text, where
 from loom.codegen.python.routes import (
-    REQUEST_PARAM,
     ROUTE_NAMES,
-    SERVICE_LINE,
+    SERVICE_PARAM,
     decorator,
     route_imports,
     router_line,
@@ -59,11 +58,10 @@ def emit_projections(info: ModelInfo, context: ir.Context) -> str:
 
         fn = functions.take(f"get_{snake}")
         block = decorator("get", f"/api/projections/{snake}/{{key}}", tag)
-        params = [f"key: {_key_annotation(key.type, imports)}", REQUEST_PARAM]
+        params = [f"key: {_key_annotation(key.type, imports)}", SERVICE_PARAM]
         block += lay(Group(f"async def {fn}(", params, f") -> {out}:"))
         doc = f"Read the row of projection {p.name} keyed by its {p.key} ({where(p.origin)})"
         block.append(f"    {docstring(doc)}")
-        block.append(SERVICE_LINE)
         block.append("    async with service.autocommit() as work:")
         block.append(f"        row = await {store}(work).get(key)")
         block.append(f"    return {out}.from_state(row)")
@@ -72,14 +70,13 @@ def emit_projections(info: ModelInfo, context: ir.Context) -> str:
         fn = functions.take(f"list_{snake}")
         block = decorator("get", f"/api/projections/{snake}", tag)
         params = [
-            REQUEST_PARAM,
+            SERVICE_PARAM,
             "limit: Annotated[PageLimit, Query()] = 50",
             "offset: Annotated[PageOffset, Query()] = 0",
         ]
         block += lay(Group(f"async def {fn}(", params, f") -> Page[{out}]:"))
         doc = f"Read a page of projection {p.name}, ordered by {p.key} ({where(p.origin)})"
         block.append(f"    {docstring(doc)}")
-        block.append(SERVICE_LINE)
         block.append("    async with service.autocommit() as work:")
         block.append(f"        page = await {store}(work).page(limit, offset)")
         block += lay(f"return page.map({out}.from_state)", 1)

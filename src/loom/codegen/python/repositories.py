@@ -18,7 +18,6 @@ from loom.codegen.python.criteria import SqlRenderer, key_condition
 from loom.codegen.python.expressions import Scope, render_as
 from loom.codegen.python.imports import Imports
 from loom.codegen.python.keyed import (
-    instance_out_class,
     instances_class,
     instances_table_var,
     key_of,
@@ -99,12 +98,8 @@ def emit_repositories(info: ModelInfo, context: ir.Context) -> str:
         process: list[str] = []
         if isinstance(wf, ir.Workflow) and wf.process:  # its instances run episodes
             imports.add("loom.runtime", "ProcessInstances")
-            imports.add(".schemas", instance_out_class(wf))
             base, what = "ProcessInstances", "instances of workflow"
-            process = [
-                f"    process = {py_str(process_name(wf))}",
-                f"    answer = {instance_out_class(wf)}",
-            ]
+            process = [f"    process = {py_str(process_name(wf))}"]
         elif isinstance(wf, ir.Workflow):
             imports.add("loom.runtime", "Instances")
             base, what = "Instances", "instances of workflow"

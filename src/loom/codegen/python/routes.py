@@ -23,18 +23,15 @@ from loom.codegen.python.wire import domain_to_wire
 from loom.codegen.python.wire import wire_to_domain as _wire_to_domain
 from loom.model import ir, naming
 
-# A route reads the app's Service from the request (`get_service(request)`) rather than through
-# `Depends(get_service)`: FastAPI would solve that dependency on every request, in a worker thread
-# since it is a plain function, which cost more CPU than the route's own SQL.
-REQUEST_PARAM = "request: Request"
-SERVICE_LINE = "    service = get_service(request)"
+# A route takes the app's Service as a parameter (`service: ServiceDep`, an async dependency:
+# FastAPI solves it on the event loop, not in a worker thread).
+SERVICE_PARAM = "service: ServiceDep"
 # names every route module defines or imports
 ROUTE_NAMES = {
     "router",
     "APIRouter",
-    "Request",
     "LoomRoute",
-    "get_service",
+    "ServiceDep",
     "PROBLEM_RESPONSES",
     "Depends",
     "require_tenant",
@@ -46,8 +43,8 @@ ROUTE_LOCALS = frozenset(
 
 
 def route_imports(imports: Imports) -> None:
-    imports.add("fastapi", "APIRouter", "Request")
-    imports.add("loom.runtime", "PROBLEM_RESPONSES", "LoomRoute", "get_service")
+    imports.add("fastapi", "APIRouter")
+    imports.add("loom.runtime", "PROBLEM_RESPONSES", "LoomRoute", "ServiceDep")
 
 
 def router_line(context: ir.Context, imports: Imports) -> str:
@@ -112,11 +109,10 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
         # GET one
         fn = functions.take(f"get_{naming.snake(agg.name)}")
         block = decorator("get", f"/api/{plural}/{{id}}", tag)
-        block += lay(Group(f"async def {fn}(", ["id: UUID", REQUEST_PARAM], f") -> {out}:"))
+        block += lay(Group(f"async def {fn}(", ["id: UUID", SERVICE_PARAM], f") -> {out}:"))
         block.append(
             f"    {docstring(f'Read one {agg.name} (aggregate {agg.name}, {where(agg.origin)})')}"
         )
-        block.append(SERVICE_LINE)
         block.append("    async with service.autocommit() as work:")
         block += lay(f"{var} = await {repo}(work).get_by_id(id)", 2)
         block.append(f"    return {out}.from_aggregate({var})")
@@ -129,7 +125,7 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
         fn = functions.take(f"list_{plural}")
         block = decorator("get", f"/api/{plural}", tag)
         params = [
-            REQUEST_PARAM,
+            SERVICE_PARAM,
             "limit: Annotated[PageLimit, Query()] = 50",
             "offset: Annotated[PageOffset, Query()] = 0",
         ]
@@ -137,7 +133,6 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
         block.append(
             f"    {docstring(f'Read a page of {agg.name} (aggregate {agg.name}, {where(agg.origin)})')}"
         )
-        block.append(SERVICE_LINE)
         block.append("    async with service.autocommit() as work:")
         block.append(f"        page = await {repo}(work).page(limit, offset)")
         block += lay(f"return page.map({out}.from_aggregate)", 1)
@@ -161,7 +156,7 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
             if key in sn.op_input:
                 imports.add(".schemas", sn.op_input[key])
                 params.append(f"body: {sn.op_input[key]}")
-            params.append(REQUEST_PARAM)
+            params.append(SERVICE_PARAM)
             result_t, result = "None", "result"
             if status == 200 and op.result is not None:
                 out_types = TypeNames(info, context, imports, mode="output")
@@ -170,7 +165,6 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
             block += lay(Group(f"async def {fn}(", params, f") -> {result_t}:"))
             kind = "extern operation" if op.extern else "operation"
             block.append(f"    {docstring(f'{kind} {agg.name}.{op.name} ({where(op.origin)})')}")
-            block.append(SERVICE_LINE)
             block.append("    async with service.transaction() as work:")
             repo_var = naming.NameAlloc({var, "id", "request", "service", "work", "body"}).take(
                 plural
@@ -192,7 +186,7 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
                     block += lay(call(f"{var}.{naming.extern_checks(op.name)}", args), 2)
                 block += lay(call(method, [var, *args], prefix=prefix), 2)
                 if has_invariants(agg):
-                    block.append(f"        {var}._check_invariants()")
+                    block.append(f"        {var}.check_invariants()")
             else:
                 block += lay(call(f"{var}.{naming.ident(op.name)}", args), 2)
             block.append(f"        await {repo_var}.save({var})")
@@ -200,8 +194,7 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
                 block += lay(f"return {result}", 1)
             blocks.append(block)
     if not context.aggregates:  # a context of events, workflows or projections only
-        imports.discard("fastapi", "Request")
-        imports.discard("loom.runtime", "PROBLEM_RESPONSES", "get_service")
+        imports.discard("loom.runtime", "PROBLEM_RESPONSES", "ServiceDep")
     head = header(info.files_of(context), f"Aggregate routes of context {context.name}.")
     return module_text(head, imports, blocks)
 
@@ -234,7 +227,7 @@ def _find_routes(
         for p in find.params:
             query = "Query()" if py[p.name] == p.name else f"Query(alias={py_str(p.name)})"
             params.append(f"{py[p.name]}: Annotated[{types.render(p.type)}, {query}]")
-        params.append(REQUEST_PARAM)
+        params.append(SERVICE_PARAM)
         result = f"list[{out}]" if find.cardinality == "many" else out
         imports.add("typing", "Annotated")
         imports.add("fastapi", "Query")
@@ -243,7 +236,6 @@ def _find_routes(
         block.append(f"    {docstring(doc)}")
         args = [py[p.name] for p in find.params]
         method = find_method(find)
-        block.append(SERVICE_LINE)
         block.append("    async with service.autocommit() as work:")
         if find.cardinality == "optional":
             # the same 404 problem as the getBy form of this lookup, naming the fields matched
@@ -296,7 +288,7 @@ def _crudish(
     create_in = sn.create_input[agg.name]
     imports.add(".schemas", create_in)
     block = decorator("post", f"/api/{plural}", tag, status=201)
-    params = [f"body: {create_in}", "response: Response", REQUEST_PARAM]
+    params = [f"body: {create_in}", "response: Response", SERVICE_PARAM]
     block += lay(Group(f"async def {fn}(", params, f") -> {out}:"))
     block.append(f"    {docstring(f'crudish create of {agg.name} ({where(agg.origin)})')}")
     types = TypeNames(info, context, imports, mode="domain")
@@ -314,7 +306,6 @@ def _crudish(
             + field_to_domain(f"body.{naming.schema_attr(f.name)}", f, in_types, domain)
             for f in agg.fields
         ]
-    block.append(SERVICE_LINE)
     block.append("    async with service.autocommit() as work:")
     block += lay(call(f"{cls}.{naming.create_method(agg)}", kwargs, prefix=f"{var} = "), 2)
     block.append(f"        await {repo}(work).save({var})")
@@ -326,11 +317,10 @@ def _crudish(
     update_in = sn.update_input[agg.name]
     imports.add(".schemas", update_in)
     block = decorator("patch", f"/api/{plural}/{{id}}", tag)
-    params = ["id: UUID", f"body: {update_in}", REQUEST_PARAM]
+    params = ["id: UUID", f"body: {update_in}", SERVICE_PARAM]
     block += lay(Group(f"async def {fn}(", params, f") -> {out}:"))
     doc = f"crudish update of {agg.name} ({where(agg.origin)}): the fields the body names"
     block.append(f"    {docstring(doc)}")
-    block.append(SERVICE_LINE)
     block.append("    async with service.transaction() as work:")
     block.append(f"        {repo_var} = {repo}(work)")
     block.append(f"        {var} = await {repo_var}.get_by_id(id)")
@@ -346,16 +336,15 @@ def _crudish(
         value = _wire_to_domain(f"body.{attr}", f.type, in_types)
         block += lay(f"{var}.{field_attr} = {value}", 3)
     if agg.invariants:
-        block.append(f"        {var}._check_invariants()")
+        block.append(f"        {var}.check_invariants()")
     block.append(f"        await {repo_var}.save({var})")
     block.append(f"    return {out}.from_aggregate({var})")
     blocks.append(block)
 
     fn = functions.take(f"delete_{naming.snake(agg.name)}")
     block = decorator("delete", f"/api/{plural}/{{id}}", tag, status=204)
-    block += lay(Group(f"async def {fn}(", ["id: UUID", REQUEST_PARAM], ") -> None:"))
+    block += lay(Group(f"async def {fn}(", ["id: UUID", SERVICE_PARAM], ") -> None:"))
     block.append(f"    {docstring(f'crudish delete of {agg.name} ({where(agg.origin)})')}")
-    block.append(SERVICE_LINE)
     block.append("    async with service.transaction() as work:")
     block.append(f"        {repo_var} = {repo}(work)")
     block.append(f"        await {repo_var}.delete(await {repo_var}.get_by_id(id))")

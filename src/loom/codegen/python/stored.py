@@ -78,7 +78,9 @@ def check_stored(info: ModelInfo, agg: ir.Aggregate, imports: Imports) -> list[s
     for d in agg.derived:
         imports.add("loom.runtime", "derived")
         what = f"derived {agg.name}.{d.name}"
-        value = call("derived", ["self", py_str(naming.ident(d.name)), py_str(what)])
+        value = call(
+            "derived", ["self", f"attr={py_str(naming.ident(d.name))}", f"label={py_str(what)}"]
+        )
         if holds_int(d.type, info):
             imports.add("loom.runtime", "ints")
             value = call("ints.fit", [value, py_str(what)])

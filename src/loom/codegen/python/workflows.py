@@ -25,10 +25,9 @@ from loom.codegen.python.literals import docstring, py_str
 from loom.codegen.python.model_info import ModelInfo
 from loom.codegen.python.modules import header, module_text, where
 from loom.codegen.python.routes import (
-    REQUEST_PARAM,
     ROUTE_LOCALS,
     ROUTE_NAMES,
-    SERVICE_LINE,
+    SERVICE_PARAM,
     decorator,
     drop_unused_responses,
     route_imports,
@@ -66,8 +65,7 @@ def emit_workflows(info: ModelInfo, context: ir.Context) -> str:
         if wf.process:
             blocks.append(_episodes_route(context, wf, imports, functions))
     if len(blocks) == 1 or all(b[0].startswith("#") for b in blocks[1:]):  # no route after all
-        imports.discard("fastapi", "Request")
-        imports.discard("loom.runtime", "PROBLEM_RESPONSES", "get_service")
+        imports.discard("loom.runtime", "PROBLEM_RESPONSES", "ServiceDep")
     drop_unused_responses(imports, blocks)
     head = header(info.files_of(context), f"Workflow routes of context {context.name}.")
     return module_text(head, imports, blocks)
@@ -135,10 +133,9 @@ def _instance_route(
     fn = functions.take(f"get_{naming.snake(wf.name)}_instance")
     path = f"/api/workflows/{naming.snake(wf.name)}/instances/{{id}}"
     lines = decorator("get", path, f"{context.name}: workflows")
-    lines += lay(Group(f"async def {fn}(", ["id: UUID", REQUEST_PARAM], f") -> {out}:"))
+    lines += lay(Group(f"async def {fn}(", ["id: UUID", SERVICE_PARAM], f") -> {out}:"))
     doc = f"an instance of workflow {wf.name} ({where(wf.origin)}), by its {wf.correlation}"
     lines.append(f"    {docstring(doc)}")
-    lines.append(SERVICE_LINE)
     lines.append("    async with service.autocommit() as work:")
     lines.append(f"        instance = await {store}(work).get(id)")
     if not wf.process:
@@ -161,10 +158,9 @@ def _episodes_route(
     fn = functions.take(f"get_{naming.snake(wf.name)}_{EPISODES}")
     path = f"/api/workflows/{naming.snake(wf.name)}/instances/{{id}}/{EPISODES}"
     lines = decorator("get", path, f"{context.name}: workflows")
-    lines += lay(Group(f"async def {fn}(", ["id: UUID", REQUEST_PARAM], ") -> list[Episode]:"))
+    lines += lay(Group(f"async def {fn}(", ["id: UUID", SERVICE_PARAM], ") -> list[Episode]:"))
     doc = f"the episodes of an instance of workflow {wf.name} ({where(wf.origin)}), oldest first"
     lines.append(f"    {docstring(doc)}")
-    lines.append(SERVICE_LINE)
     lines.append("    async with service.autocommit() as work:")
     lines.append(f"        return await {store}(work).{EPISODES}(id)")
     return lines
@@ -193,7 +189,7 @@ def _workflow(
         params.append(f"body: {input_cls}")
     elif create.params:  # one payload parameter: the body is the payload
         params.append(f"body: {in_types.render(create.params[0].type)}")
-    params.append(REQUEST_PARAM)
+    params.append(SERVICE_PARAM)
     result_t = out_types.render(create.result) if create.result is not None else "None"
     lines += lay(Group(f"async def {fn}(", params, f") -> {result_t}:"))
     if wf.transactional:
@@ -203,7 +199,6 @@ def _workflow(
     else:
         mode = "non-transactional: each save commits on its own"
     lines.append(f"    {docstring(f'workflow {wf.name} ({where(wf.origin)}): {mode}')}")
-    lines.append(SERVICE_LINE)
 
     alloc = naming.NameAlloc(ROUTE_LOCALS)
     py_params, built = body_params(create.params, alloc, in_types)

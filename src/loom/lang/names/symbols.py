@@ -14,7 +14,16 @@ from typing import TypeVar
 
 from loom.lang.diagnostics import Sink, Span, did_you_mean
 from loom.lang.syntax import ast
-from loom.model.reserved import ENDED, ENDED_AT, EPISODE, STARTED_AT, TIMEOUTS, VERSION
+from loom.model.naming import snake
+from loom.model.reserved import (
+    CHECK_INVARIANTS,
+    ENDED,
+    ENDED_AT,
+    EPISODE,
+    STARTED_AT,
+    TIMEOUTS,
+    VERSION,
+)
 
 _KIND = {
     ast.Enum: "enum",
@@ -341,6 +350,16 @@ def _check_aggregate(agg: ast.Aggregate, sink: Sink) -> None:
                 m.name_span,
                 "reserved name",
                 help="rename the member, e.g. `revision` or `schemaVersion`",
+            )
+            continue
+        if snake(m.name) == CHECK_INVARIANTS:
+            sink.report(
+                "loom.reserved-member-name",
+                f"`{m.name}` is reserved in aggregate `{agg.name}`: the generated aggregate has a "
+                f"`{CHECK_INVARIANTS}` method that checks its invariants",
+                m.name_span,
+                "reserved name",
+                help="rename the member, e.g. `validate` or `audit`",
             )
             continue
         if m.name in seen:

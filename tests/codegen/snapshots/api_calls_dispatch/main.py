@@ -23,7 +23,13 @@ CONTEXTS = ("Dispatch",)
 # The `resource { kind: api }` bindings: calls of other contexts' handlers, in
 # process when this service holds the context, else at LOOM_API_<CONTEXT>.
 API_RESOURCES = [
-    ApiResource("Dispatch", "directory", "Directory", timeout=2, retries=2),
+    ApiResource(
+        owner="Dispatch",
+        name="directory",
+        context="Directory",
+        timeout=2,
+        retries=2,
+    ),
 ]
 
 

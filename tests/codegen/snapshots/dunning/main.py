@@ -10,11 +10,21 @@ from loom.runtime import Service, create_app
 from ._metadata import metadata
 from .billing import reactions as billing_reactions
 from .billing import routes as billing_routes
+from .billing import schemas as billing_schemas
 from .billing import workflows as billing_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
 MODEL_REVISION = "2dee59bf24d3"
+
+# What an ended episode of each process workflow is archived as: its instance as
+# the instance route answers it.
+INSTANCE_ANSWERS = {
+    "Billing.Dunning": billing_schemas.DunningInstanceOut,
+    "Billing.FirstNotice": billing_schemas.FirstNoticeInstanceOut,
+    "Billing.Hold": billing_schemas.HoldInstanceOut,
+    "Billing.HoldOnce": billing_schemas.HoldOnceInstanceOut,
+}
 
 
 def subscribe(service: Service) -> None:
@@ -32,5 +42,6 @@ def build_app(database_url: str | None = None) -> FastAPI:
         asyncapi=Path(__file__).with_name("asyncapi.json"),
         model_revision=MODEL_REVISION,
         processes=True,
+        instance_answers=INSTANCE_ANSWERS,
         subscribe=subscribe,
     )

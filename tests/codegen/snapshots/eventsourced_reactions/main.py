@@ -12,6 +12,7 @@ from ._metadata import metadata
 from .counter import domain as counter_domain
 from .counter import reactions as counter_reactions
 from .counter import routes as counter_routes
+from .counter import schemas as counter_schemas
 from .counter import workflows as counter_workflows
 
 # The revision of the model this package was generated from: every event the
@@ -31,6 +32,10 @@ CHANNELS = [
 # The events they carry, registered so the relay can decode them.
 EVENT_TYPES: list[type[DomainEvent]] = [counter_domain.Poked, counter_domain.Counted]
 
+# What an ended episode of each process workflow is archived as: its instance as
+# the instance route answers it.
+INSTANCE_ANSWERS = {"Counter.tally": counter_schemas.TallyInstanceOut}
+
 
 def subscribe(service: Service) -> None:
     """Subscribe every reaction of the model to its event (at app start)."""
@@ -49,5 +54,6 @@ def build_app(database_url: str | None = None) -> FastAPI:
         channels=CHANNELS,
         event_types=EVENT_TYPES,
         processes=True,
+        instance_answers=INSTANCE_ANSWERS,
         subscribe=subscribe,
     )

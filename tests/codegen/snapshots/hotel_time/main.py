@@ -11,11 +11,16 @@ from ._metadata import metadata
 from .hotel import handlers as hotel_handlers
 from .hotel import reactions as hotel_reactions
 from .hotel import routes as hotel_routes
+from .hotel import schemas as hotel_schemas
 from .hotel import workflows as hotel_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
 MODEL_REVISION = "d2f133573c4d"
+
+# What an ended episode of each process workflow is archived as: its instance as
+# the instance route answers it.
+INSTANCE_ANSWERS = {"Hotel.PaymentDeadline": hotel_schemas.PaymentDeadlineInstanceOut}
 
 
 def subscribe(service: Service) -> None:
@@ -33,5 +38,6 @@ def build_app(database_url: str | None = None) -> FastAPI:
         asyncapi=Path(__file__).with_name("asyncapi.json"),
         model_revision=MODEL_REVISION,
         processes=True,
+        instance_answers=INSTANCE_ANSWERS,
         subscribe=subscribe,
     )

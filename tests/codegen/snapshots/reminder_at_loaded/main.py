@@ -10,11 +10,16 @@ from loom.runtime import Service, create_app
 from ._metadata import metadata
 from .clinic import reactions as clinic_reactions
 from .clinic import routes as clinic_routes
+from .clinic import schemas as clinic_schemas
 from .clinic import workflows as clinic_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
 MODEL_REVISION = "27c0a16684bb"
+
+# What an ended episode of each process workflow is archived as: its instance as
+# the instance route answers it.
+INSTANCE_ANSWERS = {"Clinic.Reminder": clinic_schemas.ReminderInstanceOut}
 
 
 def subscribe(service: Service) -> None:
@@ -32,5 +37,6 @@ def build_app(database_url: str | None = None) -> FastAPI:
         asyncapi=Path(__file__).with_name("asyncapi.json"),
         model_revision=MODEL_REVISION,
         processes=True,
+        instance_answers=INSTANCE_ANSWERS,
         subscribe=subscribe,
     )

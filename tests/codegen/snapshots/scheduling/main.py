@@ -12,6 +12,7 @@ from ._metadata import metadata
 from .scheduling import domain as scheduling_domain
 from .scheduling import reactions as scheduling_reactions
 from .scheduling import routes as scheduling_routes
+from .scheduling import schemas as scheduling_schemas
 from .scheduling import workflows as scheduling_workflows
 
 # The revision of the model this package was generated from: every event the
@@ -42,6 +43,14 @@ EVENT_TYPES: list[type[DomainEvent]] = [
     scheduling_domain.AppointmentCancelled,
 ]
 
+# What an ended episode of each process workflow is archived as: its instance as
+# the instance route answers it.
+INSTANCE_ANSWERS = {
+    "Scheduling.ConfirmationDeadline": scheduling_schemas.ConfirmationDeadlineInstanceOut,
+    "Scheduling.DepositHold": scheduling_schemas.DepositHoldInstanceOut,
+    "Scheduling.Reminder": scheduling_schemas.ReminderInstanceOut,
+}
+
 
 def subscribe(service: Service) -> None:
     """Subscribe every reaction of the model to its event (at app start)."""
@@ -60,5 +69,6 @@ def build_app(database_url: str | None = None) -> FastAPI:
         channels=CHANNELS,
         event_types=EVENT_TYPES,
         processes=True,
+        instance_answers=INSTANCE_ANSWERS,
         subscribe=subscribe,
     )

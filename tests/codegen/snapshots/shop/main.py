@@ -17,6 +17,7 @@ from .orders import domain as orders_domain
 from .orders import projections as orders_projections
 from .orders import reactions as orders_reactions
 from .orders import routes as orders_routes
+from .orders import schemas as orders_schemas
 from .orders import workflows as orders_workflows
 from .payment import domain as payment_domain
 from .payment import reactions as payment_reactions
@@ -71,6 +72,10 @@ EVENT_TYPES: list[type[DomainEvent]] = [
     payment_domain.OrderCancelled,
 ]
 
+# What an ended episode of each process workflow is archived as: its instance as
+# the instance route answers it.
+INSTANCE_ANSWERS = {"Orders.PaymentDeadline": orders_schemas.PaymentDeadlineInstanceOut}
+
 
 def subscribe(service: Service) -> None:
     """Subscribe every reaction of the model to its event (at app start)."""
@@ -99,5 +104,6 @@ def build_app(database_url: str | None = None) -> FastAPI:
         channels=CHANNELS,
         event_types=EVENT_TYPES,
         processes=True,
+        instance_answers=INSTANCE_ANSWERS,
         subscribe=subscribe,
     )

@@ -21,6 +21,7 @@ from .orders import domain as orders_domain
 from .orders import projections as orders_projections
 from .orders import reactions as orders_reactions
 from .orders import routes as orders_routes
+from .orders import schemas as orders_schemas
 from .orders import workflows as orders_workflows
 from .payment import domain as payment_domain
 
@@ -44,14 +45,14 @@ CHANNELS = [
         ),
         consumers=[
             ConsumerSpec(
-                "Inventory.reserveStock.on(Orders.OrderPlaced)",
-                "Orders.Fulfilment",
-                ("Orders.OrderPlaced",),
+                name="Inventory.reserveStock.on(Orders.OrderPlaced)",
+                channel="Orders.Fulfilment",
+                event_types=("Orders.OrderPlaced",),
             ),
             ConsumerSpec(
-                "Inventory.reserveStock.on(Orders.PaymentTimedOut)",
-                "Orders.Fulfilment",
-                ("Orders.PaymentTimedOut",),
+                name="Inventory.reserveStock.on(Orders.PaymentTimedOut)",
+                channel="Orders.Fulfilment",
+                event_types=("Orders.PaymentTimedOut",),
             ),
         ],
     ),
@@ -66,14 +67,14 @@ CHANNELS = [
         ),
         consumers=[
             ConsumerSpec(
-                "Orders.OrderProgress.on(Inventory.StockReserved)",
-                "Inventory.Stock",
-                ("Inventory.StockReserved",),
+                name="Orders.OrderProgress.on(Inventory.StockReserved)",
+                channel="Inventory.Stock",
+                event_types=("Inventory.StockReserved",),
             ),
             ConsumerSpec(
-                "Orders.OrderProgress.on(Inventory.ReservationReleased)",
-                "Inventory.Stock",
-                ("Inventory.ReservationReleased",),
+                name="Orders.OrderProgress.on(Inventory.ReservationReleased)",
+                channel="Inventory.Stock",
+                event_types=("Inventory.ReservationReleased",),
             ),
         ],
     ),
@@ -88,39 +89,39 @@ CHANNELS = [
         ),
         consumers=[
             ConsumerSpec(
-                "Orders.settleOrder.on(Payment.PaymentSucceeded)",
-                "Payment.Payments",
-                ("Payment.PaymentSucceeded",),
+                name="Orders.settleOrder.on(Payment.PaymentSucceeded)",
+                channel="Payment.Payments",
+                event_types=("Payment.PaymentSucceeded",),
             ),
             ConsumerSpec(
-                "Orders.settleOrder.on(Payment.OrderCancelled)",
-                "Payment.Payments",
-                ("Payment.OrderCancelled",),
+                name="Orders.settleOrder.on(Payment.OrderCancelled)",
+                channel="Payment.Payments",
+                event_types=("Payment.OrderCancelled",),
             ),
             ConsumerSpec(
-                "Orders.PaymentDeadline.on(Payment.PaymentSucceeded)",
-                "Payment.Payments",
-                ("Payment.PaymentSucceeded",),
+                name="Orders.PaymentDeadline.on(Payment.PaymentSucceeded)",
+                channel="Payment.Payments",
+                event_types=("Payment.PaymentSucceeded",),
             ),
             ConsumerSpec(
-                "Orders.PaymentDeadline.on(Payment.PaymentFailed)",
-                "Payment.Payments",
-                ("Payment.PaymentFailed",),
+                name="Orders.PaymentDeadline.on(Payment.PaymentFailed)",
+                channel="Payment.Payments",
+                event_types=("Payment.PaymentFailed",),
             ),
             ConsumerSpec(
-                "Orders.OrderProgress.on(Payment.PaymentSucceeded)",
-                "Payment.Payments",
-                ("Payment.PaymentSucceeded",),
+                name="Orders.OrderProgress.on(Payment.PaymentSucceeded)",
+                channel="Payment.Payments",
+                event_types=("Payment.PaymentSucceeded",),
             ),
             ConsumerSpec(
-                "Orders.OrderProgress.on(Payment.PaymentFailed)",
-                "Payment.Payments",
-                ("Payment.PaymentFailed",),
+                name="Orders.OrderProgress.on(Payment.PaymentFailed)",
+                channel="Payment.Payments",
+                event_types=("Payment.PaymentFailed",),
             ),
             ConsumerSpec(
-                "Orders.OrderProgress.on(Payment.OrderCancelled)",
-                "Payment.Payments",
-                ("Payment.OrderCancelled",),
+                name="Orders.OrderProgress.on(Payment.OrderCancelled)",
+                channel="Payment.Payments",
+                event_types=("Payment.OrderCancelled",),
             ),
         ],
     ),
@@ -135,6 +136,10 @@ EVENT_TYPES: list[type[DomainEvent]] = [
     payment_domain.PaymentFailed,
     payment_domain.OrderCancelled,
 ]
+
+# What an ended episode of each process workflow is archived as: its instance as
+# the instance route answers it.
+INSTANCE_ANSWERS = {"Orders.PaymentDeadline": orders_schemas.PaymentDeadlineInstanceOut}
 
 
 def subscribe(service: Service) -> None:
@@ -159,5 +164,6 @@ def build_app(database_url: str | None = None) -> FastAPI:
         channels=CHANNELS,
         event_types=EVENT_TYPES,
         processes=True,
+        instance_answers=INSTANCE_ANSWERS,
         subscribe=subscribe,
     )

@@ -13,11 +13,16 @@ from .desk import routes as desk_routes
 from .desk import workflows as desk_workflows
 from .jobs import reactions as jobs_reactions
 from .jobs import routes as jobs_routes
+from .jobs import schemas as jobs_schemas
 from .jobs import workflows as jobs_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
 MODEL_REVISION = "300d7f3cba57"
+
+# What an ended episode of each process workflow is archived as: its instance as
+# the instance route answers it.
+INSTANCE_ANSWERS = {"Jobs.Deadline": jobs_schemas.DeadlineInstanceOut}
 
 
 def subscribe(service: Service) -> None:
@@ -42,5 +47,6 @@ def build_app(database_url: str | None = None) -> FastAPI:
         model_revision=MODEL_REVISION,
         tenanted=["Desk"],
         processes=True,
+        instance_answers=INSTANCE_ANSWERS,
         subscribe=subscribe,
     )

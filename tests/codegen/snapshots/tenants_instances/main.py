@@ -11,11 +11,19 @@ from ._metadata import metadata
 from .desk import projections as desk_projections
 from .desk import reactions as desk_reactions
 from .desk import routes as desk_routes
+from .desk import schemas as desk_schemas
 from .desk import workflows as desk_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
 MODEL_REVISION = "24d568cd7d28"
+
+# What an ended episode of each process workflow is archived as: its instance as
+# the instance route answers it.
+INSTANCE_ANSWERS = {
+    "Desk.Escalation": desk_schemas.EscalationInstanceOut,
+    "Desk.Hold": desk_schemas.HoldInstanceOut,
+}
 
 
 def subscribe(service: Service) -> None:
@@ -34,5 +42,6 @@ def build_app(database_url: str | None = None) -> FastAPI:
         model_revision=MODEL_REVISION,
         tenanted=["Desk"],
         processes=True,
+        instance_answers=INSTANCE_ANSWERS,
         subscribe=subscribe,
     )

@@ -4,13 +4,13 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,
+    ServiceDep,
     WireText,
     current_principal,
-    get_service,
     ints,
 )
 from loom.runtime.types import map_list
@@ -35,11 +35,10 @@ router = APIRouter(route_class=LoomRoute)
     tags=["Directory: handlers"],
 )
 async def technician_info(
-    request: Request,
+    service: ServiceDep,
     id: Annotated[TechnicianId, Query()],
 ) -> TechnicianViewOut:
     """queryHandler TechnicianInfo (dispatch.loom:20): read-only"""
-    service = get_service(request)
     async with service.autocommit() as work:
         technicians = Technicians(work)
         t = await technicians.get_by_id(id)
@@ -56,11 +55,10 @@ async def technician_info(
     tags=["Directory: handlers"],
 )
 async def skills_of(
-    request: Request,
+    service: ServiceDep,
     id: Annotated[TechnicianId, Query()],
 ) -> list[SkillOut]:
     """queryHandler SkillsOf (dispatch.loom:24): read-only"""
-    service = get_service(request)
     async with service.autocommit() as work:
         technicians = Technicians(work)
         t = await technicians.get_by_id(id)
@@ -73,9 +71,11 @@ async def skills_of(
     responses=PROBLEM_RESPONSES,
     tags=["Directory: handlers"],
 )
-async def lookup(request: Request, name: Annotated[WireText, Query()]) -> TechnicianId:
+async def lookup(
+    service: ServiceDep,
+    name: Annotated[WireText, Query()],
+) -> TechnicianId:
     """queryHandler Lookup (dispatch.loom:28): read-only"""
-    service = get_service(request)
     async with service.autocommit() as work:
         technicians = Technicians(work)
         t = await technicians.get_by_name(name)
@@ -89,9 +89,8 @@ async def lookup(request: Request, name: Annotated[WireText, Query()]) -> Techni
     responses=PROBLEM_RESPONSES,
     tags=["Directory: handlers"],
 )
-async def register(body: RegisterInput, request: Request) -> TechnicianId:
+async def register(body: RegisterInput, service: ServiceDep) -> TechnicianId:
     """commandHandler Register (dispatch.loom:32): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         technicians = Technicians(work)
         t = Technician.create(
@@ -112,9 +111,8 @@ async def register(body: RegisterInput, request: Request) -> TechnicianId:
     responses=PROBLEM_RESPONSES,
     tags=["Directory: handlers"],
 )
-async def retire(body: RetireInput, request: Request) -> None:
+async def retire(body: RetireInput, service: ServiceDep) -> None:
     """commandHandler Retire (dispatch.loom:40): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         technicians = Technicians(work)
         t = await technicians.get_by_id(body.id)
@@ -128,9 +126,8 @@ async def retire(body: RetireInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Directory: handlers"],
 )
-async def certify(body: CertifyInput, request: Request) -> None:
+async def certify(body: CertifyInput, service: ServiceDep) -> None:
     """commandHandler Certify (dispatch.loom:44): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         technicians = Technicians(work)
         t = await technicians.get_by_id(body.id)

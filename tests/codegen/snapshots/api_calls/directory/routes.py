@@ -5,15 +5,15 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
     PageOffset,
+    ServiceDep,
     WireText,
-    get_service,
     key_not_found,
 )
 
@@ -28,9 +28,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Directory: Technician"],
 )
-async def get_technician(id: UUID, request: Request) -> TechnicianOut:
+async def get_technician(id: UUID, service: ServiceDep) -> TechnicianOut:
     """Read one Technician (aggregate Technician, dispatch.loom:6)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         technician = await Technicians(work).get_by_id(id)
     return TechnicianOut.from_aggregate(technician)
@@ -42,12 +41,11 @@ async def get_technician(id: UUID, request: Request) -> TechnicianOut:
     tags=["Directory: Technician"],
 )
 async def list_technicians(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[TechnicianOut]:
     """Read a page of Technician (aggregate Technician, dispatch.loom:6)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Technicians(work).page(limit, offset)
     return page.map(TechnicianOut.from_aggregate)
@@ -60,10 +58,9 @@ async def list_technicians(
 )
 async def find_technicians_by_name(
     name: Annotated[WireText, Query()],
-    request: Request,
+    service: ServiceDep,
 ) -> TechnicianOut:
     """find byName of Technicians (dispatch.loom:17)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         technician = await Technicians(work).find_by_name(name)
     if technician is None:
@@ -77,9 +74,8 @@ async def find_technicians_by_name(
     responses=PROBLEM_RESPONSES,
     tags=["Directory: Technician"],
 )
-async def technician_retire(id: UUID, request: Request) -> None:
+async def technician_retire(id: UUID, service: ServiceDep) -> None:
     """operation Technician.retire (dispatch.loom:13)"""
-    service = get_service(request)
     async with service.transaction() as work:
         technicians = Technicians(work)
         technician = await technicians.get_by_id(id)
@@ -96,10 +92,9 @@ async def technician_retire(id: UUID, request: Request) -> None:
 async def technician_certify(
     id: UUID,
     body: TechnicianCertifyInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Technician.certify (dispatch.loom:15)"""
-    service = get_service(request)
     async with service.transaction() as work:
         technicians = Technicians(work)
         technician = await technicians.get_by_id(id)

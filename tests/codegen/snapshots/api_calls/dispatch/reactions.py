@@ -19,8 +19,8 @@ async def enrich_on_opened(service: Service, e: Opened) -> None:
         o = await work_orders.get_by_id(e.order)
         t: TechnicianView = await service.api("Dispatch.directory").query(
             "technician_info",
-            {"id": e.tech},
-            TechnicianViewInput,
+            params={"id": e.tech},
+            answer=TechnicianViewInput,
         )
         o.assign(t.name)
         await work_orders.save(o)

@@ -4,13 +4,14 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
+
 from loom.runtime import (
     API_CALL_RESPONSES,
     PROBLEM_RESPONSES,
     LoomRoute,
+    ServiceDep,
     WireText,
-    get_service,
 )
 
 from ..directory.domain import Skill, TechnicianView
@@ -37,15 +38,14 @@ router = APIRouter(route_class=LoomRoute)
     responses=API_CALL_RESPONSES,
     tags=["Dispatch: handlers"],
 )
-async def assign(body: AssignInput, request: Request) -> str:
+async def assign(body: AssignInput, service: ServiceDep) -> str:
     """commandHandler Assign (dispatch.loom:64): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         work_orders = WorkOrders(work)
         t: TechnicianView = await service.api("Dispatch.directory").query(
             "technician_info",
-            {"id": body.tech},
-            TechnicianViewInput,
+            params={"id": body.tech},
+            answer=TechnicianViewInput,
         )
         o = await work_orders.get_by_id(body.order)
         o.assign(t.name)
@@ -60,15 +60,14 @@ async def assign(body: AssignInput, request: Request) -> str:
     responses=API_CALL_RESPONSES,
     tags=["Dispatch: handlers"],
 )
-async def grade(body: GradeInput, request: Request) -> None:
+async def grade(body: GradeInput, service: ServiceDep) -> None:
     """commandHandler Grade (dispatch.loom:71): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         work_orders = WorkOrders(work)
         skills: list[Skill] = await service.api("Dispatch.directory").query(
             "skills_of",
-            {"id": body.tech},
-            list[SkillInput],
+            params={"id": body.tech},
+            answer=list[SkillInput],
         )
         o = await work_orders.get_by_id(body.order)
         for s in skills:
@@ -81,14 +80,13 @@ async def grade(body: GradeInput, request: Request) -> None:
     responses=API_CALL_RESPONSES,
     tags=["Dispatch: handlers"],
 )
-async def find(request: Request, name: Annotated[WireText, Query()]) -> TechnicianId:
+async def find(service: ServiceDep, name: Annotated[WireText, Query()]) -> TechnicianId:
     """queryHandler Find (dispatch.loom:78): read-only"""
-    service = get_service(request)
     async with service.autocommit():
         found: TechnicianId = await service.api("Dispatch.directory").query(
             "lookup",
-            {"name": name},
-            TechnicianId,
+            params={"name": name},
+            answer=TechnicianId,
         )
         result = found
     return result
@@ -100,14 +98,13 @@ async def find(request: Request, name: Annotated[WireText, Query()]) -> Technici
     responses=API_CALL_RESPONSES,
     tags=["Dispatch: handlers"],
 )
-async def hire(body: HireInput, request: Request) -> TechnicianId:
+async def hire(body: HireInput, service: ServiceDep) -> TechnicianId:
     """commandHandler Hire (dispatch.loom:83): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit():
         id: TechnicianId = await service.api("Dispatch.directory").command(
             "register",
             {"name": body.name, "senior": True, "years": 3},
-            TechnicianId,
+            answer=TechnicianId,
         )
         result = id
     return result
@@ -119,9 +116,8 @@ async def hire(body: HireInput, request: Request) -> TechnicianId:
     responses=API_CALL_RESPONSES,
     tags=["Dispatch: handlers"],
 )
-async def open_and_retire(body: OpenAndRetireInput, request: Request) -> None:
+async def open_and_retire(body: OpenAndRetireInput, service: ServiceDep) -> None:
     """commandHandler OpenAndRetire (dispatch.loom:88): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         work_orders = WorkOrders(work)
         if body.title != "":
@@ -136,9 +132,8 @@ async def open_and_retire(body: OpenAndRetireInput, request: Request) -> None:
     responses=API_CALL_RESPONSES,
     tags=["Dispatch: handlers"],
 )
-async def certify_tech(body: CertifyTechInput, request: Request) -> None:
+async def certify_tech(body: CertifyTechInput, service: ServiceDep) -> None:
     """commandHandler CertifyTech (dispatch.loom:94): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit():
         await service.api("Dispatch.directory").command("certify", {"id": body.tech})
 
@@ -149,9 +144,8 @@ async def certify_tech(body: CertifyTechInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Dispatch: handlers"],
 )
-async def open_for(body: OpenForInput, request: Request) -> WorkOrderId:
+async def open_for(body: OpenForInput, service: ServiceDep) -> WorkOrderId:
     """commandHandler OpenFor (dispatch.loom:97): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         work_orders = WorkOrders(work)
         o = WorkOrder.create(title=body.title, tech="", level="", years=0)

@@ -5,14 +5,15 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
+
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
 )
 
 from .repositories import WorkOrders
@@ -26,9 +27,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Dispatch: WorkOrder"],
 )
-async def get_work_order(id: UUID, request: Request) -> WorkOrderOut:
+async def get_work_order(id: UUID, service: ServiceDep) -> WorkOrderOut:
     """Read one WorkOrder (aggregate WorkOrder, dispatch.loom:52)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         work_order = await WorkOrders(work).get_by_id(id)
     return WorkOrderOut.from_aggregate(work_order)
@@ -40,12 +40,11 @@ async def get_work_order(id: UUID, request: Request) -> WorkOrderOut:
     tags=["Dispatch: WorkOrder"],
 )
 async def list_work_orders(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[WorkOrderOut]:
     """Read a page of WorkOrder (aggregate WorkOrder, dispatch.loom:52)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await WorkOrders(work).page(limit, offset)
     return page.map(WorkOrderOut.from_aggregate)
@@ -60,10 +59,9 @@ async def list_work_orders(
 async def work_order_assign(
     id: UUID,
     body: WorkOrderAssignInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation WorkOrder.assign (dispatch.loom:56)"""
-    service = get_service(request)
     async with service.transaction() as work:
         work_orders = WorkOrders(work)
         work_order = await work_orders.get_by_id(id)
@@ -80,10 +78,9 @@ async def work_order_assign(
 async def work_order_grade(
     id: UUID,
     body: WorkOrderGradeInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation WorkOrder.grade (dispatch.loom:58)"""
-    service = get_service(request)
     async with service.transaction() as work:
         work_orders = WorkOrders(work)
         work_order = await work_orders.get_by_id(id)

@@ -23,7 +23,7 @@ class Charge:
     def __post_init__(self) -> None:
         """invariants of Charge, checked on construction"""
         require(
-            decimals.fits(self.amount, 10, 2),
+            decimals.fits(self.amount, precision=10, scale=2),
             kind="invariant",
             rule="Charge: amount: decimal(10, 2)",
             detail="amount: it has at most 8 digits before the point and 2 after it (never rounded: round it in the model with round(x, 2))",
@@ -41,7 +41,7 @@ class Prorated(DomainEvent):
     def __post_init__(self) -> None:
         """the string lengths of event Prorated"""
         require(
-            decimals.fits(self.amount, 10, 2),
+            decimals.fits(self.amount, precision=10, scale=2),
             kind="invariant",
             rule="Prorated: amount: decimal(10, 2)",
             detail="amount: it has at most 8 digits before the point and 2 after it (never rounded: round it in the model with round(x, 2))",
@@ -77,25 +77,25 @@ class Subscription(AggregateRoot):
             last=last,
             credits=credits,
         )
-        subscription._check_invariants()
+        subscription.check_invariants()
         return subscription
 
-    def _check_invariants(self) -> None:
+    def check_invariants(self) -> None:
         """invariants of Subscription (billing_money.loom:9)"""
         require(
-            decimals.fits(self.price, 10, 2),
+            decimals.fits(self.price, precision=10, scale=2),
             kind="invariant",
             rule="Subscription: price: decimal(10, 2)",
             detail="price: it has at most 8 digits before the point and 2 after it (never rounded: round it in the model with round(x, 2))",
         )
         require(
-            decimals.fits(self.prorated, 10, 2),
+            decimals.fits(self.prorated, precision=10, scale=2),
             kind="invariant",
             rule="Subscription: prorated: decimal(10, 2)",
             detail="prorated: it has at most 8 digits before the point and 2 after it (never rounded: round it in the model with round(x, 2))",
         )
         require(
-            all(decimals.fits(v, 6, 2) for v in self.credits),
+            all(decimals.fits(v, precision=6, scale=2) for v in self.credits),
             kind="invariant",
             rule="Subscription: credits: decimal(6, 2)",
             detail="credits: each of its numbers has at most 4 digits before the point and 2 after it (never rounded: round it in the model with round(x, 2))",
@@ -105,65 +105,65 @@ class Subscription(AggregateRoot):
         """operation Subscription.prorate (billing_money.loom:16)"""
         self.prorated = decimals.round_to(
             decimals.div(decimals.mul(self.price, days), 30),
-            2,
-            "halfEven",
+            scale=2,
+            mode="halfEven",
         )
         self._raise_event(Prorated(subscription=self.id, amount=self.prorated))
-        self._check_invariants()
+        self.check_invariants()
 
     def prorate_half_up(self, days: int) -> None:
         """operation Subscription.prorateHalfUp (billing_money.loom:20)"""
         self.prorated = decimals.round_to(
             decimals.div(decimals.mul(self.price, days), 30),
-            2,
-            "halfUp",
+            scale=2,
+            mode="halfUp",
         )
-        self._check_invariants()
+        self.check_invariants()
 
     def prorate_down(self, days: int) -> None:
         """operation Subscription.prorateDown (billing_money.loom:23)"""
         self.prorated = decimals.round_to(
             decimals.div(decimals.mul(self.price, days), 30),
-            2,
-            "down",
+            scale=2,
+            mode="down",
         )
-        self._check_invariants()
+        self.check_invariants()
 
     def prorate_up(self, days: int) -> None:
         """operation Subscription.prorateUp (billing_money.loom:26)"""
         self.prorated = decimals.round_to(
             decimals.div(decimals.mul(self.price, days), 30),
-            2,
-            "up",
+            scale=2,
+            mode="up",
         )
-        self._check_invariants()
+        self.check_invariants()
 
     def prorate_unrounded(self, days: int) -> None:
         """operation Subscription.prorateUnrounded (billing_money.loom:29)"""
         self.prorated = decimals.div(decimals.mul(self.price, days), 30)
-        self._check_invariants()
+        self.check_invariants()
 
     def apply_rate(self) -> None:
         """operation Subscription.applyRate (billing_money.loom:32)"""
         self.price = decimals.mul(self.price, self.rate)
-        self._check_invariants()
+        self.check_invariants()
 
     def charge(self, amount: Decimal) -> None:
         """operation Subscription.charge (billing_money.loom:35)"""
         require(
-            decimals.fits(amount, 10, 2),
+            decimals.fits(amount, precision=10, scale=2),
             kind="precondition",
             rule="Subscription.charge: amount: decimal(10, 2)",
             detail="amount: it has at most 8 digits before the point and 2 after it (never rounded: round it in the model with round(x, 2))",
         )
-        amount = decimals.to_scale(amount, 10, 2)
+        amount = decimals.to_scale(amount, precision=10, scale=2)
         self.last = Charge(amount=amount, note="")
-        self._check_invariants()
+        self.check_invariants()
 
     def announce(self, amount: Decimal) -> None:
         """operation Subscription.announce (billing_money.loom:38)"""
         self._raise_event(Prorated(subscription=self.id, amount=amount))
-        self._check_invariants()
+        self.check_invariants()
 
     def charge_computed(self, days: int) -> None:
         """operation Subscription.chargeComputed (billing_money.loom:41)"""
@@ -171,4 +171,4 @@ class Subscription(AggregateRoot):
             amount=decimals.div(decimals.mul(self.price, days), 30),
             note="",
         )
-        self._check_invariants()
+        self.check_invariants()

@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
     InvalidValue,
@@ -13,7 +13,7 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
 )
 from loom.runtime.types import map_optional
 
@@ -42,9 +42,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Subscription"],
 )
-async def get_subscription(id: UUID, request: Request) -> SubscriptionOut:
+async def get_subscription(id: UUID, service: ServiceDep) -> SubscriptionOut:
     """Read one Subscription (aggregate Subscription, billing_money.loom:9)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         subscription = await SubscriptionRepository(work).get_by_id(id)
     return SubscriptionOut.from_aggregate(subscription)
@@ -56,12 +55,11 @@ async def get_subscription(id: UUID, request: Request) -> SubscriptionOut:
     tags=["Billing: Subscription"],
 )
 async def list_subscriptions(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[SubscriptionOut]:
     """Read a page of Subscription (aggregate Subscription, billing_money.loom:9)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await SubscriptionRepository(work).page(limit, offset)
     return page.map(SubscriptionOut.from_aggregate)
@@ -76,10 +74,9 @@ async def list_subscriptions(
 async def create_subscription(
     body: SubscriptionCreateInput,
     response: Response,
-    request: Request,
+    service: ServiceDep,
 ) -> SubscriptionOut:
     """crudish create of Subscription (billing_money.loom:9)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         subscription = Subscription.create(
             price=body.price,
@@ -101,10 +98,9 @@ async def create_subscription(
 async def update_subscription(
     id: UUID,
     body: SubscriptionUpdateInput,
-    request: Request,
+    service: ServiceDep,
 ) -> SubscriptionOut:
     """crudish update of Subscription (billing_money.loom:9): the fields the body names"""
-    service = get_service(request)
     async with service.transaction() as work:
         subscriptions = SubscriptionRepository(work)
         subscription = await subscriptions.get_by_id(id)
@@ -136,9 +132,8 @@ async def update_subscription(
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Subscription"],
 )
-async def delete_subscription(id: UUID, request: Request) -> None:
+async def delete_subscription(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Subscription (billing_money.loom:9)"""
-    service = get_service(request)
     async with service.transaction() as work:
         subscriptions = SubscriptionRepository(work)
         await subscriptions.delete(await subscriptions.get_by_id(id))
@@ -153,10 +148,9 @@ async def delete_subscription(id: UUID, request: Request) -> None:
 async def subscription_prorate(
     id: UUID,
     body: SubscriptionProrateInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Subscription.prorate (billing_money.loom:16)"""
-    service = get_service(request)
     async with service.transaction() as work:
         subscriptions = SubscriptionRepository(work)
         subscription = await subscriptions.get_by_id(id)
@@ -173,10 +167,9 @@ async def subscription_prorate(
 async def subscription_prorate_half_up(
     id: UUID,
     body: SubscriptionProrateHalfUpInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Subscription.prorateHalfUp (billing_money.loom:20)"""
-    service = get_service(request)
     async with service.transaction() as work:
         subscriptions = SubscriptionRepository(work)
         subscription = await subscriptions.get_by_id(id)
@@ -193,10 +186,9 @@ async def subscription_prorate_half_up(
 async def subscription_prorate_down(
     id: UUID,
     body: SubscriptionProrateDownInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Subscription.prorateDown (billing_money.loom:23)"""
-    service = get_service(request)
     async with service.transaction() as work:
         subscriptions = SubscriptionRepository(work)
         subscription = await subscriptions.get_by_id(id)
@@ -213,10 +205,9 @@ async def subscription_prorate_down(
 async def subscription_prorate_up(
     id: UUID,
     body: SubscriptionProrateUpInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Subscription.prorateUp (billing_money.loom:26)"""
-    service = get_service(request)
     async with service.transaction() as work:
         subscriptions = SubscriptionRepository(work)
         subscription = await subscriptions.get_by_id(id)
@@ -233,10 +224,9 @@ async def subscription_prorate_up(
 async def subscription_prorate_unrounded(
     id: UUID,
     body: SubscriptionProrateUnroundedInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Subscription.prorateUnrounded (billing_money.loom:29)"""
-    service = get_service(request)
     async with service.transaction() as work:
         subscriptions = SubscriptionRepository(work)
         subscription = await subscriptions.get_by_id(id)
@@ -250,9 +240,8 @@ async def subscription_prorate_unrounded(
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Subscription"],
 )
-async def subscription_apply_rate(id: UUID, request: Request) -> None:
+async def subscription_apply_rate(id: UUID, service: ServiceDep) -> None:
     """operation Subscription.applyRate (billing_money.loom:32)"""
-    service = get_service(request)
     async with service.transaction() as work:
         subscriptions = SubscriptionRepository(work)
         subscription = await subscriptions.get_by_id(id)
@@ -269,10 +258,9 @@ async def subscription_apply_rate(id: UUID, request: Request) -> None:
 async def subscription_charge(
     id: UUID,
     body: SubscriptionChargeInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Subscription.charge (billing_money.loom:35)"""
-    service = get_service(request)
     async with service.transaction() as work:
         subscriptions = SubscriptionRepository(work)
         subscription = await subscriptions.get_by_id(id)
@@ -289,10 +277,9 @@ async def subscription_charge(
 async def subscription_announce(
     id: UUID,
     body: SubscriptionAnnounceInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Subscription.announce (billing_money.loom:38)"""
-    service = get_service(request)
     async with service.transaction() as work:
         subscriptions = SubscriptionRepository(work)
         subscription = await subscriptions.get_by_id(id)
@@ -309,10 +296,9 @@ async def subscription_announce(
 async def subscription_charge_computed(
     id: UUID,
     body: SubscriptionChargeComputedInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Subscription.chargeComputed (billing_money.loom:41)"""
-    service = get_service(request)
     async with service.transaction() as work:
         subscriptions = SubscriptionRepository(work)
         subscription = await subscriptions.get_by_id(id)

@@ -37,14 +37,14 @@ class Account(AggregateRoot):
     def create(cls, *, balance: Decimal, credits: int, tag: str, note: str) -> Account:
         """Account.create (decimal_params.loom:6): a new Account, its invariants checked"""
         account = cls(balance=balance, credits=credits, tag=tag, note=note)
-        account._check_invariants()
+        account.check_invariants()
         return account
 
     def _check_stored(self) -> None:
         """what saving Account needs (decimal_params.loom:6): ints in range, derived values"""
         ints.fit(self.credits, "Account.credits")
 
-    def _check_invariants(self) -> None:
+    def check_invariants(self) -> None:
         """invariants of Account (decimal_params.loom:6)"""
         require(
             len(self.note) <= 5,
@@ -56,33 +56,33 @@ class Account(AggregateRoot):
     def credit(self, amount: Decimal) -> None:
         """operation Account.credit (decimal_params.loom:12)"""
         require(
-            decimals.fits(amount, 10, 2),
+            decimals.fits(amount, precision=10, scale=2),
             kind="precondition",
             rule="Account.credit: amount: decimal(10, 2)",
             detail="amount: it has at most 8 digits before the point and 2 after it (never rounded: round it in the model with round(x, 2))",
         )
-        amount = decimals.to_scale(amount, 10, 2)
+        amount = decimals.to_scale(amount, precision=10, scale=2)
         self.balance = decimals.add(self.balance, amount)
         self.credits += 1
-        self._check_invariants()
+        self.check_invariants()
 
     def credit_inside(self, amount: Decimal) -> None:
         """operation Account.creditInside (decimal_params.loom:16)"""
         require(
-            decimals.fits(amount, 10, 2),
+            decimals.fits(amount, precision=10, scale=2),
             kind="precondition",
             rule="Account.creditInside: amount: decimal(10, 2)",
             detail="amount: it has at most 8 digits before the point and 2 after it (never rounded: round it in the model with round(x, 2))",
         )
-        amount = decimals.to_scale(amount, 10, 2)
+        amount = decimals.to_scale(amount, precision=10, scale=2)
         self.balance = decimals.add(self.balance, amount)
         self.credits += 1
-        self._check_invariants()
+        self.check_invariants()
 
     def credit_third(self, total: Decimal) -> None:
         """operation Account.creditThird (decimal_params.loom:21)"""
         self.credit_inside(decimals.div(total, 3))
-        self._check_invariants()
+        self.check_invariants()
 
     def retag(self, t: str) -> None:
         """operation Account.retag (decimal_params.loom:22)"""
@@ -93,16 +93,16 @@ class Account(AggregateRoot):
             detail="t: it is at most 5 characters",
         )
         self.tag = t
-        self._check_invariants()
+        self.check_invariants()
 
     def fee(self, amount: Decimal) -> None:
         """operation Account.fee (decimal_params.loom:24)"""
-        self._check_invariants()
+        self.check_invariants()
 
     def _before_fee(self, amount: Decimal) -> tuple[Decimal]:
         """arguments and requires of extern operation Account.fee (decimal_params.loom:24)"""
         require(
-            decimals.fits(amount, 10, 2),
+            decimals.fits(amount, precision=10, scale=2),
             kind="precondition",
             rule="Account.fee: amount: decimal(10, 2)",
             detail="amount: it has at most 8 digits before the point and 2 after it (never rounded: round it in the model with round(x, 2))",
@@ -111,7 +111,7 @@ class Account(AggregateRoot):
 
     def annotate(self, text: str) -> None:
         """operation Account.annotate (decimal_params.loom:25)"""
-        self._check_invariants()
+        self.check_invariants()
 
 
 @dataclass(eq=False, kw_only=True)
@@ -125,11 +125,11 @@ class Invoice(AggregateRoot):
     def create(cls, *, amount: Decimal) -> Invoice:
         """Invoice.create (decimal_params.loom:31): a new Invoice"""
         require(
-            decimals.fits(amount, 8, 2),
+            decimals.fits(amount, precision=8, scale=2),
             kind="precondition",
             rule="Invoice.create: amount: decimal(8, 2)",
             detail="amount: it has at most 6 digits before the point and 2 after it (never rounded: round it in the model with round(x, 2))",
         )
-        amount = decimals.to_scale(amount, 8, 2)
+        amount = decimals.to_scale(amount, precision=8, scale=2)
         total = amount
         return cls(total=total)

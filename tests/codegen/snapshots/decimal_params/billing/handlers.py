@@ -2,8 +2,8 @@
 # Do not edit: change the model and rebuild.
 # Command and query handlers of context Billing.
 
-from fastapi import APIRouter, Request
-from loom.runtime import PROBLEM_RESPONSES, LoomRoute, decimals, get_service
+from fastapi import APIRouter
+from loom.runtime import PROBLEM_RESPONSES, LoomRoute, ServiceDep, decimals
 
 from .domain import SplitRequested
 from .repositories import Accounts
@@ -18,9 +18,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Billing: handlers"],
 )
-async def share(body: ShareInput, request: Request) -> None:
+async def share(body: ShareInput, service: ServiceDep) -> None:
     """commandHandler Share (decimal_params.loom:66): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         accounts = Accounts(work)
         a = await accounts.get_by_id(body.account)
@@ -34,9 +33,8 @@ async def share(body: ShareInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Billing: handlers"],
 )
-async def retag(body: RetagInput, request: Request) -> None:
+async def retag(body: RetagInput, service: ServiceDep) -> None:
     """commandHandler Retag (decimal_params.loom:70): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         accounts = Accounts(work)
         a = await accounts.get_by_id(body.account)
@@ -50,9 +48,8 @@ async def retag(body: RetagInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Billing: handlers"],
 )
-async def request_split(body: RequestSplitInput, request: Request) -> None:
+async def request_split(body: RequestSplitInput, service: ServiceDep) -> None:
     """commandHandler RequestSplit (decimal_params.loom:74): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         work.emit(
             SplitRequested(account=body.account, total=body.total, parts=body.parts),

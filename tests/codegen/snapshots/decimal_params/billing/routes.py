@@ -5,7 +5,7 @@
 from typing import Annotated, cast
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
     InvalidValue,
@@ -13,7 +13,7 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
 )
 
 from .domain import Account, Invoice
@@ -40,9 +40,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Account"],
 )
-async def get_account(id: UUID, request: Request) -> AccountOut:
+async def get_account(id: UUID, service: ServiceDep) -> AccountOut:
     """Read one Account (aggregate Account, decimal_params.loom:6)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         account = await Accounts(work).get_by_id(id)
     return AccountOut.from_aggregate(account)
@@ -50,12 +49,11 @@ async def get_account(id: UUID, request: Request) -> AccountOut:
 
 @router.get("/api/accounts", responses=PROBLEM_RESPONSES, tags=["Billing: Account"])
 async def list_accounts(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[AccountOut]:
     """Read a page of Account (aggregate Account, decimal_params.loom:6)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Accounts(work).page(limit, offset)
     return page.map(AccountOut.from_aggregate)
@@ -70,10 +68,9 @@ async def list_accounts(
 async def create_account(
     body: AccountCreateInput,
     response: Response,
-    request: Request,
+    service: ServiceDep,
 ) -> AccountOut:
     """crudish create of Account (decimal_params.loom:6)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         account = Account.create(
             balance=body.balance,
@@ -94,10 +91,9 @@ async def create_account(
 async def update_account(
     id: UUID,
     body: AccountUpdateInput,
-    request: Request,
+    service: ServiceDep,
 ) -> AccountOut:
     """crudish update of Account (decimal_params.loom:6): the fields the body names"""
-    service = get_service(request)
     async with service.transaction() as work:
         accounts = Accounts(work)
         account = await accounts.get_by_id(id)
@@ -127,9 +123,8 @@ async def update_account(
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Account"],
 )
-async def delete_account(id: UUID, request: Request) -> None:
+async def delete_account(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Account (decimal_params.loom:6)"""
-    service = get_service(request)
     async with service.transaction() as work:
         accounts = Accounts(work)
         await accounts.delete(await accounts.get_by_id(id))
@@ -141,9 +136,12 @@ async def delete_account(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Account"],
 )
-async def account_credit(id: UUID, body: AccountCreditInput, request: Request) -> None:
+async def account_credit(
+    id: UUID,
+    body: AccountCreditInput,
+    service: ServiceDep,
+) -> None:
     """operation Account.credit (decimal_params.loom:12)"""
-    service = get_service(request)
     async with service.transaction() as work:
         accounts = Accounts(work)
         account = await accounts.get_by_id(id)
@@ -160,10 +158,9 @@ async def account_credit(id: UUID, body: AccountCreditInput, request: Request) -
 async def account_credit_third(
     id: UUID,
     body: AccountCreditThirdInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Account.creditThird (decimal_params.loom:21)"""
-    service = get_service(request)
     async with service.transaction() as work:
         accounts = Accounts(work)
         account = await accounts.get_by_id(id)
@@ -177,9 +174,8 @@ async def account_credit_third(
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Account"],
 )
-async def account_fee(id: UUID, body: AccountFeeInput, request: Request) -> None:
+async def account_fee(id: UUID, body: AccountFeeInput, service: ServiceDep) -> None:
     """extern operation Account.fee (decimal_params.loom:24)"""
-    service = get_service(request)
     async with service.transaction() as work:
         accounts = Accounts(work)
         account = await accounts.get_by_id(id)
@@ -188,7 +184,7 @@ async def account_fee(id: UUID, body: AccountFeeInput, request: Request) -> None
             account,
             body.amount,
         )
-        account._check_invariants()
+        account.check_invariants()
         await accounts.save(account)
 
 
@@ -201,10 +197,9 @@ async def account_fee(id: UUID, body: AccountFeeInput, request: Request) -> None
 async def account_annotate(
     id: UUID,
     body: AccountAnnotateInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """extern operation Account.annotate (decimal_params.loom:25)"""
-    service = get_service(request)
     async with service.transaction() as work:
         accounts = Accounts(work)
         account = await accounts.get_by_id(id)
@@ -212,7 +207,7 @@ async def account_annotate(
             account,
             body.text,
         )
-        account._check_invariants()
+        account.check_invariants()
         await accounts.save(account)
 
 
@@ -221,9 +216,8 @@ async def account_annotate(
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Invoice"],
 )
-async def get_invoice(id: UUID, request: Request) -> InvoiceOut:
+async def get_invoice(id: UUID, service: ServiceDep) -> InvoiceOut:
     """Read one Invoice (aggregate Invoice, decimal_params.loom:29)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         invoice = await Invoices(work).get_by_id(id)
     return InvoiceOut.from_aggregate(invoice)
@@ -231,12 +225,11 @@ async def get_invoice(id: UUID, request: Request) -> InvoiceOut:
 
 @router.get("/api/invoices", responses=PROBLEM_RESPONSES, tags=["Billing: Invoice"])
 async def list_invoices(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[InvoiceOut]:
     """Read a page of Invoice (aggregate Invoice, decimal_params.loom:29)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Invoices(work).page(limit, offset)
     return page.map(InvoiceOut.from_aggregate)
@@ -251,10 +244,9 @@ async def list_invoices(
 async def create_invoice(
     body: InvoiceCreateInput,
     response: Response,
-    request: Request,
+    service: ServiceDep,
 ) -> InvoiceOut:
     """crudish create of Invoice (decimal_params.loom:29)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         invoice = Invoice.create(amount=body.amount)
         await Invoices(work).save(invoice)
@@ -270,10 +262,9 @@ async def create_invoice(
 async def update_invoice(
     id: UUID,
     body: InvoiceUpdateInput,
-    request: Request,
+    service: ServiceDep,
 ) -> InvoiceOut:
     """crudish update of Invoice (decimal_params.loom:29): the fields the body names"""
-    service = get_service(request)
     async with service.transaction() as work:
         invoices = Invoices(work)
         invoice = await invoices.get_by_id(id)
@@ -291,9 +282,8 @@ async def update_invoice(
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Invoice"],
 )
-async def delete_invoice(id: UUID, request: Request) -> None:
+async def delete_invoice(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Invoice (decimal_params.loom:29)"""
-    service = get_service(request)
     async with service.transaction() as work:
         invoices = Invoices(work)
         await invoices.delete(await invoices.get_by_id(id))

@@ -4,8 +4,8 @@
 
 from typing import cast
 
-from fastapi import APIRouter, Request
-from loom.runtime import PROBLEM_RESPONSES, LoomRoute, decimals, get_service
+from fastapi import APIRouter
+from loom.runtime import PROBLEM_RESPONSES, LoomRoute, ServiceDep, decimals
 
 from .domain import Invoice
 from .externs import AccountExterns
@@ -22,9 +22,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Billing: workflows"],
 )
-async def split(body: SplitInput, request: Request) -> AccountId:
+async def split(body: SplitInput, service: ServiceDep) -> AccountId:
     """workflow split (decimal_params.loom:39): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         accounts = Accounts(work)
         a = await accounts.get_by_id(body.account)
@@ -40,9 +39,8 @@ async def split(body: SplitInput, request: Request) -> AccountId:
     responses=PROBLEM_RESPONSES,
     tags=["Billing: workflows"],
 )
-async def scale(body: ScaleInput, request: Request) -> None:
+async def scale(body: ScaleInput, service: ServiceDep) -> None:
     """workflow scale (decimal_params.loom:47): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         accounts = Accounts(work)
         a = await accounts.get_by_id(body.account)
@@ -56,9 +54,8 @@ async def scale(body: ScaleInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Billing: workflows"],
 )
-async def invoice(body: InvoiceInput, request: Request) -> InvoiceId:
+async def invoice(body: InvoiceInput, service: ServiceDep) -> InvoiceId:
     """workflow invoice (decimal_params.loom:54): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         invoices = Invoices(work)
         i = Invoice.create(amount=decimals.div(body.total, body.parts))
@@ -73,9 +70,8 @@ async def invoice(body: InvoiceInput, request: Request) -> InvoiceId:
     responses=PROBLEM_RESPONSES,
     tags=["Billing: workflows"],
 )
-async def charge(body: ChargeInput, request: Request) -> None:
+async def charge(body: ChargeInput, service: ServiceDep) -> None:
     """workflow charge (decimal_params.loom:60): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         accounts = Accounts(work)
         a = await accounts.get_by_id(body.account)
@@ -83,7 +79,7 @@ async def charge(body: ChargeInput, request: Request) -> None:
             a,
             *a._before_fee(decimals.div(body.total, body.parts)),
         )
-        a._check_invariants()
+        a.check_invariants()
         await accounts.save(a)
 
 

@@ -12,12 +12,6 @@ from .domain import (
     HoldState,
     Subscription,
 )
-from .schemas import (
-    DunningInstanceOut,
-    FirstNoticeInstanceOut,
-    HoldInstanceOut,
-    HoldOnceInstanceOut,
-)
 
 
 class Subscriptions(Repository[Subscription]):
@@ -35,7 +29,6 @@ class DunningInstances(ProcessInstances[DunningState]):
     key = "subscription"
     workflow = "Dunning"
     process = "Billing.Dunning"
-    answer = DunningInstanceOut
 
 
 class FirstNoticeInstances(ProcessInstances[FirstNoticeState]):
@@ -46,7 +39,6 @@ class FirstNoticeInstances(ProcessInstances[FirstNoticeState]):
     key = "subscription"
     workflow = "FirstNotice"
     process = "Billing.FirstNotice"
-    answer = FirstNoticeInstanceOut
 
 
 class HoldInstances(ProcessInstances[HoldState]):
@@ -57,7 +49,6 @@ class HoldInstances(ProcessInstances[HoldState]):
     key = "subscription"
     workflow = "Hold"
     process = "Billing.Hold"
-    answer = HoldInstanceOut
 
 
 class HoldOnceInstances(ProcessInstances[HoldOnceState]):
@@ -68,4 +59,3 @@ class HoldOnceInstances(ProcessInstances[HoldOnceState]):
     key = "subscription"
     workflow = "HoldOnce"
     process = "Billing.HoldOnce"
-    answer = HoldOnceInstanceOut

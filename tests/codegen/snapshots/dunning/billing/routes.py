@@ -5,14 +5,14 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
 )
 
 from .repositories import Subscriptions
@@ -26,9 +26,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Subscription"],
 )
-async def get_subscription(id: UUID, request: Request) -> SubscriptionOut:
+async def get_subscription(id: UUID, service: ServiceDep) -> SubscriptionOut:
     """Read one Subscription (aggregate Subscription, dunning.loom:12)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         subscription = await Subscriptions(work).get_by_id(id)
     return SubscriptionOut.from_aggregate(subscription)
@@ -40,12 +39,11 @@ async def get_subscription(id: UUID, request: Request) -> SubscriptionOut:
     tags=["Billing: Subscription"],
 )
 async def list_subscriptions(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[SubscriptionOut]:
     """Read a page of Subscription (aggregate Subscription, dunning.loom:12)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Subscriptions(work).page(limit, offset)
     return page.map(SubscriptionOut.from_aggregate)
@@ -57,9 +55,8 @@ async def list_subscriptions(
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Subscription"],
 )
-async def subscription_fail(id: UUID, request: Request) -> None:
+async def subscription_fail(id: UUID, service: ServiceDep) -> None:
     """operation Subscription.fail (dunning.loom:16)"""
-    service = get_service(request)
     async with service.transaction() as work:
         subscriptions = Subscriptions(work)
         subscription = await subscriptions.get_by_id(id)
@@ -73,9 +70,8 @@ async def subscription_fail(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Subscription"],
 )
-async def subscription_pay(id: UUID, request: Request) -> None:
+async def subscription_pay(id: UUID, service: ServiceDep) -> None:
     """operation Subscription.pay (dunning.loom:20)"""
-    service = get_service(request)
     async with service.transaction() as work:
         subscriptions = Subscriptions(work)
         subscription = await subscriptions.get_by_id(id)

@@ -5,13 +5,13 @@
 from datetime import timedelta
 from uuid import UUID
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from loom.runtime import (
     PROBLEM_RESPONSES,
     ConcurrencyConflict,
     Episode,
     LoomRoute,
-    get_service,
+    ServiceDep,
     now,
 )
 from loom.runtime.processes import Timeout
@@ -52,10 +52,9 @@ router = APIRouter(route_class=LoomRoute)
 )
 async def open_subscription(
     body: OpenSubscriptionInput,
-    request: Request,
+    service: ServiceDep,
 ) -> SubscriptionId:
     """workflow openSubscription (dunning.loom:29): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         subscriptions = Subscriptions(work)
         s = Subscription.create(
@@ -74,9 +73,8 @@ async def open_subscription(
     responses=PROBLEM_RESPONSES,
     tags=["Billing: workflows"],
 )
-async def report_failure(body: ReportFailureInput, request: Request) -> None:
+async def report_failure(body: ReportFailureInput, service: ServiceDep) -> None:
     """workflow reportFailure (dunning.loom:37): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         work.emit(PaymentFailed(subscription=body.subscription))
 
@@ -92,9 +90,8 @@ async def report_failure(body: ReportFailureInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Billing: workflows"],
 )
-async def hold(body: HoldInput, request: Request) -> None:
+async def hold(body: HoldInput, service: ServiceDep) -> None:
     """workflow Hold (dunning.loom:71): a process step: one transaction with its timers, like its reactions"""
-    service = get_service(request)
     async with service.transaction() as work:
         hold_instances = HoldInstances(work)
         instance = await hold_instances.bind(body.subscription)
@@ -116,9 +113,8 @@ async def hold(body: HoldInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Billing: workflows"],
 )
-async def hold_once(body: HoldOnceInput, request: Request) -> None:
+async def hold_once(body: HoldOnceInput, service: ServiceDep) -> None:
     """workflow HoldOnce (dunning.loom:79): a process step: one transaction with its timers, like its reactions"""
-    service = get_service(request)
     async with service.transaction() as work:
         hold_once_instances = HoldOnceInstances(work)
         instance = await hold_once_instances.bind(body.subscription)
@@ -143,9 +139,8 @@ async def hold_once(body: HoldOnceInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Billing: workflows"],
 )
-async def get_dunning_instance(id: UUID, request: Request) -> DunningInstanceOut:
+async def get_dunning_instance(id: UUID, service: ServiceDep) -> DunningInstanceOut:
     """an instance of workflow Dunning (dunning.loom:43), by its subscription"""
-    service = get_service(request)
     async with service.autocommit() as work:
         instance = await DunningInstances(work).get(id)
         timeouts = await service.processes.pending(DUNNING_PROCESS, id, work=work)
@@ -157,9 +152,8 @@ async def get_dunning_instance(id: UUID, request: Request) -> DunningInstanceOut
     responses=PROBLEM_RESPONSES,
     tags=["Billing: workflows"],
 )
-async def get_dunning_episodes(id: UUID, request: Request) -> list[Episode]:
+async def get_dunning_episodes(id: UUID, service: ServiceDep) -> list[Episode]:
     """the episodes of an instance of workflow Dunning (dunning.loom:43), oldest first"""
-    service = get_service(request)
     async with service.autocommit() as work:
         return await DunningInstances(work).episodes(id)
 
@@ -171,10 +165,9 @@ async def get_dunning_episodes(id: UUID, request: Request) -> list[Episode]:
 )
 async def get_first_notice_instance(
     id: UUID,
-    request: Request,
+    service: ServiceDep,
 ) -> FirstNoticeInstanceOut:
     """an instance of workflow FirstNotice (dunning.loom:61), by its subscription"""
-    service = get_service(request)
     async with service.autocommit() as work:
         instance = await FirstNoticeInstances(work).get(id)
         timeouts = await service.processes.pending(FIRST_NOTICE_PROCESS, id, work=work)
@@ -186,9 +179,8 @@ async def get_first_notice_instance(
     responses=PROBLEM_RESPONSES,
     tags=["Billing: workflows"],
 )
-async def get_first_notice_episodes(id: UUID, request: Request) -> list[Episode]:
+async def get_first_notice_episodes(id: UUID, service: ServiceDep) -> list[Episode]:
     """the episodes of an instance of workflow FirstNotice (dunning.loom:61), oldest first"""
-    service = get_service(request)
     async with service.autocommit() as work:
         return await FirstNoticeInstances(work).episodes(id)
 
@@ -198,9 +190,8 @@ async def get_first_notice_episodes(id: UUID, request: Request) -> list[Episode]
     responses=PROBLEM_RESPONSES,
     tags=["Billing: workflows"],
 )
-async def get_hold_instance(id: UUID, request: Request) -> HoldInstanceOut:
+async def get_hold_instance(id: UUID, service: ServiceDep) -> HoldInstanceOut:
     """an instance of workflow Hold (dunning.loom:71), by its subscription"""
-    service = get_service(request)
     async with service.autocommit() as work:
         instance = await HoldInstances(work).get(id)
         timeouts = await service.processes.pending(HOLD_PROCESS, id, work=work)
@@ -212,9 +203,8 @@ async def get_hold_instance(id: UUID, request: Request) -> HoldInstanceOut:
     responses=PROBLEM_RESPONSES,
     tags=["Billing: workflows"],
 )
-async def get_hold_episodes(id: UUID, request: Request) -> list[Episode]:
+async def get_hold_episodes(id: UUID, service: ServiceDep) -> list[Episode]:
     """the episodes of an instance of workflow Hold (dunning.loom:71), oldest first"""
-    service = get_service(request)
     async with service.autocommit() as work:
         return await HoldInstances(work).episodes(id)
 
@@ -224,9 +214,8 @@ async def get_hold_episodes(id: UUID, request: Request) -> list[Episode]:
     responses=PROBLEM_RESPONSES,
     tags=["Billing: workflows"],
 )
-async def get_hold_once_instance(id: UUID, request: Request) -> HoldOnceInstanceOut:
+async def get_hold_once_instance(id: UUID, service: ServiceDep) -> HoldOnceInstanceOut:
     """an instance of workflow HoldOnce (dunning.loom:79), by its subscription"""
-    service = get_service(request)
     async with service.autocommit() as work:
         instance = await HoldOnceInstances(work).get(id)
         timeouts = await service.processes.pending(HOLD_ONCE_PROCESS, id, work=work)
@@ -238,8 +227,7 @@ async def get_hold_once_instance(id: UUID, request: Request) -> HoldOnceInstance
     responses=PROBLEM_RESPONSES,
     tags=["Billing: workflows"],
 )
-async def get_hold_once_episodes(id: UUID, request: Request) -> list[Episode]:
+async def get_hold_once_episodes(id: UUID, service: ServiceDep) -> list[Episode]:
     """the episodes of an instance of workflow HoldOnce (dunning.loom:79), oldest first"""
-    service = get_service(request)
     async with service.autocommit() as work:
         return await HoldOnceInstances(work).episodes(id)

@@ -6,7 +6,6 @@ from loom.runtime import ProcessInstances, Repository
 
 from . import tables
 from .domain import TallyState, Thing
-from .schemas import TallyInstanceOut
 
 
 class Things(Repository[Thing]):
@@ -24,4 +23,3 @@ class TallyInstances(ProcessInstances[TallyState]):
     key = "thing"
     workflow = "tally"
     process = "Counter.tally"
-    answer = TallyInstanceOut

@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
     InvalidValue,
@@ -13,7 +13,7 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
 )
 
 from .domain import Thing
@@ -24,9 +24,8 @@ router = APIRouter(route_class=LoomRoute)
 
 
 @router.get("/api/things/{id}", responses=PROBLEM_RESPONSES, tags=["Counter: Thing"])
-async def get_thing(id: UUID, request: Request) -> ThingOut:
+async def get_thing(id: UUID, service: ServiceDep) -> ThingOut:
     """Read one Thing (aggregate Thing, eventsourced_reactions.loom:7)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         thing = await Things(work).get_by_id(id)
     return ThingOut.from_aggregate(thing)
@@ -34,12 +33,11 @@ async def get_thing(id: UUID, request: Request) -> ThingOut:
 
 @router.get("/api/things", responses=PROBLEM_RESPONSES, tags=["Counter: Thing"])
 async def list_things(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[ThingOut]:
     """Read a page of Thing (aggregate Thing, eventsourced_reactions.loom:7)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Things(work).page(limit, offset)
     return page.map(ThingOut.from_aggregate)
@@ -54,10 +52,9 @@ async def list_things(
 async def create_thing(
     body: ThingCreateInput,
     response: Response,
-    request: Request,
+    service: ServiceDep,
 ) -> ThingOut:
     """crudish create of Thing (eventsourced_reactions.loom:7)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         thing = Thing.create(name=body.name)
         await Things(work).save(thing)
@@ -66,9 +63,12 @@ async def create_thing(
 
 
 @router.patch("/api/things/{id}", responses=PROBLEM_RESPONSES, tags=["Counter: Thing"])
-async def update_thing(id: UUID, body: ThingUpdateInput, request: Request) -> ThingOut:
+async def update_thing(
+    id: UUID,
+    body: ThingUpdateInput,
+    service: ServiceDep,
+) -> ThingOut:
     """crudish update of Thing (eventsourced_reactions.loom:7): the fields the body names"""
-    service = get_service(request)
     async with service.transaction() as work:
         things = Things(work)
         thing = await things.get_by_id(id)
@@ -86,9 +86,8 @@ async def update_thing(id: UUID, body: ThingUpdateInput, request: Request) -> Th
     responses=PROBLEM_RESPONSES,
     tags=["Counter: Thing"],
 )
-async def delete_thing(id: UUID, request: Request) -> None:
+async def delete_thing(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Thing (eventsourced_reactions.loom:7)"""
-    service = get_service(request)
     async with service.transaction() as work:
         things = Things(work)
         await things.delete(await things.get_by_id(id))

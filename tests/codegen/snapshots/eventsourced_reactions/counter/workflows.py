@@ -4,8 +4,8 @@
 
 from uuid import UUID
 
-from fastapi import APIRouter, Request
-from loom.runtime import PROBLEM_RESPONSES, Episode, LoomRoute, get_service
+from fastapi import APIRouter
+from loom.runtime import PROBLEM_RESPONSES, Episode, LoomRoute, ServiceDep
 
 from .domain import Counted, TallyState
 from .repositories import TallyInstances
@@ -39,9 +39,8 @@ def tally_apply_counted(state: TallyState, e: Counted) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Counter: workflows"],
 )
-async def get_tally_instance(id: UUID, request: Request) -> TallyInstanceOut:
+async def get_tally_instance(id: UUID, service: ServiceDep) -> TallyInstanceOut:
     """an instance of workflow tally (eventsourced_reactions.loom:14), by its thing"""
-    service = get_service(request)
     async with service.autocommit() as work:
         instance = await TallyInstances(work).get(id)
         timeouts = await service.processes.pending(TALLY_PROCESS, id, work=work)
@@ -53,8 +52,7 @@ async def get_tally_instance(id: UUID, request: Request) -> TallyInstanceOut:
     responses=PROBLEM_RESPONSES,
     tags=["Counter: workflows"],
 )
-async def get_tally_episodes(id: UUID, request: Request) -> list[Episode]:
+async def get_tally_episodes(id: UUID, service: ServiceDep) -> list[Episode]:
     """the episodes of an instance of workflow tally (eventsourced_reactions.loom:14), oldest first"""
-    service = get_service(request)
     async with service.autocommit() as work:
         return await TallyInstances(work).episodes(id)

@@ -109,7 +109,7 @@ class Account(AggregateRoot):
             tags=tags,
             frozen=frozen,
         )
-        account._check_invariants()
+        account.check_invariants()
         return account
 
     @property
@@ -120,9 +120,9 @@ class Account(AggregateRoot):
     def _check_stored(self) -> None:
         """what saving Account needs (banking.loom:12): ints in range, derived values"""
         ints.fit(self.balance, "Account.balance")
-        derived(self, "overdrawn", "derived Account.overdrawn")
+        derived(self, attr="overdrawn", label="derived Account.overdrawn")
 
-    def _check_invariants(self) -> None:
+    def check_invariants(self) -> None:
         """invariants of Account (banking.loom:12)"""
         # invariant balance >= 0 (banking.loom:22)
         require(
@@ -152,7 +152,7 @@ class Account(AggregateRoot):
         )
         self.balance -= amount + self._fee(amount)
         self._raise_event(MoneyWithdrawn(account=self.id, amount=amount))
-        self._check_invariants()
+        self.check_invariants()
 
     def deposit(self, amount: int) -> None:
         """operation Account.deposit (banking.loom:34)"""
@@ -170,12 +170,12 @@ class Account(AggregateRoot):
         )
         self.balance += amount
         self._raise_event(MoneyDeposited(account=self.id, amount=amount))
-        self._check_invariants()
+        self.check_invariants()
 
     def freeze(self) -> None:
         """operation Account.freeze (banking.loom:40)"""
         self.frozen = True
-        self._check_invariants()
+        self.check_invariants()
 
     def close(self) -> None:
         """operation Account.close (banking.loom:44)"""
@@ -187,4 +187,4 @@ class Account(AggregateRoot):
         )
         label = "closed"
         self.tags = [label]
-        self._check_invariants()
+        self.check_invariants()

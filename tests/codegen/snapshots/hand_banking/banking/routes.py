@@ -5,14 +5,14 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
 )
 
 from .repositories import Accounts, Customers
@@ -31,9 +31,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Banking: Customer"],
 )
-async def get_customer(id: UUID, request: Request) -> CustomerOut:
+async def get_customer(id: UUID, service: ServiceDep) -> CustomerOut:
     """Read one Customer (aggregate Customer, banking.loom:7)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         customer = await Customers(work).get_by_id(id)
     return CustomerOut.from_aggregate(customer)
@@ -41,12 +40,11 @@ async def get_customer(id: UUID, request: Request) -> CustomerOut:
 
 @router.get("/api/customers", responses=PROBLEM_RESPONSES, tags=["Banking: Customer"])
 async def list_customers(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[CustomerOut]:
     """Read a page of Customer (aggregate Customer, banking.loom:7)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Customers(work).page(limit, offset)
     return page.map(CustomerOut.from_aggregate)
@@ -57,9 +55,8 @@ async def list_customers(
     responses=PROBLEM_RESPONSES,
     tags=["Banking: Account"],
 )
-async def get_account(id: UUID, request: Request) -> AccountOut:
+async def get_account(id: UUID, service: ServiceDep) -> AccountOut:
     """Read one Account (aggregate Account, banking.loom:12)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         account = await Accounts(work).get_by_id(id)
     return AccountOut.from_aggregate(account)
@@ -67,12 +64,11 @@ async def get_account(id: UUID, request: Request) -> AccountOut:
 
 @router.get("/api/accounts", responses=PROBLEM_RESPONSES, tags=["Banking: Account"])
 async def list_accounts(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[AccountOut]:
     """Read a page of Account (aggregate Account, banking.loom:12)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Accounts(work).page(limit, offset)
     return page.map(AccountOut.from_aggregate)
@@ -87,10 +83,9 @@ async def list_accounts(
 async def account_withdraw(
     id: UUID,
     body: AccountWithdrawInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Account.withdraw (banking.loom:26)"""
-    service = get_service(request)
     async with service.transaction() as work:
         accounts = Accounts(work)
         account = await accounts.get_by_id(id)
@@ -107,10 +102,9 @@ async def account_withdraw(
 async def account_deposit(
     id: UUID,
     body: AccountDepositInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Account.deposit (banking.loom:34)"""
-    service = get_service(request)
     async with service.transaction() as work:
         accounts = Accounts(work)
         account = await accounts.get_by_id(id)
@@ -124,9 +118,8 @@ async def account_deposit(
     responses=PROBLEM_RESPONSES,
     tags=["Banking: Account"],
 )
-async def account_freeze(id: UUID, request: Request) -> None:
+async def account_freeze(id: UUID, service: ServiceDep) -> None:
     """operation Account.freeze (banking.loom:40)"""
-    service = get_service(request)
     async with service.transaction() as work:
         accounts = Accounts(work)
         account = await accounts.get_by_id(id)
@@ -140,9 +133,8 @@ async def account_freeze(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Banking: Account"],
 )
-async def account_close(id: UUID, request: Request) -> None:
+async def account_close(id: UUID, service: ServiceDep) -> None:
     """operation Account.close (banking.loom:44)"""
-    service = get_service(request)
     async with service.transaction() as work:
         accounts = Accounts(work)
         account = await accounts.get_by_id(id)

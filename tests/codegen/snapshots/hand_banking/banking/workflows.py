@@ -2,15 +2,8 @@
 # Do not edit: change the model and rebuild.
 # Workflow routes of context Banking.
 
-from fastapi import APIRouter, Request
-from loom.runtime import (
-    PROBLEM_RESPONSES,
-    Int64,
-    LoomRoute,
-    get_service,
-    now,
-    require,
-)
+from fastapi import APIRouter
+from loom.runtime import PROBLEM_RESPONSES, Int64, LoomRoute, ServiceDep, now, require
 
 from .domain import Account, AccountKind, Customer, TransferMade
 from .ids import AccountId, CustomerId
@@ -34,10 +27,9 @@ router = APIRouter(route_class=LoomRoute)
 )
 async def register_customer(
     body: RegisterCustomerInput,
-    request: Request,
+    service: ServiceDep,
 ) -> CustomerId:
     """workflow registerCustomer (banking.loom:57): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         customers = Customers(work)
         customer = Customer.create(name=body.name, email=body.email)
@@ -52,9 +44,8 @@ async def register_customer(
     responses=PROBLEM_RESPONSES,
     tags=["Banking: workflows"],
 )
-async def open_account(body: OpenAccountInput, request: Request) -> AccountId:
+async def open_account(body: OpenAccountInput, service: ServiceDep) -> AccountId:
     """workflow openAccount (banking.loom:64): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         customers = Customers(work)
         accounts = Accounts(work)
@@ -80,9 +71,8 @@ async def open_account(body: OpenAccountInput, request: Request) -> AccountId:
     responses=PROBLEM_RESPONSES,
     tags=["Banking: workflows"],
 )
-async def transfer(body: TransferInput, request: Request) -> Int64:
+async def transfer(body: TransferInput, service: ServiceDep) -> Int64:
     """workflow transfer (banking.loom:73): transactional, all-or-nothing"""
-    service = get_service(request)
     async with service.transaction() as work:
         accounts = Accounts(work)
         source = await accounts.get_by_id(body.from_account)
@@ -108,9 +98,8 @@ async def transfer(body: TransferInput, request: Request) -> Int64:
     responses=PROBLEM_RESPONSES,
     tags=["Banking: workflows"],
 )
-async def loose_transfer(body: LooseTransferInput, request: Request) -> None:
+async def loose_transfer(body: LooseTransferInput, service: ServiceDep) -> None:
     """workflow looseTransfer (banking.loom:85): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         accounts = Accounts(work)
         source = await accounts.get_by_id(body.from_account)
@@ -127,9 +116,8 @@ async def loose_transfer(body: LooseTransferInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Banking: workflows"],
 )
-async def audited_transfer(body: AuditedTransferInput, request: Request) -> None:
+async def audited_transfer(body: AuditedTransferInput, service: ServiceDep) -> None:
     """workflow auditedTransfer (banking.loom:94): transactional(serializable), all-or-nothing"""
-    service = get_service(request)
     async with service.transaction(isolation="serializable") as work:
         accounts = Accounts(work)
         require(

@@ -71,7 +71,7 @@ class Box(AggregateRoot):
             ship_by=ship_by,
             weight=weight,
         )
-        box._check_invariants()
+        box.check_invariants()
         return box
 
     @property
@@ -82,9 +82,9 @@ class Box(AggregateRoot):
     def _check_stored(self) -> None:
         """what saving Box needs (catalog.loom:4): ints in range, derived values"""
         ints.fit(self.weight, "Box.weight")
-        derived(self, "total", "derived Box.total")
+        derived(self, attr="total", label="derived Box.total")
 
-    def _check_invariants(self) -> None:
+    def check_invariants(self) -> None:
         """invariants of Box (catalog.loom:4)"""
         # invariant price >= 0 (catalog.loom:11)
         require(
@@ -99,8 +99,8 @@ class Box(AggregateRoot):
         _old = self.price
         self.price = class_
         self._raise_event(Repriced(box=self.id, from_=self.from_))
-        self._check_invariants()
+        self.check_invariants()
 
     def touch(self) -> None:
         """operation Box.touch (catalog.loom:17)"""
-        self._check_invariants()
+        self.check_invariants()

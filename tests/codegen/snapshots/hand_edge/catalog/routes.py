@@ -5,14 +5,15 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
+
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
 )
 
 from .repositories import BoxRepository
@@ -22,9 +23,8 @@ router = APIRouter(route_class=LoomRoute)
 
 
 @router.get("/api/boxes/{id}", responses=PROBLEM_RESPONSES, tags=["Catalog: Box"])
-async def get_box(id: UUID, request: Request) -> BoxOut:
+async def get_box(id: UUID, service: ServiceDep) -> BoxOut:
     """Read one Box (aggregate Box, catalog.loom:4)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         box = await BoxRepository(work).get_by_id(id)
     return BoxOut.from_aggregate(box)
@@ -32,12 +32,11 @@ async def get_box(id: UUID, request: Request) -> BoxOut:
 
 @router.get("/api/boxes", responses=PROBLEM_RESPONSES, tags=["Catalog: Box"])
 async def list_boxes(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[BoxOut]:
     """Read a page of Box (aggregate Box, catalog.loom:4)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await BoxRepository(work).page(limit, offset)
     return page.map(BoxOut.from_aggregate)
@@ -49,9 +48,8 @@ async def list_boxes(
     responses=PROBLEM_RESPONSES,
     tags=["Catalog: Box"],
 )
-async def box_reprice(id: UUID, body: BoxRepriceInput, request: Request) -> None:
+async def box_reprice(id: UUID, body: BoxRepriceInput, service: ServiceDep) -> None:
     """operation Box.reprice (catalog.loom:12)"""
-    service = get_service(request)
     async with service.transaction() as work:
         boxes = BoxRepository(work)
         box = await boxes.get_by_id(id)
@@ -65,9 +63,8 @@ async def box_reprice(id: UUID, body: BoxRepriceInput, request: Request) -> None
     responses=PROBLEM_RESPONSES,
     tags=["Catalog: Box"],
 )
-async def box_touch(id: UUID, request: Request) -> None:
+async def box_touch(id: UUID, service: ServiceDep) -> None:
     """operation Box.touch (catalog.loom:17)"""
-    service = get_service(request)
     async with service.transaction() as work:
         boxes = BoxRepository(work)
         box = await boxes.get_by_id(id)

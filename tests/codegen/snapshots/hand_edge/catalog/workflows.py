@@ -2,8 +2,9 @@
 # Do not edit: change the model and rebuild.
 # Workflow routes of context Catalog.
 
-from fastapi import APIRouter, Request
-from loom.runtime import PROBLEM_RESPONSES, DecimalOut, LoomRoute, get_service
+from fastapi import APIRouter
+
+from loom.runtime import PROBLEM_RESPONSES, DecimalOut, LoomRoute, ServiceDep
 
 from .domain import Box
 from .repositories import BoxRepository
@@ -18,9 +19,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Catalog: workflows"],
 )
-async def ping(request: Request) -> None:
+async def ping(service: ServiceDep) -> None:
     """workflow ping (catalog.loom:20): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit():
         pass
 
@@ -31,9 +31,8 @@ async def ping(request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Catalog: workflows"],
 )
-async def make_box(body: MakeBoxInput, request: Request) -> DecimalOut:
+async def make_box(body: MakeBoxInput, service: ServiceDep) -> DecimalOut:
     """workflow makeBox (catalog.loom:22): transactional(read_committed), all-or-nothing"""
-    service = get_service(request)
     async with service.transaction(isolation="read_committed") as work:
         boxes = BoxRepository(work)
         b = Box.create(

@@ -5,14 +5,15 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
+
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
 )
 
 from .repositories import Parcels
@@ -22,9 +23,8 @@ router = APIRouter(route_class=LoomRoute)
 
 
 @router.get("/api/parcels/{id}", responses=PROBLEM_RESPONSES, tags=["Shipping: Parcel"])
-async def get_parcel(id: UUID, request: Request) -> ParcelOut:
+async def get_parcel(id: UUID, service: ServiceDep) -> ParcelOut:
     """Read one Parcel (aggregate Parcel, shipping.loom:2)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         parcel = await Parcels(work).get_by_id(id)
     return ParcelOut.from_aggregate(parcel)
@@ -32,12 +32,11 @@ async def get_parcel(id: UUID, request: Request) -> ParcelOut:
 
 @router.get("/api/parcels", responses=PROBLEM_RESPONSES, tags=["Shipping: Parcel"])
 async def list_parcels(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[ParcelOut]:
     """Read a page of Parcel (aggregate Parcel, shipping.loom:2)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Parcels(work).page(limit, offset)
     return page.map(ParcelOut.from_aggregate)

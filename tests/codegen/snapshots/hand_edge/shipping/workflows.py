@@ -2,8 +2,9 @@
 # Do not edit: change the model and rebuild.
 # Workflow routes of context Shipping.
 
-from fastapi import APIRouter, Request
-from loom.runtime import PROBLEM_RESPONSES, LoomRoute, get_service
+from fastapi import APIRouter
+
+from loom.runtime import PROBLEM_RESPONSES, LoomRoute, ServiceDep
 
 from .domain import Parcel
 from .ids import ParcelId
@@ -19,9 +20,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Shipping: workflows"],
 )
-async def ship(body: ShipInput, request: Request) -> ParcelId:
+async def ship(body: ShipInput, service: ServiceDep) -> ParcelId:
     """workflow ship (shipping.loom:6): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         parcels = Parcels(work)
         parcel = Parcel.create(box=body.box, label="x" + "y")

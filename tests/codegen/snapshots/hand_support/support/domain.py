@@ -133,14 +133,14 @@ class Note(AggregateRoot):
             created_at=created_at,
             tags=tags,
         )
-        note._check_invariants()
+        note.check_invariants()
         return note
 
     def _check_stored(self) -> None:
         """what saving Note needs (support.loom:90): ints in range, derived values"""
         ints.fit(self.weight, "Note.weight")
 
-    def _check_invariants(self) -> None:
+    def check_invariants(self) -> None:
         """invariants of Note (support.loom:90)"""
         # invariant text != "" (support.loom:97)
         require(

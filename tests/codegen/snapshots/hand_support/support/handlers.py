@@ -4,13 +4,14 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
+
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,
     QueryInt64,
+    ServiceDep,
     WireText,
-    get_service,
     not_found,
 )
 from loom.runtime.times import WireDatetime
@@ -29,9 +30,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def escalate_open(body: EscalateOpenInput_, request: Request) -> None:
+async def escalate_open(body: EscalateOpenInput_, service: ServiceDep) -> None:
     """commandHandler EscalateOpen (support.loom:100): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.find_by_open_for(body.customer)
@@ -48,9 +48,8 @@ async def escalate_open(body: EscalateOpenInput_, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def close_code(body: CloseCodeInput, request: Request) -> TicketId:
+async def close_code(body: CloseCodeInput, service: ServiceDep) -> TicketId:
     """commandHandler CloseCode (support.loom:104): transactional(serializable)"""
-    service = get_service(request)
     async with service.transaction(isolation="serializable") as work:
         tickets = Tickets(work)
         t = await tickets.get_by_code(body.code)
@@ -66,11 +65,10 @@ async def close_code(body: CloseCodeInput, request: Request) -> TicketId:
     tags=["Support: handlers"],
 )
 async def due_tickets(
-    request: Request,
+    service: ServiceDep,
     as_of: Annotated[WireDatetime, Query(alias="asOf")],
 ) -> list[TicketOut]:
     """queryHandler DueTickets (support.loom:109): read-only"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         due = await tickets.run_due(as_of)
@@ -84,11 +82,10 @@ async def due_tickets(
     tags=["Support: handlers"],
 )
 async def ticket_by_code(
-    request: Request,
+    service: ServiceDep,
     code: Annotated[WireText, Query()],
 ) -> TicketOut | None:
     """queryHandler TicketByCode (support.loom:113): read-only"""
-    service = get_service(request)
     result: Ticket | None = None
     async with service.autocommit() as work:
         tickets = Tickets(work)
@@ -104,14 +101,13 @@ async def ticket_by_code(
     tags=["Support: handlers"],
 )
 async def slack(
-    request: Request,
+    service: ServiceDep,
     code: Annotated[WireText, Query()],
     as_of: Annotated[WireDatetime, Query(alias="asOf")],
     tags: Annotated[list[WireText], Query(default_factory=list)],
     limit: Annotated[QueryInt64 | None, Query()] = None,
 ) -> bool:
     """queryHandler Slack (support.loom:116): read-only"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_code(code)

@@ -5,7 +5,8 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Query, Response
+
 from loom.runtime import (
     PROBLEM_RESPONSES,
     InvalidValue,
@@ -13,8 +14,8 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
+    ServiceDep,
     WireText,
-    get_service,
     key_not_found,
 )
 
@@ -33,9 +34,8 @@ router = APIRouter(route_class=LoomRoute)
 
 
 @router.get("/api/tickets/{id}", responses=PROBLEM_RESPONSES, tags=["Support: Ticket"])
-async def get_ticket(id: UUID, request: Request) -> TicketOut:
+async def get_ticket(id: UUID, service: ServiceDep) -> TicketOut:
     """Read one Ticket (aggregate Ticket, support.loom:3)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         ticket = await Tickets(work).get_by_id(id)
     return TicketOut.from_aggregate(ticket)
@@ -43,12 +43,11 @@ async def get_ticket(id: UUID, request: Request) -> TicketOut:
 
 @router.get("/api/tickets", responses=PROBLEM_RESPONSES, tags=["Support: Ticket"])
 async def list_tickets(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[TicketOut]:
     """Read a page of Ticket (aggregate Ticket, support.loom:3)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Tickets(work).page(limit, offset)
     return page.map(TicketOut.from_aggregate)
@@ -61,10 +60,9 @@ async def list_tickets(
 )
 async def find_tickets_by_code(
     code: Annotated[WireText, Query()],
-    request: Request,
+    service: ServiceDep,
 ) -> TicketOut:
     """find byCode of Tickets (support.loom:16)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         ticket = await Tickets(work).find_by_code(code)
     if ticket is None:
@@ -79,10 +77,9 @@ async def find_tickets_by_code(
 )
 async def find_tickets_by_customer(
     customer: Annotated[WireText, Query()],
-    request: Request,
+    service: ServiceDep,
 ) -> list[TicketOut]:
     """find byCustomer of Tickets (support.loom:17)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         found = await Tickets(work).find_all_by_customer(customer)
     return [TicketOut.from_aggregate(x) for x in found]
@@ -97,10 +94,9 @@ async def find_tickets_by_customer(
 async def create_ticket(
     body: TicketCreateInput,
     response: Response,
-    request: Request,
+    service: ServiceDep,
 ) -> TicketOut:
     """crudish create of Ticket (support.loom:3)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         ticket = Ticket.create(
             code=body.code,
@@ -121,10 +117,9 @@ async def create_ticket(
 async def update_ticket(
     id: UUID,
     body: TicketUpdateInput,
-    request: Request,
+    service: ServiceDep,
 ) -> TicketOut:
     """crudish update of Ticket (support.loom:3): the fields the body names"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -154,9 +149,8 @@ async def update_ticket(
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def delete_ticket(id: UUID, request: Request) -> None:
+async def delete_ticket(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Ticket (support.loom:3)"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         await tickets.delete(await tickets.get_by_id(id))
@@ -168,9 +162,8 @@ async def delete_ticket(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def ticket_flag_breached(id: UUID, request: Request) -> None:
+async def ticket_flag_breached(id: UUID, service: ServiceDep) -> None:
     """operation Ticket.flagBreached (support.loom:11)"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -184,9 +177,8 @@ async def ticket_flag_breached(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def ticket_escalate(id: UUID, request: Request) -> None:
+async def ticket_escalate(id: UUID, service: ServiceDep) -> None:
     """operation Ticket.escalate (support.loom:12)"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -200,9 +192,8 @@ async def ticket_escalate(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def ticket_close(id: UUID, request: Request) -> None:
+async def ticket_close(id: UUID, service: ServiceDep) -> None:
     """operation Ticket.close (support.loom:13)"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -211,9 +202,8 @@ async def ticket_close(id: UUID, request: Request) -> None:
 
 
 @router.get("/api/notes/{id}", responses=PROBLEM_RESPONSES, tags=["Support: Note"])
-async def get_note(id: UUID, request: Request) -> NoteOut:
+async def get_note(id: UUID, service: ServiceDep) -> NoteOut:
     """Read one Note (aggregate Note, support.loom:90)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         note = await NoteRepository(work).get_by_id(id)
     return NoteOut.from_aggregate(note)
@@ -221,12 +211,11 @@ async def get_note(id: UUID, request: Request) -> NoteOut:
 
 @router.get("/api/notes", responses=PROBLEM_RESPONSES, tags=["Support: Note"])
 async def list_notes(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[NoteOut]:
     """Read a page of Note (aggregate Note, support.loom:90)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await NoteRepository(work).page(limit, offset)
     return page.map(NoteOut.from_aggregate)
@@ -241,10 +230,9 @@ async def list_notes(
 async def create_note(
     body: NoteCreateInput,
     response: Response,
-    request: Request,
+    service: ServiceDep,
 ) -> NoteOut:
     """crudish create of Note (support.loom:90)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         note = Note.create(
             ticket=body.ticket,
@@ -260,9 +248,8 @@ async def create_note(
 
 
 @router.patch("/api/notes/{id}", responses=PROBLEM_RESPONSES, tags=["Support: Note"])
-async def update_note(id: UUID, body: NoteUpdateInput, request: Request) -> NoteOut:
+async def update_note(id: UUID, body: NoteUpdateInput, service: ServiceDep) -> NoteOut:
     """crudish update of Note (support.loom:90): the fields the body names"""
-    service = get_service(request)
     async with service.transaction() as work:
         notes = NoteRepository(work)
         note = await notes.get_by_id(id)
@@ -280,7 +267,7 @@ async def update_note(id: UUID, body: NoteUpdateInput, request: Request) -> Note
             if body.tags is None:
                 raise InvalidValue("tags may not be null", path="body.tags")
             note.tags = body.tags
-        note._check_invariants()
+        note.check_invariants()
         await notes.save(note)
     return NoteOut.from_aggregate(note)
 
@@ -291,9 +278,8 @@ async def update_note(id: UUID, body: NoteUpdateInput, request: Request) -> Note
     responses=PROBLEM_RESPONSES,
     tags=["Support: Note"],
 )
-async def delete_note(id: UUID, request: Request) -> None:
+async def delete_note(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Note (support.loom:90)"""
-    service = get_service(request)
     async with service.transaction() as work:
         notes = NoteRepository(work)
         await notes.delete(await notes.get_by_id(id))

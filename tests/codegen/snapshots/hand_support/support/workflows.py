@@ -2,12 +2,13 @@
 # Do not edit: change the model and rebuild.
 # Workflow routes of context Support.
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
+
 from loom.runtime import (
     PROBLEM_RESPONSES,
     Int64,
     LoomRoute,
-    get_service,
+    ServiceDep,
     ints,
     not_found,
     require,
@@ -55,9 +56,8 @@ def rate_double(x: int) -> int:
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def open_ticket(body: OpenTicketInput, request: Request) -> TicketId:
+async def open_ticket(body: OpenTicketInput, service: ServiceDep) -> TicketId:
     """workflow openTicket (support.loom:40): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = Ticket.create(
@@ -77,9 +77,8 @@ async def open_ticket(body: OpenTicketInput, request: Request) -> TicketId:
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def sweep(body: SweepInput, request: Request) -> None:
+async def sweep(body: SweepInput, service: ServiceDep) -> None:
     """workflow sweep (support.loom:50): transactional, all-or-nothing"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         due = await tickets.find_all_by_due_open(body.as_of)
@@ -94,9 +93,8 @@ async def sweep(body: SweepInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def strict_sweep(body: StrictSweepInput, request: Request) -> None:
+async def strict_sweep(body: StrictSweepInput, service: ServiceDep) -> None:
     """workflow strictSweep (support.loom:53): transactional, all-or-nothing"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         due = await tickets.find_all_by_due_before(body.as_of)
@@ -111,9 +109,8 @@ async def strict_sweep(body: StrictSweepInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def loose_sweep(body: LooseSweepInput, request: Request) -> None:
+async def loose_sweep(body: LooseSweepInput, service: ServiceDep) -> None:
     """workflow looseSweep (support.loom:56): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         due = await tickets.find_all_by_due_before(body.as_of)
@@ -128,9 +125,8 @@ async def loose_sweep(body: LooseSweepInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def escalate_by_code(body: EscalateByCodeInput, request: Request) -> None:
+async def escalate_by_code(body: EscalateByCodeInput, service: ServiceDep) -> None:
     """workflow escalateByCode (support.loom:60): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.find_by_code(body.code)
@@ -147,9 +143,8 @@ async def escalate_by_code(body: EscalateByCodeInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def close_by_code(body: CloseByCodeInput, request: Request) -> None:
+async def close_by_code(body: CloseByCodeInput, service: ServiceDep) -> None:
     """workflow closeByCode (support.loom:65): transactional, all-or-nothing"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_code(body.code)
@@ -163,9 +158,8 @@ async def close_by_code(body: CloseByCodeInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def escalate_open(body: EscalateOpenInput, request: Request) -> None:
+async def escalate_open(body: EscalateOpenInput, service: ServiceDep) -> None:
     """workflow escalateOpen (support.loom:70): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.find_by_open_for(body.customer)
@@ -182,9 +176,8 @@ async def escalate_open(body: EscalateOpenInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def remove_ticket(body: RemoveTicketInput, request: Request) -> None:
+async def remove_ticket(body: RemoveTicketInput, service: ServiceDep) -> None:
     """workflow removeTicket (support.loom:75): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.find_by_code(body.code)
@@ -200,9 +193,8 @@ async def remove_ticket(body: RemoveTicketInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def close_all_for(body: CloseAllForInput, request: Request) -> None:
+async def close_all_for(body: CloseAllForInput, service: ServiceDep) -> None:
     """workflow closeAllFor (support.loom:80): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         all = await tickets.find_all_by_customer(body.customer)
@@ -217,9 +209,8 @@ async def close_all_for(body: CloseAllForInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def rate(body: RateInput, request: Request) -> Int64:
+async def rate(body: RateInput, service: ServiceDep) -> Int64:
     """workflow rate (support.loom:120): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit():
         result = ints.fit(
             rate_double(rate_sla_days(body.priority)),

@@ -137,11 +137,11 @@ class Booking(AggregateRoot):
     def _check_stored(self) -> None:
         """what saving Booking needs (hotel_time.loom:9): ints in range, derived values"""
         ints.fit(self.reminded, "Booking.reminded")
-        derived(self, "next_night", "derived Booking.nextNight")
-        derived(self, "leaves_at", "derived Booking.leavesAt")
-        derived(self, "night_starts", "derived Booking.nightStarts")
-        derived(self, "hold_ends_on", "derived Booking.holdEndsOn")
-        derived(self, "last_night", "derived Booking.lastNight")
+        derived(self, attr="next_night", label="derived Booking.nextNight")
+        derived(self, attr="leaves_at", label="derived Booking.leavesAt")
+        derived(self, attr="night_starts", label="derived Booking.nightStarts")
+        derived(self, attr="hold_ends_on", label="derived Booking.holdEndsOn")
+        derived(self, attr="last_night", label="derived Booking.lastNight")
 
     def pay(self) -> None:
         """operation Booking.pay (hotel_time.loom:27)"""

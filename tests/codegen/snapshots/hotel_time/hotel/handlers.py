@@ -4,8 +4,8 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
-from loom.runtime import PROBLEM_RESPONSES, LoomRoute, get_service
+from fastapi import APIRouter, Query
+from loom.runtime import PROBLEM_RESPONSES, LoomRoute, ServiceDep
 from loom.runtime.times import WireDuration
 
 from .repositories import Bookings
@@ -20,11 +20,10 @@ router = APIRouter(route_class=LoomRoute)
     tags=["Hotel: handlers"],
 )
 async def lapsed(
-    request: Request,
+    service: ServiceDep,
     grace: Annotated[WireDuration, Query()],
 ) -> list[BookingOut]:
     """queryHandler Lapsed (hotel_time.loom:57): read-only"""
-    service = get_service(request)
     async with service.autocommit() as work:
         bookings = Bookings(work)
         found = await bookings.find_all_by_hold_lapsed(grace)
@@ -38,11 +37,10 @@ async def lapsed(
     tags=["Hotel: handlers"],
 )
 async def long_stays(
-    request: Request,
+    service: ServiceDep,
     least: Annotated[WireDuration, Query()],
 ) -> list[BookingOut]:
     """queryHandler LongStays (hotel_time.loom:61): read-only"""
-    service = get_service(request)
     async with service.autocommit() as work:
         bookings = Bookings(work)
         found = await bookings.find_all_by_stays_at_least(least)

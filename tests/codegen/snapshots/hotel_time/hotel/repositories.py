@@ -9,7 +9,6 @@ from sqlalchemy import ColumnElement, and_, not_
 
 from . import tables
 from .domain import Booking, PaymentDeadlineState
-from .schemas import PaymentDeadlineInstanceOut
 
 
 def hold_lapsed(grace: timedelta) -> ColumnElement[bool]:
@@ -55,4 +54,3 @@ class PaymentDeadlineInstances(ProcessInstances[PaymentDeadlineState]):
     key = "booking"
     workflow = "PaymentDeadline"
     process = "Hotel.PaymentDeadline"
-    answer = PaymentDeadlineInstanceOut

@@ -5,14 +5,14 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
 )
 
 from .repositories import Bookings
@@ -28,9 +28,8 @@ router = APIRouter(route_class=LoomRoute)
 
 
 @router.get("/api/bookings/{id}", responses=PROBLEM_RESPONSES, tags=["Hotel: Booking"])
-async def get_booking(id: UUID, request: Request) -> BookingOut:
+async def get_booking(id: UUID, service: ServiceDep) -> BookingOut:
     """Read one Booking (aggregate Booking, hotel_time.loom:9)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         booking = await Bookings(work).get_by_id(id)
     return BookingOut.from_aggregate(booking)
@@ -38,12 +37,11 @@ async def get_booking(id: UUID, request: Request) -> BookingOut:
 
 @router.get("/api/bookings", responses=PROBLEM_RESPONSES, tags=["Hotel: Booking"])
 async def list_bookings(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[BookingOut]:
     """Read a page of Booking (aggregate Booking, hotel_time.loom:9)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Bookings(work).page(limit, offset)
     return page.map(BookingOut.from_aggregate)
@@ -55,9 +53,8 @@ async def list_bookings(
     responses=PROBLEM_RESPONSES,
     tags=["Hotel: Booking"],
 )
-async def booking_pay(id: UUID, request: Request) -> None:
+async def booking_pay(id: UUID, service: ServiceDep) -> None:
     """operation Booking.pay (hotel_time.loom:27)"""
-    service = get_service(request)
     async with service.transaction() as work:
         bookings = Bookings(work)
         booking = await bookings.get_by_id(id)
@@ -71,9 +68,8 @@ async def booking_pay(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Hotel: Booking"],
 )
-async def booking_expire(id: UUID, request: Request) -> None:
+async def booking_expire(id: UUID, service: ServiceDep) -> None:
     """operation Booking.expire (hotel_time.loom:31)"""
-    service = get_service(request)
     async with service.transaction() as work:
         bookings = Bookings(work)
         booking = await bookings.get_by_id(id)
@@ -87,9 +83,8 @@ async def booking_expire(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Hotel: Booking"],
 )
-async def booking_remind(id: UUID, request: Request) -> None:
+async def booking_remind(id: UUID, service: ServiceDep) -> None:
     """operation Booking.remind (hotel_time.loom:34)"""
-    service = get_service(request)
     async with service.transaction() as work:
         bookings = Bookings(work)
         booking = await bookings.get_by_id(id)
@@ -103,9 +98,12 @@ async def booking_remind(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Hotel: Booking"],
 )
-async def booking_extend(id: UUID, body: BookingExtendInput, request: Request) -> None:
+async def booking_extend(
+    id: UUID,
+    body: BookingExtendInput,
+    service: ServiceDep,
+) -> None:
     """operation Booking.extend (hotel_time.loom:37)"""
-    service = get_service(request)
     async with service.transaction() as work:
         bookings = Bookings(work)
         booking = await bookings.get_by_id(id)
@@ -122,10 +120,9 @@ async def booking_extend(id: UUID, body: BookingExtendInput, request: Request) -
 async def booking_stay_nights(
     id: UUID,
     body: BookingStayNightsInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Booking.stayNights (hotel_time.loom:41)"""
-    service = get_service(request)
     async with service.transaction() as work:
         bookings = Bookings(work)
         booking = await bookings.get_by_id(id)
@@ -142,10 +139,9 @@ async def booking_stay_nights(
 async def booking_set_check_in(
     id: UUID,
     body: BookingSetCheckInInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Booking.setCheckIn (hotel_time.loom:44)"""
-    service = get_service(request)
     async with service.transaction() as work:
         bookings = Bookings(work)
         booking = await bookings.get_by_id(id)
@@ -162,10 +158,9 @@ async def booking_set_check_in(
 async def booking_move_night(
     id: UUID,
     body: BookingMoveNightInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Booking.moveNight (hotel_time.loom:48)"""
-    service = get_service(request)
     async with service.transaction() as work:
         bookings = Bookings(work)
         booking = await bookings.get_by_id(id)

@@ -5,15 +5,8 @@
 from datetime import timedelta
 from uuid import UUID
 
-from fastapi import APIRouter, Request
-from loom.runtime import (
-    PROBLEM_RESPONSES,
-    Episode,
-    LoomRoute,
-    get_service,
-    now,
-    times,
-)
+from fastapi import APIRouter
+from loom.runtime import PROBLEM_RESPONSES, Episode, LoomRoute, ServiceDep, now, times
 
 from .domain import Booking, BookingHeld
 from .ids import BookingId
@@ -31,9 +24,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Hotel: workflows"],
 )
-async def hold_booking(body: HoldBookingInput, request: Request) -> BookingId:
+async def hold_booking(body: HoldBookingInput, service: ServiceDep) -> BookingId:
     """workflow holdBooking (hotel_time.loom:66): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         bookings = Bookings(work)
         b = Booking.create(
@@ -71,10 +63,9 @@ async def hold_booking(body: HoldBookingInput, request: Request) -> BookingId:
 )
 async def get_payment_deadline_instance(
     id: UUID,
-    request: Request,
+    service: ServiceDep,
 ) -> PaymentDeadlineInstanceOut:
     """an instance of workflow PaymentDeadline (hotel_time.loom:75), by its booking"""
-    service = get_service(request)
     async with service.autocommit() as work:
         instance = await PaymentDeadlineInstances(work).get(id)
         timeouts = await service.processes.pending(
@@ -90,8 +81,7 @@ async def get_payment_deadline_instance(
     responses=PROBLEM_RESPONSES,
     tags=["Hotel: workflows"],
 )
-async def get_payment_deadline_episodes(id: UUID, request: Request) -> list[Episode]:
+async def get_payment_deadline_episodes(id: UUID, service: ServiceDep) -> list[Episode]:
     """the episodes of an instance of workflow PaymentDeadline (hotel_time.loom:75), oldest first"""
-    service = get_service(request)
     async with service.autocommit() as work:
         return await PaymentDeadlineInstances(work).episodes(id)

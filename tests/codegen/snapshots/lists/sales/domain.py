@@ -59,7 +59,7 @@ class Order(AggregateRoot):
     ) -> Order:
         """Order.create (lists.loom:8): a new Order, its invariants checked"""
         order = cls(customer=customer, amount=amount, cc=cc, notes=notes)
-        order._check_invariants()
+        order.check_invariants()
         return order
 
     @property
@@ -69,12 +69,12 @@ class Order(AggregateRoot):
 
     def _check_stored(self) -> None:
         """what saving Order needs (lists.loom:8): ints in range, derived values"""
-        derived(self, "recipients", "derived Order.recipients")
+        derived(self, attr="recipients", label="derived Order.recipients")
 
-    def _check_invariants(self) -> None:
+    def check_invariants(self) -> None:
         """invariants of Order (lists.loom:8)"""
         require(
-            decimals.fits(self.amount, 10, 2),
+            decimals.fits(self.amount, precision=10, scale=2),
             kind="invariant",
             rule="Order: amount: decimal(10, 2)",
             detail="amount: it has at most 8 digits before the point and 2 after it (never rounded: round it in the model with round(x, 2))",
@@ -83,4 +83,4 @@ class Order(AggregateRoot):
     def annotate(self, text: str) -> None:
         """operation Order.annotate (lists.loom:14)"""
         self.notes = self.notes + [Note(text=text)]
-        self._check_invariants()
+        self.check_invariants()

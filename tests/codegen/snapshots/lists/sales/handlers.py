@@ -5,15 +5,15 @@
 from decimal import Decimal
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
     Int64,
     LoomRoute,
+    ServiceDep,
     WireDecimal,
     WireText,
     decimals,
-    get_service,
     ints,
 )
 from loom.runtime.types import map_list
@@ -32,11 +32,10 @@ router = APIRouter(route_class=LoomRoute)
     tags=["Sales: handlers"],
 )
 async def orders_of(
-    request: Request,
+    service: ServiceDep,
     customer: Annotated[WireText, Query()],
 ) -> list[OrderLineOut]:
     """queryHandler ordersOf (lists.loom:21): read-only"""
-    service = get_service(request)
     async with service.autocommit() as work:
         orders_ = Orders(work)
         out: list[OrderLine] = []
@@ -56,12 +55,11 @@ async def orders_of(
     tags=["Sales: handlers"],
 )
 async def total_of(
-    request: Request,
+    service: ServiceDep,
     customer: Annotated[WireText, Query()],
     large: Annotated[WireDecimal, Query()],
 ) -> CustomerTotalOut:
     """queryHandler totalOf (lists.loom:33): read-only"""
-    service = get_service(request)
     async with service.autocommit() as work:
         orders_ = Orders(work)
         total: Decimal = Decimal(0)
@@ -86,9 +84,8 @@ async def total_of(
     responses=PROBLEM_RESPONSES,
     tags=["Sales: handlers"],
 )
-async def annotate_all(body: AnnotateAllInput, request: Request) -> Int64:
+async def annotate_all(body: AnnotateAllInput, service: ServiceDep) -> Int64:
     """commandHandler annotateAll (lists.loom:49): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         orders_ = Orders(work)
         touched: int = 0

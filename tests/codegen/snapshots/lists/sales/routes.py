@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
     InvalidValue,
@@ -13,8 +13,8 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
+    ServiceDep,
     WireText,
-    get_service,
 )
 from loom.runtime.types import map_list
 
@@ -32,9 +32,8 @@ router = APIRouter(route_class=LoomRoute)
 
 
 @router.get("/api/orders/{id}", responses=PROBLEM_RESPONSES, tags=["Sales: Order"])
-async def get_order(id: UUID, request: Request) -> OrderOut:
+async def get_order(id: UUID, service: ServiceDep) -> OrderOut:
     """Read one Order (aggregate Order, lists.loom:8)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         order = await Orders(work).get_by_id(id)
     return OrderOut.from_aggregate(order)
@@ -42,12 +41,11 @@ async def get_order(id: UUID, request: Request) -> OrderOut:
 
 @router.get("/api/orders", responses=PROBLEM_RESPONSES, tags=["Sales: Order"])
 async def list_orders(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[OrderOut]:
     """Read a page of Order (aggregate Order, lists.loom:8)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Orders(work).page(limit, offset)
     return page.map(OrderOut.from_aggregate)
@@ -60,10 +58,9 @@ async def list_orders(
 )
 async def find_orders_by_customer(
     customer: Annotated[WireText, Query()],
-    request: Request,
+    service: ServiceDep,
 ) -> list[OrderOut]:
     """find byCustomer of Orders (lists.loom:17)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         found = await Orders(work).find_all_by_customer(customer)
     return [OrderOut.from_aggregate(x) for x in found]
@@ -78,10 +75,9 @@ async def find_orders_by_customer(
 async def create_order(
     body: OrderCreateInput,
     response: Response,
-    request: Request,
+    service: ServiceDep,
 ) -> OrderOut:
     """crudish create of Order (lists.loom:8)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         order = Order.create(
             customer=body.customer,
@@ -95,9 +91,12 @@ async def create_order(
 
 
 @router.patch("/api/orders/{id}", responses=PROBLEM_RESPONSES, tags=["Sales: Order"])
-async def update_order(id: UUID, body: OrderUpdateInput, request: Request) -> OrderOut:
+async def update_order(
+    id: UUID,
+    body: OrderUpdateInput,
+    service: ServiceDep,
+) -> OrderOut:
     """crudish update of Order (lists.loom:8): the fields the body names"""
-    service = get_service(request)
     async with service.transaction() as work:
         orders = Orders(work)
         order = await orders.get_by_id(id)
@@ -127,9 +126,8 @@ async def update_order(id: UUID, body: OrderUpdateInput, request: Request) -> Or
     responses=PROBLEM_RESPONSES,
     tags=["Sales: Order"],
 )
-async def delete_order(id: UUID, request: Request) -> None:
+async def delete_order(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Order (lists.loom:8)"""
-    service = get_service(request)
     async with service.transaction() as work:
         orders = Orders(work)
         await orders.delete(await orders.get_by_id(id))
@@ -141,9 +139,12 @@ async def delete_order(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Sales: Order"],
 )
-async def order_annotate(id: UUID, body: OrderAnnotateInput, request: Request) -> None:
+async def order_annotate(
+    id: UUID,
+    body: OrderAnnotateInput,
+    service: ServiceDep,
+) -> None:
     """operation Order.annotate (lists.loom:14)"""
-    service = get_service(request)
     async with service.transaction() as work:
         orders = Orders(work)
         order = await orders.get_by_id(id)

@@ -2,8 +2,8 @@
 # Do not edit: change the model and rebuild.
 # Workflow routes of context Sales.
 
-from fastapi import APIRouter, Request
-from loom.runtime import PROBLEM_RESPONSES, Int64, LoomRoute, get_service, ints
+from fastapi import APIRouter
+from loom.runtime import PROBLEM_RESPONSES, Int64, LoomRoute, ServiceDep, ints
 
 from .repositories import Orders
 from .schemas import SizesInput
@@ -17,9 +17,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Sales: workflows"],
 )
-async def sizes(body: SizesInput, request: Request) -> Int64:
+async def sizes(body: SizesInput, service: ServiceDep) -> Int64:
     """workflow sizes (lists.loom:60): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         orders_ = Orders(work)
         big: int = 0

@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
     InvalidValue,
@@ -13,7 +13,7 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
 )
 
 from .domain import Xylo
@@ -24,9 +24,8 @@ router = APIRouter(route_class=LoomRoute)
 
 
 @router.get("/api/xylos/{id}", responses=PROBLEM_RESPONSES, tags=["Alpha: Xylo"])
-async def get_xylo(id: UUID, request: Request) -> XyloOut:
+async def get_xylo(id: UUID, service: ServiceDep) -> XyloOut:
     """Read one Xylo (aggregate Xylo, mutual_ids.loom:4)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         xylo = await Xylos(work).get_by_id(id)
     return XyloOut.from_aggregate(xylo)
@@ -34,12 +33,11 @@ async def get_xylo(id: UUID, request: Request) -> XyloOut:
 
 @router.get("/api/xylos", responses=PROBLEM_RESPONSES, tags=["Alpha: Xylo"])
 async def list_xylos(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[XyloOut]:
     """Read a page of Xylo (aggregate Xylo, mutual_ids.loom:4)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Xylos(work).page(limit, offset)
     return page.map(XyloOut.from_aggregate)
@@ -54,10 +52,9 @@ async def list_xylos(
 async def create_xylo(
     body: XyloCreateInput,
     response: Response,
-    request: Request,
+    service: ServiceDep,
 ) -> XyloOut:
     """crudish create of Xylo (mutual_ids.loom:4)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         xylo = Xylo.create(name=body.name, partner=body.partner)
         await Xylos(work).save(xylo)
@@ -66,9 +63,8 @@ async def create_xylo(
 
 
 @router.patch("/api/xylos/{id}", responses=PROBLEM_RESPONSES, tags=["Alpha: Xylo"])
-async def update_xylo(id: UUID, body: XyloUpdateInput, request: Request) -> XyloOut:
+async def update_xylo(id: UUID, body: XyloUpdateInput, service: ServiceDep) -> XyloOut:
     """crudish update of Xylo (mutual_ids.loom:4): the fields the body names"""
-    service = get_service(request)
     async with service.transaction() as work:
         xylos = Xylos(work)
         xylo = await xylos.get_by_id(id)
@@ -88,9 +84,8 @@ async def update_xylo(id: UUID, body: XyloUpdateInput, request: Request) -> Xylo
     responses=PROBLEM_RESPONSES,
     tags=["Alpha: Xylo"],
 )
-async def delete_xylo(id: UUID, request: Request) -> None:
+async def delete_xylo(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Xylo (mutual_ids.loom:4)"""
-    service = get_service(request)
     async with service.transaction() as work:
         xylos = Xylos(work)
         await xylos.delete(await xylos.get_by_id(id))
@@ -102,9 +97,12 @@ async def delete_xylo(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Alpha: Xylo"],
 )
-async def xylo_pair_with(id: UUID, body: XyloPairWithInput, request: Request) -> None:
+async def xylo_pair_with(
+    id: UUID,
+    body: XyloPairWithInput,
+    service: ServiceDep,
+) -> None:
     """operation Xylo.pairWith (mutual_ids.loom:8)"""
-    service = get_service(request)
     async with service.transaction() as work:
         xylos = Xylos(work)
         xylo = await xylos.get_by_id(id)

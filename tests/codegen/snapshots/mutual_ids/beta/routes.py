@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
     InvalidValue,
@@ -13,7 +13,7 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
 )
 
 from ..alpha.ids import XyloId
@@ -25,9 +25,8 @@ router = APIRouter(route_class=LoomRoute)
 
 
 @router.get("/api/yarns/{id}", responses=PROBLEM_RESPONSES, tags=["Beta: Yarn"])
-async def get_yarn(id: UUID, request: Request) -> YarnOut:
+async def get_yarn(id: UUID, service: ServiceDep) -> YarnOut:
     """Read one Yarn (aggregate Yarn, mutual_ids.loom:18)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         yarn = await Yarns(work).get_by_id(id)
     return YarnOut.from_aggregate(yarn)
@@ -35,12 +34,11 @@ async def get_yarn(id: UUID, request: Request) -> YarnOut:
 
 @router.get("/api/yarns", responses=PROBLEM_RESPONSES, tags=["Beta: Yarn"])
 async def list_yarns(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[YarnOut]:
     """Read a page of Yarn (aggregate Yarn, mutual_ids.loom:18)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Yarns(work).page(limit, offset)
     return page.map(YarnOut.from_aggregate)
@@ -53,10 +51,9 @@ async def list_yarns(
 )
 async def find_yarns_by_owner(
     owner: Annotated[XyloId, Query()],
-    request: Request,
+    service: ServiceDep,
 ) -> list[YarnOut]:
     """find byOwner of Yarns (mutual_ids.loom:27)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         found = await Yarns(work).find_all_by_owner(owner)
     return [YarnOut.from_aggregate(x) for x in found]
@@ -71,10 +68,9 @@ async def find_yarns_by_owner(
 async def create_yarn(
     body: YarnCreateInput,
     response: Response,
-    request: Request,
+    service: ServiceDep,
 ) -> YarnOut:
     """crudish create of Yarn (mutual_ids.loom:18)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         yarn = Yarn.create(name=body.name, owner=body.owner)
         await Yarns(work).save(yarn)
@@ -83,9 +79,8 @@ async def create_yarn(
 
 
 @router.patch("/api/yarns/{id}", responses=PROBLEM_RESPONSES, tags=["Beta: Yarn"])
-async def update_yarn(id: UUID, body: YarnUpdateInput, request: Request) -> YarnOut:
+async def update_yarn(id: UUID, body: YarnUpdateInput, service: ServiceDep) -> YarnOut:
     """crudish update of Yarn (mutual_ids.loom:18): the fields the body names"""
-    service = get_service(request)
     async with service.transaction() as work:
         yarns = Yarns(work)
         yarn = await yarns.get_by_id(id)
@@ -107,9 +102,8 @@ async def update_yarn(id: UUID, body: YarnUpdateInput, request: Request) -> Yarn
     responses=PROBLEM_RESPONSES,
     tags=["Beta: Yarn"],
 )
-async def delete_yarn(id: UUID, request: Request) -> None:
+async def delete_yarn(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Yarn (mutual_ids.loom:18)"""
-    service = get_service(request)
     async with service.transaction() as work:
         yarns = Yarns(work)
         await yarns.delete(await yarns.get_by_id(id))
@@ -121,9 +115,8 @@ async def delete_yarn(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Beta: Yarn"],
 )
-async def yarn_spin(id: UUID, request: Request) -> None:
+async def yarn_spin(id: UUID, service: ServiceDep) -> None:
     """operation Yarn.spin (mutual_ids.loom:22)"""
-    service = get_service(request)
     async with service.transaction() as work:
         yarns = Yarns(work)
         yarn = await yarns.get_by_id(id)

@@ -4,15 +4,15 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
     PageOffset,
+    ServiceDep,
     WireText,
-    get_service,
 )
 
 from .repositories import ByEmailRows
@@ -26,9 +26,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Desk: projections"],
 )
-async def get_by_email(key: WireText, request: Request) -> ByEmailOut:
+async def get_by_email(key: WireText, service: ServiceDep) -> ByEmailOut:
     """Read the row of projection ByEmail keyed by its email (events.loom:51)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         row = await ByEmailRows(work).get(key)
     return ByEmailOut.from_state(row)
@@ -40,12 +39,11 @@ async def get_by_email(key: WireText, request: Request) -> ByEmailOut:
     tags=["Desk: projections"],
 )
 async def list_by_email(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[ByEmailOut]:
     """Read a page of projection ByEmail, ordered by email (events.loom:51)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await ByEmailRows(work).page(limit, offset)
     return page.map(ByEmailOut.from_state)

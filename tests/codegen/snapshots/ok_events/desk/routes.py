@@ -5,14 +5,14 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
 )
 
 from .repositories import Tickets
@@ -22,9 +22,8 @@ router = APIRouter(route_class=LoomRoute)
 
 
 @router.get("/api/tickets/{id}", responses=PROBLEM_RESPONSES, tags=["Desk: Ticket"])
-async def get_ticket(id: UUID, request: Request) -> TicketOut:
+async def get_ticket(id: UUID, service: ServiceDep) -> TicketOut:
     """Read one Ticket (aggregate Ticket, events.loom:4)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         ticket = await Tickets(work).get_by_id(id)
     return TicketOut.from_aggregate(ticket)
@@ -32,12 +31,11 @@ async def get_ticket(id: UUID, request: Request) -> TicketOut:
 
 @router.get("/api/tickets", responses=PROBLEM_RESPONSES, tags=["Desk: Ticket"])
 async def list_tickets(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[TicketOut]:
     """Read a page of Ticket (aggregate Ticket, events.loom:4)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Tickets(work).page(limit, offset)
     return page.map(TicketOut.from_aggregate)
@@ -49,9 +47,8 @@ async def list_tickets(
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
 )
-async def ticket_bump(id: UUID, request: Request) -> None:
+async def ticket_bump(id: UUID, service: ServiceDep) -> None:
     """operation Ticket.bump (events.loom:7)"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -65,9 +62,8 @@ async def ticket_bump(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
 )
-async def ticket_triage(id: UUID, body: TicketTriageInput, request: Request) -> None:
+async def ticket_triage(id: UUID, body: TicketTriageInput, service: ServiceDep) -> None:
     """operation Ticket.triage (events.loom:8)"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -81,9 +77,8 @@ async def ticket_triage(id: UUID, body: TicketTriageInput, request: Request) -> 
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
 )
-async def ticket_resolve(id: UUID, request: Request) -> None:
+async def ticket_resolve(id: UUID, service: ServiceDep) -> None:
     """operation Ticket.resolve (events.loom:18)"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)

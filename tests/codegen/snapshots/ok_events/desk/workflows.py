@@ -4,8 +4,8 @@
 
 from uuid import UUID
 
-from fastapi import APIRouter, Request
-from loom.runtime import PROBLEM_RESPONSES, LoomRoute, get_service, require
+from fastapi import APIRouter
+from loom.runtime import PROBLEM_RESPONSES, LoomRoute, ServiceDep, require
 
 from .domain import Escalated, Ticket
 from .repositories import Tickets, WatchInstances
@@ -20,9 +20,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Desk: workflows"],
 )
-async def triage(body: TriageInput, request: Request) -> None:
+async def triage(body: TriageInput, service: ServiceDep) -> None:
     """workflow triage (events.loom:24): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_id(body.ticket)
@@ -52,9 +51,8 @@ async def triage(body: TriageInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Desk: workflows"],
 )
-async def get_watch_instance(id: UUID, request: Request) -> WatchInstanceOut:
+async def get_watch_instance(id: UUID, service: ServiceDep) -> WatchInstanceOut:
     """an instance of workflow Watch (events.loom:38), by its ticket"""
-    service = get_service(request)
     async with service.autocommit() as work:
         instance = await WatchInstances(work).get(id)
     return WatchInstanceOut.from_state(instance)

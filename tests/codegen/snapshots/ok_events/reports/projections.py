@@ -5,14 +5,14 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
 )
 
 from .repositories import WeeklyRows
@@ -26,9 +26,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Reports: projections"],
 )
-async def get_weekly(key: UUID, request: Request) -> WeeklyOut:
+async def get_weekly(key: UUID, service: ServiceDep) -> WeeklyOut:
     """Read the row of projection Weekly keyed by its ticket (events.loom:68)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         row = await WeeklyRows(work).get(key)
     return WeeklyOut.from_state(row)
@@ -40,12 +39,11 @@ async def get_weekly(key: UUID, request: Request) -> WeeklyOut:
     tags=["Reports: projections"],
 )
 async def list_weekly(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[WeeklyOut]:
     """Read a page of projection Weekly, ordered by ticket (events.loom:68)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await WeeklyRows(work).page(limit, offset)
     return page.map(WeeklyOut.from_state)

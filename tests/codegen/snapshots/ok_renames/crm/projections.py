@@ -5,14 +5,14 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
 )
 
 from .repositories import GoodbyesRows
@@ -26,9 +26,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Crm: projections"],
 )
-async def get_goodbyes(key: UUID, request: Request) -> GoodbyesOut:
+async def get_goodbyes(key: UUID, service: ServiceDep) -> GoodbyesOut:
     """Read the row of projection Goodbyes keyed by its client (renames.loom:34)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         row = await GoodbyesRows(work).get(key)
     return GoodbyesOut.from_state(row)
@@ -40,12 +39,11 @@ async def get_goodbyes(key: UUID, request: Request) -> GoodbyesOut:
     tags=["Crm: projections"],
 )
 async def list_goodbyes(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[GoodbyesOut]:
     """Read a page of projection Goodbyes, ordered by client (renames.loom:34)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await GoodbyesRows(work).page(limit, offset)
     return page.map(GoodbyesOut.from_state)

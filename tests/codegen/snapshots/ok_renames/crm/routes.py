@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
     InvalidValue,
@@ -13,7 +13,7 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
 )
 
 from .domain import Client
@@ -24,9 +24,8 @@ router = APIRouter(route_class=LoomRoute)
 
 
 @router.get("/api/clients/{id}", responses=PROBLEM_RESPONSES, tags=["Crm: Client"])
-async def get_client(id: UUID, request: Request) -> ClientOut:
+async def get_client(id: UUID, service: ServiceDep) -> ClientOut:
     """Read one Client (aggregate Client, renames.loom:6)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         client = await Clients(work).get_by_id(id)
     return ClientOut.from_aggregate(client)
@@ -34,12 +33,11 @@ async def get_client(id: UUID, request: Request) -> ClientOut:
 
 @router.get("/api/clients", responses=PROBLEM_RESPONSES, tags=["Crm: Client"])
 async def list_clients(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[ClientOut]:
     """Read a page of Client (aggregate Client, renames.loom:6)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Clients(work).page(limit, offset)
     return page.map(ClientOut.from_aggregate)
@@ -54,10 +52,9 @@ async def list_clients(
 async def create_client(
     body: ClientCreateInput,
     response: Response,
-    request: Request,
+    service: ServiceDep,
 ) -> ClientOut:
     """crudish create of Client (renames.loom:6)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         client = Client.create(
             full_name=body.full_name,
@@ -77,10 +74,9 @@ async def create_client(
 async def update_client(
     id: UUID,
     body: ClientUpdateInput,
-    request: Request,
+    service: ServiceDep,
 ) -> ClientOut:
     """crudish update of Client (renames.loom:6): the fields the body names"""
-    service = get_service(request)
     async with service.transaction() as work:
         clients = Clients(work)
         client = await clients.get_by_id(id)
@@ -118,9 +114,8 @@ async def update_client(
     responses=PROBLEM_RESPONSES,
     tags=["Crm: Client"],
 )
-async def delete_client(id: UUID, request: Request) -> None:
+async def delete_client(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Client (renames.loom:6)"""
-    service = get_service(request)
     async with service.transaction() as work:
         clients = Clients(work)
         await clients.delete(await clients.get_by_id(id))
@@ -132,9 +127,8 @@ async def delete_client(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Crm: Client"],
 )
-async def client_close(id: UUID, request: Request) -> None:
+async def client_close(id: UUID, service: ServiceDep) -> None:
     """operation Client.close (renames.loom:14)"""
-    service = get_service(request)
     async with service.transaction() as work:
         clients = Clients(work)
         client = await clients.get_by_id(id)

@@ -4,8 +4,8 @@
 
 from uuid import UUID
 
-from fastapi import APIRouter, Request
-from loom.runtime import PROBLEM_RESPONSES, LoomRoute, get_service
+from fastapi import APIRouter
+from loom.runtime import PROBLEM_RESPONSES, LoomRoute, ServiceDep
 
 from .repositories import FarewellInstances
 from .schemas import FarewellInstanceOut
@@ -20,9 +20,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Crm: workflows"],
 )
-async def get_farewell_instance(id: UUID, request: Request) -> FarewellInstanceOut:
+async def get_farewell_instance(id: UUID, service: ServiceDep) -> FarewellInstanceOut:
     """an instance of workflow Farewell (renames.loom:29), by its client"""
-    service = get_service(request)
     async with service.autocommit() as work:
         instance = await FarewellInstances(work).get(id)
     return FarewellInstanceOut.from_state(instance)

@@ -4,13 +4,13 @@
 
 from typing import Annotated, cast
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
     Int64,
     LoomRoute,
+    ServiceDep,
     WireText,
-    get_service,
     ints,
     not_found,
     now,
@@ -42,9 +42,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def escalate_open(body: EscalateOpenInput, request: Request) -> None:
+async def escalate_open(body: EscalateOpenInput, service: ServiceDep) -> None:
     """commandHandler EscalateOpen (support_workflows.loom:65): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.find_by_open_for(body.customer)
@@ -61,9 +60,8 @@ async def escalate_open(body: EscalateOpenInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def bump_by_code(body: BumpByCodeInput, request: Request) -> None:
+async def bump_by_code(body: BumpByCodeInput, service: ServiceDep) -> None:
     """commandHandler BumpByCode (support_workflows.loom:68): transactional(serializable)"""
-    service = get_service(request)
     async with service.transaction(isolation="serializable") as work:
         tickets = Tickets(work)
         hit = await tickets.find_by_code(body.code)
@@ -78,9 +76,8 @@ async def bump_by_code(body: BumpByCodeInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def close_ticket(body: CloseTicketInput, request: Request) -> TicketId:
+async def close_ticket(body: CloseTicketInput, service: ServiceDep) -> TicketId:
     """commandHandler CloseTicket (support_workflows.loom:71): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_code(body.code)
@@ -96,9 +93,8 @@ async def close_ticket(body: CloseTicketInput, request: Request) -> TicketId:
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def escalate_pair(body: EscalatePairInput, request: Request) -> bool:
+async def escalate_pair(body: EscalatePairInput, service: ServiceDep) -> bool:
     """commandHandler EscalatePair (support_workflows.loom:76): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         x = await tickets.get_by_id(body.a)
@@ -117,9 +113,8 @@ async def escalate_pair(body: EscalatePairInput, request: Request) -> bool:
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def purge(body: PurgeInput, request: Request) -> None:
+async def purge(body: PurgeInput, service: ServiceDep) -> None:
     """commandHandler Purge (support_workflows.loom:83): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.find_by_id(body.id)
@@ -135,9 +130,8 @@ async def purge(body: PurgeInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def remove(body: RemoveInput, request: Request) -> None:
+async def remove(body: RemoveInput, service: ServiceDep) -> None:
     """commandHandler Remove (support_workflows.loom:86): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_code(body.code)
@@ -150,9 +144,8 @@ async def remove(body: RemoveInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def reopen(body: ReopenInput, request: Request) -> None:
+async def reopen(body: ReopenInput, service: ServiceDep) -> None:
     """commandHandler Reopen (support_workflows.loom:90): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.ignoring("NotClosed").get_by_id(body.id)
@@ -166,9 +159,8 @@ async def reopen(body: ReopenInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def notify(body: NotifyInput, request: Request) -> None:
+async def notify(body: NotifyInput, service: ServiceDep) -> None:
     """commandHandler Notify (support_workflows.loom:94): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_id(body.id)
@@ -182,11 +174,10 @@ async def notify(body: NotifyInput, request: Request) -> None:
     tags=["Support: handlers"],
 )
 async def due_tickets(
-    request: Request,
+    service: ServiceDep,
     as_of: Annotated[WireDatetime, Query(alias="asOf")],
 ) -> list[TicketOut]:
     """queryHandler DueTickets (support_workflows.loom:98): read-only"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         due = await tickets.run_due(as_of)
@@ -199,9 +190,8 @@ async def due_tickets(
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def by_code(request: Request, code: Annotated[WireText, Query()]) -> TicketOut:
+async def by_code(service: ServiceDep, code: Annotated[WireText, Query()]) -> TicketOut:
     """queryHandler ByCode (support_workflows.loom:102): read-only"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.find_by_code(code)
@@ -217,9 +207,8 @@ async def by_code(request: Request, code: Annotated[WireText, Query()]) -> Ticke
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def open_count(request: Request, c: Annotated[WireText, Query()]) -> Int64:
+async def open_count(service: ServiceDep, c: Annotated[WireText, Query()]) -> Int64:
     """queryHandler OpenCount (support_workflows.loom:105): read-only"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         await tickets.find_all_by_open_for(c)
@@ -238,12 +227,11 @@ async def open_count(request: Request, c: Annotated[WireText, Query()]) -> Int64
     tags=["Support: handlers"],
 )
 async def slack(
-    request: Request,
+    service: ServiceDep,
     code: Annotated[WireText, Query()],
     as_of: Annotated[WireDatetime, Query(alias="asOf")],
 ) -> bool:
     """queryHandler Slack (support_workflows.loom:111): read-only"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_code(code)

@@ -5,7 +5,7 @@
 from typing import Annotated, cast
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
     Int64,
@@ -14,8 +14,8 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
+    ServiceDep,
     WireText,
-    get_service,
     key_not_found,
 )
 from loom.runtime.times import WireDatetime
@@ -36,9 +36,8 @@ router = APIRouter(route_class=LoomRoute)
 
 
 @router.get("/api/tickets/{id}", responses=PROBLEM_RESPONSES, tags=["Support: Ticket"])
-async def get_ticket(id: UUID, request: Request) -> TicketOut:
+async def get_ticket(id: UUID, service: ServiceDep) -> TicketOut:
     """Read one Ticket (aggregate Ticket, support_workflows.loom:5)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         ticket = await Tickets(work).get_by_id(id)
     return TicketOut.from_aggregate(ticket)
@@ -46,12 +45,11 @@ async def get_ticket(id: UUID, request: Request) -> TicketOut:
 
 @router.get("/api/tickets", responses=PROBLEM_RESPONSES, tags=["Support: Ticket"])
 async def list_tickets(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[TicketOut]:
     """Read a page of Ticket (aggregate Ticket, support_workflows.loom:5)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Tickets(work).page(limit, offset)
     return page.map(TicketOut.from_aggregate)
@@ -64,10 +62,9 @@ async def list_tickets(
 )
 async def find_tickets_by_code(
     code: Annotated[WireText, Query()],
-    request: Request,
+    service: ServiceDep,
 ) -> TicketOut:
     """find byCode of Tickets (support_workflows.loom:38)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         ticket = await Tickets(work).find_by_code(code)
     if ticket is None:
@@ -82,10 +79,9 @@ async def find_tickets_by_code(
 )
 async def find_tickets_by_customer(
     customer: Annotated[WireText, Query()],
-    request: Request,
+    service: ServiceDep,
 ) -> list[TicketOut]:
     """find byCustomer of Tickets (support_workflows.loom:39)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         found = await Tickets(work).find_all_by_customer(customer)
     return [TicketOut.from_aggregate(x) for x in found]
@@ -99,10 +95,9 @@ async def find_tickets_by_customer(
 async def find_tickets_by_customer_and_due_at(
     customer: Annotated[WireText, Query()],
     due_at: Annotated[WireDatetime, Query(alias="dueAt")],
-    request: Request,
+    service: ServiceDep,
 ) -> TicketOut:
     """find byCustomerAndDueAt of Tickets (support_workflows.loom:40)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         ticket = await Tickets(work).get_by_customer_and_due_at(customer, due_at)
     return TicketOut.from_aggregate(ticket)
@@ -117,10 +112,9 @@ async def find_tickets_by_customer_and_due_at(
 async def create_ticket(
     body: TicketCreateInput,
     response: Response,
-    request: Request,
+    service: ServiceDep,
 ) -> TicketOut:
     """crudish create of Ticket (support_workflows.loom:5)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         ticket = Ticket.create(
             code=body.code,
@@ -140,10 +134,9 @@ async def create_ticket(
 async def update_ticket(
     id: UUID,
     body: TicketUpdateInput,
-    request: Request,
+    service: ServiceDep,
 ) -> TicketOut:
     """crudish update of Ticket (support_workflows.loom:5): the fields the body names"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -173,9 +166,8 @@ async def update_ticket(
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def delete_ticket(id: UUID, request: Request) -> None:
+async def delete_ticket(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Ticket (support_workflows.loom:5)"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         await tickets.delete(await tickets.get_by_id(id))
@@ -187,9 +179,8 @@ async def delete_ticket(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def ticket_flag_breached(id: UUID, request: Request) -> None:
+async def ticket_flag_breached(id: UUID, service: ServiceDep) -> None:
     """operation Ticket.flagBreached (support_workflows.loom:27)"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -203,9 +194,8 @@ async def ticket_flag_breached(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def ticket_notify(id: UUID, body: TicketNotifyInput, request: Request) -> None:
+async def ticket_notify(id: UUID, body: TicketNotifyInput, service: ServiceDep) -> None:
     """extern operation Ticket.notify (support_workflows.loom:29)"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -222,9 +212,8 @@ async def ticket_notify(id: UUID, body: TicketNotifyInput, request: Request) -> 
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def ticket_score(id: UUID, request: Request) -> Int64:
+async def ticket_score(id: UUID, service: ServiceDep) -> Int64:
     """extern operation Ticket.score (support_workflows.loom:30)"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -239,9 +228,8 @@ async def ticket_score(id: UUID, request: Request) -> Int64:
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def ticket_escalate(id: UUID, request: Request) -> None:
+async def ticket_escalate(id: UUID, service: ServiceDep) -> None:
     """operation Ticket.escalate (support_workflows.loom:31)"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -255,9 +243,8 @@ async def ticket_escalate(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def ticket_close(id: UUID, request: Request) -> None:
+async def ticket_close(id: UUID, service: ServiceDep) -> None:
     """operation Ticket.close (support_workflows.loom:32)"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -271,9 +258,8 @@ async def ticket_close(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def ticket_bump(id: UUID, body: TicketBumpInput, request: Request) -> None:
+async def ticket_bump(id: UUID, body: TicketBumpInput, service: ServiceDep) -> None:
     """operation Ticket.bump (support_workflows.loom:33)"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -290,10 +276,9 @@ async def ticket_bump(id: UUID, body: TicketBumpInput, request: Request) -> None
 async def ticket_bump_twice(
     id: UUID,
     body: TicketBumpTwiceInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Ticket.bumpTwice (support_workflows.loom:34)"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)

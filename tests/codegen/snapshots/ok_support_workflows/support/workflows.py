@@ -4,8 +4,8 @@
 
 from uuid import UUID
 
-from fastapi import APIRouter, Request
-from loom.runtime import PROBLEM_RESPONSES, Int64, LoomRoute, get_service, require
+from fastapi import APIRouter
+from loom.runtime import PROBLEM_RESPONSES, Int64, LoomRoute, ServiceDep, require
 
 from .domain import Charged, LedgerState, Swept, Ticket
 from .ids import TicketId
@@ -51,9 +51,8 @@ def ledger_apply_charged(state: LedgerState, e: Charged) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def sweep(body: SweepInput, request: Request) -> Int64:
+async def sweep(body: SweepInput, service: ServiceDep) -> Int64:
     """workflow sweep (support_workflows.loom:116): transactional, all-or-nothing"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         due = await tickets.run_due(body.as_of)
@@ -76,9 +75,8 @@ async def sweep(body: SweepInput, request: Request) -> Int64:
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def open_ticket(body: OpenTicketInput, request: Request) -> TicketId:
+async def open_ticket(body: OpenTicketInput, service: ServiceDep) -> TicketId:
     """workflow openTicket (support_workflows.loom:130): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = Ticket.create(code=body.code, customer=body.customer, due_at=body.due_at)
@@ -114,9 +112,8 @@ async def open_ticket(body: OpenTicketInput, request: Request) -> TicketId:
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def fulfill_order(body: FulfillOrderInput, request: Request) -> None:
+async def fulfill_order(body: FulfillOrderInput, service: ServiceDep) -> None:
     """workflow FulfillOrder (support_workflows.loom:145): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         fulfill_order_instances = FulfillOrderInstances(work)
@@ -139,9 +136,8 @@ async def fulfill_order(body: FulfillOrderInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def adopt(body: AdoptInput, request: Request) -> None:
+async def adopt(body: AdoptInput, service: ServiceDep) -> None:
     """workflow Adopt (support_workflows.loom:162): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         adopt_instances = AdoptInstances(work)
@@ -158,9 +154,8 @@ async def adopt(body: AdoptInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def ledger(body: LedgerInput, request: Request) -> None:
+async def ledger(body: LedgerInput, service: ServiceDep) -> None:
     """workflow Ledger (support_workflows.loom:171): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         ledger_instances = LedgerInstances(work)
         instance = await ledger_instances.bind(body.ticket)
@@ -183,10 +178,9 @@ async def ledger(body: LedgerInput, request: Request) -> None:
 )
 async def get_fulfill_order_instance(
     id: UUID,
-    request: Request,
+    service: ServiceDep,
 ) -> FulfillOrderInstanceOut:
     """an instance of workflow FulfillOrder (support_workflows.loom:145), by its ticket"""
-    service = get_service(request)
     async with service.autocommit() as work:
         instance = await FulfillOrderInstances(work).get(id)
     return FulfillOrderInstanceOut.from_state(instance)
@@ -197,9 +191,8 @@ async def get_fulfill_order_instance(
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def get_adopt_instance(id: UUID, request: Request) -> AdoptInstanceOut:
+async def get_adopt_instance(id: UUID, service: ServiceDep) -> AdoptInstanceOut:
     """an instance of workflow Adopt (support_workflows.loom:162), by its ticket"""
-    service = get_service(request)
     async with service.autocommit() as work:
         instance = await AdoptInstances(work).get(id)
     return AdoptInstanceOut.from_state(instance)
@@ -210,9 +203,8 @@ async def get_adopt_instance(id: UUID, request: Request) -> AdoptInstanceOut:
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def get_ledger_instance(id: UUID, request: Request) -> LedgerInstanceOut:
+async def get_ledger_instance(id: UUID, service: ServiceDep) -> LedgerInstanceOut:
     """an instance of workflow Ledger (support_workflows.loom:171), by its ticket"""
-    service = get_service(request)
     async with service.autocommit() as work:
         instance = await LedgerInstances(work).get(id)
     return LedgerInstanceOut.from_state(instance)

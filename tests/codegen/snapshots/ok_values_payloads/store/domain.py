@@ -154,7 +154,7 @@ class Product(AggregateRoot):
             previous=previous,
             tags=tags,
         )
-        product._check_invariants()
+        product.check_invariants()
         return product
 
     @property
@@ -164,9 +164,9 @@ class Product(AggregateRoot):
 
     def _check_stored(self) -> None:
         """what saving Product needs (values_payloads.loom:22): ints in range, derived values"""
-        derived(self, "free", "derived Product.free")
+        derived(self, attr="free", label="derived Product.free")
 
-    def _check_invariants(self) -> None:
+    def check_invariants(self) -> None:
         """invariants of Product (values_payloads.loom:22)"""
         # invariant price.currency == listPrice.currency (values_payloads.loom:29)
         require(
@@ -198,7 +198,7 @@ class Product(AggregateRoot):
         self.previous = before
         self.price = to
         self._raise_event(Repriced(product=self.id, before=before, after=to))
-        self._check_invariants()
+        self.check_invariants()
 
 
 @dataclass(eq=False, kw_only=True)

@@ -5,13 +5,13 @@
 from decimal import Decimal
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,
+    ServiceDep,
     WireDecimal,
     WireText,
-    get_service,
     ints,
     not_found,
     require,
@@ -39,11 +39,10 @@ router = APIRouter(route_class=LoomRoute)
     tags=["Store: handlers"],
 )
 async def order_summary(
-    request: Request,
+    service: ServiceDep,
     id: Annotated[OrderId, Query()],
 ) -> OrderViewOut:
     """queryHandler OrderSummary (values_payloads.loom:106): read-only"""
-    service = get_service(request)
     async with service.autocommit() as work:
         orders = Orders(work)
         o = await orders.get_by_id(id)
@@ -60,11 +59,10 @@ async def order_summary(
     tags=["Store: handlers"],
 )
 async def latest_order(
-    request: Request,
+    service: ServiceDep,
     q: Annotated[OrdersOfInput, Query()],
 ) -> OrderViewOut:
     """queryHandler LatestOrder (values_payloads.loom:112): read-only"""
-    service = get_service(request)
     q_ = q.to_domain()
     async with service.autocommit() as work:
         orders = Orders(work)
@@ -96,11 +94,10 @@ async def latest_order(
     tags=["Store: handlers"],
 )
 async def problems(
-    request: Request,
+    service: ServiceDep,
     product: Annotated[ProductId, Query()],
 ) -> list[RefusalOut]:
     """queryHandler Problems (values_payloads.loom:121): read-only"""
-    service = get_service(request)
     async with service.autocommit() as work:
         products = Products(work)
         p = await products.get_by_id(product)
@@ -110,12 +107,11 @@ async def problems(
 
 @router.get("/api/queries/taxed", responses=PROBLEM_RESPONSES, tags=["Store: handlers"])
 async def taxed(
-    request: Request,
+    service: ServiceDep,
     product: Annotated[ProductId, Query()],
     rate: Annotated[WireDecimal, Query()],
 ) -> MoneyOut:
     """queryHandler Taxed (values_payloads.loom:126): read-only"""
-    service = get_service(request)
     async with service.autocommit() as work:
         products = Products(work)
         p = await products.get_by_id(product)
@@ -129,11 +125,10 @@ async def taxed(
     tags=["Store: handlers"],
 )
 async def matching(
-    request: Request,
+    service: ServiceDep,
     label: Annotated[WireText, Query()],
 ) -> list[ProductOut]:
     """queryHandler Matching (values_payloads.loom:131): read-only"""
-    service = get_service(request)
     async with service.autocommit() as work:
         products = Products(work)
         line = Line(
@@ -152,9 +147,8 @@ async def matching(
     responses=PROBLEM_RESPONSES,
     tags=["Store: handlers"],
 )
-async def reprice(body: RepriceProductInput, request: Request) -> MoneyOut:
+async def reprice(body: RepriceProductInput, service: ServiceDep) -> MoneyOut:
     """commandHandler Reprice (values_payloads.loom:138): non-transactional: each save commits on its own"""
-    service = get_service(request)
     c = body.to_domain()
     async with service.autocommit() as work:
         products = Products(work)

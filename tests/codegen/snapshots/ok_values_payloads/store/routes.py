@@ -6,7 +6,7 @@ from decimal import Decimal
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
     InvalidValue,
@@ -14,8 +14,8 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
+    ServiceDep,
     WireText,
-    get_service,
     key_not_found,
 )
 from loom.runtime.types import map_optional, map_or
@@ -35,9 +35,8 @@ router = APIRouter(route_class=LoomRoute)
 
 
 @router.get("/api/products/{id}", responses=PROBLEM_RESPONSES, tags=["Store: Product"])
-async def get_product(id: UUID, request: Request) -> ProductOut:
+async def get_product(id: UUID, service: ServiceDep) -> ProductOut:
     """Read one Product (aggregate Product, values_payloads.loom:22)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         product = await Products(work).get_by_id(id)
     return ProductOut.from_aggregate(product)
@@ -45,12 +44,11 @@ async def get_product(id: UUID, request: Request) -> ProductOut:
 
 @router.get("/api/products", responses=PROBLEM_RESPONSES, tags=["Store: Product"])
 async def list_products(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[ProductOut]:
     """Read a page of Product (aggregate Product, values_payloads.loom:22)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Products(work).page(limit, offset)
     return page.map(ProductOut.from_aggregate)
@@ -65,10 +63,9 @@ async def list_products(
 async def create_product(
     body: ProductCreateInput,
     response: Response,
-    request: Request,
+    service: ServiceDep,
 ) -> ProductOut:
     """crudish create of Product (values_payloads.loom:22)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         product = Product.create(
             name=body.name,
@@ -94,10 +91,9 @@ async def create_product(
 async def update_product(
     id: UUID,
     body: ProductUpdateInput,
-    request: Request,
+    service: ServiceDep,
 ) -> ProductOut:
     """crudish update of Product (values_payloads.loom:22): the fields the body names"""
-    service = get_service(request)
     async with service.transaction() as work:
         products = Products(work)
         product = await products.get_by_id(id)
@@ -119,7 +115,7 @@ async def update_product(
             if body.tags is None:
                 raise InvalidValue("tags may not be null", path="body.tags")
             product.tags = body.tags
-        product._check_invariants()
+        product.check_invariants()
         await products.save(product)
     return ProductOut.from_aggregate(product)
 
@@ -130,9 +126,8 @@ async def update_product(
     responses=PROBLEM_RESPONSES,
     tags=["Store: Product"],
 )
-async def delete_product(id: UUID, request: Request) -> None:
+async def delete_product(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Product (values_payloads.loom:22)"""
-    service = get_service(request)
     async with service.transaction() as work:
         products = Products(work)
         await products.delete(await products.get_by_id(id))
@@ -147,10 +142,9 @@ async def delete_product(id: UUID, request: Request) -> None:
 async def product_reprice(
     id: UUID,
     body: ProductRepriceInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Product.reprice (values_payloads.loom:36)"""
-    service = get_service(request)
     async with service.transaction() as work:
         products = Products(work)
         product = await products.get_by_id(id)
@@ -159,9 +153,8 @@ async def product_reprice(
 
 
 @router.get("/api/orders/{id}", responses=PROBLEM_RESPONSES, tags=["Store: Order"])
-async def get_order(id: UUID, request: Request) -> OrderOut:
+async def get_order(id: UUID, service: ServiceDep) -> OrderOut:
     """Read one Order (aggregate Order, values_payloads.loom:46)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         order = await Orders(work).get_by_id(id)
     return OrderOut.from_aggregate(order)
@@ -169,12 +162,11 @@ async def get_order(id: UUID, request: Request) -> OrderOut:
 
 @router.get("/api/orders", responses=PROBLEM_RESPONSES, tags=["Store: Order"])
 async def list_orders(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[OrderOut]:
     """Read a page of Order (aggregate Order, values_payloads.loom:46)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Orders(work).page(limit, offset)
     return page.map(OrderOut.from_aggregate)
@@ -187,10 +179,9 @@ async def list_orders(
 )
 async def find_orders_by_customer(
     customer: Annotated[WireText, Query()],
-    request: Request,
+    service: ServiceDep,
 ) -> OrderOut:
     """find byCustomer of Orders (values_payloads.loom:55)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         order = await Orders(work).find_by_customer(customer)
     if order is None:

@@ -5,8 +5,8 @@
 from decimal import Decimal
 from uuid import UUID
 
-from fastapi import APIRouter, Request
-from loom.runtime import PROBLEM_RESPONSES, LoomRoute, get_service, require
+from fastapi import APIRouter
+from loom.runtime import PROBLEM_RESPONSES, LoomRoute, ServiceDep, require
 
 from .domain import Currency, Money, Order
 from .ids import OrderId
@@ -28,9 +28,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Store: workflows"],
 )
-async def place_order(body: PlaceOrderInput, request: Request) -> OrderId:
+async def place_order(body: PlaceOrderInput, service: ServiceDep) -> OrderId:
     """workflow PlaceOrder (values_payloads.loom:71): non-transactional: each save commits on its own"""
-    service = get_service(request)
     c = body.to_domain()
     async with service.autocommit() as work:
         orders = Orders(work)
@@ -57,9 +56,8 @@ async def place_order(body: PlaceOrderInput, request: Request) -> OrderId:
     responses=PROBLEM_RESPONSES,
     tags=["Store: workflows"],
 )
-async def quick_order(body: QuickOrderInput, request: Request) -> OrderId:
+async def quick_order(body: QuickOrderInput, service: ServiceDep) -> OrderId:
     """workflow quickOrder (values_payloads.loom:85): non-transactional: each save commits on its own"""
-    service = get_service(request)
     c = body.c.to_domain()
     total = body.total.to_domain()
     async with service.autocommit() as work:
@@ -82,9 +80,8 @@ async def quick_order(body: QuickOrderInput, request: Request) -> OrderId:
     responses=PROBLEM_RESPONSES,
     tags=["Store: workflows"],
 )
-async def billing(body: BillingInput, request: Request) -> None:
+async def billing(body: BillingInput, service: ServiceDep) -> None:
     """workflow Billing (values_payloads.loom:94): non-transactional: each save commits on its own"""
-    service = get_service(request)
     charge = body.charge.to_domain()
     async with service.autocommit() as work:
         orders = Orders(work)
@@ -107,9 +104,8 @@ async def billing(body: BillingInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Store: workflows"],
 )
-async def get_billing_instance(id: UUID, request: Request) -> BillingInstanceOut:
+async def get_billing_instance(id: UUID, service: ServiceDep) -> BillingInstanceOut:
     """an instance of workflow Billing (values_payloads.loom:94), by its order"""
-    service = get_service(request)
     async with service.autocommit() as work:
         instance = await BillingInstances(work).get(id)
     return BillingInstanceOut.from_state(instance)

@@ -2,12 +2,12 @@
 # Do not edit: change the model and rebuild.
 # Command and query handlers of context Desk.
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,
+    ServiceDep,
     current_principal,
-    get_service,
     require,
 )
 
@@ -24,9 +24,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Desk: handlers"],
 )
-async def expire(body: ExpireInput, request: Request) -> None:
+async def expire(body: ExpireInput, service: ServiceDep) -> None:
     """commandHandler Expire (principal.loom:74): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         work.emit(Expired(ticket=body.ticket))
 
@@ -37,9 +36,8 @@ async def expire(body: ExpireInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Desk: handlers"],
 )
-async def take(body: TakeInput, request: Request) -> None:
+async def take(body: TakeInput, service: ServiceDep) -> None:
     """commandHandler Take (principal.loom:77): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         require(
@@ -54,9 +52,8 @@ async def take(body: TakeInput, request: Request) -> None:
 
 
 @router.get("/api/queries/my_id", responses=PROBLEM_RESPONSES, tags=["Desk: handlers"])
-async def my_id(request: Request) -> str:
+async def my_id(service: ServiceDep) -> str:
     """queryHandler MyId (principal.loom:84): read-only"""
-    service = get_service(request)
     async with service.autocommit():
         result = current_principal().subject
     return result
@@ -67,9 +64,8 @@ async def my_id(request: Request) -> str:
     responses=PROBLEM_RESPONSES,
     tags=["Desk: handlers"],
 )
-async def who_am_i(request: Request) -> MeOut:
+async def who_am_i(service: ServiceDep) -> MeOut:
     """queryHandler WhoAmI (principal.loom:87): read-only"""
-    service = get_service(request)
     async with service.autocommit():
         result = Me(
             id=current_principal().claim("sub"),

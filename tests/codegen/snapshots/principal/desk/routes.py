@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
     InvalidValue,
@@ -13,7 +13,7 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
 )
 
 from .domain import Ticket
@@ -32,9 +32,8 @@ router = APIRouter(route_class=LoomRoute)
 
 
 @router.get("/api/tickets/{id}", responses=PROBLEM_RESPONSES, tags=["Desk: Ticket"])
-async def get_ticket(id: UUID, request: Request) -> TicketOut:
+async def get_ticket(id: UUID, service: ServiceDep) -> TicketOut:
     """Read one Ticket (aggregate Ticket, principal.loom:7)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         ticket = await Tickets(work).get_by_id(id)
     return TicketOut.from_aggregate(ticket)
@@ -42,12 +41,11 @@ async def get_ticket(id: UUID, request: Request) -> TicketOut:
 
 @router.get("/api/tickets", responses=PROBLEM_RESPONSES, tags=["Desk: Ticket"])
 async def list_tickets(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[TicketOut]:
     """Read a page of Ticket (aggregate Ticket, principal.loom:7)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Tickets(work).page(limit, offset)
     return page.map(TicketOut.from_aggregate)
@@ -62,10 +60,9 @@ async def list_tickets(
 async def create_ticket(
     body: TicketCreateInput,
     response: Response,
-    request: Request,
+    service: ServiceDep,
 ) -> TicketOut:
     """crudish create of Ticket (principal.loom:7)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         ticket = Ticket.create(
             owner=body.owner,
@@ -83,10 +80,9 @@ async def create_ticket(
 async def update_ticket(
     id: UUID,
     body: TicketUpdateInput,
-    request: Request,
+    service: ServiceDep,
 ) -> TicketOut:
     """crudish update of Ticket (principal.loom:7): the fields the body names"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -118,9 +114,8 @@ async def update_ticket(
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
 )
-async def delete_ticket(id: UUID, request: Request) -> None:
+async def delete_ticket(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Ticket (principal.loom:7)"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         await tickets.delete(await tickets.get_by_id(id))
@@ -132,9 +127,8 @@ async def delete_ticket(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
 )
-async def ticket_close(id: UUID, body: TicketCloseInput, request: Request) -> None:
+async def ticket_close(id: UUID, body: TicketCloseInput, service: ServiceDep) -> None:
     """operation Ticket.close (principal.loom:15)"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -148,9 +142,8 @@ async def ticket_close(id: UUID, body: TicketCloseInput, request: Request) -> No
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
 )
-async def ticket_take(id: UUID, body: TicketTakeInput, request: Request) -> None:
+async def ticket_take(id: UUID, body: TicketTakeInput, service: ServiceDep) -> None:
     """operation Ticket.take (principal.loom:21)"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -164,9 +157,8 @@ async def ticket_take(id: UUID, body: TicketTakeInput, request: Request) -> None
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
 )
-async def ticket_assign(id: UUID, body: TicketAssignInput, request: Request) -> None:
+async def ticket_assign(id: UUID, body: TicketAssignInput, service: ServiceDep) -> None:
     """operation Ticket.assign (principal.loom:26)"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -180,9 +172,8 @@ async def ticket_assign(id: UUID, body: TicketAssignInput, request: Request) -> 
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
 )
-async def ticket_watch(id: UUID, body: TicketWatchInput, request: Request) -> None:
+async def ticket_watch(id: UUID, body: TicketWatchInput, service: ServiceDep) -> None:
     """operation Ticket.watch (principal.loom:30)"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -196,9 +187,8 @@ async def ticket_watch(id: UUID, body: TicketWatchInput, request: Request) -> No
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
 )
-async def ticket_review(id: UUID, request: Request) -> None:
+async def ticket_review(id: UUID, service: ServiceDep) -> None:
     """operation Ticket.review (principal.loom:34)"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -212,9 +202,8 @@ async def ticket_review(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
 )
-async def ticket_archive(id: UUID, request: Request) -> None:
+async def ticket_archive(id: UUID, service: ServiceDep) -> None:
     """operation Ticket.archive (principal.loom:37)"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)

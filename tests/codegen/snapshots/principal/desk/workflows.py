@@ -2,8 +2,8 @@
 # Do not edit: change the model and rebuild.
 # Workflow routes of context Desk.
 
-from fastapi import APIRouter, Request
-from loom.runtime import PROBLEM_RESPONSES, LoomRoute, current_principal, get_service
+from fastapi import APIRouter
+from loom.runtime import PROBLEM_RESPONSES, LoomRoute, ServiceDep, current_principal
 
 from .domain import Status, Ticket
 from .ids import TicketId
@@ -22,9 +22,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Desk: workflows"],
 )
-async def open_ticket(request: Request) -> TicketId:
+async def open_ticket(service: ServiceDep) -> TicketId:
     """workflow OpenTicket (principal.loom:67): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = Ticket.create(

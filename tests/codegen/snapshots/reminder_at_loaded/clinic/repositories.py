@@ -6,7 +6,6 @@ from loom.runtime import ProcessInstances, Repository
 
 from . import tables
 from .domain import Appointment, ReminderState
-from .schemas import ReminderInstanceOut
 
 
 class Appointments(Repository[Appointment]):
@@ -24,4 +23,3 @@ class ReminderInstances(ProcessInstances[ReminderState]):
     key = "appointment"
     workflow = "Reminder"
     process = "Clinic.Reminder"
-    answer = ReminderInstanceOut

@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
     InvalidValue,
@@ -13,7 +13,7 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
 )
 
 from .domain import Appointment
@@ -33,9 +33,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Clinic: Appointment"],
 )
-async def get_appointment(id: UUID, request: Request) -> AppointmentOut:
+async def get_appointment(id: UUID, service: ServiceDep) -> AppointmentOut:
     """Read one Appointment (aggregate Appointment, reminder_at_loaded.loom:7)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         appointment = await Appointments(work).get_by_id(id)
     return AppointmentOut.from_aggregate(appointment)
@@ -47,12 +46,11 @@ async def get_appointment(id: UUID, request: Request) -> AppointmentOut:
     tags=["Clinic: Appointment"],
 )
 async def list_appointments(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[AppointmentOut]:
     """Read a page of Appointment (aggregate Appointment, reminder_at_loaded.loom:7)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Appointments(work).page(limit, offset)
     return page.map(AppointmentOut.from_aggregate)
@@ -67,10 +65,9 @@ async def list_appointments(
 async def create_appointment(
     body: AppointmentCreateInput,
     response: Response,
-    request: Request,
+    service: ServiceDep,
 ) -> AppointmentOut:
     """crudish create of Appointment (reminder_at_loaded.loom:7)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         appointment = Appointment.create(
             patient=body.patient,
@@ -90,10 +87,9 @@ async def create_appointment(
 async def update_appointment(
     id: UUID,
     body: AppointmentUpdateInput,
-    request: Request,
+    service: ServiceDep,
 ) -> AppointmentOut:
     """crudish update of Appointment (reminder_at_loaded.loom:7): the fields the body names"""
-    service = get_service(request)
     async with service.transaction() as work:
         appointments = Appointments(work)
         appointment = await appointments.get_by_id(id)
@@ -119,9 +115,8 @@ async def update_appointment(
     responses=PROBLEM_RESPONSES,
     tags=["Clinic: Appointment"],
 )
-async def delete_appointment(id: UUID, request: Request) -> None:
+async def delete_appointment(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Appointment (reminder_at_loaded.loom:7)"""
-    service = get_service(request)
     async with service.transaction() as work:
         appointments = Appointments(work)
         await appointments.delete(await appointments.get_by_id(id))
@@ -136,10 +131,9 @@ async def delete_appointment(id: UUID, request: Request) -> None:
 async def appointment_reschedule(
     id: UUID,
     body: AppointmentRescheduleInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Appointment.reschedule (reminder_at_loaded.loom:15)"""
-    service = get_service(request)
     async with service.transaction() as work:
         appointments = Appointments(work)
         appointment = await appointments.get_by_id(id)
@@ -153,9 +147,8 @@ async def appointment_reschedule(
     responses=PROBLEM_RESPONSES,
     tags=["Clinic: Appointment"],
 )
-async def appointment_remind(id: UUID, request: Request) -> None:
+async def appointment_remind(id: UUID, service: ServiceDep) -> None:
     """operation Appointment.remind (reminder_at_loaded.loom:19)"""
-    service = get_service(request)
     async with service.transaction() as work:
         appointments = Appointments(work)
         appointment = await appointments.get_by_id(id)

@@ -4,8 +4,8 @@
 
 from uuid import UUID
 
-from fastapi import APIRouter, Request
-from loom.runtime import PROBLEM_RESPONSES, Episode, LoomRoute, get_service, now
+from fastapi import APIRouter
+from loom.runtime import PROBLEM_RESPONSES, Episode, LoomRoute, ServiceDep, now
 from loom.runtime.processes import Timeout
 
 from .repositories import Appointments, ReminderInstances
@@ -22,9 +22,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Clinic: workflows"],
 )
-async def reminder(body: ReminderInput, request: Request) -> None:
+async def reminder(body: ReminderInput, service: ServiceDep) -> None:
     """workflow Reminder (reminder_at_loaded.loom:26): a process step: one transaction with its timers, like its reactions"""
-    service = get_service(request)
     async with service.transaction() as work:
         appointments = Appointments(work)
         reminder_instances = ReminderInstances(work)
@@ -47,9 +46,8 @@ async def reminder(body: ReminderInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Clinic: workflows"],
 )
-async def get_reminder_instance(id: UUID, request: Request) -> ReminderInstanceOut:
+async def get_reminder_instance(id: UUID, service: ServiceDep) -> ReminderInstanceOut:
     """an instance of workflow Reminder (reminder_at_loaded.loom:26), by its appointment"""
-    service = get_service(request)
     async with service.autocommit() as work:
         instance = await ReminderInstances(work).get(id)
         timeouts = await service.processes.pending(REMINDER_PROCESS, id, work=work)
@@ -61,8 +59,7 @@ async def get_reminder_instance(id: UUID, request: Request) -> ReminderInstanceO
     responses=PROBLEM_RESPONSES,
     tags=["Clinic: workflows"],
 )
-async def get_reminder_episodes(id: UUID, request: Request) -> list[Episode]:
+async def get_reminder_episodes(id: UUID, service: ServiceDep) -> list[Episode]:
     """the episodes of an instance of workflow Reminder (reminder_at_loaded.loom:26), oldest first"""
-    service = get_service(request)
     async with service.autocommit() as work:
         return await ReminderInstances(work).episodes(id)

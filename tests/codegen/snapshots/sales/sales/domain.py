@@ -51,7 +51,7 @@ class Customer(AggregateRoot):
     def create(cls, *, name: str, credit_limit: Decimal) -> Customer:
         """Customer.create (sales.loom:5): a new Customer, its invariants checked"""
         customer = cls(name=name, credit_limit=credit_limit)
-        customer._check_invariants()
+        customer.check_invariants()
         return customer
 
     @property
@@ -61,9 +61,9 @@ class Customer(AggregateRoot):
 
     def _check_stored(self) -> None:
         """what saving Customer needs (sales.loom:5): ints in range, derived values"""
-        derived(self, "display", "derived Customer.display")
+        derived(self, attr="display", label="derived Customer.display")
 
-    def _check_invariants(self) -> None:
+    def check_invariants(self) -> None:
         """invariants of Customer (sales.loom:5)"""
         # invariant creditLimit >= 0 (sales.loom:9)
         require(
@@ -88,7 +88,7 @@ class Customer(AggregateRoot):
             detail="Customer.deductCredit: precondition creditLimit >= amount failed",
         )
         self.credit_limit = decimals.sub(self.credit_limit, amount)
-        self._check_invariants()
+        self.check_invariants()
 
     def add_credit(self, amount: Decimal) -> None:
         """operation Customer.addCredit (sales.loom:17)"""
@@ -99,7 +99,7 @@ class Customer(AggregateRoot):
             detail="Customer.addCredit: precondition amount > 0 failed",
         )
         self.credit_limit = decimals.add(self.credit_limit, amount)
-        self._check_invariants()
+        self.check_invariants()
 
 
 @dataclass(eq=False, kw_only=True)

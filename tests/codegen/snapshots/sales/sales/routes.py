@@ -5,14 +5,14 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
 )
 
 from .repositories import Customers, Orders
@@ -31,9 +31,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Sales: Customer"],
 )
-async def get_customer(id: UUID, request: Request) -> CustomerOut:
+async def get_customer(id: UUID, service: ServiceDep) -> CustomerOut:
     """Read one Customer (aggregate Customer, sales.loom:5)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         customer = await Customers(work).get_by_id(id)
     return CustomerOut.from_aggregate(customer)
@@ -41,12 +40,11 @@ async def get_customer(id: UUID, request: Request) -> CustomerOut:
 
 @router.get("/api/customers", responses=PROBLEM_RESPONSES, tags=["Sales: Customer"])
 async def list_customers(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[CustomerOut]:
     """Read a page of Customer (aggregate Customer, sales.loom:5)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Customers(work).page(limit, offset)
     return page.map(CustomerOut.from_aggregate)
@@ -61,10 +59,9 @@ async def list_customers(
 async def customer_deduct_credit(
     id: UUID,
     body: CustomerDeductCreditInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Customer.deductCredit (sales.loom:11)"""
-    service = get_service(request)
     async with service.transaction() as work:
         customers = Customers(work)
         customer = await customers.get_by_id(id)
@@ -81,10 +78,9 @@ async def customer_deduct_credit(
 async def customer_add_credit(
     id: UUID,
     body: CustomerAddCreditInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Customer.addCredit (sales.loom:17)"""
-    service = get_service(request)
     async with service.transaction() as work:
         customers = Customers(work)
         customer = await customers.get_by_id(id)
@@ -93,9 +89,8 @@ async def customer_add_credit(
 
 
 @router.get("/api/orders/{id}", responses=PROBLEM_RESPONSES, tags=["Sales: Order"])
-async def get_order(id: UUID, request: Request) -> OrderOut:
+async def get_order(id: UUID, service: ServiceDep) -> OrderOut:
     """Read one Order (aggregate Order, sales.loom:23)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         order = await Orders(work).get_by_id(id)
     return OrderOut.from_aggregate(order)
@@ -103,12 +98,11 @@ async def get_order(id: UUID, request: Request) -> OrderOut:
 
 @router.get("/api/orders", responses=PROBLEM_RESPONSES, tags=["Sales: Order"])
 async def list_orders(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[OrderOut]:
     """Read a page of Order (aggregate Order, sales.loom:23)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Orders(work).page(limit, offset)
     return page.map(OrderOut.from_aggregate)

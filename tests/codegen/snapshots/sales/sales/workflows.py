@@ -2,8 +2,8 @@
 # Do not edit: change the model and rebuild.
 # Workflow routes of context Sales.
 
-from fastapi import APIRouter, Request
-from loom.runtime import PROBLEM_RESPONSES, LoomRoute, get_service, require
+from fastapi import APIRouter
+from loom.runtime import PROBLEM_RESPONSES, LoomRoute, ServiceDep, require
 
 from .domain import Customer, Order, OrderPlaced, OrderStatus
 from .ids import CustomerId
@@ -19,9 +19,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Sales: workflows"],
 )
-async def place_order(body: PlaceOrderInput, request: Request) -> None:
+async def place_order(body: PlaceOrderInput, service: ServiceDep) -> None:
     """workflow placeOrder (sales.loom:35): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         customers = Customers(work)
         orders = Orders(work)
@@ -42,9 +41,8 @@ async def place_order(body: PlaceOrderInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Sales: workflows"],
 )
-async def transfer_credit(body: TransferCreditInput, request: Request) -> None:
+async def transfer_credit(body: TransferCreditInput, service: ServiceDep) -> None:
     """workflow transferCredit (sales.loom:48): transactional, all-or-nothing"""
-    service = get_service(request)
     async with service.transaction() as work:
         customers = Customers(work)
         require(
@@ -69,10 +67,9 @@ async def transfer_credit(body: TransferCreditInput, request: Request) -> None:
 )
 async def register_customer(
     body: RegisterCustomerInput,
-    request: Request,
+    service: ServiceDep,
 ) -> CustomerId:
     """workflow registerCustomer (onboarding.loom:4): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         customers = Customers(work)
         customer = Customer.create(name=body.name, credit_limit=body.credit_limit)

@@ -138,8 +138,8 @@ class Appointment(AggregateRoot):
 
     def _check_stored(self) -> None:
         """what saving Appointment needs (scheduling.loom:36): ints in range, derived values"""
-        derived(self, "requested", "derived Appointment.requested")
-        derived(self, "held", "derived Appointment.held")
+        derived(self, attr="requested", label="derived Appointment.requested")
+        derived(self, attr="held", label="derived Appointment.held")
 
     def confirm(self) -> None:
         """operation Appointment.confirm (scheduling.loom:46)"""

@@ -14,11 +14,6 @@ from .domain import (
     DepositHoldState,
     ReminderState,
 )
-from .schemas import (
-    ConfirmationDeadlineInstanceOut,
-    DepositHoldInstanceOut,
-    ReminderInstanceOut,
-)
 
 
 def unconfirmed(as_of: datetime) -> ColumnElement[bool]:
@@ -50,7 +45,6 @@ class ConfirmationDeadlineInstances(ProcessInstances[ConfirmationDeadlineState])
     key = "appointment"
     workflow = "ConfirmationDeadline"
     process = "Scheduling.ConfirmationDeadline"
-    answer = ConfirmationDeadlineInstanceOut
 
 
 class DepositHoldInstances(ProcessInstances[DepositHoldState]):
@@ -61,7 +55,6 @@ class DepositHoldInstances(ProcessInstances[DepositHoldState]):
     key = "appointment"
     workflow = "DepositHold"
     process = "Scheduling.DepositHold"
-    answer = DepositHoldInstanceOut
 
 
 class ReminderInstances(ProcessInstances[ReminderState]):
@@ -72,4 +65,3 @@ class ReminderInstances(ProcessInstances[ReminderState]):
     key = "appointment"
     workflow = "Reminder"
     process = "Scheduling.Reminder"
-    answer = ReminderInstanceOut

@@ -5,14 +5,14 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
 )
 
 from .repositories import Appointments
@@ -26,9 +26,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Scheduling: Appointment"],
 )
-async def get_appointment(id: UUID, request: Request) -> AppointmentOut:
+async def get_appointment(id: UUID, service: ServiceDep) -> AppointmentOut:
     """Read one Appointment (aggregate Appointment, scheduling.loom:36)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         appointment = await Appointments(work).get_by_id(id)
     return AppointmentOut.from_aggregate(appointment)
@@ -40,12 +39,11 @@ async def get_appointment(id: UUID, request: Request) -> AppointmentOut:
     tags=["Scheduling: Appointment"],
 )
 async def list_appointments(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[AppointmentOut]:
     """Read a page of Appointment (aggregate Appointment, scheduling.loom:36)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Appointments(work).page(limit, offset)
     return page.map(AppointmentOut.from_aggregate)
@@ -57,9 +55,8 @@ async def list_appointments(
     responses=PROBLEM_RESPONSES,
     tags=["Scheduling: Appointment"],
 )
-async def appointment_confirm(id: UUID, request: Request) -> None:
+async def appointment_confirm(id: UUID, service: ServiceDep) -> None:
     """operation Appointment.confirm (scheduling.loom:46)"""
-    service = get_service(request)
     async with service.transaction() as work:
         appointments = Appointments(work)
         appointment = await appointments.get_by_id(id)
@@ -73,9 +70,8 @@ async def appointment_confirm(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Scheduling: Appointment"],
 )
-async def appointment_pay_deposit(id: UUID, request: Request) -> None:
+async def appointment_pay_deposit(id: UUID, service: ServiceDep) -> None:
     """operation Appointment.payDeposit (scheduling.loom:55)"""
-    service = get_service(request)
     async with service.transaction() as work:
         appointments = Appointments(work)
         appointment = await appointments.get_by_id(id)
@@ -92,10 +88,9 @@ async def appointment_pay_deposit(id: UUID, request: Request) -> None:
 async def appointment_cancel(
     id: UUID,
     body: AppointmentCancelInput,
-    request: Request,
+    service: ServiceDep,
 ) -> None:
     """operation Appointment.cancel (scheduling.loom:66)"""
-    service = get_service(request)
     async with service.transaction() as work:
         appointments = Appointments(work)
         appointment = await appointments.get_by_id(id)

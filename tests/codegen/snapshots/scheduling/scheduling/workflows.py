@@ -4,12 +4,12 @@
 
 from uuid import UUID
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from loom.runtime import (
     PROBLEM_RESPONSES,
     Episode,
     LoomRoute,
-    get_service,
+    ServiceDep,
     now,
     require,
 )
@@ -47,10 +47,9 @@ router = APIRouter(route_class=LoomRoute)
 )
 async def request_appointment(
     body: RequestAppointmentInput,
-    request: Request,
+    service: ServiceDep,
 ) -> AppointmentId:
     """workflow requestAppointment (scheduling.loom:72): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         appointments = Appointments(work)
         require(
@@ -81,9 +80,8 @@ async def request_appointment(
     responses=PROBLEM_RESPONSES,
     tags=["Scheduling: workflows"],
 )
-async def hold_slot(body: HoldSlotInput, request: Request) -> AppointmentId:
+async def hold_slot(body: HoldSlotInput, service: ServiceDep) -> AppointmentId:
     """workflow holdSlot (scheduling.loom:83): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         appointments = Appointments(work)
         a = Appointment.create(
@@ -111,9 +109,8 @@ async def hold_slot(body: HoldSlotInput, request: Request) -> AppointmentId:
     responses=PROBLEM_RESPONSES,
     tags=["Scheduling: workflows"],
 )
-async def reminder(body: ReminderInput, request: Request) -> None:
+async def reminder(body: ReminderInput, service: ServiceDep) -> None:
     """workflow Reminder (scheduling.loom:134): a process step: one transaction with its timers, like its reactions"""
-    service = get_service(request)
     async with service.transaction() as work:
         appointments = Appointments(work)
         reminder_instances = ReminderInstances(work)
@@ -144,10 +141,9 @@ async def reminder(body: ReminderInput, request: Request) -> None:
 )
 async def get_confirmation_deadline_instance(
     id: UUID,
-    request: Request,
+    service: ServiceDep,
 ) -> ConfirmationDeadlineInstanceOut:
     """an instance of workflow ConfirmationDeadline (scheduling.loom:96), by its appointment"""
-    service = get_service(request)
     async with service.autocommit() as work:
         instance = await ConfirmationDeadlineInstances(work).get(id)
         timeouts = await service.processes.pending(
@@ -165,10 +161,9 @@ async def get_confirmation_deadline_instance(
 )
 async def get_confirmation_deadline_episodes(
     id: UUID,
-    request: Request,
+    service: ServiceDep,
 ) -> list[Episode]:
     """the episodes of an instance of workflow ConfirmationDeadline (scheduling.loom:96), oldest first"""
-    service = get_service(request)
     async with service.autocommit() as work:
         return await ConfirmationDeadlineInstances(work).episodes(id)
 
@@ -180,10 +175,9 @@ async def get_confirmation_deadline_episodes(
 )
 async def get_deposit_hold_instance(
     id: UUID,
-    request: Request,
+    service: ServiceDep,
 ) -> DepositHoldInstanceOut:
     """an instance of workflow DepositHold (scheduling.loom:116), by its appointment"""
-    service = get_service(request)
     async with service.autocommit() as work:
         instance = await DepositHoldInstances(work).get(id)
         timeouts = await service.processes.pending(DEPOSIT_HOLD_PROCESS, id, work=work)
@@ -195,9 +189,8 @@ async def get_deposit_hold_instance(
     responses=PROBLEM_RESPONSES,
     tags=["Scheduling: workflows"],
 )
-async def get_deposit_hold_episodes(id: UUID, request: Request) -> list[Episode]:
+async def get_deposit_hold_episodes(id: UUID, service: ServiceDep) -> list[Episode]:
     """the episodes of an instance of workflow DepositHold (scheduling.loom:116), oldest first"""
-    service = get_service(request)
     async with service.autocommit() as work:
         return await DepositHoldInstances(work).episodes(id)
 
@@ -207,9 +200,8 @@ async def get_deposit_hold_episodes(id: UUID, request: Request) -> list[Episode]
     responses=PROBLEM_RESPONSES,
     tags=["Scheduling: workflows"],
 )
-async def get_reminder_instance(id: UUID, request: Request) -> ReminderInstanceOut:
+async def get_reminder_instance(id: UUID, service: ServiceDep) -> ReminderInstanceOut:
     """an instance of workflow Reminder (scheduling.loom:134), by its appointment"""
-    service = get_service(request)
     async with service.autocommit() as work:
         instance = await ReminderInstances(work).get(id)
         timeouts = await service.processes.pending(REMINDER_PROCESS, id, work=work)
@@ -221,8 +213,7 @@ async def get_reminder_instance(id: UUID, request: Request) -> ReminderInstanceO
     responses=PROBLEM_RESPONSES,
     tags=["Scheduling: workflows"],
 )
-async def get_reminder_episodes(id: UUID, request: Request) -> list[Episode]:
+async def get_reminder_episodes(id: UUID, service: ServiceDep) -> list[Episode]:
     """the episodes of an instance of workflow Reminder (scheduling.loom:134), oldest first"""
-    service = get_service(request)
     async with service.autocommit() as work:
         return await ReminderInstances(work).episodes(id)

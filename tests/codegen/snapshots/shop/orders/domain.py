@@ -69,14 +69,14 @@ class Order(AggregateRoot):
             fail_payment=fail_payment,
             status=status,
         )
-        order._check_invariants()
+        order.check_invariants()
         return order
 
     def _check_stored(self) -> None:
         """what saving Order needs (shop.loom:29): ints in range, derived values"""
         ints.fit(self.quantity, "Order.quantity")
 
-    def _check_invariants(self) -> None:
+    def check_invariants(self) -> None:
         """invariants of Order (shop.loom:29)"""
         # invariant quantity > 0 (shop.loom:34)
         require(
@@ -95,7 +95,7 @@ class Order(AggregateRoot):
             detail="Order.markPaid is not allowed in the current state (when status == Pending)",
         )
         self.status = OrderStatus.PAID
-        self._check_invariants()
+        self.check_invariants()
 
     def cancel(self) -> None:
         """operation Order.cancel (shop.loom:37)"""
@@ -106,7 +106,7 @@ class Order(AggregateRoot):
             detail="Order.cancel is not allowed in the current state (when status == Pending)",
         )
         self.status = OrderStatus.CANCELLED
-        self._check_invariants()
+        self.check_invariants()
 
 
 @dataclass(kw_only=True)

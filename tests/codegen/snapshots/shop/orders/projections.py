@@ -5,14 +5,14 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
 )
 
 from .repositories import OrderProgressRows
@@ -26,9 +26,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Orders: projections"],
 )
-async def get_order_progress(key: UUID, request: Request) -> OrderProgressOut:
+async def get_order_progress(key: UUID, service: ServiceDep) -> OrderProgressOut:
     """Read the row of projection OrderProgress keyed by its order (shop.loom:87)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         row = await OrderProgressRows(work).get(key)
     return OrderProgressOut.from_state(row)
@@ -40,12 +39,11 @@ async def get_order_progress(key: UUID, request: Request) -> OrderProgressOut:
     tags=["Orders: projections"],
 )
 async def list_order_progress(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[OrderProgressOut]:
     """Read a page of projection OrderProgress, ordered by order (shop.loom:87)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await OrderProgressRows(work).page(limit, offset)
     return page.map(OrderProgressOut.from_state)

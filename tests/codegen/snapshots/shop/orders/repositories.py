@@ -6,7 +6,6 @@ from loom.runtime import ProcessInstances, Repository, Rows
 
 from . import tables
 from .domain import Order, OrderProgressRow, PaymentDeadlineState
-from .schemas import PaymentDeadlineInstanceOut
 
 
 class Orders(Repository[Order]):
@@ -24,7 +23,6 @@ class PaymentDeadlineInstances(ProcessInstances[PaymentDeadlineState]):
     key = "order"
     workflow = "PaymentDeadline"
     process = "Orders.PaymentDeadline"
-    answer = PaymentDeadlineInstanceOut
 
 
 class OrderProgressRows(Rows[OrderProgressRow]):

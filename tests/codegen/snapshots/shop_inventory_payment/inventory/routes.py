@@ -5,14 +5,15 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
+
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
 )
 
 from .repositories import Reservations
@@ -26,9 +27,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Inventory: Reservation"],
 )
-async def get_reservation(id: UUID, request: Request) -> ReservationOut:
+async def get_reservation(id: UUID, service: ServiceDep) -> ReservationOut:
     """Read one Reservation (aggregate Reservation, shop.loom:111)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         reservation = await Reservations(work).get_by_id(id)
     return ReservationOut.from_aggregate(reservation)
@@ -40,12 +40,11 @@ async def get_reservation(id: UUID, request: Request) -> ReservationOut:
     tags=["Inventory: Reservation"],
 )
 async def list_reservations(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[ReservationOut]:
     """Read a page of Reservation (aggregate Reservation, shop.loom:111)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Reservations(work).page(limit, offset)
     return page.map(ReservationOut.from_aggregate)

@@ -5,14 +5,15 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
+
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
 )
 
 from .repositories import Charges
@@ -22,9 +23,8 @@ router = APIRouter(route_class=LoomRoute)
 
 
 @router.get("/api/charges/{id}", responses=PROBLEM_RESPONSES, tags=["Payment: Charge"])
-async def get_charge(id: UUID, request: Request) -> ChargeOut:
+async def get_charge(id: UUID, service: ServiceDep) -> ChargeOut:
     """Read one Charge (aggregate Charge, shop.loom:151)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         charge = await Charges(work).get_by_id(id)
     return ChargeOut.from_aggregate(charge)
@@ -32,12 +32,11 @@ async def get_charge(id: UUID, request: Request) -> ChargeOut:
 
 @router.get("/api/charges", responses=PROBLEM_RESPONSES, tags=["Payment: Charge"])
 async def list_charges(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[ChargeOut]:
     """Read a page of Charge (aggregate Charge, shop.loom:151)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Charges(work).page(limit, offset)
     return page.map(ChargeOut.from_aggregate)

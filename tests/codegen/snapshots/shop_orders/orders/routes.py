@@ -5,7 +5,8 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Query, Response
+
 from loom.runtime import (
     PROBLEM_RESPONSES,
     InvalidValue,
@@ -13,7 +14,7 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
 )
 
 from .domain import Order
@@ -24,9 +25,8 @@ router = APIRouter(route_class=LoomRoute)
 
 
 @router.get("/api/orders/{id}", responses=PROBLEM_RESPONSES, tags=["Orders: Order"])
-async def get_order(id: UUID, request: Request) -> OrderOut:
+async def get_order(id: UUID, service: ServiceDep) -> OrderOut:
     """Read one Order (aggregate Order, shop.loom:29)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         order = await Orders(work).get_by_id(id)
     return OrderOut.from_aggregate(order)
@@ -34,12 +34,11 @@ async def get_order(id: UUID, request: Request) -> OrderOut:
 
 @router.get("/api/orders", responses=PROBLEM_RESPONSES, tags=["Orders: Order"])
 async def list_orders(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[OrderOut]:
     """Read a page of Order (aggregate Order, shop.loom:29)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Orders(work).page(limit, offset)
     return page.map(OrderOut.from_aggregate)
@@ -54,10 +53,9 @@ async def list_orders(
 async def create_order(
     body: OrderCreateInput,
     response: Response,
-    request: Request,
+    service: ServiceDep,
 ) -> OrderOut:
     """crudish create of Order (shop.loom:29)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         order = Order.create(
             sku=body.sku,
@@ -71,9 +69,12 @@ async def create_order(
 
 
 @router.patch("/api/orders/{id}", responses=PROBLEM_RESPONSES, tags=["Orders: Order"])
-async def update_order(id: UUID, body: OrderUpdateInput, request: Request) -> OrderOut:
+async def update_order(
+    id: UUID,
+    body: OrderUpdateInput,
+    service: ServiceDep,
+) -> OrderOut:
     """crudish update of Order (shop.loom:29): the fields the body names"""
-    service = get_service(request)
     async with service.transaction() as work:
         orders = Orders(work)
         order = await orders.get_by_id(id)
@@ -96,7 +97,7 @@ async def update_order(id: UUID, body: OrderUpdateInput, request: Request) -> Or
             if body.status is None:
                 raise InvalidValue("status may not be null", path="body.status")
             order.status = body.status
-        order._check_invariants()
+        order.check_invariants()
         await orders.save(order)
     return OrderOut.from_aggregate(order)
 
@@ -107,9 +108,8 @@ async def update_order(id: UUID, body: OrderUpdateInput, request: Request) -> Or
     responses=PROBLEM_RESPONSES,
     tags=["Orders: Order"],
 )
-async def delete_order(id: UUID, request: Request) -> None:
+async def delete_order(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Order (shop.loom:29)"""
-    service = get_service(request)
     async with service.transaction() as work:
         orders = Orders(work)
         await orders.delete(await orders.get_by_id(id))

@@ -4,15 +4,14 @@
 
 from uuid import UUID
 
-from fastapi import APIRouter, Request
-from loom.runtime import PROBLEM_RESPONSES, Episode, LoomRoute, get_service
+from fastapi import APIRouter
+
+from loom.runtime import PROBLEM_RESPONSES, Episode, LoomRoute, ServiceDep
 
 from .domain import Order, OrderPlaced, OrderStatus
 from .ids import OrderId
 from .repositories import Orders, PaymentDeadlineInstances
 from .schemas import PaymentDeadlineInstanceOut, PlaceOrderInput
-
-PAYMENT_DEADLINE_PROCESS = "Orders.PaymentDeadline"
 
 router = APIRouter(route_class=LoomRoute)
 
@@ -23,9 +22,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Orders: workflows"],
 )
-async def place_order(body: PlaceOrderInput, request: Request) -> OrderId:
+async def place_order(body: PlaceOrderInput, service: ServiceDep) -> OrderId:
     """workflow placeOrder (shop.loom:41): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         orders = Orders(work)
         o = Order.create(
@@ -59,14 +57,13 @@ async def place_order(body: PlaceOrderInput, request: Request) -> OrderId:
 )
 async def get_payment_deadline_instance(
     id: UUID,
-    request: Request,
+    service: ServiceDep,
 ) -> PaymentDeadlineInstanceOut:
     """an instance of workflow PaymentDeadline (shop.loom:63), by its order"""
-    service = get_service(request)
     async with service.autocommit() as work:
         instance = await PaymentDeadlineInstances(work).get(id)
         timeouts = await service.processes.pending(
-            PAYMENT_DEADLINE_PROCESS,
+            "Orders.PaymentDeadline",
             id,
             work=work,
         )
@@ -78,8 +75,7 @@ async def get_payment_deadline_instance(
     responses=PROBLEM_RESPONSES,
     tags=["Orders: workflows"],
 )
-async def get_payment_deadline_episodes(id: UUID, request: Request) -> list[Episode]:
+async def get_payment_deadline_episodes(id: UUID, service: ServiceDep) -> list[Episode]:
     """the episodes of an instance of workflow PaymentDeadline (shop.loom:63), oldest first"""
-    service = get_service(request)
     async with service.autocommit() as work:
         return await PaymentDeadlineInstances(work).episodes(id)

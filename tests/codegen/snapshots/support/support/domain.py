@@ -137,14 +137,14 @@ class Agent(AggregateRoot):
     def create(cls, *, handle: str, name: str, load: int, team: str | None) -> Agent:
         """Agent.create (support.loom:52): a new Agent, its invariants checked"""
         agent = cls(handle=handle, name=name, load=load, team=team)
-        agent._check_invariants()
+        agent.check_invariants()
         return agent
 
     def _check_stored(self) -> None:
         """what saving Agent needs (support.loom:52): ints in range, derived values"""
         ints.fit(self.load, "Agent.load")
 
-    def _check_invariants(self) -> None:
+    def check_invariants(self) -> None:
         """invariants of Agent (support.loom:52)"""
         # invariant load <= 3 (support.loom:58)
         require(
@@ -157,12 +157,12 @@ class Agent(AggregateRoot):
     def take(self) -> None:
         """operation Agent.take (support.loom:59)"""
         self.load += 1
-        self._check_invariants()
+        self.check_invariants()
 
     def join(self, t: str) -> None:
         """operation Agent.join (support.loom:60)"""
         self.team = t
-        self._check_invariants()
+        self.check_invariants()
 
 
 @dataclass(kw_only=True)

@@ -4,12 +4,12 @@
 
 from typing import Annotated, cast
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,
+    ServiceDep,
     WireText,
-    get_service,
     not_found,
     require,
 )
@@ -41,9 +41,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def escalate_open(body: EscalateOpenInput, request: Request) -> None:
+async def escalate_open(body: EscalateOpenInput, service: ServiceDep) -> None:
     """commandHandler EscalateOpen (support.loom:88): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.find_by_open_for(body.customer)
@@ -60,9 +59,8 @@ async def escalate_open(body: EscalateOpenInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def close_ticket(body: CloseTicketInput, request: Request) -> None:
+async def close_ticket(body: CloseTicketInput, service: ServiceDep) -> None:
     """commandHandler CloseTicket (support.loom:92): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_id(body.ticket)
@@ -76,9 +74,8 @@ async def close_ticket(body: CloseTicketInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def close_if_present(body: CloseIfPresentInput, request: Request) -> None:
+async def close_if_present(body: CloseIfPresentInput, service: ServiceDep) -> None:
     """commandHandler CloseIfPresent (support.loom:97): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.find_by_id(body.ticket)
@@ -95,9 +92,8 @@ async def close_if_present(body: CloseIfPresentInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def close_by_code(body: CloseByCodeInput, request: Request) -> TicketId:
+async def close_by_code(body: CloseByCodeInput, service: ServiceDep) -> TicketId:
     """commandHandler CloseByCode (support.loom:101): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_code(body.code)
@@ -113,9 +109,8 @@ async def close_by_code(body: CloseByCodeInput, request: Request) -> TicketId:
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def escalate_pair(body: EscalatePairInput, request: Request) -> None:
+async def escalate_pair(body: EscalatePairInput, service: ServiceDep) -> None:
     """commandHandler EscalatePair (support.loom:107): transactional"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         a = await tickets.get_by_code(body.first)
@@ -137,9 +132,8 @@ async def escalate_pair(body: EscalatePairInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def assign(body: AssignInput, request: Request) -> None:
+async def assign(body: AssignInput, service: ServiceDep) -> None:
     """commandHandler Assign (support.loom:114): transactional"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         agents = Agents(work)
@@ -160,9 +154,8 @@ async def assign(body: AssignInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def notify(body: NotifyInput, request: Request) -> None:
+async def notify(body: NotifyInput, service: ServiceDep) -> None:
     """commandHandler Notify (support.loom:124): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.find_by_code(body.code)
@@ -182,9 +175,8 @@ async def notify(body: NotifyInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def purge(body: PurgeInput, request: Request) -> None:
+async def purge(body: PurgeInput, service: ServiceDep) -> None:
     """commandHandler Purge (support.loom:128): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_code(body.code)
@@ -197,11 +189,10 @@ async def purge(body: PurgeInput, request: Request) -> None:
     tags=["Support: handlers"],
 )
 async def due_tickets(
-    request: Request,
+    service: ServiceDep,
     as_of: Annotated[WireDatetime, Query(alias="asOf")],
 ) -> list[TicketOut]:
     """queryHandler DueTickets (support.loom:135): read-only"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         due = await tickets.run_due(as_of)
@@ -215,11 +206,10 @@ async def due_tickets(
     tags=["Support: handlers"],
 )
 async def tickets_of(
-    request: Request,
+    service: ServiceDep,
     customer: Annotated[WireText, Query()],
 ) -> list[TicketOut]:
     """queryHandler TicketsOf (support.loom:140): read-only"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         mine = await tickets.find_all_by_customer(customer)
@@ -233,12 +223,11 @@ async def tickets_of(
     tags=["Support: handlers"],
 )
 async def has_slack(
-    request: Request,
+    service: ServiceDep,
     code: Annotated[WireText, Query()],
     as_of: Annotated[WireDatetime, Query(alias="asOf")],
 ) -> bool:
     """queryHandler HasSlack (support.loom:145): read-only"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_code(code)
@@ -251,9 +240,11 @@ async def has_slack(
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def team_of(request: Request, handle: Annotated[WireText, Query()]) -> str | None:
+async def team_of(
+    service: ServiceDep,
+    handle: Annotated[WireText, Query()],
+) -> str | None:
     """queryHandler TeamOf (support.loom:150): read-only"""
-    service = get_service(request)
     result: str | None = None
     async with service.autocommit() as work:
         agents = Agents(work)
@@ -267,9 +258,8 @@ async def team_of(request: Request, handle: Annotated[WireText, Query()]) -> str
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
 )
-async def idle_agents(request: Request) -> list[AgentOut]:
+async def idle_agents(service: ServiceDep) -> list[AgentOut]:
     """queryHandler IdleAgents (support.loom:155): read-only"""
-    service = get_service(request)
     async with service.autocommit() as work:
         agents = Agents(work)
         idle = await agents.find_all_by_idle()
@@ -283,11 +273,10 @@ async def idle_agents(request: Request) -> list[AgentOut]:
     tags=["Support: handlers"],
 )
 async def echo(
-    request: Request,
+    service: ServiceDep,
     codes: Annotated[list[WireText], Query(default_factory=list)],
 ) -> list[str]:
     """queryHandler Echo (support.loom:160): read-only"""
-    service = get_service(request)
     async with service.autocommit():
         result = codes
     return result

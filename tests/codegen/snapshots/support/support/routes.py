@@ -5,7 +5,7 @@
 from typing import Annotated, cast
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
     InvalidValue,
@@ -13,8 +13,8 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
+    ServiceDep,
     WireText,
-    get_service,
     key_not_found,
 )
 
@@ -35,9 +35,8 @@ router = APIRouter(route_class=LoomRoute)
 
 
 @router.get("/api/tickets/{id}", responses=PROBLEM_RESPONSES, tags=["Support: Ticket"])
-async def get_ticket(id: UUID, request: Request) -> TicketOut:
+async def get_ticket(id: UUID, service: ServiceDep) -> TicketOut:
     """Read one Ticket (aggregate Ticket, support.loom:15)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         ticket = await Tickets(work).get_by_id(id)
     return TicketOut.from_aggregate(ticket)
@@ -45,12 +44,11 @@ async def get_ticket(id: UUID, request: Request) -> TicketOut:
 
 @router.get("/api/tickets", responses=PROBLEM_RESPONSES, tags=["Support: Ticket"])
 async def list_tickets(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[TicketOut]:
     """Read a page of Ticket (aggregate Ticket, support.loom:15)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Tickets(work).page(limit, offset)
     return page.map(TicketOut.from_aggregate)
@@ -63,10 +61,9 @@ async def list_tickets(
 )
 async def find_tickets_by_customer(
     customer: Annotated[WireText, Query()],
-    request: Request,
+    service: ServiceDep,
 ) -> list[TicketOut]:
     """find byCustomer of Tickets (support.loom:64)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         found = await Tickets(work).find_all_by_customer(customer)
     return [TicketOut.from_aggregate(x) for x in found]
@@ -81,10 +78,9 @@ async def find_tickets_by_customer(
 async def create_ticket(
     body: TicketCreateInput,
     response: Response,
-    request: Request,
+    service: ServiceDep,
 ) -> TicketOut:
     """crudish create of Ticket (support.loom:15)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         ticket = Ticket.create(
             code=body.code,
@@ -104,10 +100,9 @@ async def create_ticket(
 async def update_ticket(
     id: UUID,
     body: TicketUpdateInput,
-    request: Request,
+    service: ServiceDep,
 ) -> TicketOut:
     """crudish update of Ticket (support.loom:15): the fields the body names"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -144,9 +139,8 @@ async def update_ticket(
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def delete_ticket(id: UUID, request: Request) -> None:
+async def delete_ticket(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Ticket (support.loom:15)"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         await tickets.delete(await tickets.get_by_id(id))
@@ -158,9 +152,8 @@ async def delete_ticket(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def ticket_flag_breached(id: UUID, request: Request) -> None:
+async def ticket_flag_breached(id: UUID, service: ServiceDep) -> None:
     """operation Ticket.flagBreached (support.loom:36)"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -174,9 +167,8 @@ async def ticket_flag_breached(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def ticket_escalate(id: UUID, request: Request) -> None:
+async def ticket_escalate(id: UUID, service: ServiceDep) -> None:
     """operation Ticket.escalate (support.loom:40)"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -190,9 +182,8 @@ async def ticket_escalate(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def ticket_close(id: UUID, request: Request) -> None:
+async def ticket_close(id: UUID, service: ServiceDep) -> None:
     """operation Ticket.close (support.loom:41)"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -206,9 +197,8 @@ async def ticket_close(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def ticket_reopen(id: UUID, body: TicketReopenInput, request: Request) -> None:
+async def ticket_reopen(id: UUID, body: TicketReopenInput, service: ServiceDep) -> None:
     """operation Ticket.reopen (support.loom:42)"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -222,9 +212,8 @@ async def ticket_reopen(id: UUID, body: TicketReopenInput, request: Request) -> 
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
 )
-async def ticket_notify(id: UUID, body: TicketNotifyInput, request: Request) -> None:
+async def ticket_notify(id: UUID, body: TicketNotifyInput, service: ServiceDep) -> None:
     """extern operation Ticket.notify (support.loom:49)"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -236,9 +225,8 @@ async def ticket_notify(id: UUID, body: TicketNotifyInput, request: Request) -> 
 
 
 @router.get("/api/agents/{id}", responses=PROBLEM_RESPONSES, tags=["Support: Agent"])
-async def get_agent(id: UUID, request: Request) -> AgentOut:
+async def get_agent(id: UUID, service: ServiceDep) -> AgentOut:
     """Read one Agent (aggregate Agent, support.loom:52)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         agent = await Agents(work).get_by_id(id)
     return AgentOut.from_aggregate(agent)
@@ -246,12 +234,11 @@ async def get_agent(id: UUID, request: Request) -> AgentOut:
 
 @router.get("/api/agents", responses=PROBLEM_RESPONSES, tags=["Support: Agent"])
 async def list_agents(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[AgentOut]:
     """Read a page of Agent (aggregate Agent, support.loom:52)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Agents(work).page(limit, offset)
     return page.map(AgentOut.from_aggregate)
@@ -264,10 +251,9 @@ async def list_agents(
 )
 async def find_agents_by_handle(
     handle: Annotated[WireText, Query()],
-    request: Request,
+    service: ServiceDep,
 ) -> AgentOut:
     """find byHandle of Agents (support.loom:67)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         agent = await Agents(work).find_by_handle(handle)
     if agent is None:
@@ -281,9 +267,8 @@ async def find_agents_by_handle(
     responses=PROBLEM_RESPONSES,
     tags=["Support: Agent"],
 )
-async def agent_take(id: UUID, request: Request) -> None:
+async def agent_take(id: UUID, service: ServiceDep) -> None:
     """operation Agent.take (support.loom:59)"""
-    service = get_service(request)
     async with service.transaction() as work:
         agents = Agents(work)
         agent = await agents.get_by_id(id)
@@ -297,9 +282,8 @@ async def agent_take(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: Agent"],
 )
-async def agent_join(id: UUID, body: AgentJoinInput, request: Request) -> None:
+async def agent_join(id: UUID, body: AgentJoinInput, service: ServiceDep) -> None:
     """operation Agent.join (support.loom:60)"""
-    service = get_service(request)
     async with service.transaction() as work:
         agents = Agents(work)
         agent = await agents.get_by_id(id)

@@ -5,8 +5,8 @@
 from typing import cast
 from uuid import UUID
 
-from fastapi import APIRouter, Request
-from loom.runtime import PROBLEM_RESPONSES, Int64, LoomRoute, get_service, require
+from fastapi import APIRouter
+from loom.runtime import PROBLEM_RESPONSES, Int64, LoomRoute, ServiceDep, require
 
 from .domain import Agent, Charged, LedgerState, Ticket
 from .externs import TicketExterns
@@ -56,9 +56,8 @@ def ledger_apply_charged(state: LedgerState, e: Charged) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def hire_agent(body: HireAgentInput, request: Request) -> AgentId:
+async def hire_agent(body: HireAgentInput, service: ServiceDep) -> AgentId:
     """workflow hireAgent (support.loom:166): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         agents = Agents(work)
         a = Agent.create(handle=body.handle, name=body.name, load=0, team=None)
@@ -73,9 +72,8 @@ async def hire_agent(body: HireAgentInput, request: Request) -> AgentId:
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def intake(body: IntakeInput, request: Request) -> None:
+async def intake(body: IntakeInput, service: ServiceDep) -> None:
     """workflow intake (support.loom:174): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         existing = await tickets.find_by_code(body.code)
@@ -97,9 +95,8 @@ async def intake(body: IntakeInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def sweep(body: SweepInput, request: Request) -> Int64:
+async def sweep(body: SweepInput, service: ServiceDep) -> Int64:
     """workflow sweep (support.loom:185): transactional, all-or-nothing"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         due = await tickets.run_due(body.as_of)
@@ -116,9 +113,8 @@ async def sweep(body: SweepInput, request: Request) -> Int64:
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def strict_sweep(body: StrictSweepInput, request: Request) -> None:
+async def strict_sweep(body: StrictSweepInput, service: ServiceDep) -> None:
     """workflow strictSweep (support.loom:195): transactional, all-or-nothing"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         late = await tickets.run_late(body.as_of)
@@ -133,9 +129,8 @@ async def strict_sweep(body: StrictSweepInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def loose_sweep(body: LooseSweepInput, request: Request) -> None:
+async def loose_sweep(body: LooseSweepInput, service: ServiceDep) -> None:
     """workflow looseSweep (support.loom:201): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         late = await tickets.run_late(body.as_of)
@@ -150,9 +145,8 @@ async def loose_sweep(body: LooseSweepInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def follow_up(body: FollowUpInput, request: Request) -> None:
+async def follow_up(body: FollowUpInput, service: ServiceDep) -> None:
     """workflow FollowUp (support.loom:209): transactional, all-or-nothing"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         follow_up_instances = FollowUpInstances(work)
@@ -174,9 +168,8 @@ async def follow_up(body: FollowUpInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def ledger(body: LedgerInput, request: Request) -> None:
+async def ledger(body: LedgerInput, service: ServiceDep) -> None:
     """workflow Ledger (support.loom:230): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         ledger_instances = LedgerInstances(work)
@@ -200,9 +193,8 @@ async def ledger(body: LedgerInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def get_follow_up_instance(id: UUID, request: Request) -> FollowUpInstanceOut:
+async def get_follow_up_instance(id: UUID, service: ServiceDep) -> FollowUpInstanceOut:
     """an instance of workflow FollowUp (support.loom:209), by its ticket"""
-    service = get_service(request)
     async with service.autocommit() as work:
         instance = await FollowUpInstances(work).get(id)
     return FollowUpInstanceOut.from_state(instance)
@@ -213,9 +205,8 @@ async def get_follow_up_instance(id: UUID, request: Request) -> FollowUpInstance
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
 )
-async def get_ledger_instance(id: UUID, request: Request) -> LedgerInstanceOut:
+async def get_ledger_instance(id: UUID, service: ServiceDep) -> LedgerInstanceOut:
     """an instance of workflow Ledger (support.loom:230), by its ticket"""
-    service = get_service(request)
     async with service.autocommit() as work:
         instance = await LedgerInstances(work).get(id)
     return LedgerInstanceOut.from_state(instance)

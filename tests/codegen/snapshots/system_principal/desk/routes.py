@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
     InvalidValue,
@@ -13,7 +13,7 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
     require_tenant,
 )
 
@@ -32,9 +32,8 @@ router = APIRouter(route_class=LoomRoute, dependencies=[Depends(require_tenant)]
 
 
 @router.get("/api/notes/{id}", responses=PROBLEM_RESPONSES, tags=["Desk: Note"])
-async def get_note(id: UUID, request: Request) -> NoteOut:
+async def get_note(id: UUID, service: ServiceDep) -> NoteOut:
     """Read one Note (aggregate Note, system_principal.loom:7)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         note = await Notes(work).get_by_id(id)
     return NoteOut.from_aggregate(note)
@@ -42,12 +41,11 @@ async def get_note(id: UUID, request: Request) -> NoteOut:
 
 @router.get("/api/notes", responses=PROBLEM_RESPONSES, tags=["Desk: Note"])
 async def list_notes(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[NoteOut]:
     """Read a page of Note (aggregate Note, system_principal.loom:7)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Notes(work).page(limit, offset)
     return page.map(NoteOut.from_aggregate)
@@ -62,10 +60,9 @@ async def list_notes(
 async def create_note(
     body: NoteCreateInput,
     response: Response,
-    request: Request,
+    service: ServiceDep,
 ) -> NoteOut:
     """crudish create of Note (system_principal.loom:7)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         note = Note.create(
             text=body.text,
@@ -79,9 +76,8 @@ async def create_note(
 
 
 @router.patch("/api/notes/{id}", responses=PROBLEM_RESPONSES, tags=["Desk: Note"])
-async def update_note(id: UUID, body: NoteUpdateInput, request: Request) -> NoteOut:
+async def update_note(id: UUID, body: NoteUpdateInput, service: ServiceDep) -> NoteOut:
     """crudish update of Note (system_principal.loom:7): the fields the body names"""
-    service = get_service(request)
     async with service.transaction() as work:
         notes = Notes(work)
         note = await notes.get_by_id(id)
@@ -114,9 +110,8 @@ async def update_note(id: UUID, body: NoteUpdateInput, request: Request) -> Note
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Note"],
 )
-async def delete_note(id: UUID, request: Request) -> None:
+async def delete_note(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Note (system_principal.loom:7)"""
-    service = get_service(request)
     async with service.transaction() as work:
         notes = Notes(work)
         await notes.delete(await notes.get_by_id(id))
@@ -128,9 +123,8 @@ async def delete_note(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Note"],
 )
-async def note_post(id: UUID, request: Request) -> None:
+async def note_post(id: UUID, service: ServiceDep) -> None:
     """operation Note.post (system_principal.loom:12)"""
-    service = get_service(request)
     async with service.transaction() as work:
         notes = Notes(work)
         note = await notes.get_by_id(id)
@@ -139,9 +133,8 @@ async def note_post(id: UUID, request: Request) -> None:
 
 
 @router.get("/api/sweeps/{id}", responses=PROBLEM_RESPONSES, tags=["Desk: Sweep"])
-async def get_sweep(id: UUID, request: Request) -> SweepOut:
+async def get_sweep(id: UUID, service: ServiceDep) -> SweepOut:
     """Read one Sweep (aggregate Sweep, system_principal.loom:25)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         sweep = await Sweeps(work).get_by_id(id)
     return SweepOut.from_aggregate(sweep)
@@ -149,12 +142,11 @@ async def get_sweep(id: UUID, request: Request) -> SweepOut:
 
 @router.get("/api/sweeps", responses=PROBLEM_RESPONSES, tags=["Desk: Sweep"])
 async def list_sweeps(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[SweepOut]:
     """Read a page of Sweep (aggregate Sweep, system_principal.loom:25)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Sweeps(work).page(limit, offset)
     return page.map(SweepOut.from_aggregate)
@@ -169,10 +161,9 @@ async def list_sweeps(
 async def create_sweep(
     body: SweepCreateInput,
     response: Response,
-    request: Request,
+    service: ServiceDep,
 ) -> SweepOut:
     """crudish create of Sweep (system_principal.loom:25)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         sweep = Sweep.create(swept_in=body.swept_in)
         await Sweeps(work).save(sweep)
@@ -181,9 +172,12 @@ async def create_sweep(
 
 
 @router.patch("/api/sweeps/{id}", responses=PROBLEM_RESPONSES, tags=["Desk: Sweep"])
-async def update_sweep(id: UUID, body: SweepUpdateInput, request: Request) -> SweepOut:
+async def update_sweep(
+    id: UUID,
+    body: SweepUpdateInput,
+    service: ServiceDep,
+) -> SweepOut:
     """crudish update of Sweep (system_principal.loom:25): the fields the body names"""
-    service = get_service(request)
     async with service.transaction() as work:
         sweeps = Sweeps(work)
         sweep = await sweeps.get_by_id(id)
@@ -201,9 +195,8 @@ async def update_sweep(id: UUID, body: SweepUpdateInput, request: Request) -> Sw
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Sweep"],
 )
-async def delete_sweep(id: UUID, request: Request) -> None:
+async def delete_sweep(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Sweep (system_principal.loom:25)"""
-    service = get_service(request)
     async with service.transaction() as work:
         sweeps = Sweeps(work)
         await sweeps.delete(await sweeps.get_by_id(id))

@@ -6,7 +6,6 @@ from loom.runtime import ProcessInstances, Repository
 
 from . import tables
 from .domain import DeadlineState, Job
-from .schemas import DeadlineInstanceOut
 
 
 class Jobs(Repository[Job]):
@@ -24,4 +23,3 @@ class DeadlineInstances(ProcessInstances[DeadlineState]):
     key = "job"
     workflow = "Deadline"
     process = "Jobs.Deadline"
-    answer = DeadlineInstanceOut

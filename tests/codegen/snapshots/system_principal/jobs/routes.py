@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
     InvalidValue,
@@ -13,7 +13,7 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
 )
 
 from .domain import Job
@@ -24,9 +24,8 @@ router = APIRouter(route_class=LoomRoute)
 
 
 @router.get("/api/jobs/{id}", responses=PROBLEM_RESPONSES, tags=["Jobs: Job"])
-async def get_job(id: UUID, request: Request) -> JobOut:
+async def get_job(id: UUID, service: ServiceDep) -> JobOut:
     """Read one Job (aggregate Job, system_principal.loom:47)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         job = await Jobs(work).get_by_id(id)
     return JobOut.from_aggregate(job)
@@ -34,12 +33,11 @@ async def get_job(id: UUID, request: Request) -> JobOut:
 
 @router.get("/api/jobs", responses=PROBLEM_RESPONSES, tags=["Jobs: Job"])
 async def list_jobs(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[JobOut]:
     """Read a page of Job (aggregate Job, system_principal.loom:47)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Jobs(work).page(limit, offset)
     return page.map(JobOut.from_aggregate)
@@ -54,10 +52,9 @@ async def list_jobs(
 async def create_job(
     body: JobCreateInput,
     response: Response,
-    request: Request,
+    service: ServiceDep,
 ) -> JobOut:
     """crudish create of Job (system_principal.loom:47)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         job = Job.create(
             name=body.name,
@@ -73,9 +70,8 @@ async def create_job(
 
 
 @router.patch("/api/jobs/{id}", responses=PROBLEM_RESPONSES, tags=["Jobs: Job"])
-async def update_job(id: UUID, body: JobUpdateInput, request: Request) -> JobOut:
+async def update_job(id: UUID, body: JobUpdateInput, service: ServiceDep) -> JobOut:
     """crudish update of Job (system_principal.loom:47): the fields the body names"""
-    service = get_service(request)
     async with service.transaction() as work:
         jobs = Jobs(work)
         job = await jobs.get_by_id(id)
@@ -125,9 +121,8 @@ async def update_job(id: UUID, body: JobUpdateInput, request: Request) -> JobOut
     responses=PROBLEM_RESPONSES,
     tags=["Jobs: Job"],
 )
-async def delete_job(id: UUID, request: Request) -> None:
+async def delete_job(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Job (system_principal.loom:47)"""
-    service = get_service(request)
     async with service.transaction() as work:
         jobs = Jobs(work)
         await jobs.delete(await jobs.get_by_id(id))
@@ -139,9 +134,8 @@ async def delete_job(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Jobs: Job"],
 )
-async def job_start(id: UUID, request: Request) -> None:
+async def job_start(id: UUID, service: ServiceDep) -> None:
     """operation Job.start (system_principal.loom:54)"""
-    service = get_service(request)
     async with service.transaction() as work:
         jobs = Jobs(work)
         job = await jobs.get_by_id(id)

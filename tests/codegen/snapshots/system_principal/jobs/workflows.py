@@ -4,8 +4,8 @@
 
 from uuid import UUID
 
-from fastapi import APIRouter, Request
-from loom.runtime import PROBLEM_RESPONSES, Episode, LoomRoute, get_service
+from fastapi import APIRouter
+from loom.runtime import PROBLEM_RESPONSES, Episode, LoomRoute, ServiceDep
 
 from .repositories import DeadlineInstances
 from .schemas import DeadlineInstanceOut
@@ -24,9 +24,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Jobs: workflows"],
 )
-async def get_deadline_instance(id: UUID, request: Request) -> DeadlineInstanceOut:
+async def get_deadline_instance(id: UUID, service: ServiceDep) -> DeadlineInstanceOut:
     """an instance of workflow Deadline (system_principal.loom:79), by its job"""
-    service = get_service(request)
     async with service.autocommit() as work:
         instance = await DeadlineInstances(work).get(id)
         timeouts = await service.processes.pending(DEADLINE_PROCESS, id, work=work)
@@ -38,8 +37,7 @@ async def get_deadline_instance(id: UUID, request: Request) -> DeadlineInstanceO
     responses=PROBLEM_RESPONSES,
     tags=["Jobs: workflows"],
 )
-async def get_deadline_episodes(id: UUID, request: Request) -> list[Episode]:
+async def get_deadline_episodes(id: UUID, service: ServiceDep) -> list[Episode]:
     """the episodes of an instance of workflow Deadline (system_principal.loom:79), oldest first"""
-    service = get_service(request)
     async with service.autocommit() as work:
         return await DeadlineInstances(work).episodes(id)

@@ -4,13 +4,13 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,
+    ServiceDep,
     WireText,
     current_tenant,
-    get_service,
     not_found,
     require_tenant,
 )
@@ -35,9 +35,8 @@ router = APIRouter(route_class=LoomRoute, dependencies=[Depends(require_tenant)]
     responses=PROBLEM_RESPONSES,
     tags=["Billing: handlers"],
 )
-async def pay_number(body: PayNumberInput, request: Request) -> InvoiceId:
+async def pay_number(body: PayNumberInput, service: ServiceDep) -> InvoiceId:
     """commandHandler PayNumber (tenants.loom:64): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         invoices = Invoices(work)
         i = await invoices.get_by_number(body.number)
@@ -53,9 +52,8 @@ async def pay_number(body: PayNumberInput, request: Request) -> InvoiceId:
     responses=PROBLEM_RESPONSES,
     tags=["Billing: handlers"],
 )
-async def pay_by_id(body: PayByIdInput, request: Request) -> None:
+async def pay_by_id(body: PayByIdInput, service: ServiceDep) -> None:
     """commandHandler PayById (tenants.loom:69): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         invoices = Invoices(work)
         i = await invoices.get_by_id(body.invoice)
@@ -69,9 +67,8 @@ async def pay_by_id(body: PayByIdInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Billing: handlers"],
 )
-async def pay_first_open(body: PayFirstOpenInput, request: Request) -> None:
+async def pay_first_open(body: PayFirstOpenInput, service: ServiceDep) -> None:
     """commandHandler PayFirstOpen (tenants.loom:73): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         invoices = Invoices(work)
         i = await invoices.find_by_open_for(body.customer)
@@ -88,9 +85,8 @@ async def pay_first_open(body: PayFirstOpenInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Billing: handlers"],
 )
-async def purge(body: PurgeInput, request: Request) -> None:
+async def purge(body: PurgeInput, service: ServiceDep) -> None:
     """commandHandler Purge (tenants.loom:76): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         invoices = Invoices(work)
         i = await invoices.get_by_number(body.number)
@@ -103,11 +99,10 @@ async def purge(body: PurgeInput, request: Request) -> None:
     tags=["Billing: handlers"],
 )
 async def by_number(
-    request: Request,
+    service: ServiceDep,
     number: Annotated[WireText, Query()],
 ) -> InvoiceOut:
     """queryHandler ByNumber (tenants.loom:80): read-only"""
-    service = get_service(request)
     async with service.autocommit() as work:
         invoices = Invoices(work)
         i = await invoices.get_by_number(number)
@@ -121,11 +116,10 @@ async def by_number(
     tags=["Billing: handlers"],
 )
 async def of_customer(
-    request: Request,
+    service: ServiceDep,
     customer: Annotated[WireText, Query()],
 ) -> list[InvoiceOut]:
     """queryHandler OfCustomer (tenants.loom:84): read-only"""
-    service = get_service(request)
     async with service.autocommit() as work:
         invoices = Invoices(work)
         mine = await invoices.find_all_by_customer(customer)
@@ -139,11 +133,10 @@ async def of_customer(
     tags=["Billing: handlers"],
 )
 async def open_of(
-    request: Request,
+    service: ServiceDep,
     customer: Annotated[WireText, Query()],
 ) -> list[InvoiceOut]:
     """queryHandler OpenOf (tenants.loom:88): read-only"""
-    service = get_service(request)
     async with service.autocommit() as work:
         invoices = Invoices(work)
         open = await invoices.find_all_by_open_for(customer)
@@ -156,9 +149,8 @@ async def open_of(
     responses=PROBLEM_RESPONSES,
     tags=["Billing: handlers"],
 )
-async def large_ones(request: Request) -> list[InvoiceOut]:
+async def large_ones(service: ServiceDep) -> list[InvoiceOut]:
     """queryHandler LargeOnes (tenants.loom:92): read-only"""
-    service = get_service(request)
     async with service.autocommit() as work:
         invoices = Invoices(work)
         large = await invoices.run_large()
@@ -172,9 +164,8 @@ async def large_ones(request: Request) -> list[InvoiceOut]:
     responses=PROBLEM_RESPONSES,
     tags=["Billing: handlers"],
 )
-async def stamp_mine(body: StampMineInput, request: Request) -> None:
+async def stamp_mine(body: StampMineInput, service: ServiceDep) -> None:
     """commandHandler StampMine (tenants.loom:96): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         invoices = Invoices(work)
         i = await invoices.get_by_id(body.invoice)
@@ -187,9 +178,8 @@ async def stamp_mine(body: StampMineInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Billing: handlers"],
 )
-async def my_tenant(request: Request) -> str:
+async def my_tenant(service: ServiceDep) -> str:
     """queryHandler MyTenant (tenants.loom:100): read-only"""
-    service = get_service(request)
     async with service.autocommit():
         result = current_tenant()
     return result

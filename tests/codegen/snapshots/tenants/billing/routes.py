@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
     InvalidValue,
@@ -13,8 +13,8 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
+    ServiceDep,
     WireText,
-    get_service,
     require_tenant,
 )
 
@@ -39,9 +39,8 @@ router = APIRouter(route_class=LoomRoute, dependencies=[Depends(require_tenant)]
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Invoice"],
 )
-async def get_invoice(id: UUID, request: Request) -> InvoiceOut:
+async def get_invoice(id: UUID, service: ServiceDep) -> InvoiceOut:
     """Read one Invoice (aggregate Invoice, tenants.loom:12)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         invoice = await Invoices(work).get_by_id(id)
     return InvoiceOut.from_aggregate(invoice)
@@ -49,12 +48,11 @@ async def get_invoice(id: UUID, request: Request) -> InvoiceOut:
 
 @router.get("/api/invoices", responses=PROBLEM_RESPONSES, tags=["Billing: Invoice"])
 async def list_invoices(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[InvoiceOut]:
     """Read a page of Invoice (aggregate Invoice, tenants.loom:12)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Invoices(work).page(limit, offset)
     return page.map(InvoiceOut.from_aggregate)
@@ -67,10 +65,9 @@ async def list_invoices(
 )
 async def find_invoices_by_customer(
     customer: Annotated[WireText, Query()],
-    request: Request,
+    service: ServiceDep,
 ) -> list[InvoiceOut]:
     """find byCustomer of Invoices (tenants.loom:32)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         found = await Invoices(work).find_all_by_customer(customer)
     return [InvoiceOut.from_aggregate(x) for x in found]
@@ -85,10 +82,9 @@ async def find_invoices_by_customer(
 async def create_invoice(
     body: InvoiceCreateInput,
     response: Response,
-    request: Request,
+    service: ServiceDep,
 ) -> InvoiceOut:
     """crudish create of Invoice (tenants.loom:12)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         invoice = Invoice.create(
             number=body.number,
@@ -112,10 +108,9 @@ async def create_invoice(
 async def update_invoice(
     id: UUID,
     body: InvoiceUpdateInput,
-    request: Request,
+    service: ServiceDep,
 ) -> InvoiceOut:
     """crudish update of Invoice (tenants.loom:12): the fields the body names"""
-    service = get_service(request)
     async with service.transaction() as work:
         invoices = Invoices(work)
         invoice = await invoices.get_by_id(id)
@@ -155,9 +150,8 @@ async def update_invoice(
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Invoice"],
 )
-async def delete_invoice(id: UUID, request: Request) -> None:
+async def delete_invoice(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Invoice (tenants.loom:12)"""
-    service = get_service(request)
     async with service.transaction() as work:
         invoices = Invoices(work)
         await invoices.delete(await invoices.get_by_id(id))
@@ -169,9 +163,8 @@ async def delete_invoice(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Invoice"],
 )
-async def invoice_pay(id: UUID, request: Request) -> None:
+async def invoice_pay(id: UUID, service: ServiceDep) -> None:
     """operation Invoice.pay (tenants.loom:22)"""
-    service = get_service(request)
     async with service.transaction() as work:
         invoices = Invoices(work)
         invoice = await invoices.get_by_id(id)
@@ -185,9 +178,8 @@ async def invoice_pay(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Invoice"],
 )
-async def invoice_bump(id: UUID, body: InvoiceBumpInput, request: Request) -> None:
+async def invoice_bump(id: UUID, body: InvoiceBumpInput, service: ServiceDep) -> None:
     """operation Invoice.bump (tenants.loom:26)"""
-    service = get_service(request)
     async with service.transaction() as work:
         invoices = Invoices(work)
         invoice = await invoices.get_by_id(id)
@@ -201,9 +193,8 @@ async def invoice_bump(id: UUID, body: InvoiceBumpInput, request: Request) -> No
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Invoice"],
 )
-async def invoice_stamp(id: UUID, body: InvoiceStampInput, request: Request) -> None:
+async def invoice_stamp(id: UUID, body: InvoiceStampInput, service: ServiceDep) -> None:
     """operation Invoice.stamp (tenants.loom:29)"""
-    service = get_service(request)
     async with service.transaction() as work:
         invoices = Invoices(work)
         invoice = await invoices.get_by_id(id)
@@ -216,9 +207,8 @@ async def invoice_stamp(id: UUID, body: InvoiceStampInput, request: Request) -> 
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Receipt"],
 )
-async def get_receipt(id: UUID, request: Request) -> ReceiptOut:
+async def get_receipt(id: UUID, service: ServiceDep) -> ReceiptOut:
     """Read one Receipt (aggregate Receipt, tenants.loom:35)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         receipt = await Receipts(work).get_by_id(id)
     return ReceiptOut.from_aggregate(receipt)
@@ -226,12 +216,11 @@ async def get_receipt(id: UUID, request: Request) -> ReceiptOut:
 
 @router.get("/api/receipts", responses=PROBLEM_RESPONSES, tags=["Billing: Receipt"])
 async def list_receipts(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[ReceiptOut]:
     """Read a page of Receipt (aggregate Receipt, tenants.loom:35)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Receipts(work).page(limit, offset)
     return page.map(ReceiptOut.from_aggregate)
@@ -246,10 +235,9 @@ async def list_receipts(
 async def create_receipt(
     body: ReceiptCreateInput,
     response: Response,
-    request: Request,
+    service: ServiceDep,
 ) -> ReceiptOut:
     """crudish create of Receipt (tenants.loom:35)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         receipt = Receipt.create(invoice=body.invoice, customer=body.customer)
         await Receipts(work).save(receipt)
@@ -265,10 +253,9 @@ async def create_receipt(
 async def update_receipt(
     id: UUID,
     body: ReceiptUpdateInput,
-    request: Request,
+    service: ServiceDep,
 ) -> ReceiptOut:
     """crudish update of Receipt (tenants.loom:35): the fields the body names"""
-    service = get_service(request)
     async with service.transaction() as work:
         receipts = Receipts(work)
         receipt = await receipts.get_by_id(id)
@@ -290,9 +277,8 @@ async def update_receipt(
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Receipt"],
 )
-async def delete_receipt(id: UUID, request: Request) -> None:
+async def delete_receipt(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Receipt (tenants.loom:35)"""
-    service = get_service(request)
     async with service.transaction() as work:
         receipts = Receipts(work)
         await receipts.delete(await receipts.get_by_id(id))

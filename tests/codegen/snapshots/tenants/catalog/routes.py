@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
     InvalidValue,
@@ -13,7 +13,7 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
 )
 
 from .domain import Product
@@ -28,9 +28,8 @@ router = APIRouter(route_class=LoomRoute)
     responses=PROBLEM_RESPONSES,
     tags=["Catalog: Product"],
 )
-async def get_product(id: UUID, request: Request) -> ProductOut:
+async def get_product(id: UUID, service: ServiceDep) -> ProductOut:
     """Read one Product (aggregate Product, tenants.loom:5)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         product = await Products(work).get_by_id(id)
     return ProductOut.from_aggregate(product)
@@ -38,12 +37,11 @@ async def get_product(id: UUID, request: Request) -> ProductOut:
 
 @router.get("/api/products", responses=PROBLEM_RESPONSES, tags=["Catalog: Product"])
 async def list_products(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[ProductOut]:
     """Read a page of Product (aggregate Product, tenants.loom:5)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Products(work).page(limit, offset)
     return page.map(ProductOut.from_aggregate)
@@ -58,10 +56,9 @@ async def list_products(
 async def create_product(
     body: ProductCreateInput,
     response: Response,
-    request: Request,
+    service: ServiceDep,
 ) -> ProductOut:
     """crudish create of Product (tenants.loom:5)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         product = Product.create(name=body.name)
         await Products(work).save(product)
@@ -77,10 +74,9 @@ async def create_product(
 async def update_product(
     id: UUID,
     body: ProductUpdateInput,
-    request: Request,
+    service: ServiceDep,
 ) -> ProductOut:
     """crudish update of Product (tenants.loom:5): the fields the body names"""
-    service = get_service(request)
     async with service.transaction() as work:
         products = Products(work)
         product = await products.get_by_id(id)
@@ -98,9 +94,8 @@ async def update_product(
     responses=PROBLEM_RESPONSES,
     tags=["Catalog: Product"],
 )
-async def delete_product(id: UUID, request: Request) -> None:
+async def delete_product(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Product (tenants.loom:5)"""
-    service = get_service(request)
     async with service.transaction() as work:
         products = Products(work)
         await products.delete(await products.get_by_id(id))

@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
     InvalidValue,
@@ -13,7 +13,7 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
     require_tenant,
 )
 
@@ -25,9 +25,8 @@ router = APIRouter(route_class=LoomRoute, dependencies=[Depends(require_tenant)]
 
 
 @router.get("/api/accounts/{id}", responses=PROBLEM_RESPONSES, tags=["Ledger: Account"])
-async def get_account(id: UUID, request: Request) -> AccountOut:
+async def get_account(id: UUID, service: ServiceDep) -> AccountOut:
     """Read one Account (aggregate Account, tenants_channels.loom:18)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         account = await Accounts(work).get_by_id(id)
     return AccountOut.from_aggregate(account)
@@ -35,12 +34,11 @@ async def get_account(id: UUID, request: Request) -> AccountOut:
 
 @router.get("/api/accounts", responses=PROBLEM_RESPONSES, tags=["Ledger: Account"])
 async def list_accounts(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[AccountOut]:
     """Read a page of Account (aggregate Account, tenants_channels.loom:18)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Accounts(work).page(limit, offset)
     return page.map(AccountOut.from_aggregate)
@@ -55,10 +53,9 @@ async def list_accounts(
 async def create_account(
     body: AccountCreateInput,
     response: Response,
-    request: Request,
+    service: ServiceDep,
 ) -> AccountOut:
     """crudish create of Account (tenants_channels.loom:18)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         account = Account.create(
             customer=body.customer,
@@ -78,10 +75,9 @@ async def create_account(
 async def update_account(
     id: UUID,
     body: AccountUpdateInput,
-    request: Request,
+    service: ServiceDep,
 ) -> AccountOut:
     """crudish update of Account (tenants_channels.loom:18): the fields the body names"""
-    service = get_service(request)
     async with service.transaction() as work:
         accounts = Accounts(work)
         account = await accounts.get_by_id(id)
@@ -107,9 +103,8 @@ async def update_account(
     responses=PROBLEM_RESPONSES,
     tags=["Ledger: Account"],
 )
-async def delete_account(id: UUID, request: Request) -> None:
+async def delete_account(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Account (tenants_channels.loom:18)"""
-    service = get_service(request)
     async with service.transaction() as work:
         accounts = Accounts(work)
         await accounts.delete(await accounts.get_by_id(id))

@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
     InvalidValue,
@@ -13,7 +13,7 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
     require_tenant,
 )
 
@@ -25,9 +25,8 @@ router = APIRouter(route_class=LoomRoute, dependencies=[Depends(require_tenant)]
 
 
 @router.get("/api/orders/{id}", responses=PROBLEM_RESPONSES, tags=["Sales: Order"])
-async def get_order(id: UUID, request: Request) -> OrderOut:
+async def get_order(id: UUID, service: ServiceDep) -> OrderOut:
     """Read one Order (aggregate Order, tenants_channels.loom:6)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         order = await Orders(work).get_by_id(id)
     return OrderOut.from_aggregate(order)
@@ -35,12 +34,11 @@ async def get_order(id: UUID, request: Request) -> OrderOut:
 
 @router.get("/api/orders", responses=PROBLEM_RESPONSES, tags=["Sales: Order"])
 async def list_orders(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[OrderOut]:
     """Read a page of Order (aggregate Order, tenants_channels.loom:6)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Orders(work).page(limit, offset)
     return page.map(OrderOut.from_aggregate)
@@ -55,10 +53,9 @@ async def list_orders(
 async def create_order(
     body: OrderCreateInput,
     response: Response,
-    request: Request,
+    service: ServiceDep,
 ) -> OrderOut:
     """crudish create of Order (tenants_channels.loom:6)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         order = Order.create(
             number=body.number,
@@ -71,9 +68,12 @@ async def create_order(
 
 
 @router.patch("/api/orders/{id}", responses=PROBLEM_RESPONSES, tags=["Sales: Order"])
-async def update_order(id: UUID, body: OrderUpdateInput, request: Request) -> OrderOut:
+async def update_order(
+    id: UUID,
+    body: OrderUpdateInput,
+    service: ServiceDep,
+) -> OrderOut:
     """crudish update of Order (tenants_channels.loom:6): the fields the body names"""
-    service = get_service(request)
     async with service.transaction() as work:
         orders = Orders(work)
         order = await orders.get_by_id(id)
@@ -99,9 +99,8 @@ async def update_order(id: UUID, body: OrderUpdateInput, request: Request) -> Or
     responses=PROBLEM_RESPONSES,
     tags=["Sales: Order"],
 )
-async def delete_order(id: UUID, request: Request) -> None:
+async def delete_order(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Order (tenants_channels.loom:6)"""
-    service = get_service(request)
     async with service.transaction() as work:
         orders = Orders(work)
         await orders.delete(await orders.get_by_id(id))
@@ -113,9 +112,8 @@ async def delete_order(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Sales: Order"],
 )
-async def order_place(id: UUID, request: Request) -> None:
+async def order_place(id: UUID, service: ServiceDep) -> None:
     """operation Order.place (tenants_channels.loom:10)"""
-    service = get_service(request)
     async with service.transaction() as work:
         orders = Orders(work)
         order = await orders.get_by_id(id)

@@ -5,14 +5,14 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
     require_tenant,
 )
 
@@ -27,9 +27,8 @@ router = APIRouter(route_class=LoomRoute, dependencies=[Depends(require_tenant)]
     responses=PROBLEM_RESPONSES,
     tags=["Desk: projections"],
 )
-async def get_ticket_activity(key: UUID, request: Request) -> TicketActivityOut:
+async def get_ticket_activity(key: UUID, service: ServiceDep) -> TicketActivityOut:
     """Read the row of projection TicketActivity keyed by its ticket (tenants_instances.loom:68)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         row = await TicketActivityRows(work).get(key)
     return TicketActivityOut.from_state(row)
@@ -41,12 +40,11 @@ async def get_ticket_activity(key: UUID, request: Request) -> TicketActivityOut:
     tags=["Desk: projections"],
 )
 async def list_ticket_activity(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[TicketActivityOut]:
     """Read a page of projection TicketActivity, ordered by ticket (tenants_instances.loom:68)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await TicketActivityRows(work).page(limit, offset)
     return page.map(TicketActivityOut.from_state)

@@ -6,7 +6,6 @@ from loom.runtime import ProcessInstances, Repository, Rows
 
 from . import tables
 from .domain import EscalationState, HoldState, Ticket, TicketActivityRow
-from .schemas import EscalationInstanceOut, HoldInstanceOut
 
 
 class Tickets(Repository[Ticket]):
@@ -24,7 +23,6 @@ class EscalationInstances(ProcessInstances[EscalationState]):
     key = "ticket"
     workflow = "Escalation"
     process = "Desk.Escalation"
-    answer = EscalationInstanceOut
 
 
 class HoldInstances(ProcessInstances[HoldState]):
@@ -35,7 +33,6 @@ class HoldInstances(ProcessInstances[HoldState]):
     key = "ticket"
     workflow = "Hold"
     process = "Desk.Hold"
-    answer = HoldInstanceOut
 
 
 class TicketActivityRows(Rows[TicketActivityRow]):

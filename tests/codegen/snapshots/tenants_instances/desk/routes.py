@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
     InvalidValue,
@@ -13,7 +13,7 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
     require_tenant,
 )
 
@@ -25,9 +25,8 @@ router = APIRouter(route_class=LoomRoute, dependencies=[Depends(require_tenant)]
 
 
 @router.get("/api/tickets/{id}", responses=PROBLEM_RESPONSES, tags=["Desk: Ticket"])
-async def get_ticket(id: UUID, request: Request) -> TicketOut:
+async def get_ticket(id: UUID, service: ServiceDep) -> TicketOut:
     """Read one Ticket (aggregate Ticket, tenants_instances.loom:11)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         ticket = await Tickets(work).get_by_id(id)
     return TicketOut.from_aggregate(ticket)
@@ -35,12 +34,11 @@ async def get_ticket(id: UUID, request: Request) -> TicketOut:
 
 @router.get("/api/tickets", responses=PROBLEM_RESPONSES, tags=["Desk: Ticket"])
 async def list_tickets(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[TicketOut]:
     """Read a page of Ticket (aggregate Ticket, tenants_instances.loom:11)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Tickets(work).page(limit, offset)
     return page.map(TicketOut.from_aggregate)
@@ -55,10 +53,9 @@ async def list_tickets(
 async def create_ticket(
     body: TicketCreateInput,
     response: Response,
-    request: Request,
+    service: ServiceDep,
 ) -> TicketOut:
     """crudish create of Ticket (tenants_instances.loom:11)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         ticket = Ticket.create(
             title=body.title,
@@ -74,10 +71,9 @@ async def create_ticket(
 async def update_ticket(
     id: UUID,
     body: TicketUpdateInput,
-    request: Request,
+    service: ServiceDep,
 ) -> TicketOut:
     """crudish update of Ticket (tenants_instances.loom:11): the fields the body names"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -106,9 +102,8 @@ async def update_ticket(
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
 )
-async def delete_ticket(id: UUID, request: Request) -> None:
+async def delete_ticket(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Ticket (tenants_instances.loom:11)"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         await tickets.delete(await tickets.get_by_id(id))
@@ -120,9 +115,8 @@ async def delete_ticket(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
 )
-async def ticket_resolve(id: UUID, request: Request) -> None:
+async def ticket_resolve(id: UUID, service: ServiceDep) -> None:
     """operation Ticket.resolve (tenants_instances.loom:15)"""
-    service = get_service(request)
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)

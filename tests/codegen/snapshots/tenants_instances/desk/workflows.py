@@ -5,12 +5,12 @@
 from datetime import timedelta
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends
 from loom.runtime import (
     PROBLEM_RESPONSES,
     Episode,
     LoomRoute,
-    get_service,
+    ServiceDep,
     now,
     require_tenant,
 )
@@ -40,9 +40,8 @@ router = APIRouter(route_class=LoomRoute, dependencies=[Depends(require_tenant)]
     responses=PROBLEM_RESPONSES,
     tags=["Desk: workflows"],
 )
-async def open_ticket(body: OpenTicketInput, request: Request) -> TicketId:
+async def open_ticket(body: OpenTicketInput, service: ServiceDep) -> TicketId:
     """workflow openTicket (tenants_instances.loom:26): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = Ticket.create(title=body.title, status=TicketStatus.OPEN, escalations=0)
@@ -58,9 +57,8 @@ async def open_ticket(body: OpenTicketInput, request: Request) -> TicketId:
     responses=PROBLEM_RESPONSES,
     tags=["Desk: workflows"],
 )
-async def report(body: ReportInput, request: Request) -> None:
+async def report(body: ReportInput, service: ServiceDep) -> None:
     """workflow report (tenants_instances.loom:33): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         work.emit(Opened(ticket=body.ticket))
 
@@ -71,9 +69,8 @@ async def report(body: ReportInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Desk: workflows"],
 )
-async def settle(body: SettleInput, request: Request) -> None:
+async def settle(body: SettleInput, service: ServiceDep) -> None:
     """workflow settle (tenants_instances.loom:36): non-transactional: each save commits on its own"""
-    service = get_service(request)
     async with service.autocommit() as work:
         work.emit(Resolved(ticket=body.ticket))
 
@@ -87,9 +84,8 @@ async def settle(body: SettleInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Desk: workflows"],
 )
-async def hold(body: HoldInput, request: Request) -> None:
+async def hold(body: HoldInput, service: ServiceDep) -> None:
     """workflow Hold (tenants_instances.loom:60): a process step: one transaction with its timers, like its reactions"""
-    service = get_service(request)
     async with service.transaction() as work:
         hold_instances = HoldInstances(work)
         instance = await hold_instances.bind(body.ticket)
@@ -110,9 +106,11 @@ async def hold(body: HoldInput, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Desk: workflows"],
 )
-async def get_escalation_instance(id: UUID, request: Request) -> EscalationInstanceOut:
+async def get_escalation_instance(
+    id: UUID,
+    service: ServiceDep,
+) -> EscalationInstanceOut:
     """an instance of workflow Escalation (tenants_instances.loom:42), by its ticket"""
-    service = get_service(request)
     async with service.autocommit() as work:
         instance = await EscalationInstances(work).get(id)
         timeouts = await service.processes.pending(ESCALATION_PROCESS, id, work=work)
@@ -124,9 +122,8 @@ async def get_escalation_instance(id: UUID, request: Request) -> EscalationInsta
     responses=PROBLEM_RESPONSES,
     tags=["Desk: workflows"],
 )
-async def get_escalation_episodes(id: UUID, request: Request) -> list[Episode]:
+async def get_escalation_episodes(id: UUID, service: ServiceDep) -> list[Episode]:
     """the episodes of an instance of workflow Escalation (tenants_instances.loom:42), oldest first"""
-    service = get_service(request)
     async with service.autocommit() as work:
         return await EscalationInstances(work).episodes(id)
 
@@ -136,9 +133,8 @@ async def get_escalation_episodes(id: UUID, request: Request) -> list[Episode]:
     responses=PROBLEM_RESPONSES,
     tags=["Desk: workflows"],
 )
-async def get_hold_instance(id: UUID, request: Request) -> HoldInstanceOut:
+async def get_hold_instance(id: UUID, service: ServiceDep) -> HoldInstanceOut:
     """an instance of workflow Hold (tenants_instances.loom:60), by its ticket"""
-    service = get_service(request)
     async with service.autocommit() as work:
         instance = await HoldInstances(work).get(id)
         timeouts = await service.processes.pending(HOLD_PROCESS, id, work=work)
@@ -150,8 +146,7 @@ async def get_hold_instance(id: UUID, request: Request) -> HoldInstanceOut:
     responses=PROBLEM_RESPONSES,
     tags=["Desk: workflows"],
 )
-async def get_hold_episodes(id: UUID, request: Request) -> list[Episode]:
+async def get_hold_episodes(id: UUID, service: ServiceDep) -> list[Episode]:
     """the episodes of an instance of workflow Hold (tenants_instances.loom:60), oldest first"""
-    service = get_service(request)
     async with service.autocommit() as work:
         return await HoldInstances(work).episodes(id)

@@ -5,7 +5,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
     InvalidValue,
@@ -13,7 +13,7 @@ from loom.runtime import (
     Page,
     PageLimit,
     PageOffset,
-    get_service,
+    ServiceDep,
     require_tenant,
 )
 
@@ -32,9 +32,8 @@ router = APIRouter(route_class=LoomRoute, dependencies=[Depends(require_tenant)]
 
 
 @router.get("/api/loans/{id}", responses=PROBLEM_RESPONSES, tags=["Lending: Loan"])
-async def get_loan(id: UUID, request: Request) -> LoanOut:
+async def get_loan(id: UUID, service: ServiceDep) -> LoanOut:
     """Read one Loan (aggregate Loan, tenants_processes.loom:5)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         loan = await Loans(work).get_by_id(id)
     return LoanOut.from_aggregate(loan)
@@ -42,12 +41,11 @@ async def get_loan(id: UUID, request: Request) -> LoanOut:
 
 @router.get("/api/loans", responses=PROBLEM_RESPONSES, tags=["Lending: Loan"])
 async def list_loans(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[LoanOut]:
     """Read a page of Loan (aggregate Loan, tenants_processes.loom:5)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Loans(work).page(limit, offset)
     return page.map(LoanOut.from_aggregate)
@@ -62,10 +60,9 @@ async def list_loans(
 async def create_loan(
     body: LoanCreateInput,
     response: Response,
-    request: Request,
+    service: ServiceDep,
 ) -> LoanOut:
     """crudish create of Loan (tenants_processes.loom:5)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         loan = Loan.create(
             number=body.number,
@@ -79,9 +76,8 @@ async def create_loan(
 
 
 @router.patch("/api/loans/{id}", responses=PROBLEM_RESPONSES, tags=["Lending: Loan"])
-async def update_loan(id: UUID, body: LoanUpdateInput, request: Request) -> LoanOut:
+async def update_loan(id: UUID, body: LoanUpdateInput, service: ServiceDep) -> LoanOut:
     """crudish update of Loan (tenants_processes.loom:5): the fields the body names"""
-    service = get_service(request)
     async with service.transaction() as work:
         loans = Loans(work)
         loan = await loans.get_by_id(id)
@@ -111,9 +107,8 @@ async def update_loan(id: UUID, body: LoanUpdateInput, request: Request) -> Loan
     responses=PROBLEM_RESPONSES,
     tags=["Lending: Loan"],
 )
-async def delete_loan(id: UUID, request: Request) -> None:
+async def delete_loan(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Loan (tenants_processes.loom:5)"""
-    service = get_service(request)
     async with service.transaction() as work:
         loans = Loans(work)
         await loans.delete(await loans.get_by_id(id))
@@ -124,9 +119,8 @@ async def delete_loan(id: UUID, request: Request) -> None:
     responses=PROBLEM_RESPONSES,
     tags=["Lending: Borrower"],
 )
-async def get_borrower(id: UUID, request: Request) -> BorrowerOut:
+async def get_borrower(id: UUID, service: ServiceDep) -> BorrowerOut:
     """Read one Borrower (aggregate Borrower, tenants_processes.loom:21)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         borrower = await Borrowers(work).get_by_id(id)
     return BorrowerOut.from_aggregate(borrower)
@@ -134,12 +128,11 @@ async def get_borrower(id: UUID, request: Request) -> BorrowerOut:
 
 @router.get("/api/borrowers", responses=PROBLEM_RESPONSES, tags=["Lending: Borrower"])
 async def list_borrowers(
-    request: Request,
+    service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[BorrowerOut]:
     """Read a page of Borrower (aggregate Borrower, tenants_processes.loom:21)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         page = await Borrowers(work).page(limit, offset)
     return page.map(BorrowerOut.from_aggregate)
@@ -154,10 +147,9 @@ async def list_borrowers(
 async def create_borrower(
     body: BorrowerCreateInput,
     response: Response,
-    request: Request,
+    service: ServiceDep,
 ) -> BorrowerOut:
     """crudish create of Borrower (tenants_processes.loom:21)"""
-    service = get_service(request)
     async with service.autocommit() as work:
         borrower = Borrower.create(name=body.name)
         await Borrowers(work).save(borrower)
@@ -173,10 +165,9 @@ async def create_borrower(
 async def update_borrower(
     id: UUID,
     body: BorrowerUpdateInput,
-    request: Request,
+    service: ServiceDep,
 ) -> BorrowerOut:
     """crudish update of Borrower (tenants_processes.loom:21): the fields the body names"""
-    service = get_service(request)
     async with service.transaction() as work:
         borrowers = Borrowers(work)
         borrower = await borrowers.get_by_id(id)
@@ -194,9 +185,8 @@ async def update_borrower(
     responses=PROBLEM_RESPONSES,
     tags=["Lending: Borrower"],
 )
-async def delete_borrower(id: UUID, request: Request) -> None:
+async def delete_borrower(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Borrower (tenants_processes.loom:21)"""
-    service = get_service(request)
     async with service.transaction() as work:
         borrowers = Borrowers(work)
         await borrowers.delete(await borrowers.get_by_id(id))
