@@ -3,7 +3,6 @@
 # Workflow routes of context Catalog.
 
 from fastapi import APIRouter
-
 from loom.runtime import PROBLEM_RESPONSES, DecimalOut, LoomRoute, ServiceDep
 
 from .domain import Box

@@ -3,7 +3,6 @@
 # Workflow routes of context Shipping.
 
 from fastapi import APIRouter
-
 from loom.runtime import PROBLEM_RESPONSES, LoomRoute, ServiceDep
 
 from .domain import Parcel

@@ -5,7 +5,6 @@
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-
 from loom.runtime import (
     PROBLEM_RESPONSES,
     LoomRoute,

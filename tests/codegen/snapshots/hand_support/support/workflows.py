@@ -3,7 +3,6 @@
 # Workflow routes of context Support.
 
 from fastapi import APIRouter
-
 from loom.runtime import (
     PROBLEM_RESPONSES,
     Int64,

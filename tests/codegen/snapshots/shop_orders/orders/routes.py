@@ -6,7 +6,6 @@ from typing import Annotated
 from uuid import UUID
 
 from fastapi import APIRouter, Query, Response
-
 from loom.runtime import (
     PROBLEM_RESPONSES,
     InvalidValue,

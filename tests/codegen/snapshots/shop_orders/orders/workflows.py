@@ -5,13 +5,14 @@
 from uuid import UUID
 
 from fastapi import APIRouter
-
 from loom.runtime import PROBLEM_RESPONSES, Episode, LoomRoute, ServiceDep
 
 from .domain import Order, OrderPlaced, OrderStatus
 from .ids import OrderId
 from .repositories import Orders, PaymentDeadlineInstances
 from .schemas import PaymentDeadlineInstanceOut, PlaceOrderInput
+
+PAYMENT_DEADLINE_PROCESS = "Orders.PaymentDeadline"
 
 router = APIRouter(route_class=LoomRoute)
 
@@ -63,7 +64,7 @@ async def get_payment_deadline_instance(
     async with service.autocommit() as work:
         instance = await PaymentDeadlineInstances(work).get(id)
         timeouts = await service.processes.pending(
-            "Orders.PaymentDeadline",
+            PAYMENT_DEADLINE_PROCESS,
             id,
             work=work,
         )
