@@ -47,7 +47,7 @@ async def test_list_and_fire(database_url: str) -> None:
     try:
         await service.create_schema()
         async with service.transaction() as work:
-            job = await SqlProcessStore().arm(
+            job = await SqlProcessStore(service).arm(
                 work, "Cli.Reminder", "k-1", Timeout("remind", at=LATER), datetime.now(UTC)
             )
         assert await service.scheduler.run_due() == 0  # nothing due for a long time

@@ -123,7 +123,7 @@ def test_wire_model_reads_an_aggregate_by_attributes() -> None:
 
 
 def test_plain_urls_get_async_drivers() -> None:
-    from loom.runtime._service import async_url
+    from loom.runtime._engine import async_url
 
     assert async_url("postgresql://u@h/db") == "postgresql+asyncpg://u@h/db"
     assert async_url("sqlite:///./x.db") == "sqlite+aiosqlite:///./x.db"

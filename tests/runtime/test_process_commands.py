@@ -76,7 +76,7 @@ async def test_durable_commands_leave_in_order_once_and_local_ones_after_the_com
 
 async def test_a_step_that_loses_its_race_leaves_no_outbox_row(service: Service) -> None:
     await service.processes.run(Counter, "k", send())
-    store = SqlProcessStore()
+    store = SqlProcessStore(service)
     stale = await service.processes.get(Counter, "k")
     assert stale is not None
     await service.processes.run(Counter, "k", send())  # the instance moves on: version 2

@@ -189,12 +189,12 @@ async def test_a_durable_step_that_loses_a_race_is_redelivered_and_ignored(
         assert len((await svc.instance("deadline", appointment))["pending"]) == 1
         # Racing from before the confirmation: the relay may deliver "confirmed" at once, and a
         # delivery loaded before the swap would not race (seen under load: no conflict at all).
-        service.processes.store = Racing(SqlProcessStore(), 2)  # type: ignore[assignment]
+        service.processes.store = Racing(SqlProcessStore(service), 2)  # type: ignore[assignment]
         r = await svc.client.post(f"/api/appointments/{appointment}/confirm")
         assert r.status_code == 204, r.text
         with caplog.at_level(logging.INFO, logger="loom.events"):
             await asyncio.gather(service.settle(), svc.clock.advance(timedelta(minutes=32)))
-            service.processes.store = SqlProcessStore()
+            service.processes.store = SqlProcessStore(service)
             await svc.clock.advance(timedelta(minutes=5))  # the retries fall due
         facts = ("reactor_failed", "timeout_retry_scheduled", "timeout_stale")
         # The timeout loses either on the version (a conflict) or, when the winner's commit came

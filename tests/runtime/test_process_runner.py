@@ -269,7 +269,7 @@ async def test_a_forced_race_on_postgres_one_wins_the_other_conflicts(postgres_u
         service.lock_reads = False  # reads take no row lock: the version check alone decides
         await service.create_schema()
         try:
-            runner = ProcessRunner(service, Racing(SqlProcessStore(), 2))  # type: ignore[arg-type]
+            runner = ProcessRunner(service, Racing(SqlProcessStore(service), 2))  # type: ignore[arg-type]
             # two first steps: both find no instance, both insert
             won, lost = await race(runner, "new")
             assert won is Outcome.DECIDED and isinstance(lost, ConcurrencyConflict)

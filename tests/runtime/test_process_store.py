@@ -200,8 +200,8 @@ class TestInMemoryStore(StoreContract):
 
 class TestSqlStore(StoreContract):
     @pytest.fixture
-    def store(self) -> ProcessStore:
-        return SqlProcessStore()
+    def store(self, service: Service) -> ProcessStore:
+        return SqlProcessStore(service)
 
     async def test_a_rolled_back_unit_of_work_leaves_instances_and_timers_as_they_were(
         self, store: Any, service: Service

@@ -15,9 +15,9 @@ whose handler failed (`kind: "timeout"`, keyed by `job_id`). Redrive takes eithe
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 from uuid import UUID
 
 from fastapi import APIRouter, Depends, Query, Response
@@ -25,10 +25,27 @@ from pydantic import BaseModel
 
 from ._auth import require_admin
 from ._errors import NotFound
+from ._outbox import Outbox
 from ._principal import current_principal
 from ._problems import PROBLEM_RESPONSES
 from ._schemas import Page, PageLimit, PageOffset
-from ._service import Service
+from ._timers import TimerQueue
+
+
+class AdminHost(Protocol):
+    """What the dead-letter routes need of the service: its channels' outbox and its timers."""
+
+    @property
+    def channels(self) -> Sequence[object]: ...
+
+    @property
+    def uses_processes(self) -> bool: ...
+
+    @property
+    def outbox(self) -> Outbox: ...
+
+    @property
+    def timers(self) -> TimerQueue: ...
 
 
 class DeadLetterOut(BaseModel):
@@ -73,7 +90,7 @@ def admin_tenant() -> str | None:
 
 
 async def dead_page(
-    service: Service,
+    service: AdminHost,
     limit: int,
     offset: int,
     kind: Kind | None = None,
@@ -108,7 +125,7 @@ async def dead_page(
     return items, n_events + n_timeouts
 
 
-async def redrive(service: Service, id: UUID, tenant: str | None = None) -> bool:
+async def redrive(service: AdminHost, id: UUID, tenant: str | None = None) -> bool:
     """Redrive the dead event, else the dead timeout, with this id (`tenant`: of that tenant)."""
     if service.channels and await service.outbox.redrive(id, tenant):
         return True
@@ -126,7 +143,7 @@ def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {k: v for k, v in PROBLEM_RESPONSES.items() if k in statuses}
 
 
-def admin_router(route_class: Any, get_service: Callable[..., Service]) -> APIRouter:
+def admin_router(route_class: Any, get_service: Callable[..., AdminHost]) -> APIRouter:
     """The dead-letter routes; `get_service` is the app's service dependency."""
     router = admin_routes(route_class)
 
@@ -139,7 +156,7 @@ def admin_router(route_class: Any, get_service: Callable[..., Service]) -> APIRo
         limit: PageLimit = 50,
         offset: PageOffset = 0,
         kind: Kind | None = Query(None),
-        service: Service = Depends(get_service),
+        service: AdminHost = Depends(get_service),
     ) -> Page[DeadItem]:
         """Durable events whose delivery failed `max_attempts` times, oldest first, then process
         timeouts whose handler did, earliest due first (`kind` keeps one of the two)."""
@@ -152,7 +169,7 @@ def admin_router(route_class: Any, get_service: Callable[..., Service]) -> APIRo
         response_class=Response,
         responses=problems(401, 403, 404, 413, 422, 500, 503),
     )
-    async def redrive_dead_letter(id: UUID, service: Service = Depends(get_service)) -> None:
+    async def redrive_dead_letter(id: UUID, service: AdminHost = Depends(get_service)) -> None:
         """Put a dead letter back in the queue (an event's id, or a timeout's job id): it is
         delivered, or fired, again from attempt 1."""
         if not await redrive(service, id, admin_tenant()):

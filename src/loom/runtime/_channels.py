@@ -5,12 +5,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Literal
-
-if TYPE_CHECKING:  # _transport imports Retention from here
-    from ._transport import ConsumerSpec
+from typing import Literal
 
 Retention = Literal["work", "log"]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerSpec:
+    """A durable consumer: one reaction (its stable consumer name, docs/events.md "Names") reading
+    the event types it handles from one channel."""
+
+    name: str
+    channel: str
+    event_types: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,14 +8,10 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-from typing import TYPE_CHECKING
 
 from ._ids import new_id
 from ._listen import Listener
-from ._work import Work
-
-if TYPE_CHECKING:
-    from ._service import Service
+from ._work import UnitHost, Work
 
 
 def claimant_name() -> str:
@@ -29,11 +25,11 @@ def failure_pause(failures: int, poll_interval: float) -> float:
     return float(min(0.05 * 2 ** min(failures, 10), max(poll_interval, 1.0)))
 
 
-def guarded_work(service: Service) -> Work:
+def guarded_work(host: UnitHost) -> Work:
     """A unit of work for statements that are each atomic and guarded on their own: autocommit on
     PostgreSQL (no BEGIN/COMMIT round trips); on SQLite the service's writer lock and
     `BEGIN IMMEDIATE`, like every writer of this process."""
-    return Work(service, service.is_sqlite, None)
+    return Work(host, host.dialect == "sqlite", None)
 
 
 async def stop_loop(

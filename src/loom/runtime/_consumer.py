@@ -33,7 +33,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from uuid import UUID
 
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -43,7 +43,8 @@ from loom.model import messaging as wire
 from . import clock
 from ._brokers import Consumed
 from ._claimant import failure_pause
-from ._events import EventEnvelope, Undeliverable
+from ._events import EventBus, EventEnvelope, Undeliverable
+from ._faults import Faults
 from ._ids import new_id
 from ._key_order import KeyOrder, order_of
 from ._lease import MAX_ERROR
@@ -51,9 +52,21 @@ from ._logs import log_fact
 from ._ordering import applied, record_progress
 from ._outbox import DEAD, row_fields, write_dead_letter
 from ._transport import MalformedMessage, Message, Received
+from ._work import Units
 
-if TYPE_CHECKING:
-    from ._service import Service
+
+class ConsumerHost(Units, Protocol):
+    """What broker consumers need of the service: units of work, the event bus that runs the
+    reactions, the fault hooks and the tenanted contexts it serves."""
+
+    @property
+    def events(self) -> EventBus: ...
+
+    @property
+    def faults(self) -> Faults: ...
+
+    @property
+    def tenanted(self) -> frozenset[str]: ...
 
 
 class _Crash(Exception):
@@ -72,7 +85,7 @@ class Consumers:
 
     def __init__(
         self,
-        service: Service,
+        service: ConsumerHost,
         *,
         max_in_flight: int = 64,
         fetch_timeout: float = 1.0,
@@ -141,7 +154,7 @@ class ConsumerLoop:
     """One durable consumer: its fetch loop, its lanes (one per key) and the keep-alive that
     keeps held messages from being handed to another fetcher."""
 
-    def __init__(self, service: Service, owner: Consumers, consumed: Consumed) -> None:
+    def __init__(self, service: ConsumerHost, owner: Consumers, consumed: Consumed) -> None:
         self._service = service
         self._owner = owner
         self.consumed = consumed

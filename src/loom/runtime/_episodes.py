@@ -172,7 +172,7 @@ class ProcessInstances(Instances[S]):
     def _wire(self, instance: S) -> dict[str, Any]:
         """The instance as the instance route answers it, without its timeouts (an ended
         instance has none)."""
-        answers: Mapping[str, type[_Answer]] = self.work.service.instance_answers
+        answers: Mapping[str, type[_Answer]] = self.work.host.instance_answers
         if self.process not in answers:
             raise RuntimeError(
                 f"no instance answer for process {self.process}: pass the generated "

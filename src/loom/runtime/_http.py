@@ -31,6 +31,7 @@ from ._contracts import add_asyncapi_route
 from ._dberrors import classify
 from ._domain import DomainEvent
 from ._edge import EdgeMiddleware
+from ._engine import in_memory_sqlite
 from ._environment import pool_settings
 from ._errors import LoomError, StartupRefused
 from ._externs import Externs
@@ -40,7 +41,7 @@ from ._logs import install_default_handler
 from ._problems import install_problem_handlers, problem_for
 from ._relay import resolve_relay_options
 from ._schemas import Problem
-from ._service import Service, in_memory_sqlite
+from ._service import Service
 from ._tenants import check_tenanted_auth
 from ._timer_admin import timers_router
 from ._transport import Transport

@@ -20,7 +20,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import (
     Column,
@@ -44,11 +44,8 @@ from ._errors import ConcurrencyConflict, InvalidValue, LoomError
 from ._principal import Principal, current_principal
 from ._problem_types import problem_type
 from ._problems import problem_for
-from ._work import Parking, parking
+from ._work import Parking, Units, parking
 from .types import UtcDateTime
-
-if TYPE_CHECKING:
-    from ._service import Service
 
 logger = logging.getLogger("loom.http")
 
@@ -157,8 +154,8 @@ def _replay(row: Any) -> Response:
 class Idempotency:
     """The service's idempotency keys (`service.idempotency`); `ttl` is how long a key lives."""
 
-    def __init__(self, service: Service) -> None:
-        self.service = service
+    def __init__(self, units: Units) -> None:
+        self._units = units
         self.ttl = DEFAULT_TTL
         self._pruned_at: datetime | None = None
 
@@ -230,7 +227,7 @@ class Idempotency:
                     raise
                 await work.finish_parked()
             else:  # the unit of work rolled back (a refusal): only the answer is recorded
-                async with self.service.transaction() as own:
+                async with self._units.transaction() as own:
                     conn = await own.connection()
                     await conn.execute(insert, row)
         except Exception as exc:  # noqa: BLE001 - answered as a problem, as the route's own are
@@ -259,7 +256,7 @@ class Idempotency:
     async def _find(self, scope: str, key: str) -> Any:
         """The live record of (scope, key), or None; an expired one is deleted on the way."""
         where = (_k.scope == scope, _k.key == key)
-        async with self.service.autocommit() as work:
+        async with self._units.autocommit() as work:
             conn = await work.connection()
             row = (await conn.execute(select(idempotency_keys).where(*where))).first()
             now = clock.now()
@@ -277,7 +274,7 @@ class Idempotency:
         expired = select(_k.scope, _k.key).where(_k.expires_at <= now).limit(_PRUNE_BATCH)
         stmt = delete(idempotency_keys).where(tuple_(_k.scope, _k.key).in_(expired))
         try:
-            async with self.service.transaction() as work:
+            async with self._units.transaction() as work:
                 conn = await work.connection()
                 await conn.execute(stmt)
         except Exception:

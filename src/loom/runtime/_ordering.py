@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from sqlalchemy import (
     BigInteger,
@@ -39,8 +39,19 @@ from ._key_order import KeyOrder, OutOfOrder
 from ._outbox import outbox_rows, runtime_metadata, write_events
 from ._publisher import event_key
 
-if TYPE_CHECKING:
-    from ._service import Service
+
+class Producer(Protocol):
+    """What stamping outbox rows needs (`_outlet.Outlet`)."""
+
+    @property
+    def dialect(self) -> str: ...
+
+    @property
+    def model_revision(self) -> str | None: ...
+
+    def publishing(self, channel: Channel, event_type: str) -> object | None:
+        """Whether a broker publishes `event_type` on `channel` here (not None: it does)."""
+        ...
 
 
 def _per_key(name: str, scope: str, count: str) -> Table:
@@ -92,14 +103,14 @@ _COUNTS_OF = select(
 
 
 async def write_durable(
-    conn: AsyncConnection, service: Service, items: Sequence[tuple[Channel, DomainEvent]]
+    conn: AsyncConnection, producer: Producer, items: Sequence[tuple[Channel, DomainEvent]]
 ) -> None:
-    """Write the outbox rows of `service`'s durable events `items` on `conn`, stamped."""
-    await write_events(conn, service.dialect, await stamped_rows(conn, service, items))
+    """Write the outbox rows of the durable events `items` on `conn`, stamped."""
+    await write_events(conn, producer.dialect, await stamped_rows(conn, producer, items))
 
 
 async def stamped_rows(
-    conn: AsyncConnection, service: Service, items: Sequence[tuple[Channel, DomainEvent]]
+    conn: AsyncConnection, producer: Producer, items: Sequence[tuple[Channel, DomainEvent]]
 ) -> list[dict[str, Any]]:
     """`outbox_rows` of `items`, those the relay publishes to a broker stamped with their key
     counts, counted on `conn` inside the caller's transaction.
@@ -108,8 +119,8 @@ async def stamped_rows(
     transactions raising events of one key never count one number twice, nor deadlock; each
     row's counts are then this commit's view: its own types' counts, and the others' as
     committed."""
-    rows = outbox_rows(items, service.events.model_revision)
-    publishing = service.brokers.publishing
+    rows = outbox_rows(items, producer.model_revision)
+    publishing = producer.publishing
     counted = [
         (i, channel.name, event_key(event), event.event_type)
         for i, (channel, event) in enumerate(items)
@@ -119,7 +130,7 @@ async def stamped_rows(
         return rows
     increments = Counter((c, k, t) for _, c, k, t in counted)
     await conn.execute(
-        _COUNT_UPSERTS[service.dialect],
+        _COUNT_UPSERTS[producer.dialect],
         [
             {"channel": c, "key": k, "event_type": t, "count": n}
             for (c, k, t), n in sorted(increments.items())

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from uuid import UUID
 
 from sqlalchemy import (
@@ -49,10 +49,15 @@ from ._domain import DomainEvent
 from ._events import UNKNOWN_REVISION, new_envelope
 from ._lease import MAX_ERROR, LeasedQueue
 from ._logs import log_fact
+from ._work import Units
 from .types import UtcDateTime
 
-if TYPE_CHECKING:
-    from ._service import Service
+
+class Wakes(Protocol):
+    """The relay, woken when dead letters are put back in the queue."""
+
+    def wake(self) -> None: ...
+
 
 NOTIFY_CHANNEL = "loom_outbox"
 PENDING, DELIVERED, DEAD = "pending", "delivered", "dead"
@@ -302,8 +307,9 @@ _REDRIVEN = (
 class Outbox:
     """`service.outbox`: dead letters and counts (the relay does the delivering)."""
 
-    def __init__(self, service: Service) -> None:
-        self._service = service
+    def __init__(self, units: Units, relay: Wakes) -> None:
+        self._units = units
+        self._relay = relay
 
     async def dead_letters(
         self, limit: int = 50, offset: int = 0, tenant: str | None = None
@@ -316,7 +322,7 @@ class Outbox:
             .limit(limit)
             .offset(offset)
         )
-        async with self._service.engine.connect() as conn:
+        async with self._units.engine.connect() as conn:
             rows = (await conn.execute(stmt)).all()
         return [
             DeadLetter(
@@ -341,7 +347,7 @@ class Outbox:
             .where(*_of_tenant(tenant))
             .group_by(outbox.c.status)
         )
-        async with self._service.engine.connect() as conn:
+        async with self._units.engine.connect() as conn:
             found = {status: int(n) for status, n in (await conn.execute(stmt)).all()}
         return {status: found.get(status, 0) for status in (PENDING, DELIVERED, DEAD)}
 
@@ -349,7 +355,7 @@ class Outbox:
         """Delete inbox records processed before `before`; answers how many. Keep them longer
         than any redelivery can come: the lease, every retry, and the time a dead letter may wait
         before it is redriven (a redriven event whose record is gone is applied again)."""
-        async with self._service.transaction() as work:
+        async with self._units.transaction() as work:
             conn = await work.connection()
             result = await conn.execute(delete(inbox).where(inbox.c.processed_at < before))
         return int(result.rowcount)
@@ -366,16 +372,16 @@ class Outbox:
         return await self._redrive(outbox_queue.redrive().returning(*_REDRIVEN))
 
     async def _redrive(self, stmt: Any) -> int:
-        service = self._service
-        async with service.transaction() as work:
+        units = self._units
+        async with units.transaction() as work:
             conn = await work.connection()
             rows = (await conn.execute(stmt, {"now": clock.now()})).all()
             if rows:
-                await notify(conn, service.dialect)
+                await notify(conn, units.dialect)
         for row in rows:
             log_fact("event_redriven", logging.INFO, row_fields(row))
         if rows:
-            service.relay.wake()
+            self._relay.wake()
         return len(rows)
 
 

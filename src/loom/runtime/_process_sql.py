@@ -36,10 +36,10 @@ from __future__ import annotations
 
 import builtins
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from uuid import UUID
 
 from sqlalchemy import (
@@ -65,17 +65,15 @@ from ._domain import DomainEvent
 from ._errors import ConcurrencyConflict
 from ._ids import new_id
 from ._logs import current_correlation_id
-from ._ordering import stamped_rows, write_durable
+from ._ordering import Producer, stamped_rows, write_durable
 from ._outbox import NOTIFY_CHANNEL, outbox
 from ._principal import current_tenant
 from ._process_model import Instance, PendingTimeout, Timeout
 from ._process_store import encode_state
 from ._process_tables import ARMED, NO_TENANT, processes, timers
 from ._timers import ANNOUNCE, TIMERS_CHANNEL, announcement
+from ._work import Units, Work
 from .types import UtcDateTime
-
-if TYPE_CHECKING:
-    from ._work import Work
 
 p, t = processes.c, timers.c
 _one = and_(p.process == bindparam("w_process"), p.key == bindparam("w_key"))
@@ -134,9 +132,43 @@ def _instance(row: Any) -> Instance:
     )
 
 
-def tenant_of(work: Work, process: str) -> str:
-    """The tenant the timers of `process` are kept under in this step (see the docstring)."""
-    return current_tenant() if process in work.service.processes.tenanted else NO_TENANT
+class Announces(Protocol):
+    """The scheduler of this service: whether arming a timeout due then must tell the other
+    replicas, and that one is due then."""
+
+    def announces(self, due: datetime) -> bool: ...
+
+    def expect(self, at: datetime) -> None: ...
+
+
+class StepOutlet(Producer, Protocol):
+    """The outbox side of a step: which events a channel carries, their stamped rows (as
+    `_ordering.Producer`), and waking the relay once they are committed."""
+
+    @property
+    def routes(self) -> Mapping[str, Channel]: ...
+
+    def sent(self) -> None: ...
+
+
+class Tracks(Protocol):
+    """The process runner: which processes keep their timers per tenant."""
+
+    @property
+    def tenanted(self) -> Set[str]: ...
+
+
+class ProcessHost(Units, Protocol):
+    """What running process steps needs of the service."""
+
+    @property
+    def scheduler(self) -> Announces: ...
+
+    @property
+    def outlet(self) -> StepOutlet: ...
+
+    @property
+    def processes(self) -> Tracks: ...
 
 
 def _timer_row(
@@ -165,6 +197,13 @@ class SqlProcessStore:
     """The SQL store. Inside `service.transaction()` on PostgreSQL, `load` locks the instance row
     (SELECT … FOR UPDATE), so two steps of one instance queue; the version check is the safety
     net when they do not (two first steps, or a service with `lock_reads` off)."""
+
+    def __init__(self, host: ProcessHost) -> None:
+        self._host = host
+
+    def _tenant(self, process: str) -> str:
+        """The tenant the timers of `process` are kept under in this step (see the docstring)."""
+        return current_tenant() if process in self._host.processes.tenanted else NO_TENANT
 
     async def _execute(self, work: Work, stmt: Any, params: Any, target: tuple[str, str]) -> Any:
         conn: AsyncConnection = work._conn or await work.connection()
@@ -195,8 +234,8 @@ class SqlProcessStore:
         The caller commits, then wakes its relay (`relay.wake_local()`)."""
         armed = {x.name for x in arm}
         drop = () if clear else tuple(n for n in dict.fromkeys(cancel) if n not in armed)
-        tenant = tenant_of(work, instance.process)
-        if work.service.dialect != "postgresql":
+        tenant = self._tenant(instance.process)
+        if self._host.dialect != "postgresql":
             saved = await self.save(work, instance, expected_version)
             target = (instance.process, instance.key)
             of = {"process": instance.process, "tenant": tenant, "key": instance.key}
@@ -210,13 +249,13 @@ class SqlProcessStore:
                 await self._execute(work, _UPSERTS["sqlite"], rows, target)
             if events:
                 conn = work._conn or await work.connection()
-                await write_durable(conn, work.service, events)
+                await write_durable(conn, self._host.outlet, events)
             return saved
         params = _step_params(instance, tenant, expected_version, drop, arm, clear)
         earliest = min((params[f"due_{i}"] for i in range(len(arm))), default=None)
-        if earliest is not None and work.service.scheduler.announces(earliest):
+        if earliest is not None and self._host.scheduler.announces(earliest):
             params["wake"] = announcement(instance.process, earliest)
-        rows = await stamped_rows(work._conn or await work.connection(), work.service, events)
+        rows = await stamped_rows(work._conn or await work.connection(), self._host.outlet, events)
         for i, row in enumerate(rows):
             params.update({f"o{i}_{c}": v for c, v in row.items()})
         shape = (expected_version == 0, len(drop), len(arm), clear, "wake" in params, len(rows))
@@ -262,8 +301,8 @@ class SqlProcessStore:
         self, work: Work, process: str, key: str, timeout: Timeout, now: datetime
     ) -> UUID:
         """Arm one timeout (replacing the job armed under its name); answers its job id."""
-        row = _timer_row(process, tenant_of(work, process), key, timeout, now)
-        service = work.service
+        row = _timer_row(process, self._tenant(process), key, timeout, now)
+        service = self._host
         await self._execute(work, _UPSERTS[service.dialect], row, (process, key))
         if service.dialect == "postgresql" and service.scheduler.announces(row["due_at"]):
             wake = {"wake": announcement(process, row["due_at"])}
@@ -273,22 +312,22 @@ class SqlProcessStore:
         return job_id
 
     async def disarm(self, work: Work, process: str, key: str, name: str) -> int:
-        params = {"process": process, "tenant": tenant_of(work, process), "key": key, "name": name}
+        params = {"process": process, "tenant": self._tenant(process), "key": key, "name": name}
         return int((await self._execute(work, _DISARM, params, (process, key))).rowcount)
 
     async def disarm_all(self, work: Work, process: str, key: str) -> int:
-        params = {"process": process, "tenant": tenant_of(work, process), "key": key}
+        params = {"process": process, "tenant": self._tenant(process), "key": key}
         return int((await self._execute(work, _DISARM_ALL, params, (process, key))).rowcount)
 
     async def armed(self, work: Work, process: str, key: str, name: str) -> UUID | None:
-        params = {"process": process, "tenant": tenant_of(work, process), "key": key, "name": name}
+        params = {"process": process, "tenant": self._tenant(process), "key": key, "name": name}
         found: UUID | None = (
             await self._execute(work, _ARMED, params, (process, key))
         ).scalar_one_or_none()
         return found
 
     async def pending(self, work: Work, process: str, key: str) -> builtins.list[PendingTimeout]:
-        params = {"process": process, "tenant": tenant_of(work, process), "key": key}
+        params = {"process": process, "tenant": self._tenant(process), "key": key}
         rows = (await self._execute(work, _PENDING, params, (process, key))).all()
         return [
             PendingTimeout(r.name, r.job_id, r.due_at, r.attempts, r.status, r.last_error)

@@ -36,9 +36,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from sqlalchemy import Table, bindparam, select, union, update
+from sqlalchemy import MetaData, Table, bindparam, select, union, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from . import clock
@@ -49,12 +49,9 @@ from ._mapping import tenant_column
 from ._principal import SYSTEM, system_of, use_principal
 from ._process_model import Tick
 from ._process_tables import ticks
+from ._work import UnitHost, Units, Work
 
-if TYPE_CHECKING:
-    from ._service import Service
-    from ._work import Work
-
-TickHandler = Callable[[Tick, "Work"], Awaitable[None]]
+TickHandler = Callable[[Tick, Work], Awaitable[None]]
 k = ticks.c
 _NEXT = select(k.name, k.next_at).where(k.name.in_(bindparam("names", expanding=True)))
 _CLAIM = (
@@ -115,10 +112,21 @@ def _insert_missing(dialect: str) -> Any:
     return table_insert(ticks).on_conflict_do_nothing()
 
 
+class TickHost(UnitHost, Units, Protocol):
+    """What running context timers needs of the service: units of work, its timers, and the
+    tables of its model (to find the tenants of a tenanted context)."""
+
+    @property
+    def recurring(self) -> Recurring: ...
+
+    @property
+    def metadata(self) -> MetaData: ...
+
+
 class TickRunner:
     """The scheduler's half for context timers."""
 
-    def __init__(self, service: Service) -> None:
+    def __init__(self, service: TickHost) -> None:
         self._service = service
         self._known: set[str] = set()
         self._next: dict[str, datetime] = {}  # next_at of each timer, as last read or written

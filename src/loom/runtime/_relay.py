@@ -22,25 +22,45 @@ import contextlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from sqlalchemy import bindparam, delete, update
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from . import clock
-from ._brokers import BrokerLink
-from ._channels import channel_named
+from ._brokers import BrokerLink, Brokers
+from ._channels import Channel, channel_named
 from ._claimant import claimant_name, failure_pause, guarded_work, stop_loop
 from ._domain import DomainEvent
 from ._environment import env_number
-from ._events import EventEnvelope, Undeliverable
+from ._events import EventBus, EventEnvelope, Undeliverable
 from ._lease import MAX_ERROR
 from ._listen import Listener
 from ._logs import log_fact
 from ._outbox import DELIVERED, outbox, outbox_queue, row_fields
 from ._publisher import Publisher
+from ._work import UnitHost
 
-if TYPE_CHECKING:
-    from ._service import Service
+
+class RelayHost(UnitHost, Protocol):
+    """What the relay needs of the service: its units of work, engine, channels, brokers and
+    event bus (to decode stored events and deliver in-process)."""
+
+    @property
+    def engine(self) -> AsyncEngine: ...
+
+    @property
+    def channels(self) -> Sequence[Channel]: ...
+
+    @property
+    def channels_by_name(self) -> Mapping[str, Channel]: ...
+
+    @property
+    def brokers(self) -> Brokers: ...
+
+    @property
+    def events(self) -> EventBus: ...
+
 
 _DELETE_DONE = delete(outbox).where(outbox_queue.held)
 _LOG_DONE = (
@@ -77,7 +97,7 @@ class Relay:
 
     def __init__(
         self,
-        service: Service,
+        service: RelayHost,
         *,
         poll_interval: float = 2.0,
         batch_size: int = 100,

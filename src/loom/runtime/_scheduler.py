@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from sqlalchemy import bindparam, delete, or_, select, update
 
@@ -48,11 +48,31 @@ from ._logs import log_fact, use_correlation_id
 from ._principal import system_of, use_principal
 from ._process_model import TimeoutDue
 from ._process_tables import ARMED, timers
-from ._recurring import TickRunner
-from ._timers import TIMERS_CHANNEL, _fields, parse_announcement, tenant_of_row, timer_queue
+from ._recurring import TickHost, TickRunner
+from ._timers import (
+    TIMERS_CHANNEL,
+    TimeoutHandlers,
+    TimerQueue,
+    _fields,
+    parse_announcement,
+    tenant_of_row,
+    timer_queue,
+)
 
-if TYPE_CHECKING:
-    from ._service import Service
+
+class SchedulerHost(TickHost, Protocol):
+    """What the scheduler needs of the service: what running context timers needs, the handlers
+    of its processes' timeouts, the queue of armed ones, and whether it uses processes at all."""
+
+    @property
+    def timeouts(self) -> TimeoutHandlers: ...
+
+    @property
+    def timers(self) -> TimerQueue: ...
+
+    @property
+    def uses_processes(self) -> bool: ...
+
 
 t = timers.c
 _STILL_MINE = select(t.job_id).where(timer_queue.held_one, t.status == ARMED)
@@ -84,7 +104,7 @@ class Scheduler:
 
     def __init__(
         self,
-        service: Service,
+        service: SchedulerHost,
         *,
         poll_interval: float = 1.0,
         batch_size: int = 50,

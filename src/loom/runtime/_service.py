@@ -7,8 +7,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import MetaData, event, make_url, text
-from sqlalchemy.engine import Connection
+from sqlalchemy import MetaData
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from loom.model.isolation import ISOLATION_LEVELS
@@ -17,11 +16,12 @@ from ._api_calls import ApiClient, Apis
 from ._brokers import Brokers
 from ._channels import Channel, route_table
 from ._consumer import Consumers
-from ._criteria import install_sqlite_functions
+from ._engine import BEGIN_OPTION, SCHEMA_LOCK, async_url, install_sqlite_hooks, unit_engines
 from ._events import EventBus, current_delivery
 from ._faults import Faults
 from ._idempotency import Idempotency, idempotency_metadata
 from ._outbox import Outbox, runtime_metadata
+from ._outlet import Outlet
 from ._process_tables import process_metadata
 from ._recurring import Recurring
 from ._relay import Relay
@@ -29,44 +29,11 @@ from ._scheduler import Scheduler
 from ._schema_check import SchemaMismatch, differences, read_shape, shape_of
 from ._timers import TimeoutHandlers, TimerQueue
 from ._transport import Transport
-from ._work import BEGIN_OPTION, Work, unit_engines
+from ._work import Work
 from .processes import ProcessRunner
 from .types import number_keys
 
 __all__ = ["SCHEMA_LOCK", "SchemaMismatch", "Service", "Work", "async_url", "schema_metadatas"]
-
-SQLITE_BUSY_TIMEOUT_MS = 30_000
-# PostgreSQL: CREATE TABLE IF NOT EXISTS is not safe against itself (two creators collide on the
-# table's row type in pg_type), so schema creation holds this transaction-scoped advisory lock;
-# `loom migrate apply` holds the same one, so a service never checks a schema being migrated
-SCHEMA_LOCK = text("SELECT pg_advisory_xact_lock(7206050563313647213)")
-
-
-def _install_sqlite_hooks(engine: AsyncEngine) -> None:
-    """SQLite: WAL, a busy timeout, the functions criteria compute decimals with, and transactions
-    begun by us (`BEGIN IMMEDIATE` for units of work, so concurrent writers queue on the write
-    lock instead of losing an update)."""
-
-    @event.listens_for(engine.sync_engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.isolation_level = None  # the driver never emits BEGIN itself
-        cursor = dbapi_connection.cursor()
-        try:
-            cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-            cursor.execute("PRAGMA journal_mode = WAL")
-            cursor.execute("PRAGMA synchronous = NORMAL")
-            cursor.execute("PRAGMA foreign_keys = ON")
-        finally:
-            cursor.close()
-        install_sqlite_functions(dbapi_connection)
-
-    @event.listens_for(engine.sync_engine, "begin")
-    def _on_begin(conn: Connection) -> None:
-        # plain `engine.begin()` keeps a real (deferred) transaction; autocommit units of work
-        # pass "" and run each statement on its own
-        begin = conn.get_execution_options().get(BEGIN_OPTION, "BEGIN")
-        if begin:
-            conn.exec_driver_sql(begin)
 
 
 def schema_metadatas(
@@ -83,27 +50,6 @@ def schema_metadatas(
     if processes:
         out.append(process_metadata)
     return tuple(out)
-
-
-def async_url(url: str) -> str:
-    """`url` with the async driver Loom uses when it names none."""
-    for plain, driver in (
-        ("postgresql://", "postgresql+asyncpg://"),
-        ("postgres://", "postgresql+asyncpg://"),
-        ("sqlite://", "sqlite+aiosqlite://"),
-    ):
-        if url.startswith(plain):
-            return driver + url[len(plain) :]
-    return url
-
-
-def in_memory_sqlite(url: str) -> bool:
-    """Whether `url` is an in-memory SQLite database, which SQLAlchemy serves from one connection
-    (a StaticPool: nothing to size), as it decides it."""
-    parsed = make_url(async_url(url))
-    if parsed.get_backend_name() != "sqlite":
-        return False
-    return parsed.database in (None, "", ":memory:") or parsed.query.get("mode") == "memory"
 
 
 class Service:
@@ -137,7 +83,7 @@ class Service:
         self.unit_engines = unit_engines(engine)
         self.metadata = metadata
         number_keys(metadata)
-        self.events = events or EventBus()
+        bus = events or EventBus()
         self.faults = faults or Faults()
         # the user's extern classes by name (loaded by create_app's lifespan)
         self.externs: dict[str, Any] = {}
@@ -157,17 +103,18 @@ class Service:
         self.channels: tuple[Channel, ...] = tuple(channels)
         # event type -> channel; empty means every event takes the in-process path
         self.routes, self.channels_by_name = route_table(self.channels)
-        self.outbox = Outbox(self)
         self.relay = Relay(self, **dict(relay_options or {}))
+        self.outbox = Outbox(self, self.relay)
         # which channels ride a broker here, and the consumers reading them (`start_brokers`)
         self.brokers = Brokers(contexts, brokers, self.channels)
+        self.outlet = Outlet(self.dialect, self.routes, bus, self.brokers, self.relay)
         self.consumers = Consumers(self, **dict(consumer_options or {}))
         # process managers, timeouts and context timers (loom.runtime.processes)
         self._uses_processes = processes
         self.timeouts = TimeoutHandlers()
         self.recurring = Recurring()
-        self.timers = TimerQueue(self)
         self.scheduler = Scheduler(self, **dict(scheduler_options or {}))
+        self.timers = TimerQueue(self, self.scheduler)
         self._processes: ProcessRunner | None = None
         # Idempotency-Key records (docs/http.md#idempotency-keys); create_app sets the ttl
         self.idempotency = Idempotency(self)
@@ -175,6 +122,15 @@ class Service:
         self.apis = Apis()
         # process -> the generated `<Workflow>InstanceOut` its episodes are archived as
         self.instance_answers: Mapping[str, Any] = {}
+
+    @property
+    def events(self) -> EventBus:
+        """The event bus: the handlers subscribed, run in-process or by the relay and consumers."""
+        return self.outlet.events
+
+    @events.setter
+    def events(self, bus: EventBus) -> None:
+        self.outlet.events = bus
 
     @property
     def uses_processes(self) -> bool:
@@ -208,7 +164,7 @@ class Service:
         """A service on `url` (`postgresql://` and `sqlite://` get their async drivers)."""
         engine = create_async_engine(async_url(url), **engine_options)
         if engine.dialect.name == "sqlite":
-            _install_sqlite_hooks(engine)
+            install_sqlite_hooks(engine)
         return cls(
             engine,
             metadata,
@@ -290,7 +246,7 @@ class Service:
         delivery = current_delivery()
         if delivery is None or not delivery.durable:
             return Work(self, True, None)
-        return Work(self, True, None, inbox=delivery)
+        return Work(self, True, None, entry=self.outlet.entry(delivery))
 
     async def start_relay(self) -> None:
         """Run the outbox relay in the background (create_app's lifespan does this)."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 from uuid import UUID
 
 from fastapi import APIRouter, Depends
@@ -37,9 +37,22 @@ from . import clock
 from ._admin import admin_routes, admin_tenant, problems
 from ._errors import ConcurrencyConflict, NotFound
 from ._process_tables import ARMED, ticks, timers
+from ._scheduler import Scheduler
 from ._schemas import Page, PageLimit, PageOffset
-from ._service import Service
 from ._timers import ANNOUNCE, announcement, of_tenant, tenant_of_row
+from ._work import Units
+
+
+class TimerAdminHost(Units, Protocol):
+    """What the timer routes need of the service: its scheduler (to fire a timer now), its
+    tables, and whether it uses processes at all."""
+
+    @property
+    def scheduler(self) -> Scheduler: ...
+
+    @property
+    def uses_processes(self) -> bool: ...
+
 
 t = timers.c
 k = ticks.c
@@ -94,7 +107,7 @@ class FiredOut(BaseModel):
 
 
 async def timers_page(
-    service: Service, limit: int, offset: int, tenant: str | None = None
+    service: TimerAdminHost, limit: int, offset: int, tenant: str | None = None
 ) -> tuple[list[TimerItem], int]:
     """One page of the pending timers (timeouts first, then context timers), and the total.
     With `tenant`: that tenant's instances' timeouts only (a context timer runs for every
@@ -136,7 +149,7 @@ def _job_id(id: str) -> UUID | None:
         return None
 
 
-async def fire(service: Service, id: str, tenant: str | None = None) -> FiredOut:
+async def fire(service: TimerAdminHost, id: str, tenant: str | None = None) -> FiredOut:
     """Fire the armed timeout with job id `id`, else the context timer named `id`, now. With
     `tenant`: a timeout of that tenant's instances only (a context timer is the operator's)."""
     job = _job_id(id)
@@ -157,7 +170,7 @@ async def fire(service: Service, id: str, tenant: str | None = None) -> FiredOut
     return FiredOut(id=id, kind=kind, outcome=outcome)  # type: ignore[arg-type]
 
 
-async def _of(service: Service, job: UUID | None, tenant: str) -> bool:
+async def _of(service: TimerAdminHost, job: UUID | None, tenant: str) -> bool:
     """Whether `job` is a timeout of `tenant`'s instances."""
     if job is None:
         return False
@@ -165,7 +178,7 @@ async def _of(service: Service, job: UUID | None, tenant: str) -> bool:
         return bool((await conn.execute(_TENANT_OF, {"id": job})).scalar() == tenant)
 
 
-async def make_due(service: Service, id: str) -> str | None:
+async def make_due(service: TimerAdminHost, id: str) -> str | None:
     """Make the armed timeout `id` (a job id), else the context timer named `id`, due now: the
     running services fire it. Answers "timeout", "timer", or None (no such timer)."""
     now = clock.now()
@@ -183,7 +196,7 @@ async def make_due(service: Service, id: str) -> str | None:
         return "timer" if result.rowcount == 1 else None
 
 
-def timers_router(route_class: Any, get_service: Callable[..., Service]) -> APIRouter:
+def timers_router(route_class: Any, get_service: Callable[..., TimerAdminHost]) -> APIRouter:
     """The timer routes; `get_service` is the app's service dependency."""
     router = admin_routes(route_class)
 
@@ -195,7 +208,7 @@ def timers_router(route_class: Any, get_service: Callable[..., Service]) -> APIR
     async def list_timers(
         limit: PageLimit = 50,
         offset: PageOffset = 0,
-        service: Service = Depends(get_service),
+        service: TimerAdminHost = Depends(get_service),
     ) -> Page[TimerItem]:
         """The armed timeouts, earliest due first, then the context timers with their next
         tick."""
@@ -207,7 +220,7 @@ def timers_router(route_class: Any, get_service: Callable[..., Service]) -> APIR
         response_model=FiredOut,
         responses=problems(401, 403, 404, 409, 413, 422, 500, 503),
     )
-    async def fire_timer(id: str, service: Service = Depends(get_service)) -> FiredOut:
+    async def fire_timer(id: str, service: TimerAdminHost = Depends(get_service)) -> FiredOut:
         """Fire a pending timeout (its job id) or a context timer (its name) now, once, in this
         service."""
         return await fire(service, id, admin_tenant())

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from uuid import UUID
 
 from sqlalchemy import ColumnElement, and_, bindparam, case, func, select, text, type_coerce
@@ -25,13 +25,10 @@ from ._lease import LeasedQueue
 from ._logs import log_fact
 from ._process_model import DeadTimeout, TimeoutDue
 from ._process_tables import ARMED, DEAD, ticks, timers
+from ._work import Units, Work
 from .types import UtcDateTime
 
-if TYPE_CHECKING:
-    from ._service import Service
-    from ._work import Work
-
-TimeoutHandler = Callable[[TimeoutDue, "Work"], Awaitable[None]]
+TimeoutHandler = Callable[[TimeoutDue, Work], Awaitable[None]]
 t = timers.c
 # the scheduler's queue: it claims only the timeouts of the processes its service handles
 timer_queue = LeasedQueue(
@@ -153,11 +150,18 @@ _DEAD_COLUMNS = (
 )
 
 
+class Expects(Protocol):
+    """The scheduler of this service, told when a timeout it fires becomes due."""
+
+    def expect(self, at: datetime) -> None: ...
+
+
 class TimerQueue:
     """`service.timers`: the stored timeouts as a queue (the scheduler does the firing)."""
 
-    def __init__(self, service: Service) -> None:
+    def __init__(self, service: Units, scheduler: Expects) -> None:
         self._service = service
+        self._scheduler = scheduler
 
     async def dead_letters(
         self, limit: int = 50, offset: int = 0, tenant: str | None = None
@@ -202,7 +206,7 @@ class TimerQueue:
         for row in rows:
             log_fact("timeout_redriven", logging.INFO, _fields(_dead(row)))
         if rows:
-            service.scheduler.expect(now)
+            self._scheduler.expect(now)
         return len(rows)
 
     async def next_due(

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from loom.model import messaging as wire
 
+from ._channels import ConsumerSpec as ConsumerSpec  # the transports speak of it too
 from ._channels import Retention
 
 
@@ -126,16 +127,6 @@ class MalformedMessage(ValueError):
 
 class TransportError(Exception):
     """The broker could not be reached or refused a request; the caller retries with backoff."""
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerSpec:
-    """A durable consumer: one reaction (its stable consumer name, docs/events.md "Names") reading
-    the event types it handles from one channel."""
-
-    name: str
-    channel: str
-    event_types: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,27 +20,23 @@ the request joins that transaction (in a SAVEPOINT of its own) rather than wait 
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, NoReturn, Self
+from typing import Any, NoReturn, Protocol, Self
 
-from sqlalchemy import Connection
-from sqlalchemy import event as sqlalchemy_event
 from sqlalchemy.exc import StatementError
 from sqlalchemy.ext.asyncio import (
     AsyncConnection,
     AsyncEngine,
     AsyncTransaction,
-    create_async_engine,
 )
 
-from loom.model.isolation import ISOLATION_LEVELS, ISOLATION_SQL
-
-from . import clock
-from ._channels import Channel
 from ._dberrors import classify, never_sent
 from ._domain import AggregateRoot, DomainEvent, check_event
+from ._engine import UnitEngines
 from ._errors import (
     ConcurrencyConflict,
     DatabaseUnavailable,
@@ -48,56 +44,76 @@ from ._errors import (
     LoomError,
     OutcomeUnknown,
 )
-from ._events import AlreadyHandled, Delivery
+from ._faults import Faults
 from ._mapping import DELETED_ATTR, VERSION_ATTR
-from ._ordering import claim_turn, write_durable
-from ._outbox import inbox_insert
-from ._principal import current_principal
-
-if TYPE_CHECKING:
-    from ._service import Service
 
 logger = logging.getLogger("loom.runtime")
 
-BEGIN_OPTION = "loom_begin"
-_INBOX_INSERTS: dict[str, Any] = {}
-UnitEngines = dict[tuple[bool, str | None], AsyncEngine]
+# a reaction's first statements, on its unit of work's connection before the body runs: the
+# inbox row of the delivery (raising when a previous delivery already applied it)
+Entry = Callable[[AsyncConnection], Awaitable[None]]
 
 
-def unit_engines(engine: AsyncEngine) -> UnitEngines:
-    """The engine each kind of unit of work connects through, by (transactional, isolation):
-    views of `engine` sharing its pool, with the connection options a unit of work needs set
-    once here, not on each connection (every `execution_options` call on a connection is a
-    round through SQLAlchemy's sync layer)."""
-    if engine.dialect.name == "sqlite":  # one writer at a time: no isolation levels to pick
-        immediate = _immediate_engine(engine)
-        return {
-            (True, None): immediate,
-            **{(True, level): immediate for level in ISOLATION_LEVELS},
-            (False, None): engine.execution_options(**{BEGIN_OPTION: ""}),
-        }
-    return {
-        (True, None): engine,
-        **{
-            (True, level): engine.execution_options(isolation_level=name)
-            for level, name in ISOLATION_SQL.items()
-        },
-        (False, None): engine.execution_options(isolation_level="AUTOCOMMIT"),
-    }
+class Outlet(Protocol):
+    """Where a unit of work's events go when it ends (the messaging layer's `_outlet.Outlet`)."""
+
+    @property
+    def routes(self) -> Mapping[str, object]:
+        """Event type -> the durable channel carrying it (empty: every event is in-process)."""
+        ...
+
+    async def write(self, conn: AsyncConnection, events: Sequence[DomainEvent]) -> None:
+        """Write the outbox rows of durable `events` on `conn`, inside its transaction."""
+        ...
+
+    async def dispatch(self, events: Sequence[DomainEvent]) -> None:
+        """Run the in-process reactions to `events` (after the commit)."""
+        ...
+
+    def sent(self) -> None:
+        """Outbox rows were committed: wake this process's relay."""
+        ...
 
 
-def _immediate_engine(engine: AsyncEngine) -> AsyncEngine:
-    """SQLite: an engine on `engine`'s own pool (its connect hook included) whose transactions
-    begin with `BEGIN IMMEDIATE`. An engine of its own rather than an `execution_options` view:
-    a view joins its event listeners to its parent's, and every statement of every unit of work
-    then walks both lists (a tenth of a transfer's Python calls)."""
-    immediate = create_async_engine(engine.url, pool=engine.sync_engine.pool)
+class UnitHost(Protocol):
+    """What a unit of work needs of the service that opens it."""
 
-    @sqlalchemy_event.listens_for(immediate.sync_engine, "begin")
-    def _begin_immediate(conn: Connection) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    @property
+    def dialect(self) -> str: ...
 
-    return immediate
+    @property
+    def lock_reads(self) -> bool: ...
+
+    @property
+    def sqlite_writer(self) -> asyncio.Lock | None: ...
+
+    @property
+    def unit_engines(self) -> UnitEngines: ...
+
+    @property
+    def faults(self) -> Faults: ...
+
+    @property
+    def outlet(self) -> Outlet: ...
+
+    @property
+    def instance_answers(self) -> Mapping[str, Any]:
+        """Process -> the generated model its ended episodes are archived as (`_episodes`)."""
+        ...
+
+
+class Units(Protocol):
+    """What opens units of work (the service), for a subsystem that runs its own."""
+
+    @property
+    def engine(self) -> AsyncEngine: ...
+
+    @property
+    def dialect(self) -> str: ...
+
+    def transaction(self, isolation: str | None = None) -> Work: ...
+
+    def autocommit(self) -> Work: ...
 
 
 class Parking:
@@ -124,10 +140,10 @@ class Work:
         "_atomic",
         "_conn",
         "_emitted",
+        "_entry",
         "_guest_savepoint",
         "_holds_writer",
         "_host",
-        "_inbox",
         "_keyed",
         "_last_target",
         "_pending",
@@ -136,19 +152,19 @@ class Work:
         "_savepoints",
         "_saves",
         "_wrote",
+        "host",
         "isolation",
-        "service",
         "transactional",
     )
 
     def __init__(
         self,
-        service: Service,
+        host: UnitHost,
         transactional: bool,
         isolation: str | None,
-        inbox: Delivery | None = None,
+        entry: Entry | None = None,
     ) -> None:
-        self.service = service
+        self.host = host
         self.transactional = transactional
         self.isolation = isolation
         self._conn: AsyncConnection | None = None
@@ -159,9 +175,9 @@ class Work:
         self._holds_writer = False
         # autocommit only: the short transaction of a save whose events are durable
         self._atomic: Work | None = None
-        # reaction only: the durable delivery to record in the inbox (and, for a broker message
+        # reaction only: records the durable delivery in the inbox (and, for a broker message
         # with key counts, in its consumer's progress) before the body runs
-        self._inbox = inbox
+        self._entry = entry
         # a save or delete was applied (in autocommit, committed at once; set by the repository)
         self._wrote = False
         # what a block that is not all-or-nothing has written for good, (aggregate, id) in order:
@@ -189,7 +205,7 @@ class Work:
 
     @property
     def lock_reads(self) -> bool:
-        return self.transactional and self.service.lock_reads
+        return self.transactional and self.host.lock_reads
 
     async def connection(self) -> AsyncConnection:
         """The unit of work's connection (opened, and in `transaction()` begun, on first use)."""
@@ -200,8 +216,8 @@ class Work:
 
     # -- context manager --------------------------------------------------------------------
     async def __aenter__(self) -> Self:
-        if self._inbox is not None:
-            await self._record_inbox(self._inbox)
+        if self._entry is not None:
+            await self._enter(self._entry)
         else:
             held = parking.get()
             if held is not None:
@@ -270,17 +286,17 @@ class Work:
             await self._release_connection()
             durable = self._take_durable(self._emitted)
             if durable:  # `emit`ted durable events of an autocommit block: their own transaction
-                atomic = Work(self.service, True, None)
-                atomic._emitted = [event for _, event in durable]
+                atomic = Work(self.host, True, None)
+                atomic._emitted = durable
                 await atomic._commit()
         pending, emitted = self._pending, self._emitted
         if pending or emitted:
             self._pending, self._emitted = [], []
-            bus = self.service.events
+            outlet = self.host.outlet
             if pending:
-                await bus.dispatch(pending)
+                await outlet.dispatch(pending)
             if emitted:
-                await bus.dispatch(emitted)
+                await outlet.dispatch(emitted)
 
     async def _commit(self) -> None:
         """Write the outbox rows of durable events, commit, wake the relay. What is left in
@@ -290,12 +306,12 @@ class Work:
             conn = self._conn
             if durable:
                 conn = conn or await self._open()
-                await write_durable(conn, self.service, durable)
+                await self.host.outlet.write(conn, durable)
             if conn is not None:
                 self._conn = None
                 await self._send_commit(conn)
                 if self._wrote or durable:
-                    self.service.faults.committed(self._inbox is None)
+                    self.host.faults.committed(self._entry is None)
                 await conn.close()
         except (StatementError, OverflowError) as err:
             await self._abandon()
@@ -307,14 +323,14 @@ class Work:
             # Before dispatch: handlers may open units of work of their own.
             self._release_writer()
         if durable:
-            self.service.relay.wake_local()
+            self.host.outlet.sent()
 
     async def _send_commit(self, conn: AsyncConnection) -> None:
         """COMMIT. A failure the database reported (a lost race) means rolled back; any other
         failure of the commit step (the connection dropped) leaves the outcome unknown."""
         try:
             await conn.commit()
-            faults = self.service.faults
+            faults = self.host.faults
             if faults.commit_lost and self._wrote and faults.take_lost_commit():
                 await _break(conn)
         except Exception as err:
@@ -370,19 +386,18 @@ class Work:
         self._emitted.clear()
         await self._abandon()
 
-    def _take_durable(self, events: list[DomainEvent]) -> list[tuple[Channel, DomainEvent]]:
-        """Remove the events a channel carries from `events`, answering them with the channel."""
-        routes = self.service.routes
+    def _take_durable(self, events: list[DomainEvent]) -> list[DomainEvent]:
+        """Remove the events a channel carries from `events`, answering them."""
+        routes = self.host.outlet.routes
         if not routes or not events:
             return []
-        durable: list[tuple[Channel, DomainEvent]] = []
+        durable: list[DomainEvent] = []
         local: list[DomainEvent] = []
         for event in events:
-            channel = routes.get(event.event_type)
-            if channel is None:
-                local.append(event)
+            if event.event_type in routes:
+                durable.append(event)
             else:
-                durable.append((channel, event))
+                local.append(event)
         if durable:
             events[:] = local
         return durable
@@ -396,48 +411,31 @@ class Work:
         finally:
             self._release_writer()
 
-    async def _record_inbox(self, delivery: Delivery) -> None:
-        dialect = self.service.dialect
-        stmt = _INBOX_INSERTS.get(dialect)
-        if stmt is None:
-            stmt = _INBOX_INSERTS[dialect] = inbox_insert(dialect)
-        consumer, event_id = delivery.consumer, delivery.envelope.event_id
-        params = {
-            "consumer": consumer,
-            "event_id": event_id,
-            "processed_at": clock.now(),
-            "tenant": current_principal().tenant,
-        }
+    async def _enter(self, entry: Entry) -> None:
         try:
-            conn = await self.connection()
-            result = await conn.execute(stmt, params)
-            if result.rowcount and delivery.order is not None:
-                await claim_turn(conn, dialect, delivery.order)
+            await entry(await self.connection())
         except (StatementError, OverflowError) as err:
             await self._abandon()
             self._reraise(err)
         except BaseException:
             await self._abandon()
             raise
-        if result.rowcount == 0:
-            await self._abandon()
-            raise AlreadyHandled(f"{consumer} already handled event {event_id}")
 
     # -- used by repositories -----------------------------------------------------------------
     def _release_writer(self) -> None:
         if self._holds_writer:
             self._holds_writer = False
-            writer = self.service.sqlite_writer
+            writer = self.host.sqlite_writer
             assert writer is not None
             writer.release()
 
     async def _open(self) -> AsyncConnection:
-        service = self.service
-        if self.transactional and service.sqlite_writer is not None:
-            await service.sqlite_writer.acquire()
+        host = self.host
+        if self.transactional and host.sqlite_writer is not None:
+            await host.sqlite_writer.acquire()
             self._holds_writer = True
         try:
-            conn = await service.unit_engines[self.transactional, self.isolation].connect()
+            conn = await host.unit_engines[self.transactional, self.isolation].connect()
         except (StatementError, OSError) as err:
             self._release_writer()
             self._reraise(err)
@@ -474,7 +472,7 @@ class Work:
                 version = aggregate.__dict__.get(VERSION_ATTR, 0)
                 self._savepoint = (await conn.begin_nested(), aggregate, version)
             return conn
-        if self.transactional or not self.service.routes:
+        if self.transactional or not self.host.outlet.routes:
             return self._conn or await self.connection()
         carried = self._take_durable(self._emitted) if carry_emits else []
         if not carried and (aggregate is None or not self._raises_durable(aggregate)):
@@ -486,22 +484,22 @@ class Work:
         # SQLite writer lock and a pooled connection, else requests holding one while waiting
         # for another exhaust the pool and deadlock.
         await self._release_connection()
-        atomic = Work(self.service, True, None)
+        atomic = Work(self.host, True, None)
         atomic._last_target = self._last_target
-        atomic._emitted = [event for _, event in carried]
+        atomic._emitted = carried
         self._atomic = atomic
         conn = await atomic.connection()
         atomic._wrote = True  # its one purpose is this write
         return conn
 
     def _raises_durable(self, aggregate: AggregateRoot) -> bool:
-        routes = self.service.routes
+        routes = self.host.outlet.routes
         return any(e.event_type in routes for e in aggregate._loom_events or ())
 
     def _before_save(self, aggregate: str, id: object) -> None:
         self._saves += 1
         self._last_target = (aggregate, id)
-        faults = self.service.faults
+        faults = self.host.faults
         if faults.armed:
             faults.check_save(self._saves)
 
@@ -516,7 +514,7 @@ class Work:
             self._saved.append(saved)
             return
         if not self.transactional:
-            self.service.faults.committed(self._inbox is None)
+            self.host.faults.committed(self._entry is None)
         if self._savepoints or not self.transactional:
             self._saved.append(saved)
         if not events:
@@ -526,7 +524,7 @@ class Work:
         else:
             # a reaction opens a unit of work of its own: not while this one holds a connection
             await self._release_connection()
-            await self.service.events.dispatch(events)
+            await self.host.outlet.dispatch(events)
 
     async def _release_connection(self) -> None:
         """Autocommit: give the connection back to the pool (the next statement takes one)."""

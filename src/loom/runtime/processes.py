@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import builtins
 import logging
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import TypeAdapter
 
@@ -73,12 +73,9 @@ from ._process_model import (
     Timeout,
     TimeoutDue,
 )
-from ._process_sql import SqlProcessStore
+from ._process_sql import ProcessHost, SqlProcessStore
 from ._process_store import InMemoryProcessStore, ProcessStore
-
-if TYPE_CHECKING:
-    from ._service import Service
-    from ._work import Work
+from ._work import Work
 
 __all__ = [
     "DeadTimeout",
@@ -87,6 +84,7 @@ __all__ = [
     "Instance",
     "Outcome",
     "PendingTimeout",
+    "ProcessHost",
     "ProcessManager",
     "ProcessRunner",
     "ProcessStateRefused",
@@ -109,9 +107,9 @@ class ProcessRunner:
     """Runs the steps of process managers on `store` (default: `SqlProcessStore`, in the
     service's database). `service.processes` is the service's runner on the SQL store."""
 
-    def __init__(self, service: Service, store: ProcessStore | None = None) -> None:
+    def __init__(self, service: ProcessHost, store: ProcessStore | None = None) -> None:
         self.service = service
-        self.store: ProcessStore = store if store is not None else SqlProcessStore()
+        self.store: ProcessStore = store if store is not None else SqlProcessStore(service)
         # process workflows generated from a model keep their state in their own instance
         # tables; `track` makes `list()` show them too
         self._tracked: dict[str, type[Instances[Any]]] = {}
@@ -206,7 +204,7 @@ class ProcessRunner:
         if earliest is not None:  # committed: the scheduler may look now
             self.service.scheduler.expect(earliest)
         if wrote:  # outbox rows written by the step's own write, not by the commit
-            self.service.relay.wake_local()
+            self.service.outlet.sent()
         return outcome
 
     async def _step(
@@ -245,7 +243,7 @@ class ProcessRunner:
         fresh = Instance(name, key, decision.state, process.version, 0, decision.ended, now)
         cancel = decision.cancel if due is None else (*decision.cancel, due.name)
         expected = 0 if instance is None else instance.version
-        routes = work.service.routes
+        routes = self.service.outlet.routes
         durable = [(routes[c.event_type], c) for c in decision.commands if c.event_type in routes]
         if owned and durable and isinstance(store, SqlProcessStore):
             # the step's own transaction carries no other event, so its durable commands can be

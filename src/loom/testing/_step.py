@@ -45,7 +45,7 @@ from loom.runtime import (
     now,
     use_principal,
 )
-from loom.runtime.processes import SqlProcessStore, Timeout, TimeoutDue
+from loom.runtime.processes import ProcessHost, SqlProcessStore, Timeout, TimeoutDue
 from loom.testing._model import (
     Call,
     DueTimeout,
@@ -261,7 +261,8 @@ class _Fire:
 class _RecordingStore(SqlProcessStore):
     """The SQL process store, recording what a step arms and cancels while `on`."""
 
-    def __init__(self) -> None:
+    def __init__(self, host: ProcessHost) -> None:
+        super().__init__(host)
         self.on = False
         self.arming: list[Timeout] = []
         self.cancelled: list[str] = []
@@ -283,7 +284,7 @@ async def _run(given: GivenStep, stimulus: _Stimulus) -> Stepped | None:
     """The step, on a service of its own over an in-memory SQLite database."""
     model = given.workflow.model
     service = Service.from_url("sqlite://", model.metadata, processes=True)
-    store = _RecordingStore()
+    store = _RecordingStore(service)
     service.processes.store = store
     try:
         model.main.subscribe(service)
