@@ -36,8 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from loom.runtime import DomainEvent, Service, create_app
-from loom.runtime._relay import Relay
-from loom.runtime._work import Work
+from loom.runtime.messaging.relay import Relay
+from loom.runtime.storage.work import Work
 from loom.runtime.transports import ConsumerSpec, Message, NatsTransport, TransportError
 from loom.testing import build_service
 from tests.runtime.broker.conftest import broker_channels, routers

@@ -28,9 +28,9 @@ import nats.errors
 from bench._serving import ROOT, Processes
 from loom.model import messaging as wire
 from loom.runtime import clock
-from loom.runtime._codec import encode
-from loom.runtime._transport import Message
+from loom.runtime.messaging.transports.base import Message
 from loom.runtime.transports import ConsumerSpec, NatsTransport, StreamSpec
+from loom.runtime.values.codec import encode
 
 BATCH = 64
 EVENT = "Sender.Pinged"

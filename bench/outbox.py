@@ -35,8 +35,8 @@ sys.path.insert(0, str(ROOT))
 from sqlalchemy import MetaData, delete, insert
 
 from loom.runtime import Channel, DomainEvent, Service, Work, clock, new_id
-from loom.runtime._codec import encode
-from loom.runtime._outbox import outbox
+from loom.runtime.messaging.outbox import outbox
+from loom.runtime.values.codec import encode
 
 
 @dataclass(frozen=True, kw_only=True)

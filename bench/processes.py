@@ -47,10 +47,10 @@ from sqlalchemy import Column, Integer, MetaData, String, Table, insert, text, u
 from sqlalchemy.dialects import postgresql, sqlite
 
 from loom.runtime import Channel, DomainEvent, Service, Work, clock, new_id
-from loom.runtime._codec import encode
-from loom.runtime._outbox import outbox
+from loom.runtime.messaging.outbox import outbox
 from loom.runtime.processes import Decision, Timeout, TimeoutDue
 from loom.runtime.types import UtcDateTime
+from loom.runtime.values.codec import encode
 
 logging.getLogger("loom").setLevel(logging.WARNING)
 

@@ -83,7 +83,7 @@ async def on_outbox(url: str, action: Callable[[Any], Awaitable[Any]]) -> Any:
 
 
 async def dead_page(service: Any, limit: int, offset: int, kind: Any) -> dict[str, Any]:
-    from loom.runtime._admin import dead_page as admin_dead_page
+    from loom.runtime.http.admin import dead_page as admin_dead_page
 
     items, total = await admin_dead_page(service, limit, offset, kind)
     return {

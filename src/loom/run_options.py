@@ -181,7 +181,7 @@ def set_brokers(values: Sequence[str]) -> None:
     if not brokers:
         return
     # the runtime's names for the variables, one definition; `loom run` loads the runtime next
-    from loom.runtime._broker_config import variable_for
+    from loom.runtime.messaging.broker_config import variable_for
 
     for source, url in brokers.items():
         variable = variable_for(source)
@@ -233,7 +233,7 @@ def set_apis(values: Sequence[str]) -> None:
     """Put the `--api` values in the environment (`LOOM_API_<CONTEXT>`), where the service reads
     them when it starts."""
     # the runtime's names for the variables, one definition; `loom run` loads the runtime next
-    from loom.runtime._api_calls import variable_for
+    from loom.runtime.http.api_calls import variable_for
 
     for context, url in parse_apis(values).items():
         os.environ[variable_for(context)] = url

@@ -137,7 +137,7 @@ def _serve(files: list[Path], options: RunOptions) -> None:
     import uvicorn
 
     from loom.runtime import AuthConfigError, ExternError
-    from loom.runtime._edge_limits import EdgeLimits, log_config
+    from loom.runtime.http.edge_limits import EdgeLimits, log_config
 
     _listenable(options.host, options.port)
     try:

@@ -107,14 +107,14 @@ def refuse_bad_values(files: list[Path], model: ir.Model) -> None:
     anything, rather than every deployable refusing on its own."""
     # the runtime's own readers, one definition of what each accepts; only `loom up` loads them
     from loom.codegen.python.services import externs_required
-    from loom.runtime._auth import AuthConfigError, resolve_auth
-    from loom.runtime._body_limit import resolve_max_body_bytes
-    from loom.runtime._broker_config import redelivery_wait
-    from loom.runtime._edge_limits import EdgeLimits
-    from loom.runtime._environment import pool_settings
-    from loom.runtime._externs import ExternError, load_externs
-    from loom.runtime._idempotency import resolve_ttl
-    from loom.runtime._relay import resolve_relay_options
+    from loom.runtime.http.auth import AuthConfigError, resolve_auth
+    from loom.runtime.http.body_limit import resolve_max_body_bytes
+    from loom.runtime.http.edge_limits import EdgeLimits
+    from loom.runtime.http.idempotency import resolve_ttl
+    from loom.runtime.messaging.broker_config import redelivery_wait
+    from loom.runtime.messaging.relay import resolve_relay_options
+    from loom.runtime.values.environment import pool_settings
+    from loom.runtime.values.externs import ExternError, load_externs
 
     required: dict[str, list[str]] = {}
     for context in model.contexts:

@@ -37,7 +37,7 @@ timers_app = typer.Typer(
 
 async def _page(service: Any, limit: int, offset: int) -> dict[str, Any]:
     # here, not at the top: `loom check` and `loom build` never load the runtime (start-up)
-    from loom.runtime._timer_admin import timers_page
+    from loom.runtime.http.timer_admin import timers_page
 
     items, total = await timers_page(service, limit, offset)
     dumped = [item.model_dump(mode="json") for item in items]
@@ -45,7 +45,7 @@ async def _page(service: Any, limit: int, offset: int) -> dict[str, Any]:
 
 
 async def _make_due(service: Any, id: str) -> str | None:
-    from loom.runtime._timer_admin import make_due
+    from loom.runtime.http.timer_admin import make_due
 
     return await make_due(service, id) if service.uses_processes else None
 

@@ -23,7 +23,7 @@ import httpx
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from loom.runtime._outbox import inbox
+from loom.runtime.messaging.outbox import inbox
 
 from .servers import EXAMPLES, Server, copy_model, get_all, outbox_counts
 

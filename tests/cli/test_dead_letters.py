@@ -13,7 +13,7 @@ from uuid import UUID
 from sqlalchemy import MetaData
 
 from loom.runtime import Channel, DomainEvent, Service
-from loom.runtime._principal import system_of, use_principal
+from loom.runtime.values.principal import system_of, use_principal
 
 LOOM = [sys.executable, "-m", "loom.cli"]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from loom.runtime._edge_limits import LOGGED_URL_CHARS, EdgeLimits
+from loom.runtime.http.edge_limits import LOGGED_URL_CHARS, EdgeLimits
 from tests.liveserver import free_port, refused_start, running
 
 ROOT = Path(__file__).resolve().parents[2]

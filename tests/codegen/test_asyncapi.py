@@ -1,7 +1,7 @@
 """The AsyncAPI document of a generated service (`loom.codegen.python.asyncapi`): its channels,
 operations and messages for the shop example and a subset of its contexts, a model without
 channels, and every field type (tests/e2e/models/contract.loom), whose payload schemas are checked
-against the generated service's OpenAPI and against events encoded by `loom.runtime._codec`.
+against the generated service's OpenAPI and against events encoded by `loom.runtime.values.codec`.
 
 No maintained PyPI package ships the AsyncAPI 3.0.0 JSON schema (the official one is only in the
 npm package @asyncapi/specs), so the document's validity is checked structurally here: every
@@ -27,7 +27,7 @@ from loom.codegen.python import generate
 from loom.codegen.python.asyncapi import asyncapi_document, asyncapi_text
 from loom.lang import compile_files, compile_sources
 from loom.model import ir
-from loom.runtime._codec import decode, encode
+from loom.runtime.values.codec import decode, encode
 from tests.asyncapi_schema import payload_validator
 from tests.codegen.util import ROOT, import_generated, write_tree
 

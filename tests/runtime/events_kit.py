@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import func, select
 
 from loom.runtime import Service, clock
-from loom.runtime._outbox import outbox
+from loom.runtime.messaging.outbox import outbox
 
 from . import events_service
 

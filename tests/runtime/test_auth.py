@@ -1,4 +1,4 @@
-"""Bearer-token authentication and the principal (`loom.runtime._auth`, `_principal`), without a
+"""Bearer-token authentication and the principal (`loom.runtime.http.auth`, `_principal`), without a
 database: key configuration, token verification, claims to principal, the problems."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from loom.runtime import (
     authorize,
     create_app,
 )
-from loom.runtime._auth import principal_of
+from loom.runtime.http.auth import principal_of
 
 SECRET = "a-test-secret-that-is-long-enough-for-hs256"
 

@@ -21,7 +21,7 @@ from loom.runtime import (
     now,
     require,
 )
-from loom.runtime._dberrors import classify
+from loom.runtime.storage.dberrors import classify
 from loom.runtime.types import decode_list, encode_list_item
 
 from .sample_service import Incremented, Item, Level
@@ -123,7 +123,7 @@ def test_wire_model_reads_an_aggregate_by_attributes() -> None:
 
 
 def test_plain_urls_get_async_drivers() -> None:
-    from loom.runtime._engine import async_url
+    from loom.runtime.storage.engine import async_url
 
     assert async_url("postgresql://u@h/db") == "postgresql+asyncpg://u@h/db"
     assert async_url("sqlite:///./x.db") == "sqlite+aiosqlite:///./x.db"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from loom.runtime._broker_config import broker_urls, variable_for
-from loom.runtime._errors import StartupRefused
+from loom.runtime.messaging.broker_config import broker_urls, variable_for
+from loom.runtime.values.errors import StartupRefused
 
 
 def test_each_source_reads_its_variable_in_either_spelling() -> None:

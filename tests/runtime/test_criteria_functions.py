@@ -10,7 +10,7 @@ from decimal import Decimal
 import pytest
 
 from loom.runtime import decimals
-from loom.runtime._criteria import SQLITE_FUNCTIONS, install_sqlite_functions
+from loom.runtime.storage.criteria import SQLITE_FUNCTIONS, install_sqlite_functions
 
 VALUES = ["-100", "-1.5", "-1", "-0.05", "0", "0.0", "0.001", "1", "1.00", "1.5", "10", "1E+2"]
 

@@ -7,10 +7,10 @@ from datetime import timedelta
 
 import pytest
 
-from loom.runtime._body_limit import resolve_max_body_bytes
-from loom.runtime._environment import pool_settings
-from loom.runtime._idempotency import resolve_ttl
-from loom.runtime._relay import resolve_relay_options
+from loom.runtime.http.body_limit import resolve_max_body_bytes
+from loom.runtime.http.idempotency import resolve_ttl
+from loom.runtime.messaging.relay import resolve_relay_options
+from loom.runtime.values.environment import pool_settings
 
 
 def test_unset_or_blank_variables_leave_the_defaults(monkeypatch: pytest.MonkeyPatch) -> None:

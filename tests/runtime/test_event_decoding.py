@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, ClassVar
 
 from loom.runtime import DomainEvent, EventBus, formerly
-from loom.runtime._codec import decode, encode
+from loom.runtime.values.codec import decode, encode
 
 
 @dataclass(frozen=True, kw_only=True)

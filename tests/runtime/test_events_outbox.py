@@ -355,7 +355,7 @@ async def test_in_autocommit_a_row_and_its_outbox_rows_commit_together(
 ) -> None:
     from sqlalchemy import func, select
 
-    from loom.runtime import _outbox
+    from loom.runtime.messaging import outbox as _outbox
 
     from .events_service import orders
 

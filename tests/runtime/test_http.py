@@ -227,7 +227,7 @@ def test_pool_exhaustion_is_a_503_not_a_500() -> None:
     from sqlalchemy.exc import TimeoutError as PoolTimeout
     from starlette.requests import Request
 
-    from loom.runtime._problems import problem_for
+    from loom.runtime.http.problems import problem_for
 
     request = Request(
         {

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import uuid
 
-from loom.runtime._ids import new_id, new_id_text
+from loom.runtime.values.ids import new_id, new_id_text
 
 
 def test_ids_are_v7_unique_and_in_creation_order() -> None:

@@ -25,8 +25,8 @@ from loom.runtime import (
     current_envelope,
     new_id,
 )
-from loom.runtime._outbox import outbox
-from loom.runtime._relay import Relay
+from loom.runtime.messaging.outbox import outbox
+from loom.runtime.messaging.relay import Relay
 
 from .events_kit import MovingClock, moving_clock
 
@@ -207,7 +207,7 @@ class OutboxStorageContract:
     async def test_old_inbox_records_can_be_pruned(
         self, service: Service, clock: MovingClock
     ) -> None:
-        from loom.runtime._outbox import inbox
+        from loom.runtime.messaging.outbox import inbox
 
         async def handle(event: DomainEvent) -> None:
             async with service.reaction() as work:
@@ -226,7 +226,7 @@ class OutboxStorageContract:
         assert len(left) == 1 and left[0].processed_at >= cutoff
 
     async def test_already_handled_is_raised_before_the_body(self, service: Service) -> None:
-        from loom.runtime._events import Delivery, _delivery, new_envelope
+        from loom.runtime.messaging.events import Delivery, _delivery, new_envelope
 
         envelope = new_envelope(Happened(n=1), None)
         token = _delivery.set(Delivery("lab.direct", envelope, durable=True))

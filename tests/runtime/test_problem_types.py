@@ -1,4 +1,4 @@
-"""The catalogue of problem types (loom.runtime._problem_types) is the one place a type is spelled:
+"""The catalogue of problem types (loom.runtime.values.problem_types) is the one place a type is spelled:
 docs/http.md's table of problems lists exactly its types with their statuses, and no runtime module
 writes a `urn:loom:problem:` literal of its own."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from loom.runtime._problem_types import CATALOGUE, PREFIX
+from loom.runtime.values.problem_types import CATALOGUE, PREFIX
 
 ROOT = Path(__file__).resolve().parents[2]
 ROW = re.compile(r"^\| (\d{3}) \| `([a-z-]+)` \|", re.MULTILINE)

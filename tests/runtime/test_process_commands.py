@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import MetaData, func, select
 
 from loom.runtime import Channel, ConcurrencyConflict, DomainEvent, Service, current_envelope
-from loom.runtime._outbox import outbox
+from loom.runtime.messaging.outbox import outbox
 from loom.runtime.processes import Decision, Outcome, SqlProcessStore
 
 from .test_process_runner import Counter, Ping, State

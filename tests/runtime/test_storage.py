@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import Column, Integer, MetaData, String, Table, Uuid, select
 
 from loom.runtime import ConcurrencyConflict, NotFound, Repository, Service, new_id
-from loom.runtime._errors import InvalidValue
+from loom.runtime.values.errors import InvalidValue
 
 from .sample_service import Item, Items, Level, items
 

@@ -5,6 +5,6 @@ state (`database`), what `loom run` checks before serving (`serve`), and the `lo
 commands (`cli`).
 
 The tool side of Loom: it may import loom.lang, loom.model, loom.build and loom.runtime; the
-runtime never imports it (a service checks its own schema with `loom.runtime._schema_check`).
+runtime never imports it (a service checks its own schema with `loom.runtime.storage.schema_check`).
 Nothing is re-exported here, so that `loom run` loads only the modules it uses (the compiler
 front end, which the lint's diagnostics come from, only when it plans a change)."""

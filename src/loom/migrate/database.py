@@ -34,8 +34,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from loom.migrate.folder import MigrationsError, Revision
 from loom.migrate.snapshot import Snapshot
 from loom.runtime import Service
-from loom.runtime._engine import BEGIN_OPTION, SCHEMA_LOCK
-from loom.runtime._schema_check import ColumnShape, differences, read_shape
+from loom.runtime.storage.engine import BEGIN_OPTION, SCHEMA_LOCK
+from loom.runtime.storage.schema_check import ColumnShape, differences, read_shape
 
 __all__ = [
     "VERSION_TABLE",

@@ -2,7 +2,7 @@
 changes of a model's events that leave stored events undecodable.
 
 A stored event (a pending or dead `__loom_outbox` row, a delivered one a `log` channel retains) is
-JSON under its event type's name. The new model decodes it (`loom.runtime._codec`) when its type is
+JSON under its event type's name. The new model decodes it (`loom.runtime.values.codec`) when its type is
 the name or the `renamed from` of one of the new model's events, and then when each field the new
 event declares is in the payload under its name or its `renamed from`, or has a default (the
 upcast of a missing field), with a value of a type the new field takes. Keys the new event no

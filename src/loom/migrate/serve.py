@@ -26,7 +26,7 @@ from loom.migrate.model import service_metadata
 from loom.migrate.snapshot import Snapshot, model_view
 from loom.migrate.tables import snapshot_of
 from loom.run_options import Held
-from loom.runtime._schema_check import ColumnShape, differences
+from loom.runtime.storage.schema_check import ColumnShape, differences
 
 __all__ = ["prepare_database"]
 

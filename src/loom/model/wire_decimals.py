@@ -1,5 +1,5 @@
 """The JSON schema of a `decimal(P, S)` answer, one definition for the generated service's
-response models (`loom.runtime._scaled`) and the documents the code generator writes (AsyncAPI)."""
+response models (`loom.runtime.values.scaled`) and the documents the code generator writes (AsyncAPI)."""
 
 from __future__ import annotations
 

@@ -221,15 +221,44 @@ HTTP
     Problem                                 the problem+json wire model (OpenAPI component)
 """
 
-from . import clock, decimals, ints, times
-from ._api_calls import ApiResource, BadGateway, GatewayTimeout, UpstreamProblem
-from ._auth import AuthConfigError, Authenticator, JwtAuth
-from ._channels import Backoff, Channel
-from ._codec import formerly, wire_names
-from ._criteria import as_number, int_rem, sql_bool
-from ._domain import AggregateRoot, DomainEvent, derived
-from ._episodes import Episode, ProcessInstances
-from ._errors import (
+from loom.runtime import clock, decimals, ints, times
+from loom.runtime.http.api_calls import ApiResource, BadGateway, GatewayTimeout, UpstreamProblem
+from loom.runtime.http.auth import AuthConfigError, Authenticator, JwtAuth
+from loom.runtime.http.problems import API_CALL_RESPONSES, PROBLEM_RESPONSES
+from loom.runtime.http.tenants import require_tenant
+from loom.runtime.messaging.channels import Backoff, Channel
+from loom.runtime.messaging.events import (
+    AlreadyHandled,
+    EventBus,
+    EventEnvelope,
+    current_envelope,
+    log_unrouted,
+)
+from loom.runtime.messaging.outbox import DeadLetter
+from loom.runtime.messaging.publisher import event_key
+from loom.runtime.messaging.transports.base import ConsumerSpec
+from loom.runtime.processes.episodes import Episode, ProcessInstances
+from loom.runtime.processes.model import (
+    Decision,
+    Outcome,
+    ProcessManager,
+    ProcessStateRefused,
+    Tick,
+    Timeout,
+    TimeoutDue,
+)
+from loom.runtime.processes.runner import ProcessRunner
+from loom.runtime.service.app import LoomRoute, ServiceDep, create_app, get_service
+from loom.runtime.service.service import SchemaMismatch, Service, Work
+from loom.runtime.storage.criteria import as_number, int_rem, sql_bool
+from loom.runtime.storage.instances import Instances, instance_version
+from loom.runtime.storage.projections import Rows
+from loom.runtime.storage.repository import Repository
+from loom.runtime.values.clock import now
+from loom.runtime.values.codec import formerly, wire_names
+from loom.runtime.values.decimals import ArithmeticRefused
+from loom.runtime.values.domain import AggregateRoot, DomainEvent, derived
+from loom.runtime.values.errors import (
     ConcurrencyConflict,
     DatabaseUnavailable,
     DuplicateKey,
@@ -248,15 +277,11 @@ from ._errors import (
     not_found,
     require,
 )
-from ._events import AlreadyHandled, EventBus, EventEnvelope, current_envelope, log_unrouted
-from ._externs import ExternError, load_externs
-from ._faults import Faults
-from ._http import LoomRoute, ServiceDep, create_app, get_service
-from ._ids import new_id
-from ._instances import Instances, instance_version
-from ._logs import current_correlation_id, log_fact
-from ._outbox import DeadLetter
-from ._principal import (
+from loom.runtime.values.externs import ExternError, load_externs
+from loom.runtime.values.faults import Faults
+from loom.runtime.values.ids import new_id
+from loom.runtime.values.logs import current_correlation_id, log_fact
+from loom.runtime.values.principal import (
     ANONYMOUS,
     SYSTEM,
     Principal,
@@ -264,21 +289,8 @@ from ._principal import (
     current_tenant,
     use_principal,
 )
-from ._problems import API_CALL_RESPONSES, PROBLEM_RESPONSES
-from ._process_model import (
-    Decision,
-    Outcome,
-    ProcessManager,
-    ProcessStateRefused,
-    Tick,
-    Timeout,
-    TimeoutDue,
-)
-from ._projections import Rows
-from ._publisher import event_key
-from ._repository import Repository
-from ._scaled import DecimalIn, DecimalScaleOut
-from ._schemas import (
+from loom.runtime.values.scaled import DecimalIn, DecimalScaleOut
+from loom.runtime.values.schemas import (
     TEXT_CHECK,
     DecimalOut,
     Int32,
@@ -295,12 +307,6 @@ from ._schemas import (
     WireDecimal,
     WireText,
 )
-from ._service import SchemaMismatch, Service, Work
-from ._tenants import require_tenant
-from ._transport import ConsumerSpec
-from .clock import now
-from .decimals import ArithmeticRefused
-from .processes import ProcessRunner
 
 __all__ = [
     "ANONYMOUS",

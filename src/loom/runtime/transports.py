@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from ._transport import (
+from loom.runtime.messaging.transports.base import (
     ConsumerSpec,
     MalformedMessage,
     Message,
@@ -28,9 +28,9 @@ from ._transport import (
     Transport,
     TransportError,
 )
-from ._transport_memory import MemoryBroker, MemoryTransport
-from ._transport_nats import NatsTransport
-from ._transport_redis import RedisTransport
+from loom.runtime.messaging.transports.memory import MemoryBroker, MemoryTransport
+from loom.runtime.messaging.transports.nats import NatsTransport
+from loom.runtime.messaging.transports.redis import RedisTransport
 
 # `memory://NAME`: one broker a name in the process, so the deployables of one process that name
 # it talk to each other

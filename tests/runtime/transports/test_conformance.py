@@ -1,4 +1,4 @@
-"""The transport contract (src/loom/runtime/_transport.py), the same tests against every
+"""The transport contract (src/loom/runtime/messaging/transports/base.py), the same tests against every
 transport: the in-memory broker, NATS JetStream and Redis Streams on real servers."""
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from loom.runtime._broker_config import redelivery_wait, transports_from_environment
+from loom.runtime.messaging.broker_config import redelivery_wait, transports_from_environment
 from loom.runtime.transports import (
     MemoryTransport,
     NatsTransport,

@@ -2,7 +2,7 @@
 and in an event's payload on the outbox and the broker. The one definition of that mapping; the
 AsyncAPI document (`asyncapi.py`) takes its payloads from it, and tests/codegen/test_asyncapi.py
 checks it against what Pydantic emits for the generated response models (`/openapi.json`) and
-against events encoded by `loom.runtime._codec.encode`.
+against events encoded by `loom.runtime.values.codec.encode`.
 
     string, string(N)   {"type": "string"}, with "maxLength": N
     int                 {"type": "integer", "format": "int64"}   (OpenAPI: the same range as

@@ -117,7 +117,7 @@ class TypeNames:
         raise TypeError(f"unknown type {t!r}")
 
     def _scaled(self, t: ir.PrimitiveType) -> str:
-        """A `decimal(P, S)` on the wire (`loom.runtime._scaled`): refused unless it fits on input,
+        """A `decimal(P, S)` on the wire (`loom.runtime.values.scaled`): refused unless it fits on input,
         padded to S places on output."""
         self.imports.add("typing", "Annotated")
         bound = f"{t.precision}, {t.scale}"

@@ -1,0 +1,178 @@
+# ruff: noqa: B008  (FastAPI dependencies as defaults)
+"""Admin HTTP endpoints for dead letters (tag "admin"):
+
+GET  /api/admin/dead-letters?limit&offset&kind       -> {items, limit, offset, total}
+POST /api/admin/dead-letters/{id}/redrive            -> 204, or a 404 problem
+
+An admin whose token names a tenant (a tenant's own administrator) sees and redrives that
+tenant's dead letters only: another tenant's id is a 404. An admin without one (the operator)
+sees every tenant's, each with its `tenant`.
+
+Two kinds of dead letters share the page (dead events first, then dead timeouts; `kind` filters):
+durable events whose delivery failed (`kind: "event"`, keyed by `event_id`) and process timeouts
+whose handler failed (`kind: "timeout"`, keyed by `job_id`). Redrive takes either id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, Literal, Protocol
+from uuid import UUID
+
+from fastapi import APIRouter, Depends, Query, Response
+from pydantic import BaseModel
+
+from loom.runtime.http.auth import require_admin
+from loom.runtime.http.problems import PROBLEM_RESPONSES
+from loom.runtime.messaging.outbox import Outbox
+from loom.runtime.processes.timers import TimerQueue
+from loom.runtime.values.errors import NotFound
+from loom.runtime.values.principal import current_principal
+from loom.runtime.values.schemas import Page, PageLimit, PageOffset
+
+
+class AdminHost(Protocol):
+    """What the dead-letter routes need of the service: its channels' outbox and its timers."""
+
+    @property
+    def channels(self) -> Sequence[object]: ...
+
+    @property
+    def uses_processes(self) -> bool: ...
+
+    @property
+    def outbox(self) -> Outbox: ...
+
+    @property
+    def timers(self) -> TimerQueue: ...
+
+
+class DeadLetterOut(BaseModel):
+    kind: Literal["event"] = "event"
+    event_id: UUID
+    event_type: str
+    channel: str
+    attempts: int
+    last_error: str | None
+    occurred_at: datetime
+    correlation_id: str
+    payload: dict[str, Any]
+    # the revision of the model that wrote the event; null: written before events carried one
+    model_revision: str | None = None
+    # the tenant the event was raised in (a tenanted context's); null: an untenanted event. The
+    # admin sees every tenant's dead letters; a redrive replays each in its own tenant
+    tenant: str | None = None
+
+
+class DeadTimeoutOut(BaseModel):
+    kind: Literal["timeout"] = "timeout"
+    job_id: UUID
+    process: str
+    key: str
+    timeout: str
+    due_at: datetime
+    attempts: int
+    last_error: str | None
+    correlation_id: str | None
+    # the tenant of a tenanted context's instance (null: untenanted); redriven, it fires there
+    tenant: str | None = None
+
+
+DeadItem = DeadLetterOut | DeadTimeoutOut
+Kind = Literal["event", "timeout"]
+
+
+def admin_tenant() -> str | None:
+    """The tenant an admin request is confined to: its token's tenant claim, when it has one (a
+    tenant's own administrator), else None (the operator, who sees every tenant)."""
+    return current_principal().tenant
+
+
+async def dead_page(
+    service: AdminHost,
+    limit: int,
+    offset: int,
+    kind: Kind | None = None,
+    tenant: str | None = None,
+) -> tuple[list[DeadItem], int]:
+    """One page of dead letters of both kinds (events first), and the total (`tenant`: that
+    tenant's only)."""
+    events = service.channels and kind in (None, "event")
+    timeouts = service.uses_processes and kind in (None, "timeout")
+    n_events = (await service.outbox.counts(tenant))["dead"] if events else 0
+    n_timeouts = (await service.timers.counts(tenant))["dead"] if timeouts else 0
+    items: list[DeadItem] = []
+    if events and offset < n_events:
+        for d in await service.outbox.dead_letters(limit, offset, tenant):
+            items.append(DeadLetterOut.model_validate(d, from_attributes=True))
+    if timeouts and len(items) < limit:
+        skip = max(0, offset - n_events)
+        for x in await service.timers.dead_letters(limit - len(items), skip, tenant):
+            items.append(
+                DeadTimeoutOut(
+                    job_id=x.job_id,
+                    process=x.process,
+                    key=x.key,
+                    timeout=x.name,
+                    due_at=x.due_at,
+                    attempts=x.attempts,
+                    last_error=x.last_error,
+                    correlation_id=x.correlation_id,
+                    tenant=x.tenant,
+                )
+            )
+    return items, n_events + n_timeouts
+
+
+async def redrive(service: AdminHost, id: UUID, tenant: str | None = None) -> bool:
+    """Redrive the dead event, else the dead timeout, with this id (`tenant`: of that tenant)."""
+    if service.channels and await service.outbox.redrive(id, tenant):
+        return True
+    return bool(service.uses_processes and await service.timers.redrive(id, tenant))
+
+
+def admin_routes(route_class: Any) -> APIRouter:
+    """A router of admin routes (tag "admin")."""
+    # With authentication configured, every admin route needs the role `admin` (401 / 403).
+    return APIRouter(route_class=route_class, tags=["admin"], dependencies=[Depends(require_admin)])
+
+
+def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The documented problem answers of a route."""
+    return {k: v for k, v in PROBLEM_RESPONSES.items() if k in statuses}
+
+
+def admin_router(route_class: Any, get_service: Callable[..., AdminHost]) -> APIRouter:
+    """The dead-letter routes; `get_service` is the app's service dependency."""
+    router = admin_routes(route_class)
+
+    @router.get(
+        "/api/admin/dead-letters",
+        response_model=Page[DeadItem],
+        responses=problems(401, 403, 413, 422, 500, 503),
+    )
+    async def list_dead_letters(
+        limit: PageLimit = 50,
+        offset: PageOffset = 0,
+        kind: Kind | None = Query(None),
+        service: AdminHost = Depends(get_service),
+    ) -> Page[DeadItem]:
+        """Durable events whose delivery failed `max_attempts` times, oldest first, then process
+        timeouts whose handler did, earliest due first (`kind` keeps one of the two)."""
+        items, total = await dead_page(service, limit, offset, kind, admin_tenant())
+        return Page[DeadItem](items=items, limit=limit, offset=offset, total=total)
+
+    @router.post(
+        "/api/admin/dead-letters/{id}/redrive",
+        status_code=204,
+        response_class=Response,
+        responses=problems(401, 403, 404, 413, 422, 500, 503),
+    )
+    async def redrive_dead_letter(id: UUID, service: AdminHost = Depends(get_service)) -> None:
+        """Put a dead letter back in the queue (an event's id, or a timeout's job id): it is
+        delivered, or fired, again from attempt 1."""
+        if not await redrive(service, id, admin_tenant()):
+            raise NotFound("DeadLetter", id, f"no dead letter has the id {id}")
+
+    return router

@@ -1,0 +1,169 @@
+"""The request edge: one pure ASGI middleware for what every request passes through before a route.
+
+- `X-Correlation-Id`: accepted on every request (up to 128 visible ASCII characters, anything else
+  replaced, never echoed), else a new UUIDv7; returned on every response, problems included, and
+  set in context so every event and log line of the request's chain carries it.
+- The body limit (`_body_limit.py`): a declared Content-Length over it is answered 413 before the
+  app runs; a body sent without one (chunked) is cut off with 413 as soon as it grows over it.
+- A 204 answer carries no `Content-Type` (nor `Content-Length`): it has no body.
+- Authentication (`_auth.py`): the request's principal, or a 401 before the route runs; the
+  `Authorization` header itself is kept in context for the API calls that forward it.
+- `HEAD`: answered as the `GET` of the same URL would be, headers and status alike, without the
+  body (FastAPI routes a GET route's HEAD to a 405 otherwise).
+
+One layer rather than three: every await of a request (each database round trip suspends and
+resumes the whole chain of coroutines above it) pays for each middleware frame, and the three read
+the same headers. Pure ASGI rather than Starlette's BaseHTTPMiddleware, which runs the endpoint in
+another task, where the context variables set here would not be seen.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Any
+
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from loom.runtime.http.auth import Authenticator, bearer_token
+from loom.runtime.http.problems import problem_for
+from loom.runtime.values.errors import PayloadTooLarge, StartupRefused
+from loom.runtime.values.ids import new_id_text
+from loom.runtime.values.logs import _correlation
+from loom.runtime.values.principal import ANONYMOUS, _authorization, _current
+
+CORRELATION_HEADER = "x-correlation-id"
+_CORRELATION = CORRELATION_HEADER.encode()
+_CONTENT_LENGTH = b"content-length"
+_AUTHORIZATION = b"authorization"
+_VALID_ID = re.compile(rb"[\x21-\x7e]{1,128}")
+_REPLACED = frozenset({_CORRELATION})
+_NO_CONTENT = frozenset({_CORRELATION, b"content-type", _CONTENT_LENGTH})
+
+
+class EdgeMiddleware:
+    def __init__(
+        self, app: ASGIApp, *, max_body_bytes: int, authenticator: Authenticator | None
+    ) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+        self.authenticator = authenticator
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, _plain_startup_refusal(send))
+            return
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        correlation: bytes | None = None
+        length: bytes | None = None
+        authorization: bytes | None = None
+        for name, value in scope["headers"]:  # one pass for the three headers read here
+            if name == _CORRELATION:
+                correlation = value
+            elif name == _CONTENT_LENGTH:
+                length = value
+            elif name == _AUTHORIZATION:
+                authorization = value
+        if correlation is not None and _VALID_ID.fullmatch(correlation):
+            correlation_id = correlation.decode("ascii")
+        else:
+            correlation_id = new_id_text()
+            correlation = correlation_id.encode("ascii")
+        header = (_CORRELATION, correlation)
+        started = False
+        head = scope["method"] == "HEAD"
+        if head:
+            # a copy: the server reads its own scope's method to know the answer has no body
+            scope = {**scope, "method": "GET"}
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                # a 204 has no body, so no content type (FastAPI gives its JSON one to every route)
+                drop = _NO_CONTENT if message["status"] == 204 else _REPLACED
+                headers = [h for h in message.get("headers", ()) if h[0].lower() not in drop]
+                message = {**message, "headers": [*headers, header]}
+            elif head and message["type"] == "http.response.body":
+                # the GET's Content-Length stays: it is what a GET would carry (RFC 9110 §9.3.2)
+                message = {**message, "body": b""}
+            await send(message)
+
+        correlation_token = _correlation.set(correlation_id)
+        header_token = _authorization.set(
+            authorization.decode("latin-1") if authorization is not None else None
+        )
+        principal_token = None
+        try:
+            limit = self.max_body_bytes
+            declared = _whole_number(length)
+            if declared is not None and declared > limit:
+                raise PayloadTooLarge(limit)
+            if declared is None:
+                # No (valid) Content-Length: count the body as it arrives. With one, the server
+                # already refuses a body longer than it declares.
+                receive = _limited(receive, limit)
+            if self.authenticator is not None and authorization is not None:
+                principal = self.authenticator.authenticate(
+                    bearer_token(authorization.decode("latin-1"))
+                )
+                principal_token = _current.set(principal)
+            else:
+                principal_token = _current.set(ANONYMOUS)
+            await self.app(scope, receive, send_with_id)
+        except Exception as exc:
+            # A 413 or 401 refused here, or an error raised past every handler (a route not
+            # using LoomRoute, a middleware): answer the problem here, so even this response
+            # carries the id and no traceback.
+            if started:
+                raise
+            response: Any = problem_for(Request(scope), exc)
+            await response(scope, receive, send_with_id)
+        finally:
+            if principal_token is not None:
+                _current.reset(principal_token)
+            _authorization.reset(header_token)
+            _correlation.reset(correlation_token)
+
+
+def _whole_number(value: bytes | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+def _limited(receive: Receive, limit: int) -> Receive:
+    received = 0
+
+    async def limited() -> Message:
+        nonlocal received
+        message = await receive()
+        if message["type"] == "http.request":
+            received += len(message.get("body", b""))
+            if received > limit:
+                raise PayloadTooLarge(limit)
+        return message
+
+    return limited
+
+
+def _plain_startup_refusal(send: Send) -> Send:
+    """Starlette reports a failed start-up to the server with the formatted traceback, which
+    uvicorn prints; for a `StartupRefused` (a database that does not match the model, or does
+    not answer) the message alone says everything, so it replaces the traceback. `send` is
+    awaited inside Starlette's `except` block, so the exception is the one being handled."""
+
+    async def send_plain(message: Message) -> None:
+        if message["type"] == "lifespan.startup.failed":
+            exc = sys.exc_info()[1]
+            if isinstance(exc, StartupRefused):
+                message = {**message, "message": str(exc)}
+        await send(message)
+
+    return send_plain

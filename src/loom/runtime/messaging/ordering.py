@@ -1,0 +1,205 @@
+"""Per-key order across consumer replicas: the counts a producer stamps on each message bound for
+a broker, and the progress a consumer keeps of what it applied (the rule: `_key_order.py`).
+
+`__loom_key_counts` (producer): per (channel, key, event type), how many events were committed;
+upserted in the transaction that writes the outbox rows, whose `key_counts` column (the message's
+`Loom-Key-Counts`) holds, per type of the channel, the counts up to and including each row.
+
+`__loom_key_progress` (consumer): per (consumer, key, event type), the highest count applied (or
+dead-lettered: a poisoned event never blocks its key); written in the reaction's transaction,
+beside its inbox row, so it is exactly as durable as the application it records. Counts never go
+backwards: a late event leaves them as they are.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    bindparam,
+    func,
+    select,
+    tuple_,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from loom.model import messaging as wire
+from loom.runtime.messaging.channels import Channel
+from loom.runtime.messaging.key_order import KeyOrder, OutOfOrder
+from loom.runtime.messaging.outbox import outbox_rows, runtime_metadata, write_events
+from loom.runtime.messaging.publisher import event_key
+from loom.runtime.values.domain import DomainEvent
+
+
+class Producer(Protocol):
+    """What stamping outbox rows needs (`_outlet.Outlet`)."""
+
+    @property
+    def dialect(self) -> str: ...
+
+    @property
+    def model_revision(self) -> str | None: ...
+
+    def publishing(self, channel: Channel, event_type: str) -> object | None:
+        """Whether a broker publishes `event_type` on `channel` here (not None: it does)."""
+        ...
+
+
+def _per_key(name: str, scope: str, count: str) -> Table:
+    """A table of counts per (`scope`, key, event type): the producer's per channel, a
+    consumer's per consumer name."""
+    return Table(
+        name,
+        runtime_metadata,
+        Column(scope, String, nullable=False),
+        Column("key", String, nullable=False),
+        Column("event_type", String, nullable=False),
+        Column(count, BigInteger, nullable=False),
+        PrimaryKeyConstraint(scope, "key", "event_type", name=f"pk_{name}"),
+    )
+
+
+key_counts = _per_key("__loom_key_counts", "channel", "count")
+key_progress = _per_key("__loom_key_progress", "consumer", "applied")
+
+
+def _insert(dialect: str, table: Table) -> Any:
+    return (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table)
+
+
+def _count_upsert(dialect: str) -> Any:
+    stmt = _insert(dialect, key_counts)
+    return stmt.on_conflict_do_update(
+        index_elements=[key_counts.c.channel, key_counts.c.key, key_counts.c.event_type],
+        set_={"count": key_counts.c.count + stmt.excluded["count"]},
+    )
+
+
+def _progress_upsert(dialect: str) -> Any:
+    stmt = _insert(dialect, key_progress)
+    # SQLite's two-argument max() is its greatest()
+    greatest = func.greatest if dialect == "postgresql" else func.max
+    return stmt.on_conflict_do_update(
+        index_elements=[key_progress.c.consumer, key_progress.c.key, key_progress.c.event_type],
+        set_={"applied": greatest(key_progress.c.applied, stmt.excluded.applied)},
+    ).returning(key_progress.c.applied)
+
+
+_COUNT_UPSERTS = {d: _count_upsert(d) for d in ("postgresql", "sqlite")}
+_PROGRESS_UPSERTS = {d: _progress_upsert(d) for d in ("postgresql", "sqlite")}
+# built once: one commit's counts, read back for all its (channel, key) pairs
+_COUNTS_OF = select(
+    key_counts.c.channel, key_counts.c.key, key_counts.c.event_type, key_counts.c.count
+).where(tuple_(key_counts.c.channel, key_counts.c.key).in_(bindparam("pairs", expanding=True)))
+
+
+async def write_durable(
+    conn: AsyncConnection, producer: Producer, items: Sequence[tuple[Channel, DomainEvent]]
+) -> None:
+    """Write the outbox rows of the durable events `items` on `conn`, stamped."""
+    await write_events(conn, producer.dialect, await stamped_rows(conn, producer, items))
+
+
+async def stamped_rows(
+    conn: AsyncConnection, producer: Producer, items: Sequence[tuple[Channel, DomainEvent]]
+) -> list[dict[str, Any]]:
+    """`outbox_rows` of `items`, those the relay publishes to a broker stamped with their key
+    counts, counted on `conn` inside the caller's transaction.
+
+    The increments are added in the database (`count + n`), rows in key order, so two
+    transactions raising events of one key never count one number twice, nor deadlock; each
+    row's counts are then this commit's view: its own types' counts, and the others' as
+    committed."""
+    rows = outbox_rows(items, producer.model_revision)
+    publishing = producer.publishing
+    counted = [
+        (i, channel.name, event_key(event), event.event_type)
+        for i, (channel, event) in enumerate(items)
+        if publishing(channel, event.event_type) is not None
+    ]
+    if not counted:
+        return rows
+    increments = Counter((c, k, t) for _, c, k, t in counted)
+    await conn.execute(
+        _COUNT_UPSERTS[producer.dialect],
+        [
+            {"channel": c, "key": k, "event_type": t, "count": n}
+            for (c, k, t), n in sorted(increments.items())
+        ],
+    )
+    pairs = sorted({(c, k) for _, c, k, _ in counted})
+    found = await conn.execute(_COUNTS_OF, {"pairs": pairs})
+    totals: dict[tuple[str, str], dict[str, int]] = {pair: {} for pair in pairs}
+    for c, k, t, n in found:
+        totals[c, k][t] = int(n)
+    for (c, k, t), n in increments.items():  # back to the counts before this commit's events
+        totals[c, k][t] -= n
+    for i, c, k, t in counted:
+        counts = totals[c, k]
+        counts[t] += 1
+        rows[i]["key_counts"] = wire.format_key_counts({u: n for u, n in counts.items() if n})
+    return rows
+
+
+def _applied_stmt(*, lock: bool) -> Any:
+    # rows in type order: two replicas lock a key's rows in the same order, never deadlock
+    stmt = (
+        select(key_progress.c.event_type, key_progress.c.applied)
+        .where(
+            key_progress.c.consumer == bindparam("consumer"),
+            key_progress.c.key == bindparam("key"),
+            key_progress.c.event_type.in_(bindparam("types", expanding=True)),
+        )
+        .order_by(key_progress.c.event_type)
+    )
+    return stmt.with_for_update() if lock else stmt
+
+
+_APPLIED = {lock: _applied_stmt(lock=lock) for lock in (False, True)}
+
+
+async def applied(conn: AsyncConnection, order: KeyOrder, *, lock: bool = False) -> dict[str, int]:
+    """What `order`'s consumer applied of its key, per type it checks (`lock`: the rows are
+    locked until the transaction ends, PostgreSQL's `FOR UPDATE`)."""
+    params = {"consumer": order.consumer, "key": order.key, "types": list(order.types)}
+    rows = await conn.execute(_APPLIED[lock], params)
+    return {t: int(n) for t, n in rows}
+
+
+async def record_progress(conn: AsyncConnection, dialect: str, order: KeyOrder) -> int:
+    """Count `order`'s message as applied by its consumer (never lowering the count); answer
+    its type's count now (above the message's own: a later one was applied before it)."""
+    params = {
+        "consumer": order.consumer,
+        "key": order.key,
+        "event_type": order.event_type,
+        "applied": order.counts[order.event_type],
+    }
+    now = (await conn.execute(_PROGRESS_UPSERTS[dialect], params)).scalar_one()
+    order.recorded = True
+    return int(now)
+
+
+async def claim_turn(conn: AsyncConnection, dialect: str, order: KeyOrder) -> None:
+    """In the reaction's transaction, after its inbox row: check that every earlier event of the
+    key is applied (or the gap limit passed), and record this one. The progress rows are locked
+    (PostgreSQL; SQLite serialises writers), so two replicas can never apply two events of one
+    key at once: the second waits for the first's commit and then sees it. `OutOfOrder` when an
+    earlier one is still missing."""
+    if order.first:  # nothing before it to wait for: one statement, no read
+        order.late = await record_progress(conn, dialect, order) > order.counts[order.event_type]
+        return
+    done = await applied(conn, order, lock=dialect == "postgresql")
+    if order.missing(done) and not order.forced:
+        order.blocked = True
+        raise OutOfOrder(f"{order.consumer}: an earlier event of key {order.key!r} is not applied")
+    order.late = order.overtaken(done)
+    await record_progress(conn, dialect, order)

@@ -1,0 +1,390 @@
+"""The transactional outbox and the inbox: their tables, the write done inside a unit of work, and
+the dead-letter operations (list, redrive) behind the admin endpoint and `loom dead-letters`.
+
+`__loom_outbox` holds one row per durable event, written on the connection and in the transaction
+of the write that raised it, so the row exists if and only if that write committed. `__loom_inbox`
+holds (consumer, event_id) for every durable delivery a consumer processed, written in the
+consumer's own transaction, so a redelivery is recognised and skipped.
+
+Every timestamp is `loom.runtime.clock.now()` passed as a parameter, never the database's clock:
+tests move time with the clock helpers, and replicas with skewed database clocks agree.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+from uuid import UUID
+
+from sqlalchemy import (
+    Column,
+    ColumnElement,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    Uuid,
+    bindparam,
+    delete,
+    func,
+    insert,
+    literal,
+    select,
+    text,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from loom.runtime.messaging.channels import Channel
+from loom.runtime.messaging.events import UNKNOWN_REVISION, new_envelope
+from loom.runtime.storage.lease import MAX_ERROR, LeasedQueue
+from loom.runtime.storage.work import Units
+from loom.runtime.values import clock
+from loom.runtime.values.codec import encode
+from loom.runtime.values.domain import DomainEvent
+from loom.runtime.values.logs import log_fact
+from loom.runtime.values.types import UtcDateTime
+
+
+class Wakes(Protocol):
+    """The relay, woken when dead letters are put back in the queue."""
+
+    def wake(self) -> None: ...
+
+
+NOTIFY_CHANNEL = "loom_outbox"
+PENDING, DELIVERED, DEAD = "pending", "delivered", "dead"
+
+runtime_metadata = MetaData()
+outbox = Table(
+    "__loom_outbox",
+    runtime_metadata,
+    Column("event_id", Uuid, primary_key=True),
+    Column("channel", String, nullable=False),
+    Column("event_type", String, nullable=False),
+    Column("payload", Text, nullable=False),
+    Column("correlation_id", String, nullable=False),
+    Column("causation_id", String, nullable=True),
+    Column("occurred_at", UtcDateTime, nullable=False),
+    Column("available_at", UtcDateTime, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("status", String, nullable=False),
+    Column("last_error", Text, nullable=True),
+    Column("claimed_by", String, nullable=True),
+    Column("claimed_until", UtcDateTime, nullable=True),
+    Column("delivered_at", UtcDateTime, nullable=True),
+    # the revision of the model whose service wrote the row (loom.lang.lower.revision); NULL in
+    # rows written before events carried one, and by a service built without one
+    Column("model_revision", String, nullable=True),
+    # the tenant of the principal that raised the event (a tenanted context's); NULL for an
+    # untenanted one: its consumers run as the system principal of that tenant
+    Column("tenant", String, nullable=True),
+    # a row bound for a broker: its `Loom-Key-Counts` (`_ordering.py`); NULL for every other row,
+    # and in rows written before it (their messages are applied unordered across replicas)
+    Column("key_counts", String, nullable=True),
+    # the relay's claim: pending rows, due first, in event order
+    Index("ix___loom_outbox_due", "status", "available_at", "event_id"),
+)
+# the relay's queue: a claim returns what a delivery reads
+outbox_queue = LeasedQueue(
+    outbox,
+    key="event_id",
+    ready=PENDING,
+    dead=DEAD,
+    order=("event_id",),
+    returning=(
+        "event_id",
+        "channel",
+        "event_type",
+        "payload",
+        "correlation_id",
+        "causation_id",
+        "occurred_at",
+        "attempts",
+        "model_revision",
+        "tenant",
+        "key_counts",
+    ),
+)
+inbox = Table(
+    "__loom_inbox",
+    runtime_metadata,
+    Column("consumer", String, nullable=False),
+    Column("event_id", Uuid, nullable=False),
+    Column("processed_at", UtcDateTime, nullable=False),
+    # the tenant the delivery ran in (NULL: an untenanted event)
+    Column("tenant", String, nullable=True),
+    PrimaryKeyConstraint("consumer", "event_id", name="pk___loom_inbox"),
+)
+
+_INSERT_OUTBOX = insert(outbox)
+_PG_NOTIFY = text(f"SELECT pg_notify('{NOTIFY_CHANNEL}', '')")
+
+
+_COLUMNS = tuple(c.name for c in outbox.c)
+_INSERT_AND_NOTIFY: dict[int, Any] = {}
+
+
+def _insert_and_notify(n: int) -> Any:
+    """PostgreSQL: insert n rows and notify in one round trip,
+    `WITH ins AS (INSERT ... RETURNING 1) SELECT pg_notify(...) FROM ins LIMIT 1`
+    (a data-modifying CTE always runs to completion, whatever the outer query reads). Written as
+    text with typed parameters: SQLAlchemy does not cache the compiled form of a multi-row
+    INSERT inside a CTE, and compiling it per commit would cost more than the round trip saved."""
+    found = _INSERT_AND_NOTIFY.get(n)
+    if found is None:
+        rows = ", ".join("(" + ", ".join(f":{c}_{i}" for c in _COLUMNS) + ")" for i in range(n))
+        found = text(
+            f"WITH ins AS (INSERT INTO {outbox.name} ({', '.join(_COLUMNS)}) VALUES {rows} "
+            f"RETURNING 1) SELECT pg_notify('{NOTIFY_CHANNEL}', '') FROM ins LIMIT 1"
+        ).bindparams(
+            *(bindparam(f"{c}_{i}", type_=outbox.c[c].type) for i in range(n) for c in _COLUMNS)
+        )
+        if n <= 16:  # the common sizes stay compiled; a huge batch is built once and dropped
+            _INSERT_AND_NOTIFY[n] = found
+    return found
+
+
+def _numbered(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    return {f"{c}_{i}": row[c] for i, row in enumerate(rows) for c in _COLUMNS}
+
+
+def inbox_insert(dialect: str) -> Any:
+    """INSERT ... ON CONFLICT DO NOTHING into the inbox: rowcount 0 means "already processed"."""
+    if dialect == "postgresql":
+        return postgresql.insert(inbox).on_conflict_do_nothing()
+    if dialect == "sqlite":
+        return sqlite.insert(inbox).on_conflict_do_nothing()
+    raise NotImplementedError(f"the inbox needs ON CONFLICT support ({dialect})")
+
+
+def _dead_letter_upsert(dialect: str) -> Any:
+    dialect_insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    stmt = dialect_insert(outbox)
+    joined = func.coalesce(outbox.c.last_error, literal("")) + "; " + stmt.excluded.last_error
+    return stmt.on_conflict_do_update(
+        index_elements=[outbox.c.event_id],
+        set_={
+            "status": DEAD,
+            "attempts": stmt.excluded.attempts,
+            "last_error": func.substr(joined, 1, MAX_ERROR),
+            "claimed_by": None,
+            "claimed_until": None,
+        },
+    )
+
+
+_DEAD_LETTER_UPSERTS = {d: _dead_letter_upsert(d) for d in ("postgresql", "sqlite")}
+
+
+async def write_dead_letter(conn: AsyncConnection, dialect: str, row: dict[str, Any]) -> None:
+    """Keep an event a broker consumer of this service gave up on as a `dead` row (every outbox
+    column in `row`), so `loom dead-letters` and the admin routes work on it like on any other;
+    when another consumer of this service already dead-lettered the same event, its error is
+    appended to theirs."""
+    await conn.execute(_DEAD_LETTER_UPSERTS[dialect], row)
+
+
+async def write_events(conn: AsyncConnection, dialect: str, rows: list[dict[str, Any]]) -> None:
+    """Write outbox rows (`outbox_rows`, stamped by `_ordering.stamped_rows`), in order, on
+    `conn` (inside its transaction).
+
+    PostgreSQL also gets a `pg_notify`, which the server delivers only if the transaction
+    commits: relays of other replicas wake up exactly when there is something to deliver."""
+    if dialect == "postgresql":
+        await conn.execute(_insert_and_notify(len(rows)), _numbered(rows))
+    else:
+        await conn.execute(_INSERT_OUTBOX, rows)
+
+
+def outbox_rows(
+    items: Sequence[tuple[Channel, DomainEvent]], model_revision: str | None
+) -> list[dict[str, Any]]:
+    """The outbox rows of durable events (every column), each with a new envelope stamped with
+    `model_revision`."""
+    now = clock.now()
+    rows = []
+    for channel, event in items:
+        envelope = new_envelope(event, model_revision)
+        rows.append(
+            {
+                "event_id": envelope.event_id,
+                "channel": channel.name,
+                "event_type": envelope.event_type,
+                "payload": encode(event),
+                "correlation_id": envelope.correlation_id,
+                "causation_id": envelope.causation_id,
+                "occurred_at": envelope.occurred_at,
+                "available_at": now,
+                "attempts": 0,
+                "status": PENDING,
+                "last_error": None,
+                "claimed_by": None,
+                "claimed_until": None,
+                "delivered_at": None,
+                "model_revision": envelope.model_revision,
+                "tenant": envelope.tenant,
+                "key_counts": None,  # stamped by `_ordering.stamped_rows` when it is needed
+            }
+        )
+    return rows
+
+
+async def notify(conn: AsyncConnection, dialect: str) -> None:
+    if dialect == "postgresql":
+        await conn.execute(_PG_NOTIFY)
+
+
+def row_fields(row: Any) -> dict[str, Any]:
+    """The members of a log line about a stored event: an outbox row, or a broker `Message`
+    (the same attribute names) (docs/events.md, "Logs")."""
+    return {
+        "event_type": row.event_type,
+        "event_id": str(row.event_id),
+        "correlation_id": row.correlation_id,
+        "causation_id": row.causation_id,
+        "channel": row.channel,
+        "model_revision": row.model_revision or UNKNOWN_REVISION,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """A durable event whose delivery failed `max_attempts` times; kept until redriven."""
+
+    event_id: UUID
+    event_type: str
+    channel: str
+    attempts: int
+    last_error: str | None
+    occurred_at: datetime
+    correlation_id: str
+    payload: dict[str, Any]
+    model_revision: str | None = None  # None: written before events carried a revision
+    tenant: str | None = None  # None: an untenanted context's event
+
+
+def _payload(text: str) -> dict[str, Any]:
+    """A dead letter's payload as a dict; a row that is not a JSON object (often the reason it
+    died) is still listed, its text under "_unparsed"."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {"_unparsed": text}
+    return value if isinstance(value, dict) else {"_unparsed": text}
+
+
+_DEAD_COLUMNS = (
+    outbox.c.event_id,
+    outbox.c.event_type,
+    outbox.c.channel,
+    outbox.c.attempts,
+    outbox.c.last_error,
+    outbox.c.occurred_at,
+    outbox.c.correlation_id,
+    outbox.c.payload,
+    outbox.c.model_revision,
+    outbox.c.tenant,
+)
+
+_REDRIVEN = (
+    outbox.c.event_id,
+    outbox.c.event_type,
+    outbox.c.channel,
+    outbox.c.correlation_id,
+    outbox.c.causation_id,
+    outbox.c.model_revision,
+)
+
+
+class Outbox:
+    """`service.outbox`: dead letters and counts (the relay does the delivering)."""
+
+    def __init__(self, units: Units, relay: Wakes) -> None:
+        self._units = units
+        self._relay = relay
+
+    async def dead_letters(
+        self, limit: int = 50, offset: int = 0, tenant: str | None = None
+    ) -> list[DeadLetter]:
+        """Dead letters, oldest event first (`tenant`: only that tenant's)."""
+        stmt = (
+            select(*_DEAD_COLUMNS)
+            .where(outbox.c.status == DEAD, *_of_tenant(tenant))
+            .order_by(outbox.c.event_id)
+            .limit(limit)
+            .offset(offset)
+        )
+        async with self._units.engine.connect() as conn:
+            rows = (await conn.execute(stmt)).all()
+        return [
+            DeadLetter(
+                event_id=r.event_id,
+                event_type=r.event_type,
+                channel=r.channel,
+                attempts=r.attempts,
+                last_error=r.last_error,
+                occurred_at=r.occurred_at,
+                correlation_id=r.correlation_id,
+                payload=_payload(r.payload),
+                model_revision=r.model_revision,
+                tenant=r.tenant,
+            )
+            for r in rows
+        ]
+
+    async def counts(self, tenant: str | None = None) -> dict[str, int]:
+        """Rows per status: {"pending": n, "delivered": n, "dead": n} (`tenant`: its rows)."""
+        stmt = (
+            select(outbox.c.status, func.count())
+            .where(*_of_tenant(tenant))
+            .group_by(outbox.c.status)
+        )
+        async with self._units.engine.connect() as conn:
+            found = {status: int(n) for status, n in (await conn.execute(stmt)).all()}
+        return {status: found.get(status, 0) for status in (PENDING, DELIVERED, DEAD)}
+
+    async def prune_inbox(self, before: datetime) -> int:
+        """Delete inbox records processed before `before`; answers how many. Keep them longer
+        than any redelivery can come: the lease, every retry, and the time a dead letter may wait
+        before it is redriven (a redriven event whose record is gone is applied again)."""
+        async with self._units.transaction() as work:
+            conn = await work.connection()
+            result = await conn.execute(delete(inbox).where(inbox.c.processed_at < before))
+        return int(result.rowcount)
+
+    async def redrive(self, event_id: UUID, tenant: str | None = None) -> bool:
+        """Put one dead letter back in the queue (attempts from zero); False if there is none
+        (`tenant`: none of that tenant's)."""
+        where = (outbox.c.event_id == event_id, *_of_tenant(tenant))
+        stmt = outbox_queue.redrive(*where).returning(*_REDRIVEN)
+        return bool(await self._redrive(stmt))
+
+    async def redrive_all(self) -> int:
+        """Put every dead letter back in the queue; answers how many."""
+        return await self._redrive(outbox_queue.redrive().returning(*_REDRIVEN))
+
+    async def _redrive(self, stmt: Any) -> int:
+        units = self._units
+        async with units.transaction() as work:
+            conn = await work.connection()
+            rows = (await conn.execute(stmt, {"now": clock.now()})).all()
+            if rows:
+                await notify(conn, units.dialect)
+        for row in rows:
+            log_fact("event_redriven", logging.INFO, row_fields(row))
+        if rows:
+            self._relay.wake()
+        return len(rows)
+
+
+def _of_tenant(tenant: str | None) -> tuple[ColumnElement[bool], ...]:
+    """The condition keeping one tenant's rows; none (every row) for None."""
+    return () if tenant is None else (outbox.c.tenant == tenant,)

@@ -1,0 +1,96 @@
+"""The messaging side of the service's units of work (`_work.Outlet`): which events a durable
+channel carries, their outbox rows (stamped with their key counts when a broker publishes them),
+the inbox row a reaction records first, in-process dispatch, and waking the relay after a commit.
+
+It is what lets a unit of work (the storage layer) raise events without knowing the channels,
+the brokers or the relay above it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from loom.runtime.messaging.brokers import BrokerLink, Brokers
+from loom.runtime.messaging.channels import Channel
+from loom.runtime.messaging.events import AlreadyHandled, Delivery, EventBus
+from loom.runtime.messaging.ordering import claim_turn, write_durable
+from loom.runtime.messaging.outbox import inbox_insert
+from loom.runtime.storage.work import Entry
+from loom.runtime.values import clock
+from loom.runtime.values.domain import DomainEvent
+from loom.runtime.values.principal import current_principal
+
+_INBOX_INSERTS: dict[str, Any] = {d: inbox_insert(d) for d in ("postgresql", "sqlite")}
+
+
+class Wakes(Protocol):
+    """The relay of this process, as far as committing outbox rows goes."""
+
+    def wake_local(self) -> None: ...
+
+
+class Outlet:
+    """One per service (`service.outlet`)."""
+
+    __slots__ = ("_brokers", "_relay", "dialect", "events", "routes")
+
+    def __init__(
+        self,
+        dialect: str,
+        routes: Mapping[str, Channel],
+        events: EventBus,
+        brokers: Brokers,
+        relay: Wakes,
+    ) -> None:
+        self.dialect = dialect
+        # event type -> channel; empty means every event takes the in-process path
+        self.routes = routes
+        # the bus running in-process reactions (the test kit swaps in a recorder)
+        self.events = events
+        self._brokers = brokers
+        self._relay = relay
+
+    @property
+    def model_revision(self) -> str | None:
+        return self.events.model_revision
+
+    def publishing(self, channel: Channel, event_type: str) -> BrokerLink | None:
+        return self._brokers.publishing(channel, event_type)
+
+    def carried(self, events: Sequence[DomainEvent]) -> list[tuple[Channel, DomainEvent]]:
+        """`events` (every one durable) with the channel carrying each."""
+        routes = self.routes
+        return [(routes[event.event_type], event) for event in events]
+
+    async def write(self, conn: AsyncConnection, events: Sequence[DomainEvent]) -> None:
+        await write_durable(conn, self, self.carried(events))
+
+    async def dispatch(self, events: Sequence[DomainEvent]) -> None:
+        await self.events.dispatch(events)
+
+    def sent(self) -> None:
+        self._relay.wake_local()
+
+    def entry(self, delivery: Delivery) -> Entry:
+        """A reaction's first statements for the durable `delivery`: its inbox row (and, for a
+        broker message with key counts, its key's turn, `_ordering.claim_turn`);
+        `AlreadyHandled` when a previous delivery already applied it."""
+        dialect = self.dialect
+
+        async def enter(conn: AsyncConnection) -> None:
+            consumer, event_id = delivery.consumer, delivery.envelope.event_id
+            params = {
+                "consumer": consumer,
+                "event_id": event_id,
+                "processed_at": clock.now(),
+                "tenant": current_principal().tenant,
+            }
+            result = await conn.execute(_INBOX_INSERTS[dialect], params)
+            if result.rowcount == 0:
+                raise AlreadyHandled(f"{consumer} already handled event {event_id}")
+            if delivery.order is not None:
+                await claim_turn(conn, dialect, delivery.order)
+
+        return enter

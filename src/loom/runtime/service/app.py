@@ -1,0 +1,421 @@
+"""The FastAPI side: app factory, service dependency, and the Loom route class."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.dependencies.utils import get_dependant
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
+from sqlalchemy import MetaData, make_url
+from sqlalchemy.exc import StatementError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+from loom.runtime.http.admin import admin_router
+from loom.runtime.http.api_calls import ApiResource, Apis
+from loom.runtime.http.auth import Authenticator, add_bearer_scheme, resolve_auth
+from loom.runtime.http.body_limit import resolve_max_body_bytes
+from loom.runtime.http.contracts import add_asyncapi_route
+from loom.runtime.http.edge import EdgeMiddleware
+from loom.runtime.http.idempotency import HEADER as IDEMPOTENCY_KEY
+from loom.runtime.http.idempotency import SAFE_METHODS, resolve_ttl
+from loom.runtime.http.problems import install_problem_handlers, problem_for
+from loom.runtime.http.tenants import check_tenanted_auth
+from loom.runtime.http.timer_admin import timers_router
+from loom.runtime.messaging.broker_config import (
+    DEFAULT_SOURCE,
+    redelivery_wait,
+    transports_from_environment,
+)
+from loom.runtime.messaging.channels import Channel
+from loom.runtime.messaging.relay import resolve_relay_options
+from loom.runtime.messaging.transports.base import Transport
+from loom.runtime.service.service import Service
+from loom.runtime.storage.dberrors import classify
+from loom.runtime.storage.engine import in_memory_sqlite
+from loom.runtime.values.domain import DomainEvent
+from loom.runtime.values.environment import pool_settings
+from loom.runtime.values.errors import LoomError, StartupRefused
+from loom.runtime.values.externs import Externs
+from loom.runtime.values.logs import install_default_handler
+from loom.runtime.values.schemas import Problem
+
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./loom.db"
+_HANDLED = (
+    LoomError,
+    RequestValidationError,
+    StarletteHTTPException,
+    StatementError,
+    PoolTimeout,
+)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+# Out of range for every number of a model (an `int` is 64 bits, a `decimal` 50 digits each side).
+_HUGE = 10**100
+
+
+def _parse_int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        # more digits than Python converts (`sys.get_int_max_str_digits`): the number stands for
+        # one out of range, so the member's own check refuses it by name, as it would 10**30
+        return -_HUGE if text.startswith("-") else _HUGE
+
+
+# built once: `json.loads(..., parse_float=...)` builds a decoder on every call
+_DECODER = json.JSONDecoder(
+    parse_float=Decimal, parse_int=_parse_int, parse_constant=_reject_constant
+)
+_WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+class LoomRequest(Request):
+    """A request whose JSON body keeps every number exact (floats parse as Decimal)."""
+
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            body = await self.body()
+            try:
+                text = body.decode(json.detect_encoding(body), "surrogatepass")
+                self._json = _DECODER.decode(text)
+            except json.JSONDecodeError:
+                raise
+            # a number whose exponent no Decimal can hold raises InvalidOperation (ArithmeticError)
+            except (ValueError, RecursionError, ArithmeticError) as exc:
+                doc = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
+                raise json.JSONDecodeError(str(exc), doc, 0) from exc
+        return self._json
+
+
+async def refuse_body(request: Request) -> None:
+    """The dependency of a writing route that takes no body (an operation with no parameters): no
+    body, or `{}`. Any other body is refused as a route with parameters refuses it (422: not
+    JSON, not an object, or unknown members), never silently ignored."""
+    if not await request.body():
+        return
+    try:
+        data = await request.json()
+    except json.JSONDecodeError as exc:
+        ctx = {"error": exc.msg}
+        error = {"type": "json_invalid", "loc": ("body",), "msg": exc.msg, "ctx": ctx}
+        raise RequestValidationError([error]) from None
+    if not isinstance(data, dict):
+        msg = "Input should be a valid dictionary or object to extract fields from"
+        raise RequestValidationError(
+            [{"type": "model_attributes_type", "loc": ("body",), "msg": msg}]
+        )
+    if data:
+        msg = "Extra inputs are not permitted"
+        raise RequestValidationError(
+            [{"type": "extra_forbidden", "loc": ("body", name), "msg": msg} for name in data]
+        )
+
+
+class LoomRoute(APIRoute):
+    """Parses JSON bodies with `parse_float=Decimal`, answers every error as problem+json, and
+    applies a mutating request with an `Idempotency-Key` at most once (`_idempotency.py`). A
+    writing route with no body parameter refuses a body (`refuse_body`)."""
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        writes = {m.upper() for m in kwargs.get("methods") or ()} & _WRITES
+        if writes and not get_dependant(path=path, call=endpoint).body_params:
+            given = list(kwargs.get("dependencies") or ())
+            # a router re-creates its routes when included: the check is added once
+            if not any(d.dependency is refuse_body for d in given):
+                kwargs["dependencies"] = [*given, Depends(refuse_body)]
+        super().__init__(path, endpoint, **kwargs)
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        original = super().get_route_handler()
+
+        async def respond(request: Request) -> Response:
+            try:
+                return await original(request)
+            except Exception as exc:
+                if isinstance(exc, _HANDLED) or not _has_custom_handler(request, exc):
+                    return problem_for(request, exc)
+                raise
+
+        async def handler(request: Request) -> Response:
+            request.__class__ = LoomRequest
+            key = request.headers.get(IDEMPOTENCY_KEY)
+            if key is not None and request.method not in SAFE_METHODS:
+                return await get_service(request).idempotency.run(request, key, respond)
+            # the fast path, inlined: no extra await per request
+            try:
+                return await original(request)
+            except Exception as exc:
+                if isinstance(exc, _HANDLED) or not _has_custom_handler(request, exc):
+                    return problem_for(request, exc)
+                raise
+
+        return handler
+
+
+def _has_custom_handler(request: Request, exc: Exception) -> bool:
+    handlers = getattr(request.app, "exception_handlers", {})
+    for klass in type(exc).__mro__:
+        if klass is Exception:
+            return False
+        if klass in handlers:
+            return True
+    return False
+
+
+def get_service(request: Request) -> Service:
+    """FastAPI dependency: the app's `Service`."""
+    try:
+        service: Service = request.app.state.loom
+        return service
+    except AttributeError:
+        raise RuntimeError(
+            "the Loom service is not running: start the app's lifespan (create_app sets it up)"
+        ) from None
+
+
+async def _service_of(request: Request) -> Service:
+    """`get_service` as a coroutine: FastAPI solves an async dependency on the event loop, where a
+    plain function would cost a worker-thread hop on every request."""
+    return get_service(request)
+
+
+# a generated route's `service: ServiceDep` parameter: the app's `Service`
+ServiceDep = Annotated[Service, Depends(_service_of)]
+
+
+def create_app(
+    *,
+    title: str,
+    metadata: MetaData,
+    routers: Sequence[APIRouter],
+    database_url: str | None = None,
+    externs: Mapping[str, Sequence[str]] | None = None,
+    extern_module: str | None = None,
+    channels: Sequence[Channel] = (),
+    event_types: Sequence[type[DomainEvent]] = (),
+    subscribe: Callable[[Service], None] | None = None,
+    relay: bool | None = None,
+    relay_options: Mapping[str, Any] | None = None,
+    dead_letter_routes: bool | None = None,
+    processes: bool = False,
+    scheduler: bool | None = None,
+    scheduler_options: Mapping[str, Any] | None = None,
+    auth: Authenticator | Literal[False] | None = None,
+    max_body_bytes: int | None = None,
+    idempotency_ttl: timedelta | float | None = None,
+    model_revision: str | None = None,
+    asyncapi: Path | None = None,
+    contexts: Sequence[str] | None = None,
+    brokers: Mapping[str, Transport] | None = None,
+    consumer_options: Mapping[str, Any] | None = None,
+    api_resources: Sequence[ApiResource] = (),
+    api_urls: Mapping[str, str] | None = None,
+    tenanted: Sequence[str] = (),
+    instance_answers: Mapping[str, Any] | None = None,
+    **fastapi_options: Any,
+) -> FastAPI:
+    """A FastAPI app with the routers, the problem handlers, the X-Correlation-Id middleware and a
+    lifespan that builds the `Service` (URL argument, else LOOM_DATABASE_URL, else ./loom.db),
+    creates the schema, wires the events and runs the outbox relay.
+
+    `externs` maps each extern class the model needs to its methods; the lifespan loads them from
+    `extern_module` (else LOOM_EXTERN_MODULE) onto `service.externs`, or fails with `ExternError`
+    (`app.state.loom_externs.preload()` loads them ahead, as `loom run` does).
+
+    Events: `channels` are the durable channels; `event_types` the event classes to register
+    (so the relay can decode them); `subscribe(service)` subscribes the handlers. The relay runs
+    when there are channels, unless `relay=False` or LOOM_RELAY=off; `relay_options` go to
+    `Relay` (the lease, when they name none, from LOOM_RELAY_LEASE in seconds). The dead-letter admin routes are mounted when there are channels (or when
+    `dead_letter_routes` says so).
+
+    Processes (docs/processes.md): `processes=True` creates the process, timer and tick tables
+    and mounts the dead-letter routes (dead timeouts are listed there too) and the timer routes
+    (`GET /api/admin/timers`, `POST /api/admin/timers/{id}/fire`). The scheduler, which
+    fires due timeouts and context-timer ticks, runs when the service uses processes (or
+    registered a timeout handler or a context timer in `subscribe`), unless `scheduler=False` or
+    LOOM_SCHEDULER=off; `scheduler_options` go to `Scheduler`.
+
+    Authentication (docs/http.md#authentication): `auth` is an `Authenticator` (e.g.
+    `JwtAuth.hs256(secret)`), False for none, or None to read LOOM_JWT_SECRET /
+    LOOM_JWT_PUBLIC_KEY (+ LOOM_JWT_AUDIENCE, LOOM_JWT_ISSUER). A verified bearer token is the
+    request's principal; a token that does not verify is a 401; no token, or no authentication
+    configured, is anonymous. With authentication, the admin routes need the role `admin`.
+    `tenanted` names the tenanted contexts served (docs/language.md#tenants): they need
+    authentication, so without it the app refuses to build (`AuthConfigError`).
+
+    Limits (docs/http.md#limits): `max_body_bytes` (else LOOM_MAX_BODY_BYTES, else 1 MiB) caps a
+    request body; a larger one is answered 413 `payload-too-large`. `idempotency_ttl` (a
+    timedelta or seconds; else LOOM_IDEMPOTENCY_TTL, else 24 h) is how long an
+    `Idempotency-Key` is remembered (docs/http.md#idempotency-keys).
+
+    `model_revision` (the generated `MODEL_REVISION`) is stamped on every event the service
+    writes, and logged beside the writer's revision by every consumer (None: "unknown").
+
+    `asyncapi` is the AsyncAPI document (a JSON file; the generated package's `asyncapi.json`)
+    served at `GET /asyncapi.json` (docs/http.md#contracts-asyncapi).
+
+    Deployables (docs/events.md, "Channels on a broker"): `contexts` are the contexts this
+    service holds (None: all); `subscribe` subscribes their reactions only. `brokers` maps a
+    `channelSource` name ("" for the channels naming none) to its `Transport` (None: the ones
+    `LOOM_BROKER_<NAME>` / `LOOM_BROKER` give, `_broker_config.py`, each with the
+    LOOM_REDELIVERY_WAIT as its `ack_wait` unless its URL names one); the lifespan
+    refuses to start (`StartupRefused`) when a channel must carry an event to or from another
+    deployable and has no broker, connects to each broker and runs a durable consumer for each
+    local reaction to another deployable's events; `consumer_options` go to `Consumers`.
+
+    API calls (docs/deployables.md, "Calling another context"): `api_resources` are the model's
+    `resource { kind: api }` bindings of this service's contexts. A bound context this service
+    holds is called in process; another one at the base URL `api_urls` (context -> URL) or
+    `LOOM_API_<CONTEXT>` gives, else the lifespan refuses to start (`StartupRefused`).
+
+    `instance_answers` (process -> its generated `<Workflow>InstanceOut`): what an ended episode
+    of a process workflow is archived as (`ProcessInstances.next_episode`).
+    """
+    ttl = resolve_ttl(idempotency_ttl)
+    extern_plan = Externs(extern_module, externs or {})
+    relay_settings = resolve_relay_options(relay_options)
+    pool = pool_settings()
+    redelivery = redelivery_wait()  # read now: a bad value refuses the build, not the start
+    run_relay = relay if relay is not None else os.environ.get("LOOM_RELAY", "").lower() != "off"
+    run_scheduler = (
+        scheduler
+        if scheduler is not None
+        else os.environ.get("LOOM_SCHEDULER", "").lower() != "off"
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        install_default_handler()
+        loaded = extern_plan.load()
+        url = database_url or os.environ.get("LOOM_DATABASE_URL") or DEFAULT_DATABASE_URL
+        transports = (
+            brokers
+            if brokers is not None
+            else transports_from_environment(
+                os.environ, {channel.source or DEFAULT_SOURCE for channel in channels}, redelivery
+            )
+        )
+        service = Service.from_url(
+            url,
+            metadata,
+            channels=channels,
+            relay_options=relay_settings,
+            processes=processes,
+            scheduler_options=scheduler_options,
+            contexts=contexts,
+            brokers=transports,
+            consumer_options=consumer_options,
+            # an in-memory SQLite database is one connection (a StaticPool): no pool to size
+            **({} if in_memory_sqlite(url) else pool),
+        )
+        service.externs = loaded
+        service.tenanted = frozenset(tenanted)
+        service.idempotency.ttl = ttl
+        service.events.model_revision = model_revision
+        for event_type in event_types:
+            service.events.register(event_type)
+        try:
+            if subscribe is not None:
+                subscribe(service)
+            service.brokers.plan(service.events)  # before the database: a refusal touches none
+            service.apis = Apis(api_resources)
+            service.instance_answers = dict(instance_answers or {})
+            urls = service.apis.urls(contexts, api_urls or {}, os.environ)
+            try:
+                await service.create_schema()
+            except Exception as exc:
+                if classify(exc) != "unavailable":
+                    raise
+                where = make_url(url).render_as_string(hide_password=True)
+                raise StartupRefused(
+                    f"the service does not start: cannot connect to the database {where}: {exc}"
+                ) from None
+            app.state.loom = service
+            service.apis.start(app, urls)
+            if run_relay:
+                await service.start_relay()
+            await service.start_brokers()
+            if run_scheduler and service.uses_processes:
+                await service.start_scheduler()
+            yield
+        finally:
+            await service.dispose()  # stops the scheduler and the relay first
+
+    # The generated routes sit on the app's own router, flat, as if declared with `@app.post`:
+    # `include_router` nests each router, and every request (every await in it, too) then pays
+    # for the nested matching and scope bookkeeping.
+    flat = [route for router in routers for route in router.routes]
+    app = FastAPI(title=title, lifespan=lifespan, routes=flat, **fastapi_options)
+    app.state.loom_externs = extern_plan  # `loom run` preloads them, before its banner
+    authenticator = resolve_auth(auth)
+    check_tenanted_auth(tenanted, authenticator)
+    app.state.loom_auth = authenticator
+    if dead_letter_routes if dead_letter_routes is not None else bool(channels) or processes:
+        app.include_router(admin_router(LoomRoute, get_service))
+    if processes:
+        app.include_router(timers_router(LoomRoute, get_service))
+    install_problem_handlers(app)
+    app.add_middleware(
+        EdgeMiddleware,
+        max_body_bytes=resolve_max_body_bytes(max_body_bytes),
+        authenticator=authenticator,
+    )
+    _add_problem_schema(app)
+    if asyncapi is not None:
+        add_asyncapi_route(app, asyncapi)
+    if authenticator is not None:
+        add_bearer_scheme(app)
+    return app
+
+
+def _add_problem_schema(app: FastAPI) -> None:
+    base_openapi = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = base_openapi()
+        problem = Problem.model_json_schema(ref_template="#/components/schemas/{model}")
+        defs = problem.pop("$defs", {})
+        schemas = schema.setdefault("components", {}).setdefault("schemas", {})
+        schemas.setdefault("Problem", problem)
+        for name, definition in defs.items():
+            schemas.setdefault(name, definition)
+        _document_idempotency_key(schema)
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's way to extend the document
+
+
+_IDEMPOTENCY_PARAMETER = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "description": "Apply this request at most once: a retry with the same key and request gets "
+    "the recorded answer (Idempotent-Replayed: true); see docs/http.md#idempotency-keys.",
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[ -~]+$"},
+}
+
+
+def _document_idempotency_key(schema: dict[str, Any]) -> None:
+    """Every mutating operation of the document takes the optional Idempotency-Key header."""
+    for item in schema.get("paths", {}).values():
+        for method, operation in item.items():
+            if method.upper() in {"POST", "PUT", "PATCH", "DELETE"}:
+                operation.setdefault("parameters", []).append(dict(_IDEMPOTENCY_PARAMETER))

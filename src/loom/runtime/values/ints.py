@@ -1,0 +1,62 @@
+"""The range of an `int`, and the check generated code makes where an int leaves the domain.
+
+An `int` is a 64-bit integer: a BIGINT column, `Int64` on the wire. Arithmetic on ints is Python's,
+exact and never wrapped, so a value in the middle of an expression may be larger (`a * b / c` is
+right whenever its result fits). A value that leaves the domain must fit: `fit` refuses one that
+does not with `ArithmeticRefused` (422), naming where it was going (a field, a derived value, the
+result of a handler, an event), so that nothing is saved or answered that could not be read back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, TypeVar
+
+from loom.runtime.values.decimals import ArithmeticRefused
+
+__all__ = ["INT64_MAX", "INT64_MIN", "beyond", "fit"]
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+RANGE = f"an int is 64 bits, from {INT64_MIN} to {INT64_MAX}"
+
+T = TypeVar("T")
+
+# Past this many bits a number is not spelled out: str() of a huge int is slow, and past 4300
+# digits Python refuses it altogether.
+_SPELLED_BITS = 256
+
+
+def beyond(value: Any, path: str = "") -> tuple[str, int] | None:
+    """The first int in `value` (itself, an element of a list, a field of a value object or event,
+    all the way down) outside the range of an `int`, with its path from `value` (`""`, `[2]`,
+    `.amount`); None when every int in it fits."""
+    kind = type(value)
+    if kind is int:
+        return None if INT64_MIN <= value <= INT64_MAX else (path, value)
+    if kind is list or kind is tuple:
+        for i, item in enumerate(value):
+            found = beyond(item, f"{path}[{i}]")
+            if found is not None:
+                return found
+        return None
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            found = beyond(getattr(value, f.name), f"{path}.{f.name}")
+            if found is not None:
+                return found
+    return None
+
+
+def fit(value: T, what: str) -> T:
+    """`value` itself when every int in it fits 64 bits; else ArithmeticRefused saying that `what`
+    (`Counter.count`, `derived Ev.twice`, `the result of queryHandler Sum`) would not."""
+    found = beyond(value)
+    if found is None:
+        return value
+    path, number = found
+    if number.bit_length() <= _SPELLED_BITS:
+        said = str(number)
+    else:
+        said = f"a {'negative ' if number < 0 else ''}number of more than {_SPELLED_BITS} bits"
+    raise ArithmeticRefused(f"{what}{path} would be {said}, which does not fit: {RANGE}")
