@@ -11,7 +11,7 @@ from sqlalchemy import select, update
 
 from loom.runtime import Service
 
-from .sample_service import Item, Items, Level, items
+from ..sample_service import Item, Items, Level, items
 
 
 async def saved(service: Service, **fields: object) -> Item:

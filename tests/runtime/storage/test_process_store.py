@@ -1,15 +1,16 @@
-"""The process store contract: one suite, run by the in-memory store and by the SQL store on SQLite
-and PostgreSQL. Each test works in units of work of a real service, as the runner does."""
+"""The process store contract: run by the SQL store on every backend, and by the in-memory store
+(on SQLite, whose units of work it never touches). Each test works in units of work of a real
+service, as the runner does."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import MetaData
 
 from loom.runtime import ConcurrencyConflict, Service
 from loom.runtime.processes import (
@@ -19,6 +20,8 @@ from loom.runtime.processes import (
     SqlProcessStore,
     Timeout,
 )
+
+from .conftest import Backend, SqliteBackend
 
 NOW = datetime(2030, 1, 7, 9, 0, tzinfo=UTC)
 
@@ -35,11 +38,8 @@ class StoreContract:
         raise NotImplementedError
 
     @pytest.fixture
-    async def service(self, database_url: str) -> AsyncIterator[Service]:
-        service = Service.from_url(database_url, MetaData(), processes=True)
-        await service.create_schema()
-        yield service
-        await service.dispose()
+    async def service(self, backend: Backend) -> Service:
+        return await backend.service(processes=True)
 
     async def test_a_missing_instance_loads_as_none(self, store: Any, service: Service) -> None:
         async with service.transaction() as work:
@@ -185,8 +185,10 @@ class TestInMemoryStore(StoreContract):
         return InMemoryProcessStore()
 
     @pytest.fixture
-    def database_url(self, sqlite_url: str) -> str:
-        return sqlite_url  # the units of work it is handed never touch the database
+    async def backend(self, tmp_path: Path) -> AsyncIterator[Backend]:
+        made = SqliteBackend(f"sqlite+aiosqlite:///{tmp_path / 'units.db'}")
+        yield made  # the units of work it is handed never touch the database
+        await made.close()
 
     async def test_due_lists_what_a_test_delivers(self, service: Service) -> None:
         store = InMemoryProcessStore()

@@ -13,7 +13,7 @@ from sqlalchemy import Column, Integer, MetaData, String, Table, Uuid, select
 from loom.runtime import ConcurrencyConflict, NotFound, Repository, Service, new_id
 from loom.runtime._errors import InvalidValue
 
-from .sample_service import Item, Items, Level, items
+from ..sample_service import Item, Items, Level, items
 
 THIRTY_DIGITS = Decimal("12345678901234567890.1234567890")
 PLUS_TWO = timezone(timedelta(hours=2))
