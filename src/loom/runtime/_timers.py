@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from sqlalchemy import ColumnElement, and_, bindparam, case, func, select, text, type_coerce
+from sqlalchemy import ColumnElement, String, and_, bindparam, case, func, select, type_coerce
 
 from . import clock
 from ._channels import Backoff
@@ -57,7 +57,7 @@ timer_queue = LeasedQueue(
 # announcement(process, due))`, delivered only if it commits; every replica's scheduler LISTENs
 # and wakes by `due` (a later timeout is found by the replicas' next poll, in time)
 TIMERS_CHANNEL = "loom_timers"
-ANNOUNCE = text(f"SELECT pg_notify('{TIMERS_CHANNEL}', :wake)")
+ANNOUNCE = select(func.pg_notify(TIMERS_CHANNEL, bindparam("wake", type_=String())))
 
 
 def announcement(process: str, due: datetime) -> str:
