@@ -223,3 +223,20 @@ class TestSqlStore(StoreContract):
             assert [(p.name, p.job_id) for p in await store.pending(work, "P", "k-1")] == [
                 ("deadline", job)
             ]
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [(True, 0, 1, False, True, 1), (False, 2, 0, False, False, 0), (False, 0, 3, True, True, 4)],
+    ids=["first-step", "cancel-two", "end-and-rearm"],
+)
+def test_the_postgres_step_statement_is_built_once_and_compiled_once(
+    shape: tuple[bool, int, int, bool, bool, int],
+) -> None:
+    """Kept per shape, with a cache key: SQLAlchemy compiles it once per engine (a statement
+    without one, such as a multi-row VALUES, would be compiled at every step)."""
+    from loom.runtime._process_sql import _step_statement
+
+    stmt = _step_statement(*shape)
+    assert _step_statement(*shape) is stmt
+    assert stmt._generate_cache_key() is not None
