@@ -6,19 +6,36 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any
+from datetime import UTC, datetime, timedelta
+from typing import Any, ClassVar, TypeGuard
 from uuid import UUID
 
 import httpx
 import pytest
 
 from loom.runtime import Service
+from loom.runtime.processes import Decision, Timeout
 from loom.testing._clock import VirtualClock
 
 from . import processes_service
 
 START = datetime(2030, 1, 7, 9, 0, tzinfo=UTC)
+
+
+class Reminder:
+    """A process with no state to speak of: its steps only arm "remind"."""
+
+    name: ClassVar[str] = "Test.Reminder"
+    version: ClassVar[int] = 1
+
+    @staticmethod
+    def is_state(value: object) -> TypeGuard[dict[str, int]]:
+        return isinstance(value, dict)
+
+
+def arm(after: timedelta) -> Any:
+    """A step arming "remind" `after` from now."""
+    return lambda current: Decision({}, timeouts=[Timeout("remind", after=after)])
 
 
 @dataclass

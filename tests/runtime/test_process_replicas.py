@@ -1,6 +1,6 @@
-"""Timeouts and context timers with several replicas (a second Service and engine on the same
-database, as a second process would be), a scheduler that dies holding a lease, the background
-loop that the app's lifespan starts, and a race settled by redelivery on PostgreSQL."""
+"""The scheduler as a service runs it: the background loop (started by hand, or by the app's
+lifespan), and a race settled by redelivery on PostgreSQL. How replicas share the stored timeouts
+and ticks (claims, leases) is the storage conformance suite's (tests/runtime/storage)."""
 
 from __future__ import annotations
 
@@ -8,34 +8,19 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime, timedelta
-from typing import Any, ClassVar, TypeGuard
+from datetime import timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import MetaData
 
 from loom.runtime import Service, Work
-from loom.runtime.processes import Decision, SqlProcessStore, Tick, Timeout, TimeoutDue
-from loom.testing._clock import VirtualClock
+from loom.runtime.processes import SqlProcessStore, TimeoutDue
 
-from .processes_kit import lines, running
+from .processes_kit import Reminder, arm, lines, running
 from .test_process_runner import Racing
 
-START = datetime(2030, 1, 7, 9, 0, tzinfo=UTC)
 WAIT = 60  # seconds: bounds a failure only; success returns as soon as the handler ran
-
-
-class Reminder:
-    name: ClassVar[str] = "Test.Reminder"
-    version: ClassVar[int] = 1
-
-    @staticmethod
-    def is_state(value: object) -> TypeGuard[dict[str, int]]:
-        return isinstance(value, dict)
-
-
-def arm(after: timedelta) -> Any:
-    return lambda current: Decision({}, timeouts=[Timeout("remind", after=after)])
 
 
 @asynccontextmanager
@@ -48,100 +33,6 @@ async def replicas(url: str, n: int = 2, **options: Any) -> AsyncIterator[list[S
     finally:
         for service in services:
             await service.dispose()
-
-
-async def test_two_schedulers_fire_each_timeout_once(database_url: str) -> None:
-    fired: list[tuple[str, str]] = []
-    with VirtualClock(start=START) as clock:
-        options = {"scheduler_options": {"batch_size": 7}}
-        async with replicas(database_url, **options) as (a, b):
-            for label, service in (("a", a), ("b", b)):
-
-                async def handler(due: TimeoutDue, work: Work, label: str = label) -> None:
-                    fired.append((label, due.key))
-                    await asyncio.sleep(0)  # let the other replica claim meanwhile
-
-                service.timeouts.register(Reminder.name, handler)
-            for i in range(60):
-                await a.processes.run(Reminder, f"k{i}", arm(timedelta(minutes=1)))
-            clock._now += timedelta(minutes=1)
-            counts = await asyncio.gather(a.scheduler.run_due(), b.scheduler.run_due())
-            assert sum(counts) == 60
-            assert sorted(k for _, k in fired) == sorted(f"k{i}" for i in range(60))
-            assert await a.timers.counts() == {"armed": 0, "dead": 0}
-
-
-async def test_a_tick_runs_once_across_replicas(database_url: str) -> None:
-    ran: list[str] = []
-    with VirtualClock(start=START) as clock:
-        async with replicas(database_url, n=3) as services:
-            for i, service in enumerate(services):
-
-                async def sweep(tick: Tick, work: Work, label: str = str(i)) -> None:
-                    ran.append(label)
-
-                service.recurring.register("Test.sweep", timedelta(minutes=5), sweep)
-                clock.attach(service)
-            await clock.advance(timedelta(minutes=4))
-            assert ran == []
-            await clock.advance(timedelta(minutes=1))
-            assert len(ran) == 1
-            await clock.advance(timedelta(minutes=20))
-            assert len(ran) == 5
-            # all at once, as replicas polling together would
-            clock._now += timedelta(minutes=5)
-            await asyncio.gather(*(s.scheduler.run_due() for s in services))
-            assert len(ran) == 6
-
-
-async def test_a_scheduler_that_dies_holding_a_lease_delays_its_timeouts_by_the_lease(
-    database_url: str, caplog: pytest.LogCaptureFixture
-) -> None:
-    fired: list[str] = []
-    with VirtualClock(start=START) as clock:
-        async with replicas(database_url) as (dead, alive):
-
-            async def handler(due: TimeoutDue, work: Work) -> None:
-                fired.append(due.key)
-
-            alive.timeouts.register(Reminder.name, handler)
-            dead.timeouts.register(Reminder.name, handler)
-            clock.attach(alive)
-            await alive.processes.run(Reminder, "k", arm(timedelta(minutes=1)))
-            clock._now += timedelta(minutes=1)
-            rows, until = await dead.scheduler._claim()  # claims, then "dies"
-            assert len(rows) == 1 and until == clock.now() + timedelta(seconds=60)
-            assert await alive.scheduler.run_due() == 0
-            with caplog.at_level(logging.INFO, logger="loom.events"):
-                await clock.advance(timedelta(seconds=59))
-                assert fired == []
-                await clock.advance(timedelta(seconds=1))
-            assert fired == ["k"]
-            (line,) = lines(caplog, "timeout_fired")
-            assert line["attempt"] == 1
-
-
-async def test_a_replica_that_does_not_handle_a_process_leaves_its_timeouts_alone(
-    database_url: str,
-) -> None:
-    """As in a rolling deploy: an older replica without the process never claims its timeouts
-    (it would only dead-letter them)."""
-    fired: list[str] = []
-    with VirtualClock(start=START) as clock:
-        async with replicas(database_url) as (old, new):
-
-            async def handler(due: TimeoutDue, work: Work) -> None:
-                fired.append(due.key)
-
-            new.timeouts.register(Reminder.name, handler)
-            old.timeouts.register("Test.Other", handler)
-            await new.processes.run(Reminder, "k", arm(timedelta(minutes=1)))
-            clock._now += timedelta(minutes=1)
-            assert await old.scheduler.run_due() == 0
-            assert await old.scheduler.next_due() is None
-            assert await old.timers.counts() == {"armed": 1, "dead": 0}
-            assert await new.scheduler.run_due() == 1
-            assert fired == ["k"]
 
 
 async def test_the_background_scheduler_fires_without_help(database_url: str) -> None:

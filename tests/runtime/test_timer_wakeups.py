@@ -21,7 +21,7 @@ from loom.runtime import Service, Work, clock
 from loom.runtime.processes import Decision, Timeout, TimeoutDue
 from tests.waiting import until
 
-from .test_process_replicas import Reminder, arm
+from .processes_kit import Reminder, arm
 
 pytestmark = pytest.mark.postgres
 POLL = 30.0  # s: the firing replica's poll interval; a firing well before it was woken

@@ -11,8 +11,8 @@ owns the transaction) are data-modifying CTEs, the timer ones gated on the save 
                    RETURNING 1),
          dropped AS (DELETE FROM __loom_timers WHERE … AND name IN (…) AND EXISTS (…saved)),
          armed_0 AS (INSERT INTO __loom_timers (…) SELECT … WHERE EXISTS (…saved)
-                     ON CONFLICT (process, key, name) DO UPDATE SET job_id = EXCLUDED.job_id, …),
-         events AS (INSERT INTO __loom_outbox (…) VALUES (…))
+                     ON CONFLICT (process, tenant, key, name) DO UPDATE SET job_id = …, …),
+         events AS (INSERT INTO __loom_outbox (…) SELECT … UNION ALL SELECT …)
     SELECT count(*),
            pg_notify('loom_timers', :wake),    -- a timer due within announce_within
            pg_notify('loom_outbox', '')        -- outbox rows
@@ -43,17 +43,19 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from sqlalchemy import (
-    Boolean,
-    Integer,
+    BindParameter,
+    ColumnElement,
     String,
-    Text,
-    Uuid,
     and_,
     bindparam,
     delete,
+    func,
     insert,
+    literal,
+    literal_column,
+    null,
     select,
-    text,
+    union_all,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -73,7 +75,6 @@ from loom.runtime.values.errors import ConcurrencyConflict
 from loom.runtime.values.ids import new_id
 from loom.runtime.values.logs import current_correlation_id
 from loom.runtime.values.principal import current_tenant
-from loom.runtime.values.types import UtcDateTime
 
 p, t = processes.c, timers.c
 _one = and_(p.process == bindparam("w_process"), p.key == bindparam("w_key"))
@@ -108,16 +109,19 @@ _RESET = ("attempts", "status", "last_error", "claimed_by", "claimed_until")
 _REARM = ("job_id", "due_at", "available_at", "correlation_id", "armed_at", *_RESET)
 
 
-def _upsert(dialect: str) -> Any:
-    """INSERT a timer, or replace the job armed under its name (one statement)."""
-    stmt = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(timers)
+def _rearming(stmt: Any) -> Any:
+    """`stmt`, an INSERT of a timer, replacing the job armed under its name instead when there
+    is one (one statement)."""
     return stmt.on_conflict_do_update(
         index_elements=["process", "tenant", "key", "name"],
         set_={c: getattr(stmt.excluded, c) for c in _REARM},
     )
 
 
-_UPSERTS = {d: _upsert(d) for d in ("postgresql", "sqlite")}
+_UPSERTS = {
+    "postgresql": _rearming(postgresql.insert(timers)),
+    "sqlite": _rearming(sqlite.insert(timers)),
+}
 
 
 def _instance(row: Any) -> Instance:
@@ -343,26 +347,41 @@ class SqlProcessStore:
 
 
 # -- PostgreSQL: the step as one statement --------------------------------------------------------
+# Built from the tables' columns, each parameter typed as the column it is written to or compared
+# with. The parameters are `_step_params`' names. A statement is built once per shape and kept:
+# SQLAlchemy memoises a statement's cache key, so a kept one costs no compile and no cache-key
+# walk per step (a fresh `text()` would cost the walk). The outbox rows are INSERT … SELECT …
+# UNION ALL, not a multi-row VALUES, whose compiled form SQLAlchemy never caches.
 _STATEMENTS: dict[tuple[bool, int, int, bool, bool, int], Any] = {}
 _OUTBOX_COLUMNS = tuple(c.name for c in outbox.c)
-_TYPES: dict[str, Any] = {
-    "p": String(),
-    "k": String(),
-    "tn": String(),
-    "ev": Integer(),
-    "nv": Integer(),
-    "st": Text(),
-    "sv": Integer(),
-    "en": Boolean(),
-    "at": UtcDateTime(),
+
+
+def _bound(name: str, column: ColumnElement[Any]) -> BindParameter[Any]:
+    return bindparam(name, type_=column.type)
+
+
+_P, _K, _TN, _AT = (
+    _bound("p", p.process),
+    _bound("k", p.key),
+    _bound("tn", t.tenant),
+    _bound("at", p.updated_at),
+)
+_ONE: ColumnElement[Any] = literal_column("1")
+_SAVED_VALUES = {
+    "version": _bound("nv", p.version),
+    "state": _bound("st", p.state),
+    "state_version": _bound("sv", p.state_version),
+    "ended": _bound("en", p.ended),
+    "updated_at": _AT,
 }
-_TIMER_TYPES: dict[str, Any] = {
-    "job": Uuid(),
-    "name": String(),
-    "due": UtcDateTime(),
-    "corr": String(),
-}
-_GATE = "EXISTS (SELECT 1 FROM saved)"
+_INSERT_STEP = insert(processes).values(process=_P, key=_K, **_SAVED_VALUES).returning(_ONE)
+_UPDATE_STEP = (
+    update(processes)
+    .where(p.process == _P, p.key == _K, p.version == _bound("ev", p.version))
+    .values(_SAVED_VALUES)
+    .returning(_ONE)
+)
+_STEP_TIMERS = and_(t.process == _P, t.tenant == _TN, t.key == _K)
 
 
 def _step_statement(
@@ -373,68 +392,52 @@ def _step_statement(
     found = _STATEMENTS.get(shape)
     if found is not None:
         return found
-    timers_touched = bool(clear or drop or arm)
-    if fresh:
-        saved = (
-            "INSERT INTO __loom_processes (process, key, version, state, state_version, ended, "
-            "updated_at) VALUES (:p, :k, :nv, :st, :sv, :en, :at) RETURNING 1"
-        )
-    else:
-        saved = (
-            "UPDATE __loom_processes SET version = :nv, state = :st, state_version = :sv, "
-            "ended = :en, updated_at = :at "
-            "WHERE process = :p AND key = :k AND version = :ev RETURNING 1"
-        )
-    ctes = [f"saved AS ({saved})"]
-    where = "WHERE process = :p AND tenant = :tn AND key = :k"
-    if clear:
-        ctes.append(f"dropped AS (DELETE FROM __loom_timers {where} AND {_GATE})")
-    elif drop:
-        names = ", ".join(f":drop_{i}" for i in range(drop))
-        ctes.append(
-            f"dropped AS (DELETE FROM __loom_timers {where} AND name IN ({names}) AND {_GATE})"
-        )
-    rearm = ", ".join(f"{c} = EXCLUDED.{c}" for c in _REARM)
-    for i in range(arm):
-        ctes.append(
-            f"armed_{i} AS (INSERT INTO __loom_timers (job_id, process, tenant, key, name, "
-            "due_at, available_at, attempts, status, last_error, correlation_id, armed_at, "
-            f"claimed_by, claimed_until) SELECT :job_{i}, :p, :tn, :k, :name_{i}, :due_{i}, "
-            f":due_{i}, 0, '{ARMED}', NULL, :corr_{i}, :at, NULL, NULL WHERE {_GATE} "
-            f"ON CONFLICT (process, tenant, key, name) DO UPDATE SET {rearm})"
-        )
+    saved = (_INSERT_STEP if fresh else _UPDATE_STEP).cte("saved")
+    gate = select(_ONE).select_from(saved).exists()  # the timer writes only if the save matched
+    ctes: list[Any] = []
+    if clear or drop:
+        names = [_bound(f"drop_{i}", t.name) for i in range(0 if clear else drop)]
+        which = (t.name.in_(names),) if names else ()
+        ctes.append(delete(timers).where(_STEP_TIMERS, *which, gate).cte("dropped"))
+    ctes += [_armed(i, gate).cte(f"armed_{i}") for i in range(arm)]
     if events:  # a lost race raises ConcurrencyConflict: the transaction rolls these back
-        values = ", ".join(
-            "(" + ", ".join(f":o{i}_{c}" for c in _OUTBOX_COLUMNS) + ")" for i in range(events)
-        )
-        ctes.append(
-            f"events AS (INSERT INTO {outbox.name} ({', '.join(_OUTBOX_COLUMNS)}) VALUES {values})"
-        )
-    notify = f", pg_notify('{TIMERS_CHANNEL}', :wake)" if announce else ""
-    if events:
-        notify += f", pg_notify('{NOTIFY_CHANNEL}', '')"
-    stmt = text(f"WITH {', '.join(ctes)} SELECT count(*){notify} FROM saved").bindparams(
-        *([bindparam("wake", type_=String())] if announce else []),
-        *(
-            bindparam(f"o{i}_{c}", type_=outbox.c[c].type)
+        rows = [
+            select(*(_bound(f"o{i}_{c}", outbox.c[c]) for c in _OUTBOX_COLUMNS))
             for i in range(events)
-            for c in _OUTBOX_COLUMNS
-        ),
-        *(
-            bindparam(name, type_=kind)
-            for name, kind in _TYPES.items()
-            if (not fresh or name != "ev") and (timers_touched or name != "tn")
-        ),
-        *(bindparam(f"drop_{i}", type_=String()) for i in range(0 if clear else drop)),
-        *(
-            bindparam(f"{n}_{i}", type_=kind)
-            for i in range(arm)
-            for n, kind in _TIMER_TYPES.items()
-        ),
-    )
+        ]
+        ctes.append(insert(outbox).from_select(_OUTBOX_COLUMNS, union_all(*rows)).cte("events"))
+    answer: list[Any] = [func.count()]
+    if announce:
+        answer.append(func.pg_notify(TIMERS_CHANNEL, bindparam("wake", type_=String())))
+    if events:
+        answer.append(func.pg_notify(NOTIFY_CHANNEL, ""))
+    stmt = select(*answer).select_from(saved).add_cte(saved, *ctes)
     if len(_STATEMENTS) < 64:
         _STATEMENTS[shape] = stmt
     return stmt
+
+
+def _armed(i: int, gate: ColumnElement[bool]) -> Any:
+    """Arm the step's i-th timeout (as `_timer_row` would), replacing the job of its name."""
+    due = _bound(f"due_{i}", t.due_at)
+    row: dict[str, Any] = {
+        "job_id": _bound(f"job_{i}", t.job_id),
+        "process": _P,
+        "tenant": _TN,
+        "key": _K,
+        "name": _bound(f"name_{i}", t.name),
+        "due_at": due,
+        "available_at": due,
+        "attempts": literal(0, t.attempts.type),
+        "status": literal(ARMED, t.status.type),
+        "last_error": null(),
+        "correlation_id": _bound(f"corr_{i}", t.correlation_id),
+        "armed_at": _AT,
+        "claimed_by": null(),
+        "claimed_until": null(),
+    }
+    stmt = postgresql.insert(timers).from_select(list(row), select(*row.values()).where(gate))
+    return _rearming(stmt)
 
 
 def _step_params(

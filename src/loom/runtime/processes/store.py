@@ -3,7 +3,7 @@ dictionaries (tests of one process, no database). `SqlProcessStore` (`_process_s
 unit of work's connection, so a step's state, its timers and its outbox rows commit (or roll
 back) together.
 
-Both pass the conformance suite in tests/runtime/test_process_store.py.
+Both pass the conformance suite in tests/runtime/storage/test_process_store.py.
 """
 
 from __future__ import annotations

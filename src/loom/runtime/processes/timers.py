@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 from uuid import UUID
 
-from sqlalchemy import ColumnElement, and_, bindparam, case, func, select, text, type_coerce
+from sqlalchemy import ColumnElement, String, and_, bindparam, case, func, select, type_coerce
 
 from loom.runtime.messaging.channels import Backoff
 from loom.runtime.processes.model import DeadTimeout, TimeoutDue
@@ -54,7 +54,7 @@ timer_queue = LeasedQueue(
 # announcement(process, due))`, delivered only if it commits; every replica's scheduler LISTENs
 # and wakes by `due` (a later timeout is found by the replicas' next poll, in time)
 TIMERS_CHANNEL = "loom_timers"
-ANNOUNCE = text(f"SELECT pg_notify('{TIMERS_CHANNEL}', :wake)")
+ANNOUNCE = select(func.pg_notify(TIMERS_CHANNEL, bindparam("wake", type_=String())))
 
 
 def announcement(process: str, due: datetime) -> str:

@@ -1,15 +1,16 @@
-"""The process store contract: one suite, run by the in-memory store and by the SQL store on SQLite
-and PostgreSQL. Each test works in units of work of a real service, as the runner does."""
+"""The process store contract: run by the SQL store on every backend, and by the in-memory store
+(on SQLite, whose units of work it never touches). Each test works in units of work of a real
+service, as the runner does."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import MetaData
 
 from loom.runtime import ConcurrencyConflict, Service
 from loom.runtime.processes import (
@@ -19,6 +20,8 @@ from loom.runtime.processes import (
     SqlProcessStore,
     Timeout,
 )
+
+from .conftest import Backend, SqliteBackend
 
 NOW = datetime(2030, 1, 7, 9, 0, tzinfo=UTC)
 
@@ -35,11 +38,8 @@ class StoreContract:
         raise NotImplementedError
 
     @pytest.fixture
-    async def service(self, database_url: str) -> AsyncIterator[Service]:
-        service = Service.from_url(database_url, MetaData(), processes=True)
-        await service.create_schema()
-        yield service
-        await service.dispose()
+    async def service(self, backend: Backend) -> Service:
+        return await backend.service(processes=True)
 
     async def test_a_missing_instance_loads_as_none(self, store: Any, service: Service) -> None:
         async with service.transaction() as work:
@@ -185,8 +185,10 @@ class TestInMemoryStore(StoreContract):
         return InMemoryProcessStore()
 
     @pytest.fixture
-    def database_url(self, sqlite_url: str) -> str:
-        return sqlite_url  # the units of work it is handed never touch the database
+    async def backend(self, tmp_path: Path) -> AsyncIterator[Backend]:
+        made = SqliteBackend(f"sqlite+aiosqlite:///{tmp_path / 'units.db'}")
+        yield made  # the units of work it is handed never touch the database
+        await made.close()
 
     async def test_due_lists_what_a_test_delivers(self, service: Service) -> None:
         store = InMemoryProcessStore()
@@ -221,3 +223,20 @@ class TestSqlStore(StoreContract):
             assert [(p.name, p.job_id) for p in await store.pending(work, "P", "k-1")] == [
                 ("deadline", job)
             ]
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [(True, 0, 1, False, True, 1), (False, 2, 0, False, False, 0), (False, 0, 3, True, True, 4)],
+    ids=["first-step", "cancel-two", "end-and-rearm"],
+)
+def test_the_postgres_step_statement_is_built_once_and_compiled_once(
+    shape: tuple[bool, int, int, bool, bool, int],
+) -> None:
+    """Kept per shape, with a cache key: SQLAlchemy compiles it once per engine (a statement
+    without one, such as a multi-row VALUES, would be compiled at every step)."""
+    from loom.runtime.processes.sql import _step_statement
+
+    stmt = _step_statement(*shape)
+    assert _step_statement(*shape) is stmt
+    assert stmt._generate_cache_key() is not None

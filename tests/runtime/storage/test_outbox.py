@@ -1,12 +1,12 @@
-"""Storage conformance of the outbox and the inbox: one abstract contract, run on SQLite and on
-PostgreSQL. It pins what the relay relies on: rows commit with their transaction, claims take due
-rows in event order and respect leases, marks are guarded by the claim, the inbox admits one
-processing per consumer and event, and dead letters can be listed and put back."""
+"""The outbox and the inbox, on every backend. It pins what the relay relies on: rows commit with
+their transaction, claims take due rows in event order and respect leases, marks are guarded by
+the claim, the inbox admits one processing per consumer and event, and dead letters can be listed
+and put back."""
 
 from __future__ import annotations
 
 import enum
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
@@ -14,7 +14,7 @@ from typing import ClassVar, NewType
 from uuid import UUID
 
 import pytest
-from sqlalchemy import MetaData, func, insert, select
+from sqlalchemy import func, insert, select
 
 from loom.runtime import (
     AlreadyHandled,
@@ -28,7 +28,8 @@ from loom.runtime import (
 from loom.runtime.messaging.outbox import outbox
 from loom.runtime.messaging.relay import Relay
 
-from .events_kit import MovingClock, moving_clock
+from ..events_kit import MovingClock, moving_clock
+from .conftest import Backend
 
 ThingId = NewType("ThingId", UUID)
 
@@ -77,19 +78,13 @@ async def emit(service: Service, *events: DomainEvent) -> None:
             work.emit(event)
 
 
-class OutboxStorageContract:
-    """Subclasses provide the `url` fixture: one database engine each."""
-
+class TestOutboxAndInbox:
     @pytest.fixture
-    async def service(self, url: str) -> AsyncIterator[Service]:
-        service = Service.from_url(url, MetaData(), channels=CHANNELS)
+    async def service(self, backend: Backend) -> Service:
+        service = await backend.service(channels=CHANNELS)
         service.events.register(Happened)
         service.events.register(Noted)
-        await service.create_schema()
-        try:
-            yield service
-        finally:
-            await service.dispose()
+        return service
 
     @pytest.fixture
     def clock(self) -> Iterator[MovingClock]:
@@ -300,16 +295,3 @@ class OutboxStorageContract:
         error = dead["Lab.Happened"].last_error or ""
         assert error.startswith("the payload does not decode as Happened")
         assert dead["Lab.Happened"].payload == {"_unparsed": "{"}  # still listed
-
-
-class TestOutboxOnSqlite(OutboxStorageContract):
-    @pytest.fixture
-    def url(self, sqlite_url: str) -> str:
-        return sqlite_url
-
-
-@pytest.mark.postgres
-class TestOutboxOnPostgres(OutboxStorageContract):
-    @pytest.fixture
-    def url(self, postgres_url: str) -> str:
-        return postgres_url

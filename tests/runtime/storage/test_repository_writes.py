@@ -1,6 +1,6 @@
 """A save of a loaded aggregate writes only the columns that changed since it was loaded (or last
 saved), under the same version check — and never misses a change: lists changed in place, a
-Decimal given another scale, a value changed back after an earlier save. SQLite and PostgreSQL."""
+Decimal given another scale, a value changed back after an earlier save. On every backend."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from sqlalchemy import select, update
 
 from loom.runtime import Service
 
-from .sample_service import Item, Items, Level, items
+from ..sample_service import Item, Items, Level, items
 
 
 async def saved(service: Service, **fields: object) -> Item:

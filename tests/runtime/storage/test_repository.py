@@ -1,10 +1,12 @@
-"""Storage conformance: every column type round-trips, versions advance, stale writes conflict,
-pages are ordered — on SQLite and PostgreSQL."""
+"""The repository, on every backend: every column type round-trips, versions advance, stale
+writes and deletes conflict, pages are ordered, finders and filters narrow every read. (The
+runtime sample's `service` fixture serves on the backend's database.)"""
 
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta, timezone
 from decimal import Decimal
+from types import MappingProxyType
 from uuid import UUID
 
 import pytest
@@ -13,7 +15,7 @@ from sqlalchemy import Column, Integer, MetaData, String, Table, Uuid, select
 from loom.runtime import ConcurrencyConflict, NotFound, Repository, Service, new_id
 from loom.runtime.values.errors import InvalidValue
 
-from .sample_service import Item, Items, Level, items
+from ..sample_service import Item, Items, Level, items
 
 THIRTY_DIGITS = Decimal("12345678901234567890.1234567890")
 PLUS_TWO = timezone(timedelta(hours=2))
@@ -265,3 +267,30 @@ async def test_finders_by_criteria(service: Service) -> None:
         assert await repo.count() == 5 and await repo.count(items.c.count >= 3) == 2
         desc = await repo.find_all(order_by=items.c.count.desc(), limit=2, offset=1)
         assert [i.count for i in desc] == [3, 2]
+
+
+class OpenItems(Items):
+    """`filter Open` of a model: every read through it hides closed items."""
+
+    filters = MappingProxyType({"open": lambda: items.c.closed.is_(False)})
+
+
+async def test_filters_hide_rows_from_every_read_and_ignoring_widens(service: Service) -> None:
+    open_, closed = Item(name="open", count=1), Item(name="closed", count=1, closed=True)
+    async with service.transaction() as work:
+        for item in (open_, closed):
+            await Items(work).save(item)
+    async with service.autocommit() as work:
+        repo = OpenItems(work)
+        assert await repo.find_by_id(closed.id) is None
+        with pytest.raises(NotFound):
+            await repo.get_many([open_.id, closed.id])
+        assert [i.id for i in (await repo.page(10, 0)).items] == [open_.id]
+        assert (await repo.page(10, 0)).total == 1
+        assert [i.id for i in await repo.find_all(items.c.count == 1)] == [open_.id]
+        assert await repo.count() == 1
+        every = repo.ignoring("open")
+        assert (await every.get_by_id(closed.id)).closed
+        assert await every.count() == 2 and len(await every.get_many([open_.id, closed.id])) == 2
+        with pytest.raises(ValueError, match="no filter 'shut'"):
+            repo.ignoring("shut")
