@@ -53,8 +53,7 @@ async def replicas(url: str, n: int = 2, **options: Any) -> AsyncIterator[list[S
 async def test_two_schedulers_fire_each_timeout_once(database_url: str) -> None:
     fired: list[tuple[str, str]] = []
     with VirtualClock(start=START) as clock:
-        options = {"scheduler_options": {"batch_size": 7}}
-        async with replicas(database_url, **options) as (a, b):
+        async with replicas(database_url, scheduler_options={"batch_size": 7}) as (a, b):
             for label, service in (("a", a), ("b", b)):
 
                 async def handler(due: TimeoutDue, work: Work, label: str = label) -> None:
@@ -189,7 +188,7 @@ async def test_a_durable_step_that_loses_a_race_is_redelivered_and_ignored(
         assert len((await svc.instance("deadline", appointment))["pending"]) == 1
         # Racing from before the confirmation: the relay may deliver "confirmed" at once, and a
         # delivery loaded before the swap would not race (seen under load: no conflict at all).
-        service.processes.store = Racing(SqlProcessStore(), 2)  # type: ignore[assignment]
+        service.processes.store = Racing(SqlProcessStore(), 2)
         r = await svc.client.post(f"/api/appointments/{appointment}/confirm")
         assert r.status_code == 204, r.text
         with caplog.at_level(logging.INFO, logger="loom.events"):
