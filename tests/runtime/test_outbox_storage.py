@@ -6,7 +6,7 @@ processing per consumer and event, and dead letters can be listed and put back."
 from __future__ import annotations
 
 import enum
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
@@ -175,7 +175,7 @@ class OutboxStorageContract:
         applied: list[tuple[str, UUID]] = []
         fail_next = [True]
 
-        def consumer(name: str):  # type: ignore[no-untyped-def]
+        def consumer(name: str) -> Callable[[DomainEvent], Awaitable[None]]:
             async def handle(event: DomainEvent) -> None:
                 async with service.reaction() as work:
                     await work.connection()
