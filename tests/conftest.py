@@ -72,7 +72,7 @@ def redis_server() -> Iterator[RedisServer]:
 def create_pg_database(cluster: Cluster) -> str:
     import asyncio
 
-    import asyncpg
+    import asyncpg  # type: ignore[import-untyped]  # asyncpg ships no type hints
 
     name = f"loom_test_{os.getpid()}_{next(_db_counter)}"
 

@@ -105,7 +105,7 @@ def _calls(code: CodeType, module: ModuleType, starters: Starters, seen: set[str
 
 def _uses(item: pytest.Item, starters: Starters) -> bool:
     """The test function or one of its fixtures calls one of `starters`."""
-    functions = [getattr(item, "function", None)]
+    functions: list[object] = [getattr(item, "function", None)]
     info = getattr(item, "_fixtureinfo", None)
     for defs in getattr(info, "name2fixturedefs", {}).values():
         functions += [d.func for d in defs]

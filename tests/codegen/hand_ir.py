@@ -3,6 +3,8 @@ front end (and as a fallback while `loom.lang.compile_files` is not available)."
 
 from __future__ import annotations
 
+from typing import Literal
+
 from loom.model import ir
 
 F = "examples/banking/banking.loom"
@@ -24,29 +26,32 @@ CUS_ID = ir.IdType("Customer", CTX)
 KIND = ir.EnumType("AccountKind", CTX)
 
 
-def lit(v, t=INT):
+def lit(v: str | int | bool, t: ir.Type = INT) -> ir.Literal_:
     return ir.Literal_(
         v, t, str(v).lower() if isinstance(v, bool) else (f'"{v}"' if t == STR else str(v))
     )
 
 
-def sf(name, t, kind="field"):
+def sf(name: str, t: ir.Type, kind: Literal["field", "id"] = "field") -> ir.SelfField:
     return ir.SelfField(name, t, name, kind)
 
 
-def par(name, t):
+def par(name: str, t: ir.Type) -> ir.Param:
     return ir.Param(name, t, name)
 
 
-def loc(name, t):
+def loc(name: str, t: ir.Type) -> ir.Local:
     return ir.Local(name, t, name)
 
 
-def bin_(op, left, right, t):
+# the operators the banking model uses (a subset of ir.Binary's)
+def bin_(
+    op: Literal["+", "==", "!=", "<", ">", ">="], left: ir.Expr, right: ir.Expr, t: ir.Type
+) -> ir.Binary:
     return ir.Binary(op, left, right, t, f"{left.text} {op} {right.text}")
 
 
-def fee_call(arg):
+def fee_call(arg: ir.Expr) -> ir.FunctionCall:
     return ir.FunctionCall("fee", (arg,), INT, f"fee({arg.text})")
 
 

@@ -66,7 +66,7 @@ def ticket() -> ir.Aggregate:
         ir.Field("dueAt", DT, None, False, o(7)),
         ir.Field("price", DEC, lit("0", DEC), False, o(8)),
     )
-    ops = (
+    ops: tuple[ir.Operation, ...] = (
         ir.Operation(
             "flagBreached",
             (),

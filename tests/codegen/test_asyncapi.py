@@ -413,4 +413,5 @@ def test_the_generated_file_is_the_document(tmp_path: Path) -> None:
     assert text == asyncapi_text(asyncapi_document(model, title="Orders, Inventory, Payment"))
     assert text.endswith("}\n") and text == generate(model)["asyncapi.json"]
     main = import_generated(write_tree(files, tmp_path / "shop"))
+    assert main.__file__ is not None
     assert '"asyncapi.json"' in Path(main.__file__).read_text()

@@ -22,12 +22,12 @@ import json
 import logging
 import re
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from decimal import Decimal
 from inspect import getattr_static
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -108,10 +108,16 @@ def test_compiles(path: Path, head: dict[str, str]) -> None:
 # Helpers for the behaviour tests
 
 
-def xfail_if_header(stem: str) -> Any:
+TestFunction = TypeVar("TestFunction", bound=Callable[..., Any])
+
+
+def xfail_if_header(stem: str) -> Callable[[TestFunction], TestFunction]:
     head = HEADERS[stem]
     if "xfail" in head:
-        return pytest.mark.xfail(reason=head["xfail"], strict=False)
+        mark: Callable[[TestFunction], TestFunction] = pytest.mark.xfail(
+            reason=head["xfail"], strict=False
+        )
+        return mark
     return lambda f: f
 
 

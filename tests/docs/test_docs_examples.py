@@ -20,7 +20,7 @@ BLOCK = re.compile(
 )
 
 
-def _blocks() -> list[pytest.param]:
+def _blocks() -> list[pytest.ParameterSet]:
     params = []
     for doc in DOCS:
         if doc.name == "diagnostics.md":

@@ -14,7 +14,7 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BLOCK = re.compile(r"<!-- run -->\s*```python\n(?P<body>.*?)```", re.DOTALL)
 
 
-def _blocks() -> list[pytest.param]:
+def _blocks() -> list[pytest.ParameterSet]:
     params = []
     for doc in DOCS:
         text = doc.read_text()

@@ -51,7 +51,9 @@ CAPTURE = [
 
 
 def built_document(model: list[Path]) -> bytes:
-    return Path(build_service(model).__file__).with_name("asyncapi.json").read_bytes()
+    service = build_service(model)
+    assert service.__file__ is not None
+    return Path(service.__file__).with_name("asyncapi.json").read_bytes()
 
 
 async def capture(c: ServiceClient) -> None:

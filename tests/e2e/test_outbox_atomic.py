@@ -124,7 +124,9 @@ async def _drain(client: ServiceClient) -> None:
 
 async def _crash_and_restart(url: str, bodies: list[Body]) -> dict[str, tuple[int, int, int, int]]:
     """Crash each body at each commit, restart, settle: (crash points, records, lost, doubled)."""
-    build = Path(build_service(MODEL).__file__).parent
+    service = build_service(MODEL)
+    assert service.__file__ is not None
+    build = Path(service.__file__).parent
     orders: dict[str, str] = {}  # the orders a delivery run asks for, placed beforehand
     async with serve(MODEL, url) as client:
         for n in range(1, 10):

@@ -67,7 +67,8 @@ async def test_a_tenanted_reaction_and_timer_run_in_their_tenant(
         assert (second["reactedIn"], second["sweptIn"]) == ("", "")
 
     await clock.advance(timedelta(hours=1))  # one tick: a run per tenant, in that tenant
-    attempts, leaked = 0, []
+    attempts = 0
+    leaked: list[tuple[object, ...]] = []
     for tenant, who in TENANTS.items():
         for n in notes[tenant]:
             assert (await ok(c, "GET", f"/api/notes/{n}", who))["sweptIn"] == tenant

@@ -70,7 +70,7 @@ class Probe:
 
     c: ServiceClient
     attempts: int = 0
-    leaked: list[tuple[str, Any]] = field(default_factory=list)
+    leaked: list[tuple[object, ...]] = field(default_factory=list)  # what leaked, in words
 
     async def own(self, who: dict[str, str], path: str) -> Any:
         r = await self.c.get(path, headers=who)

@@ -141,7 +141,10 @@ async def test_fire_while_the_scheduler_fires_runs_once(desk: ServiceClient, now
         await asyncio.sleep(0.01)  # let the first requests claim theirs: both sides win some
         return await scheduler.run_due()
 
-    ran, *answers = await asyncio.gather(scheduler_round(), *fires)
+    async with asyncio.TaskGroup() as group:  # started in this order, as one gather would
+        round_ = group.create_task(scheduler_round())
+        firing = [group.create_task(fire) for fire in fires]
+    ran, answers = round_.result(), [task.result() for task in firing]
     statuses = [r.status_code for r in answers]
     outcomes = [r.json().get("outcome") for r in answers if r.status_code == 200]
     # each timeout fired once, by whichever claimed it first: the other finds it leased (409),

@@ -162,6 +162,7 @@ async def test_no_parameters_take_no_body_or_an_empty_object(
 ) -> None:
     tid = (await new_thing(wire))["id"]
     url = path.format(id=tid)
+    ok: dict[str, object] | None
     for ok in ({}, None):
         r = await wire.post(url, json=ok)
         assert r.status_code in (200, 204), r.text

@@ -11,10 +11,11 @@ import pytest
 SECRET = "a-test-secret-that-is-long-enough-for-hs256"
 
 
-def token(secret: str = SECRET, **claims: Any) -> dict[str, str]:
+def token(secret: str = SECRET, /, **claims: Any) -> dict[str, str]:
     """The Authorization header of an HS256 token for `ann` (claims override; a claim given as
     None is left out, `sub=None`: a token without a subject). It expires in a day: tests make
-    some at import, and a whole suite may run before they are used."""
+    some at import, and a whole suite may run before they are used. `secret` is positional only,
+    so that claims spread from a dict (`**ADMIN`) are claims to mypy too."""
     body = {"sub": "ann", "exp": int(time.time()) + 86400, **claims}
     body = {k: v for k, v in body.items() if v is not None}
     return {"Authorization": "Bearer " + jwt.encode(body, secret, algorithm="HS256")}

@@ -67,9 +67,12 @@ def test_create_spellings_are_normalised_in_field_order() -> None:
     assert args["price"] == ir.Literal_(1, ir.INT, "1")
     assert isinstance(args["size"], ir.EnumMember) and args["size"].member == "Small"  # default
     assert args["note"] is None  # optional, no default
-    assert dict(b.args)["price"] == ir.Literal_("2.50", ir.DECIMAL, "2.50")
-    assert Decimal(dict(b.args)["price"].value) == Decimal("2.50")
-    assert dict(c.args)["size"].text == "Large" and dict(c.args)["note"].value == "n"
+    price = dict(b.args)["price"]
+    assert price == ir.Literal_("2.50", ir.DECIMAL, "2.50") and isinstance(price.value, str)
+    assert Decimal(price.value) == Decimal("2.50")
+    size, note = dict(c.args)["size"], dict(c.args)["note"]
+    assert isinstance(size, ir.EnumMember) and size.text == "Large"
+    assert isinstance(note, ir.Literal_) and note.value == "n"
     saves = [s for s in body if isinstance(s, ir.Save)]
     assert [s.name for s in saves] == ["a", "b", "c"] and all(s.fresh for s in saves)
 

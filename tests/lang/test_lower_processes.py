@@ -44,6 +44,7 @@ def test_schedule_at_and_after() -> None:
     assert schedule.at.type == ir.DATETIME and schedule.at.text == "e.confirmBefore"
     assert isinstance(save, ir.SaveInstance)
     (_, after, _) = workflow(c, "DepositHold").reactions[0].body
+    assert isinstance(after, ir.ScheduleTimeout)
     assert after == ir.ScheduleTimeout("deposit", None, 15 * 60_000, after.origin)
 
 

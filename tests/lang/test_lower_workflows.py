@@ -67,16 +67,18 @@ def test_deleted_aggregates_are_never_saved_and_notfound_names_the_aggregate() -
     (branch,) = purge
     assert isinstance(branch, ir.IfLet) and branch.read is not None
     assert (branch.read.kind, branch.read.cardinality) == ("by_id", "optional")
-    assert branch.then == (ir.Delete("t", "Tickets", "Ticket", branch.then[0].origin),)
+    (gone,) = branch.then
+    assert isinstance(gone, ir.Delete)
+    assert gone == ir.Delete("t", "Tickets", "Ticket", gone.origin)
     (miss,) = branch.otherwise
     assert isinstance(miss, ir.NotFoundStmt) and miss.aggregate == "Ticket" and miss.detail is None
     remove = handler(c, "Remove").body
     assert isinstance(remove[-1], ir.Delete) and saves(remove) == []
     escalate = handler(c, "EscalateOpen").body[0]
     assert isinstance(escalate, ir.IfLet)
-    assert escalate.otherwise[0] == ir.NotFoundStmt(
-        "no open ticket", None, escalate.otherwise[0].origin
-    )
+    missing = escalate.otherwise[0]
+    assert isinstance(missing, ir.NotFoundStmt)
+    assert missing == ir.NotFoundStmt("no open ticket", None, missing.origin)
 
 
 def test_correlated_workflow_binds_first_and_saves_instance_last() -> None:

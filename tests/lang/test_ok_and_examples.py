@@ -72,7 +72,7 @@ def test_banking_declarations() -> None:
     assert isinstance(emit, ir.Emit) and [n for n, _ in emit.args] == ["account", "amount"]
     assert emit.args[0][1] == ir.SelfField("id", ir.IdType("Account", "Banking"), "id", "id")
     fee = account.functions[0]
-    assert fee.value.type == ir.INT
+    assert fee.value is not None and fee.value.type == ir.INT
     audited = next(w for w in ctx.workflows if w.name == "auditedTransfer")
     assert audited.transactional and audited.isolation == "serializable"
     loose = next(w for w in ctx.workflows if w.name == "looseTransfer")

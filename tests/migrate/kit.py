@@ -4,13 +4,15 @@ from them the way `loom migrate new` writes it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     BigInteger,
     Boolean,
     Column,
+    Connection,
     Index,
     Integer,
     MetaData,
@@ -110,7 +112,10 @@ def plan_between(old: MetaData | None, new: MetaData) -> Plan:
     return make_plan(before, snapshot_of(new), fallback_file="bank.loom")
 
 
-async def run_on(url: str, metadata: MetaData, action):  # type: ignore[no-untyped-def]
+T = TypeVar("T")
+
+
+async def run_on(url: str, metadata: MetaData, action: Callable[[Connection], T]) -> T:
     """`action(connection)` in one transaction on the database at `url`."""
     service = Service.from_url(url, metadata)
     try:

@@ -101,9 +101,9 @@ def test_each_deployable_migrates_its_own_tables_on_its_own_database(tmp_path: P
 
     # a fresh database of Front: `loom run --deployable Front` applies Front's migrations
     with running(str(model), "--deployable", "Front", port=free_port()) as base:
-        r = httpx.post(f"{base}/api/tickets", json={"email": "ann@example.test"})
-        assert r.status_code == 201, r.text
-        ann = r.json()["id"]
+        resp = httpx.post(f"{base}/api/tickets", json={"email": "ann@example.test"})
+        assert resp.status_code == 201, resp.text
+        ann = resp.json()["id"]
     assert (tmp_path / "front.db").is_file() and not (tmp_path / "desk.db").exists()
     r = loom("migrate", "status", model, "--deployable", "Front")
     assert r.returncode == 0 and "applied  0001_initial_schema" in r.stdout, r.stdout
@@ -185,9 +185,9 @@ def test_dead_letters_of_a_deployable(tmp_path: Path) -> None:
     assert f"no database at {tmp_path / 'front.db'}" in r.stderr
     assert "loom run --deployable Front" in r.stderr
     with running(str(model), "--deployable", "Front", port=free_port()) as base:
-        r = httpx.post(f"{base}/api/tickets", json={"email": "boom@example.test"})
-        assert r.status_code == 201, r.text
-        ticket = r.json()["id"]
+        resp = httpx.post(f"{base}/api/tickets", json={"email": "boom@example.test"})
+        assert resp.status_code == 201, resp.text
+        ticket = resp.json()["id"]
         assert httpx.post(f"{base}/api/tickets/{ticket}/resolve", json={}).status_code == 204
 
         def dead_lettered() -> subprocess.CompletedProcess[str] | None:

@@ -32,7 +32,7 @@ def _events(path: Path) -> EventsSnap:
 
 def _found(found: list[Break]) -> set[tuple[str, int, str, str]]:
     pending = [Pending(b, {"pending": 1}) for b in found]
-    out = set()
+    out: set[tuple[str, int, str, str]] = set()
     for d, _ in event_findings(pending, fallback_file="?", old_label="the last migration"):
         name = Path(d.span.file.partition(" ")[0]).name
         out.add((name.removesuffix(".loom"), d.span.line, d.severity, d.code))
@@ -87,6 +87,9 @@ def test_what_a_break_affects() -> None:
 def test_an_event_no_channel_carries_is_never_stored() -> None:
     before = _events(DATA / "removed-event" / "before.loom")
     assert before["Bank.Credited"]["durable"]
-    in_process = {**before, "Bank.Credited": {**before["Bank.Credited"], "durable": False}}
+    in_process: EventsSnap = {
+        **before,
+        "Bank.Credited": {**before["Bank.Credited"], "durable": False},
+    }
     (removed,) = breaks(in_process, _events(DATA / "removed-event" / "after.loom"))
     assert not removed.durable  # `loom migrate new` prints no line about it

@@ -70,8 +70,8 @@ async def test_keyed_tables_become_tenanted(database_url: str, tmp_path: Path, r
     before, after = _metadata("before", tmp_path / "v1"), _metadata("after", tmp_path / "v2")
     revs = write_versions(tmp_path / "migrations", before, after)
     script = revs[1].script.read_text(encoding="utf-8")
-    for table in KEYED:
-        assert f"{table} becomes tenanted and has rows" in script
+    for keyed in KEYED:
+        assert f"{keyed} becomes tenanted and has rows" in script
     assert (await apply(database_url, revs[:1])).applied == [revs[0].name]
     key = uuid.uuid4()
     if rows:

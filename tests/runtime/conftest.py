@@ -27,4 +27,4 @@ async def client(app: Any) -> AsyncIterator[httpx.AsyncClient]:
 
 @pytest.fixture
 def service(app: Any) -> Service:
-    return app.state.loom  # type: ignore[no-any-return]
+    return app.state.loom

@@ -248,7 +248,10 @@ class InstanceOut(BaseModel):
 
 
 router = APIRouter(route_class=LoomRoute, tags=["Scheduling"])
-PROCESSES = {"deadline": ConfirmationDeadline, "deposit": DepositHold}
+PROCESSES: dict[str, type[ConfirmationDeadline] | type[DepositHold]] = {
+    "deadline": ConfirmationDeadline,
+    "deposit": DepositHold,
+}
 
 
 @router.post("/api/workflows/request_appointment", response_model=UUID)

@@ -169,7 +169,7 @@ class ItemOut(BaseModel):
             count=item.count,
             amount=item.amount,
             due=item.due,
-            happened_at=item.happened_at,
+            happenedAt=item.happened_at,
             level=item.level,
             tags=item.tags,
         )

@@ -86,8 +86,9 @@ def test_list_encoding_is_lossless() -> None:
     values = [Decimal("1.10"), datetime(2020, 1, 1, tzinfo=UTC), UUID(int=5), Level.HIGH, True, 7]
     encoded = [encode_list_item(v) for v in values]
     assert encoded == ["1.10", "2020-01-01T00:00:00.000000Z", str(UUID(int=5)), "High", True, 7]
-    assert decode_list(Decimal)(["1.10"]) == [Decimal("1.10")]
-    assert decode_list(Level)(["High"]) == [Level.HIGH]
+    as_decimals, as_levels = decode_list(Decimal), decode_list(Level)
+    assert as_decimals is not None and as_decimals(["1.10"]) == [Decimal("1.10")]
+    assert as_levels is not None and as_levels(["High"]) == [Level.HIGH]
     assert decode_list(str) is None
     with pytest.raises(TypeError):
         encode_list_item(1.5)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import sqlite3
 from decimal import Decimal
+from typing import Any
 
 import pytest
 
@@ -22,7 +23,8 @@ def db() -> sqlite3.Connection:
     return conn
 
 
-def _one(db: sqlite3.Connection, sql: str, *args: object) -> object:
+def _one(db: sqlite3.Connection, sql: str, *args: object) -> Any:
+    """The first row's one value, of whatever type SQLite answers (decimals come back as text)."""
     return db.execute(sql, args).fetchone()[0]
 
 

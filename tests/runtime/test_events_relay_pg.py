@@ -65,7 +65,7 @@ async def test_two_relays_apply_1000_events_exactly_once(
                 held = (
                     await conn.execute(select(func.count(reservations.c.order.distinct())))
                 ).scalar()
-                by_status = dict(
+                by_status: dict[str, int] = dict(
                     (
                         await conn.execute(
                             select(orders.c.status, func.count()).group_by(orders.c.status)

@@ -80,7 +80,7 @@ async def test_a_durable_step_that_loses_a_race_is_redelivered_and_ignored(
         assert len((await svc.instance("deadline", appointment))["pending"]) == 1
         # Racing from before the confirmation: the relay may deliver "confirmed" at once, and a
         # delivery loaded before the swap would not race (seen under load: no conflict at all).
-        service.processes.store = Racing(SqlProcessStore(service), 2)  # type: ignore[assignment]
+        service.processes.store = Racing(SqlProcessStore(service), 2)
         r = await svc.client.post(f"/api/appointments/{appointment}/confirm")
         assert r.status_code == 204, r.text
         with caplog.at_level(logging.INFO, logger="loom.events"):

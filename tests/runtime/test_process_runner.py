@@ -72,6 +72,10 @@ def never(current: State | None) -> Decision[State] | None:
     raise AssertionError("this step must not run")
 
 
+def ignore(current: State | None) -> Decision[State] | None:
+    return None
+
+
 @pytest.fixture
 async def service(database_url: str) -> AsyncIterator[Service]:
     with clock.frozen(NOW):
@@ -170,7 +174,7 @@ async def test_an_ended_instance_ignores_steps_and_timeouts(
 
 async def test_an_ignoring_step_writes_nothing(service: Service) -> None:
     runner = service.processes
-    assert await runner.run(Counter, "k", lambda current: None) is Outcome.IGNORED
+    assert await runner.run(Counter, "k", ignore) is Outcome.IGNORED
     assert await runner.get(Counter, "k") is None
     assert await runner.list() == []
 
@@ -181,8 +185,10 @@ async def test_a_state_of_another_version_is_refused_not_misread(service: Servic
     with pytest.raises(ProcessStateRefused, match="saved by version 1, this is version 2"):
         await runner.run(CounterV2, "k", never)
     # a state its own version does not recognise is refused too
+    store = runner.store
+    assert isinstance(store, SqlProcessStore)  # the service's runner is on the SQL store
     async with service.transaction() as work:
-        await runner.store.save(work, Instance(Counter.name, "odd", {"m": 1}, 1, 0, False, NOW), 0)
+        await store.save(work, Instance(Counter.name, "odd", {"m": 1}, 1, 0, False, NOW), 0)
     with pytest.raises(ProcessStateRefused, match=r"not one Test.Counter recognises"):
         await runner.run(Counter, "odd", never)
     # and a step may not decide one: nothing is written
@@ -253,7 +259,7 @@ async def race(runner: ProcessRunner, key: str) -> list[Any]:
 
 async def test_a_forced_race_in_memory_one_wins_the_other_conflicts(service: Service) -> None:
     store = InMemoryProcessStore()
-    runner = ProcessRunner(service, Racing(store, 2))  # type: ignore[arg-type]
+    runner = ProcessRunner(service, Racing(store, 2))
     won, lost = await race(runner, "k")
     assert won is Outcome.DECIDED and isinstance(lost, ConcurrencyConflict)
     retry = ProcessRunner(service, store)
@@ -269,7 +275,7 @@ async def test_a_forced_race_on_postgres_one_wins_the_other_conflicts(postgres_u
         service.lock_reads = False  # reads take no row lock: the version check alone decides
         await service.create_schema()
         try:
-            runner = ProcessRunner(service, Racing(SqlProcessStore(service), 2))  # type: ignore[arg-type]
+            runner = ProcessRunner(service, Racing(SqlProcessStore(service), 2))
             # two first steps: both find no instance, both insert
             won, lost = await race(runner, "new")
             assert won is Outcome.DECIDED and isinstance(lost, ConcurrencyConflict)

@@ -119,7 +119,9 @@ async def test_the_announcement_is_sent_on_commit_only(postgres_url: str) -> Non
         assert payload.endswith(" " + Reminder.name)
         assert await next_after(listener, heard) == MARK  # the rolled-back step announced nothing
         # a timeout due later than `announce_within` is left to the replicas' polls
-        far = Decision({}, timeouts=[Timeout("remind", after=timedelta(hours=1))])
+        far: Decision[dict[str, int]] = Decision(
+            {}, timeouts=[Timeout("remind", after=timedelta(hours=1))]
+        )
         await service.processes.run(Reminder, "far", lambda current: far)
         assert await next_after(listener, heard) == MARK
     finally:

@@ -10,16 +10,17 @@ from uuid import UUID
 import httpx
 import pytest
 from sqlalchemy import select
+from sqlalchemy.pool import QueuePool
 
 from loom.runtime import DomainEvent, Service, current_envelope
 
-from .sample_service import Incremented, Item, Items, PairBumped, items
+from .sample_service import Incremented, Item, ItemId, Items, PairBumped, items
 
 
-async def create(client: httpx.AsyncClient, name: str, count: int = 0) -> UUID:
+async def create(client: httpx.AsyncClient, name: str, count: int = 0) -> ItemId:
     r = await client.post("/api/items", json={"name": name, "count": count})
     assert r.status_code == 200, r.text
-    return UUID(r.json())
+    return ItemId(UUID(r.json()))
 
 
 async def committed_counts(service: Service) -> dict[UUID, int]:
@@ -27,7 +28,7 @@ async def committed_counts(service: Service) -> dict[UUID, int]:
     async with service.engine.connect() as conn:
         rows = (await conn.execute(select(items.c.id, items.c.count))).all()
         await conn.rollback()
-    return {row.id: row.count for row in rows}
+    return dict(rows)
 
 
 def record(service: Service) -> list[DomainEvent]:
@@ -146,6 +147,7 @@ async def test_failing_reactor_is_logged_and_never_changes_the_answer(
     assert r.status_code == 204
     assert later == [Incremented(item=a, by=1)]
     (envelope,) = envelopes
+    assert envelope is not None
     assert envelope.event_id.version == 7 and envelope.event_type == "Incremented"
     lines = [json.loads(rec.getMessage()) for rec in caplog.records if rec.name == "loom.events"]
     assert lines == [
@@ -212,7 +214,8 @@ async def test_a_transaction_holds_one_connection(service: Service) -> None:
         await Items(work).save(Item(name="two"))
         assert await work.connection() is first
         assert first.in_transaction()
-    assert service.engine.pool.checkedout() == 0
+    pool = service.engine.pool
+    assert isinstance(pool, QueuePool) and pool.checkedout() == 0
 
 
 async def test_workflow_events_wait_for_a_clean_exit_in_autocommit(service: Service) -> None:

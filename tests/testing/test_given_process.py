@@ -59,12 +59,14 @@ class Deadline:
 
 
 BOOKED = Booked(appointment="appointment-1", confirm_before=DEADLINE)
-WATCHING = {"appointment": "appointment-1", "confirm_before": DEADLINE.isoformat()}
+WATCHING: State = {"appointment": "appointment-1", "confirm_before": DEADLINE.isoformat()}
+# no instance yet, typed: a bare None leaves mypy no state type to check the steps against
+NO_INSTANCE: State | None = None
 
 
 def test_armed_when_requested_for_its_deadline() -> None:
     (
-        given_process(None, process=Deadline)
+        given_process(NO_INSTANCE, process=Deadline)
         .when(lambda current: Deadline.requested(BOOKED, current))
         .then_state(WATCHING)
         .then_timeouts([Timeout("deadline", at=DEADLINE)])
@@ -90,15 +92,15 @@ def test_the_deadline_expires_the_appointment_at_its_instant() -> None:
 
 
 def test_ignored_steps() -> None:
-    given_process(None).when(Deadline.settled).then_ignored()
+    given_process(NO_INSTANCE).when(Deadline.settled).then_ignored()
     given_process(WATCHING).when(lambda cur: Deadline.requested(BOOKED, cur)).then_ignored()
     no_deadline = Booked(appointment="a-2", confirm_before=None)
-    given_process(None).when(lambda cur: Deadline.requested(no_deadline, cur)).then_ignored()
+    given_process(NO_INSTANCE).when(lambda cur: Deadline.requested(no_deadline, cur)).then_ignored()
 
 
 def test_failures_say_what_the_step_decided() -> None:
     with pytest.raises(AssertionError, match="the step ignored the event"):
-        given_process(None).when(Deadline.settled).then_state(WATCHING)
+        given_process(NO_INSTANCE).when(Deadline.settled).then_state(WATCHING)
     with pytest.raises(AssertionError, match="expected the step to ignore"):
         given_process(WATCHING).when(Deadline.settled).then_ignored()
     then = given_process(WATCHING).when(Deadline.timed_out)
@@ -111,7 +113,7 @@ def test_failures_say_what_the_step_decided() -> None:
     with pytest.raises(AssertionError, match="the predicate refused"):
         then.then_commands([lambda c: False])
     with pytest.raises(AssertionError, match="timeouts: expected"):
-        given_process(None).when(lambda cur: Deadline.requested(BOOKED, cur)).then_timeouts(
+        given_process(NO_INSTANCE).when(lambda cur: Deadline.requested(BOOKED, cur)).then_timeouts(
             [Timeout("deadline", after=timedelta(minutes=15))]
         )
     with pytest.raises(AssertionError, match="cancelled: expected"):

@@ -363,7 +363,8 @@ async def test_only_routes_that_call_another_context_declare_502_and_504(
     async with caller(desk, tmp_path, monkeypatch, "http://127.0.0.1:9") as client:
         r = await client.get("/openapi.json")
     assert r.status_code == 200
-    calling, plain = [], []
+    calling: list[str] = []
+    plain: list[str] = []
     for path, methods in r.json()["paths"].items():
         for method, operation in methods.items():
             codes = set(operation["responses"])

@@ -6,7 +6,7 @@ and put back."""
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
@@ -170,7 +170,7 @@ class TestOutboxAndInbox:
         applied: list[tuple[str, UUID]] = []
         fail_next = [True]
 
-        def consumer(name: str):  # type: ignore[no-untyped-def]
+        def consumer(name: str) -> Callable[[DomainEvent], Awaitable[None]]:
             async def handle(event: DomainEvent) -> None:
                 async with service.reaction() as work:
                     await work.connection()

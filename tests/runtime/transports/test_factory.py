@@ -68,7 +68,8 @@ def test_a_url_may_carry_the_transport_settings() -> None:
     memory = transport_for_url("memory://shop?ack_wait=1")
     assert isinstance(memory, MemoryTransport)
     assert memory.ack_wait == 1.0
-    assert memory.broker is transport_for_url("memory://shop").broker
+    again = transport_for_url("memory://shop")
+    assert isinstance(again, MemoryTransport) and memory.broker is again.broker
     with pytest.raises(ValueError, match="memory:// takes none"):
         transport_for_url("memory://shop?request_timeout=1")
 
