@@ -11,7 +11,7 @@ the environment:
     LOOM_JWT_ISSUER       optional: the `iss` a token must carry
     LOOM_TENANT_CLAIM     optional: the claim naming the caller's tenant (default `tenant`)
 
-Per request (in `_edge.EdgeMiddleware`):
+Per request (in `http.edge.EdgeMiddleware`):
 
 - no `Authorization` header: the request is anonymous (`ANONYMOUS`);
 - `Authorization: Bearer <token>` that verifies: the principal of its claims (`sub` -> id,

@@ -2,7 +2,7 @@
 a body sent without one (chunked) is cut off with 413 as soon as it grows over the limit. Both
 answers are `urn:loom:problem:payload-too-large` problems.
 
-Applied by the request edge (`_edge.py`); this module holds the setting.
+Applied by the request edge (`http/edge.py`); this module holds the setting.
 """
 
 from __future__ import annotations

@@ -3,10 +3,10 @@
 - `X-Correlation-Id`: accepted on every request (up to 128 visible ASCII characters, anything else
   replaced, never echoed), else a new UUIDv7; returned on every response, problems included, and
   set in context so every event and log line of the request's chain carries it.
-- The body limit (`_body_limit.py`): a declared Content-Length over it is answered 413 before the
+- The body limit (`http/body_limit.py`): a declared Content-Length over it is answered 413 before the
   app runs; a body sent without one (chunked) is cut off with 413 as soon as it grows over it.
 - A 204 answer carries no `Content-Type` (nor `Content-Length`): it has no body.
-- Authentication (`_auth.py`): the request's principal, or a 401 before the route runs; the
+- Authentication (`http/auth.py`): the request's principal, or a 401 before the route runs; the
   `Authorization` header itself is kept in context for the API calls that forward it.
 - `HEAD`: answered as the `GET` of the same URL would be, headers and status alike, without the
   body (FastAPI routes a GET route's HEAD to a 405 otherwise).

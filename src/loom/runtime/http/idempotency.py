@@ -1,7 +1,7 @@
 """Idempotency keys: a mutating request sent with `Idempotency-Key` is applied at most once per key
 and principal (docs/http.md#idempotency-keys).
 
-The first unit of work such a request opens is keyed (`_work.Parking`): it does not commit at the
+The first unit of work such a request opens is keyed (`storage.work.Parking`): it does not commit at the
 end of its block but waits for the answer. Then, on that same connection and in that same
 transaction, the key's row — principal scope, key, request fingerprint, status, the headers that
 matter, body, expiry — is inserted, and the whole commits at once; the events are dispatched

@@ -1,7 +1,7 @@
 """Tenants: the tenant a tenanted context's rows and routes are scoped to (docs/language.md#tenants).
 
 A tenanted context's tables have a `tenant` column (marked `{"loom": {"tenant": True}}` in its
-info, `_mapping.tenant_column`); `Repository` stamps it on every insert and adds
+info, `storage.mapping.tenant_column`); `Repository` stamps it on every insert and adds
 `tenant = current_tenant()` to every read and write, so another tenant's row is not found: a 404
 exactly like an unknown id, never a 403 that would tell it exists. The tenant is the principal's
 (`Principal.tenant`, the token's tenant claim); a request to a tenanted route without one is

@@ -1,5 +1,5 @@
 """What the outbox relay and the scheduler share as background claimants of leased rows
-(`_lease`): their `claimed_by` stamp, the pause after a failed round, how their loop stops, and
+(`storage.lease`): their `claimed_by` stamp, the pause after a failed round, how their loop stops, and
 the unit of work their guarded statements run in (the context timers' compare-and-set claims run
 in it too)."""
 

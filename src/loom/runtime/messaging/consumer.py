@@ -10,8 +10,8 @@ acked only after that commit; the ack is sent without waiting for the broker's c
 (`ack_nowait`): a lost one is a redelivery, which the inbox skips.
 
 Across replicas (which share a consumer, each fetching some of its messages), a message with key
-counts (`_key_order.py`) is applied only once every earlier event of its key is: the reaction's
-transaction checks that on the locked progress rows and records it (`_ordering.claim_turn`); when
+counts (`messaging/key_order.py`) is applied only once every earlier event of its key is: the reaction's
+transaction checks that on the locked progress rows and records it (`messaging.ordering.claim_turn`); when
 one is missing (another replica holds it), the lane polls until it is applied, 5 ms growing to
 50 ms, for at most `gap_limit` seconds, then applies it anyway (`event_order_gap`). A lane keeps its messages in key order
 (a redelivery fetched after a later message goes before it).

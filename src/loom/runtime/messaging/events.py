@@ -54,7 +54,7 @@ class EventEnvelope:
 class Delivery:
     """The handler being run: its consumer name, the envelope, and whether it came from the
     outbox (only durable deliveries can be repeated, so only they record an inbox row); for a
-    broker message with key counts, its place in its key's order (`_key_order.py`)."""
+    broker message with key counts, its place in its key's order (`messaging/key_order.py`)."""
 
     consumer: str
     envelope: EventEnvelope

@@ -6,7 +6,7 @@ how many events of each type of the channel it had committed, this one included.
 filters by event type, so one sequence per key would leave gaps; the counts per type say exactly
 which earlier events a consumer reading types T must have applied: for a message of type t with
 counts v, applied[u] >= v[u] for every u in T other than t, and applied[t] >= v[t] - 1. Kept
-apart from the tables (`_ordering.py`) so the event bus can carry it without importing them.
+apart from the tables (`messaging/ordering.py`) so the event bus can carry it without importing them.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ class OutOfOrder(Exception):
 @dataclass(slots=True)
 class KeyOrder:
     """One message's place among its key's events for `consumer`, which reads `reads`; the
-    state of its application (set by `_ordering.claim_turn` and the consumer)."""
+    state of its application (set by `messaging.ordering.claim_turn` and the consumer)."""
 
     consumer: str
     key: str

@@ -1,5 +1,5 @@
 """Per-key order across consumer replicas: the counts a producer stamps on each message bound for
-a broker, and the progress a consumer keeps of what it applied (the rule: `_key_order.py`).
+a broker, and the progress a consumer keeps of what it applied (the rule: `messaging/key_order.py`).
 
 `__loom_key_counts` (producer): per (channel, key, event type), how many events were committed;
 upserted in the transaction that writes the outbox rows, whose `key_counts` column (the message's
@@ -40,7 +40,7 @@ from loom.runtime.values.domain import DomainEvent
 
 
 class Producer(Protocol):
-    """What stamping outbox rows needs (`_outlet.Outlet`)."""
+    """What stamping outbox rows needs (`messaging.outlet.Outlet`)."""
 
     @property
     def dialect(self) -> str: ...

@@ -86,7 +86,7 @@ outbox = Table(
     # the tenant of the principal that raised the event (a tenanted context's); NULL for an
     # untenanted one: its consumers run as the system principal of that tenant
     Column("tenant", String, nullable=True),
-    # a row bound for a broker: its `Loom-Key-Counts` (`_ordering.py`); NULL for every other row,
+    # a row bound for a broker: its `Loom-Key-Counts` (`messaging/ordering.py`); NULL for every other row,
     # and in rows written before it (their messages are applied unordered across replicas)
     Column("key_counts", String, nullable=True),
     # the relay's claim: pending rows, due first, in event order
@@ -193,7 +193,7 @@ async def write_dead_letter(conn: AsyncConnection, dialect: str, row: dict[str, 
 
 
 async def write_events(conn: AsyncConnection, dialect: str, rows: list[dict[str, Any]]) -> None:
-    """Write outbox rows (`outbox_rows`, stamped by `_ordering.stamped_rows`), in order, on
+    """Write outbox rows (`outbox_rows`, stamped by `messaging.ordering.stamped_rows`), in order, on
     `conn` (inside its transaction).
 
     PostgreSQL also gets a `pg_notify`, which the server delivers only if the transaction
@@ -231,7 +231,7 @@ def outbox_rows(
                 "delivered_at": None,
                 "model_revision": envelope.model_revision,
                 "tenant": envelope.tenant,
-                "key_counts": None,  # stamped by `_ordering.stamped_rows` when it is needed
+                "key_counts": None,  # stamped by `messaging.ordering.stamped_rows` when it is needed
             }
         )
     return rows

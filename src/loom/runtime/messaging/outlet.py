@@ -1,4 +1,4 @@
-"""The messaging side of the service's units of work (`_work.Outlet`): which events a durable
+"""The messaging side of the service's units of work (`storage.work.Outlet`): which events a durable
 channel carries, their outbox rows (stamped with their key counts when a broker publishes them),
 the inbox row a reaction records first, in-process dispatch, and waking the relay after a commit.
 
@@ -75,7 +75,7 @@ class Outlet:
 
     def entry(self, delivery: Delivery) -> Entry:
         """A reaction's first statements for the durable `delivery`: its inbox row (and, for a
-        broker message with key counts, its key's turn, `_ordering.claim_turn`);
+        broker message with key counts, its key's turn, `messaging.ordering.claim_turn`);
         `AlreadyHandled` when a previous delivery already applied it."""
         dialect = self.dialect
 

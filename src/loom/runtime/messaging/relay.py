@@ -3,7 +3,7 @@
 One round: claim a batch in a short transaction (PostgreSQL `FOR UPDATE SKIP LOCKED`, SQLite under
 the service's writer lock and `BEGIN IMMEDIATE`), setting a lease (claimed_by, claimed_until);
 deliver the rows in event order, outside any relay transaction (the rows of channels on a broker,
-produced by this deployable, are then published, pipelined: `_publisher.py`); then, in one more short
+produced by this deployable, are then published, pipelined: `messaging/publisher.py`); then, in one more short
 transaction, delete (retention work) or mark delivered (retention log) the rows that succeeded and
 reschedule or dead-letter the ones that failed. Every mark is guarded by `claimed_by`, so a relay
 that lost its lease changes nothing. A relay that dies between claim and mark leaves rows whose

@@ -12,7 +12,7 @@ lock and `BEGIN IMMEDIATE`. Each claimed timeout then runs in a transaction of i
 3. the row is deleted, in the same transaction: it is consumed if and only if the handler
    committed.
 
-Then the round runs the due context-timer ticks (`_recurring.TickRunner`): the precise timeout
+Then the round runs the due context-timer ticks (`processes.recurring.TickRunner`): the precise timeout
 first, the sweep (its safety net) after.
 
 A handler that raises rolls back; the row's `attempts` grows and it waits `backoff.delay(attempt)`
@@ -169,7 +169,7 @@ class Scheduler:
         return due - clock.now() < self.announce_within
 
     def _heard(self, payload: str) -> None:
-        """Another replica committed a timeout (`_timers.announcement`): wake by its due time."""
+        """Another replica committed a timeout (`processes.timers.announcement`): wake by its due time."""
         found = parse_announcement(payload)
         if found is not None and found[0] in self._service.timeouts.processes:
             self.expect(found[1])
@@ -208,7 +208,7 @@ class Scheduler:
         """Fire every timeout and tick due now, and what those handlers made due now, until a
         round finds nothing; answers how many ran. (Tests, and `VirtualClock.advance`, which
         passes `until`: it walks time to `until`, calling this at every instant due on the way,
-        so a tick due now claims its successors through `until` at once, see `_recurring`.)"""
+        so a tick due now claims its successors through `until` at once, see `processes.recurring`.)"""
         if until is None:  # not a virtual clock's step: anyone may have changed the rows
             self.forget_timeouts()
             await self.ticks.refresh()
@@ -241,7 +241,7 @@ class Scheduler:
 
     async def next_due(self) -> datetime | None:
         """The earliest instant a timeout or a tick of this service becomes due (the ticks as
-        this scheduler last read or claimed them, see `_recurring`)."""
+        this scheduler last read or claimed them, see `processes.recurring`)."""
         service = self._service
         found: list[object] = [await self.ticks.next_due()]
         if service.timeouts.processes:

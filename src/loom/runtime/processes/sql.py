@@ -18,7 +18,7 @@ owns the transaction) are data-modifying CTEs, the timer ones gated on the save 
            pg_notify('loom_outbox', '')        -- outbox rows
     FROM saved
 
-The notifications wake the schedulers (`_timers.announcement`) and the relays of the other
+The notifications wake the schedulers (`processes.timers.announcement`) and the relays of the other
 replicas; the server delivers them only if the step commits. One round trip per step, as many
 as the step's plain version-checked UPDATE would take.
 
@@ -147,7 +147,7 @@ class Announces(Protocol):
 
 class StepOutlet(Producer, Protocol):
     """The outbox side of a step: which events a channel carries, their stamped rows (as
-    `_ordering.Producer`), and waking the relay once they are committed."""
+    `messaging.ordering.Producer`), and waking the relay once they are committed."""
 
     @property
     def routes(self) -> Mapping[str, Channel]: ...

@@ -1,5 +1,5 @@
 """Process stores: the protocol, and `InMemoryProcessStore`, which keeps instances and timeouts in
-dictionaries (tests of one process, no database). `SqlProcessStore` (`_process_sql`) writes on the
+dictionaries (tests of one process, no database). `SqlProcessStore` (`processes.sql`) writes on the
 unit of work's connection, so a step's state, its timers and its outbox rows commit (or roll
 back) together.
 

@@ -128,7 +128,7 @@ async def refuse_body(request: Request) -> None:
 
 class LoomRoute(APIRoute):
     """Parses JSON bodies with `parse_float=Decimal`, answers every error as problem+json, and
-    applies a mutating request with an `Idempotency-Key` at most once (`_idempotency.py`). A
+    applies a mutating request with an `Idempotency-Key` at most once (`http/idempotency.py`). A
     writing route with no body parameter refuses a body (`refuse_body`)."""
 
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
@@ -272,7 +272,7 @@ def create_app(
     Deployables (docs/events.md, "Channels on a broker"): `contexts` are the contexts this
     service holds (None: all); `subscribe` subscribes their reactions only. `brokers` maps a
     `channelSource` name ("" for the channels naming none) to its `Transport` (None: the ones
-    `LOOM_BROKER_<NAME>` / `LOOM_BROKER` give, `_broker_config.py`, each with the
+    `LOOM_BROKER_<NAME>` / `LOOM_BROKER` give, `messaging/broker_config.py`, each with the
     LOOM_REDELIVERY_WAIT as its `ack_wait` unless its URL names one); the lifespan
     refuses to start (`StartupRefused`) when a channel must carry an event to or from another
     deployable and has no broker, connects to each broker and runs a durable consumer for each

@@ -1,5 +1,5 @@
 """The service: engine, event bus, durable channels, outbox relay and fault hooks; it hands out
-units of work (`_work.Work`)."""
+units of work (`storage.work.Work`)."""
 
 from __future__ import annotations
 
@@ -190,7 +190,7 @@ class Service:
 
     async def create_schema(self) -> None:
         """Create the service's tables (`schema()`) in a database that has none of them, or check
-        that a database holding some has them all, column for column (`_schema_check`): a
+        that a database holding some has them all, column for column (`storage.schema_check`): a
         database behind its model is refused with `SchemaMismatch`, saying what differs and the
         command that fixes it, instead of failing request after request. Replicas starting
         together on one database create it one after the other: the later ones find the tables
@@ -246,7 +246,7 @@ class Service:
         handler being run. For a durable delivery it first records (consumer, event_id) in the
         inbox, in the same transaction, and raises `AlreadyHandled` when a previous delivery
         already did: a redelivered event is skipped, never applied twice; for a broker message
-        with key counts it then takes the key's turn (`_ordering.claim_turn`). Elsewhere it is
+        with key counts it then takes the key's turn (`messaging.ordering.claim_turn`). Elsewhere it is
         `transaction()`."""
         delivery = current_delivery()
         if delivery is None or not delivery.durable:

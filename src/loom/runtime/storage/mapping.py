@@ -35,7 +35,7 @@ TENANT_COLUMN = "tenant"
 
 def tenant_column(table: Table) -> Column[str] | None:
     """A tenanted context's table's `tenant` column (its info says so), None in any other table.
-    It is no field of the aggregate: the repository writes and filters it (`_repository.py`)."""
+    It is no field of the aggregate: the repository writes and filters it (`storage/repository.py`)."""
     column = table.c.get(TENANT_COLUMN)
     if column is not None and column.info.get("loom", {}).get("tenant"):
         return column

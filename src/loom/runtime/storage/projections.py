@@ -19,7 +19,7 @@ in its own transaction, so a redelivered event is skipped by the inbox rather th
 The GET routes read with `get(key)` (a 404 named after the projection) and `page(limit, offset)`.
 
 A tenanted context's projection keeps its rows per (tenant, key), like workflow instances
-(`_instances.py`): the fold runs in its event's tenant, and every read is the caller's tenant's.
+(`storage/instances.py`): the fold runs in its event's tenant, and every read is the caller's tenant's.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ before a save's short transaction and before in-process dispatch (whose reaction
 work of their own). Otherwise requests that each hold one connection and wait for a second
 exhaust the pool and deadlock.
 
-Under an `Idempotency-Key` (`_idempotency.py`) the first unit of work of the request is *keyed*:
+Under an `Idempotency-Key` (`http/idempotency.py`) the first unit of work of the request is *keyed*:
 it runs in one transaction (an autocommit block too, with a SAVEPOINT per save) and, at the end of
 its block, is parked on `Parking` instead of committing; the HTTP layer then records the key and
 the answer on the same connection, commits, and dispatches the events. Any later unit of work of
@@ -55,7 +55,7 @@ Entry = Callable[[AsyncConnection], Awaitable[None]]
 
 
 class Outlet(Protocol):
-    """Where a unit of work's events go when it ends (the messaging layer's `_outlet.Outlet`)."""
+    """Where a unit of work's events go when it ends (the messaging layer's `messaging.outlet.Outlet`)."""
 
     @property
     def routes(self) -> Mapping[str, object]:
@@ -98,7 +98,7 @@ class UnitHost(Protocol):
 
     @property
     def instance_answers(self) -> Mapping[str, Any]:
-        """Process -> the generated model its ended episodes are archived as (`_episodes`)."""
+        """Process -> the generated model its ended episodes are archived as (`processes.episodes`)."""
         ...
 
 

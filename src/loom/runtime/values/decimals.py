@@ -1,7 +1,7 @@
 """The bounds of a `decimal` and the exact arithmetic generated code does with decimals.
 
 A `decimal` holds at most `MAX_INTEGER_DIGITS` digits before the point and `MAX_SCALE` after it.
-These two constants are the one definition of the bounds: the wire (`_schemas.WireDecimal`), storage
+These two constants are the one definition of the bounds: the wire (`values.schemas.WireDecimal`), storage
 (`types.DecimalText`) and the arithmetic below all read them, and docs/language.md states them.
 
 Generated code never writes `a + b` on decimals: it calls `decimals.add(a, b)` (`sub`, `mul`, `div`,

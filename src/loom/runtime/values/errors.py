@@ -1,4 +1,4 @@
-"""Domain and persistence errors; each maps to one RFC 9457 problem (see `_problems`)."""
+"""Domain and persistence errors; each maps to one RFC 9457 problem (see `http.problems`)."""
 
 from __future__ import annotations
 
@@ -249,7 +249,7 @@ class OutcomeUnknown(Unavailable):
 
 class StartupRefused(RuntimeError):
     """The service will not start (its database does not match its model, or does not answer):
-    reported as its message alone, never a traceback (`_edge.py`)."""
+    reported as its message alone, never a traceback (`http/edge.py`)."""
 
 
 class PayloadTooLarge(HTTPException):

@@ -1,6 +1,6 @@
 """Who is acting: the principal of the current request or reaction.
 
-Requests are anonymous until authentication is configured (`_auth.py`: a verified bearer token
+Requests are anonymous until authentication is configured (`http/auth.py`: a verified bearer token
 becomes the request's principal); the dispatcher and the relay run every handler as `SYSTEM` (a
 reaction has no request, so no user: `is_system` is true, no claims, no roles), an in-process
 reaction to an event raised in a tenant as the system principal of that tenant (`system_of`).
@@ -44,7 +44,7 @@ class Principal:
     roles: tuple[str, ...] = ()
     authenticated: bool = True
     #: the token's tenant claim (`tenant` unless LOOM_TENANT_CLAIM names another), None without
-    #: one: a request to a tenanted context's route needs it (`_tenants.require_tenant`)
+    #: one: a request to a tenanted context's route needs it (`http.tenants.require_tenant`)
     tenant: str | None = None
 
     @property
@@ -131,7 +131,7 @@ def system_of(tenant: str | None) -> Principal:
 
 
 _current: ContextVar[Principal] = ContextVar("loom_principal", default=ANONYMOUS)
-# the request's `Authorization` header as sent: an API call forwards it (`_api_calls.py`), so the
+# the request's `Authorization` header as sent: an API call forwards it (`http/api_calls.py`), so the
 # callee authenticates the same caller; a reaction has none
 _authorization: ContextVar[str | None] = ContextVar("loom_authorization", default=None)
 

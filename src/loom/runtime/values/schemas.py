@@ -103,7 +103,7 @@ DecimalOut = Annotated[
 ]
 """A `decimal` on output: a JSON string in positional notation (`"0.00000001"`, never `"1E-8"`)."""
 TEXT_CHECK = AfterValidator(_wire_text)
-"""The check of every `string` on input: no NUL, no lone surrogate (see `_text`). A `string(N)` is
+"""The check of every `string` on input: no NUL, no lone surrogate (see `values.text`). A `string(N)` is
 `Annotated[str, MaxLen(N), TEXT_CHECK]` (the length first, so its message speaks of characters)."""
 WireText = Annotated[str, TEXT_CHECK]
 """A `string` on input."""

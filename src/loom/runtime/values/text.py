@@ -2,7 +2,7 @@
 
 PostgreSQL cannot store NUL (U+0000) in text, and a lone surrogate (`"\\ud800"` in JSON) is not a
 character at all: UTF-8 cannot encode it, so SQLite cannot store it either. Both are refused where
-they enter (the wire, `_schemas.WireText`), so the two engines answer alike, with a 422.
+they enter (the wire, `values.schemas.WireText`), so the two engines answer alike, with a 422.
 """
 
 from __future__ import annotations

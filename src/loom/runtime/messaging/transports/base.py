@@ -18,7 +18,7 @@ against each: the in-memory one below, NATS JetStream, Redis Streams):
   them then.
 
 The transport moves bytes: decoding, the inbox, retries and dead letters are the consumer's
-(`_consumer.py`), publishing from the outbox is the relay's.
+(`messaging/consumer.py`), publishing from the outbox is the relay's.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ class Message:
     model_revision: str | None = None
     tenant: str | None = None  # a tenanted context's event: the tenant it was raised in
     # `Loom-Key-Counts` as the outbox row holds it (None: a row from before it, or a producer
-    # that sends none): what ordering across consumer replicas checks (`_ordering.py`)
+    # that sends none): what ordering across consumer replicas checks (`messaging/ordering.py`)
     key_counts: str | None = None
 
     def headers(self) -> dict[str, str]:

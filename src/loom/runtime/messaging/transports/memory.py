@@ -1,6 +1,6 @@
 """The in-memory transport: a broker inside one Python process, for tests that run several
 deployables side by side without a server. It keeps the whole transport contract of
-`_transport.py` (durable consumers created up front, deduplicated publishes, redelivery after
+`messaging/transports/base.py` (durable consumers created up front, deduplicated publishes, redelivery after
 `ack_wait` or `retry`, publish order per consumer, `work` streams dropping what every consumer
 acked), and nothing survives the process.
 

@@ -159,7 +159,7 @@ class RedisTransport(Transport):
         return self._client
 
     async def run(self, script: str, keys: list[str], args: list[str | int]) -> Any:
-        """Run one of `_transport_redis_lua`'s scripts (the server caches it, by its digest)."""
+        """Run one of `messaging.transports.redis_lua`'s scripts (the server caches it, by its digest)."""
         self.client()
         try:
             return await self._scripts[script](keys=keys, args=args)
