@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+import nats
+import redis.asyncio as aioredis
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import create_async_engine
 
@@ -138,7 +140,9 @@ class Shop:
         log_dir: Path,
         lease: float = 3.0,
     ) -> Shop:
-        env = {"LOOM_LOG_LEVEL": "INFO"}
+        # a delivery the broker made but the consumer never got (cut by a kill) comes again
+        # after the redelivery wait: short, so that the books wait for it, not for 30 s
+        env = {"LOOM_LOG_LEVEL": "INFO", "LOOM_REDELIVERY_WAIT": str(REDELIVERY_WAIT)}
         orders, inventory, payment = (
             Deployable(model, databases[d], d, broker, lease=lease, log_dir=log_dir, env=env)
             for d in DEPLOYABLES
@@ -330,16 +334,63 @@ async def armed_deadlines(client: httpx.AsyncClient, shop: Shop, orders: Iterabl
     return found
 
 
+REDELIVERY_WAIT = 4.0
+
+
+async def broker_backlog(url: str) -> dict[str, tuple[int, int]]:
+    """Per consumer of the broker at `url`: (messages not delivered yet, delivered and not acked).
+    Both zero everywhere is the positive signal that the broker has nothing left to hand out."""
+    found: dict[str, tuple[int, int]] = {}
+    if url.startswith("nats://"):
+        nc = await nats.connect(url, connect_timeout=2, max_reconnect_attempts=0)
+        try:
+            js = nc.jetstream()
+            for stream in await js.streams_info():
+                name = stream.config.name or ""
+                for c in await js.consumers_info(name):
+                    found[f"{name}/{c.name}"] = (c.num_pending or 0, c.num_ack_pending or 0)
+        finally:
+            await nc.close()
+    elif url.startswith("redis://"):
+        client = aioredis.from_url(url)
+        try:
+            async for key in client.scan_iter(match="loom:*", _type="stream"):
+                for g in await client.xinfo_groups(key):
+                    name = f"{key.decode()}/{g['name'].decode()}"
+                    found[name] = (int(g.get("lag") or 0), int(g["pending"]))
+        finally:
+            await client.aclose()
+    return found
+
+
+async def settle_broker(url: str, timeout: float) -> dict[str, tuple[int, int]]:
+    """The broker's backlog once it is empty (at most `timeout` s): what it has not delivered or
+    not seen acked, waited for rather than assumed gone after a quiet moment."""
+    started = time.monotonic()
+    while True:
+        try:
+            backlog = await broker_backlog(url)
+        except (OSError, TimeoutError, nats.errors.Error):
+            backlog = {"broker": (-1, -1)}  # restarting: ask again
+        if all(v == (0, 0) for v in backlog.values()):
+            return backlog
+        if time.monotonic() - started > timeout:
+            return backlog
+        await asyncio.sleep(0.5)  # a measured wait: the backlog says what is left
+
+
 async def _quiet_counts(shop: Shop, client: httpx.AsyncClient) -> tuple[object, ...]:
     inboxes = [sorted((await inbox_counts(s.database_url)).items()) for s in shop.main]
     return (*inboxes, *[await dead_letters(client, s) for s in shop.main])
 
 
 async def books(shop: Shop, placed: dict[str, bool], *, settle_timeout: float) -> ShopBooks:
-    """The books, once every outbox is drained and the inboxes and dead letters stay the same
-    over 1.5 s (a consumer retrying in place writes neither until it succeeds or gives up)."""
+    """The books, once every outbox is drained, the broker has nothing left to deliver or see
+    acked, and the inboxes and dead letters stay the same over 1.5 s (a consumer retrying in
+    place writes neither until it succeeds or gives up)."""
     started = time.monotonic()
     await settle_outboxes(shop, settle_timeout)
+    await settle_broker(shop.orders.broker, settle_timeout)
     async with httpx.AsyncClient(timeout=30) as c:
         seen = await _quiet_counts(shop, c)
         while time.monotonic() - started < settle_timeout:
