@@ -1,5 +1,5 @@
 """The schema of a model: the SQLAlchemy MetaData of its generated service (the model's tables
-plus the runtime tables it uses, as `loom.runtime.schema_metadatas` decides), got by building the
+plus the runtime tables it uses, as `Service.schema()` decides), got by building the
 model (`loom.build`'s cached build, the one `loom run` uses) and importing it."""
 
 from __future__ import annotations

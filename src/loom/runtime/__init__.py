@@ -249,11 +249,13 @@ from loom.runtime.processes.model import (
 )
 from loom.runtime.processes.runner import ProcessRunner
 from loom.runtime.service.app import LoomRoute, ServiceDep, create_app, get_service
-from loom.runtime.service.service import SchemaMismatch, Service, Work
+from loom.runtime.service.service import Service
 from loom.runtime.storage.criteria import as_number, int_rem, sql_bool
 from loom.runtime.storage.instances import Instances, instance_version
 from loom.runtime.storage.projections import Rows
 from loom.runtime.storage.repository import Repository
+from loom.runtime.storage.schema_check import SchemaMismatch
+from loom.runtime.storage.work import Work
 from loom.runtime.values.clock import now
 from loom.runtime.values.codec import formerly, wire_names
 from loom.runtime.values.decimals import ArithmeticRefused

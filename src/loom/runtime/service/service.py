@@ -38,7 +38,7 @@ from loom.runtime.storage.work import Work
 from loom.runtime.values.faults import Faults
 from loom.runtime.values.types import number_keys
 
-__all__ = ["SCHEMA_LOCK", "SchemaMismatch", "Service", "Work", "async_url", "schema_metadatas"]
+__all__ = ["Service", "schema_metadatas"]
 
 
 def schema_metadatas(
