@@ -46,6 +46,7 @@ EXAMPLES = {
     "tenants_channels": ["tests/e2e/models/tenants_channels.loom"],
     "tenants_instances": ["tests/e2e/models/tenants_instances.loom"],
     "eventsourced_reactions": ["tests/e2e/models/eventsourced_reactions.loom"],
+    "refused_saves": ["tests/e2e/models/refused_saves.loom"],
 }
 
 

@@ -31,6 +31,8 @@ EXAMPLES = {
     "system_principal": ["tests/e2e/models/system_principal.loom"],
     "wire_strict": ["tests/e2e/models/wire_strict.loom"],
     "eventsourced_reactions": ["tests/e2e/models/eventsourced_reactions.loom"],
+    "dunning": ["tests/e2e/models/dunning.loom"],
+    "refused_saves": ["tests/e2e/models/refused_saves.loom"],
 }
 
 

@@ -18,6 +18,7 @@ back in `transaction()`, committed in `autocommit()`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from loom.codegen.python import time_exprs
@@ -344,8 +345,6 @@ class BodyWriter:
         out = [f"{pad}if {inst}.{ENDED}:  # the process has ended"]
         once = starter and wf.once
         if self.unrouted is not None:
-            self.imports.add("loom.runtime", "log_fact")
-            self.imports.add("logging", "INFO")
             fields = [
                 f'"process": {process}',
                 f'"key": {key}',
@@ -353,15 +352,14 @@ class BodyWriter:
             ]
             if once:  # why a starter is ignored: the workflow runs once per key
                 fields.append('"once": True')
-            logged: list[Doc] = [py_str("process_ignored_ended"), "INFO", Group("{", fields, "}")]
-            out += lay(call("log_fact", logged), depth + 1)
+            out += lay(log_fact("process_ignored_ended", fields, self.imports), depth + 1)
             out.append(f"{pad}    return")
             return out
         self.imports.add("loom.runtime", "ConcurrencyConflict")
         detail = f"this {wf.name} instance has ended: it takes no more steps"
         if once:
             detail = f"this {wf.name} instance has ended, and {wf.name} runs once per key"
-        refused: list[Doc] = [py_str(wf.name), key, py_str(detail)]
+        refused: list[Doc] = [py_str(wf.name), f"id={key}", f"detail={py_str(detail)}"]
         return out + lay(call("raise ConcurrencyConflict", refused), depth + 1)
 
     def _timeout_stmt(
@@ -370,6 +368,7 @@ class BodyWriter:
         """Timer rows are written on the body's unit of work (`service.processes.store`), so they
         commit or roll back with the step."""
         _, process, key = self._process()
+        timed = [f"process={process}", f"key={key}"]
         store = f"await {self.service}.processes.store"
         if isinstance(stmt, ir.ScheduleTimeout):
             self.imports.add("loom.runtime.processes", "Timeout")
@@ -382,13 +381,14 @@ class BodyWriter:
                 assert stmt.after_ms is not None
                 self.imports.add("datetime", "timedelta")
                 when = f"after={duration(stmt.after_ms)}"
-            timeout = call("Timeout", [py_str(stmt.name), when])
-            return lay(call(f"{store}.arm", [self.work, process, key, timeout, "now()"]), depth)
+            timeout = call("timeout=Timeout", [py_str(stmt.name), when])
+            armed: list[Doc] = [self.work, *timed, timeout, "now=now()"]
+            return lay(call(f"{store}.arm", armed), depth)
         if isinstance(stmt, ir.CancelTimeout):
-            args = [self.work, process, key, py_str(stmt.name)]
+            args = [self.work, *timed, f"name={py_str(stmt.name)}"]
             return lay(call(f"{store}.disarm", args), depth)
         out = [f"{INDENT * depth}{self.instance_var}.{ENDED} = True"]
-        return out + lay(call(f"{store}.disarm_all", [self.work, process, key]), depth)
+        return out + lay(call(f"{store}.disarm_all", [self.work, *timed]), depth)
 
     def _extern(
         self, stmt: ir.CallOperation, op: ir.Operation, target: str, args: list[str], depth: int
@@ -530,3 +530,10 @@ def _widen(ignoring: tuple[str, ...]) -> str:
     if not ignoring:
         return ""
     return ".ignoring(" + ", ".join(py_str(n) for n in ignoring) + ")"
+
+
+def log_fact(fact: str, fields: Sequence[Doc], imports: Imports) -> Group:
+    """`log_fact(fact, level=INFO, fields={...})`: a fact the generated code logs at INFO."""
+    imports.add("loom.runtime", "log_fact")
+    imports.add("logging", "INFO")
+    return call("log_fact", [py_str(fact), "level=INFO", Group("fields={", fields, "}")])

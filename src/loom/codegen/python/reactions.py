@@ -17,7 +17,7 @@ qualified when it belongs to another context (`Orders.settleOrder.on(Payment.Pay
 
 from __future__ import annotations
 
-from loom.codegen.python.bodies import BodyWriter, duration, duration_text
+from loom.codegen.python.bodies import BodyWriter, duration, duration_text, log_fact
 from loom.codegen.python.expressions import Scope
 from loom.codegen.python.imports import Imports
 from loom.codegen.python.keyed import instances_class, instances_table_var, process_constant
@@ -102,7 +102,11 @@ def emit_reactions(info: ModelInfo, context: ir.Context) -> str:
         blocks.append(_timer(info, context, tm, fn, types, imports))
         imports.add("datetime", "timedelta")
         every = duration(tm.every_ms)
-        args = [py_str(f"{context.name}.{tm.name}"), every, f"partial({fn}, service)"]
+        args = [
+            py_str(f"{context.name}.{tm.name}"),
+            f"every={every}",
+            f"handler=partial({fn}, service)",
+        ]
         if context.tenanted:  # once per tenant with rows, as that tenant's system principal
             args.append(f"tenanted={py_str(context.name)}")
         registrations.append(call("service.recurring.register", args))
@@ -126,8 +130,6 @@ def _timeout(
     imports.add("loom.runtime", "Work")
     imports.add("loom.runtime.processes", "TimeoutDue")
     imports.add("uuid", "UUID")
-    imports.add("loom.runtime", "log_fact")
-    imports.add("logging", "INFO")
     alloc = naming.NameAlloc(_RESERVED | helpers | {"due"})
     lines = lay(
         Group(
@@ -147,18 +149,14 @@ def _timeout(
     key_field = next(f for f in wf.state if f.name == wf.correlation)
     key = f"{types.render(key_field.type)}(UUID(due.key))"
     inst, process = writer.instance_var, process_constant(wf, imports)
-    fields = Group(
-        "{",
-        [f'"process": {process}', '"key": due.key', '"timeout": due.name'],
-        "}",
-    )
+    fields: list[Doc] = [f'"process": {process}', '"key": due.key', '"timeout": due.name']
     body = writer.repo_lines(1)
     body += lay(f"{inst} = await {writer.store_var}.find({key})", 1)
     body.append(f"    if {inst} is None or {inst}.{ENDED}:  # no instance, or it ended: dropped")
-    body += lay(call("log_fact", [py_str("process_ignored_ended"), "INFO", fields]), 2)
+    body += lay(log_fact("process_ignored_ended", fields, imports), 2)
     body.append("        return")
     body.append("    if not await service.processes.armed(work, due):  # disarmed or re-armed")
-    body += lay(call("log_fact", [py_str("timeout_stale"), "INFO", fields]), 2)
+    body += lay(log_fact("timeout_stale", fields, imports), 2)
     body.append("        return")
     body += writer.block(timeout.body, 1)
     return lines + body

@@ -164,7 +164,7 @@ def field_to_domain(text: str, f: ir.Field, in_types: TypeNames, domain: Scope) 
     inner = _strip_optional(f.type)
     helper = "map_list_or" if isinstance(inner, ir.ListType) else "map_or"
     in_types.imports.add("loom.runtime.types", helper)
-    return f"{helper}({text}, {fn}, {default})"
+    return f"{helper}({text}, convert={fn}, default={default})"
 
 
 def input_default(f: ir.Field, types: TypeNames, imports: Imports) -> str | None:

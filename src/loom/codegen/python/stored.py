@@ -6,7 +6,7 @@ back and answered: the answer computes the derived values from the stored fields
 from __future__ import annotations
 
 from loom.codegen.python.imports import Imports
-from loom.codegen.python.layout import call, lay
+from loom.codegen.python.layout import Doc, call, lay
 from loom.codegen.python.literals import docstring, py_str
 from loom.codegen.python.model_info import ModelInfo
 from loom.codegen.python.modules import where
@@ -87,7 +87,14 @@ def check_stored(info: ModelInfo, agg: ir.Aggregate, imports: Imports) -> list[s
         scaled = _scaled(d.type)
         if scaled is not None:
             imports.add("loom.runtime", "decimals")
-            value = call("decimals.fit_scaled", [value, *map(str, scaled), py_str(what)])
+            precision, scale = scaled
+            fitted: list[Doc] = [
+                value,
+                f"precision={precision}",
+                f"scale={scale}",
+                f"what={py_str(what)}",
+            ]
+            value = call("decimals.fit_scaled", fitted)
         body += lay(value, 2)
     if not body:
         return None

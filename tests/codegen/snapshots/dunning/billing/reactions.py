@@ -36,10 +36,10 @@ async def dunning_create_payment_failed(service: Service, e: PaymentFailed) -> N
         instance.failures = instance.failures + 1
         await service.processes.store.arm(
             work,
-            DUNNING_PROCESS,
-            str(instance.subscription),
-            Timeout("grace", after=timedelta(days=3)),
-            now(),
+            process=DUNNING_PROCESS,
+            key=str(instance.subscription),
+            timeout=Timeout("grace", after=timedelta(days=3)),
+            now=now(),
         )
         await dunning_instances.save(instance)
 
@@ -58,8 +58,8 @@ async def dunning_on_payment_received(service: Service, e: PaymentReceived) -> N
         if instance.ended:  # the process has ended
             log_fact(
                 "process_ignored_ended",
-                INFO,
-                {
+                level=INFO,
+                fields={
                     "process": DUNNING_PROCESS,
                     "key": str(instance.subscription),
                     "handler": "Billing.Dunning.on(PaymentReceived)",
@@ -68,15 +68,15 @@ async def dunning_on_payment_received(service: Service, e: PaymentReceived) -> N
             return
         await service.processes.store.disarm(
             work,
-            DUNNING_PROCESS,
-            str(instance.subscription),
-            "grace",
+            process=DUNNING_PROCESS,
+            key=str(instance.subscription),
+            name="grace",
         )
         instance.ended = True
         await service.processes.store.disarm_all(
             work,
-            DUNNING_PROCESS,
-            str(instance.subscription),
+            process=DUNNING_PROCESS,
+            key=str(instance.subscription),
         )
         await dunning_instances.save(instance)
 
@@ -93,8 +93,8 @@ async def first_notice_create_payment_failed(
         if instance.ended:  # the process has ended
             log_fact(
                 "process_ignored_ended",
-                INFO,
-                {
+                level=INFO,
+                fields={
                     "process": FIRST_NOTICE_PROCESS,
                     "key": str(instance.subscription),
                     "handler": "Billing.FirstNotice.create(PaymentFailed)",
@@ -107,8 +107,8 @@ async def first_notice_create_payment_failed(
         instance.ended = True
         await service.processes.store.disarm_all(
             work,
-            FIRST_NOTICE_PROCESS,
-            str(instance.subscription),
+            process=FIRST_NOTICE_PROCESS,
+            key=str(instance.subscription),
         )
         await subscriptions.save(s)
         await first_notice_instances.save(instance)
@@ -122,15 +122,15 @@ async def dunning_timeout_grace(service: Service, due: TimeoutDue, work: Work) -
     if instance is None or instance.ended:  # no instance, or it ended: dropped
         log_fact(
             "process_ignored_ended",
-            INFO,
-            {"process": DUNNING_PROCESS, "key": due.key, "timeout": due.name},
+            level=INFO,
+            fields={"process": DUNNING_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     if not await service.processes.armed(work, due):  # disarmed or re-armed
         log_fact(
             "timeout_stale",
-            INFO,
-            {"process": DUNNING_PROCESS, "key": due.key, "timeout": due.name},
+            level=INFO,
+            fields={"process": DUNNING_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     s = await subscriptions.get_by_id(instance.subscription)
@@ -138,8 +138,8 @@ async def dunning_timeout_grace(service: Service, due: TimeoutDue, work: Work) -
     instance.ended = True
     await service.processes.store.disarm_all(
         work,
-        DUNNING_PROCESS,
-        str(instance.subscription),
+        process=DUNNING_PROCESS,
+        key=str(instance.subscription),
     )
     await subscriptions.save(s)
     await dunning_instances.save(instance)
@@ -160,22 +160,22 @@ async def hold_timeout_lapse(service: Service, due: TimeoutDue, work: Work) -> N
     if instance is None or instance.ended:  # no instance, or it ended: dropped
         log_fact(
             "process_ignored_ended",
-            INFO,
-            {"process": HOLD_PROCESS, "key": due.key, "timeout": due.name},
+            level=INFO,
+            fields={"process": HOLD_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     if not await service.processes.armed(work, due):  # disarmed or re-armed
         log_fact(
             "timeout_stale",
-            INFO,
-            {"process": HOLD_PROCESS, "key": due.key, "timeout": due.name},
+            level=INFO,
+            fields={"process": HOLD_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     instance.ended = True
     await service.processes.store.disarm_all(
         work,
-        HOLD_PROCESS,
-        str(instance.subscription),
+        process=HOLD_PROCESS,
+        key=str(instance.subscription),
     )
     await hold_instances.save(instance)
 
@@ -199,22 +199,22 @@ async def hold_once_timeout_lapse(
     if instance is None or instance.ended:  # no instance, or it ended: dropped
         log_fact(
             "process_ignored_ended",
-            INFO,
-            {"process": HOLD_ONCE_PROCESS, "key": due.key, "timeout": due.name},
+            level=INFO,
+            fields={"process": HOLD_ONCE_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     if not await service.processes.armed(work, due):  # disarmed or re-armed
         log_fact(
             "timeout_stale",
-            INFO,
-            {"process": HOLD_ONCE_PROCESS, "key": due.key, "timeout": due.name},
+            level=INFO,
+            fields={"process": HOLD_ONCE_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     instance.ended = True
     await service.processes.store.disarm_all(
         work,
-        HOLD_ONCE_PROCESS,
-        str(instance.subscription),
+        process=HOLD_ONCE_PROCESS,
+        key=str(instance.subscription),
     )
     await hold_once_instances.save(instance)
 

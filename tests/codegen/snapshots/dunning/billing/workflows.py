@@ -99,10 +99,10 @@ async def hold(body: HoldInput, service: ServiceDep) -> None:
             instance = await hold_instances.next_episode(instance)
         await service.processes.store.arm(
             work,
-            HOLD_PROCESS,
-            str(instance.subscription),
-            Timeout("lapse", after=timedelta(hours=1)),
-            now(),
+            process=HOLD_PROCESS,
+            key=str(instance.subscription),
+            timeout=Timeout("lapse", after=timedelta(hours=1)),
+            now=now(),
         )
         await hold_instances.save(instance)
 
@@ -121,15 +121,15 @@ async def hold_once(body: HoldOnceInput, service: ServiceDep) -> None:
         if instance.ended:  # the process has ended
             raise ConcurrencyConflict(
                 "HoldOnce",
-                str(instance.subscription),
-                "this HoldOnce instance has ended, and HoldOnce runs once per key",
+                id=str(instance.subscription),
+                detail="this HoldOnce instance has ended, and HoldOnce runs once per key",
             )
         await service.processes.store.arm(
             work,
-            HOLD_ONCE_PROCESS,
-            str(instance.subscription),
-            Timeout("lapse", after=timedelta(hours=1)),
-            now(),
+            process=HOLD_ONCE_PROCESS,
+            key=str(instance.subscription),
+            timeout=Timeout("lapse", after=timedelta(hours=1)),
+            now=now(),
         )
         await hold_once_instances.save(instance)
 

@@ -30,10 +30,10 @@ async def tally_create_poked_(service: Service, e: Poked) -> None:
         tally_apply_counted(instance, counted)
         await service.processes.store.arm(
             work,
-            TALLY_PROCESS,
-            str(instance.thing),
-            Timeout("recount", after=timedelta(hours=1)),
-            now(),
+            process=TALLY_PROCESS,
+            key=str(instance.thing),
+            timeout=Timeout("recount", after=timedelta(hours=1)),
+            now=now(),
         )
         await tally_instances.save(instance)
 
@@ -49,8 +49,8 @@ async def tally_on_nudged(service: Service, e: Nudged) -> None:
         if instance.ended:  # the process has ended
             log_fact(
                 "process_ignored_ended",
-                INFO,
-                {
+                level=INFO,
+                fields={
                     "process": TALLY_PROCESS,
                     "key": str(instance.thing),
                     "handler": "Counter.tally.on(Nudged)",
@@ -71,15 +71,15 @@ async def tally_timeout_recount(service: Service, due: TimeoutDue, work: Work) -
     if instance is None or instance.ended:  # no instance, or it ended: dropped
         log_fact(
             "process_ignored_ended",
-            INFO,
-            {"process": TALLY_PROCESS, "key": due.key, "timeout": due.name},
+            level=INFO,
+            fields={"process": TALLY_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     if not await service.processes.armed(work, due):  # disarmed or re-armed
         log_fact(
             "timeout_stale",
-            INFO,
-            {"process": TALLY_PROCESS, "key": due.key, "timeout": due.name},
+            level=INFO,
+            fields={"process": TALLY_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     counted = Counted(thing=instance.thing, n=tally_next(instance.n))

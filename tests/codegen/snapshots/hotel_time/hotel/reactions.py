@@ -29,20 +29,20 @@ async def payment_deadline_create_booking_held(
             instance = await payment_deadline_instances.next_episode(instance)
         await service.processes.store.arm(
             work,
-            PAYMENT_DEADLINE_PROCESS,
-            str(instance.booking),
-            Timeout("deadline", after=times.minutes(e.hold_minutes)),
-            now(),
+            process=PAYMENT_DEADLINE_PROCESS,
+            key=str(instance.booking),
+            timeout=Timeout("deadline", after=times.minutes(e.hold_minutes)),
+            now=now(),
         )
         await service.processes.store.arm(
             work,
-            PAYMENT_DEADLINE_PROCESS,
-            str(instance.booking),
-            Timeout(
+            process=PAYMENT_DEADLINE_PROCESS,
+            key=str(instance.booking),
+            timeout=Timeout(
                 "reminder",
                 at=times.datetime_minus(e.starts_at, timedelta(days=1)),
             ),
-            now(),
+            now=now(),
         )
         await payment_deadline_instances.save(instance)
 
@@ -58,8 +58,8 @@ async def payment_deadline_on_booking_paid(service: Service, e: BookingPaid) -> 
         if instance.ended:  # the process has ended
             log_fact(
                 "process_ignored_ended",
-                INFO,
-                {
+                level=INFO,
+                fields={
                     "process": PAYMENT_DEADLINE_PROCESS,
                     "key": str(instance.booking),
                     "handler": "Hotel.PaymentDeadline.on(BookingPaid)",
@@ -68,9 +68,9 @@ async def payment_deadline_on_booking_paid(service: Service, e: BookingPaid) -> 
             return
         await service.processes.store.disarm(
             work,
-            PAYMENT_DEADLINE_PROCESS,
-            str(instance.booking),
-            "deadline",
+            process=PAYMENT_DEADLINE_PROCESS,
+            key=str(instance.booking),
+            name="deadline",
         )
         await payment_deadline_instances.save(instance)
 
@@ -87,15 +87,23 @@ async def payment_deadline_timeout_deadline(
     if instance is None or instance.ended:  # no instance, or it ended: dropped
         log_fact(
             "process_ignored_ended",
-            INFO,
-            {"process": PAYMENT_DEADLINE_PROCESS, "key": due.key, "timeout": due.name},
+            level=INFO,
+            fields={
+                "process": PAYMENT_DEADLINE_PROCESS,
+                "key": due.key,
+                "timeout": due.name,
+            },
         )
         return
     if not await service.processes.armed(work, due):  # disarmed or re-armed
         log_fact(
             "timeout_stale",
-            INFO,
-            {"process": PAYMENT_DEADLINE_PROCESS, "key": due.key, "timeout": due.name},
+            level=INFO,
+            fields={
+                "process": PAYMENT_DEADLINE_PROCESS,
+                "key": due.key,
+                "timeout": due.name,
+            },
         )
         return
     b = await bookings.get_by_id(instance.booking)
@@ -117,15 +125,23 @@ async def payment_deadline_timeout_reminder(
     if instance is None or instance.ended:  # no instance, or it ended: dropped
         log_fact(
             "process_ignored_ended",
-            INFO,
-            {"process": PAYMENT_DEADLINE_PROCESS, "key": due.key, "timeout": due.name},
+            level=INFO,
+            fields={
+                "process": PAYMENT_DEADLINE_PROCESS,
+                "key": due.key,
+                "timeout": due.name,
+            },
         )
         return
     if not await service.processes.armed(work, due):  # disarmed or re-armed
         log_fact(
             "timeout_stale",
-            INFO,
-            {"process": PAYMENT_DEADLINE_PROCESS, "key": due.key, "timeout": due.name},
+            level=INFO,
+            fields={
+                "process": PAYMENT_DEADLINE_PROCESS,
+                "key": due.key,
+                "timeout": due.name,
+            },
         )
         return
     b = await bookings.get_by_id(instance.booking)
@@ -133,8 +149,8 @@ async def payment_deadline_timeout_reminder(
     instance.ended = True
     await service.processes.store.disarm_all(
         work,
-        PAYMENT_DEADLINE_PROCESS,
-        str(instance.booking),
+        process=PAYMENT_DEADLINE_PROCESS,
+        key=str(instance.booking),
     )
     await bookings.save(b)
     await payment_deadline_instances.save(instance)

@@ -72,8 +72,8 @@ async def create_product(
             price=body.price.to_domain(),
             list_price=map_or(
                 body.list_price,
-                MoneyInput.to_domain,
-                lambda: Money(amount=Decimal(0), currency=Currency.EUR),
+                convert=MoneyInput.to_domain,
+                default=lambda: Money(amount=Decimal(0), currency=Currency.EUR),
             ),
             previous=map_optional(body.previous, MoneyInput.to_domain),
             tags=body.tags,

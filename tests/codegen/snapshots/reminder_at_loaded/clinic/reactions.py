@@ -27,15 +27,15 @@ async def reminder_timeout_remind(
     if instance is None or instance.ended:  # no instance, or it ended: dropped
         log_fact(
             "process_ignored_ended",
-            INFO,
-            {"process": REMINDER_PROCESS, "key": due.key, "timeout": due.name},
+            level=INFO,
+            fields={"process": REMINDER_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     if not await service.processes.armed(work, due):  # disarmed or re-armed
         log_fact(
             "timeout_stale",
-            INFO,
-            {"process": REMINDER_PROCESS, "key": due.key, "timeout": due.name},
+            level=INFO,
+            fields={"process": REMINDER_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     a = await appointments.get_by_id(instance.appointment)

@@ -33,10 +33,10 @@ async def reminder(body: ReminderInput, service: ServiceDep) -> None:
         a = await appointments.get_by_id(body.appointment)
         await service.processes.store.arm(
             work,
-            REMINDER_PROCESS,
-            str(instance.appointment),
-            Timeout("remind", at=a.starts_at),
-            now(),
+            process=REMINDER_PROCESS,
+            key=str(instance.appointment),
+            timeout=Timeout("remind", at=a.starts_at),
+            now=now(),
         )
         await reminder_instances.save(instance)
 

@@ -43,10 +43,10 @@ async def confirmation_deadline_create_appointment_requested(
             instance = await confirmation_deadline_instances.next_episode(instance)
         await service.processes.store.arm(
             work,
-            CONFIRMATION_DEADLINE_PROCESS,
-            str(instance.appointment),
-            Timeout("deadline", at=e.confirm_before),
-            now(),
+            process=CONFIRMATION_DEADLINE_PROCESS,
+            key=str(instance.appointment),
+            timeout=Timeout("deadline", at=e.confirm_before),
+            now=now(),
         )
         await confirmation_deadline_instances.save(instance)
 
@@ -68,8 +68,8 @@ async def confirmation_deadline_on_appointment_confirmed(
         if instance.ended:  # the process has ended
             log_fact(
                 "process_ignored_ended",
-                INFO,
-                {
+                level=INFO,
+                fields={
                     "process": CONFIRMATION_DEADLINE_PROCESS,
                     "key": str(instance.appointment),
                     "handler": "Scheduling.ConfirmationDeadline.on(AppointmentConfirmed)",
@@ -78,15 +78,15 @@ async def confirmation_deadline_on_appointment_confirmed(
             return
         await service.processes.store.disarm(
             work,
-            CONFIRMATION_DEADLINE_PROCESS,
-            str(instance.appointment),
-            "deadline",
+            process=CONFIRMATION_DEADLINE_PROCESS,
+            key=str(instance.appointment),
+            name="deadline",
         )
         instance.ended = True
         await service.processes.store.disarm_all(
             work,
-            CONFIRMATION_DEADLINE_PROCESS,
-            str(instance.appointment),
+            process=CONFIRMATION_DEADLINE_PROCESS,
+            key=str(instance.appointment),
         )
         await confirmation_deadline_instances.save(instance)
 
@@ -108,8 +108,8 @@ async def confirmation_deadline_on_appointment_cancelled(
         if instance.ended:  # the process has ended
             log_fact(
                 "process_ignored_ended",
-                INFO,
-                {
+                level=INFO,
+                fields={
                     "process": CONFIRMATION_DEADLINE_PROCESS,
                     "key": str(instance.appointment),
                     "handler": "Scheduling.ConfirmationDeadline.on(AppointmentCancelled)",
@@ -119,8 +119,8 @@ async def confirmation_deadline_on_appointment_cancelled(
         instance.ended = True
         await service.processes.store.disarm_all(
             work,
-            CONFIRMATION_DEADLINE_PROCESS,
-            str(instance.appointment),
+            process=CONFIRMATION_DEADLINE_PROCESS,
+            key=str(instance.appointment),
         )
         await confirmation_deadline_instances.save(instance)
 
@@ -134,10 +134,10 @@ async def deposit_hold_create_slot_held(service: Service, e: SlotHeld) -> None:
             instance = await deposit_hold_instances.next_episode(instance)
         await service.processes.store.arm(
             work,
-            DEPOSIT_HOLD_PROCESS,
-            str(instance.appointment),
-            Timeout("deposit", after=timedelta(minutes=15)),
-            now(),
+            process=DEPOSIT_HOLD_PROCESS,
+            key=str(instance.appointment),
+            timeout=Timeout("deposit", after=timedelta(minutes=15)),
+            now=now(),
         )
         await deposit_hold_instances.save(instance)
 
@@ -156,8 +156,8 @@ async def deposit_hold_on_deposit_paid(service: Service, e: DepositPaid) -> None
         if instance.ended:  # the process has ended
             log_fact(
                 "process_ignored_ended",
-                INFO,
-                {
+                level=INFO,
+                fields={
                     "process": DEPOSIT_HOLD_PROCESS,
                     "key": str(instance.appointment),
                     "handler": "Scheduling.DepositHold.on(DepositPaid)",
@@ -166,15 +166,15 @@ async def deposit_hold_on_deposit_paid(service: Service, e: DepositPaid) -> None
             return
         await service.processes.store.disarm(
             work,
-            DEPOSIT_HOLD_PROCESS,
-            str(instance.appointment),
-            "deposit",
+            process=DEPOSIT_HOLD_PROCESS,
+            key=str(instance.appointment),
+            name="deposit",
         )
         instance.ended = True
         await service.processes.store.disarm_all(
             work,
-            DEPOSIT_HOLD_PROCESS,
-            str(instance.appointment),
+            process=DEPOSIT_HOLD_PROCESS,
+            key=str(instance.appointment),
         )
         await deposit_hold_instances.save(instance)
 
@@ -191,8 +191,8 @@ async def confirmation_deadline_timeout_deadline(
     if instance is None or instance.ended:  # no instance, or it ended: dropped
         log_fact(
             "process_ignored_ended",
-            INFO,
-            {
+            level=INFO,
+            fields={
                 "process": CONFIRMATION_DEADLINE_PROCESS,
                 "key": due.key,
                 "timeout": due.name,
@@ -202,8 +202,8 @@ async def confirmation_deadline_timeout_deadline(
     if not await service.processes.armed(work, due):  # disarmed or re-armed
         log_fact(
             "timeout_stale",
-            INFO,
-            {
+            level=INFO,
+            fields={
                 "process": CONFIRMATION_DEADLINE_PROCESS,
                 "key": due.key,
                 "timeout": due.name,
@@ -216,8 +216,8 @@ async def confirmation_deadline_timeout_deadline(
     instance.ended = True
     await service.processes.store.disarm_all(
         work,
-        CONFIRMATION_DEADLINE_PROCESS,
-        str(instance.appointment),
+        process=CONFIRMATION_DEADLINE_PROCESS,
+        key=str(instance.appointment),
     )
     await appointments.save(a)
     await confirmation_deadline_instances.save(instance)
@@ -247,15 +247,23 @@ async def deposit_hold_timeout_deposit(
     if instance is None or instance.ended:  # no instance, or it ended: dropped
         log_fact(
             "process_ignored_ended",
-            INFO,
-            {"process": DEPOSIT_HOLD_PROCESS, "key": due.key, "timeout": due.name},
+            level=INFO,
+            fields={
+                "process": DEPOSIT_HOLD_PROCESS,
+                "key": due.key,
+                "timeout": due.name,
+            },
         )
         return
     if not await service.processes.armed(work, due):  # disarmed or re-armed
         log_fact(
             "timeout_stale",
-            INFO,
-            {"process": DEPOSIT_HOLD_PROCESS, "key": due.key, "timeout": due.name},
+            level=INFO,
+            fields={
+                "process": DEPOSIT_HOLD_PROCESS,
+                "key": due.key,
+                "timeout": due.name,
+            },
         )
         return
     a = await appointments.get_by_id(instance.appointment)
@@ -264,8 +272,8 @@ async def deposit_hold_timeout_deposit(
     instance.ended = True
     await service.processes.store.disarm_all(
         work,
-        DEPOSIT_HOLD_PROCESS,
-        str(instance.appointment),
+        process=DEPOSIT_HOLD_PROCESS,
+        key=str(instance.appointment),
     )
     await appointments.save(a)
     await deposit_hold_instances.save(instance)
@@ -290,15 +298,15 @@ async def reminder_timeout_remind(
     if instance is None or instance.ended:  # no instance, or it ended: dropped
         log_fact(
             "process_ignored_ended",
-            INFO,
-            {"process": REMINDER_PROCESS, "key": due.key, "timeout": due.name},
+            level=INFO,
+            fields={"process": REMINDER_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     if not await service.processes.armed(work, due):  # disarmed or re-armed
         log_fact(
             "timeout_stale",
-            INFO,
-            {"process": REMINDER_PROCESS, "key": due.key, "timeout": due.name},
+            level=INFO,
+            fields={"process": REMINDER_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     instance.sent = instance.sent + 1
@@ -368,6 +376,6 @@ def subscribe(service: Service) -> None:
     service.processes.track(REMINDER_PROCESS, ReminderInstances)
     service.recurring.register(
         "Scheduling.expireUnconfirmed",
-        timedelta(hours=1),
-        partial(expire_unconfirmed_timer, service),
+        every=timedelta(hours=1),
+        handler=partial(expire_unconfirmed_timer, service),
     )

@@ -126,10 +126,10 @@ async def reminder(body: ReminderInput, service: ServiceDep) -> None:
         )
         await service.processes.store.arm(
             work,
-            REMINDER_PROCESS,
-            str(instance.appointment),
-            Timeout("remind", at=body.at),
-            now(),
+            process=REMINDER_PROCESS,
+            key=str(instance.appointment),
+            timeout=Timeout("remind", at=body.at),
+            now=now(),
         )
         await reminder_instances.save(instance)
 

@@ -52,10 +52,10 @@ async def payment_deadline_create_order_placed(
             instance = await payment_deadline_instances.next_episode(instance)
         await service.processes.store.arm(
             work,
-            PAYMENT_DEADLINE_PROCESS,
-            str(instance.order),
-            Timeout("payment", after=timedelta(minutes=30)),
-            now(),
+            process=PAYMENT_DEADLINE_PROCESS,
+            key=str(instance.order),
+            timeout=Timeout("payment", after=timedelta(minutes=30)),
+            now=now(),
         )
         await payment_deadline_instances.save(instance)
 
@@ -77,8 +77,8 @@ async def payment_deadline_on_payment_succeeded(
         if instance.ended:  # the process has ended
             log_fact(
                 "process_ignored_ended",
-                INFO,
-                {
+                level=INFO,
+                fields={
                     "process": PAYMENT_DEADLINE_PROCESS,
                     "key": str(instance.order),
                     "handler": "Orders.PaymentDeadline.on(Payment.PaymentSucceeded)",
@@ -87,15 +87,15 @@ async def payment_deadline_on_payment_succeeded(
             return
         await service.processes.store.disarm(
             work,
-            PAYMENT_DEADLINE_PROCESS,
-            str(instance.order),
-            "payment",
+            process=PAYMENT_DEADLINE_PROCESS,
+            key=str(instance.order),
+            name="payment",
         )
         instance.ended = True
         await service.processes.store.disarm_all(
             work,
-            PAYMENT_DEADLINE_PROCESS,
-            str(instance.order),
+            process=PAYMENT_DEADLINE_PROCESS,
+            key=str(instance.order),
         )
         await payment_deadline_instances.save(instance)
 
@@ -117,8 +117,8 @@ async def payment_deadline_on_payment_failed(
         if instance.ended:  # the process has ended
             log_fact(
                 "process_ignored_ended",
-                INFO,
-                {
+                level=INFO,
+                fields={
                     "process": PAYMENT_DEADLINE_PROCESS,
                     "key": str(instance.order),
                     "handler": "Orders.PaymentDeadline.on(Payment.PaymentFailed)",
@@ -127,15 +127,15 @@ async def payment_deadline_on_payment_failed(
             return
         await service.processes.store.disarm(
             work,
-            PAYMENT_DEADLINE_PROCESS,
-            str(instance.order),
-            "payment",
+            process=PAYMENT_DEADLINE_PROCESS,
+            key=str(instance.order),
+            name="payment",
         )
         instance.ended = True
         await service.processes.store.disarm_all(
             work,
-            PAYMENT_DEADLINE_PROCESS,
-            str(instance.order),
+            process=PAYMENT_DEADLINE_PROCESS,
+            key=str(instance.order),
         )
         await payment_deadline_instances.save(instance)
 
@@ -221,15 +221,23 @@ async def payment_deadline_timeout_payment(
     if instance is None or instance.ended:  # no instance, or it ended: dropped
         log_fact(
             "process_ignored_ended",
-            INFO,
-            {"process": PAYMENT_DEADLINE_PROCESS, "key": due.key, "timeout": due.name},
+            level=INFO,
+            fields={
+                "process": PAYMENT_DEADLINE_PROCESS,
+                "key": due.key,
+                "timeout": due.name,
+            },
         )
         return
     if not await service.processes.armed(work, due):  # disarmed or re-armed
         log_fact(
             "timeout_stale",
-            INFO,
-            {"process": PAYMENT_DEADLINE_PROCESS, "key": due.key, "timeout": due.name},
+            level=INFO,
+            fields={
+                "process": PAYMENT_DEADLINE_PROCESS,
+                "key": due.key,
+                "timeout": due.name,
+            },
         )
         return
     o = await orders.get_by_id(instance.order)
@@ -238,8 +246,8 @@ async def payment_deadline_timeout_payment(
     instance.ended = True
     await service.processes.store.disarm_all(
         work,
-        PAYMENT_DEADLINE_PROCESS,
-        str(instance.order),
+        process=PAYMENT_DEADLINE_PROCESS,
+        key=str(instance.order),
     )
     await payment_deadline_instances.save(instance)
 

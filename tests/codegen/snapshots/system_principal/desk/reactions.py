@@ -43,7 +43,7 @@ def subscribe(service: Service) -> None:
     )
     service.recurring.register(
         "Desk.sweep",
-        timedelta(hours=1),
-        partial(sweep_timer, service),
+        every=timedelta(hours=1),
+        handler=partial(sweep_timer, service),
         tenanted="Desk",
     )

@@ -41,10 +41,10 @@ async def deadline_create_started(service: Service, e: Started) -> None:
         instance.started_by_system = current_principal().is_system
         await service.processes.store.arm(
             work,
-            DEADLINE_PROCESS,
-            str(instance.job),
-            Timeout("late", after=timedelta(hours=1)),
-            now(),
+            process=DEADLINE_PROCESS,
+            key=str(instance.job),
+            timeout=Timeout("late", after=timedelta(hours=1)),
+            now=now(),
         )
         await deadline_instances.save(instance)
 
@@ -57,21 +57,25 @@ async def deadline_timeout_late(service: Service, due: TimeoutDue, work: Work) -
     if instance is None or instance.ended:  # no instance, or it ended: dropped
         log_fact(
             "process_ignored_ended",
-            INFO,
-            {"process": DEADLINE_PROCESS, "key": due.key, "timeout": due.name},
+            level=INFO,
+            fields={"process": DEADLINE_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     if not await service.processes.armed(work, due):  # disarmed or re-armed
         log_fact(
             "timeout_stale",
-            INFO,
-            {"process": DEADLINE_PROCESS, "key": due.key, "timeout": due.name},
+            level=INFO,
+            fields={"process": DEADLINE_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     j = await jobs.get_by_id(instance.job)
     j.timed_out(current_principal().is_system)
     instance.ended = True
-    await service.processes.store.disarm_all(work, DEADLINE_PROCESS, str(instance.job))
+    await service.processes.store.disarm_all(
+        work,
+        process=DEADLINE_PROCESS,
+        key=str(instance.job),
+    )
     await jobs.save(j)
     await deadline_instances.save(instance)
 

@@ -33,10 +33,10 @@ async def escalation_create_opened(service: Service, e: Opened) -> None:
         instance.opened = instance.opened + 1
         await service.processes.store.arm(
             work,
-            ESCALATION_PROCESS,
-            str(instance.ticket),
-            Timeout("escalate", after=timedelta(days=1)),
-            now(),
+            process=ESCALATION_PROCESS,
+            key=str(instance.ticket),
+            timeout=Timeout("escalate", after=timedelta(days=1)),
+            now=now(),
         )
         await escalation_instances.save(instance)
 
@@ -52,8 +52,8 @@ async def escalation_on_resolved(service: Service, e: Resolved) -> None:
         if instance.ended:  # the process has ended
             log_fact(
                 "process_ignored_ended",
-                INFO,
-                {
+                level=INFO,
+                fields={
                     "process": ESCALATION_PROCESS,
                     "key": str(instance.ticket),
                     "handler": "Desk.Escalation.on(Resolved)",
@@ -62,15 +62,15 @@ async def escalation_on_resolved(service: Service, e: Resolved) -> None:
             return
         await service.processes.store.disarm(
             work,
-            ESCALATION_PROCESS,
-            str(instance.ticket),
-            "escalate",
+            process=ESCALATION_PROCESS,
+            key=str(instance.ticket),
+            name="escalate",
         )
         instance.ended = True
         await service.processes.store.disarm_all(
             work,
-            ESCALATION_PROCESS,
-            str(instance.ticket),
+            process=ESCALATION_PROCESS,
+            key=str(instance.ticket),
         )
         await escalation_instances.save(instance)
 
@@ -105,15 +105,15 @@ async def escalation_timeout_escalate(
     if instance is None or instance.ended:  # no instance, or it ended: dropped
         log_fact(
             "process_ignored_ended",
-            INFO,
-            {"process": ESCALATION_PROCESS, "key": due.key, "timeout": due.name},
+            level=INFO,
+            fields={"process": ESCALATION_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     if not await service.processes.armed(work, due):  # disarmed or re-armed
         log_fact(
             "timeout_stale",
-            INFO,
-            {"process": ESCALATION_PROCESS, "key": due.key, "timeout": due.name},
+            level=INFO,
+            fields={"process": ESCALATION_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     t = await tickets.find_by_id(instance.ticket)
@@ -123,8 +123,8 @@ async def escalation_timeout_escalate(
     instance.ended = True
     await service.processes.store.disarm_all(
         work,
-        ESCALATION_PROCESS,
-        str(instance.ticket),
+        process=ESCALATION_PROCESS,
+        key=str(instance.ticket),
     )
     await escalation_instances.save(instance)
 
@@ -144,19 +144,23 @@ async def hold_timeout_lapse(service: Service, due: TimeoutDue, work: Work) -> N
     if instance is None or instance.ended:  # no instance, or it ended: dropped
         log_fact(
             "process_ignored_ended",
-            INFO,
-            {"process": HOLD_PROCESS, "key": due.key, "timeout": due.name},
+            level=INFO,
+            fields={"process": HOLD_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     if not await service.processes.armed(work, due):  # disarmed or re-armed
         log_fact(
             "timeout_stale",
-            INFO,
-            {"process": HOLD_PROCESS, "key": due.key, "timeout": due.name},
+            level=INFO,
+            fields={"process": HOLD_PROCESS, "key": due.key, "timeout": due.name},
         )
         return
     instance.ended = True
-    await service.processes.store.disarm_all(work, HOLD_PROCESS, str(instance.ticket))
+    await service.processes.store.disarm_all(
+        work,
+        process=HOLD_PROCESS,
+        key=str(instance.ticket),
+    )
     await hold_instances.save(instance)
 
 

@@ -93,10 +93,10 @@ async def hold(body: HoldInput, service: ServiceDep) -> None:
             instance = await hold_instances.next_episode(instance)
         await service.processes.store.arm(
             work,
-            HOLD_PROCESS,
-            str(instance.ticket),
-            Timeout("lapse", after=timedelta(hours=1)),
-            now(),
+            process=HOLD_PROCESS,
+            key=str(instance.ticket),
+            timeout=Timeout("lapse", after=timedelta(hours=1)),
+            now=now(),
         )
         await hold_instances.save(instance)
 

@@ -24,7 +24,7 @@ def subscribe(service: Service) -> None:
     """Subscribe every reaction of context Lending to its event; register its timeout handlers and timers."""
     service.recurring.register(
         "Lending.markOverdue",
-        timedelta(hours=1),
-        partial(mark_overdue_timer, service),
+        every=timedelta(hours=1),
+        handler=partial(mark_overdue_timer, service),
         tenanted="Lending",
     )
