@@ -67,15 +67,22 @@ async def test_the_shop_runs_as_two_deployables_on_one_broker(
                 assert r.status_code == 200, r.text
                 placed.append(r.json())
             final = "Cancelled" if fail_payment else "Paid"
+            # placed, reserved, failed, released, cancelled / placed, reserved, paid
+            steps = 5 if fail_payment else 3
 
             async def settled() -> bool:
+                """Every order final and its progress folded: the projection reads Inventory's
+                and Payment's events from the broker, and one may come after the order's own."""
                 for order in placed:
                     r = await orders.get(f"/api/orders/{order}")
                     if r.json()["status"] != final:
                         return False
+                    r = await orders.get(f"/api/projections/order_progress/{order}")
+                    if r.status_code != 200 or r.json()["steps"] < steps:
+                        return False
                 return True
 
-            await until(settled, timeout=20, what=f"every order {final}")
+            await until(settled, timeout=20, what=f"every order {final}, its progress folded")
             charges = (await stock.get("/api/charges")).json()
             reservations = (await stock.get("/api/reservations")).json()["items"]
             progress = [
@@ -91,6 +98,5 @@ async def test_the_shop_runs_as_two_deployables_on_one_broker(
     assert charges["total"] == len(placed)
     assert len(reservations) == len(placed)
     assert released == (len(placed) if fail_payment else 0)
-    # OrderProgress (Orders) folds Inventory's and Payment's events, read from the broker
-    steps = 5 if fail_payment else 3  # placed, reserved, failed, released, cancelled / paid
+    # OrderProgress (Orders) folds Inventory's and Payment's events, read from the broker, once
     assert [p["steps"] for p in progress] == [steps] * len(placed)
