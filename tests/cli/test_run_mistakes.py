@@ -54,7 +54,7 @@ def banking(tmp_path: Path) -> str:
     return str(model)
 
 
-# `99999` is read by the plain command line (loom.entry), `-1` by typer: both say the same
+# a port click reads as a number but no socket can take: `loom run` says so in one line
 @pytest.mark.parametrize("port", ["99999", "65536", "-1"])
 def test_a_port_out_of_range_is_one_line(banking: str, port: str) -> None:
     line = refused(banking, "--port", port)

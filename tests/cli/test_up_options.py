@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from loom.service_options import ServiceOptions
-from loom.up import Unit
+from loom.cli.up import Unit
+from loom.serving.options import ServiceOptions
 from tests.cli.test_up import _wait_for, loom_up
 from tests.liveserver import free_port
 
@@ -105,7 +105,7 @@ def test_a_bad_value_is_refused_before_anything_starts(
     model.write_text(DELIVERY + SPLIT)
     (tmp_path / "delivery_externs.py").write_text(EXTERNS)
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOM_")}
-    command = [sys.executable, "-m", "loom.entry", "up", str(model), "--port", str(free_port())]
+    command = [sys.executable, "-m", "loom.cli", "up", str(model), "--port", str(free_port())]
     done = subprocess.run(
         [*command, "--extern", "delivery_externs", *args],
         capture_output=True,

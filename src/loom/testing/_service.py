@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from loom.build import build_model, import_package
+from loom.build.package import build_model, import_package
 from loom.model.ir import Model
 from loom.testing._clock import VirtualClock
 

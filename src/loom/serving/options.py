@@ -1,22 +1,21 @@
-"""The options of `loom run` that are the same for every deployable: the extern module, how bearer
-tokens are verified, the limits, the database pool and `--migrate`. `loom up` takes them too and
-gives every deployable it starts the same values (`loom.service_flags` declares them for typer,
-once for both commands).
+"""The options of `loom run`: those that are the same for every deployable (`ServiceOptions`: the
+extern module, how bearer tokens are verified, the limits, the database pool and `--migrate`),
+which `loom up` takes too and gives every deployable it starts, and those naming one service
+(`RunOptions`). `loom.cli.service_options` declares them for the command line.
 
-Typer-free, like `loom.serve`: a plain `loom run` command line (`loom.entry`) reads them without
-loading typer. Each value reaches the service through its `LOOM_*` environment variable, which
-the runtime reads when the app is built; `--migrate` is the one without a variable.
+Each service option reaches the service through its `LOOM_*` environment variable, which the
+runtime reads when the app is built; `--migrate` is the one without a variable.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from loom.model import ir
-from loom.run_options import OptionError
+from loom.serving.held import OptionError
 
 
 @dataclass
@@ -72,6 +71,20 @@ class ServiceOptions:
         """The `loom run` arguments for the options that have no variable (`loom up` gives them
         to every deployable)."""
         return ["--migrate"] if self.migrate else []
+
+
+@dataclass
+class RunOptions(ServiceOptions):
+    """The options of `loom run` (`loom run --help` words each one): those of every deployable
+    (`ServiceOptions`, which `loom up` takes too) and these, which name this one service."""
+
+    database_url: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 8000
+    contexts: str | None = None
+    deployable: str | None = None
+    broker: list[str] = field(default_factory=list)
+    api: list[str] = field(default_factory=list)
 
 
 def _text(value: float | None) -> str | None:

@@ -1,58 +1,91 @@
 """`loom run`: build the model into its cache folder (or reuse an unchanged build), check the
 database, and serve the service with uvicorn.
-
-Typer-free, like `loom.commands`: a plain `loom run` command line comes here straight from
-`loom.entry` (typer and its option validation cost about a quarter of a second of start-up),
-any other from `loom.cli`'s `run`, which hands over the same `RunOptions`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import socket
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-from loom.build import (
-    BuildError,
-    cached_build_for,
-    import_package,
-    model_names,
-    read_model,
-    reuse_build,
-    safe_url,
-    write_cached_build,
-)
-from loom.commands import Color, Format, collector_paused, compile_model, echo
+import click
+
+from loom.build.cache import cached_build_for, model_names, reuse_build, write_cached_build
+from loom.build.package import BuildError, import_package
+from loom.build.sources import NoModelFiles, model_files, read_model
+from loom.cli.compile import collector_paused, compile_model
+from loom.cli.output import Color, Format, color_option, echo, files_argument
+from loom.cli.service_options import service_options
 from loom.migrate.folder import MigrationsError
-from loom.model_files import NoModelFiles, model_files
-from loom.run_options import (
-    Held,
-    OptionError,
-    declared_deployables,
-    default_database,
-    held_for,
-    refuse_unmatched,
-    set_apis,
-    set_brokers,
+from loom.serving.connections import refuse_unmatched, set_apis, set_brokers
+from loom.serving.database import default_database, safe_url
+from loom.serving.held import Held, OptionError, declared_deployables, held_for
+from loom.serving.options import RunOptions, ServiceOptions, apply, extern_path
+
+
+@click.command()
+@files_argument()
+@click.option(
+    "--database-url",
+    help="SQLAlchemy async URL; default: a SQLite file beside the first model file.",
 )
-from loom.service_options import ServiceOptions, apply, extern_path
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--port", type=int, default=8000, show_default=True, help="Port to listen on.")
+@service_options
+@color_option()
+@click.option(
+    "--contexts",
+    help="Serve only these contexts (comma-separated: Orders,Payment), with their own "
+    "database (default: <contexts>.db beside the model, e.g. orders-payment.db).",
+)
+@click.option(
+    "--deployable",
+    help="Serve one declared deployable's contexts, with its own database (default: "
+    "<deployable>.db beside the model). Not with --contexts.",
+)
+@click.option(
+    "--broker",
+    multiple=True,
+    help="A broker, repeatable: NAME=URL puts channel source NAME on URL "
+    "($LOOM_BROKER_<NAME>); a bare URL is the broker of every durable channel with no "
+    "source ($LOOM_BROKER). E.g. --broker nats://127.0.0.1:4222.",
+)
+@click.option(
+    "--api",
+    multiple=True,
+    help="CONTEXT=URL, repeatable: the base URL of the deployable serving a context this "
+    "one calls through a `resource { kind: api }` ($LOOM_API_<CONTEXT>). E.g. --api "
+    "Directory=http://127.0.0.1:8001.",
+)
+def run(
+    files: tuple[Path, ...],
+    database_url: str | None,
+    host: str,
+    port: int,
+    service: ServiceOptions,
+    color: Color,
+    contexts: str | None,
+    deployable: str | None,
+    broker: tuple[str, ...],
+    api: tuple[str, ...],
+) -> None:
+    """Build the model into a cache folder and serve it with uvicorn.
 
-
-@dataclass
-class RunOptions(ServiceOptions):
-    """The options of `loom run` (`loom run --help` words each one): those of every deployable
-    (`ServiceOptions`, which `loom up` takes too) and these, which name this one service."""
-
-    database_url: str | None = None
-    host: str = "127.0.0.1"
-    port: int = 8000
-    color: Color = Color.auto
-    contexts: str | None = None
-    deployable: str | None = None
-    broker: list[str] = field(default_factory=list)
-    api: list[str] = field(default_factory=list)
+    The build goes to `.loom/build/<digest>/` beside the first model file; an unchanged model
+    reuses it, so replicas started together on one folder share one build. A database behind its
+    model, or drifted from it, is refused before serving (docs/migrations.md)."""
+    options = RunOptions(
+        **vars(service),
+        database_url=database_url,
+        host=host,
+        port=port,
+        contexts=contexts,
+        deployable=deployable,
+        broker=list(broker),
+        api=list(api),
+    )
+    raise click.exceptions.Exit(serve(list(files), options, color))
 
 
 class Stop(Exception):
@@ -85,8 +118,7 @@ def check_database(
     """The database check before serving (`loom.migrate.serve`) for the service of `held` (the
     whole model by default): the lines to print; `Stop(2)` with what differs and the command
     that fixes it."""
-    # here, not at the top: `loom.cli` imports this module, and `loom check` through it must not
-    # load the migration engine (nor SQLAlchemy)
+    # here, not at the top: the migration engine (and SQLAlchemy) only once the build is ready
     from loom.migrate.database import DatabaseUnreachable
     from loom.migrate.serve import prepare_database
 
@@ -100,11 +132,11 @@ def check_database(
         raise _fail(str(exc)) from None
 
 
-def run(paths: list[Path], options: RunOptions) -> int:
+def serve(paths: list[Path], options: RunOptions, color: Color = Color.auto) -> int:
     """`loom run` of the model the paths name (a folder: its `*.loom`): the exit code when it stops
     without serving (0 after serving until stopped)."""
     try:
-        _serve(model_files(paths), options)
+        _serve(model_files(paths), options, color)
     except NoModelFiles as exc:
         echo(f"error: {exc}", err=True)
         return 2
@@ -132,7 +164,7 @@ def _listenable(host: str, port: int) -> None:
         raise _fail(f"cannot listen on {host}:{port}: {why}") from None
 
 
-def _serve(files: list[Path], options: RunOptions) -> None:
+def _serve(files: list[Path], options: RunOptions, color: Color) -> None:
     # uvicorn and the runtime only now: a refused command line never pays for them
     import uvicorn
 
@@ -151,7 +183,7 @@ def _serve(files: list[Path], options: RunOptions) -> None:
     extern_path(files)
     database_url = options.database_url
     try:
-        out, state = _build(files, options.color, held)
+        out, state = _build(files, color, held)
         names = model_names(out)
         if names is not None:
             refuse_unmatched(
