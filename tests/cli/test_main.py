@@ -53,7 +53,7 @@ def _run(module: str, args: list[str], cwd: Path) -> tuple[int, str, str]:
         (["build", BANKING, "--output=out", "--color", "never"], 0, "wrote"),
         (["build", BANKING, "-o", "folder"], 2, "it is not empty and was not written by"),
         (["build", BANKING], 2, "Missing option '-o' / '--output'"),
-        (["run", BANKING, "--port", "+80x"], 2, "'+80x' is not a valid integer"),
+        (["run", BANKING, "--port", "+80x"], 2, "error: --port must be a whole number, not '+80x'"),
         (["run", BANKING, "--no-such-option", "x"], 2, "No such option '--no-such-option'"),
         (["no-such-command"], 2, "No such command 'no-such-command'"),
     ],

@@ -58,7 +58,7 @@ def banking(tmp_path: Path) -> str:
 @pytest.mark.parametrize("port", ["99999", "65536", "-1"])
 def test_a_port_out_of_range_is_one_line(banking: str, port: str) -> None:
     line = refused(banking, "--port", port)
-    assert line == f"error: --port must be 0 to 65535 (0: any free port), not {port}", line
+    assert line == f"error: --port must be 0 to 65535 (0: any free port), not '{port}'", line
 
 
 def test_a_port_in_use_is_one_line(banking: str) -> None:

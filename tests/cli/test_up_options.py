@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from loom.cli.up import Unit
-from loom.serving.options import ServiceOptions
+from loom.serving.settings import ServiceSettings
 from tests.cli.test_up import _wait_for, loom_up
 from tests.liveserver import free_port
 
@@ -123,13 +123,20 @@ def test_a_bad_value_is_refused_before_anything_starts(
     assert not done.stdout.strip() and not list(tmp_path.glob("*.db"))  # nothing started
 
 
-def test_migrate_goes_on_each_deployables_command_line_the_rest_by_environment() -> None:
-    # --migrate has no variable: it is an argument of every child `loom run`; the other options
-    # are the variables a child inherits (a secret given to `loom up` does not show in `ps`)
-    options = ServiceOptions(migrate=True, jwt_secret="s" * 32, redelivery_wait=4.0)
-    assert options.arguments() == ["--migrate"]
-    assert options.variables() == {"LOOM_JWT_SECRET": "s" * 32, "LOOM_REDELIVERY_WAIT": "4"}
+def test_the_options_go_to_each_deployable_by_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # every option, --migrate too, is a variable each child `loom run` inherits (a secret given
+    # to `loom up` does not show in `ps`); no child's command line carries them
+    for name in [n for n in os.environ if n.startswith("LOOM_")]:
+        monkeypatch.delenv(name)
+    settings = ServiceSettings(migrate=True, jwt_secret="s" * 32, redelivery_wait=4.0)
+    assert settings.variables() == {
+        "LOOM_JWT_SECRET": "s" * 32,
+        "LOOM_REDELIVERY_WAIT": "4",
+        "LOOM_MIGRATE": "true",
+    }
     files = [Path("shop.loom")]
     for unit in (Unit("Orders", ("Orders",), 8000, "sqlite://"), Unit(None, ("A",), 8001, "")):
-        command = unit.command(files, [], [unit], options.arguments())
-        assert command.count("--migrate") == 1 and "s" * 32 not in command, command
+        command = unit.command(files, [], [unit])
+        assert "--migrate" not in command and "s" * 32 not in command, command

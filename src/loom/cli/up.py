@@ -30,19 +30,19 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import IO
+from typing import IO, Any
 
 import click
 
 from loom.cli.compile import compile_model, model_files_of
 from loom.cli.output import Color, Format, color_option, fail, files_argument
-from loom.cli.service_options import service_options
+from loom.cli.settings_options import SettingsCommand, settings_from
 from loom.model import ir
 from loom.model.deployables import crossings
 from loom.serving.connections import parse_brokers
 from loom.serving.database import default_database
 from loom.serving.held import Held, OptionError, declared_deployables
-from loom.serving.options import ServiceOptions, apply, refuse_bad_values
+from loom.serving.options import apply, refuse_bad_values
 
 STOP_GRACE = 10.0  # seconds a child has to stop after SIGTERM before it is killed
 LAST_LINES = 20  # of a child's output, shown when it exits on its own
@@ -72,12 +72,11 @@ class Unit:
         files: Sequence[Path],
         brokers: Sequence[str],
         siblings: Sequence[Unit] = (),
-        shared: Sequence[str] = (),
     ) -> list[str]:
         """`loom run` of this unit; every context of its `siblings` at that one's URL (`--api`,
-        for the contexts this one calls through a `resource { kind: api }`); `shared`, the
-        arguments every unit is given."""
-        args = [sys.executable, "-m", "loom.cli", "run", *map(str, files), *shared]
+        for the contexts this one calls through a `resource { kind: api }`). The options every
+        unit shares it reads from the variables it inherits."""
+        args = [sys.executable, "-m", "loom.cli", "run", *map(str, files)]
         args += ["--port", str(self.port)]
         if self.name is None:  # the whole model: `loom run` and nothing more
             return args
@@ -288,15 +287,13 @@ def up(
     *,
     nats: Sequence[str] | None = None,
     brokers: Sequence[str] = (),
-    shared: Sequence[str] = (),
     timeout: float = 120.0,
     out: IO[str] = sys.stdout,
 ) -> int:
     """Start the units, serve until a signal or a child's exit; the exit code. `nats`: the
     channel sources ("" the default broker) a local NATS server started first stands for;
-    `brokers`: more `--broker` values for every unit; `shared`: more `loom run` arguments for
-    every unit (the options that go by environment variable are in this process's, which each
-    child inherits)."""
+    `brokers`: more `--broker` values for every unit (the other options every unit shares are in
+    this process's environment, which each child inherits)."""
     stopping = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -324,7 +321,7 @@ def up(
             ready = functools.partial(_nats_answers, port)
             _wait_until(ready, server, [server], server, timeout, stopping)
         for unit, label in zip(units, labels, strict=True):
-            child = start(label, unit.command(files, given, units, shared))
+            child = start(label, unit.command(files, given, units))
             child.forward(width, out, lock)
             services.append(child)
         everyone = [*services, *([server] if server else [])]
@@ -359,7 +356,7 @@ def up(
             signal.signal(s, handler)
 
 
-@click.command("up")
+@click.command("up", cls=SettingsCommand, settings="loom.serving.settings:ServiceSettings")
 @files_argument()
 @click.option(
     "--port",
@@ -382,23 +379,24 @@ def up(
     "already running instead of the local NATS server; repeatable, as for `loom run`.",
 )
 @color_option()
-@service_options
 def up_command(
     files: tuple[Path, ...],
     port: int,
     timeout: float,
     broker: tuple[str, ...],
     color: Color,
-    service: ServiceOptions,
+    **given: Any,
 ) -> None:
     """Run the model's whole system here: every deployable as its own `loom run` process (ports
     from --port up, a SQLite file each beside the model), plus a local NATS server when a channel
     crosses from one deployable to another. Ctrl-C stops them all. The `loom run` options that
     are the same for every deployable (--extern, the token options, the limits, the waits, the pool,
-    --migrate) go to each; a bad value is refused before anything starts.
+    --migrate) go to each, by their environment variables; a bad value is refused before anything
+    starts.
 
     Exit codes: 0 stopped by Ctrl-C or SIGTERM; 1 the model has errors, or a service exited on
     its own (the others are then stopped); 2 the command line or the environment is wrong."""
+    service = settings_from(given)
     paths = model_files_of(files)
     result = compile_model(paths, Format.text, color, quiet_ok=True)
     if not result.ok or result.model is None:
@@ -406,13 +404,12 @@ def up_command(
     model = result.model
     try:
         units = plan(paths, model, declared_deployables(model), port)
-        given = list(broker)
-        nats = nats_sources(model, parse_brokers(given))  # each well formed, each source once
+        given_brokers = list(broker)
+        nats = nats_sources(model, parse_brokers(given_brokers))  # each well formed, each once
         # every deployable would refuse the same bad value: refused once, before any starts
         apply(service)
         refuse_bad_values(paths, model)
-        shared = service.arguments()
-        code = up(paths, units, nats=nats, brokers=given, shared=shared, timeout=timeout)
+        code = up(paths, units, nats=nats, brokers=given_brokers, timeout=timeout)
     except (UpError, OptionError) as exc:
         fail(str(exc))
     raise click.exceptions.Exit(code)

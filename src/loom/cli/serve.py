@@ -1,0 +1,189 @@
+"""What `loom run` does (`loom.cli.run` declares the command): build the model into its cache
+folder (or reuse an unchanged build), check the database, and serve the service with uvicorn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from loom.build.cache import cached_build_for, model_names, reuse_build, write_cached_build
+from loom.build.package import BuildError, import_package
+from loom.build.sources import NoModelFiles, model_files, read_model
+from loom.cli.compile import collector_paused, compile_model
+from loom.cli.output import Color, Format, echo
+from loom.migrate.folder import MigrationsError
+from loom.serving.connections import refuse_unmatched, set_apis, set_brokers
+from loom.serving.database import default_database, safe_url
+from loom.serving.held import Held, OptionError, declared_deployables, held_for
+from loom.serving.options import apply, extern_path
+
+if TYPE_CHECKING:
+    from loom.serving.settings import RunSettings
+
+
+class Stop(Exception):
+    """Stop `loom run` with this exit code (its message, when it has one, already printed)."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+def _fail(message: str, code: int = 2) -> Stop:
+    echo(f"error: {message}", err=True)
+    return Stop(code)
+
+
+def _url_arg(database_url: str | None) -> str:
+    """How the command line named the database, for the commands a refusal suggests."""
+    return f" --database-url {safe_url(database_url)}" if database_url else ""
+
+
+def check_database(
+    files: list[Path],
+    main: ModuleType,
+    url: str,
+    database_url: str | None,
+    *,
+    migrate: bool,
+    held: Held | None = None,
+) -> list[str]:
+    """The database check before serving (`loom.migrate.serve`) for the service of `held` (the
+    whole model by default): the lines to print; `Stop(2)` with what differs and the command
+    that fixes it."""
+    # here, not at the top: the migration engine (and SQLAlchemy) only once the build is ready
+    from loom.migrate.database import DatabaseUnreachable
+    from loom.migrate.serve import prepare_database
+
+    try:
+        return asyncio.run(
+            prepare_database(files, main, url, _url_arg(database_url), migrate=migrate, held=held)
+        )
+    except DatabaseUnreachable as exc:
+        raise _fail(f"{exc} ({safe_url(url)})") from None
+    except MigrationsError as exc:
+        raise _fail(str(exc)) from None
+
+
+def serve(paths: list[Path], options: RunSettings, color: Color = Color.auto) -> int:
+    """`loom run` of the model the paths name (a folder: its `*.loom`): the exit code when it stops
+    without serving (0 after serving until stopped)."""
+    try:
+        _serve(model_files(paths), options, color)
+    except NoModelFiles as exc:
+        echo(f"error: {exc}", err=True)
+        return 2
+    except Stop as stop:
+        return stop.code
+    return 0
+
+
+def _listenable(host: str, port: int) -> None:
+    """Stop with a sentence unless `host:port` can be listened on: uvicorn would find out only
+    after the banner and the app's start, and say so among its shutdown lines (a port in use;
+    the settings refused a port out of range already). A probe, bound and closed at once: a server that
+    takes the port meanwhile still fails the start, in uvicorn's own words."""
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        for family, kind, proto, _, address in addresses:
+            with socket.socket(family, kind, proto) as probe:
+                # as uvicorn binds: a port left in TIME_WAIT by a stopped server is free
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                probe.bind(address)
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        raise _fail(f"cannot listen on {host}:{port}: {why}") from None
+
+
+def _serve(files: list[Path], options: RunSettings, color: Color) -> None:
+    # uvicorn and the runtime only now: a refused command line never pays for them
+    import uvicorn
+
+    from loom.runtime import AuthConfigError, ExternError
+    from loom.runtime._edge_limits import EdgeLimits, log_config
+
+    _listenable(options.host, options.port)
+    try:
+        apply(options)
+        held = held_for(options.contexts, options.deployable)
+        set_brokers(options.broker)
+        set_apis(options.api)
+        limits = EdgeLimits.from_environment()
+    except (OptionError, ValueError) as exc:  # ValueError: a bad limit of the connections
+        raise _fail(str(exc)) from None
+    extern_path(files)
+    database_url = options.database_url
+    try:
+        out, state = _build(files, color, held)
+        names = model_names(out)
+        if names is not None:
+            refuse_unmatched(
+                options.broker, options.api, names["contexts"], names["channel_sources"]
+            )
+        url = database_url or default_database(files[0], held)
+        service = import_package(out)
+        application = service.build_app(url)
+        # before the banner: a module that does not import is a line here, not a failed start
+        application.state.loom_externs.preload()
+    except (BuildError, AuthConfigError, ExternError, OptionError, ValueError) as exc:
+        raise _fail(str(exc)) from None  # ValueError: a bad limit or TTL
+    for line in check_database(
+        files, service, url, database_url, migrate=options.migrate, held=held
+    ):
+        echo(line)
+    served = ", ".join(str(f) for f in files)
+    if held.deployable is not None or held.contexts is not None:
+        what = f"deployable {held.deployable}" if held.deployable else "contexts"
+        served = f"{what} ({', '.join(service.CONTEXTS)}) of {served}"
+    host, port = options.host, options.port
+    echo(f"serving {served} on http://{host}:{port} ({safe_url(url)})")
+    echo(f"  build: {state} {out}")
+    auth = application.state.loom_auth
+    algorithms = "/".join(getattr(auth, "algorithms", ()))
+    echo(
+        f"  auth: bearer JWT ({algorithms})"
+        if auth is not None
+        else "  auth: none (every request is anonymous)"
+    )
+    echo(f"  OpenAPI: http://{host}:{port}/openapi.json   docs: http://{host}:{port}/docs")
+    # the protocol named, not uvicorn's pick (httptools when installed): it keeps the limits
+    uvicorn.run(
+        application,
+        host=host,
+        port=port,
+        log_level="info",
+        http=limits.protocol(),
+        log_config=log_config(),
+    )
+
+
+def _build(files: list[Path], color: Color, held: Held) -> tuple[Path, str]:
+    """`loom run`'s build of the model (of the contexts `held`), and what became of it: reused
+    as it is when the model files are unchanged (their warnings shown again), else compiled and
+    written."""
+    sources = read_model(files)  # None: a file cannot be read, and compiling says which
+    build = cached_build_for(files, sources, held.key()) if sources is not None else None
+    if build is not None:
+        warnings = reuse_build(build)
+        if warnings is not None:
+            if warnings:
+                echo(warnings, err=True)
+            return build.out, "reused (the model is unchanged: not compiled)"
+    result = compile_model(files, Format.text, color, quiet_ok=True, sources=sources)
+    if not result.ok or result.model is None:
+        raise Stop(1)
+    if build is None:
+        raise BuildError("cannot read the model files")
+    model = result.model
+    contexts = held.resolve([c.name for c in model.contexts], declared_deployables(model))
+    # the compiler is loaded by now (`compile_model`)
+    from loom.lang import render_text
+
+    warnings = render_text(result.diagnostics, result.sources, color=False)
+    with collector_paused():
+        written = write_cached_build(build, model, warnings, contexts)
+    return build.out, "written" if written else "reused (another replica wrote it meanwhile)"
