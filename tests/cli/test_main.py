@@ -70,12 +70,13 @@ def test_a_command_line_answers_with_a_sentence_and_its_exit_code(
     assert "Traceback" not in err
 
 
-def test_every_command_is_listed_and_loads() -> None:
+def test_every_command_is_listed_by_its_summary_and_loads() -> None:
     ctx = click.Context(app)
     assert app.list_commands(ctx) == list(COMMANDS)
-    for name in COMMANDS:
+    for name, (_, summary) in COMMANDS.items():
         command = app.get_command(ctx, name)
         assert command is not None and command.name == name
+        assert command.get_short_help_str(limit=10**6) == summary, name
     code, out, _ = _run("loom.cli", ["--help"], ROOT)
     assert code == 0
     assert all(f"  {name} " in out for name in COMMANDS)
@@ -103,5 +104,5 @@ def test_check_and_build_load_no_other_command(tmp_path: Path, args: list[str]) 
     code, loaded = json.loads(r.stdout.splitlines()[-1])
     assert code == 0, r.stdout + r.stderr
     assert {"loom.lang", f"loom.cli.{args[0]}"} <= set(loaded)  # what it did load is listed
-    others = {where.partition(":")[0] for name, where in COMMANDS.items() if name != args[0]}
+    others = {where.partition(":")[0] for name, (where, _) in COMMANDS.items() if name != args[0]}
     assert not ({"typer", "pydantic", "asyncio", "loom.serving.options"} | others) & set(loaded)

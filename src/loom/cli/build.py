@@ -6,8 +6,26 @@ from pathlib import Path
 
 import click
 
-from loom.cli.compile import collector_off, collector_paused, compile_model, model_files_of
-from loom.cli.output import Color, Format, color_option, echo, exit_at_once, fail, files_argument
+# the compiler and the generator imported here, in stages, not in the command: see loom.cli.check
+# isort: off
+import loom.model.ir
+import loom.lang.syntax
+import loom.lang
+import loom.codegen.python  # noqa: F401
+
+# isort: on
+from loom.build.package import BuildError, build_model, deployable_packages
+from loom.cli.compile import collector_off, compile_model, model_files_of
+from loom.cli.output import (
+    Color,
+    Format,
+    collector_paused,
+    color_option,
+    echo,
+    exit_at_once,
+    fail,
+    files_argument,
+)
 
 
 @click.command()
@@ -22,9 +40,6 @@ from loom.cli.output import Color, Format, color_option, echo, exit_at_once, fai
 @color_option()
 def build(files: tuple[Path, ...], output: Path, color: Color) -> None:
     """Generate the service package for a model into OUTPUT."""
-    # the build pipeline only now: `loom check` never loads it
-    from loom.build.package import BuildError, build_model, deployable_packages
-
     collector_off()
     paths = model_files_of(files)
     result = compile_model(paths, Format.text, color, quiet_ok=True)

@@ -6,6 +6,17 @@ from pathlib import Path
 
 import click
 
+# The compiler imported here, when click loads this command, rather than in the command, and in
+# stages (the model, the parser, the rest): imported in one go from the callback's deeper stack,
+# its chains of nested imports went back and forth across a boundary of CPython's frame-stack
+# chunks, each crossing an mmap and a munmap, some 3,000 of them: 20 ms of a small `loom check`
+# (docs/benchmarks.md).
+# isort: off
+import loom.model.ir
+import loom.lang.syntax
+import loom.lang  # noqa: F401
+
+# isort: on
 from loom.cli.compile import collector_off, compile_model, model_files_of
 from loom.cli.output import (
     Color,

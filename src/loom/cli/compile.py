@@ -5,35 +5,16 @@ diagnostics printed, and the garbage collector kept out of the way. `loom check`
 
 from __future__ import annotations
 
-import contextlib
 import gc
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loom.build.sources import NoModelFiles, model_files
-from loom.cli.output import Color, Format, echo, fail, use_color
+from loom.cli.output import Color, Format, collector_paused, echo, fail, use_color
 
 if TYPE_CHECKING:
     from loom.lang import CompileResult
-
-
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """Compiling and generating with the cyclic garbage collector off.
-
-    They build a large tree of objects that lives until the command ends; the collector, run every
-    few hundred allocations, would walk all of it again and again and find next to nothing to free
-    (a third of the time of a large model). `loom check` and `loom build` are short-lived
-    processes, so the few cycles made meanwhile cost only a little memory; `loom run` turns the
-    collector back on before it serves."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def compile_model(

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import gc
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -100,3 +101,22 @@ def end_now(code: int) -> None:
         with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say
             stream.flush()
     os._exit(code)
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Importing a command, compiling and generating with the cyclic garbage collector off.
+
+    They build a large tree of objects (the compiler's classes and functions, the model, the
+    generated text) that lives until the command ends; the collector, run every few hundred
+    allocations, would walk all of it again and again and find next to nothing to free (a third
+    of the time of a large model). `loom check` and `loom build` are short-lived
+    processes, so the few cycles made meanwhile cost only a little memory; `loom run` turns the
+    collector back on before it serves."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
 from loom.cli.output import Color, color_option, files_argument
-from loom.cli.settings_options import SettingsCommand, settings_from
+from loom.cli.settings_options import settings_options
+from loom.serving.settings import RunSettings
 
 
-@click.command(cls=SettingsCommand, settings="loom.serving.settings:RunSettings")
+@click.command()
 @files_argument()
+@settings_options(RunSettings)
 @color_option()
-def run(files: tuple[Path, ...], color: Color, **given: Any) -> None:
+def run(files: tuple[Path, ...], color: Color, settings: RunSettings) -> None:
     """Build the model into a cache folder and serve it with uvicorn.
 
     The build goes to `.loom/build/<digest>/` beside the first model file; an unchanged model
@@ -23,4 +24,4 @@ def run(files: tuple[Path, ...], color: Color, **given: Any) -> None:
     its environment variable; the command line wins over it (docs/cli.md)."""
     from loom.cli.serve import serve
 
-    raise click.exceptions.Exit(serve(list(files), settings_from(given), color))
+    raise click.exceptions.Exit(serve(list(files), settings, color))

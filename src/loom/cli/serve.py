@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from loom.build.cache import cached_build_for, model_names, reuse_build, write_cached_build
 from loom.build.package import BuildError, import_package
 from loom.build.sources import NoModelFiles, model_files, read_model
-from loom.cli.compile import collector_paused, compile_model
-from loom.cli.output import Color, Format, echo
+from loom.cli.compile import compile_model
+from loom.cli.output import Color, Format, collector_paused, echo
 from loom.migrate.folder import MigrationsError
 from loom.serving.connections import refuse_unmatched, set_apis, set_brokers
 from loom.serving.database import default_database, safe_url

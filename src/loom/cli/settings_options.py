@@ -2,85 +2,66 @@
 `--name-of-the-field`, worded by the field's help, with its variable and its default. `loom run`
 takes every field of `RunSettings`, `loom up` those of `ServiceSettings`.
 
-The options hand the command their text as typed (a flag: True, a repeated option: the list); the
+The options hand over their text as typed (a flag: True, a repeated option: the list); the
 settings check the values, those of the command line and of the environment alike, so a value of
 the wrong type is refused in the same one line wherever it came from.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+import functools
+from collections.abc import Callable
+from typing import Any
 
 import click
+from pydantic.fields import FieldInfo
 
-from loom.cli.output import fail
-
-if TYPE_CHECKING:
-    from pydantic.fields import FieldInfo
-
-    from loom.serving.settings import ServiceSettings
+from loom.cli.output import Decorator, fail
+from loom.serving.settings import (
+    ServiceSettings,
+    SettingsError,
+    extra,
+    load,
+    option_names,
+    shown_default,
+    value_kind,
+    variable,
+)
 
 _METAVARS = {int: "N", float: "SECONDS", str: "TEXT"}  # every float option is a duration
 
 
-class SettingsCommand(click.Command):
-    """A command whose options are the fields of a settings class (`settings`, "module:Class"),
-    after its own parameters. They are built the first time they are needed (to read a command
-    line or to show the command's help), so listing the commands (`loom --help`) loads neither
-    the settings nor pydantic."""
+def settings_options(cls: type[ServiceSettings]) -> Decorator:
+    """Add an option per field of `cls` to a command, after those declared below this decorator;
+    the command gets their values as one `settings: cls` (exit 2, in one line, for a value of the
+    wrong type)."""
 
-    def __init__(self, *args: Any, settings: str, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.settings = settings
-        self._built = False
+    def add(command: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(command)
+        def with_settings(**given: Any) -> Any:
+            values = {name: given.pop(name) for name in cls.model_fields}
+            try:
+                settings = load(cls, values)
+            except SettingsError as exc:
+                fail(str(exc))
+            return command(**given, settings=settings)
 
-    def settings_class(self) -> type[ServiceSettings]:
-        module, _, name = self.settings.partition(":")
-        found: type[ServiceSettings] = getattr(importlib.import_module(module), name)
-        return found
+        decorated: Callable[..., Any] = with_settings
+        for name in reversed(option_names(cls)):  # click lists the last one added first
+            decorated = option(name, cls.model_fields[name])(decorated)
+        return decorated
 
-    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
-        if not self._built:
-            self._built = True
-            cls = self.settings_class()
-            # the class's own fields first (`loom run`: where it listens), then those it inherits
-            names = sorted(
-                cls.model_fields, key=lambda name: name not in vars(cls)["__annotations__"]
-            )
-            self.params += [option(name, cls.model_fields[name]) for name in names]
-        return super().get_params(ctx)
-
-    def load(self, given: Mapping[str, Any]) -> Any:
-        """The settings of the command line's values `given` (and the environment); exit 2 with
-        one line for a value of the wrong type."""
-        from loom.serving.settings import SettingsError, load
-
-        cls = self.settings_class()
-        try:
-            return load(cls, {name: given[name] for name in cls.model_fields})
-        except SettingsError as exc:
-            fail(str(exc))
+    return add
 
 
-def option(name: str, field: FieldInfo) -> click.Option:
+def option(name: str, field: FieldInfo) -> Decorator:
     """The option of one field."""
-    from loom.serving.settings import extra, shown_default, value_kind, variable
-
     kind = value_kind(field)
     default = shown_default(field)
     notes = f"variable: {variable(name, field)}" + (f"; default: {default}" if default else "")
-    flags = ["--" + name.replace("_", "-")]
+    flag = "--" + name.replace("_", "-")
     help = f"{field.description} [{notes}]"
     if kind is bool:
-        return click.Option(flags, is_flag=True, default=None, help=help)
+        return click.option(flag, is_flag=True, default=None, help=help)
     metavar = extra(field, "metavar") or _METAVARS.get(kind, "TEXT")
-    return click.Option(flags, multiple=kind is list, metavar=metavar, help=help)
-
-
-def settings_from(given: Mapping[str, Any]) -> Any:
-    """The settings of the running `SettingsCommand`, from its command line's values `given`."""
-    command = click.get_current_context().command
-    assert isinstance(command, SettingsCommand)
-    return command.load(given)
+    return click.option(flag, multiple=kind is list, metavar=metavar, help=help)

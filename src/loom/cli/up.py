@@ -30,19 +30,20 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any
+from typing import IO
 
 import click
 
 from loom.cli.compile import compile_model, model_files_of
 from loom.cli.output import Color, Format, color_option, fail, files_argument
-from loom.cli.settings_options import SettingsCommand, settings_from
+from loom.cli.settings_options import settings_options
 from loom.model import ir
 from loom.model.deployables import crossings
 from loom.serving.connections import parse_brokers
 from loom.serving.database import default_database
 from loom.serving.held import Held, OptionError, declared_deployables
 from loom.serving.options import apply, refuse_bad_values
+from loom.serving.settings import ServiceSettings
 
 STOP_GRACE = 10.0  # seconds a child has to stop after SIGTERM before it is killed
 LAST_LINES = 20  # of a child's output, shown when it exits on its own
@@ -356,7 +357,7 @@ def up(
             signal.signal(s, handler)
 
 
-@click.command("up", cls=SettingsCommand, settings="loom.serving.settings:ServiceSettings")
+@click.command("up")
 @files_argument()
 @click.option(
     "--port",
@@ -379,24 +380,25 @@ def up(
     "already running instead of the local NATS server; repeatable, as for `loom run`.",
 )
 @color_option()
+@settings_options(ServiceSettings)
 def up_command(
     files: tuple[Path, ...],
     port: int,
     timeout: float,
     broker: tuple[str, ...],
     color: Color,
-    **given: Any,
+    settings: ServiceSettings,
 ) -> None:
-    """Run the model's whole system here: every deployable as its own `loom run` process (ports
-    from --port up, a SQLite file each beside the model), plus a local NATS server when a channel
-    crosses from one deployable to another. Ctrl-C stops them all. The `loom run` options that
+    """Run the model's whole system here: every deployable as its own `loom run` process.
+
+    Ports from --port up, a SQLite file each beside the model, plus a local NATS server when a
+    channel crosses from one deployable to another. Ctrl-C stops them all. The `loom run` options that
     are the same for every deployable (--extern, the token options, the limits, the waits, the pool,
     --migrate) go to each, by their environment variables; a bad value is refused before anything
     starts.
 
     Exit codes: 0 stopped by Ctrl-C or SIGTERM; 1 the model has errors, or a service exited on
     its own (the others are then stopped); 2 the command line or the environment is wrong."""
-    service = settings_from(given)
     paths = model_files_of(files)
     result = compile_model(paths, Format.text, color, quiet_ok=True)
     if not result.ok or result.model is None:
@@ -407,7 +409,7 @@ def up_command(
         given_brokers = list(broker)
         nats = nats_sources(model, parse_brokers(given_brokers))  # each well formed, each once
         # every deployable would refuse the same bad value: refused once, before any starts
-        apply(service)
+        apply(settings)
         refuse_bad_values(paths, model)
         code = up(paths, units, nats=nats, brokers=given_brokers, timeout=timeout)
     except (UpError, OptionError) as exc:
