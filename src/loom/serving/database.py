@@ -17,9 +17,9 @@ _SQLITE_FILE = re.compile(r"sqlite(?:\+\w+)?:///(.*)", re.DOTALL)
 def default_database_file(first_file: Path, held: Held | None = None) -> Path:
     """The SQLite file `loom run` uses without --database-url: the whole model's
     `<first model file>.db`, a deployable's (or a set of contexts') `<name>.db` beside it."""
-    name = None if held is None else held.database_name()
+    name = None if held is None else held.name()
     first = first_file.resolve()
-    return first.with_suffix(".db") if name is None else first.parent / name
+    return first.with_suffix(".db") if name is None else first.parent / f"{name}.db"
 
 
 def default_database(first_file: Path, held: Held | None = None) -> str:
@@ -48,7 +48,7 @@ def default_url(model: Path | None, held: Held) -> str:
         except NoModelFiles as exc:
             raise OptionError(f"{exc}, or pass --database-url") from exc
         # `loom run` names the whole model's database after the first model file it was given
-        with_db = [f for f in files if f.with_suffix(".db").exists()]
+        with_db = [f for f in files if default_database_file(f).exists()]
         first = (with_db or files)[0]
     elif target.is_file():
         first = target

@@ -28,17 +28,13 @@ class Held:
     def name(self) -> str | None:
         """What this service's files beside the model are named after (None: the whole model):
         a deployable's name, a set of contexts' sorted names joined by `-`, in snake case. Its
-        default database is `<name>.db`, its migrations `migrations/<name>/`."""
+        default database is `<name>.db` (`loom.serving.database`), its migrations
+        `migrations/<name>/`."""
         if self.deployable is not None:
             return naming.snake(self.deployable)
         if self.contexts is not None:
             return "-".join(naming.snake(c) for c in sorted(self.contexts))
         return None
-
-    def database_name(self) -> str | None:
-        """The default SQLite file's name (None: the model's own, `<first file>.db`)."""
-        name = self.name()
-        return None if name is None else f"{name}.db"
 
     def args(self) -> str:
         """The command-line flags naming this service, to repeat in a suggested command
