@@ -123,7 +123,7 @@ def test_a_bad_value_is_refused_before_anything_starts(
     assert not done.stdout.strip() and not list(tmp_path.glob("*.db"))  # nothing started
 
 
-def test_the_options_go_to_each_deployable_by_environment(
+def test_the_options_go_to_each_deployable_by_environment_its_port_and_database_by_argument(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # every option, --migrate too, is a variable each child `loom run` inherits (a secret given
@@ -140,3 +140,6 @@ def test_the_options_go_to_each_deployable_by_environment(
     for unit in (Unit("Orders", ("Orders",), 8000, "sqlite://"), Unit(None, ("A",), 8001, "")):
         command = unit.command(files, [], [unit])
         assert "--migrate" not in command and "s" * 32 not in command, command
+        # where `loom up` says each unit runs, whatever LOOM_PORT / LOOM_DATABASE_URL it inherits
+        assert command[command.index("--port") + 1] == str(unit.port), command
+        assert command[command.index("--database-url") + 1] == unit.database_url, command

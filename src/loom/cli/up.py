@@ -77,11 +77,13 @@ class Unit:
         """`loom run` of this unit; every context of its `siblings` at that one's URL (`--api`,
         for the contexts this one calls through a `resource { kind: api }`). The options every
         unit shares it reads from the variables it inherits."""
+        # the port and the database always given: a LOOM_PORT or LOOM_DATABASE_URL in the
+        # environment each child inherits is not where `loom up` says the unit runs
         args = [sys.executable, "-m", "loom.cli", "run", *map(str, files)]
-        args += ["--port", str(self.port)]
+        args += ["--port", str(self.port), "--database-url", self.database_url]
         if self.name is None:  # the whole model: `loom run` and nothing more
             return args
-        args += ["--deployable", self.name, "--database-url", self.database_url]
+        args += ["--deployable", self.name]
         args += [f"--broker={b}" for b in brokers]
         return args + [
             f"--api={c}=http://127.0.0.1:{u.port}"
