@@ -43,8 +43,9 @@ def setting(
     """A field of the settings: `help` words it; `variable` when it is not `LOOM_<NAME>`;
     `family` for a repeated option whose values each have a variable of their own (read by the
     runtime, not by the settings); `default_text` the default in words when the runtime decides
-    it (the field's default is then None: not given); `metavar` its value's name in `--help`; `between` the least and the greatest value it may
-    take, and how to say so (a range the runtime does not check)."""
+    it (the field's default is then None: not given); `metavar` its value's name in `--help`;
+    `between` the least and the greatest value it may take, and how to say so (a range the
+    runtime does not check)."""
     extra: JsonDict = {
         key: value
         for key, value in (
