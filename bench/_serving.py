@@ -166,7 +166,7 @@ def database(kind: str) -> Iterator[tuple[str, str]]:
 
 def generated_server(url: str, build_dir: Path) -> Server:
     """The banking example built with `loom build` into build_dir/bank, served by uvicorn."""
-    from loom.build import build_model
+    from loom.build.package import build_model
     from loom.lang import compile_files
 
     result = compile_files([BANKING])

@@ -51,7 +51,6 @@ SLOW: tuple[str, ...] = (
     # `loom` commands in a child process, or several deployables on NATS
     "tests/cli/test_cli.py::test_run_serves_sqlite_beside_the_model_and_keeps_data",
     "tests/cli/test_dead_letters.py",
-    "tests/cli/test_entry.py::test_a_plain_run_refusal_answers_as_typer_does",
     "tests/cli/test_replicas.py",
     "tests/cli/test_run_contexts.py::test_run_contexts_serves_only_them_on_their_own_database",
     "tests/cli/test_timers.py::test_list_and_fire",

@@ -10,15 +10,15 @@ import sys
 import time
 from pathlib import Path
 
-from loom.build import (
-    MARKER,
+from loom.build.cache import (
     PRUNE_TEMPORARY_AFTER,
     PRUNE_UNUSED_AFTER,
     cached_build_for,
-    read_model,
     reuse_build,
     write_cached_build,
 )
+from loom.build.package import MARKER
+from loom.build.sources import read_model
 from loom.lang import compile_sources
 from tests.cli.test_replicas import EXTRA, _fresh_folder
 

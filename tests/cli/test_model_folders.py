@@ -1,6 +1,6 @@
 """`loom check DIR`, `build DIR` and `run DIR` read a folder as its `*.loom` files (one model), as
 `dead-letters` does; a folder without one is a sentence and exit code 2. Run as a user runs them:
-a subprocess, through the plain entry point and through typer."""
+a subprocess, as `python -m loom` and `python -m loom.cli`."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def folder(tmp_path: Path) -> Path:
     return model
 
 
-@pytest.mark.parametrize("module", ["loom.entry", "loom.cli"])
+@pytest.mark.parametrize("module", ["loom", "loom.cli"])
 def test_check_and_build_take_a_folder(folder: Path, tmp_path: Path, module: str) -> None:
     r = loom(module, "check", str(folder))
     assert r.returncode == 0, r.stdout + r.stderr
@@ -48,7 +48,7 @@ def test_check_and_build_take_a_folder(folder: Path, tmp_path: Path, module: str
     assert (tmp_path / "out" / "main.py").is_file()
 
 
-@pytest.mark.parametrize("module", ["loom.entry", "loom.cli"])
+@pytest.mark.parametrize("module", ["loom", "loom.cli"])
 def test_a_folder_without_a_model_is_a_sentence(tmp_path: Path, module: str) -> None:
     for command in (["check"], ["build", "-o", str(tmp_path / "out")]):
         r = loom(module, *command, str(tmp_path))

@@ -85,7 +85,7 @@ def loom_run(
 ) -> Iterator[tuple[subprocess.Popen[str], str]]:
     port = free_port()
     log = model.parent / f"{deployable}-{env.get('KITCHEN_REPLICA', '')}.log"
-    command = [sys.executable, "-m", "loom.entry", "run", str(model), "--deployable", deployable]
+    command = [sys.executable, "-m", "loom.cli", "run", str(model), "--deployable", deployable]
     command += ["--broker", f"Bus={url}", "--port", str(port), *args]
     with log.open("w") as out:
         proc = subprocess.Popen(

@@ -23,7 +23,7 @@ from typing import IO
 import httpx
 import pytest
 
-from loom.build import MARKER
+from loom.build.package import MARKER
 from tests.conftest import create_pg_database
 from tests.liveserver import free_port
 from tests.pgcluster import Cluster

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from loom.cli.up import plan
 from loom.lang import compile_files
 from loom.model.deployables import deployables_of
-from loom.run_options import OptionError, parse_apis, set_apis
-from loom.up import plan
+from loom.serving.connections import parse_apis, set_apis
+from loom.serving.held import OptionError
 from tests.liveserver import free_port
 
 ROOT = Path(__file__).resolve().parents[2]

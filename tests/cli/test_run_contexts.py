@@ -12,15 +12,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from loom.build import cached_build_for, read_model
-from loom.run_options import (
-    Held,
-    OptionError,
-    held_for,
-    parse_brokers,
-    refuse_unmatched,
-    set_brokers,
-)
+from loom.build.cache import cached_build_for
+from loom.build.sources import read_model
+from loom.serving.connections import parse_brokers, refuse_unmatched, set_brokers
+from loom.serving.held import Held, OptionError, held_for
 from tests.liveserver import free_port, running
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from loom.up import check_ports
+from loom.cli.up import check_ports
 from tests.liveserver import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +52,7 @@ def loom_up(
     log = tmp_path / "up.log"
     with log.open("w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "loom.entry", "up", str(model), "--port", str(port), *args],
+            [sys.executable, "-m", "loom.cli", "up", str(model), "--port", str(port), *args],
             cwd=tmp_path,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -201,7 +201,7 @@ def test_a_model_without_deployables_is_one_loom_run(tmp_path: Path) -> None:
     port = free_port()
     with tempfile.TemporaryFile("w+") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "loom.entry", "up", str(model), "--port", str(port)],
+            [sys.executable, "-m", "loom.cli", "up", str(model), "--port", str(port)],
             stdout=out,
             stderr=subprocess.STDOUT,
             text=True,
@@ -252,7 +252,7 @@ context Books {
 def test_a_channel_on_redis_needs_its_url(tmp_path: Path) -> None:
     model = tmp_path / "books.loom"
     model.write_text(REDIS_CROSSING)
-    up = [sys.executable, "-m", "loom.entry", "up", str(model), "--port", str(free_port())]
+    up = [sys.executable, "-m", "loom.cli", "up", str(model), "--port", str(free_port())]
     done = subprocess.run(up, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 2, done.stdout + done.stderr
     assert (
@@ -286,7 +286,7 @@ def test_a_base_port_leaving_a_deployable_outside_the_port_range_is_refused(
     check_ports(1, 3)
     model = tmp_path / "pair.loom"
     model.write_text(PAIR.read_text() + PAIR_SPLIT)
-    up = [sys.executable, "-m", "loom.entry", "up", str(model), "--port", port]
+    up = [sys.executable, "-m", "loom.cli", "up", str(model), "--port", port]
     done = subprocess.run(up, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.strip() == message, done.stderr

@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from loom.service_options import ServiceOptions
-from loom.up import Unit
+from loom.cli.up import Unit
+from loom.serving.settings import ServiceSettings
 from tests.cli.test_up import _wait_for, loom_up
 from tests.liveserver import free_port
 
@@ -105,7 +105,7 @@ def test_a_bad_value_is_refused_before_anything_starts(
     model.write_text(DELIVERY + SPLIT)
     (tmp_path / "delivery_externs.py").write_text(EXTERNS)
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOM_")}
-    command = [sys.executable, "-m", "loom.entry", "up", str(model), "--port", str(free_port())]
+    command = [sys.executable, "-m", "loom.cli", "up", str(model), "--port", str(free_port())]
     done = subprocess.run(
         [*command, "--extern", "delivery_externs", *args],
         capture_output=True,
@@ -123,13 +123,23 @@ def test_a_bad_value_is_refused_before_anything_starts(
     assert not done.stdout.strip() and not list(tmp_path.glob("*.db"))  # nothing started
 
 
-def test_migrate_goes_on_each_deployables_command_line_the_rest_by_environment() -> None:
-    # --migrate has no variable: it is an argument of every child `loom run`; the other options
-    # are the variables a child inherits (a secret given to `loom up` does not show in `ps`)
-    options = ServiceOptions(migrate=True, jwt_secret="s" * 32, redelivery_wait=4.0)
-    assert options.arguments() == ["--migrate"]
-    assert options.variables() == {"LOOM_JWT_SECRET": "s" * 32, "LOOM_REDELIVERY_WAIT": "4"}
+def test_the_options_go_to_each_deployable_by_environment_its_port_and_database_by_argument(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # every option, --migrate too, is a variable each child `loom run` inherits (a secret given
+    # to `loom up` does not show in `ps`); no child's command line carries them
+    for name in [n for n in os.environ if n.startswith("LOOM_")]:
+        monkeypatch.delenv(name)
+    settings = ServiceSettings(migrate=True, jwt_secret="s" * 32, redelivery_wait=4.0)
+    assert settings.variables() == {
+        "LOOM_JWT_SECRET": "s" * 32,
+        "LOOM_REDELIVERY_WAIT": "4",
+        "LOOM_MIGRATE": "true",
+    }
     files = [Path("shop.loom")]
     for unit in (Unit("Orders", ("Orders",), 8000, "sqlite://"), Unit(None, ("A",), 8001, "")):
-        command = unit.command(files, [], [unit], options.arguments())
-        assert command.count("--migrate") == 1 and "s" * 32 not in command, command
+        command = unit.command(files, [], [unit])
+        assert "--migrate" not in command and "s" * 32 not in command, command
+        # where `loom up` says each unit runs, whatever LOOM_PORT / LOOM_DATABASE_URL it inherits
+        assert command[command.index("--port") + 1] == str(unit.port), command
+        assert command[command.index("--database-url") + 1] == unit.database_url, command

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from loom.build import build_model, import_package
+from loom.build.package import build_model, import_package
 from loom.lang import compile_sources
 from loom.runtime import create_app
 from loom.runtime.transports import MemoryBroker, MemoryTransport

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from loom.build import build_model
+from loom.build.package import build_model
 from loom.lang import compile_files
 from tests.codegen.util import mypy_strict
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 
-from loom.build import import_package
+from loom.build.package import import_package
 
 
 async def _run(build: Path, database_url: str, n: int, requests: list[tuple[str, str]]) -> None:

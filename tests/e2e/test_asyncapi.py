@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from loom.build import build_model, import_package
+from loom.build.package import build_model, import_package
 from loom.lang import compile_sources
 from loom.runtime import create_app
 from loom.runtime.transports import MemoryBroker, MemoryTransport, Message

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from loom.build import build_model
+from loom.build.package import build_model
 from loom.lang import compile_files
 from loom.testing import serve
 

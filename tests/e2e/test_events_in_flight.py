@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from sqlalchemy import column, select, table, update
-from typer.testing import CliRunner
 
-from loom import cli
+from loom.cli.main import app
 from loom.testing import ServiceClient, serve
 
 OUTBOX = table("__loom_outbox", column("event_type"), column("status"))
@@ -59,7 +59,7 @@ REMOVED = _V2.replace("Credited", "Deposited")  # no `renamed from`: Bank.Credit
 
 
 def _cli(*args: str | Path) -> tuple[int, str]:
-    r = CliRunner().invoke(cli.app, [str(a) for a in args])
+    r = CliRunner().invoke(app, [str(a) for a in args])
     assert "Traceback" not in r.output, r.output
     return r.exit_code, r.output
 

@@ -6,9 +6,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
-from loom import cli, lang
+from loom import lang
+from loom.cli.main import app
 from loom.lang import REGISTRY, compile_files, compile_sources, compiler, render_text
 from loom.lang.check.checker import Checker
 from loom.lang.diagnostics import suggest
@@ -120,6 +121,6 @@ def test_loom_build_checks_the_model_once(monkeypatch: pytest.MonkeyPatch, tmp_p
 
     monkeypatch.setattr(compiler, "check", counted)
     model = Path(__file__).resolve().parents[2] / "examples" / "banking" / "banking.loom"
-    result = CliRunner().invoke(cli.app, ["build", str(model), "-o", str(tmp_path / "bank")])
+    result = CliRunner().invoke(app, ["build", str(model), "-o", str(tmp_path / "bank")])
     assert result.exit_code == 0, result.output
     assert len(runs) == 1

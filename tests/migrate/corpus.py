@@ -7,9 +7,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
-from loom import cli
+from loom.cli.main import app
 
 _V1 = """\
 context Store {
@@ -83,7 +83,7 @@ def make_corpus(root: Path, versions: int = len(VERSIONS)) -> list[Path]:
             shutil.copytree(previous / "migrations", folder / "migrations")
         model = folder / "store.loom"
         model.write_text(text, encoding="utf-8")
-        result = runner.invoke(cli.app, ["migrate", "new", str(model), "-m", message, *flags])
+        result = runner.invoke(app, ["migrate", "new", str(model), "-m", message, *flags])
         assert result.exit_code == 0, result.output
         files.append(model)
         previous = folder

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
-from loom import cli
+from loom.cli.main import app
 from loom.testing import serve
 from tests.migrate.corpus import make_corpus
 
@@ -22,7 +22,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 
 def _apply(model: Path, url: str) -> str:
-    result = CliRunner().invoke(cli.app, ["migrate", "apply", str(model), "--database-url", url])
+    result = CliRunner().invoke(app, ["migrate", "apply", str(model), "--database-url", url])
     assert result.exit_code == 0, result.output
     return result.output
 

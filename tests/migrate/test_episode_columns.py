@@ -12,12 +12,12 @@ from typing import Any
 from uuid import uuid4
 
 import pytest
+from click.testing import CliRunner
 from sqlalchemy import MetaData, Table, insert
 from sqlalchemy.ext.asyncio import create_async_engine
-from typer.testing import CliRunner
 
-from loom import cli
-from loom.build import build_model, import_package
+from loom.build.package import build_model, import_package
+from loom.cli.main import app
 from loom.lang import compile_files
 from loom.migrate.folder import revisions
 from loom.migrate.model import service_metadata
@@ -88,7 +88,7 @@ def test_an_old_instances_table_gets_the_episode_columns(
     plan = make_plan(empty(), snap, fallback_file="dunning.loom")
     write_revision(folder, revisions(folder), "before episodes", plan, snap)
     applied = CliRunner().invoke(
-        cli.app, ["migrate", "apply", str(model), "--database-url", database_url]
+        app, ["migrate", "apply", str(model), "--database-url", database_url]
     )
     assert applied.exit_code == 0, applied.output
     subscription = uuid4()

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
-from loom import cli
+from loom.cli.main import app
 from loom.migrate.diff import diff
 from loom.migrate.rolling import contract_steps, expand_steps, expanded_snapshot, open_expand
 from loom.migrate.script import render_script
@@ -76,7 +76,7 @@ def test_the_expand_snapshot_keeps_the_old_column_and_the_model_view_drops_it() 
 
 
 def _loom(*args: str | Path) -> tuple[int, str]:
-    r = CliRunner().invoke(cli.app, [str(a) for a in args])
+    r = CliRunner().invoke(app, [str(a) for a in args])
     return r.exit_code, r.output
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
-from loom import cli
+from loom.cli.main import app
 from loom.testing import serve
 from loom.testing._clock import VirtualClock
 
@@ -27,9 +27,9 @@ def _iso(at: datetime) -> str:
 
 def _migrate(model: Path, url: str, *flags: str) -> str:
     runner = CliRunner()
-    new = runner.invoke(cli.app, ["migrate", "new", str(model), *flags])
+    new = runner.invoke(app, ["migrate", "new", str(model), *flags])
     assert new.exit_code == 0, new.output
-    applied = runner.invoke(cli.app, ["migrate", "apply", str(model), "--database-url", url])
+    applied = runner.invoke(app, ["migrate", "apply", str(model), "--database-url", url])
     assert applied.exit_code == 0, applied.output
     return new.output
 

@@ -11,9 +11,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
-from loom import cli
+from loom.cli.main import app
 from loom.lang import compile_files, render_text
 from loom.migrate.leftovers import leftover_renames
 from loom.migrate.snapshot import dumps
@@ -90,7 +90,7 @@ def test_docs_section_examples(tmp_path: Path) -> None:
 def test_loom_check_prints_it_and_succeeds(tmp_path: Path) -> None:
     case = DATA / "applied"
     model = _migrated(case / "before.loom", (case / "after.loom").read_text(), tmp_path)
-    got = CliRunner().invoke(cli.app, ["check", "--color", "never", str(model)])
+    got = CliRunner().invoke(app, ["check", "--color", "never", str(model)])
     assert got.exit_code == 0, got.output
     assert got.output.count("warning[loom.leftover-rename]") == 5, got.output
     assert "remove `renamed from name`" in got.output

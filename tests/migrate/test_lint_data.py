@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from loom.build import build_model, import_package
+from loom.build.package import build_model, import_package
 from loom.lang import compile_files, render_text
 from loom.migrate.model import locator, service_metadata
 from loom.migrate.plan import make_plan

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
-from loom import cli
+from loom.cli.main import app
 from tests.liveserver import free_port, refused_start, running
 
 pytestmark = pytest.mark.postgres
@@ -36,7 +36,7 @@ ROUNDS = 40  # concurrent; each: 2 creates, 2 cross reads, 2 cross updates, 2 re
 
 
 def _loom(*args: str) -> str:
-    r = CliRunner().invoke(cli.app, list(args))
+    r = CliRunner().invoke(app, list(args))
     assert r.exit_code == 0, r.output
     return r.output
 

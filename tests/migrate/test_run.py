@@ -13,9 +13,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
-from loom import cli
+from loom.cli.main import app
 from loom.runtime import SchemaMismatch
 from loom.testing import serve
 from tests.liveserver import free_port, refused_start, running
@@ -45,9 +45,7 @@ def test_behind_its_migrations_is_refused_then_migrated(
     corpus: list[Path], database_url: str
 ) -> None:
     v1, v2 = corpus[0], corpus[1]
-    applied = CliRunner().invoke(
-        cli.app, ["migrate", "apply", str(v1), "--database-url", database_url]
-    )
+    applied = CliRunner().invoke(app, ["migrate", "apply", str(v1), "--database-url", database_url])
     assert applied.exit_code == 0, applied.output
     ann = asyncio.run(_create_customer(v1, database_url))
     said = refused_start(str(v2), "--database-url", database_url)

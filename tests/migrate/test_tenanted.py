@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import MetaData, insert, inspect, select
 
-from loom.build import build_model, import_package
+from loom.build.package import build_model, import_package
 from loom.lang import compile_sources
 from loom.migrate.database import apply
 from loom.migrate.folder import MigrationsError

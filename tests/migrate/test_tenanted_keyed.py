@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from sqlalchemy import (
     Index,
     MetaData,
@@ -28,10 +29,9 @@ from sqlalchemy import (
     select,
 )
 from sqlalchemy.ext.asyncio import create_async_engine
-from typer.testing import CliRunner
 
-from loom import cli
-from loom.build import build_model, import_package
+from loom.build.package import build_model, import_package
+from loom.cli.main import app
 from loom.lang import compile_files, compile_sources
 from loom.migrate.database import apply
 from loom.migrate.folder import MigrationsError, revisions
@@ -201,7 +201,7 @@ def test_loom_timers_and_episodes_from_before_tenants(
         snap,
     )
     applied = CliRunner().invoke(
-        cli.app, ["migrate", "apply", str(model), "--database-url", database_url]
+        app, ["migrate", "apply", str(model), "--database-url", database_url]
     )
     assert applied.exit_code == 0, applied.output
     subscription = uuid.uuid4()

@@ -1,6 +1,6 @@
 """The schema of a model: the SQLAlchemy MetaData of its generated service (the model's tables
 plus the runtime tables it uses, as `Service.schema()` decides), got by building the
-model (`loom.build`'s cached build, the one `loom run` uses) and importing it."""
+model (`loom.build.cache`'s cached build, the one `loom run` uses) and importing it."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import MetaData
 
-from loom.build import import_package
+from loom.build.package import import_package
 from loom.migrate.snapshot import Snapshot
 from loom.migrate.tables import Locate, snapshot_of
 from loom.model import ir

@@ -25,8 +25,8 @@ from loom.migrate.folder import MigrationsError, folder_for, revisions
 from loom.migrate.model import service_metadata
 from loom.migrate.snapshot import Snapshot, model_view
 from loom.migrate.tables import snapshot_of
-from loom.run_options import Held
 from loom.runtime.storage.schema_check import ColumnShape, differences
+from loom.serving.held import Held
 
 __all__ = ["prepare_database"]
 

@@ -6,17 +6,20 @@ import importlib
 import os
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Sequence
-from contextlib import ExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from loom.build import build_model, import_package
+from loom.build.package import build_model, import_package
 from loom.model.ir import Model
 from loom.testing._clock import VirtualClock
+
+if TYPE_CHECKING:
+    from loom.serving.settings import ServiceSettings
 
 _cache_root: Path | None = None
 _built: dict[str, ModuleType] = {}
@@ -116,43 +119,52 @@ async def serve(
     *,
     settle: bool = True,
     clock: VirtualClock | None = None,
+    settings: ServiceSettings | None = None,
 ) -> AsyncIterator[ServiceClient]:
     """Serve the model in-process on `database_url` and yield a client for it (see
     `ServiceClient`: each request returns after every reaction it caused, unless `settle=False`).
 
     With `clock`, the service runs on that virtual clock: the clock is installed for the block
     (unless it already is), the background scheduler is off, and `clock.advance(...)` drives this
-    service's timeouts and timers (the service is detached from the clock when the block ends)."""
+    service's timeouts and timers (the service is detached from the clock when the block ends).
+
+    With `settings`, the service runs with those `loom run` options (`loom.serving.settings`:
+    the token verification, the body limit, the lifetimes and waits, the pool), as `loom run`
+    gives them: by their `LOOM_*` variables, set for the block. The limits of the connections
+    (URL and header sizes, the timeouts) are uvicorn's, under `loom run` only."""
     main = build_service(model_files)
-    with ExitStack() as stack:
-        if clock is None:
+    variables = {} if settings is None else settings.variables()
+    if clock is not None:
+        variables["LOOM_SCHEDULER"] = "off"
+    async with AsyncExitStack() as stack:
+        if clock is not None and not clock.installed:
+            stack.enter_context(clock)
+        # the variables while the app is built and started, when it reads them: another service
+        # served meanwhile (in the block) does not see them
+        with _environment(variables):
             app = main.build_app(database_url)
-        else:
-            if not clock.installed:
-                stack.enter_context(clock)
-            app = _without_scheduler(main, database_url)
-        async with (
-            app.router.lifespan_context(app),
-            ServiceClient(app, main, settle=settle) as client,
-        ):
+            await stack.enter_async_context(app.router.lifespan_context(app))
+        client = await stack.enter_async_context(ServiceClient(app, main, settle=settle))
+        if clock is not None:
+            clock.attach(client.service)
+        try:
+            yield client
+        finally:
             if clock is not None:
-                clock.attach(client.service)
-            try:
-                yield client
-            finally:
-                if clock is not None:
-                    clock.detach(client.service)
+                clock.detach(client.service)
 
 
-def _without_scheduler(main: ModuleType, database_url: str) -> Any:
-    """`build_app` with LOOM_SCHEDULER=off. The generated `build_app` takes only the URL, and the
-    app reads the variable when it is created, so it is set for that call only."""
-    previous = os.environ.get("LOOM_SCHEDULER")
-    os.environ["LOOM_SCHEDULER"] = "off"
+@contextmanager
+def _environment(variables: Mapping[str, str]) -> Iterator[None]:
+    """The variables set for the block, then back as they were: the generated `build_app` takes
+    only the URL, and the app reads the rest from the environment when it is built and started."""
+    previous = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
     try:
-        return main.build_app(database_url)
+        yield
     finally:
-        if previous is None:
-            del os.environ["LOOM_SCHEDULER"]
-        else:
-            os.environ["LOOM_SCHEDULER"] = previous
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
-from loom.build import build_model, import_package
+from loom.build.package import build_model, import_package
 from loom.lang import compile_files
 from loom.runtime import StartupRefused
 from loom.testing import ServiceClient

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from loom.build import build_model, import_package
+from loom.build.package import build_model, import_package
 from loom.lang import compile_files
 from loom.testing import ServiceClient, settle_all
 from tests.runtime.transports.conftest import NatsBackend, RedisBackend, clean_backend

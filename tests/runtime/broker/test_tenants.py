@@ -16,7 +16,7 @@ from uuid import uuid4
 
 import pytest
 
-from loom.build import build_model, import_package
+from loom.build.package import build_model, import_package
 from loom.lang import compile_files
 from loom.runtime.transports import Message
 from loom.testing import settle_all

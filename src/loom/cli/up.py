@@ -8,7 +8,7 @@ prefixed by its name. Ctrl-C (SIGINT) or SIGTERM stops the services (SIGTERM, th
 `STOP_GRACE` seconds), then the broker, and exits 0; a child that exits on its own is named with
 its exit code and its last lines, the others are stopped, and the exit code is 1. A `loom up`
 killed with SIGKILL cannot do any of that: its children get SIGTERM from the kernel instead
-(`loom.with_parent`, Linux).
+(`loom.serving.with_parent`, Linux).
 """
 
 from __future__ import annotations
@@ -32,10 +32,18 @@ from pathlib import Path
 from types import FrameType
 from typing import IO
 
-from loom.build import default_sqlite_url
+import click
+
+from loom.cli.compile import compile_model, model_files_of
+from loom.cli.output import Color, Format, color_option, fail, files_argument
+from loom.cli.settings_options import settings_options
 from loom.model import ir
 from loom.model.deployables import crossings
-from loom.run_options import Held, default_database
+from loom.serving.connections import parse_brokers
+from loom.serving.database import default_database
+from loom.serving.held import Held, OptionError, declared_deployables
+from loom.serving.options import apply, refuse_bad_values
+from loom.serving.settings import ServiceSettings
 
 STOP_GRACE = 10.0  # seconds a child has to stop after SIGTERM before it is killed
 LAST_LINES = 20  # of a child's output, shown when it exits on its own
@@ -65,16 +73,17 @@ class Unit:
         files: Sequence[Path],
         brokers: Sequence[str],
         siblings: Sequence[Unit] = (),
-        shared: Sequence[str] = (),
     ) -> list[str]:
         """`loom run` of this unit; every context of its `siblings` at that one's URL (`--api`,
-        for the contexts this one calls through a `resource { kind: api }`); `shared`, the
-        arguments every unit is given."""
-        args = [sys.executable, "-m", "loom.entry", "run", *map(str, files), *shared]
-        args += ["--port", str(self.port)]
+        for the contexts this one calls through a `resource { kind: api }`). The options every
+        unit shares it reads from the variables it inherits."""
+        # the port and the database always given: a LOOM_PORT or LOOM_DATABASE_URL in the
+        # environment each child inherits is not where `loom up` says the unit runs
+        args = [sys.executable, "-m", "loom.cli", "run", *map(str, files)]
+        args += ["--port", str(self.port), "--database-url", self.database_url]
         if self.name is None:  # the whole model: `loom run` and nothing more
             return args
-        args += ["--deployable", self.name, "--database-url", self.database_url]
+        args += ["--deployable", self.name]
         args += [f"--broker={b}" for b in brokers]
         return args + [
             f"--api={c}=http://127.0.0.1:{u.port}"
@@ -107,7 +116,7 @@ def plan(
     check_ports(port, max(len(declared), 1))
     if not declared:
         whole = tuple(c.name for c in model.contexts)
-        return [Unit(None, whole, port, default_sqlite_url(files[0]))]
+        return [Unit(None, whole, port, default_database(files[0]))]
     return [
         Unit(name, tuple(contexts), port + i, default_database(files[0], Held(deployable=name)))
         for i, (name, contexts) in enumerate(declared.items())
@@ -192,10 +201,10 @@ class Child:
 
 def start(label: str, command: list[str]) -> Child:
     # its own session: the terminal's Ctrl-C reaches `loom up` only, which stops the children in
-    # order (the broker last); through `loom.with_parent`, it gets SIGTERM if `loom up` dies
+    # order (the broker last); through `loom.serving.with_parent`, it gets SIGTERM if `loom up` dies
     # without stopping it (SIGKILL)
     process = subprocess.Popen(
-        [sys.executable, "-m", "loom.with_parent", str(os.getpid()), *command],
+        [sys.executable, "-m", "loom.serving.with_parent", str(os.getpid()), *command],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
@@ -281,15 +290,13 @@ def up(
     *,
     nats: Sequence[str] | None = None,
     brokers: Sequence[str] = (),
-    shared: Sequence[str] = (),
     timeout: float = 120.0,
     out: IO[str] = sys.stdout,
 ) -> int:
     """Start the units, serve until a signal or a child's exit; the exit code. `nats`: the
     channel sources ("" the default broker) a local NATS server started first stands for;
-    `brokers`: more `--broker` values for every unit; `shared`: more `loom run` arguments for
-    every unit (the options that go by environment variable are in this process's, which each
-    child inherits)."""
+    `brokers`: more `--broker` values for every unit (the other options every unit shares are in
+    this process's environment, which each child inherits)."""
     stopping = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -317,7 +324,7 @@ def up(
             ready = functools.partial(_nats_answers, port)
             _wait_until(ready, server, [server], server, timeout, stopping)
         for unit, label in zip(units, labels, strict=True):
-            child = start(label, unit.command(files, given, units, shared))
+            child = start(label, unit.command(files, given, units))
             child.forward(width, out, lock)
             services.append(child)
         everyone = [*services, *([server] if server else [])]
@@ -350,3 +357,63 @@ def up(
             stop([server])
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+@click.command("up")
+@files_argument()
+@click.option(
+    "--port",
+    type=int,
+    default=8000,
+    show_default=True,
+    help="The first deployable's port; the next ones count up from it.",
+)
+@click.option(
+    "--timeout",
+    type=float,
+    default=120.0,
+    show_default=True,
+    help="Seconds each service (and the broker) has to answer.",
+)
+@click.option(
+    "--broker",
+    multiple=True,
+    help="NAME=URL: a broker `loom up` does not start (a redis channel source), or one "
+    "already running instead of the local NATS server; repeatable, as for `loom run`.",
+)
+@color_option()
+@settings_options(ServiceSettings)
+def up_command(
+    files: tuple[Path, ...],
+    port: int,
+    timeout: float,
+    broker: tuple[str, ...],
+    color: Color,
+    settings: ServiceSettings,
+) -> None:
+    """Run the model's whole system here: every deployable as its own `loom run` process.
+
+    Ports from --port up, a SQLite file each beside the model, plus a local NATS server when a
+    channel crosses from one deployable to another. Ctrl-C stops them all. The `loom run` options that
+    are the same for every deployable (--extern, the token options, the limits, the waits, the pool,
+    --migrate) go to each, by their environment variables; a bad value is refused before anything
+    starts.
+
+    Exit codes: 0 stopped by Ctrl-C or SIGTERM; 1 the model has errors, or a service exited on
+    its own (the others are then stopped); 2 the command line or the environment is wrong."""
+    paths = model_files_of(files)
+    result = compile_model(paths, Format.text, color, quiet_ok=True)
+    if not result.ok or result.model is None:
+        raise click.exceptions.Exit(1)
+    model = result.model
+    try:
+        units = plan(paths, model, declared_deployables(model), port)
+        given_brokers = list(broker)
+        nats = nats_sources(model, parse_brokers(given_brokers))  # each well formed, each once
+        # every deployable would refuse the same bad value: refused once, before any starts
+        apply(settings)
+        refuse_bad_values(paths, model)
+        code = up(paths, units, nats=nats, brokers=given_brokers, timeout=timeout)
+    except (UpError, OptionError) as exc:
+        fail(str(exc))
+    raise click.exceptions.Exit(code)

@@ -1,10 +1,11 @@
-"""The model files a command line names: a file is itself, a folder is every `*.loom` directly in
-it (sorted), as `loom check DIR`, `build DIR`, `run DIR`, `up DIR` and `dead-letters --model DIR`
-read it. A path that does not exist stays, for the compiler to report (`loom.file-unreadable`)."""
+"""The model files a command line names, and their text. A file is itself, a folder is every
+`*.loom` directly in it (sorted), as `loom check DIR`, `build DIR`, `run DIR`, `up DIR` and
+`dead-letters DIR` read it. A path that does not exist stays, for the compiler to report
+(`loom.file-unreadable`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 
@@ -28,3 +29,12 @@ def model_files(paths: Iterable[Path]) -> list[Path]:
         else:
             out.append(p)
     return list(dict.fromkeys(out))
+
+
+def read_model(files: Sequence[Path]) -> dict[str, str] | None:
+    """The text of each model file by its name as given, read as the compiler reads it; None when
+    one cannot be read (compiling the files then says which, and why)."""
+    try:
+        return {str(f): Path(f).read_text(encoding="utf-8-sig") for f in files}
+    except (OSError, UnicodeDecodeError):
+        return None

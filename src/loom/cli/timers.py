@@ -9,30 +9,26 @@ running service also fires one itself: `POST /api/admin/timers/{id}/fire`.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from pathlib import Path
+from typing import Any
 
-import typer
+import click
 
-from loom.build import safe_url
-from loom.cli_options import (
-    ContextsOption,
-    DatabaseUrl,
-    DeployableOption,
-    ModelOrDir,
-    fail,
+from loom.cli.output import Format, fail, format_option
+from loom.cli.service_database import (
+    database_options,
+    model_or_dir,
+    on_outbox,
+    page_options,
     service_database_url,
 )
-from loom.commands import Format
-from loom.dead_letters import on_outbox
+from loom.serving.database import safe_url
 
-timers_app = typer.Typer(
-    name="timers",
-    help="List the pending timeouts and context timers of a service, and fire one now "
-    "(docs/processes.md).",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+
+@click.group()
+def timers() -> None:
+    """List the pending timeouts and context timers of a service, and fire one now
+    (docs/processes.md)."""
 
 
 async def _page(service: Any, limit: int, offset: int) -> dict[str, Any]:
@@ -50,15 +46,19 @@ async def _make_due(service: Any, id: str) -> str | None:
     return await make_due(service, id) if service.uses_processes else None
 
 
-@timers_app.command("list")
+@timers.command("list")
+@model_or_dir
+@format_option()
+@page_options
+@database_options
 def timers_list(
-    model: ModelOrDir = None,
-    database_url: DatabaseUrl = None,
-    format: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.text,
-    limit: Annotated[int, typer.Option(min=1, max=500, help="At most this many.")] = 50,
-    offset: Annotated[int, typer.Option(min=0, help="Skip this many.")] = 0,
-    deployable: DeployableOption = None,
-    contexts: ContextsOption = None,
+    model: Path | None,
+    database_url: str | None,
+    format: Format,
+    limit: int,
+    offset: int,
+    deployable: str | None,
+    contexts: str | None,
 ) -> None:
     """List the armed timeouts, earliest due first, then the context timers with their next tick
     (exit 0, also when there are none)."""
@@ -71,38 +71,38 @@ def timers_list(
     except Exception as exc:  # noqa: BLE001 - a sentence, never a traceback
         fail(f"cannot read the timers of {safe_url(url)}: {exc}")
     if format is Format.json:
-        typer.echo(json.dumps(page, ensure_ascii=False))
+        click.echo(json.dumps(page, ensure_ascii=False))
         return
     items = page["items"]
     if not items:
-        typer.echo(f"no pending timers ({page['total']} in all)" if page["total"] else "no timers")
+        click.echo(f"no pending timers ({page['total']} in all)" if page["total"] else "no timers")
         return
-    typer.echo(f"{page['total']} pending timer(s); {offset + 1}-{offset + len(items)}:")
+    click.echo(f"{page['total']} pending timer(s); {offset + 1}-{offset + len(items)}:")
     for x in items:
         if x["kind"] == "timeout":
-            typer.echo(
+            click.echo(
                 f"timeout  {x['job_id']}  {x['process']}.{x['timeout']}  key={x['key']}"
                 f"  due={x['due_at']}  attempts={x['attempts']}"
                 + (f"  tenant={x['tenant']}" if x.get("tenant") else "")
             )
         else:
-            typer.echo(f"timer    {x['timer']}  due={x['due_at']}  last run={x['last_run_at']}")
+            click.echo(f"timer    {x['timer']}  due={x['due_at']}  last run={x['last_run_at']}")
 
 
-@timers_app.command("fire")
+@timers.command("fire")
+@click.argument(
+    "id",
+    metavar="ID",
+    help="A timeout's job id, or a context timer's name, as `loom timers list` shows it.",
+)
+@model_or_dir
+@database_options
 def timers_fire(
-    id: Annotated[
-        str,
-        typer.Argument(
-            metavar="ID",
-            help="A timeout's job id, or a context timer's name, as `loom timers list` shows it.",
-            show_default=False,
-        ),
-    ],
-    model: ModelOrDir = None,
-    database_url: DatabaseUrl = None,
-    deployable: DeployableOption = None,
-    contexts: ContextsOption = None,
+    id: str,
+    model: Path | None,
+    database_url: str | None,
+    deployable: str | None,
+    contexts: str | None,
 ) -> None:
     """Make a pending timeout (or a context timer's next tick) due now: the running service's
     scheduler fires it, once.
@@ -119,4 +119,4 @@ def timers_fire(
         fail(f"cannot fire in {safe_url(url)}: {exc}")
     if kind is None:
         fail(f"no pending timeout or context timer has the id {id}", 1)
-    typer.echo(f"{kind} {id} is due now: the service's scheduler fires it")
+    click.echo(f"{kind} {id} is due now: the service's scheduler fires it")

@@ -1,4 +1,4 @@
-"""`python -m loom.with_parent PID COMMAND [ARG...]`: become COMMAND (same process, by `exec`),
+"""`python -m loom.serving.with_parent PID COMMAND [ARG...]`: become COMMAND (same process, by `exec`),
 set to receive SIGTERM when its parent dies, and exit at once if the parent (PID) is already
 gone. `loom up` starts its services and its NATS server through it, so that a `loom up` killed
 with SIGKILL, which cannot stop them itself, does not leave them running and holding their ports.
@@ -19,14 +19,14 @@ _PR_SET_PDEATHSIG = 1
 
 def main(argv: list[str]) -> int:
     if len(argv) < 2 or not argv[0].isdigit():
-        print("usage: python -m loom.with_parent PID COMMAND [ARG...]", file=sys.stderr)
+        print("usage: python -m loom.serving.with_parent PID COMMAND [ARG...]", file=sys.stderr)
         return 2
     parent = int(argv[0])
     if sys.platform == "linux":
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
             print(
-                f"loom.with_parent: prctl failed: {os.strerror(ctypes.get_errno())}",
+                f"loom.serving.with_parent: prctl failed: {os.strerror(ctypes.get_errno())}",
                 file=sys.stderr,
             )
             return 1
@@ -35,7 +35,7 @@ def main(argv: list[str]) -> int:
     try:
         os.execvp(argv[1], argv[1:])
     except OSError as exc:
-        print(f"loom.with_parent: cannot run {argv[1]}: {exc.strerror}", file=sys.stderr)
+        print(f"loom.serving.with_parent: cannot run {argv[1]}: {exc.strerror}", file=sys.stderr)
         return 127
 
 

@@ -1,58 +1,28 @@
-"""`loom run`: build the model into its cache folder (or reuse an unchanged build), check the
-database, and serve the service with uvicorn.
-
-Typer-free, like `loom.commands`: a plain `loom run` command line comes here straight from
-`loom.entry` (typer and its option validation cost about a quarter of a second of start-up),
-any other from `loom.cli`'s `run`, which hands over the same `RunOptions`.
+"""What `loom run` does (`loom.cli.run` declares the command): build the model into its cache
+folder (or reuse an unchanged build), check the database, and serve the service with uvicorn.
 """
 
 from __future__ import annotations
 
 import asyncio
 import socket
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
-from loom.build import (
-    BuildError,
-    cached_build_for,
-    import_package,
-    model_names,
-    read_model,
-    reuse_build,
-    safe_url,
-    write_cached_build,
-)
-from loom.commands import Color, Format, collector_paused, compile_model, echo
+from loom.build.cache import cached_build_for, model_names, reuse_build, write_cached_build
+from loom.build.package import BuildError, import_package
+from loom.build.sources import NoModelFiles, model_files, read_model
+from loom.cli.compile import compile_model
+from loom.cli.output import Color, Format, collector_paused, echo
 from loom.migrate.folder import MigrationsError
-from loom.model_files import NoModelFiles, model_files
-from loom.run_options import (
-    Held,
-    OptionError,
-    declared_deployables,
-    default_database,
-    held_for,
-    refuse_unmatched,
-    set_apis,
-    set_brokers,
-)
-from loom.service_options import ServiceOptions, apply, extern_path
+from loom.serving.connections import refuse_unmatched, set_apis, set_brokers
+from loom.serving.database import default_database, safe_url
+from loom.serving.held import Held, OptionError, declared_deployables, held_for
+from loom.serving.options import apply, extern_path
 
-
-@dataclass
-class RunOptions(ServiceOptions):
-    """The options of `loom run` (`loom run --help` words each one): those of every deployable
-    (`ServiceOptions`, which `loom up` takes too) and these, which name this one service."""
-
-    database_url: str | None = None
-    host: str = "127.0.0.1"
-    port: int = 8000
-    color: Color = Color.auto
-    contexts: str | None = None
-    deployable: str | None = None
-    broker: list[str] = field(default_factory=list)
-    api: list[str] = field(default_factory=list)
+if TYPE_CHECKING:
+    from loom.serving.settings import RunSettings
 
 
 class Stop(Exception):
@@ -85,8 +55,7 @@ def check_database(
     """The database check before serving (`loom.migrate.serve`) for the service of `held` (the
     whole model by default): the lines to print; `Stop(2)` with what differs and the command
     that fixes it."""
-    # here, not at the top: `loom.cli` imports this module, and `loom check` through it must not
-    # load the migration engine (nor SQLAlchemy)
+    # here, not at the top: the migration engine (and SQLAlchemy) only once the build is ready
     from loom.migrate.database import DatabaseUnreachable
     from loom.migrate.serve import prepare_database
 
@@ -100,11 +69,11 @@ def check_database(
         raise _fail(str(exc)) from None
 
 
-def run(paths: list[Path], options: RunOptions) -> int:
+def serve(paths: list[Path], options: RunSettings, color: Color = Color.auto) -> int:
     """`loom run` of the model the paths name (a folder: its `*.loom`): the exit code when it stops
     without serving (0 after serving until stopped)."""
     try:
-        _serve(model_files(paths), options)
+        _serve(model_files(paths), options, color)
     except NoModelFiles as exc:
         echo(f"error: {exc}", err=True)
         return 2
@@ -115,11 +84,9 @@ def run(paths: list[Path], options: RunOptions) -> int:
 
 def _listenable(host: str, port: int) -> None:
     """Stop with a sentence unless `host:port` can be listened on: uvicorn would find out only
-    after the banner and the app's start, and say so in a traceback (a port out of range) or
-    among its shutdown lines (a port in use). A probe, bound and closed at once: a server that
+    after the banner and the app's start, and say so among its shutdown lines (a port in use;
+    the settings refused a port out of range already). A probe, bound and closed at once: a server that
     takes the port meanwhile still fails the start, in uvicorn's own words."""
-    if not 0 <= port <= 65535:
-        raise _fail(f"--port must be 0 to 65535 (0: any free port), not {port}")
     try:
         addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
         for family, kind, proto, _, address in addresses:
@@ -132,7 +99,7 @@ def _listenable(host: str, port: int) -> None:
         raise _fail(f"cannot listen on {host}:{port}: {why}") from None
 
 
-def _serve(files: list[Path], options: RunOptions) -> None:
+def _serve(files: list[Path], options: RunSettings, color: Color) -> None:
     # uvicorn and the runtime only now: a refused command line never pays for them
     import uvicorn
 
@@ -151,7 +118,7 @@ def _serve(files: list[Path], options: RunOptions) -> None:
     extern_path(files)
     database_url = options.database_url
     try:
-        out, state = _build(files, options.color, held)
+        out, state = _build(files, color, held)
         names = model_names(out)
         if names is not None:
             refuse_unmatched(

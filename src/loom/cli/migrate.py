@@ -1,5 +1,5 @@
-"""The `loom migrate` commands (`new`, `apply`, `status`). `loom.cli` mounts `migrate_app`; what
-`loom run` checks before it serves is `loom.serve.check_database`.
+"""The `loom migrate` commands (`new`, `apply`, `status`); what `loom run` checks before it serves
+is `loom.cli.run.check_database`.
 
 Exit codes: 0 done (status: up to date); 1 the model or the change is refused (errors in the
 model, a finding that blocks, data loss without --allow-data-loss, a database the migrations
@@ -9,9 +9,8 @@ wrong (a bad URL, an unreachable database, an unreadable migrations folder).
 `--deployable NAME` (or `--contexts A,B`) works on that service's migrations,
 `migrations/<name>/`, and its database (`loom run --deployable`'s default, `<name>.db`).
 
-Like `loom.cli`, the heavy modules are imported in the commands that use them: `loom check` and
-`loom build` load none of this package's engine, and `loom run` on an up-to-date database
-neither the compiler nor Alembic.
+The heavy modules are imported in the commands that use them: `loom migrate status` on an
+up-to-date database loads neither the compiler nor Alembic.
 """
 
 from __future__ import annotations
@@ -20,24 +19,20 @@ import asyncio
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import typer
+import click
 
-from loom.build import (
-    BuildError,
-    cached_build_for,
-    read_model,
-    reuse_build,
-    safe_url,
-    write_cached_build,
-)
+from loom.build.cache import cached_build_for, reuse_build, write_cached_build
+from loom.build.package import BuildError
+from loom.build.sources import read_model
+from loom.cli.output import fail
 from loom.migrate.folder import MigrationsError, Revision, folder_for, named_folders, revisions
-from loom.run_options import (
+from loom.serving.database import default_database, safe_url
+from loom.serving.held import (
     Held,
     OptionError,
     declared_deployables,
-    default_database,
     held_for,
     refuse_unknown_held,
 )
@@ -46,53 +41,59 @@ if TYPE_CHECKING:
     from loom.migrate.pending import EventCheck
     from loom.model.ir import Model
 
-__all__ = ["migrate_app"]
 
-migrate_app = typer.Typer(
-    name="migrate",
-    help="Migrations of the model's database: write the next one from the model, apply them, "
-    "and say where a database stands (docs/migrations.md).",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
+@click.group()
+def migrate() -> None:
+    """Migrations of the model's database: write the next one from the model, apply them, and say
+    where a database stands (docs/migrations.md)."""
+
+
+files_argument = click.argument(
+    "files",
+    nargs=-1,
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The model's .loom files (one model).",
 )
 
-Files = Annotated[list[Path], typer.Argument(help="The model's .loom files (one model).")]
-DatabaseUrl = Annotated[
-    str | None,
-    typer.Option(
-        help="The database; default: the one `loom run` uses, a SQLite file beside the "
-        "first model file (with --deployable: <deployable>.db)."
-    ),
-]
-Deployable = Annotated[
-    str | None,
-    typer.Option(
-        help="A declared deployable: its migrations (migrations/<deployable>/, its contexts' "
-        "tables) and its database. Not with --contexts."
-    ),
-]
-Contexts = Annotated[
-    str | None,
-    typer.Option(
-        help="A set of contexts served apart (`loom run --contexts`): its migrations "
-        "(migrations/<contexts>/) and its database."
-    ),
-]
+
+def service_options(database_help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """`--database-url` (worded by `database_help`), `--deployable` and `--contexts`."""
+
+    def add(command: Callable[..., Any]) -> Callable[..., Any]:
+        options = [
+            click.option("--database-url", help=database_help),
+            click.option(
+                "--deployable",
+                help="A declared deployable: its migrations (migrations/<deployable>/, its "
+                "contexts' tables) and its database. Not with --contexts.",
+            ),
+            click.option(
+                "--contexts",
+                help="A set of contexts served apart (`loom run --contexts`): its migrations "
+                "(migrations/<contexts>/) and its database.",
+            ),
+        ]
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return add
+
+
+DEFAULT_DATABASE = (
+    "The database; default: the one `loom run` uses, a SQLite file beside the first model file "
+    "(with --deployable: <deployable>.db)."
+)
 
 T = TypeVar("T")
-
-
-def _fail(message: str, code: int = 2) -> NoReturn:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
 
 
 def _held(contexts: str | None, deployable: str | None) -> Held:
     try:
         return held_for(contexts, deployable)
     except OptionError as exc:
-        _fail(str(exc))
+        fail(str(exc))
 
 
 def _revisions(files: Sequence[Path], held: Held) -> tuple[Path, list[Revision]]:
@@ -100,7 +101,7 @@ def _revisions(files: Sequence[Path], held: Held) -> tuple[Path, list[Revision]]
     try:
         return folder, revisions(folder)
     except (MigrationsError, OSError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
 
 
 def _migrations_and_url(
@@ -111,7 +112,7 @@ def _migrations_and_url(
     try:
         refuse_unknown_held(files, held)
     except OptionError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     folder, revs = _revisions(files, held)
     if not revs:
         others = [] if held.name() else named_folders(files[0])
@@ -121,7 +122,7 @@ def _migrations_and_url(
             if others
             else f": write the first with `loom migrate new {_files_arg(files)}{held.args()}`"
         )
-        _fail(f"no migrations in {folder}{hint}", 1)
+        fail(f"no migrations in {folder}{hint}", 1)
     return folder, revs, database_url or default_database(files[0], held)
 
 
@@ -137,50 +138,45 @@ def _on_database(url: str, action: Callable[[], Coroutine[Any, Any, T]]) -> T:
     try:
         return asyncio.run(action())
     except DatabaseUnreachable as exc:
-        _fail(f"{exc} ({safe_url(url)})")
+        fail(f"{exc} ({safe_url(url)})")
     except MigrationsError as exc:
-        _fail(str(exc), 1)
+        fail(str(exc), 1)
 
 
-@migrate_app.command("new")
+@migrate.command("new")
+@files_argument
+@click.option("-m", "--message", help="What the migration does (its name).")
+@click.option(
+    "--allow-data-loss",
+    is_flag=True,
+    help="Write it even though it drops data (a removed field or aggregate, a narrowing type "
+    "change).",
+)
+@click.option(
+    "--expand",
+    is_flag=True,
+    help="Rolling deploy: write each field rename as its expand half (the new column beside the "
+    "old, kept in step), for old and new code to run together.",
+)
+@click.option(
+    "--contract",
+    is_flag=True,
+    help="Rolling deploy: drop what the open expand kept, once no replica runs the code from "
+    "before it.",
+)
+@service_options(
+    "The database whose stored events (pending, dead, retained in a log) the change must keep "
+    "decodable; default: the one `loom run` uses. Only read."
+)
 def new(
-    files: Files,
-    message: Annotated[
-        str | None, typer.Option("-m", "--message", help="What the migration does (its name).")
-    ] = None,
-    allow_data_loss: Annotated[
-        bool,
-        typer.Option(
-            "--allow-data-loss",
-            help="Write it even though it drops data (a removed field or "
-            "aggregate, a narrowing type change).",
-        ),
-    ] = False,
-    expand: Annotated[
-        bool,
-        typer.Option(
-            "--expand",
-            help="Rolling deploy: write each field rename as its expand half (the new column "
-            "beside the old, kept in step), for old and new code to run together.",
-        ),
-    ] = False,
-    contract: Annotated[
-        bool,
-        typer.Option(
-            "--contract",
-            help="Rolling deploy: drop what the open expand kept, once no replica runs the "
-            "code from before it.",
-        ),
-    ] = False,
-    database_url: Annotated[
-        str | None,
-        typer.Option(
-            help="The database whose stored events (pending, dead, retained in a log) the change "
-            "must keep decodable; default: the one `loom run` uses. Only read."
-        ),
-    ] = None,
-    deployable: Deployable = None,
-    contexts: Contexts = None,
+    files: tuple[Path, ...],
+    message: str | None,
+    allow_data_loss: bool,
+    expand: bool,
+    contract: bool,
+    database_url: str | None,
+    deployable: str | None,
+    contexts: str | None,
 ) -> None:
     """Write the next migration into migrations/ beside the first model file (a deployable's
     into migrations/<deployable>/): the steps from the model as of the last migration to the
@@ -196,32 +192,32 @@ def new(
     from loom.migrate.snapshot import empty, model_view
 
     if expand and contract:
-        _fail("--expand and --contract are two migrations, written one after the other")
+        fail("--expand and --contract are two migrations, written one after the other")
     held = _held(contexts, deployable)
 
     for f in files:
         if not f.is_file():
-            _fail(f"{f}: no such file")
+            fail(f"{f}: no such file")
     sources = read_model(files)
     if sources is None:
-        _fail("cannot read the model files")
+        fail("cannot read the model files")
     result = compile_sources(sources)
     if result.diagnostics:
-        typer.echo(
+        click.echo(
             render_text(result.diagnostics, result.sources, color=sys.stderr.isatty()), err=True
         )
     if not result.ok or result.model is None:
-        raise typer.Exit(1)
+        raise click.exceptions.Exit(1)
     folder, existing = _revisions(files, held)
     _check_held(files, result.model, held, existing)
     try:
         out = _build(files, sources, result.model, held)
     except (BuildError, OptionError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     try:
         old = existing[-1].snapshot() if existing else empty()
     except MigrationsError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     current = snapshot_of_build(out, result.model)
     label = existing[-1].name if existing else "the last migration"
     opened = open_expand(old)
@@ -236,10 +232,10 @@ def new(
         else:
             steps = diff(model_view(old), current)
     except MigrationsError as exc:
-        _fail(str(exc), 1)
+        fail(str(exc), 1)
     plan = make_plan(old, current, fallback_file=str(files[0]), old_label=label, steps=steps)
     if opened and not contract and (plan.steps or expand):
-        _fail(
+        fail(
             f"the expand of {label} is open: the previous code may still run on its kept columns; "
             f"once it no longer does, write the contract first: `loom migrate new "
             f"{_files_arg(files)}{held.args()} --contract`",
@@ -250,21 +246,21 @@ def new(
     stored = asyncio.run(check_stored_events(url, events_in(old), events))
     if not plan.steps:
         if _events_report(stored, url, str(files[0]), label, result.sources):
-            _fail("nothing written: stored events would not decode under the new model", 1)
+            fail("nothing written: stored events would not decode under the new model", 1)
         last = f"migration {existing[-1].name}" if existing else "an empty database"
-        typer.echo(f"no changes: the model's schema is that of {last}; nothing written")
+        click.echo(f"no changes: the model's schema is that of {last}; nothing written")
         if opened:
-            typer.echo("expand open: contract pending (`loom migrate new ... --contract`)")
+            click.echo("expand open: contract pending (`loom migrate new ... --contract`)")
         return
     name = message or ("initial schema" if not existing else plan.lines()[0])
-    typer.echo(f"plan of the next migration ({number}):")
-    typer.echo(plan.render(result.sources, color=sys.stdout.isatty()))
+    click.echo(f"plan of the next migration ({number}):")
+    click.echo(plan.render(result.sources, color=sys.stdout.isatty()))
     if _events_report(stored, url, str(files[0]), label, result.sources):
-        _fail("nothing written: stored events would not decode under the new model (see above)", 1)
+        fail("nothing written: stored events would not decode under the new model (see above)", 1)
     if plan.errors:
-        _fail("nothing written: the change cannot be applied to the existing rows (see above)", 1)
+        fail("nothing written: the change cannot be applied to the existing rows (see above)", 1)
     if plan.data_loss and not allow_data_loss:
-        _fail(
+        fail(
             "nothing written: the change loses data (see above); pass --allow-data-loss if it "
             "should",
             1,
@@ -275,8 +271,8 @@ def new(
             folder, existing, name, plan, with_events(written, events, root), root
         )
     except MigrationsError as exc:
-        _fail(str(exc))
-    typer.echo(f"wrote {revision.script} and {revision.snapshot_path.name}")
+        fail(str(exc))
+    click.echo(f"wrote {revision.script} and {revision.snapshot_path.name}")
 
 
 def _events_report(
@@ -288,18 +284,18 @@ def _events_report(
 
     where = safe_url(url)
     if stored.skipped:
-        typer.echo(
+        click.echo(
             f"events: the check of stored events was SKIPPED ({stored.skipped}); make sure no "
             "event the change breaks is stored, or run again with --database-url"
         )
     for brk in (b for b in stored.clear if b.durable):  # in-process events are never stored
-        typer.echo(f"events: {brk.describe()}; no stored event is affected ({where})")
+        click.echo(f"events: {brk.describe()}; no stored event is affected ({where})")
     findings = event_findings(stored.pending, fallback_file=fallback, old_label=old_label)
     if not findings:
         return False
     color = sys.stdout.isatty()
     blocks = [render_one(d, {} if elsewhere else sources, color=color) for d, elsewhere in findings]
-    typer.echo("\n" + "\n\n".join(blocks) + "\n\n" + summary([d for d, _ in findings]))
+    click.echo("\n" + "\n\n".join(blocks) + "\n\n" + summary([d for d, _ in findings]))
     return True
 
 
@@ -311,13 +307,13 @@ def _check_held(files: Sequence[Path], model: Model, held: Held, existing: list[
     if not declared or held.name() is not None:
         return
     if existing:
-        typer.echo(
+        click.echo(
             "note: the model declares deployables; this is the whole model's migration (for "
             "`loom run` without --deployable); a deployable's: --deployable NAME"
         )
         return
     first = next(iter(declared))
-    _fail(
+    fail(
         f"the model declares deployables ({', '.join(declared)}), each with its own migrations "
         f"(migrations/<deployable>/) on its own database: name the one to write, e.g. "
         f"`loom migrate new {_files_arg(files)} --deployable {first}`"
@@ -335,12 +331,14 @@ def _build(files: Sequence[Path], sources: dict[str, str], model: Model, held: H
     return build.out
 
 
-@migrate_app.command("apply")
+@migrate.command("apply")
+@files_argument
+@service_options(DEFAULT_DATABASE)
 def apply_(
-    files: Files,
-    database_url: DatabaseUrl = None,
-    deployable: Deployable = None,
-    contexts: Contexts = None,
+    files: tuple[Path, ...],
+    database_url: str | None,
+    deployable: str | None,
+    contexts: str | None,
 ) -> None:
     """Apply the pending migrations, in one transaction (PostgreSQL: under an advisory lock, so
     replicas starting at once apply them once). A second run is a no-op."""
@@ -348,24 +346,26 @@ def apply_(
 
     _, revs, url = _migrations_and_url(files, database_url, _held(contexts, deployable))
     done = _on_database(url, lambda: apply(url, revs))
-    typer.echo(f"database: {safe_url(url)}")
+    click.echo(f"database: {safe_url(url)}")
     if done.baselined:
-        typer.echo(
+        click.echo(
             f"baseline: the tables were already those of {done.baselined[-1]}; recorded "
             f"{', '.join(done.baselined)} as applied without running"
         )
     for name in done.applied:
-        typer.echo(f"applied {name}")
+        click.echo(f"applied {name}")
     if not done.applied and not done.baselined:
-        typer.echo(f"nothing to apply: the database is at {revs[-1].name}")
+        click.echo(f"nothing to apply: the database is at {revs[-1].name}")
 
 
-@migrate_app.command("status")
+@migrate.command("status")
+@files_argument
+@service_options(DEFAULT_DATABASE)
 def status_(
-    files: Files,
-    database_url: DatabaseUrl = None,
-    deployable: Deployable = None,
-    contexts: Contexts = None,
+    files: tuple[Path, ...],
+    database_url: str | None,
+    deployable: str | None,
+    contexts: str | None,
 ) -> None:
     """Which migrations are applied, which are pending, and whether the database drifted from
     the last one applied (a table or column added or removed by hand). Exit 0 up to date, 1 not."""
@@ -374,28 +374,28 @@ def status_(
 
     folder, revs, url = _migrations_and_url(files, database_url, _held(contexts, deployable))
     state = _on_database(url, lambda: status(url, revs))
-    typer.echo(f"database: {safe_url(url)}")
-    typer.echo(f"migrations: {folder} ({len(revs)})")
+    click.echo(f"database: {safe_url(url)}")
+    click.echo(f"migrations: {folder} ({len(revs)})")
     for name in state.applied:
         tag = " (baseline)" if name in state.baselined else ""
-        typer.echo(f"  applied  {name}{tag}")
+        click.echo(f"  applied  {name}{tag}")
     for rev in state.pending:
-        typer.echo(f"  pending  {rev.name}")
+        click.echo(f"  pending  {rev.name}")
     for line in state.drift:
-        typer.echo(f"  drift    {line}")
+        click.echo(f"  drift    {line}")
     for name in state.changed:
-        typer.echo(f"  changed  {name}: its script was edited after it was applied (not run again)")
+        click.echo(f"  changed  {name}: its script was edited after it was applied (not run again)")
     if state.unrecorded_tables:
-        typer.echo(
+        click.echo(
             "  the database has tables but no record of migrations: `loom migrate apply` records "
             "them as a baseline when they are those of a migration's snapshot"
         )
     last = next((r for r in revs if state.applied and r.name == state.applied[-1]), None)
     if last is not None and open_expand(last.snapshot()):
-        typer.echo(
+        click.echo(
             f"  expand open: contract pending ({last.name} keeps the previous code's columns; "
             "once no replica runs that code: `loom migrate new ... --contract`)"
         )
     ok = not state.pending and not state.drift
-    typer.echo("up to date" if ok else "not up to date")
-    raise typer.Exit(0 if ok else 1)
+    click.echo("up to date" if ok else "not up to date")
+    raise click.exceptions.Exit(0 if ok else 1)

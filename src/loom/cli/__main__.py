@@ -1,0 +1,5 @@
+"""`python -m loom.cli`: the `loom` command."""
+
+from loom.cli.main import main
+
+main()
