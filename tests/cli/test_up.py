@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from loom.cli.up import check_ports
-from tests.liveserver import free_port
+from tests.liveserver import free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 # two contexts sharing ids and no event: two services, no broker
@@ -99,7 +99,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_up_starts_each_deployable_and_ctrl_c_stops_them_all(tmp_path: Path) -> None:
-    port = free_port()
+    port = free_ports(4)
     with loom_up(tmp_path, port, PAIR, PAIR_SPLIT) as (proc, log):
         seen = _wait_for(log, proc, "Ctrl-C stops them all.")
         left = re.search(r"^Left +(http://127\.0\.0\.1:\d+)  \((\S+)\)$", seen, re.MULTILINE)
@@ -130,7 +130,7 @@ def test_up_starts_each_deployable_and_ctrl_c_stops_them_all(tmp_path: Path) -> 
 
 
 def test_a_child_killed_stops_the_rest_and_exits_1(tmp_path: Path) -> None:
-    with loom_up(tmp_path, free_port(), PAIR, PAIR_SPLIT) as (proc, log):
+    with loom_up(tmp_path, free_ports(4), PAIR, PAIR_SPLIT) as (proc, log):
         seen = _wait_for(log, proc, "Ctrl-C stops them all.")
         pids = re.findall(r"^Right +\| INFO: +Started server process \[(\d+)\]", seen, re.MULTILINE)
         assert len(pids) == 1, seen
@@ -147,7 +147,7 @@ def test_a_child_killed_stops_the_rest_and_exits_1(tmp_path: Path) -> None:
 
 def test_loom_up_killed_with_sigkill_leaves_no_service_running(tmp_path: Path) -> None:
     """SIGKILL gives `loom up` no chance to stop its children: the kernel sends each SIGTERM."""
-    with loom_up(tmp_path, free_port(), PAIR, PAIR_SPLIT) as (proc, log):
+    with loom_up(tmp_path, free_ports(4), PAIR, PAIR_SPLIT) as (proc, log):
         _wait_for(log, proc, "Ctrl-C stops them all.")
         children = _children(proc.pid)
         assert len(children) == 2, children
@@ -162,7 +162,7 @@ def test_loom_up_killed_with_sigkill_leaves_no_service_running(tmp_path: Path) -
 
 @needs_nats
 def test_up_runs_the_shop_over_nats(tmp_path: Path) -> None:
-    port = free_port()
+    port = free_ports(4)
     with loom_up(tmp_path, port, SHOP, SHOP_SPLIT) as (proc, log):
         seen = _wait_for(log, proc, "Ctrl-C stops them all.", timeout=120)
         assert re.search(r"^broker +nats://127\.0\.0\.1:\d+ ", seen, re.MULTILINE), seen
@@ -198,7 +198,7 @@ def test_up_runs_the_shop_over_nats(tmp_path: Path) -> None:
 
 def test_a_model_without_deployables_is_one_loom_run(tmp_path: Path) -> None:
     model = Path(shutil.copy(ROOT / "examples/banking/banking.loom", tmp_path / "bank.loom"))
-    port = free_port()
+    port = free_ports(4)
     with tempfile.TemporaryFile("w+") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "loom.cli", "up", str(model), "--port", str(port)],
@@ -252,7 +252,7 @@ context Books {
 def test_a_channel_on_redis_needs_its_url(tmp_path: Path) -> None:
     model = tmp_path / "books.loom"
     model.write_text(REDIS_CROSSING)
-    up = [sys.executable, "-m", "loom.cli", "up", str(model), "--port", str(free_port())]
+    up = [sys.executable, "-m", "loom.cli", "up", str(model), "--port", str(free_ports(4))]
     done = subprocess.run(up, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 2, done.stdout + done.stderr
     assert (

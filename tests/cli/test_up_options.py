@@ -15,7 +15,7 @@ import pytest
 from loom.cli.up import Unit
 from loom.serving.settings import ServiceSettings
 from tests.cli.test_up import _wait_for, loom_up
-from tests.liveserver import free_port
+from tests.liveserver import free_ports
 
 # two deployables, each with an extern operation: one --extern module implements both
 DELIVERY = """
@@ -62,7 +62,7 @@ def _model(tmp_path: Path) -> Path:
 
 
 def test_one_extern_module_serves_every_deployable(tmp_path: Path) -> None:
-    port = free_port()
+    port = free_ports(4)
     up = loom_up(tmp_path, port, _model(tmp_path), SPLIT, "--extern", "delivery_externs")
     with up as (proc, log):
         _wait_for(log, proc, "Ctrl-C stops them all.")
@@ -105,7 +105,7 @@ def test_a_bad_value_is_refused_before_anything_starts(
     model.write_text(DELIVERY + SPLIT)
     (tmp_path / "delivery_externs.py").write_text(EXTERNS)
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOM_")}
-    command = [sys.executable, "-m", "loom.cli", "up", str(model), "--port", str(free_port())]
+    command = [sys.executable, "-m", "loom.cli", "up", str(model), "--port", str(free_ports(4))]
     done = subprocess.run(
         [*command, "--extern", "delivery_externs", *args],
         capture_output=True,

@@ -16,7 +16,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("runtime", "testing", "codegen", "model", "migrate", "lang", "codemod")
+PACKAGES = (
+    *("runtime", "testing", "codegen", "model", "migrate", "lang", "codemod"),
+    *("cli", "build", "serving"),
+    # the runtime's layers, which its import contract names
+    *(f"runtime/{layer}" for layer in ("values", "storage", "messaging", "processes", "http")),
+    "runtime/service",
+)
 # the scripts run the tools of the project's virtualenv: the one running these tests
 VENV = Path(sys.prefix)
 pytestmark = pytest.mark.skipif(
@@ -34,6 +40,8 @@ def _tree(tmp: Path) -> Path:
         (tmp / "src/loom" / pkg).mkdir(parents=True)
         (tmp / "src/loom" / pkg / "__init__.py").write_text('"""A stub."""\n')
     (tmp / "src/loom/__init__.py").write_text('"""A stub."""\n')
+    (tmp / "tests").mkdir()
+    (tmp / "tests/__init__.py").write_text('"""A stub."""\n')
     os.symlink(VENV, tmp / ".venv")
     return tmp
 
@@ -71,9 +79,8 @@ def test_test_script_stops_before_the_tests_on_a_lint_failure(tmp_path: Path) ->
     tree = _tree(tmp_path)
     # setup is the real script's job elsewhere; here the linked virtualenv is already set up
     (tree / "scripts/setup.sh").write_text("#!/usr/bin/env bash\n")
-    (tree / "tests").mkdir()
     (tree / "tests/test_never.py").write_text(
-        'def test_never():\n    raise AssertionError("ran")\n'
+        'def test_never() -> None:\n    raise AssertionError("ran")\n'
     )
     (tree / "src/loom/lang/bad.py").write_text("import os\n")
     run = _run(tree, "test.sh")
