@@ -43,6 +43,8 @@ BROKER_STARTERS = {("tests.brokers", "running_nats"), ("tests.brokers", "running
 # Node ids (a file, or a file::test without parameters) measured over ~2 s. An entry naming a test
 # its module no longer defines fails the collection, so the list cannot rot.
 SLOW: tuple[str, ...] = (
+    # two runs of 2,000 requests against PostgreSQL, counting the pool's new connections
+    "tests/e2e/test_pool_settings.py::test_a_steady_load_opens_no_connection_per_request",
     # mypy --strict or ruff over generated code
     "tests/codegen/test_subsets.py::test_subset_passes_mypy_strict_and_ruff",
     "tests/codegen/test_support.py::test_support_mypy_strict",

@@ -18,7 +18,8 @@ def test_unset_or_blank_variables_leave_the_defaults(monkeypatch: pytest.MonkeyP
         monkeypatch.setenv(name, "  ")
     for name in ("LOOM_POOL_SIZE", "LOOM_POOL_OVERFLOW", "LOOM_POOL_TIMEOUT"):
         monkeypatch.setenv(name, "")
-    assert pool_settings() == {}
+    # a pool sized and kept: no connection opened and closed again under load
+    assert pool_settings() == {"pool_size": 15, "max_overflow": 0, "pool_timeout": 30.0}
     assert resolve_max_body_bytes(None) == 1024 * 1024
     assert resolve_ttl(None) == timedelta(hours=24)
     assert resolve_relay_options(None) == {}

@@ -26,6 +26,12 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from loom.runtime.values.environment import (
+    DEFAULT_POOL_OVERFLOW,
+    DEFAULT_POOL_SIZE,
+    DEFAULT_POOL_TIMEOUT,
+)
+
 PREFIX = "LOOM_"
 S = TypeVar("S", bound="ServiceSettings")
 
@@ -197,17 +203,17 @@ class ServiceSettings(BaseSettings):
         None, "How long an Idempotency-Key is remembered, in seconds.", default_text="86400"
     )
     pool_size: int | None = setting(
-        None, "Database connections each replica keeps open.", default_text="5"
+        None, "Database connections each replica keeps open.", default_text=str(DEFAULT_POOL_SIZE)
     )
     pool_overflow: int | None = setting(
         None,
         "More connections a replica may open under load, closed again after.",
-        default_text="10",
+        default_text=str(DEFAULT_POOL_OVERFLOW),
     )
     pool_timeout: float | None = setting(
         None,
         "Seconds a request waits for a database connection before it answers 503.",
-        default_text="30",
+        default_text=f"{DEFAULT_POOL_TIMEOUT:g}",
     )
     migrate: bool = setting(
         False,

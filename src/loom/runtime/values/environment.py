@@ -33,11 +33,26 @@ def env_number(
     return value
 
 
+# A replica's connection pool, sized for its concurrency and kept: its requests in flight, the
+# reactions its consumers run, its relay and its scheduler each hold at most one connection at a
+# time (a unit of work never holds two), and more of them queue for one rather than open another.
+# SQLAlchemy's own default (5 kept, 10 more opened under load and closed on return) opened and
+# closed a connection every few requests under 16 clients: 9 % of a mixed load's server time.
+DEFAULT_POOL_SIZE = 15
+DEFAULT_POOL_OVERFLOW = 0
+DEFAULT_POOL_TIMEOUT = 30.0
+
+
 def pool_settings() -> dict[str, int | float]:
-    """The database connection pool's settings a replica's environment gives: LOOM_POOL_SIZE
-    (connections kept open, >= 1), LOOM_POOL_OVERFLOW (more opened under load and closed after,
-    >= 0) and LOOM_POOL_TIMEOUT (seconds a unit of work waits for a connection before its request
-    answers 503, > 0). Each unset one keeps SQLAlchemy's default (5, 10 and 30 s)."""
+    """The database connection pool's settings: LOOM_POOL_SIZE (connections kept open, >= 1,
+    default `DEFAULT_POOL_SIZE`), LOOM_POOL_OVERFLOW (more opened under load and closed after,
+    >= 0, default none) and LOOM_POOL_TIMEOUT (seconds a unit of work waits for a connection
+    before its request answers 503, > 0, default 30)."""
+    defaults = {
+        "pool_size": DEFAULT_POOL_SIZE,
+        "max_overflow": DEFAULT_POOL_OVERFLOW,
+        "pool_timeout": DEFAULT_POOL_TIMEOUT,
+    }
     found: dict[str, int | float | None] = {
         "pool_size": env_number("LOOM_POOL_SIZE", int, "a whole number >= 1", lambda n: n >= 1),
         "max_overflow": env_number(
@@ -47,4 +62,4 @@ def pool_settings() -> dict[str, int | float]:
             "LOOM_POOL_TIMEOUT", float, "a number of seconds > 0", lambda n: n > 0
         ),
     }
-    return {name: value for name, value in found.items() if value is not None}
+    return {name: defaults[name] if value is None else value for name, value in found.items()}
