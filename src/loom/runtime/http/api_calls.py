@@ -26,7 +26,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-import httpx
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
@@ -37,6 +36,9 @@ from loom.runtime.values.principal import current_authorization
 from loom.runtime.values.problem_types import problem_type
 
 if TYPE_CHECKING:
+    # httpx is imported where a call is made: a model without `resource { kind: api }` never
+    # loads it (a tenth of the runtime's import time)
+    import httpx
     from starlette.types import ASGIApp
 
 ENV_PREFIX: Final = "LOOM_API_"
@@ -216,6 +218,8 @@ class ApiClient:
         )
 
     async def _send(self, request: httpx.Request, left: float) -> httpx.Response:
+        import httpx
+
         client = self._apis.client(self.local)
         context = self.resource.context
         request.extensions["timeout"] = httpx.Timeout(left).as_dict()
@@ -356,6 +360,8 @@ class Apis:
     def start(self, app: ASGIApp, urls: Mapping[str, str]) -> None:
         if not self.resources:
             return
+        import httpx
+
         self._local = httpx.AsyncClient(transport=httpx.ASGITransport(app=app))
         if urls:
             # a redirect is not followed (a command would be sent twice, or somewhere else)

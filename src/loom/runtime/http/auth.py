@@ -35,7 +35,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
-import jwt
 from starlette.requests import Request
 
 from loom.runtime.values.errors import Forbidden, Unauthenticated
@@ -147,6 +146,10 @@ class JwtAuth:
         return None
 
     def authenticate(self, token: str) -> Principal:
+        # imported on the first token: a service without a verifier never loads PyJWT and the
+        # cryptography it brings (more than a tenth of a second of its start)
+        import jwt
+
         try:
             claims: dict[str, Any] = jwt.decode(
                 token,

@@ -11,7 +11,6 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-import asyncpg  # type: ignore[import-untyped]  # asyncpg ships no type hints
 from sqlalchemy.engine import URL
 
 from loom.runtime.messaging.outbox import NOTIFY_CHANNEL
@@ -67,6 +66,9 @@ class Listener:
         while not self._stopping:
             conn: Any = None
             try:
+                # imported here: a service on SQLite never loads the PostgreSQL driver
+                import asyncpg  # type: ignore[import-untyped]  # asyncpg ships no type hints
+
                 conn = await asyncpg.connect(**self._connect_args)
                 lost = asyncio.Event()
                 conn.add_termination_listener(lambda _conn, lost=lost: lost.set())
