@@ -70,11 +70,15 @@ def log_fact(fact: str, level: int, fields: dict[str, Any]) -> None:
             line[key] = fields[key]
     for key, value in fields.items():
         line.setdefault(key, value)
-    logger.log(level, json.dumps(line, default=_plain, ensure_ascii=False))
+    logger.log(level, _ENCODE(line))
 
 
 def _plain(value: Any) -> str:
     return value.isoformat() if isinstance(value, datetime) else str(value)
+
+
+# built once: `json.dumps` with options builds an encoder on every call (a line per event)
+_ENCODE = json.JSONEncoder(default=_plain, ensure_ascii=False).encode
 
 
 def install_default_handler() -> None:
