@@ -151,7 +151,7 @@ def _channels(info: ModelInfo, channels: list[ir.Channel], imports: Imports) -> 
     imports.add("datetime", "timedelta")
     imports.add("loom.runtime", "Backoff", "Channel", "DomainEvent")
     items: list[Doc] = []
-    carried: list[ir.EventType] = []
+    carried: dict[ir.EventType, None] = {}  # an ordered set: a list's `in` is quadratic
     for ch in channels:
         first, cap = ch.backoff_ms
         backoff = call(
@@ -186,7 +186,7 @@ def _channels(info: ModelInfo, channels: list[ir.Channel], imports: Imports) -> 
             imports.add("loom.runtime", "ConsumerSpec")
             args.append(Group("consumers=[", specs, "]"))
         items.append(call("Channel", args))
-        carried += [e for e in ch.events if e not in carried]
+        carried.update(dict.fromkeys(ch.events))
     classes: list[Doc] = []
     for e in carried:
         mod = naming.context_module(info.context(e.context))
