@@ -246,8 +246,8 @@ def measure_compiler(sizes: Sequence[int], repeat: int, layouts: Sequence[str]) 
                 f"| {verdict} |",
                 flush=True,
             )
-        if _growth(builds):
-            growth.append(f"{layout}: {_growth(builds)}")
+        if grown := _growth(builds):
+            growth.append(f"{layout}: {grown}")
     for line in growth:
         print(f"\n{line}")
 
