@@ -152,7 +152,8 @@ def _channels(info: ModelInfo, channels: list[ir.Channel], imports: Imports) -> 
     imports.add("loom.runtime", "Backoff", "Channel", "DomainEvent")
     items: list[Doc] = []
     carried: dict[ir.EventType, None] = {}  # an ordered set: a list's `in` is quadratic
-    for ch in channels:
+    held = None if info.subset is None else info.subset.held
+    for ch, readers in zip(channels, broker_consumers(info.model, channels, held), strict=True):
         first, cap = ch.backoff_ms
         backoff = call(
             "Backoff",
@@ -170,7 +171,6 @@ def _channels(info: ModelInfo, channels: list[ir.Channel], imports: Imports) -> 
         ]
         if ch.source is not None:
             args.append(f"source={py_str(ch.source)}")
-        held = None if info.subset is None else info.subset.held
         specs: list[Doc] = [
             call(
                 "ConsumerSpec",
@@ -180,7 +180,7 @@ def _channels(info: ModelInfo, channels: list[ir.Channel], imports: Imports) -> 
                     f"event_types=({py_str(event_type(c.reaction.event))},)",
                 ],
             )
-            for c in broker_consumers(info.model, ch, held)
+            for c in readers
         ]
         if specs:
             imports.add("loom.runtime", "ConsumerSpec")
