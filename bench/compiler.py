@@ -1,11 +1,17 @@
 """Benchmark: the compiler on synthetic models of N aggregates, and the start of `loom run`.
 
 1. `loom check` and `loom build` as the CLI, on a generated model of N aggregates (N = 10, 100,
-   1,000, 3,000): wall time of the subprocess, best of 3, its CPU time (user + system, with the
+   1,000, 3,000): wall time of the subprocess, median of 3, its CPU time (user + system, with the
    helper process a large build forks; less noisy than the wall time on a shared machine) and its
-   peak RSS (`os.wait4`'s rusage of that one child). Each aggregate has 4 fields, an invariant, two guarded operations (one emits an
-   event) and a repository; every ten aggregates share a transactional workflow; the model spreads
-   over contexts of 40 aggregates, each context over files of 20, as a real project would.
+   peak RSS (`os.wait4`'s rusage of that one child). Each aggregate has 4 fields, an invariant, two
+   guarded operations (one emits an event) and a repository; every ten aggregates share a
+   transactional workflow, which makes each aggregate's public `add` a warning
+   (`loom.operation-bypasses-workflow`), so the CLI renders one warning per aggregate, two source
+   lines each. Two layouts of the same declarations: contexts of 40 aggregates, each over files of
+   20, as a project split by its authors would be; and one context in one file, as a model grown
+   in one place is (what a context's size costs: lookups per context, the quoting of one large
+   file). The children's output is read while they run (a pipe left unread blocks the child once
+   it is full: a large model's warnings are hundreds of KB).
 2. Start: `loom run examples/banking/banking.loom` on a fresh SQLite file, from launch to its first
    200 (`GET /api/accounts`), with the build cache cold (no `.loom/build` beside the model) and warm,
    against a hand-written FastAPI app with the same imports (fastapi, sqlalchemy, pydantic,
@@ -15,13 +21,14 @@
    that tree and from this one (which goes first alternates too), medians of `--repeat` wall and
    CPU times: a before / after comparison in the same minutes, under the same load.
 
-Targets: check + build of 1,000 aggregates < 2 s, of 3,000 < 6 s (`loom build` runs the check
-first, so its time is the check + build); start ratio < 1.5. The load average is printed with the
-figures: the machine is shared.
+Targets, for both layouts: check + build of 1,000 aggregates < 2 s, of 3,000 < 6 s (`loom build`
+runs the check first, so its time is the check + build), growth from 1,000 to 3,000 at most 3.3
+times; start ratio < 1.5. The load average is printed with the figures: the machine is shared.
 
     .venv/bin/python bench/compiler.py                        # everything
     .venv/bin/python bench/compiler.py --sizes 10 100 --starts 3
     .venv/bin/python bench/compiler.py --write-model 3000 /tmp/m3000   # the model only (profiling)
+    .venv/bin/python bench/compiler.py --sizes 1000 3000 --layouts one-context --starts 0
     .venv/bin/python bench/compiler.py --sizes 1000 --repeat 5 --starts 0 --baseline ../main/src
                                                  # before / after instead: alternating, medians
 """
@@ -32,16 +39,19 @@ import argparse
 import contextlib
 import http.client
 import os
+import re
 import shutil
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,6 +61,12 @@ PER_FILE = 20
 PER_WORKFLOW = 10
 SIZES = (10, 100, 1000, 3000)
 TARGETS = {1000: 2.0, 3000: 6.0}  # aggregates -> seconds for `loom build` (check + build)
+GROWTH_TARGET = 3.3  # `loom build` of 3,000 aggregates against 1,000
+# layout -> (aggregates per context, per file); None: all of them, one context in one file
+LAYOUTS: dict[str, tuple[int, int] | None] = {
+    "contexts": (PER_CONTEXT, PER_FILE),
+    "one-context": None,
+}
 START_TARGET = 1.5
 
 
@@ -94,26 +110,27 @@ def _workflow(first: int, count: int) -> str:
 """
 
 
-def synthetic_model(n: int) -> dict[str, str]:
-    """N aggregates as model files, file name -> text."""
+def synthetic_model(n: int, layout: str = "contexts") -> dict[str, str]:
+    """N aggregates as model files, file name -> text, in one of the `LAYOUTS`."""
+    per_context, per_file = LAYOUTS[layout] or (max(n, 1), max(n, 1))
     files: dict[str, str] = {}
-    for start in range(0, n, PER_FILE):
-        ids = range(start, min(start + PER_FILE, n))
-        context = f"Area{start // PER_CONTEXT}"
+    for start in range(0, n, per_file):
+        ids = range(start, min(start + per_file, n))
+        context = f"Area{start // per_context}"
         parts = [_aggregate(i) for i in ids]
         parts += [
             _workflow(i, min(PER_WORKFLOW, ids.stop - i)) for i in ids if i % PER_WORKFLOW == 0
         ]
-        files[f"{context.lower()}_{start // PER_FILE % (PER_CONTEXT // PER_FILE)}.loom"] = (
+        files[f"{context.lower()}_{start // per_file % (per_context // per_file)}.loom"] = (
             f"context {context} {{{''.join(parts)}}}\n"
         )
     return files
 
 
-def write_model(n: int, folder: Path) -> list[Path]:
+def write_model(n: int, folder: Path, layout: str = "contexts") -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
-    for name, text in synthetic_model(n).items():
+    for name, text in synthetic_model(n, layout).items():
         (folder / name).write_text(text)
         paths.append(folder / name)
     return paths
@@ -124,11 +141,32 @@ class Run:
     seconds: float
     peak_rss_mb: float
     cpu_seconds: float  # user + system of the child and what it waited for (its forked helper)
+    warnings: int = 0  # as its summary line counts them
 
 
 def _loom() -> list[str]:
     script = Path(sys.executable).parent / "loom"
     return [str(script)] if script.exists() else [sys.executable, "-m", "loom.cli"]
+
+
+_WARNINGS = re.compile(rb"^(?:\d+ errors?, )?(\d+) warnings?$", re.MULTILINE)
+
+
+@contextlib.contextmanager
+def _drained(stream: IO[bytes]) -> Iterator[list[bytes]]:
+    """Read `stream` in a thread while the child runs, into the list given; joined on leaving.
+
+    Reading only once the child has exited deadlocks as soon as it writes more than the pipe holds
+    (64 KB): a large model's warnings fill it, the child blocks on its write, and the bench
+    waits for it forever."""
+    chunks: list[bytes] = []
+    reader = threading.Thread(target=lambda: chunks.extend(iter(stream.readline, b"")))
+    reader.start()
+    try:
+        yield chunks
+    finally:
+        reader.join()
+        stream.close()
 
 
 def run_cli(args: Sequence[str], cwd: Path, src: Path | None = None) -> Run:
@@ -139,67 +177,97 @@ def run_cli(args: Sequence[str], cwd: Path, src: Path | None = None) -> Run:
         env = dict(os.environ, PYTHONPATH=str(src))
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [*_loom(), *args], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+        [*_loom(), *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
     )
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - start
+    assert proc.stdout is not None
+    with _drained(proc.stdout) as chunks:
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
+    output = b"".join(chunks)
     if proc.returncode != 0:
-        raise SystemExit(f"loom {' '.join(args)} failed: {proc.stderr.read().decode()[-2000:]}")
-    proc.stderr.close()
+        raise SystemExit(f"loom {' '.join(args)} failed: {output.decode()[-2000:]}")
     cpu = usage.ru_utime + usage.ru_stime
-    return Run(seconds, usage.ru_maxrss / 1024, cpu)  # ru_maxrss: KiB on Linux
+    counted = _WARNINGS.findall(output)
+    warnings = int(counted[-1]) if counted else 0
+    return Run(seconds, usage.ru_maxrss / 1024, cpu, warnings)  # ru_maxrss: KiB on Linux
 
 
-def best_of(times: int, args: Sequence[str], cwd: Path) -> Run:
+def median_of(times: int, args: Sequence[str], cwd: Path) -> Run:
     runs = [run_cli(args, cwd) for _ in range(times)]
     return Run(
-        min(r.seconds for r in runs),
+        statistics.median(r.seconds for r in runs),
         max(r.peak_rss_mb for r in runs),
-        min(r.cpu_seconds for r in runs),
+        statistics.median(r.cpu_seconds for r in runs),
+        runs[0].warnings,
     )
 
 
-def measure_compiler(sizes: Sequence[int], repeat: int) -> None:
-    print(f"\n## loom check / loom build (best of {repeat}; peak RSS of the child)\n")
+def _growth(builds: dict[int, Run]) -> str:
+    if 1000 not in builds or 3000 not in builds:
+        return ""
+    wall, cpu = (
+        getattr(builds[3000], a) / getattr(builds[1000], a) for a in ("seconds", "cpu_seconds")
+    )
+    verdict = "met" if wall <= GROWTH_TARGET else "NOT met"
+    return (
+        f"growth 1,000 -> 3,000: {wall:.2f}x wall, {cpu:.2f}x CPU (<= {GROWTH_TARGET}: {verdict})"
+    )
+
+
+def measure_compiler(sizes: Sequence[int], repeat: int, layouts: Sequence[str]) -> None:
+    print(f"\n## loom check / loom build (median of {repeat}; peak RSS of the child)\n")
     print(
-        "| aggregates | files | lines | check s | check CPU s | check MB "
+        "| layout | aggregates | files | lines | warnings | check s | check CPU s | check MB "
         "| build s | build CPU s | build MB | target |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-    for n in sizes:
-        with tempfile.TemporaryDirectory(prefix=f"loom-bench-{n}-") as tmp:
-            folder = Path(tmp)
-            files = [p.name for p in write_model(n, folder / "model")]
-            lines = sum(len((folder / "model" / f).read_text().splitlines()) for f in files)
-            model = [f"model/{f}" for f in files]
-            check = best_of(repeat, ["check", *model], folder)
-            build = best_of(repeat, ["build", *model, "-o", "out"], folder)
-        target = TARGETS.get(n)
-        verdict = (
-            ""
-            if target is None
-            else f"< {target:g} s: {'met' if build.seconds < target else 'NOT met'}"
-        )
-        print(
-            f"| {n:,} | {len(files)} | {lines:,} | {check.seconds:.2f} | {check.cpu_seconds:.2f} "
-            f"| {check.peak_rss_mb:.0f} | {build.seconds:.2f} | {build.cpu_seconds:.2f} "
-            f"| {build.peak_rss_mb:.0f} | {verdict} |",
-            flush=True,
-        )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    growth = []
+    for layout in layouts:
+        builds: dict[int, Run] = {}
+        for n in sizes:
+            with tempfile.TemporaryDirectory(prefix=f"loom-bench-{n}-") as tmp:
+                folder = Path(tmp)
+                files = [p.name for p in write_model(n, folder / "model", layout)]
+                lines = sum(len((folder / "model" / f).read_text().splitlines()) for f in files)
+                model = [f"model/{f}" for f in files]
+                check = median_of(repeat, ["check", *model], folder)
+                build = builds[n] = median_of(repeat, ["build", *model, "-o", "out"], folder)
+            target = TARGETS.get(n)
+            verdict = (
+                ""
+                if target is None
+                else f"< {target:g} s: {'met' if build.seconds < target else 'NOT met'}"
+            )
+            print(
+                f"| {layout} | {n:,} | {len(files)} | {lines:,} | {check.warnings:,} "
+                f"| {check.seconds:.2f} | {check.cpu_seconds:.2f} | {check.peak_rss_mb:.0f} "
+                f"| {build.seconds:.2f} | {build.cpu_seconds:.2f} | {build.peak_rss_mb:.0f} "
+                f"| {verdict} |",
+                flush=True,
+            )
+        if grown := _growth(builds):
+            growth.append(f"{layout}: {grown}")
+    for line in growth:
+        print(f"\n{line}")
 
 
-def compare_compiler(sizes: Sequence[int], repeat: int, baseline: Path) -> None:
+def compare_compiler(
+    sizes: Sequence[int], repeat: int, baseline: Path, layouts: Sequence[str]
+) -> None:
     """Before / after in the same run: each command, on the same model, alternately from the
     `baseline` source tree and from this one (which goes first alternates too); medians."""
     here = ROOT / "src"
     print(f"\n## against {baseline} (medians of {repeat}, alternating)\n")
-    print("| aggregates | command | before s | before CPU s | after s | after CPU s | CPU ratio |")
-    print("|---:|---|---:|---:|---:|---:|---:|")
-    for n in sizes:
+    print(
+        "| layout | aggregates | command | before s | before CPU s | after s | after CPU s "
+        "| CPU ratio |"
+    )
+    print("|---|---:|---|---:|---:|---:|---:|---:|")
+    for layout, n in ((layout, n) for layout in layouts for n in sizes):
         with tempfile.TemporaryDirectory(prefix=f"loom-bench-{n}-") as tmp:
             folder = Path(tmp)
-            model = [f"model/{p.name}" for p in write_model(n, folder / "model")]
+            model = [f"model/{p.name}" for p in write_model(n, folder / "model", layout)]
             for command, args in (("check", ["check", *model]), ("build", ["build", *model])):
                 runs: dict[Path, list[Run]] = {baseline: [], here: []}
                 for i in range(repeat):
@@ -216,8 +284,8 @@ def compare_compiler(sizes: Sequence[int], repeat: int, baseline: Path) -> None:
                     for s in (baseline, here)
                 )
                 print(
-                    f"| {n:,} | {command} | {before[0]:.2f} | {before[1]:.2f} | {after[0]:.2f} "
-                    f"| {after[1]:.2f} | {after[1] / before[1]:.2f} |",
+                    f"| {layout} | {n:,} | {command} | {before[0]:.2f} | {before[1]:.2f} "
+                    f"| {after[0]:.2f} | {after[1]:.2f} | {after[1] / before[1]:.2f} |",
                     flush=True,
                 )
 
@@ -373,9 +441,16 @@ def load_average() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
-    parser.add_argument("--repeat", type=int, default=3, help="runs per figure (the best is kept)")
+    parser.add_argument(
+        "--layouts", nargs="*", choices=list(LAYOUTS), default=list(LAYOUTS), help="model layouts"
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="runs per figure (the median is kept)"
+    )
     parser.add_argument("--starts", type=int, default=5, help="start rounds (the median is kept)")
-    parser.add_argument("--write-model", nargs=2, metavar=("N", "FOLDER"))
+    parser.add_argument(
+        "--write-model", nargs=2, metavar=("N", "FOLDER"), help="in the first of --layouts"
+    )
     parser.add_argument(
         "--baseline",
         type=Path,
@@ -394,7 +469,8 @@ def main() -> None:
         serve_reference(int(args.reference[0]), args.reference[1])
         return
     if args.write_model:
-        for path in write_model(int(args.write_model[0]), Path(args.write_model[1])):
+        n, folder = int(args.write_model[0]), Path(args.write_model[1])
+        for path in write_model(n, folder, args.layouts[0]):
             print(path)
         return
     if not args.no_bytecode_cache:
@@ -404,9 +480,9 @@ def main() -> None:
     cache = "off" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "on"
     print(f"bytecode cache: {cache}; load average before: {load_average()}")
     if args.sizes and args.baseline:
-        compare_compiler(args.sizes, args.repeat, args.baseline.resolve())
+        compare_compiler(args.sizes, args.repeat, args.baseline.resolve(), args.layouts)
     elif args.sizes:
-        measure_compiler(args.sizes, args.repeat)
+        measure_compiler(args.sizes, args.repeat, args.layouts)
     if args.starts:
         measure_start(args.starts)
     print(f"\nload average after: {load_average()}")

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import SupportsIndex
 
 import pytest
 
 from loom.lang import compile_sources, render_json, render_text
+from loom.lang.render import render_one, summary
 
 DATA = Path(__file__).parent / "data" / "render"
 
@@ -73,3 +75,49 @@ def test_color_output_uses_ansi_only_when_asked() -> None:
 def test_nothing_to_render() -> None:
     assert render_text([], {}) == ""
     assert json.loads(render_json([])) == []
+
+
+class _CountedText(str):
+    """A source text that counts how often it is split into lines."""
+
+    splits = 0
+
+    def split(self, sep: str | None = None, maxsplit: SupportsIndex = -1) -> list[str]:
+        self.splits += 1
+        return super().split(sep, maxsplit)
+
+
+def _many_warnings(n: int, marker: str) -> str:
+    """A model of `n` aggregates whose public `add` a workflow also runs: one warning each, with a
+    secondary label in the same file (a model grown in one file, as in bench/compiler.py)."""
+    aggregates = "".join(
+        f"  aggregate Item{i} {{\n    quantity: int = 0\n"
+        f"    operation add(n: int) {{ quantity += n }}\n  }}\n"
+        f"  repository Item{i}s for Item{i} {{ }}\n"
+        for i in range(n)
+    )
+    params = ", ".join(f"a{i}: Item{i} id" for i in range(n))
+    loads = "".join(
+        f"      let x{i} = Item{i}s.getById(a{i})\n      x{i}.add(n)\n" for i in range(n)
+    )
+    workflow = f"  workflow restock transactional {{\n    create({params}, n: int) {{\n{loads}    }}\n  }}\n"
+    return f"// {marker}\ncontext Shop {{\n{aggregates}{workflow}}}\n"
+
+
+@pytest.mark.parametrize("n", [1, 40])
+def test_rendering_splits_each_source_once(n: int) -> None:
+    # Every label quotes a line of its file; splitting the whole file for each made rendering
+    # quadratic in a large file. Whatever the number of diagnostics, a source is split once, by
+    # `render_text` and by callers of `render_one` (loom.migrate) alike.
+    text = _many_warnings(n, f"render {n}")
+    result = compile_sources({"m.loom": text})
+    assert len(result.diagnostics) == n
+    assert all(d.secondary for d in result.diagnostics)
+    plain = render_text(result.diagnostics, result.sources)
+    counted = _CountedText(text)
+    assert render_text(result.diagnostics, {"m.loom": counted}) == plain
+    assert counted.splits == 1
+    again = _CountedText(text + "\n")  # another text: split once more, and only once
+    blocks = [render_one(d, {"m.loom": again}) for d in result.diagnostics]
+    assert "\n\n".join(blocks) + "\n\n" + summary(result.diagnostics) == plain
+    assert again.splits == 1

@@ -42,6 +42,11 @@ HINTED = NODE_CLASSES
 HINTS = {cls: get_type_hints(cls, None, vars(ir)) for cls in HINTED}
 
 
+def _init_fields(cls: type) -> list[dataclasses.Field[Any]]:
+    """The fields a node is built from (not those it derives, such as a context's look-up index)."""
+    return [f for f in dataclasses.fields(cls) if f.init]
+
+
 def _members(hint: Any) -> tuple[Any, ...]:
     """The alternatives of a union hint (`A | B`, `Optional[A]`), else the hint itself."""
     if isinstance(hint, types.UnionType) or get_origin(hint) is typing.Union:
@@ -80,7 +85,7 @@ def sample(hint: Any) -> Any:
         args = get_args(hint)
         return () if Ellipsis in args else tuple(sample(a) for a in args)
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        return hint(**{f.name: sample(HINTS[hint][f.name]) for f in dataclasses.fields(hint)})
+        return hint(**{f.name: sample(HINTS[hint][f.name]) for f in _init_fields(hint)})
     raise TypeError(f"no sample for {hint!r}")
 
 
@@ -101,23 +106,21 @@ def with_sentinel(hint: Any, kind: Kind) -> tuple[Any, Any]:
         at = next(i for i, a in enumerate(args) if holds(a, kind))
         value, sentinel = with_sentinel(args[at], kind)
         return tuple(value if i == at else sample(a) for i, a in enumerate(args)), sentinel
-    field = next(f for f in dataclasses.fields(hint) if holds(HINTS[hint][f.name], kind))
+    field = next(f for f in _init_fields(hint) if holds(HINTS[hint][f.name], kind))
     return build(hint, field.name, kind)
 
 
 def build(cls: type, field: str, kind: Kind) -> tuple[Any, Any]:
     """(an instance of `cls` with a sentinel of `kind` in `field`, the sentinel)."""
     value, sentinel = with_sentinel(HINTS[cls][field], kind)
-    others = {
-        f.name: sample(HINTS[cls][f.name]) for f in dataclasses.fields(cls) if f.name != field
-    }
+    others = {f.name: sample(HINTS[cls][f.name]) for f in _init_fields(cls) if f.name != field}
     return cls(**others, **{field: value}), sentinel
 
 
 CASES = [
     (cls, f.name, kind)
     for cls in NODE_CLASSES
-    for f in dataclasses.fields(cls)
+    for f in _init_fields(cls)
     for kind in KINDS
     if holds(HINTS[cls][f.name], kind)
 ]

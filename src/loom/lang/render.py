@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 
@@ -15,11 +16,21 @@ def _paint(text: str, code: str, color: bool) -> str:
     return f"{code}{text}{_RESET}" if color and text else text
 
 
+@functools.lru_cache(maxsize=64)
+def _lines(text: str) -> tuple[str, ...]:
+    """The lines of a source, split once per text: every label of every diagnostic quotes a line,
+    and splitting the whole file for each made rendering quadratic in a large file (a context of
+    3,000 aggregates in one file: 6 s of its warnings). Keyed by the text itself, whose hash the
+    string keeps, so a look-up of the same source is constant time; the bound keeps a long-lived
+    process from holding on to old sources."""
+    return tuple(text.split("\n"))
+
+
 def _line_of(sources: Mapping[str, str], span: Span) -> str | None:
     text = sources.get(span.file)
     if text is None:
         return None
-    lines = text.split("\n")
+    lines = _lines(text)
     if 1 <= span.line <= len(lines):
         return lines[span.line - 1].rstrip("\r")
     return None

@@ -107,10 +107,15 @@ def crossings(model: ir.Model) -> tuple[Crossing, ...]:
     """One crossing per event and consuming deployable other than its producer's, in the order
     of the first reaction that consumes it there. None without declared deployables."""
     out: dict[tuple[ir.EventType, str], Crossing] = {}
+    carriers: dict[ir.EventType, ir.Channel] = {}  # `channel_of` of every event, found in one pass
+    for ctx in model.contexts:
+        for ch in ctx.channels:
+            for e in ch.events:
+                carriers.setdefault(e, ch)
     for c in consumers(model):
         event = c.reaction.event
         producer = deployable_of(model, event.context).name
         consumer = deployable_of(model, c.context).name
         if producer != consumer and (event, consumer) not in out:
-            out[event, consumer] = Crossing(event, producer, consumer, channel_of(model, event))
+            out[event, consumer] = Crossing(event, producer, consumer, carriers.get(event))
     return tuple(out.values())

@@ -34,7 +34,7 @@ def resource_key(context: str, resource: str) -> str:
 
 
 def handler_of(info: ModelInfo, c: ir.ApiCall) -> ir.Handler:
-    return next(h for h in info.context(c.target).handlers if h.name == c.handler)
+    return info.context(c.target).handler(c.handler)
 
 
 def api_call(

@@ -125,16 +125,27 @@ def asyncapi_document(
     if unknown:
         raise ValueError(f"the model has no context {', '.join(unknown)}")
     name = title or ", ".join(held)
-    # (consumer name, event) of every reaction of the held contexts, in model order
-    reactions = [(c.name, c.reaction.event) for c in consumers(model) if c.context in held]
+    held_set = set(held)
+    used = channels_used(model, held_set)
+    # (consumer name, event) of every reaction of the held contexts, per channel carrying its
+    # event, in model order: one pass, not one over every reaction per channel
+    carriers: dict[ir.EventType, list[int]] = {}
+    for i, ch in enumerate(used):
+        for e in dict.fromkeys(ch.events):
+            carriers.setdefault(e, []).append(i)
+    reactions: list[list[tuple[str, str]]] = [[] for _ in used]
+    for c in consumers(model):
+        if c.context in held_set:
+            for i in carriers.get(c.reaction.event, ()):
+                reactions[i].append((c.name, event_type(c.reaction.event)))
     schemas = Schemas(model)
+    contexts = {c.name: c for c in model.contexts}
     channels: dict[str, Any] = {}
     operations: dict[str, Any] = {}
     messages: dict[str, Any] = {}
-    for ch in channels_used(model, held):
+    for ch, received in zip(used, reactions, strict=True):
         channel = f"{ch.context}.{ch.name}"
-        sent = [event_type(e) for e in ch.events if e.context in held]
-        received = [(n, event_type(e)) for n, e in reactions if e in ch.events]
+        sent = [event_type(e) for e in ch.events if e.context in held_set]
         carried = [event_type(e) for e in ch.events]
         channels[channel] = {
             "address": messaging.channel_address(channel),
@@ -153,7 +164,7 @@ def asyncapi_document(
             operations[f"{channel}.receive"] = operation
         for e in ch.events:
             if event_type(e) not in messages:
-                messages[event_type(e)] = _message(model, e, schemas)
+                messages[event_type(e)] = _message(contexts[e.context], e, schemas)
     components: dict[str, Any] = {}
     if messages:
         headers = {HEADERS_SCHEMA: _headers(_HEADERS)}
@@ -199,9 +210,8 @@ def _operation(action: str, channel: str, types: list[str]) -> dict[str, Any]:
     }
 
 
-def _message(model: ir.Model, e: ir.EventType, schemas: Schemas) -> dict[str, Any]:
-    context = next(c for c in model.contexts if c.name == e.context)
-    event = next(ev for ev in context.events if ev.name == e.name)
+def _message(context: ir.Context, e: ir.EventType, schemas: Schemas) -> dict[str, Any]:
+    event = context.event(e.name)
     headers = TENANTED_HEADERS_SCHEMA if context.tenanted else HEADERS_SCHEMA
     return {
         "name": event_type(e),

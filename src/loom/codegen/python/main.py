@@ -151,8 +151,9 @@ def _channels(info: ModelInfo, channels: list[ir.Channel], imports: Imports) -> 
     imports.add("datetime", "timedelta")
     imports.add("loom.runtime", "Backoff", "Channel", "DomainEvent")
     items: list[Doc] = []
-    carried: list[ir.EventType] = []
-    for ch in channels:
+    carried: dict[ir.EventType, None] = {}  # an ordered set: a list's `in` is quadratic
+    held = None if info.subset is None else info.subset.held
+    for ch, readers in zip(channels, broker_consumers(info.model, channels, held), strict=True):
         first, cap = ch.backoff_ms
         backoff = call(
             "Backoff",
@@ -170,7 +171,6 @@ def _channels(info: ModelInfo, channels: list[ir.Channel], imports: Imports) -> 
         ]
         if ch.source is not None:
             args.append(f"source={py_str(ch.source)}")
-        held = None if info.subset is None else info.subset.held
         specs: list[Doc] = [
             call(
                 "ConsumerSpec",
@@ -180,13 +180,13 @@ def _channels(info: ModelInfo, channels: list[ir.Channel], imports: Imports) -> 
                     f"event_types=({py_str(event_type(c.reaction.event))},)",
                 ],
             )
-            for c in broker_consumers(info.model, ch, held)
+            for c in readers
         ]
         if specs:
             imports.add("loom.runtime", "ConsumerSpec")
             args.append(Group("consumers=[", specs, "]"))
         items.append(call("Channel", args))
-        carried += [e for e in ch.events if e not in carried]
+        carried.update(dict.fromkeys(ch.events))
     classes: list[Doc] = []
     for e in carried:
         mod = naming.context_module(info.context(e.context))

@@ -43,10 +43,10 @@ class ModelInfo:
         return self.contexts[context].aggregate(name)
 
     def event(self, context: str, name: str) -> ir.Event:
-        return next(e for e in self.contexts[context].events if e.name == name)
+        return self.contexts[context].event(name)
 
     def enum(self, context: str, name: str) -> ir.Enum:
-        return next(e for e in self.contexts[context].enums if e.name == name)
+        return self.contexts[context].enum(name)
 
     def operation(self, context: str, aggregate: str, name: str) -> ir.Operation:
         agg = self.aggregate(context, aggregate)

@@ -72,13 +72,14 @@ def read_params(context: ir.Context, read: ir.Read) -> list[tuple[str, ir.Type]]
         return [("id", ir.IdType(agg.name, agg.context))]
     if read.kind == "by_key":
         return [(f, fields[f]) for f in read.key]
+    assert read.target is not None  # every other read names its criterion, retrieval or find
     if read.kind == "criterion":
-        crit = next(c for c in context.criteria if c.name == read.target)
+        crit = context.criterion(read.target)
         return [(p.name, p.type) for p in crit.params]
     if read.kind == "retrieval":
-        ret = next(r for r in context.retrievals if r.name == read.target)
+        ret = context.retrieval(read.target)
         return [(p.name, p.type) for p in ret.params]
-    repo = next(r for r in context.repositories if r.name == read.repository)
+    repo = context.repository(read.repository)
     find = next(f for f in repo.finds if f.name == read.target)
     return [(p.name, p.type) for p in find.params]
 
@@ -193,7 +194,7 @@ def _repository(
                 key_method(prefix, key),
                 _method(key_method(prefix, key), params, call, cls, cond, what, types, imports),
             )
-    for crit in (c for c in context.criteria if c.aggregate == agg.name):
+    for crit in context.criteria_of(agg.name):
         params = [(p.name, p.type) for p in crit.params]
         base = naming.snake(crit.name)
         what = f"criterion {crit.name} ({where(crit.origin)})"
@@ -201,10 +202,10 @@ def _repository(
             methods.setdefault(
                 name, _crit_method(name, params, call, cls, crit, what, types, imports)
             )
-    for ret in (r for r in context.retrievals if r.aggregate == agg.name):
+    for ret in context.retrievals_of(agg.name):
         params = [(p.name, p.type) for p in ret.params]
         name = f"run_{naming.snake(ret.name)}"
-        crit = next(c for c in context.criteria if c.name == ret.criterion)
+        crit = context.criterion(ret.criterion)
         what = f"retrieval {ret.name} ({where(ret.origin)})"
         methods.setdefault(name, _ret_method(name, params, cls, ret, crit, what, types, imports))
     for find in repo.finds if repo is not None else ():

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 from loom.model import ir
-from loom.model.deployables import Consumer, channels_used, consumers_of
+from loom.model.deployables import Consumer, channels_used, consumers
 
 _Ref = ir.IdType | ir.EventType | ir.EnumType | ir.ValueType | ir.PayloadType | ir.AggregateType
 
@@ -59,13 +59,14 @@ def select(model: ir.Model, contexts: Collection[str]) -> Subset:
 
 
 def broker_consumers(
-    model: ir.Model, channel: ir.Channel, held: Collection[str] | None
-) -> list[Consumer]:
-    """The durable consumers that read `channel` from a broker: the reactions to its events that
-    run in another deployable than the event's producer. The deployables are the model's declared
-    ones; for a service of other contexts than a declared deployable's (`held`), that service is
-    one and the rest of the model another; the whole model is one deployable, and nothing
-    crosses."""
+    model: ir.Model, channels: Sequence[ir.Channel], held: Collection[str] | None
+) -> list[list[Consumer]]:
+    """Per channel, the durable consumers that read it from a broker: the reactions to its events
+    that run in another deployable than the event's producer, in model order. The deployables are
+    the model's declared ones; for a service of other contexts than a declared deployable's
+    (`held`), that service is one and the rest of the model another; the whole model is one
+    deployable, and nothing crosses. All channels at once: the reactions are walked once, not once
+    per channel."""
     declared = {frozenset(d.contexts) for d in model.deployables}
     if held is not None and frozenset(held) not in declared:
         # some contexts run apart from how the model groups them (`loom run --contexts`): this
@@ -74,10 +75,17 @@ def broker_consumers(
     elif model.deployables:
         home = {c: d.name for d in model.deployables for c in d.contexts}
     else:
-        return []
-    return [
-        c for c in consumers_of(model, channel) if home[c.context] != home[c.reaction.event.context]
-    ]
+        return [[] for _ in channels]
+    carriers: dict[ir.EventType, list[int]] = {}
+    for i, ch in enumerate(channels):
+        for e in dict.fromkeys(ch.events):
+            carriers.setdefault(e, []).append(i)
+    out: list[list[Consumer]] = [[] for _ in channels]
+    for c in consumers(model):
+        if home[c.context] != home[c.reaction.event.context]:
+            for i in carriers.get(c.reaction.event, ()):
+                out[i].append(c)
+    return out
 
 
 def _record_name(ref: _Ref) -> str | None:

@@ -56,7 +56,7 @@ def check_workflow(ck: Checker, ctx: ContextSymbols, wf: ast.Workflow) -> None:
             param_type(ck, ctx, p, payloads=True)
         if any(isinstance(ck.type_of(p.type), ir.EventType) for p in c.params):
             event = check_starter(ck, ctx, wf, c, state, corr)
-            _once(ck, wf, triggers, event, c)
+            _once(ck, ctx, wf, triggers, event, c)
             continue
         if c.by is not None:
             ck.report(
@@ -82,7 +82,7 @@ def check_workflow(ck: Checker, ctx: ContextSymbols, wf: ast.Workflow) -> None:
         )
     for on in wf.ons:
         event = check_on(ck, ctx, wf, on, state, corr)
-        _once(ck, wf, triggers, event, on)
+        _once(ck, ctx, wf, triggers, event, on)
     for ap in wf.applies:
         _check_apply(ck, ctx, wf, ap, state, corr)
     if wf.event_sourced and wf.state:
@@ -236,14 +236,14 @@ def _check_create(
 
 def _once(
     ck: Checker,
+    ctx: ContextSymbols,
     wf: ast.Workflow,
     seen: dict[ir.EventType, ast.Create | ast.On],
     event: ir.EventType | None,
     node: ast.Create | ast.On,
 ) -> None:
     spans = {e: n.span for e, n in seen.items()}
-    here = next(c.name for c in ck.prog.contexts.values() if wf in c.workflows.values())
-    events.once(ck, wf.name, here, spans, event, node.span)
+    events.once(ck, wf.name, ctx.name, spans, event, node.span)
     if event is not None and event not in seen:
         seen[event] = node
 
