@@ -6,6 +6,7 @@ stops `loom run` with one line and exit 2; the test kit serves with the settings
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import subprocess
@@ -18,6 +19,17 @@ import pytest
 from click.testing import CliRunner
 
 from loom.cli.main import app
+from loom.runtime.http.body_limit import DEFAULT_MAX_BODY_BYTES
+from loom.runtime.http.edge_limits import EdgeLimits
+from loom.runtime.http.idempotency import DEFAULT_TTL
+from loom.runtime.messaging.relay import Relay
+from loom.runtime.transports import NatsTransport
+from loom.runtime.values.environment import (
+    DEFAULT_POOL_OVERFLOW,
+    DEFAULT_POOL_SIZE,
+    DEFAULT_POOL_TIMEOUT,
+)
+from loom.runtime.values.principal import TENANT_CLAIM
 from loom.serving.settings import (
     RunSettings,
     ServiceSettings,
@@ -163,3 +175,44 @@ async def test_the_test_kit_serves_with_the_settings_given(
     assert "LOOM_MAX_BODY_BYTES" not in os.environ  # set while the service was built, then back
     async with serve([LIMITED], database_url) as client:
         assert (await client.post("/api/items", json={"name": "p" * 100})).status_code < 300
+
+
+def _amount(text: str) -> float | str:
+    """A default as the settings word it: "1 MiB", "8 KiB", "86400", "tenant"."""
+    units = {"KiB": 1024, "MiB": 1024 * 1024}
+    number, _, unit = text.partition(" ")
+    try:
+        return float(number) * units.get(unit, 1)
+    except ValueError:
+        return text
+
+
+def test_the_defaults_the_settings_state_are_the_runtimes() -> None:
+    """The runtime decides each of these defaults when a variable is unset; the settings (and so
+    `--help` and docs/cli.md) only word them: worded wrong, this fails."""
+    edge = EdgeLimits()
+    runtime: dict[str, float | str] = {
+        "tenant_claim": TENANT_CLAIM,
+        "max_body_bytes": DEFAULT_MAX_BODY_BYTES,
+        "max_url_bytes": edge.max_url_bytes,
+        "max_header_count": edge.max_header_count,
+        "max_header_bytes": edge.max_header_bytes,
+        "header_timeout": edge.header_timeout,
+        "keep_alive_timeout": edge.keep_alive_timeout,
+        "relay_lease": inspect.signature(Relay).parameters["lease"].default.total_seconds(),
+        "redelivery_wait": inspect.signature(NatsTransport).parameters["ack_wait"].default,
+        "idempotency_ttl": DEFAULT_TTL.total_seconds(),
+        "pool_size": DEFAULT_POOL_SIZE,
+        "pool_overflow": DEFAULT_POOL_OVERFLOW,
+        "pool_timeout": DEFAULT_POOL_TIMEOUT,
+    }
+    stated = {}
+    for name, field in ServiceSettings.model_fields.items():
+        extra = field.json_schema_extra
+        if (
+            isinstance(extra, dict)
+            and isinstance(extra.get("default_text"), str)
+            and name in runtime
+        ):
+            stated[name] = _amount(str(extra["default_text"]))
+    assert stated == runtime
