@@ -71,6 +71,11 @@ class JwtAuth:
     roles_claim: str = "roles"
     tenant_claim: str = TENANT_CLAIM
 
+    def __post_init__(self) -> None:
+        # A service that verifies tokens loads PyJWT (and cryptography) as it starts, not on its
+        # first request; one that verifies none never does (`authenticate` imports it).
+        import jwt  # noqa: F401
+
     @classmethod
     def hs256(
         cls,
@@ -146,9 +151,7 @@ class JwtAuth:
         return None
 
     def authenticate(self, token: str) -> Principal:
-        # imported on the first token: a service without a verifier never loads PyJWT and the
-        # cryptography it brings (more than a tenth of a second of its start)
-        import jwt
+        import jwt  # loaded by __post_init__: a module looked up, not imported
 
         try:
             claims: dict[str, Any] = jwt.decode(
