@@ -72,6 +72,8 @@ Persistence
     as_number(x), int_rem(a, b), sql_bool(x)  criteria helpers: decimal operands computed and
                          compared exactly on both engines (SQLite: functions registered on each
                          connection), `%` of ints truncating; a Python bool as a where-clause
+    sql_call(name, *args)  a criterion's string function (`length`, `contains`, `startsWith`,
+                         `lower`, `upper`, `trim`) in SQL, as it computes in memory
     Rows[S]              projection rows (an Instances keyed by the projection's key)
     Instances[S]         workflow instance rows: subclass sets `state` (dataclass), `table`,
                          `key` (the correlation field) and `workflow`; Store(work) then
@@ -215,13 +217,16 @@ HTTP
                                             datetimes and dates on the wire (WireDatetime,
                                             DatetimeOut, WireDate) and the time arithmetic
                                             generated code calls; TimeRefused (422)
+    functions                               the built-in functions of expressions: add_months,
+                                            add_years, in_days … in_seconds, year, month, day,
+                                            length, contains, starts_with, lower, upper, trim
     PageLimit (1..500), PageOffset (>= 0)   write `limit: PageLimit = 50` or
                                             `Annotated[PageLimit, Query()] = 50` — NOT
                                             `PageLimit = Query(50)` (FastAPI drops the bounds)
     Problem                                 the problem+json wire model (OpenAPI component)
 """
 
-from loom.runtime import clock, decimals, ints, times
+from loom.runtime import clock, decimals, functions, ints, times
 from loom.runtime.http.api_calls import ApiResource, BadGateway, GatewayTimeout, UpstreamProblem
 from loom.runtime.http.auth import AuthConfigError, Authenticator, JwtAuth
 from loom.runtime.http.problems import API_CALL_RESPONSES, PROBLEM_RESPONSES
@@ -255,6 +260,7 @@ from loom.runtime.storage.instances import Instances, instance_version
 from loom.runtime.storage.projections import Rows
 from loom.runtime.storage.repository import Repository
 from loom.runtime.storage.schema_check import SchemaMismatch
+from loom.runtime.storage.text_sql import sql_call
 from loom.runtime.storage.work import Work
 from loom.runtime.values.clock import now
 from loom.runtime.values.codec import formerly, wire_names
@@ -395,6 +401,7 @@ __all__ = [
     "derived",
     "event_key",
     "formerly",
+    "functions",
     "get_service",
     "instance_version",
     "int_rem",
@@ -409,6 +416,7 @@ __all__ = [
     "require",
     "require_tenant",
     "sql_bool",
+    "sql_call",
     "times",
     "use_principal",
     "wire_names",

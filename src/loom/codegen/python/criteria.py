@@ -74,7 +74,8 @@ class SqlRenderer:
             text = self._sql(expr)
             if decimal and not _is_decimal(expr.type):  # an int side of a decimal operation
                 return f"{self._runtime('as_number')}({text})"
-            return text if _simple(expr) or _int_rem(expr) else f"({text})"
+            call = _int_rem(expr) or isinstance(expr, ir.BuiltinCall)
+            return text if _simple(expr) or call else f"({text})"
         text = self._py(expr, decimal)
         return text if _simple(expr) or decimal else f"({text})"
 
@@ -97,6 +98,9 @@ class SqlRenderer:
             return f"{self._sa('case')}(({self.where(expr.condition)}, {then}), else_={other})"
         if isinstance(expr, ir.Binary):
             return self._binary(expr)
+        if isinstance(expr, ir.BuiltinCall):  # a string function (the checker admits no other)
+            args = "".join(f", {self._value(a, False)}" for a in expr.args)
+            return f"{self._runtime('sql_call')}({py_str(expr.function)}{args})"
         raise ValueError(f"`{expr.text}` cannot be translated to SQL")
 
     def _value(self, expr: ir.Expr, decimal: bool) -> str:

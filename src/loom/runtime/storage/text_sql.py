@@ -1,0 +1,95 @@
+"""The string functions of a criterion in SQL (`length`, `contains`, `startsWith`, `lower`,
+`upper`, `trim`; `loom.model.builtins`), answering what `loom.runtime.values.functions` answers in
+memory on both engines:
+
+- `length`: SQL's `length` of text counts characters (code points) on SQLite and PostgreSQL, as
+  Python's `len` does.
+- `contains` / `startsWith` compare exactly, case and all: `instr` (SQLite) or `strpos`
+  (PostgreSQL), and `substr(s, 1, length(p)) = p`. Not `LIKE`, which ignores ASCII case on SQLite
+  and would read `%` and `_` in the value as wildcards.
+- `trim` removes `functions.WHITESPACE` on both ends (SQLite `trim(s, chars)`, PostgreSQL
+  `btrim(s, chars)`).
+- `lower` / `upper`: on SQLite Python's own (`loom_lower`, `loom_upper`, installed with the
+  decimal functions), since SQLite's fold only ASCII; on PostgreSQL its `lower` / `upper`, which
+  fold by the database's locale (docs/language.md, "Built-in functions", says where they differ).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import Boolean, ColumnElement, Integer, Text, literal
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.functions import FunctionElement
+from sqlalchemy.types import TypeEngine
+
+from loom.runtime.values import functions
+
+__all__ = ["SQLITE_TEXT_FUNCTIONS", "sql_call"]
+
+
+class _TextFunction(FunctionElement[Any]):
+    """One string function; a subclass per function, each with its SQL per engine: templates
+    over the arguments' SQL (`{0}`, `{1}`)."""
+
+    inherit_cache = True
+    type: TypeEngine[Any] = Text()
+    postgresql = ""
+    sqlite = ""
+
+
+def _function(name: str, result: TypeEngine[Any], postgresql: str, sqlite: str) -> Any:
+    attrs = {"inherit_cache": True, "type": result, "postgresql": postgresql, "sqlite": sqlite}
+    return type(f"_Text_{name}", (_TextFunction,), attrs)
+
+
+_FUNCTIONS: dict[str, Any] = {
+    "length": _function("length", Integer(), "length({0})", "length({0})"),
+    "contains": _function("contains", Boolean(), "(strpos({0}, {1}) > 0)", "(instr({0}, {1}) > 0)"),
+    "startsWith": _function(
+        "startsWith",
+        Boolean(),
+        "(substr({0}, 1, length({1})) = {1})",
+        "(substr({0}, 1, length({1})) = {1})",
+    ),
+    "lower": _function("lower", Text(), "lower({0})", "loom_lower({0})"),
+    "upper": _function("upper", Text(), "upper({0})", "loom_upper({0})"),
+    "trim": _function("trim", Text(), "btrim({0}, {1})", "trim({0}, {1})"),
+}
+
+
+def _args(element: _TextFunction, compiler: SQLCompiler, **kw: Any) -> list[str]:
+    return [str(compiler.process(c, **kw)) for c in element.clauses]
+
+
+@compiles(_TextFunction)
+def _text_sql(element: _TextFunction, compiler: SQLCompiler, **kw: Any) -> str:
+    return element.postgresql.format(*_args(element, compiler, **kw))
+
+
+@compiles(_TextFunction, "sqlite")
+def _text_sqlite(element: _TextFunction, compiler: SQLCompiler, **kw: Any) -> str:
+    return element.sqlite.format(*_args(element, compiler, **kw))
+
+
+def sql_call(name: str, *args: Any) -> ColumnElement[Any]:
+    """The SQL of the built-in string function `name` (its name in the language) of columns,
+    expressions or Python strings."""
+    values = [a if isinstance(a, ColumnElement) else literal(a, Text()) for a in args]
+    if name == "trim":
+        values.append(literal(functions.WHITESPACE, Text()))
+    made: ColumnElement[Any] = _FUNCTIONS[name](*values)
+    return made
+
+
+def _text(fn: Callable[[str], str]) -> Callable[[str | None], str | None]:
+    return lambda value: None if value is None else fn(value)
+
+
+SQLITE_TEXT_FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
+    "loom_lower": (1, _text(functions.lower)),
+    "loom_upper": (1, _text(functions.upper)),
+}
+"""The functions a criterion's string functions call on SQLite: (arity, function)."""

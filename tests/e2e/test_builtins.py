@@ -1,0 +1,150 @@
+"""The built-in functions through a generated service, on SQLite and PostgreSQL: calendar
+arithmetic clamped to the month's end and a duration as a number in derived values, a
+precondition and function bodies; the string functions in derived values, a precondition, a
+repository filter and criteria, where the database answers what the same expression answers in
+memory (exact case, `%` and `_` taken literally, Unicode lengths)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from loom.testing import ServiceClient, serve
+
+MODEL = """
+context Cover {
+  aggregate Policy with crudish {
+    holder: string
+    code: string
+    validFrom: date
+    validTo: date
+    hidden: bool = false
+    derived renewal: date = addYears(validFrom, 1)
+    derived nextMonth: date = addMonths(validFrom, 1)
+    derived daysValid: int = inDays(validTo - validFrom)
+    derived startYear: int = year(validFrom)
+    derived startMonth: int = month(validFrom)
+    derived startDay: int = day(validFrom)
+    derived label: string = upper(trim(holder))
+    derived holderLength: int = length(holder)
+    invariant length(trim(holder)) > 0 message "a holder is named"
+
+    operation extend(months: int) {
+      precondition startsWith(code, "P-") message "only a P- policy is extended"
+      validTo := addMonths(validTo, months)
+    }
+    function hoursLeft(at: datetime): int = inHours(startOf(validTo) - at)
+  }
+  criterion Visible of Policy = !hidden && !contains(code, "#")
+  repository Policies for Policy { filter Visible }
+  criterion HolderHas(part: string) of Policy = contains(lower(holder), lower(part))
+  criterion CodeStarts(p: string) of Policy = startsWith(code, p)
+  criterion LongHolder(n: int) of Policy = length(trim(holder)) > n
+  criterion Shouted(s: string) of Policy = upper(holder) == s
+
+  queryHandler holderHas(part: string): Policy[] { let ps = Policies.findAll(HolderHas(part))  return ps }
+  queryHandler codeStarts(p: string): Policy[] { let ps = Policies.findAll(CodeStarts(p))  return ps }
+  queryHandler longHolder(n: int): Policy[] { let ps = Policies.findAll(LongHolder(n))  return ps }
+  queryHandler shouted(s: string): Policy[] { let ps = Policies.findAll(Shouted(s))  return ps }
+  queryHandler minutes(from: datetime, to: datetime): int { return inMinutes(to - from) }
+  queryHandler seconds(d: duration): int { return inSeconds(d) }
+  queryHandler shifted(at: datetime, n: int): datetime { return addMonths(at, n) }
+}
+"""
+
+
+async def _policy(c: ServiceClient, **fields: Any) -> dict[str, Any]:
+    body = {"code": "P-1", "validFrom": "2027-01-31", "validTo": "2027-12-31", **fields}
+    r = await c.post("/api/policies", json=body)
+    assert r.status_code == 201, r.text
+    return dict(r.json())
+
+
+async def _holders(c: ServiceClient, query: str, **params: Any) -> list[str]:
+    r = await c.get(f"/api/queries/{query}", params=params)
+    assert r.status_code == 200, r.text
+    return sorted(p["holder"] for p in r.json())
+
+
+async def _value(c: ServiceClient, query: str, **params: Any) -> Any:
+    r = await c.get(f"/api/queries/{query}", params=params)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+async def test_calendar_functions(database_url: str, tmp_path: Path) -> None:
+    model = tmp_path / "cover.loom"
+    model.write_text(MODEL)
+    async with serve([model], database_url) as c:
+        p = await _policy(c, holder="  Ann Lee ")
+        assert p["nextMonth"] == "2027-02-28"  # clamped to the month's end
+        assert p["renewal"] == "2028-01-31"
+        assert p["daysValid"] == 334
+        assert (p["startYear"], p["startMonth"], p["startDay"]) == (2027, 1, 31)
+        leap = await _policy(c, holder="Bo", validFrom="2028-02-29", validTo="2028-03-01")
+        assert leap["renewal"] == "2029-02-28" and leap["nextMonth"] == "2028-03-29"
+        assert leap["daysValid"] == 1
+
+        # a precondition and an assignment
+        r = await c.post(f"/api/policies/{p['id']}/extend", json={"months": 2})
+        assert r.status_code == 204, r.text
+        assert (await c.get(f"/api/policies/{p['id']}")).json()["validTo"] == "2028-02-29"
+        other = await _policy(c, holder="Cy", code="Q-1")
+        r = await c.post(f"/api/policies/{other['id']}/extend", json={"months": 1})
+        assert r.status_code == 422, r.text
+        assert r.json()["detail"] == "only a P- policy is extended"
+        # beyond the calendar: a 422, never a 500
+        r = await c.post(f"/api/policies/{p['id']}/extend", json={"months": 12 * 8000})
+        assert r.status_code == 422, r.text
+        assert r.json()["type"] == "urn:loom:problem:time-refused"
+
+        # durations as numbers, truncated toward zero
+        t0, t1 = "2027-01-01T00:00:00Z", "2027-01-01T01:59:59Z"
+        assert await _value(c, "minutes", **{"from": t0, "to": t1}) == 119
+        assert await _value(c, "minutes", **{"from": t1, "to": t0}) == -119
+        assert await _value(c, "seconds", d="-PT1.5S") == -1
+        shifted = await _value(c, "shifted", at="2027-03-31T10:30:00Z", n=-1)
+        assert shifted == "2027-02-28T10:30:00Z"
+
+
+async def test_string_functions_in_criteria(database_url: str, tmp_path: Path) -> None:
+    model = tmp_path / "cover.loom"
+    model.write_text(MODEL)
+    async with serve([model], database_url) as c:
+        p = await _policy(c, holder="  Ann Lee ")
+        assert p["label"] == "ANN LEE" and p["holderLength"] == 10
+        await _policy(c, holder="Bea_100%", code="p-2")
+        await _policy(c, holder="Zoë", code="P-3")
+        await _policy(c, holder="Hidden", code="P-#4")  # the filter's `contains` hides it
+        r = await c.post(
+            "/api/policies",
+            json={
+                "holder": " \t",
+                "code": "P-5",
+                "validFrom": "2027-01-01",
+                "validTo": "2027-01-02",
+            },
+        )
+        assert r.status_code == 422 and r.json()["detail"] == "a holder is named", r.text
+
+        page = (await c.get("/api/policies")).json()
+        assert page["total"] == 3
+        assert await _holders(c, "holder_has", part="ANN") == ["  Ann Lee "]
+        assert await _holders(c, "holder_has", part="lee") == ["  Ann Lee "]
+        assert await _holders(c, "holder_has", part="ZOË") == ["Zoë"]
+        assert await _holders(c, "holder_has", part="hidden") == []  # the filter holds
+        # `%` and `_` are characters, not wildcards
+        assert await _holders(c, "holder_has", part="_100%") == ["Bea_100%"]
+        assert await _holders(c, "holder_has", part="a%") == []
+        assert await _holders(c, "holder_has", part="") == ["  Ann Lee ", "Bea_100%", "Zoë"]
+        # exact case, as in memory (SQLite's LIKE would ignore it)
+        assert await _holders(c, "code_starts", p="P-") == ["  Ann Lee ", "Zoë"]
+        assert await _holders(c, "code_starts", p="p-") == ["Bea_100%"]
+        # characters, not bytes; trim before counting
+        assert await _holders(c, "long_holder", n=6) == ["  Ann Lee ", "Bea_100%"]
+        assert await _holders(c, "long_holder", n=3) == [
+            "  Ann Lee ",
+            "Bea_100%",
+        ]  # Zoë: 3, 4 bytes
+        assert await _holders(c, "long_holder", n=2) == ["  Ann Lee ", "Bea_100%", "Zoë"]
+        assert await _holders(c, "shouted", s="BEA_100%") == ["Bea_100%"]
