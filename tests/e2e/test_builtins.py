@@ -11,46 +11,7 @@ from typing import Any
 
 from loom.testing import ServiceClient, serve
 
-MODEL = """
-context Cover {
-  aggregate Policy with crudish {
-    holder: string
-    code: string
-    validFrom: date
-    validTo: date
-    hidden: bool = false
-    derived renewal: date = addYears(validFrom, 1)
-    derived nextMonth: date = addMonths(validFrom, 1)
-    derived daysValid: int = inDays(validTo - validFrom)
-    derived startYear: int = year(validFrom)
-    derived startMonth: int = month(validFrom)
-    derived startDay: int = day(validFrom)
-    derived label: string = upper(trim(holder))
-    derived holderLength: int = length(holder)
-    invariant length(trim(holder)) > 0 message "a holder is named"
-
-    operation extend(months: int) {
-      precondition startsWith(code, "P-") message "only a P- policy is extended"
-      validTo := addMonths(validTo, months)
-    }
-    function hoursLeft(at: datetime): int = inHours(startOf(validTo) - at)
-  }
-  criterion Visible of Policy = !hidden && !contains(code, "#")
-  repository Policies for Policy { filter Visible }
-  criterion HolderHas(part: string) of Policy = contains(lower(holder), lower(part))
-  criterion CodeStarts(p: string) of Policy = startsWith(code, p)
-  criterion LongHolder(n: int) of Policy = length(trim(holder)) > n
-  criterion Shouted(s: string) of Policy = upper(holder) == s
-
-  queryHandler holderHas(part: string): Policy[] { let ps = Policies.findAll(HolderHas(part))  return ps }
-  queryHandler codeStarts(p: string): Policy[] { let ps = Policies.findAll(CodeStarts(p))  return ps }
-  queryHandler longHolder(n: int): Policy[] { let ps = Policies.findAll(LongHolder(n))  return ps }
-  queryHandler shouted(s: string): Policy[] { let ps = Policies.findAll(Shouted(s))  return ps }
-  queryHandler minutes(from: datetime, to: datetime): int { return inMinutes(to - from) }
-  queryHandler seconds(d: duration): int { return inSeconds(d) }
-  queryHandler shifted(at: datetime, n: int): datetime { return addMonths(at, n) }
-}
-"""
+MODEL = Path(__file__).parent / "models" / "builtin_functions.loom"
 
 
 async def _policy(c: ServiceClient, **fields: Any) -> dict[str, Any]:
@@ -72,14 +33,12 @@ async def _value(c: ServiceClient, query: str, **params: Any) -> Any:
     return r.json()
 
 
-async def test_calendar_functions(database_url: str, tmp_path: Path) -> None:
-    model = tmp_path / "cover.loom"
-    model.write_text(MODEL)
-    async with serve([model], database_url) as c:
+async def test_calendar_functions(database_url: str) -> None:
+    async with serve([MODEL], database_url) as c:
         p = await _policy(c, holder="  Ann Lee ")
         assert p["nextMonth"] == "2027-02-28"  # clamped to the month's end
         assert p["renewal"] == "2028-01-31"
-        assert p["daysValid"] == 334
+        assert p["daysValid"] == 334 and p["hoursValid"] == 334 * 24
         assert (p["startYear"], p["startMonth"], p["startDay"]) == (2027, 1, 31)
         leap = await _policy(c, holder="Bo", validFrom="2028-02-29", validTo="2028-03-01")
         assert leap["renewal"] == "2029-02-28" and leap["nextMonth"] == "2028-03-29"
@@ -93,6 +52,9 @@ async def test_calendar_functions(database_url: str, tmp_path: Path) -> None:
         r = await c.post(f"/api/policies/{other['id']}/extend", json={"months": 1})
         assert r.status_code == 422, r.text
         assert r.json()["detail"] == "only a P- policy is extended"
+        r = await c.post("/api/commands/renew", json={"id": p["id"], "years": 1})
+        assert r.status_code == 204, r.text
+        assert (await c.get(f"/api/policies/{p['id']}")).json()["validTo"] == "2029-02-28"
         # beyond the calendar: a 422, never a 500
         r = await c.post(f"/api/policies/{p['id']}/extend", json={"months": 12 * 8000})
         assert r.status_code == 422, r.text
@@ -107,10 +69,8 @@ async def test_calendar_functions(database_url: str, tmp_path: Path) -> None:
         assert shifted == "2027-02-28T10:30:00Z"
 
 
-async def test_string_functions_in_criteria(database_url: str, tmp_path: Path) -> None:
-    model = tmp_path / "cover.loom"
-    model.write_text(MODEL)
-    async with serve([model], database_url) as c:
+async def test_string_functions_in_criteria(database_url: str) -> None:
+    async with serve([MODEL], database_url) as c:
         p = await _policy(c, holder="  Ann Lee ")
         assert p["label"] == "ANN LEE" and p["holderLength"] == 10
         await _policy(c, holder="Bea_100%", code="p-2")

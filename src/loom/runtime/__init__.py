@@ -72,8 +72,8 @@ Persistence
     as_number(x), int_rem(a, b), sql_bool(x)  criteria helpers: decimal operands computed and
                          compared exactly on both engines (SQLite: functions registered on each
                          connection), `%` of ints truncating; a Python bool as a where-clause
-    sql_call(name, *args)  a criterion's string function (`length`, `contains`, `startsWith`,
-                         `lower`, `upper`, `trim`) in SQL, as it computes in memory
+    text_sql             a criterion's string functions in SQL (length, contains, starts_with,
+                         lower, upper, trim), answering as `functions` does in memory
     Rows[S]              projection rows (an Instances keyed by the projection's key)
     Instances[S]         workflow instance rows: subclass sets `state` (dataclass), `table`,
                          `key` (the correlation field) and `workflow`; Store(work) then
@@ -226,7 +226,7 @@ HTTP
     Problem                                 the problem+json wire model (OpenAPI component)
 """
 
-from loom.runtime import clock, decimals, functions, ints, times
+from loom.runtime import clock, decimals, functions, ints, text_sql, times
 from loom.runtime.http.api_calls import ApiResource, BadGateway, GatewayTimeout, UpstreamProblem
 from loom.runtime.http.auth import AuthConfigError, Authenticator, JwtAuth
 from loom.runtime.http.problems import API_CALL_RESPONSES, PROBLEM_RESPONSES
@@ -260,7 +260,6 @@ from loom.runtime.storage.instances import Instances, instance_version
 from loom.runtime.storage.projections import Rows
 from loom.runtime.storage.repository import Repository
 from loom.runtime.storage.schema_check import SchemaMismatch
-from loom.runtime.storage.text_sql import sql_call
 from loom.runtime.storage.work import Work
 from loom.runtime.values.clock import now
 from loom.runtime.values.codec import formerly, wire_names
@@ -416,7 +415,7 @@ __all__ = [
     "require",
     "require_tenant",
     "sql_bool",
-    "sql_call",
+    "text_sql",
     "times",
     "use_principal",
     "wire_names",

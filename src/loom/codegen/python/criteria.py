@@ -16,6 +16,7 @@ from loom.codegen.python.expressions import Scope, render
 from loom.codegen.python.layout import Doc, call
 from loom.codegen.python.literals import py_str
 from loom.model import ir, naming, walk
+from loom.model.builtins import BUILTINS
 
 _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "==", "!=": "!="}
 
@@ -99,8 +100,11 @@ class SqlRenderer:
         if isinstance(expr, ir.Binary):
             return self._binary(expr)
         if isinstance(expr, ir.BuiltinCall):  # a string function (the checker admits no other)
-            args = "".join(f", {self._value(a, False)}" for a in expr.args)
-            return f"{self._runtime('sql_call')}({py_str(expr.function)}{args})"
+            # a value that reads no column is bound as it is (`text_sql` binds it as text)
+            args = ", ".join(
+                self._sql(a) if _reads_column(a) else self._py(a, False) for a in expr.args
+            )
+            return f"{self._runtime('text_sql')}.{BUILTINS[expr.function].runtime}({args})"
         raise ValueError(f"`{expr.text}` cannot be translated to SQL")
 
     def _value(self, expr: ir.Expr, decimal: bool) -> str:

@@ -25,10 +25,14 @@ def call(ck: Checker, e: ast.Call, scope: Scope, name: str, text: str) -> ir.Exp
         for v in args:
             ck.expr(v, scope)
         count = "one argument" if want == 1 else f"{want} arguments"
+        got = (
+            f"got {len(e.args)}"
+            if len(args) == len(e.args)
+            else "given by name; pass them by position"
+        )
         ck.report(
             "loom.argument-count",
-            f"`{name}` takes {count}, got {len(e.args)}"
-            + ("" if len(args) == len(e.args) else " (arguments are not named)"),
+            f"`{name}` takes {count}, {got}",
             e.span,
             f"{want} expected",
             help=f"write e.g. `{spec.sample}`",
@@ -36,7 +40,8 @@ def call(ck: Checker, e: ast.Call, scope: Scope, name: str, text: str) -> ir.Exp
         return ck.poison(e)
     typed: list[ir.Expr] = []
     bad = False
-    for node, param in zip(args, spec.params, strict=True):
+    for i, (node, param) in enumerate(zip(args, spec.params, strict=True)):
+        which = "" if want == 1 else (" as its first argument", " as its second argument")[i]
         expected = None if param == TIME else ir.PrimitiveType(param)  # type: ignore[arg-type]
         x = ck.expr(node, scope, expected)
         typed.append(x)
@@ -46,7 +51,7 @@ def call(ck: Checker, e: ast.Call, scope: Scope, name: str, text: str) -> ir.Exp
             bad = True
             ck.report(
                 "loom.type-mismatch",
-                f"`{name}` takes a `date` or a `datetime`, not {a(x.type)}",
+                f"`{name}` takes a `date` or a `datetime`{which}, not {a(x.type)}",
                 node.span,
                 f"this is {a(x.type)}",
                 help=f"write e.g. `{spec.sample}`" + _unwrap(x.type),
@@ -55,7 +60,7 @@ def call(ck: Checker, e: ast.Call, scope: Scope, name: str, text: str) -> ir.Exp
             x,
             node,
             expected,
-            f"`{name}` takes {a(expected)} here, not {a(x.type)}",
+            f"`{name}` takes {a(expected)}{which}, not {a(x.type)}",
             help=f"write e.g. `{spec.sample}`" + _unwrap(x.type),
         ):
             bad = True

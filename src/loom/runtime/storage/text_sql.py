@@ -27,7 +27,15 @@ from sqlalchemy.types import TypeEngine
 
 from loom.runtime.values import functions
 
-__all__ = ["SQLITE_TEXT_FUNCTIONS", "sql_call"]
+__all__ = [
+    "SQLITE_TEXT_FUNCTIONS",
+    "contains",
+    "length",
+    "lower",
+    "starts_with",
+    "trim",
+    "upper",
+]
 
 
 class _TextFunction(FunctionElement[Any]):
@@ -74,14 +82,38 @@ def _text_sqlite(element: _TextFunction, compiler: SQLCompiler, **kw: Any) -> st
     return element.sqlite.format(*_args(element, compiler, **kw))
 
 
-def sql_call(name: str, *args: Any) -> ColumnElement[Any]:
-    """The SQL of the built-in string function `name` (its name in the language) of columns,
-    expressions or Python strings."""
+def _call(name: str, *args: Any) -> ColumnElement[Any]:
     values = [a if isinstance(a, ColumnElement) else literal(a, Text()) for a in args]
-    if name == "trim":
-        values.append(literal(functions.WHITESPACE, Text()))
     made: ColumnElement[Any] = _FUNCTIONS[name](*values)
     return made
+
+
+# One per built-in, named as `values.functions` names them; each takes columns, expressions or
+# Python strings.
+
+
+def length(text: Any) -> ColumnElement[int]:
+    return _call("length", text)
+
+
+def contains(text: Any, part: Any) -> ColumnElement[bool]:
+    return _call("contains", text, part)
+
+
+def starts_with(text: Any, prefix: Any) -> ColumnElement[bool]:
+    return _call("startsWith", text, prefix)
+
+
+def lower(text: Any) -> ColumnElement[str]:
+    return _call("lower", text)
+
+
+def upper(text: Any) -> ColumnElement[str]:
+    return _call("upper", text)
+
+
+def trim(text: Any) -> ColumnElement[str]:
+    return _call("trim", text, functions.WHITESPACE)
 
 
 def _text(fn: Callable[[str], str]) -> Callable[[str | None], str | None]:
