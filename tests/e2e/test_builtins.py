@@ -14,9 +14,18 @@ from loom.testing import ServiceClient, serve
 MODEL = Path(__file__).parent / "models" / "builtin_functions.loom"
 
 
+def _body(**fields: Any) -> dict[str, Any]:
+    return {
+        "code": "P-1",
+        "validFrom": "2027-01-31",
+        "validTo": "2027-12-31",
+        "issued": "2027-02-01T01:30:00+02:00",  # 2027-01-31T23:30Z
+        **fields,
+    }
+
+
 async def _policy(c: ServiceClient, **fields: Any) -> dict[str, Any]:
-    body = {"code": "P-1", "validFrom": "2027-01-31", "validTo": "2027-12-31", **fields}
-    r = await c.post("/api/policies", json=body)
+    r = await c.post("/api/policies", json=_body(**fields))
     assert r.status_code == 201, r.text
     return dict(r.json())
 
@@ -76,15 +85,7 @@ async def test_string_functions_in_criteria(database_url: str) -> None:
         await _policy(c, holder="Bea_100%", code="p-2")
         await _policy(c, holder="Zoë", code="P-3")
         await _policy(c, holder="Hidden", code="P-#4")  # the filter's `contains` hides it
-        r = await c.post(
-            "/api/policies",
-            json={
-                "holder": " \t",
-                "code": "P-5",
-                "validFrom": "2027-01-01",
-                "validTo": "2027-01-02",
-            },
-        )
+        r = await c.post("/api/policies", json=_body(holder=" \t"))
         assert r.status_code == 422 and r.json()["detail"] == "a holder is named", r.text
 
         page = (await c.get("/api/policies")).json()
@@ -108,3 +109,17 @@ async def test_string_functions_in_criteria(database_url: str) -> None:
         ]  # Zoë: 3, 4 bytes
         assert await _holders(c, "long_holder", n=2) == ["  Ann Lee ", "Bea_100%", "Zoë"]
         assert await _holders(c, "shouted", s="BEA_100%") == ["Bea_100%"]
+
+
+async def test_date_parts_in_criteria(database_url: str) -> None:
+    async with serve([MODEL], database_url) as c:
+        await _policy(c, holder="Ann")  # issued 2027-01-31T23:30Z, valid from 2027-01-31
+        await _policy(c, holder="Bo", validFrom="2028-02-29", validTo="2028-03-01")
+        await _policy(c, holder="Cy", validFrom="2028-02-01", validTo="2028-03-01")
+        await _policy(c, holder="Di", issued="9999-12-31T12:00:00Z")
+        # the UTC day of a datetime, whatever offset it was sent with
+        assert await _holders(c, "issued_on", y=2027, md=131) == ["Ann", "Bo", "Cy"]
+        assert await _holders(c, "issued_on", y=2027, md=201) == []
+        assert await _holders(c, "issued_on", y=9999, md=1231) == ["Di"]
+        assert await _holders(c, "starts_in", y=2028, m=2) == []  # both end on the 1st
+        assert await _holders(c, "starts_in", y=2027, m=1) == ["Ann", "Di"]

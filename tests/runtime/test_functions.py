@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from sqlalchemy import literal, select
 from sqlalchemy.dialects import sqlite
 
-from loom.runtime import functions, text_sql
+from loom.runtime import functions, functions_sql
 from loom.runtime.storage.criteria import install_sqlite_functions
 from loom.runtime.times import TimeRefused
 
@@ -121,7 +121,7 @@ install_sqlite_functions(_DB)
 
 
 def _sqlite(name: str, *args: str) -> object:
-    query = select(getattr(text_sql, name)(*(literal(a) for a in args)))
+    query = select(getattr(functions_sql, name)(*(literal(a) for a in args)))
     compiled = query.compile(dialect=sqlite.dialect(), compile_kwargs={"literal_binds": False})
     params = [compiled.params[k] for k in compiled.positiontup or []]
     return _DB.execute(str(compiled), params).fetchone()[0]

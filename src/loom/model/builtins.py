@@ -36,9 +36,9 @@ BUILTINS: Final[dict[str, Builtin]] = {
     "inHours": Builtin(("duration",), "int", "in_hours", False, "inHours(end - start)"),
     "inMinutes": Builtin(("duration",), "int", "in_minutes", False, "inMinutes(end - start)"),
     "inSeconds": Builtin(("duration",), "int", "in_seconds", False, "inSeconds(end - start)"),
-    "year": Builtin((TIME,), "int", "year", False, "year(validFrom)"),
-    "month": Builtin((TIME,), "int", "month", False, "month(validFrom)"),
-    "day": Builtin((TIME,), "int", "day", False, "day(validFrom)"),
+    "year": Builtin((TIME,), "int", "year", True, "year(validFrom)"),
+    "month": Builtin((TIME,), "int", "month", True, "month(validFrom)"),
+    "day": Builtin((TIME,), "int", "day", True, "day(validFrom)"),
     "length": Builtin(("string",), "int", "length", True, "length(name)"),
     "contains": Builtin(("string", "string"), "bool", "contains", True, 'contains(name, "x")'),
     "startsWith": Builtin(

@@ -72,8 +72,8 @@ Persistence
     as_number(x), int_rem(a, b), sql_bool(x)  criteria helpers: decimal operands computed and
                          compared exactly on both engines (SQLite: functions registered on each
                          connection), `%` of ints truncating; a Python bool as a where-clause
-    text_sql             a criterion's string functions in SQL (length, contains, starts_with,
-                         lower, upper, trim), answering as `functions` does in memory
+    functions_sql        a criterion's built-ins in SQL (length, contains, starts_with, lower,
+                         upper, trim, year, month, day), answering as `functions` does in memory
     Rows[S]              projection rows (an Instances keyed by the projection's key)
     Instances[S]         workflow instance rows: subclass sets `state` (dataclass), `table`,
                          `key` (the correlation field) and `workflow`; Store(work) then
@@ -226,7 +226,7 @@ HTTP
     Problem                                 the problem+json wire model (OpenAPI component)
 """
 
-from loom.runtime import clock, decimals, functions, ints, text_sql, times
+from loom.runtime import clock, decimals, functions, functions_sql, ints, times
 from loom.runtime.http.api_calls import ApiResource, BadGateway, GatewayTimeout, UpstreamProblem
 from loom.runtime.http.auth import AuthConfigError, Authenticator, JwtAuth
 from loom.runtime.http.problems import API_CALL_RESPONSES, PROBLEM_RESPONSES
@@ -401,6 +401,7 @@ __all__ = [
     "event_key",
     "formerly",
     "functions",
+    "functions_sql",
     "get_service",
     "instance_version",
     "int_rem",
@@ -415,7 +416,6 @@ __all__ = [
     "require",
     "require_tenant",
     "sql_bool",
-    "text_sql",
     "times",
     "use_principal",
     "wire_names",

@@ -100,11 +100,11 @@ class SqlRenderer:
         if isinstance(expr, ir.Binary):
             return self._binary(expr)
         if isinstance(expr, ir.BuiltinCall):  # a string function (the checker admits no other)
-            # a value that reads no column is bound as it is (`text_sql` binds it as text)
+            # a value that reads no column is bound as it is (`functions_sql` binds it as text)
             args = ", ".join(
                 self._sql(a) if _reads_column(a) else self._py(a, False) for a in expr.args
             )
-            return f"{self._runtime('text_sql')}.{BUILTINS[expr.function].runtime}({args})"
+            return f"{self._runtime('functions_sql')}.{BUILTINS[expr.function].runtime}({args})"
         raise ValueError(f"`{expr.text}` cannot be translated to SQL")
 
     def _value(self, expr: ir.Expr, decimal: bool) -> str:

@@ -248,8 +248,9 @@ def _criterion(ck: Checker, ctx: ContextSymbols, c: ast.Criterion) -> None:
 
 _CRITERION_HELP = (
     "a criterion compares stored fields with parameters, literals, enum members and `now()`, "
-    "joined by `&&`, `||`, `!` and arithmetic, and the string functions `length`, `contains`, "
-    "`startsWith`, `lower`, `upper`, `trim`; no other function calls, derived values, "
+    "joined by `&&`, `||`, `!` and arithmetic, the string functions `length`, `contains`, "
+    "`startsWith`, `lower`, `upper`, `trim` and the date parts `year`, `month`, `day`; no other "
+    "function calls, derived values, "
     "conditionals or lists; a time is computed from parameters only (`dueAt < asOf - 1d`, not "
     "`dueAt + 1d < asOf`)"
 )

@@ -36,7 +36,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.types import TypeEngine
 
-from loom.runtime.storage.text_sql import SQLITE_TEXT_FUNCTIONS
+from loom.runtime.storage.functions_sql import SQLITE_TEXT_FUNCTIONS
 from loom.runtime.values import decimals
 from loom.runtime.values.types import DecimalText
 

@@ -29,6 +29,7 @@ class Policy(AggregateRoot):
     code: str
     valid_from: date
     valid_to: date
+    issued: datetime
     hidden: bool = False
 
     @classmethod
@@ -39,6 +40,7 @@ class Policy(AggregateRoot):
         code: str,
         valid_from: date,
         valid_to: date,
+        issued: datetime,
         hidden: bool,
     ) -> Policy:
         """Policy.create (builtin_functions.loom:2): a new Policy, its invariants checked"""
@@ -47,6 +49,7 @@ class Policy(AggregateRoot):
             code=code,
             valid_from=valid_from,
             valid_to=valid_to,
+            issued=issued,
             hidden=hidden,
         )
         policy.check_invariants()
@@ -54,47 +57,47 @@ class Policy(AggregateRoot):
 
     @property
     def renewal(self) -> date:
-        """derived renewal (builtin_functions.loom:8)"""
+        """derived renewal (builtin_functions.loom:9)"""
         return functions.add_years(self.valid_from, 1)
 
     @property
     def next_month(self) -> date:
-        """derived nextMonth (builtin_functions.loom:9)"""
+        """derived nextMonth (builtin_functions.loom:10)"""
         return functions.add_months(self.valid_from, 1)
 
     @property
     def days_valid(self) -> int:
-        """derived daysValid (builtin_functions.loom:10)"""
+        """derived daysValid (builtin_functions.loom:11)"""
         return functions.in_days(times.days_between(self.valid_to, self.valid_from))
 
     @property
     def start_year(self) -> int:
-        """derived startYear (builtin_functions.loom:11)"""
+        """derived startYear (builtin_functions.loom:12)"""
         return functions.year(self.valid_from)
 
     @property
     def start_month(self) -> int:
-        """derived startMonth (builtin_functions.loom:12)"""
+        """derived startMonth (builtin_functions.loom:13)"""
         return functions.month(self.valid_from)
 
     @property
     def start_day(self) -> int:
-        """derived startDay (builtin_functions.loom:13)"""
+        """derived startDay (builtin_functions.loom:14)"""
         return functions.day(self.valid_from)
 
     @property
     def label(self) -> str:
-        """derived label (builtin_functions.loom:14)"""
+        """derived label (builtin_functions.loom:15)"""
         return functions.upper(functions.trim(self.holder))
 
     @property
     def holder_length(self) -> int:
-        """derived holderLength (builtin_functions.loom:15)"""
+        """derived holderLength (builtin_functions.loom:16)"""
         return functions.length(self.holder)
 
     @property
     def hours_valid(self) -> int:
-        """derived hoursValid (builtin_functions.loom:23)"""
+        """derived hoursValid (builtin_functions.loom:24)"""
         return self._hours_left(times.start_of(self.valid_from))
 
     def _check_stored(self) -> None:
@@ -129,7 +132,7 @@ class Policy(AggregateRoot):
 
     def check_invariants(self) -> None:
         """invariants of Policy (builtin_functions.loom:2)"""
-        # invariant length(trim(holder)) > 0 (builtin_functions.loom:16)
+        # invariant length(trim(holder)) > 0 (builtin_functions.loom:17)
         require(
             functions.length(functions.trim(self.holder)) > 0,
             kind="invariant",
@@ -138,11 +141,11 @@ class Policy(AggregateRoot):
         )
 
     def _hours_left(self, at: datetime) -> int:
-        """function hoursLeft (builtin_functions.loom:22)"""
+        """function hoursLeft (builtin_functions.loom:23)"""
         return functions.in_hours(times.start_of(self.valid_to) - at)
 
     def extend(self, months: int) -> None:
-        """operation Policy.extend (builtin_functions.loom:18)"""
+        """operation Policy.extend (builtin_functions.loom:19)"""
         require(
             functions.starts_with(self.code, "P-"),
             kind="precondition",

@@ -32,7 +32,7 @@ async def holder_has(
     service: ServiceDep,
     part: Annotated[WireText, Query()],
 ) -> list[PolicyOut]:
-    """queryHandler holderHas (builtin_functions.loom:32): read-only"""
+    """queryHandler holderHas (builtin_functions.loom:35): read-only"""
     async with service.autocommit() as work:
         policies = Policies(work)
         ps = await policies.find_all_by_holder_has(part)
@@ -49,7 +49,7 @@ async def code_starts(
     service: ServiceDep,
     p: Annotated[WireText, Query()],
 ) -> list[PolicyOut]:
-    """queryHandler codeStarts (builtin_functions.loom:33): read-only"""
+    """queryHandler codeStarts (builtin_functions.loom:36): read-only"""
     async with service.autocommit() as work:
         policies = Policies(work)
         ps = await policies.find_all_by_code_starts(p)
@@ -66,7 +66,7 @@ async def long_holder(
     service: ServiceDep,
     n: Annotated[QueryInt64, Query()],
 ) -> list[PolicyOut]:
-    """queryHandler longHolder (builtin_functions.loom:34): read-only"""
+    """queryHandler longHolder (builtin_functions.loom:37): read-only"""
     async with service.autocommit() as work:
         policies = Policies(work)
         ps = await policies.find_all_by_long_holder(n)
@@ -83,10 +83,46 @@ async def shouted(
     service: ServiceDep,
     s: Annotated[WireText, Query()],
 ) -> list[PolicyOut]:
-    """queryHandler shouted (builtin_functions.loom:35): read-only"""
+    """queryHandler shouted (builtin_functions.loom:38): read-only"""
     async with service.autocommit() as work:
         policies = Policies(work)
         ps = await policies.find_all_by_shouted(s)
+        result = ps
+    return [PolicyOut.from_aggregate(item) for item in result]
+
+
+@router.get(
+    "/api/queries/issued_on",
+    responses=PROBLEM_RESPONSES,
+    tags=["Cover: handlers"],
+)
+async def issued_on(
+    service: ServiceDep,
+    y: Annotated[QueryInt64, Query()],
+    md: Annotated[QueryInt64, Query()],
+) -> list[PolicyOut]:
+    """queryHandler issuedOn (builtin_functions.loom:39): read-only"""
+    async with service.autocommit() as work:
+        policies = Policies(work)
+        ps = await policies.find_all_by_issued_on(y, md)
+        result = ps
+    return [PolicyOut.from_aggregate(item) for item in result]
+
+
+@router.get(
+    "/api/queries/starts_in",
+    responses=PROBLEM_RESPONSES,
+    tags=["Cover: handlers"],
+)
+async def starts_in(
+    service: ServiceDep,
+    y: Annotated[QueryInt64, Query()],
+    m: Annotated[QueryInt64, Query()],
+) -> list[PolicyOut]:
+    """queryHandler startsIn (builtin_functions.loom:40): read-only"""
+    async with service.autocommit() as work:
+        policies = Policies(work)
+        ps = await policies.find_all_by_starts_in(y, m)
         result = ps
     return [PolicyOut.from_aggregate(item) for item in result]
 
@@ -101,7 +137,7 @@ async def minutes(
     from_: Annotated[WireDatetime, Query(alias="from")],
     to: Annotated[WireDatetime, Query()],
 ) -> Int64:
-    """queryHandler minutes (builtin_functions.loom:36): read-only"""
+    """queryHandler minutes (builtin_functions.loom:41): read-only"""
     async with service.autocommit():
         result = ints.fit(
             functions.in_minutes(to - from_),
@@ -116,7 +152,7 @@ async def minutes(
     tags=["Cover: handlers"],
 )
 async def seconds(service: ServiceDep, d: Annotated[WireDuration, Query()]) -> Int64:
-    """queryHandler seconds (builtin_functions.loom:37): read-only"""
+    """queryHandler seconds (builtin_functions.loom:42): read-only"""
     async with service.autocommit():
         result = ints.fit(functions.in_seconds(d), "the result of queryHandler seconds")
     return result
@@ -132,7 +168,7 @@ async def shifted(
     at: Annotated[WireDatetime, Query()],
     n: Annotated[QueryInt64, Query()],
 ) -> DatetimeOut:
-    """queryHandler shifted (builtin_functions.loom:38): read-only"""
+    """queryHandler shifted (builtin_functions.loom:43): read-only"""
     async with service.autocommit():
         result = functions.add_months(at, n)
     return result
@@ -145,7 +181,7 @@ async def shifted(
     tags=["Cover: handlers"],
 )
 async def renew(body: RenewInput, service: ServiceDep) -> None:
-    """commandHandler Renew (builtin_functions.loom:39): non-transactional: each save commits on its own"""
+    """commandHandler Renew (builtin_functions.loom:44): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         policies = Policies(work)
         p = await policies.get_by_id(body.id)

@@ -4,7 +4,7 @@
 
 from types import MappingProxyType
 
-from loom.runtime import Repository, functions, text_sql
+from loom.runtime import Repository, functions, functions_sql
 from sqlalchemy import ColumnElement, and_, not_
 
 from . import tables
@@ -12,78 +12,113 @@ from .domain import Policy
 
 
 def visible() -> ColumnElement[bool]:
-    """criterion Visible of Policy (builtin_functions.loom:25)"""
+    """criterion Visible of Policy (builtin_functions.loom:26)"""
     c = tables.policies.c
-    return and_(not_(c.hidden), not_(text_sql.contains(c.code, "#")))
+    return and_(not_(c.hidden), not_(functions_sql.contains(c.code, "#")))
 
 
 def holder_has(part: str) -> ColumnElement[bool]:
-    """criterion HolderHas of Policy (builtin_functions.loom:27)"""
+    """criterion HolderHas of Policy (builtin_functions.loom:28)"""
     c = tables.policies.c
-    return text_sql.contains(text_sql.lower(c.holder), functions.lower(part))
+    return functions_sql.contains(functions_sql.lower(c.holder), functions.lower(part))
 
 
 def code_starts(p: str) -> ColumnElement[bool]:
-    """criterion CodeStarts of Policy (builtin_functions.loom:28)"""
+    """criterion CodeStarts of Policy (builtin_functions.loom:29)"""
     c = tables.policies.c
-    return text_sql.starts_with(c.code, p)
+    return functions_sql.starts_with(c.code, p)
 
 
 def long_holder(n: int) -> ColumnElement[bool]:
-    """criterion LongHolder of Policy (builtin_functions.loom:29)"""
+    """criterion LongHolder of Policy (builtin_functions.loom:30)"""
     c = tables.policies.c
-    return text_sql.length(text_sql.trim(c.holder)) > n
+    return functions_sql.length(functions_sql.trim(c.holder)) > n
 
 
 def shouted(s: str) -> ColumnElement[bool]:
-    """criterion Shouted of Policy (builtin_functions.loom:30)"""
+    """criterion Shouted of Policy (builtin_functions.loom:31)"""
     c = tables.policies.c
-    return text_sql.upper(c.holder) == s
+    return functions_sql.upper(c.holder) == s
+
+
+def issued_on(y: int, md: int) -> ColumnElement[bool]:
+    """criterion IssuedOn of Policy (builtin_functions.loom:32)"""
+    c = tables.policies.c
+    return and_(
+        functions_sql.year(c.issued) == y,
+        ((functions_sql.month(c.issued) * 100) + functions_sql.day(c.issued)) == md,
+    )
+
+
+def starts_in(y: int, m: int) -> ColumnElement[bool]:
+    """criterion StartsIn of Policy (builtin_functions.loom:33)"""
+    c = tables.policies.c
+    return and_(
+        functions_sql.year(c.valid_from) == y,
+        functions_sql.month(c.valid_from) == m,
+        functions_sql.day(c.valid_to) > 1,
+    )
 
 
 class Policies(Repository[Policy]):
-    """repository Policies for Policy (builtin_functions.loom:26)"""
+    """repository Policies for Policy (builtin_functions.loom:27)"""
 
     aggregate = Policy
     table = tables.policies
     filters = MappingProxyType({"Visible": visible})
 
     async def find_by_visible(self) -> Policy | None:
-        """criterion Visible (builtin_functions.loom:25)"""
+        """criterion Visible (builtin_functions.loom:26)"""
         return await self.find_one(visible())
 
     async def find_all_by_visible(self) -> list[Policy]:
-        """criterion Visible (builtin_functions.loom:25)"""
+        """criterion Visible (builtin_functions.loom:26)"""
         return await self.find_all(visible())
 
     async def find_by_holder_has(self, part: str) -> Policy | None:
-        """criterion HolderHas (builtin_functions.loom:27)"""
+        """criterion HolderHas (builtin_functions.loom:28)"""
         return await self.find_one(holder_has(part))
 
     async def find_all_by_holder_has(self, part: str) -> list[Policy]:
-        """criterion HolderHas (builtin_functions.loom:27)"""
+        """criterion HolderHas (builtin_functions.loom:28)"""
         return await self.find_all(holder_has(part))
 
     async def find_by_code_starts(self, p: str) -> Policy | None:
-        """criterion CodeStarts (builtin_functions.loom:28)"""
+        """criterion CodeStarts (builtin_functions.loom:29)"""
         return await self.find_one(code_starts(p))
 
     async def find_all_by_code_starts(self, p: str) -> list[Policy]:
-        """criterion CodeStarts (builtin_functions.loom:28)"""
+        """criterion CodeStarts (builtin_functions.loom:29)"""
         return await self.find_all(code_starts(p))
 
     async def find_by_long_holder(self, n: int) -> Policy | None:
-        """criterion LongHolder (builtin_functions.loom:29)"""
+        """criterion LongHolder (builtin_functions.loom:30)"""
         return await self.find_one(long_holder(n))
 
     async def find_all_by_long_holder(self, n: int) -> list[Policy]:
-        """criterion LongHolder (builtin_functions.loom:29)"""
+        """criterion LongHolder (builtin_functions.loom:30)"""
         return await self.find_all(long_holder(n))
 
     async def find_by_shouted(self, s: str) -> Policy | None:
-        """criterion Shouted (builtin_functions.loom:30)"""
+        """criterion Shouted (builtin_functions.loom:31)"""
         return await self.find_one(shouted(s))
 
     async def find_all_by_shouted(self, s: str) -> list[Policy]:
-        """criterion Shouted (builtin_functions.loom:30)"""
+        """criterion Shouted (builtin_functions.loom:31)"""
         return await self.find_all(shouted(s))
+
+    async def find_by_issued_on(self, y: int, md: int) -> Policy | None:
+        """criterion IssuedOn (builtin_functions.loom:32)"""
+        return await self.find_one(issued_on(y, md))
+
+    async def find_all_by_issued_on(self, y: int, md: int) -> list[Policy]:
+        """criterion IssuedOn (builtin_functions.loom:32)"""
+        return await self.find_all(issued_on(y, md))
+
+    async def find_by_starts_in(self, y: int, m: int) -> Policy | None:
+        """criterion StartsIn (builtin_functions.loom:33)"""
+        return await self.find_one(starts_in(y, m))
+
+    async def find_all_by_starts_in(self, y: int, m: int) -> list[Policy]:
+        """criterion StartsIn (builtin_functions.loom:33)"""
+        return await self.find_all(starts_in(y, m))

@@ -66,6 +66,7 @@ async def create_policy(
             code=body.code,
             valid_from=body.valid_from,
             valid_to=body.valid_to,
+            issued=body.issued,
             hidden=body.hidden,
         )
         await Policies(work).save(policy)
@@ -99,6 +100,10 @@ async def update_policy(
             if body.valid_to is None:
                 raise InvalidValue("validTo may not be null", path="body.validTo")
             policy.valid_to = body.valid_to
+        if "issued" in body.model_fields_set:
+            if body.issued is None:
+                raise InvalidValue("issued may not be null", path="body.issued")
+            policy.issued = body.issued
         if "hidden" in body.model_fields_set:
             if body.hidden is None:
                 raise InvalidValue("hidden may not be null", path="body.hidden")
@@ -128,7 +133,7 @@ async def delete_policy(id: UUID, service: ServiceDep) -> None:
     tags=["Cover: Policy"],
 )
 async def policy_extend(id: UUID, body: PolicyExtendInput, service: ServiceDep) -> None:
-    """operation Policy.extend (builtin_functions.loom:18)"""
+    """operation Policy.extend (builtin_functions.loom:19)"""
     async with service.transaction() as work:
         policies = Policies(work)
         policy = await policies.get_by_id(id)

@@ -6,7 +6,7 @@ from datetime import date
 from typing import Self
 
 from loom.runtime import Int64, JsonBool, JsonInt64, WireText
-from loom.runtime.times import WireDate
+from loom.runtime.times import DatetimeOut, WireDate, WireDatetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from .domain import Policy
@@ -22,6 +22,7 @@ class PolicyOut(BaseModel):
     code: str
     valid_from: date = Field(serialization_alias="validFrom")
     valid_to: date = Field(serialization_alias="validTo")
+    issued: DatetimeOut
     hidden: bool
     renewal: date
     next_month: date = Field(serialization_alias="nextMonth")
@@ -43,6 +44,7 @@ class PolicyOut(BaseModel):
             code=policy.code,
             valid_from=policy.valid_from,
             valid_to=policy.valid_to,
+            issued=policy.issued,
             hidden=policy.hidden,
             renewal=policy.renewal,
             next_month=policy.next_month,
@@ -65,6 +67,7 @@ class PolicyCreateInput(BaseModel):
     code: WireText
     valid_from: WireDate = Field(alias="validFrom")
     valid_to: WireDate = Field(alias="validTo")
+    issued: WireDatetime
     hidden: JsonBool = False
 
 
@@ -77,11 +80,12 @@ class PolicyUpdateInput(BaseModel):
     code: WireText | None = None
     valid_from: WireDate | None = Field(default=None, alias="validFrom")
     valid_to: WireDate | None = Field(default=None, alias="validTo")
+    issued: WireDatetime | None = None
     hidden: JsonBool | None = None
 
 
 class PolicyExtendInput(BaseModel):
-    """The body of operation Policy.extend (builtin_functions.loom:18)"""
+    """The body of operation Policy.extend (builtin_functions.loom:19)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -89,7 +93,7 @@ class PolicyExtendInput(BaseModel):
 
 
 class RenewInput(BaseModel):
-    """The body of commandHandler Renew (builtin_functions.loom:39)"""
+    """The body of commandHandler Renew (builtin_functions.loom:44)"""
 
     model_config = ConfigDict(extra="forbid")
 

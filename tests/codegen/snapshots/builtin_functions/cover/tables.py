@@ -2,6 +2,7 @@
 # Do not edit: change the model and rebuild.
 # Tables of context Cover.
 
+from loom.runtime.types import UtcDateTime
 from sqlalchemy import Boolean, Column, Date, Integer, String, Table, Uuid
 
 from .._metadata import metadata
@@ -16,6 +17,7 @@ policies = Table(
     Column("code", String, nullable=False, info={"loom": {"field": "code"}}),
     Column("valid_from", Date, nullable=False, info={"loom": {"field": "validFrom"}}),
     Column("valid_to", Date, nullable=False, info={"loom": {"field": "validTo"}}),
+    Column("issued", UtcDateTime, nullable=False, info={"loom": {"field": "issued"}}),
     Column(
         "hidden",
         Boolean,
