@@ -8,7 +8,7 @@ from __future__ import annotations
 from loom.lang.check.checker import Checker
 from loom.lang.check.scope import Scope
 from loom.lang.syntax import ast
-from loom.lang.types import a, is_error
+from loom.lang.types import AnyType, a, is_error
 from loom.model import ir
 from loom.model.builtins import BUILTINS, TIME
 
@@ -70,7 +70,7 @@ def call(ck: Checker, e: ast.Call, scope: Scope, name: str, text: str) -> ir.Exp
     return ir.BuiltinCall(name, tuple(typed), result, text)
 
 
-def _unwrap(t: ir.Type | object) -> str:
+def _unwrap(t: AnyType) -> str:
     if isinstance(t, ir.OptionalType):
         return "; an optional value is read inside `if let x = …` first"
     return ""
