@@ -47,6 +47,7 @@ EXAMPLES = {
     "tenants_instances": ["tests/e2e/models/tenants_instances.loom"],
     "eventsourced_reactions": ["tests/e2e/models/eventsourced_reactions.loom"],
     "refused_saves": ["tests/e2e/models/refused_saves.loom"],
+    "builtin_functions": ["tests/e2e/models/builtin_functions.loom"],
 }
 
 

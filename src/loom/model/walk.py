@@ -90,7 +90,7 @@ def children(node: Node) -> tuple[Node, ...]:
         return (node.value,)
     if isinstance(node, ir.FunctionCall):
         return (*_opt(node.receiver), *node.args)
-    if isinstance(node, ir.ServiceCall | ir.CurrentUser | ir.TimeCall):
+    if isinstance(node, ir.ServiceCall | ir.CurrentUser | ir.TimeCall | ir.BuiltinCall):
         return node.args
     if isinstance(node, ir.ApiCall):
         return _values(node.args)

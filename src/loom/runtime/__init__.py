@@ -72,6 +72,8 @@ Persistence
     as_number(x), int_rem(a, b), sql_bool(x)  criteria helpers: decimal operands computed and
                          compared exactly on both engines (SQLite: functions registered on each
                          connection), `%` of ints truncating; a Python bool as a where-clause
+    functions_sql        a criterion's built-ins in SQL (length, contains, starts_with, lower,
+                         upper, trim, year, month, day), answering as `functions` does in memory
     Rows[S]              projection rows (an Instances keyed by the projection's key)
     Instances[S]         workflow instance rows: subclass sets `state` (dataclass), `table`,
                          `key` (the correlation field) and `workflow`; Store(work) then
@@ -215,13 +217,16 @@ HTTP
                                             datetimes and dates on the wire (WireDatetime,
                                             DatetimeOut, WireDate) and the time arithmetic
                                             generated code calls; TimeRefused (422)
+    functions                               the built-in functions of expressions: add_months,
+                                            add_years, in_days … in_seconds, year, month, day,
+                                            length, contains, starts_with, lower, upper, trim
     PageLimit (1..500), PageOffset (>= 0)   write `limit: PageLimit = 50` or
                                             `Annotated[PageLimit, Query()] = 50` — NOT
                                             `PageLimit = Query(50)` (FastAPI drops the bounds)
     Problem                                 the problem+json wire model (OpenAPI component)
 """
 
-from loom.runtime import clock, decimals, ints, times
+from loom.runtime import clock, decimals, functions, functions_sql, ints, times
 from loom.runtime.http.api_calls import ApiResource, BadGateway, GatewayTimeout, UpstreamProblem
 from loom.runtime.http.auth import AuthConfigError, Authenticator, JwtAuth
 from loom.runtime.http.problems import API_CALL_RESPONSES, PROBLEM_RESPONSES
@@ -395,6 +400,8 @@ __all__ = [
     "derived",
     "event_key",
     "formerly",
+    "functions",
+    "functions_sql",
     "get_service",
     "instance_version",
     "int_rem",

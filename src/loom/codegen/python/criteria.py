@@ -16,6 +16,7 @@ from loom.codegen.python.expressions import Scope, render
 from loom.codegen.python.layout import Doc, call
 from loom.codegen.python.literals import py_str
 from loom.model import ir, naming, walk
+from loom.model.builtins import BUILTINS
 
 _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "==", "!=": "!="}
 
@@ -74,7 +75,8 @@ class SqlRenderer:
             text = self._sql(expr)
             if decimal and not _is_decimal(expr.type):  # an int side of a decimal operation
                 return f"{self._runtime('as_number')}({text})"
-            return text if _simple(expr) or _int_rem(expr) else f"({text})"
+            call = _int_rem(expr) or isinstance(expr, ir.BuiltinCall)
+            return text if _simple(expr) or call else f"({text})"
         text = self._py(expr, decimal)
         return text if _simple(expr) or decimal else f"({text})"
 
@@ -97,6 +99,12 @@ class SqlRenderer:
             return f"{self._sa('case')}(({self.where(expr.condition)}, {then}), else_={other})"
         if isinstance(expr, ir.Binary):
             return self._binary(expr)
+        if isinstance(expr, ir.BuiltinCall):  # a string function (the checker admits no other)
+            # a value that reads no column is bound as it is (`functions_sql` binds it as text)
+            args = ", ".join(
+                self._sql(a) if _reads_column(a) else self._py(a, False) for a in expr.args
+            )
+            return f"{self._runtime('functions_sql')}.{BUILTINS[expr.function].runtime}({args})"
         raise ValueError(f"`{expr.text}` cannot be translated to SQL")
 
     def _value(self, expr: ir.Expr, decimal: bool) -> str:

@@ -18,6 +18,7 @@ from loom.codegen.python import time_exprs
 from loom.codegen.python.imports import Imports
 from loom.codegen.python.literals import decimal_literal, py_str
 from loom.model import ir, naming
+from loom.model.builtins import BUILTINS
 
 # Python precedence levels (higher binds tighter).
 COND = 1
@@ -209,6 +210,10 @@ def _render(expr: ir.Expr, scope: Scope) -> tuple[str, int]:
     if isinstance(expr, ir.TimeCall):
         rendered = [render(a, scope) for a in expr.args]
         return time_exprs.call(expr, rendered, scope.imports), ATOM
+    if isinstance(expr, ir.BuiltinCall):
+        scope.imports.add("loom.runtime", "functions")
+        args = ", ".join(render(a, scope) for a in expr.args)
+        return f"functions.{BUILTINS[expr.function].runtime}({args})", ATOM
     if isinstance(expr, ir.FunctionCall):
         if expr.owner == "workflow":
             key = ("workflow", expr.workflow or "", expr.function)

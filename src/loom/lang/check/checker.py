@@ -18,7 +18,7 @@ from loom.lang.check.scope import Binding, Scope
 from loom.lang.diagnostics import Sink, Span
 from loom.lang.names.symbols import ContextSymbols, Program
 from loom.lang.syntax import ast
-from loom.lang.types import ERROR, AnyType, a, assignable, is_error
+from loom.lang.types import ERROR, AnyType, a, assignable, is_error, is_numeric
 from loom.model import ir
 
 
@@ -75,6 +75,8 @@ class Checker(ABC):
             return scales.check_scale(self.sink, x, node.span, target)
         if help is None and x.type == ir.DECIMAL and target == ir.INT:
             help = "a `decimal` never narrows to `int` implicitly; change the target's type to `decimal`"
+        if help is None and x.type == ir.DURATION and is_numeric(target):
+            help = f"a duration has a unit: count it with `inDays({x.text})`, `inHours(…)`, `inMinutes(…)` or `inSeconds(…)` (an `int`, truncated toward zero)"
         self.report(
             "loom.type-mismatch",
             message,

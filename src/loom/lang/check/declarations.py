@@ -17,6 +17,7 @@ from loom.lang.names.symbols import ContextSymbols
 from loom.lang.syntax import ast
 from loom.lang.types import a, is_error, show
 from loom.model import ir
+from loom.model.builtins import BUILTINS
 
 
 def check_context(ck: Checker, ctx: ContextSymbols) -> None:
@@ -182,6 +183,16 @@ def untranslatable(x: ir.Expr) -> ir.Expr | None:
     """The first part of a criterion SQL cannot express, or None."""
     if isinstance(x, ir.Member) and _reads_param(x):
         return None  # a field of a value-typed parameter: a plain value, bound from Python
+    if isinstance(x, ir.BuiltinCall):
+        if not times.reads_field(x):
+            return None  # computed from parameters: bound from Python
+        if not BUILTINS[x.function].sql:
+            return x
+        for arg in x.args:
+            bad = untranslatable(arg)
+            if bad is not None:
+                return bad
+        return None
     if times.computed(x):
         # `asOf - 1d` is bound from Python; `dueAt + 1d` would be arithmetic on a column
         return x if times.reads_field(x) else None
@@ -229,11 +240,25 @@ def _criterion(ck: Checker, ctx: ContextSymbols, c: ast.Criterion) -> None:
             f"criterion `{c.name}` uses `{bad.text}`, which cannot be translated to SQL",
             c.condition.span,
             "not translatable",
-            help="a criterion compares stored fields with parameters, literals, enum members and "
-            "`now()`, joined by `&&`, `||`, `!` and arithmetic; no function calls, derived values, "
-            "conditionals or lists; a time is computed from parameters only (`dueAt < asOf - 1d`, "
-            "not `dueAt + 1d < asOf`)",
+            help=_BUILTIN_HELP.format(bad.function)
+            if isinstance(bad, ir.BuiltinCall)
+            else _CRITERION_HELP,
         )
+
+
+_CRITERION_HELP = (
+    "a criterion compares stored fields with parameters, literals, enum members and `now()`, "
+    "joined by `&&`, `||`, `!` and arithmetic, the string functions `length`, `contains`, "
+    "`startsWith`, `lower`, `upper`, `trim` and the date parts `year`, `month`, `day`; no other "
+    "function calls, derived values, "
+    "conditionals or lists; a time is computed from parameters only (`dueAt < asOf - 1d`, not "
+    "`dueAt + 1d < asOf`)"
+)
+_BUILTIN_HELP = (
+    "`{}` of a stored field is computed by the service, not the database; compare the stored "
+    "field with a value computed from the parameters instead (`validTo < addMonths(asOf, 1)`), "
+    "or filter the loaded values in a query handler"
+)
 
 
 def _retrieval(ck: Checker, ctx: ContextSymbols, r: ast.Retrieval) -> None:

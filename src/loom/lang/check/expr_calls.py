@@ -5,7 +5,7 @@ and the refused forms (operations as values, repository calls inside an aggregat
 
 from __future__ import annotations
 
-from loom.lang.check import factories, principal, rounding, times, workflows
+from loom.lang.check import builtins, factories, principal, rounding, times, workflows
 from loom.lang.check.checker import Checker
 from loom.lang.check.scope import Scope
 from loom.lang.diagnostics import did_you_mean
@@ -92,14 +92,16 @@ class CallTyping(Checker):
             return ir.Now(ir.DATETIME, text)
         if n in times.FUNCTIONS and n not in fns:
             return times.call(self, e, scope, n, text)
+        if n in builtins.FUNCTIONS and n not in fns:
+            return builtins.call(self, e, scope, n, text)
         self.report(
             "loom.unknown-name",
             f"unknown function `{n}`",
             e.callee.span,
             "not a function",
-            help=did_you_mean(n, [*fns, "now", *times.FUNCTIONS])
+            help=did_you_mean(n, [*fns, "now", *times.FUNCTIONS, *builtins.FUNCTIONS])
             if scope.reads_fields
-            else did_you_mean(n, ["now", *times.FUNCTIONS]),
+            else did_you_mean(n, ["now", *times.FUNCTIONS, *builtins.FUNCTIONS]),
         )
         for arg in e.args:
             if isinstance(arg, ast.Arg):

@@ -86,7 +86,9 @@ def _why(lt: AnyType, op: str, rt: AnyType, left: str, right: str) -> tuple[str,
     if ir.DURATION in (lt, rt) and op in ("*", "/", "%"):
         return (
             f"`{op}` of {a(lt)} and {a(rt)}",
-            "a duration is multiplied by an `int` only (`15m * n`); compute the number first",
+            "a duration is multiplied by an `int` only (`15m * n`); to compute with the number "
+            "it holds, count it first: `inDays(d)`, `inHours(d)`, `inMinutes(d)`, `inSeconds(d)` "
+            "(an `int`, truncated toward zero)",
         )
     return (
         f"`{op}` is not defined on {a(lt)} and {a(rt)}",

@@ -27,6 +27,7 @@ from loom.model.ir.events import Channel, Event, Retention
 from loom.model.ir.expressions import (
     ApiCall,
     Binary,
+    BuiltinCall,
     Conditional,
     Construct,
     CurrentUser,
@@ -144,6 +145,7 @@ __all__ = [
     "AssignState",
     "Binary",
     "BindInstance",
+    "BuiltinCall",
     "CallApi",
     "CallOperation",
     "CallOwnOperation",

@@ -225,6 +225,17 @@ class TimeCall:
 
 
 @dataclass(frozen=True, slots=True)
+class BuiltinCall:
+    """A call of a built-in function of `loom.model.builtins.BUILTINS` (`addMonths(d, 1)`,
+    `length(s)`): its name, its arguments in order, and its result type."""
+
+    function: str
+    args: tuple[Expr, ...]
+    type: Type
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class ApiCall:
     """`resource.Handler(arg: value, …)`: a call of `handler` (a command or query handler of
     context `target`) through `resource`. `args` are the handler's parameters in its order, each
@@ -259,4 +270,5 @@ Expr: TypeAlias = (
     | ApiCall
     | Round
     | TimeCall
+    | BuiltinCall
 )

@@ -36,6 +36,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.types import TypeEngine
 
+from loom.runtime.storage.functions_sql import SQLITE_TEXT_FUNCTIONS
 from loom.runtime.values import decimals
 from loom.runtime.values.types import DecimalText
 
@@ -289,6 +290,7 @@ SQLITE_FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
     "loom_dec_rem": (2, _binary(decimals.rem)),
     "loom_dec_neg": (1, _neg),
     "loom_int_rem": (2, _int_rem),
+    **SQLITE_TEXT_FUNCTIONS,
 }
 """The functions a criterion's SQL calls on SQLite, by name: (arity, function)."""
 
