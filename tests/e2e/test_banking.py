@@ -169,6 +169,15 @@ async def test_missing_ids_answer_the_same_404_everywhere(bank: ServiceClient) -
     assert (await account(bank, src))["balance"] == 100
 
 
+async def test_unknown_routes_and_methods_are_loom_problems(bank: ServiceClient) -> None:
+    nowhere = assert_problem(await bank.get("/api/nowhere"), 404, "no-such-route")
+    assert nowhere["detail"] == "no route GET /api/nowhere"
+    r = await bank.delete("/api/workflows/transfer")
+    refused = assert_problem(r, 405, "method-not-allowed")
+    assert r.headers["allow"] == "POST"
+    assert refused["detail"] == "DELETE is not allowed on /api/workflows/transfer; allowed: POST"
+
+
 async def test_malformed_requests_name_the_bad_field(bank: ServiceClient) -> None:
     src, dst = await two_accounts(bank)
     bad_type = await bank.post(
