@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
 from typing import Any
 
@@ -307,3 +308,25 @@ async def test_openapi_and_docs(bank: ServiceClient) -> None:
     transfer = spec["paths"]["/api/workflows/transfer"]["post"]
     assert "200" in transfer["responses"] and "404" in transfer["responses"]
     assert (await bank.get("/docs")).status_code == 200
+
+
+async def test_docs_pages_load_nothing_from_another_host(bank: ServiceClient) -> None:
+    """/docs (Swagger UI) and /redoc reference only the service's own URLs, and it serves each
+    asset they load (offline, they still work)."""
+    for page in ("/docs", "/redoc"):
+        r = await bank.get(page)
+        assert r.status_code == 200, r.text
+        assert "http://" not in r.text and "https://" not in r.text and "//cdn" not in r.text
+        urls = re.findall(r"""(?:src|href|url)\s*[=:]\s*['"]([^'"]+)['"]""", r.text)
+        assert "/openapi.json" in urls, urls
+        assets = [u for u in urls if u.startswith("/docs/assets/")]
+        assert len(assets) >= (3 if page == "/docs" else 2), urls
+        assert set(urls) - set(assets) == {"/openapi.json"}, urls
+        for url in assets:
+            asset = await bank.get(url)
+            assert asset.status_code == 200, url
+            assert len(asset.content) > 1000, url
+            kind = asset.headers["content-type"]
+            assert kind.startswith(
+                ("text/javascript", "application/javascript", "text/css", "image/png")
+            ), (url, kind)

@@ -26,6 +26,7 @@ from loom.runtime.http.api_calls import ApiResource, Apis
 from loom.runtime.http.auth import Authenticator, add_bearer_scheme, resolve_auth
 from loom.runtime.http.body_limit import resolve_max_body_bytes
 from loom.runtime.http.contracts import add_asyncapi_route
+from loom.runtime.http.docs_ui import add_docs_pages
 from loom.runtime.http.edge import EdgeMiddleware
 from loom.runtime.http.idempotency import HEADER as IDEMPOTENCY_KEY
 from loom.runtime.http.idempotency import SAFE_METHODS, resolve_ttl
@@ -385,7 +386,18 @@ def create_app(
     # `include_router` nests each router, and every request (every await in it, too) then pays
     # for the nested matching and scope bookkeeping.
     flat = [route for router in routers for route in router.routes]
-    app = FastAPI(title=title, lifespan=lifespan, routes=flat, **fastapi_options)
+    # FastAPI's own /docs and /redoc load their scripts from a CDN: ours serve the package's
+    docs_url = fastapi_options.pop("docs_url", "/docs")
+    redoc_url = fastapi_options.pop("redoc_url", "/redoc")
+    app = FastAPI(
+        title=title,
+        lifespan=lifespan,
+        routes=flat,
+        docs_url=None,
+        redoc_url=None,
+        **fastapi_options,
+    )
+    add_docs_pages(app, docs_url, redoc_url)
     app.state.loom_externs = extern_plan  # `loom run` preloads them, before its banner
     app.state.loom_missing_connections = missing_connections  # and says these before it too
     authenticator = resolve_auth(auth)
