@@ -128,6 +128,26 @@ async def test_the_default_database_is_the_one_loom_run_uses(tmp_path: Path) -> 
     assert loom("list", cwd=tmp_path).stdout.strip() == "no dead letters"
 
 
+async def test_a_model_of_several_files_names_its_database_as_loom_run_does(
+    tmp_path: Path,
+) -> None:
+    """`loom run orders.loom billing.loom` keeps `orders.db`: the same FILE... finds it."""
+    files = [str(tmp_path / "orders.loom"), str(tmp_path / "billing.loom")]
+    (tmp_path / "orders.loom").write_text("context Orders { }\n")
+    (tmp_path / "billing.loom").write_text("context Billing { }\n")
+    first, _ = await make_dead_letters(f"sqlite+aiosqlite:///{tmp_path / 'orders.db'}", 2)
+    r = loom("list", *files)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0] == "2 dead letter(s); 1-2:"
+    r = loom("redrive", str(first), *files)
+    assert r.returncode == 0, r.stderr
+    r = loom("redrive", "--all", *files)
+    assert (r.returncode, r.stdout.strip()) == (0, "redriven 1 dead letter(s)"), r.stderr
+    assert loom("list", *files).stdout.strip() == "no dead letters"
+    r = loom("list", files[0], str(tmp_path / "missing.loom"))
+    assert r.returncode == 2 and "missing.loom: no such file or folder" in r.stderr, r.stderr
+
+
 async def test_a_database_without_an_outbox_has_no_dead_letters(tmp_path: Path) -> None:
     (tmp_path / "plain.loom").write_text("context Plain { }\n")
     service = Service.from_url(f"sqlite+aiosqlite:///{tmp_path / 'plain.db'}", MetaData())

@@ -21,6 +21,7 @@ from tests.liveserver import free_port
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = ROOT / "tests/runtime/api_calls"
 FILES = ["dispatch.loom", "deployables.loom"]
+SHOP = ["shop.loom", "deployables.loom"]
 
 
 def _copy(tmp_path: Path) -> list[Path]:
@@ -54,13 +55,10 @@ def test_up_gives_each_deployable_its_siblings_urls(tmp_path: Path) -> None:
     assert not [a for a in desk.command(files, [], units) if a.startswith("--api=Dispatch")]
 
 
-def test_run_without_the_url_refuses_to_start_naming_the_variable_and_flag(
-    tmp_path: Path,
-) -> None:
-    files = _copy(tmp_path)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOM_API_")}
-    done = subprocess.run(
-        [sys.executable, "-m", "loom.cli", "run", *map(str, files), "--deployable", "Desk"]
+def _run(files: list[Path], *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOM_API_", "LOOM_BROKER"))}
+    return subprocess.run(
+        [sys.executable, "-m", "loom.cli", "run", *map(str, files), *args]
         + ["--port", str(free_port())],
         capture_output=True,
         text=True,
@@ -69,7 +67,34 @@ def test_run_without_the_url_refuses_to_start_naming_the_variable_and_flag(
         check=False,
         env=env,
     )
-    output = done.stdout + done.stderr
-    assert done.returncode != 0, output
-    assert "LOOM_API_DIRECTORY=URL" in output and "--api Directory=URL" in output, output
-    assert "Traceback" not in output, output
+
+
+def test_run_without_the_url_refuses_before_its_banner_naming_the_variable_and_flag(
+    tmp_path: Path,
+) -> None:
+    done = _run(_copy(tmp_path), "--deployable", "Desk")
+    assert (done.returncode, done.stdout) == (2, ""), done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        "error: context Directory (bound by resource Dispatch.directory) runs in another "
+        "deployable and no URL is given for it: set LOOM_API_DIRECTORY=URL or pass "
+        "--api Directory=URL"
+    ]
+
+
+def test_run_without_the_broker_refuses_before_its_banner_one_line_per_source(
+    tmp_path: Path,
+) -> None:
+    """The shop's Orders deployable needs a broker for its channels (all of the default source):
+    one line, not one clause per crossing event, and no `serving …` banner."""
+    files = [Path(shutil.copy(ROOT / "examples/shop" / n, tmp_path / n)) for n in SHOP]
+    done = _run(files, "--deployable", "Orders")
+    assert (done.returncode, done.stdout) == (2, ""), done.stdout + done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(
+        "error: channels Orders.Fulfilment, Inventory.Stock, Payment.Payments must carry events "
+        "between deployables (Orders.OrderPlaced (produced here) to "
+    ), line
+    assert line.endswith(
+        "and no broker is configured for them: give one with --broker URL or LOOM_BROKER=URL"
+    ), line
+    assert not (tmp_path / "orders.db").exists()  # refused before the database

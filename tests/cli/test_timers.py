@@ -19,9 +19,9 @@ LOOM = [sys.executable, "-m", "loom.cli"]
 LATER = datetime(2100, 1, 1, tzinfo=UTC)
 
 
-def loom(*args: str) -> subprocess.CompletedProcess[str]:
+def loom(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*LOOM, "timers", *args], capture_output=True, text=True, timeout=120, check=False
+        [*LOOM, "timers", *args], capture_output=True, text=True, cwd=cwd, timeout=120, check=False
     )
 
 
@@ -87,3 +87,30 @@ async def test_a_database_without_timers(tmp_path: Path) -> None:
     assert (r.returncode, r.stdout.strip()) == (0, "no timers")
     r = loom("fire", "Cli.sweep", "--database-url", url)
     assert r.returncode == 1, r.stdout
+
+
+async def test_the_model_is_named_by_its_files_as_loom_run_takes_them(tmp_path: Path) -> None:
+    """`loom run cli.loom more.loom` keeps `cli.db` beside them: FILE... (or their folder, or the
+    current one) finds it."""
+    (tmp_path / "cli.loom").write_text("context Cli { }\n")
+    (tmp_path / "more.loom").write_text("context More { }\n")
+    files = [str(tmp_path / "cli.loom"), str(tmp_path / "more.loom")]
+    service = service_of(f"sqlite+aiosqlite:///{tmp_path / 'cli.db'}", [])
+    try:
+        await service.create_schema()
+        async with service.transaction() as work:
+            job = await SqlProcessStore(service).arm(
+                work, "Cli.Reminder", "k-1", Timeout("remind", at=LATER), datetime.now(UTC)
+            )
+    finally:
+        await service.dispose()
+    for args, cwd in (((*files,), None), ((str(tmp_path),), None), ((), tmp_path)):
+        page = loom("list", *args, "--format", "json", cwd=cwd)
+        assert page.returncode == 0, (args, page.stderr)
+        assert [x.get("job_id") for x in json.loads(page.stdout)["items"]][:1] == [str(job)], (
+            page.stdout
+        )
+    one = loom("fire", str(job), *files)
+    assert one.returncode == 0, one.stderr
+    r = loom("list", files[0], str(tmp_path / "missing.loom"))
+    assert r.returncode == 2 and "missing.loom: no such file or folder" in r.stderr, r.stderr

@@ -179,7 +179,9 @@ async def test_the_service_tells_the_runtime_what_it_holds(
     main = import_generated(out)
     assert main.CONTEXTS == ("Orders",)
     app = main.build_app(f"sqlite+aiosqlite:///{tmp_path / 'orders.db'}")
-    with pytest.raises(StartupRefused, match=r"Payment.PaymentSucceeded .*no broker is configured"):
+    with pytest.raises(
+        StartupRefused, match=r"Payment.Payments must carry events .*no broker is configured"
+    ):
         async with app.router.lifespan_context(app):
             pass
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
 from typing import Any
 
@@ -169,6 +170,15 @@ async def test_missing_ids_answer_the_same_404_everywhere(bank: ServiceClient) -
     assert (await account(bank, src))["balance"] == 100
 
 
+async def test_unknown_routes_and_methods_are_loom_problems(bank: ServiceClient) -> None:
+    nowhere = assert_problem(await bank.get("/api/nowhere"), 404, "no-such-route")
+    assert nowhere["detail"] == "no route GET /api/nowhere"
+    r = await bank.delete("/api/workflows/transfer")
+    refused = assert_problem(r, 405, "method-not-allowed")
+    assert r.headers["allow"] == "POST"
+    assert refused["detail"] == "DELETE is not allowed on /api/workflows/transfer; allowed: POST"
+
+
 async def test_malformed_requests_name_the_bad_field(bank: ServiceClient) -> None:
     src, dst = await two_accounts(bank)
     bad_type = await bank.post(
@@ -298,3 +308,25 @@ async def test_openapi_and_docs(bank: ServiceClient) -> None:
     transfer = spec["paths"]["/api/workflows/transfer"]["post"]
     assert "200" in transfer["responses"] and "404" in transfer["responses"]
     assert (await bank.get("/docs")).status_code == 200
+
+
+async def test_docs_pages_load_nothing_from_another_host(bank: ServiceClient) -> None:
+    """/docs (Swagger UI) and /redoc reference only the service's own URLs, and it serves each
+    asset they load (offline, they still work)."""
+    for page in ("/docs", "/redoc"):
+        r = await bank.get(page)
+        assert r.status_code == 200, r.text
+        assert "http://" not in r.text and "https://" not in r.text and "//cdn" not in r.text
+        urls = re.findall(r"""(?:src|href|url)\s*[=:]\s*['"]([^'"]+)['"]""", r.text)
+        assert "/openapi.json" in urls, urls
+        assets = [u for u in urls if u.startswith("/docs/assets/")]
+        assert len(assets) >= (3 if page == "/docs" else 2), urls
+        assert set(urls) - set(assets) == {"/openapi.json"}, urls
+        for url in assets:
+            asset = await bank.get(url)
+            assert asset.status_code == 200, url
+            assert len(asset.content) > 1000, url
+            kind = asset.headers["content-type"]
+            assert kind.startswith(
+                ("text/javascript", "application/javascript", "text/css", "image/png")
+            ), (url, kind)

@@ -154,10 +154,13 @@ async def test_internal_errors_do_not_leak(
 
 async def test_unknown_route_and_method_are_problems(client: httpx.AsyncClient) -> None:
     body = problem(await client.get("/nowhere"), 404)
-    assert body["type"] == "about:blank"
+    assert body["type"] == "urn:loom:problem:no-such-route"
+    assert body["detail"] == "no route GET /nowhere"
     r = await client.delete("/api/items")
-    problem(r, 405)
-    assert "allow" in r.headers
+    body = problem(r, 405)
+    assert body["type"] == "urn:loom:problem:method-not-allowed"
+    assert body["title"] == "Method Not Allowed"
+    assert body["detail"] == f"DELETE is not allowed on /api/items; allowed: {r.headers['allow']}"
 
 
 async def test_decimals_cross_the_wire_exactly(client: httpx.AsyncClient) -> None:

@@ -13,7 +13,7 @@ import click
 from loom.cli.output import Format, fail, format_option
 from loom.cli.service_database import (
     database_options,
-    model_or_dir,
+    model_files_argument,
     on_outbox,
     page_options,
     service_database_url,
@@ -40,13 +40,13 @@ def dead_letters() -> None:
 
 
 @dead_letters.command("list")
-@model_or_dir
+@model_files_argument
 @format_option()
 @page_options
 @kind_option
 @database_options
 def dead_letters_list(
-    model: Path | None,
+    files: tuple[Path, ...],
     database_url: str | None,
     format: Format,
     limit: int,
@@ -60,7 +60,7 @@ def dead_letters_list(
     import asyncio  # here, not at the top: `loom check` and `loom build` never load it (start-up)
     import json
 
-    url = service_database_url(model, database_url, contexts, deployable)
+    url = service_database_url(files, database_url, contexts, deployable)
     wanted = None if kind is None else kind.value
     try:
         page = asyncio.run(on_outbox(url, lambda svc: dead_page(svc, limit, offset, wanted)))
@@ -98,9 +98,9 @@ def dead_letters_list(
 @click.argument(
     "args",
     nargs=-1,
-    metavar="EVENT_ID [MODEL_OR_DIR]",
-    help="The dead letter to put back in the queue (none with --all), then optionally the model "
-    "or its folder, as for `list`.",
+    metavar="EVENT_ID [FILE]...",
+    help="The dead letter to put back in the queue (none with --all), then optionally the "
+    "model's files or its folder, as for `list`.",
 )
 @click.option("--all", "all_", is_flag=True, help="Redrive every dead letter.")
 @kind_option
@@ -131,9 +131,7 @@ def dead_letters_redrive(
             event_id = UUID(rest.pop(0))
         except ValueError:
             fail("EVENT_ID must be a UUID (as `loom dead-letters list` shows it)")
-    if len(rest) > 1:
-        fail(f"unexpected argument(s): {' '.join(rest[1:])}")
-    url = service_database_url(Path(rest[0]) if rest else None, database_url, contexts, deployable)
+    url = service_database_url([Path(p) for p in rest], database_url, contexts, deployable)
     try:
         wanted = None if kind is None else kind.value
         count = asyncio.run(on_outbox(url, lambda svc: redrive(svc, event_id, wanted)))

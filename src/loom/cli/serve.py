@@ -8,7 +8,7 @@ import asyncio
 import socket
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from loom.build.cache import cached_build_for, model_names, reuse_build, write_cached_build
 from loom.build.package import BuildError, import_package
@@ -131,6 +131,7 @@ def _serve(files: list[Path], options: RunSettings, color: Color) -> None:
         application.state.loom_externs.preload()
     except (BuildError, AuthConfigError, ExternError, OptionError, ValueError) as exc:
         raise _fail(str(exc)) from None  # ValueError: a bad limit or TTL
+    _refuse_missing_connections(application)
     for line in check_database(
         files, service, url, database_url, migrate=options.migrate, held=held
     ):
@@ -159,6 +160,16 @@ def _serve(files: list[Path], options: RunSettings, color: Color) -> None:
         http=limits.protocol(),
         log_config=log_config(),
     )
+
+
+def _refuse_missing_connections(application: Any) -> None:
+    """Exit 2 before the banner when the service would refuse to start for want of a broker or
+    of another deployable's URL: one `error:` line per missing piece."""
+    missing = asyncio.run(application.state.loom_missing_connections())
+    for reason in missing:
+        echo(f"error: {reason}", err=True)
+    if missing:
+        raise Stop(2)
 
 
 def _build(files: list[Path], color: Color, held: Held) -> tuple[Path, str]:

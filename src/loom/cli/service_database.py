@@ -3,7 +3,7 @@ database, named by the model beside it or by URL, and opening its tables without
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,44 +51,45 @@ def page_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return limit(offset(command))
 
 
-MODEL_OR_DIR_HELP = (
-    "The model (or its folder): its database is the one `loom run` uses, a SQLite file beside "
-    "the model. Default: the current folder."
+MODEL_FILES_HELP = (
+    "The model's .loom files, or a folder of them, as `loom run` was given them: its database "
+    "is the one `loom run` uses, a SQLite file beside the model. Default: the current folder."
 )
 
 
-def model_or_dir(command: Callable[..., Any]) -> Callable[..., Any]:
-    """The optional MODEL_OR_DIR argument."""
+def model_files_argument(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The optional FILE... argument: the model, as `loom check` and `loom run` take it."""
     return click.argument(
-        "model", required=False, type=click.Path(path_type=Path), help=MODEL_OR_DIR_HELP
+        "files",
+        nargs=-1,
+        metavar="[FILE]...",
+        type=click.Path(path_type=Path),
+        help=MODEL_FILES_HELP,
     )(command)
 
 
 def service_database_url(
-    model: Path | None, database_url: str | None, contexts: str | None, deployable: str | None
+    files: Sequence[Path], database_url: str | None, contexts: str | None, deployable: str | None
 ) -> str:
     """The explicit URL, else the SQLite file `loom run` keeps beside the model for the service
     named (the whole model by default)."""
     try:
         held = held_for(contexts, deployable)
         if held.name() is not None:
-            refuse_unknown_held(_model_files_of(model), held)
+            refuse_unknown_held(_model_files_of(files), held)
         if database_url is None:
-            return default_url(model, held)
+            return default_url(files, held)
         refuse_missing_sqlite(database_url)
         return database_url
     except OptionError as exc:
         fail(str(exc))
 
 
-def _model_files_of(model: Path | None) -> list[Path]:
+def _model_files_of(paths: Sequence[Path]) -> list[Path]:
     """The model's files (none when there is no model to judge the names by: with
     --database-url the command needs none)."""
-    target = model or Path.cwd()
-    if target.is_file():
-        return [target]
     try:
-        return model_files([target]) if target.is_dir() else []
+        return model_files([p for p in paths or [Path.cwd()] if p.exists()])
     except NoModelFiles:
         return []
 

@@ -17,7 +17,7 @@ import click
 from loom.cli.output import Format, fail, format_option
 from loom.cli.service_database import (
     database_options,
-    model_or_dir,
+    model_files_argument,
     on_outbox,
     page_options,
     service_database_url,
@@ -47,12 +47,12 @@ async def _make_due(service: Any, id: str) -> str | None:
 
 
 @timers.command("list")
-@model_or_dir
+@model_files_argument
 @format_option()
 @page_options
 @database_options
 def timers_list(
-    model: Path | None,
+    files: tuple[Path, ...],
     database_url: str | None,
     format: Format,
     limit: int,
@@ -65,7 +65,7 @@ def timers_list(
     import asyncio
     import json
 
-    url = service_database_url(model, database_url, contexts, deployable)
+    url = service_database_url(files, database_url, contexts, deployable)
     try:
         page = asyncio.run(on_outbox(url, lambda svc: _page(svc, limit, offset)))
     except Exception as exc:  # noqa: BLE001 - a sentence, never a traceback
@@ -95,11 +95,11 @@ def timers_list(
     metavar="ID",
     help="A timeout's job id, or a context timer's name, as `loom timers list` shows it.",
 )
-@model_or_dir
+@model_files_argument
 @database_options
 def timers_fire(
     id: str,
-    model: Path | None,
+    files: tuple[Path, ...],
     database_url: str | None,
     deployable: str | None,
     contexts: str | None,
@@ -112,7 +112,7 @@ def timers_fire(
     """
     import asyncio
 
-    url = service_database_url(model, database_url, contexts, deployable)
+    url = service_database_url(files, database_url, contexts, deployable)
     try:
         kind = asyncio.run(on_outbox(url, lambda svc: _make_due(svc, id)))
     except Exception as exc:  # noqa: BLE001 - a sentence, never a traceback

@@ -5,6 +5,7 @@ when no `--database-url` is given (one definition, for `loom run`, `loom up`, `l
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from loom.build.sources import NoModelFiles, model_files
@@ -37,23 +38,22 @@ def safe_url(url: str) -> str:
         return "<database url>"
 
 
-def default_url(model: Path | None, held: Held) -> str:
-    """The database `loom run` keeps beside the model (a file or its folder; None: the current
-    folder) for the service of `held`: the whole model's `<first file>.db`, a deployable's
-    `<deployable>.db`. Raises OptionError with a sentence when there is none."""
-    target = model or Path.cwd()
-    if target.is_dir():
-        try:
-            files = model_files([target])
-        except NoModelFiles as exc:
-            raise OptionError(f"{exc}, or pass --database-url") from exc
-        # `loom run` names the whole model's database after the first model file it was given
-        with_db = [f for f in files if default_database_file(f).exists()]
-        first = (with_db or files)[0]
-    elif target.is_file():
-        first = target
-    else:
-        raise OptionError(f"{target}: no such file or folder")
+def default_url(paths: Sequence[Path], held: Held) -> str:
+    """The database `loom run` keeps beside the model its `paths` name (its files, or folders of
+    them, as `loom run` takes them; none: the current folder) for the service of `held`: the
+    whole model's `<first file>.db`, a deployable's `<deployable>.db`. Raises OptionError with a
+    sentence when there is none."""
+    for path in paths or [Path.cwd()]:
+        if not path.exists():
+            raise OptionError(f"{path}: no such file or folder")
+    try:
+        files = model_files(paths or [Path.cwd()])
+    except NoModelFiles as exc:
+        raise OptionError(f"{exc}, or pass --database-url") from exc
+    # `loom run` names the whole model's database after the first model file it was given; of a
+    # folder's files (sorted), the one `loom run FILE…` was given first is the one with a database
+    with_db = [f for f in files if default_database_file(f).exists()]
+    first = (with_db or files)[0]
     db = default_database_file(first, held)
     if not db.exists():
         raise OptionError(

@@ -289,13 +289,26 @@ async def test_a_service_whose_channel_cannot_deliver_does_not_start(
     with pytest.raises(StartupRefused) as refused:
         await topology.start(ORDERS, sqlite_urls[0], brokers={})
     message = str(refused.value)
-    assert "channel Orders.Placed must carry Orders.OrderPlaced" in message
+    assert "channels Orders.Placed, Inventory.Reserved must carry events between" in message
     assert RESERVE in message and "--broker URL or LOOM_BROKER=URL" in message
+    assert len(refused.value.reasons) == 1  # one missing broker: one reason, `loom run`'s one line
     # a channel on a named source needs that broker, not the default one
     named = [dataclasses.replace(c, source="bus") for c in topology.channels]
     with pytest.raises(StartupRefused) as refused:
         await topology.start(INVENTORY, sqlite_urls[1], channels=named)
     assert "--broker bus=URL or LOOM_BROKER_BUS=URL" in str(refused.value)
+    # two sources without their brokers: two reasons (`loom run` prints two `error:` lines)
+    mixed = [
+        dataclasses.replace(c, source="bus") if c.name == "Orders.Placed" else c
+        for c in topology.channels
+    ]
+    with pytest.raises(StartupRefused) as refused:
+        await topology.start(INVENTORY, sqlite_urls[1], channels=mixed, brokers={})
+    first, second = refused.value.reasons
+    assert first.startswith("channel Orders.Placed must carry events between deployables")
+    assert first.endswith("--broker bus=URL or LOOM_BROKER_BUS=URL"), first
+    assert second.startswith("channel Inventory.Reserved must carry events between deployables")
+    assert second.endswith("--broker URL or LOOM_BROKER=URL"), second
     # one deployable holding every context needs no broker at all
     both = await topology.start(("Orders", "Inventory"), sqlite_urls[0], brokers={})
     await stock(both, "lamp")

@@ -289,12 +289,14 @@ PENDING_TIMEOUT_OUT = "PendingTimeoutOut"
 
 
 def _pending_timeout_class(imports: Imports) -> list[str]:
-    """`{"name": …, "dueAt": …}`: a timeout of a process instance that has not fired yet."""
+    """`{"name": …, "dueAt": …, "status": …, "attempts": n}`: a timeout of a process instance
+    that has not fired yet, "armed" or "dead" (dead-lettered, until redriven)."""
     imports.add("pydantic", "BaseModel")
     imports.add("pydantic", "ConfigDict")
     imports.add("pydantic", "Field")
     imports.add("datetime", "datetime")
-    doc = "A timeout of a process instance that has not fired: its name and when it is due."
+    imports.add("typing", "Literal")
+    doc = "A timeout of an instance that has not fired: armed, or dead-lettered until redriven."
     return [
         f"class {PENDING_TIMEOUT_OUT}(BaseModel):",
         f"    {docstring(doc)}",
@@ -303,6 +305,9 @@ def _pending_timeout_class(imports: Imports) -> list[str]:
         "",
         "    name: str",
         '    due_at: datetime = Field(serialization_alias="dueAt")',
+        # the runtime's timer statuses (loom.runtime.processes.tables: ARMED, DEAD)
+        '    status: Literal["armed", "dead"]',
+        "    attempts: int",
     ]
 
 

@@ -30,7 +30,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
 from loom.runtime.storage.work import parking
-from loom.runtime.values.errors import LoomError, StartupRefused
+from loom.runtime.values.errors import LoomError, refused
 from loom.runtime.values.logs import current_correlation_id
 from loom.runtime.values.principal import current_authorization
 from loom.runtime.values.problem_types import problem_type
@@ -335,26 +335,29 @@ class Apis:
     def urls(
         self, local: Sequence[str] | None, given: Mapping[str, str], environ: Mapping[str, str]
     ) -> dict[str, str]:
-        """context -> base URL of every bound context this service does not hold; a missing one
-        refuses the start, naming its variable and flag."""
+        """context -> base URL of every bound context this service does not hold; a missing or
+        bad one refuses the start, one sentence per context, naming its variable and flag."""
         out: dict[str, str] = {}
+        wrong: dict[str, str] = {}
         for r in self.resources.values():
-            if local is None or r.context in local or r.context in out:
+            if local is None or r.context in local or r.context in out or r.context in wrong:
                 continue
             url = given.get(r.context) or environ.get(variable_for(r.context), "").strip()
             url = url or environ.get(ENV_PREFIX + r.context, "").strip()
             if not url:
-                raise StartupRefused(
-                    f"the service does not start: context {r.context} (bound by resource {r.key}) "
-                    f"runs in another deployable and no URL is given for it: set "
-                    f"{variable_for(r.context)}=URL or pass --api {r.context}=URL"
+                wrong[r.context] = (
+                    f"context {r.context} (bound by resource {r.key}) runs in another deployable "
+                    f"and no URL is given for it: set {variable_for(r.context)}=URL or pass "
+                    f"--api {r.context}=URL"
                 )
-            if not url.startswith(("http://", "https://")):
-                raise StartupRefused(
-                    f"the service does not start: {variable_for(r.context)}={url!r} is no "
-                    "http:// or https:// URL"
+            elif not url.startswith(("http://", "https://")):
+                wrong[r.context] = (
+                    f"{variable_for(r.context)}={url!r} is no http:// or https:// URL"
                 )
-            out[r.context] = url
+            else:
+                out[r.context] = url
+        if wrong:
+            raise refused(list(wrong.values()))
         return out
 
     def start(self, app: ASGIApp, urls: Mapping[str, str]) -> None:

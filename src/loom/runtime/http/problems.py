@@ -26,7 +26,7 @@ from loom.runtime.values.errors import (
     PayloadTooLarge,
 )
 from loom.runtime.values.logs import current_correlation_id
-from loom.runtime.values.problem_types import problem_type
+from loom.runtime.values.problem_types import for_http_status, problem_type
 
 logger = logging.getLogger("loom.http")
 
@@ -138,6 +138,16 @@ def _phrase(status: int) -> str:
         return "Error"
 
 
+def _http_detail(request: Request, exc: StarletteHTTPException) -> str:
+    """The router's refusals say what was asked; any other keeps the raiser's detail."""
+    if exc.status_code == 404 and exc.detail == _phrase(404):
+        return f"no route {request.method} {request.url.path}"
+    if exc.status_code == 405:
+        allowed = (exc.headers or {}).get("Allow", "")
+        return f"{request.method} is not allowed on {request.url.path}; allowed: {allowed}"
+    return exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail, default=str)
+
+
 def _log_internal(request: Request, exc: BaseException) -> None:
     logger.error(
         json.dumps(
@@ -205,11 +215,10 @@ def problem_for(request: Request, exc: BaseException) -> Response:
     if isinstance(exc, StarletteHTTPException):
         if exc.status_code < 200 or exc.status_code in (204, 304):
             return Response(status_code=exc.status_code, headers=exc.headers)
-        phrase = _phrase(exc.status_code)
-        detail = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail, default=str)
-        return problem(
-            exc.status_code, "about:blank", phrase, detail, instance, headers=exc.headers
-        )
+        typ = for_http_status(exc.status_code)
+        detail = _http_detail(request, exc)
+        title = typ.title if typ.status == exc.status_code else _phrase(exc.status_code)
+        return problem(exc.status_code, typ.uri, title, detail, instance, headers=exc.headers)
     if isinstance(exc, PoolTimeout):  # every connection busy for pool_timeout: overload
         return problem_for(request, Overloaded())
     kind = classify(exc)

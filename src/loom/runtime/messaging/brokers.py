@@ -23,7 +23,7 @@ from loom.runtime.messaging.broker_config import DEFAULT_SOURCE, variable_for
 from loom.runtime.messaging.channels import Channel
 from loom.runtime.messaging.events import EventBus, Subscription
 from loom.runtime.messaging.transports.base import ConsumerSpec, StreamSpec, Transport
-from loom.runtime.values.errors import StartupRefused
+from loom.runtime.values.errors import refused
 from loom.runtime.values.logs import log_fact
 
 
@@ -153,7 +153,7 @@ class Brokers:
         """Decide what each broker carries for this deployable (the streams to ensure, the
         consumers to run), or refuse to start (`StartupRefused`) when a channel must carry an
         event across deployables and has no broker."""
-        missing: list[str] = []
+        missing: dict[str, list[tuple[Channel, str]]] = {}  # source -> what needs its broker
         self.consumed = []
         for channel in self._channels:
             link = self.link_for(channel)
@@ -167,7 +167,8 @@ class Brokers:
                 crossing = [t for t in spec.event_types if self.produces(t)]
                 if crossing and not self.holds(spec.name):
                     if link is None:
-                        missing.append(_missing(channel, crossing[0], spec.name, "runs elsewhere"))
+                        what = _crossing(crossing[0], spec.name, "runs elsewhere")
+                        missing.setdefault(_source(channel), []).append((channel, what))
                     remote.append(spec)
             # a `log` channel keeps what it carries on the broker for readers added later (a
             # replay from the start), so its stream is ensured whenever this deployable produces
@@ -177,13 +178,14 @@ class Brokers:
                 link.add(channel, remote)
             for name, (types, subs) in _local_consumers(bus, channel, self.produces).items():
                 if link is None:
-                    missing.append(_missing(channel, types[0], name, "runs here"))
+                    what = _crossing(types[0], name, "runs here")
+                    missing.setdefault(_source(channel), []).append((channel, what))
                     continue
                 link.add(channel, (ConsumerSpec(name, channel.name, types),))
                 spec = link.consumer(channel.name, name)
                 self.consumed.append(Consumed(spec, channel, subs, link))
         if missing:
-            raise StartupRefused("the service does not start: " + "; ".join(missing))
+            raise refused([_no_broker(source, needs) for source, needs in missing.items()])
         self.planned = True
 
     async def open_all(self) -> None:
@@ -210,13 +212,26 @@ def _unavailable(link: BrokerLink, exc: Exception) -> None:
     log_fact("broker_unavailable", logging.WARNING, {"error": error, "broker": link.name})
 
 
-def _missing(channel: Channel, event_type: str, consumer: str, where: str) -> str:
+def _source(channel: Channel) -> str:
+    return channel.source or DEFAULT_SOURCE
+
+
+def _crossing(event_type: str, consumer: str, where: str) -> str:
     producer = "here" if where == "runs elsewhere" else "in another deployable"
     consumer_at = "in another deployable" if where == "runs elsewhere" else "here"
+    return f"{event_type} (produced {producer}) to {consumer} (running {consumer_at})"
+
+
+def _no_broker(source: str, needs: Sequence[tuple[Channel, str]]) -> str:
+    """One sentence for a channel source without a broker: its channels that cross deployables,
+    the first crossing as the example, and how to give the broker."""
+    names = list(dict.fromkeys(channel.name for channel, _ in needs))
+    which = f"channel {names[0]}" if len(names) == 1 else f"channels {', '.join(names)}"
+    more = f" and {len(needs) - 1} more" if len(needs) > 1 else ""
     return (
-        f"channel {channel.name} must carry {event_type} (produced {producer}) to {consumer} "
-        f"(running {consumer_at}), and no broker is configured for it: give one with "
-        f"{broker_hint(channel.source or DEFAULT_SOURCE)}"
+        f"{which} must carry events between deployables ({needs[0][1]}{more}), and no broker "
+        f"is configured for {'it' if len(names) == 1 else 'them'}: give one with "
+        f"{broker_hint(source)}"
     )
 
 

@@ -26,6 +26,7 @@ from loom.runtime.http.api_calls import ApiResource, Apis
 from loom.runtime.http.auth import Authenticator, add_bearer_scheme, resolve_auth
 from loom.runtime.http.body_limit import resolve_max_body_bytes
 from loom.runtime.http.contracts import add_asyncapi_route
+from loom.runtime.http.docs_ui import add_docs_pages
 from loom.runtime.http.edge import EdgeMiddleware
 from loom.runtime.http.idempotency import HEADER as IDEMPOTENCY_KEY
 from loom.runtime.http.idempotency import SAFE_METHODS, resolve_ttl
@@ -51,6 +52,7 @@ from loom.runtime.values.logs import install_default_handler
 from loom.runtime.values.schemas import Problem
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./loom.db"
+IN_MEMORY_SQLITE = "sqlite+aiosqlite://"  # a service planned, never started: no database needed
 _HANDLED = (
     LoomError,
     RequestValidationError,
@@ -298,11 +300,9 @@ def create_app(
         else os.environ.get("LOOM_SCHEDULER", "").lower() != "off"
     )
 
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        install_default_handler()
-        loaded = extern_plan.load()
-        url = database_url or os.environ.get("LOOM_DATABASE_URL") or DEFAULT_DATABASE_URL
+    def configured(url: str) -> Service:
+        """The service on `url`, its events registered (not subscribed: the caller does, inside
+        its own clean-up)."""
         transports = (
             brokers
             if brokers is not None
@@ -323,19 +323,45 @@ def create_app(
             # an in-memory SQLite database is one connection (a StaticPool): no pool to size
             **({} if in_memory_sqlite(url) else pool),
         )
-        service.externs = loaded
         service.tenanted = frozenset(tenanted)
         service.idempotency.ttl = ttl
         service.events.model_revision = model_revision
         for event_type in event_types:
             service.events.register(event_type)
+        return service
+
+    def connect(service: Service) -> dict[str, str]:
+        """Subscribe the reactions, plan the brokers and find the other deployables' URLs:
+        `StartupRefused` when a broker or a URL is missing. Touches no database."""
+        if subscribe is not None:
+            subscribe(service)
+        service.brokers.plan(service.events)
+        service.apis = Apis(api_resources)
+        return service.apis.urls(contexts, api_urls or {}, os.environ)
+
+    async def missing_connections() -> list[str]:
+        """What keeps the service from starting for want of a broker (one per channel source that
+        must carry events between deployables) or of another deployable's URL (one per context
+        called there), a sentence each: `loom run` says them before its banner."""
+        service = configured(IN_MEMORY_SQLITE)
         try:
-            if subscribe is not None:
-                subscribe(service)
-            service.brokers.plan(service.events)  # before the database: a refusal touches none
-            service.apis = Apis(api_resources)
+            connect(service)
+            return []
+        except StartupRefused as exc:
+            return list(exc.reasons)
+        finally:
+            await service.dispose()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        install_default_handler()
+        loaded = extern_plan.load()
+        url = database_url or os.environ.get("LOOM_DATABASE_URL") or DEFAULT_DATABASE_URL
+        service = configured(url)
+        service.externs = loaded
+        try:
+            urls = connect(service)  # before the database: a refusal touches none
             service.instance_answers = dict(instance_answers or {})
-            urls = service.apis.urls(contexts, api_urls or {}, os.environ)
             try:
                 await service.create_schema()
             except Exception as exc:
@@ -360,8 +386,20 @@ def create_app(
     # `include_router` nests each router, and every request (every await in it, too) then pays
     # for the nested matching and scope bookkeeping.
     flat = [route for router in routers for route in router.routes]
-    app = FastAPI(title=title, lifespan=lifespan, routes=flat, **fastapi_options)
+    # FastAPI's own /docs and /redoc load their scripts from a CDN: ours serve the package's
+    docs_url = fastapi_options.pop("docs_url", "/docs")
+    redoc_url = fastapi_options.pop("redoc_url", "/redoc")
+    app = FastAPI(
+        title=title,
+        lifespan=lifespan,
+        routes=flat,
+        docs_url=None,
+        redoc_url=None,
+        **fastapi_options,
+    )
+    add_docs_pages(app, docs_url, redoc_url)
     app.state.loom_externs = extern_plan  # `loom run` preloads them, before its banner
+    app.state.loom_missing_connections = missing_connections  # and says these before it too
     authenticator = resolve_auth(auth)
     check_tenanted_auth(tenanted, authenticator)
     app.state.loom_auth = authenticator

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from starlette.exceptions import HTTPException
@@ -249,7 +249,17 @@ class OutcomeUnknown(Unavailable):
 
 class StartupRefused(RuntimeError):
     """The service will not start (its database does not match its model, or does not answer):
-    reported as its message alone, never a traceback (`http/edge.py`)."""
+    reported as its message alone, never a traceback (`http/edge.py`). `reasons`: one sentence
+    per missing piece, when there are several (`loom run` prints each on its own line)."""
+
+    def __init__(self, message: str, reasons: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.reasons = tuple(reasons) or (message,)
+
+
+def refused(reasons: Sequence[str]) -> StartupRefused:
+    """The refusal for `reasons` (one sentence per missing piece)."""
+    return StartupRefused("the service does not start: " + "; ".join(reasons), reasons)
 
 
 class PayloadTooLarge(HTTPException):

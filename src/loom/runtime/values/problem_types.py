@@ -36,6 +36,8 @@ CATALOGUE: Final[dict[str, ProblemType]] = {
         ProblemType("unauthenticated", 401, "Unauthenticated"),
         ProblemType("forbidden", 403, "Forbidden"),
         ProblemType("not-found", 404, "Not Found"),
+        ProblemType("no-such-route", 404, "Not Found"),
+        ProblemType("method-not-allowed", 405, "Method Not Allowed"),
         ProblemType("request-timeout", 408, "Request Timeout"),
         ProblemType("duplicate-key", 409, "Duplicate key"),
         ProblemType("concurrency-conflict", 409, "Concurrency conflict"),
@@ -62,4 +64,28 @@ CATALOGUE: Final[dict[str, ProblemType]] = {
 
 def problem_type(slug: str) -> ProblemType:
     """The catalogue's entry (KeyError for a slug it lacks: a type is declared here first)."""
+    return CATALOGUE[slug]
+
+
+# The router's own refusals (no route matches the path, or none takes the method) and any other
+# HTTPException a framework raises carry only a status: this gives them a type of the catalogue.
+_BY_STATUS: Final[dict[int, str]] = {
+    400: "malformed-request",
+    401: "unauthenticated",
+    403: "forbidden",
+    404: "no-such-route",
+    405: "method-not-allowed",
+    408: "request-timeout",
+    413: "payload-too-large",
+    414: "uri-too-long",
+    422: "invalid-request",
+    431: "header-fields-too-large",
+    503: "unavailable",
+}
+
+
+def for_http_status(status: int) -> ProblemType:
+    """The type of a bare HTTP refusal: the status's entry, else `malformed-request` for a client
+    error and `internal` for a server one (the answer keeps its own status either way)."""
+    slug = _BY_STATUS.get(status, "malformed-request" if status < 500 else "internal")
     return CATALOGUE[slug]

@@ -4,7 +4,7 @@
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Self
+from typing import Literal, Self
 
 from loom.runtime import Int64, JsonBool, WireText, instance_version
 from loom.runtime.processes import PendingTimeout
@@ -72,12 +72,14 @@ class JobUpdateInput(BaseModel):
 
 
 class PendingTimeoutOut(BaseModel):
-    """A timeout of a process instance that has not fired: its name and when it is due."""
+    """A timeout of an instance that has not fired: armed, or dead-lettered until redriven."""
 
     model_config = ConfigDict(from_attributes=True)  # read off a runtime PendingTimeout
 
     name: str
     due_at: datetime = Field(serialization_alias="dueAt")
+    status: Literal["armed", "dead"]
+    attempts: int
 
 
 class DeadlineInstanceOut(BaseModel):
