@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from bench._broker_raw import WAIT
-from bench._serving import Processes, Server
+from bench._serving import Processes, Server, cpu_seconds
 
 
 @dataclass
@@ -29,12 +29,17 @@ class Side:
     ping_path: str
     pongs_path: str
     relay_off: str
+    #: the PostgreSQL server's postmaster (its CPU counted with its backends'), None on SQLite
+    database_pid: int | None = None
 
     def processes(self, nats_pid: int) -> Processes:
-        assert self.sender.process is not None and self.receiver.process is not None
-        return Processes(
-            sender=self.sender.process.pid, receiver=self.receiver.process.pid, nats=nats_pid
-        )
+        """The side's processes (the Sender's only while it runs)."""
+        assert self.receiver.process is not None
+        trees = None if self.database_pid is None else {"database": self.database_pid}
+        pids = {"receiver": self.receiver.process.pid, "nats": nats_pid}
+        if self.sender.process is not None:
+            pids["sender"] = self.sender.process.pid
+        return Processes(trees, **pids)
 
     async def ping(self, client: httpx.AsyncClient, n: int) -> None:
         response = await client.post(self.ping_path, json={"n": n})
@@ -193,15 +198,16 @@ def http_client(server: Server, callers: int) -> httpx.AsyncClient:
     return httpx.AsyncClient(base_url=server.url, limits=limits, timeout=WAIT)
 
 
-async def whole_path(
-    side: Side, client: httpx.AsyncClient, notes: Notes, nats_pid: int, pings: range, callers: int
-) -> Stages:
-    """Events/s from the first request to the commit of the last reaction."""
+async def whole_path(side: Side, notes: Notes, nats_pid: int, pings: range, callers: int) -> Stages:
+    """Events/s from the first request to the commit of the last reaction. The client is the
+    round's own: a connection kept idle across the other side's round would meet uvicorn's
+    keep-alive timeout (5 s), and a request sent as the server closes it fails."""
     done = notes.expect(pings)
     processes = side.processes(nats_pid)
     cpu = processes.cpu()
     start = time.monotonic()
-    await send(side, client, pings, callers)
+    async with http_client(side.sender, callers) as client:
+        await send(side, client, pings, callers)
     await notes.until(side, done.wait(), pings)
     cpu_ms = Processes.per_event(cpu, processes.cpu(), len(pings))
     await notes.complete("c", pings)
@@ -215,8 +221,10 @@ async def whole_path(
 class Leg:
     """The broker leg alone: events/s (Sender's first publish to the last reaction's commit),
     the relay's publishing rate (rows/s, first publish to the last ack), and the CPU
-    milliseconds per event of each process from the moment the restarted Sender answered HTTP
-    (its start-up is not counted; `before_ready` rows were published before that)."""
+    milliseconds per event of each process: the Receiver's, NATS's and the database's over the
+    whole leg, the Sender's from the moment it answered HTTP after its restart (its start-up is
+    not counted), per row it published after that (`before_ready` rows were published
+    before)."""
 
     rate: float
     relay_rate: float
@@ -236,25 +244,39 @@ async def drain(side: Side, nats_pid: int, notes: Notes, pings: range, callers: 
     done = notes.expect(pings)
     sender.stop()
     del sender.env[side.relay_off]
+    # the Receiver, NATS and the database from before the restart (idle until the first
+    # publish), the Sender only from its answering (its start-up left out)
+    cpu = side.processes(nats_pid).cpu()
     sender.start()
     ready = time.monotonic()
-    processes = side.processes(nats_pid)
-    cpu = processes.cpu()
+    assert sender.process is not None
+    cpu["sender"] = cpu_seconds(sender.process.pid)
     await notes.until(side, done.wait(), pings)
-    after = processes.cpu()
-    del cpu["client"], after["client"]  # the bench process idles meanwhile
+    after = side.processes(nats_pid).cpu()
     await notes.complete("a", pings)  # the Sender's points can come after the reaction's
     before_ready = sum(1 for n in pings if notes.first("p", n) < ready)
-    cpu_ms = Processes.per_event(cpu, after, max(len(pings) - before_ready, 1))
+    cpu_ms = {
+        name: (after[name] - cpu[name]) * 1000 / len(pings)
+        for name in cpu
+        if name not in ("client", "sender")  # the bench process idles meanwhile
+    }
+    # the Sender's: per row it published after it answered
+    published_after = max(len(pings) - before_ready, 1)
+    cpu_ms["sender"] = (after["sender"] - cpu["sender"]) * 1000 / published_after
     start = min(notes.first("p", n) for n in pings)
     published = max(notes.first("a", n) for n in pings) - start
     rate = len(pings) / (max(notes.first("d", n) for n in pings) - start)
     return Leg(rate, len(pings) / published, cpu_ms, before_ready)
 
 
+SERVERS = ("sender", "receiver", "nats", "database")
+
+
 def median_cpu(rounds: list[dict[str, float]]) -> dict[str, float]:
-    """Each process's median CPU ms/event over the rounds, and `server` (Sender, Receiver and
-    NATS together, the client left out: it is the same for both sides)."""
+    """Each process's median CPU ms/event over the rounds, and `server` (Sender, Receiver, NATS
+    and the database server together; the client left out: it is the same for both sides)."""
     out = {name: statistics.median(r[name] for r in rounds) for name in rounds[0]}
-    out["server"] = statistics.median(r["sender"] + r["receiver"] + r["nats"] for r in rounds)
+    out["server"] = statistics.median(
+        sum(ms for name, ms in r.items() if name in SERVERS) for r in rounds
+    )
     return out

@@ -122,15 +122,37 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
 
 
-class Processes:
-    """CPU time of the processes of a round: this one ("client") and the named others."""
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process `pid`, of its children that ended (which it reaped) and
+    of its living children: a PostgreSQL server's, its postmaster's pid given."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    total = sum(int(f) for f in fields[11:15]) / _TICKS  # utime, stime, cutime, cstime
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            child = (entry / "stat").read_text()
+        except OSError:  # ended meanwhile
+            continue
+        child_fields = child[child.rindex(")") + 2 :].split()
+        if int(child_fields[1]) == pid:  # its parent
+            total += (int(child_fields[11]) + int(child_fields[12])) / _TICKS
+    return total
 
-    def __init__(self, **pids: int) -> None:
+
+class Processes:
+    """CPU time of the processes of a round: this one ("client"), the named others, and the named
+    process trees (`trees`: a server and its children, `tree_cpu_seconds`)."""
+
+    def __init__(self, trees: dict[str, int] | None = None, **pids: int) -> None:
         self.pids = pids
+        self.trees = trees or {}
 
     def cpu(self) -> dict[str, float]:
         seconds = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
-        return {"client": time.process_time(), **seconds}
+        trees = {name: tree_cpu_seconds(pid) for name, pid in self.trees.items()}
+        return {"client": time.process_time(), **seconds, **trees}
 
     @staticmethod
     def per_event(

@@ -23,7 +23,8 @@ first request to the commit of the last reaction, the sides alternating round by
 raw floor after them: the same payloads and headers on a stream configured as the channel's,
 published with nats-py's `publish_async` (pipelined, every ack awaited), consumed by another
 process with batch fetches of 64 and `ack_sync` (bench/_broker_raw.py). The CPU time of every
-process per event; "server" is Sender + Receiver + NATS.
+process per event; "server" is Sender + Receiver + NATS + the PostgreSQL server (its postmaster
+and backends: the sides take turns, so a round's database CPU is its side's).
 
 The broker leg alone, `--rounds` rounds per side, alternating: `--events` pings committed while the
 Sender's relay is off, then the Sender restarted with it: from its first publish to the last
@@ -63,6 +64,7 @@ from bench._broker_raw import (
     raw_messages,
 )
 from bench._broker_timing import (
+    SERVERS,
     Latency,
     Leg,
     Notes,
@@ -138,17 +140,15 @@ async def measure(
                 timed = await latency(side, clients[side.name], notes, pings)
                 if turn >= 0:
                     parts[side.name].append(timed)
-        out = {s.name: Outcome(merge(parts[s.name]), pings=sent[s.name]) for s in sides}
-        for _ in range(args.rounds):
-            for side in sides:
-                pings = numbers.take(args.events)
-                out[side.name].pings.append(pings)
-                stages = await whole_path(
-                    side, clients[side.name], notes, nats_pid, pings, args.callers
-                )
-                out[side.name].rounds.append(stages)
-            # new ids each round: JetStream would drop a repeated Nats-Msg-Id as a duplicate
-            raws.append(await raw(nats_url, nats_pid, raw_messages(main, args.events)))
+    out = {s.name: Outcome(merge(parts[s.name]), pings=sent[s.name]) for s in sides}
+    for _ in range(args.rounds):
+        for side in sides:
+            pings = numbers.take(args.events)
+            out[side.name].pings.append(pings)
+            stages = await whole_path(side, notes, nats_pid, pings, args.callers)
+            out[side.name].rounds.append(stages)
+        # new ids each round: JetStream would drop a repeated Nats-Msg-Id as a duplicate
+        raws.append(await raw(nats_url, nats_pid, raw_messages(main, args.events)))
     for _ in range(args.rounds):
         for side in sides:  # restarts the Sender twice
             pings = numbers.take(args.events)
@@ -171,14 +171,17 @@ def _free_udp_port() -> int:
 
 
 @contextlib.contextmanager
-def databases(kind: str, count: int) -> Iterator[tuple[str, list[str]]]:
-    """(label, URLs): `count` SQLite files, or databases of a throwaway PostgreSQL 15 cluster."""
+def databases(kind: str, count: int) -> Iterator[tuple[str, list[str], int | None]]:
+    """(label, URLs, the server's pid): `count` SQLite files (no server), or databases of a
+    throwaway PostgreSQL 15 cluster (its postmaster's pid)."""
     if kind == "sqlite":
         with tempfile.TemporaryDirectory() as tmp:
-            yield "SQLite", [f"sqlite+aiosqlite:///{tmp}/db{i}.db" for i in range(count)]
+            yield "SQLite", [f"sqlite+aiosqlite:///{tmp}/db{i}.db" for i in range(count)], None
         return
     with running_cluster() as cluster:
-        yield "PostgreSQL 15", [cluster.url(create_pg_database(cluster)) for _ in range(count)]
+        urls = [cluster.url(create_pg_database(cluster)) for _ in range(count)]
+        postmaster = (cluster.root / "data" / "postmaster.pid").read_text().split()[0]
+        yield "PostgreSQL 15", urls, int(postmaster)
 
 
 def run(
@@ -187,7 +190,7 @@ def run(
     """One run on fresh servers: NATS, the databases, each side's two deployables."""
     port = _free_udp_port()
     reference = db == "postgres"
-    with running_nats() as server, databases(db, 4 if reference else 2) as (label, urls):
+    with running_nats() as server, databases(db, 4 if reference else 2) as (label, urls, db_pid):
         common = {
             "BENCH_NATS_URL": server.url,
             "BENCH_UDP_PORT": str(port),
@@ -220,6 +223,7 @@ def run(
                 "/api/workflows/ping",
                 "/api/pongs?limit=1",
                 "LOOM_RELAY",
+                db_pid,
             )
         ]
         if reference:
@@ -232,6 +236,7 @@ def run(
                     "/ping",
                     "/pongs",
                     "BENCH_RELAY",
+                    db_pid,
                 )
             )
         servers = [server for side in sides for server in (side.receiver, side.sender)]
@@ -261,9 +266,6 @@ async def _measured(
     return out, raws
 
 
-SERVERS = ("server", "sender", "receiver", "nats")
-
-
 def _figures(o: Outcome) -> dict[str, tuple[float, str, int]]:
     """What the comparison table shows of one side: figure -> (value, unit, decimals)."""
     cpu = median_cpu([r.cpu_ms for r in o.rounds])
@@ -272,14 +274,22 @@ def _figures(o: Outcome) -> dict[str, tuple[float, str, int]]:
         "commit -> reactor start, p50": (percentile(o.latency.ms, 0.5), "ms", 2),
         "commit -> reactor start, p99": (percentile(o.latency.ms, 0.99), "ms", 2),
         "whole path": (o.rate, "events/s", 0),
-        **{f"whole path, CPU ms/event: {n}": (cpu[n], "ms", 2) for n in SERVERS},
+        **{
+            f"whole path, CPU ms/event: {n}": (cpu[n], "ms", 2)
+            for n in ("server", *SERVERS)
+            if n in cpu
+        },
         "broker leg alone": (statistics.median(leg.rate for leg in o.legs), "events/s", 0),
         "broker leg: the relay's publishing": (
             statistics.median(leg.relay_rate for leg in o.legs),
             "rows/s",
             0,
         ),
-        **{f"broker leg, CPU ms/event: {n}": (leg_cpu[n], "ms", 2) for n in SERVERS},
+        **{
+            f"broker leg, CPU ms/event: {n}": (leg_cpu[n], "ms", 2)
+            for n in ("server", *SERVERS)
+            if n in leg_cpu
+        },
     }
 
 
@@ -294,14 +304,15 @@ def report(
     args: argparse.Namespace,
 ) -> None:
     loom, ref = out["Loom"], out.get("hand-written")
+    against = "the physical floor only" if ref is None else "the hand-written reference"
     print(
-        f"## {label}: Loom against the hand-written reference (pool size {args.pool_size}, "
-        f"overflow {args.pool_overflow}, both sides)"
+        f"## {label}: Loom against {against} (pool size {args.pool_size}, overflow "
+        f"{args.pool_overflow})"
     )
     print(
         f"latency: {args.samples} pings one at a time each; whole path and broker leg: medians "
         f"of {args.rounds} rounds x {args.events} events ({args.callers} HTTP callers); "
-        "CPU: server = Sender + Receiver + NATS"
+        "CPU: server = Sender + Receiver + NATS + database"
     )
     print("| figure | Loom | hand-written | Loom / hand-written |")
     print("|---|---|---|---|")
@@ -339,8 +350,8 @@ def report(
         for drained in side.legs:
             print(
                 f"broker leg: {drained.rate:.0f} events/s, the relay {drained.relay_rate:.0f} rows/s; CPU "
-                f"ms/event {_cpu_text(drained.cpu_ms)} (from the restarted Sender answering; "
-                f"{drained.before_ready} rows published before)"
+                f"ms/event {_cpu_text(drained.cpu_ms)} (the Sender's from its answering after the "
+                f"restart, per row published after; {drained.before_ready} published before)"
             )
         sent = sum(len(p) for p in side.pings)
         print(
