@@ -22,6 +22,7 @@ figures: the machine is shared.
 
     .venv/bin/python bench/compiler.py                        # everything
     .venv/bin/python bench/compiler.py --sizes 10 100 --starts 3
+    .venv/bin/python bench/compiler.py --sizes --starts 5                # the start only
     .venv/bin/python bench/compiler.py --write-model 3000 /tmp/m3000   # the model only (profiling)
     .venv/bin/python bench/compiler.py --sizes 1000 --repeat 5 --starts 0 --baseline ../main/src
                                                  # before / after instead: alternating, medians
