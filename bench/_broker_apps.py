@@ -1,19 +1,20 @@
-"""The two deployables of bench/broker.py, each served by its own uvicorn subprocess
+"""Loom's two deployables of bench/broker.py, each served by its own uvicorn subprocess
 (`uvicorn --factory bench._broker_apps:sender_app`, as bench/_serving.py starts every server).
 
 Both are the generated service of bench/broker.loom built by `create_app` exactly as the broker
 topology tests build theirs (tests/runtime/broker/conftest.py: `contexts`, the channel's broker
 consumers, one `NatsTransport` per deployable), with the runtime's default relay, consumer and
-transport options. The only difference from a plain deployable are the timing hooks: the sender
-notes `c` right after the commit of the unit of work that wrote a `Pinged` to the outbox, `w` and
-`k` when the relay's claim that took its row began and ended, `p` when the relay starts publishing it (the batch it is in) and `a` when JetStream acked the batch; the receiver `f` when its
-consumer's fetch returned it, `s` when its reaction starts and `d` when the reaction returned (its
-transaction, with the inbox row, committed). Each process sends the bench one UDP datagram per ping
-with its three points (`BENCH_UDP_PORT`; on loopback, never blocking). The times are
-`time.monotonic()`, CLOCK_MONOTONIC, one clock for every process of the machine.
+transport options, and the connection pool the bench gives both sides (LOOM_POOL_SIZE and
+LOOM_POOL_OVERFLOW, what `loom run --pool-size/--pool-overflow` set). The only difference from a
+plain deployable are the timing hooks (bench/_broker_points.py): the sender notes `c` right after
+the commit of the unit of work that wrote a `Pinged` to the outbox, `w` and `k` when the relay's
+claim that took its row began and ended, `p` when the relay starts publishing it (the batch it is
+in) and `a` when JetStream acked the batch; the receiver `f` when its consumer's fetch returned
+it, `s` when its reaction starts and `d` when the reaction returned (its transaction, with the
+inbox row, committed).
 
-Configuration (environment): BENCH_DATABASE_URL, BENCH_NATS_URL, BENCH_UDP_PORT, and
-BENCH_PROFILE (a folder: profile both processes into it).
+Configuration (environment): BENCH_DATABASE_URL, BENCH_NATS_URL, BENCH_UDP_PORT, LOOM_POOL_SIZE,
+LOOM_POOL_OVERFLOW, and BENCH_PROFILE (a folder: profile both processes into it).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from __future__ import annotations
 import cProfile
 import json
 import os
-import socket
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -35,6 +35,7 @@ from fastapi import APIRouter, FastAPI
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._broker_points import Points
 from loom.runtime import DomainEvent, Service, create_app
 from loom.runtime.messaging.relay import Relay
 from loom.runtime.storage.work import Work
@@ -44,28 +45,6 @@ from tests.runtime.broker.conftest import broker_channels, routers
 
 MODEL = ROOT / "bench" / "broker.loom"
 SENDER, RECEIVER = ("Sender",), ("Receiver",)
-
-
-class _Points:
-    """The timing points of each ping in this process, sent as one datagram `<n> <kind>=<time>
-    ...` when the `last` of them is noted (a syscall per point would cost more than the point);
-    a point of a ping already sent (a commit noted after its publish, a redelivery) goes alone."""
-
-    def __init__(self, last: str) -> None:
-        self.last = last
-        self.pending: dict[int, dict[str, float]] = {}
-        self.sent: set[int] = set()
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.to = ("127.0.0.1", int(os.environ["BENCH_UDP_PORT"]))
-
-    def note(self, kind: str, n: int, at: float) -> None:
-        points = self.pending.setdefault(n, {})
-        points[kind] = at
-        if kind == self.last or n in self.sent:
-            del self.pending[n]
-            self.sent.add(n)
-            text = " ".join(f"{k}={t!r}" for k, t in points.items())
-            self.sock.sendto(f"{n} {text}".encode(), self.to)
 
 
 def _profiled(role: str) -> list[APIRouter]:
@@ -112,7 +91,7 @@ def sender_app() -> FastAPI:
     extra = _profiled("sender")
     main = build_service([MODEL])
     pinged = main.sender_domain.Pinged
-    points = _Points(last="a")
+    points = Points(last="a")
     commit = Work._commit
 
     async def timed_commit(self: Work) -> None:
@@ -161,7 +140,7 @@ def receiver_app() -> FastAPI:
     extra = _profiled("receiver")
     main = build_service([MODEL])
     pinged = main.sender_domain.Pinged
-    points = _Points(last="d")
+    points = Points(last="d")
 
     def timed(handler: Callable[[Any], Awaitable[None]]) -> Callable[[Any], Awaitable[None]]:
         async def reaction(event: Any) -> None:

@@ -1,5 +1,6 @@
-"""bench/broker.py's reference: the same messages through raw nats-py, as a careful engineer
-writes it, with the durability of Loom's path.
+"""bench/broker.py's physical floor: the same messages through raw nats-py, with JetStream's
+durability but no HTTP, database, outbox or inbox (bench/_broker_ref.py is the reference that does
+the same work as Loom's path; this is what the broker alone costs).
 
 - The stream and consumer are a `work` channel's, created by `NatsTransport.ensure`: file
   storage, interest retention, the same duplicate window, a durable pull consumer with explicit
@@ -9,7 +10,8 @@ writes it, with the durability of Loom's path.
   (`python -m bench._broker_raw NATS_URL STREAM DURABLE COUNT`): one bound pull subscription,
   batch fetches of 64, every message acked with `ack_sync` (the server confirms each ack, as
   Loom's consumer waits for its acks), the acks of one batch sent together. It prints `ready` once
-  bound, then, after COUNT messages, the `time.monotonic()` of the last confirmed ack.
+  bound, then, after COUNT messages, the `time.monotonic()` of the last confirmed ack, and exits
+  when its standard input closes (the bench reads its CPU time first).
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ from typing import Any
 from uuid import uuid4
 
 import nats
-import nats.errors
 
 from bench._serving import ROOT, Processes
 from loom.model import messaging as wire
@@ -48,7 +49,7 @@ async def consume(url: str, stream: str, durable: str, count: int) -> float:
         while done < count:
             try:
                 msgs = await sub.fetch(BATCH, timeout=1.0)
-            except nats.errors.TimeoutError:
+            except TimeoutError:  # nats-py raises its own or asyncio's
                 continue
             await asyncio.gather(*(m.ack_sync(5.0) for m in msgs))
             done += len(msgs)
@@ -80,15 +81,15 @@ def raw_messages(main: Any, events: int) -> list[tuple[str, bytes, dict[str, str
     return out
 
 
-async def raw_setup(url: str) -> None:
-    """The reference's stream and durable consumer, created by `NatsTransport.ensure` itself:
-    configured exactly as the channel of Loom's path (file storage, interest retention, the same
-    windows), on a channel of their own."""
+async def ensure_channel(url: str, channel: str, consumer: str) -> None:
+    """The stream of `channel` and its durable consumer `consumer`, created by
+    `NatsTransport.ensure` itself: configured exactly as a channel of Loom's path (file storage,
+    interest retention, the same windows and ack wait)."""
     transport = NatsTransport(url)
     await transport.connect()
     try:
-        consumer = ConsumerSpec(RAW_CONSUMER, RAW_CHANNEL, (EVENT,))
-        await transport.ensure(StreamSpec(RAW_CHANNEL, "work", [consumer]))
+        spec = ConsumerSpec(consumer, channel, (EVENT,))
+        await transport.ensure(StreamSpec(channel, "work", [spec]))
     finally:
         await transport.close()
 
@@ -102,11 +103,12 @@ async def raw(
         "-m",
         "bench._broker_raw",
         *(url, RAW_STREAM, RAW_DURABLE, str(len(messages))),
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])},
     )
-    assert consumer.stdout is not None
+    assert consumer.stdin is not None and consumer.stdout is not None
     try:
         ready = await asyncio.wait_for(consumer.stdout.readline(), WAIT)
         if ready.strip() != b"ready":
@@ -126,6 +128,7 @@ async def raw(
             await nc.close()
         last_ack = float(await asyncio.wait_for(consumer.stdout.readline(), WAIT))
         cpu_ms = Processes.per_event(cpu, processes.cpu(), len(messages))
+        consumer.stdin.close()  # read its CPU time first: it exits on this
         await consumer.wait()
     finally:
         if consumer.returncode is None:
@@ -137,6 +140,7 @@ async def raw(
 def main() -> None:
     url, stream, durable, count = sys.argv[1:5]
     print(repr(asyncio.run(consume(url, stream, durable, int(count)))), flush=True)
+    sys.stdin.read()  # until the bench has read this process's CPU time
 
 
 if __name__ == "__main__":

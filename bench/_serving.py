@@ -1,7 +1,8 @@
 """What the HTTP benchmarks share: real uvicorn servers, a load client, and the server's CPU time.
 
 Each app is served by its own `python -m uvicorn` subprocess (one worker, no access log, the same
-options for both), on the same database. The load client is an httpx async client in this process
+options for both), on the same database, with the same sized connection pool (`Pool`: 15 kept,
+no overflow, unless `--pool-size` / `--pool-overflow` say otherwise). The load client is an httpx async client in this process
 holding `concurrency` keep-alive connections, each driven by one task sending its requests one
 after the other. A round sends a fixed number of requests; rounds alternate between the apps so a
 noisy neighbour hurts both alike. Per round: requests per second (wall clock) and the server's CPU
@@ -121,15 +122,37 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
 
 
-class Processes:
-    """CPU time of the processes of a round: this one ("client") and the named others."""
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process `pid`, of its children that ended (which it reaped) and
+    of its living children: a PostgreSQL server's, its postmaster's pid given."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    total = sum(int(f) for f in fields[11:15]) / _TICKS  # utime, stime, cutime, cstime
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            child = (entry / "stat").read_text()
+        except OSError:  # ended meanwhile
+            continue
+        child_fields = child[child.rindex(")") + 2 :].split()
+        if int(child_fields[1]) == pid:  # its parent
+            total += (int(child_fields[11]) + int(child_fields[12])) / _TICKS
+    return total
 
-    def __init__(self, **pids: int) -> None:
+
+class Processes:
+    """CPU time of the processes of a round: this one ("client"), the named others, and the named
+    process trees (`trees`: a server and its children, `tree_cpu_seconds`)."""
+
+    def __init__(self, trees: dict[str, int] | None = None, **pids: int) -> None:
         self.pids = pids
+        self.trees = trees or {}
 
     def cpu(self) -> dict[str, float]:
         seconds = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
-        return {"client": time.process_time(), **seconds}
+        trees = {name: tree_cpu_seconds(pid) for name, pid in self.trees.items()}
+        return {"client": time.process_time(), **seconds, **trees}
 
     @staticmethod
     def per_event(
@@ -164,19 +187,39 @@ def database(kind: str) -> Iterator[tuple[str, str]]:
         yield "PostgreSQL 15", cluster.url()
 
 
-def generated_server(url: str, build_dir: Path) -> Server:
-    """The banking example built with `loom build` into build_dir/bank, served by uvicorn."""
+@dataclass(frozen=True)
+class Pool:
+    """The database connection pool both apps are given: `size` connections kept open,
+    `overflow` more opened under load and closed after. The default is a careful engineer's: as
+    many as the load needs (16 connections' requests, one connection each at a time, less the
+    one being answered), none opened and closed per request."""
+
+    size: int = 15
+    overflow: int = 0
+
+    def env(self, prefix: str) -> dict[str, str]:
+        return {
+            f"{prefix}_POOL_SIZE": str(self.size),
+            f"{prefix}_POOL_OVERFLOW": str(self.overflow),
+        }
+
+
+def generated_server(url: str, build_dir: Path, pool: Pool = Pool()) -> Server:
+    """The banking example built with `loom build` into build_dir/bank, served by uvicorn, with
+    `pool` as `loom run --pool-size/--pool-overflow` give it (LOOM_POOL_SIZE, LOOM_POOL_OVERFLOW)."""
     from loom.build.package import build_model
     from loom.lang import compile_files
 
     result = compile_files([BANKING])
     assert result.model is not None, result.diagnostics
     build_model(result.model, build_dir / "bank")
-    return Server("generated", "bank.main:build_app", build_dir, {"LOOM_DATABASE_URL": url})
+    env = {"LOOM_DATABASE_URL": url, **pool.env("LOOM")}
+    return Server("generated", "bank.main:build_app", build_dir, env)
 
 
-def reference_server(url: str) -> Server:
-    return Server("hand-written", "bench.reference:build_app", ROOT, {"BENCH_DATABASE_URL": url})
+def reference_server(url: str, pool: Pool = Pool()) -> Server:
+    env = {"BENCH_DATABASE_URL": url, **pool.env("BENCH")}
+    return Server("hand-written", "bench.reference:build_app", ROOT, env)
 
 
 @dataclass
@@ -329,13 +372,23 @@ def main(title: str, scenario: Callable[[Accounts], Scenario], accounts_per_call
     parser.add_argument(
         "--connections", default="1,16", help="concurrent connections, comma-separated"
     )
+    parser.add_argument(
+        "--pool-size", type=int, default=Pool.size, help="connections each app keeps open"
+    )
+    parser.add_argument(
+        "--pool-overflow",
+        type=int,
+        default=Pool.overflow,
+        help="connections each app may open beyond them under load, closed after",
+    )
     args = parser.parse_args()
+    pool = Pool(args.pool_size, args.pool_overflow)
     levels = [int(c) for c in args.connections.split(",")]
     kinds = ["sqlite", "postgres"] if args.db == "both" else [args.db]
     rows = []
     for kind in kinds:
         with database(kind) as (label, url), tempfile.TemporaryDirectory() as build:
-            gen, ref = generated_server(url, Path(build)), reference_server(url)
+            gen, ref = generated_server(url, Path(build), pool), reference_server(url, pool)
             with serving(gen, ref):
                 accounts = asyncio.run(seed(gen, url, max(levels) * accounts_per_caller))
                 calls = scenario(accounts)
@@ -353,7 +406,8 @@ def main(title: str, scenario: Callable[[Accounts], Scenario], accounts_per_call
                     print(rows[-1], flush=True)
     load = Path("/proc/loadavg").read_text().split()[:3]
     print(
-        f"\n{title}, {args.rounds} rounds x {args.requests} requests, load average {' '.join(load)}"
+        f"\n{title}, {args.rounds} rounds x {args.requests} requests, pool {pool.size} + "
+        f"{pool.overflow} overflow (both apps), load average {' '.join(load)}"
     )
     print(HEADER)
     print("\n".join(rows))

@@ -1,35 +1,41 @@
-"""Benchmark: the broker path between two deployables over NATS JetStream, against raw nats-py.
+"""Benchmark: the broker path between two deployables over NATS JetStream, Loom's against a
+hand-written reference with the same guarantees, and raw nats-py as the physical floor.
 
-Topology: a throwaway NATS server with JetStream on file storage (tests/brokers.py), and the two
-deployables of bench/broker.loom, Sender and Receiver, each its own uvicorn subprocess on its own
-database (bench/_broker_apps.py). This process is only the HTTP client and the clock: each
-deployable sends it one UDP datagram per ping with its timing points.
+Topology: a throwaway NATS server with JetStream on file storage (tests/brokers.py), and two
+pairs of deployables, Sender and Receiver, each its own uvicorn subprocess on its own database of
+one throwaway PostgreSQL cluster: Loom's, the generated service of bench/broker.loom
+(bench/_broker_apps.py), and the hand-written reference (bench/_broker_ref.py: FastAPI, SQLAlchemy
+Core and nats-py, no Loom): the outbox row in the request's transaction, a relay that takes rows
+`FOR UPDATE SKIP LOCKED`, publishes them with their `Nats-Msg-Id` and awaits the acks, a durable
+pull consumer that writes the inbox row and the Pong in one transaction and acks after the commit.
+Both sides get the same connection pool (`--pool-size`, `--pool-overflow`; Loom's through
+LOOM_POOL_SIZE / LOOM_POOL_OVERFLOW, what `loom run --pool-size/--pool-overflow` set) and the same
+timing hooks (bench/_broker_points.py: one UDP datagram per ping and process to this process,
+which is only the HTTP client and the clock).
 
-Latency, commit -> reactor start: `POST /api/workflows/ping` on Sender, one at a time (the next
-only after the previous reaction committed, 10 ms later, so the relay and the consumer are idle:
-latency, not queueing). Sender notes the time right after its unit of work committed the Ping with
-its outbox row; Receiver notes when its reaction starts. Between the two: the relay's wake-up,
-claim and publish (acked by JetStream), the consumer's fetch, the decode. Target: p50 < 5 ms,
-p99 < 25 ms.
+Latency, commit -> reactor start: pings one at a time (the next only after the previous reaction
+committed, 10 ms later: latency, not queueing), the two sides taking turns every 50 pings. Each
+Sender notes the time right after the commit of the Ping with its outbox row; each Receiver when
+its reaction starts. Target (issue 12): p50 < 5 ms, p99 < 25 ms.
 
-Throughput, the whole path: `--events` pings sent by `--callers` concurrent HTTP callers; from the
-first request to the commit of the last reaction (its Pong and inbox row). The reference, in the
-same run, alternating with it round by round: the same payloads and headers (`Nats-Msg-Id`
-included) on a stream configured as the channel's (file storage, interest retention), published
-with nats-py's `publish_async` (pipelined, every ack awaited), consumed by another process with
-batch fetches of 64 and `ack_sync` (bench/_broker_raw.py), from the first publish to the last
-confirmed ack. Target: whole path / raw >= 0.5.
+Throughput, the whole path: `--events` pings sent by `--callers` concurrent HTTP callers, from the
+first request to the commit of the last reaction, the sides alternating round by round, with the
+raw floor after them: the same payloads and headers on a stream configured as the channel's,
+published with nats-py's `publish_async` (pipelined, every ack awaited), consumed by another
+process with batch fetches of 64 and `ack_sync` (bench/_broker_raw.py). The CPU time of every
+process per event; "server" is Sender + Receiver + NATS + the PostgreSQL server (its postmaster
+and backends: the sides take turns, so a round's database CPU is its side's).
 
-The broker leg alone, one round: `--events` pings committed while Sender's relay is off
-(LOOM_RELAY=off), then Sender restarted with it: from its first publish to the last reaction's
-commit, no HTTP in it.
+The broker leg alone, `--rounds` rounds per side, alternating: `--events` pings committed while the
+Sender's relay is off, then the Sender restarted with it: from its first publish to the last
+reaction's commit, no HTTP in it.
 
-Besides: the legs of the latency (the relay's wake-up, its claim, the publish, the fetch), the CPU
-time per event of every process, and at the end every reaction counted: lost (a ping with no
-reaction) and doubled (applied twice). docs/benchmarks.md "Broker path (NATS)" has the figures.
+At the end every reaction is counted: lost (a ping with no reaction) and doubled (applied twice).
+docs/benchmarks.md "Broker path (NATS)" has the figures. With `--db sqlite` Loom's side runs on two
+SQLite files against the physical floor only: the reference is PostgreSQL's.
 
-    .venv/bin/python -m bench.broker                           # SQLite, 500 samples, 3 x 2000
-    .venv/bin/python -m bench.broker --db postgres --events 3000 --rounds 5
+    .venv/bin/python -m bench.broker                       # PostgreSQL, 300 samples, 3 x 1000: ~3 min
+    .venv/bin/python -m bench.broker --db sqlite --events 2000 --logs /tmp/broker-logs
 """
 
 from __future__ import annotations
@@ -41,275 +47,121 @@ import os
 import socket
 import statistics
 import tempfile
-import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
 
-from bench._broker_raw import WAIT, raw, raw_messages, raw_setup
-from bench._serving import ROOT, Processes, Server, serving
+from bench._broker_raw import (
+    EVENT,
+    RAW_CHANNEL,
+    RAW_CONSUMER,
+    WAIT,
+    ensure_channel,
+    raw,
+    raw_messages,
+)
+from bench._broker_timing import (
+    SERVERS,
+    Latency,
+    Leg,
+    Notes,
+    Side,
+    Stages,
+    drain,
+    http_client,
+    latency,
+    median_cpu,
+    merge,
+    percentile,
+    whole_path,
+)
+from bench._serving import ROOT, Pool, Server, serving
+from loom.model import messaging as wire
 from loom.testing import build_service
 from tests.brokers import running_nats
 from tests.conftest import create_pg_database
 from tests.pgcluster import running_cluster
 
 MODEL = ROOT / "bench" / "broker.loom"
+REF_CHANNEL, REF_CONSUMER = "Ref.Sent", "Ref.consumer"
+TURN = 50  # latency pings of one side before the other's turn
 
 
 @dataclass
-class Notes(asyncio.DatagramProtocol):
-    """The timing datagrams of the deployables (bench/_broker_apps.py): kind ("c" committed, "w"
-    claim began, "k" claimed, "p" publishing, "a" publish acked, "f" fetched, "s" reaction started, "d" reaction done) -> ping
-    number -> times (a list: a reaction applied twice shows twice)."""
+class Outcome:
+    """What one side measured."""
 
-    at: dict[str, dict[int, list[float]]] = field(
-        default_factory=lambda: {kind: {} for kind in "cwkpafsd"}
-    )
-    waiting: dict[int, asyncio.Future[None]] = field(default_factory=dict)
-    done_in: tuple[range, asyncio.Event] | None = None
-    done_count: int = 0
+    latency: Latency
+    rounds: list[Stages] = field(default_factory=list)
+    legs: list[Leg] = field(default_factory=list)
+    pings: list[range] = field(default_factory=list)  # every ping this side was sent
+    pongs: int = 0
+    lost: int = 0
+    doubled: int = 0
 
-    def datagram_received(self, data: bytes, addr: Any) -> None:
-        n_text, *points = data.decode().split()
-        n = int(n_text)
-        for point in points:
-            kind, at = point.split("=")
-            self.at[kind].setdefault(n, []).append(float(at))
-        if not any(point.startswith("d=") for point in points):
-            return
-        waiter = self.waiting.pop(n, None)
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-        if self.done_in is not None and n in self.done_in[0]:
-            self.done_count += 1
-            if self.done_count == len(self.done_in[0]):
-                self.done_in[1].set()
-
-    async def complete(self, kind: str, pings: range) -> None:
-        """Until every ping has its `kind` point: a commit noted after its reaction ran (the
-        relay, woken by NOTIFY, can overtake the request that committed) comes alone, later."""
-        deadline = time.monotonic() + WAIT
-        while any(n not in self.at[kind] for n in pings):
-            if time.monotonic() > deadline:
-                raise SystemExit(f"timing points {kind!r} missing")
-            await asyncio.sleep(0.01)
-
-    def first(self, kind: str, n: int) -> float:
-        return self.at[kind][n][0]
+    @property
+    def rate(self) -> float:
+        return statistics.median(r.rate for r in self.rounds)
 
 
-async def _ping(client: httpx.AsyncClient, n: int) -> None:
-    response = await client.post("/api/workflows/ping", json={"n": n})
-    if response.status_code != 200:
-        raise SystemExit(
-            f"POST /api/workflows/ping answered {response.status_code}: {response.text}"
-        )
+class Numbers:
+    """Ping numbers, each used once over the run (the timing notes are keyed by them)."""
 
+    def __init__(self) -> None:
+        self.next = 0
 
-# the legs of commit -> reactor start, from the timing notes of each ping
-LEGS = {
-    "commit -> reactor start": ("c", "s"),
-    "commit -> publish starts (relay wake-up, claim)": ("c", "p"),
-    "commit -> claim starts (the relay's wake-up)": ("c", "w"),
-    "claim (one statement, its transaction)": ("w", "k"),
-    "claimed -> publish starts (decode, log)": ("k", "p"),
-    "publish -> JetStream's ack": ("p", "a"),
-    "publish -> fetched by the consumer": ("p", "f"),
-    "fetched -> reactor start (lane, decode, dispatch)": ("f", "s"),
-    "reaction (its transaction, inbox row included)": ("s", "d"),
-}
-
-
-async def latency(
-    client: httpx.AsyncClient, notes: Notes, first: int, samples: int
-) -> tuple[dict[str, list[float]], int]:
-    """Milliseconds of each leg (LEGS), sorted, from Sender's commit to the start of Receiver's
-    reaction, one ping at a time; and how many commits were noted after their publish."""
-    loop = asyncio.get_running_loop()
-    for n in range(first, first + samples):
-        notes.waiting[n] = done = loop.create_future()
-        await _ping(client, n)
-        await asyncio.wait_for(done, WAIT)
-        await asyncio.sleep(0.01)
-    pings = range(first, first + samples)
-    await notes.complete("c", pings)
-    legs = {
-        leg: sorted((notes.first(b, n) - notes.first(a, n)) * 1000 for n in pings)
-        for leg, (a, b) in LEGS.items()
-    }
-    # the request's coroutine resumed after its commit only once the relay had published
-    late = sum(1 for n in pings if notes.first("c", n) > notes.first("p", n))
-    return legs, late
-
-
-@dataclass(frozen=True)
-class Stages:
-    """One whole-path round: its rate, the rate at which Sender committed the pings, when
-    (seconds after the first request) the last commit, reaction start and reaction commit were,
-    and the CPU milliseconds per event of each process."""
-
-    rate: float
-    commit_rate: float
-    last_commit: float
-    last_start: float
-    last_done: float
-    cpu_ms: dict[str, float]
-
-
-async def _send(client: httpx.AsyncClient, pings: range, callers: int) -> None:
-    """One ping request per number, `callers` of them at a time."""
-
-    async def caller(c: int) -> None:
-        for n in pings[c::callers]:
-            await _ping(client, n)
-
-    await asyncio.gather(*(caller(c) for c in range(callers)))
-
-
-def _client(server: Server, callers: int) -> httpx.AsyncClient:
-    limits = httpx.Limits(max_connections=callers, max_keepalive_connections=callers)
-    return httpx.AsyncClient(base_url=server.url, limits=limits, timeout=WAIT)
-
-
-@dataclass(frozen=True)
-class Leg:
-    """The broker leg alone: events/s (Sender's first publish to the last reaction's commit),
-    the relay's publishing rate (rows/s, first publish to the last ack), and the CPU
-    milliseconds per event of each process from the moment the restarted Sender answered HTTP
-    (its start-up is not counted; `before_ready` rows were published before that)."""
-
-    rate: float
-    relay_rate: float
-    cpu_ms: dict[str, float]
-    before_ready: int
-
-
-async def drain(
-    sender: Server,
-    receiver: Server,
-    nats_pid: int,
-    notes: Notes,
-    first: int,
-    events: int,
-    callers: int,
-) -> Leg:
-    """The broker leg alone: `events` pings committed while Sender's relay is off
-    (LOOM_RELAY=off), then Sender restarted with its relay, which finds them all in the outbox."""
-    pings = range(first, first + events)
-    sender.stop()
-    sender.env["LOOM_RELAY"] = "off"
-    sender.start()
-    async with _client(sender, callers) as client:
-        await _send(client, pings, callers)
-    notes.done_in, notes.done_count = (pings, asyncio.Event()), 0
-    sender.stop()
-    del sender.env["LOOM_RELAY"]
-    sender.start()
-    ready = time.monotonic()
-    assert sender.process is not None and receiver.process is not None
-    processes = Processes(sender=sender.process.pid, receiver=receiver.process.pid, nats=nats_pid)
-    cpu = processes.cpu()
-    await asyncio.wait_for(notes.done_in[1].wait(), WAIT)
-    after = processes.cpu()
-    del cpu["client"], after["client"]  # the bench process idles meanwhile
-    before_ready = sum(1 for n in pings if notes.first("p", n) < ready)
-    cpu_ms = Processes.per_event(cpu, after, max(events - before_ready, 1))
-    start = min(notes.first("p", n) for n in pings)
-    published = max(notes.first("a", n) for n in pings) - start
-    rate = events / (max(notes.first("d", n) for n in pings) - start)
-    return Leg(rate, events / published, cpu_ms, before_ready)
-
-
-async def whole_path(
-    client: httpx.AsyncClient,
-    notes: Notes,
-    processes: Processes,
-    first: int,
-    events: int,
-    callers: int,
-) -> Stages:
-    """Events/s from the first request to the commit of the last reaction."""
-    pings = range(first, first + events)
-    notes.done_in, notes.done_count = (pings, asyncio.Event()), 0
-
-    cpu = processes.cpu()
-    start = time.monotonic()
-    await _send(client, pings, callers)
-    await asyncio.wait_for(notes.done_in[1].wait(), WAIT)
-    cpu_ms = Processes.per_event(cpu, processes.cpu(), events)
-    await notes.complete("c", pings)
-    last = {kind: max(notes.first(kind, n) for n in pings) - start for kind in "csd"}
-    return Stages(events / last["d"], events / last["c"], last["c"], last["s"], last["d"], cpu_ms)
-
-
-def _percentile(sorted_ms: list[float], q: float) -> float:
-    return sorted_ms[min(len(sorted_ms) - 1, int(len(sorted_ms) * q))]
-
-
-async def _pong_total(receiver: Server) -> int:
-    async with httpx.AsyncClient(base_url=receiver.url, timeout=30) as client:
-        response = await client.get("/api/pongs?limit=1")
-        response.raise_for_status()
-        return int(response.json()["total"])
+    def take(self, count: int) -> range:
+        taken = range(self.next, self.next + count)
+        self.next += count
+        return taken
 
 
 async def measure(
-    nats_url: str,
-    nats_pid: int,
-    sender: Server,
-    receiver: Server,
-    notes: Notes,
-    args: argparse.Namespace,
-) -> dict[str, Any]:
+    nats_url: str, nats_pid: int, sides: list[Side], notes: Notes, args: argparse.Namespace
+) -> tuple[dict[str, Outcome], list[tuple[float, dict[str, float]]]]:
+    numbers = Numbers()
+    await ensure_channel(nats_url, RAW_CHANNEL, RAW_CONSUMER)
     main = build_service([MODEL])
-    await raw_setup(nats_url)
-    async with _client(sender, args.callers) as client:
-        await latency(client, notes, 0, 50)  # warm up: connections, statement caches, the consumer
-        first = 50
-        legs, late = await latency(client, notes, first, args.samples)
-        ms = legs["commit -> reactor start"]
-        first += args.samples
-        assert sender.process is not None and receiver.process is not None
-        processes = Processes(
-            sender=sender.process.pid, receiver=receiver.process.pid, nats=nats_pid
-        )
-        path_rates, raw_rates = [], []
-        for _ in range(args.rounds):
-            path_rates.append(
-                await whole_path(client, notes, processes, first, args.events, args.callers)
-            )
-            first += args.events
-            raw_rates.append(await raw(nats_url, nats_pid, raw_messages(main, args.events)))
-    drained = await drain(
-        sender, receiver, nats_pid, notes, first, args.events, args.callers
-    )  # restarts Sender
-    first += args.events
+    raws: list[tuple[float, dict[str, float]]] = []
+    async with contextlib.AsyncExitStack() as stack:
+        clients = {
+            s.name: await stack.enter_async_context(http_client(s.sender, args.callers))
+            for s in sides
+        }
+        parts: dict[str, list[Latency]] = {s.name: [] for s in sides}
+        sent: dict[str, list[range]] = {s.name: [] for s in sides}
+        for turn in range(-TURN, args.samples, TURN):  # the first: warm-up, not counted
+            for side in sides:
+                pings = numbers.take(TURN)
+                sent[side.name].append(pings)
+                timed = await latency(side, clients[side.name], notes, pings)
+                if turn >= 0:
+                    parts[side.name].append(timed)
+    out = {s.name: Outcome(merge(parts[s.name]), pings=sent[s.name]) for s in sides}
+    for _ in range(args.rounds):
+        for side in sides:
+            pings = numbers.take(args.events)
+            out[side.name].pings.append(pings)
+            stages = await whole_path(side, notes, nats_pid, pings, args.callers)
+            out[side.name].rounds.append(stages)
+        # new ids each round: JetStream would drop a repeated Nats-Msg-Id as a duplicate
+        raws.append(await raw(nats_url, nats_pid, raw_messages(main, args.events)))
+    for _ in range(args.rounds):
+        for side in sides:  # restarts the Sender twice
+            pings = numbers.take(args.events)
+            out[side.name].pings.append(pings)
+            out[side.name].legs.append(await drain(side, nats_pid, notes, pings, args.callers))
     await asyncio.sleep(1.0)  # a late duplicate would show now
     if args.profile:
-        for server in (sender, receiver):
+        for server in (sides[0].sender, sides[0].receiver):
             async with httpx.AsyncClient(base_url=server.url, timeout=WAIT) as client:
                 (await client.post("/bench/profile")).raise_for_status()
-    applied = Counter({n: len(times) for n, times in notes.at["d"].items()})
-    return {
-        "p50": statistics.median(ms),
-        "p99": _percentile(ms, 0.99),
-        "max": ms[-1],
-        "legs": legs,
-        "late": late,
-        "path": statistics.median(r.rate for r in path_rates),
-        "raw": statistics.median(rate for rate, _ in raw_rates),
-        "path_rates": path_rates,
-        "raw_rates": raw_rates,
-        "drain": drained,
-        "sent": first,
-        "lost": sum(1 for n in range(first) if n not in applied),
-        "doubled": sum(1 for count in applied.values() if count > 1),
-        "pongs": await _pong_total(receiver),
-    }
+    for side in sides:
+        out[side.name].pongs = await side.pong_total()
+    return out, raws
 
 
 def _free_udp_port() -> int:
@@ -319,126 +171,197 @@ def _free_udp_port() -> int:
 
 
 @contextlib.contextmanager
-def databases(kind: str) -> Iterator[tuple[str, str, str]]:
-    """(label, Sender's URL, Receiver's URL): two SQLite files, or two databases of a throwaway
-    PostgreSQL 15 cluster."""
+def databases(kind: str, count: int) -> Iterator[tuple[str, list[str], int | None]]:
+    """(label, URLs, the server's pid): `count` SQLite files (no server), or databases of a
+    throwaway PostgreSQL 15 cluster (its postmaster's pid)."""
     if kind == "sqlite":
         with tempfile.TemporaryDirectory() as tmp:
-            yield (
-                "SQLite",
-                f"sqlite+aiosqlite:///{tmp}/sender.db",
-                f"sqlite+aiosqlite:///{tmp}/receiver.db",
-            )
+            yield "SQLite", [f"sqlite+aiosqlite:///{tmp}/db{i}.db" for i in range(count)], None
         return
     with running_cluster() as cluster:
-        yield (
-            "PostgreSQL 15",
-            cluster.url(create_pg_database(cluster)),
-            cluster.url(create_pg_database(cluster)),
-        )
+        urls = [cluster.url(create_pg_database(cluster)) for _ in range(count)]
+        postmaster = (cluster.root / "data" / "postmaster.pid").read_text().split()[0]
+        yield "PostgreSQL 15", urls, int(postmaster)
 
 
-def run(db: str, args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
-    """One run on fresh servers: NATS, two databases, the two deployables."""
+def run(
+    db: str, args: argparse.Namespace
+) -> tuple[str, dict[str, Outcome], list[tuple[float, dict[str, float]]]]:
+    """One run on fresh servers: NATS, the databases, each side's two deployables."""
     port = _free_udp_port()
-    with running_nats() as server, databases(db) as (label, sender_url, receiver_url):
-        env = {
+    reference = db == "postgres"
+    with running_nats() as server, databases(db, 4 if reference else 2) as (label, urls, db_pid):
+        common = {
             "BENCH_NATS_URL": server.url,
             "BENCH_UDP_PORT": str(port),
             "LOOM_LOG_LEVEL": args.log_level,
-            **({"BENCH_PROFILE": str(args.profile.resolve())} if args.profile else {}),
         }
-        logs = server.root  # removed with the NATS server's folder
+        logs = args.logs or server.root  # by default removed with the NATS server's folder
+        logs.mkdir(parents=True, exist_ok=True)
+        pool = Pool(args.pool_size, args.pool_overflow)
 
-        def deployable(name: str, url: str) -> Server:
+        def loom(name: str, url: str) -> Server:
+            env = {**common, "BENCH_DATABASE_URL": url, **pool.env("LOOM")}
+            if args.profile:
+                env["BENCH_PROFILE"] = str(args.profile.resolve())
             factory = f"bench._broker_apps:{name.lower()}_app"
-            env_here = {**env, "BENCH_DATABASE_URL": url}
-            return Server(name, factory, ROOT, env_here, output=logs / f"{name.lower()}.log")
+            return Server(name, factory, ROOT, env, output=logs / f"{name.lower()}.log")
 
-        receiver, sender = deployable("Receiver", receiver_url), deployable("Sender", sender_url)
-        with serving(receiver, sender):
+        def hand(name: str, url: str) -> Server:
+            env = {**common, "BENCH_DATABASE_URL": url, **pool.env("BENCH")}
+            env["BENCH_STREAM"] = wire.stream_name(REF_CHANNEL)
+            env["BENCH_SUBJECT"] = wire.event_subject(REF_CHANNEL, EVENT)
+            env["BENCH_DURABLE"] = wire.jetstream_durable(REF_CONSUMER)
+            factory = f"bench._broker_ref:{name.lower()}_app"
+            return Server(f"reference {name}", factory, ROOT, env, output=logs / f"ref-{name}.log")
+
+        sides = [
+            Side(
+                "Loom",
+                loom("Sender", urls[0]),
+                loom("Receiver", urls[1]),
+                "/api/workflows/ping",
+                "/api/pongs?limit=1",
+                "LOOM_RELAY",
+                db_pid,
+            )
+        ]
+        if reference:
+            asyncio.run(ensure_channel(server.url, REF_CHANNEL, REF_CONSUMER))
+            sides.append(
+                Side(
+                    "hand-written",
+                    hand("Sender", urls[2]),
+                    hand("Receiver", urls[3]),
+                    "/ping",
+                    "/pongs",
+                    "BENCH_RELAY",
+                    db_pid,
+                )
+            )
+        servers = [server for side in sides for server in (side.receiver, side.sender)]
+        with serving(*servers):
             # the server's pid: tests/brokers.py keeps its process to itself
             nats_pid = server._proc.pid  # type: ignore[union-attr]
-            return label, asyncio.run(_measured(port, server.url, nats_pid, sender, receiver, args))
+            out, raws = asyncio.run(_measured(port, server.url, nats_pid, sides, args))
+            return label, out, raws
 
 
 async def _measured(
-    port: int,
-    nats_url: str,
-    nats_pid: int,
-    sender: Server,
-    receiver: Server,
-    args: argparse.Namespace,
-) -> dict[str, Any]:
+    port: int, nats_url: str, nats_pid: int, sides: list[Side], args: argparse.Namespace
+) -> tuple[dict[str, Outcome], list[tuple[float, dict[str, float]]]]:
     loop = asyncio.get_running_loop()
     transport, notes = await loop.create_datagram_endpoint(Notes, local_addr=("127.0.0.1", port))
     sock = transport.get_extra_info("socket")
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
     try:
-        return await measure(nats_url, nats_pid, sender, receiver, notes, args)
+        out, raws = await measure(nats_url, nats_pid, sides, notes, args)
     finally:
         transport.close()
+    applied = Counter({n: len(times) for n, times in notes.at["d"].items()})
+    for outcome in out.values():
+        sent = [n for pings in outcome.pings for n in pings]
+        outcome.lost = sum(1 for n in sent if n not in applied)
+        outcome.doubled = sum(1 for n in sent if applied[n] > 1)
+    return out, raws
+
+
+def _figures(o: Outcome) -> dict[str, tuple[float, str, int]]:
+    """What the comparison table shows of one side: figure -> (value, unit, decimals)."""
+    cpu = median_cpu([r.cpu_ms for r in o.rounds])
+    leg_cpu = median_cpu([leg.cpu_ms for leg in o.legs])
+    return {
+        "commit -> reactor start, p50": (percentile(o.latency.ms, 0.5), "ms", 2),
+        "commit -> reactor start, p99": (percentile(o.latency.ms, 0.99), "ms", 2),
+        "whole path": (o.rate, "events/s", 0),
+        **{
+            f"whole path, CPU ms/event: {n}": (cpu[n], "ms", 2)
+            for n in ("server", *SERVERS)
+            if n in cpu
+        },
+        "broker leg alone": (statistics.median(leg.rate for leg in o.legs), "events/s", 0),
+        "broker leg: the relay's publishing": (
+            statistics.median(leg.relay_rate for leg in o.legs),
+            "rows/s",
+            0,
+        ),
+        **{
+            f"broker leg, CPU ms/event: {n}": (leg_cpu[n], "ms", 2)
+            for n in ("server", *SERVERS)
+            if n in leg_cpu
+        },
+    }
 
 
 def _cpu_text(cpu_ms: dict[str, float]) -> str:
     return " ".join(f"{name} {ms:.2f}" for name, ms in cpu_ms.items())
 
 
-def _verdict(ok: bool) -> str:
-    return "met" if ok else "**not met**"
-
-
-def report(label: str, r: dict[str, Any], args: argparse.Namespace) -> None:
-    ratio = r["path"] / r["raw"]
-    print(f"## {label}: commit -> reactor start, {args.samples} pings one at a time")
-    print("| p50 | p99 | max | target p50 < 5 ms | target p99 < 25 ms |")
-    print("|---|---|---|---|---|")
+def report(
+    label: str,
+    out: dict[str, Outcome],
+    raws: list[tuple[float, dict[str, float]]],
+    args: argparse.Namespace,
+) -> None:
+    loom, ref = out["Loom"], out.get("hand-written")
+    against = "the physical floor only" if ref is None else "the hand-written reference"
     print(
-        f"| {r['p50']:.2f} ms | {r['p99']:.2f} ms | {r['max']:.2f} ms "
-        f"| {_verdict(r['p50'] < 5)} | {_verdict(r['p99'] < 25)} |"
-    )
-    print()
-    print("| leg | p50 | p99 |")
-    print("|---|---|---|")
-    for leg, values in r["legs"].items():
-        print(
-            f"| {leg} | {statistics.median(values):.2f} ms | {_percentile(values, 0.99):.2f} ms |"
-        )
-    print(f"commits noted after their publish (the figure is then short): {r['late']}")
-    print()
-    print(
-        f"## {label}: throughput, median of {args.rounds} rounds x {args.events} events "
-        f"({args.callers} HTTP callers)"
+        f"## {label}: Loom against {against} (pool size {args.pool_size}, overflow "
+        f"{args.pool_overflow})"
     )
     print(
-        "| whole path (HTTP -> outbox -> relay -> NATS -> reaction) | raw nats-py | ratio | target >= 0.5 |"
+        f"latency: {args.samples} pings one at a time each; whole path and broker leg: medians "
+        f"of {args.rounds} rounds x {args.events} events ({args.callers} HTTP callers); "
+        "CPU: server = Sender + Receiver + NATS + database"
     )
+    print("| figure | Loom | hand-written | Loom / hand-written |")
     print("|---|---|---|---|")
-    print(
-        f"| {r['path']:.0f} events/s | {r['raw']:.0f} msgs/s | **{ratio:.2f}** "
-        f"| {_verdict(ratio >= 0.5)} |"
-    )
-    alone: Leg = r["drain"]
-    print(
-        f"| broker leg alone (outbox -> relay -> NATS -> reaction), one round | "
-        f"{alone.rate:.0f} events/s | | {alone.rate / r['raw']:.2f} | |"
-    )
-    print(
-        f"broker leg alone: the relay published at {alone.relay_rate:.0f} rows/s; CPU ms/event "
-        f"{_cpu_text(alone.cpu_ms)} (from Sender's restart answering; {alone.before_ready} rows "
-        "published before)"
-    )
-    for p, (q, q_cpu) in zip(r["path_rates"], r["raw_rates"], strict=False):
+    theirs = None if ref is None else _figures(ref)
+    for what, (value, unit, digits) in _figures(loom).items():
+        if theirs is None:
+            print(f"| {what} | {value:.{digits}f} {unit} | | |")
+            continue
+        other = theirs[what][0]
         print(
-            f"round: path {p.rate:.0f} events/s (Sender committed {p.commit_rate:.0f}/s; last "
-            f"commit {p.last_commit:.2f} s, last reaction start {p.last_start:.2f} s, last "
-            f"reaction commit {p.last_done:.2f} s; CPU ms/event {_cpu_text(p.cpu_ms)}), "
-            f"raw {q:.0f} msgs/s (CPU ms/event {_cpu_text(q_cpu)})"
+            f"| {what} | {value:.{digits}f} {unit} | {other:.{digits}f} {unit} "
+            f"| **{value / other:.2f}** |"
         )
+    floor = statistics.median(rate for rate, _ in raws)
     print(
-        f"pings sent {r['sent']}, reactions lost {r['lost']}, doubled {r['doubled']}, "
-        f"Pong rows {r['pongs']}"
+        f"\nphysical floor, raw nats-py (no HTTP, database, outbox or inbox): {floor:.0f} msgs/s, "
+        f"CPU ms/msg {_cpu_text(median_cpu_raw(raws))}; whole path / floor: Loom "
+        f"{loom.rate / floor:.3f}"
+        + ("" if ref is None else f", hand-written {ref.rate / floor:.3f}")
     )
+    for name, side in out.items():
+        print(f"\n{name}: the legs of commit -> reactor start (p50 / p99)")
+        print("| leg | p50 | p99 |")
+        print("|---|---|---|")
+        for leg, values in side.latency.legs.items():
+            p50, p99 = statistics.median(values), percentile(values, 0.99)
+            print(f"| {leg} | {p50:.2f} ms | {p99:.2f} ms |")
+        print(f"commits noted after their publish (the figure is then short): {side.latency.late}")
+        for r in side.rounds:
+            print(
+                f"round: {r.rate:.0f} events/s (Sender committed {r.commit_rate:.0f}/s; last "
+                f"commit {r.last_commit:.2f} s, last reaction start {r.last_start:.2f} s, last "
+                f"reaction commit {r.last_done:.2f} s; CPU ms/event {_cpu_text(r.cpu_ms)})"
+            )
+        for drained in side.legs:
+            print(
+                f"broker leg: {drained.rate:.0f} events/s, the relay {drained.relay_rate:.0f} rows/s; CPU "
+                f"ms/event {_cpu_text(drained.cpu_ms)} (the Sender's from its answering after the "
+                f"restart, per row published after; {drained.before_ready} published before)"
+            )
+        sent = sum(len(p) for p in side.pings)
+        print(
+            f"pings sent {sent}, reactions lost {side.lost}, doubled {side.doubled}, "
+            f"Pong rows {side.pongs}"
+        )
+
+
+def median_cpu_raw(raws: list[tuple[float, dict[str, float]]]) -> dict[str, float]:
+    return {name: statistics.median(r[name] for _, r in raws) for name in raws[0][1]}
 
 
 def main() -> None:
@@ -447,34 +370,46 @@ def main() -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="sqlite")
-    parser.add_argument("--samples", type=int, default=500, help="pings timed for latency")
-    parser.add_argument("--events", type=int, default=2000, help="events per throughput round")
-    parser.add_argument("--rounds", type=int, default=3, help="throughput rounds per path")
+    parser.add_argument("--db", choices=["postgres", "sqlite"], default="postgres")
+    parser.add_argument(
+        "--samples", type=int, default=300, help="pings timed for latency, per side"
+    )
+    parser.add_argument("--events", type=int, default=1000, help="events per throughput round")
+    parser.add_argument("--rounds", type=int, default=3, help="throughput rounds per side")
     parser.add_argument("--callers", type=int, default=16, help="concurrent HTTP callers")
+    parser.add_argument(
+        "--pool-size",
+        type=int,
+        default=Pool.size,
+        help="connections each deployable keeps (both sides)",
+    )
+    parser.add_argument(
+        "--pool-overflow",
+        type=int,
+        default=Pool.overflow,
+        help="connections a deployable may open beyond them, closed after (both sides)",
+    )
     parser.add_argument(
         "--log-level",
         default="INFO",
-        help="LOOM_LOG_LEVEL of both deployables (INFO, the default, writes a JSON line per "
+        help="LOOM_LOG_LEVEL of Loom's deployables (INFO, the default, writes a JSON line per "
         "event fact to a log file, as a deployment does)",
+    )
+    parser.add_argument(
+        "--logs", type=Path, help="a folder to keep the deployables' logs in (default: removed)"
     )
     parser.add_argument(
         "--profile",
         type=Path,
-        help="a folder: profile both deployables with cProfile into sender.prof / receiver.prof "
+        help="a folder: profile Loom's deployables with cProfile into sender.prof / receiver.prof "
         "(the figures are then not comparable)",
     )
     args = parser.parse_args()
-    kinds = ["sqlite", "postgres"] if args.db == "both" else [args.db]
-    print(f"load average before: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}")
-    failed = False
-    for kind in kinds:
-        label, result = run(kind, args)
-        report(label, result, args)
-        failed |= bool(result["lost"] or result["doubled"] or result["pongs"] != result["sent"])
-        print()
-    print(f"load average after: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}")
-    if failed:
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    label, out, raws = run(args.db, args)
+    report(label, out, raws, args)
+    print(f"\nload average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if any(o.lost or o.doubled or o.pongs != sum(len(p) for p in o.pings) for o in out.values()):
         raise SystemExit("reactions were lost or doubled")
 
 

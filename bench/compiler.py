@@ -14,9 +14,10 @@
    it is full: a large model's warnings are hundreds of KB).
 2. Start: `loom run examples/banking/banking.loom` on a fresh SQLite file, from launch to its first
    200 (`GET /api/accounts`), with the build cache cold (no `.loom/build` beside the model) and warm,
-   against a hand-written FastAPI app with the same imports (fastapi, sqlalchemy, pydantic,
-   loom.runtime) served by `uvicorn.run` the same way (`python bench/compiler.py --reference …`),
-   answering `GET /accounts` from a table it creates at startup. Figures: medians, and the ratio.
+   against a plain FastAPI + SQLAlchemy app that imports nothing of Loom, served by `uvicorn.run`
+   the same way (bench/_start_ref.py), answering `GET /accounts` from a table
+   it creates at startup; both with the same pool (15, no overflow). Figures: medians, and the
+   ratio; and the idle RSS of each server once it answered its first 200 (VmRSS), and its ratio.
 3. With `--baseline SRC` (another checkout's `src/`), instead of 1: each command alternately from
    that tree and from this one (which goes first alternates too), medians of `--repeat` wall and
    CPU times: a before / after comparison in the same minutes, under the same load.
@@ -27,6 +28,7 @@ times; start ratio < 1.5. The load average is printed with the figures: the mach
 
     .venv/bin/python bench/compiler.py                        # everything
     .venv/bin/python bench/compiler.py --sizes 10 100 --starts 3
+    .venv/bin/python bench/compiler.py --sizes --starts 5                # the start only
     .venv/bin/python bench/compiler.py --write-model 3000 /tmp/m3000   # the model only (profiling)
     .venv/bin/python bench/compiler.py --sizes 1000 3000 --layouts one-context --starts 0
     .venv/bin/python bench/compiler.py --sizes 1000 --repeat 5 --starts 0 --baseline ../main/src
@@ -48,7 +50,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -68,6 +70,7 @@ LAYOUTS: dict[str, tuple[int, int] | None] = {
     "one-context": None,
 }
 START_TARGET = 1.5
+POOL_SIZE, POOL_OVERFLOW = 15, 0  # `loom run`'s at the start, as bench/_start_ref.py's
 
 
 def _aggregate(i: int) -> str:
@@ -317,15 +320,29 @@ def _poll(url: str, proc: subprocess.Popen[bytes], start: float, timeout: float)
     return None
 
 
-def time_to_200(args: Sequence[str], cwd: Path, port: int, path: str) -> float:
-    """Launch the server `args` and time it to its first 200 on `path`; its output goes to
-    cwd/server.log, whose end is shown if it never answers."""
+@dataclass(frozen=True)
+class Start:
+    seconds: float  # launch to the first 200
+    rss_mb: float  # the server's resident memory right after it, idle
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024  # kB
+    raise SystemExit(f"no VmRSS for process {pid}")
+
+
+def time_to_200(args: Sequence[str], cwd: Path, port: int, path: str) -> Start:
+    """Launch the server `args`, time it to its first 200 on `path` and read its RSS then; its
+    output goes to cwd/server.log, whose end is shown if it never answers."""
     log = cwd / "server.log"
     with log.open("wb") as out:
         start = time.perf_counter()
         proc = subprocess.Popen(list(args), cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
         try:
             seconds = _poll(f"http://127.0.0.1:{port}{path}", proc, start, 60)
+            rss = _rss_mb(proc.pid) if seconds is not None else 0.0
         finally:
             proc.terminate()
             try:
@@ -337,11 +354,12 @@ def time_to_200(args: Sequence[str], cwd: Path, port: int, path: str) -> float:
         raise SystemExit(
             f"{' '.join(args)} never answered 200 on {path}:\n{log.read_text()[-3000:]}"
         )
-    return seconds
+    return Start(seconds, rss)
 
 
-def start_loom(folder: Path, cold: bool) -> float:
-    """`loom run` of the banking example copied into `folder`, on a fresh SQLite file."""
+def start_loom(folder: Path, cold: bool) -> Start:
+    """`loom run` of the banking example copied into `folder`, on a fresh SQLite file, with the
+    reference's pool."""
     model = folder / "banking.loom"
     if not model.exists():
         shutil.copy(BANKING, model)
@@ -352,22 +370,23 @@ def start_loom(folder: Path, cold: bool) -> float:
     port = _free_port()
     args = [*_loom(), "run", str(model), "--port", str(port)]
     args += ["--database-url", f"sqlite+aiosqlite:///{db}"]
+    args += ["--pool-size", str(POOL_SIZE), "--pool-overflow", str(POOL_OVERFLOW)]
     return time_to_200(args, folder, port, "/api/accounts")
 
 
-def start_reference(folder: Path) -> float:
-    """The hand-written app (`--reference`), on a fresh SQLite file."""
+def start_reference(folder: Path) -> Start:
+    """The plain app (bench/_start_ref.py), on a fresh SQLite file."""
     db = folder / "reference.db"
     db.unlink(missing_ok=True)
     port = _free_port()
-    args = [sys.executable, str(Path(__file__).resolve()), "--reference", str(port)]
+    args = [sys.executable, str(Path(__file__).resolve().parent / "_start_ref.py"), str(port)]
     args.append(f"sqlite+aiosqlite:///{db}")
     return time_to_200(args, folder, port, "/accounts")
 
 
 def measure_start(rounds: int) -> None:
     print(f"\n## start to the first 200 (median of {rounds}, rounds alternate)\n")
-    times: dict[str, list[float]] = {"cold": [], "warm": [], "reference": []}
+    times: dict[str, list[Start]] = {"cold": [], "warm": [], "reference": []}
     with tempfile.TemporaryDirectory(prefix="loom-bench-start-") as tmp:
         folder = Path(tmp)
         start_loom(folder, cold=True)  # the warm runs reuse this build
@@ -376,61 +395,27 @@ def measure_start(rounds: int) -> None:
             times["warm"].append(start_loom(folder, cold=False))
             times["reference"].append(start_reference(folder))
             times["cold"].append(start_loom(folder, cold=True))
-    ref = statistics.median(times["reference"])
-    print("| app | s | ratio to the reference | target |")
-    print("|---|---:|---:|---|")
-    print(f"| hand-written FastAPI app (same imports), `uvicorn.run` | {ref:.2f} | 1.00 | |")
-    for kind in ("warm", "cold"):
-        t = statistics.median(times[kind])
-        verdict = f"< {START_TARGET:g}: {'met' if t / ref < START_TARGET else 'NOT met'}"
-        print(f"| `loom run` banking, build cache {kind} | {t:.2f} | {t / ref:.2f} | {verdict} |")
 
+    def medians(kind: str) -> tuple[float, float]:
+        return (
+            statistics.median(r.seconds for r in times[kind]),
+            statistics.median(r.rss_mb for r in times[kind]),
+        )
 
-def serve_reference(port: int, url: str) -> None:
-    """The reference app: what `loom run` imports for a service, and one table, created at
-    startup, answered by a list route. Its imports are here, not at the top, because they are
-    what is measured: the bench process itself never pays them."""
-    import uvicorn
-    from fastapi import FastAPI
-    from pydantic import BaseModel
-    from sqlalchemy import Column, Integer, MetaData, String, Table, Uuid, select
-    from sqlalchemy.ext.asyncio import create_async_engine
-
-    import loom.runtime  # noqa: F401 (imported for its start cost, as a generated service does)
-
-    metadata = MetaData()
-    accounts = Table(
-        "accounts",
-        metadata,
-        Column("id", Uuid, primary_key=True),
-        Column("number", String, nullable=False),
-        Column("balance", Integer, nullable=False),
+    ref, ref_mb = medians("reference")
+    print("| app | s | ratio to the reference | target | idle RSS MB | RSS ratio |")
+    print("|---|---:|---:|---|---:|---:|")
+    print(
+        f"| plain FastAPI + SQLAlchemy app (no Loom), `uvicorn.run` | {ref:.2f} | 1.00 | "
+        f"| {ref_mb:.1f} | 1.00 |"
     )
-    engine = create_async_engine(url)
-
-    class Account(BaseModel):
-        id: str
-        number: str
-        balance: int
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with engine.begin() as conn:
-            await conn.run_sync(metadata.create_all)
-        yield
-        await engine.dispose()
-
-    app = FastAPI(title="reference", lifespan=lifespan)
-
-    # response_model, not the return annotation: under `from __future__ import annotations` a
-    # class local to this function is not resolvable from its name
-    @app.get("/accounts", response_model=list[Account])
-    async def list_accounts() -> list[BaseModel]:
-        async with engine.connect() as conn:
-            rows = (await conn.execute(select(accounts))).all()
-        return [Account(id=str(r.id), number=r.number, balance=r.balance) for r in rows]
-
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="info")
+    for kind in ("warm", "cold"):
+        t, mb = medians(kind)
+        verdict = f"< {START_TARGET:g}: {'met' if t / ref < START_TARGET else 'NOT met'}"
+        print(
+            f"| `loom run` banking, build cache {kind} | {t:.2f} | {t / ref:.2f} | {verdict} "
+            f"| {mb:.1f} | {mb / ref_mb:.2f} |"
+        )
 
 
 def load_average() -> str:
@@ -463,11 +448,7 @@ def main() -> None:
         action="store_true",
         help="keep PYTHONDONTWRITEBYTECODE if set (every run compiles loom's modules again)",
     )
-    parser.add_argument("--reference", nargs=2, metavar=("PORT", "URL"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.reference:
-        serve_reference(int(args.reference[0]), args.reference[1])
-        return
     if args.write_model:
         n, folder = int(args.write_model[0]), Path(args.write_model[1])
         for path in write_model(n, folder, args.layouts[0]):
