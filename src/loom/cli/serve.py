@@ -165,7 +165,13 @@ def _serve(files: list[Path], options: RunSettings, color: Color) -> None:
 def _refuse_missing_connections(application: Any) -> None:
     """Exit 2 before the banner when the service would refuse to start for want of a broker or
     of another deployable's URL: one `error:` line per missing piece."""
-    missing = asyncio.run(application.state.loom_missing_connections())
+    from loom.runtime import StartupRefused  # loaded with the app already: a lookup
+
+    try:
+        missing = asyncio.run(application.state.loom_missing_connections())
+    except StartupRefused as refused:  # a connection given, but one it can never use
+        echo(f"error: {refused}", err=True)
+        raise Stop(2) from None
     for reason in missing:
         echo(f"error: {reason}", err=True)
     if missing:
