@@ -203,6 +203,7 @@ def run(
         def loom(name: str, url: str) -> Server:
             env = {**common, "BENCH_DATABASE_URL": url, **pool.env("LOOM")}
             if args.profile:
+                args.profile.mkdir(parents=True, exist_ok=True)
                 env["BENCH_PROFILE"] = str(args.profile.resolve())
             factory = f"bench._broker_apps:{name.lower()}_app"
             return Server(name, factory, ROOT, env, output=logs / f"{name.lower()}.log")

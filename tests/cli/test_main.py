@@ -106,3 +106,43 @@ def test_check_and_build_load_no_other_command(tmp_path: Path, args: list[str]) 
     assert {"loom.lang", f"loom.cli.{args[0]}"} <= set(loaded)  # what it did load is listed
     others = {where.partition(":")[0] for name, (where, _) in COMMANDS.items() if name != args[0]}
     assert not ({"typer", "pydantic", "asyncio", "loom.serving.options"} | others) & set(loaded)
+
+
+SERVED = """
+import json, sys
+from pathlib import Path
+from loom.cli.output import Color
+from loom.cli.serve import _build, check_database
+from loom.build.package import import_package
+from loom.serving.held import Held
+
+files = [Path(sys.argv[1])]
+out, state = _build(files, Color.never, Held())
+main = import_package(out)
+url = "sqlite+aiosqlite:///" + sys.argv[2]
+main.build_app(url)
+check_database(files, main, url, None, migrate=False)
+print(json.dumps([state, sorted(sys.modules)]))
+"""
+
+
+def test_loom_run_of_a_reused_build_loads_no_compiler(tmp_path: Path) -> None:
+    # start-up: a model built before is served without parsing, checking or generating it again
+    model = tmp_path / "banking.loom"
+    model.write_text(Path(BANKING).read_text())
+    states = []
+    for _ in range(2):
+        r = subprocess.run(
+            [sys.executable, "-c", SERVED, str(model), str(tmp_path / "bank.db")],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=120,
+            check=False,
+        )
+        assert r.returncode == 0, r.stdout + r.stderr
+        state, loaded = json.loads(r.stdout.splitlines()[-1])
+        states.append(state.split(" ")[0])
+    assert states == ["written", "reused"]
+    compiler = {"loom.lang.compiler", "loom.lang.syntax", "loom.model.ir", "loom.codegen"}
+    assert not compiler & set(loaded), sorted(compiler & set(loaded))

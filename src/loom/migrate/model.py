@@ -7,15 +7,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import MetaData
 
 from loom.build.package import import_package
 from loom.migrate.snapshot import Snapshot
 from loom.migrate.tables import Locate, snapshot_of
-from loom.model import ir
 from loom.runtime import Service
+
+if TYPE_CHECKING:  # the IR only as a type: `loom run` of a built model never loads it
+    from loom.model import ir
 
 __all__ = ["locator", "service_metadata", "snapshot_of_build"]
 

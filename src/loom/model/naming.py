@@ -16,8 +16,10 @@ import functools
 import keyword
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from loom.model import ir
+if TYPE_CHECKING:  # the IR only as a type: `loom run` of a built model never loads it
+    from loom.model import ir
 
 _BOUNDARY_1 = re.compile(r"([A-Z]+)([A-Z][a-z])")
 _BOUNDARY_2 = re.compile(r"([a-z0-9])([A-Z])")

@@ -8,8 +8,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from loom.model import ir, naming
+from loom.model import naming
+
+if TYPE_CHECKING:  # the IR only as a type: `loom run` of a built model never loads it
+    from loom.model import ir
 
 
 class OptionError(Exception):

@@ -34,7 +34,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from loom.model import messaging as wire
 from loom.runtime.messaging.channels import Channel
 from loom.runtime.messaging.key_order import KeyOrder, OutOfOrder
-from loom.runtime.messaging.outbox import outbox_rows, runtime_metadata, write_events
+from loom.runtime.messaging.outbox import inbox, outbox_rows, runtime_metadata, write_events
 from loom.runtime.messaging.publisher import event_key
 from loom.runtime.values.domain import DomainEvent
 
@@ -93,6 +93,34 @@ def _progress_upsert(dialect: str) -> Any:
     ).returning(key_progress.c.applied)
 
 
+def _entry_of_first() -> Any:
+    """PostgreSQL: the inbox row and the progress of a key's first message in one statement
+    (one round trip fewer per reaction, the commonest case). The progress is written only when
+    the inbox row was: no row back means a previous delivery already applied the event."""
+    entered = (
+        postgresql.insert(inbox)
+        .values({c.name: bindparam(c.name, type_=c.type) for c in inbox.c})
+        .on_conflict_do_nothing()
+        .returning(inbox.c.consumer)
+        .cte("entered")
+    )
+    progress = key_progress.c
+    values = select(
+        entered.c.consumer,
+        bindparam("key", type_=progress.key.type),
+        bindparam("event_type", type_=progress.event_type.type),
+        bindparam("applied", type_=progress.applied.type),
+    )
+    stmt = postgresql.insert(key_progress).from_select(
+        [progress.consumer, progress.key, progress.event_type, progress.applied], values
+    )
+    return stmt.on_conflict_do_update(
+        index_elements=[progress.consumer, progress.key, progress.event_type],
+        set_={"applied": func.greatest(progress.applied, stmt.excluded.applied)},
+    ).returning(progress.applied)
+
+
+_ENTRY_OF_FIRST = _entry_of_first()
 _COUNT_UPSERTS = {d: _count_upsert(d) for d in ("postgresql", "sqlite")}
 _PROGRESS_UPSERTS = {d: _progress_upsert(d) for d in ("postgresql", "sqlite")}
 # built once: one commit's counts, read back for all its (channel, key) pairs
@@ -174,18 +202,34 @@ async def applied(conn: AsyncConnection, order: KeyOrder, *, lock: bool = False)
     return {t: int(n) for t, n in rows}
 
 
-async def record_progress(conn: AsyncConnection, dialect: str, order: KeyOrder) -> int:
-    """Count `order`'s message as applied by its consumer (never lowering the count); answer
-    its type's count now (above the message's own: a later one was applied before it)."""
-    params = {
+def _progress_params(order: KeyOrder) -> dict[str, Any]:
+    return {
         "consumer": order.consumer,
         "key": order.key,
         "event_type": order.event_type,
         "applied": order.counts[order.event_type],
     }
-    now = (await conn.execute(_PROGRESS_UPSERTS[dialect], params)).scalar_one()
+
+
+async def record_progress(conn: AsyncConnection, dialect: str, order: KeyOrder) -> int:
+    """Count `order`'s message as applied by its consumer (never lowering the count); answer
+    its type's count now (above the message's own: a later one was applied before it)."""
+    now = (await conn.execute(_PROGRESS_UPSERTS[dialect], _progress_params(order))).scalar_one()
     order.recorded = True
     return int(now)
+
+
+async def enter_first(conn: AsyncConnection, order: KeyOrder, inbox_row: dict[str, Any]) -> bool:
+    """PostgreSQL, a key's first message (`order.first`): write its inbox row and record it in
+    one statement, as `claim_turn` would after the inbox row; False (nothing written) when the
+    inbox already holds the event."""
+    params = {**inbox_row, **_progress_params(order)}
+    now = (await conn.execute(_ENTRY_OF_FIRST, params)).scalar_one_or_none()
+    if now is None:
+        return False
+    order.recorded = True
+    order.late = int(now) > order.counts[order.event_type]
+    return True
 
 
 async def claim_turn(conn: AsyncConnection, dialect: str, order: KeyOrder) -> None:

@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from loom.runtime.messaging.brokers import BrokerLink, Brokers
 from loom.runtime.messaging.channels import Channel
 from loom.runtime.messaging.events import AlreadyHandled, Delivery, EventBus
-from loom.runtime.messaging.ordering import claim_turn, write_durable
+from loom.runtime.messaging.ordering import claim_turn, enter_first, write_durable
 from loom.runtime.messaging.outbox import inbox_insert
 from loom.runtime.storage.work import Entry
 from loom.runtime.values import clock
@@ -87,10 +87,14 @@ class Outlet:
                 "processed_at": clock.now(),
                 "tenant": current_principal().tenant,
             }
-            result = await conn.execute(_INBOX_INSERTS[dialect], params)
-            if result.rowcount == 0:
+            order = delivery.order
+            if order is not None and order.first and dialect == "postgresql":
+                entered = await enter_first(conn, order, params)
+            else:
+                entered = (await conn.execute(_INBOX_INSERTS[dialect], params)).rowcount > 0
+                if entered and order is not None:
+                    await claim_turn(conn, dialect, order)
+            if not entered:
                 raise AlreadyHandled(f"{consumer} already handled event {event_id}")
-            if delivery.order is not None:
-                await claim_turn(conn, dialect, delivery.order)
 
         return enter

@@ -362,6 +362,8 @@ class Relay:
     async def _deliver(self, row: Any, envelope: EventEnvelope) -> list[str]:
         bus = self._service.events
         subs = bus.handlers_for(type(envelope.event))
+        if not subs:  # only published: no dispatch here to log (a line per event saved)
+            return []
         return await bus.deliver(envelope, subs, channel=row.channel, attempt=row.attempts + 1)
 
     async def _mark(self, outcomes: Sequence[tuple[Any, list[str]]], left: list[Any]) -> None:
