@@ -18,7 +18,7 @@ from loom.codegen.python import time_exprs
 from loom.codegen.python.imports import Imports
 from loom.codegen.python.literals import decimal_literal, py_str
 from loom.model import ir, naming
-from loom.model.builtins import BUILTINS
+from loom.model.builtins import runtime_function
 
 # Python precedence levels (higher binds tighter).
 COND = 1
@@ -40,6 +40,7 @@ _BINARY_PREC = {
     "<=": CMP,
     ">": CMP,
     ">=": CMP,
+    "in": CMP,
     "+": ADD,
     "-": ADD,
     "*": MUL,
@@ -213,7 +214,7 @@ def _render(expr: ir.Expr, scope: Scope) -> tuple[str, int]:
     if isinstance(expr, ir.BuiltinCall):
         scope.imports.add("loom.runtime", "functions")
         args = ", ".join(render(a, scope) for a in expr.args)
-        return f"functions.{BUILTINS[expr.function].runtime}({args})", ATOM
+        return f"functions.{runtime_function(expr)}({args})", ATOM
     if isinstance(expr, ir.FunctionCall):
         if expr.owner == "workflow":
             key = ("workflow", expr.workflow or "", expr.function)
