@@ -183,6 +183,10 @@ def _render(expr: ir.Expr, scope: Scope) -> tuple[str, int]:
         cls = scope.enum_ref(expr.type.name, expr.type.context)
         return f"{cls}.{naming.upper_snake(expr.member)}", ATOM
     if isinstance(expr, ir.Unary):
+        inner = expr.operand
+        if expr.op == "!" and isinstance(inner, ir.Binary) and inner.op == "in":
+            left = _wrap(*_render(inner.left, scope), CMP + 1)
+            return f"{left} not in {_wrap(*_render(inner.right, scope), CMP + 1)}", CMP
         if expr.op == "!":
             operand, prec = _render(expr.operand, scope)
             return f"not {_wrap(operand, prec, NOT)}", NOT

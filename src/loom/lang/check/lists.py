@@ -41,7 +41,7 @@ def membership(ck: Checker, e: ast.Binary, scope: Scope, text: str) -> ir.Expr:
             f"`in` looks for a value in a list, and `{ck.text(e.right.span)}` is {a(rt)}",
             e.right.span,
             f"this is {a(rt)}",
-            help=_not_a_list(rt, ck.text(e.left.span)),
+            help=_not_a_list(rt, ck.text(e.left.span), ck.text(e.right.span)),
         )
     elif not comparable(lt, rt.element):
         ck.report(
@@ -55,11 +55,11 @@ def membership(ck: Checker, e: ast.Binary, scope: Scope, text: str) -> ir.Expr:
     return ir.Binary("in", left, right, ir.BOOL, text)
 
 
-def _not_a_list(t: AnyType, value: str) -> str:
+def _not_a_list(t: AnyType, value: str, within: str) -> str:
     if isinstance(t, ir.OptionalType) and isinstance(t.inner, ir.ListType):
         return "an optional list is read inside `if let xs = …` first"
     if t == ir.STRING:
-        return f"to look for text in a string, write `contains(text, {value})`"
+        return f"to look for text in a string, write `contains({within}, {value})`"
     return f"write a list after `in`: a list field or parameter, or `[a, b]` (`{value} in [a, b]`)"
 
 
@@ -157,10 +157,16 @@ def criterion_help(bad: ir.Expr) -> str | None:
             "`in` of a stored `decimal` is not translated (a decimal is compared as a number): "
             "compare it with `==` joined by `||`, or filter the loaded values in a query handler"
         )
-    if isinstance(bad, ir.BuiltinCall) and bad.function in ("count", "sum", "isPresent"):
+    if isinstance(bad, ir.BuiltinCall) and bad.function == "isPresent":
         return (
-            f"`{bad.function}` of a stored list or value object is computed by the service: the "
-            "database holds them as JSON. Keep the number (or a flag) in a field of its own, "
+            "an optional list or value object is stored as JSON, where an absent one is not "
+            "SQL's NULL: keep a flag in a field of its own, or filter the loaded values in a "
+            "query handler"
+        )
+    if isinstance(bad, ir.BuiltinCall) and bad.function in ("count", "sum"):
+        return (
+            f"`{bad.function}` of a stored list is computed by the service: the database holds "
+            "a list as JSON. Keep the number in a field of its own, "
             "updated by the operations that change the list, or filter the loaded values in a "
             "query handler"
         )
