@@ -107,6 +107,10 @@ async def test_is_present_in_a_gate_and_a_criterion(claims: ServiceClient) -> No
     assert await ok(claims, "GET", "/api/queries/open_count", params=settled) == 0
     assert await ok(claims, "GET", "/api/queries/open_count") == 0  # no statuses: none match
     assert b != rejected
+    # a member the enum lacks is the client's mistake: a 422 problem
+    r = await claims.get("/api/queries/open_count", params={"statuses": ["Open", "Bogus"]})
+    assert r.status_code == 422, r.text
+    assert r.headers["content-type"] == "application/problem+json"
 
 
 async def test_membership_criterion_and_a_loop_that_sums(claims: ServiceClient) -> None:
