@@ -109,13 +109,14 @@ def argument(ck: Checker, name: str, node: ast.Expr, param: str, scope: Scope) -
 
 
 def element(t: AnyType) -> ir.Type:
-    """The type of `sum(xs)`: the element type of `xs`, without its bounds (a sum may exceed
-    them)."""
+    """The type of `sum(xs)`: the element type of `xs`, keeping the scale of a `decimal(P, S)`
+    (a sum has the digits after the point its elements have) but not its precision (a sum may
+    outgrow it)."""
     if not isinstance(t, ir.ListType):
         return ERROR  # type: ignore[return-value]
     el = t.element
     assert isinstance(el, ir.PrimitiveType)
-    return ir.PrimitiveType(el.name)
+    return ir.PrimitiveType(el.name, scale=el.scale)
 
 
 def unwrap(t: AnyType) -> str:
