@@ -141,3 +141,19 @@ async def test_a_workflow_body_counts_sums_and_tests_absence(claims: ServiceClie
     assert await tally(days=[1, 2, 3], day=2) == 1006
     assert await tally(days=[1, 2, 3], day=9, note="n") == 406  # count(days + [day]) is 4
     assert await tally(days=[], day=0, note=None) == 0
+
+
+async def test_a_string_function_of_a_field_in_a_list(claims: ServiceClient) -> None:
+    for name in (" Ann ", "ANN", "bob", "Zed", "cy"):
+        await claim(claims, name)
+
+    async def named(*names: str) -> int:
+        n: int = await ok(claims, "GET", "/api/queries/named_count", params={"names": names})
+        return n
+
+    # `lower(trim(claimant)) in names || upper(claimant) in ["ZED", "CY"]`: Zed and cy always
+    assert await named() == 2
+    assert await named("ann") == 4  # " Ann " and "ANN" fold to "ann"
+    assert await named("ann", "bob") == 5
+    assert await named("Ann") == 2  # nothing folds to "Ann"
+    assert await named("zed") == 2  # Zed once, though both sides of `||` match it

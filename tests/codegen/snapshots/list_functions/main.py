@@ -14,7 +14,7 @@ from .claims import workflows as claims_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "ff9d28337011"
+MODEL_REVISION = "e2add22a175c"
 
 
 def build_app(database_url: str | None = None) -> FastAPI:

@@ -34,7 +34,7 @@ async def totals_of(
     names: Annotated[list[WireText], Query(default_factory=list)],
     tag: Annotated[WireText, Query()],
 ) -> TotalsOut:
-    """queryHandler totalsOf (list_functions.loom:52): read-only"""
+    """queryHandler totalsOf (list_functions.loom:56): read-only"""
     async with service.autocommit() as work:
         claims_ = Claims(work)
         paid: Decimal = Decimal(0)
@@ -60,12 +60,32 @@ async def open_count(
     service: ServiceDep,
     statuses: Annotated[list[Status], Query(default_factory=list)],
 ) -> Int64:
-    """queryHandler openCount (list_functions.loom:63): read-only"""
+    """queryHandler openCount (list_functions.loom:67): read-only"""
     async with service.autocommit() as work:
         claims_ = Claims(work)
         claims = await claims_.run_open(statuses)
         result = ints.fit(
             functions.count(claims),
             "the result of queryHandler openCount",
+        )
+    return result
+
+
+@router.get(
+    "/api/queries/named_count",
+    responses=PROBLEM_RESPONSES,
+    tags=["Claims: handlers"],
+)
+async def named_count(
+    service: ServiceDep,
+    names: Annotated[list[WireText], Query(default_factory=list)],
+) -> Int64:
+    """queryHandler namedCount (list_functions.loom:72): read-only"""
+    async with service.autocommit() as work:
+        claims_ = Claims(work)
+        claims = await claims_.run_by_name(names)
+        result = ints.fit(
+            functions.count(claims),
+            "the result of queryHandler namedCount",
         )
     return result

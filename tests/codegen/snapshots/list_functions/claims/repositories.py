@@ -2,8 +2,8 @@
 # Do not edit: change the model and rebuild.
 # Repositories of context Claims.
 
-from loom.runtime import Repository
-from sqlalchemy import ColumnElement, and_, not_
+from loom.runtime import Repository, functions_sql
+from sqlalchemy import ColumnElement, and_, not_, or_
 
 from . import tables
 from .domain import Claim, Status
@@ -22,6 +22,15 @@ def claimed_by(names: list[str]) -> ColumnElement[bool]:
     """criterion ClaimedBy of Claim (list_functions.loom:47)"""
     c = tables.claims.c
     return c.claimant.in_(names)
+
+
+def named(names: list[str]) -> ColumnElement[bool]:
+    """criterion Named of Claim (list_functions.loom:51)"""
+    c = tables.claims.c
+    return or_(
+        functions_sql.lower(functions_sql.trim(c.claimant)).in_(names),
+        functions_sql.upper(c.claimant).in_(["ZED", "CY"]),
+    )
 
 
 class Claims(Repository[Claim]):
@@ -46,6 +55,14 @@ class Claims(Repository[Claim]):
         """criterion ClaimedBy (list_functions.loom:47)"""
         return await self.find_all(claimed_by(names))
 
+    async def find_by_named(self, names: list[str]) -> Claim | None:
+        """criterion Named (list_functions.loom:51)"""
+        return await self.find_one(named(names))
+
+    async def find_all_by_named(self, names: list[str]) -> list[Claim]:
+        """criterion Named (list_functions.loom:51)"""
+        return await self.find_all(named(names))
+
     async def run_open(self, statuses: list[Status]) -> list[Claim]:
         """retrieval Open (list_functions.loom:48)"""
         return await self.find_all(unsettled(statuses))
@@ -53,3 +70,7 @@ class Claims(Repository[Claim]):
     async def run_of(self, names: list[str]) -> list[Claim]:
         """retrieval Of (list_functions.loom:49)"""
         return await self.find_all(claimed_by(names))
+
+    async def run_by_name(self, names: list[str]) -> list[Claim]:
+        """retrieval ByName (list_functions.loom:53)"""
+        return await self.find_all(named(names))

@@ -170,7 +170,7 @@ class ClaimWaitInput(BaseModel):
 
 
 class TallyInput(BaseModel):
-    """The body of workflow tally (list_functions.loom:70)"""
+    """The body of workflow tally (list_functions.loom:79)"""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -24,7 +24,7 @@ router = APIRouter(route_class=LoomRoute)
     tags=["Claims: workflows"],
 )
 async def tally(body: TallyInput, service: ServiceDep) -> Int64:
-    """workflow tally (list_functions.loom:69): non-transactional: each save commits on its own"""
+    """workflow tally (list_functions.loom:78): non-transactional: each save commits on its own"""
     async with service.autocommit():
         out: int = functions.sum_ints(body.days)
         if body.day in body.days:
