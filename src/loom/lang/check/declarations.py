@@ -203,7 +203,7 @@ def untranslatable(x: ir.Expr) -> ir.Expr | None:
     if isinstance(x, ir.Binary) and isinstance(x.type, ir.ListType):
         return x  # a list joined: the list columns are JSON text, which SQL cannot join
     if isinstance(x, ir.Binary) and x.op == "in":
-        return lists.untranslatable_membership(x) or untranslatable(x.left)
+        return untranslatable(x.left) or lists.untranslatable_membership(x)
     if isinstance(x, ir.Binary):
         return untranslatable(x.left) or untranslatable(x.right)
     return None

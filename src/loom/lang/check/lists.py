@@ -137,11 +137,12 @@ def stored_as_json(x: ir.BuiltinCall) -> bool:
 
 def untranslatable_membership(x: ir.Binary) -> ir.Expr | None:
     """`x in xs` in a criterion: SQL's `IN` over a list the service binds (a parameter, a literal
-    list), tested on a stored value that is not a `decimal` (whose stored text is compared as a
+    list), of a stored value, neither of them a `decimal` (whose stored text is compared as a
     number by `as_number`, which `IN` does not use). A stored list (JSON) cannot be searched."""
     if times.reads_field(x.right):
         return x
-    if times.reads_field(x.left) and strip_optional(x.left.type) == ir.DECIMAL:
+    element = x.right.type.element if isinstance(x.right.type, ir.ListType) else None
+    if times.reads_field(x.left) and ir.DECIMAL in (strip_optional(x.left.type), element):
         return x
     return None
 
@@ -155,8 +156,9 @@ def criterion_help(bad: ir.Expr) -> str | None:
         )
     if isinstance(bad, ir.Binary) and bad.op == "in":
         return (
-            "`in` of a stored `decimal` is not translated (a decimal is compared as a number): "
-            "compare it with `==` joined by `||`, or filter the loaded values in a query handler"
+            "`in` with a `decimal` on either side is not translated (a decimal is compared as a "
+            "number): compare with `==` joined by `||`, or filter the loaded values in a query "
+            "handler"
         )
     if isinstance(bad, ir.BuiltinCall) and bad.function == "isPresent":
         return (
