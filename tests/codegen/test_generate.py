@@ -39,6 +39,7 @@ EXAMPLES = {
     "hotel_time": ["tests/e2e/models/hotel_time.loom"],
     "decimal_params": ["tests/e2e/models/decimal_params.loom"],
     "lists": ["tests/e2e/models/lists.loom"],
+    "list_functions": ["tests/e2e/models/list_functions.loom"],
     "system_principal": ["tests/e2e/models/system_principal.loom"],
     "dunning": ["tests/e2e/models/dunning.loom"],
     "tenants": ["tests/e2e/models/tenants.loom"],

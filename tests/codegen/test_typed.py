@@ -28,6 +28,7 @@ EXAMPLES = {
     "hotel_time": ["tests/e2e/models/hotel_time.loom"],
     "decimal_params": ["tests/e2e/models/decimal_params.loom"],
     "lists": ["tests/e2e/models/lists.loom"],
+    "list_functions": ["tests/e2e/models/list_functions.loom"],
     "builtin_functions": ["tests/e2e/models/builtin_functions.loom"],
     "system_principal": ["tests/e2e/models/system_principal.loom"],
     "wire_strict": ["tests/e2e/models/wire_strict.loom"],

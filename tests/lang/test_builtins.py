@@ -15,6 +15,10 @@ _MODEL = """context Cover {{
     validTo: date
     startsAt: datetime
     price: decimal
+    cents: decimal(10, 2)[] = []
+    waits: duration[] = []
+    codes: string[] = []
+    note: string?
     derived x: {decl} = {expr}
   }}
 }}"""
@@ -40,6 +44,10 @@ def _compile(decl: str, expr: str) -> tuple[ir.Derived | None, list[str]]:
         ("int", "year(validFrom) + month(startsAt) + day(validTo)", ir.INT),
         ("int", "length(trim(holder))", ir.INT),
         ("bool", 'contains(lower(holder), "x") || startsWith(upper(holder), "Y")', ir.BOOL),
+        ("int", "count(codes) + count(cents)", ir.INT),
+        ("decimal", "sum(cents)", ir.DECIMAL),
+        ("duration", "sum(waits)", ir.DURATION),
+        ("bool", 'isPresent(note) && holder in codes && !("x" in codes)', ir.BOOL),
     ],
 )
 def test_result_types(decl: str, expr: str, type: ir.Type) -> None:
@@ -62,8 +70,26 @@ def test_the_first_call_is_lowered_as_a_builtin_call() -> None:
         ("decimal", "price * (validTo - validFrom)", "`inDays(d)`"),
         ("date", "addMonths(validFrom)", "write e.g. `addMonths(validFrom, 1)`"),
         ("int", "inDays(validTo)", "write e.g. `inDays(validTo - validFrom)`"),
+        ("bool", '"x" in holder', 'write `contains(holder, "x")`'),
+        ("bool", "isPresent(holder)", "`holder` is always present"),
+        ("int", "count(note)", "write e.g. `count(lines)`"),
     ],
 )
 def test_helps_name_a_function_that_exists(decl: str, expr: str, help: str) -> None:
     _, helps = _compile(decl, expr)
     assert any(help in h for h in helps), helps
+
+
+def test_a_sum_keeps_the_scale_of_its_elements_not_their_precision() -> None:
+    derived, helps = _compile("decimal", "sum(cents)")
+    assert derived is not None, helps
+    assert isinstance(derived.value, ir.BuiltinCall)
+    assert isinstance(derived.value.type, ir.PrimitiveType)
+    assert (derived.value.type.scale, derived.value.type.precision) == (2, None)
+
+
+def test_membership_is_a_binary_in() -> None:
+    derived, _ = _compile("bool", "holder in codes")
+    assert derived is not None and isinstance(derived.value, ir.Binary)
+    assert derived.value.op == "in"
+    assert derived.value.right.type == ir.ListType(ir.STRING)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import calendar
 import sqlite3
 from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 
 import pytest
 from hypothesis import given
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 from sqlalchemy import literal, select
 from sqlalchemy.dialects import sqlite
 
-from loom.runtime import functions, functions_sql
+from loom.runtime import LoomError, functions, functions_sql
 from loom.runtime.storage.criteria import install_sqlite_functions
 from loom.runtime.times import TimeRefused
 
@@ -141,3 +142,23 @@ def test_string_functions_in_sqlite_answer_as_in_memory(s: str, part: str) -> No
 def test_like_wildcards_and_case_are_not_special(part: str) -> None:
     assert not _sqlite("contains", "abc", part)
     assert not _sqlite("starts_with", "abc", part)
+
+
+def test_sums_counts_and_presence() -> None:
+    assert functions.sum_ints([]) == 0 and functions.sum_ints([3, -1, 4]) == 6
+    total = functions.sum_decimals([Decimal("0.10"), Decimal("0.20"), Decimal(1)])
+    assert total == Decimal("1.30") and isinstance(total, Decimal)
+    assert functions.sum_decimals([]) == Decimal(0)
+    assert functions.sum_durations([]) == timedelta(0)
+    assert functions.sum_durations([timedelta(hours=1), timedelta(days=1)]) == timedelta(hours=25)
+    assert functions.count([]) == 0 and functions.count(["a", "b"]) == 2
+    assert functions.is_present(0) and functions.is_present("") and not functions.is_present(None)
+
+
+def test_sums_beyond_the_bounds_are_refused_not_crashes() -> None:
+    with pytest.raises(TimeRefused):
+        functions.sum_durations([timedelta.max, timedelta(days=1)])
+    huge = Decimal("9" * 50)
+    with pytest.raises(LoomError) as refused:
+        functions.sum_decimals([huge, huge])
+    assert refused.value.status == 422

@@ -3,7 +3,8 @@ data silently (they import this module: `from loom.migrate import guards`).
 
 PostgreSQL's `ALTER COLUMN … TYPE numeric(P, S)` rounds every stored value to the new scale
 without a word, and on SQLite the rebuilt table keeps a value the new type refuses at its next
-save. Neither is what a user asked for: the revision stops first, naming the values."""
+save (a string longer than a new `string(N)` too; PostgreSQL refuses it mid-migration, naming
+no row). Neither is what a user asked for: the revision stops first, naming the values."""
 
 from __future__ import annotations
 
@@ -40,3 +41,26 @@ def decimals_fit(table: str, column: str, precision: int, scale: int) -> None:
             "first (e.g. round them to the new scale through the service), or keep a type "
             "that holds them"
         )
+
+
+def strings_fit(table: str, column: str, length: int) -> None:
+    """Refuse (RuntimeError, so the revision rolls back) when a stored value of `table.column` is
+    longer than `length` characters (SQL's `length` counts characters on both engines, as
+    `string(N)` does)."""
+    where = f'FROM "{table}" WHERE length("{column}") > {int(length)}'
+    count = op.get_bind().execute(sa.text(f"SELECT count(*) {where}")).scalar_one()
+    if not count:
+        return
+    query = sa.text(f'SELECT "{column}" {where} ORDER BY "{column}" LIMIT {_SHOWN}')
+    shown = [_clip(str(v)) for (v,) in op.get_bind().execute(query)]
+    more = ", …" if count > len(shown) else ""
+    raise RuntimeError(
+        f"{table}.{column} becomes string({length}), but {count} stored value(s) are longer "
+        f"({', '.join(shown)}{more}): shorten them first (through the service), or keep a "
+        "length that holds them"
+    )
+
+
+def _clip(text: str) -> str:
+    """A stored value as the refusal shows it: quoted, its first 40 characters."""
+    return repr(text if len(text) <= 40 else text[:40] + "…")

@@ -359,7 +359,7 @@ def _body(steps: Sequence[Step]) -> list[str]:
             if tenanted:
                 lines += _empty_or_refuse(step.table)
             for s in group:
-                lines += _decimals_fit(s)
+                lines += _values_fit(s)
             # SQLite adds a required column without a default only to a table it rebuilds
             how = ', recreate="always"' if tenanted else ""
             lines.append(f"    with op.batch_alter_table({_q(step.table)}{how}) as batch:")
@@ -431,16 +431,22 @@ def _empty_or_refuse(table: str) -> list[str]:
     ]
 
 
-def _decimals_fit(step: Step) -> list[str]:
-    """Before a column becomes a narrower `decimal(P, S)`: PostgreSQL would round its stored values
-    to the new scale (and SQLite keep ones the type then refuses), so the revision checks them."""
+def _values_fit(step: Step) -> list[str]:
+    """Before a column becomes a narrower `decimal(P, S)` or `string(N)`: PostgreSQL would round
+    its stored decimals to the new scale or refuse a longer string mid-way (and SQLite keep values
+    the type then refuses at their next save), so the revision checks them first."""
     if not isinstance(step, AlterColumn) or not step.type_changed:
         return []
-    bound = numeric_of(step.new)
-    if bound is None or is_widening(step.old, step.new):
+    if is_widening(step.old, step.new):
         return []
-    args = [_q(step.table), _q(step.new["name"]), str(bound[0]), str(bound[1])]
-    return _call("guards.decimals_fit", args, 4)
+    bound, length = numeric_of(step.new), step.new["length"]
+    if bound is not None:
+        args = [_q(step.table), _q(step.new["name"]), str(bound[0]), str(bound[1])]
+        return _call("guards.decimals_fit", args, 4)
+    if step.new["type"] == "String" and length is not None:
+        args = [_q(step.table), _q(step.new["name"]), str(length)]
+        return _call("guards.strings_fit", args, 4)
+    return []
 
 
 def _needs_backfill(step: Step) -> bool:

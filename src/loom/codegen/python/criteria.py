@@ -5,7 +5,8 @@ Field reads become columns (`c.due_at`); everything that reads no column stays p
 bound as a parameter. Every operand of an operation with a decimal side (and of `/`, always a
 decimal) goes through `as_number`, whose operators compute exactly on both engines as
 `loom.runtime.decimals` does in memory; `%` of ints is `int_rem` (truncating, like
-`decimals.int_rem`). Enums compare as their stored value strings; a column always ends up on the
+`decimals.int_rem`). `field in xs` is SQL's `IN` over the bound list, `isPresent(field)` is
+`IS NOT NULL`. Enums compare as their stored value strings; a column always ends up on the
 left of a comparison (so that both Python and mypy pick the column's operator). A column named
 like a Python keyword is read by key (`c["class"]`).
 """
@@ -25,6 +26,10 @@ def _is_decimal(t: ir.Type) -> bool:
     if isinstance(t, ir.OptionalType):
         return _is_decimal(t.inner)
     return isinstance(t, ir.PrimitiveType) and t.name == "decimal"
+
+
+def _bare(t: ir.Type) -> ir.Type:
+    return t.inner if isinstance(t, ir.OptionalType) else t
 
 
 def _reads_column(expr: ir.Expr) -> bool:
@@ -99,6 +104,8 @@ class SqlRenderer:
             return f"{self._sa('case')}(({self.where(expr.condition)}, {then}), else_={other})"
         if isinstance(expr, ir.Binary):
             return self._binary(expr)
+        if isinstance(expr, ir.BuiltinCall) and expr.function == "isPresent":
+            return f"{self._sql(expr.args[0])}.is_not(None)"
         if isinstance(expr, ir.BuiltinCall):  # a string function (the checker admits no other)
             # a value that reads no column is bound as it is (`functions_sql` binds it as text)
             args = ", ".join(
@@ -121,6 +128,11 @@ class SqlRenderer:
             parts = self._flatten(expr, op)
             return f"{fn}({', '.join(self.where(p) for p in parts)})"
         left, right = expr.left, expr.right
+        if op == "in":  # a stored value in a list the service binds (never a stored list)
+            values = render(right, self.scope)
+            if isinstance(_bare(left.type), ir.EnumType):
+                values = f"[v.value for v in {values}]"
+            return f"{self._operand(left, False)}.in_({values})"
         decimal = _is_decimal(left.type) or _is_decimal(right.type) or _is_decimal(expr.type)
         if op in _FLIP:
             if not _reads_column(left):

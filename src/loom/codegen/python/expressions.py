@@ -18,7 +18,7 @@ from loom.codegen.python import time_exprs
 from loom.codegen.python.imports import Imports
 from loom.codegen.python.literals import decimal_literal, py_str
 from loom.model import ir, naming
-from loom.model.builtins import BUILTINS
+from loom.model.builtins import runtime_function
 
 # Python precedence levels (higher binds tighter).
 COND = 1
@@ -40,6 +40,7 @@ _BINARY_PREC = {
     "<=": CMP,
     ">": CMP,
     ">=": CMP,
+    "in": CMP,
     "+": ADD,
     "-": ADD,
     "*": MUL,
@@ -182,6 +183,10 @@ def _render(expr: ir.Expr, scope: Scope) -> tuple[str, int]:
         cls = scope.enum_ref(expr.type.name, expr.type.context)
         return f"{cls}.{naming.upper_snake(expr.member)}", ATOM
     if isinstance(expr, ir.Unary):
+        inner = expr.operand
+        if expr.op == "!" and isinstance(inner, ir.Binary) and inner.op == "in":
+            left = _wrap(*_render(inner.left, scope), CMP + 1)
+            return f"{left} not in {_wrap(*_render(inner.right, scope), CMP + 1)}", CMP
         if expr.op == "!":
             operand, prec = _render(expr.operand, scope)
             return f"not {_wrap(operand, prec, NOT)}", NOT
@@ -213,7 +218,7 @@ def _render(expr: ir.Expr, scope: Scope) -> tuple[str, int]:
     if isinstance(expr, ir.BuiltinCall):
         scope.imports.add("loom.runtime", "functions")
         args = ", ".join(render(a, scope) for a in expr.args)
-        return f"functions.{BUILTINS[expr.function].runtime}({args})", ATOM
+        return f"functions.{runtime_function(expr)}({args})", ATOM
     if isinstance(expr, ir.FunctionCall):
         if expr.owner == "workflow":
             key = ("workflow", expr.workflow or "", expr.function)

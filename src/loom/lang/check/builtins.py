@@ -1,16 +1,18 @@
 """Typing of the built-in functions of `loom.model.builtins` (`addMonths(d, n)`, `inDays(x)`,
-`year(d)`, `length(s)`, `contains(s, part)` …): the count of arguments (`loom.argument-count`)
-and each argument's type (`loom.type-mismatch`), each with the function's example as the help.
+`year(d)`, `length(s)`, `contains(s, part)`, `count(xs)`, `sum(xs)`, `isPresent(x)` …): the count
+of arguments (`loom.argument-count`) and each argument's type (`loom.type-mismatch`), each with
+the function's example as the help.
 """
 
 from __future__ import annotations
 
+from loom.lang.check import lists
 from loom.lang.check.checker import Checker
 from loom.lang.check.scope import Scope
 from loom.lang.syntax import ast
-from loom.lang.types import AnyType, a, is_error
+from loom.lang.types import a, is_error
 from loom.model import ir
-from loom.model.builtins import BUILTINS, TIME
+from loom.model.builtins import BUILTINS, ELEMENT, TIME
 
 FUNCTIONS = tuple(BUILTINS)
 _TIMES = (ir.DATE, ir.DATETIME)
@@ -42,6 +44,11 @@ def call(ck: Checker, e: ast.Call, scope: Scope, name: str, text: str) -> ir.Exp
     bad = False
     for i, (node, param) in enumerate(zip(args, spec.params, strict=True)):
         which = "" if want == 1 else (" as its first argument", " as its second argument")[i]
+        if param in lists.PARAMS:
+            x = lists.argument(ck, name, node, param, scope)
+            typed.append(x)
+            bad = bad or is_error(x.type)
+            continue
         expected = None if param == TIME else ir.PrimitiveType(param)  # type: ignore[arg-type]
         x = ck.expr(node, scope, expected)
         typed.append(x)
@@ -54,23 +61,22 @@ def call(ck: Checker, e: ast.Call, scope: Scope, name: str, text: str) -> ir.Exp
                 f"`{name}` takes a `date` or a `datetime`{which}, not {a(x.type)}",
                 node.span,
                 f"this is {a(x.type)}",
-                help=f"write e.g. `{spec.sample}`" + _unwrap(x.type),
+                help=f"write e.g. `{spec.sample}`" + lists.unwrap(x.type),
             )
         elif expected is not None and not ck.mismatch(
             x,
             node,
             expected,
             f"`{name}` takes {a(expected)}{which}, not {a(x.type)}",
-            help=f"write e.g. `{spec.sample}`" + _unwrap(x.type),
+            help=f"write e.g. `{spec.sample}`" + lists.unwrap(x.type),
         ):
             bad = True
     if bad:
         return ck.poison(e)
-    result = typed[0].type if spec.result == TIME else ir.PrimitiveType(spec.result)  # type: ignore[arg-type]
+    if spec.result == TIME:
+        result = typed[0].type
+    elif spec.result == ELEMENT:
+        result = lists.element(typed[0].type)
+    else:
+        result = ir.PrimitiveType(spec.result)  # type: ignore[arg-type]
     return ir.BuiltinCall(name, tuple(typed), result, text)
-
-
-def _unwrap(t: AnyType) -> str:
-    if isinstance(t, ir.OptionalType):
-        return "; an optional value is read inside `if let x = …` first"
-    return ""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from loom.lang.check import emits, filters, operations, times
+from loom.lang.check import emits, filters, lists, operations, times
 from loom.lang.check.calls import local_call, mutated_params
 from loom.lang.check.checker import Checker
 from loom.lang.check.facts import CallOp, FindFact, RetrievalFact
@@ -186,7 +186,7 @@ def untranslatable(x: ir.Expr) -> ir.Expr | None:
     if isinstance(x, ir.BuiltinCall):
         if not times.reads_field(x):
             return None  # computed from parameters: bound from Python
-        if not BUILTINS[x.function].sql:
+        if not BUILTINS[x.function].sql or lists.stored_as_json(x):
             return x
         for arg in x.args:
             bad = untranslatable(arg)
@@ -202,6 +202,8 @@ def untranslatable(x: ir.Expr) -> ir.Expr | None:
         return untranslatable(x.operand)
     if isinstance(x, ir.Binary) and isinstance(x.type, ir.ListType):
         return x  # a list joined: the list columns are JSON text, which SQL cannot join
+    if isinstance(x, ir.Binary) and x.op == "in":
+        return untranslatable(x.left) or lists.untranslatable_membership(x)
     if isinstance(x, ir.Binary):
         return untranslatable(x.left) or untranslatable(x.right)
     return None
@@ -240,16 +242,20 @@ def _criterion(ck: Checker, ctx: ContextSymbols, c: ast.Criterion) -> None:
             f"criterion `{c.name}` uses `{bad.text}`, which cannot be translated to SQL",
             c.condition.span,
             "not translatable",
-            help=_BUILTIN_HELP.format(bad.function)
-            if isinstance(bad, ir.BuiltinCall)
-            else _CRITERION_HELP,
+            help=lists.criterion_help(bad)
+            or (
+                _BUILTIN_HELP.format(bad.function)
+                if isinstance(bad, ir.BuiltinCall)
+                else _CRITERION_HELP
+            ),
         )
 
 
 _CRITERION_HELP = (
     "a criterion compares stored fields with parameters, literals, enum members and `now()`, "
     "joined by `&&`, `||`, `!` and arithmetic, the string functions `length`, `contains`, "
-    "`startsWith`, `lower`, `upper`, `trim` and the date parts `year`, `month`, `day`; no other "
+    "`startsWith`, `lower`, `upper`, `trim`, the date parts `year`, `month`, `day`, "
+    "`isPresent(field)` and `field in listParameter`; no other "
     "function calls, derived values, "
     "conditionals or lists; a time is computed from parameters only (`dueAt < asOf - 1d`, not "
     "`dueAt + 1d < asOf`)"

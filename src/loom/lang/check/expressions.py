@@ -8,7 +8,7 @@ that belong to a rule (records, `currentUser`, workflow state and functions) to 
 
 from __future__ import annotations
 
-from loom.lang.check import factories, principal, records, times, workflows
+from loom.lang.check import factories, lists, principal, records, times, workflows
 from loom.lang.check.expr_calls import CallTyping
 from loom.lang.check.scope import Scope
 from loom.lang.diagnostics import did_you_mean
@@ -175,6 +175,8 @@ class ExpressionChecker(CallTyping):
             left = self.condition(e.left, scope, f"the left side of `{op}`")
             right = self.condition(e.right, scope, f"the right side of `{op}`")
             return ir.Binary(op, left, right, ir.BOOL, text)  # type: ignore[arg-type]
+        if op == "in":
+            return lists.membership(self, e, scope, text)
         # a literal on the left learns from the right whether it is written for a `decimal`
         first = _int_literal(e.left)
         left = self.expr(e.left, scope, None if first is None else ir.DECIMAL)

@@ -19,7 +19,7 @@ _new_str = str.__new__
 
 # the first word of each declaration in a context, and of each statement
 PAYLOAD_KINDS = frozenset({"command", "query", "response", "error"})
-CMP = frozenset({"==", "!=", "<", "<=", ">", ">="})
+CMP = frozenset({"==", "!=", "<", "<=", ">", ">=", "in"})
 ADD = frozenset({"+", "-"})
 MUL = frozenset({"*", "/", "%"})
 ASSIGN = frozenset({":=", "+=", "-="})

@@ -82,13 +82,14 @@ class Unary:
 
 @dataclass(frozen=True, slots=True)
 class Binary:
-    """Arithmetic (+ - * / %), comparison (== != < <= > >=) and boolean (&& ||) operators.
+    """Arithmetic (+ - * / %), comparison (== != < <= > >=), membership (`x in xs`: `right` is a
+    list of `left`'s type) and boolean (&& ||) operators.
 
     Typing rules (enforced by the checker): int op int -> int, except `/` which is decimal;
     any arithmetic with a decimal operand -> decimal; `+` on strings concatenates.
     """
 
-    op: Literal["+", "-", "*", "/", "%", "==", "!=", "<", "<=", ">", ">=", "&&", "||"]
+    op: Literal["+", "-", "*", "/", "%", "==", "!=", "<", "<=", ">", ">=", "in", "&&", "||"]
     left: Expr
     right: Expr
     type: Type

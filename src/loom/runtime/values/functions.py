@@ -7,6 +7,9 @@ functions"): calendar arithmetic, a duration as a number, the parts of a date, a
   (`TimeRefused`).
 - `in_days(d)` … `in_seconds(d)`: the whole units in a duration, truncated toward zero
   (`in_days(-36h)` is -1), so an `int` never holds a fraction silently rounded away from zero.
+- `sum_ints` / `sum_decimals` / `sum_durations` (`sum(xs)`): 0 (or a zero duration) for an empty
+  list; decimals add exactly as `+` does (`decimals.add`, a 422 beyond its bounds), durations
+  beyond `timedelta`'s range are a 422 (`TimeRefused`).
 - `trim(s)` removes `WHITESPACE` at both ends; a criterion's SQL removes the same characters
   (`loom.runtime.storage.criteria`).
 """
@@ -14,9 +17,12 @@ functions"): calendar arithmetic, a duration as a number, the parts of a date, a
 from __future__ import annotations
 
 import calendar
+from collections.abc import Sequence, Sized
 from datetime import date, datetime, timedelta
+from decimal import Decimal
 from typing import Final, TypeVar
 
+from loom.runtime.values import decimals
 from loom.runtime.values.times import TimeRefused
 
 __all__ = [
@@ -24,15 +30,20 @@ __all__ = [
     "add_months",
     "add_years",
     "contains",
+    "count",
     "day",
     "in_days",
     "in_hours",
     "in_minutes",
     "in_seconds",
+    "is_present",
     "length",
     "lower",
     "month",
     "starts_with",
+    "sum_decimals",
+    "sum_durations",
+    "sum_ints",
     "trim",
     "upper",
     "year",
@@ -121,3 +132,30 @@ def upper(text: str) -> str:
 
 def trim(text: str) -> str:
     return text.strip(WHITESPACE)
+
+
+def count(values: Sized) -> int:
+    return len(values)
+
+
+def sum_ints(values: Sequence[int]) -> int:
+    return sum(values, 0)
+
+
+def sum_decimals(values: Sequence[Decimal]) -> Decimal:
+    total = Decimal(0)
+    for v in values:
+        total = decimals.add(total, v)
+    return total
+
+
+def sum_durations(values: Sequence[timedelta]) -> timedelta:
+    try:
+        return sum(values, timedelta(0))
+    except OverflowError:
+        raise TimeRefused("the sum of the durations is beyond the largest duration") from None
+
+
+def is_present(value: object) -> bool:
+    """`isPresent(x)`: whether the optional `x` holds a value."""
+    return value is not None
