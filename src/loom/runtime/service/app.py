@@ -389,6 +389,8 @@ def create_app(
     # FastAPI's own /docs and /redoc load their scripts from a CDN: ours serve the package's
     docs_url = fastapi_options.pop("docs_url", "/docs")
     redoc_url = fastapi_options.pop("redoc_url", "/redoc")
+    # the document's version is the model's revision: a client generated from it names the model
+    fastapi_options.setdefault("version", model_revision or "unknown")
     app = FastAPI(
         title=title,
         lifespan=lifespan,
