@@ -33,7 +33,7 @@ def test_a_token_names_the_system_of_its_tenant() -> None:
     ids=["expired", "audience", "subject", "tenant"],
 )
 def test_a_token_that_is_not_a_valid_system_token_is_refused(claims: dict[str, object]) -> None:
-    body = {"sub": "loom-system", "aud": "loom-system", "tenant": "acme"}
+    body: dict[str, object] = {"sub": "loom-system", "aud": "loom-system", "tenant": "acme"}
     body["exp"] = int(time.time()) + 60
     body.update(claims)
     with pytest.raises(Unauthenticated) as refused:
