@@ -36,4 +36,6 @@ if ! command -v redis-server >/dev/null; then
 fi
 export LOOM_REQUIRE_POSTGRES=1
 export LOOM_REQUIRE_BROKERS=1
+# and the Node tools setup.sh installs (scripts/node): a missing one fails its test
+export LOOM_REQUIRE_NODE=1
 exec .venv/bin/python -m pytest "${tier[@]}" "$@"

@@ -58,6 +58,13 @@ SLOW: tuple[str, ...] = (
     "tests/cli/test_timers.py::test_list_and_fire",
     "tests/cli/test_up.py",
     "tests/e2e/test_shop_deployables.py",
+    # openapi-python-client and openapi-typescript (and tsc) on every example's document
+    "tests/e2e/test_generated_clients.py",
+    # two `loom run` (or a `loom up`) of tenanted deployables calling each other
+    "tests/runtime/api_calls/test_tenanted.py::test_across_deployables_the_call_carries_the_tenant",
+    "tests/runtime/api_calls/test_tenanted.py::"
+    "test_across_deployables_without_a_shared_secret_the_reaction_is_dead_lettered",
+    "tests/runtime/api_calls/test_tenanted.py::test_loom_up_gives_its_deployables_one_secret",
     "tests/migrate/test_cli.py",
     "tests/migrate/test_concurrent_apply.py",
     "tests/migrate/test_deployables.py",

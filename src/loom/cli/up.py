@@ -17,6 +17,7 @@ import collections
 import contextlib
 import functools
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -39,6 +40,7 @@ from loom.cli.output import Color, Format, color_option, fail, files_argument
 from loom.cli.settings_options import settings_options
 from loom.model import ir
 from loom.model.deployables import crossings
+from loom.runtime.http.system_tokens import ENV_SERVICE_SECRET
 from loom.serving.connections import parse_brokers
 from loom.serving.database import default_database
 from loom.serving.held import Held, OptionError, declared_deployables
@@ -412,6 +414,9 @@ def up_command(
         nats = nats_sources(model, parse_brokers(given_brokers))  # each well formed, each once
         # every deployable would refuse the same bad value: refused once, before any starts
         apply(settings)
+        # the deployables' calls made as the system verify at one another: one secret for all
+        # (a development one, drawn here, unless the command line or the environment gives one)
+        os.environ.setdefault(ENV_SERVICE_SECRET, secrets.token_hex(32))
         refuse_bad_values(paths, model)
         code = up(paths, units, nats=nats, brokers=given_brokers, timeout=timeout)
     except (UpError, OptionError) as exc:

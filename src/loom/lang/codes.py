@@ -313,6 +313,11 @@ REGISTRY: dict[str, CodeInfo] = {
             "another context's command is called inside a transactional body",
         ),
         CodeInfo(
+            "loom.api-call-without-tenant",
+            _W,
+            "a reaction, timeout or timer of an untenanted context calls a tenanted context",
+        ),
+        CodeInfo(
             "loom.context-not-deployed",
             _E,
             "deployables are declared and a context is in none of them",

@@ -173,3 +173,17 @@ class NameAlloc:
             name += "_"
         self.taken.add(name)
         return name
+
+
+# the routes every aggregate (`get`, `list`; a crudish one also `create`, `update`, `delete`) and
+# projection (`get`, `list`) has, in their operationIds; a workflow instance's are `getInstance`
+# and `listEpisodes`
+ROUTE_VERBS = ("get", "list", "create", "update", "delete", "getInstance", "listEpisodes")
+
+
+def operation_id(owner: str | None, name: str) -> str:
+    """The OpenAPI operationId of a generated route (docs/http.md#operation-ids): `Order_get`,
+    `Order_markPaid`, `OrderProgress_list` for a route of an aggregate, projection or workflow
+    instance (the owner's name, then a verb of `ROUTE_VERBS` or the operation's or find's name as
+    the model spells it); a workflow's or handler's own name for its route (`placeOrder`)."""
+    return name if owner is None else f"{owner}_{name}"

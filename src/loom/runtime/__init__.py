@@ -80,7 +80,8 @@ Persistence
                          find(key), get(key) (NotFound), bind(key) (load-or-allocate),
                          save(instance) (version-checked); instance_version(instance)
     ProcessInstances[S]  a process workflow's instances (also `process`): episodes —
-                         next_episode(ended) after `complete`, episodes(key) -> [Episode]
+                         next_episode(ended) after `complete`, episodes(key) -> [Episode];
+                         InstanceTimeoutOut: a pending timeout as the instance route answers it
     Faults               fail_save(n, error=None), crash_relay(after="claim"|"deliver"|"publish"),
                          crash_consumer(after="commit") (a broker consumer dies before its ack),
                          lose_commit() (the next COMMIT of a unit of work that wrote goes through,
@@ -186,6 +187,8 @@ HTTP
                                             (401/403/404/409/413/422/500/503)
     API_CALL_RESPONSES                      the same and 502/504, for a route that calls
                                             another context's handler
+    READ_PROBLEM_RESPONSES,                 the same for a GET route: no 409 nor 413
+      API_CALL_READ_RESPONSES
     create_app(..., auth=None)              auth: an Authenticator (JwtAuth), False for none,
                                             None to read LOOM_JWT_SECRET / LOOM_JWT_PUBLIC_KEY
                                             (+ LOOM_JWT_AUDIENCE / LOOM_JWT_ISSUER)
@@ -229,7 +232,12 @@ HTTP
 from loom.runtime import clock, decimals, functions, functions_sql, ints, times
 from loom.runtime.http.api_calls import ApiResource, BadGateway, GatewayTimeout, UpstreamProblem
 from loom.runtime.http.auth import AuthConfigError, Authenticator, JwtAuth
-from loom.runtime.http.problems import API_CALL_RESPONSES, PROBLEM_RESPONSES
+from loom.runtime.http.problems import (
+    API_CALL_READ_RESPONSES,
+    API_CALL_RESPONSES,
+    PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
+)
 from loom.runtime.http.tenants import require_tenant
 from loom.runtime.messaging.channels import Backoff, Channel
 from loom.runtime.messaging.events import (
@@ -242,7 +250,7 @@ from loom.runtime.messaging.events import (
 from loom.runtime.messaging.outbox import DeadLetter
 from loom.runtime.messaging.publisher import event_key
 from loom.runtime.messaging.transports.base import ConsumerSpec
-from loom.runtime.processes.episodes import Episode, ProcessInstances
+from loom.runtime.processes.episodes import Episode, InstanceTimeoutOut, ProcessInstances
 from loom.runtime.processes.model import (
     Decision,
     Outcome,
@@ -317,8 +325,10 @@ from loom.runtime.values.schemas import (
 
 __all__ = [
     "ANONYMOUS",
+    "API_CALL_READ_RESPONSES",
     "API_CALL_RESPONSES",
     "PROBLEM_RESPONSES",
+    "READ_PROBLEM_RESPONSES",
     "SYSTEM",
     "TEXT_CHECK",
     "AggregateRoot",
@@ -347,6 +357,7 @@ __all__ = [
     "Faults",
     "Forbidden",
     "GatewayTimeout",
+    "InstanceTimeoutOut",
     "Instances",
     "Int32",
     "Int64",

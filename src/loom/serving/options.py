@@ -47,6 +47,7 @@ def refuse_bad_values(files: list[Path], model: ir.Model) -> None:
     from loom.runtime.http.body_limit import resolve_max_body_bytes
     from loom.runtime.http.edge_limits import EdgeLimits
     from loom.runtime.http.idempotency import resolve_ttl
+    from loom.runtime.http.system_tokens import SystemTokens
     from loom.runtime.messaging.broker_config import redelivery_wait
     from loom.runtime.messaging.relay import resolve_relay_options
     from loom.runtime.values.environment import pool_settings
@@ -65,6 +66,7 @@ def refuse_bad_values(files: list[Path], model: ir.Model) -> None:
         redelivery_wait()
         pool_settings()
         resolve_auth(None)
+        SystemTokens.from_env()
         load_externs(None, required)
     except (ValueError, AuthConfigError, ExternError) as exc:
         raise OptionError(str(exc)) from None

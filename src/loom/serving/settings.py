@@ -160,6 +160,13 @@ class ServiceSettings(BaseSettings):
         "The token claim naming the caller's tenant, for tenanted contexts.",
         default_text="tenant",
     )
+    service_secret: str | None = setting(
+        None,
+        "Sign and verify the system tokens of the calls a reaction, timeout or timer makes of "
+        "another deployable's handlers with this secret, at least 32 bytes, the same on every "
+        "deployable (prefer the variable). Without it a service trusts only its own calls in "
+        "process; `loom up` gives its deployables one it draws.",
+    )
     max_body_bytes: int | None = setting(
         None, "Largest request body in bytes; larger ones are answered 413.", default_text="1 MiB"
     )

@@ -24,7 +24,6 @@ from loom.codegen.python.routes import (
     ROUTE_NAMES,
     SERVICE_PARAM,
     decorator,
-    drop_unused_responses,
     route_imports,
     router_line,
 )
@@ -45,7 +44,6 @@ def emit_handlers(info: ModelInfo, context: ir.Context) -> str:
     for handler in context.handlers:
         blocks.append(_handler(info, context, handler, sn, imports, functions))
     head = header(info.files_of(context), f"Command and query handlers of context {context.name}.")
-    drop_unused_responses(imports, blocks)
     return module_text(head, imports, blocks)
 
 
@@ -88,7 +86,9 @@ def _handler(
     if command:
         path = f"/api/commands/{naming.snake(handler.name)}"
         status = 200 if handler.result is not None else 204
-        lines = decorator("post", path, tag, status, imports, walk.calls_api(handler.body))
+        op_id = naming.operation_id(None, handler.name)
+        calls = walk.calls_api(handler.body)
+        lines = decorator("post", path, tag, op_id, imports, status, calls)
         if handler.name in sn.handler_input:
             imports.add(".schemas", sn.handler_input[handler.name])
             params.append(f"body: {sn.handler_input[handler.name]}")
@@ -101,7 +101,9 @@ def _handler(
             imports.add("typing", "Annotated")
             imports.add("fastapi", "Query")
         path = f"/api/queries/{naming.snake(handler.name)}"
-        lines = decorator("get", path, tag, None, imports, walk.calls_api(handler.body))
+        op_id = naming.operation_id(None, handler.name)
+        calls = walk.calls_api(handler.body)
+        lines = decorator("get", path, tag, op_id, imports, None, calls)
         params.append(SERVICE_PARAM)
         optional: list[str] = []
         built = []

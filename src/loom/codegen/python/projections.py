@@ -57,7 +57,13 @@ def emit_projections(info: ModelInfo, context: ir.Context) -> str:
         key = next(f for f in p.fields if f.name == p.key)
 
         fn = functions.take(f"get_{snake}")
-        block = decorator("get", f"/api/projections/{snake}/{{key}}", tag)
+        block = decorator(
+            "get",
+            f"/api/projections/{snake}/{{key}}",
+            tag,
+            naming.operation_id(p.name, "get"),
+            imports,
+        )
         params = [f"key: {_key_annotation(key.type, imports)}", SERVICE_PARAM]
         block += lay(Group(f"async def {fn}(", params, f") -> {out}:"))
         doc = f"Read the row of projection {p.name} keyed by its {p.key} ({where(p.origin)})"
@@ -68,7 +74,9 @@ def emit_projections(info: ModelInfo, context: ir.Context) -> str:
         blocks.append(block)
 
         fn = functions.take(f"list_{snake}")
-        block = decorator("get", f"/api/projections/{snake}", tag)
+        block = decorator(
+            "get", f"/api/projections/{snake}", tag, naming.operation_id(p.name, "list"), imports
+        )
         params = [
             SERVICE_PARAM,
             "limit: Annotated[PageLimit, Query()] = 50",

@@ -33,6 +33,9 @@ ROUTE_NAMES = {
     "LoomRoute",
     "ServiceDep",
     "PROBLEM_RESPONSES",
+    "READ_PROBLEM_RESPONSES",
+    "API_CALL_RESPONSES",
+    "API_CALL_READ_RESPONSES",
     "Depends",
     "require_tenant",
 }
@@ -44,7 +47,7 @@ ROUTE_LOCALS = frozenset(
 
 def route_imports(imports: Imports) -> None:
     imports.add("fastapi", "APIRouter")
-    imports.add("loom.runtime", "PROBLEM_RESPONSES", "LoomRoute", "ServiceDep")
+    imports.add("loom.runtime", "LoomRoute", "ServiceDep")
 
 
 def router_line(context: ir.Context, imports: Imports) -> str:
@@ -57,30 +60,25 @@ def router_line(context: ir.Context, imports: Imports) -> str:
     return "router = APIRouter(route_class=LoomRoute, dependencies=[Depends(require_tenant)])"
 
 
-def drop_unused_responses(imports: Imports, blocks: list[list[str]]) -> None:
-    """No route of the module answers with the plain responses (each calls another context)."""
-    if not any("responses=PROBLEM_RESPONSES" in line for block in blocks for line in block):
-        imports.discard("loom.runtime", "PROBLEM_RESPONSES")
-
-
 def decorator(
     method: str,
     path: str,
     tag: str,
+    op_id: str,
+    imports: Imports,
     status: int | None = None,
-    imports: Imports | None = None,
     calls_api: bool = False,
 ) -> list[str]:
-    """The route's decorator; `calls_api` (its body calls another context's handler, and then
-    `imports` is given) adds the 502 / 504 answers to its OpenAPI responses."""
+    """The route's decorator; `calls_api` (its body calls another context's handler) adds the 502
+    / 504 answers to its OpenAPI responses. A GET route does not list 409 nor 413: it writes
+    nothing, and reads no body."""
     args = [py_str(path)]
     if status is not None:
         args.append(f"status_code={status}")
-    responses = "PROBLEM_RESPONSES"
-    if calls_api and imports is not None:
-        imports.add("loom.runtime", "API_CALL_RESPONSES")
-        responses = "API_CALL_RESPONSES"
-    args += [f"responses={responses}", f"tags=[{py_str(tag)}]"]
+    read = "READ_" if method == "get" else ""
+    responses = f"API_CALL_{read}RESPONSES" if calls_api else f"{read}PROBLEM_RESPONSES"
+    imports.add("loom.runtime", responses)
+    args += [f"responses={responses}", f"tags=[{py_str(tag)}]", f"operation_id={py_str(op_id)}"]
     return lay(call(f"@router.{method}", args))
 
 
@@ -108,7 +106,9 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
 
         # GET one
         fn = functions.take(f"get_{naming.snake(agg.name)}")
-        block = decorator("get", f"/api/{plural}/{{id}}", tag)
+        block = decorator(
+            "get", f"/api/{plural}/{{id}}", tag, naming.operation_id(agg.name, "get"), imports
+        )
         block += lay(Group(f"async def {fn}(", ["id: UUID", SERVICE_PARAM], f") -> {out}:"))
         block.append(
             f"    {docstring(f'Read one {agg.name} (aggregate {agg.name}, {where(agg.origin)})')}"
@@ -123,7 +123,9 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
         imports.add("fastapi", "Query")
         imports.add("loom.runtime", "Page", "PageLimit", "PageOffset")
         fn = functions.take(f"list_{plural}")
-        block = decorator("get", f"/api/{plural}", tag)
+        block = decorator(
+            "get", f"/api/{plural}", tag, naming.operation_id(agg.name, "list"), imports
+        )
         params = [
             SERVICE_PARAM,
             "limit: Annotated[PageLimit, Query()] = 50",
@@ -150,7 +152,9 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
             fn = functions.take(f"{naming.snake(agg.name)}_{naming.snake(op.name)}")
             path = f"/api/{plural}/{{id}}/{naming.snake(op.name)}"
             status = 200 if op.extern and op.result is not None else 204
-            block = decorator("post", path, tag, status=status)
+            block = decorator(
+                "post", path, tag, naming.operation_id(agg.name, op.name), imports, status
+            )
             params = ["id: UUID"]
             key = (agg.name, op.name)
             if key in sn.op_input:
@@ -194,7 +198,7 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
                 block += lay(f"return {result}", 1)
             blocks.append(block)
     if not context.aggregates:  # a context of events, workflows or projections only
-        imports.discard("loom.runtime", "PROBLEM_RESPONSES", "ServiceDep")
+        imports.discard("loom.runtime", "ServiceDep")
     head = header(info.files_of(context), f"Aggregate routes of context {context.name}.")
     return module_text(head, imports, blocks)
 
@@ -220,7 +224,8 @@ def _find_routes(
     blocks = []
     for find in repo.finds:
         fn = functions.take(f"find_{plural}_{naming.snake(find.name)}")
-        block = decorator("get", f"/api/{plural}/find/{naming.snake(find.name)}", tag)
+        path = f"/api/{plural}/find/{naming.snake(find.name)}"
+        block = decorator("get", path, tag, naming.operation_id(agg.name, find.name), imports)
         alloc = naming.NameAlloc({"request", "service", "work", var, "found", "key_not_found"})
         py = {p.name: alloc.take(naming.ident(p.name)) for p in find.params}
         params = []
@@ -287,7 +292,9 @@ def _crudish(
     fn = functions.take(f"create_{naming.snake(agg.name)}")
     create_in = sn.create_input[agg.name]
     imports.add(".schemas", create_in)
-    block = decorator("post", f"/api/{plural}", tag, status=201)
+    block = decorator(
+        "post", f"/api/{plural}", tag, naming.operation_id(agg.name, "create"), imports, 201
+    )
     params = [f"body: {create_in}", "response: Response", SERVICE_PARAM]
     block += lay(Group(f"async def {fn}(", params, f") -> {out}:"))
     block.append(f"    {docstring(f'crudish create of {agg.name} ({where(agg.origin)})')}")
@@ -316,7 +323,9 @@ def _crudish(
     fn = functions.take(f"update_{naming.snake(agg.name)}")
     update_in = sn.update_input[agg.name]
     imports.add(".schemas", update_in)
-    block = decorator("patch", f"/api/{plural}/{{id}}", tag)
+    block = decorator(
+        "patch", f"/api/{plural}/{{id}}", tag, naming.operation_id(agg.name, "update"), imports
+    )
     params = ["id: UUID", f"body: {update_in}", SERVICE_PARAM]
     block += lay(Group(f"async def {fn}(", params, f") -> {out}:"))
     doc = f"crudish update of {agg.name} ({where(agg.origin)}): the fields the body names"
@@ -342,7 +351,14 @@ def _crudish(
     blocks.append(block)
 
     fn = functions.take(f"delete_{naming.snake(agg.name)}")
-    block = decorator("delete", f"/api/{plural}/{{id}}", tag, status=204)
+    block = decorator(
+        "delete",
+        f"/api/{plural}/{{id}}",
+        tag,
+        naming.operation_id(agg.name, "delete"),
+        imports,
+        204,
+    )
     block += lay(Group(f"async def {fn}(", ["id: UUID", SERVICE_PARAM], ") -> None:"))
     block.append(f"    {docstring(f'crudish delete of {agg.name} ({where(agg.origin)})')}")
     block.append("    async with service.transaction() as work:")

@@ -285,30 +285,8 @@ def _out_class(cls: str, agg: ir.Aggregate, out_types: TypeNames, imports: Impor
     return lines
 
 
-PENDING_TIMEOUT_OUT = "PendingTimeoutOut"
-
-
-def _pending_timeout_class(imports: Imports) -> list[str]:
-    """`{"name": …, "dueAt": …, "status": …, "attempts": n}`: a timeout of a process instance
-    that has not fired yet, "armed" or "dead" (dead-lettered, until redriven)."""
-    imports.add("pydantic", "BaseModel")
-    imports.add("pydantic", "ConfigDict")
-    imports.add("pydantic", "Field")
-    imports.add("datetime", "datetime")
-    imports.add("typing", "Literal")
-    doc = "A timeout of an instance that has not fired: armed, or dead-lettered until redriven."
-    return [
-        f"class {PENDING_TIMEOUT_OUT}(BaseModel):",
-        f"    {docstring(doc)}",
-        "",
-        "    model_config = ConfigDict(from_attributes=True)  # read off a runtime PendingTimeout",
-        "",
-        "    name: str",
-        '    due_at: datetime = Field(serialization_alias="dueAt")',
-        # the runtime's timer statuses (loom.runtime.processes.tables: ARMED, DEAD)
-        '    status: Literal["armed", "dead"]',
-        "    attempts: int",
-    ]
+# a pending timeout of a process instance: the runtime's one schema (loom.runtime)
+PENDING_TIMEOUT_OUT = "InstanceTimeoutOut"
 
 
 def _instance_class(wf: Keyed, out_types: TypeNames, imports: Imports) -> list[str]:
@@ -332,6 +310,7 @@ def _instance_class(wf: Keyed, out_types: TypeNames, imports: Imports) -> list[s
     if process:
         imports.add("collections.abc", "Sequence")
         imports.add("loom.runtime.processes", "PendingTimeout")
+        imports.add("loom.runtime", PENDING_TIMEOUT_OUT)
         lines.append(f"    timeouts: list[{PENDING_TIMEOUT_OUT}]")
         params += ", timeouts: Sequence[PendingTimeout] = ()"
     lines += [
@@ -464,8 +443,6 @@ def emit_schemas(info: ModelInfo, context: ir.Context) -> str:
             blocks.append(
                 _input_class(sn.workflow_input[wf.name], doc, create.params, in_types, imports)
             )
-    if any(wf.process for wf in context.workflows if wf.correlation is not None):
-        blocks.append(_pending_timeout_class(imports))
     for rows in keyed(context):
         blocks.append(_instance_class(rows, out_types, imports))
     for h in context.handlers:

@@ -29,7 +29,6 @@ from loom.codegen.python.routes import (
     ROUTE_NAMES,
     SERVICE_PARAM,
     decorator,
-    drop_unused_responses,
     route_imports,
     router_line,
 )
@@ -65,8 +64,7 @@ def emit_workflows(info: ModelInfo, context: ir.Context) -> str:
         if wf.process:
             blocks.append(_episodes_route(context, wf, imports, functions))
     if len(blocks) == 1 or all(b[0].startswith("#") for b in blocks[1:]):  # no route after all
-        imports.discard("loom.runtime", "PROBLEM_RESPONSES", "ServiceDep")
-    drop_unused_responses(imports, blocks)
+        imports.discard("loom.runtime", "ServiceDep")
     head = header(info.files_of(context), f"Workflow routes of context {context.name}.")
     return module_text(head, imports, blocks)
 
@@ -132,7 +130,8 @@ def _instance_route(
     imports.add(".schemas", out)
     fn = functions.take(f"get_{naming.snake(wf.name)}_instance")
     path = f"/api/workflows/{naming.snake(wf.name)}/instances/{{id}}"
-    lines = decorator("get", path, f"{context.name}: workflows")
+    tag = f"{context.name}: workflows"
+    lines = decorator("get", path, tag, naming.operation_id(wf.name, "getInstance"), imports)
     lines += lay(Group(f"async def {fn}(", ["id: UUID", SERVICE_PARAM], f") -> {out}:"))
     doc = f"an instance of workflow {wf.name} ({where(wf.origin)}), by its {wf.correlation}"
     lines.append(f"    {docstring(doc)}")
@@ -157,7 +156,8 @@ def _episodes_route(
     store = instances_class(wf)
     fn = functions.take(f"get_{naming.snake(wf.name)}_{EPISODES}")
     path = f"/api/workflows/{naming.snake(wf.name)}/instances/{{id}}/{EPISODES}"
-    lines = decorator("get", path, f"{context.name}: workflows")
+    tag = f"{context.name}: workflows"
+    lines = decorator("get", path, tag, naming.operation_id(wf.name, "listEpisodes"), imports)
     lines += lay(Group(f"async def {fn}(", ["id: UUID", SERVICE_PARAM], ") -> list[Episode]:"))
     doc = f"the episodes of an instance of workflow {wf.name} ({where(wf.origin)}), oldest first"
     lines.append(f"    {docstring(doc)}")
@@ -181,7 +181,8 @@ def _workflow(
     path = f"/api/workflows/{naming.snake(wf.name)}"
     status = 200 if create.result is not None else 204
     tag = f"{context.name}: workflows"
-    lines = decorator("post", path, tag, status, imports, walk.calls_api(create.body))
+    op_id = naming.operation_id(None, wf.name)
+    lines = decorator("post", path, tag, op_id, imports, status, walk.calls_api(create.body))
     in_types = TypeNames(info, context, imports, mode="input")
     params = []
     if input_cls is not None:

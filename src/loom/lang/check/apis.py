@@ -18,6 +18,7 @@ from typing import Literal
 
 from loom.lang.check.checker import Checker
 from loom.lang.check.facts import ApiStmt, ResourceFact
+from loom.lang.check.principal import SYSTEM_WHERE, runs_as_system
 from loom.lang.check.reads import args_only, query_refuses
 from loom.lang.check.scope import Scope
 from loom.lang.check.settings import known_settings
@@ -226,12 +227,34 @@ def api_call(
                 "let the other context react to an event this body emits",
             )
             refused = True
+    _tenant_for_the_system(ck, call, scope, target, label)
     args = _named_args(ck, call, scope, h, target, label)
     if refused or args is None or isinstance(result, ErrorType):
         return None
     kind: Literal["command", "query"] = "command" if h.kind == "command" else "query"
     value = ir.ApiCall(res.name, target.name, h.name, kind, args, result, ck.text(call.span))
     return _placed(ck, call, position, value, h, label)
+
+
+def _tenant_for_the_system(
+    ck: Checker, call: ast.Call, scope: Scope, target: ContextSymbols, label: str
+) -> None:
+    """A body the system runs calls as the system principal of its event's tenant (a system
+    token, docs/deployables.md); an untenanted context's has none, which a tenanted context's
+    handler refuses (403) on every call: the reaction would be dead-lettered."""
+    if target.tenanted is None or scope.ctx.tenanted is not None or not runs_as_system(scope):
+        return
+    ck.report(
+        "loom.api-call-without-tenant",
+        f"{label} calls tenanted context `{target.name}` from {SYSTEM_WHERE[scope.body]} of "
+        f"untenanted context `{scope.ctx.name}`: it runs as the system principal, which has no "
+        "tenant there, so every call is refused (403) and the reaction dead-lettered",
+        call.span,
+        "called as the system principal without a tenant",
+        secondary=[(target.tenanted, f"`{target.name}` is tenanted")],
+        help=f"make context `{scope.ctx.name}` tenanted too (its events then carry their "
+        "tenant), or call the handler from a request, whose caller's token names one",
+    )
 
 
 def _placed(

@@ -69,7 +69,7 @@ def runs_as_system(scope: Scope) -> bool:
     return scope.kind == "workflow" and scope.body in SYSTEM_BODIES
 
 
-_SYSTEM_WHERE = {
+SYSTEM_WHERE = {
     "starter": "a reaction to an event",
     "on": "a reaction to an event",
     "timeout": "an `on timeout` body",
@@ -79,7 +79,7 @@ _SYSTEM_WHERE = {
 
 def _system_id(ck: Checker, span: Span, scope: Scope) -> None:
     """`currentUser.id` where the system runs: it has no id."""
-    where = _SYSTEM_WHERE[scope.body]
+    where = SYSTEM_WHERE[scope.body]
     source = (
         "carry who acted in the event (a field `by: string` set from `currentUser.id` where the "
         "event is raised) and read it from the event"

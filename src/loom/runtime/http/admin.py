@@ -150,7 +150,8 @@ def admin_router(route_class: Any, get_service: Callable[..., AdminHost]) -> API
     @router.get(
         "/api/admin/dead-letters",
         response_model=Page[DeadItem],
-        responses=problems(401, 403, 413, 422, 500, 503),
+        responses=problems(401, 403, 422, 500, 503),
+        operation_id="admin_listDeadLetters",
     )
     async def list_dead_letters(
         limit: PageLimit = 50,
@@ -168,6 +169,7 @@ def admin_router(route_class: Any, get_service: Callable[..., AdminHost]) -> API
         status_code=204,
         response_class=Response,
         responses=problems(401, 403, 404, 413, 422, 500, 503),
+        operation_id="admin_redriveDeadLetter",
     )
     async def redrive_dead_letter(id: UUID, service: AdminHost = Depends(get_service)) -> None:
         """Put a dead letter back in the queue (an event's id, or a timeout's job id): it is

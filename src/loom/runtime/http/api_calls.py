@@ -1,7 +1,9 @@
 """Calls of another context's command and query handlers (`resource { kind: api }`).
 
 A call is the request the callee's public route serves (`POST /api/commands/<name>` with a JSON
-body, `GET /api/queries/<name>?…`), sent with the caller's `X-Correlation-Id` and `Authorization`:
+body, `GET /api/queries/<name>?…`), sent with the caller's `X-Correlation-Id` and `Authorization`
+(a call the system makes, from a reaction, a timeout or a timer, sends a `Loom-System-Token`
+naming the system principal of its tenant instead: `http/system_tokens.py`):
 
 - in process when this service holds the bound context: through the app itself (an ASGI transport,
   no socket), in a fresh context, so the callee runs in its own unit of work, never the caller's
@@ -29,10 +31,12 @@ from typing import TYPE_CHECKING, Any, Final
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
+from loom.runtime.http.system_tokens import HEADER as SYSTEM_TOKEN_HEADER
+from loom.runtime.http.system_tokens import SystemTokens
 from loom.runtime.storage.work import parking
 from loom.runtime.values.errors import LoomError, refused
 from loom.runtime.values.logs import current_correlation_id
-from loom.runtime.values.principal import current_authorization
+from loom.runtime.values.principal import current_authorization, current_principal
 from loom.runtime.values.problem_types import problem_type
 
 if TYPE_CHECKING:
@@ -161,7 +165,7 @@ class ApiClient:
         """`GET /api/queries/<handler>?…`, its 200 answer validated as `answer` (a type)."""
         url = f"{self.base}/api/queries/{handler}"
         request = self._apis.client(self.local).build_request(
-            "GET", url, params=_query_string(params), headers=_forwarded()
+            "GET", url, params=_query_string(params), headers=self._apis.forwarded()
         )
         return await self._call(request, answer, self.resource.retries)
 
@@ -172,7 +176,7 @@ class ApiClient:
             self._refuse_a_wait_on_the_caller()
         url = f"{self.base}/api/commands/{handler}"
         request = self._apis.client(self.local).build_request(
-            "POST", url, json=_wire(body), headers=_forwarded()
+            "POST", url, json=_wire(body), headers=self._apis.forwarded()
         )
         return await self._call(request, answer, 0)
 
@@ -280,17 +284,6 @@ def _to_domain(wire: Any) -> Any:
     return to_domain() if callable(to_domain) else wire
 
 
-def _forwarded() -> dict[str, str]:
-    headers: dict[str, str] = {}
-    correlation = current_correlation_id()
-    if correlation is not None:
-        headers["X-Correlation-Id"] = correlation
-    authorization = current_authorization()
-    if authorization is not None:
-        headers["Authorization"] = authorization
-    return headers
-
-
 def _is_json(response: httpx.Response) -> bool:
     kind: str = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     return kind == "application/json" or kind.endswith("+json")
@@ -324,8 +317,11 @@ class Apis:
     """The service's API resources and its two HTTP clients (in process, remote), built at start
     (`start`) and closed at stop (`close`). `retried` counts the query attempts sent again."""
 
-    def __init__(self, resources: Sequence[ApiResource] = ()) -> None:
+    def __init__(
+        self, resources: Sequence[ApiResource] = (), system_tokens: SystemTokens | None = None
+    ) -> None:
         self.resources = {r.key: r for r in resources}
+        self.system_tokens = system_tokens or SystemTokens.from_env()
         self._clients: dict[str, ApiClient] = {}
         self._local: httpx.AsyncClient | None = None
         self._remote: httpx.AsyncClient | None = None
@@ -372,6 +368,22 @@ class Apis:
         for key, r in self.resources.items():
             url = urls.get(r.context)
             self._clients[key] = ApiClient(self, r, url or _LOCAL_BASE, url is None)
+
+    def forwarded(self) -> dict[str, str]:
+        """The headers a call carries: the correlation id, and who calls: the request's
+        `Authorization`, or the system principal (of its tenant) as a system token."""
+        headers: dict[str, str] = {}
+        correlation = current_correlation_id()
+        if correlation is not None:
+            headers["X-Correlation-Id"] = correlation
+        principal = current_principal()
+        if principal.is_system:
+            headers[SYSTEM_TOKEN_HEADER] = self.system_tokens.issue(principal.tenant)
+            return headers
+        authorization = current_authorization()
+        if authorization is not None:
+            headers["Authorization"] = authorization
+        return headers
 
     def client(self, local: bool) -> httpx.AsyncClient:
         client = self._local if local else self._remote

@@ -7,7 +7,9 @@
   app runs; a body sent without one (chunked) is cut off with 413 as soon as it grows over it.
 - A 204 answer carries no `Content-Type` (nor `Content-Length`): it has no body.
 - Authentication (`http/auth.py`): the request's principal, or a 401 before the route runs; the
-  `Authorization` header itself is kept in context for the API calls that forward it.
+  `Authorization` header itself is kept in context for the API calls that forward it. A
+  `Loom-System-Token` (`http/system_tokens.py`: a call another context made as the system) is
+  the system principal of its tenant, or a 401 when it does not verify.
 - `HEAD`: answered as the `GET` of the same URL would be, headers and status alike, without the
   body (FastAPI routes a GET route's HEAD to a 405 otherwise).
 
@@ -28,10 +30,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from loom.runtime.http.auth import Authenticator, bearer_token
 from loom.runtime.http.problems import problem_for
-from loom.runtime.values.errors import PayloadTooLarge, StartupRefused
+from loom.runtime.http.system_tokens import HEADER_KEY as _SYSTEM_TOKEN
+from loom.runtime.http.system_tokens import SystemTokens
+from loom.runtime.values.errors import PayloadTooLarge, StartupRefused, Unauthenticated
 from loom.runtime.values.ids import new_id_text
 from loom.runtime.values.logs import _correlation
-from loom.runtime.values.principal import ANONYMOUS, _authorization, _current
+from loom.runtime.values.principal import ANONYMOUS, Principal, _authorization, _current
 
 CORRELATION_HEADER = "x-correlation-id"
 _CORRELATION = CORRELATION_HEADER.encode()
@@ -44,11 +48,17 @@ _NO_CONTENT = frozenset({_CORRELATION, b"content-type", _CONTENT_LENGTH})
 
 class EdgeMiddleware:
     def __init__(
-        self, app: ASGIApp, *, max_body_bytes: int, authenticator: Authenticator | None
+        self,
+        app: ASGIApp,
+        *,
+        max_body_bytes: int,
+        authenticator: Authenticator | None,
+        system_tokens: SystemTokens | None = None,
     ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.authenticator = authenticator
+        self.system_tokens = system_tokens
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -60,13 +70,16 @@ class EdgeMiddleware:
         correlation: bytes | None = None
         length: bytes | None = None
         authorization: bytes | None = None
-        for name, value in scope["headers"]:  # one pass for the three headers read here
+        system_token: bytes | None = None
+        for name, value in scope["headers"]:  # one pass for the headers read here
             if name == _CORRELATION:
                 correlation = value
             elif name == _CONTENT_LENGTH:
                 length = value
             elif name == _AUTHORIZATION:
                 authorization = value
+            elif name == _SYSTEM_TOKEN:
+                system_token = value
         if correlation is not None and _VALID_ID.fullmatch(correlation):
             correlation_id = correlation.decode("ascii")
         else:
@@ -106,7 +119,9 @@ class EdgeMiddleware:
                 # No (valid) Content-Length: count the body as it arrives. With one, the server
                 # already refuses a body longer than it declares.
                 receive = _limited(receive, limit)
-            if self.authenticator is not None and authorization is not None:
+            if system_token is not None:
+                principal_token = _current.set(self._system(system_token))
+            elif self.authenticator is not None and authorization is not None:
                 principal = self.authenticator.authenticate(
                     bearer_token(authorization.decode("latin-1"))
                 )
@@ -127,6 +142,11 @@ class EdgeMiddleware:
                 _current.reset(principal_token)
             _authorization.reset(header_token)
             _correlation.reset(correlation_token)
+
+    def _system(self, token: bytes) -> Principal:
+        if self.system_tokens is None:
+            raise Unauthenticated("this service takes no system token", error="invalid_request")
+        return self.system_tokens.verify(token.decode("latin-1").strip())
 
 
 def _whole_number(value: bytes | None) -> int | None:

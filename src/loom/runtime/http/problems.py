@@ -69,8 +69,7 @@ PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
     },
 }
 # a route whose workflow or handler calls another context's handler (`resource { kind: api }`)
-API_CALL_RESPONSES: dict[int | str, dict[str, Any]] = {
-    **PROBLEM_RESPONSES,
+_API_CALL_ONLY: dict[int | str, dict[str, Any]] = {
     502: {
         "description": "Bad Gateway: a context this route calls failed or could not be reached "
         "(urn:loom:problem:bad-gateway; `upstream` names the context)",
@@ -81,6 +80,15 @@ API_CALL_RESPONSES: dict[int | str, dict[str, Any]] = {
         "(urn:loom:problem:gateway-timeout; `upstream` names the context)",
         "content": _PROBLEM_REF,
     },
+}
+API_CALL_RESPONSES: dict[int | str, dict[str, Any]] = {**PROBLEM_RESPONSES, **_API_CALL_ONLY}
+# a GET route writes nothing (no concurrency conflict) and reads no body (never too large)
+READ_PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
+    k: v for k, v in PROBLEM_RESPONSES.items() if k not in (409, 413)
+}
+API_CALL_READ_RESPONSES: dict[int | str, dict[str, Any]] = {
+    **READ_PROBLEM_RESPONSES,
+    **_API_CALL_ONLY,
 }
 
 

@@ -203,7 +203,8 @@ def timers_router(route_class: Any, get_service: Callable[..., TimerAdminHost]) 
     @router.get(
         "/api/admin/timers",
         response_model=Page[TimerItem],
-        responses=problems(401, 403, 413, 422, 500, 503),
+        responses=problems(401, 403, 422, 500, 503),
+        operation_id="admin_listTimers",
     )
     async def list_timers(
         limit: PageLimit = 50,
@@ -219,6 +220,7 @@ def timers_router(route_class: Any, get_service: Callable[..., TimerAdminHost]) 
         "/api/admin/timers/{id}/fire",
         response_model=FiredOut,
         responses=problems(401, 403, 404, 409, 413, 422, 500, 503),
+        operation_id="admin_fireTimer",
     )
     async def fire_timer(id: str, service: TimerAdminHost = Depends(get_service)) -> FiredOut:
         """Fire a pending timeout (its job id) or a context timer (its name) now, once, in this

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, ClassVar, Final, Literal, Protocol, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import bindparam, insert, select
 from sqlalchemy.exc import StatementError
 
@@ -78,6 +78,21 @@ class Episode(BaseModel):
     endedAt: datetime | None
     status: Literal["running", "completed"]
     state: dict[str, Any]
+
+
+class InstanceTimeoutOut(BaseModel):
+    """A timeout of a process instance that has not fired, as its instance route answers it:
+    "armed", or "dead" (dead-lettered, until redriven), read off a runtime `PendingTimeout`. One
+    definition for every context (a per-context copy would give the OpenAPI document two schemas
+    of one name, which FastAPI then names after the generated package)."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    name: str
+    due_at: datetime = Field(serialization_alias="dueAt")
+    # the runtime's timer statuses (loom.runtime.processes.tables: ARMED, DEAD)
+    status: Literal["armed", "dead"]
+    attempts: int
 
 
 class ProcessInstances(Instances[S]):

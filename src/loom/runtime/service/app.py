@@ -31,6 +31,7 @@ from loom.runtime.http.edge import EdgeMiddleware
 from loom.runtime.http.idempotency import HEADER as IDEMPOTENCY_KEY
 from loom.runtime.http.idempotency import SAFE_METHODS, resolve_ttl
 from loom.runtime.http.problems import install_problem_handlers, problem_for
+from loom.runtime.http.system_tokens import SystemTokens
 from loom.runtime.http.tenants import check_tenanted_auth
 from loom.runtime.http.timer_admin import timers_router
 from loom.runtime.messaging.broker_config import (
@@ -293,6 +294,8 @@ def create_app(
     relay_settings = resolve_relay_options(relay_options)
     pool = pool_settings()
     redelivery = redelivery_wait()  # read now: a bad value refuses the build, not the start
+    # the secret of the calls the system makes of other contexts' handlers (and takes in)
+    system_tokens = SystemTokens.from_env()
     run_relay = relay if relay is not None else os.environ.get("LOOM_RELAY", "").lower() != "off"
     run_scheduler = (
         scheduler
@@ -336,7 +339,7 @@ def create_app(
         if subscribe is not None:
             subscribe(service)
         service.brokers.plan(service.events)
-        service.apis = Apis(api_resources)
+        service.apis = Apis(api_resources, system_tokens)
         return service.apis.urls(contexts, api_urls or {}, os.environ)
 
     async def missing_connections() -> list[str]:
@@ -389,6 +392,8 @@ def create_app(
     # FastAPI's own /docs and /redoc load their scripts from a CDN: ours serve the package's
     docs_url = fastapi_options.pop("docs_url", "/docs")
     redoc_url = fastapi_options.pop("redoc_url", "/redoc")
+    # the document's version is the model's revision: a client generated from it names the model
+    fastapi_options.setdefault("version", model_revision or "unknown")
     app = FastAPI(
         title=title,
         lifespan=lifespan,
@@ -412,6 +417,7 @@ def create_app(
         EdgeMiddleware,
         max_body_bytes=resolve_max_body_bytes(max_body_bytes),
         authenticator=authenticator,
+        system_tokens=system_tokens,
     )
     _add_problem_schema(app)
     if asyncapi is not None:

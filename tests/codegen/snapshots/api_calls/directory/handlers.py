@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     LoomRoute,
     ServiceDep,
     WireText,
@@ -31,8 +32,9 @@ router = APIRouter(route_class=LoomRoute)
 
 @router.get(
     "/api/queries/technician_info",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Directory: handlers"],
+    operation_id="TechnicianInfo",
 )
 async def technician_info(
     service: ServiceDep,
@@ -51,8 +53,9 @@ async def technician_info(
 
 @router.get(
     "/api/queries/skills_of",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Directory: handlers"],
+    operation_id="SkillsOf",
 )
 async def skills_of(
     service: ServiceDep,
@@ -68,8 +71,9 @@ async def skills_of(
 
 @router.get(
     "/api/queries/lookup",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Directory: handlers"],
+    operation_id="Lookup",
 )
 async def lookup(
     service: ServiceDep,
@@ -88,6 +92,7 @@ async def lookup(
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Directory: handlers"],
+    operation_id="Register",
 )
 async def register(body: RegisterInput, service: ServiceDep) -> TechnicianId:
     """commandHandler Register (dispatch.loom:32): non-transactional: each save commits on its own"""
@@ -110,6 +115,7 @@ async def register(body: RegisterInput, service: ServiceDep) -> TechnicianId:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Directory: handlers"],
+    operation_id="Retire",
 )
 async def retire(body: RetireInput, service: ServiceDep) -> None:
     """commandHandler Retire (dispatch.loom:40): non-transactional: each save commits on its own"""
@@ -125,6 +131,7 @@ async def retire(body: RetireInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Directory: handlers"],
+    operation_id="Certify",
 )
 async def certify(body: CertifyInput, service: ServiceDep) -> None:
     """commandHandler Certify (dispatch.loom:44): non-transactional: each save commits on its own"""

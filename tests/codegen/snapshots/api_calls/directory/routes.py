@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
@@ -25,8 +26,9 @@ router = APIRouter(route_class=LoomRoute)
 
 @router.get(
     "/api/technicians/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Directory: Technician"],
+    operation_id="Technician_get",
 )
 async def get_technician(id: UUID, service: ServiceDep) -> TechnicianOut:
     """Read one Technician (aggregate Technician, dispatch.loom:6)"""
@@ -37,8 +39,9 @@ async def get_technician(id: UUID, service: ServiceDep) -> TechnicianOut:
 
 @router.get(
     "/api/technicians",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Directory: Technician"],
+    operation_id="Technician_list",
 )
 async def list_technicians(
     service: ServiceDep,
@@ -53,8 +56,9 @@ async def list_technicians(
 
 @router.get(
     "/api/technicians/find/by_name",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Directory: Technician"],
+    operation_id="Technician_byName",
 )
 async def find_technicians_by_name(
     name: Annotated[WireText, Query()],
@@ -73,6 +77,7 @@ async def find_technicians_by_name(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Directory: Technician"],
+    operation_id="Technician_retire",
 )
 async def technician_retire(id: UUID, service: ServiceDep) -> None:
     """operation Technician.retire (dispatch.loom:13)"""
@@ -88,6 +93,7 @@ async def technician_retire(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Directory: Technician"],
+    operation_id="Technician_certify",
 )
 async def technician_certify(
     id: UUID,

@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
@@ -23,8 +24,9 @@ router = APIRouter(route_class=LoomRoute)
 
 @router.get(
     "/api/work_orders/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Dispatch: WorkOrder"],
+    operation_id="WorkOrder_get",
 )
 async def get_work_order(id: UUID, service: ServiceDep) -> WorkOrderOut:
     """Read one WorkOrder (aggregate WorkOrder, dispatch.loom:52)"""
@@ -35,8 +37,9 @@ async def get_work_order(id: UUID, service: ServiceDep) -> WorkOrderOut:
 
 @router.get(
     "/api/work_orders",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Dispatch: WorkOrder"],
+    operation_id="WorkOrder_list",
 )
 async def list_work_orders(
     service: ServiceDep,
@@ -54,6 +57,7 @@ async def list_work_orders(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Dispatch: WorkOrder"],
+    operation_id="WorkOrder_assign",
 )
 async def work_order_assign(
     id: UUID,
@@ -73,6 +77,7 @@ async def work_order_assign(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Dispatch: WorkOrder"],
+    operation_id="WorkOrder_grade",
 )
 async def work_order_grade(
     id: UUID,

@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 from loom.runtime import (
+    API_CALL_READ_RESPONSES,
     API_CALL_RESPONSES,
     PROBLEM_RESPONSES,
     LoomRoute,
@@ -36,6 +37,7 @@ router = APIRouter(route_class=LoomRoute)
     status_code=200,
     responses=API_CALL_RESPONSES,
     tags=["Dispatch: handlers"],
+    operation_id="Assign",
 )
 async def assign(body: AssignInput, service: ServiceDep) -> str:
     """commandHandler Assign (dispatch.loom:64): non-transactional: each save commits on its own"""
@@ -58,6 +60,7 @@ async def assign(body: AssignInput, service: ServiceDep) -> str:
     status_code=204,
     responses=API_CALL_RESPONSES,
     tags=["Dispatch: handlers"],
+    operation_id="Grade",
 )
 async def grade(body: GradeInput, service: ServiceDep) -> None:
     """commandHandler Grade (dispatch.loom:71): non-transactional: each save commits on its own"""
@@ -76,8 +79,9 @@ async def grade(body: GradeInput, service: ServiceDep) -> None:
 
 @router.get(
     "/api/queries/find",
-    responses=API_CALL_RESPONSES,
+    responses=API_CALL_READ_RESPONSES,
     tags=["Dispatch: handlers"],
+    operation_id="Find",
 )
 async def find(service: ServiceDep, name: Annotated[WireText, Query()]) -> TechnicianId:
     """queryHandler Find (dispatch.loom:78): read-only"""
@@ -96,6 +100,7 @@ async def find(service: ServiceDep, name: Annotated[WireText, Query()]) -> Techn
     status_code=200,
     responses=API_CALL_RESPONSES,
     tags=["Dispatch: handlers"],
+    operation_id="Hire",
 )
 async def hire(body: HireInput, service: ServiceDep) -> TechnicianId:
     """commandHandler Hire (dispatch.loom:83): non-transactional: each save commits on its own"""
@@ -114,6 +119,7 @@ async def hire(body: HireInput, service: ServiceDep) -> TechnicianId:
     status_code=204,
     responses=API_CALL_RESPONSES,
     tags=["Dispatch: handlers"],
+    operation_id="OpenAndRetire",
 )
 async def open_and_retire(body: OpenAndRetireInput, service: ServiceDep) -> None:
     """commandHandler OpenAndRetire (dispatch.loom:88): non-transactional: each save commits on its own"""
@@ -130,6 +136,7 @@ async def open_and_retire(body: OpenAndRetireInput, service: ServiceDep) -> None
     status_code=204,
     responses=API_CALL_RESPONSES,
     tags=["Dispatch: handlers"],
+    operation_id="CertifyTech",
 )
 async def certify_tech(body: CertifyTechInput, service: ServiceDep) -> None:
     """commandHandler CertifyTech (dispatch.loom:94): non-transactional: each save commits on its own"""
@@ -142,6 +149,7 @@ async def certify_tech(body: CertifyTechInput, service: ServiceDep) -> None:
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Dispatch: handlers"],
+    operation_id="OpenFor",
 )
 async def open_for(body: OpenForInput, service: ServiceDep) -> WorkOrderId:
     """commandHandler OpenFor (dispatch.loom:97): non-transactional: each save commits on its own"""

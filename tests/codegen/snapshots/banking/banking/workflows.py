@@ -24,6 +24,7 @@ router = APIRouter(route_class=LoomRoute)
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Banking: workflows"],
+    operation_id="registerCustomer",
 )
 async def register_customer(
     body: RegisterCustomerInput,
@@ -43,6 +44,7 @@ async def register_customer(
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Banking: workflows"],
+    operation_id="openAccount",
 )
 async def open_account(body: OpenAccountInput, service: ServiceDep) -> AccountId:
     """workflow openAccount (banking.loom:64): non-transactional: each save commits on its own"""
@@ -70,6 +72,7 @@ async def open_account(body: OpenAccountInput, service: ServiceDep) -> AccountId
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Banking: workflows"],
+    operation_id="transfer",
 )
 async def transfer(body: TransferInput, service: ServiceDep) -> Int64:
     """workflow transfer (banking.loom:73): transactional, all-or-nothing"""
@@ -97,6 +100,7 @@ async def transfer(body: TransferInput, service: ServiceDep) -> Int64:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Banking: workflows"],
+    operation_id="looseTransfer",
 )
 async def loose_transfer(body: LooseTransferInput, service: ServiceDep) -> None:
     """workflow looseTransfer (banking.loom:85): non-transactional: each save commits on its own"""
@@ -115,6 +119,7 @@ async def loose_transfer(body: LooseTransferInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Banking: workflows"],
+    operation_id="auditedTransfer",
 )
 async def audited_transfer(body: AuditedTransferInput, service: ServiceDep) -> None:
     """workflow auditedTransfer (banking.loom:94): transactional(serializable), all-or-nothing"""

@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
     Page,
@@ -39,8 +40,9 @@ router = APIRouter(route_class=LoomRoute)
 
 @router.get(
     "/api/subscriptions/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Billing: Subscription"],
+    operation_id="Subscription_get",
 )
 async def get_subscription(id: UUID, service: ServiceDep) -> SubscriptionOut:
     """Read one Subscription (aggregate Subscription, billing_money.loom:9)"""
@@ -51,8 +53,9 @@ async def get_subscription(id: UUID, service: ServiceDep) -> SubscriptionOut:
 
 @router.get(
     "/api/subscriptions",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Billing: Subscription"],
+    operation_id="Subscription_list",
 )
 async def list_subscriptions(
     service: ServiceDep,
@@ -70,6 +73,7 @@ async def list_subscriptions(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Subscription"],
+    operation_id="Subscription_create",
 )
 async def create_subscription(
     body: SubscriptionCreateInput,
@@ -94,6 +98,7 @@ async def create_subscription(
     "/api/subscriptions/{id}",
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Subscription"],
+    operation_id="Subscription_update",
 )
 async def update_subscription(
     id: UUID,
@@ -131,6 +136,7 @@ async def update_subscription(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Subscription"],
+    operation_id="Subscription_delete",
 )
 async def delete_subscription(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Subscription (billing_money.loom:9)"""
@@ -144,6 +150,7 @@ async def delete_subscription(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Subscription"],
+    operation_id="Subscription_prorate",
 )
 async def subscription_prorate(
     id: UUID,
@@ -163,6 +170,7 @@ async def subscription_prorate(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Subscription"],
+    operation_id="Subscription_prorateHalfUp",
 )
 async def subscription_prorate_half_up(
     id: UUID,
@@ -182,6 +190,7 @@ async def subscription_prorate_half_up(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Subscription"],
+    operation_id="Subscription_prorateDown",
 )
 async def subscription_prorate_down(
     id: UUID,
@@ -201,6 +210,7 @@ async def subscription_prorate_down(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Subscription"],
+    operation_id="Subscription_prorateUp",
 )
 async def subscription_prorate_up(
     id: UUID,
@@ -220,6 +230,7 @@ async def subscription_prorate_up(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Subscription"],
+    operation_id="Subscription_prorateUnrounded",
 )
 async def subscription_prorate_unrounded(
     id: UUID,
@@ -239,6 +250,7 @@ async def subscription_prorate_unrounded(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Subscription"],
+    operation_id="Subscription_applyRate",
 )
 async def subscription_apply_rate(id: UUID, service: ServiceDep) -> None:
     """operation Subscription.applyRate (billing_money.loom:32)"""
@@ -254,6 +266,7 @@ async def subscription_apply_rate(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Subscription"],
+    operation_id="Subscription_charge",
 )
 async def subscription_charge(
     id: UUID,
@@ -273,6 +286,7 @@ async def subscription_charge(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Subscription"],
+    operation_id="Subscription_announce",
 )
 async def subscription_announce(
     id: UUID,
@@ -292,6 +306,7 @@ async def subscription_announce(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Subscription"],
+    operation_id="Subscription_chargeComputed",
 )
 async def subscription_charge_computed(
     id: UUID,

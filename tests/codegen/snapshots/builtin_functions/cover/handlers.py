@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     Int64,
     LoomRoute,
     QueryInt64,
@@ -25,8 +26,9 @@ router = APIRouter(route_class=LoomRoute)
 
 @router.get(
     "/api/queries/holder_has",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Cover: handlers"],
+    operation_id="holderHas",
 )
 async def holder_has(
     service: ServiceDep,
@@ -42,8 +44,9 @@ async def holder_has(
 
 @router.get(
     "/api/queries/code_starts",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Cover: handlers"],
+    operation_id="codeStarts",
 )
 async def code_starts(
     service: ServiceDep,
@@ -59,8 +62,9 @@ async def code_starts(
 
 @router.get(
     "/api/queries/long_holder",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Cover: handlers"],
+    operation_id="longHolder",
 )
 async def long_holder(
     service: ServiceDep,
@@ -76,8 +80,9 @@ async def long_holder(
 
 @router.get(
     "/api/queries/shouted",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Cover: handlers"],
+    operation_id="shouted",
 )
 async def shouted(
     service: ServiceDep,
@@ -93,8 +98,9 @@ async def shouted(
 
 @router.get(
     "/api/queries/issued_on",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Cover: handlers"],
+    operation_id="issuedOn",
 )
 async def issued_on(
     service: ServiceDep,
@@ -111,8 +117,9 @@ async def issued_on(
 
 @router.get(
     "/api/queries/starts_in",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Cover: handlers"],
+    operation_id="startsIn",
 )
 async def starts_in(
     service: ServiceDep,
@@ -129,8 +136,9 @@ async def starts_in(
 
 @router.get(
     "/api/queries/minutes",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Cover: handlers"],
+    operation_id="minutes",
 )
 async def minutes(
     service: ServiceDep,
@@ -148,8 +156,9 @@ async def minutes(
 
 @router.get(
     "/api/queries/seconds",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Cover: handlers"],
+    operation_id="seconds",
 )
 async def seconds(service: ServiceDep, d: Annotated[WireDuration, Query()]) -> Int64:
     """queryHandler seconds (builtin_functions.loom:42): read-only"""
@@ -160,8 +169,9 @@ async def seconds(service: ServiceDep, d: Annotated[WireDuration, Query()]) -> I
 
 @router.get(
     "/api/queries/shifted",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Cover: handlers"],
+    operation_id="shifted",
 )
 async def shifted(
     service: ServiceDep,
@@ -179,6 +189,7 @@ async def shifted(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Cover: handlers"],
+    operation_id="Renew",
 )
 async def renew(body: RenewInput, service: ServiceDep) -> None:
     """commandHandler Renew (builtin_functions.loom:44): non-transactional: each save commits on its own"""

@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
     Page,
@@ -28,7 +29,12 @@ from .schemas import (
 router = APIRouter(route_class=LoomRoute)
 
 
-@router.get("/api/policies/{id}", responses=PROBLEM_RESPONSES, tags=["Cover: Policy"])
+@router.get(
+    "/api/policies/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Cover: Policy"],
+    operation_id="Policy_get",
+)
 async def get_policy(id: UUID, service: ServiceDep) -> PolicyOut:
     """Read one Policy (aggregate Policy, builtin_functions.loom:2)"""
     async with service.autocommit() as work:
@@ -36,7 +42,12 @@ async def get_policy(id: UUID, service: ServiceDep) -> PolicyOut:
     return PolicyOut.from_aggregate(policy)
 
 
-@router.get("/api/policies", responses=PROBLEM_RESPONSES, tags=["Cover: Policy"])
+@router.get(
+    "/api/policies",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Cover: Policy"],
+    operation_id="Policy_list",
+)
 async def list_policies(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -53,6 +64,7 @@ async def list_policies(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Cover: Policy"],
+    operation_id="Policy_create",
 )
 async def create_policy(
     body: PolicyCreateInput,
@@ -74,7 +86,12 @@ async def create_policy(
     return PolicyOut.from_aggregate(policy)
 
 
-@router.patch("/api/policies/{id}", responses=PROBLEM_RESPONSES, tags=["Cover: Policy"])
+@router.patch(
+    "/api/policies/{id}",
+    responses=PROBLEM_RESPONSES,
+    tags=["Cover: Policy"],
+    operation_id="Policy_update",
+)
 async def update_policy(
     id: UUID,
     body: PolicyUpdateInput,
@@ -118,6 +135,7 @@ async def update_policy(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Cover: Policy"],
+    operation_id="Policy_delete",
 )
 async def delete_policy(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Policy (builtin_functions.loom:2)"""
@@ -131,6 +149,7 @@ async def delete_policy(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Cover: Policy"],
+    operation_id="Policy_extend",
 )
 async def policy_extend(id: UUID, body: PolicyExtendInput, service: ServiceDep) -> None:
     """operation Policy.extend (builtin_functions.loom:19)"""

@@ -17,6 +17,7 @@ router = APIRouter(route_class=LoomRoute)
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: handlers"],
+    operation_id="Share",
 )
 async def share(body: ShareInput, service: ServiceDep) -> None:
     """commandHandler Share (decimal_params.loom:66): non-transactional: each save commits on its own"""
@@ -32,6 +33,7 @@ async def share(body: ShareInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: handlers"],
+    operation_id="Retag",
 )
 async def retag(body: RetagInput, service: ServiceDep) -> None:
     """commandHandler Retag (decimal_params.loom:70): non-transactional: each save commits on its own"""
@@ -47,6 +49,7 @@ async def retag(body: RetagInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: handlers"],
+    operation_id="RequestSplit",
 )
 async def request_split(body: RequestSplitInput, service: ServiceDep) -> None:
     """commandHandler RequestSplit (decimal_params.loom:74): non-transactional: each save commits on its own"""

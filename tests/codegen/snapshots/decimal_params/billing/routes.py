@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
     Page,
@@ -37,8 +38,9 @@ router = APIRouter(route_class=LoomRoute)
 
 @router.get(
     "/api/accounts/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Billing: Account"],
+    operation_id="Account_get",
 )
 async def get_account(id: UUID, service: ServiceDep) -> AccountOut:
     """Read one Account (aggregate Account, decimal_params.loom:6)"""
@@ -47,7 +49,12 @@ async def get_account(id: UUID, service: ServiceDep) -> AccountOut:
     return AccountOut.from_aggregate(account)
 
 
-@router.get("/api/accounts", responses=PROBLEM_RESPONSES, tags=["Billing: Account"])
+@router.get(
+    "/api/accounts",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Billing: Account"],
+    operation_id="Account_list",
+)
 async def list_accounts(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -64,6 +71,7 @@ async def list_accounts(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Account"],
+    operation_id="Account_create",
 )
 async def create_account(
     body: AccountCreateInput,
@@ -87,6 +95,7 @@ async def create_account(
     "/api/accounts/{id}",
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Account"],
+    operation_id="Account_update",
 )
 async def update_account(
     id: UUID,
@@ -122,6 +131,7 @@ async def update_account(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Account"],
+    operation_id="Account_delete",
 )
 async def delete_account(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Account (decimal_params.loom:6)"""
@@ -135,6 +145,7 @@ async def delete_account(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Account"],
+    operation_id="Account_credit",
 )
 async def account_credit(
     id: UUID,
@@ -154,6 +165,7 @@ async def account_credit(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Account"],
+    operation_id="Account_creditThird",
 )
 async def account_credit_third(
     id: UUID,
@@ -173,6 +185,7 @@ async def account_credit_third(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Account"],
+    operation_id="Account_fee",
 )
 async def account_fee(id: UUID, body: AccountFeeInput, service: ServiceDep) -> None:
     """extern operation Account.fee (decimal_params.loom:24)"""
@@ -193,6 +206,7 @@ async def account_fee(id: UUID, body: AccountFeeInput, service: ServiceDep) -> N
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Account"],
+    operation_id="Account_annotate",
 )
 async def account_annotate(
     id: UUID,
@@ -213,8 +227,9 @@ async def account_annotate(
 
 @router.get(
     "/api/invoices/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Billing: Invoice"],
+    operation_id="Invoice_get",
 )
 async def get_invoice(id: UUID, service: ServiceDep) -> InvoiceOut:
     """Read one Invoice (aggregate Invoice, decimal_params.loom:29)"""
@@ -223,7 +238,12 @@ async def get_invoice(id: UUID, service: ServiceDep) -> InvoiceOut:
     return InvoiceOut.from_aggregate(invoice)
 
 
-@router.get("/api/invoices", responses=PROBLEM_RESPONSES, tags=["Billing: Invoice"])
+@router.get(
+    "/api/invoices",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Billing: Invoice"],
+    operation_id="Invoice_list",
+)
 async def list_invoices(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -240,6 +260,7 @@ async def list_invoices(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Invoice"],
+    operation_id="Invoice_create",
 )
 async def create_invoice(
     body: InvoiceCreateInput,
@@ -258,6 +279,7 @@ async def create_invoice(
     "/api/invoices/{id}",
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Invoice"],
+    operation_id="Invoice_update",
 )
 async def update_invoice(
     id: UUID,
@@ -281,6 +303,7 @@ async def update_invoice(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Invoice"],
+    operation_id="Invoice_delete",
 )
 async def delete_invoice(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Invoice (decimal_params.loom:29)"""

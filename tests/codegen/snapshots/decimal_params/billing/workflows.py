@@ -21,6 +21,7 @@ router = APIRouter(route_class=LoomRoute)
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: workflows"],
+    operation_id="split",
 )
 async def split(body: SplitInput, service: ServiceDep) -> AccountId:
     """workflow split (decimal_params.loom:39): non-transactional: each save commits on its own"""
@@ -38,6 +39,7 @@ async def split(body: SplitInput, service: ServiceDep) -> AccountId:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: workflows"],
+    operation_id="scale",
 )
 async def scale(body: ScaleInput, service: ServiceDep) -> None:
     """workflow scale (decimal_params.loom:47): non-transactional: each save commits on its own"""
@@ -53,6 +55,7 @@ async def scale(body: ScaleInput, service: ServiceDep) -> None:
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: workflows"],
+    operation_id="invoice",
 )
 async def invoice(body: InvoiceInput, service: ServiceDep) -> InvoiceId:
     """workflow invoice (decimal_params.loom:54): non-transactional: each save commits on its own"""
@@ -69,6 +72,7 @@ async def invoice(body: InvoiceInput, service: ServiceDep) -> InvoiceId:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: workflows"],
+    operation_id="charge",
 )
 async def charge(body: ChargeInput, service: ServiceDep) -> None:
     """workflow charge (decimal_params.loom:60): non-transactional: each save commits on its own"""

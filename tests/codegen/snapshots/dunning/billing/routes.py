@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
@@ -23,8 +24,9 @@ router = APIRouter(route_class=LoomRoute)
 
 @router.get(
     "/api/subscriptions/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Billing: Subscription"],
+    operation_id="Subscription_get",
 )
 async def get_subscription(id: UUID, service: ServiceDep) -> SubscriptionOut:
     """Read one Subscription (aggregate Subscription, dunning.loom:12)"""
@@ -35,8 +37,9 @@ async def get_subscription(id: UUID, service: ServiceDep) -> SubscriptionOut:
 
 @router.get(
     "/api/subscriptions",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Billing: Subscription"],
+    operation_id="Subscription_list",
 )
 async def list_subscriptions(
     service: ServiceDep,
@@ -54,6 +57,7 @@ async def list_subscriptions(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Subscription"],
+    operation_id="Subscription_fail",
 )
 async def subscription_fail(id: UUID, service: ServiceDep) -> None:
     """operation Subscription.fail (dunning.loom:16)"""
@@ -69,6 +73,7 @@ async def subscription_fail(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Subscription"],
+    operation_id="Subscription_pay",
 )
 async def subscription_pay(id: UUID, service: ServiceDep) -> None:
     """operation Subscription.pay (dunning.loom:20)"""

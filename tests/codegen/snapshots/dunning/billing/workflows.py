@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     ConcurrencyConflict,
     Episode,
     LoomRoute,
@@ -49,6 +50,7 @@ router = APIRouter(route_class=LoomRoute)
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: workflows"],
+    operation_id="openSubscription",
 )
 async def open_subscription(
     body: OpenSubscriptionInput,
@@ -72,6 +74,7 @@ async def open_subscription(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: workflows"],
+    operation_id="reportFailure",
 )
 async def report_failure(body: ReportFailureInput, service: ServiceDep) -> None:
     """workflow reportFailure (dunning.loom:37): non-transactional: each save commits on its own"""
@@ -89,6 +92,7 @@ async def report_failure(body: ReportFailureInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: workflows"],
+    operation_id="Hold",
 )
 async def hold(body: HoldInput, service: ServiceDep) -> None:
     """workflow Hold (dunning.loom:71): a process step: one transaction with its timers, like its reactions"""
@@ -112,6 +116,7 @@ async def hold(body: HoldInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: workflows"],
+    operation_id="HoldOnce",
 )
 async def hold_once(body: HoldOnceInput, service: ServiceDep) -> None:
     """workflow HoldOnce (dunning.loom:79): a process step: one transaction with its timers, like its reactions"""
@@ -136,8 +141,9 @@ async def hold_once(body: HoldOnceInput, service: ServiceDep) -> None:
 
 @router.get(
     "/api/workflows/dunning/instances/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Billing: workflows"],
+    operation_id="Dunning_getInstance",
 )
 async def get_dunning_instance(id: UUID, service: ServiceDep) -> DunningInstanceOut:
     """an instance of workflow Dunning (dunning.loom:43), by its subscription"""
@@ -149,8 +155,9 @@ async def get_dunning_instance(id: UUID, service: ServiceDep) -> DunningInstance
 
 @router.get(
     "/api/workflows/dunning/instances/{id}/episodes",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Billing: workflows"],
+    operation_id="Dunning_listEpisodes",
 )
 async def get_dunning_episodes(id: UUID, service: ServiceDep) -> list[Episode]:
     """the episodes of an instance of workflow Dunning (dunning.loom:43), oldest first"""
@@ -160,8 +167,9 @@ async def get_dunning_episodes(id: UUID, service: ServiceDep) -> list[Episode]:
 
 @router.get(
     "/api/workflows/first_notice/instances/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Billing: workflows"],
+    operation_id="FirstNotice_getInstance",
 )
 async def get_first_notice_instance(
     id: UUID,
@@ -176,8 +184,9 @@ async def get_first_notice_instance(
 
 @router.get(
     "/api/workflows/first_notice/instances/{id}/episodes",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Billing: workflows"],
+    operation_id="FirstNotice_listEpisodes",
 )
 async def get_first_notice_episodes(id: UUID, service: ServiceDep) -> list[Episode]:
     """the episodes of an instance of workflow FirstNotice (dunning.loom:61), oldest first"""
@@ -187,8 +196,9 @@ async def get_first_notice_episodes(id: UUID, service: ServiceDep) -> list[Episo
 
 @router.get(
     "/api/workflows/hold/instances/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Billing: workflows"],
+    operation_id="Hold_getInstance",
 )
 async def get_hold_instance(id: UUID, service: ServiceDep) -> HoldInstanceOut:
     """an instance of workflow Hold (dunning.loom:71), by its subscription"""
@@ -200,8 +210,9 @@ async def get_hold_instance(id: UUID, service: ServiceDep) -> HoldInstanceOut:
 
 @router.get(
     "/api/workflows/hold/instances/{id}/episodes",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Billing: workflows"],
+    operation_id="Hold_listEpisodes",
 )
 async def get_hold_episodes(id: UUID, service: ServiceDep) -> list[Episode]:
     """the episodes of an instance of workflow Hold (dunning.loom:71), oldest first"""
@@ -211,8 +222,9 @@ async def get_hold_episodes(id: UUID, service: ServiceDep) -> list[Episode]:
 
 @router.get(
     "/api/workflows/hold_once/instances/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Billing: workflows"],
+    operation_id="HoldOnce_getInstance",
 )
 async def get_hold_once_instance(id: UUID, service: ServiceDep) -> HoldOnceInstanceOut:
     """an instance of workflow HoldOnce (dunning.loom:79), by its subscription"""
@@ -224,8 +236,9 @@ async def get_hold_once_instance(id: UUID, service: ServiceDep) -> HoldOnceInsta
 
 @router.get(
     "/api/workflows/hold_once/instances/{id}/episodes",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Billing: workflows"],
+    operation_id="HoldOnce_listEpisodes",
 )
 async def get_hold_once_episodes(id: UUID, service: ServiceDep) -> list[Episode]:
     """the episodes of an instance of workflow HoldOnce (dunning.loom:79), oldest first"""

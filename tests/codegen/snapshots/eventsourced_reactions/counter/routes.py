@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
     Page,
@@ -23,7 +24,12 @@ from .schemas import ThingCreateInput, ThingOut, ThingUpdateInput
 router = APIRouter(route_class=LoomRoute)
 
 
-@router.get("/api/things/{id}", responses=PROBLEM_RESPONSES, tags=["Counter: Thing"])
+@router.get(
+    "/api/things/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Counter: Thing"],
+    operation_id="Thing_get",
+)
 async def get_thing(id: UUID, service: ServiceDep) -> ThingOut:
     """Read one Thing (aggregate Thing, eventsourced_reactions.loom:7)"""
     async with service.autocommit() as work:
@@ -31,7 +37,12 @@ async def get_thing(id: UUID, service: ServiceDep) -> ThingOut:
     return ThingOut.from_aggregate(thing)
 
 
-@router.get("/api/things", responses=PROBLEM_RESPONSES, tags=["Counter: Thing"])
+@router.get(
+    "/api/things",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Counter: Thing"],
+    operation_id="Thing_list",
+)
 async def list_things(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -48,6 +59,7 @@ async def list_things(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Counter: Thing"],
+    operation_id="Thing_create",
 )
 async def create_thing(
     body: ThingCreateInput,
@@ -62,7 +74,12 @@ async def create_thing(
     return ThingOut.from_aggregate(thing)
 
 
-@router.patch("/api/things/{id}", responses=PROBLEM_RESPONSES, tags=["Counter: Thing"])
+@router.patch(
+    "/api/things/{id}",
+    responses=PROBLEM_RESPONSES,
+    tags=["Counter: Thing"],
+    operation_id="Thing_update",
+)
 async def update_thing(
     id: UUID,
     body: ThingUpdateInput,
@@ -85,6 +102,7 @@ async def update_thing(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Counter: Thing"],
+    operation_id="Thing_delete",
 )
 async def delete_thing(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Thing (eventsourced_reactions.loom:7)"""

@@ -5,7 +5,7 @@
 from uuid import UUID
 
 from fastapi import APIRouter
-from loom.runtime import PROBLEM_RESPONSES, Episode, LoomRoute, ServiceDep
+from loom.runtime import READ_PROBLEM_RESPONSES, Episode, LoomRoute, ServiceDep
 
 from .domain import Counted, TallyState
 from .repositories import TallyInstances
@@ -36,8 +36,9 @@ def tally_apply_counted(state: TallyState, e: Counted) -> None:
 
 @router.get(
     "/api/workflows/tally/instances/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Counter: workflows"],
+    operation_id="tally_getInstance",
 )
 async def get_tally_instance(id: UUID, service: ServiceDep) -> TallyInstanceOut:
     """an instance of workflow tally (eventsourced_reactions.loom:14), by its thing"""
@@ -49,8 +50,9 @@ async def get_tally_instance(id: UUID, service: ServiceDep) -> TallyInstanceOut:
 
 @router.get(
     "/api/workflows/tally/instances/{id}/episodes",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Counter: workflows"],
+    operation_id="tally_listEpisodes",
 )
 async def get_tally_episodes(id: UUID, service: ServiceDep) -> list[Episode]:
     """the episodes of an instance of workflow tally (eventsourced_reactions.loom:14), oldest first"""

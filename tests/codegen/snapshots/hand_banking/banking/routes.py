@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
@@ -28,8 +29,9 @@ router = APIRouter(route_class=LoomRoute)
 
 @router.get(
     "/api/customers/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Banking: Customer"],
+    operation_id="Customer_get",
 )
 async def get_customer(id: UUID, service: ServiceDep) -> CustomerOut:
     """Read one Customer (aggregate Customer, banking.loom:7)"""
@@ -38,7 +40,12 @@ async def get_customer(id: UUID, service: ServiceDep) -> CustomerOut:
     return CustomerOut.from_aggregate(customer)
 
 
-@router.get("/api/customers", responses=PROBLEM_RESPONSES, tags=["Banking: Customer"])
+@router.get(
+    "/api/customers",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Banking: Customer"],
+    operation_id="Customer_list",
+)
 async def list_customers(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -52,8 +59,9 @@ async def list_customers(
 
 @router.get(
     "/api/accounts/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Banking: Account"],
+    operation_id="Account_get",
 )
 async def get_account(id: UUID, service: ServiceDep) -> AccountOut:
     """Read one Account (aggregate Account, banking.loom:12)"""
@@ -62,7 +70,12 @@ async def get_account(id: UUID, service: ServiceDep) -> AccountOut:
     return AccountOut.from_aggregate(account)
 
 
-@router.get("/api/accounts", responses=PROBLEM_RESPONSES, tags=["Banking: Account"])
+@router.get(
+    "/api/accounts",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Banking: Account"],
+    operation_id="Account_list",
+)
 async def list_accounts(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -79,6 +92,7 @@ async def list_accounts(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Banking: Account"],
+    operation_id="Account_withdraw",
 )
 async def account_withdraw(
     id: UUID,
@@ -98,6 +112,7 @@ async def account_withdraw(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Banking: Account"],
+    operation_id="Account_deposit",
 )
 async def account_deposit(
     id: UUID,
@@ -117,6 +132,7 @@ async def account_deposit(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Banking: Account"],
+    operation_id="Account_freeze",
 )
 async def account_freeze(id: UUID, service: ServiceDep) -> None:
     """operation Account.freeze (banking.loom:40)"""
@@ -132,6 +148,7 @@ async def account_freeze(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Banking: Account"],
+    operation_id="Account_close",
 )
 async def account_close(id: UUID, service: ServiceDep) -> None:
     """operation Account.close (banking.loom:44)"""

@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
@@ -21,7 +22,12 @@ from .schemas import BoxOut, BoxRepriceInput
 router = APIRouter(route_class=LoomRoute)
 
 
-@router.get("/api/boxes/{id}", responses=PROBLEM_RESPONSES, tags=["Catalog: Box"])
+@router.get(
+    "/api/boxes/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Catalog: Box"],
+    operation_id="Box_get",
+)
 async def get_box(id: UUID, service: ServiceDep) -> BoxOut:
     """Read one Box (aggregate Box, catalog.loom:4)"""
     async with service.autocommit() as work:
@@ -29,7 +35,12 @@ async def get_box(id: UUID, service: ServiceDep) -> BoxOut:
     return BoxOut.from_aggregate(box)
 
 
-@router.get("/api/boxes", responses=PROBLEM_RESPONSES, tags=["Catalog: Box"])
+@router.get(
+    "/api/boxes",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Catalog: Box"],
+    operation_id="Box_list",
+)
 async def list_boxes(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -46,6 +57,7 @@ async def list_boxes(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Catalog: Box"],
+    operation_id="Box_reprice",
 )
 async def box_reprice(id: UUID, body: BoxRepriceInput, service: ServiceDep) -> None:
     """operation Box.reprice (catalog.loom:12)"""
@@ -61,6 +73,7 @@ async def box_reprice(id: UUID, body: BoxRepriceInput, service: ServiceDep) -> N
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Catalog: Box"],
+    operation_id="Box_touch",
 )
 async def box_touch(id: UUID, service: ServiceDep) -> None:
     """operation Box.touch (catalog.loom:17)"""

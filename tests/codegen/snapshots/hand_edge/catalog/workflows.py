@@ -17,6 +17,7 @@ router = APIRouter(route_class=LoomRoute)
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Catalog: workflows"],
+    operation_id="ping",
 )
 async def ping(service: ServiceDep) -> None:
     """workflow ping (catalog.loom:20): non-transactional: each save commits on its own"""
@@ -29,6 +30,7 @@ async def ping(service: ServiceDep) -> None:
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Catalog: workflows"],
+    operation_id="makeBox",
 )
 async def make_box(body: MakeBoxInput, service: ServiceDep) -> DecimalOut:
     """workflow makeBox (catalog.loom:22): transactional(read_committed), all-or-nothing"""

@@ -7,7 +7,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, Query
 from loom.runtime import (
-    PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
@@ -21,7 +21,12 @@ from .schemas import ParcelOut
 router = APIRouter(route_class=LoomRoute)
 
 
-@router.get("/api/parcels/{id}", responses=PROBLEM_RESPONSES, tags=["Shipping: Parcel"])
+@router.get(
+    "/api/parcels/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Shipping: Parcel"],
+    operation_id="Parcel_get",
+)
 async def get_parcel(id: UUID, service: ServiceDep) -> ParcelOut:
     """Read one Parcel (aggregate Parcel, shipping.loom:2)"""
     async with service.autocommit() as work:
@@ -29,7 +34,12 @@ async def get_parcel(id: UUID, service: ServiceDep) -> ParcelOut:
     return ParcelOut.from_aggregate(parcel)
 
 
-@router.get("/api/parcels", responses=PROBLEM_RESPONSES, tags=["Shipping: Parcel"])
+@router.get(
+    "/api/parcels",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Shipping: Parcel"],
+    operation_id="Parcel_list",
+)
 async def list_parcels(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,

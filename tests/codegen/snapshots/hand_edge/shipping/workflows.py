@@ -18,6 +18,7 @@ router = APIRouter(route_class=LoomRoute)
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Shipping: workflows"],
+    operation_id="ship",
 )
 async def ship(body: ShipInput, service: ServiceDep) -> ParcelId:
     """workflow ship (shipping.loom:6): non-transactional: each save commits on its own"""

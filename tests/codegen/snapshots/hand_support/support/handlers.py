@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     LoomRoute,
     QueryInt64,
     ServiceDep,
@@ -28,6 +29,7 @@ router = APIRouter(route_class=LoomRoute)
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="EscalateOpen",
 )
 async def escalate_open(body: EscalateOpenInput_, service: ServiceDep) -> None:
     """commandHandler EscalateOpen (support.loom:100): non-transactional: each save commits on its own"""
@@ -46,6 +48,7 @@ async def escalate_open(body: EscalateOpenInput_, service: ServiceDep) -> None:
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="CloseCode",
 )
 async def close_code(body: CloseCodeInput, service: ServiceDep) -> TicketId:
     """commandHandler CloseCode (support.loom:104): transactional(serializable)"""
@@ -60,8 +63,9 @@ async def close_code(body: CloseCodeInput, service: ServiceDep) -> TicketId:
 
 @router.get(
     "/api/queries/due_tickets",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="DueTickets",
 )
 async def due_tickets(
     service: ServiceDep,
@@ -77,8 +81,9 @@ async def due_tickets(
 
 @router.get(
     "/api/queries/ticket_by_code",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="TicketByCode",
 )
 async def ticket_by_code(
     service: ServiceDep,
@@ -96,8 +101,9 @@ async def ticket_by_code(
 
 @router.get(
     "/api/queries/slack",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="Slack",
 )
 async def slack(
     service: ServiceDep,

@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
     Page,
@@ -32,7 +33,12 @@ from .schemas import (
 router = APIRouter(route_class=LoomRoute)
 
 
-@router.get("/api/tickets/{id}", responses=PROBLEM_RESPONSES, tags=["Support: Ticket"])
+@router.get(
+    "/api/tickets/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Support: Ticket"],
+    operation_id="Ticket_get",
+)
 async def get_ticket(id: UUID, service: ServiceDep) -> TicketOut:
     """Read one Ticket (aggregate Ticket, support.loom:3)"""
     async with service.autocommit() as work:
@@ -40,7 +46,12 @@ async def get_ticket(id: UUID, service: ServiceDep) -> TicketOut:
     return TicketOut.from_aggregate(ticket)
 
 
-@router.get("/api/tickets", responses=PROBLEM_RESPONSES, tags=["Support: Ticket"])
+@router.get(
+    "/api/tickets",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Support: Ticket"],
+    operation_id="Ticket_list",
+)
 async def list_tickets(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -54,8 +65,9 @@ async def list_tickets(
 
 @router.get(
     "/api/tickets/find/by_code",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
+    operation_id="Ticket_byCode",
 )
 async def find_tickets_by_code(
     code: Annotated[WireText, Query()],
@@ -71,8 +83,9 @@ async def find_tickets_by_code(
 
 @router.get(
     "/api/tickets/find/by_customer",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
+    operation_id="Ticket_byCustomer",
 )
 async def find_tickets_by_customer(
     customer: Annotated[WireText, Query()],
@@ -89,6 +102,7 @@ async def find_tickets_by_customer(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
+    operation_id="Ticket_create",
 )
 async def create_ticket(
     body: TicketCreateInput,
@@ -112,6 +126,7 @@ async def create_ticket(
     "/api/tickets/{id}",
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
+    operation_id="Ticket_update",
 )
 async def update_ticket(
     id: UUID,
@@ -147,6 +162,7 @@ async def update_ticket(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
+    operation_id="Ticket_delete",
 )
 async def delete_ticket(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Ticket (support.loom:3)"""
@@ -160,6 +176,7 @@ async def delete_ticket(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
+    operation_id="Ticket_flagBreached",
 )
 async def ticket_flag_breached(id: UUID, service: ServiceDep) -> None:
     """operation Ticket.flagBreached (support.loom:11)"""
@@ -175,6 +192,7 @@ async def ticket_flag_breached(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
+    operation_id="Ticket_escalate",
 )
 async def ticket_escalate(id: UUID, service: ServiceDep) -> None:
     """operation Ticket.escalate (support.loom:12)"""
@@ -190,6 +208,7 @@ async def ticket_escalate(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
+    operation_id="Ticket_close",
 )
 async def ticket_close(id: UUID, service: ServiceDep) -> None:
     """operation Ticket.close (support.loom:13)"""
@@ -200,7 +219,12 @@ async def ticket_close(id: UUID, service: ServiceDep) -> None:
         await tickets.save(ticket)
 
 
-@router.get("/api/notes/{id}", responses=PROBLEM_RESPONSES, tags=["Support: Note"])
+@router.get(
+    "/api/notes/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Support: Note"],
+    operation_id="Note_get",
+)
 async def get_note(id: UUID, service: ServiceDep) -> NoteOut:
     """Read one Note (aggregate Note, support.loom:90)"""
     async with service.autocommit() as work:
@@ -208,7 +232,12 @@ async def get_note(id: UUID, service: ServiceDep) -> NoteOut:
     return NoteOut.from_aggregate(note)
 
 
-@router.get("/api/notes", responses=PROBLEM_RESPONSES, tags=["Support: Note"])
+@router.get(
+    "/api/notes",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Support: Note"],
+    operation_id="Note_list",
+)
 async def list_notes(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -225,6 +254,7 @@ async def list_notes(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Support: Note"],
+    operation_id="Note_create",
 )
 async def create_note(
     body: NoteCreateInput,
@@ -246,7 +276,12 @@ async def create_note(
     return NoteOut.from_aggregate(note)
 
 
-@router.patch("/api/notes/{id}", responses=PROBLEM_RESPONSES, tags=["Support: Note"])
+@router.patch(
+    "/api/notes/{id}",
+    responses=PROBLEM_RESPONSES,
+    tags=["Support: Note"],
+    operation_id="Note_update",
+)
 async def update_note(id: UUID, body: NoteUpdateInput, service: ServiceDep) -> NoteOut:
     """crudish update of Note (support.loom:90): the fields the body names"""
     async with service.transaction() as work:
@@ -276,6 +311,7 @@ async def update_note(id: UUID, body: NoteUpdateInput, service: ServiceDep) -> N
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: Note"],
+    operation_id="Note_delete",
 )
 async def delete_note(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Note (support.loom:90)"""

@@ -54,6 +54,7 @@ def rate_double(x: int) -> int:
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
+    operation_id="openTicket",
 )
 async def open_ticket(body: OpenTicketInput, service: ServiceDep) -> TicketId:
     """workflow openTicket (support.loom:40): non-transactional: each save commits on its own"""
@@ -75,6 +76,7 @@ async def open_ticket(body: OpenTicketInput, service: ServiceDep) -> TicketId:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
+    operation_id="sweep",
 )
 async def sweep(body: SweepInput, service: ServiceDep) -> None:
     """workflow sweep (support.loom:50): transactional, all-or-nothing"""
@@ -91,6 +93,7 @@ async def sweep(body: SweepInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
+    operation_id="strictSweep",
 )
 async def strict_sweep(body: StrictSweepInput, service: ServiceDep) -> None:
     """workflow strictSweep (support.loom:53): transactional, all-or-nothing"""
@@ -107,6 +110,7 @@ async def strict_sweep(body: StrictSweepInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
+    operation_id="looseSweep",
 )
 async def loose_sweep(body: LooseSweepInput, service: ServiceDep) -> None:
     """workflow looseSweep (support.loom:56): non-transactional: each save commits on its own"""
@@ -123,6 +127,7 @@ async def loose_sweep(body: LooseSweepInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
+    operation_id="escalateByCode",
 )
 async def escalate_by_code(body: EscalateByCodeInput, service: ServiceDep) -> None:
     """workflow escalateByCode (support.loom:60): non-transactional: each save commits on its own"""
@@ -141,6 +146,7 @@ async def escalate_by_code(body: EscalateByCodeInput, service: ServiceDep) -> No
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
+    operation_id="closeByCode",
 )
 async def close_by_code(body: CloseByCodeInput, service: ServiceDep) -> None:
     """workflow closeByCode (support.loom:65): transactional, all-or-nothing"""
@@ -156,6 +162,7 @@ async def close_by_code(body: CloseByCodeInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
+    operation_id="escalateOpen",
 )
 async def escalate_open(body: EscalateOpenInput, service: ServiceDep) -> None:
     """workflow escalateOpen (support.loom:70): non-transactional: each save commits on its own"""
@@ -174,6 +181,7 @@ async def escalate_open(body: EscalateOpenInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
+    operation_id="removeTicket",
 )
 async def remove_ticket(body: RemoveTicketInput, service: ServiceDep) -> None:
     """workflow removeTicket (support.loom:75): non-transactional: each save commits on its own"""
@@ -191,6 +199,7 @@ async def remove_ticket(body: RemoveTicketInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
+    operation_id="closeAllFor",
 )
 async def close_all_for(body: CloseAllForInput, service: ServiceDep) -> None:
     """workflow closeAllFor (support.loom:80): non-transactional: each save commits on its own"""
@@ -207,6 +216,7 @@ async def close_all_for(body: CloseAllForInput, service: ServiceDep) -> None:
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
+    operation_id="rate",
 )
 async def rate(body: RateInput, service: ServiceDep) -> Int64:
     """workflow rate (support.loom:120): non-transactional: each save commits on its own"""

@@ -5,7 +5,7 @@
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from loom.runtime import PROBLEM_RESPONSES, LoomRoute, ServiceDep
+from loom.runtime import READ_PROBLEM_RESPONSES, LoomRoute, ServiceDep
 from loom.runtime.times import WireDuration
 
 from .repositories import Bookings
@@ -16,8 +16,9 @@ router = APIRouter(route_class=LoomRoute)
 
 @router.get(
     "/api/queries/lapsed",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Hotel: handlers"],
+    operation_id="Lapsed",
 )
 async def lapsed(
     service: ServiceDep,
@@ -33,8 +34,9 @@ async def lapsed(
 
 @router.get(
     "/api/queries/long_stays",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Hotel: handlers"],
+    operation_id="LongStays",
 )
 async def long_stays(
     service: ServiceDep,

@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
@@ -27,7 +28,12 @@ from .schemas import (
 router = APIRouter(route_class=LoomRoute)
 
 
-@router.get("/api/bookings/{id}", responses=PROBLEM_RESPONSES, tags=["Hotel: Booking"])
+@router.get(
+    "/api/bookings/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Hotel: Booking"],
+    operation_id="Booking_get",
+)
 async def get_booking(id: UUID, service: ServiceDep) -> BookingOut:
     """Read one Booking (aggregate Booking, hotel_time.loom:9)"""
     async with service.autocommit() as work:
@@ -35,7 +41,12 @@ async def get_booking(id: UUID, service: ServiceDep) -> BookingOut:
     return BookingOut.from_aggregate(booking)
 
 
-@router.get("/api/bookings", responses=PROBLEM_RESPONSES, tags=["Hotel: Booking"])
+@router.get(
+    "/api/bookings",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Hotel: Booking"],
+    operation_id="Booking_list",
+)
 async def list_bookings(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -52,6 +63,7 @@ async def list_bookings(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Hotel: Booking"],
+    operation_id="Booking_pay",
 )
 async def booking_pay(id: UUID, service: ServiceDep) -> None:
     """operation Booking.pay (hotel_time.loom:27)"""
@@ -67,6 +79,7 @@ async def booking_pay(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Hotel: Booking"],
+    operation_id="Booking_expire",
 )
 async def booking_expire(id: UUID, service: ServiceDep) -> None:
     """operation Booking.expire (hotel_time.loom:31)"""
@@ -82,6 +95,7 @@ async def booking_expire(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Hotel: Booking"],
+    operation_id="Booking_remind",
 )
 async def booking_remind(id: UUID, service: ServiceDep) -> None:
     """operation Booking.remind (hotel_time.loom:34)"""
@@ -97,6 +111,7 @@ async def booking_remind(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Hotel: Booking"],
+    operation_id="Booking_extend",
 )
 async def booking_extend(
     id: UUID,
@@ -116,6 +131,7 @@ async def booking_extend(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Hotel: Booking"],
+    operation_id="Booking_stayNights",
 )
 async def booking_stay_nights(
     id: UUID,
@@ -135,6 +151,7 @@ async def booking_stay_nights(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Hotel: Booking"],
+    operation_id="Booking_setCheckIn",
 )
 async def booking_set_check_in(
     id: UUID,
@@ -154,6 +171,7 @@ async def booking_set_check_in(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Hotel: Booking"],
+    operation_id="Booking_moveNight",
 )
 async def booking_move_night(
     id: UUID,

@@ -3,10 +3,16 @@
 # Wire models of context Hotel.
 
 from collections.abc import Sequence
-from datetime import date, datetime
-from typing import Literal, Self
+from datetime import date
+from typing import Self
 
-from loom.runtime import Int64, JsonInt64, WireText, instance_version
+from loom.runtime import (
+    InstanceTimeoutOut,
+    Int64,
+    JsonInt64,
+    WireText,
+    instance_version,
+)
 from loom.runtime.processes import PendingTimeout
 from loom.runtime.times import (
     DatetimeOut,
@@ -138,17 +144,6 @@ class HoldBookingInput(BaseModel):
     hold_minutes: JsonInt64 = Field(alias="holdMinutes")
 
 
-class PendingTimeoutOut(BaseModel):
-    """A timeout of an instance that has not fired: armed, or dead-lettered until redriven."""
-
-    model_config = ConfigDict(from_attributes=True)  # read off a runtime PendingTimeout
-
-    name: str
-    due_at: datetime = Field(serialization_alias="dueAt")
-    status: Literal["armed", "dead"]
-    attempts: int
-
-
 class PaymentDeadlineInstanceOut(BaseModel):
     """an instance of workflow PaymentDeadline as the API answers it (hotel_time.loom:75)"""
 
@@ -158,7 +153,7 @@ class PaymentDeadlineInstanceOut(BaseModel):
     episode: Int64
     started_at: DatetimeOut | None = Field(serialization_alias="startedAt")
     ended_at: DatetimeOut | None = Field(serialization_alias="endedAt")
-    timeouts: list[PendingTimeoutOut]
+    timeouts: list[InstanceTimeoutOut]
 
     @classmethod
     def from_state(
@@ -174,5 +169,5 @@ class PaymentDeadlineInstanceOut(BaseModel):
             episode=state.episode,
             started_at=state.started_at,
             ended_at=state.ended_at,
-            timeouts=[PendingTimeoutOut.model_validate(t) for t in timeouts],
+            timeouts=[InstanceTimeoutOut.model_validate(t) for t in timeouts],
         )

@@ -6,7 +6,15 @@ from datetime import timedelta
 from uuid import UUID
 
 from fastapi import APIRouter
-from loom.runtime import PROBLEM_RESPONSES, Episode, LoomRoute, ServiceDep, now, times
+from loom.runtime import (
+    PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
+    Episode,
+    LoomRoute,
+    ServiceDep,
+    now,
+    times,
+)
 
 from .domain import Booking, BookingHeld
 from .ids import BookingId
@@ -23,6 +31,7 @@ router = APIRouter(route_class=LoomRoute)
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Hotel: workflows"],
+    operation_id="holdBooking",
 )
 async def hold_booking(body: HoldBookingInput, service: ServiceDep) -> BookingId:
     """workflow holdBooking (hotel_time.loom:66): non-transactional: each save commits on its own"""
@@ -58,8 +67,9 @@ async def hold_booking(body: HoldBookingInput, service: ServiceDep) -> BookingId
 
 @router.get(
     "/api/workflows/payment_deadline/instances/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Hotel: workflows"],
+    operation_id="PaymentDeadline_getInstance",
 )
 async def get_payment_deadline_instance(
     id: UUID,
@@ -78,8 +88,9 @@ async def get_payment_deadline_instance(
 
 @router.get(
     "/api/workflows/payment_deadline/instances/{id}/episodes",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Hotel: workflows"],
+    operation_id="PaymentDeadline_listEpisodes",
 )
 async def get_payment_deadline_episodes(id: UUID, service: ServiceDep) -> list[Episode]:
     """the episodes of an instance of workflow PaymentDeadline (hotel_time.loom:75), oldest first"""

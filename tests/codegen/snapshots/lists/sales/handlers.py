@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     Int64,
     LoomRoute,
     ServiceDep,
@@ -28,8 +29,9 @@ router = APIRouter(route_class=LoomRoute)
 
 @router.get(
     "/api/queries/orders_of",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Sales: handlers"],
+    operation_id="ordersOf",
 )
 async def orders_of(
     service: ServiceDep,
@@ -51,8 +53,9 @@ async def orders_of(
 
 @router.get(
     "/api/queries/total_of",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Sales: handlers"],
+    operation_id="totalOf",
 )
 async def total_of(
     service: ServiceDep,
@@ -83,6 +86,7 @@ async def total_of(
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Sales: handlers"],
+    operation_id="annotateAll",
 )
 async def annotate_all(body: AnnotateAllInput, service: ServiceDep) -> Int64:
     """commandHandler annotateAll (lists.loom:49): non-transactional: each save commits on its own"""

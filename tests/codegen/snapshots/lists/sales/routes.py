@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
     Page,
@@ -31,7 +32,12 @@ from .schemas import (
 router = APIRouter(route_class=LoomRoute)
 
 
-@router.get("/api/orders/{id}", responses=PROBLEM_RESPONSES, tags=["Sales: Order"])
+@router.get(
+    "/api/orders/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Sales: Order"],
+    operation_id="Order_get",
+)
 async def get_order(id: UUID, service: ServiceDep) -> OrderOut:
     """Read one Order (aggregate Order, lists.loom:8)"""
     async with service.autocommit() as work:
@@ -39,7 +45,12 @@ async def get_order(id: UUID, service: ServiceDep) -> OrderOut:
     return OrderOut.from_aggregate(order)
 
 
-@router.get("/api/orders", responses=PROBLEM_RESPONSES, tags=["Sales: Order"])
+@router.get(
+    "/api/orders",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Sales: Order"],
+    operation_id="Order_list",
+)
 async def list_orders(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -53,8 +64,9 @@ async def list_orders(
 
 @router.get(
     "/api/orders/find/by_customer",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Sales: Order"],
+    operation_id="Order_byCustomer",
 )
 async def find_orders_by_customer(
     customer: Annotated[WireText, Query()],
@@ -71,6 +83,7 @@ async def find_orders_by_customer(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Sales: Order"],
+    operation_id="Order_create",
 )
 async def create_order(
     body: OrderCreateInput,
@@ -90,7 +103,12 @@ async def create_order(
     return OrderOut.from_aggregate(order)
 
 
-@router.patch("/api/orders/{id}", responses=PROBLEM_RESPONSES, tags=["Sales: Order"])
+@router.patch(
+    "/api/orders/{id}",
+    responses=PROBLEM_RESPONSES,
+    tags=["Sales: Order"],
+    operation_id="Order_update",
+)
 async def update_order(
     id: UUID,
     body: OrderUpdateInput,
@@ -125,6 +143,7 @@ async def update_order(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Sales: Order"],
+    operation_id="Order_delete",
 )
 async def delete_order(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Order (lists.loom:8)"""
@@ -138,6 +157,7 @@ async def delete_order(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Sales: Order"],
+    operation_id="Order_annotate",
 )
 async def order_annotate(
     id: UUID,

@@ -16,6 +16,7 @@ router = APIRouter(route_class=LoomRoute)
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Sales: workflows"],
+    operation_id="sizes",
 )
 async def sizes(body: SizesInput, service: ServiceDep) -> Int64:
     """workflow sizes (lists.loom:60): non-transactional: each save commits on its own"""

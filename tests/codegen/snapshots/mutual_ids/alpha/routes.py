@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
     Page,
@@ -23,7 +24,12 @@ from .schemas import XyloCreateInput, XyloOut, XyloPairWithInput, XyloUpdateInpu
 router = APIRouter(route_class=LoomRoute)
 
 
-@router.get("/api/xylos/{id}", responses=PROBLEM_RESPONSES, tags=["Alpha: Xylo"])
+@router.get(
+    "/api/xylos/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Alpha: Xylo"],
+    operation_id="Xylo_get",
+)
 async def get_xylo(id: UUID, service: ServiceDep) -> XyloOut:
     """Read one Xylo (aggregate Xylo, mutual_ids.loom:4)"""
     async with service.autocommit() as work:
@@ -31,7 +37,12 @@ async def get_xylo(id: UUID, service: ServiceDep) -> XyloOut:
     return XyloOut.from_aggregate(xylo)
 
 
-@router.get("/api/xylos", responses=PROBLEM_RESPONSES, tags=["Alpha: Xylo"])
+@router.get(
+    "/api/xylos",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Alpha: Xylo"],
+    operation_id="Xylo_list",
+)
 async def list_xylos(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -48,6 +59,7 @@ async def list_xylos(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Alpha: Xylo"],
+    operation_id="Xylo_create",
 )
 async def create_xylo(
     body: XyloCreateInput,
@@ -62,7 +74,12 @@ async def create_xylo(
     return XyloOut.from_aggregate(xylo)
 
 
-@router.patch("/api/xylos/{id}", responses=PROBLEM_RESPONSES, tags=["Alpha: Xylo"])
+@router.patch(
+    "/api/xylos/{id}",
+    responses=PROBLEM_RESPONSES,
+    tags=["Alpha: Xylo"],
+    operation_id="Xylo_update",
+)
 async def update_xylo(id: UUID, body: XyloUpdateInput, service: ServiceDep) -> XyloOut:
     """crudish update of Xylo (mutual_ids.loom:4): the fields the body names"""
     async with service.transaction() as work:
@@ -83,6 +100,7 @@ async def update_xylo(id: UUID, body: XyloUpdateInput, service: ServiceDep) -> X
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Alpha: Xylo"],
+    operation_id="Xylo_delete",
 )
 async def delete_xylo(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Xylo (mutual_ids.loom:4)"""
@@ -96,6 +114,7 @@ async def delete_xylo(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Alpha: Xylo"],
+    operation_id="Xylo_pairWith",
 )
 async def xylo_pair_with(
     id: UUID,

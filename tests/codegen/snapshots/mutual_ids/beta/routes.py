@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
     Page,
@@ -24,7 +25,12 @@ from .schemas import YarnCreateInput, YarnOut, YarnUpdateInput
 router = APIRouter(route_class=LoomRoute)
 
 
-@router.get("/api/yarns/{id}", responses=PROBLEM_RESPONSES, tags=["Beta: Yarn"])
+@router.get(
+    "/api/yarns/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Beta: Yarn"],
+    operation_id="Yarn_get",
+)
 async def get_yarn(id: UUID, service: ServiceDep) -> YarnOut:
     """Read one Yarn (aggregate Yarn, mutual_ids.loom:18)"""
     async with service.autocommit() as work:
@@ -32,7 +38,12 @@ async def get_yarn(id: UUID, service: ServiceDep) -> YarnOut:
     return YarnOut.from_aggregate(yarn)
 
 
-@router.get("/api/yarns", responses=PROBLEM_RESPONSES, tags=["Beta: Yarn"])
+@router.get(
+    "/api/yarns",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Beta: Yarn"],
+    operation_id="Yarn_list",
+)
 async def list_yarns(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -46,8 +57,9 @@ async def list_yarns(
 
 @router.get(
     "/api/yarns/find/by_owner",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Beta: Yarn"],
+    operation_id="Yarn_byOwner",
 )
 async def find_yarns_by_owner(
     owner: Annotated[XyloId, Query()],
@@ -64,6 +76,7 @@ async def find_yarns_by_owner(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Beta: Yarn"],
+    operation_id="Yarn_create",
 )
 async def create_yarn(
     body: YarnCreateInput,
@@ -78,7 +91,12 @@ async def create_yarn(
     return YarnOut.from_aggregate(yarn)
 
 
-@router.patch("/api/yarns/{id}", responses=PROBLEM_RESPONSES, tags=["Beta: Yarn"])
+@router.patch(
+    "/api/yarns/{id}",
+    responses=PROBLEM_RESPONSES,
+    tags=["Beta: Yarn"],
+    operation_id="Yarn_update",
+)
 async def update_yarn(id: UUID, body: YarnUpdateInput, service: ServiceDep) -> YarnOut:
     """crudish update of Yarn (mutual_ids.loom:18): the fields the body names"""
     async with service.transaction() as work:
@@ -101,6 +119,7 @@ async def update_yarn(id: UUID, body: YarnUpdateInput, service: ServiceDep) -> Y
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Beta: Yarn"],
+    operation_id="Yarn_delete",
 )
 async def delete_yarn(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Yarn (mutual_ids.loom:18)"""
@@ -114,6 +133,7 @@ async def delete_yarn(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Beta: Yarn"],
+    operation_id="Yarn_spin",
 )
 async def yarn_spin(id: UUID, service: ServiceDep) -> None:
     """operation Yarn.spin (mutual_ids.loom:22)"""

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 from loom.runtime import (
-    PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
@@ -23,8 +23,9 @@ router = APIRouter(route_class=LoomRoute)
 
 @router.get(
     "/api/projections/by_email/{key}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Desk: projections"],
+    operation_id="ByEmail_get",
 )
 async def get_by_email(key: WireText, service: ServiceDep) -> ByEmailOut:
     """Read the row of projection ByEmail keyed by its email (events.loom:51)"""
@@ -35,8 +36,9 @@ async def get_by_email(key: WireText, service: ServiceDep) -> ByEmailOut:
 
 @router.get(
     "/api/projections/by_email",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Desk: projections"],
+    operation_id="ByEmail_list",
 )
 async def list_by_email(
     service: ServiceDep,

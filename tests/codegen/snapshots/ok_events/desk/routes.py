@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
@@ -21,7 +22,12 @@ from .schemas import TicketOut, TicketTriageInput
 router = APIRouter(route_class=LoomRoute)
 
 
-@router.get("/api/tickets/{id}", responses=PROBLEM_RESPONSES, tags=["Desk: Ticket"])
+@router.get(
+    "/api/tickets/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Desk: Ticket"],
+    operation_id="Ticket_get",
+)
 async def get_ticket(id: UUID, service: ServiceDep) -> TicketOut:
     """Read one Ticket (aggregate Ticket, events.loom:4)"""
     async with service.autocommit() as work:
@@ -29,7 +35,12 @@ async def get_ticket(id: UUID, service: ServiceDep) -> TicketOut:
     return TicketOut.from_aggregate(ticket)
 
 
-@router.get("/api/tickets", responses=PROBLEM_RESPONSES, tags=["Desk: Ticket"])
+@router.get(
+    "/api/tickets",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Desk: Ticket"],
+    operation_id="Ticket_list",
+)
 async def list_tickets(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -46,6 +57,7 @@ async def list_tickets(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
+    operation_id="Ticket_bump",
 )
 async def ticket_bump(id: UUID, service: ServiceDep) -> None:
     """operation Ticket.bump (events.loom:7)"""
@@ -61,6 +73,7 @@ async def ticket_bump(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
+    operation_id="Ticket_triage",
 )
 async def ticket_triage(id: UUID, body: TicketTriageInput, service: ServiceDep) -> None:
     """operation Ticket.triage (events.loom:8)"""
@@ -76,6 +89,7 @@ async def ticket_triage(id: UUID, body: TicketTriageInput, service: ServiceDep) 
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
+    operation_id="Ticket_resolve",
 )
 async def ticket_resolve(id: UUID, service: ServiceDep) -> None:
     """operation Ticket.resolve (events.loom:18)"""

@@ -5,7 +5,13 @@
 from uuid import UUID
 
 from fastapi import APIRouter
-from loom.runtime import PROBLEM_RESPONSES, LoomRoute, ServiceDep, require
+from loom.runtime import (
+    PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
+    LoomRoute,
+    ServiceDep,
+    require,
+)
 
 from .domain import Escalated, Ticket
 from .repositories import Tickets, WatchInstances
@@ -19,6 +25,7 @@ router = APIRouter(route_class=LoomRoute)
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Desk: workflows"],
+    operation_id="triage",
 )
 async def triage(body: TriageInput, service: ServiceDep) -> None:
     """workflow triage (events.loom:24): non-transactional: each save commits on its own"""
@@ -48,8 +55,9 @@ async def triage(body: TriageInput, service: ServiceDep) -> None:
 
 @router.get(
     "/api/workflows/watch/instances/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Desk: workflows"],
+    operation_id="Watch_getInstance",
 )
 async def get_watch_instance(id: UUID, service: ServiceDep) -> WatchInstanceOut:
     """an instance of workflow Watch (events.loom:38), by its ticket"""

@@ -7,7 +7,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, Query
 from loom.runtime import (
-    PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
@@ -23,8 +23,9 @@ router = APIRouter(route_class=LoomRoute)
 
 @router.get(
     "/api/projections/weekly/{key}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Reports: projections"],
+    operation_id="Weekly_get",
 )
 async def get_weekly(key: UUID, service: ServiceDep) -> WeeklyOut:
     """Read the row of projection Weekly keyed by its ticket (events.loom:68)"""
@@ -35,8 +36,9 @@ async def get_weekly(key: UUID, service: ServiceDep) -> WeeklyOut:
 
 @router.get(
     "/api/projections/weekly",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Reports: projections"],
+    operation_id="Weekly_list",
 )
 async def list_weekly(
     service: ServiceDep,

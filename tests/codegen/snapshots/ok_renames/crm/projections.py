@@ -7,7 +7,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, Query
 from loom.runtime import (
-    PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
@@ -23,8 +23,9 @@ router = APIRouter(route_class=LoomRoute)
 
 @router.get(
     "/api/projections/goodbyes/{key}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Crm: projections"],
+    operation_id="Goodbyes_get",
 )
 async def get_goodbyes(key: UUID, service: ServiceDep) -> GoodbyesOut:
     """Read the row of projection Goodbyes keyed by its client (renames.loom:34)"""
@@ -35,8 +36,9 @@ async def get_goodbyes(key: UUID, service: ServiceDep) -> GoodbyesOut:
 
 @router.get(
     "/api/projections/goodbyes",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Crm: projections"],
+    operation_id="Goodbyes_list",
 )
 async def list_goodbyes(
     service: ServiceDep,

@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
     Page,
@@ -23,7 +24,12 @@ from .schemas import ClientCreateInput, ClientOut, ClientUpdateInput
 router = APIRouter(route_class=LoomRoute)
 
 
-@router.get("/api/clients/{id}", responses=PROBLEM_RESPONSES, tags=["Crm: Client"])
+@router.get(
+    "/api/clients/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Crm: Client"],
+    operation_id="Client_get",
+)
 async def get_client(id: UUID, service: ServiceDep) -> ClientOut:
     """Read one Client (aggregate Client, renames.loom:6)"""
     async with service.autocommit() as work:
@@ -31,7 +37,12 @@ async def get_client(id: UUID, service: ServiceDep) -> ClientOut:
     return ClientOut.from_aggregate(client)
 
 
-@router.get("/api/clients", responses=PROBLEM_RESPONSES, tags=["Crm: Client"])
+@router.get(
+    "/api/clients",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Crm: Client"],
+    operation_id="Client_list",
+)
 async def list_clients(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -48,6 +59,7 @@ async def list_clients(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Crm: Client"],
+    operation_id="Client_create",
 )
 async def create_client(
     body: ClientCreateInput,
@@ -70,7 +82,12 @@ async def create_client(
     return ClientOut.from_aggregate(client)
 
 
-@router.patch("/api/clients/{id}", responses=PROBLEM_RESPONSES, tags=["Crm: Client"])
+@router.patch(
+    "/api/clients/{id}",
+    responses=PROBLEM_RESPONSES,
+    tags=["Crm: Client"],
+    operation_id="Client_update",
+)
 async def update_client(
     id: UUID,
     body: ClientUpdateInput,
@@ -113,6 +130,7 @@ async def update_client(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Crm: Client"],
+    operation_id="Client_delete",
 )
 async def delete_client(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Client (renames.loom:6)"""
@@ -126,6 +144,7 @@ async def delete_client(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Crm: Client"],
+    operation_id="Client_close",
 )
 async def client_close(id: UUID, service: ServiceDep) -> None:
     """operation Client.close (renames.loom:14)"""

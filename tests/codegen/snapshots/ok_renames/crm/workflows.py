@@ -5,7 +5,7 @@
 from uuid import UUID
 
 from fastapi import APIRouter
-from loom.runtime import PROBLEM_RESPONSES, LoomRoute, ServiceDep
+from loom.runtime import READ_PROBLEM_RESPONSES, LoomRoute, ServiceDep
 
 from .repositories import FarewellInstances
 from .schemas import FarewellInstanceOut
@@ -17,8 +17,9 @@ router = APIRouter(route_class=LoomRoute)
 
 @router.get(
     "/api/workflows/farewell/instances/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Crm: workflows"],
+    operation_id="Farewell_getInstance",
 )
 async def get_farewell_instance(id: UUID, service: ServiceDep) -> FarewellInstanceOut:
     """an instance of workflow Farewell (renames.loom:29), by its client"""

@@ -7,6 +7,7 @@ from typing import Annotated, cast
 from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     Int64,
     LoomRoute,
     ServiceDep,
@@ -41,6 +42,7 @@ router = APIRouter(route_class=LoomRoute)
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="EscalateOpen",
 )
 async def escalate_open(body: EscalateOpenInput, service: ServiceDep) -> None:
     """commandHandler EscalateOpen (support_workflows.loom:65): non-transactional: each save commits on its own"""
@@ -59,6 +61,7 @@ async def escalate_open(body: EscalateOpenInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="BumpByCode",
 )
 async def bump_by_code(body: BumpByCodeInput, service: ServiceDep) -> None:
     """commandHandler BumpByCode (support_workflows.loom:68): transactional(serializable)"""
@@ -75,6 +78,7 @@ async def bump_by_code(body: BumpByCodeInput, service: ServiceDep) -> None:
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="CloseTicket",
 )
 async def close_ticket(body: CloseTicketInput, service: ServiceDep) -> TicketId:
     """commandHandler CloseTicket (support_workflows.loom:71): non-transactional: each save commits on its own"""
@@ -92,6 +96,7 @@ async def close_ticket(body: CloseTicketInput, service: ServiceDep) -> TicketId:
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="EscalatePair",
 )
 async def escalate_pair(body: EscalatePairInput, service: ServiceDep) -> bool:
     """commandHandler EscalatePair (support_workflows.loom:76): non-transactional: each save commits on its own"""
@@ -112,6 +117,7 @@ async def escalate_pair(body: EscalatePairInput, service: ServiceDep) -> bool:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="Purge",
 )
 async def purge(body: PurgeInput, service: ServiceDep) -> None:
     """commandHandler Purge (support_workflows.loom:83): non-transactional: each save commits on its own"""
@@ -129,6 +135,7 @@ async def purge(body: PurgeInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="Remove",
 )
 async def remove(body: RemoveInput, service: ServiceDep) -> None:
     """commandHandler Remove (support_workflows.loom:86): non-transactional: each save commits on its own"""
@@ -143,6 +150,7 @@ async def remove(body: RemoveInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="Reopen",
 )
 async def reopen(body: ReopenInput, service: ServiceDep) -> None:
     """commandHandler Reopen (support_workflows.loom:90): non-transactional: each save commits on its own"""
@@ -158,6 +166,7 @@ async def reopen(body: ReopenInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="Notify",
 )
 async def notify(body: NotifyInput, service: ServiceDep) -> None:
     """commandHandler Notify (support_workflows.loom:94): non-transactional: each save commits on its own"""
@@ -170,8 +179,9 @@ async def notify(body: NotifyInput, service: ServiceDep) -> None:
 
 @router.get(
     "/api/queries/due_tickets",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="DueTickets",
 )
 async def due_tickets(
     service: ServiceDep,
@@ -187,8 +197,9 @@ async def due_tickets(
 
 @router.get(
     "/api/queries/by_code",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="ByCode",
 )
 async def by_code(service: ServiceDep, code: Annotated[WireText, Query()]) -> TicketOut:
     """queryHandler ByCode (support_workflows.loom:102): read-only"""
@@ -204,8 +215,9 @@ async def by_code(service: ServiceDep, code: Annotated[WireText, Query()]) -> Ti
 
 @router.get(
     "/api/queries/open_count",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="OpenCount",
 )
 async def open_count(service: ServiceDep, c: Annotated[WireText, Query()]) -> Int64:
     """queryHandler OpenCount (support_workflows.loom:105): read-only"""
@@ -223,8 +235,9 @@ async def open_count(service: ServiceDep, c: Annotated[WireText, Query()]) -> In
 
 @router.get(
     "/api/queries/slack",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="Slack",
 )
 async def slack(
     service: ServiceDep,

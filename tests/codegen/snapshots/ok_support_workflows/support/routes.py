@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     Int64,
     InvalidValue,
     LoomRoute,
@@ -35,7 +36,12 @@ from .schemas import (
 router = APIRouter(route_class=LoomRoute)
 
 
-@router.get("/api/tickets/{id}", responses=PROBLEM_RESPONSES, tags=["Support: Ticket"])
+@router.get(
+    "/api/tickets/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Support: Ticket"],
+    operation_id="Ticket_get",
+)
 async def get_ticket(id: UUID, service: ServiceDep) -> TicketOut:
     """Read one Ticket (aggregate Ticket, support_workflows.loom:5)"""
     async with service.autocommit() as work:
@@ -43,7 +49,12 @@ async def get_ticket(id: UUID, service: ServiceDep) -> TicketOut:
     return TicketOut.from_aggregate(ticket)
 
 
-@router.get("/api/tickets", responses=PROBLEM_RESPONSES, tags=["Support: Ticket"])
+@router.get(
+    "/api/tickets",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Support: Ticket"],
+    operation_id="Ticket_list",
+)
 async def list_tickets(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -57,8 +68,9 @@ async def list_tickets(
 
 @router.get(
     "/api/tickets/find/by_code",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
+    operation_id="Ticket_byCode",
 )
 async def find_tickets_by_code(
     code: Annotated[WireText, Query()],
@@ -74,8 +86,9 @@ async def find_tickets_by_code(
 
 @router.get(
     "/api/tickets/find/by_customer",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
+    operation_id="Ticket_byCustomer",
 )
 async def find_tickets_by_customer(
     customer: Annotated[WireText, Query()],
@@ -89,8 +102,9 @@ async def find_tickets_by_customer(
 
 @router.get(
     "/api/tickets/find/by_customer_and_due_at",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
+    operation_id="Ticket_byCustomerAndDueAt",
 )
 async def find_tickets_by_customer_and_due_at(
     customer: Annotated[WireText, Query()],
@@ -108,6 +122,7 @@ async def find_tickets_by_customer_and_due_at(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
+    operation_id="Ticket_create",
 )
 async def create_ticket(
     body: TicketCreateInput,
@@ -130,6 +145,7 @@ async def create_ticket(
     "/api/tickets/{id}",
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
+    operation_id="Ticket_update",
 )
 async def update_ticket(
     id: UUID,
@@ -165,6 +181,7 @@ async def update_ticket(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
+    operation_id="Ticket_delete",
 )
 async def delete_ticket(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Ticket (support_workflows.loom:5)"""
@@ -178,6 +195,7 @@ async def delete_ticket(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
+    operation_id="Ticket_flagBreached",
 )
 async def ticket_flag_breached(id: UUID, service: ServiceDep) -> None:
     """operation Ticket.flagBreached (support_workflows.loom:27)"""
@@ -193,6 +211,7 @@ async def ticket_flag_breached(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
+    operation_id="Ticket_notify",
 )
 async def ticket_notify(id: UUID, body: TicketNotifyInput, service: ServiceDep) -> None:
     """extern operation Ticket.notify (support_workflows.loom:29)"""
@@ -211,6 +230,7 @@ async def ticket_notify(id: UUID, body: TicketNotifyInput, service: ServiceDep) 
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
+    operation_id="Ticket_score",
 )
 async def ticket_score(id: UUID, service: ServiceDep) -> Int64:
     """extern operation Ticket.score (support_workflows.loom:30)"""
@@ -227,6 +247,7 @@ async def ticket_score(id: UUID, service: ServiceDep) -> Int64:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
+    operation_id="Ticket_escalate",
 )
 async def ticket_escalate(id: UUID, service: ServiceDep) -> None:
     """operation Ticket.escalate (support_workflows.loom:31)"""
@@ -242,6 +263,7 @@ async def ticket_escalate(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
+    operation_id="Ticket_close",
 )
 async def ticket_close(id: UUID, service: ServiceDep) -> None:
     """operation Ticket.close (support_workflows.loom:32)"""
@@ -257,6 +279,7 @@ async def ticket_close(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
+    operation_id="Ticket_bump",
 )
 async def ticket_bump(id: UUID, body: TicketBumpInput, service: ServiceDep) -> None:
     """operation Ticket.bump (support_workflows.loom:33)"""
@@ -272,6 +295,7 @@ async def ticket_bump(id: UUID, body: TicketBumpInput, service: ServiceDep) -> N
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
+    operation_id="Ticket_bumpTwice",
 )
 async def ticket_bump_twice(
     id: UUID,

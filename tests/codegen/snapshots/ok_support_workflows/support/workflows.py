@@ -5,7 +5,14 @@
 from uuid import UUID
 
 from fastapi import APIRouter
-from loom.runtime import PROBLEM_RESPONSES, Int64, LoomRoute, ServiceDep, require
+from loom.runtime import (
+    PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
+    Int64,
+    LoomRoute,
+    ServiceDep,
+    require,
+)
 
 from .domain import Charged, LedgerState, Swept, Ticket
 from .ids import TicketId
@@ -50,6 +57,7 @@ def ledger_apply_charged(state: LedgerState, e: Charged) -> None:
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
+    operation_id="sweep",
 )
 async def sweep(body: SweepInput, service: ServiceDep) -> Int64:
     """workflow sweep (support_workflows.loom:116): transactional, all-or-nothing"""
@@ -74,6 +82,7 @@ async def sweep(body: SweepInput, service: ServiceDep) -> Int64:
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
+    operation_id="openTicket",
 )
 async def open_ticket(body: OpenTicketInput, service: ServiceDep) -> TicketId:
     """workflow openTicket (support_workflows.loom:130): non-transactional: each save commits on its own"""
@@ -111,6 +120,7 @@ async def open_ticket(body: OpenTicketInput, service: ServiceDep) -> TicketId:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
+    operation_id="FulfillOrder",
 )
 async def fulfill_order(body: FulfillOrderInput, service: ServiceDep) -> None:
     """workflow FulfillOrder (support_workflows.loom:145): non-transactional: each save commits on its own"""
@@ -135,6 +145,7 @@ async def fulfill_order(body: FulfillOrderInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
+    operation_id="Adopt",
 )
 async def adopt(body: AdoptInput, service: ServiceDep) -> None:
     """workflow Adopt (support_workflows.loom:162): non-transactional: each save commits on its own"""
@@ -153,6 +164,7 @@ async def adopt(body: AdoptInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
+    operation_id="Ledger",
 )
 async def ledger(body: LedgerInput, service: ServiceDep) -> None:
     """workflow Ledger (support_workflows.loom:171): non-transactional: each save commits on its own"""
@@ -173,8 +185,9 @@ async def ledger(body: LedgerInput, service: ServiceDep) -> None:
 
 @router.get(
     "/api/workflows/fulfill_order/instances/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Support: workflows"],
+    operation_id="FulfillOrder_getInstance",
 )
 async def get_fulfill_order_instance(
     id: UUID,
@@ -188,8 +201,9 @@ async def get_fulfill_order_instance(
 
 @router.get(
     "/api/workflows/adopt/instances/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Support: workflows"],
+    operation_id="Adopt_getInstance",
 )
 async def get_adopt_instance(id: UUID, service: ServiceDep) -> AdoptInstanceOut:
     """an instance of workflow Adopt (support_workflows.loom:162), by its ticket"""
@@ -200,8 +214,9 @@ async def get_adopt_instance(id: UUID, service: ServiceDep) -> AdoptInstanceOut:
 
 @router.get(
     "/api/workflows/ledger/instances/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Support: workflows"],
+    operation_id="Ledger_getInstance",
 )
 async def get_ledger_instance(id: UUID, service: ServiceDep) -> LedgerInstanceOut:
     """an instance of workflow Ledger (support_workflows.loom:171), by its ticket"""

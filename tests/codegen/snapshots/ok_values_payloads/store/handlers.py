@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     LoomRoute,
     ServiceDep,
     WireDecimal,
@@ -35,8 +36,9 @@ router = APIRouter(route_class=LoomRoute)
 
 @router.get(
     "/api/queries/order_summary",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Store: handlers"],
+    operation_id="OrderSummary",
 )
 async def order_summary(
     service: ServiceDep,
@@ -55,8 +57,9 @@ async def order_summary(
 
 @router.get(
     "/api/queries/latest_order",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Store: handlers"],
+    operation_id="LatestOrder",
 )
 async def latest_order(
     service: ServiceDep,
@@ -90,8 +93,9 @@ async def latest_order(
 
 @router.get(
     "/api/queries/problems",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Store: handlers"],
+    operation_id="Problems",
 )
 async def problems(
     service: ServiceDep,
@@ -105,7 +109,12 @@ async def problems(
     return map_list(result, RefusalOut.from_value)
 
 
-@router.get("/api/queries/taxed", responses=PROBLEM_RESPONSES, tags=["Store: handlers"])
+@router.get(
+    "/api/queries/taxed",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Store: handlers"],
+    operation_id="Taxed",
+)
 async def taxed(
     service: ServiceDep,
     product: Annotated[ProductId, Query()],
@@ -121,8 +130,9 @@ async def taxed(
 
 @router.get(
     "/api/queries/matching",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Store: handlers"],
+    operation_id="Matching",
 )
 async def matching(
     service: ServiceDep,
@@ -146,6 +156,7 @@ async def matching(
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Store: handlers"],
+    operation_id="Reprice",
 )
 async def reprice(body: RepriceProductInput, service: ServiceDep) -> MoneyOut:
     """commandHandler Reprice (values_payloads.loom:138): non-transactional: each save commits on its own"""

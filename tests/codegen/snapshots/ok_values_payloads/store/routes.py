@@ -9,6 +9,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
     Page,
@@ -34,7 +35,12 @@ from .schemas import (
 router = APIRouter(route_class=LoomRoute)
 
 
-@router.get("/api/products/{id}", responses=PROBLEM_RESPONSES, tags=["Store: Product"])
+@router.get(
+    "/api/products/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Store: Product"],
+    operation_id="Product_get",
+)
 async def get_product(id: UUID, service: ServiceDep) -> ProductOut:
     """Read one Product (aggregate Product, values_payloads.loom:22)"""
     async with service.autocommit() as work:
@@ -42,7 +48,12 @@ async def get_product(id: UUID, service: ServiceDep) -> ProductOut:
     return ProductOut.from_aggregate(product)
 
 
-@router.get("/api/products", responses=PROBLEM_RESPONSES, tags=["Store: Product"])
+@router.get(
+    "/api/products",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Store: Product"],
+    operation_id="Product_list",
+)
 async def list_products(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -59,6 +70,7 @@ async def list_products(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Store: Product"],
+    operation_id="Product_create",
 )
 async def create_product(
     body: ProductCreateInput,
@@ -87,6 +99,7 @@ async def create_product(
     "/api/products/{id}",
     responses=PROBLEM_RESPONSES,
     tags=["Store: Product"],
+    operation_id="Product_update",
 )
 async def update_product(
     id: UUID,
@@ -125,6 +138,7 @@ async def update_product(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Store: Product"],
+    operation_id="Product_delete",
 )
 async def delete_product(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Product (values_payloads.loom:22)"""
@@ -138,6 +152,7 @@ async def delete_product(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Store: Product"],
+    operation_id="Product_reprice",
 )
 async def product_reprice(
     id: UUID,
@@ -152,7 +167,12 @@ async def product_reprice(
         await products.save(product)
 
 
-@router.get("/api/orders/{id}", responses=PROBLEM_RESPONSES, tags=["Store: Order"])
+@router.get(
+    "/api/orders/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Store: Order"],
+    operation_id="Order_get",
+)
 async def get_order(id: UUID, service: ServiceDep) -> OrderOut:
     """Read one Order (aggregate Order, values_payloads.loom:46)"""
     async with service.autocommit() as work:
@@ -160,7 +180,12 @@ async def get_order(id: UUID, service: ServiceDep) -> OrderOut:
     return OrderOut.from_aggregate(order)
 
 
-@router.get("/api/orders", responses=PROBLEM_RESPONSES, tags=["Store: Order"])
+@router.get(
+    "/api/orders",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Store: Order"],
+    operation_id="Order_list",
+)
 async def list_orders(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -174,8 +199,9 @@ async def list_orders(
 
 @router.get(
     "/api/orders/find/by_customer",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Store: Order"],
+    operation_id="Order_byCustomer",
 )
 async def find_orders_by_customer(
     customer: Annotated[WireText, Query()],

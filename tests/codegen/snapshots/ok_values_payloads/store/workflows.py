@@ -6,7 +6,13 @@ from decimal import Decimal
 from uuid import UUID
 
 from fastapi import APIRouter
-from loom.runtime import PROBLEM_RESPONSES, LoomRoute, ServiceDep, require
+from loom.runtime import (
+    PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
+    LoomRoute,
+    ServiceDep,
+    require,
+)
 
 from .domain import Currency, Money, Order
 from .ids import OrderId
@@ -27,6 +33,7 @@ router = APIRouter(route_class=LoomRoute)
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Store: workflows"],
+    operation_id="PlaceOrder",
 )
 async def place_order(body: PlaceOrderInput, service: ServiceDep) -> OrderId:
     """workflow PlaceOrder (values_payloads.loom:71): non-transactional: each save commits on its own"""
@@ -55,6 +62,7 @@ async def place_order(body: PlaceOrderInput, service: ServiceDep) -> OrderId:
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Store: workflows"],
+    operation_id="quickOrder",
 )
 async def quick_order(body: QuickOrderInput, service: ServiceDep) -> OrderId:
     """workflow quickOrder (values_payloads.loom:85): non-transactional: each save commits on its own"""
@@ -79,6 +87,7 @@ async def quick_order(body: QuickOrderInput, service: ServiceDep) -> OrderId:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Store: workflows"],
+    operation_id="Billing",
 )
 async def billing(body: BillingInput, service: ServiceDep) -> None:
     """workflow Billing (values_payloads.loom:94): non-transactional: each save commits on its own"""
@@ -101,8 +110,9 @@ async def billing(body: BillingInput, service: ServiceDep) -> None:
 
 @router.get(
     "/api/workflows/billing/instances/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Store: workflows"],
+    operation_id="Billing_getInstance",
 )
 async def get_billing_instance(id: UUID, service: ServiceDep) -> BillingInstanceOut:
     """an instance of workflow Billing (values_payloads.loom:94), by its order"""

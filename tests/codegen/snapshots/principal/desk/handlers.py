@@ -5,6 +5,7 @@
 from fastapi import APIRouter
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     LoomRoute,
     ServiceDep,
     current_principal,
@@ -23,6 +24,7 @@ router = APIRouter(route_class=LoomRoute)
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Desk: handlers"],
+    operation_id="Expire",
 )
 async def expire(body: ExpireInput, service: ServiceDep) -> None:
     """commandHandler Expire (principal.loom:74): non-transactional: each save commits on its own"""
@@ -35,6 +37,7 @@ async def expire(body: ExpireInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Desk: handlers"],
+    operation_id="Take",
 )
 async def take(body: TakeInput, service: ServiceDep) -> None:
     """commandHandler Take (principal.loom:77): non-transactional: each save commits on its own"""
@@ -51,7 +54,12 @@ async def take(body: TakeInput, service: ServiceDep) -> None:
         await tickets.save(t)
 
 
-@router.get("/api/queries/my_id", responses=PROBLEM_RESPONSES, tags=["Desk: handlers"])
+@router.get(
+    "/api/queries/my_id",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Desk: handlers"],
+    operation_id="MyId",
+)
 async def my_id(service: ServiceDep) -> str:
     """queryHandler MyId (principal.loom:84): read-only"""
     async with service.autocommit():
@@ -61,8 +69,9 @@ async def my_id(service: ServiceDep) -> str:
 
 @router.get(
     "/api/queries/who_am_i",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Desk: handlers"],
+    operation_id="WhoAmI",
 )
 async def who_am_i(service: ServiceDep) -> MeOut:
     """queryHandler WhoAmI (principal.loom:87): read-only"""

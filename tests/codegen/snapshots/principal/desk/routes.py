@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
     Page,
@@ -31,7 +32,12 @@ from .schemas import (
 router = APIRouter(route_class=LoomRoute)
 
 
-@router.get("/api/tickets/{id}", responses=PROBLEM_RESPONSES, tags=["Desk: Ticket"])
+@router.get(
+    "/api/tickets/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Desk: Ticket"],
+    operation_id="Ticket_get",
+)
 async def get_ticket(id: UUID, service: ServiceDep) -> TicketOut:
     """Read one Ticket (aggregate Ticket, principal.loom:7)"""
     async with service.autocommit() as work:
@@ -39,7 +45,12 @@ async def get_ticket(id: UUID, service: ServiceDep) -> TicketOut:
     return TicketOut.from_aggregate(ticket)
 
 
-@router.get("/api/tickets", responses=PROBLEM_RESPONSES, tags=["Desk: Ticket"])
+@router.get(
+    "/api/tickets",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Desk: Ticket"],
+    operation_id="Ticket_list",
+)
 async def list_tickets(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -56,6 +67,7 @@ async def list_tickets(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
+    operation_id="Ticket_create",
 )
 async def create_ticket(
     body: TicketCreateInput,
@@ -76,7 +88,12 @@ async def create_ticket(
     return TicketOut.from_aggregate(ticket)
 
 
-@router.patch("/api/tickets/{id}", responses=PROBLEM_RESPONSES, tags=["Desk: Ticket"])
+@router.patch(
+    "/api/tickets/{id}",
+    responses=PROBLEM_RESPONSES,
+    tags=["Desk: Ticket"],
+    operation_id="Ticket_update",
+)
 async def update_ticket(
     id: UUID,
     body: TicketUpdateInput,
@@ -113,6 +130,7 @@ async def update_ticket(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
+    operation_id="Ticket_delete",
 )
 async def delete_ticket(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Ticket (principal.loom:7)"""
@@ -126,6 +144,7 @@ async def delete_ticket(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
+    operation_id="Ticket_close",
 )
 async def ticket_close(id: UUID, body: TicketCloseInput, service: ServiceDep) -> None:
     """operation Ticket.close (principal.loom:15)"""
@@ -141,6 +160,7 @@ async def ticket_close(id: UUID, body: TicketCloseInput, service: ServiceDep) ->
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
+    operation_id="Ticket_take",
 )
 async def ticket_take(id: UUID, body: TicketTakeInput, service: ServiceDep) -> None:
     """operation Ticket.take (principal.loom:21)"""
@@ -156,6 +176,7 @@ async def ticket_take(id: UUID, body: TicketTakeInput, service: ServiceDep) -> N
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
+    operation_id="Ticket_assign",
 )
 async def ticket_assign(id: UUID, body: TicketAssignInput, service: ServiceDep) -> None:
     """operation Ticket.assign (principal.loom:26)"""
@@ -171,6 +192,7 @@ async def ticket_assign(id: UUID, body: TicketAssignInput, service: ServiceDep) 
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
+    operation_id="Ticket_watch",
 )
 async def ticket_watch(id: UUID, body: TicketWatchInput, service: ServiceDep) -> None:
     """operation Ticket.watch (principal.loom:30)"""
@@ -186,6 +208,7 @@ async def ticket_watch(id: UUID, body: TicketWatchInput, service: ServiceDep) ->
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
+    operation_id="Ticket_review",
 )
 async def ticket_review(id: UUID, service: ServiceDep) -> None:
     """operation Ticket.review (principal.loom:34)"""
@@ -201,6 +224,7 @@ async def ticket_review(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
+    operation_id="Ticket_archive",
 )
 async def ticket_archive(id: UUID, service: ServiceDep) -> None:
     """operation Ticket.archive (principal.loom:37)"""

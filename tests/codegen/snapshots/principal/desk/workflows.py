@@ -21,6 +21,7 @@ router = APIRouter(route_class=LoomRoute)
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Desk: workflows"],
+    operation_id="OpenTicket",
 )
 async def open_ticket(service: ServiceDep) -> TicketId:
     """workflow OpenTicket (principal.loom:67): non-transactional: each save commits on its own"""

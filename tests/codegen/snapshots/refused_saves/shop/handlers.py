@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 from loom.runtime import (
-    PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     Int64,
     LoomRoute,
     QueryInt64,
@@ -18,7 +18,12 @@ from loom.runtime import (
 router = APIRouter(route_class=LoomRoute)
 
 
-@router.get("/api/queries/sum", responses=PROBLEM_RESPONSES, tags=["Shop: handlers"])
+@router.get(
+    "/api/queries/sum",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Shop: handlers"],
+    operation_id="Sum",
+)
 async def sum(
     service: ServiceDep,
     a: Annotated[QueryInt64, Query()],
@@ -30,7 +35,12 @@ async def sum(
     return result
 
 
-@router.get("/api/queries/rem", responses=PROBLEM_RESPONSES, tags=["Shop: handlers"])
+@router.get(
+    "/api/queries/rem",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Shop: handlers"],
+    operation_id="Rem",
+)
 async def rem(
     service: ServiceDep,
     a: Annotated[QueryInt64, Query()],

@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
     Page,
@@ -37,7 +38,12 @@ from .schemas import (
 router = APIRouter(route_class=LoomRoute)
 
 
-@router.get("/api/evs/{id}", responses=PROBLEM_RESPONSES, tags=["Shop: Ev"])
+@router.get(
+    "/api/evs/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Shop: Ev"],
+    operation_id="Ev_get",
+)
 async def get_ev(id: UUID, service: ServiceDep) -> EvOut:
     """Read one Ev (aggregate Ev, refused_saves.loom:5)"""
     async with service.autocommit() as work:
@@ -45,7 +51,12 @@ async def get_ev(id: UUID, service: ServiceDep) -> EvOut:
     return EvOut.from_aggregate(ev)
 
 
-@router.get("/api/evs", responses=PROBLEM_RESPONSES, tags=["Shop: Ev"])
+@router.get(
+    "/api/evs",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Shop: Ev"],
+    operation_id="Ev_list",
+)
 async def list_evs(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -62,6 +73,7 @@ async def list_evs(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Shop: Ev"],
+    operation_id="Ev_create",
 )
 async def create_ev(
     body: EvCreateInput,
@@ -76,7 +88,12 @@ async def create_ev(
     return EvOut.from_aggregate(ev)
 
 
-@router.patch("/api/evs/{id}", responses=PROBLEM_RESPONSES, tags=["Shop: Ev"])
+@router.patch(
+    "/api/evs/{id}",
+    responses=PROBLEM_RESPONSES,
+    tags=["Shop: Ev"],
+    operation_id="Ev_update",
+)
 async def update_ev(id: UUID, body: EvUpdateInput, service: ServiceDep) -> EvOut:
     """crudish update of Ev (refused_saves.loom:5): the fields the body names"""
     async with service.transaction() as work:
@@ -107,6 +124,7 @@ async def update_ev(id: UUID, body: EvUpdateInput, service: ServiceDep) -> EvOut
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Shop: Ev"],
+    operation_id="Ev_delete",
 )
 async def delete_ev(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Ev (refused_saves.loom:5)"""
@@ -120,6 +138,7 @@ async def delete_ev(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Shop: Ev"],
+    operation_id="Ev_push",
 )
 async def ev_push(id: UUID, body: EvPushInput, service: ServiceDep) -> None:
     """operation Ev.push (refused_saves.loom:14)"""
@@ -135,6 +154,7 @@ async def ev_push(id: UUID, body: EvPushInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Shop: Ev"],
+    operation_id="Ev_bump",
 )
 async def ev_bump(id: UUID, body: EvBumpInput, service: ServiceDep) -> None:
     """operation Ev.bump (refused_saves.loom:15)"""
@@ -150,6 +170,7 @@ async def ev_bump(id: UUID, body: EvBumpInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Shop: Ev"],
+    operation_id="Ev_announce",
 )
 async def ev_announce(id: UUID, body: EvAnnounceInput, service: ServiceDep) -> None:
     """operation Ev.announce (refused_saves.loom:16)"""
@@ -160,7 +181,12 @@ async def ev_announce(id: UUID, body: EvAnnounceInput, service: ServiceDep) -> N
         await evs.save(ev)
 
 
-@router.get("/api/counters/{id}", responses=PROBLEM_RESPONSES, tags=["Shop: Counter"])
+@router.get(
+    "/api/counters/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Shop: Counter"],
+    operation_id="Counter_get",
+)
 async def get_counter(id: UUID, service: ServiceDep) -> CounterOut:
     """Read one Counter (aggregate Counter, refused_saves.loom:20)"""
     async with service.autocommit() as work:
@@ -168,7 +194,12 @@ async def get_counter(id: UUID, service: ServiceDep) -> CounterOut:
     return CounterOut.from_aggregate(counter)
 
 
-@router.get("/api/counters", responses=PROBLEM_RESPONSES, tags=["Shop: Counter"])
+@router.get(
+    "/api/counters",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Shop: Counter"],
+    operation_id="Counter_list",
+)
 async def list_counters(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -185,6 +216,7 @@ async def list_counters(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Shop: Counter"],
+    operation_id="Counter_create",
 )
 async def create_counter(
     body: CounterCreateInput,
@@ -199,7 +231,12 @@ async def create_counter(
     return CounterOut.from_aggregate(counter)
 
 
-@router.patch("/api/counters/{id}", responses=PROBLEM_RESPONSES, tags=["Shop: Counter"])
+@router.patch(
+    "/api/counters/{id}",
+    responses=PROBLEM_RESPONSES,
+    tags=["Shop: Counter"],
+    operation_id="Counter_update",
+)
 async def update_counter(
     id: UUID,
     body: CounterUpdateInput,
@@ -222,6 +259,7 @@ async def update_counter(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Shop: Counter"],
+    operation_id="Counter_delete",
 )
 async def delete_counter(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Counter (refused_saves.loom:20)"""
@@ -235,6 +273,7 @@ async def delete_counter(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Shop: Counter"],
+    operation_id="Counter_add",
 )
 async def counter_add(id: UUID, body: CounterAddInput, service: ServiceDep) -> None:
     """operation Counter.add (refused_saves.loom:22)"""
@@ -245,7 +284,12 @@ async def counter_add(id: UUID, body: CounterAddInput, service: ServiceDep) -> N
         await counters.save(counter)
 
 
-@router.get("/api/shares/{id}", responses=PROBLEM_RESPONSES, tags=["Shop: Share"])
+@router.get(
+    "/api/shares/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Shop: Share"],
+    operation_id="Share_get",
+)
 async def get_share(id: UUID, service: ServiceDep) -> ShareOut:
     """Read one Share (aggregate Share, refused_saves.loom:26)"""
     async with service.autocommit() as work:
@@ -253,7 +297,12 @@ async def get_share(id: UUID, service: ServiceDep) -> ShareOut:
     return ShareOut.from_aggregate(share)
 
 
-@router.get("/api/shares", responses=PROBLEM_RESPONSES, tags=["Shop: Share"])
+@router.get(
+    "/api/shares",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Shop: Share"],
+    operation_id="Share_list",
+)
 async def list_shares(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -270,6 +319,7 @@ async def list_shares(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Shop: Share"],
+    operation_id="Share_create",
 )
 async def create_share(
     body: ShareCreateInput,
@@ -284,7 +334,12 @@ async def create_share(
     return ShareOut.from_aggregate(share)
 
 
-@router.patch("/api/shares/{id}", responses=PROBLEM_RESPONSES, tags=["Shop: Share"])
+@router.patch(
+    "/api/shares/{id}",
+    responses=PROBLEM_RESPONSES,
+    tags=["Shop: Share"],
+    operation_id="Share_update",
+)
 async def update_share(
     id: UUID,
     body: ShareUpdateInput,
@@ -307,6 +362,7 @@ async def update_share(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Shop: Share"],
+    operation_id="Share_delete",
 )
 async def delete_share(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Share (refused_saves.loom:26)"""

@@ -16,6 +16,7 @@ router = APIRouter(route_class=LoomRoute)
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Shop: workflows"],
+    operation_id="count",
 )
 async def count(body: CountInput, service: ServiceDep) -> Int64:
     """workflow count (refused_saves.loom:38): transactional, all-or-nothing"""

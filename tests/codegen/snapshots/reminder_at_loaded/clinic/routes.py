@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
     Page,
@@ -30,8 +31,9 @@ router = APIRouter(route_class=LoomRoute)
 
 @router.get(
     "/api/appointments/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Clinic: Appointment"],
+    operation_id="Appointment_get",
 )
 async def get_appointment(id: UUID, service: ServiceDep) -> AppointmentOut:
     """Read one Appointment (aggregate Appointment, reminder_at_loaded.loom:7)"""
@@ -42,8 +44,9 @@ async def get_appointment(id: UUID, service: ServiceDep) -> AppointmentOut:
 
 @router.get(
     "/api/appointments",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Clinic: Appointment"],
+    operation_id="Appointment_list",
 )
 async def list_appointments(
     service: ServiceDep,
@@ -61,6 +64,7 @@ async def list_appointments(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Clinic: Appointment"],
+    operation_id="Appointment_create",
 )
 async def create_appointment(
     body: AppointmentCreateInput,
@@ -83,6 +87,7 @@ async def create_appointment(
     "/api/appointments/{id}",
     responses=PROBLEM_RESPONSES,
     tags=["Clinic: Appointment"],
+    operation_id="Appointment_update",
 )
 async def update_appointment(
     id: UUID,
@@ -114,6 +119,7 @@ async def update_appointment(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Clinic: Appointment"],
+    operation_id="Appointment_delete",
 )
 async def delete_appointment(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Appointment (reminder_at_loaded.loom:7)"""
@@ -127,6 +133,7 @@ async def delete_appointment(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Clinic: Appointment"],
+    operation_id="Appointment_reschedule",
 )
 async def appointment_reschedule(
     id: UUID,
@@ -146,6 +153,7 @@ async def appointment_reschedule(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Clinic: Appointment"],
+    operation_id="Appointment_remind",
 )
 async def appointment_remind(id: UUID, service: ServiceDep) -> None:
     """operation Appointment.remind (reminder_at_loaded.loom:19)"""

@@ -3,10 +3,15 @@
 # Wire models of context Clinic.
 
 from collections.abc import Sequence
-from datetime import datetime
-from typing import Literal, Self
+from typing import Self
 
-from loom.runtime import Int64, JsonInt64, WireText, instance_version
+from loom.runtime import (
+    InstanceTimeoutOut,
+    Int64,
+    JsonInt64,
+    WireText,
+    instance_version,
+)
 from loom.runtime.processes import PendingTimeout
 from loom.runtime.times import DatetimeOut, WireDatetime
 from pydantic import BaseModel, ConfigDict, Field
@@ -72,17 +77,6 @@ class ReminderInput(BaseModel):
     appointment: AppointmentId
 
 
-class PendingTimeoutOut(BaseModel):
-    """A timeout of an instance that has not fired: armed, or dead-lettered until redriven."""
-
-    model_config = ConfigDict(from_attributes=True)  # read off a runtime PendingTimeout
-
-    name: str
-    due_at: datetime = Field(serialization_alias="dueAt")
-    status: Literal["armed", "dead"]
-    attempts: int
-
-
 class ReminderInstanceOut(BaseModel):
     """an instance of workflow Reminder as the API answers it (reminder_at_loaded.loom:26)"""
 
@@ -93,7 +87,7 @@ class ReminderInstanceOut(BaseModel):
     episode: Int64
     started_at: DatetimeOut | None = Field(serialization_alias="startedAt")
     ended_at: DatetimeOut | None = Field(serialization_alias="endedAt")
-    timeouts: list[PendingTimeoutOut]
+    timeouts: list[InstanceTimeoutOut]
 
     @classmethod
     def from_state(
@@ -110,5 +104,5 @@ class ReminderInstanceOut(BaseModel):
             episode=state.episode,
             started_at=state.started_at,
             ended_at=state.ended_at,
-            timeouts=[PendingTimeoutOut.model_validate(t) for t in timeouts],
+            timeouts=[InstanceTimeoutOut.model_validate(t) for t in timeouts],
         )

@@ -5,7 +5,14 @@
 from uuid import UUID
 
 from fastapi import APIRouter
-from loom.runtime import PROBLEM_RESPONSES, Episode, LoomRoute, ServiceDep, now
+from loom.runtime import (
+    PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
+    Episode,
+    LoomRoute,
+    ServiceDep,
+    now,
+)
 from loom.runtime.processes import Timeout
 
 from .repositories import Appointments, ReminderInstances
@@ -21,6 +28,7 @@ router = APIRouter(route_class=LoomRoute)
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Clinic: workflows"],
+    operation_id="Reminder",
 )
 async def reminder(body: ReminderInput, service: ServiceDep) -> None:
     """workflow Reminder (reminder_at_loaded.loom:26): a process step: one transaction with its timers, like its reactions"""
@@ -43,8 +51,9 @@ async def reminder(body: ReminderInput, service: ServiceDep) -> None:
 
 @router.get(
     "/api/workflows/reminder/instances/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Clinic: workflows"],
+    operation_id="Reminder_getInstance",
 )
 async def get_reminder_instance(id: UUID, service: ServiceDep) -> ReminderInstanceOut:
     """an instance of workflow Reminder (reminder_at_loaded.loom:26), by its appointment"""
@@ -56,8 +65,9 @@ async def get_reminder_instance(id: UUID, service: ServiceDep) -> ReminderInstan
 
 @router.get(
     "/api/workflows/reminder/instances/{id}/episodes",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Clinic: workflows"],
+    operation_id="Reminder_listEpisodes",
 )
 async def get_reminder_episodes(id: UUID, service: ServiceDep) -> list[Episode]:
     """the episodes of an instance of workflow Reminder (reminder_at_loaded.loom:26), oldest first"""

@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
@@ -28,8 +29,9 @@ router = APIRouter(route_class=LoomRoute)
 
 @router.get(
     "/api/customers/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Sales: Customer"],
+    operation_id="Customer_get",
 )
 async def get_customer(id: UUID, service: ServiceDep) -> CustomerOut:
     """Read one Customer (aggregate Customer, sales.loom:5)"""
@@ -38,7 +40,12 @@ async def get_customer(id: UUID, service: ServiceDep) -> CustomerOut:
     return CustomerOut.from_aggregate(customer)
 
 
-@router.get("/api/customers", responses=PROBLEM_RESPONSES, tags=["Sales: Customer"])
+@router.get(
+    "/api/customers",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Sales: Customer"],
+    operation_id="Customer_list",
+)
 async def list_customers(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -55,6 +62,7 @@ async def list_customers(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Sales: Customer"],
+    operation_id="Customer_deductCredit",
 )
 async def customer_deduct_credit(
     id: UUID,
@@ -74,6 +82,7 @@ async def customer_deduct_credit(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Sales: Customer"],
+    operation_id="Customer_addCredit",
 )
 async def customer_add_credit(
     id: UUID,
@@ -88,7 +97,12 @@ async def customer_add_credit(
         await customers.save(customer)
 
 
-@router.get("/api/orders/{id}", responses=PROBLEM_RESPONSES, tags=["Sales: Order"])
+@router.get(
+    "/api/orders/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Sales: Order"],
+    operation_id="Order_get",
+)
 async def get_order(id: UUID, service: ServiceDep) -> OrderOut:
     """Read one Order (aggregate Order, sales.loom:23)"""
     async with service.autocommit() as work:
@@ -96,7 +110,12 @@ async def get_order(id: UUID, service: ServiceDep) -> OrderOut:
     return OrderOut.from_aggregate(order)
 
 
-@router.get("/api/orders", responses=PROBLEM_RESPONSES, tags=["Sales: Order"])
+@router.get(
+    "/api/orders",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Sales: Order"],
+    operation_id="Order_list",
+)
 async def list_orders(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,

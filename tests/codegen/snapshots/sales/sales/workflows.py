@@ -18,6 +18,7 @@ router = APIRouter(route_class=LoomRoute)
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Sales: workflows"],
+    operation_id="placeOrder",
 )
 async def place_order(body: PlaceOrderInput, service: ServiceDep) -> None:
     """workflow placeOrder (sales.loom:35): non-transactional: each save commits on its own"""
@@ -40,6 +41,7 @@ async def place_order(body: PlaceOrderInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Sales: workflows"],
+    operation_id="transferCredit",
 )
 async def transfer_credit(body: TransferCreditInput, service: ServiceDep) -> None:
     """workflow transferCredit (sales.loom:48): transactional, all-or-nothing"""
@@ -64,6 +66,7 @@ async def transfer_credit(body: TransferCreditInput, service: ServiceDep) -> Non
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Sales: workflows"],
+    operation_id="registerCustomer",
 )
 async def register_customer(
     body: RegisterCustomerInput,

@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
@@ -23,8 +24,9 @@ router = APIRouter(route_class=LoomRoute)
 
 @router.get(
     "/api/appointments/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Scheduling: Appointment"],
+    operation_id="Appointment_get",
 )
 async def get_appointment(id: UUID, service: ServiceDep) -> AppointmentOut:
     """Read one Appointment (aggregate Appointment, scheduling.loom:36)"""
@@ -35,8 +37,9 @@ async def get_appointment(id: UUID, service: ServiceDep) -> AppointmentOut:
 
 @router.get(
     "/api/appointments",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Scheduling: Appointment"],
+    operation_id="Appointment_list",
 )
 async def list_appointments(
     service: ServiceDep,
@@ -54,6 +57,7 @@ async def list_appointments(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Scheduling: Appointment"],
+    operation_id="Appointment_confirm",
 )
 async def appointment_confirm(id: UUID, service: ServiceDep) -> None:
     """operation Appointment.confirm (scheduling.loom:46)"""
@@ -69,6 +73,7 @@ async def appointment_confirm(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Scheduling: Appointment"],
+    operation_id="Appointment_payDeposit",
 )
 async def appointment_pay_deposit(id: UUID, service: ServiceDep) -> None:
     """operation Appointment.payDeposit (scheduling.loom:55)"""
@@ -84,6 +89,7 @@ async def appointment_pay_deposit(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Scheduling: Appointment"],
+    operation_id="Appointment_cancel",
 )
 async def appointment_cancel(
     id: UUID,

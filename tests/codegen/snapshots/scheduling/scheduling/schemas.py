@@ -3,10 +3,9 @@
 # Wire models of context Scheduling.
 
 from collections.abc import Sequence
-from datetime import datetime
-from typing import Literal, Self
+from typing import Self
 
-from loom.runtime import Int64, WireText, instance_version
+from loom.runtime import InstanceTimeoutOut, Int64, WireText, instance_version
 from loom.runtime.processes import PendingTimeout
 from loom.runtime.times import DatetimeOut, WireDatetime
 from pydantic import BaseModel, ConfigDict, Field
@@ -90,17 +89,6 @@ class ReminderInput(BaseModel):
     at: WireDatetime
 
 
-class PendingTimeoutOut(BaseModel):
-    """A timeout of an instance that has not fired: armed, or dead-lettered until redriven."""
-
-    model_config = ConfigDict(from_attributes=True)  # read off a runtime PendingTimeout
-
-    name: str
-    due_at: datetime = Field(serialization_alias="dueAt")
-    status: Literal["armed", "dead"]
-    attempts: int
-
-
 class ConfirmationDeadlineInstanceOut(BaseModel):
     """an instance of workflow ConfirmationDeadline as the API answers it (scheduling.loom:96)"""
 
@@ -110,7 +98,7 @@ class ConfirmationDeadlineInstanceOut(BaseModel):
     episode: Int64
     started_at: DatetimeOut | None = Field(serialization_alias="startedAt")
     ended_at: DatetimeOut | None = Field(serialization_alias="endedAt")
-    timeouts: list[PendingTimeoutOut]
+    timeouts: list[InstanceTimeoutOut]
 
     @classmethod
     def from_state(
@@ -126,7 +114,7 @@ class ConfirmationDeadlineInstanceOut(BaseModel):
             episode=state.episode,
             started_at=state.started_at,
             ended_at=state.ended_at,
-            timeouts=[PendingTimeoutOut.model_validate(t) for t in timeouts],
+            timeouts=[InstanceTimeoutOut.model_validate(t) for t in timeouts],
         )
 
 
@@ -139,7 +127,7 @@ class DepositHoldInstanceOut(BaseModel):
     episode: Int64
     started_at: DatetimeOut | None = Field(serialization_alias="startedAt")
     ended_at: DatetimeOut | None = Field(serialization_alias="endedAt")
-    timeouts: list[PendingTimeoutOut]
+    timeouts: list[InstanceTimeoutOut]
 
     @classmethod
     def from_state(
@@ -155,7 +143,7 @@ class DepositHoldInstanceOut(BaseModel):
             episode=state.episode,
             started_at=state.started_at,
             ended_at=state.ended_at,
-            timeouts=[PendingTimeoutOut.model_validate(t) for t in timeouts],
+            timeouts=[InstanceTimeoutOut.model_validate(t) for t in timeouts],
         )
 
 
@@ -169,7 +157,7 @@ class ReminderInstanceOut(BaseModel):
     episode: Int64
     started_at: DatetimeOut | None = Field(serialization_alias="startedAt")
     ended_at: DatetimeOut | None = Field(serialization_alias="endedAt")
-    timeouts: list[PendingTimeoutOut]
+    timeouts: list[InstanceTimeoutOut]
 
     @classmethod
     def from_state(
@@ -186,5 +174,5 @@ class ReminderInstanceOut(BaseModel):
             episode=state.episode,
             started_at=state.started_at,
             ended_at=state.ended_at,
-            timeouts=[PendingTimeoutOut.model_validate(t) for t in timeouts],
+            timeouts=[InstanceTimeoutOut.model_validate(t) for t in timeouts],
         )

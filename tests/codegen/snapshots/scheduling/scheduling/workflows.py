@@ -7,6 +7,7 @@ from uuid import UUID
 from fastapi import APIRouter
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     Episode,
     LoomRoute,
     ServiceDep,
@@ -44,6 +45,7 @@ router = APIRouter(route_class=LoomRoute)
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Scheduling: workflows"],
+    operation_id="requestAppointment",
 )
 async def request_appointment(
     body: RequestAppointmentInput,
@@ -79,6 +81,7 @@ async def request_appointment(
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Scheduling: workflows"],
+    operation_id="holdSlot",
 )
 async def hold_slot(body: HoldSlotInput, service: ServiceDep) -> AppointmentId:
     """workflow holdSlot (scheduling.loom:83): non-transactional: each save commits on its own"""
@@ -108,6 +111,7 @@ async def hold_slot(body: HoldSlotInput, service: ServiceDep) -> AppointmentId:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Scheduling: workflows"],
+    operation_id="Reminder",
 )
 async def reminder(body: ReminderInput, service: ServiceDep) -> None:
     """workflow Reminder (scheduling.loom:134): a process step: one transaction with its timers, like its reactions"""
@@ -136,8 +140,9 @@ async def reminder(body: ReminderInput, service: ServiceDep) -> None:
 
 @router.get(
     "/api/workflows/confirmation_deadline/instances/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Scheduling: workflows"],
+    operation_id="ConfirmationDeadline_getInstance",
 )
 async def get_confirmation_deadline_instance(
     id: UUID,
@@ -156,8 +161,9 @@ async def get_confirmation_deadline_instance(
 
 @router.get(
     "/api/workflows/confirmation_deadline/instances/{id}/episodes",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Scheduling: workflows"],
+    operation_id="ConfirmationDeadline_listEpisodes",
 )
 async def get_confirmation_deadline_episodes(
     id: UUID,
@@ -170,8 +176,9 @@ async def get_confirmation_deadline_episodes(
 
 @router.get(
     "/api/workflows/deposit_hold/instances/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Scheduling: workflows"],
+    operation_id="DepositHold_getInstance",
 )
 async def get_deposit_hold_instance(
     id: UUID,
@@ -186,8 +193,9 @@ async def get_deposit_hold_instance(
 
 @router.get(
     "/api/workflows/deposit_hold/instances/{id}/episodes",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Scheduling: workflows"],
+    operation_id="DepositHold_listEpisodes",
 )
 async def get_deposit_hold_episodes(id: UUID, service: ServiceDep) -> list[Episode]:
     """the episodes of an instance of workflow DepositHold (scheduling.loom:116), oldest first"""
@@ -197,8 +205,9 @@ async def get_deposit_hold_episodes(id: UUID, service: ServiceDep) -> list[Episo
 
 @router.get(
     "/api/workflows/reminder/instances/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Scheduling: workflows"],
+    operation_id="Reminder_getInstance",
 )
 async def get_reminder_instance(id: UUID, service: ServiceDep) -> ReminderInstanceOut:
     """an instance of workflow Reminder (scheduling.loom:134), by its appointment"""
@@ -210,8 +219,9 @@ async def get_reminder_instance(id: UUID, service: ServiceDep) -> ReminderInstan
 
 @router.get(
     "/api/workflows/reminder/instances/{id}/episodes",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Scheduling: workflows"],
+    operation_id="Reminder_listEpisodes",
 )
 async def get_reminder_episodes(id: UUID, service: ServiceDep) -> list[Episode]:
     """the episodes of an instance of workflow Reminder (scheduling.loom:134), oldest first"""

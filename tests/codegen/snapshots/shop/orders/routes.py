@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
     Page,
@@ -23,7 +24,12 @@ from .schemas import OrderCreateInput, OrderOut, OrderUpdateInput
 router = APIRouter(route_class=LoomRoute)
 
 
-@router.get("/api/orders/{id}", responses=PROBLEM_RESPONSES, tags=["Orders: Order"])
+@router.get(
+    "/api/orders/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Orders: Order"],
+    operation_id="Order_get",
+)
 async def get_order(id: UUID, service: ServiceDep) -> OrderOut:
     """Read one Order (aggregate Order, shop.loom:29)"""
     async with service.autocommit() as work:
@@ -31,7 +37,12 @@ async def get_order(id: UUID, service: ServiceDep) -> OrderOut:
     return OrderOut.from_aggregate(order)
 
 
-@router.get("/api/orders", responses=PROBLEM_RESPONSES, tags=["Orders: Order"])
+@router.get(
+    "/api/orders",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Orders: Order"],
+    operation_id="Order_list",
+)
 async def list_orders(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -48,6 +59,7 @@ async def list_orders(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Orders: Order"],
+    operation_id="Order_create",
 )
 async def create_order(
     body: OrderCreateInput,
@@ -67,7 +79,12 @@ async def create_order(
     return OrderOut.from_aggregate(order)
 
 
-@router.patch("/api/orders/{id}", responses=PROBLEM_RESPONSES, tags=["Orders: Order"])
+@router.patch(
+    "/api/orders/{id}",
+    responses=PROBLEM_RESPONSES,
+    tags=["Orders: Order"],
+    operation_id="Order_update",
+)
 async def update_order(
     id: UUID,
     body: OrderUpdateInput,
@@ -106,6 +123,7 @@ async def update_order(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Orders: Order"],
+    operation_id="Order_delete",
 )
 async def delete_order(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Order (shop.loom:29)"""

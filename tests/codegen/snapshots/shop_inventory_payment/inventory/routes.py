@@ -7,7 +7,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, Query
 from loom.runtime import (
-    PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
@@ -23,8 +23,9 @@ router = APIRouter(route_class=LoomRoute)
 
 @router.get(
     "/api/reservations/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Inventory: Reservation"],
+    operation_id="Reservation_get",
 )
 async def get_reservation(id: UUID, service: ServiceDep) -> ReservationOut:
     """Read one Reservation (aggregate Reservation, shop.loom:111)"""
@@ -35,8 +36,9 @@ async def get_reservation(id: UUID, service: ServiceDep) -> ReservationOut:
 
 @router.get(
     "/api/reservations",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Inventory: Reservation"],
+    operation_id="Reservation_list",
 )
 async def list_reservations(
     service: ServiceDep,

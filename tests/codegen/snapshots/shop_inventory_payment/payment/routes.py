@@ -7,7 +7,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, Query
 from loom.runtime import (
-    PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
@@ -21,7 +21,12 @@ from .schemas import ChargeOut
 router = APIRouter(route_class=LoomRoute)
 
 
-@router.get("/api/charges/{id}", responses=PROBLEM_RESPONSES, tags=["Payment: Charge"])
+@router.get(
+    "/api/charges/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Payment: Charge"],
+    operation_id="Charge_get",
+)
 async def get_charge(id: UUID, service: ServiceDep) -> ChargeOut:
     """Read one Charge (aggregate Charge, shop.loom:151)"""
     async with service.autocommit() as work:
@@ -29,7 +34,12 @@ async def get_charge(id: UUID, service: ServiceDep) -> ChargeOut:
     return ChargeOut.from_aggregate(charge)
 
 
-@router.get("/api/charges", responses=PROBLEM_RESPONSES, tags=["Payment: Charge"])
+@router.get(
+    "/api/charges",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Payment: Charge"],
+    operation_id="Charge_list",
+)
 async def list_charges(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,

@@ -7,7 +7,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, Query
 from loom.runtime import (
-    PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
@@ -23,8 +23,9 @@ router = APIRouter(route_class=LoomRoute)
 
 @router.get(
     "/api/projections/order_progress/{key}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Orders: projections"],
+    operation_id="OrderProgress_get",
 )
 async def get_order_progress(key: UUID, service: ServiceDep) -> OrderProgressOut:
     """Read the row of projection OrderProgress keyed by its order (shop.loom:87)"""
@@ -35,8 +36,9 @@ async def get_order_progress(key: UUID, service: ServiceDep) -> OrderProgressOut
 
 @router.get(
     "/api/projections/order_progress",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Orders: projections"],
+    operation_id="OrderProgress_list",
 )
 async def list_order_progress(
     service: ServiceDep,

@@ -5,7 +5,13 @@
 from uuid import UUID
 
 from fastapi import APIRouter
-from loom.runtime import PROBLEM_RESPONSES, Episode, LoomRoute, ServiceDep
+from loom.runtime import (
+    PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
+    Episode,
+    LoomRoute,
+    ServiceDep,
+)
 
 from .domain import Order, OrderPlaced, OrderStatus
 from .ids import OrderId
@@ -22,6 +28,7 @@ router = APIRouter(route_class=LoomRoute)
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Orders: workflows"],
+    operation_id="placeOrder",
 )
 async def place_order(body: PlaceOrderInput, service: ServiceDep) -> OrderId:
     """workflow placeOrder (shop.loom:41): non-transactional: each save commits on its own"""
@@ -53,8 +60,9 @@ async def place_order(body: PlaceOrderInput, service: ServiceDep) -> OrderId:
 
 @router.get(
     "/api/workflows/payment_deadline/instances/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Orders: workflows"],
+    operation_id="PaymentDeadline_getInstance",
 )
 async def get_payment_deadline_instance(
     id: UUID,
@@ -73,8 +81,9 @@ async def get_payment_deadline_instance(
 
 @router.get(
     "/api/workflows/payment_deadline/instances/{id}/episodes",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Orders: workflows"],
+    operation_id="PaymentDeadline_listEpisodes",
 )
 async def get_payment_deadline_episodes(id: UUID, service: ServiceDep) -> list[Episode]:
     """the episodes of an instance of workflow PaymentDeadline (shop.loom:63), oldest first"""

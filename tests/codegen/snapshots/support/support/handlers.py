@@ -7,6 +7,7 @@ from typing import Annotated, cast
 from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     LoomRoute,
     ServiceDep,
     WireText,
@@ -40,6 +41,7 @@ router = APIRouter(route_class=LoomRoute)
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="EscalateOpen",
 )
 async def escalate_open(body: EscalateOpenInput, service: ServiceDep) -> None:
     """commandHandler EscalateOpen (support.loom:88): non-transactional: each save commits on its own"""
@@ -58,6 +60,7 @@ async def escalate_open(body: EscalateOpenInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="CloseTicket",
 )
 async def close_ticket(body: CloseTicketInput, service: ServiceDep) -> None:
     """commandHandler CloseTicket (support.loom:92): non-transactional: each save commits on its own"""
@@ -73,6 +76,7 @@ async def close_ticket(body: CloseTicketInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="CloseIfPresent",
 )
 async def close_if_present(body: CloseIfPresentInput, service: ServiceDep) -> None:
     """commandHandler CloseIfPresent (support.loom:97): non-transactional: each save commits on its own"""
@@ -91,6 +95,7 @@ async def close_if_present(body: CloseIfPresentInput, service: ServiceDep) -> No
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="CloseByCode",
 )
 async def close_by_code(body: CloseByCodeInput, service: ServiceDep) -> TicketId:
     """commandHandler CloseByCode (support.loom:101): non-transactional: each save commits on its own"""
@@ -108,6 +113,7 @@ async def close_by_code(body: CloseByCodeInput, service: ServiceDep) -> TicketId
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="EscalatePair",
 )
 async def escalate_pair(body: EscalatePairInput, service: ServiceDep) -> None:
     """commandHandler EscalatePair (support.loom:107): transactional"""
@@ -131,6 +137,7 @@ async def escalate_pair(body: EscalatePairInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="Assign",
 )
 async def assign(body: AssignInput, service: ServiceDep) -> None:
     """commandHandler Assign (support.loom:114): transactional"""
@@ -153,6 +160,7 @@ async def assign(body: AssignInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="Notify",
 )
 async def notify(body: NotifyInput, service: ServiceDep) -> None:
     """commandHandler Notify (support.loom:124): non-transactional: each save commits on its own"""
@@ -174,6 +182,7 @@ async def notify(body: NotifyInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="Purge",
 )
 async def purge(body: PurgeInput, service: ServiceDep) -> None:
     """commandHandler Purge (support.loom:128): non-transactional: each save commits on its own"""
@@ -185,8 +194,9 @@ async def purge(body: PurgeInput, service: ServiceDep) -> None:
 
 @router.get(
     "/api/queries/due_tickets",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="DueTickets",
 )
 async def due_tickets(
     service: ServiceDep,
@@ -202,8 +212,9 @@ async def due_tickets(
 
 @router.get(
     "/api/queries/tickets_of",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="TicketsOf",
 )
 async def tickets_of(
     service: ServiceDep,
@@ -219,8 +230,9 @@ async def tickets_of(
 
 @router.get(
     "/api/queries/has_slack",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="HasSlack",
 )
 async def has_slack(
     service: ServiceDep,
@@ -237,8 +249,9 @@ async def has_slack(
 
 @router.get(
     "/api/queries/team_of",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="TeamOf",
 )
 async def team_of(
     service: ServiceDep,
@@ -255,8 +268,9 @@ async def team_of(
 
 @router.get(
     "/api/queries/idle_agents",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="IdleAgents",
 )
 async def idle_agents(service: ServiceDep) -> list[AgentOut]:
     """queryHandler IdleAgents (support.loom:155): read-only"""
@@ -269,8 +283,9 @@ async def idle_agents(service: ServiceDep) -> list[AgentOut]:
 
 @router.get(
     "/api/queries/echo",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Support: handlers"],
+    operation_id="Echo",
 )
 async def echo(
     service: ServiceDep,

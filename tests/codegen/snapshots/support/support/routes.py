@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
     Page,
@@ -34,7 +35,12 @@ from .schemas import (
 router = APIRouter(route_class=LoomRoute)
 
 
-@router.get("/api/tickets/{id}", responses=PROBLEM_RESPONSES, tags=["Support: Ticket"])
+@router.get(
+    "/api/tickets/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Support: Ticket"],
+    operation_id="Ticket_get",
+)
 async def get_ticket(id: UUID, service: ServiceDep) -> TicketOut:
     """Read one Ticket (aggregate Ticket, support.loom:15)"""
     async with service.autocommit() as work:
@@ -42,7 +48,12 @@ async def get_ticket(id: UUID, service: ServiceDep) -> TicketOut:
     return TicketOut.from_aggregate(ticket)
 
 
-@router.get("/api/tickets", responses=PROBLEM_RESPONSES, tags=["Support: Ticket"])
+@router.get(
+    "/api/tickets",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Support: Ticket"],
+    operation_id="Ticket_list",
+)
 async def list_tickets(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -56,8 +67,9 @@ async def list_tickets(
 
 @router.get(
     "/api/tickets/find/by_customer",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
+    operation_id="Ticket_byCustomer",
 )
 async def find_tickets_by_customer(
     customer: Annotated[WireText, Query()],
@@ -74,6 +86,7 @@ async def find_tickets_by_customer(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
+    operation_id="Ticket_create",
 )
 async def create_ticket(
     body: TicketCreateInput,
@@ -96,6 +109,7 @@ async def create_ticket(
     "/api/tickets/{id}",
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
+    operation_id="Ticket_update",
 )
 async def update_ticket(
     id: UUID,
@@ -138,6 +152,7 @@ async def update_ticket(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
+    operation_id="Ticket_delete",
 )
 async def delete_ticket(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Ticket (support.loom:15)"""
@@ -151,6 +166,7 @@ async def delete_ticket(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
+    operation_id="Ticket_flagBreached",
 )
 async def ticket_flag_breached(id: UUID, service: ServiceDep) -> None:
     """operation Ticket.flagBreached (support.loom:36)"""
@@ -166,6 +182,7 @@ async def ticket_flag_breached(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
+    operation_id="Ticket_escalate",
 )
 async def ticket_escalate(id: UUID, service: ServiceDep) -> None:
     """operation Ticket.escalate (support.loom:40)"""
@@ -181,6 +198,7 @@ async def ticket_escalate(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
+    operation_id="Ticket_close",
 )
 async def ticket_close(id: UUID, service: ServiceDep) -> None:
     """operation Ticket.close (support.loom:41)"""
@@ -196,6 +214,7 @@ async def ticket_close(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
+    operation_id="Ticket_reopen",
 )
 async def ticket_reopen(id: UUID, body: TicketReopenInput, service: ServiceDep) -> None:
     """operation Ticket.reopen (support.loom:42)"""
@@ -211,6 +230,7 @@ async def ticket_reopen(id: UUID, body: TicketReopenInput, service: ServiceDep) 
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: Ticket"],
+    operation_id="Ticket_notify",
 )
 async def ticket_notify(id: UUID, body: TicketNotifyInput, service: ServiceDep) -> None:
     """extern operation Ticket.notify (support.loom:49)"""
@@ -224,7 +244,12 @@ async def ticket_notify(id: UUID, body: TicketNotifyInput, service: ServiceDep) 
         await tickets.save(ticket)
 
 
-@router.get("/api/agents/{id}", responses=PROBLEM_RESPONSES, tags=["Support: Agent"])
+@router.get(
+    "/api/agents/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Support: Agent"],
+    operation_id="Agent_get",
+)
 async def get_agent(id: UUID, service: ServiceDep) -> AgentOut:
     """Read one Agent (aggregate Agent, support.loom:52)"""
     async with service.autocommit() as work:
@@ -232,7 +257,12 @@ async def get_agent(id: UUID, service: ServiceDep) -> AgentOut:
     return AgentOut.from_aggregate(agent)
 
 
-@router.get("/api/agents", responses=PROBLEM_RESPONSES, tags=["Support: Agent"])
+@router.get(
+    "/api/agents",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Support: Agent"],
+    operation_id="Agent_list",
+)
 async def list_agents(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -246,8 +276,9 @@ async def list_agents(
 
 @router.get(
     "/api/agents/find/by_handle",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Support: Agent"],
+    operation_id="Agent_byHandle",
 )
 async def find_agents_by_handle(
     handle: Annotated[WireText, Query()],
@@ -266,6 +297,7 @@ async def find_agents_by_handle(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: Agent"],
+    operation_id="Agent_take",
 )
 async def agent_take(id: UUID, service: ServiceDep) -> None:
     """operation Agent.take (support.loom:59)"""
@@ -281,6 +313,7 @@ async def agent_take(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: Agent"],
+    operation_id="Agent_join",
 )
 async def agent_join(id: UUID, body: AgentJoinInput, service: ServiceDep) -> None:
     """operation Agent.join (support.loom:60)"""

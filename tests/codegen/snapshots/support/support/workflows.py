@@ -6,7 +6,14 @@ from typing import cast
 from uuid import UUID
 
 from fastapi import APIRouter
-from loom.runtime import PROBLEM_RESPONSES, Int64, LoomRoute, ServiceDep, require
+from loom.runtime import (
+    PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
+    Int64,
+    LoomRoute,
+    ServiceDep,
+    require,
+)
 
 from .domain import Agent, Charged, LedgerState, Ticket
 from .externs import TicketExterns
@@ -55,6 +62,7 @@ def ledger_apply_charged(state: LedgerState, e: Charged) -> None:
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
+    operation_id="hireAgent",
 )
 async def hire_agent(body: HireAgentInput, service: ServiceDep) -> AgentId:
     """workflow hireAgent (support.loom:166): non-transactional: each save commits on its own"""
@@ -71,6 +79,7 @@ async def hire_agent(body: HireAgentInput, service: ServiceDep) -> AgentId:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
+    operation_id="intake",
 )
 async def intake(body: IntakeInput, service: ServiceDep) -> None:
     """workflow intake (support.loom:174): non-transactional: each save commits on its own"""
@@ -94,6 +103,7 @@ async def intake(body: IntakeInput, service: ServiceDep) -> None:
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
+    operation_id="sweep",
 )
 async def sweep(body: SweepInput, service: ServiceDep) -> Int64:
     """workflow sweep (support.loom:185): transactional, all-or-nothing"""
@@ -112,6 +122,7 @@ async def sweep(body: SweepInput, service: ServiceDep) -> Int64:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
+    operation_id="strictSweep",
 )
 async def strict_sweep(body: StrictSweepInput, service: ServiceDep) -> None:
     """workflow strictSweep (support.loom:195): transactional, all-or-nothing"""
@@ -128,6 +139,7 @@ async def strict_sweep(body: StrictSweepInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
+    operation_id="looseSweep",
 )
 async def loose_sweep(body: LooseSweepInput, service: ServiceDep) -> None:
     """workflow looseSweep (support.loom:201): non-transactional: each save commits on its own"""
@@ -144,6 +156,7 @@ async def loose_sweep(body: LooseSweepInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
+    operation_id="FollowUp",
 )
 async def follow_up(body: FollowUpInput, service: ServiceDep) -> None:
     """workflow FollowUp (support.loom:209): transactional, all-or-nothing"""
@@ -167,6 +180,7 @@ async def follow_up(body: FollowUpInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Support: workflows"],
+    operation_id="Ledger",
 )
 async def ledger(body: LedgerInput, service: ServiceDep) -> None:
     """workflow Ledger (support.loom:230): non-transactional: each save commits on its own"""
@@ -190,8 +204,9 @@ async def ledger(body: LedgerInput, service: ServiceDep) -> None:
 
 @router.get(
     "/api/workflows/follow_up/instances/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Support: workflows"],
+    operation_id="FollowUp_getInstance",
 )
 async def get_follow_up_instance(id: UUID, service: ServiceDep) -> FollowUpInstanceOut:
     """an instance of workflow FollowUp (support.loom:209), by its ticket"""
@@ -202,8 +217,9 @@ async def get_follow_up_instance(id: UUID, service: ServiceDep) -> FollowUpInsta
 
 @router.get(
     "/api/workflows/ledger/instances/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Support: workflows"],
+    operation_id="Ledger_getInstance",
 )
 async def get_ledger_instance(id: UUID, service: ServiceDep) -> LedgerInstanceOut:
     """an instance of workflow Ledger (support.loom:230), by its ticket"""

@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Depends, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
     Page,
@@ -31,7 +32,12 @@ from .schemas import (
 router = APIRouter(route_class=LoomRoute, dependencies=[Depends(require_tenant)])
 
 
-@router.get("/api/notes/{id}", responses=PROBLEM_RESPONSES, tags=["Desk: Note"])
+@router.get(
+    "/api/notes/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Desk: Note"],
+    operation_id="Note_get",
+)
 async def get_note(id: UUID, service: ServiceDep) -> NoteOut:
     """Read one Note (aggregate Note, system_principal.loom:7)"""
     async with service.autocommit() as work:
@@ -39,7 +45,12 @@ async def get_note(id: UUID, service: ServiceDep) -> NoteOut:
     return NoteOut.from_aggregate(note)
 
 
-@router.get("/api/notes", responses=PROBLEM_RESPONSES, tags=["Desk: Note"])
+@router.get(
+    "/api/notes",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Desk: Note"],
+    operation_id="Note_list",
+)
 async def list_notes(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -56,6 +67,7 @@ async def list_notes(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Note"],
+    operation_id="Note_create",
 )
 async def create_note(
     body: NoteCreateInput,
@@ -75,7 +87,12 @@ async def create_note(
     return NoteOut.from_aggregate(note)
 
 
-@router.patch("/api/notes/{id}", responses=PROBLEM_RESPONSES, tags=["Desk: Note"])
+@router.patch(
+    "/api/notes/{id}",
+    responses=PROBLEM_RESPONSES,
+    tags=["Desk: Note"],
+    operation_id="Note_update",
+)
 async def update_note(id: UUID, body: NoteUpdateInput, service: ServiceDep) -> NoteOut:
     """crudish update of Note (system_principal.loom:7): the fields the body names"""
     async with service.transaction() as work:
@@ -109,6 +126,7 @@ async def update_note(id: UUID, body: NoteUpdateInput, service: ServiceDep) -> N
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Note"],
+    operation_id="Note_delete",
 )
 async def delete_note(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Note (system_principal.loom:7)"""
@@ -122,6 +140,7 @@ async def delete_note(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Note"],
+    operation_id="Note_post",
 )
 async def note_post(id: UUID, service: ServiceDep) -> None:
     """operation Note.post (system_principal.loom:12)"""
@@ -132,7 +151,12 @@ async def note_post(id: UUID, service: ServiceDep) -> None:
         await notes.save(note)
 
 
-@router.get("/api/sweeps/{id}", responses=PROBLEM_RESPONSES, tags=["Desk: Sweep"])
+@router.get(
+    "/api/sweeps/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Desk: Sweep"],
+    operation_id="Sweep_get",
+)
 async def get_sweep(id: UUID, service: ServiceDep) -> SweepOut:
     """Read one Sweep (aggregate Sweep, system_principal.loom:25)"""
     async with service.autocommit() as work:
@@ -140,7 +164,12 @@ async def get_sweep(id: UUID, service: ServiceDep) -> SweepOut:
     return SweepOut.from_aggregate(sweep)
 
 
-@router.get("/api/sweeps", responses=PROBLEM_RESPONSES, tags=["Desk: Sweep"])
+@router.get(
+    "/api/sweeps",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Desk: Sweep"],
+    operation_id="Sweep_list",
+)
 async def list_sweeps(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -157,6 +186,7 @@ async def list_sweeps(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Sweep"],
+    operation_id="Sweep_create",
 )
 async def create_sweep(
     body: SweepCreateInput,
@@ -171,7 +201,12 @@ async def create_sweep(
     return SweepOut.from_aggregate(sweep)
 
 
-@router.patch("/api/sweeps/{id}", responses=PROBLEM_RESPONSES, tags=["Desk: Sweep"])
+@router.patch(
+    "/api/sweeps/{id}",
+    responses=PROBLEM_RESPONSES,
+    tags=["Desk: Sweep"],
+    operation_id="Sweep_update",
+)
 async def update_sweep(
     id: UUID,
     body: SweepUpdateInput,
@@ -194,6 +229,7 @@ async def update_sweep(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Sweep"],
+    operation_id="Sweep_delete",
 )
 async def delete_sweep(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Sweep (system_principal.loom:25)"""

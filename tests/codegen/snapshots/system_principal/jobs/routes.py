@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
     Page,
@@ -23,7 +24,12 @@ from .schemas import JobCreateInput, JobOut, JobUpdateInput
 router = APIRouter(route_class=LoomRoute)
 
 
-@router.get("/api/jobs/{id}", responses=PROBLEM_RESPONSES, tags=["Jobs: Job"])
+@router.get(
+    "/api/jobs/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Jobs: Job"],
+    operation_id="Job_get",
+)
 async def get_job(id: UUID, service: ServiceDep) -> JobOut:
     """Read one Job (aggregate Job, system_principal.loom:47)"""
     async with service.autocommit() as work:
@@ -31,7 +37,12 @@ async def get_job(id: UUID, service: ServiceDep) -> JobOut:
     return JobOut.from_aggregate(job)
 
 
-@router.get("/api/jobs", responses=PROBLEM_RESPONSES, tags=["Jobs: Job"])
+@router.get(
+    "/api/jobs",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Jobs: Job"],
+    operation_id="Job_list",
+)
 async def list_jobs(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -48,6 +59,7 @@ async def list_jobs(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Jobs: Job"],
+    operation_id="Job_create",
 )
 async def create_job(
     body: JobCreateInput,
@@ -69,7 +81,12 @@ async def create_job(
     return JobOut.from_aggregate(job)
 
 
-@router.patch("/api/jobs/{id}", responses=PROBLEM_RESPONSES, tags=["Jobs: Job"])
+@router.patch(
+    "/api/jobs/{id}",
+    responses=PROBLEM_RESPONSES,
+    tags=["Jobs: Job"],
+    operation_id="Job_update",
+)
 async def update_job(id: UUID, body: JobUpdateInput, service: ServiceDep) -> JobOut:
     """crudish update of Job (system_principal.loom:47): the fields the body names"""
     async with service.transaction() as work:
@@ -120,6 +137,7 @@ async def update_job(id: UUID, body: JobUpdateInput, service: ServiceDep) -> Job
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Jobs: Job"],
+    operation_id="Job_delete",
 )
 async def delete_job(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Job (system_principal.loom:47)"""
@@ -133,6 +151,7 @@ async def delete_job(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Jobs: Job"],
+    operation_id="Job_start",
 )
 async def job_start(id: UUID, service: ServiceDep) -> None:
     """operation Job.start (system_principal.loom:54)"""

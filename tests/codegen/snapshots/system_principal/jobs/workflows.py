@@ -5,7 +5,7 @@
 from uuid import UUID
 
 from fastapi import APIRouter
-from loom.runtime import PROBLEM_RESPONSES, Episode, LoomRoute, ServiceDep
+from loom.runtime import READ_PROBLEM_RESPONSES, Episode, LoomRoute, ServiceDep
 
 from .repositories import DeadlineInstances
 from .schemas import DeadlineInstanceOut
@@ -21,8 +21,9 @@ router = APIRouter(route_class=LoomRoute)
 
 @router.get(
     "/api/workflows/deadline/instances/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Jobs: workflows"],
+    operation_id="Deadline_getInstance",
 )
 async def get_deadline_instance(id: UUID, service: ServiceDep) -> DeadlineInstanceOut:
     """an instance of workflow Deadline (system_principal.loom:79), by its job"""
@@ -34,8 +35,9 @@ async def get_deadline_instance(id: UUID, service: ServiceDep) -> DeadlineInstan
 
 @router.get(
     "/api/workflows/deadline/instances/{id}/episodes",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Jobs: workflows"],
+    operation_id="Deadline_listEpisodes",
 )
 async def get_deadline_episodes(id: UUID, service: ServiceDep) -> list[Episode]:
     """the episodes of an instance of workflow Deadline (system_principal.loom:79), oldest first"""

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     LoomRoute,
     ServiceDep,
     WireText,
@@ -34,6 +35,7 @@ router = APIRouter(route_class=LoomRoute, dependencies=[Depends(require_tenant)]
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: handlers"],
+    operation_id="PayNumber",
 )
 async def pay_number(body: PayNumberInput, service: ServiceDep) -> InvoiceId:
     """commandHandler PayNumber (tenants.loom:64): non-transactional: each save commits on its own"""
@@ -51,6 +53,7 @@ async def pay_number(body: PayNumberInput, service: ServiceDep) -> InvoiceId:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: handlers"],
+    operation_id="PayById",
 )
 async def pay_by_id(body: PayByIdInput, service: ServiceDep) -> None:
     """commandHandler PayById (tenants.loom:69): non-transactional: each save commits on its own"""
@@ -66,6 +69,7 @@ async def pay_by_id(body: PayByIdInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: handlers"],
+    operation_id="PayFirstOpen",
 )
 async def pay_first_open(body: PayFirstOpenInput, service: ServiceDep) -> None:
     """commandHandler PayFirstOpen (tenants.loom:73): non-transactional: each save commits on its own"""
@@ -84,6 +88,7 @@ async def pay_first_open(body: PayFirstOpenInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: handlers"],
+    operation_id="Purge",
 )
 async def purge(body: PurgeInput, service: ServiceDep) -> None:
     """commandHandler Purge (tenants.loom:76): non-transactional: each save commits on its own"""
@@ -95,8 +100,9 @@ async def purge(body: PurgeInput, service: ServiceDep) -> None:
 
 @router.get(
     "/api/queries/by_number",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Billing: handlers"],
+    operation_id="ByNumber",
 )
 async def by_number(
     service: ServiceDep,
@@ -112,8 +118,9 @@ async def by_number(
 
 @router.get(
     "/api/queries/of_customer",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Billing: handlers"],
+    operation_id="OfCustomer",
 )
 async def of_customer(
     service: ServiceDep,
@@ -129,8 +136,9 @@ async def of_customer(
 
 @router.get(
     "/api/queries/open_of",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Billing: handlers"],
+    operation_id="OpenOf",
 )
 async def open_of(
     service: ServiceDep,
@@ -146,8 +154,9 @@ async def open_of(
 
 @router.get(
     "/api/queries/large_ones",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Billing: handlers"],
+    operation_id="LargeOnes",
 )
 async def large_ones(service: ServiceDep) -> list[InvoiceOut]:
     """queryHandler LargeOnes (tenants.loom:92): read-only"""
@@ -163,6 +172,7 @@ async def large_ones(service: ServiceDep) -> list[InvoiceOut]:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: handlers"],
+    operation_id="StampMine",
 )
 async def stamp_mine(body: StampMineInput, service: ServiceDep) -> None:
     """commandHandler StampMine (tenants.loom:96): non-transactional: each save commits on its own"""
@@ -175,8 +185,9 @@ async def stamp_mine(body: StampMineInput, service: ServiceDep) -> None:
 
 @router.get(
     "/api/queries/my_tenant",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Billing: handlers"],
+    operation_id="MyTenant",
 )
 async def my_tenant(service: ServiceDep) -> str:
     """queryHandler MyTenant (tenants.loom:100): read-only"""

@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Depends, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
     Page,
@@ -36,8 +37,9 @@ router = APIRouter(route_class=LoomRoute, dependencies=[Depends(require_tenant)]
 
 @router.get(
     "/api/invoices/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Billing: Invoice"],
+    operation_id="Invoice_get",
 )
 async def get_invoice(id: UUID, service: ServiceDep) -> InvoiceOut:
     """Read one Invoice (aggregate Invoice, tenants.loom:12)"""
@@ -46,7 +48,12 @@ async def get_invoice(id: UUID, service: ServiceDep) -> InvoiceOut:
     return InvoiceOut.from_aggregate(invoice)
 
 
-@router.get("/api/invoices", responses=PROBLEM_RESPONSES, tags=["Billing: Invoice"])
+@router.get(
+    "/api/invoices",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Billing: Invoice"],
+    operation_id="Invoice_list",
+)
 async def list_invoices(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -60,8 +67,9 @@ async def list_invoices(
 
 @router.get(
     "/api/invoices/find/by_customer",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Billing: Invoice"],
+    operation_id="Invoice_byCustomer",
 )
 async def find_invoices_by_customer(
     customer: Annotated[WireText, Query()],
@@ -78,6 +86,7 @@ async def find_invoices_by_customer(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Invoice"],
+    operation_id="Invoice_create",
 )
 async def create_invoice(
     body: InvoiceCreateInput,
@@ -104,6 +113,7 @@ async def create_invoice(
     "/api/invoices/{id}",
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Invoice"],
+    operation_id="Invoice_update",
 )
 async def update_invoice(
     id: UUID,
@@ -149,6 +159,7 @@ async def update_invoice(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Invoice"],
+    operation_id="Invoice_delete",
 )
 async def delete_invoice(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Invoice (tenants.loom:12)"""
@@ -162,6 +173,7 @@ async def delete_invoice(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Invoice"],
+    operation_id="Invoice_pay",
 )
 async def invoice_pay(id: UUID, service: ServiceDep) -> None:
     """operation Invoice.pay (tenants.loom:22)"""
@@ -177,6 +189,7 @@ async def invoice_pay(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Invoice"],
+    operation_id="Invoice_bump",
 )
 async def invoice_bump(id: UUID, body: InvoiceBumpInput, service: ServiceDep) -> None:
     """operation Invoice.bump (tenants.loom:26)"""
@@ -192,6 +205,7 @@ async def invoice_bump(id: UUID, body: InvoiceBumpInput, service: ServiceDep) ->
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Invoice"],
+    operation_id="Invoice_stamp",
 )
 async def invoice_stamp(id: UUID, body: InvoiceStampInput, service: ServiceDep) -> None:
     """operation Invoice.stamp (tenants.loom:29)"""
@@ -204,8 +218,9 @@ async def invoice_stamp(id: UUID, body: InvoiceStampInput, service: ServiceDep) 
 
 @router.get(
     "/api/receipts/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Billing: Receipt"],
+    operation_id="Receipt_get",
 )
 async def get_receipt(id: UUID, service: ServiceDep) -> ReceiptOut:
     """Read one Receipt (aggregate Receipt, tenants.loom:35)"""
@@ -214,7 +229,12 @@ async def get_receipt(id: UUID, service: ServiceDep) -> ReceiptOut:
     return ReceiptOut.from_aggregate(receipt)
 
 
-@router.get("/api/receipts", responses=PROBLEM_RESPONSES, tags=["Billing: Receipt"])
+@router.get(
+    "/api/receipts",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Billing: Receipt"],
+    operation_id="Receipt_list",
+)
 async def list_receipts(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -231,6 +251,7 @@ async def list_receipts(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Receipt"],
+    operation_id="Receipt_create",
 )
 async def create_receipt(
     body: ReceiptCreateInput,
@@ -249,6 +270,7 @@ async def create_receipt(
     "/api/receipts/{id}",
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Receipt"],
+    operation_id="Receipt_update",
 )
 async def update_receipt(
     id: UUID,
@@ -276,6 +298,7 @@ async def update_receipt(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Billing: Receipt"],
+    operation_id="Receipt_delete",
 )
 async def delete_receipt(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Receipt (tenants.loom:35)"""

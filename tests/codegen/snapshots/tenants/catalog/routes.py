@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
     Page,
@@ -25,8 +26,9 @@ router = APIRouter(route_class=LoomRoute)
 
 @router.get(
     "/api/products/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Catalog: Product"],
+    operation_id="Product_get",
 )
 async def get_product(id: UUID, service: ServiceDep) -> ProductOut:
     """Read one Product (aggregate Product, tenants.loom:5)"""
@@ -35,7 +37,12 @@ async def get_product(id: UUID, service: ServiceDep) -> ProductOut:
     return ProductOut.from_aggregate(product)
 
 
-@router.get("/api/products", responses=PROBLEM_RESPONSES, tags=["Catalog: Product"])
+@router.get(
+    "/api/products",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Catalog: Product"],
+    operation_id="Product_list",
+)
 async def list_products(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -52,6 +59,7 @@ async def list_products(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Catalog: Product"],
+    operation_id="Product_create",
 )
 async def create_product(
     body: ProductCreateInput,
@@ -70,6 +78,7 @@ async def create_product(
     "/api/products/{id}",
     responses=PROBLEM_RESPONSES,
     tags=["Catalog: Product"],
+    operation_id="Product_update",
 )
 async def update_product(
     id: UUID,
@@ -93,6 +102,7 @@ async def update_product(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Catalog: Product"],
+    operation_id="Product_delete",
 )
 async def delete_product(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Product (tenants.loom:5)"""

@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Depends, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
     Page,
@@ -24,7 +25,12 @@ from .schemas import AccountCreateInput, AccountOut, AccountUpdateInput
 router = APIRouter(route_class=LoomRoute, dependencies=[Depends(require_tenant)])
 
 
-@router.get("/api/accounts/{id}", responses=PROBLEM_RESPONSES, tags=["Ledger: Account"])
+@router.get(
+    "/api/accounts/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Ledger: Account"],
+    operation_id="Account_get",
+)
 async def get_account(id: UUID, service: ServiceDep) -> AccountOut:
     """Read one Account (aggregate Account, tenants_channels.loom:18)"""
     async with service.autocommit() as work:
@@ -32,7 +38,12 @@ async def get_account(id: UUID, service: ServiceDep) -> AccountOut:
     return AccountOut.from_aggregate(account)
 
 
-@router.get("/api/accounts", responses=PROBLEM_RESPONSES, tags=["Ledger: Account"])
+@router.get(
+    "/api/accounts",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Ledger: Account"],
+    operation_id="Account_list",
+)
 async def list_accounts(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -49,6 +60,7 @@ async def list_accounts(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Ledger: Account"],
+    operation_id="Account_create",
 )
 async def create_account(
     body: AccountCreateInput,
@@ -71,6 +83,7 @@ async def create_account(
     "/api/accounts/{id}",
     responses=PROBLEM_RESPONSES,
     tags=["Ledger: Account"],
+    operation_id="Account_update",
 )
 async def update_account(
     id: UUID,
@@ -102,6 +115,7 @@ async def update_account(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Ledger: Account"],
+    operation_id="Account_delete",
 )
 async def delete_account(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Account (tenants_channels.loom:18)"""

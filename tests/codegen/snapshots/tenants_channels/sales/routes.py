@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Depends, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
     Page,
@@ -24,7 +25,12 @@ from .schemas import OrderCreateInput, OrderOut, OrderUpdateInput
 router = APIRouter(route_class=LoomRoute, dependencies=[Depends(require_tenant)])
 
 
-@router.get("/api/orders/{id}", responses=PROBLEM_RESPONSES, tags=["Sales: Order"])
+@router.get(
+    "/api/orders/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Sales: Order"],
+    operation_id="Order_get",
+)
 async def get_order(id: UUID, service: ServiceDep) -> OrderOut:
     """Read one Order (aggregate Order, tenants_channels.loom:6)"""
     async with service.autocommit() as work:
@@ -32,7 +38,12 @@ async def get_order(id: UUID, service: ServiceDep) -> OrderOut:
     return OrderOut.from_aggregate(order)
 
 
-@router.get("/api/orders", responses=PROBLEM_RESPONSES, tags=["Sales: Order"])
+@router.get(
+    "/api/orders",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Sales: Order"],
+    operation_id="Order_list",
+)
 async def list_orders(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -49,6 +60,7 @@ async def list_orders(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Sales: Order"],
+    operation_id="Order_create",
 )
 async def create_order(
     body: OrderCreateInput,
@@ -67,7 +79,12 @@ async def create_order(
     return OrderOut.from_aggregate(order)
 
 
-@router.patch("/api/orders/{id}", responses=PROBLEM_RESPONSES, tags=["Sales: Order"])
+@router.patch(
+    "/api/orders/{id}",
+    responses=PROBLEM_RESPONSES,
+    tags=["Sales: Order"],
+    operation_id="Order_update",
+)
 async def update_order(
     id: UUID,
     body: OrderUpdateInput,
@@ -98,6 +115,7 @@ async def update_order(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Sales: Order"],
+    operation_id="Order_delete",
 )
 async def delete_order(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Order (tenants_channels.loom:6)"""
@@ -111,6 +129,7 @@ async def delete_order(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Sales: Order"],
+    operation_id="Order_place",
 )
 async def order_place(id: UUID, service: ServiceDep) -> None:
     """operation Order.place (tenants_channels.loom:10)"""

@@ -7,7 +7,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, Depends, Query
 from loom.runtime import (
-    PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
@@ -24,8 +24,9 @@ router = APIRouter(route_class=LoomRoute, dependencies=[Depends(require_tenant)]
 
 @router.get(
     "/api/projections/ticket_activity/{key}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Desk: projections"],
+    operation_id="TicketActivity_get",
 )
 async def get_ticket_activity(key: UUID, service: ServiceDep) -> TicketActivityOut:
     """Read the row of projection TicketActivity keyed by its ticket (tenants_instances.loom:68)"""
@@ -36,8 +37,9 @@ async def get_ticket_activity(key: UUID, service: ServiceDep) -> TicketActivityO
 
 @router.get(
     "/api/projections/ticket_activity",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Desk: projections"],
+    operation_id="TicketActivity_list",
 )
 async def list_ticket_activity(
     service: ServiceDep,

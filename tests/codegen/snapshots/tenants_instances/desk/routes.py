@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Depends, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
     Page,
@@ -24,7 +25,12 @@ from .schemas import TicketCreateInput, TicketOut, TicketUpdateInput
 router = APIRouter(route_class=LoomRoute, dependencies=[Depends(require_tenant)])
 
 
-@router.get("/api/tickets/{id}", responses=PROBLEM_RESPONSES, tags=["Desk: Ticket"])
+@router.get(
+    "/api/tickets/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Desk: Ticket"],
+    operation_id="Ticket_get",
+)
 async def get_ticket(id: UUID, service: ServiceDep) -> TicketOut:
     """Read one Ticket (aggregate Ticket, tenants_instances.loom:11)"""
     async with service.autocommit() as work:
@@ -32,7 +38,12 @@ async def get_ticket(id: UUID, service: ServiceDep) -> TicketOut:
     return TicketOut.from_aggregate(ticket)
 
 
-@router.get("/api/tickets", responses=PROBLEM_RESPONSES, tags=["Desk: Ticket"])
+@router.get(
+    "/api/tickets",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Desk: Ticket"],
+    operation_id="Ticket_list",
+)
 async def list_tickets(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -49,6 +60,7 @@ async def list_tickets(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
+    operation_id="Ticket_create",
 )
 async def create_ticket(
     body: TicketCreateInput,
@@ -67,7 +79,12 @@ async def create_ticket(
     return TicketOut.from_aggregate(ticket)
 
 
-@router.patch("/api/tickets/{id}", responses=PROBLEM_RESPONSES, tags=["Desk: Ticket"])
+@router.patch(
+    "/api/tickets/{id}",
+    responses=PROBLEM_RESPONSES,
+    tags=["Desk: Ticket"],
+    operation_id="Ticket_update",
+)
 async def update_ticket(
     id: UUID,
     body: TicketUpdateInput,
@@ -101,6 +118,7 @@ async def update_ticket(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
+    operation_id="Ticket_delete",
 )
 async def delete_ticket(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Ticket (tenants_instances.loom:11)"""
@@ -114,6 +132,7 @@ async def delete_ticket(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Desk: Ticket"],
+    operation_id="Ticket_resolve",
 )
 async def ticket_resolve(id: UUID, service: ServiceDep) -> None:
     """operation Ticket.resolve (tenants_instances.loom:15)"""

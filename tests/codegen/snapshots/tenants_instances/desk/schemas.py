@@ -3,10 +3,15 @@
 # Wire models of context Desk.
 
 from collections.abc import Sequence
-from datetime import datetime
-from typing import Literal, Self
+from typing import Self
 
-from loom.runtime import Int64, JsonInt64, WireText, instance_version
+from loom.runtime import (
+    InstanceTimeoutOut,
+    Int64,
+    JsonInt64,
+    WireText,
+    instance_version,
+)
 from loom.runtime.processes import PendingTimeout
 from loom.runtime.times import DatetimeOut
 from pydantic import BaseModel, ConfigDict, Field
@@ -94,17 +99,6 @@ class HoldInput(BaseModel):
     ticket: TicketId
 
 
-class PendingTimeoutOut(BaseModel):
-    """A timeout of an instance that has not fired: armed, or dead-lettered until redriven."""
-
-    model_config = ConfigDict(from_attributes=True)  # read off a runtime PendingTimeout
-
-    name: str
-    due_at: datetime = Field(serialization_alias="dueAt")
-    status: Literal["armed", "dead"]
-    attempts: int
-
-
 class EscalationInstanceOut(BaseModel):
     """an instance of workflow Escalation as the API answers it (tenants_instances.loom:42)"""
 
@@ -115,7 +109,7 @@ class EscalationInstanceOut(BaseModel):
     episode: Int64
     started_at: DatetimeOut | None = Field(serialization_alias="startedAt")
     ended_at: DatetimeOut | None = Field(serialization_alias="endedAt")
-    timeouts: list[PendingTimeoutOut]
+    timeouts: list[InstanceTimeoutOut]
 
     @classmethod
     def from_state(
@@ -132,7 +126,7 @@ class EscalationInstanceOut(BaseModel):
             episode=state.episode,
             started_at=state.started_at,
             ended_at=state.ended_at,
-            timeouts=[PendingTimeoutOut.model_validate(t) for t in timeouts],
+            timeouts=[InstanceTimeoutOut.model_validate(t) for t in timeouts],
         )
 
 
@@ -145,7 +139,7 @@ class HoldInstanceOut(BaseModel):
     episode: Int64
     started_at: DatetimeOut | None = Field(serialization_alias="startedAt")
     ended_at: DatetimeOut | None = Field(serialization_alias="endedAt")
-    timeouts: list[PendingTimeoutOut]
+    timeouts: list[InstanceTimeoutOut]
 
     @classmethod
     def from_state(
@@ -161,7 +155,7 @@ class HoldInstanceOut(BaseModel):
             episode=state.episode,
             started_at=state.started_at,
             ended_at=state.ended_at,
-            timeouts=[PendingTimeoutOut.model_validate(t) for t in timeouts],
+            timeouts=[InstanceTimeoutOut.model_validate(t) for t in timeouts],
         )
 
 

@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Depends
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     Episode,
     LoomRoute,
     ServiceDep,
@@ -39,6 +40,7 @@ router = APIRouter(route_class=LoomRoute, dependencies=[Depends(require_tenant)]
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Desk: workflows"],
+    operation_id="openTicket",
 )
 async def open_ticket(body: OpenTicketInput, service: ServiceDep) -> TicketId:
     """workflow openTicket (tenants_instances.loom:26): non-transactional: each save commits on its own"""
@@ -56,6 +58,7 @@ async def open_ticket(body: OpenTicketInput, service: ServiceDep) -> TicketId:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Desk: workflows"],
+    operation_id="report",
 )
 async def report(body: ReportInput, service: ServiceDep) -> None:
     """workflow report (tenants_instances.loom:33): non-transactional: each save commits on its own"""
@@ -68,6 +71,7 @@ async def report(body: ReportInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Desk: workflows"],
+    operation_id="settle",
 )
 async def settle(body: SettleInput, service: ServiceDep) -> None:
     """workflow settle (tenants_instances.loom:36): non-transactional: each save commits on its own"""
@@ -83,6 +87,7 @@ async def settle(body: SettleInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Desk: workflows"],
+    operation_id="Hold",
 )
 async def hold(body: HoldInput, service: ServiceDep) -> None:
     """workflow Hold (tenants_instances.loom:60): a process step: one transaction with its timers, like its reactions"""
@@ -103,8 +108,9 @@ async def hold(body: HoldInput, service: ServiceDep) -> None:
 
 @router.get(
     "/api/workflows/escalation/instances/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Desk: workflows"],
+    operation_id="Escalation_getInstance",
 )
 async def get_escalation_instance(
     id: UUID,
@@ -119,8 +125,9 @@ async def get_escalation_instance(
 
 @router.get(
     "/api/workflows/escalation/instances/{id}/episodes",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Desk: workflows"],
+    operation_id="Escalation_listEpisodes",
 )
 async def get_escalation_episodes(id: UUID, service: ServiceDep) -> list[Episode]:
     """the episodes of an instance of workflow Escalation (tenants_instances.loom:42), oldest first"""
@@ -130,8 +137,9 @@ async def get_escalation_episodes(id: UUID, service: ServiceDep) -> list[Episode
 
 @router.get(
     "/api/workflows/hold/instances/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Desk: workflows"],
+    operation_id="Hold_getInstance",
 )
 async def get_hold_instance(id: UUID, service: ServiceDep) -> HoldInstanceOut:
     """an instance of workflow Hold (tenants_instances.loom:60), by its ticket"""
@@ -143,8 +151,9 @@ async def get_hold_instance(id: UUID, service: ServiceDep) -> HoldInstanceOut:
 
 @router.get(
     "/api/workflows/hold/instances/{id}/episodes",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Desk: workflows"],
+    operation_id="Hold_listEpisodes",
 )
 async def get_hold_episodes(id: UUID, service: ServiceDep) -> list[Episode]:
     """the episodes of an instance of workflow Hold (tenants_instances.loom:60), oldest first"""

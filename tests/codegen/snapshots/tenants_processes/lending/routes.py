@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Depends, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
     Page,
@@ -31,7 +32,12 @@ from .schemas import (
 router = APIRouter(route_class=LoomRoute, dependencies=[Depends(require_tenant)])
 
 
-@router.get("/api/loans/{id}", responses=PROBLEM_RESPONSES, tags=["Lending: Loan"])
+@router.get(
+    "/api/loans/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Lending: Loan"],
+    operation_id="Loan_get",
+)
 async def get_loan(id: UUID, service: ServiceDep) -> LoanOut:
     """Read one Loan (aggregate Loan, tenants_processes.loom:5)"""
     async with service.autocommit() as work:
@@ -39,7 +45,12 @@ async def get_loan(id: UUID, service: ServiceDep) -> LoanOut:
     return LoanOut.from_aggregate(loan)
 
 
-@router.get("/api/loans", responses=PROBLEM_RESPONSES, tags=["Lending: Loan"])
+@router.get(
+    "/api/loans",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Lending: Loan"],
+    operation_id="Loan_list",
+)
 async def list_loans(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -56,6 +67,7 @@ async def list_loans(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Lending: Loan"],
+    operation_id="Loan_create",
 )
 async def create_loan(
     body: LoanCreateInput,
@@ -75,7 +87,12 @@ async def create_loan(
     return LoanOut.from_aggregate(loan)
 
 
-@router.patch("/api/loans/{id}", responses=PROBLEM_RESPONSES, tags=["Lending: Loan"])
+@router.patch(
+    "/api/loans/{id}",
+    responses=PROBLEM_RESPONSES,
+    tags=["Lending: Loan"],
+    operation_id="Loan_update",
+)
 async def update_loan(id: UUID, body: LoanUpdateInput, service: ServiceDep) -> LoanOut:
     """crudish update of Loan (tenants_processes.loom:5): the fields the body names"""
     async with service.transaction() as work:
@@ -106,6 +123,7 @@ async def update_loan(id: UUID, body: LoanUpdateInput, service: ServiceDep) -> L
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Lending: Loan"],
+    operation_id="Loan_delete",
 )
 async def delete_loan(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Loan (tenants_processes.loom:5)"""
@@ -116,8 +134,9 @@ async def delete_loan(id: UUID, service: ServiceDep) -> None:
 
 @router.get(
     "/api/borrowers/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Lending: Borrower"],
+    operation_id="Borrower_get",
 )
 async def get_borrower(id: UUID, service: ServiceDep) -> BorrowerOut:
     """Read one Borrower (aggregate Borrower, tenants_processes.loom:21)"""
@@ -126,7 +145,12 @@ async def get_borrower(id: UUID, service: ServiceDep) -> BorrowerOut:
     return BorrowerOut.from_aggregate(borrower)
 
 
-@router.get("/api/borrowers", responses=PROBLEM_RESPONSES, tags=["Lending: Borrower"])
+@router.get(
+    "/api/borrowers",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Lending: Borrower"],
+    operation_id="Borrower_list",
+)
 async def list_borrowers(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -143,6 +167,7 @@ async def list_borrowers(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Lending: Borrower"],
+    operation_id="Borrower_create",
 )
 async def create_borrower(
     body: BorrowerCreateInput,
@@ -161,6 +186,7 @@ async def create_borrower(
     "/api/borrowers/{id}",
     responses=PROBLEM_RESPONSES,
     tags=["Lending: Borrower"],
+    operation_id="Borrower_update",
 )
 async def update_borrower(
     id: UUID,
@@ -184,6 +210,7 @@ async def update_borrower(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Lending: Borrower"],
+    operation_id="Borrower_delete",
 )
 async def delete_borrower(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Borrower (tenants_processes.loom:21)"""
