@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 from loom.runtime import (
-    PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     Int64,
     LoomRoute,
     ServiceDep,
@@ -26,8 +26,9 @@ router = APIRouter(route_class=LoomRoute)
 
 @router.get(
     "/api/queries/totals_of",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Claims: handlers"],
+    operation_id="totalsOf",
 )
 async def totals_of(
     service: ServiceDep,
@@ -53,8 +54,9 @@ async def totals_of(
 
 @router.get(
     "/api/queries/open_count",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Claims: handlers"],
+    operation_id="openCount",
 )
 async def open_count(
     service: ServiceDep,
@@ -73,8 +75,9 @@ async def open_count(
 
 @router.get(
     "/api/queries/named_count",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Claims: handlers"],
+    operation_id="namedCount",
 )
 async def named_count(
     service: ServiceDep,

@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
     Page,
@@ -31,7 +32,12 @@ from .schemas import (
 router = APIRouter(route_class=LoomRoute)
 
 
-@router.get("/api/claims/{id}", responses=PROBLEM_RESPONSES, tags=["Claims: Claim"])
+@router.get(
+    "/api/claims/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Claims: Claim"],
+    operation_id="Claim_get",
+)
 async def get_claim(id: UUID, service: ServiceDep) -> ClaimOut:
     """Read one Claim (aggregate Claim, list_functions.loom:9)"""
     async with service.autocommit() as work:
@@ -39,7 +45,12 @@ async def get_claim(id: UUID, service: ServiceDep) -> ClaimOut:
     return ClaimOut.from_aggregate(claim)
 
 
-@router.get("/api/claims", responses=PROBLEM_RESPONSES, tags=["Claims: Claim"])
+@router.get(
+    "/api/claims",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Claims: Claim"],
+    operation_id="Claim_list",
+)
 async def list_claims(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -56,6 +67,7 @@ async def list_claims(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Claims: Claim"],
+    operation_id="Claim_create",
 )
 async def create_claim(
     body: ClaimCreateInput,
@@ -80,7 +92,12 @@ async def create_claim(
     return ClaimOut.from_aggregate(claim)
 
 
-@router.patch("/api/claims/{id}", responses=PROBLEM_RESPONSES, tags=["Claims: Claim"])
+@router.patch(
+    "/api/claims/{id}",
+    responses=PROBLEM_RESPONSES,
+    tags=["Claims: Claim"],
+    operation_id="Claim_update",
+)
 async def update_claim(
     id: UUID,
     body: ClaimUpdateInput,
@@ -134,6 +151,7 @@ async def update_claim(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Claims: Claim"],
+    operation_id="Claim_delete",
 )
 async def delete_claim(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Claim (list_functions.loom:9)"""
@@ -147,6 +165,7 @@ async def delete_claim(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Claims: Claim"],
+    operation_id="Claim_pay",
 )
 async def claim_pay(id: UUID, body: ClaimPayInput, service: ServiceDep) -> None:
     """operation Claim.pay (list_functions.loom:28)"""
@@ -162,6 +181,7 @@ async def claim_pay(id: UUID, body: ClaimPayInput, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Claims: Claim"],
+    operation_id="Claim_wait",
 )
 async def claim_wait(id: UUID, body: ClaimWaitInput, service: ServiceDep) -> None:
     """operation Claim.wait (list_functions.loom:35)"""
@@ -177,6 +197,7 @@ async def claim_wait(id: UUID, body: ClaimWaitInput, service: ServiceDep) -> Non
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Claims: Claim"],
+    operation_id="Claim_settle",
 )
 async def claim_settle(id: UUID, service: ServiceDep) -> None:
     """operation Claim.settle (list_functions.loom:39)"""

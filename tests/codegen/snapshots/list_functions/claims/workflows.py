@@ -22,6 +22,7 @@ router = APIRouter(route_class=LoomRoute)
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Claims: workflows"],
+    operation_id="tally",
 )
 async def tally(body: TallyInput, service: ServiceDep) -> Int64:
     """workflow tally (list_functions.loom:78): non-transactional: each save commits on its own"""
