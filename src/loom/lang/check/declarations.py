@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from loom.lang.check import emits, filters, operations, times
+from loom.lang.check import emits, filters, operations, read_rules, times
 from loom.lang.check.calls import local_call, mutated_params
 from loom.lang.check.checker import Checker
 from loom.lang.check.facts import CallOp, FindFact, RetrievalFact
@@ -181,6 +181,8 @@ _SQL_OK = (
 
 def untranslatable(x: ir.Expr) -> ir.Expr | None:
     """The first part of a criterion SQL cannot express, or None."""
+    if isinstance(x, ir.CurrentUser):
+        return None  # a read rule's principal: bound from Python when the read runs
     if isinstance(x, ir.Member) and _reads_param(x):
         return None  # a field of a value-typed parameter: a plain value, bound from Python
     if isinstance(x, ir.BuiltinCall):
@@ -229,6 +231,7 @@ def _criterion(ck: Checker, ctx: ContextSymbols, c: ast.Criterion) -> None:
         scope.names.setdefault(p.name, Binding(p.name, ck.type_of(p.type), p.name_span, "param"))
     x = ck.condition(c.condition, scope, "a criterion")
     ck.facts.exprs[c.condition] = x
+    read_rules.refuse_parameters(ck, c)
     stored = value_read(x)
     if stored is not None:
         refuse_value_query(ck, f"criterion `{c.name}`", stored[0], stored[1], c.condition.span)
@@ -289,6 +292,8 @@ def _retrieval(ck: Checker, ctx: ContextSymbols, r: ast.Retrieval) -> None:
             help=did_you_mean(ck.text(callee.span), known)
             or f"declare one: `criterion Name(params) of {r.aggregate} = …`",
         )
+        return
+    if read_rules.refuse_use(ck, c, w.span, f"retrieval `{r.name}`"):
         return
     if isinstance(w, ast.Call):
         args = ck.check_args(w, scope, c.params, f"criterion `{c.name}`", c.name_span)
