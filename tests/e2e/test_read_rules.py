@@ -163,6 +163,11 @@ async def test_no_caller_reads_a_claim_the_rule_hides(claims: ServiceClient) -> 
                 await c.post(f"/api/claims/{x.id}/submit", json={}, headers=h),
             )
             probe.absent(
+                "operation with a `requires`",
+                who,
+                await c.post(f"/api/claims/{x.id}/settle", json={}, headers=h),
+            )
+            probe.absent(
                 "PATCH", who, await c.patch(f"/api/claims/{x.id}", json={"notes": ""}, headers=h)
             )
             probe.absent("DELETE", who, await c.delete(f"/api/claims/{x.id}", headers=h))
@@ -200,9 +205,9 @@ async def test_no_caller_reads_a_claim_the_rule_hides(claims: ServiceClient) -> 
 
     print(f"read-rule attempts: {probe.attempts}, rows leaked: {len(probe.leaked)}")
     assert probe.leaked == [], "\n".join(map(str, probe.leaked))
-    # per tenant: the owner 5 hidden rows, the staff 4, the stranger 7; 8 attempts each, the
+    # per tenant: the owner 5 hidden rows, the staff 4, the stranger 7; 9 attempts each, the
     # page, 3 lists and 2 admin routes per caller; and the replay
-    assert probe.attempts == 2 * (8 * (5 + 4 + 7) + 3 * 6) + 1
+    assert probe.attempts == 2 * (9 * (5 + 4 + 7) + 3 * 6) + 1
 
     # nothing a refused caller did was written: the owner's claims are as filed
     for x in rows:
@@ -221,6 +226,15 @@ async def test_the_system_reads_what_the_rule_admits_it(claims: ServiceClient) -
     assert r.status_code == 204, r.text
     got = (await c.get(f"/api/claims/{x.id}", headers=owner.headers)).json()
     assert (got["status"], got["acknowledged"]) == ("Submitted", True), got
+    # the gates of a row the caller reads: `requires` a 403, `when` a 422
+    staff = callers("acme")[1]
+    r = await c.post(f"/api/claims/{x.id}/settle", json={}, headers=owner.headers)
+    assert r.status_code == 403 and r.json()["type"] == "urn:loom:problem:forbidden", r.text
+    r = await c.post(f"/api/claims/{x.id}/settle", json={}, headers=staff.headers)
+    assert r.status_code == 204, r.text
+    r = await c.post(f"/api/claims/{x.id}/settle", json={}, headers=staff.headers)
+    assert r.status_code == 422, r.text
+    assert r.json()["type"] == "urn:loom:problem:state-gate-refused", r.text
 
 
 async def test_an_anonymous_caller_reads_what_the_rule_gives_anonymous(
@@ -249,3 +263,23 @@ async def test_an_anonymous_caller_reads_what_the_rule_gives_anonymous(
     assert [i["title"] for i in page["items"]] == ["out", "draft"] and page["total"] == 2
     page = (await c.get("/api/posts", headers=token(sub="bob"))).json()
     assert page["total"] == 1
+
+
+async def test_the_openapi_document_states_the_rules(claims: ServiceClient) -> None:
+    """Each route's description states its read rule, and an operation's `requires` and `when`."""
+    paths = (await claims.get("/openapi.json")).json()["paths"]
+    rule = 'currentUser.isSystem || currentUser.hasRole("assessor") || claimant == currentUser.id'
+    for path, method in (
+        ("/api/claims/{id}", "get"),
+        ("/api/claims", "get"),
+        ("/api/claims/{id}", "patch"),
+        ("/api/claims/{id}", "delete"),
+        ("/api/claims/find/by_number", "get"),
+        ("/api/claims/{id}/settle", "post"),
+    ):
+        text = " ".join(paths[path][method]["description"].split())
+        assert f"Read rule (filter VisibleToCaller: {rule})" in text, (path, method, text)
+    settle = " ".join(paths["/api/claims/{id}/settle"]["post"]["description"].split())
+    assert 'Requires: currentUser.hasRole("assessor") (else 403 forbidden).' in settle
+    assert "When: status == Submitted (else 422 state-gate-refused)." in settle
+    assert "Read rule" not in paths["/api/posts"]["post"]["description"]

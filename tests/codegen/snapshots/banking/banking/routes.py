@@ -104,7 +104,10 @@ async def account_deposit(
     body: AccountDepositInput,
     service: ServiceDep,
 ) -> None:
-    """operation Account.deposit (banking.loom:34)"""
+    """operation Account.deposit (banking.loom:34)
+
+    When: !frozen (else 422 state-gate-refused).
+    """
     async with service.transaction() as work:
         accounts = Accounts(work)
         account = await accounts.get_by_id(id)
@@ -134,7 +137,10 @@ async def account_freeze(id: UUID, service: ServiceDep) -> None:
     tags=["Banking: Account"],
 )
 async def account_close(id: UUID, service: ServiceDep) -> None:
-    """operation Account.close (banking.loom:44)"""
+    """operation Account.close (banking.loom:44)
+
+    When: balance == 0 (else 422 state-gate-refused).
+    """
     async with service.transaction() as work:
         accounts = Accounts(work)
         account = await accounts.get_by_id(id)

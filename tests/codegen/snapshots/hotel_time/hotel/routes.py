@@ -54,7 +54,10 @@ async def list_bookings(
     tags=["Hotel: Booking"],
 )
 async def booking_pay(id: UUID, service: ServiceDep) -> None:
-    """operation Booking.pay (hotel_time.loom:27)"""
+    """operation Booking.pay (hotel_time.loom:27)
+
+    When: !paid && !expired (else 422 state-gate-refused).
+    """
     async with service.transaction() as work:
         bookings = Bookings(work)
         booking = await bookings.get_by_id(id)
@@ -69,7 +72,10 @@ async def booking_pay(id: UUID, service: ServiceDep) -> None:
     tags=["Hotel: Booking"],
 )
 async def booking_expire(id: UUID, service: ServiceDep) -> None:
-    """operation Booking.expire (hotel_time.loom:31)"""
+    """operation Booking.expire (hotel_time.loom:31)
+
+    When: !paid (else 422 state-gate-refused).
+    """
     async with service.transaction() as work:
         bookings = Bookings(work)
         booking = await bookings.get_by_id(id)

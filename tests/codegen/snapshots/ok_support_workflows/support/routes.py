@@ -37,7 +37,11 @@ router = APIRouter(route_class=LoomRoute)
 
 @router.get("/api/tickets/{id}", responses=PROBLEM_RESPONSES, tags=["Support: Ticket"])
 async def get_ticket(id: UUID, service: ServiceDep) -> TicketOut:
-    """Read one Ticket (aggregate Ticket, support_workflows.loom:5)"""
+    """Read one Ticket (aggregate Ticket, support_workflows.loom:5)
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         ticket = await Tickets(work).get_by_id(id)
     return TicketOut.from_aggregate(ticket)
@@ -49,7 +53,11 @@ async def list_tickets(
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[TicketOut]:
-    """Read a page of Ticket (aggregate Ticket, support_workflows.loom:5)"""
+    """Read a page of Ticket (aggregate Ticket, support_workflows.loom:5)
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         page = await Tickets(work).page(limit, offset)
     return page.map(TicketOut.from_aggregate)
@@ -64,7 +72,11 @@ async def find_tickets_by_code(
     code: Annotated[WireText, Query()],
     service: ServiceDep,
 ) -> TicketOut:
-    """find byCode of Tickets (support_workflows.loom:38)"""
+    """find byCode of Tickets (support_workflows.loom:38)
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         ticket = await Tickets(work).find_by_code(code)
     if ticket is None:
@@ -81,7 +93,11 @@ async def find_tickets_by_customer(
     customer: Annotated[WireText, Query()],
     service: ServiceDep,
 ) -> list[TicketOut]:
-    """find byCustomer of Tickets (support_workflows.loom:39)"""
+    """find byCustomer of Tickets (support_workflows.loom:39)
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         found = await Tickets(work).find_all_by_customer(customer)
     return [TicketOut.from_aggregate(x) for x in found]
@@ -97,7 +113,11 @@ async def find_tickets_by_customer_and_due_at(
     due_at: Annotated[WireDatetime, Query(alias="dueAt")],
     service: ServiceDep,
 ) -> TicketOut:
-    """find byCustomerAndDueAt of Tickets (support_workflows.loom:40)"""
+    """find byCustomerAndDueAt of Tickets (support_workflows.loom:40)
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         ticket = await Tickets(work).get_by_customer_and_due_at(customer, due_at)
     return TicketOut.from_aggregate(ticket)
@@ -136,7 +156,11 @@ async def update_ticket(
     body: TicketUpdateInput,
     service: ServiceDep,
 ) -> TicketOut:
-    """crudish update of Ticket (support_workflows.loom:5): the fields the body names"""
+    """crudish update of Ticket (support_workflows.loom:5): the fields the body names
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -167,7 +191,11 @@ async def update_ticket(
     tags=["Support: Ticket"],
 )
 async def delete_ticket(id: UUID, service: ServiceDep) -> None:
-    """crudish delete of Ticket (support_workflows.loom:5)"""
+    """crudish delete of Ticket (support_workflows.loom:5)
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         await tickets.delete(await tickets.get_by_id(id))
@@ -180,7 +208,12 @@ async def delete_ticket(id: UUID, service: ServiceDep) -> None:
     tags=["Support: Ticket"],
 )
 async def ticket_flag_breached(id: UUID, service: ServiceDep) -> None:
-    """operation Ticket.flagBreached (support_workflows.loom:27)"""
+    """operation Ticket.flagBreached (support_workflows.loom:27)
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    When: status == Open (else 422 state-gate-refused).
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -195,7 +228,11 @@ async def ticket_flag_breached(id: UUID, service: ServiceDep) -> None:
     tags=["Support: Ticket"],
 )
 async def ticket_notify(id: UUID, body: TicketNotifyInput, service: ServiceDep) -> None:
-    """extern operation Ticket.notify (support_workflows.loom:29)"""
+    """extern operation Ticket.notify (support_workflows.loom:29)
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -213,7 +250,11 @@ async def ticket_notify(id: UUID, body: TicketNotifyInput, service: ServiceDep) 
     tags=["Support: Ticket"],
 )
 async def ticket_score(id: UUID, service: ServiceDep) -> Int64:
-    """extern operation Ticket.score (support_workflows.loom:30)"""
+    """extern operation Ticket.score (support_workflows.loom:30)
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -229,7 +270,11 @@ async def ticket_score(id: UUID, service: ServiceDep) -> Int64:
     tags=["Support: Ticket"],
 )
 async def ticket_escalate(id: UUID, service: ServiceDep) -> None:
-    """operation Ticket.escalate (support_workflows.loom:31)"""
+    """operation Ticket.escalate (support_workflows.loom:31)
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -244,7 +289,11 @@ async def ticket_escalate(id: UUID, service: ServiceDep) -> None:
     tags=["Support: Ticket"],
 )
 async def ticket_close(id: UUID, service: ServiceDep) -> None:
-    """operation Ticket.close (support_workflows.loom:32)"""
+    """operation Ticket.close (support_workflows.loom:32)
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -259,7 +308,11 @@ async def ticket_close(id: UUID, service: ServiceDep) -> None:
     tags=["Support: Ticket"],
 )
 async def ticket_bump(id: UUID, body: TicketBumpInput, service: ServiceDep) -> None:
-    """operation Ticket.bump (support_workflows.loom:33)"""
+    """operation Ticket.bump (support_workflows.loom:33)
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -278,7 +331,11 @@ async def ticket_bump_twice(
     body: TicketBumpTwiceInput,
     service: ServiceDep,
 ) -> None:
-    """operation Ticket.bumpTwice (support_workflows.loom:34)"""
+    """operation Ticket.bumpTwice (support_workflows.loom:34)
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)

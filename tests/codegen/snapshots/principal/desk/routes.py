@@ -128,7 +128,11 @@ async def delete_ticket(id: UUID, service: ServiceDep) -> None:
     tags=["Desk: Ticket"],
 )
 async def ticket_close(id: UUID, body: TicketCloseInput, service: ServiceDep) -> None:
-    """operation Ticket.close (principal.loom:15)"""
+    """operation Ticket.close (principal.loom:15)
+
+    Requires: currentUser.isSystem || currentUser.hasRole("admin") (else 403 forbidden).
+    When: status == Open (else 422 state-gate-refused).
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -143,7 +147,10 @@ async def ticket_close(id: UUID, body: TicketCloseInput, service: ServiceDep) ->
     tags=["Desk: Ticket"],
 )
 async def ticket_take(id: UUID, body: TicketTakeInput, service: ServiceDep) -> None:
-    """operation Ticket.take (principal.loom:21)"""
+    """operation Ticket.take (principal.loom:21)
+
+    Requires: currentUser.isAuthenticated && who == currentUser.id (else 403 forbidden).
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -158,7 +165,10 @@ async def ticket_take(id: UUID, body: TicketTakeInput, service: ServiceDep) -> N
     tags=["Desk: Ticket"],
 )
 async def ticket_assign(id: UUID, body: TicketAssignInput, service: ServiceDep) -> None:
-    """operation Ticket.assign (principal.loom:26)"""
+    """operation Ticket.assign (principal.loom:26)
+
+    Requires: currentUser.hasRole("lead") || to == currentUser.id (else 403 forbidden).
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -173,7 +183,10 @@ async def ticket_assign(id: UUID, body: TicketAssignInput, service: ServiceDep) 
     tags=["Desk: Ticket"],
 )
 async def ticket_watch(id: UUID, body: TicketWatchInput, service: ServiceDep) -> None:
-    """operation Ticket.watch (principal.loom:30)"""
+    """operation Ticket.watch (principal.loom:30)
+
+    Requires: who == currentUser.id (else 403 forbidden).
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -188,7 +201,10 @@ async def ticket_watch(id: UUID, body: TicketWatchInput, service: ServiceDep) ->
     tags=["Desk: Ticket"],
 )
 async def ticket_review(id: UUID, service: ServiceDep) -> None:
-    """operation Ticket.review (principal.loom:34)"""
+    """operation Ticket.review (principal.loom:34)
+
+    Requires: owner != currentUser.id (else 403 forbidden).
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -203,7 +219,11 @@ async def ticket_review(id: UUID, service: ServiceDep) -> None:
     tags=["Desk: Ticket"],
 )
 async def ticket_archive(id: UUID, service: ServiceDep) -> None:
-    """operation Ticket.archive (principal.loom:37)"""
+    """operation Ticket.archive (principal.loom:37)
+
+    Requires: currentUser.isSystem (else 403 forbidden).
+    When: status == Closed (else 422 state-gate-refused).
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)

@@ -56,7 +56,10 @@ async def list_appointments(
     tags=["Scheduling: Appointment"],
 )
 async def appointment_confirm(id: UUID, service: ServiceDep) -> None:
-    """operation Appointment.confirm (scheduling.loom:46)"""
+    """operation Appointment.confirm (scheduling.loom:46)
+
+    When: requested (else 422 state-gate-refused).
+    """
     async with service.transaction() as work:
         appointments = Appointments(work)
         appointment = await appointments.get_by_id(id)
@@ -71,7 +74,10 @@ async def appointment_confirm(id: UUID, service: ServiceDep) -> None:
     tags=["Scheduling: Appointment"],
 )
 async def appointment_pay_deposit(id: UUID, service: ServiceDep) -> None:
-    """operation Appointment.payDeposit (scheduling.loom:55)"""
+    """operation Appointment.payDeposit (scheduling.loom:55)
+
+    When: held (else 422 state-gate-refused).
+    """
     async with service.transaction() as work:
         appointments = Appointments(work)
         appointment = await appointments.get_by_id(id)

@@ -164,7 +164,10 @@ async def delete_invoice(id: UUID, service: ServiceDep) -> None:
     tags=["Billing: Invoice"],
 )
 async def invoice_pay(id: UUID, service: ServiceDep) -> None:
-    """operation Invoice.pay (tenants.loom:22)"""
+    """operation Invoice.pay (tenants.loom:22)
+
+    When: status == Open (else 422 state-gate-refused).
+    """
     async with service.transaction() as work:
         invoices = Invoices(work)
         invoice = await invoices.get_by_id(id)
@@ -194,7 +197,10 @@ async def invoice_bump(id: UUID, body: InvoiceBumpInput, service: ServiceDep) ->
     tags=["Billing: Invoice"],
 )
 async def invoice_stamp(id: UUID, body: InvoiceStampInput, service: ServiceDep) -> None:
-    """operation Invoice.stamp (tenants.loom:29)"""
+    """operation Invoice.stamp (tenants.loom:29)
+
+    Requires: currentUser.tenant == t (else 403 forbidden).
+    """
     async with service.transaction() as work:
         invoices = Invoices(work)
         invoice = await invoices.get_by_id(id)
