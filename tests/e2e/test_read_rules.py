@@ -276,6 +276,8 @@ async def test_the_openapi_document_states_the_rules(claims: ServiceClient) -> N
         ("/api/claims/{id}", "delete"),
         ("/api/claims/find/by_number", "get"),
         ("/api/claims/{id}/settle", "post"),
+        ("/api/queries/large_ones", "get"),
+        ("/api/commands/annotate", "post"),
     ):
         text = " ".join(paths[path][method]["description"].split())
         assert f"Read rule (filter VisibleToCaller: {rule})" in text, (path, method, text)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import textwrap
 
 from loom.codegen.python.literals import docstring
-from loom.model import ir
+from loom.model import ir, walk
 
 _WIDTH = 92  # the text of each line, indented by the function body's 4 spaces
 
@@ -32,18 +32,29 @@ def _escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
 
 
-def read_rule(context: ir.Context, aggregate: str) -> list[str]:
-    """The read rule of the aggregate's routes: its repository's filters, if any."""
+def read_rule(context: ir.Context, aggregate: str, ignoring: tuple[str, ...] = ()) -> list[str]:
+    """The read rule of the aggregate's routes: its repository's filters, if any (but those a
+    body's read ignores)."""
     repo = context.repository_for(aggregate)
-    if repo is None or not repo.filters:
+    names = [n for n in repo.filters if n not in ignoring] if repo is not None else []
+    if not names:
         return []
-    conditions = "; ".join(
-        f"filter {name}: {context.criterion(name).condition.text}" for name in repo.filters
-    )
+    conditions = "; ".join(f"filter {n}: {context.criterion(n).condition.text}" for n in names)
     return [
         f"Read rule ({conditions}): a caller reads only the {aggregate} rows it admits; another is "
         "a 404, as an unknown id is, and in no page or list."
     ]
+
+
+def body_read_rules(context: ir.Context, body: tuple[ir.Stmt, ...]) -> list[str]:
+    """The read rules of the repositories a handler's body reads through, each once."""
+    rules: list[str] = []
+    for node in walk.nodes(body):
+        if isinstance(node, ir.Read | ir.LoadById):
+            for rule in read_rule(context, node.aggregate, node.ignoring):
+                if rule not in rules:
+                    rules.append(rule)
+    return rules
 
 
 def operation_rules(op: ir.Operation) -> list[str]:
