@@ -237,6 +237,46 @@ async def test_the_system_reads_what_the_rule_admits_it(claims: ServiceClient) -
     assert r.json()["type"] == "urn:loom:problem:state-gate-refused", r.text
 
 
+async def test_no_caller_reads_a_projection_row_the_rule_hides(claims: ServiceClient) -> None:
+    """`filter currentUser.hasRole("assessor") || claimant == currentUser.id` of projection
+    SubmittedClaims, whose rows the system folds: by key and the page, for every caller."""
+    c = claims
+    rows: list[Claim] = []
+    for tenant in TENANTS:
+        owner, _, stranger = callers(tenant)
+        for who, n in ((owner, 0), (owner, 1), (stranger, 2)):
+            x = await file(c, who, f"{tenant}-{n}", 100 + n)
+            r = await c.post(f"/api/claims/{x.id}/submit", json={}, headers=who.headers)
+            assert r.status_code == 204, r.text
+            rows.append(x)
+    probe = Probe()
+    base = "/api/projections/submitted_claims"
+    for who in (who for tenant in TENANTS for who in callers(tenant)):
+        h = who.headers
+        seen = [x for x in rows if x.visible_to(who)]
+        listed = await c.get(f"{base}?limit=100", headers=h)
+        page = listed.json()
+        assert page["total"] == len(seen), (who, page)
+        assert sorted(i["claim"] for i in page["items"]) == sorted(x.id for x in seen)
+        for offset in range(len(seen) + 1):
+            one = (await c.get(f"{base}?limit=1&offset={offset}", headers=h)).json()
+            assert one["total"] == len(seen) and len(one["items"]) == (offset < len(seen))
+        probe.listed("projection page", who, [x for x in rows if x not in seen], listed)
+        for x in rows:
+            r = await c.get(f"{base}/{x.id}", headers=h)
+            if x in seen:
+                assert r.status_code == 200 and r.json()["amount"] == x.amount, r.text
+            else:
+                probe.absent("projection by key", who, r)
+    print(f"projection attempts: {probe.attempts}, rows leaked: {len(probe.leaked)}")
+    assert probe.leaked == [], "\n".join(map(str, probe.leaked))
+    # per tenant: the owner 4 hidden rows, the staff 3, the stranger 5, and a page each
+    assert probe.attempts == 2 * (4 + 3 + 5 + 3)
+    paths = (await c.get("/openapi.json")).json()["paths"]
+    text = " ".join(paths[base]["get"]["description"].split())
+    assert 'Read rule (filter: currentUser.hasRole("assessor") || claimant ==' in text, text
+
+
 async def test_an_anonymous_caller_reads_what_the_rule_gives_anonymous(
     claims: ServiceClient,
 ) -> None:

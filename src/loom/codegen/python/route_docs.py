@@ -46,6 +46,16 @@ def read_rule(context: ir.Context, aggregate: str, ignoring: tuple[str, ...] = (
     ]
 
 
+def projection_rule(p: ir.Projection) -> list[str]:
+    """The read rule of a projection's routes: its `filter`, if any."""
+    if p.filter is None:
+        return []
+    return [
+        f"Read rule (filter: {p.filter.text}): a caller reads only the rows it admits; another is "
+        "a 404, as an unknown key is, and in no page."
+    ]
+
+
 def body_read_rules(context: ir.Context, body: tuple[ir.Stmt, ...]) -> list[str]:
     """The read rules of the repositories a handler's body reads through, each once."""
     rules: list[str] = []

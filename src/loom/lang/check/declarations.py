@@ -31,6 +31,8 @@ def check_context(ck: Checker, ctx: ContextSymbols) -> None:
         _criterion(ck, ctx, c)
     for r in ctx.retrievals.values():
         _retrieval(ck, ctx, r)
+    for proj in ctx.projections.values():
+        _projection_filter(ck, ctx, proj)
     for svc in ctx.services.values():
         for m in svc.methods:
             _service_method(ck, ctx, svc, m)
@@ -262,6 +264,36 @@ _BUILTIN_HELP = (
     "field with a value computed from the parameters instead (`validTo < addMonths(asOf, 1)`), "
     "or filter the loaded values in a query handler"
 )
+
+
+def _projection_filter(ck: Checker, ctx: ContextSymbols, proj: ast.Projection) -> None:
+    """`filter <condition>` of a projection: a `bool` over its fields that SQL can express."""
+    for extra in proj.filters[1:]:
+        ck.report(
+            "loom.duplicate-declaration",
+            f"projection `{proj.name}` declares a second `filter`",
+            extra.span,
+            "a second read rule",
+            secondary=[(proj.filters[0].span, "the first one")],
+            help="join the conditions in one: `filter a || b` (or `a && b`)",
+        )
+    if not proj.filters:
+        return
+    cond = proj.filters[0]
+    row = ast.ValueObject(proj.name, proj.name_span, proj.fields, [], proj.span)
+    x = ck.condition(cond, Scope(ctx, None, "criterion", record=row), "a projection's filter")
+    ck.facts.exprs[cond] = x
+    bad = untranslatable(x)
+    if bad is not None and not is_error(bad.type):
+        ck.report(
+            "loom.criterion-not-translatable",
+            f"the filter of projection `{proj.name}` uses `{bad.text}`, which cannot be "
+            "translated to SQL",
+            cond.span,
+            "not translatable",
+            help="a projection's filter compares its fields with literals, enum members and "
+            "`currentUser`, joined by `&&`, `||` and `!`, as a criterion does",
+        )
 
 
 def _retrieval(ck: Checker, ctx: ContextSymbols, r: ast.Retrieval) -> None:

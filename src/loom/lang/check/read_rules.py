@@ -13,6 +13,11 @@ reads only the rows the rule admits. Such a criterion is a read rule and nothing
 `loom.filter-hides-from-system`: a body the system runs (a reaction, an `on timeout`, a timer)
 reads through a repository whose read rule, evaluated for the system principal (`isSystem` true,
 no id, no roles, no claims), admits no row: every such read finds nothing.
+
+A projection states its read rule in place, over its row's fields (key included) and `currentUser`:
+`projection ClaimTotals { claim: Claim id  claimant: string  …  filter claimant == currentUser.id
+… }` (checked with the criteria, `declarations.py`). Its GET routes apply it as a repository's
+routes do; its folds (run by the system) never do.
 """
 
 from __future__ import annotations
