@@ -325,3 +325,24 @@ async def test_the_openapi_document_states_the_rules(claims: ServiceClient) -> N
     assert 'Requires: currentUser.hasRole("assessor") (else 403 forbidden).' in settle
     assert "When: status == Submitted (else 422 state-gate-refused)." in settle
     assert "Read rule" not in paths["/api/posts"]["post"]["description"]
+
+
+async def test_a_rule_with_not_equal_to_the_callers_id(claims: ServiceClient) -> None:
+    """`author != currentUser.id`: false for a caller without an id; an absent author differs
+    from an id (as in memory)."""
+    c = claims
+    ann = token(sub="ann", roles=["editor"])
+    ids = {}
+    for text, author in (("by ann", "ann"), ("by bob", "bob"), ("by nobody", None)):
+        r = await c.post("/api/reviews", json={"author": author, "text": text}, headers=ann)
+        assert r.status_code == 201, r.text
+        ids[text] = r.json()["id"]
+    page = (await c.get("/api/reviews", headers=ann)).json()
+    assert sorted(i["text"] for i in page["items"]) == ["by bob", "by nobody"]
+    assert page["total"] == 2
+    assert (await c.get(f"/api/reviews/{ids['by ann']}", headers=ann)).status_code == 404
+    bob = token(sub="bob", roles=["editor"])
+    assert (await c.get("/api/reviews", headers=bob)).json()["total"] == 2
+    # the role is needed, and an anonymous caller has neither it nor an id
+    assert (await c.get("/api/reviews", headers=token(sub="cy"))).json()["total"] == 0
+    assert (await c.get("/api/reviews")).json()["total"] == 0

@@ -20,7 +20,7 @@ from .claims import workflows as claims_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "b9a726d3f0a3"
+MODEL_REVISION = "bc16c27ccb80"
 
 # The durable channels of the model: their events go through the outbox and the relay.
 CHANNELS = [

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from loom.runtime import AggregateRoot, new_id
 
-from .ids import PostId
+from .ids import PostId, ReviewId
 
 
 @dataclass(eq=False, kw_only=True)
@@ -24,3 +24,17 @@ class Post(AggregateRoot):
     def create(cls, *, author: str, title: str, published: bool) -> Post:
         """Post.create (read_rules.loom:84): a new Post"""
         return cls(author=author, title=title, published=published)
+
+
+@dataclass(eq=False, kw_only=True)
+class Review(AggregateRoot):
+    """aggregate Review (read_rules.loom:92)"""
+
+    id: ReviewId = field(default_factory=lambda: ReviewId(new_id()))
+    author: str | None
+    text: str
+
+    @classmethod
+    def create(cls, *, author: str | None, text: str) -> Review:
+        """Review.create (read_rules.loom:92): a new Review"""
+        return cls(author=author, text=text)

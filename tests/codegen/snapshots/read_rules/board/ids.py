@@ -6,3 +6,4 @@ from typing import NewType
 from uuid import UUID
 
 PostId = NewType("PostId", UUID)
+ReviewId = NewType("ReviewId", UUID)

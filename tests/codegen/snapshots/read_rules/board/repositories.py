@@ -4,17 +4,32 @@
 
 from types import MappingProxyType
 
-from loom.runtime import Repository, subject_is
-from sqlalchemy import ColumnElement, or_
+from loom.runtime import (
+    Repository,
+    current_principal,
+    sql_bool,
+    subject_is,
+    subject_is_not,
+)
+from sqlalchemy import ColumnElement, and_, or_
 
 from . import tables
-from .domain import Post
+from .domain import Post, Review
 
 
 def readable() -> ColumnElement[bool]:
     """criterion Readable of Post (read_rules.loom:89)"""
     c = tables.posts.c
     return or_(c.published, subject_is(c.author))
+
+
+def others_work() -> ColumnElement[bool]:
+    """criterion OthersWork of Review (read_rules.loom:96)"""
+    c = tables.reviews.c
+    return and_(
+        sql_bool(current_principal().has_role("editor")),
+        subject_is_not(c.author),
+    )
 
 
 class Posts(Repository[Post]):
@@ -31,3 +46,19 @@ class Posts(Repository[Post]):
     async def find_all_by_readable(self) -> list[Post]:
         """criterion Readable (read_rules.loom:89)"""
         return await self.find_all(readable())
+
+
+class Reviews(Repository[Review]):
+    """repository Reviews for Review (read_rules.loom:97)"""
+
+    aggregate = Review
+    table = tables.reviews
+    filters = MappingProxyType({"OthersWork": others_work})
+
+    async def find_by_others_work(self) -> Review | None:
+        """criterion OthersWork (read_rules.loom:96)"""
+        return await self.find_one(others_work())
+
+    async def find_all_by_others_work(self) -> list[Review]:
+        """criterion OthersWork (read_rules.loom:96)"""
+        return await self.find_all(others_work())

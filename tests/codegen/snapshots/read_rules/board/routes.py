@@ -16,9 +16,16 @@ from loom.runtime import (
     ServiceDep,
 )
 
-from .domain import Post
-from .repositories import Posts
-from .schemas import PostCreateInput, PostOut, PostUpdateInput
+from .domain import Post, Review
+from .repositories import Posts, Reviews
+from .schemas import (
+    PostCreateInput,
+    PostOut,
+    PostUpdateInput,
+    ReviewCreateInput,
+    ReviewOut,
+    ReviewUpdateInput,
+)
 
 router = APIRouter(route_class=LoomRoute)
 
@@ -115,3 +122,95 @@ async def delete_post(id: UUID, service: ServiceDep) -> None:
     async with service.transaction() as work:
         posts = Posts(work)
         await posts.delete(await posts.get_by_id(id))
+
+
+@router.get("/api/reviews/{id}", responses=PROBLEM_RESPONSES, tags=["Board: Review"])
+async def get_review(id: UUID, service: ServiceDep) -> ReviewOut:
+    """Read one Review (aggregate Review, read_rules.loom:92)
+
+    Read rule (filter OthersWork: currentUser.hasRole("editor") && author != currentUser.id): a
+    caller reads only the Review rows it admits; another is a 404, as an unknown id is, and in
+    no page or list.
+    """
+    async with service.autocommit() as work:
+        review = await Reviews(work).get_by_id(id)
+    return ReviewOut.from_aggregate(review)
+
+
+@router.get("/api/reviews", responses=PROBLEM_RESPONSES, tags=["Board: Review"])
+async def list_reviews(
+    service: ServiceDep,
+    limit: Annotated[PageLimit, Query()] = 50,
+    offset: Annotated[PageOffset, Query()] = 0,
+) -> Page[ReviewOut]:
+    """Read a page of Review (aggregate Review, read_rules.loom:92)
+
+    Read rule (filter OthersWork: currentUser.hasRole("editor") && author != currentUser.id): a
+    caller reads only the Review rows it admits; another is a 404, as an unknown id is, and in
+    no page or list.
+    """
+    async with service.autocommit() as work:
+        page = await Reviews(work).page(limit, offset)
+    return page.map(ReviewOut.from_aggregate)
+
+
+@router.post(
+    "/api/reviews",
+    status_code=201,
+    responses=PROBLEM_RESPONSES,
+    tags=["Board: Review"],
+)
+async def create_review(
+    body: ReviewCreateInput,
+    response: Response,
+    service: ServiceDep,
+) -> ReviewOut:
+    """crudish create of Review (read_rules.loom:92)"""
+    async with service.autocommit() as work:
+        review = Review.create(author=body.author, text=body.text)
+        await Reviews(work).save(review)
+    response.headers["Location"] = f"/api/reviews/{review.id}"
+    return ReviewOut.from_aggregate(review)
+
+
+@router.patch("/api/reviews/{id}", responses=PROBLEM_RESPONSES, tags=["Board: Review"])
+async def update_review(
+    id: UUID,
+    body: ReviewUpdateInput,
+    service: ServiceDep,
+) -> ReviewOut:
+    """crudish update of Review (read_rules.loom:92): the fields the body names
+
+    Read rule (filter OthersWork: currentUser.hasRole("editor") && author != currentUser.id): a
+    caller reads only the Review rows it admits; another is a 404, as an unknown id is, and in
+    no page or list.
+    """
+    async with service.transaction() as work:
+        reviews = Reviews(work)
+        review = await reviews.get_by_id(id)
+        if "author" in body.model_fields_set:
+            review.author = body.author
+        if "text" in body.model_fields_set:
+            if body.text is None:
+                raise InvalidValue("text may not be null", path="body.text")
+            review.text = body.text
+        await reviews.save(review)
+    return ReviewOut.from_aggregate(review)
+
+
+@router.delete(
+    "/api/reviews/{id}",
+    status_code=204,
+    responses=PROBLEM_RESPONSES,
+    tags=["Board: Review"],
+)
+async def delete_review(id: UUID, service: ServiceDep) -> None:
+    """crudish delete of Review (read_rules.loom:92)
+
+    Read rule (filter OthersWork: currentUser.hasRole("editor") && author != currentUser.id): a
+    caller reads only the Review rows it admits; another is a 404, as an unknown id is, and in
+    no page or list.
+    """
+    async with service.transaction() as work:
+        reviews = Reviews(work)
+        await reviews.delete(await reviews.get_by_id(id))

@@ -7,8 +7,8 @@ from typing import Self
 from loom.runtime import JsonBool, WireText
 from pydantic import BaseModel, ConfigDict
 
-from .domain import Post
-from .ids import PostId
+from .domain import Post, Review
+from .ids import PostId, ReviewId
 
 
 class PostOut(BaseModel):
@@ -50,3 +50,40 @@ class PostUpdateInput(BaseModel):
     author: WireText | None = None
     title: WireText | None = None
     published: JsonBool | None = None
+
+
+class ReviewOut(BaseModel):
+    """Review as the API answers it (aggregate Review, read_rules.loom:92)"""
+
+    id: ReviewId
+    version: int
+    author: str | None
+    text: str
+
+    @classmethod
+    def from_aggregate(cls, review: Review) -> Self:
+        """The wire form of aggregate Review."""
+        return cls(
+            id=review.id,
+            version=review.version,
+            author=review.author,
+            text=review.text,
+        )
+
+
+class ReviewCreateInput(BaseModel):
+    """The body of crudish create of Review (read_rules.loom:92)"""
+
+    model_config = ConfigDict(extra="forbid")
+
+    author: WireText | None = None
+    text: WireText
+
+
+class ReviewUpdateInput(BaseModel):
+    """The body of crudish update of Review: any mutable fields (read_rules.loom:92)"""
+
+    model_config = ConfigDict(extra="forbid")
+
+    author: WireText | None = None
+    text: WireText | None = None

@@ -22,3 +22,14 @@ posts = Table(
     ),
     info={"loom": {"origin": "Board.Post"}},
 )
+
+# aggregate Review (read_rules.loom:92)
+reviews = Table(
+    "board_reviews",
+    metadata,
+    Column("id", Uuid, primary_key=True),
+    Column("version", Integer, nullable=False),
+    Column("author", String, nullable=True, info={"loom": {"field": "author"}}),
+    Column("text", String, nullable=False, info={"loom": {"field": "text"}}),
+    info={"loom": {"origin": "Board.Review"}},
+)
