@@ -46,6 +46,7 @@ EXAMPLES = {
     "tenants_processes": ["tests/e2e/models/tenants_processes.loom"],
     "tenants_channels": ["tests/e2e/models/tenants_channels.loom"],
     "tenants_instances": ["tests/e2e/models/tenants_instances.loom"],
+    "read_rules": ["tests/e2e/models/read_rules.loom"],
     "eventsourced_reactions": ["tests/e2e/models/eventsourced_reactions.loom"],
     "refused_saves": ["tests/e2e/models/refused_saves.loom"],
     "builtin_functions": ["tests/e2e/models/builtin_functions.loom"],

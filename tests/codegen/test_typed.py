@@ -31,6 +31,7 @@ EXAMPLES = {
     "list_functions": ["tests/e2e/models/list_functions.loom"],
     "builtin_functions": ["tests/e2e/models/builtin_functions.loom"],
     "system_principal": ["tests/e2e/models/system_principal.loom"],
+    "read_rules": ["tests/e2e/models/read_rules.loom"],
     "wire_strict": ["tests/e2e/models/wire_strict.loom"],
     "eventsourced_reactions": ["tests/e2e/models/eventsourced_reactions.loom"],
     "dunning": ["tests/e2e/models/dunning.loom"],

@@ -341,13 +341,20 @@ REGISTRY: dict[str, CodeInfo] = {
         CodeInfo(
             "loom.current-user-misplaced",
             _E,
-            "`currentUser` is read where the domain's rules run, or `.id` where the system runs",
+            "`currentUser` is read where the domain's rules run, or `.id` where the system runs, "
+            "or a criterion reading it is not a repository filter",
         ),
         CodeInfo(
             "loom.reactor-gate-unsatisfiable",
             _W,
             "a reaction, timeout or timer calls an operation whose `requires` gate refuses the "
             "system principal",
+        ),
+        CodeInfo(
+            "loom.filter-hides-from-system",
+            _W,
+            "a reaction, timeout or timer reads through a repository whose filter, reading "
+            "`currentUser`, admits no row for the system principal",
         ),
         # Tenants
         CodeInfo(

@@ -72,6 +72,8 @@ Persistence
     as_number(x), int_rem(a, b), sql_bool(x)  criteria helpers: decimal operands computed and
                          compared exactly on both engines (SQLite: functions registered on each
                          connection), `%` of ints truncating; a Python bool as a where-clause
+    subject_is(col), subject_is_not(col)  a read rule's `col == currentUser.id` (`!=`) in SQL:
+                         false for a principal without an id, as in memory
     functions_sql        a criterion's built-ins in SQL (length, contains, starts_with, lower,
                          upper, trim, year, month, day), answering as `functions` does in memory
     Rows[S]              projection rows (an Instances keyed by the projection's key)
@@ -263,7 +265,7 @@ from loom.runtime.processes.model import (
 from loom.runtime.processes.runner import ProcessRunner
 from loom.runtime.service.app import LoomRoute, ServiceDep, create_app, get_service
 from loom.runtime.service.service import Service
-from loom.runtime.storage.criteria import as_number, int_rem, sql_bool
+from loom.runtime.storage.criteria import as_number, int_rem, sql_bool, subject_is, subject_is_not
 from loom.runtime.storage.instances import Instances, instance_version
 from loom.runtime.storage.projections import Rows
 from loom.runtime.storage.repository import Repository
@@ -427,6 +429,8 @@ __all__ = [
     "require",
     "require_tenant",
     "sql_bool",
+    "subject_is",
+    "subject_is_not",
     "times",
     "use_principal",
     "wire_names",

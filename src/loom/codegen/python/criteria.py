@@ -8,7 +8,9 @@ decimal) goes through `as_number`, whose operators compute exactly on both engin
 `decimals.int_rem`). `field in xs` is SQL's `IN` over the bound list, `isPresent(field)` is
 `IS NOT NULL`. Enums compare as their stored value strings; a column always ends up on the
 left of a comparison (so that both Python and mypy pick the column's operator). A column named
-like a Python keyword is read by key (`c["class"]`).
+like a Python keyword is read by key (`c["class"]`). A read rule's `currentUser` reads no column:
+it is bound from the principal when the read runs (the criterion function is called per read), and
+`field == currentUser.id` is `subject_is(c.field)`, false for a principal without an id.
 """
 
 from __future__ import annotations
@@ -133,6 +135,11 @@ class SqlRenderer:
             if isinstance(_bare(left.type), ir.EnumType):
                 values = f"[v.value for v in {values}]"
             return f"{self._operand(left, False)}.in_({values})"
+        if op in ("==", "!=") and (_is_subject(left) or _is_subject(right)):
+            other = right if _is_subject(left) else left
+            if _reads_column(other):  # a read rule: false for a principal without an id
+                fn = self._runtime("subject_is" if op == "==" else "subject_is_not")
+                return f"{fn}({self._operand(other, False)})"
         decimal = _is_decimal(left.type) or _is_decimal(right.type) or _is_decimal(expr.type)
         if op in _FLIP:
             if not _reads_column(left):
@@ -156,6 +163,10 @@ class SqlRenderer:
         if isinstance(expr, ir.Binary) and expr.op == op and _reads_column(expr):
             return self._flatten(expr.left, op) + self._flatten(expr.right, op)
         return [expr]
+
+
+def _is_subject(expr: ir.Expr) -> bool:
+    return isinstance(expr, ir.CurrentUser) and expr.member == "id"
 
 
 def _int_rem(expr: ir.Expr) -> bool:

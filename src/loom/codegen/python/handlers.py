@@ -16,9 +16,10 @@ from loom.codegen.python.bodies import BodyWriter, body_params
 from loom.codegen.python.expressions import Scope
 from loom.codegen.python.imports import Imports
 from loom.codegen.python.layout import Group, lay
-from loom.codegen.python.literals import docstring, py_str
+from loom.codegen.python.literals import py_str
 from loom.codegen.python.model_info import ModelInfo
 from loom.codegen.python.modules import header, module_text, where
+from loom.codegen.python.route_docs import body_read_rules, route_doc
 from loom.codegen.python.routes import (
     ROUTE_LOCALS,
     ROUTE_NAMES,
@@ -139,7 +140,8 @@ def _handler(
         mode = "transactional" + (f"({handler.isolation})" if handler.isolation else "")
     else:
         mode = "non-transactional: each save commits on its own"
-    lines.append(f"    {docstring(f'{kind} {handler.name} ({where(handler.origin)}): {mode}')}")
+    summary = f"{kind} {handler.name} ({where(handler.origin)}): {mode}"
+    lines += route_doc(summary, body_read_rules(context, handler.body))
     lines += built
 
     scope = Scope(imports=imports, enum_ref=domain_types.enum_ref, self_name=None, params=py)

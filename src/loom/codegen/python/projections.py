@@ -12,9 +12,9 @@ from __future__ import annotations
 from loom.codegen.python.imports import Imports
 from loom.codegen.python.keyed import instance_out_class, instances_class
 from loom.codegen.python.layout import Group, lay
-from loom.codegen.python.literals import docstring
 from loom.codegen.python.model_info import ModelInfo
 from loom.codegen.python.modules import header, module_text, where
+from loom.codegen.python.route_docs import projection_rule, route_doc
 from loom.codegen.python.routes import (
     ROUTE_NAMES,
     SERVICE_PARAM,
@@ -67,7 +67,7 @@ def emit_projections(info: ModelInfo, context: ir.Context) -> str:
         params = [f"key: {_key_annotation(key.type, imports)}", SERVICE_PARAM]
         block += lay(Group(f"async def {fn}(", params, f") -> {out}:"))
         doc = f"Read the row of projection {p.name} keyed by its {p.key} ({where(p.origin)})"
-        block.append(f"    {docstring(doc)}")
+        block += route_doc(doc, projection_rule(p))
         block.append("    async with service.autocommit() as work:")
         block.append(f"        row = await {store}(work).get(key)")
         block.append(f"    return {out}.from_state(row)")
@@ -84,7 +84,7 @@ def emit_projections(info: ModelInfo, context: ir.Context) -> str:
         ]
         block += lay(Group(f"async def {fn}(", params, f") -> Page[{out}]:"))
         doc = f"Read a page of projection {p.name}, ordered by {p.key} ({where(p.origin)})"
-        block.append(f"    {docstring(doc)}")
+        block += route_doc(doc, projection_rule(p))
         block.append("    async with service.autocommit() as work:")
         block.append(f"        page = await {store}(work).page(limit, offset)")
         block += lay(f"return page.map({out}.from_state)", 1)

@@ -93,6 +93,9 @@ def emit_repositories(info: ModelInfo, context: ir.Context) -> str:
         imports.add(".", "tables")
     for crit in context.criteria:
         blocks.append(_criterion(context, crit, types, imports))
+    for proj in context.projections:
+        if proj.filter is not None:
+            blocks.append(_projection_rule(proj, types, imports))
     for agg in context.aggregates:
         blocks.append(_repository(info, context, agg, types, imports))
     for wf in keyed(context):
@@ -107,6 +110,10 @@ def emit_repositories(info: ModelInfo, context: ir.Context) -> str:
         else:
             imports.add("loom.runtime", "Rows")
             base, what = "Rows", "rows of projection"
+            if wf.filter is not None:  # its read rule, applied by the GET routes
+                imports.add("types", "MappingProxyType")
+                rule = f'{{"filter": {projection_rule_function(wf)}}}'
+                process = [f"    filters = MappingProxyType({rule})"]
         imports.add(".", "tables")
         imports.add(".domain", state_class(wf))
         blocks.append(
@@ -135,6 +142,20 @@ def _signature(
     return lay(Group(head, items, f") -> {result}:"), 1 if method else 0), py
 
 
+def projection_rule_function(p: ir.Projection) -> str:
+    return f"{naming.snake(p.name)}_read_rule"
+
+
+def _projection_rule(p: ir.Projection, types: TypeNames, imports: Imports) -> list[str]:
+    """`filter <condition>` of a projection, as a where-clause over its rows."""
+    assert p.filter is not None
+    imports.add("sqlalchemy", "ColumnElement")
+    lines = [f"def {projection_rule_function(p)}() -> ColumnElement[bool]:"]
+    lines.append(f"    {docstring(f'the read rule of projection {p.name} ({where(p.origin)})')}")
+    scope = Scope(imports=imports, enum_ref=types.enum_ref, self_name=None, params={})
+    return lines + _where_body(p.filter, instances_table_var(p), scope)
+
+
 def _criterion(
     context: ir.Context, crit: ir.Criterion, types: TypeNames, imports: Imports
 ) -> list[str]:
@@ -146,8 +167,13 @@ def _criterion(
     )
     lines.append(f"    {docstring(f'criterion {crit.name} of {agg.name} ({where(crit.origin)})')}")
     scope = Scope(imports=imports, enum_ref=types.enum_ref, self_name=None, params=py)
-    sql = SqlRenderer(scope).where_doc(crit.condition)
-    lines.append(f"    c = tables.{table_var(agg)}.c")
+    return lines + _where_body(crit.condition, table_var(agg), scope)
+
+
+def _where_body(condition: ir.Expr, table: str, scope: Scope) -> list[str]:
+    """The body of a where-clause function: `condition` over the columns of `tables.<table>`."""
+    sql = SqlRenderer(scope).where_doc(condition)
+    lines = [f"    c = tables.{table}.c"]
     lines += lay(
         Group("return " + sql.head, sql.items, sql.tail)
         if isinstance(sql, Group)

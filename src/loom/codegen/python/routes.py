@@ -17,6 +17,7 @@ from loom.codegen.python.literals import docstring, py_str
 from loom.codegen.python.model_info import ModelInfo
 from loom.codegen.python.modules import header, module_text, where
 from loom.codegen.python.repositories import find_method
+from loom.codegen.python.route_docs import operation_rules, read_rule, route_doc
 from loom.codegen.python.schemas import SchemaNames, field_to_domain, schema_names
 from loom.codegen.python.type_names import TypeNames
 from loom.codegen.python.wire import domain_to_wire
@@ -110,8 +111,9 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
             "get", f"/api/{plural}/{{id}}", tag, naming.operation_id(agg.name, "get"), imports
         )
         block += lay(Group(f"async def {fn}(", ["id: UUID", SERVICE_PARAM], f") -> {out}:"))
-        block.append(
-            f"    {docstring(f'Read one {agg.name} (aggregate {agg.name}, {where(agg.origin)})')}"
+        reads = read_rule(context, agg.name)
+        block += route_doc(
+            f"Read one {agg.name} (aggregate {agg.name}, {where(agg.origin)})", reads
         )
         block.append("    async with service.autocommit() as work:")
         block += lay(f"{var} = await {repo}(work).get_by_id(id)", 2)
@@ -132,8 +134,8 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
             "offset: Annotated[PageOffset, Query()] = 0",
         ]
         block += lay(Group(f"async def {fn}(", params, f") -> Page[{out}]:"))
-        block.append(
-            f"    {docstring(f'Read a page of {agg.name} (aggregate {agg.name}, {where(agg.origin)})')}"
+        block += route_doc(
+            f"Read a page of {agg.name} (aggregate {agg.name}, {where(agg.origin)})", reads
         )
         block.append("    async with service.autocommit() as work:")
         block.append(f"        page = await {repo}(work).page(limit, offset)")
@@ -168,7 +170,8 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
                 result = domain_to_wire("result", op.result, out_types)
             block += lay(Group(f"async def {fn}(", params, f") -> {result_t}:"))
             kind = "extern operation" if op.extern else "operation"
-            block.append(f"    {docstring(f'{kind} {agg.name}.{op.name} ({where(op.origin)})')}")
+            summary = f"{kind} {agg.name}.{op.name} ({where(op.origin)})"
+            block += route_doc(summary, reads + operation_rules(op))
             block.append("    async with service.transaction() as work:")
             repo_var = naming.NameAlloc({var, "id", "request", "service", "work", "body"}).take(
                 plural
@@ -238,7 +241,7 @@ def _find_routes(
         imports.add("fastapi", "Query")
         block += lay(Group(f"async def {fn}(", params, f") -> {result}:"))
         doc = f"find {find.name} of {repo.name} ({where(find.origin)})"
-        block.append(f"    {docstring(doc)}")
+        block += route_doc(doc, read_rule(context, agg.name))
         args = [py[p.name] for p in find.params]
         method = find_method(find)
         block.append("    async with service.autocommit() as work:")
@@ -329,7 +332,7 @@ def _crudish(
     params = ["id: UUID", f"body: {update_in}", SERVICE_PARAM]
     block += lay(Group(f"async def {fn}(", params, f") -> {out}:"))
     doc = f"crudish update of {agg.name} ({where(agg.origin)}): the fields the body names"
-    block.append(f"    {docstring(doc)}")
+    block += route_doc(doc, read_rule(context, agg.name))
     block.append("    async with service.transaction() as work:")
     block.append(f"        {repo_var} = {repo}(work)")
     block.append(f"        {var} = await {repo_var}.get_by_id(id)")
@@ -360,7 +363,8 @@ def _crudish(
         204,
     )
     block += lay(Group(f"async def {fn}(", ["id: UUID", SERVICE_PARAM], ") -> None:"))
-    block.append(f"    {docstring(f'crudish delete of {agg.name} ({where(agg.origin)})')}")
+    doc = f"crudish delete of {agg.name} ({where(agg.origin)})"
+    block += route_doc(doc, read_rule(context, agg.name))
     block.append("    async with service.transaction() as work:")
     block.append(f"        {repo_var} = {repo}(work)")
     block.append(f"        await {repo_var}.delete(await {repo_var}.get_by_id(id))")

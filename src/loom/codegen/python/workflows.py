@@ -24,6 +24,7 @@ from loom.codegen.python.layout import Group, call, lay
 from loom.codegen.python.literals import docstring, py_str
 from loom.codegen.python.model_info import ModelInfo
 from loom.codegen.python.modules import header, module_text, where
+from loom.codegen.python.route_docs import body_read_rules, route_doc
 from loom.codegen.python.routes import (
     ROUTE_LOCALS,
     ROUTE_NAMES,
@@ -199,7 +200,8 @@ def _workflow(
         mode = "a process step: one transaction with its timers, like its reactions"
     else:
         mode = "non-transactional: each save commits on its own"
-    lines.append(f"    {docstring(f'workflow {wf.name} ({where(wf.origin)}): {mode}')}")
+    summary = f"workflow {wf.name} ({where(wf.origin)}): {mode}"
+    lines += route_doc(summary, body_read_rules(context, create.body))
 
     alloc = naming.NameAlloc(ROUTE_LOCALS)
     py_params, built = body_params(create.params, alloc, in_types)

@@ -11,7 +11,7 @@ admits no one either.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from decimal import Decimal
 
 from loom.lang.check.checker import Checker
@@ -43,55 +43,59 @@ _ANONYMOUS: dict[str, Value] = {
     "id": REFUSED,
     "tenant": REFUSED,  # a tenanted route refuses an anonymous caller (401) before it runs
 }
+# ... and for the system principal a reaction, timeout or timer runs as (a tenanted context's has
+# the event's, the instance's or the swept tenant: some string)
+SYSTEM: dict[str, Value] = {**_ANONYMOUS, "isSystem": True, "tenant": UNKNOWN}
 _SHOWN = {"isSystem": "false", "isAuthenticated": "false", "roles": "[]", "hasRole": "false"}
 
 
-def truth(x: ir.Expr) -> bool | None:
-    """Is the gate true for an anonymous caller: True, False, or None (it depends)."""
-    v = value(x)
+def truth(x: ir.Expr, who: Mapping[str, Value] = _ANONYMOUS) -> bool | None:
+    """Is the gate true for an anonymous caller (or `who`): True, False, or None (it depends)."""
+    v = value(x, who)
     if isinstance(v, bool):
         return v
     return False if v is REFUSED else None
 
 
-def value(x: ir.Expr) -> Value:
-    """The value of `x` for an anonymous caller, UNKNOWN where it depends on anything else."""
+def value(x: ir.Expr, who: Mapping[str, Value] = _ANONYMOUS) -> Value:
+    """The value of `x` for an anonymous caller (or the principal whose members are `who`),
+    UNKNOWN where it depends on anything else."""
     if isinstance(x, ir.CurrentUser):
-        return _ANONYMOUS[x.member]
+        return who[x.member]
     if isinstance(x, ir.Literal_):
         return UNKNOWN if x.value is None else x.value  # None: a node that had an error
     if isinstance(x, ir.ListLiteral):
-        items = tuple(value(i) for i in x.items)
+        items = tuple(value(i, who) for i in x.items)
         if any(i is REFUSED for i in items):
             return REFUSED
         return UNKNOWN if any(i is UNKNOWN for i in items) else items
     if isinstance(x, ir.Unary):
-        inner = value(x.operand)
+        inner = value(x.operand, who)
         if inner is REFUSED:
             return REFUSED
         return not inner if x.op == "!" and isinstance(inner, bool) else UNKNOWN
     if isinstance(x, ir.Binary):
-        return _logical(x) if x.op in ("&&", "||") else _comparison(x)
+        return _logical(x, who) if x.op in ("&&", "||") else _comparison(x, who)
     if isinstance(x, ir.Conditional):
-        c = value(x.condition)
+        c = value(x.condition, who)
         if c is REFUSED:
             return REFUSED
         if c is True:
-            return value(x.then)
+            return value(x.then, who)
         if c is False:
-            return value(x.otherwise)
-        then, other = value(x.then), value(x.otherwise)
+            return value(x.otherwise, who)
+        then, other = value(x.then, who), value(x.otherwise, who)
         return then if _known(then) and _known(other) and then == other else UNKNOWN
     return UNKNOWN
 
 
-def _logical(x: ir.Binary) -> Value:
+def _logical(x: ir.Binary, who: Mapping[str, Value]) -> Value:
     """Kleene's `&&` / `||`, evaluated left to right as Python does: a refusal on the left refuses
     the request; on the right it admits no one, so it counts as false there."""
-    left = value(x.left)
+    left = value(x.left, who)
     if left is REFUSED:
         return REFUSED
-    right = value(x.right)
+    right = value(x.right, who)
     lt = left if isinstance(left, bool) else None
     rt = False if right is REFUSED else (right if isinstance(right, bool) else None)
     if x.op == "&&":
@@ -103,10 +107,10 @@ def _logical(x: ir.Binary) -> Value:
     return False if lt is False and rt is False else UNKNOWN
 
 
-def _comparison(x: ir.Binary) -> Value:
+def _comparison(x: ir.Binary, who: Mapping[str, Value]) -> Value:
     if x.op in ("==", "!=") and (_is(x.left, "id") or _is(x.right, "id")):
         return False  # an absent id matches nothing, with either operator
-    left, right = value(x.left), value(x.right)
+    left, right = value(x.left, who), value(x.right, who)
     if left is REFUSED or right is REFUSED:
         return REFUSED
     if not (_known(left) and _known(right)):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from loom.lang.check import emits, filters, lists, operations, times
+from loom.lang.check import emits, filters, lists, operations, read_rules, times
 from loom.lang.check.calls import local_call, mutated_params
 from loom.lang.check.checker import Checker
 from loom.lang.check.facts import CallOp, FindFact, RetrievalFact
@@ -31,6 +31,8 @@ def check_context(ck: Checker, ctx: ContextSymbols) -> None:
         _criterion(ck, ctx, c)
     for r in ctx.retrievals.values():
         _retrieval(ck, ctx, r)
+    for proj in ctx.projections.values():
+        _projection_filter(ck, ctx, proj)
     for svc in ctx.services.values():
         for m in svc.methods:
             _service_method(ck, ctx, svc, m)
@@ -181,6 +183,8 @@ _SQL_OK = (
 
 def untranslatable(x: ir.Expr) -> ir.Expr | None:
     """The first part of a criterion SQL cannot express, or None."""
+    if isinstance(x, ir.CurrentUser):
+        return None  # a read rule's principal: bound from Python when the read runs
     if isinstance(x, ir.Member) and _reads_param(x):
         return None  # a field of a value-typed parameter: a plain value, bound from Python
     if isinstance(x, ir.BuiltinCall):
@@ -231,6 +235,7 @@ def _criterion(ck: Checker, ctx: ContextSymbols, c: ast.Criterion) -> None:
         scope.names.setdefault(p.name, Binding(p.name, ck.type_of(p.type), p.name_span, "param"))
     x = ck.condition(c.condition, scope, "a criterion")
     ck.facts.exprs[c.condition] = x
+    read_rules.refuse_parameters(ck, c)
     stored = value_read(x)
     if stored is not None:
         refuse_value_query(ck, f"criterion `{c.name}`", stored[0], stored[1], c.condition.span)
@@ -267,6 +272,36 @@ _BUILTIN_HELP = (
 )
 
 
+def _projection_filter(ck: Checker, ctx: ContextSymbols, proj: ast.Projection) -> None:
+    """`filter <condition>` of a projection: a `bool` over its fields that SQL can express."""
+    for extra in proj.filters[1:]:
+        ck.report(
+            "loom.duplicate-declaration",
+            f"projection `{proj.name}` declares a second `filter`",
+            extra.span,
+            "a second read rule",
+            secondary=[(proj.filters[0].span, "the first one")],
+            help="join the conditions in one: `filter a || b` (or `a && b`)",
+        )
+    if not proj.filters:
+        return
+    cond = proj.filters[0]
+    row = ast.ValueObject(proj.name, proj.name_span, proj.fields, [], proj.span)
+    x = ck.condition(cond, Scope(ctx, None, "criterion", record=row), "a projection's filter")
+    ck.facts.exprs[cond] = x
+    bad = untranslatable(x)
+    if bad is not None and not is_error(bad.type):
+        ck.report(
+            "loom.criterion-not-translatable",
+            f"the filter of projection `{proj.name}` uses `{bad.text}`, which cannot be "
+            "translated to SQL",
+            cond.span,
+            "not translatable",
+            help="a projection's filter compares its fields with literals, enum members and "
+            "`currentUser`, joined by `&&`, `||` and `!`, as a criterion does",
+        )
+
+
 def _retrieval(ck: Checker, ctx: ContextSymbols, r: ast.Retrieval) -> None:
     if r.aggregate not in ctx.aggregates:
         ck.report(
@@ -295,6 +330,8 @@ def _retrieval(ck: Checker, ctx: ContextSymbols, r: ast.Retrieval) -> None:
             help=did_you_mean(ck.text(callee.span), known)
             or f"declare one: `criterion Name(params) of {r.aggregate} = …`",
         )
+        return
+    if read_rules.refuse_use(ck, c, w.span, f"retrieval `{r.name}`"):
         return
     if isinstance(w, ast.Call):
         args = ck.check_args(w, scope, c.params, f"criterion `{c.name}`", c.name_span)

@@ -12,8 +12,10 @@
   principal of the tenant the body runs in (`isSystem` true, no roles, no claims,
   `currentUser.tenant` the event's, the instance's or the swept tenant). `currentUser.id` is
   refused in those: the system has no id, so every read of it would fail or compare false.
+  A criterion may read it too: one that does is a read rule, which a repository names as its
+  `filter` (`read_rules.py`), built for the caller of each read.
   Anywhere else it is `loom.current-user-misplaced`: the aggregate's state and rules (invariants,
-  `when`, bodies, functions, defaults), criteria and domain services do not depend on who asks,
+  `when`, bodies, functions, defaults), retrievals and domain services do not depend on who asks,
   and an `apply` or a projection must fold an event the same way on every replay.
 - A reaction (event-triggered `create`, `on`), an `on timeout` or a timer that calls an operation
   whose gate reads `currentUser` without a `currentUser.isSystem ||` disjunct (or one reading
@@ -58,8 +60,9 @@ SYSTEM_BODIES = ("starter", "on", "timeout", "timer")
 
 
 def allowed(scope: Scope) -> bool:
-    """A `requires` gate, a body a request runs, or a body the system runs."""
-    return scope.kind == "requires" or (
+    """A `requires` gate, a criterion (a read rule), a body a request runs, or a body the system
+    runs."""
+    return scope.kind in ("requires", "criterion") or (
         scope.kind == "workflow" and scope.body in REQUEST_BODIES + SYSTEM_BODIES
     )
 
@@ -117,7 +120,6 @@ def _misplaced(ck: Checker, span: Span, scope: Scope) -> None:
             "derived": "a derived value",
             "default": "a default",
             "function": "a function",
-            "criterion": "a criterion",
             "retrieval": "a retrieval",
             "service": "a domain service",
         }.get(scope.kind, "this place")
@@ -131,9 +133,9 @@ def _misplaced(ck: Checker, span: Span, scope: Scope) -> None:
         f"`{NAME}` cannot be read in {where}: {why}",
         span,
         f"`{NAME}` in {where}",
-        help=f"`{NAME}` is read in an operation's `requires` gate, in workflow `create`, "
-        f"commandHandler and queryHandler bodies, and (as the system) in reactions, timeouts and "
-        f"timers; here, {fix}",
+        help=f"`{NAME}` is read in an operation's `requires` gate, in a repository filter's "
+        f"criterion, in workflow `create`, commandHandler and queryHandler bodies, and (as the "
+        f"system) in reactions, timeouts and timers; here, {fix}",
     )
 
 
@@ -349,20 +351,25 @@ class _Gates:
         return None
 
 
+def system_bodies(ck: Checker, ctx: ContextSymbols) -> list[tuple[list[ast.Stmt], str]]:
+    """The bodies the system runs (reactions, `on timeout`s, timers), each with where it is."""
+    bodies: list[tuple[list[ast.Stmt], str]] = []
+    for wf in ctx.workflows.values():
+        bodies += [
+            (c.body, f"a reaction of `{wf.name}`") for c in wf.creates if c in ck.facts.triggers
+        ]
+        bodies += [(on.body, f"a reaction of `{wf.name}`") for on in wf.ons]
+        bodies += [(t.body, f"timeout `{t.name}` of `{wf.name}`") for t in wf.timeouts]
+    bodies += [(tm.body, f"timer `{tm.name}`") for tm in ctx.timers.values()]
+    return bodies
+
+
 def check_reactor_gates(ck: Checker) -> None:
     """`loom.reactor-gate-unsatisfiable` on every call of a body the system runs (a reaction, an
     `on timeout`, a context timer) that runs a gate refusing the system principal."""
     for ctx in ck.prog.contexts.values():
         gates = _Gates(ck, ctx)
-        bodies: list[tuple[list[ast.Stmt], str]] = []
-        for wf in ctx.workflows.values():
-            bodies += [
-                (c.body, f"a reaction of `{wf.name}`") for c in wf.creates if c in ck.facts.triggers
-            ]
-            bodies += [(on.body, f"a reaction of `{wf.name}`") for on in wf.ons]
-            bodies += [(t.body, f"timeout `{t.name}` of `{wf.name}`") for t in wf.timeouts]
-        bodies += [(tm.body, f"timer `{tm.name}`") for tm in ctx.timers.values()]
-        for body, where in bodies:
+        for body, where in system_bodies(ck, ctx):
             for s in _walk(body):
                 found = ck.facts.stmts.get(s)
                 hit, called = None, ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from loom.lang.check import read_rules
 from loom.lang.check.checker import Checker
 from loom.lang.check.facts import (
     ApiStmt,
@@ -245,6 +246,10 @@ def build_read(
             )
             if isinstance(e, ast.Call):
                 args_only(ck, e, scope)
+            return None
+        if isinstance(target, ast.Criterion) and read_rules.refuse_use(
+            ck, target, e.span, f"`{r}.{method}`"
+        ):
             return None
         if isinstance(e, ast.Call):
             args = ck.check_args(

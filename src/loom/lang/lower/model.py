@@ -182,6 +182,7 @@ class ModelLowerer:
             self.facts.projection_keys[p],
             tuple(self.reaction(ctx, "on", on, True, False) for on in p.ons),
             origin(p.span),
+            self.facts.exprs[p.filters[0]] if p.filters else None,
         )
 
     def channel(self, ctx: ContextSymbols, ch: ast.Channel) -> ir.Channel:

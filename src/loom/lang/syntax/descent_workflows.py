@@ -71,7 +71,11 @@ class Workflows(Members):
         ch: list[Any] = [self.name()]
         self.expect("{")
         while self.k[self.i] != "}":
-            ch.append(self.on() if self.k[self.i] == "on" else self.field())
+            j = self.i
+            if self.accept("filter"):
+                ch.append(self.b.proj_filter(self.meta(j), [self.expr()]))
+            else:
+                ch.append(self.on() if self.k[self.i] == "on" else self.field())
         self.i += 1
         return self.b.projection(self.meta(i0), ch)
 

@@ -108,7 +108,11 @@ class WorkflowRules(TokenReader):
             [c for c in ch[1:] if isinstance(c, ast.Field)],
             [c for c in ch[1:] if isinstance(c, ast.On)],
             self.sp(meta),
+            [c[1] for c in ch[1:] if isinstance(c, tuple) and c[0] == "filter"],
         )
+
+    def proj_filter(self, meta: Positions, ch: list[Any]) -> Any:
+        return ("filter", ch[0])
 
     def handle(self, meta: Positions, ch: list[Any]) -> Any:
         return ast.Handle(str(ch[0]), self.tsp(ch[0]), self.sp(meta))

@@ -135,7 +135,8 @@ class Projection:
     """`projection Name { fields  on(e: E) [by e.x] { … } }`: a read model with one row per value of
     its key field `key` (the first id-shaped field, else the first field), folded from events by
     its reactions (kind "on"; their bodies: BindInstance, Let, Precondition, AssignState, If, and a
-    final SaveInstance). Served over HTTP only, never read by a workflow."""
+    final SaveInstance). Served over HTTP only, never read by a workflow. `filter`: its read rule,
+    a condition over the row's fields (SelfField) and CurrentUser that its GET routes apply."""
 
     name: str
     context: str
@@ -143,3 +144,4 @@ class Projection:
     key: str
     reactions: tuple[Reaction, ...]
     origin: Origin
+    filter: Expr | None = None

@@ -21,6 +21,10 @@ condition answers in memory, on every engine:
 - `UtcDateTime` is a fixed-width ISO-8601 UTC string on SQLite, which sorts chronologically, so a
   plain comparison with a bound datetime (bound through the same type) is already correct.
 - Enums are stored as their value strings: compare with `Status.OPEN.value` (or a StrEnum).
+- A read rule (a repository filter reading `currentUser`) is built when the read runs, under the
+  principal of the request or reaction: `currentUser.isSystem` and `.hasRole(…)` are bound as
+  bools (`sql_bool`), `col == currentUser.id` is `subject_is(col)`, false for a principal
+  without an id (anonymous, the system) as `Principal.id_is` is in memory.
 """
 
 from __future__ import annotations
@@ -38,9 +42,18 @@ from sqlalchemy.types import TypeEngine
 
 from loom.runtime.storage.functions_sql import SQLITE_TEXT_FUNCTIONS
 from loom.runtime.values import decimals
+from loom.runtime.values.principal import current_principal
 from loom.runtime.values.types import DecimalText
 
-__all__ = ["as_number", "install_sqlite_functions", "int_rem", "sort_key", "sql_bool"]
+__all__ = [
+    "as_number",
+    "install_sqlite_functions",
+    "int_rem",
+    "sort_key",
+    "sql_bool",
+    "subject_is",
+    "subject_is_not",
+]
 
 
 class _Number(Numeric[Decimal]):
@@ -213,6 +226,20 @@ def sql_bool(value: Any) -> ColumnElement[bool]:
     if isinstance(value, ColumnElement):
         return value
     return true() if value else false()
+
+
+def subject_is(column: Any) -> ColumnElement[bool]:
+    """`column == currentUser.id` for the running principal: no row matches a principal without
+    an id (anonymous, the system, a token without `sub`), whatever the column holds."""
+    id = current_principal().id
+    return column == id if id else false()
+
+
+def subject_is_not(column: Any) -> ColumnElement[bool]:
+    """`column != currentUser.id`: false for a principal without an id, as `Principal.id_is_not`;
+    an absent (NULL) value differs from an id, as it does in memory."""
+    id = current_principal().id
+    return column.is_distinct_from(id) if id else false()
 
 
 # -- SQLite ---------------------------------------------------------------------------------------

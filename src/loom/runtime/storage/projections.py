@@ -20,11 +20,16 @@ The GET routes read with `get(key)` (a 404 named after the projection) and `page
 
 A tenanted context's projection keeps its rows per (tenant, key), like workflow instances
 (`storage/instances.py`): the fold runs in its event's tenant, and every read is the caller's tenant's.
+
+A projection's read rule (`filter <condition>` in the model) is `filters`, as a repository's: the
+GET routes (`get`, `page`) apply it for their caller, so a row it hides is a 404 and in no page;
+the folds (`bind`, `save`) never do.
 """
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, TypeVar
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import StatementError
@@ -44,9 +49,24 @@ class Rows(Instances[S]):
 
     __slots__ = ()
 
+    #: the read rule: name -> where-clause factory, built for the caller of each read
+    filters: ClassVar[Mapping[str, Callable[[], Any]]] = {}
+
     async def get(self, key: Any) -> S:
-        """The row keyed by `key`; `NotFound` (named by the projection) when no event made one."""
-        found = await self.find(key)
+        """The row keyed by `key`; `NotFound` (named by the projection) when no event made one,
+        or when the read rule hides it from the caller."""
+        if not self.filters:
+            found = await self.find(key)
+        else:
+            st = self._statements()
+            stmt = st.by_key.where(*(make() for make in self.filters.values()))
+            work = self.work
+            conn = work._conn or await work.connection()
+            try:
+                row = (await conn.execute(stmt, st.params(key))).first()
+            except (StatementError, OverflowError) as err:
+                work._reraise(err, self.workflow, key)
+            found = None if row is None else st.mapper.load(row)
         if found is None:
             raise NotFound(self.workflow, key, f"{self.workflow} has no row for {key}")
         return found
@@ -59,9 +79,11 @@ class Rows(Instances[S]):
         conn = work._conn or await work.connection()
         count = select(func.count()).select_from(table)
         rows = select(*st.mapper.columns).order_by(table.c[self.key]).limit(limit).offset(offset)
+        clauses = [make() for make in self.filters.values()]
         if st.tenant is not None:
-            mine = st.tenant == current_tenant()
-            count, rows = count.where(mine), rows.where(mine)
+            clauses.append(st.tenant == current_tenant())
+        if clauses:
+            count, rows = count.where(*clauses), rows.where(*clauses)
         try:
             total = (await conn.execute(count)).scalar_one()
             found = (await conn.execute(rows)).all()

@@ -116,6 +116,8 @@ class Projection:
     fields: list[Field]
     ons: list[On]
     span: Span
+    # `filter <condition>`: the read rule of its routes (one at most; the checker says so)
+    filters: list[Expr] = field(default_factory=list)
 
 
 def is_process(wf: Workflow) -> bool:

@@ -80,7 +80,10 @@ async def find_technicians_by_name(
     operation_id="Technician_retire",
 )
 async def technician_retire(id: UUID, service: ServiceDep) -> None:
-    """operation Technician.retire (dispatch.loom:13)"""
+    """operation Technician.retire (dispatch.loom:13)
+
+    When: !retired (else 422 state-gate-refused).
+    """
     async with service.transaction() as work:
         technicians = Technicians(work)
         technician = await technicians.get_by_id(id)
@@ -100,7 +103,10 @@ async def technician_certify(
     body: TechnicianCertifyInput,
     service: ServiceDep,
 ) -> None:
-    """operation Technician.certify (dispatch.loom:15)"""
+    """operation Technician.certify (dispatch.loom:15)
+
+    Requires: currentUser.hasRole("lead") (else 403 forbidden).
+    """
     async with service.transaction() as work:
         technicians = Technicians(work)
         technician = await technicians.get_by_id(id)

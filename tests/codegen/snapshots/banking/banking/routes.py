@@ -119,7 +119,10 @@ async def account_deposit(
     body: AccountDepositInput,
     service: ServiceDep,
 ) -> None:
-    """operation Account.deposit (banking.loom:34)"""
+    """operation Account.deposit (banking.loom:34)
+
+    When: !frozen (else 422 state-gate-refused).
+    """
     async with service.transaction() as work:
         accounts = Accounts(work)
         account = await accounts.get_by_id(id)
@@ -151,7 +154,10 @@ async def account_freeze(id: UUID, service: ServiceDep) -> None:
     operation_id="Account_close",
 )
 async def account_close(id: UUID, service: ServiceDep) -> None:
-    """operation Account.close (banking.loom:44)"""
+    """operation Account.close (banking.loom:44)
+
+    When: balance == 0 (else 422 state-gate-refused).
+    """
     async with service.transaction() as work:
         accounts = Accounts(work)
         account = await accounts.get_by_id(id)

@@ -34,7 +34,11 @@ async def holder_has(
     service: ServiceDep,
     part: Annotated[WireText, Query()],
 ) -> list[PolicyOut]:
-    """queryHandler holderHas (builtin_functions.loom:35): read-only"""
+    """queryHandler holderHas (builtin_functions.loom:35): read-only
+
+    Read rule (filter Visible: !hidden && !contains(code, "#")): a caller reads only the Policy
+    rows it admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         policies = Policies(work)
         ps = await policies.find_all_by_holder_has(part)
@@ -52,7 +56,11 @@ async def code_starts(
     service: ServiceDep,
     p: Annotated[WireText, Query()],
 ) -> list[PolicyOut]:
-    """queryHandler codeStarts (builtin_functions.loom:36): read-only"""
+    """queryHandler codeStarts (builtin_functions.loom:36): read-only
+
+    Read rule (filter Visible: !hidden && !contains(code, "#")): a caller reads only the Policy
+    rows it admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         policies = Policies(work)
         ps = await policies.find_all_by_code_starts(p)
@@ -70,7 +78,11 @@ async def long_holder(
     service: ServiceDep,
     n: Annotated[QueryInt64, Query()],
 ) -> list[PolicyOut]:
-    """queryHandler longHolder (builtin_functions.loom:37): read-only"""
+    """queryHandler longHolder (builtin_functions.loom:37): read-only
+
+    Read rule (filter Visible: !hidden && !contains(code, "#")): a caller reads only the Policy
+    rows it admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         policies = Policies(work)
         ps = await policies.find_all_by_long_holder(n)
@@ -88,7 +100,11 @@ async def shouted(
     service: ServiceDep,
     s: Annotated[WireText, Query()],
 ) -> list[PolicyOut]:
-    """queryHandler shouted (builtin_functions.loom:38): read-only"""
+    """queryHandler shouted (builtin_functions.loom:38): read-only
+
+    Read rule (filter Visible: !hidden && !contains(code, "#")): a caller reads only the Policy
+    rows it admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         policies = Policies(work)
         ps = await policies.find_all_by_shouted(s)
@@ -107,7 +123,11 @@ async def issued_on(
     y: Annotated[QueryInt64, Query()],
     md: Annotated[QueryInt64, Query()],
 ) -> list[PolicyOut]:
-    """queryHandler issuedOn (builtin_functions.loom:39): read-only"""
+    """queryHandler issuedOn (builtin_functions.loom:39): read-only
+
+    Read rule (filter Visible: !hidden && !contains(code, "#")): a caller reads only the Policy
+    rows it admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         policies = Policies(work)
         ps = await policies.find_all_by_issued_on(y, md)
@@ -126,7 +146,11 @@ async def starts_in(
     y: Annotated[QueryInt64, Query()],
     m: Annotated[QueryInt64, Query()],
 ) -> list[PolicyOut]:
-    """queryHandler startsIn (builtin_functions.loom:40): read-only"""
+    """queryHandler startsIn (builtin_functions.loom:40): read-only
+
+    Read rule (filter Visible: !hidden && !contains(code, "#")): a caller reads only the Policy
+    rows it admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         policies = Policies(work)
         ps = await policies.find_all_by_starts_in(y, m)
@@ -192,7 +216,11 @@ async def shifted(
     operation_id="Renew",
 )
 async def renew(body: RenewInput, service: ServiceDep) -> None:
-    """commandHandler Renew (builtin_functions.loom:44): non-transactional: each save commits on its own"""
+    """commandHandler Renew (builtin_functions.loom:44): non-transactional: each save commits on its own
+
+    Read rule (filter Visible: !hidden && !contains(code, "#")): a caller reads only the Policy
+    rows it admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         policies = Policies(work)
         p = await policies.get_by_id(body.id)

@@ -36,7 +36,11 @@ router = APIRouter(route_class=LoomRoute)
     operation_id="Policy_get",
 )
 async def get_policy(id: UUID, service: ServiceDep) -> PolicyOut:
-    """Read one Policy (aggregate Policy, builtin_functions.loom:2)"""
+    """Read one Policy (aggregate Policy, builtin_functions.loom:2)
+
+    Read rule (filter Visible: !hidden && !contains(code, "#")): a caller reads only the Policy
+    rows it admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         policy = await Policies(work).get_by_id(id)
     return PolicyOut.from_aggregate(policy)
@@ -53,7 +57,11 @@ async def list_policies(
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[PolicyOut]:
-    """Read a page of Policy (aggregate Policy, builtin_functions.loom:2)"""
+    """Read a page of Policy (aggregate Policy, builtin_functions.loom:2)
+
+    Read rule (filter Visible: !hidden && !contains(code, "#")): a caller reads only the Policy
+    rows it admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         page = await Policies(work).page(limit, offset)
     return page.map(PolicyOut.from_aggregate)
@@ -97,7 +105,11 @@ async def update_policy(
     body: PolicyUpdateInput,
     service: ServiceDep,
 ) -> PolicyOut:
-    """crudish update of Policy (builtin_functions.loom:2): the fields the body names"""
+    """crudish update of Policy (builtin_functions.loom:2): the fields the body names
+
+    Read rule (filter Visible: !hidden && !contains(code, "#")): a caller reads only the Policy
+    rows it admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.transaction() as work:
         policies = Policies(work)
         policy = await policies.get_by_id(id)
@@ -138,7 +150,11 @@ async def update_policy(
     operation_id="Policy_delete",
 )
 async def delete_policy(id: UUID, service: ServiceDep) -> None:
-    """crudish delete of Policy (builtin_functions.loom:2)"""
+    """crudish delete of Policy (builtin_functions.loom:2)
+
+    Read rule (filter Visible: !hidden && !contains(code, "#")): a caller reads only the Policy
+    rows it admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.transaction() as work:
         policies = Policies(work)
         await policies.delete(await policies.get_by_id(id))
@@ -152,7 +168,11 @@ async def delete_policy(id: UUID, service: ServiceDep) -> None:
     operation_id="Policy_extend",
 )
 async def policy_extend(id: UUID, body: PolicyExtendInput, service: ServiceDep) -> None:
-    """operation Policy.extend (builtin_functions.loom:19)"""
+    """operation Policy.extend (builtin_functions.loom:19)
+
+    Read rule (filter Visible: !hidden && !contains(code, "#")): a caller reads only the Policy
+    rows it admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.transaction() as work:
         policies = Policies(work)
         policy = await policies.get_by_id(id)

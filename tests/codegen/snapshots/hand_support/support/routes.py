@@ -179,7 +179,10 @@ async def delete_ticket(id: UUID, service: ServiceDep) -> None:
     operation_id="Ticket_flagBreached",
 )
 async def ticket_flag_breached(id: UUID, service: ServiceDep) -> None:
-    """operation Ticket.flagBreached (support.loom:11)"""
+    """operation Ticket.flagBreached (support.loom:11)
+
+    When: status == Open (else 422 state-gate-refused).
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)

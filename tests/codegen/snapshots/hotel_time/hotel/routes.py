@@ -66,7 +66,10 @@ async def list_bookings(
     operation_id="Booking_pay",
 )
 async def booking_pay(id: UUID, service: ServiceDep) -> None:
-    """operation Booking.pay (hotel_time.loom:27)"""
+    """operation Booking.pay (hotel_time.loom:27)
+
+    When: !paid && !expired (else 422 state-gate-refused).
+    """
     async with service.transaction() as work:
         bookings = Bookings(work)
         booking = await bookings.get_by_id(id)
@@ -82,7 +85,10 @@ async def booking_pay(id: UUID, service: ServiceDep) -> None:
     operation_id="Booking_expire",
 )
 async def booking_expire(id: UUID, service: ServiceDep) -> None:
-    """operation Booking.expire (hotel_time.loom:31)"""
+    """operation Booking.expire (hotel_time.loom:31)
+
+    When: !paid (else 422 state-gate-refused).
+    """
     async with service.transaction() as work:
         bookings = Bookings(work)
         booking = await bookings.get_by_id(id)

@@ -45,7 +45,11 @@ router = APIRouter(route_class=LoomRoute)
     operation_id="EscalateOpen",
 )
 async def escalate_open(body: EscalateOpenInput, service: ServiceDep) -> None:
-    """commandHandler EscalateOpen (support_workflows.loom:65): non-transactional: each save commits on its own"""
+    """commandHandler EscalateOpen (support_workflows.loom:65): non-transactional: each save commits on its own
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.find_by_open_for(body.customer)
@@ -64,7 +68,11 @@ async def escalate_open(body: EscalateOpenInput, service: ServiceDep) -> None:
     operation_id="BumpByCode",
 )
 async def bump_by_code(body: BumpByCodeInput, service: ServiceDep) -> None:
-    """commandHandler BumpByCode (support_workflows.loom:68): transactional(serializable)"""
+    """commandHandler BumpByCode (support_workflows.loom:68): transactional(serializable)
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.transaction(isolation="serializable") as work:
         tickets = Tickets(work)
         hit = await tickets.find_by_code(body.code)
@@ -81,7 +89,11 @@ async def bump_by_code(body: BumpByCodeInput, service: ServiceDep) -> None:
     operation_id="CloseTicket",
 )
 async def close_ticket(body: CloseTicketInput, service: ServiceDep) -> TicketId:
-    """commandHandler CloseTicket (support_workflows.loom:71): non-transactional: each save commits on its own"""
+    """commandHandler CloseTicket (support_workflows.loom:71): non-transactional: each save commits on its own
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_code(body.code)
@@ -99,7 +111,11 @@ async def close_ticket(body: CloseTicketInput, service: ServiceDep) -> TicketId:
     operation_id="EscalatePair",
 )
 async def escalate_pair(body: EscalatePairInput, service: ServiceDep) -> bool:
-    """commandHandler EscalatePair (support_workflows.loom:76): non-transactional: each save commits on its own"""
+    """commandHandler EscalatePair (support_workflows.loom:76): non-transactional: each save commits on its own
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         tickets = Tickets(work)
         x = await tickets.get_by_id(body.a)
@@ -120,7 +136,11 @@ async def escalate_pair(body: EscalatePairInput, service: ServiceDep) -> bool:
     operation_id="Purge",
 )
 async def purge(body: PurgeInput, service: ServiceDep) -> None:
-    """commandHandler Purge (support_workflows.loom:83): non-transactional: each save commits on its own"""
+    """commandHandler Purge (support_workflows.loom:83): non-transactional: each save commits on its own
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.find_by_id(body.id)
@@ -138,7 +158,11 @@ async def purge(body: PurgeInput, service: ServiceDep) -> None:
     operation_id="Remove",
 )
 async def remove(body: RemoveInput, service: ServiceDep) -> None:
-    """commandHandler Remove (support_workflows.loom:86): non-transactional: each save commits on its own"""
+    """commandHandler Remove (support_workflows.loom:86): non-transactional: each save commits on its own
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_code(body.code)
@@ -169,7 +193,11 @@ async def reopen(body: ReopenInput, service: ServiceDep) -> None:
     operation_id="Notify",
 )
 async def notify(body: NotifyInput, service: ServiceDep) -> None:
-    """commandHandler Notify (support_workflows.loom:94): non-transactional: each save commits on its own"""
+    """commandHandler Notify (support_workflows.loom:94): non-transactional: each save commits on its own
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_id(body.id)
@@ -187,7 +215,11 @@ async def due_tickets(
     service: ServiceDep,
     as_of: Annotated[WireDatetime, Query(alias="asOf")],
 ) -> list[TicketOut]:
-    """queryHandler DueTickets (support_workflows.loom:98): read-only"""
+    """queryHandler DueTickets (support_workflows.loom:98): read-only
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         tickets = Tickets(work)
         due = await tickets.run_due(as_of)
@@ -202,7 +234,11 @@ async def due_tickets(
     operation_id="ByCode",
 )
 async def by_code(service: ServiceDep, code: Annotated[WireText, Query()]) -> TicketOut:
-    """queryHandler ByCode (support_workflows.loom:102): read-only"""
+    """queryHandler ByCode (support_workflows.loom:102): read-only
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.find_by_code(code)
@@ -220,7 +256,11 @@ async def by_code(service: ServiceDep, code: Annotated[WireText, Query()]) -> Ti
     operation_id="OpenCount",
 )
 async def open_count(service: ServiceDep, c: Annotated[WireText, Query()]) -> Int64:
-    """queryHandler OpenCount (support_workflows.loom:105): read-only"""
+    """queryHandler OpenCount (support_workflows.loom:105): read-only
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         tickets = Tickets(work)
         await tickets.find_all_by_open_for(c)
@@ -244,7 +284,11 @@ async def slack(
     code: Annotated[WireText, Query()],
     as_of: Annotated[WireDatetime, Query(alias="asOf")],
 ) -> bool:
-    """queryHandler Slack (support_workflows.loom:111): read-only"""
+    """queryHandler Slack (support_workflows.loom:111): read-only
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_code(code)

@@ -43,7 +43,11 @@ router = APIRouter(route_class=LoomRoute)
     operation_id="Ticket_get",
 )
 async def get_ticket(id: UUID, service: ServiceDep) -> TicketOut:
-    """Read one Ticket (aggregate Ticket, support_workflows.loom:5)"""
+    """Read one Ticket (aggregate Ticket, support_workflows.loom:5)
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         ticket = await Tickets(work).get_by_id(id)
     return TicketOut.from_aggregate(ticket)
@@ -60,7 +64,11 @@ async def list_tickets(
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[TicketOut]:
-    """Read a page of Ticket (aggregate Ticket, support_workflows.loom:5)"""
+    """Read a page of Ticket (aggregate Ticket, support_workflows.loom:5)
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         page = await Tickets(work).page(limit, offset)
     return page.map(TicketOut.from_aggregate)
@@ -76,7 +84,11 @@ async def find_tickets_by_code(
     code: Annotated[WireText, Query()],
     service: ServiceDep,
 ) -> TicketOut:
-    """find byCode of Tickets (support_workflows.loom:38)"""
+    """find byCode of Tickets (support_workflows.loom:38)
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         ticket = await Tickets(work).find_by_code(code)
     if ticket is None:
@@ -94,7 +106,11 @@ async def find_tickets_by_customer(
     customer: Annotated[WireText, Query()],
     service: ServiceDep,
 ) -> list[TicketOut]:
-    """find byCustomer of Tickets (support_workflows.loom:39)"""
+    """find byCustomer of Tickets (support_workflows.loom:39)
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         found = await Tickets(work).find_all_by_customer(customer)
     return [TicketOut.from_aggregate(x) for x in found]
@@ -111,7 +127,11 @@ async def find_tickets_by_customer_and_due_at(
     due_at: Annotated[WireDatetime, Query(alias="dueAt")],
     service: ServiceDep,
 ) -> TicketOut:
-    """find byCustomerAndDueAt of Tickets (support_workflows.loom:40)"""
+    """find byCustomerAndDueAt of Tickets (support_workflows.loom:40)
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         ticket = await Tickets(work).get_by_customer_and_due_at(customer, due_at)
     return TicketOut.from_aggregate(ticket)
@@ -152,7 +172,11 @@ async def update_ticket(
     body: TicketUpdateInput,
     service: ServiceDep,
 ) -> TicketOut:
-    """crudish update of Ticket (support_workflows.loom:5): the fields the body names"""
+    """crudish update of Ticket (support_workflows.loom:5): the fields the body names
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -184,7 +208,11 @@ async def update_ticket(
     operation_id="Ticket_delete",
 )
 async def delete_ticket(id: UUID, service: ServiceDep) -> None:
-    """crudish delete of Ticket (support_workflows.loom:5)"""
+    """crudish delete of Ticket (support_workflows.loom:5)
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         await tickets.delete(await tickets.get_by_id(id))
@@ -198,7 +226,12 @@ async def delete_ticket(id: UUID, service: ServiceDep) -> None:
     operation_id="Ticket_flagBreached",
 )
 async def ticket_flag_breached(id: UUID, service: ServiceDep) -> None:
-    """operation Ticket.flagBreached (support_workflows.loom:27)"""
+    """operation Ticket.flagBreached (support_workflows.loom:27)
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    When: status == Open (else 422 state-gate-refused).
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -214,7 +247,11 @@ async def ticket_flag_breached(id: UUID, service: ServiceDep) -> None:
     operation_id="Ticket_notify",
 )
 async def ticket_notify(id: UUID, body: TicketNotifyInput, service: ServiceDep) -> None:
-    """extern operation Ticket.notify (support_workflows.loom:29)"""
+    """extern operation Ticket.notify (support_workflows.loom:29)
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -233,7 +270,11 @@ async def ticket_notify(id: UUID, body: TicketNotifyInput, service: ServiceDep) 
     operation_id="Ticket_score",
 )
 async def ticket_score(id: UUID, service: ServiceDep) -> Int64:
-    """extern operation Ticket.score (support_workflows.loom:30)"""
+    """extern operation Ticket.score (support_workflows.loom:30)
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -250,7 +291,11 @@ async def ticket_score(id: UUID, service: ServiceDep) -> Int64:
     operation_id="Ticket_escalate",
 )
 async def ticket_escalate(id: UUID, service: ServiceDep) -> None:
-    """operation Ticket.escalate (support_workflows.loom:31)"""
+    """operation Ticket.escalate (support_workflows.loom:31)
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -266,7 +311,11 @@ async def ticket_escalate(id: UUID, service: ServiceDep) -> None:
     operation_id="Ticket_close",
 )
 async def ticket_close(id: UUID, service: ServiceDep) -> None:
-    """operation Ticket.close (support_workflows.loom:32)"""
+    """operation Ticket.close (support_workflows.loom:32)
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -282,7 +331,11 @@ async def ticket_close(id: UUID, service: ServiceDep) -> None:
     operation_id="Ticket_bump",
 )
 async def ticket_bump(id: UUID, body: TicketBumpInput, service: ServiceDep) -> None:
-    """operation Ticket.bump (support_workflows.loom:33)"""
+    """operation Ticket.bump (support_workflows.loom:33)
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -302,7 +355,11 @@ async def ticket_bump_twice(
     body: TicketBumpTwiceInput,
     service: ServiceDep,
 ) -> None:
-    """operation Ticket.bumpTwice (support_workflows.loom:34)"""
+    """operation Ticket.bumpTwice (support_workflows.loom:34)
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)

@@ -60,7 +60,11 @@ def ledger_apply_charged(state: LedgerState, e: Charged) -> None:
     operation_id="sweep",
 )
 async def sweep(body: SweepInput, service: ServiceDep) -> Int64:
-    """workflow sweep (support_workflows.loom:116): transactional, all-or-nothing"""
+    """workflow sweep (support_workflows.loom:116): transactional, all-or-nothing
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         due = await tickets.run_due(body.as_of)
@@ -85,7 +89,11 @@ async def sweep(body: SweepInput, service: ServiceDep) -> Int64:
     operation_id="openTicket",
 )
 async def open_ticket(body: OpenTicketInput, service: ServiceDep) -> TicketId:
-    """workflow openTicket (support_workflows.loom:130): non-transactional: each save commits on its own"""
+    """workflow openTicket (support_workflows.loom:130): non-transactional: each save commits on its own
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = Ticket.create(code=body.code, customer=body.customer, due_at=body.due_at)
@@ -123,7 +131,11 @@ async def open_ticket(body: OpenTicketInput, service: ServiceDep) -> TicketId:
     operation_id="FulfillOrder",
 )
 async def fulfill_order(body: FulfillOrderInput, service: ServiceDep) -> None:
-    """workflow FulfillOrder (support_workflows.loom:145): non-transactional: each save commits on its own"""
+    """workflow FulfillOrder (support_workflows.loom:145): non-transactional: each save commits on its own
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         tickets = Tickets(work)
         fulfill_order_instances = FulfillOrderInstances(work)
@@ -148,7 +160,11 @@ async def fulfill_order(body: FulfillOrderInput, service: ServiceDep) -> None:
     operation_id="Adopt",
 )
 async def adopt(body: AdoptInput, service: ServiceDep) -> None:
-    """workflow Adopt (support_workflows.loom:162): non-transactional: each save commits on its own"""
+    """workflow Adopt (support_workflows.loom:162): non-transactional: each save commits on its own
+
+    Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
+    admits; another is a 404, as an unknown id is, and in no page or list.
+    """
     async with service.autocommit() as work:
         tickets = Tickets(work)
         adopt_instances = AdoptInstances(work)

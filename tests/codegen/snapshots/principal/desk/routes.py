@@ -147,7 +147,11 @@ async def delete_ticket(id: UUID, service: ServiceDep) -> None:
     operation_id="Ticket_close",
 )
 async def ticket_close(id: UUID, body: TicketCloseInput, service: ServiceDep) -> None:
-    """operation Ticket.close (principal.loom:15)"""
+    """operation Ticket.close (principal.loom:15)
+
+    Requires: currentUser.isSystem || currentUser.hasRole("admin") (else 403 forbidden).
+    When: status == Open (else 422 state-gate-refused).
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -163,7 +167,10 @@ async def ticket_close(id: UUID, body: TicketCloseInput, service: ServiceDep) ->
     operation_id="Ticket_take",
 )
 async def ticket_take(id: UUID, body: TicketTakeInput, service: ServiceDep) -> None:
-    """operation Ticket.take (principal.loom:21)"""
+    """operation Ticket.take (principal.loom:21)
+
+    Requires: currentUser.isAuthenticated && who == currentUser.id (else 403 forbidden).
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -179,7 +186,10 @@ async def ticket_take(id: UUID, body: TicketTakeInput, service: ServiceDep) -> N
     operation_id="Ticket_assign",
 )
 async def ticket_assign(id: UUID, body: TicketAssignInput, service: ServiceDep) -> None:
-    """operation Ticket.assign (principal.loom:26)"""
+    """operation Ticket.assign (principal.loom:26)
+
+    Requires: currentUser.hasRole("lead") || to == currentUser.id (else 403 forbidden).
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -195,7 +205,10 @@ async def ticket_assign(id: UUID, body: TicketAssignInput, service: ServiceDep) 
     operation_id="Ticket_watch",
 )
 async def ticket_watch(id: UUID, body: TicketWatchInput, service: ServiceDep) -> None:
-    """operation Ticket.watch (principal.loom:30)"""
+    """operation Ticket.watch (principal.loom:30)
+
+    Requires: who == currentUser.id (else 403 forbidden).
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -211,7 +224,10 @@ async def ticket_watch(id: UUID, body: TicketWatchInput, service: ServiceDep) ->
     operation_id="Ticket_review",
 )
 async def ticket_review(id: UUID, service: ServiceDep) -> None:
-    """operation Ticket.review (principal.loom:34)"""
+    """operation Ticket.review (principal.loom:34)
+
+    Requires: owner != currentUser.id (else 403 forbidden).
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -227,7 +243,11 @@ async def ticket_review(id: UUID, service: ServiceDep) -> None:
     operation_id="Ticket_archive",
 )
 async def ticket_archive(id: UUID, service: ServiceDep) -> None:
-    """operation Ticket.archive (principal.loom:37)"""
+    """operation Ticket.archive (principal.loom:37)
+
+    Requires: currentUser.isSystem (else 403 forbidden).
+    When: status == Closed (else 422 state-gate-refused).
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)

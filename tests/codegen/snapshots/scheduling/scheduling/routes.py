@@ -60,7 +60,10 @@ async def list_appointments(
     operation_id="Appointment_confirm",
 )
 async def appointment_confirm(id: UUID, service: ServiceDep) -> None:
-    """operation Appointment.confirm (scheduling.loom:46)"""
+    """operation Appointment.confirm (scheduling.loom:46)
+
+    When: requested (else 422 state-gate-refused).
+    """
     async with service.transaction() as work:
         appointments = Appointments(work)
         appointment = await appointments.get_by_id(id)
@@ -76,7 +79,10 @@ async def appointment_confirm(id: UUID, service: ServiceDep) -> None:
     operation_id="Appointment_payDeposit",
 )
 async def appointment_pay_deposit(id: UUID, service: ServiceDep) -> None:
-    """operation Appointment.payDeposit (scheduling.loom:55)"""
+    """operation Appointment.payDeposit (scheduling.loom:55)
+
+    When: held (else 422 state-gate-refused).
+    """
     async with service.transaction() as work:
         appointments = Appointments(work)
         appointment = await appointments.get_by_id(id)

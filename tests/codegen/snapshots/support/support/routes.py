@@ -169,7 +169,10 @@ async def delete_ticket(id: UUID, service: ServiceDep) -> None:
     operation_id="Ticket_flagBreached",
 )
 async def ticket_flag_breached(id: UUID, service: ServiceDep) -> None:
-    """operation Ticket.flagBreached (support.loom:36)"""
+    """operation Ticket.flagBreached (support.loom:36)
+
+    When: status == Open (else 422 state-gate-refused).
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -185,7 +188,10 @@ async def ticket_flag_breached(id: UUID, service: ServiceDep) -> None:
     operation_id="Ticket_escalate",
 )
 async def ticket_escalate(id: UUID, service: ServiceDep) -> None:
-    """operation Ticket.escalate (support.loom:40)"""
+    """operation Ticket.escalate (support.loom:40)
+
+    When: status != Closed (else 422 state-gate-refused).
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -201,7 +207,10 @@ async def ticket_escalate(id: UUID, service: ServiceDep) -> None:
     operation_id="Ticket_close",
 )
 async def ticket_close(id: UUID, service: ServiceDep) -> None:
-    """operation Ticket.close (support.loom:41)"""
+    """operation Ticket.close (support.loom:41)
+
+    When: status != Closed (else 422 state-gate-refused).
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -217,7 +226,10 @@ async def ticket_close(id: UUID, service: ServiceDep) -> None:
     operation_id="Ticket_reopen",
 )
 async def ticket_reopen(id: UUID, body: TicketReopenInput, service: ServiceDep) -> None:
-    """operation Ticket.reopen (support.loom:42)"""
+    """operation Ticket.reopen (support.loom:42)
+
+    When: status == Closed (else 422 state-gate-refused).
+    """
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)

@@ -176,7 +176,10 @@ async def delete_invoice(id: UUID, service: ServiceDep) -> None:
     operation_id="Invoice_pay",
 )
 async def invoice_pay(id: UUID, service: ServiceDep) -> None:
-    """operation Invoice.pay (tenants.loom:22)"""
+    """operation Invoice.pay (tenants.loom:22)
+
+    When: status == Open (else 422 state-gate-refused).
+    """
     async with service.transaction() as work:
         invoices = Invoices(work)
         invoice = await invoices.get_by_id(id)
@@ -208,7 +211,10 @@ async def invoice_bump(id: UUID, body: InvoiceBumpInput, service: ServiceDep) ->
     operation_id="Invoice_stamp",
 )
 async def invoice_stamp(id: UUID, body: InvoiceStampInput, service: ServiceDep) -> None:
-    """operation Invoice.stamp (tenants.loom:29)"""
+    """operation Invoice.stamp (tenants.loom:29)
+
+    Requires: currentUser.tenant == t (else 403 forbidden).
+    """
     async with service.transaction() as work:
         invoices = Invoices(work)
         invoice = await invoices.get_by_id(id)
