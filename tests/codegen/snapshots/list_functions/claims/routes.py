@@ -168,7 +168,10 @@ async def delete_claim(id: UUID, service: ServiceDep) -> None:
     operation_id="Claim_pay",
 )
 async def claim_pay(id: UUID, body: ClaimPayInput, service: ServiceDep) -> None:
-    """operation Claim.pay (list_functions.loom:28)"""
+    """operation Claim.pay (list_functions.loom:28)
+
+    When: !("closed" in tags) (else 422 state-gate-refused).
+    """
     async with service.transaction() as work:
         claims = Claims(work)
         claim = await claims.get_by_id(id)
@@ -200,7 +203,10 @@ async def claim_wait(id: UUID, body: ClaimWaitInput, service: ServiceDep) -> Non
     operation_id="Claim_settle",
 )
 async def claim_settle(id: UUID, service: ServiceDep) -> None:
-    """operation Claim.settle (list_functions.loom:39)"""
+    """operation Claim.settle (list_functions.loom:39)
+
+    When: !isPresent(settledAt) && status in [Open] (else 422 state-gate-refused).
+    """
     async with service.transaction() as work:
         claims = Claims(work)
         claim = await claims.get_by_id(id)

@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
     Page,
@@ -30,7 +31,12 @@ from .schemas import (
 router = APIRouter(route_class=LoomRoute)
 
 
-@router.get("/api/posts/{id}", responses=PROBLEM_RESPONSES, tags=["Board: Post"])
+@router.get(
+    "/api/posts/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Board: Post"],
+    operation_id="Post_get",
+)
 async def get_post(id: UUID, service: ServiceDep) -> PostOut:
     """Read one Post (aggregate Post, read_rules.loom:84)
 
@@ -42,7 +48,12 @@ async def get_post(id: UUID, service: ServiceDep) -> PostOut:
     return PostOut.from_aggregate(post)
 
 
-@router.get("/api/posts", responses=PROBLEM_RESPONSES, tags=["Board: Post"])
+@router.get(
+    "/api/posts",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Board: Post"],
+    operation_id="Post_list",
+)
 async def list_posts(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -63,6 +74,7 @@ async def list_posts(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Board: Post"],
+    operation_id="Post_create",
 )
 async def create_post(
     body: PostCreateInput,
@@ -81,7 +93,12 @@ async def create_post(
     return PostOut.from_aggregate(post)
 
 
-@router.patch("/api/posts/{id}", responses=PROBLEM_RESPONSES, tags=["Board: Post"])
+@router.patch(
+    "/api/posts/{id}",
+    responses=PROBLEM_RESPONSES,
+    tags=["Board: Post"],
+    operation_id="Post_update",
+)
 async def update_post(id: UUID, body: PostUpdateInput, service: ServiceDep) -> PostOut:
     """crudish update of Post (read_rules.loom:84): the fields the body names
 
@@ -112,6 +129,7 @@ async def update_post(id: UUID, body: PostUpdateInput, service: ServiceDep) -> P
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Board: Post"],
+    operation_id="Post_delete",
 )
 async def delete_post(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Post (read_rules.loom:84)
@@ -124,7 +142,12 @@ async def delete_post(id: UUID, service: ServiceDep) -> None:
         await posts.delete(await posts.get_by_id(id))
 
 
-@router.get("/api/reviews/{id}", responses=PROBLEM_RESPONSES, tags=["Board: Review"])
+@router.get(
+    "/api/reviews/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Board: Review"],
+    operation_id="Review_get",
+)
 async def get_review(id: UUID, service: ServiceDep) -> ReviewOut:
     """Read one Review (aggregate Review, read_rules.loom:92)
 
@@ -137,7 +160,12 @@ async def get_review(id: UUID, service: ServiceDep) -> ReviewOut:
     return ReviewOut.from_aggregate(review)
 
 
-@router.get("/api/reviews", responses=PROBLEM_RESPONSES, tags=["Board: Review"])
+@router.get(
+    "/api/reviews",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Board: Review"],
+    operation_id="Review_list",
+)
 async def list_reviews(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -159,6 +187,7 @@ async def list_reviews(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Board: Review"],
+    operation_id="Review_create",
 )
 async def create_review(
     body: ReviewCreateInput,
@@ -173,7 +202,12 @@ async def create_review(
     return ReviewOut.from_aggregate(review)
 
 
-@router.patch("/api/reviews/{id}", responses=PROBLEM_RESPONSES, tags=["Board: Review"])
+@router.patch(
+    "/api/reviews/{id}",
+    responses=PROBLEM_RESPONSES,
+    tags=["Board: Review"],
+    operation_id="Review_update",
+)
 async def update_review(
     id: UUID,
     body: ReviewUpdateInput,
@@ -203,6 +237,7 @@ async def update_review(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Board: Review"],
+    operation_id="Review_delete",
 )
 async def delete_review(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Review (read_rules.loom:92)

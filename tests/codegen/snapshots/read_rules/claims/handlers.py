@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     LoomRoute,
     ServiceDep,
     WireText,
@@ -24,6 +25,7 @@ router = APIRouter(route_class=LoomRoute, dependencies=[Depends(require_tenant)]
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Claims: handlers"],
+    operation_id="Annotate",
 )
 async def annotate(body: AnnotateInput, service: ServiceDep) -> None:
     """commandHandler Annotate (read_rules.loom:64): non-transactional: each save commits on its own
@@ -41,8 +43,9 @@ async def annotate(body: AnnotateInput, service: ServiceDep) -> None:
 
 @router.get(
     "/api/queries/by_number",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Claims: handlers"],
+    operation_id="ByNumber",
 )
 async def by_number(
     service: ServiceDep,
@@ -63,8 +66,9 @@ async def by_number(
 
 @router.get(
     "/api/queries/large_ones",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Claims: handlers"],
+    operation_id="LargeOnes",
 )
 async def large_ones(service: ServiceDep) -> list[ClaimOut]:
     """queryHandler LargeOnes (read_rules.loom:72): read-only
@@ -82,8 +86,9 @@ async def large_ones(service: ServiceDep) -> list[ClaimOut]:
 
 @router.get(
     "/api/queries/open_ones",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Claims: handlers"],
+    operation_id="OpenOnes",
 )
 async def open_ones(service: ServiceDep) -> list[ClaimOut]:
     """queryHandler OpenOnes (read_rules.loom:76): read-only

@@ -7,7 +7,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, Depends, Query
 from loom.runtime import (
-    PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     LoomRoute,
     Page,
     PageLimit,
@@ -24,8 +24,9 @@ router = APIRouter(route_class=LoomRoute, dependencies=[Depends(require_tenant)]
 
 @router.get(
     "/api/projections/submitted_claims/{key}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Claims: projections"],
+    operation_id="SubmittedClaims_get",
 )
 async def get_submitted_claims(key: UUID, service: ServiceDep) -> SubmittedClaimsOut:
     """Read the row of projection SubmittedClaims keyed by its claim (read_rules.loom:53)
@@ -40,8 +41,9 @@ async def get_submitted_claims(key: UUID, service: ServiceDep) -> SubmittedClaim
 
 @router.get(
     "/api/projections/submitted_claims",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Claims: projections"],
+    operation_id="SubmittedClaims_list",
 )
 async def list_submitted_claims(
     service: ServiceDep,

@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Depends, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
     Page,
@@ -26,7 +27,12 @@ from .schemas import ClaimAnnotateInput, ClaimCreateInput, ClaimOut, ClaimUpdate
 router = APIRouter(route_class=LoomRoute, dependencies=[Depends(require_tenant)])
 
 
-@router.get("/api/claims/{id}", responses=PROBLEM_RESPONSES, tags=["Claims: Claim"])
+@router.get(
+    "/api/claims/{id}",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Claims: Claim"],
+    operation_id="Claim_get",
+)
 async def get_claim(id: UUID, service: ServiceDep) -> ClaimOut:
     """Read one Claim (aggregate Claim, read_rules.loom:9)
 
@@ -39,7 +45,12 @@ async def get_claim(id: UUID, service: ServiceDep) -> ClaimOut:
     return ClaimOut.from_aggregate(claim)
 
 
-@router.get("/api/claims", responses=PROBLEM_RESPONSES, tags=["Claims: Claim"])
+@router.get(
+    "/api/claims",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Claims: Claim"],
+    operation_id="Claim_list",
+)
 async def list_claims(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -58,8 +69,9 @@ async def list_claims(
 
 @router.get(
     "/api/claims/find/by_claimant",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Claims: Claim"],
+    operation_id="Claim_byClaimant",
 )
 async def find_claims_by_claimant(
     claimant: Annotated[WireText, Query()],
@@ -78,8 +90,9 @@ async def find_claims_by_claimant(
 
 @router.get(
     "/api/claims/find/by_number",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Claims: Claim"],
+    operation_id="Claim_byNumber",
 )
 async def find_claims_by_number(
     number: Annotated[WireText, Query()],
@@ -103,6 +116,7 @@ async def find_claims_by_number(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Claims: Claim"],
+    operation_id="Claim_create",
 )
 async def create_claim(
     body: ClaimCreateInput,
@@ -124,7 +138,12 @@ async def create_claim(
     return ClaimOut.from_aggregate(claim)
 
 
-@router.patch("/api/claims/{id}", responses=PROBLEM_RESPONSES, tags=["Claims: Claim"])
+@router.patch(
+    "/api/claims/{id}",
+    responses=PROBLEM_RESPONSES,
+    tags=["Claims: Claim"],
+    operation_id="Claim_update",
+)
 async def update_claim(
     id: UUID,
     body: ClaimUpdateInput,
@@ -175,6 +194,7 @@ async def update_claim(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Claims: Claim"],
+    operation_id="Claim_delete",
 )
 async def delete_claim(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Claim (read_rules.loom:9)
@@ -193,6 +213,7 @@ async def delete_claim(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Claims: Claim"],
+    operation_id="Claim_annotate",
 )
 async def claim_annotate(
     id: UUID,
@@ -217,6 +238,7 @@ async def claim_annotate(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Claims: Claim"],
+    operation_id="Claim_submit",
 )
 async def claim_submit(id: UUID, service: ServiceDep) -> None:
     """operation Claim.submit (read_rules.loom:19)
@@ -238,6 +260,7 @@ async def claim_submit(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Claims: Claim"],
+    operation_id="Claim_settle",
 )
 async def claim_settle(id: UUID, service: ServiceDep) -> None:
     """operation Claim.settle (read_rules.loom:24)
