@@ -344,6 +344,7 @@ REGISTRY: dict[str, CodeInfo] = {
             "a reaction, timeout or timer calls an operation whose `requires` gate refuses the "
             "system principal",
         ),
+        CodeInfo("loom.gate-on-reaction", _E, "a `requires` gate on an event-triggered `create`"),
         # Tenants
         CodeInfo(
             "loom.tenanted-partial",

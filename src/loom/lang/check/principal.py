@@ -349,20 +349,26 @@ class _Gates:
         return None
 
 
+def system_bodies(ck: Checker, ctx: ContextSymbols) -> list[tuple[list[ast.Stmt], str]]:
+    """The bodies of the context the system principal runs (reactions, timeouts, timers), each
+    with where it is as a message names it."""
+    bodies: list[tuple[list[ast.Stmt], str]] = []
+    for wf in ctx.workflows.values():
+        bodies += [
+            (c.body, f"a reaction of `{wf.name}`") for c in wf.creates if c in ck.facts.triggers
+        ]
+        bodies += [(on.body, f"a reaction of `{wf.name}`") for on in wf.ons]
+        bodies += [(t.body, f"timeout `{t.name}` of `{wf.name}`") for t in wf.timeouts]
+    bodies += [(tm.body, f"timer `{tm.name}`") for tm in ctx.timers.values()]
+    return bodies
+
+
 def check_reactor_gates(ck: Checker) -> None:
     """`loom.reactor-gate-unsatisfiable` on every call of a body the system runs (a reaction, an
     `on timeout`, a context timer) that runs a gate refusing the system principal."""
     for ctx in ck.prog.contexts.values():
         gates = _Gates(ck, ctx)
-        bodies: list[tuple[list[ast.Stmt], str]] = []
-        for wf in ctx.workflows.values():
-            bodies += [
-                (c.body, f"a reaction of `{wf.name}`") for c in wf.creates if c in ck.facts.triggers
-            ]
-            bodies += [(on.body, f"a reaction of `{wf.name}`") for on in wf.ons]
-            bodies += [(t.body, f"timeout `{t.name}` of `{wf.name}`") for t in wf.timeouts]
-        bodies += [(tm.body, f"timer `{tm.name}`") for tm in ctx.timers.values()]
-        for body, where in bodies:
+        for body, where in system_bodies(ck, ctx):
             for s in _walk(body):
                 found = ck.facts.stmts.get(s)
                 hit, called = None, ""

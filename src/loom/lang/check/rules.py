@@ -19,6 +19,7 @@ from loom.lang.check import (
     declarations,
     declared_types,
     entries,
+    entry_gates,
     event_fields,
     events,
     generated_names,
@@ -110,6 +111,10 @@ RULES: tuple[Rule, ...] = (
     Rule("deployables: their contexts, each in exactly one", topology.check_deployables),
     Rule("channel sources, and the `source` of channels", topology.check_channel_sources),
     Rule("events crossing deployables: carried by a channel", topology.check_crossings),
+    Rule(
+        "`requires` gates of factories, workflow creates and handlers",
+        entry_gates.check_entry_gates,
+    ),
     Rule("reactions calling gates that refuse the system principal", principal.check_reactor_gates),
     Rule("gates anonymous callers can never pass", anonymous.check_anonymous_gates),
     Rule("tenanted contexts: the tenant column, reactions", tenants.check_tenants),

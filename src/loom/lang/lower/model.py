@@ -266,6 +266,7 @@ class ModelLowerer:
                 self.params(factory.params),
                 tuple(self.stmt(ctx, s) for s in factory.body),
                 origin(factory.span),
+                requires=self.gate(factory.requires),
             )
             if factory is not None
             else None,
@@ -292,7 +293,7 @@ class ModelLowerer:
             private=op.private,
             extern=op.extern,
             result=self.t(op.result) if op.result is not None else None,
-            requires=self.e(op.requires) if op.requires is not None else None,
+            requires=self.gate(op.requires),
             internal=op.internal,
         )
 
@@ -342,6 +343,7 @@ class ModelLowerer:
                     self.t(c.result) if c.result else None,
                     body,
                     origin(c.span),
+                    requires=self.gate(c.requires),
                 )
             )
         applies = []
@@ -399,7 +401,12 @@ class ModelLowerer:
             transactional=h.transactional,
             isolation=h.isolation if h.transactional else None,  # type: ignore[arg-type]
             autocommit=h.autocommit is not None,
+            requires=self.gate(h.requires),
         )
+
+    def gate(self, gate: ast.Expr | None) -> ir.Expr | None:
+        """A `requires` gate of an entry point (factory, workflow `create`, handler)."""
+        return self.e(gate) if gate is not None else None
 
     def service(self, ctx: ContextSymbols, svc: ast.DomainService) -> ir.DomainService:
         methods = []

@@ -164,7 +164,8 @@ class DeclarationRules(TokenReader):
         return ast.Unique([(str(t), self.tsp(t)) for t in ch], self.sp(meta))
 
     def factory(self, meta: Positions, ch: list[Any]) -> Any:
-        return ast.Factory(ch[0], ch[1], self.sp(meta))
+        gate = next((c[1] for c in ch[1:] if isinstance(c, tuple) and c[0] == "requires"), None)
+        return ast.Factory(ch[0], ch[-1], self.sp(meta), requires=gate)
 
     def repo_find(self, meta: Positions, ch: list[Any]) -> Any:
         return ast.RepoFind(str(ch[0]), self.tsp(ch[0]), ch[1], ch[2], self.sp(meta))

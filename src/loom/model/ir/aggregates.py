@@ -46,6 +46,8 @@ class Factory:
     params: tuple[Parameter, ...]
     body: tuple[Stmt, ...]
     origin: Origin
+    # `create(…) requires gate`: over the principal and the parameters, checked first (403)
+    requires: Expr | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -98,6 +98,7 @@ class Factory:
     body: list[Stmt]
     span: Span
     name: str = "create"
+    requires: Expr | None = None  # `create(…) requires gate { … }`: who may create one
 
 
 Member = Field | Derived | Invariant | Function | Operation | Unique | Factory
