@@ -460,6 +460,11 @@ REGISTRY: dict[str, CodeInfo] = {
             _E,
             "a value with more digits after the point than a `decimal(P, S)` holds, unrounded",
         ),
+        CodeInfo(
+            "loom.unrounded-division",
+            _W,
+            "an unrounded `/` flows into a `decimal(P, S)`: most of its values would be refused",
+        ),
         CodeInfo("loom.unknown-rounding-mode", _E, "`round`'s mode is not one of the modes"),
         CodeInfo("loom.int-out-of-range", _E, "an `int` literal beyond 64 bits"),
         CodeInfo("loom.empty-enum", _E, "an enum with no members"),
