@@ -345,6 +345,21 @@ REGISTRY: dict[str, CodeInfo] = {
             "system principal",
         ),
         CodeInfo("loom.gate-on-reaction", _E, "a `requires` gate on an event-triggered `create`"),
+        CodeInfo(
+            "loom.crudish-writes-gated-field",
+            _W,
+            "a crudish POST or PATCH takes a field that a `when` gate guards and operations change",
+        ),
+        CodeInfo(
+            "loom.timeout-refusal-unguarded",
+            _W,
+            "an `on timeout` calls an operation with a `when` gate outside any `if`",
+        ),
+        CodeInfo(
+            "loom.read-only-field-unset",
+            _E,
+            "a `readOnly` field of a crudish aggregate without a factory has no default",
+        ),
         # Tenants
         CodeInfo(
             "loom.tenanted-partial",

@@ -25,9 +25,11 @@ from loom.lang.check import (
     generated_names,
     headers,
     principal,
+    read_only,
     records,
     renames,
     tenants,
+    timeout_refusals,
     topology,
     workflows,
 )
@@ -121,4 +123,6 @@ RULES: tuple[Rule, ...] = (
     Rule("generated names: routes and columns", _generated_names),
     Rule("`renamed from`: old names free in their scope", renames.check_renames),
     Rule("public operations the context's own code calls", bypass.check_bypassing_routes),
+    Rule("`readOnly` fields, and gated fields crudish routes take", read_only.check_read_only),
+    Rule("gated calls a timeout makes unguarded", timeout_refusals.check_timeout_refusals),
 )

@@ -210,6 +210,7 @@ class ModelLowerer:
                 f.immutable,
                 origin(f.span),
                 f.renamed_from.name if f.renamed_from else None,
+                read_only=f.read_only,
             )
             for f in fields
         )

@@ -23,6 +23,10 @@ class Members(Bodies):
             j = self.i
             self.i += 1
             ch.append(b.immutable(self.meta(j), []))
+        if self.k[self.i] == "readOnly":
+            j = self.i
+            self.i += 1
+            ch.append(b.read_only(self.meta(j), []))
         if self.k[self.i] == RENAMED:
             ch.append(self.renamed())
         if self.k[self.i] == "=":

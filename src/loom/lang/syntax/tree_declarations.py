@@ -72,6 +72,9 @@ class DeclarationRules(TokenReader):
     def immutable(self, meta: Positions, ch: list[Any]) -> Any:
         return "immutable"
 
+    def read_only(self, meta: Positions, ch: list[Any]) -> Any:
+        return "readOnly"
+
     def default(self, meta: Positions, ch: list[Any]) -> Any:
         return ("default", ch[0])
 
@@ -92,7 +95,16 @@ class DeclarationRules(TokenReader):
         immutable = "immutable" in ch[2:]
         default = next((c[1] for c in ch[2:] if isinstance(c, tuple)), None)
         renamed = next((c for c in ch[2:] if isinstance(c, ast.Renamed)), None)
-        return ast.Field(str(name), self.tsp(name), typ, immutable, default, self.sp(meta), renamed)
+        return ast.Field(
+            str(name),
+            self.tsp(name),
+            typ,
+            immutable,
+            default,
+            self.sp(meta),
+            renamed,
+            read_only="readOnly" in ch[2:],
+        )
 
     event_field = field
 

@@ -37,6 +37,7 @@ class Field:
     default: Expr | None
     span: Span
     renamed_from: Renamed | None = None
+    read_only: bool = False  # `readOnly`: out of a crudish POST's and PATCH's reach
 
 
 @dataclass(eq=False)

@@ -6,7 +6,14 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Literal, Self
 
-from loom.runtime import Int64, JsonBool, JsonInt64, WireText, instance_version
+from loom.runtime import (
+    Int64,
+    JsonBool,
+    JsonInt64,
+    PatchInput,
+    WireText,
+    instance_version,
+)
 from loom.runtime.processes import PendingTimeout
 from loom.runtime.times import DatetimeOut
 from pydantic import BaseModel, ConfigDict, Field
@@ -38,26 +45,24 @@ class OrderOut(BaseModel):
         )
 
 
-class OrderCreateInput(BaseModel):
+class OrderCreateInput(PatchInput):
     """The body of crudish create of Order (shop.loom:29)"""
 
-    model_config = ConfigDict(extra="forbid")
+    read_only = ("status",)
 
     sku: WireText
     quantity: JsonInt64
     fail_payment: JsonBool = Field(default=False, alias="failPayment")
-    status: OrderStatus = OrderStatus.PENDING
 
 
-class OrderUpdateInput(BaseModel):
+class OrderUpdateInput(PatchInput):
     """The body of crudish update of Order: any mutable fields (shop.loom:29)"""
 
-    model_config = ConfigDict(extra="forbid")
+    read_only = ("status",)
 
     sku: WireText | None = None
     quantity: JsonInt64 | None = None
     fail_payment: JsonBool | None = Field(default=None, alias="failPayment")
-    status: OrderStatus | None = None
 
 
 class PlaceOrderInput(BaseModel):
