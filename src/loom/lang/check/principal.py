@@ -131,7 +131,8 @@ def _misplaced(ck: Checker, span: Span, scope: Scope) -> None:
         f"`{NAME}` cannot be read in {where}: {why}",
         span,
         f"`{NAME}` in {where}",
-        help=f"`{NAME}` is read in an operation's `requires` gate, in workflow `create`, "
+        help=f"`{NAME}` is read in `requires` gates (of operations, factories, workflow "
+        f"`create`s and handlers), in workflow `create`, "
         f"commandHandler and queryHandler bodies, and (as the system) in reactions, timeouts and "
         f"timers; here, {fix}",
     )
