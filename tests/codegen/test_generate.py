@@ -50,6 +50,7 @@ EXAMPLES = {
     "eventsourced_reactions": ["tests/e2e/models/eventsourced_reactions.loom"],
     "refused_saves": ["tests/e2e/models/refused_saves.loom"],
     "builtin_functions": ["tests/e2e/models/builtin_functions.loom"],
+    "entry_gates": ["tests/e2e/models/entry_gates.loom"],
 }
 
 

@@ -36,6 +36,7 @@ EXAMPLES = {
     "eventsourced_reactions": ["tests/e2e/models/eventsourced_reactions.loom"],
     "dunning": ["tests/e2e/models/dunning.loom"],
     "refused_saves": ["tests/e2e/models/refused_saves.loom"],
+    "entry_gates": ["tests/e2e/models/entry_gates.loom"],
 }
 
 

@@ -36,7 +36,11 @@ EXPECTED: dict[str, tuple[list[str], dict[str, str]]] = {
         },
     ),
     "keep_event_sourced": ([], {"refund": "workflow `Ledger` is eventSourced"}),
-    "keep_requires": ([], {"ban": "`requires` gate", "silence": "`requires` gate"}),
+    # a header gate moves with the handler; one in the body, or over the state, stays
+    "keep_requires": (
+        ["ban"],
+        {"silence": "`requires` statement", "audit": "`requires` gate reads the workflow's own"},
+    ),
     "keep_param_id": ([], {"finish": "a parameter is named `id`"}),
     "keep_two_aggregates": (
         ["reorder", "closeTwo"],
@@ -270,9 +274,10 @@ def test_cli_check_writes_nothing(tmp_path: Path) -> None:
     assert r.returncode == 1, r.stdout + r.stderr
     assert {p: p.read_text() for p in files} == before
     assert "would lift 3 handle(s) (pay, adjust, settle)" in r.stdout
+    assert "would lift 1 handle(s) (ban)" in r.stdout
     assert "would mark 2 handle(s) not lifted" in r.stdout
     # Reported positions are those of the files as they are on disk.
-    assert "keep_requires.loom:10:5: handle `ban`" in r.stdout
+    assert "keep_requires.loom:15:5: handle `silence`" in r.stdout
     assert "2 file(s) would change" in r.stdout
     # Once fixed, --check is clean.
     assert loom("fix", "handle", str(tmp_path)).returncode == 0

@@ -123,3 +123,34 @@ async def test_routes_of_the_example(shop: ServiceClient) -> None:
         assert f"/api/workflows/{reactive}" not in paths
     r = await shop.get(f"/api/projections/order_progress/{'0' * 8}-0000-0000-0000-{'0' * 12}")
     assert r.status_code == 404 and r.json()["type"] == "urn:loom:problem:not-found"
+
+
+async def test_read_only_status_is_out_of_the_crudish_routes_reach(shop: ServiceClient) -> None:
+    """`status: OrderStatus readOnly = Pending`: a client cannot set `Paid` past `markPaid`'s
+    gate, through the crudish POST nor the PATCH; the order starts Pending and nothing is saved
+    by a refused request."""
+    c = shop
+    body = {"sku": "lamp", "quantity": 1, "status": "Paid"}
+    r = await c.post("/api/orders", json=body)
+    assert r.status_code == 422, r.text
+    errors = r.json()["errors"]
+    assert [e["message"] for e in errors if "status" in e["path"]] == [
+        "status is read-only: only the aggregate's own operations change it"
+    ], errors
+    assert (await get(c, "/api/orders"))["total"] == 0
+    r = await c.post("/api/orders", json={"sku": "lamp", "quantity": 1})
+    assert r.status_code == 201, r.text
+    order = r.json()["id"]
+    assert r.json()["status"] == "Pending"
+    r = await c.patch(f"/api/orders/{order}", json={"status": "Paid", "quantity": 3})
+    assert r.status_code == 422, r.text
+    assert "read-only" in str(r.json()["errors"])
+    got = await get(c, f"/api/orders/{order}")
+    assert (got["status"], got["quantity"], got["version"]) == ("Pending", 1, 1)
+    r = await c.patch(f"/api/orders/{order}", json={"quantity": 3})
+    assert r.status_code == 200, r.text
+    assert (r.json()["status"], r.json()["quantity"]) == ("Pending", 3)
+    # the document says so: the inputs have no `status`
+    schemas = (await c.get("/openapi.json")).json()["components"]["schemas"]
+    assert "status" not in schemas["OrderCreateInput"]["properties"]
+    assert "status" not in schemas["OrderUpdateInput"]["properties"]

@@ -1,6 +1,7 @@
 """A process instance's timeouts carry their `status` and `attempts`, on SQLite and PostgreSQL: an
-armed one reads "armed" with no attempt, one whose handler keeps being refused counts its failed
-attempts and, dead-lettered, reads "dead" (it used to read like a pending one)."""
+armed one reads "armed" with no attempt, one whose handler is refused is dead-lettered (at its
+first attempt: a refusal is not retried, tests/e2e/test_timeout_refusal.py) and reads "dead" with
+its attempts (it used to read like a pending one)."""
 
 from __future__ import annotations
 

@@ -131,7 +131,9 @@ def test_declarations() -> None:
         "dueAt",
     ]
     assert isinstance(t.factory.body[0], ir.Precondition)
-    assert [f.name for f in t.updatable_fields] == ["customer", "status", "dueAt", "priority"]
+    # `status` is readOnly: the crudish PATCH leaves it to the operations
+    assert [f.name for f in t.updatable_fields] == ["customer", "dueAt", "priority"]
+    assert [f.name for f in t.fields if f.read_only] == ["status"]
     ops = {o.name: o for o in t.operations}
     assert ops["touch"].private and not ops["touch"].extern
     assert ops["notify"].extern and ops["notify"].body == () and ops["notify"].result is None

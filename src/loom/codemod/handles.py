@@ -79,19 +79,33 @@ def _reasons(
     if wf.event_sourced:
         out.append(f"workflow `{wf.name}` is eventSourced")
     header_words = [toks[i].text for i in h.header]
+    # a `requires` gate in the header moves with it: a commandHandler takes one in the same place
+    gate_at = header_words.index("requires") if "requires" in header_words else len(h.header)
+    before, gate = header_words[:gate_at], h.header[gate_at + 1 :]
     body = range(h.body_open + 1, h.body_close)
     gate_in_body = any(
         toks[i].text == "requires" and toks[i - 1].text != "." and toks[i + 1].text != ":"
         for i in body
     )
-    if "requires" in header_words or gate_in_body:
+    if gate_in_body:
         out.append(
-            "it has a `requires` gate (a commandHandler takes none; gate the aggregate operation "
-            "it calls)"
+            "it has a `requires` statement in its body (a gate is written in the header: "
+            "`commandHandler name(…) requires … { … }`)"
         )
-    elif header_words and not (header_words[0] == ":" and len(header_words) > 1):
+    elif before and not (before[0] == ":" and len(before) > 1):
         shown = " ".join(header_words)
         out.append(f"its header has `{shown}`, which a commandHandler does not take")
+    gated = [
+        toks[i].text
+        for i in gate
+        if toks[i].kind == "name"
+        and toks[i - 1].text != "."
+        and toks[i].text in wf.state
+        and toks[i].text not in h.params
+    ]
+    if gated:
+        shown = ", ".join(f"`{s}`" for s in dict.fromkeys(gated))
+        out.append(f"its `requires` gate reads the workflow's own state ({shown})")
     if "id" in h.params:
         out.append("a parameter is named `id`")
 

@@ -356,6 +356,22 @@ REGISTRY: dict[str, CodeInfo] = {
             "a reaction, timeout or timer reads through a repository whose filter, reading "
             "`currentUser`, admits no row for the system principal",
         ),
+        CodeInfo("loom.gate-on-reaction", _E, "a `requires` gate on an event-triggered `create`"),
+        CodeInfo(
+            "loom.crudish-writes-gated-field",
+            _W,
+            "a crudish POST or PATCH takes a field that a `when` gate guards and operations change",
+        ),
+        CodeInfo(
+            "loom.timeout-refusal-unguarded",
+            _W,
+            "an `on timeout` calls an operation with a `when` gate outside any `if`",
+        ),
+        CodeInfo(
+            "loom.read-only-field-unset",
+            _E,
+            "a `readOnly` field of a crudish aggregate without a factory has no default",
+        ),
         # Tenants
         CodeInfo(
             "loom.tenanted-partial",
@@ -470,6 +486,11 @@ REGISTRY: dict[str, CodeInfo] = {
             "loom.decimal-scale-exceeded",
             _E,
             "a value with more digits after the point than a `decimal(P, S)` holds, unrounded",
+        ),
+        CodeInfo(
+            "loom.unrounded-division",
+            _W,
+            "an unrounded `/` flows into a `decimal(P, S)`: most of its values would be refused",
         ),
         CodeInfo("loom.unknown-rounding-mode", _E, "`round`'s mode is not one of the modes"),
         CodeInfo("loom.int-out-of-range", _E, "an `int` literal beyond 64 bits"),

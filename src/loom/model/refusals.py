@@ -49,7 +49,8 @@ def state_gate(label: str, when: ir.Expr) -> Refusal:
 
 
 def requires(label: str, gate: ir.Expr) -> Refusal:
-    """An operation's `requires` gate over the principal; `label` is `Aggregate.operation`."""
+    """A `requires` gate over the principal; `label` names the entry: `Aggregate.operation`,
+    `Aggregate.create`, `workflow Name`, `commandHandler Name`, `queryHandler Name`."""
     text = one_line(gate.text)
     detail = f"{label} is not allowed for the current user (requires {text})"
     return Refusal("requires", f"{label}: requires {text}", detail)

@@ -145,9 +145,9 @@ def _decl_children(node: Node) -> tuple[Node, ...]:
         return (*_opt(node.requires), *_opt(node.when), *node.body)
     if isinstance(node, ir.Retrieval):
         return node.args
-    if isinstance(node, ir.Factory | ir.WorkflowCreate | ir.Apply | ir.OnTimeout | ir.Timer):
-        return node.body
-    if isinstance(node, ir.Handler | ir.ServiceMethod):
+    if isinstance(node, ir.Factory | ir.WorkflowCreate | ir.Handler):
+        return (*_opt(node.requires), *node.body)
+    if isinstance(node, ir.Apply | ir.OnTimeout | ir.Timer | ir.ServiceMethod):
         return node.body
     if isinstance(node, ir.Reaction):
         return (*_opt(node.by), *node.body)

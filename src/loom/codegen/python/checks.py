@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from loom.codegen.python.expressions import Scope, render
 from loom.codegen.python.imports import Imports
 from loom.codegen.python.layout import call, lay
 from loom.codegen.python.literals import py_str
 from loom.model import ir, naming
-from loom.model.refusals import Kind, Refusal, decimal_bounds, string_length
+from loom.model.refusals import Kind, Refusal, decimal_bounds, requires, string_length
 
 
 def check(cond: str, refusal: Refusal, imports: Imports, depth: int) -> list[str]:
@@ -23,6 +24,14 @@ def check(cond: str, refusal: Refusal, imports: Imports, depth: int) -> list[str
         return lay(call("authorize", [cond, *text]), depth)
     imports.add("loom.runtime", "require")
     return lay(call("require", [cond, f"kind={py_str(refusal.kind)}", *text]), depth)
+
+
+def entry_gate(gate: ir.Expr | None, label: str, scope: Scope) -> list[str]:
+    """The `requires` gate of a route's entry point (a workflow's `create`, a handler), first in
+    its function: a refusal (403) reads and writes nothing."""
+    if gate is None:
+        return []
+    return check(render(gate, scope), requires(label, gate), scope.imports, 1)
 
 
 def max_length(t: ir.Type) -> int | None:

@@ -334,6 +334,9 @@ def _factory_body(
     for cond, refusal in bound_checks(label, factory.params, imports, params=True):
         lines += check(cond, refusal, imports, 2)
     lines += scaled_params(factory.params, imports, 2)
+    if factory.requires is not None:
+        gate = requires(label, factory.requires)
+        lines += check(render(factory.requires, scope), gate, imports, 2)
     for stmt, later in zip(factory.body, walk.reads_after(factory.body), strict=True):
         if isinstance(stmt, ir.Precondition):
             lines += check(render(stmt.condition, scope), precondition(label, stmt), imports, 2)

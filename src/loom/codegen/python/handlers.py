@@ -13,6 +13,7 @@ optional as `null`).
 from __future__ import annotations
 
 from loom.codegen.python.bodies import BodyWriter, body_params
+from loom.codegen.python.checks import entry_gate
 from loom.codegen.python.expressions import Scope
 from loom.codegen.python.imports import Imports
 from loom.codegen.python.layout import Group, lay
@@ -145,6 +146,7 @@ def _handler(
     lines += built
 
     scope = Scope(imports=imports, enum_ref=domain_types.enum_ref, self_name=None, params=py)
+    lines += entry_gate(handler.requires, f"{kind} {handler.name}", scope)
     writer = BodyWriter(
         info,
         context,

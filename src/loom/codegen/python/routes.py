@@ -10,7 +10,7 @@ a refusal raises before the save, so nothing is written.
 from __future__ import annotations
 
 from loom.codegen.python.checks import has_extern_checks, has_invariants
-from loom.codegen.python.expressions import Scope
+from loom.codegen.python.expressions import Scope, render_as
 from loom.codegen.python.imports import Imports
 from loom.codegen.python.layout import Group, call, lay
 from loom.codegen.python.literals import docstring, py_str
@@ -270,6 +270,14 @@ def wire_to_domain(text: str, t: ir.Type, types: TypeNames) -> str:
     return _wire_to_domain(text, t, in_types)
 
 
+def _create_value(f: ir.Field, in_types: TypeNames, domain: Scope) -> str:
+    """What a crudish create gives field `f`: the body's member, or for a `readOnly` field, which
+    the body never names, its default (None for an optional one without)."""
+    if not f.read_only:
+        return field_to_domain(f"body.{naming.schema_attr(f.name)}", f, in_types, domain)
+    return render_as(f.default, f.type, domain) if f.default is not None else "None"
+
+
 def _crudish(
     info: ModelInfo,
     context: ir.Context,
@@ -312,9 +320,7 @@ def _crudish(
         ]
     else:
         kwargs = [
-            f"{naming.ident(f.name)}="
-            + field_to_domain(f"body.{naming.schema_attr(f.name)}", f, in_types, domain)
-            for f in agg.fields
+            f"{naming.ident(f.name)}=" + _create_value(f, in_types, domain) for f in agg.fields
         ]
     block.append("    async with service.autocommit() as work:")
     block += lay(call(f"{cls}.{naming.create_method(agg)}", kwargs, prefix=f"{var} = "), 2)

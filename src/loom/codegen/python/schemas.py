@@ -187,44 +187,43 @@ def input_default(f: ir.Field, types: TypeNames, imports: Imports) -> str | None
 
 
 def _create_class(cls: str, agg: ir.Aggregate, types: TypeNames, imports: Imports) -> list[str]:
-    imports.add("pydantic", "BaseModel", "ConfigDict")
     doc = f"The body of crudish create of {agg.name} ({where(agg.origin)})"
-    lines = [
-        f"class {cls}(BaseModel):",
-        f"    {docstring(doc)}",
-        "",
-        '    model_config = ConfigDict(extra="forbid")',
-        "",
-    ]
     if agg.factory is not None:
-        lines += [_field_line(p.name, p.type, types, imports, True) for p in agg.factory.params]
-    else:
-        lines += [input_field(f, types, imports) for f in agg.fields]
+        lines = _input_head(cls, doc, {}, imports) + [""]
+        return lines + [
+            _field_line(p.name, p.type, types, imports, True) for p in agg.factory.params
+        ]
+    refused = {"read_only": [f.name for f in agg.fields if f.read_only]}
+    lines = _input_head(cls, doc, refused, imports) + [""]
+    return lines + [input_field(f, types, imports) for f in agg.fields if not f.read_only]
+
+
+def _input_head(cls: str, doc: str, refused: dict[str, list[str]], imports: Imports) -> list[str]:
+    """The head of a crudish body's class. With fields it refuses by name (`immutable`,
+    `read_only`: a member naming one is refused as such, not as unknown), on `PatchInput`."""
+    refused = {kind: names for kind, names in refused.items() if names}
+    if not refused:
+        imports.add("pydantic", "BaseModel", "ConfigDict")
+        config = '    model_config = ConfigDict(extra="forbid")'
+        return [f"class {cls}(BaseModel):", f"    {docstring(doc)}", "", config]
+    imports.add("loom.runtime", "PatchInput")
+    lines = [f"class {cls}(PatchInput):", f"    {docstring(doc)}", ""]
+    for kind, names in refused.items():
+        quoted = [py_str(name) for name in names]
+        if len(quoted) == 1:
+            lines.append(f"    {kind} = ({quoted[0]},)")
+        else:
+            lines += lay(Group(f"{kind} = (", quoted, ")"), 1)
     return lines
 
 
 def _update_class(cls: str, agg: ir.Aggregate, types: TypeNames, imports: Imports) -> list[str]:
     doc = f"The body of crudish update of {agg.name}: any mutable fields ({where(agg.origin)})"
-    immutable = [f.name for f in agg.fields if f.immutable]
-    if immutable:
-        # a member naming one is refused as immutable, not as unknown (`PatchInput`)
-        imports.add("loom.runtime", "PatchInput")
-        names = [py_str(name) for name in immutable]
-        listed = f"    immutable = ({names[0]},)" if len(names) == 1 else None
-        lines = [
-            f"class {cls}(PatchInput):",
-            f"    {docstring(doc)}",
-            "",
-            *([listed] if listed else lay(Group("immutable = (", names, ")"), 1)),
-        ]
-    else:
-        imports.add("pydantic", "BaseModel", "ConfigDict")
-        lines = [
-            f"class {cls}(BaseModel):",
-            f"    {docstring(doc)}",
-            "",
-            '    model_config = ConfigDict(extra="forbid")',
-        ]
+    refused = {
+        "immutable": [f.name for f in agg.fields if f.immutable],
+        "read_only": [f.name for f in agg.fields if f.read_only and not f.immutable],
+    }
+    lines = _input_head(cls, doc, refused, imports)
     # absent members keep their value (the route refuses `null` for a non-optional field)
     fields = [
         _field_line(
@@ -242,16 +241,8 @@ def _update_class(cls: str, agg: ir.Aggregate, types: TypeNames, imports: Import
 def _input_class(
     cls: str, doc: str, params: tuple[ir.Parameter, ...], types: TypeNames, imports: Imports
 ) -> list[str]:
-    imports.add("pydantic", "BaseModel", "ConfigDict")
-    lines = [
-        f"class {cls}(BaseModel):",
-        f"    {docstring(doc)}",
-        "",
-        '    model_config = ConfigDict(extra="forbid")',
-        "",
-    ]
-    lines += [_field_line(p.name, p.type, types, imports, True) for p in params]
-    return lines
+    lines = _input_head(cls, doc, {}, imports) + [""]
+    return lines + [_field_line(p.name, p.type, types, imports, True) for p in params]
 
 
 def _out_class(cls: str, agg: ir.Aggregate, out_types: TypeNames, imports: Imports) -> list[str]:

@@ -10,6 +10,7 @@ after the commit).
 from __future__ import annotations
 
 from loom.codegen.python.bodies import BodyWriter, apply_function, assign_state, body_params
+from loom.codegen.python.checks import entry_gate
 from loom.codegen.python.domain import function_body
 from loom.codegen.python.expressions import Scope, workflow_function
 from loom.codegen.python.imports import Imports
@@ -213,6 +214,7 @@ def _workflow(
         params=py_params,
         workflows_module=None,
     )
+    lines += entry_gate(create.requires, f"workflow {wf.name}", scope)
     writer = BodyWriter(
         info,
         context,

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from decimal import Decimal
 
 from loom.lang.check.checker import Checker
+from loom.lang.check.entry_gates import entry_gates
 from loom.lang.check.principal import NAME, expr_nodes, reads_principal
 from loom.lang.syntax import ast
 from loom.lang.types import is_error
@@ -187,36 +188,40 @@ def _anonymous_label(e: ast.Expr) -> str:
 def check_anonymous_gates(ck: Checker) -> None:
     """`loom.gate-admits-anonymous` on every `requires` gate an anonymous caller can satisfy."""
     for ctx in ck.prog.contexts.values():
-        for agg in ctx.aggregates.values():
-            for op in agg.operations:
-                gate = op.requires
-                x = ck.facts.exprs.get(gate) if gate is not None else None
-                if gate is None or x is None or not reads_principal(x):
-                    continue
-                if x.type != ir.BOOL or any(is_error(e.type) for e in expr_nodes(x)):
-                    continue  # already reported
-                if truth(x) is False or _on_purpose(x):
-                    continue
-                text = ck.text(gate.span)
-                how = (
-                    "is true for every caller without a token"
-                    if truth(x) is True
-                    else "can be true for a caller without a token"
-                )
-                wrapped = text if _binds_tighter_than_or(gate) else f"({text})"
-                ck.report(
-                    "loom.gate-admits-anonymous",
-                    f"the `requires` gate of `{agg.name}.{op.name}` {how}: with no token, "
-                    f"`{NAME}` has no id, no roles and no claims, and is neither authenticated "
-                    "nor the system, yet the gate holds"
-                    + ("" if truth(x) is True else " for some values of what else it reads"),
-                    gate.span,
-                    "admits anonymous callers",
-                    secondary=[(r.span, _anonymous_label(r)) for r in _principal_reads(gate)],
-                    help=f"require a signed-in caller: `requires {NAME}.isAuthenticated && "
-                    f"{wrapped}`; if anonymous callers are meant to pass, say so: "
-                    f"`requires !{NAME}.isAuthenticated || …`",
-                )
+        gates = [
+            (f"{agg.name}.{op.name}", op.requires)
+            for agg in ctx.aggregates.values()
+            for op in agg.operations
+        ]
+        gates += [(e.label, e.gate) for e in entry_gates(ck, ctx)]
+        for label, gate in gates:
+            x = ck.facts.exprs.get(gate) if gate is not None else None
+            if gate is None or x is None or not reads_principal(x):
+                continue
+            if x.type != ir.BOOL or any(is_error(e.type) for e in expr_nodes(x)):
+                continue  # already reported
+            if truth(x) is False or _on_purpose(x):
+                continue
+            text = ck.text(gate.span)
+            how = (
+                "is true for every caller without a token"
+                if truth(x) is True
+                else "can be true for a caller without a token"
+            )
+            wrapped = text if _binds_tighter_than_or(gate) else f"({text})"
+            ck.report(
+                "loom.gate-admits-anonymous",
+                f"the `requires` gate of `{label}` {how}: with no token, "
+                f"`{NAME}` has no id, no roles and no claims, and is neither authenticated "
+                "nor the system, yet the gate holds"
+                + ("" if truth(x) is True else " for some values of what else it reads"),
+                gate.span,
+                "admits anonymous callers",
+                secondary=[(r.span, _anonymous_label(r)) for r in _principal_reads(gate)],
+                help=f"require a signed-in caller: `requires {NAME}.isAuthenticated && "
+                f"{wrapped}`; if anonymous callers are meant to pass, say so: "
+                f"`requires !{NAME}.isAuthenticated || …`",
+            )
 
 
 def _on_purpose(x: ir.Expr) -> bool:

@@ -133,9 +133,10 @@ def _misplaced(ck: Checker, span: Span, scope: Scope) -> None:
         f"`{NAME}` cannot be read in {where}: {why}",
         span,
         f"`{NAME}` in {where}",
-        help=f"`{NAME}` is read in an operation's `requires` gate, in a repository filter's "
-        f"criterion, in workflow `create`, commandHandler and queryHandler bodies, and (as the "
-        f"system) in reactions, timeouts and timers; here, {fix}",
+        help=f"`{NAME}` is read in `requires` gates (of operations, factories, workflow "
+        f"`create`s and handlers), in a repository filter's criterion, in workflow `create`, "
+        f"commandHandler and queryHandler bodies, and (as the system) in reactions, timeouts and "
+        f"timers; here, {fix}",
     )
 
 
@@ -352,7 +353,8 @@ class _Gates:
 
 
 def system_bodies(ck: Checker, ctx: ContextSymbols) -> list[tuple[list[ast.Stmt], str]]:
-    """The bodies the system runs (reactions, `on timeout`s, timers), each with where it is."""
+    """The bodies of the context the system principal runs (reactions, timeouts, timers), each
+    with where it is as a message names it."""
     bodies: list[tuple[list[ast.Stmt], str]] = []
     for wf in ctx.workflows.values():
         bodies += [

@@ -59,7 +59,10 @@ def check_scale(sink: Sink, x: ir.Expr, span: Span, target: AnyType) -> bool:
     if not isinstance(t, ir.PrimitiveType) or t.scale is None or t.name != "decimal":
         return True
     scale = static_scale(x)
-    if scale is None or scale <= t.scale:
+    if scale is None:
+        _unrounded_division(sink, x, span, t)
+        return True
+    if scale <= t.scale:
         return True
     sink.report(
         "loom.decimal-scale-exceeded",
@@ -71,3 +74,37 @@ def check_scale(sink: Sink, x: ir.Expr, span: Span, target: AnyType) -> bool:
         "(half-even; or give a mode, e.g. `halfUp`), or declare a larger scale",
     )
     return False
+
+
+def division(x: ir.Expr) -> ir.Binary | None:
+    """A `/` of decimals whose unrounded quotient flows into `x`'s value (not one inside a
+    `round(…)`, a call or a comparison: their results have scales of their own)."""
+    if isinstance(x, ir.Binary):
+        if x.op == "/" and x.type == ir.DECIMAL:
+            return x
+        if x.op in ("+", "-", "*", "%"):
+            return division(x.left) or division(x.right)
+        return None
+    if isinstance(x, ir.Unary) and x.op == "-":
+        return division(x.operand)
+    if isinstance(x, ir.Conditional):
+        return division(x.then) or division(x.otherwise)
+    return None
+
+
+def _unrounded_division(sink: Sink, x: ir.Expr, span: Span, t: ir.PrimitiveType) -> None:
+    """`loom.unrounded-division`: a quotient rarely fits S digits after the point, so the value
+    is refused (422) at run time more often than not."""
+    d = division(x)
+    if d is None:
+        return
+    sink.report(
+        "loom.unrounded-division",
+        f"`{d.text}` is a division, whose digits after the point rarely fit the {t.scale} a "
+        f"`decimal({t.precision}, {t.scale})` holds; Loom never rounds it for you, so most "
+        "values would be refused when stored",
+        span,
+        "an unrounded division",
+        help=f"round it to the declared scale: `round({x.text}, {t.scale})` (half-even; or give "
+        "a mode, e.g. `halfUp`)",
+    )

@@ -211,6 +211,7 @@ class ModelLowerer:
                 f.immutable,
                 origin(f.span),
                 f.renamed_from.name if f.renamed_from else None,
+                read_only=f.read_only,
             )
             for f in fields
         )
@@ -267,6 +268,7 @@ class ModelLowerer:
                 self.params(factory.params),
                 tuple(self.stmt(ctx, s) for s in factory.body),
                 origin(factory.span),
+                requires=self.gate(factory.requires),
             )
             if factory is not None
             else None,
@@ -293,7 +295,7 @@ class ModelLowerer:
             private=op.private,
             extern=op.extern,
             result=self.t(op.result) if op.result is not None else None,
-            requires=self.e(op.requires) if op.requires is not None else None,
+            requires=self.gate(op.requires),
             internal=op.internal,
         )
 
@@ -343,6 +345,7 @@ class ModelLowerer:
                     self.t(c.result) if c.result else None,
                     body,
                     origin(c.span),
+                    requires=self.gate(c.requires),
                 )
             )
         applies = []
@@ -400,7 +403,12 @@ class ModelLowerer:
             transactional=h.transactional,
             isolation=h.isolation if h.transactional else None,  # type: ignore[arg-type]
             autocommit=h.autocommit is not None,
+            requires=self.gate(h.requires),
         )
+
+    def gate(self, gate: ast.Expr | None) -> ir.Expr | None:
+        """A `requires` gate of an entry point (factory, workflow `create`, handler)."""
+        return self.e(gate) if gate is not None else None
 
     def service(self, ctx: ContextSymbols, svc: ast.DomainService) -> ir.DomainService:
         methods = []

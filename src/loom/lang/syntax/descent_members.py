@@ -23,6 +23,10 @@ class Members(Bodies):
             j = self.i
             self.i += 1
             ch.append(b.immutable(self.meta(j), []))
+        if self.k[self.i] == "readOnly":
+            j = self.i
+            self.i += 1
+            ch.append(b.read_only(self.meta(j), []))
         if self.k[self.i] == RENAMED:
             ch.append(self.renamed())
         if self.k[self.i] == "=":
@@ -160,7 +164,10 @@ class Members(Bodies):
     def factory(self) -> Any:
         i0 = self.i
         self.i += 1
-        ch = [self.paren_params(), self.block()]
+        ch = [self.paren_params()]
+        if self.k[self.i] == "requires":
+            ch.append(self.gate(self.b.requires))
+        ch.append(self.block())
         return self.b.factory(self.meta(i0), ch)
 
     def record_field(self) -> Any:

@@ -17,6 +17,8 @@ class Workflows(Members):
         ch: list[Any] = [self.name(), self.paren_params()]
         if self.k[self.i] == ":":
             ch.append(self.result())
+        if self.k[self.i] == "requires":
+            ch.append(self.gate(self.b.requires))
         if self.k[self.i] == "transactional":
             ch.append(self.transactional())
         elif self.k[self.i] == "autocommit":
@@ -30,6 +32,8 @@ class Workflows(Members):
         ch: list[Any] = [self.name(), self.paren_params()]
         if self.k[self.i] == ":":
             ch.append(self.result())
+        if self.k[self.i] == "requires":
+            ch.append(self.gate(self.b.requires))
         ch.append(self.block())
         return self.b.query_handler(self.meta(i0), ch)
 
@@ -115,6 +119,8 @@ class Workflows(Members):
             ch: list[Any] = [self.paren_params()]
             if self.k[self.i] == ":":
                 ch.append(self.result())
+            if self.k[self.i] == "requires":
+                ch.append(self.gate(b.requires))
             if self.k[self.i] == "by":
                 ch.append(self.gate(b.by))
             ch.append(self.block())

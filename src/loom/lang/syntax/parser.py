@@ -314,9 +314,11 @@ def _acceptable(exc: UnexpectedToken) -> set[str]:
 def _hint(tok: Token, expected: set[str]) -> str | None:
     if str(tok) == "requires" and tok.type != "STRING":
         return (
-            "`requires` comes right after the parameters, before `when` (the order they are "
-            "checked in): `operation name(…) requires <who may> when <state> { … }`; a "
-            "commandHandler or workflow takes no gate: gate the operation it calls"
+            "a `requires` gate follows the parameters and the result type, and comes before "
+            "`when` (the order they are checked in) and `transactional`: "
+            "`operation name(…) requires <who may> when <state> { … }`, "
+            "`create(…) requires <who may> { … }`, `commandHandler X(…): T requires <who may> "
+            "{ … }`; a reaction, timeout or timer takes none (it runs as the system)"
         )
     if tok.type == "$END":
         return "a `{` is probably missing its `}`"

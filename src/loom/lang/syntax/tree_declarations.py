@@ -72,6 +72,9 @@ class DeclarationRules(TokenReader):
     def immutable(self, meta: Positions, ch: list[Any]) -> Any:
         return "immutable"
 
+    def read_only(self, meta: Positions, ch: list[Any]) -> Any:
+        return "readOnly"
+
     def default(self, meta: Positions, ch: list[Any]) -> Any:
         return ("default", ch[0])
 
@@ -92,7 +95,16 @@ class DeclarationRules(TokenReader):
         immutable = "immutable" in ch[2:]
         default = next((c[1] for c in ch[2:] if isinstance(c, tuple)), None)
         renamed = next((c for c in ch[2:] if isinstance(c, ast.Renamed)), None)
-        return ast.Field(str(name), self.tsp(name), typ, immutable, default, self.sp(meta), renamed)
+        return ast.Field(
+            str(name),
+            self.tsp(name),
+            typ,
+            immutable,
+            default,
+            self.sp(meta),
+            renamed,
+            read_only="readOnly" in ch[2:],
+        )
 
     event_field = field
 
@@ -164,7 +176,8 @@ class DeclarationRules(TokenReader):
         return ast.Unique([(str(t), self.tsp(t)) for t in ch], self.sp(meta))
 
     def factory(self, meta: Positions, ch: list[Any]) -> Any:
-        return ast.Factory(ch[0], ch[1], self.sp(meta))
+        gate = next((c[1] for c in ch[1:] if isinstance(c, tuple) and c[0] == "requires"), None)
+        return ast.Factory(ch[0], ch[-1], self.sp(meta), requires=gate)
 
     def repo_find(self, meta: Positions, ch: list[Any]) -> Any:
         return ast.RepoFind(str(ch[0]), self.tsp(ch[0]), ch[1], ch[2], self.sp(meta))

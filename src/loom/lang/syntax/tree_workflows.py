@@ -15,6 +15,7 @@ class WorkflowRules(TokenReader):
         result = next((c[1] for c in ch[2:] if isinstance(c, tuple) and c[0] == "result"), None)
         tx = next((c for c in ch[2:] if isinstance(c, tuple) and c[0] == "transactional"), None)
         auto = next((c for c in ch[2:] if isinstance(c, tuple) and c[0] == "autocommit"), None)
+        gate = next((c[1] for c in ch[2:] if isinstance(c, tuple) and c[0] == "requires"), None)
         return ast.Handler(
             kind,
             str(ch[0]),
@@ -27,6 +28,7 @@ class WorkflowRules(TokenReader):
             ch[-1],
             self.sp(meta),
             autocommit=auto[-1] if auto else None,
+            requires=gate,
         )
 
     def command_handler(self, meta: Positions, ch: list[Any]) -> Any:
@@ -92,7 +94,8 @@ class WorkflowRules(TokenReader):
     def create(self, meta: Positions, ch: list[Any]) -> Any:
         result = next((c[1] for c in ch[1:] if isinstance(c, tuple) and c[0] == "result"), None)
         by = next((c[1] for c in ch[1:] if isinstance(c, tuple) and c[0] == "by"), None)
-        return ast.Create(ch[0], result, ch[-1], self.sp(meta), by)
+        gate = next((c[1] for c in ch[1:] if isinstance(c, tuple) and c[0] == "requires"), None)
+        return ast.Create(ch[0], result, ch[-1], self.sp(meta), by, requires=gate)
 
     def by(self, meta: Positions, ch: list[Any]) -> Any:
         return ("by", ch[0])

@@ -46,6 +46,8 @@ class Factory:
     params: tuple[Parameter, ...]
     body: tuple[Stmt, ...]
     origin: Origin
+    # `create(…) requires gate`: over the principal and the parameters, checked first (403)
+    requires: Expr | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +111,8 @@ class Aggregate:
 
     @property
     def updatable_fields(self) -> tuple[Field, ...]:
-        """The fields a crudish update may change: every field that is not immutable."""
-        return tuple(f for f in self.fields if not f.immutable)
+        """The fields a crudish update may change: every field neither immutable nor read-only."""
+        return tuple(f for f in self.fields if not (f.immutable or f.read_only))
 
 
 @dataclass(frozen=True, slots=True)

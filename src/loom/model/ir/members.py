@@ -26,6 +26,9 @@ class Field:
     origin: Origin
     # `renamed from OLD`: the field's name in the previous model (its stored value keeps its place)
     renamed_from: str | None = None
+    # `readOnly`: a client never sets it: a crudish POST and PATCH refuse it (it starts at its
+    # default; the factory and the operations change it)
+    read_only: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,8 @@ class WorkflowCreate:
     result: Type | None
     body: tuple[Stmt, ...]
     origin: Origin
+    # `create(…) requires gate`: over the principal and the parameters, checked first (403)
+    requires: Expr | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +130,7 @@ class Handler:
     transactional: bool = False
     isolation: Isolation | None = None
     autocommit: bool = False  # as a workflow's
+    requires: Expr | None = None  # `requires gate`: checked before the body reads anything (403)
 
 
 @dataclass(frozen=True, slots=True)

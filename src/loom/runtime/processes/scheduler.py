@@ -17,7 +17,8 @@ first, the sweep (its safety net) after.
 
 A handler that raises rolls back; the row's `attempts` grows and it waits `backoff.delay(attempt)`
 (`timeout_retry_scheduled`), or at `max_attempts` it becomes dead (`timeout_dead_lettered`), listed
-and redriven like outbox dead letters. A scheduler that dies mid-batch leaves rows leased; once the
+and redriven like outbox dead letters. A refusal (a `when` gate, a precondition, an invariant, a
+`requires` gate: `DECISIONS`) is dead at once: retried, it would be refused again. A scheduler that dies mid-batch leaves rows leased; once the
 lease expires another claims them: delivery is at least once (a runner step checks the job is
 still armed, in its own transaction, so a consumed timeout is never applied twice).
 
@@ -55,6 +56,7 @@ from loom.runtime.processes.timers import (
 )
 from loom.runtime.storage.lease import MAX_ERROR
 from loom.runtime.values import clock
+from loom.runtime.values.errors import Forbidden, Refused
 from loom.runtime.values.ids import new_id
 from loom.runtime.values.logs import log_fact, use_correlation_id
 from loom.runtime.values.principal import system_of, use_principal
@@ -77,6 +79,9 @@ class SchedulerHost(TickHost, Protocol):
 t = timers.c
 _STILL_MINE = select(t.job_id).where(timer_queue.held_one, t.status == ARMED)
 _CONSUME = delete(timers).where(t.job_id == bindparam("id"))
+# a handler's refusals: decisions over the state it read, made again on any retry (a 409 conflict,
+# a database error or a failed API call may go the other way next time, and are retried)
+DECISIONS = (Refused, Forbidden)
 _RECHECK = 0.02  # s: a second look at an expected timeout the first claim did not find
 # an operator's "fire this one now": the lease of one armed timeout, due or not, that no live
 # lease holds (so it and a scheduler's claim exclude each other, as two schedulers' claims do)
@@ -376,7 +381,10 @@ class Scheduler:
                     await conn.execute(_CONSUME, params)
         except Exception as exc:  # noqa: BLE001 - retried, then dead-lettered
             error = f"{type(exc).__name__}: {exc}"
-            await self._failed(due, fields, error, registered.max_attempts, registered.backoff, me)
+            # a refusal is the model's decision over what the handler read, the same on every
+            # retry: dead at once, without the backoff (a redrive runs it again, once fixed)
+            backoff = None if isinstance(exc, DECISIONS) else registered.backoff
+            await self._failed(due, fields, error, registered.max_attempts, backoff, me)
             return "failed"
         log_fact("timeout_fired", logging.INFO, fields)
         return "fired"

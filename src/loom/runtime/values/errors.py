@@ -144,8 +144,9 @@ def require(condition: bool, *, kind: RefusalKind, rule: str, detail: str) -> No
 
 
 class Forbidden(LoomError):
-    """An operation's `requires` gate refused the current principal: 403, checked before its
-    `when` gate. `rule` names the gate, e.g. `Ticket.close: requires currentUser.hasRole("agent")`."""
+    """A `requires` gate refused the current principal: 403; an operation's is checked before its
+    `when` gate, a factory's, a workflow `create`'s or a handler's before anything is read. `rule`
+    names the gate, e.g. `Ticket.close: requires currentUser.hasRole("agent")`."""
 
     status, type, title = problem_type("forbidden").parts()
 
@@ -158,7 +159,7 @@ class Forbidden(LoomError):
 
 
 def authorize(condition: bool, *, rule: str, detail: str) -> None:
-    """An operation's `requires` gate: raise `Forbidden(rule, detail)` when `condition` is false."""
+    """A `requires` gate: raise `Forbidden(rule, detail)` when `condition` is false."""
     if not condition:
         raise Forbidden(rule, detail)
 

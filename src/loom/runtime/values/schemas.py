@@ -128,12 +128,15 @@ class Page(BaseModel, Generic[T]):
 
 
 class PatchInput(BaseModel):
-    """The base of a crudish update body (`TicketUpdateInput`): the fields that are not
-    `immutable`, each optional. A member naming an immutable field (listed in `immutable`, by model
-    name) is refused as such, set at create only, rather than as an unknown member."""
+    """The base of a crudish body that names fields it refuses: an update body
+    (`TicketUpdateInput`: the fields neither `immutable` nor `readOnly`, each optional), or a create
+    body leaving out `readOnly` fields. A member naming an immutable field (listed in `immutable`,
+    by model name) or a read-only one (`read_only`) is refused as such, rather than as an unknown
+    member."""
 
     model_config = ConfigDict(extra="forbid")
     immutable: ClassVar[tuple[str, ...]] = ()
+    read_only: ClassVar[tuple[str, ...]] = ()
 
     @model_validator(mode="wrap")
     @classmethod
@@ -142,19 +145,14 @@ class PatchInput(BaseModel):
             return handler(data)
         except ValidationError as exc:
             errors = exc.errors()
-            if not any(_names_immutable(cls.immutable, e["type"], e["loc"]) for e in errors):
+            if not any(cls._refused(e["type"], e["loc"]) for e in errors):
                 raise
             # rebuilt whole, so the other errors of the body are still all reported; a message
             # without context is taken as it is (its braces are not placeholders)
             lines: list[Any] = [
                 {
-                    "type": PydanticCustomError(
-                        "immutable_field",
-                        "{field} is immutable: it is set at create only, never updated",
-                        {"field": e["loc"][0]},
-                    )
-                    if _names_immutable(cls.immutable, e["type"], e["loc"])
-                    else PydanticCustomError(e["type"], e["msg"]),
+                    "type": cls._refused(e["type"], e["loc"])
+                    or PydanticCustomError(e["type"], e["msg"]),
                     "loc": e["loc"],
                     "input": e["input"],
                 }
@@ -162,9 +160,18 @@ class PatchInput(BaseModel):
             ]
             raise ValidationError.from_exception_data(exc.title, lines) from None
 
-
-def _names_immutable(immutable: tuple[str, ...], kind: str, loc: tuple[int | str, ...]) -> bool:
-    return kind == "extra_forbidden" and len(loc) == 1 and loc[0] in immutable
+    @classmethod
+    def _refused(cls, kind: str, loc: tuple[int | str, ...]) -> PydanticCustomError | None:
+        """The error of a member naming a field this body refuses, or None."""
+        if kind != "extra_forbidden" or len(loc) != 1:
+            return None
+        if loc[0] in cls.immutable:
+            message = "{field} is immutable: it is set at create only, never updated"
+            return PydanticCustomError("immutable_field", message, {"field": loc[0]})
+        if loc[0] in cls.read_only:
+            message = "{field} is read-only: only the aggregate's own operations change it"
+            return PydanticCustomError("read_only_field", message, {"field": loc[0]})
+        return None
 
 
 class ProblemError(BaseModel):

@@ -14,7 +14,7 @@ from .support import workflows as support_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "223a0d0f49b3"
+MODEL_REVISION = "55ffafcbfdc3"
 
 
 def build_app(

@@ -37,6 +37,7 @@ class Field:
     default: Expr | None
     span: Span
     renamed_from: Renamed | None = None
+    read_only: bool = False  # `readOnly`: out of a crudish POST's and PATCH's reach
 
 
 @dataclass(eq=False)
@@ -98,6 +99,7 @@ class Factory:
     body: list[Stmt]
     span: Span
     name: str = "create"
+    requires: Expr | None = None  # `create(…) requires gate { … }`: who may create one
 
 
 Member = Field | Derived | Invariant | Function | Operation | Unique | Factory

@@ -25,6 +25,7 @@ class Handler:
     body: list[Stmt]
     span: Span
     autocommit: Span | None = None  # `commandHandler X(…) autocommit { … }`, where written
+    requires: Expr | None = None  # `commandHandler X(…) requires gate { … }`: who may call it
 
 
 @dataclass(eq=False)
@@ -42,6 +43,7 @@ class Create:
     span: Span
     # `create(e: Event) by e.field { … }`: the correlation value of an event-triggered starter
     by: Expr | None = None
+    requires: Expr | None = None  # `create(…) requires gate { … }`: who may start the workflow
 
 
 @dataclass(eq=False)

@@ -51,9 +51,9 @@ class TicketUpdateInput(PatchInput):
     """The body of crudish update of Ticket: any mutable fields (support_workflows.loom:5)"""
 
     immutable = ("code",)
+    read_only = ("status",)
 
     customer: WireText | None = None
-    status: Status | None = None
     due_at: WireDatetime | None = Field(default=None, alias="dueAt")
     priority: JsonInt64 | None = None
 

@@ -17,7 +17,7 @@ from loom.runtime import (
     ServiceDep,
 )
 
-from .domain import Order
+from .domain import Order, OrderStatus
 from .repositories import Orders
 from .schemas import OrderCreateInput, OrderOut, OrderUpdateInput
 
@@ -72,7 +72,7 @@ async def create_order(
             sku=body.sku,
             quantity=body.quantity,
             fail_payment=body.fail_payment,
-            status=body.status,
+            status=OrderStatus.PENDING,
         )
         await Orders(work).save(order)
     response.headers["Location"] = f"/api/orders/{order.id}"
@@ -109,10 +109,6 @@ async def update_order(
                     path="body.failPayment",
                 )
             order.fail_payment = body.fail_payment
-        if "status" in body.model_fields_set:
-            if body.status is None:
-                raise InvalidValue("status may not be null", path="body.status")
-            order.status = body.status
         order.check_invariants()
         await orders.save(order)
     return OrderOut.from_aggregate(order)

@@ -3,13 +3,14 @@
 # Wire models of context Orders.
 
 from collections.abc import Sequence
-from typing import Self
+from datetime import datetime
+from typing import Literal, Self
 
 from loom.runtime import (
-    InstanceTimeoutOut,
     Int64,
     JsonBool,
     JsonInt64,
+    PatchInput,
     WireText,
     instance_version,
 )
@@ -44,26 +45,24 @@ class OrderOut(BaseModel):
         )
 
 
-class OrderCreateInput(BaseModel):
+class OrderCreateInput(PatchInput):
     """The body of crudish create of Order (shop.loom:29)"""
 
-    model_config = ConfigDict(extra="forbid")
+    read_only = ("status",)
 
     sku: WireText
     quantity: JsonInt64
     fail_payment: JsonBool = Field(default=False, alias="failPayment")
-    status: OrderStatus = OrderStatus.PENDING
 
 
-class OrderUpdateInput(BaseModel):
+class OrderUpdateInput(PatchInput):
     """The body of crudish update of Order: any mutable fields (shop.loom:29)"""
 
-    model_config = ConfigDict(extra="forbid")
+    read_only = ("status",)
 
     sku: WireText | None = None
     quantity: JsonInt64 | None = None
     fail_payment: JsonBool | None = Field(default=None, alias="failPayment")
-    status: OrderStatus | None = None
 
 
 class PlaceOrderInput(BaseModel):
@@ -76,6 +75,17 @@ class PlaceOrderInput(BaseModel):
     fail_payment: JsonBool = Field(alias="failPayment")
 
 
+class PendingTimeoutOut(BaseModel):
+    """A timeout of an instance that has not fired: armed, or dead-lettered until redriven."""
+
+    model_config = ConfigDict(from_attributes=True)  # read off a runtime PendingTimeout
+
+    name: str
+    due_at: datetime = Field(serialization_alias="dueAt")
+    status: Literal["armed", "dead"]
+    attempts: int
+
+
 class PaymentDeadlineInstanceOut(BaseModel):
     """an instance of workflow PaymentDeadline as the API answers it (shop.loom:63)"""
 
@@ -85,7 +95,7 @@ class PaymentDeadlineInstanceOut(BaseModel):
     episode: Int64
     started_at: DatetimeOut | None = Field(serialization_alias="startedAt")
     ended_at: DatetimeOut | None = Field(serialization_alias="endedAt")
-    timeouts: list[InstanceTimeoutOut]
+    timeouts: list[PendingTimeoutOut]
 
     @classmethod
     def from_state(
@@ -101,7 +111,7 @@ class PaymentDeadlineInstanceOut(BaseModel):
             episode=state.episode,
             started_at=state.started_at,
             ended_at=state.ended_at,
-            timeouts=[InstanceTimeoutOut.model_validate(t) for t in timeouts],
+            timeouts=[PendingTimeoutOut.model_validate(t) for t in timeouts],
         )
 
 

@@ -124,10 +124,6 @@ async def update_ticket(
             if body.customer is None:
                 raise InvalidValue("customer may not be null", path="body.customer")
             ticket.customer = body.customer
-        if "status" in body.model_fields_set:
-            if body.status is None:
-                raise InvalidValue("status may not be null", path="body.status")
-            ticket.status = body.status
         if "due_at" in body.model_fields_set:
             if body.due_at is None:
                 raise InvalidValue("dueAt may not be null", path="body.dueAt")

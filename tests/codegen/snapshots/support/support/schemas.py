@@ -53,9 +53,9 @@ class TicketUpdateInput(PatchInput):
     """The body of crudish update of Ticket: any mutable fields (support.loom:15)"""
 
     immutable = ("code",)
+    read_only = ("status",)
 
     customer: WireText | None = None
-    status: Status | None = None
     due_at: WireDatetime | None = Field(default=None, alias="dueAt")
     touches: JsonInt64 | None = None
     last_notified: WireText | None = Field(default=None, alias="lastNotified")
