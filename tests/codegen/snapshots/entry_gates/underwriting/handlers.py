@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     Int64,
     LoomRoute,
     ServiceDep,
@@ -29,6 +30,7 @@ router = APIRouter(route_class=LoomRoute)
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Underwriting: handlers"],
+    operation_id="Renew",
 )
 async def renew(body: RenewInput, service: ServiceDep) -> PolicyId:
     """commandHandler Renew (entry_gates.loom:41): non-transactional: each save commits on its own"""
@@ -47,8 +49,9 @@ async def renew(body: RenewInput, service: ServiceDep) -> PolicyId:
 
 @router.get(
     "/api/queries/holders",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Underwriting: handlers"],
+    operation_id="Holders",
 )
 async def holders(service: ServiceDep, holder: Annotated[WireText, Query()]) -> Int64:
     """queryHandler Holders (entry_gates.loom:45): read-only"""

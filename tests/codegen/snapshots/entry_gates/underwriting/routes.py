@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Response
 from loom.runtime import (
     PROBLEM_RESPONSES,
+    READ_PROBLEM_RESPONSES,
     InvalidValue,
     LoomRoute,
     Page,
@@ -33,8 +34,9 @@ router = APIRouter(route_class=LoomRoute)
 
 @router.get(
     "/api/policies/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Underwriting: Policy"],
+    operation_id="Policy_get",
 )
 async def get_policy(id: UUID, service: ServiceDep) -> PolicyOut:
     """Read one Policy (aggregate Policy, entry_gates.loom:5)"""
@@ -43,7 +45,12 @@ async def get_policy(id: UUID, service: ServiceDep) -> PolicyOut:
     return PolicyOut.from_aggregate(policy)
 
 
-@router.get("/api/policies", responses=PROBLEM_RESPONSES, tags=["Underwriting: Policy"])
+@router.get(
+    "/api/policies",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Underwriting: Policy"],
+    operation_id="Policy_list",
+)
 async def list_policies(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -57,8 +64,9 @@ async def list_policies(
 
 @router.get(
     "/api/policies/find/by_holder",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Underwriting: Policy"],
+    operation_id="Policy_byHolder",
 )
 async def find_policies_by_holder(
     holder: Annotated[WireText, Query()],
@@ -75,6 +83,7 @@ async def find_policies_by_holder(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Underwriting: Policy"],
+    operation_id="Policy_create",
 )
 async def create_policy(
     body: PolicyCreateInput,
@@ -93,6 +102,7 @@ async def create_policy(
     "/api/policies/{id}",
     responses=PROBLEM_RESPONSES,
     tags=["Underwriting: Policy"],
+    operation_id="Policy_update",
 )
 async def update_policy(
     id: UUID,
@@ -120,6 +130,7 @@ async def update_policy(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Underwriting: Policy"],
+    operation_id="Policy_delete",
 )
 async def delete_policy(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Policy (entry_gates.loom:5)"""
@@ -130,8 +141,9 @@ async def delete_policy(id: UUID, service: ServiceDep) -> None:
 
 @router.get(
     "/api/quotes/{id}",
-    responses=PROBLEM_RESPONSES,
+    responses=READ_PROBLEM_RESPONSES,
     tags=["Underwriting: Quote"],
+    operation_id="Quote_get",
 )
 async def get_quote(id: UUID, service: ServiceDep) -> QuoteOut:
     """Read one Quote (aggregate Quote, entry_gates.loom:19)"""
@@ -140,7 +152,12 @@ async def get_quote(id: UUID, service: ServiceDep) -> QuoteOut:
     return QuoteOut.from_aggregate(quote)
 
 
-@router.get("/api/quotes", responses=PROBLEM_RESPONSES, tags=["Underwriting: Quote"])
+@router.get(
+    "/api/quotes",
+    responses=READ_PROBLEM_RESPONSES,
+    tags=["Underwriting: Quote"],
+    operation_id="Quote_list",
+)
 async def list_quotes(
     service: ServiceDep,
     limit: Annotated[PageLimit, Query()] = 50,
@@ -157,6 +174,7 @@ async def list_quotes(
     status_code=201,
     responses=PROBLEM_RESPONSES,
     tags=["Underwriting: Quote"],
+    operation_id="Quote_create",
 )
 async def create_quote(
     body: QuoteCreateInput,
@@ -175,6 +193,7 @@ async def create_quote(
     "/api/quotes/{id}",
     responses=PROBLEM_RESPONSES,
     tags=["Underwriting: Quote"],
+    operation_id="Quote_update",
 )
 async def update_quote(
     id: UUID,
@@ -198,6 +217,7 @@ async def update_quote(
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Underwriting: Quote"],
+    operation_id="Quote_delete",
 )
 async def delete_quote(id: UUID, service: ServiceDep) -> None:
     """crudish delete of Quote (entry_gates.loom:19)"""
@@ -211,6 +231,7 @@ async def delete_quote(id: UUID, service: ServiceDep) -> None:
     status_code=204,
     responses=PROBLEM_RESPONSES,
     tags=["Underwriting: Quote"],
+    operation_id="Quote_accept",
 )
 async def quote_accept(id: UUID, service: ServiceDep) -> None:
     """operation Quote.accept (entry_gates.loom:21)"""

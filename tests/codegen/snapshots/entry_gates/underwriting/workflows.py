@@ -24,6 +24,7 @@ router = APIRouter(route_class=LoomRoute)
     status_code=200,
     responses=PROBLEM_RESPONSES,
     tags=["Underwriting: workflows"],
+    operation_id="Issue",
 )
 async def issue(body: IssuePolicyInput, service: ServiceDep) -> PolicyId:
     """workflow Issue (entry_gates.loom:28): non-transactional: each save commits on its own"""

@@ -3,10 +3,10 @@
 # Wire models of context Orders.
 
 from collections.abc import Sequence
-from datetime import datetime
-from typing import Literal, Self
+from typing import Self
 
 from loom.runtime import (
+    InstanceTimeoutOut,
     Int64,
     JsonBool,
     JsonInt64,
@@ -75,17 +75,6 @@ class PlaceOrderInput(BaseModel):
     fail_payment: JsonBool = Field(alias="failPayment")
 
 
-class PendingTimeoutOut(BaseModel):
-    """A timeout of an instance that has not fired: armed, or dead-lettered until redriven."""
-
-    model_config = ConfigDict(from_attributes=True)  # read off a runtime PendingTimeout
-
-    name: str
-    due_at: datetime = Field(serialization_alias="dueAt")
-    status: Literal["armed", "dead"]
-    attempts: int
-
-
 class PaymentDeadlineInstanceOut(BaseModel):
     """an instance of workflow PaymentDeadline as the API answers it (shop.loom:63)"""
 
@@ -95,7 +84,7 @@ class PaymentDeadlineInstanceOut(BaseModel):
     episode: Int64
     started_at: DatetimeOut | None = Field(serialization_alias="startedAt")
     ended_at: DatetimeOut | None = Field(serialization_alias="endedAt")
-    timeouts: list[PendingTimeoutOut]
+    timeouts: list[InstanceTimeoutOut]
 
     @classmethod
     def from_state(
@@ -111,7 +100,7 @@ class PaymentDeadlineInstanceOut(BaseModel):
             episode=state.episode,
             started_at=state.started_at,
             ended_at=state.ended_at,
-            timeouts=[PendingTimeoutOut.model_validate(t) for t in timeouts],
+            timeouts=[InstanceTimeoutOut.model_validate(t) for t in timeouts],
         )
 
 
