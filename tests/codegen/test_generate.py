@@ -51,6 +51,7 @@ EXAMPLES = {
     "refused_saves": ["tests/e2e/models/refused_saves.loom"],
     "builtin_functions": ["tests/e2e/models/builtin_functions.loom"],
     "entry_gates": ["tests/e2e/models/entry_gates.loom"],
+    "wide_finds": ["tests/e2e/models/wide_finds.loom"],
 }
 
 

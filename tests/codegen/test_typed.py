@@ -37,6 +37,7 @@ EXAMPLES = {
     "dunning": ["tests/e2e/models/dunning.loom"],
     "refused_saves": ["tests/e2e/models/refused_saves.loom"],
     "entry_gates": ["tests/e2e/models/entry_gates.loom"],
+    "wide_finds": ["tests/e2e/models/wide_finds.loom"],
 }
 
 

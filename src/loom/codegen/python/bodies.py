@@ -37,7 +37,7 @@ from loom.codegen.python.keyed import (
 from loom.codegen.python.layout import INDENT, Doc, Group, call, lay
 from loom.codegen.python.literals import py_str
 from loom.codegen.python.model_info import ModelInfo
-from loom.codegen.python.repositories import read_method, read_params
+from loom.codegen.python.repositories import call_args, read_method, read_params
 from loom.codegen.python.schemas import sole_payload
 from loom.codegen.python.stored import int_fit
 from loom.codegen.python.type_names import TypeNames
@@ -453,12 +453,13 @@ class BodyWriter:
 
     def read(self, read: ir.Read) -> str:
         """`await <repo>.<method>(args)` for a repository read."""
-        given = dict(read.args)
-        args = [
-            render_as(given[name], t, self.scope) for name, t in read_params(self.context, read)
-        ]
+        given, params = dict(read.args), read_params(self.context, read)
+        values = [render_as(given[name], t, self.scope) for name, t in params]
+        method = read_method(read)
+        agg = self.context.aggregate(read.aggregate)
+        args = call_args(agg, method, [name for name, _ in params], values)
         repo = self.repos[read.aggregate] + _widen(read.ignoring)
-        return f"await {repo}.{read_method(read)}({', '.join(args)})"
+        return f"await {repo}.{method}({', '.join(args)})"
 
     def _if(
         self, stmt: ir.If, depth: int, later: set[str] | frozenset[str], keyword: str = "if"

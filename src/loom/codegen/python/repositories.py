@@ -14,6 +14,8 @@ Every one is a single SELECT whose where-clause is built from the arguments: the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from loom.codegen.python.criteria import SqlRenderer, key_condition
 from loom.codegen.python.expressions import Scope, render_as
 from loom.codegen.python.imports import Imports
@@ -135,11 +137,37 @@ def emit_repositories(info: ModelInfo, context: ir.Context) -> str:
 def _signature(
     name: str, params: list[tuple[str, ir.Type]], result: str, types: TypeNames, *, method: bool
 ) -> tuple[list[str], dict[str, str]]:
-    alloc = naming.NameAlloc({"self", "c", "cls"})
-    py = {p: alloc.take(naming.ident(p)) for p, _ in params}
+    py = _param_names([p for p, _ in params])
     items = (["self"] if method else []) + [f"{py[p]}: {types.render(t)}" for p, t in params]
     head = f"async def {name}(" if method else f"def {name}("
     return lay(Group(head, items, f") -> {result}:"), 1 if method else 0), py
+
+
+def _param_names(params: Sequence[str]) -> dict[str, str]:
+    """The Python names of a generated method's or criterion function's parameters."""
+    alloc = naming.NameAlloc({"self", "c", "cls"})
+    return {p: alloc.take(naming.ident(p)) for p in params}
+
+
+# past this many arguments, a call of a repository method names them (as runtime calls do)
+MAX_POSITIONAL = 2
+
+
+def call_args(
+    agg: ir.Aggregate, method: str, params: Sequence[str], values: Sequence[str]
+) -> list[str]:
+    """The arguments `values` of a call of repository method `method` of `agg`, whose
+    parameters are `params` (model names): by position up to MAX_POSITIONAL, else every one by
+    its keyword. A natural key's method of that name comes first in the class (a declared find
+    matching the key's fields is generated as it), so its parameters are the key's fields."""
+    if len(values) <= MAX_POSITIONAL:
+        return list(values)
+    for key in agg.unique:
+        if method in (key_method("find", key), key_method("get", key)):
+            params = key
+            break
+    names = _param_names(params)
+    return [f"{names[p]}={v}" for p, v in zip(params, values, strict=True)]
 
 
 def projection_rule_function(p: ir.Projection) -> str:

@@ -16,7 +16,7 @@ from loom.codegen.python.layout import Group, call, lay
 from loom.codegen.python.literals import docstring, py_str
 from loom.codegen.python.model_info import ModelInfo
 from loom.codegen.python.modules import header, module_text, where
-from loom.codegen.python.repositories import find_method
+from loom.codegen.python.repositories import call_args, find_method
 from loom.codegen.python.route_docs import operation_rules, read_rule, route_doc
 from loom.codegen.python.schemas import SchemaNames, field_to_domain, schema_names
 from loom.codegen.python.type_names import TypeNames
@@ -242,14 +242,15 @@ def _find_routes(
         block += lay(Group(f"async def {fn}(", params, f") -> {result}:"))
         doc = f"find {find.name} of {repo.name} ({where(find.origin)})"
         block += route_doc(doc, read_rule(context, agg.name))
-        args = [py[p.name] for p in find.params]
+        values = [py[p.name] for p in find.params]
         method = find_method(find)
+        args = call_args(agg, method, [p.name for p in find.params], values)
         block.append("    async with service.autocommit() as work:")
         if find.cardinality == "optional":
             # the same 404 problem as the getBy form of this lookup, naming the fields matched
             block += lay(call(f"await {cls}(work).{method}", args, prefix=f"{var} = "), 2)
             imports.add("loom.runtime", "key_not_found")
-            pairs = [f"{py_str(f)}: {a}" for f, a in zip(find.fields, args, strict=True)]
+            pairs = [f"{py_str(f)}: {a}" for f, a in zip(find.fields, values, strict=True)]
             block.append(f"    if {var} is None:")
             block += lay(call("raise key_not_found", [py_str(agg.name), Group("{", pairs, "}")]), 2)
             block.append(f"    return {out}.from_aggregate({var})")
