@@ -28,6 +28,7 @@ from loom.runtime.http.body_limit import resolve_max_body_bytes
 from loom.runtime.http.contracts import add_asyncapi_route
 from loom.runtime.http.docs_ui import add_docs_pages
 from loom.runtime.http.edge import EdgeMiddleware
+from loom.runtime.http.health import add_health_routes
 from loom.runtime.http.idempotency import HEADER as IDEMPOTENCY_KEY
 from loom.runtime.http.idempotency import SAFE_METHODS, resolve_ttl
 from loom.runtime.http.problems import install_problem_handlers, problem_for
@@ -398,6 +399,7 @@ def create_app(
         **fastapi_options,
     )
     add_docs_pages(app, docs_url, redoc_url)
+    add_health_routes(app, lambda request: getattr(request.app.state, "loom", None))
     app.state.loom_externs = extern_plan  # `loom run` preloads them, before its banner
     app.state.loom_missing_connections = missing_connections  # and says these before it too
     authenticator = resolve_auth(auth)
