@@ -5,6 +5,7 @@ down and falls to 0 once it is back."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from functools import partial
 
 from loom.testing import ServiceClient, settle_all
@@ -74,3 +75,34 @@ async def _counted(client: ServiceClient, reactor: str) -> bool:
 async def _reserved(client: ServiceClient, n: int) -> bool:
     applied = {"channel": PLACED, "reactor": RESERVE, "outcome": "applied"}
     return sample(await scrape(client), "loom_deliveries_total", **applied) == n
+
+
+async def test_retries_dead_letters_and_duplicates_are_counted(
+    topology: Topology, two_urls: tuple[str, str]
+) -> None:
+    orders = await topology.start(ORDERS, two_urls[0])
+    inventory = await topology.start(INVENTORY, two_urls[1])
+    await place(orders, "ghost")  # no stock for it: reserveStock fails every time (3 attempts)
+    await settle_all([orders, inventory])
+    outcome = partial(sample, name="loom_deliveries_total", channel=PLACED, reactor=RESERVE)
+
+    async def counts() -> tuple[float | None, ...]:
+        s = await scrape(inventory)
+        return (
+            outcome(s, outcome="retried"),
+            outcome(s, outcome="dead_lettered"),
+            outcome(s, outcome="applied"),
+            sample(s, "loom_dead_letters", kind="event"),
+        )
+
+    await until(lambda: _equal(counts, (2, 1, None, 1)), timeout=20, what="two retries, then dead")
+    await stock(inventory, "ghost")
+    dead = (await inventory.get("/api/admin/dead-letters")).json()["items"][0]
+    r = await inventory.post(f"/api/admin/dead-letters/{dead['event_id']}/redrive")
+    assert r.status_code == 204, r.text
+    await settle_all([orders, inventory])
+    await until(lambda: _equal(counts, (2, 1, 1, 0)), timeout=20, what="redriven, applied once")
+
+
+async def _equal(read: Callable[[], Awaitable[object]], expected: object) -> bool:
+    return await read() == expected
