@@ -6,6 +6,7 @@ tests/runtime/broker/test_metrics.py."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -132,3 +133,18 @@ async def test_the_no_metrics_variable_as_a_flag_reads_it(
     monkeypatch.setenv("LOOM_NO_METRICS", value)
     async with serve(MODEL, sqlite_url) as c:
         assert (await c.get("/metrics")).status_code == 404
+
+
+async def test_checkouts_waiting_for_a_connection_are_counted(database_url: str) -> None:
+    one = ServiceSettings(pool_size=1, pool_overflow=0)
+    async with serve(MODEL, database_url, settings=one) as c:
+        item = await created(c)
+        # the relay in the background may have waited already: count from here
+        before = sample(await scrape(c), "loom_db_pool_waits_total")
+        assert before is not None
+        answers = await asyncio.gather(*(c.get(f"/api/items/{item}") for _ in range(8)))
+        assert {r.status_code for r in answers} == {200}
+        samples = await scrape(c)
+        # eight reads at once on one connection: some waited for it
+        assert (sample(samples, "loom_db_pool_waits_total") or 0) > before, samples
+        assert sample(samples, "loom_db_pool_in_use") == 0  # every one returned
