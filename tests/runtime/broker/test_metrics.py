@@ -77,7 +77,7 @@ async def _reserved(client: ServiceClient, n: int) -> bool:
     return sample(await scrape(client), "loom_deliveries_total", **applied) == n
 
 
-async def test_retries_dead_letters_and_duplicates_are_counted(
+async def test_retries_dead_letters_and_a_redrive_are_counted(
     topology: Topology, two_urls: tuple[str, str]
 ) -> None:
     orders = await topology.start(ORDERS, two_urls[0])
@@ -106,3 +106,25 @@ async def test_retries_dead_letters_and_duplicates_are_counted(
 
 async def _equal(read: Callable[[], Awaitable[object]], expected: object) -> bool:
     return await read() == expected
+
+
+async def test_a_redelivery_the_inbox_skips_is_counted(
+    topology: Topology, two_urls: tuple[str, str]
+) -> None:
+    orders = await topology.start(ORDERS, two_urls[0])
+    inventory = await topology.start(INVENTORY, two_urls[1])
+    await stock(inventory, "lamp")
+    inventory.service.faults.crash_consumer(after="commit")  # applied, then dies before its ack
+    await place(orders)
+    await orders.service.settle()
+    await until(lambda: _reserved(inventory, 1), timeout=20, what="applied before the crash")
+    await topology.stop(inventory)
+    inventory = await topology.start(INVENTORY, two_urls[1])  # counts from 0 again
+    skipped = {"channel": PLACED, "reactor": RESERVE, "outcome": "skipped_duplicate"}
+
+    async def skipped_once() -> bool:
+        return sample(await scrape(inventory), "loom_deliveries_total", **skipped) == 1
+
+    await until(skipped_once, timeout=20, what="the redelivery after ack_wait, skipped")
+    applied = {**skipped, "outcome": "applied"}
+    assert sample(await scrape(inventory), "loom_deliveries_total", **applied) is None
