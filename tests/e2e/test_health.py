@@ -55,7 +55,7 @@ async def test_a_table_missing_from_the_model_is_not_ready(database_url: str) ->
         assert (await c.get("/healthz")).status_code == 200
 
 
-async def _allow_connections(client: ServiceClient, allow: bool) -> None:
+async def allow_connections(client: ServiceClient, allow: bool) -> None:
     """Let the service's PostgreSQL database take connections or not (its open ones are cut)."""
     url = make_url(str(client.service.engine.url))
     name = url.database
@@ -76,7 +76,7 @@ async def _allow_connections(client: ServiceClient, allow: bool) -> None:
 async def test_a_postgres_database_down_is_not_ready_then_ready_again(postgres_url: str) -> None:
     async with serve(MODEL, postgres_url, settle=False) as c:
         assert (await c.get("/readyz")).status_code == 200
-        await _allow_connections(c, False)
+        await allow_connections(c, False)
         try:
             # a pooled connection cut meanwhile may answer first: wait for the refusal
             r = await until(
@@ -87,7 +87,7 @@ async def test_a_postgres_database_down_is_not_ready_then_ready_again(postgres_u
             check_not_ready(r, "the database does not answer")
             assert (await c.get("/healthz")).status_code == 200  # alive all along
         finally:
-            await _allow_connections(c, True)
+            await allow_connections(c, True)
         await until(
             lambda: answering(c, 200),
             timeout=20,

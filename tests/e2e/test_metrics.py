@@ -14,6 +14,7 @@ import pytest
 
 from loom.serving.settings import ServiceSettings
 from loom.testing import ServiceClient, serve
+from tests.e2e.test_health import allow_connections
 from tests.e2e.tokens import SECRET, token
 from tests.scrape import matching, sample, scrape
 from tests.waiting import until
@@ -148,3 +149,27 @@ async def test_checkouts_waiting_for_a_connection_are_counted(database_url: str)
         # eight reads at once on one connection: some waited for it
         assert (sample(samples, "loom_db_pool_waits_total") or 0) > before, samples
         assert sample(samples, "loom_db_pool_in_use") == 0  # every one returned
+
+
+@pytest.mark.postgres
+async def test_a_scrape_while_the_database_is_down_still_answers_the_counters(
+    postgres_url: str,
+) -> None:
+    async with serve(MODEL, postgres_url, settle=False) as c:
+        await created(c)
+        assert sample(await scrape(c), "loom_outbox_pending", channel=CHANNEL) == 0
+        await allow_connections(c, False)
+        try:
+            samples = await scrape(c)  # 200: the database's gauges left out, the rest there
+            assert sample(samples, "loom_outbox_pending", channel=CHANNEL) is None
+            route = {"route": "/api/items", "method": "POST", "status": "201"}
+            assert sample(samples, "loom_http_requests_total", **route) == 1
+        finally:
+            await allow_connections(c, True)
+        await until(
+            lambda: _has_gauges(c), timeout=20, what="the gauges are back with the database"
+        )
+
+
+async def _has_gauges(client: ServiceClient) -> bool:
+    return sample(await scrape(client), "loom_outbox_pending", channel=CHANNEL) == 0

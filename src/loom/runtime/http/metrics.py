@@ -12,10 +12,13 @@ With authentication configured, the route needs the role `admin`, unless `public
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 from fastapi import FastAPI, Request
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.responses import Response
 
@@ -25,9 +28,11 @@ from loom.runtime.messaging.lag import outbox_gauges
 from loom.runtime.processes.gauges import process_gauges
 from loom.runtime.processes.runner import ProcessRunner
 from loom.runtime.storage.pool_metrics import pool_gauges
+from loom.runtime.values.logs import log_fact
 from loom.runtime.values.metrics import Counter, Gauge, Histogram, Metrics
 
 METRICS_PATH = "/metrics"
+SCRAPE_TIMEOUT = 2.0  # seconds the database gauges may take
 
 
 class MetricsHost(Protocol):
@@ -48,12 +53,21 @@ class MetricsHost(Protocol):
 
 async def read_gauges(host: MetricsHost) -> list[Gauge]:
     """Every scrape-time gauge of the service, those of one name merged (the dead letters of
-    events and of timeouts are one gauge)."""
+    events and of timeouts are one gauge). A database that does not answer (within
+    `SCRAPE_TIMEOUT`) leaves its gauges out, logged, rather than fail the scrape: the request
+    counters, its 503s among them, matter most then."""
     found = pool_gauges(host.engine)
+    reads: list[Awaitable[list[Gauge]]] = []
     if host.channels:
-        found += await outbox_gauges(host.engine, host.channels)
+        reads.append(outbox_gauges(host.engine, host.channels))
     if host.uses_processes:
-        found += await process_gauges(host.engine, host.processes.tracked())
+        reads.append(process_gauges(host.engine, host.processes.tracked()))
+    for read in reads:
+        try:
+            async with asyncio.timeout(SCRAPE_TIMEOUT):
+                found += await read
+        except (SQLAlchemyError, OSError, TimeoutError) as exc:
+            log_fact("metrics_gauges_unread", logging.WARNING, {"error": str(exc).split("\n")[0]})
     merged: dict[str, Gauge] = {}
     for gauge in found:
         held = merged.setdefault(gauge.name, Gauge(gauge.name, gauge.help, gauge.labels))
