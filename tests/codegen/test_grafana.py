@@ -1,20 +1,17 @@
-"""`loom dashboard` (docs/observability.md#dashboard): the Grafana dashboard of a model is valid
-dashboard JSON (checked against the shape Grafana imports), has a row per context and a panel per
-channel and per process, queries only the metrics a service exposes (docs/observability.md's
-table), and is the same file for the same model."""
+"""The Grafana dashboard of a model (docs/observability.md#dashboard) is valid dashboard JSON
+(checked against the shape Grafana imports), has a row per context and a panel per channel and per
+process, and queries only the metrics a service exposes (docs/observability.md's table). The
+command itself is tests/cli/test_dashboard.py."""
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import jsonschema_rs
 
-from loom.codegen.grafana import dashboard, dashboard_json
+from loom.codegen.grafana import dashboard
 from loom.lang import compile_files
 from loom.model import ir
 
@@ -116,32 +113,3 @@ def test_the_dashboard_is_valid_and_laid_out_after_the_model() -> None:
         assert not cells & mine, p["title"]
         cells |= mine
     assert queried_metrics(board) <= documented_metrics(), queried_metrics(board)
-
-
-def loom_dashboard(model_file: Path, out: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "loom.cli", "dashboard", str(model_file), "-o", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
-def test_the_command_writes_the_same_file_for_the_same_model(tmp_path: Path) -> None:
-    out = tmp_path / "grafana.json"
-    for _ in range(2):
-        r = loom_dashboard(SHOP, out)
-        assert r.returncode == 0, r.stdout + r.stderr
-        assert f"wrote {out}" in r.stdout
-        assert out.read_text() == dashboard_json(model(SHOP))
-    json.loads(out.read_text())
-
-
-def test_a_model_with_errors_writes_nothing(tmp_path: Path) -> None:
-    bad = tmp_path / "bad.loom"
-    bad.write_text("context Broken { aggregate A { x: nosuchtype } }\n")
-    out = tmp_path / "grafana.json"
-    r = loom_dashboard(bad, out)
-    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
-    assert not out.exists()

@@ -299,9 +299,8 @@ def create_app(
     authentication is configured unless `metrics_public` (None: LOOM_METRICS_PUBLIC).
     """
     ttl = resolve_ttl(idempotency_ttl)
-    counted = (
-        Metrics() if (metrics if metrics is not None else not env_flag("LOOM_NO_METRICS")) else None
-    )
+    metrics_on = metrics if metrics is not None else not env_flag("LOOM_NO_METRICS")
+    counted = Metrics() if metrics_on else None  # the app's instruments (values/metrics.py)
     extern_plan = Externs(extern_module, externs or {})
     relay_settings = resolve_relay_options(relay_options)
     pool = pool_settings()
