@@ -55,6 +55,7 @@ SLOW: tuple[str, ...] = (
     "tests/cli/test_dead_letters.py",
     "tests/cli/test_replicas.py",
     "tests/cli/test_run_contexts.py::test_run_contexts_serves_only_them_on_their_own_database",
+    "tests/cli/test_run_observability.py",
     "tests/cli/test_timers.py::test_list_and_fire",
     "tests/cli/test_up.py",
     "tests/e2e/test_shop_deployables.py",

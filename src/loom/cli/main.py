@@ -45,6 +45,11 @@ COMMANDS = {
         "List and redrive dead letters: durable events whose delivery failed maxAttempts times "
         "(docs/events.md) and process timeouts whose handler did (docs/processes.md).",
     ),
+    "dashboard": (
+        "loom.cli.dashboard:dashboard",
+        "Write a Grafana dashboard of the model's metrics: a row per context, a panel per "
+        "channel's lag and per process's instances (docs/observability.md).",
+    ),
     "timers": (
         "loom.cli.timers:timers",
         "List the pending timeouts and context timers of a service, and fire one now "

@@ -222,6 +222,14 @@ class ServiceSettings(BaseSettings):
         "Seconds a request waits for a database connection before it answers 503.",
         default_text=f"{DEFAULT_POOL_TIMEOUT:g}",
     )
+    no_metrics: bool = setting(
+        False, "Serve no GET /metrics and count nothing (docs/observability.md)."
+    )
+    metrics_public: bool = setting(
+        False,
+        "Serve GET /metrics to every caller even when bearer tokens are verified (else it needs "
+        "the role admin).",
+    )
     migrate: bool = setting(
         False,
         "Apply pending migrations first; with no migrations/ folder, apply additive changes (new "

@@ -23,18 +23,21 @@ from __future__ import annotations
 
 import re
 import sys
+from time import perf_counter
 from typing import Any
 
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from loom.runtime.http.auth import Authenticator, bearer_token
+from loom.runtime.http.health import HEALTH_PATHS
 from loom.runtime.http.problems import problem_for
 from loom.runtime.http.system_tokens import HEADER_KEY as _SYSTEM_TOKEN
 from loom.runtime.http.system_tokens import SystemTokens
 from loom.runtime.values.errors import PayloadTooLarge, StartupRefused, Unauthenticated
 from loom.runtime.values.ids import new_id_text
 from loom.runtime.values.logs import _correlation
+from loom.runtime.values.metrics import Metrics
 from loom.runtime.values.principal import ANONYMOUS, Principal, _authorization, _current
 
 CORRELATION_HEADER = "x-correlation-id"
@@ -54,11 +57,13 @@ class EdgeMiddleware:
         max_body_bytes: int,
         authenticator: Authenticator | None,
         system_tokens: SystemTokens | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.authenticator = authenticator
         self.system_tokens = system_tokens
+        self.metrics = metrics  # None: not counted (`--no-metrics`)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -87,15 +92,20 @@ class EdgeMiddleware:
             correlation = correlation_id.encode("ascii")
         header = (_CORRELATION, correlation)
         started = False
-        head = scope["method"] == "HEAD"
+        status = 500
+        metrics = self.metrics
+        began = perf_counter() if metrics is not None else 0.0
+        method = scope["method"]
+        head = method == "HEAD"
         if head:
             # a copy: the server reads its own scope's method to know the answer has no body
             scope = {**scope, "method": "GET"}
 
         async def send_with_id(message: Message) -> None:
-            nonlocal started
+            nonlocal started, status
             if message["type"] == "http.response.start":
                 started = True
+                status = message["status"]
                 # a 204 has no body, so no content type (FastAPI gives its JSON one to every route)
                 drop = _NO_CONTENT if message["status"] == 204 else _REPLACED
                 headers = [h for h in message.get("headers", ()) if h[0].lower() not in drop]
@@ -138,6 +148,10 @@ class EdgeMiddleware:
             response: Any = problem_for(Request(scope), exc)
             await response(scope, receive, send_with_id)
         finally:
+            if metrics is not None and scope["path"] not in HEALTH_PATHS:
+                # the route's template (a bounded label), never the path itself
+                route = getattr(scope.get("route"), "path", "unmatched")
+                metrics.request(route, method, status, perf_counter() - began)
             if principal_token is not None:
                 _current.reset(principal_token)
             _authorization.reset(header_token)

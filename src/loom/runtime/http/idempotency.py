@@ -43,6 +43,7 @@ from loom.runtime.storage.work import Parking, Units, parking
 from loom.runtime.values import clock
 from loom.runtime.values.environment import env_number
 from loom.runtime.values.errors import ConcurrencyConflict, InvalidValue, LoomError
+from loom.runtime.values.metrics import Metrics
 from loom.runtime.values.principal import Principal, current_principal
 from loom.runtime.values.problem_types import problem_type
 from loom.runtime.values.types import UtcDateTime
@@ -158,6 +159,7 @@ class Idempotency:
         self._units = units
         self.ttl = DEFAULT_TTL
         self._pruned_at: datetime | None = None
+        self.metrics = Metrics()  # create_app gives the app's
 
     async def run(self, request: Request, key: str, respond: Respond) -> Response:
         """Answer a mutating request that carries `Idempotency-Key: key`."""
@@ -173,7 +175,7 @@ class Idempotency:
             return problem_for(request, exc)
         if found is not None:
             return (
-                _replay(found)
+                self._replay(found)
                 if found.fingerprint == fp
                 else problem_for(request, IdempotencyKeyReused())
             )
@@ -251,7 +253,11 @@ class Idempotency:
             return problem_for(request, conflict)
         if found.fingerprint != fp:
             return problem_for(request, IdempotencyKeyReused())
-        return _replay(found)
+        return self._replay(found)
+
+    def _replay(self, row: Any) -> Response:
+        self.metrics.idempotency_replays.inc()
+        return _replay(row)
 
     async def _find(self, scope: str, key: str) -> Any:
         """The live record of (scope, key), or None; an expired one is deleted on the way."""

@@ -22,7 +22,12 @@ from dataclasses import dataclass
 from loom.runtime.messaging.broker_config import DEFAULT_SOURCE, variable_for
 from loom.runtime.messaging.channels import Channel
 from loom.runtime.messaging.events import EventBus, Subscription
-from loom.runtime.messaging.transports.base import ConsumerSpec, StreamSpec, Transport
+from loom.runtime.messaging.transports.base import (
+    ConsumerSpec,
+    StreamSpec,
+    Transport,
+    TransportError,
+)
 from loom.runtime.values.errors import refused
 from loom.runtime.values.logs import log_fact
 
@@ -104,6 +109,13 @@ class BrokerLink:
                 if name not in self._ensured:
                     await self.transport.ensure(stream)
                     self._ensured.add(name)
+
+    async def check(self) -> None:
+        """Raise `TransportError` unless connected, with every stream ensured, and the broker
+        reachable now."""
+        if not self.ready:
+            raise TransportError("not connected yet (retried in the background)")
+        await self.transport.check()
 
     async def close(self) -> None:
         if self._connected:

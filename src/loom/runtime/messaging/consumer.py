@@ -52,6 +52,7 @@ from loom.runtime.values import clock
 from loom.runtime.values.faults import Faults
 from loom.runtime.values.ids import new_id
 from loom.runtime.values.logs import log_fact
+from loom.runtime.values.metrics import DEAD_LETTERED, RETRIED
 
 
 class ConsumerHost(Units, Protocol):
@@ -342,7 +343,9 @@ class ConsumerLoop:
                 await self._quietly(received.ack_nowait())
                 return
             error = "; ".join(errors)[:MAX_ERROR]
-            if attempt >= channel.max_attempts:
+            dead = attempt >= channel.max_attempts
+            bus.metrics.failed(channel.name, errors, DEAD_LETTERED if dead else RETRIED)
+            if dead:
                 await self._dead_letter(message, error, attempt, order)
                 await self._quietly(received.ack_nowait())
                 return

@@ -21,6 +21,7 @@ from loom.runtime.values.codec import decode
 from loom.runtime.values.domain import DomainEvent
 from loom.runtime.values.ids import new_id
 from loom.runtime.values.logs import _correlation, current_correlation_id, log_fact
+from loom.runtime.values.metrics import APPLIED, SKIPPED_DUPLICATE, Metrics
 from loom.runtime.values.principal import _current as _principal
 from loom.runtime.values.principal import system_of
 
@@ -148,6 +149,8 @@ class EventBus:
         self._types: dict[str, type[DomainEvent]] = {}
         # the types renamed events had (`renamed from`), for stored events written before
         self._former: dict[str, type[DomainEvent]] = {}
+        # the app's instruments (create_app gives the one its /metrics reads)
+        self.metrics = Metrics()
 
     def subscribe(
         self, event_type: type[DomainEvent], handler: Handler, *, name: str | None = None
@@ -277,6 +280,7 @@ class EventBus:
                 except OutOfOrder:
                     break
                 except AlreadyHandled:
+                    self.metrics.delivered(channel or "", sub.name, SKIPPED_DUPLICATE)
                     log_fact(
                         "event_skipped_duplicate", logging.INFO, {"handler": sub.name, **where}
                     )
@@ -286,6 +290,8 @@ class EventBus:
                     fields = {"handler": sub.name, **where, "error": error}
                     log_fact("reactor_failed", logging.ERROR, fields)
                 else:
+                    if durable:
+                        self.metrics.delivered(channel or "", sub.name, APPLIED)
                     log_fact("event_handled", logging.INFO, {"handler": sub.name, **where})
                 finally:
                     _delivery.reset(token)

@@ -17,6 +17,7 @@ import dataclasses
 import logging
 import types
 from collections.abc import Callable, Sequence
+from time import perf_counter
 from typing import Any, Union, get_args, get_origin, get_type_hints
 from uuid import UUID
 
@@ -25,6 +26,7 @@ from loom.runtime.messaging.events import UNKNOWN_REVISION
 from loom.runtime.messaging.transports.base import Message
 from loom.runtime.values.domain import DomainEvent
 from loom.runtime.values.logs import log_fact
+from loom.runtime.values.metrics import Metrics
 
 _KEY_FIELDS: dict[type, str | None] = {}
 
@@ -110,11 +112,12 @@ class Publisher:
         link: BrokerLink,
         rows: Sequence[tuple[Any, DomainEvent]],
         may_go: Callable[[], bool],
+        metrics: Metrics,
     ) -> list[bool]:
         """Publish `rows` (in event order) to `link`'s broker, wave by wave (`waves`); answers
         which were acked. After a wave with a failure (logged once, `publish_failed`), and once
         `may_go()` is false (the relay is stopping or its lease ran out), nothing more is sent:
-        the rows not acked are published again by a later round."""
+        the rows not acked are published again by a later round. `metrics` times each wave."""
         messages = [message_of(row, event) for row, event in rows]
         acked = [False] * len(rows)
         for wave in waves(messages):
@@ -123,7 +126,9 @@ class Publisher:
             results: Sequence[BaseException | None]
             try:
                 await link.open()
+                began = perf_counter()
                 results = await link.transport.publish_many([messages[i] for i in wave])
+                metrics.relay_publish.observe(perf_counter() - began)
             except Exception as exc:  # noqa: BLE001 - any broker trouble: release and retry later
                 results = [exc] * len(wave)
             failed: tuple[int, BaseException] | None = None

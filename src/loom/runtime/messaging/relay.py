@@ -40,6 +40,7 @@ from loom.runtime.values import clock
 from loom.runtime.values.domain import DomainEvent
 from loom.runtime.values.environment import env_number
 from loom.runtime.values.logs import log_fact
+from loom.runtime.values.metrics import DEAD_LETTERED, RETRIED
 
 
 class RelayHost(UnitHost, Protocol):
@@ -314,7 +315,9 @@ class Relay:
         """Publish `pending` to `link`'s broker: an acked row's outcome is its local one, a row
         not acked is left (delivered again later: the inbox skips what applied). Answers whether
         the broker took every row it was sent."""
-        acked = await self._publisher.publish(link, [(r, e) for r, e, _ in pending], may_go)
+        acked = await self._publisher.publish(
+            link, [(r, e) for r, e, _ in pending], may_go, self._service.events.metrics
+        )
         for (row, _, errors), ok in zip(pending, acked, strict=True):
             if ok:
                 outcomes.append((row, errors))
@@ -388,7 +391,11 @@ class Relay:
                     "error": error,
                 }
                 fields = {**row_fields(row), "attempt": attempts, "error": error}
-                if attempts >= channel.max_attempts:
+                dead = attempts >= channel.max_attempts
+                service.events.metrics.failed(
+                    row.channel, errors, DEAD_LETTERED if dead else RETRIED
+                )
+                if dead:
                     result = await conn.execute(outbox_queue.kill, params)
                     line = ("event_dead_lettered", logging.ERROR, fields)
                 else:

@@ -8,6 +8,7 @@ import logging
 from typing import Any, TypeVar
 
 from pydantic import TypeAdapter
+from sqlalchemy import Table
 
 from loom.runtime.processes.model import (
     DeadTimeout,
@@ -75,6 +76,10 @@ class ProcessRunner:
         self._tracked[process] = instances
         if tenant_column(instances.table) is not None:
             self.tenanted.add(process)
+
+    def tracked(self) -> dict[str, Table]:
+        """The generated process workflows' instance tables, by process."""
+        return {process: instances.table for process, instances in self._tracked.items()}
 
     async def run(
         self,

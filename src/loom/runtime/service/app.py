@@ -28,8 +28,10 @@ from loom.runtime.http.body_limit import resolve_max_body_bytes
 from loom.runtime.http.contracts import add_asyncapi_route
 from loom.runtime.http.docs_ui import add_docs_pages
 from loom.runtime.http.edge import EdgeMiddleware
+from loom.runtime.http.health import add_health_routes
 from loom.runtime.http.idempotency import HEADER as IDEMPOTENCY_KEY
 from loom.runtime.http.idempotency import SAFE_METHODS, resolve_ttl
+from loom.runtime.http.metrics import add_metrics_route
 from loom.runtime.http.problems import install_problem_handlers, problem_for
 from loom.runtime.http.system_tokens import SystemTokens
 from loom.runtime.http.tenants import check_tenanted_auth
@@ -45,11 +47,13 @@ from loom.runtime.messaging.transports.base import Transport
 from loom.runtime.service.service import Service
 from loom.runtime.storage.dberrors import classify
 from loom.runtime.storage.engine import in_memory_sqlite
+from loom.runtime.storage.pool_metrics import count_pool_waits
 from loom.runtime.values.domain import DomainEvent
-from loom.runtime.values.environment import pool_settings
+from loom.runtime.values.environment import env_flag, pool_settings
 from loom.runtime.values.errors import LoomError, StartupRefused
 from loom.runtime.values.externs import Externs
 from loom.runtime.values.logs import install_default_handler
+from loom.runtime.values.metrics import Metrics
 from loom.runtime.values.schemas import Problem
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./loom.db"
@@ -230,6 +234,8 @@ def create_app(
     api_urls: Mapping[str, str] | None = None,
     tenanted: Sequence[str] = (),
     instance_answers: Mapping[str, Any] | None = None,
+    metrics: bool | None = None,
+    metrics_public: bool | None = None,
     **fastapi_options: Any,
 ) -> FastAPI:
     """A FastAPI app with the routers, the problem handlers, the X-Correlation-Id middleware and a
@@ -288,8 +294,14 @@ def create_app(
 
     `instance_answers` (process -> its generated `<Workflow>InstanceOut`): what an ended episode
     of a process workflow is archived as (`ProcessInstances.next_episode`).
+
+    Observability (docs/observability.md): `GET /healthz` and `GET /readyz` always; `GET /metrics`
+    unless `metrics=False` (None: off when LOOM_NO_METRICS is set), needing the role `admin` when
+    authentication is configured unless `metrics_public` (None: LOOM_METRICS_PUBLIC).
     """
     ttl = resolve_ttl(idempotency_ttl)
+    metrics_on = metrics if metrics is not None else not env_flag("LOOM_NO_METRICS")
+    counted = Metrics() if metrics_on else None  # the app's instruments (values/metrics.py)
     extern_plan = Externs(extern_module, externs or {})
     relay_settings = resolve_relay_options(relay_options)
     pool = pool_settings()
@@ -328,6 +340,9 @@ def create_app(
         )
         service.tenanted = frozenset(tenanted)
         service.idempotency.ttl = ttl
+        if counted is not None:
+            service.events.metrics = service.idempotency.metrics = counted
+            count_pool_waits(service.engine, counted)
         service.events.model_revision = model_revision
         for event_type in event_types:
             service.events.register(event_type)
@@ -403,6 +418,10 @@ def create_app(
         **fastapi_options,
     )
     add_docs_pages(app, docs_url, redoc_url)
+    add_health_routes(app, _service_or_none)
+    if counted is not None:
+        public = metrics_public if metrics_public is not None else env_flag("LOOM_METRICS_PUBLIC")
+        add_metrics_route(app, counted, _service_or_none, public=public)
     app.state.loom_externs = extern_plan  # `loom run` preloads them, before its banner
     app.state.loom_missing_connections = missing_connections  # and says these before it too
     authenticator = resolve_auth(auth)
@@ -418,6 +437,7 @@ def create_app(
         max_body_bytes=resolve_max_body_bytes(max_body_bytes),
         authenticator=authenticator,
         system_tokens=system_tokens,
+        metrics=counted,
     )
     _add_problem_schema(app)
     if asyncapi is not None:
@@ -425,6 +445,12 @@ def create_app(
     if authenticator is not None:
         add_bearer_scheme(app)
     return app
+
+
+def _service_or_none(request: Request) -> Service | None:
+    """The app's service, None before its lifespan started it."""
+    service: Service | None = getattr(request.app.state, "loom", None)
+    return service
 
 
 def _add_problem_schema(app: FastAPI) -> None:

@@ -43,6 +43,12 @@ DEFAULT_POOL_OVERFLOW = 0
 DEFAULT_POOL_TIMEOUT = 30.0
 
 
+def env_flag(name: str) -> bool:
+    """A flag's variable (`LOOM_NO_METRICS=true`): true as the settings read a flag (`1`, `true`,
+    `yes`, `on`, any case), else false, unset included."""
+    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
 def pool_settings() -> dict[str, int | float]:
     """The database connection pool's settings: LOOM_POOL_SIZE (connections kept open, >= 1,
     default `DEFAULT_POOL_SIZE`), LOOM_POOL_OVERFLOW (more opened under load and closed after,

@@ -199,6 +199,11 @@ class Transport(ABC):
     async def close(self) -> None:
         """Close the connection; unacked messages go back to the broker (after `ack_wait`)."""
 
+    async def check(self) -> None:
+        """Raise `TransportError` when the broker cannot be reached now (`GET /readyz` asks;
+        cheap: the client's own connection state, or one round trip)."""
+        return None
+
     @abstractmethod
     async def ensure(self, stream: StreamSpec) -> None:
         """Create the channel's stream and its consumers, or leave them as they are; an existing

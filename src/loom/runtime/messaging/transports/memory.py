@@ -124,6 +124,9 @@ class MemoryTransport(Transport):
     async def close(self) -> None:
         return None
 
+    async def check(self) -> None:
+        self.broker.check_up()
+
     async def ensure(self, stream: StreamSpec) -> None:
         self.broker.check_up()
         held = self.broker.streams.setdefault(stream.channel, _Stream(stream))

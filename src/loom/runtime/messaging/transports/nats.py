@@ -139,6 +139,9 @@ class NatsTransport(Transport):
         if nc is not None:
             await nc.close()
 
+    async def check(self) -> None:
+        self._client()
+
     def _client(self) -> tuple[Client, JetStreamContext]:
         if self._nc is None or self._js is None:
             raise TransportError("the NATS transport is not connected: call connect() first")

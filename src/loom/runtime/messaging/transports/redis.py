@@ -153,6 +153,12 @@ class RedisTransport(Transport):
         if client is not None:
             await client.aclose()
 
+    async def check(self) -> None:
+        try:
+            await self.client().ping()
+        except redis.exceptions.RedisError as exc:
+            raise TransportError(f"Redis at {self.url} is unreachable: {exc}") from exc
+
     def client(self) -> aioredis.Redis:
         if self._client is None:
             raise TransportError("the Redis transport is not connected: call connect() first")
