@@ -87,6 +87,9 @@ async def test_an_old_deployment_is_refused_then_migrated_and_loses_nothing(
         "table __loom_key_progress is missing",
         "table __loom_key_progress is missing",
     ]
+    # applied once each, in order: the notes the reactions wrote are the count of what applied
     assert applied == {key: [1, 2, 3, 4, 5, 6]}
-    assert sorted(handled) == [1, 2, 3, 4, 5, 6], f"lost or doubled: {handled}"
+    # every note was handed to the reaction; a handing may repeat without applying twice (a
+    # redelivery past ack_wait on a loaded machine, which the inbox skips), so the set is compared
+    assert sorted(set(handled)) == [1, 2, 3, 4, 5, 6], f"lost: {handled}"
     assert NOTES in {c.name for ch in topology.channels for c in ch.consumers}
