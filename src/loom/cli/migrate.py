@@ -38,7 +38,9 @@ from loom.serving.held import (
 )
 
 if TYPE_CHECKING:
+    from loom.migrate.enums import Stored
     from loom.migrate.pending import EventCheck
+    from loom.migrate.snapshot import Snapshot
     from loom.model.ir import Model
 
 
@@ -164,9 +166,16 @@ def _on_database(url: str, action: Callable[[], Coroutine[Any, Any, T]]) -> T:
     help="Rolling deploy: drop what the open expand kept, once no replica runs the code from "
     "before it.",
 )
+@click.option(
+    "--rewrite",
+    multiple=True,
+    metavar="'ENUM.OLD -> NEW'",
+    help="The rows holding OLD, a member removed from ENUM, get the member NEW in this "
+    "migration (repeatable).",
+)
 @service_options(
-    "The database whose stored events (pending, dead, retained in a log) the change must keep "
-    "decodable; default: the one `loom run` uses. Only read."
+    "The database whose stored events (pending, dead, retained in a log) and enum values the "
+    "change must keep readable; default: the one `loom run` uses. Only read."
 )
 def new(
     files: tuple[Path, ...],
@@ -174,6 +183,7 @@ def new(
     allow_data_loss: bool,
     expand: bool,
     contract: bool,
+    rewrite: tuple[str, ...],
     database_url: str | None,
     deployable: str | None,
     contexts: str | None,
@@ -184,16 +194,21 @@ def new(
     still decode under the new model."""
     from loom.lang import compile_sources, render_text
     from loom.migrate.diff import diff
+    from loom.migrate.enums import enum_findings, parse_rewrite, with_retired
     from loom.migrate.events import events_in, events_of, with_events
     from loom.migrate.model import snapshot_of_build
     from loom.migrate.pending import check_stored_events
-    from loom.migrate.plan import make_plan, write_revision
+    from loom.migrate.plan import Plan, make_plan, write_revision
     from loom.migrate.rolling import contract_steps, expand_steps, expanded_snapshot, open_expand
     from loom.migrate.snapshot import empty, model_view
 
     if expand and contract:
         fail("--expand and --contract are two migrations, written one after the other")
     held = _held(contexts, deployable)
+    try:
+        rewrites = [parse_rewrite(r) for r in rewrite]
+    except ValueError as exc:
+        fail(str(exc))
 
     for f in files:
         if not f.is_file():
@@ -231,9 +246,14 @@ def new(
             written = expanded_snapshot(current, steps, number)
         else:
             steps = diff(model_view(old), current)
+        url = database_url or default_database(files[0], held)
+        stored = _stored_enums(url, current)
+        steps = with_retired(steps, current, stored, rewrites)
     except MigrationsError as exc:
         fail(str(exc), 1)
     plan = make_plan(old, current, fallback_file=str(files[0]), old_label=label, steps=steps)
+    found = enum_findings(plan.steps, stored, fallback_file=str(files[0]))
+    plan = Plan(plan.steps, plan.findings + found)
     if opened and not contract and (plan.steps or expand):
         fail(
             f"the expand of {label} is open: the previous code may still run on its kept columns; "
@@ -242,10 +262,9 @@ def new(
             1,
         )
     events = events_of(result.model)
-    url = database_url or default_database(files[0], held)
-    stored = asyncio.run(check_stored_events(url, events_in(old), events))
+    in_flight = asyncio.run(check_stored_events(url, events_in(old), events))
     if not plan.steps:
-        if _events_report(stored, url, str(files[0]), label, result.sources):
+        if _events_report(in_flight, url, str(files[0]), label, result.sources):
             fail("nothing written: stored events would not decode under the new model", 1)
         last = f"migration {existing[-1].name}" if existing else "an empty database"
         click.echo(f"no changes: the model's schema is that of {last}; nothing written")
@@ -255,7 +274,7 @@ def new(
     name = message or ("initial schema" if not existing else plan.lines()[0])
     click.echo(f"plan of the next migration ({number}):")
     click.echo(plan.render(result.sources, color=sys.stdout.isatty()))
-    if _events_report(stored, url, str(files[0]), label, result.sources):
+    if _events_report(in_flight, url, str(files[0]), label, result.sources):
         fail("nothing written: stored events would not decode under the new model (see above)", 1)
     if plan.errors:
         fail("nothing written: the change cannot be applied to the existing rows (see above)", 1)
@@ -273,6 +292,22 @@ def new(
     except MigrationsError as exc:
         fail(str(exc))
     click.echo(f"wrote {revision.script} and {revision.snapshot_path.name}")
+
+
+def _stored_enums(url: str, snapshot: Snapshot) -> Stored:
+    """The enum values outside the model's members the database holds; none, said, when it
+    cannot be read (the revision checks again when it applies)."""
+    from loom.migrate.enums import stored_outside
+
+    try:
+        return asyncio.run(stored_outside(url, snapshot))
+    except Exception as exc:  # noqa: BLE001 - a bad URL, unreachable, refused ...
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        click.echo(
+            f"enum values: the count of stored values was SKIPPED ({first}); the migration "
+            "refuses to apply while rows hold a member it removes"
+        )
+        return {}
 
 
 def _events_report(

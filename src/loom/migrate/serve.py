@@ -7,6 +7,9 @@ database is left to the service, which creates its tables; one that differs from
 refused, except that `--migrate` applies additive, lossless changes directly (new tables, new
 optional or defaulted columns). A refusal says what differs and the command that fixes it.
 
+Then, whatever the folder: a database holding an enum value the model has no member for (a member
+removed while rows held it) is refused, naming the values and their rows (`loom.migrate.enums`).
+
 A deployable (or a set of contexts) is checked against its own folder, `migrations/<name>/`, the
 same way: its service holds only its contexts' tables.
 """
@@ -19,8 +22,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-from loom.migrate.database import apply, apply_unrecorded, database_shape, snapshot_shape, status
+from loom.migrate.database import (
+    DatabaseUnreachable,
+    apply,
+    apply_unrecorded,
+    database_shape,
+    snapshot_shape,
+    status,
+)
 from loom.migrate.diff import diff
+from loom.migrate.enums import refusal, stored_outside
 from loom.migrate.folder import MigrationsError, folder_for, revisions
 from loom.migrate.model import service_metadata
 from loom.migrate.snapshot import Snapshot, model_view
@@ -42,12 +53,34 @@ async def prepare_database(
 ) -> list[str]:
     """Bring the database at `url` to the schema of the service `main` (of the contexts `held`),
     as far as `loom run` may (see the module's docstring); the lines to print. Raises
-    MigrationsError when it may not serve, DatabaseUnreachable when the database does not
-    answer."""
+    MigrationsError when it may not serve (a stored enum value the model has no member for
+    included), DatabaseUnreachable when the database does not answer."""
     held = held or Held()
     # what the suggested commands name: the model's files and the service's flag
     model = " ".join(str(f) for f in files) + held.args()
     current = snapshot_of(service_metadata(main))
+    lines = await _to_schema(files, url, url_arg, migrate, held, model, current)
+    try:
+        stored = await stored_outside(url, current)
+    except Exception as exc:  # noqa: BLE001 - the check above reached it: say it the same way
+        raise DatabaseUnreachable(f"cannot read the database: {exc}") from None
+    said = refusal(
+        stored, current, model, url_arg, bool(revisions(folder_for(files[0], held.name())))
+    )
+    if said is not None:
+        raise MigrationsError(said)
+    return lines
+
+
+async def _to_schema(
+    files: Sequence[Path],
+    url: str,
+    url_arg: str,
+    migrate: bool,
+    held: Held,
+    model: str,
+    current: Snapshot,
+) -> list[str]:
     folder = folder_for(files[0], held.name())
     revs = revisions(folder)
     if not revs:

@@ -219,6 +219,27 @@ class Overloaded(Unavailable):
         super().__init__(detail)
 
 
+class StoredValueUnknown(Unavailable):
+    """A row holds a value its enum has no member for: the database is ahead of this model (a
+    replica of an older model reading a newer one's rows) or a member was removed while rows held
+    it (which `loom migrate` and `loom run` refuse). The read cannot be answered by this code: a
+    503 naming the value, which a replica of the current model answers, never a 500."""
+
+    type = problem_type("stored-value-unknown").uri
+    retry_after = 5
+
+    def __init__(self, table: str, column: str, value: object, enum: str) -> None:
+        super().__init__(
+            f"{table}.{column} holds {value!r}, which {enum} has no member for in this version "
+            "of the service; retry later (a newer version may serve it), or rewrite the stored "
+            "value (docs/migrations.md#removing-an-enum-member)"
+        )
+        self.table, self.column, self.value, self.enum = table, column, value, enum
+
+    def extensions(self) -> dict[str, Any]:
+        return {"column": f"{self.table}.{self.column}", "value": self.value, "enum": self.enum}
+
+
 class DatabaseUnavailable(Unavailable):
     """The database refused or lost the connection before the work committed (a restart, an
     outage): nothing was written, and the same request may be sent again."""
