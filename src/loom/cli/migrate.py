@@ -271,6 +271,8 @@ def new(
         if opened:
             click.echo("expand open: contract pending (`loom migrate new ... --contract`)")
         return
+    if not existing:
+        _note_older_database(url, current, f"{_files_arg(files)}{held.args()}")
     name = message or ("initial schema" if not existing else plan.lines()[0])
     click.echo(f"plan of the next migration ({number}):")
     click.echo(plan.render(result.sources, color=sys.stdout.isatty()))
@@ -292,6 +294,31 @@ def new(
     except MigrationsError as exc:
         fail(str(exc))
     click.echo(f"wrote {revision.script} and {revision.snapshot_path.name}")
+
+
+def _note_older_database(url: str, snapshot: Snapshot, model: str) -> None:
+    """Before a first migration: say so when the database already holds tables of the service
+    that are not the model's now (created from an older model, before migrations), since this
+    migration, written from the model now, would never apply to it."""
+    from loom.migrate.database import database_shape, snapshot_shape
+    from loom.migrate.enums import missing_sqlite_file
+    from loom.runtime.storage.schema_check import differences
+
+    expected = snapshot_shape(snapshot)
+    try:
+        if missing_sqlite_file(url):
+            return
+        actual = {t: c for t, c in asyncio.run(database_shape(url)).items() if t in expected}
+    except Exception:  # noqa: BLE001 - nothing to compare with: nothing to say
+        return
+    if actual and differences(expected, actual):
+        click.echo(
+            f"note: the database ({safe_url(url)}) has tables that are not those of the model now "
+            "(it was created from an older model, before migrations): this first migration would "
+            "never apply to it. Write the first migration from the model it was created with "
+            f"(`loom migrate new {model} -m baseline` with the model files as they were), then "
+            "the change (docs/migrations.md#a-database-from-before-migrations-the-baseline)"
+        )
 
 
 def _stored_enums(url: str, snapshot: Snapshot) -> Stored:

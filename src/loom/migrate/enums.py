@@ -35,6 +35,7 @@ __all__ = [
     "Rewrite",
     "Stored",
     "enum_findings",
+    "missing_sqlite_file",
     "parse_rewrite",
     "refusal",
     "stored_outside",
@@ -92,7 +93,7 @@ async def stored_outside(url: str, snapshot: Snapshot) -> Stored:
     columns = _enum_columns(snapshot)
     if not columns:
         return {}
-    if _no_sqlite_file(url):
+    if missing_sqlite_file(url):
         return {}
     service = Service.from_url(url, MetaData())
     try:
@@ -102,7 +103,8 @@ async def stored_outside(url: str, snapshot: Snapshot) -> Stored:
         await service.dispose()
 
 
-def _no_sqlite_file(url: str) -> bool:
+def missing_sqlite_file(url: str) -> bool:
+    """Whether `url` names a SQLite file not there yet (reading it would create it)."""
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
         return False

@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
+from sqlalchemy.engine import make_url
+
 from loom.migrate.database import (
     DatabaseUnreachable,
     apply,
@@ -140,8 +142,7 @@ async def _without_migrations(
         fix = (
             f"start with `loom run {model}{url_arg} --migrate` to add them"
             if _additive_only(expected, actual) and plan.additive
-            else f"write migrations for the model: `loom migrate new {model}` "
-            "(see docs/migrations.md)"
+            else baseline_advice(model, url, url_arg)
         )
         lines = "\n".join(f"  - {d}" for d in diffs)
         raise MigrationsError(f"the database does not match the model:\n{lines}\n{fix}")
@@ -150,7 +151,7 @@ async def _without_migrations(
         raise MigrationsError(
             "--migrate without a migrations folder applies only additive, lossless changes "
             f"(new tables, new optional or defaulted fields); these are not:\n{lines}\n"
-            f"write migrations for the model: `loom migrate new {model}` (see docs/migrations.md)"
+            + baseline_advice(model, url, url_arg)
         )
     script = render_script("0000", None, "loom run --migrate", plan.lines(), plan.steps)
     with tempfile.TemporaryDirectory(prefix="loom-migrate-") as tmp:
@@ -158,6 +159,26 @@ async def _without_migrations(
         path.write_text(script, encoding="utf-8")
         await apply_unrecorded(url, path, current)
     return [f"  --migrate: {line}" for line in plan.lines()]
+
+
+def baseline_advice(model: str, url: str, url_arg: str) -> str:
+    """How to put a database created before migrations (from an older model) under them: a
+    first migration written from the model now could never apply to it (docs/migrations.md#a-
+    database-from-before-migrations-the-baseline)."""
+    fresh = ""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database:
+        fresh = f"; or, in development, start from an empty database (delete {parsed.database})"
+    return (
+        "this database was created from the model as it was, before migrations: a first "
+        "migration written from the model now would never apply to it. Baseline it from the "
+        "model it was created with:\n"
+        "  1. with the model files as they were then (`git stash`, or `git checkout <commit> -- "
+        f"<files>`): `loom migrate new {model} -m baseline`\n"
+        f"  2. with the model now: `loom migrate new {model} -m <the change>`\n"
+        f"  3. `loom migrate apply {model}{url_arg}` (records the baseline, applies the change)\n"
+        f"(docs/migrations.md#a-database-from-before-migrations-the-baseline){fresh}"
+    )
 
 
 def _additive_only(
