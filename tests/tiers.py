@@ -64,6 +64,7 @@ SLOW: tuple[str, ...] = (
     "tests/migrate/test_leftovers_deployables.py",
     "tests/migrate/test_enum_members.py",
     "tests/migrate/test_baseline_advice.py",
+    "tests/migrate/test_replicas_apply.py",
     "tests/migrate/test_rolling.py",
     "tests/migrate/test_run.py::test_a_failed_sqlite_connect_leaves_no_thread_to_print_after_the_error",
     "tests/migrate/test_run.py::test_a_fresh_database_gets_every_migration",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -396,17 +397,26 @@ def _build(files: Sequence[Path], sources: dict[str, str], model: Model, held: H
 @migrate.command("apply")
 @files_argument
 @service_options(DEFAULT_DATABASE)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Apply a step that breaks the running code even while replicas of an older revision "
+    "are serving (they answer 503 until replaced).",
+)
 def apply_(
     files: tuple[Path, ...],
     database_url: str | None,
     deployable: str | None,
     contexts: str | None,
+    force: bool,
 ) -> None:
     """Apply the pending migrations, in one transaction (PostgreSQL: under an advisory lock, so
-    replicas starting at once apply them once). A second run is a no-op."""
+    replicas starting at once apply them once). A second run is a no-op. A step that breaks the
+    running code is refused while replicas of an older revision serve, unless --force."""
     from loom.migrate.database import apply
 
     _, revs, url = _migrations_and_url(files, database_url, _held(contexts, deployable))
+    _refuse_breaking_under_replicas(url, revs, force=force)
     done = _on_database(url, lambda: apply(url, revs))
     click.echo(f"database: {safe_url(url)}")
     if done.baselined:
@@ -418,6 +428,41 @@ def apply_(
         click.echo(f"applied {name}")
     if not done.applied and not done.baselined:
         click.echo(f"nothing to apply: the database is at {revs[-1].name}")
+
+
+def _refuse_breaking_under_replicas(url: str, revs: list[Revision], *, force: bool) -> None:
+    """Exit 1, naming them, when a pending revision breaks the code of replicas still serving an
+    older revision (`loom.migrate.replicas`); with `force`, say so and go on."""
+    from loom.migrate.database import serving_replicas, status
+    from loom.migrate.replicas import breaking_under
+
+    async def find() -> list[Any]:
+        state = await status(url, revs)
+        if not state.pending:
+            return []
+        return breaking_under(revs, state.pending, await serving_replicas(url))
+
+    found = _on_database(url, find)
+    if not found:
+        return
+    now = int(time.time() * 1000)
+    lines = []
+    for b in found:
+        steps = "; ".join(s.describe() for s in b.steps)
+        lines.append(f"  {b.revision.name} breaks the running code: {steps}")
+    alive = {r.id: r for b in found for r in b.replicas}.values()
+    lines += [f"  serving: {r.describe(now)}" for r in alive]
+    said = "\n".join(lines)
+    if force:
+        click.echo(f"--force: applying while replicas of an older revision serve:\n{said}")
+        return
+    fail(
+        f"replicas of an older revision are serving, and their code cannot run once these "
+        f"apply (they would answer 503 until replaced):\n{said}\n"
+        "stop them first (or, with replicas, write the change as an expand and a contract: "
+        "docs/migrations.md#rolling-deploys), or pass --force",
+        1,
+    )
 
 
 @migrate.command("status")

@@ -44,6 +44,7 @@ from loom.runtime.messaging.transports.base import Transport
 from loom.runtime.service.service import Service
 from loom.runtime.storage.dberrors import classify
 from loom.runtime.storage.engine import in_memory_sqlite
+from loom.runtime.storage.replicas import start_replica
 from loom.runtime.values.domain import DomainEvent
 from loom.runtime.values.environment import pool_settings
 from loom.runtime.values.errors import LoomError, StartupRefused
@@ -378,7 +379,12 @@ def create_app(
             await service.start_brokers()
             if run_scheduler and service.uses_processes:
                 await service.start_scheduler()
-            yield
+            # seen by `loom migrate apply` (storage.replicas)
+            replica = await start_replica(service.engine, model_revision)
+            try:
+                yield
+            finally:
+                await replica.stop()
         finally:
             await service.dispose()  # stops the scheduler and the relay first
 

@@ -219,6 +219,22 @@ class Overloaded(Unavailable):
         super().__init__(detail)
 
 
+class SchemaChanged(Unavailable):
+    """A statement named a table or column the database no longer has: a migration changed the
+    schema under this replica (a newer version's), which cannot serve until it is replaced. A
+    503 the client retries (another replica may answer), never a 500."""
+
+    type = problem_type("schema-changed").uri
+    retry_after = 5
+
+    def __init__(
+        self,
+        detail: str = "The database's schema changed under this version of the service (a "
+        "migration was applied); retry shortly.",
+    ) -> None:
+        super().__init__(detail)
+
+
 class StoredValueUnknown(Unavailable):
     """A row holds a value its enum has no member for: the database is ahead of this model (a
     replica of an older model reading a newer one's rows) or a member was removed while rows held
