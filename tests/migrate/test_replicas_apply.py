@@ -64,7 +64,10 @@ def test_a_breaking_step_waits_for_older_replicas(tmp_path: Path, database_url: 
         said = refused.stderr
         assert "replicas of an older revision are serving" in said, said
         assert "0002_drop_note breaks the running code: drop column store_customers.note" in said
-        assert re.search(r"serving: \S+ pid \d+ \(revision 0001, last heartbeat \d+ s ago\)", said)
+        assert re.search(
+            r"serving: \S+ pid \d+ \(revision 0001(, model revision \S+)?, last heartbeat \d+ s ago\)",
+            said,
+        )
         assert "pass --force" in said
         status = loom("migrate", "status", v2, *url)
         assert "pending  0002_drop_note" in status.stdout, status.stdout

@@ -27,22 +27,27 @@ class Breaking:
     replicas: list[ReplicaRow]
 
 
-def _steps(revisions: Sequence[Revision], revision: Revision) -> list[Step]:
+def _breaking(
+    revisions: Sequence[Revision], revision: Revision, alive: Sequence[ReplicaRow]
+) -> Breaking | None:
     at = list(revisions).index(revision)
     before = revisions[at - 1].snapshot() if at else empty()
-    return [s for s in diff(before, revision.snapshot()) if not s.compatible]
+    after = revision.snapshot()
+    opened, kept = after.get("expand"), before.get("expand")
+    if opened is not None and kept is None:
+        return None  # an expand: written for the previous code to keep running on it
+    # a contract breaks only the code from before its expand: a replica that started on the
+    # expand or later runs the new code (the old one is refused a start then)
+    since = kept["revision"] if kept is not None and opened is None else revision.number
+    older = [r for r in alive if r.revision is None or r.revision < since]
+    steps = [s for s in diff(before, after) if not s.compatible] if older else []
+    return Breaking(revision, steps, older) if steps else None
 
 
 def breaking_under(
     revisions: Sequence[Revision], pending: Sequence[Revision], alive: Sequence[ReplicaRow]
 ) -> list[Breaking]:
-    """The pending revisions that break the code of a replica alive on a revision before them."""
-    out = []
-    for revision in pending:
-        older = [r for r in alive if r.revision is None or r.revision < revision.number]
-        if not older:
-            continue
-        steps = _steps(revisions, revision)
-        if steps:
-            out.append(Breaking(revision, steps, older))
-    return out
+    """The pending revisions that break the code of a replica alive on a revision before them
+    (before its expand, for a contract)."""
+    found = (_breaking(revisions, revision, alive) for revision in pending)
+    return [b for b in found if b is not None]
