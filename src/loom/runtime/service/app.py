@@ -373,15 +373,15 @@ def create_app(
                     f"the service does not start: cannot connect to the database {where}: {exc}"
                 ) from None
             app.state.loom = service
-            service.apis.start(app, urls)
-            if run_relay:
-                await service.start_relay()
-            await service.start_brokers()
-            if run_scheduler and service.uses_processes:
-                await service.start_scheduler()
-            # seen by `loom migrate apply` (storage.replicas)
+            # seen by `loom migrate apply` (storage.replicas); before any background work starts
             replica = await start_replica(service.engine, model_revision)
             try:
+                service.apis.start(app, urls)
+                if run_relay:
+                    await service.start_relay()
+                await service.start_brokers()
+                if run_scheduler and service.uses_processes:
+                    await service.start_scheduler()
                 yield
             finally:
                 await replica.stop()
