@@ -145,11 +145,17 @@ def with_retired(
     enum_of = {(t, c["name"]): (c, members) for t, c, members in _enum_columns(new)}
     out: list[Step] = []
     retired: set[tuple[str, str]] = set()
+    # members the model renames: this migration's rewrite, or an earlier one's (pending on a
+    # database behind its folder) moves their rows
     renamed = {
         (s.table, s.column["name"], a)
         for s in steps
         if isinstance(s, RewriteEnum)
         for a, _ in s.renames
+    } | {
+        (t, c["name"], str(a))
+        for t, c, _ in _enum_columns(new)
+        for a in (c["info"].get("enum_renamed") or {})
     }
     for step in steps:
         if isinstance(step, RetireEnum):
