@@ -74,6 +74,8 @@ def test_aggregate_table_and_columns(tmp_path: Path) -> None:
         "field": "status",
         "default": "Active",
         "enum_renamed": {"Shut": "Closed"},
+        "enum": "Bank.Status",
+        "members": ["Active", "Closed"],
     }
     assert cols["balance"]["default"] == "0.00"
     assert cols["debt"]["default"] == "-1.5"
@@ -81,7 +83,12 @@ def test_aggregate_table_and_columns(tmp_path: Path) -> None:
     assert cols["tags"]["default"] == []
     assert cols["fee"]["default"] == {"amount": "1.00", "currency": "EUR"}
     assert cols["at"] == {"field": "at", "default_expr": "now()"}
-    assert cols["old"] == {"field": "old", "enum_renamed": {"Shut": "Closed"}}
+    assert cols["old"] == {
+        "field": "old",
+        "enum_renamed": {"Shut": "Closed"},
+        "enum": "Bank.Status",
+        "members": ["Active", "Closed"],
+    }
 
 
 def test_instance_and_projection_tables(tmp_path: Path) -> None:

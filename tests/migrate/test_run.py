@@ -105,7 +105,8 @@ def test_without_migrations_migrate_refuses_what_is_not_additive(
     # without --migrate the refusal goes straight to `loom migrate new`: --migrate would refuse
     first = refused_start(str(bad), "--database-url", database_url)
     assert "column store_customers.rank is missing" in first
-    assert f"write migrations for the model: `loom migrate new {bad}`" in first
+    assert "Baseline it from the model it was created with" in first
+    assert f"`loom migrate new {bad} -m baseline`" in first
     assert "--migrate" not in first, first
     said = refused_start(str(bad), "--database-url", database_url, "--migrate")
     assert "applies only additive, lossless changes" in said

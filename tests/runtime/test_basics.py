@@ -110,7 +110,11 @@ def test_race_errors_are_conflicts() -> None:
     assert classify(_wrapped(PgError("40P01"))) == "conflict"
     assert classify(_wrapped(PgError("23505"))) == "duplicate"
     assert classify(_wrapped(PgError("22003"))) == "data"
-    assert classify(_wrapped(PgError("42P01"))) == "other"
+    # a table or column gone under a replica: its schema changed (a 503, issue 26 §5.10)
+    assert classify(_wrapped(PgError("42P01"))) == "schema"
+    assert classify(_wrapped(PgError("42703"))) == "schema"
+    assert classify(_wrapped(sqlite3.OperationalError("no such column: note"))) == "schema"
+    assert classify(_wrapped(PgError("42601"))) == "other"
 
 
 def test_wire_model_reads_an_aggregate_by_attributes() -> None:

@@ -24,8 +24,10 @@ def compile_model(
     *,
     quiet_ok: bool = False,
     sources: Mapping[str, str] | None = None,
+    warnings: bool = True,
 ) -> CompileResult:
-    """Compile the files (or `sources`, their texts already read) and print the diagnostics."""
+    """Compile the files (or `sources`, their texts already read) and print the diagnostics
+    (without `warnings`, only when there are errors: someone printed the warnings already)."""
     # Imported here, not at the top: `loom run` with an unchanged model never loads the compiler,
     # which is most of its start-up time. No cycle hides behind it (loom.lang never imports this).
     from loom.lang import compile_files, compile_sources, render_json, render_text
@@ -38,7 +40,7 @@ def compile_model(
         result.diagnostics.sort(key=lambda d: d.sort_key())
     if fmt is Format.json:
         echo(render_json(result.diagnostics))
-    elif result.diagnostics or not quiet_ok:
+    elif (result.diagnostics and (warnings or not result.ok)) or not quiet_ok:
         text = render_text(result.diagnostics, result.sources, color=use_color(color))
         if text:
             echo(text, err=not result.ok or quiet_ok)

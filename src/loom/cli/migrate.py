@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -38,7 +39,9 @@ from loom.serving.held import (
 )
 
 if TYPE_CHECKING:
+    from loom.migrate.enums import Stored
     from loom.migrate.pending import EventCheck
+    from loom.migrate.snapshot import Snapshot
     from loom.model.ir import Model
 
 
@@ -164,9 +167,16 @@ def _on_database(url: str, action: Callable[[], Coroutine[Any, Any, T]]) -> T:
     help="Rolling deploy: drop what the open expand kept, once no replica runs the code from "
     "before it.",
 )
+@click.option(
+    "--rewrite",
+    multiple=True,
+    metavar="'ENUM.OLD -> NEW'",
+    help="The rows holding OLD, a member removed from ENUM, get the member NEW in this "
+    "migration (repeatable).",
+)
 @service_options(
-    "The database whose stored events (pending, dead, retained in a log) the change must keep "
-    "decodable; default: the one `loom run` uses. Only read."
+    "The database whose stored events (pending, dead, retained in a log) and enum values the "
+    "change must keep readable; default: the one `loom run` uses. Only read."
 )
 def new(
     files: tuple[Path, ...],
@@ -174,6 +184,7 @@ def new(
     allow_data_loss: bool,
     expand: bool,
     contract: bool,
+    rewrite: tuple[str, ...],
     database_url: str | None,
     deployable: str | None,
     contexts: str | None,
@@ -184,16 +195,21 @@ def new(
     still decode under the new model."""
     from loom.lang import compile_sources, render_text
     from loom.migrate.diff import diff
+    from loom.migrate.enums import enum_findings, parse_rewrite, with_retired
     from loom.migrate.events import events_in, events_of, with_events
     from loom.migrate.model import snapshot_of_build
     from loom.migrate.pending import check_stored_events
-    from loom.migrate.plan import make_plan, write_revision
+    from loom.migrate.plan import Plan, make_plan, write_revision
     from loom.migrate.rolling import contract_steps, expand_steps, expanded_snapshot, open_expand
     from loom.migrate.snapshot import empty, model_view
 
     if expand and contract:
         fail("--expand and --contract are two migrations, written one after the other")
     held = _held(contexts, deployable)
+    try:
+        rewrites = [parse_rewrite(r) for r in rewrite]
+    except ValueError as exc:
+        fail(str(exc))
 
     for f in files:
         if not f.is_file():
@@ -231,9 +247,14 @@ def new(
             written = expanded_snapshot(current, steps, number)
         else:
             steps = diff(model_view(old), current)
+        url = database_url or default_database(files[0], held)
+        stored = _stored_enums(url, current)
+        steps = with_retired(steps, current, stored, rewrites)
     except MigrationsError as exc:
         fail(str(exc), 1)
     plan = make_plan(old, current, fallback_file=str(files[0]), old_label=label, steps=steps)
+    found = enum_findings(plan.steps, stored, fallback_file=str(files[0]))
+    plan = Plan(plan.steps, plan.findings + found)
     if opened and not contract and (plan.steps or expand):
         fail(
             f"the expand of {label} is open: the previous code may still run on its kept columns; "
@@ -242,20 +263,21 @@ def new(
             1,
         )
     events = events_of(result.model)
-    url = database_url or default_database(files[0], held)
-    stored = asyncio.run(check_stored_events(url, events_in(old), events))
+    in_flight = asyncio.run(check_stored_events(url, events_in(old), events))
     if not plan.steps:
-        if _events_report(stored, url, str(files[0]), label, result.sources):
+        if _events_report(in_flight, url, str(files[0]), label, result.sources):
             fail("nothing written: stored events would not decode under the new model", 1)
         last = f"migration {existing[-1].name}" if existing else "an empty database"
         click.echo(f"no changes: the model's schema is that of {last}; nothing written")
         if opened:
             click.echo("expand open: contract pending (`loom migrate new ... --contract`)")
         return
+    if not existing:
+        _note_older_database(url, current, f"{_files_arg(files)}{held.args()}")
     name = message or ("initial schema" if not existing else plan.lines()[0])
     click.echo(f"plan of the next migration ({number}):")
     click.echo(plan.render(result.sources, color=sys.stdout.isatty()))
-    if _events_report(stored, url, str(files[0]), label, result.sources):
+    if _events_report(in_flight, url, str(files[0]), label, result.sources):
         fail("nothing written: stored events would not decode under the new model (see above)", 1)
     if plan.errors:
         fail("nothing written: the change cannot be applied to the existing rows (see above)", 1)
@@ -273,6 +295,47 @@ def new(
     except MigrationsError as exc:
         fail(str(exc))
     click.echo(f"wrote {revision.script} and {revision.snapshot_path.name}")
+
+
+def _note_older_database(url: str, snapshot: Snapshot, model: str) -> None:
+    """Before a first migration: say so when the database already holds tables of the service
+    that are not the model's now (created from an older model, before migrations), since this
+    migration, written from the model now, would never apply to it."""
+    from loom.migrate.database import database_shape, snapshot_shape
+    from loom.migrate.enums import missing_sqlite_file
+    from loom.runtime.storage.schema_check import differences
+
+    expected = snapshot_shape(snapshot)
+    try:
+        if missing_sqlite_file(url):
+            return
+        actual = {t: c for t, c in asyncio.run(database_shape(url)).items() if t in expected}
+    except Exception:  # noqa: BLE001 - nothing to compare with: nothing to say
+        return
+    if actual and differences(expected, actual):
+        click.echo(
+            f"note: the database ({safe_url(url)}) has tables that are not those of the model now "
+            "(it was created from an older model, before migrations): this first migration would "
+            "never apply to it. Write the first migration from the model it was created with "
+            f"(`loom migrate new {model} -m baseline` with the model files as they were), then "
+            "the change (docs/migrations.md#a-database-from-before-migrations-the-baseline)"
+        )
+
+
+def _stored_enums(url: str, snapshot: Snapshot) -> Stored:
+    """The enum values outside the model's members the database holds; none, said, when it
+    cannot be read (the revision checks again when it applies)."""
+    from loom.migrate.enums import stored_outside
+
+    try:
+        return asyncio.run(stored_outside(url, snapshot))
+    except Exception as exc:  # noqa: BLE001 - a bad URL, unreachable, refused ...
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        click.echo(
+            f"enum values: the count of stored values was SKIPPED ({first}); the migration "
+            "refuses to apply while rows hold a member it removes"
+        )
+        return {}
 
 
 def _events_report(
@@ -334,17 +397,26 @@ def _build(files: Sequence[Path], sources: dict[str, str], model: Model, held: H
 @migrate.command("apply")
 @files_argument
 @service_options(DEFAULT_DATABASE)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Apply a step that breaks the running code even while replicas of an older revision "
+    "are serving (they answer 503 until replaced).",
+)
 def apply_(
     files: tuple[Path, ...],
     database_url: str | None,
     deployable: str | None,
     contexts: str | None,
+    force: bool,
 ) -> None:
     """Apply the pending migrations, in one transaction (PostgreSQL: under an advisory lock, so
-    replicas starting at once apply them once). A second run is a no-op."""
+    replicas starting at once apply them once). A second run is a no-op. A step that breaks the
+    running code is refused while replicas of an older revision serve, unless --force."""
     from loom.migrate.database import apply
 
     _, revs, url = _migrations_and_url(files, database_url, _held(contexts, deployable))
+    _refuse_breaking_under_replicas(url, revs, force=force)
     done = _on_database(url, lambda: apply(url, revs))
     click.echo(f"database: {safe_url(url)}")
     if done.baselined:
@@ -356,6 +428,41 @@ def apply_(
         click.echo(f"applied {name}")
     if not done.applied and not done.baselined:
         click.echo(f"nothing to apply: the database is at {revs[-1].name}")
+
+
+def _refuse_breaking_under_replicas(url: str, revs: list[Revision], *, force: bool) -> None:
+    """Exit 1, naming them, when a pending revision breaks the code of replicas still serving an
+    older revision (`loom.migrate.replicas`); with `force`, say so and go on."""
+    from loom.migrate.database import serving_replicas, status
+    from loom.migrate.replicas import breaking_under
+
+    async def find() -> list[Any]:
+        state = await status(url, revs)
+        if not state.pending:
+            return []
+        return breaking_under(revs, state.pending, await serving_replicas(url))
+
+    found = _on_database(url, find)
+    if not found:
+        return
+    now = int(time.time() * 1000)
+    lines = []
+    for b in found:
+        steps = "; ".join(s.describe() for s in b.steps)
+        lines.append(f"  {b.revision.name} breaks the running code: {steps}")
+    alive = {r.id: r for b in found for r in b.replicas}.values()
+    lines += [f"  serving: {r.describe(now)}" for r in alive]
+    said = "\n".join(lines)
+    if force:
+        click.echo(f"--force: applying while replicas of an older revision serve:\n{said}")
+        return
+    fail(
+        f"replicas of an older revision are serving, and their code cannot run once these "
+        f"apply (they would answer 503 until replaced):\n{said}\n"
+        "stop them first (or, with replicas, write the change as an expand and a contract: "
+        "docs/migrations.md#rolling-deploys), or pass --force",
+        1,
+    )
 
 
 @migrate.command("status")

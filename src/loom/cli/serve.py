@@ -5,6 +5,7 @@ folder (or reuse an unchanged build), check the database, and serve the service 
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 from pathlib import Path
 from types import ModuleType
@@ -23,6 +24,10 @@ from loom.serving.options import apply, extern_path
 
 if TYPE_CHECKING:
     from loom.serving.settings import RunSettings
+
+
+# set by `loom up` for its children: it printed the model's warnings already, once
+WARNINGS_SHOWN = "LOOM_UP_WARNINGS_SHOWN"
 
 
 class Stop(Exception):
@@ -184,13 +189,17 @@ def _build(files: list[Path], color: Color, held: Held) -> tuple[Path, str]:
     written."""
     sources = read_model(files)  # None: a file cannot be read, and compiling says which
     build = cached_build_for(files, sources, held.key()) if sources is not None else None
+    # `loom up` printed the model's warnings once for all its deployables
+    shown = os.environ.get(WARNINGS_SHOWN) != "1"
     if build is not None:
         warnings = reuse_build(build)
         if warnings is not None:
-            if warnings:
+            if warnings and shown:
                 echo(warnings, err=True)
             return build.out, "reused (the model is unchanged: not compiled)"
-    result = compile_model(files, Format.text, color, quiet_ok=True, sources=sources)
+    result = compile_model(
+        files, Format.text, color, quiet_ok=True, sources=sources, warnings=shown
+    )
     if not result.ok or result.model is None:
         raise Stop(1)
     if build is None:

@@ -37,6 +37,7 @@ import click
 
 from loom.cli.compile import compile_model, model_files_of
 from loom.cli.output import Color, Format, color_option, fail, files_argument
+from loom.cli.serve import WARNINGS_SHOWN
 from loom.cli.settings_options import settings_options
 from loom.model import ir
 from loom.model.deployables import crossings
@@ -213,7 +214,7 @@ def start(label: str, command: list[str]) -> Child:
         text=True,
         errors="replace",
         start_new_session=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", WARNINGS_SHOWN: "1"},
     )
     return Child(label, process)
 

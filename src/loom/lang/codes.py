@@ -467,6 +467,11 @@ REGISTRY: dict[str, CodeInfo] = {
             "a step the previous code cannot run against (a rolling deploy would fail meanwhile)",
         ),
         CodeInfo(
+            "loom.migrate-enum-member-in-use",
+            _E,
+            "an enum member is removed while stored rows hold it (every read of them would fail)",
+        ),
+        CodeInfo(
             "loom.migrate-pending-events",
             _E,
             "a change would leave stored events (pending, dead or retained in a log) undecodable",

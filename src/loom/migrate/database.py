@@ -35,6 +35,12 @@ from loom.migrate.folder import MigrationsError, Revision
 from loom.migrate.snapshot import Snapshot
 from loom.runtime import Service
 from loom.runtime.storage.engine import BEGIN_OPTION, SCHEMA_LOCK
+from loom.runtime.storage.replicas import (
+    MIGRATIONS_TABLE,
+    REPLICAS_TABLE,
+    ReplicaRow,
+    alive_replicas,
+)
 from loom.runtime.storage.schema_check import ColumnShape, differences, read_shape
 
 __all__ = [
@@ -45,11 +51,12 @@ __all__ = [
     "apply",
     "apply_unrecorded",
     "database_shape",
+    "serving_replicas",
     "snapshot_shape",
     "status",
 ]
 
-VERSION_TABLE = "__loom_migrations"
+VERSION_TABLE = MIGRATIONS_TABLE
 # aiosqlite's worker threads are `Thread-N (_connection_worker_thread)`; one a failed connect
 # started stops within a millisecond or so once the loop runs
 _SQLITE_WORKER = "(_connection_worker_thread)"
@@ -183,6 +190,7 @@ def _check_record(record: list[tuple[str, str, bool]], revisions: Sequence[Revis
 def _database_shape(conn: Connection) -> dict[str, dict[str, ColumnShape]]:
     shape = read_shape(conn)
     shape.pop(VERSION_TABLE, None)
+    shape.pop(REPLICAS_TABLE, None)  # Loom's bookkeeping too (storage.replicas)
     return shape
 
 
@@ -314,6 +322,11 @@ def _write_record(conn: Connection, revision: Revision, *, baseline: bool) -> No
             baseline=baseline,
         )
     )
+
+
+async def serving_replicas(url: str) -> list[ReplicaRow]:
+    """The replicas serving on the database at `url` (`storage.replicas`: heartbeat alive)."""
+    return await _on_database(url, lambda conn, _pg: conn.run_sync(alive_replicas))
 
 
 async def database_shape(url: str) -> dict[str, dict[str, ColumnShape]]:

@@ -4,8 +4,8 @@ A rename is a rename only when the model says so (`renamed_from` in the info of 
 column, naming one the old schema has and the new one no longer does); otherwise a table or column
 that went away is a drop and one that appeared is an add, and the lint asks whether a rename was
 meant (`loom.migrate-maybe-rename`). The order: table renames, new tables, then per table column
-renames, dropped keys and indexes, new columns, changed columns, enum rewrites, a changed primary
-key, dropped columns, new keys and indexes; dropped tables last.
+renames, dropped keys and indexes, new columns, changed columns, enum rewrites and retired
+members, a changed primary key, dropped columns, new keys and indexes; dropped tables last.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from loom.migrate.steps import (
     DropUnique,
     RenameColumn,
     RenameTable,
+    RetireEnum,
     RewriteEnum,
     Step,
 )
@@ -83,6 +84,9 @@ def _table_steps(name: str, old: TableSnap, new: TableSnap) -> list[Step]:
         fresh = _enum_renames(before, col)
         if fresh:
             rewrites.append(RewriteEnum(name, column=col, renames=fresh))
+        removed = _enum_removed(before, col)
+        if removed:
+            rewrites.append(RetireEnum(name, column=col, removed=removed))
     # keys and indexes by name and columns: a renamed table's are dropped and added again under
     # their new names (`uq_<table>_...`), so the database's names stay the snapshot's
     old_uniques = {(u["name"], *u["columns"]): u for u in old["unique"]}
@@ -127,3 +131,13 @@ def _enum_renames(old: ColumnSnap, new: ColumnSnap) -> tuple[tuple[str, str], ..
     if not isinstance(now, dict):
         return ()
     return tuple(sorted((str(a), str(b)) for a, b in now.items() if before.get(a) != b))
+
+
+def _enum_removed(old: ColumnSnap, new: ColumnSnap) -> tuple[str, ...]:
+    """The members the old column's enum had that the new one's has not, renamed ones aside
+    (unknown, (), for a snapshot from before the snapshots listed them)."""
+    before, now = old["info"].get("members"), new["info"].get("members")
+    if not isinstance(before, list) or not isinstance(now, list):
+        return ()
+    renamed = new["info"].get("enum_renamed") or {}
+    return tuple(m for m in before if m not in now and m not in renamed)

@@ -64,3 +64,26 @@ def strings_fit(table: str, column: str, length: int) -> None:
 def _clip(text: str) -> str:
     """A stored value as the refusal shows it: quoted, its first 40 characters."""
     return repr(text if len(text) <= 40 else text[:40] + "…")
+
+
+def members_only(table: str, column: str, members: list[str]) -> None:
+    """Refuse (RuntimeError, so the revision rolls back) when a row of `table.column` holds a
+    value outside the enum's `members`: a member removed from the model that rows still hold,
+    which every read of them would fail on."""
+    col: sa.ColumnClause[str] = sa.column(column)
+    query = (
+        sa.select(col, sa.func.count())
+        .select_from(sa.table(table))
+        .where(col.is_not(None), col.not_in(members))
+        .group_by(col)
+        .order_by(col)
+    )
+    held = [(str(v), int(n)) for v, n in op.get_bind().execute(query)]
+    if held:
+        shown = ", ".join(f"'{v}' ({n} row(s))" for v, n in held[:_SHOWN])
+        raise RuntimeError(
+            f"{table}.{column} may hold only {', '.join(members)} now, but rows hold {shown}: "
+            "rewrite them to a member (`loom migrate new ... --rewrite 'Enum.Old -> New'`, or "
+            "`New renamed from Old` in the enum) or change them through the service first "
+            "(docs/migrations.md#removing-an-enum-member)"
+        )

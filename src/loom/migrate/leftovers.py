@@ -20,7 +20,10 @@ finding (the migration commands report a broken folder).
 A model whose deployables have folders of their own (`migrations/<deployable>/`) has one last
 snapshot per folder: a clause is left over when some folder's last snapshot has the new name and
 not the old one, and no folder's still has the old one (a deployable behind still needs it); an
-enum member's, only when every folder's last snapshot records the rewrite.
+enum member's, only when every folder's last snapshot records the rewrite. A declared deployable
+holding the clause's context with no migrations of its own keeps every clause of that context: its
+database (`loom up`'s, `loom run --deployable`'s) was created from the model as it was then, and
+its first migrations (a baseline of that model, then the change) still need the rename.
 
 Reads the snapshot as plain JSON (`loom.migrate.folder`): `loom check` imports neither SQLAlchemy
 nor Alembic.
@@ -35,7 +38,7 @@ from pathlib import Path
 from loom.lang.diagnostics import Diagnostic, Span
 from loom.migrate.folder import MigrationsError, folder_for, named_folders, revisions
 from loom.migrate.snapshot import Snapshot
-from loom.model import ir
+from loom.model import ir, naming
 
 __all__ = ["leftover_renames"]
 
@@ -59,9 +62,10 @@ def leftover_renames(
     if not lasts:
         return []
     found = _Lasts(lasts)
+    unmigrated = _unmigrated_contexts(model, first_file)
     out: list[Diagnostic] = []
 
-    def flag(origin: ir.Origin, old: str, new: str, what: str, last: str) -> None:
+    def flag(origin: ir.Origin, old: str, now: str, before: str, last: str) -> None:
         span = _clause(origin, old, sources)
         if span is None:
             return
@@ -69,8 +73,8 @@ def leftover_renames(
             Diagnostic.make(
                 CODE,
                 f"`renamed from {old}` is left over: the last migration ({last}) already has "
-                f"the {what} as `{new}` and no longer as `{old}`, so no database migrated by this "
-                "folder still needs the rename",
+                f"{now} and no longer {before}, so no database migrated by its folder still "
+                "needs the rename",
                 span,
                 "applied by an earlier migration",
                 help=f"remove `renamed from {old}`",
@@ -79,10 +83,13 @@ def leftover_renames(
 
     for context in model.contexts:
         c = context.name
+        if c in unmigrated:
+            continue
         for agg in context.aggregates:
             old = agg.renamed_from
             if old and (last := found.renamed(f"{c}.{agg.name}", f"{c}.{old}")):
-                flag(agg.origin, old, agg.name, "aggregate's table", last)
+                now = f"the aggregate's table `{found.table_of(f'{c}.{agg.name}')}`"
+                flag(agg.origin, old, now, f"a table of `{old}`", last)
         holders = [
             *((f"{c}.{a.name}", a.fields) for a in context.aggregates),
             *((f"{c}.{w.name}", w.state) for w in context.workflows),
@@ -92,27 +99,47 @@ def leftover_renames(
             for f in fields:
                 old = f.renamed_from
                 if old and (last := found.renamed(origin, old, f.name)):
-                    flag(f.origin, old, f.name, "field's column", last)
+                    # the columns by their names, not the fields' (`claimant_name`)
+                    now = f"column `{found.column_of(origin, f.name)}` (field `{f.name}`)"
+                    flag(f.origin, old, now, f"`{naming.column_name(old)}`", last)
         for enum in context.enums:
             for member, old in enum.renamed_from:
                 if all((old, member) in snap.enum_rewrites for _, snap in lasts):
-                    flag(enum.origin, old, member, "stored member", lasts[0][0])
+                    now = f"the stored member `{member}`"
+                    flag(enum.origin, old, now, f"`{old}`", lasts[0][0])
     return sorted(out, key=lambda d: (d.span.file, d.span.line, d.span.column))
+
+
+def _unmigrated_contexts(model: ir.Model, first_file: Path) -> set[str]:
+    """The contexts held by a declared deployable whose folder has no migration yet."""
+    out: set[str] = set()
+    for deployable in model.deployables:
+        try:
+            empty = not revisions(folder_for(first_file, naming.snake(deployable.name)))
+        except (MigrationsError, OSError):
+            empty = False  # a broken folder: the migration commands say so
+        if empty:
+            out |= set(deployable.contexts)
+    return out
 
 
 class _Snapshot:
     """What the snapshot says of the model's names."""
 
     def __init__(self, snapshot: Snapshot) -> None:
-        self.fields: dict[str, set[str]] = {}
+        self.fields: dict[str, dict[str, str]] = {}  # origin -> field -> its column
+        self.tables: dict[str, str] = {}  # origin -> its table
         self.enum_rewrites: set[tuple[str, str]] = set()
-        for table in snapshot["tables"].values():
+        for name, table in snapshot["tables"].items():
             origin = table["info"].get("origin")
-            names = self.fields.setdefault(origin, set()) if isinstance(origin, str) else set()
+            names: dict[str, str] = {}
+            if isinstance(origin, str):
+                names = self.fields.setdefault(origin, {})
+                self.tables.setdefault(origin, name)
             for column in table["columns"]:
                 field = column["info"].get("field")
                 if isinstance(field, str):
-                    names.add(field)
+                    names[field] = column["name"]
                 rewrites = column["info"].get("enum_renamed")
                 if isinstance(rewrites, dict):
                     self.enum_rewrites |= {(str(a), str(b)) for a, b in rewrites.items()}
@@ -129,6 +156,13 @@ class _Lasts:
 
     def __init__(self, lasts: list[tuple[str, _Snapshot]]) -> None:
         self.lasts = lasts
+
+    def table_of(self, origin: str) -> str:
+        return next((s.tables[origin] for _, s in self.lasts if origin in s.tables), origin)
+
+    def column_of(self, origin: str, field: str) -> str:
+        found = (s.fields.get(origin, {}).get(field) for _, s in self.lasts)
+        return next((c for c in found if c is not None), field)
 
     def renamed(self, origin: str, old: str, field: str | None = None) -> str | None:
         """The label of a last snapshot that has the new name (a table from `origin`, or its

@@ -25,6 +25,7 @@ from loom.migrate.steps import (
     DropUnique,
     RenameColumn,
     RenameTable,
+    RetireEnum,
     RewriteEnum,
     Step,
     has_default,
@@ -199,9 +200,9 @@ def lint(
             _maybe_renamed_table(i, step, dropped, where, add)
         elif isinstance(step, AddColumn):
             _maybe_renamed_column(i, step, dropped, where, add)
-        if isinstance(step, RenameTable | RenameColumn | DropTable | DropColumn | RewriteEnum) or (
-            isinstance(step, AlterColumn) and not step.compatible
-        ):
+        if isinstance(
+            step, RenameTable | RenameColumn | DropTable | DropColumn | RewriteEnum | RetireEnum
+        ) or (isinstance(step, AlterColumn) and not step.compatible):
             _breaks(i, step, where, add)
     return out
 
@@ -326,7 +327,7 @@ def _breaks(i: int, step: Step, where: _Where, add: _Add) -> None:
         span, elsewhere = where.old_span(step.table, column)
     else:
         column = step.new["name"] if isinstance(step, AlterColumn) else None
-        if isinstance(step, RenameColumn | RewriteEnum):
+        if isinstance(step, RenameColumn | RewriteEnum | RetireEnum):
             column = step.column["name"]
         span, elsewhere = where.new_span(step.table, column)
     fix = (

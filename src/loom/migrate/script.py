@@ -31,6 +31,7 @@ from loom.migrate.steps import (
     ExpandRename,
     RenameColumn,
     RenameTable,
+    RetireEnum,
     RewriteEnum,
     Step,
     constant_default,
@@ -241,10 +242,20 @@ def _backfill(step: AlterColumn) -> list[str]:
     return lines
 
 
-def _rewrite(step: RewriteEnum) -> list[str]:
-    col = step.column["name"]
-    lines = [f"    t = {_table_var(step.table, [step.column])}"]
-    for old, new in step.renames:
+def _retire(step: RetireEnum) -> list[str]:
+    """The rows of the retired members `--rewrite` names get their new member; then no row may
+    hold a value outside the members (`guards.members_only`)."""
+    lines = _rewrite(step.table, step.column, step.rewrites) if step.rewrites else []
+    members = "[" + ", ".join(_q(str(m)) for m in step.column["info"]["members"]) + "]"
+    return lines + _call(
+        "guards.members_only", [_q(step.table), _q(step.column["name"]), members], 4
+    )
+
+
+def _rewrite(table: str, column: ColumnSnap, renames: Sequence[tuple[str, str]]) -> list[str]:
+    col = column["name"]
+    lines = [f"    t = {_table_var(table, [column])}"]
+    for old, new in renames:
         lines += _call(
             "op.execute",
             [f"t.update().where(t.c[{_q(col)}] == {_q(old)}).values({{{_q(col)}: {_q(new)}}})"],
@@ -381,7 +392,9 @@ def _body(steps: Sequence[Step]) -> list[str]:
                 "op.drop_index", [_q(step.index["name"]), f"table_name={_q(step.table)}"], 4
             )
         elif isinstance(step, RewriteEnum):
-            lines += _rewrite(step)
+            lines += _rewrite(step.table, step.column, step.renames)
+        elif isinstance(step, RetireEnum):
+            lines += _retire(step)
         elif isinstance(step, AlterPrimaryKey):
             lines += _primary_key(step)
         elif isinstance(step, ExpandRename):

@@ -7,6 +7,9 @@ database is left to the service, which creates its tables; one that differs from
 refused, except that `--migrate` applies additive, lossless changes directly (new tables, new
 optional or defaulted columns). A refusal says what differs and the command that fixes it.
 
+Then, whatever the folder: a database holding an enum value the model has no member for (a member
+removed while rows held it) is refused, naming the values and their rows (`loom.migrate.enums`).
+
 A deployable (or a set of contexts) is checked against its own folder, `migrations/<name>/`, the
 same way: its service holds only its contexts' tables.
 """
@@ -19,8 +22,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-from loom.migrate.database import apply, apply_unrecorded, database_shape, snapshot_shape, status
+from sqlalchemy.engine import make_url
+
+from loom.migrate.database import (
+    DatabaseUnreachable,
+    apply,
+    apply_unrecorded,
+    database_shape,
+    snapshot_shape,
+    status,
+)
 from loom.migrate.diff import diff
+from loom.migrate.enums import refusal, stored_outside
 from loom.migrate.folder import MigrationsError, folder_for, revisions
 from loom.migrate.model import service_metadata
 from loom.migrate.snapshot import Snapshot, model_view
@@ -42,12 +55,34 @@ async def prepare_database(
 ) -> list[str]:
     """Bring the database at `url` to the schema of the service `main` (of the contexts `held`),
     as far as `loom run` may (see the module's docstring); the lines to print. Raises
-    MigrationsError when it may not serve, DatabaseUnreachable when the database does not
-    answer."""
+    MigrationsError when it may not serve (a stored enum value the model has no member for
+    included), DatabaseUnreachable when the database does not answer."""
     held = held or Held()
     # what the suggested commands name: the model's files and the service's flag
     model = " ".join(str(f) for f in files) + held.args()
     current = snapshot_of(service_metadata(main))
+    lines = await _to_schema(files, url, url_arg, migrate, held, model, current)
+    try:
+        stored = await stored_outside(url, current)
+    except Exception as exc:  # noqa: BLE001 - the check above reached it: say it the same way
+        raise DatabaseUnreachable(f"cannot read the database: {exc}") from None
+    said = refusal(
+        stored, current, model, url_arg, bool(revisions(folder_for(files[0], held.name())))
+    )
+    if said is not None:
+        raise MigrationsError(said)
+    return lines
+
+
+async def _to_schema(
+    files: Sequence[Path],
+    url: str,
+    url_arg: str,
+    migrate: bool,
+    held: Held,
+    model: str,
+    current: Snapshot,
+) -> list[str]:
     folder = folder_for(files[0], held.name())
     revs = revisions(folder)
     if not revs:
@@ -107,8 +142,7 @@ async def _without_migrations(
         fix = (
             f"start with `loom run {model}{url_arg} --migrate` to add them"
             if _additive_only(expected, actual) and plan.additive
-            else f"write migrations for the model: `loom migrate new {model}` "
-            "(see docs/migrations.md)"
+            else baseline_advice(model, url, url_arg)
         )
         lines = "\n".join(f"  - {d}" for d in diffs)
         raise MigrationsError(f"the database does not match the model:\n{lines}\n{fix}")
@@ -117,7 +151,7 @@ async def _without_migrations(
         raise MigrationsError(
             "--migrate without a migrations folder applies only additive, lossless changes "
             f"(new tables, new optional or defaulted fields); these are not:\n{lines}\n"
-            f"write migrations for the model: `loom migrate new {model}` (see docs/migrations.md)"
+            + baseline_advice(model, url, url_arg)
         )
     script = render_script("0000", None, "loom run --migrate", plan.lines(), plan.steps)
     with tempfile.TemporaryDirectory(prefix="loom-migrate-") as tmp:
@@ -125,6 +159,26 @@ async def _without_migrations(
         path.write_text(script, encoding="utf-8")
         await apply_unrecorded(url, path, current)
     return [f"  --migrate: {line}" for line in plan.lines()]
+
+
+def baseline_advice(model: str, url: str, url_arg: str) -> str:
+    """How to put a database created before migrations (from an older model) under them: a
+    first migration written from the model now could never apply to it (docs/migrations.md#a-
+    database-from-before-migrations-the-baseline)."""
+    fresh = ""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database:
+        fresh = f"; or, in development, start from an empty database (delete {parsed.database})"
+    return (
+        "this database was created from the model as it was, before migrations: a first "
+        "migration written from the model now would never apply to it. Baseline it from the "
+        "model it was created with:\n"
+        "  1. with the model files as they were then (`git stash`, or `git checkout <commit> -- "
+        f"<files>`): `loom migrate new {model} -m baseline`\n"
+        f"  2. with the model now: `loom migrate new {model} -m <the change>`\n"
+        f"  3. `loom migrate apply {model}{url_arg}` (records the baseline, applies the change)\n"
+        f"(docs/migrations.md#a-database-from-before-migrations-the-baseline){fresh}"
+    )
 
 
 def _additive_only(

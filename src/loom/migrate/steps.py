@@ -40,6 +40,7 @@ __all__ = [
     "ExpandRename",
     "RenameColumn",
     "RenameTable",
+    "RetireEnum",
     "RewriteEnum",
     "Step",
     "constant_default",
@@ -306,6 +307,29 @@ class RewriteEnum(Step):
     def describe(self) -> str:
         pairs = ", ".join(f"{_value(a)} to {_value(b)}" for a, b in self.renames)
         return f"rewrite {self.table}.{self.column['name']}: {pairs}"
+
+
+@dataclass(frozen=True)
+class RetireEnum(Step):
+    """Enum members the model no longer has (removed, not renamed), that stored rows may still
+    hold: the values `rewrites` names are rewritten to a member (`migrate new --rewrite`), and the
+    revision then refuses to apply while a row holds a value outside the column's members
+    (`guards.members_only`), rather than leave rows every read of them fails on."""
+
+    column: ColumnSnap
+    removed: tuple[str, ...]
+    rewrites: tuple[tuple[str, str], ...] = ()
+
+    def describe(self) -> str:
+        where = f"{self.table}.{self.column['name']}"
+        rewritten = dict(self.rewrites)
+        said = [
+            f"{_value(v)} rewritten to {_value(rewritten[v])}"
+            if v in rewritten
+            else f"{_value(v)} refused while a row holds it"
+            for v in self.removed
+        ]
+        return f"retire enum member(s) of {where}: {', '.join(said)}"
 
 
 def sync_trigger(table: str, column: str) -> str:

@@ -5,8 +5,10 @@ A table: `origin` (`Context.Aggregate`, `Context.Workflow`, `Context.Projection`
 aggregate `renamed_from`, the table name it had. A column: `field` (the model field), `renamed_from`
 (the column it had), `default` (the JSON value of a constant default, or of the zero value an
 instance row's state field gets) or `default_expr` (the source of a default that is not a
-constant), and `enum_renamed` ({old member: new member}) for an enum whose members were renamed.
-Keys are written only when they apply, in that order.
+constant), `enum_renamed` ({old member: new member}) for an enum whose members were renamed, and
+for a column holding one enum value, `enum` (`Context.Enum`) and `members` (the values it may
+hold: a stored value outside them is refused by the migrations and by `loom run`). Keys are
+written only when they apply, in that order.
 """
 
 from __future__ import annotations
@@ -51,6 +53,10 @@ def column_info(info: ModelInfo, f: ir.Field, zero: bool = False) -> Doc:
     renamed = _enum_renames(info, f.type)
     if renamed:
         entries.append(("enum_renamed", dict(renamed)))
+    core = f.type.inner if isinstance(f.type, ir.OptionalType) else f.type
+    if isinstance(core, ir.EnumType):
+        members: list[Json] = list(info.enum(core.context, core.name).members)
+        entries += [("enum", f"{core.context}.{core.name}"), ("members", members)]
     return _info(entries)
 
 

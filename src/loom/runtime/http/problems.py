@@ -24,6 +24,7 @@ from loom.runtime.values.errors import (
     LoomError,
     Overloaded,
     PayloadTooLarge,
+    SchemaChanged,
 )
 from loom.runtime.values.logs import current_correlation_id
 from loom.runtime.values.problem_types import for_http_status, problem_type
@@ -233,6 +234,8 @@ def problem_for(request: Request, exc: BaseException) -> Response:
     if kind == "unavailable":
         _log_unavailable(request, exc)
         return problem_for(request, DatabaseUnavailable())
+    if kind == "schema":
+        return problem_for(request, SchemaChanged())
     if isinstance(exc, StatementError):
         if kind in ("conflict", "duplicate"):
             c = ConcurrencyConflict(

@@ -48,6 +48,7 @@ from loom.runtime.service.service import Service
 from loom.runtime.storage.dberrors import classify
 from loom.runtime.storage.engine import in_memory_sqlite
 from loom.runtime.storage.pool_metrics import count_pool_waits
+from loom.runtime.storage.replicas import start_replica
 from loom.runtime.values.domain import DomainEvent
 from loom.runtime.values.environment import env_flag, pool_settings
 from loom.runtime.values.errors import LoomError, StartupRefused
@@ -390,13 +391,18 @@ def create_app(
                     f"the service does not start: cannot connect to the database {where}: {exc}"
                 ) from None
             app.state.loom = service
-            service.apis.start(app, urls)
-            if run_relay:
-                await service.start_relay()
-            await service.start_brokers()
-            if run_scheduler and service.uses_processes:
-                await service.start_scheduler()
-            yield
+            # seen by `loom migrate apply` (storage.replicas); before any background work starts
+            replica = await start_replica(service.engine, model_revision)
+            try:
+                service.apis.start(app, urls)
+                if run_relay:
+                    await service.start_relay()
+                await service.start_brokers()
+                if run_scheduler and service.uses_processes:
+                    await service.start_scheduler()
+                yield
+            finally:
+                await replica.stop()
         finally:
             await service.dispose()  # stops the scheduler and the relay first
 

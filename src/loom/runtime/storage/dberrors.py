@@ -1,5 +1,6 @@
 """Classify database errors: lost races (-> 409), bad data (-> 422), a lost or refused
-connection (-> 503), the rest (-> 500)."""
+connection (-> 503), a table or column the statement names that the database no longer has (the
+schema changed under this replica: a migration applied meanwhile, -> 503), the rest (-> 500)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from sqlalchemy.exc import DataError, DBAPIError
 
 from loom.runtime.values.types import ValueNotStorable
 
-Kind = Literal["conflict", "duplicate", "data", "unavailable", "other"]
+Kind = Literal["conflict", "duplicate", "data", "unavailable", "schema", "other"]
 
 # connection_exception (08xxx), admin / crash shutdown, cannot connect now, too many connections
 _UNAVAILABLE_SQLSTATES = {"57P01", "57P02", "57P03", "53300"}
@@ -44,6 +45,11 @@ _UNAVAILABLE_ERRNOS = {
     errno.ETIMEDOUT,
 }
 
+# undefined_column, undefined_table; SQLite's words for the same
+_SCHEMA_SQLSTATES = {"42703", "42P01"}
+_SCHEMA_NAMES = {"UndefinedColumnError", "UndefinedTableError"}
+_SQLITE_SCHEMA_TEXT = ("no such column", "no such table", "has no column named")
+
 _RACE_SQLSTATES = {"40001", "40P01"}  # serialization_failure, deadlock_detected
 _SQLITE_RACE_CODES = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED (and their extended codes, & 0xFF)
 _SQLITE_RACE_TEXT = ("database is locked", "database table is locked", "busy")
@@ -64,6 +70,12 @@ def classify(exc: BaseException) -> Kind:
         if _lost_connection(err):
             return "unavailable"
         code = getattr(err, "sqlstate", None) or getattr(err, "pgcode", None)
+        if code in _SCHEMA_SQLSTATES or type(err).__name__ in _SCHEMA_NAMES:
+            return "schema"
+        if isinstance(err, sqlite3.OperationalError) and any(
+            t in str(err).lower() for t in _SQLITE_SCHEMA_TEXT
+        ):
+            return "schema"
         if isinstance(code, str):
             if code in _RACE_SQLSTATES:
                 return "conflict"

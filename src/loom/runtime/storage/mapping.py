@@ -21,6 +21,7 @@ from uuid import UUID
 
 from sqlalchemy import Column, Table
 
+from loom.runtime.values.errors import StoredValueUnknown
 from loom.runtime.values.types import JsonList, decode_list
 
 VERSION_ATTR = "_loom_version"
@@ -119,10 +120,26 @@ def _enum_value(value: Any) -> Any:
     return value.value if isinstance(value, enum.Enum) else value
 
 
-def _load_converter(tp: Any, column_type: Any) -> Converter | None:
+def _enum_loader(cls: type[enum.Enum], table: str, column: str) -> Converter:
+    """A stored value to its member; a value the enum has no member for (a member removed while
+    rows held it) is `StoredValueUnknown`, a 503 naming it, not a ValueError's 500."""
+
+    def convert(value: Any) -> Any:
+        if value is None:
+            return None
+        try:
+            return cls(value)
+        except ValueError:
+            raise StoredValueUnknown(table, column, value, cls.__name__) from None
+
+    return convert
+
+
+def _load_converter(tp: Any, column: Column[Any]) -> Converter | None:
     core, _ = _unwrap(tp)
+    column_type = column.type
     if isinstance(core, type) and issubclass(core, enum.Enum):
-        return _none_safe(core)
+        return _enum_loader(core, column.table.name, column.name)
     if typing.get_origin(core) is list:
         if isinstance(column_type, JsonList) and column_type.item_type is not None:
             return None  # the column type decodes elements itself
@@ -216,7 +233,7 @@ class Mapper:
             seen.add(attr)
             attrs.append(attr)
             tp = hints.get(attr, Any)
-            load = _load_converter(tp, column.type)
+            load = _load_converter(tp, column)
             if load is not None:
                 loaders.append((attr, load))
             dump = _dump_converter(tp)

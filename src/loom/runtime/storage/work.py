@@ -44,6 +44,7 @@ from loom.runtime.values.errors import (
     InvalidValue,
     LoomError,
     OutcomeUnknown,
+    SchemaChanged,
 )
 from loom.runtime.values.faults import Faults
 
@@ -552,6 +553,8 @@ class Work:
             raise ConcurrencyConflict(aggregate or "unit of work", id) from err
         if kind == "data":
             raise InvalidValue() from err
+        if kind == "schema":
+            raise SchemaChanged() from err
         if kind == "unavailable":
             maybe_applied = self._wrote or (sending and not never_sent(err))
             if maybe_applied and not self.transactional:

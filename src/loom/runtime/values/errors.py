@@ -220,6 +220,43 @@ class Overloaded(Unavailable):
         super().__init__(detail)
 
 
+class SchemaChanged(Unavailable):
+    """A statement named a table or column the database no longer has: a migration changed the
+    schema under this replica (a newer version's), which cannot serve until it is replaced. A
+    503 the client retries (another replica may answer), never a 500."""
+
+    type = problem_type("schema-changed").uri
+    retry_after = 5
+
+    def __init__(
+        self,
+        detail: str = "The database's schema changed under this version of the service (a "
+        "migration was applied); retry shortly.",
+    ) -> None:
+        super().__init__(detail)
+
+
+class StoredValueUnknown(Unavailable):
+    """A row holds a value its enum has no member for: the database is ahead of this model (a
+    replica of an older model reading a newer one's rows) or a member was removed while rows held
+    it (which `loom migrate` and `loom run` refuse). The read cannot be answered by this code: a
+    503 naming the value, which a replica of the current model answers, never a 500."""
+
+    type = problem_type("stored-value-unknown").uri
+    retry_after = 5
+
+    def __init__(self, table: str, column: str, value: object, enum: str) -> None:
+        super().__init__(
+            f"{table}.{column} holds {value!r}, which {enum} has no member for in this version "
+            "of the service; retry later (a newer version may serve it), or rewrite the stored "
+            "value (docs/migrations.md#removing-an-enum-member)"
+        )
+        self.table, self.column, self.value, self.enum = table, column, value, enum
+
+    def extensions(self) -> dict[str, Any]:
+        return {"column": f"{self.table}.{self.column}", "value": self.value, "enum": self.enum}
+
+
 class DatabaseUnavailable(Unavailable):
     """The database refused or lost the connection before the work committed (a restart, an
     outage): nothing was written, and the same request may be sent again."""

@@ -58,6 +58,8 @@ CATALOGUE: Final[dict[str, ProblemType]] = {
         ProblemType("database-unavailable", 503, "Service Unavailable"),
         ProblemType("outcome-unknown", 503, "Service Unavailable"),
         ProblemType("not-ready", 503, "Service Unavailable"),
+        ProblemType("stored-value-unknown", 503, "Service Unavailable"),
+        ProblemType("schema-changed", 503, "Service Unavailable"),
         ProblemType("gateway-timeout", 504, "Gateway Timeout"),
     ]
 }

@@ -19,7 +19,14 @@ technicians = Table(
         "level",
         String,
         nullable=False,
-        info={"loom": {"field": "level", "default": "Junior"}},
+        info={
+            "loom": {
+                "field": "level",
+                "default": "Junior",
+                "enum": "Directory.Level",
+                "members": ["Junior", "Senior"],
+            },
+        },
     ),
     Column(
         "skills",

@@ -31,7 +31,14 @@ accounts = Table(
         "kind",
         String,
         nullable=False,
-        info={"loom": {"field": "kind", "default": "Checking"}},
+        info={
+            "loom": {
+                "field": "kind",
+                "default": "Checking",
+                "enum": "Banking.AccountKind",
+                "members": ["Checking", "Savings"],
+            },
+        },
     ),
     Column(
         "opened_at",

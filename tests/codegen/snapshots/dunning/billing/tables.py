@@ -18,7 +18,14 @@ subscriptions = Table(
         "status",
         String,
         nullable=False,
-        info={"loom": {"field": "status", "default": "Active"}},
+        info={
+            "loom": {
+                "field": "status",
+                "default": "Active",
+                "enum": "Billing.SubscriptionStatus",
+                "members": ["Active", "PastDue", "Cancelled"],
+            },
+        },
     ),
     Column(
         "notices",

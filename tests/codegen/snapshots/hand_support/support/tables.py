@@ -28,7 +28,14 @@ tickets = Table(
         "status",
         String,
         nullable=False,
-        info={"loom": {"field": "status", "default": "Open"}},
+        info={
+            "loom": {
+                "field": "status",
+                "default": "Open",
+                "enum": "Support.Status",
+                "members": ["Open", "Breached", "Closed"],
+            },
+        },
     ),
     Column("due_at", UtcDateTime, nullable=False, info={"loom": {"field": "dueAt"}}),
     Column(

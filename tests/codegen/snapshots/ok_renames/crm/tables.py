@@ -34,6 +34,8 @@ clients = Table(
                 "field": "status",
                 "default": "Active",
                 "enum_renamed": {"Shut": "Closed"},
+                "enum": "Crm.Status",
+                "members": ["Active", "Closed"],
             },
         },
     ),

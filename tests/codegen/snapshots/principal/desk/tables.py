@@ -22,7 +22,14 @@ tickets = Table(
         "status",
         String,
         nullable=False,
-        info={"loom": {"field": "status", "default": "Open"}},
+        info={
+            "loom": {
+                "field": "status",
+                "default": "Open",
+                "enum": "Desk.Status",
+                "members": ["Open", "Closed", "Archived"],
+            },
+        },
     ),
     Column(
         "closed_by",

@@ -30,7 +30,18 @@ orders = Table(
     Column("id", Uuid, primary_key=True),
     Column("version", Integer, nullable=False),
     Column("customer_id", Uuid, nullable=False, info={"loom": {"field": "customerId"}}),
-    Column("status", String, nullable=False, info={"loom": {"field": "status"}}),
+    Column(
+        "status",
+        String,
+        nullable=False,
+        info={
+            "loom": {
+                "field": "status",
+                "enum": "Sales.OrderStatus",
+                "members": ["Draft", "Confirmed", "Shipped"],
+            },
+        },
+    ),
     Column(
         "placed_at",
         UtcDateTime,

@@ -36,7 +36,20 @@ appointments = Table(
         "status",
         String,
         nullable=False,
-        info={"loom": {"field": "status", "default": "Requested"}},
+        info={
+            "loom": {
+                "field": "status",
+                "default": "Requested",
+                "enum": "Scheduling.AppointmentStatus",
+                "members": [
+                    "Requested",
+                    "AwaitingDeposit",
+                    "Confirmed",
+                    "Expired",
+                    "Cancelled",
+                ],
+            },
+        },
     ),
     Column(
         "cancel_reason",

@@ -30,7 +30,14 @@ orders = Table(
         "status",
         String,
         nullable=False,
-        info={"loom": {"field": "status", "default": "Pending"}},
+        info={
+            "loom": {
+                "field": "status",
+                "default": "Pending",
+                "enum": "Orders.OrderStatus",
+                "members": ["Pending", "Paid", "Cancelled"],
+            },
+        },
     ),
     info={"loom": {"origin": "Orders.Order"}},
 )

@@ -27,7 +27,14 @@ tickets = Table(
         "status",
         String,
         nullable=False,
-        info={"loom": {"field": "status", "default": "Open"}},
+        info={
+            "loom": {
+                "field": "status",
+                "default": "Open",
+                "enum": "Support.Status",
+                "members": ["Open", "Breached", "Escalated", "Closed"],
+            },
+        },
     ),
     Column("due_at", UtcDateTime, nullable=False, info={"loom": {"field": "dueAt"}}),
     Column(

@@ -44,7 +44,14 @@ invoices = Table(
         "status",
         String,
         nullable=False,
-        info={"loom": {"field": "status", "default": "Open"}},
+        info={
+            "loom": {
+                "field": "status",
+                "default": "Open",
+                "enum": "Billing.Status",
+                "members": ["Open", "Paid"],
+            },
+        },
     ),
     Column("product", Uuid, nullable=True, info={"loom": {"field": "product"}}),
     Column(

@@ -25,7 +25,14 @@ tickets = Table(
         "status",
         String,
         nullable=False,
-        info={"loom": {"field": "status", "default": "Open"}},
+        info={
+            "loom": {
+                "field": "status",
+                "default": "Open",
+                "enum": "Desk.TicketStatus",
+                "members": ["Open", "Escalated", "Resolved"],
+            },
+        },
     ),
     Column(
         "escalations",
