@@ -55,7 +55,14 @@ claims = Table(
         "status",
         String,
         nullable=False,
-        info={"loom": {"field": "status", "default": "Open"}},
+        info={
+            "loom": {
+                "field": "status",
+                "default": "Open",
+                "enum": "Claims.Status",
+                "members": ["Open", "Settled", "Rejected"],
+            },
+        },
     ),
     Column(
         "settled_at",

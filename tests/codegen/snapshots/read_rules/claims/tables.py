@@ -46,7 +46,14 @@ claims = Table(
         "status",
         String,
         nullable=False,
-        info={"loom": {"field": "status", "default": "Open"}},
+        info={
+            "loom": {
+                "field": "status",
+                "default": "Open",
+                "enum": "Claims.Status",
+                "members": ["Open", "Submitted", "Settled"],
+            },
+        },
     ),
     Column(
         "acknowledged",
