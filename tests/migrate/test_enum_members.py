@@ -24,6 +24,7 @@ context Claims {
   aggregate Claim with crudish {
     title: string
     status: ClaimStatus = Open
+    history: ClaimStatus[] = []
   }
   repository Claims for Claim { }
 }
@@ -159,4 +160,10 @@ def test_loom_run_refuses_and_reads_answer_503(tmp_path: Path, database_url: str
             assert "claims_claims.status holds 'Rejected'" in body["detail"]
         # the other rows are still served by id
         assert httpx.get(f"{base}/api/claims/{ok.json()['id']}").status_code == 200
+        # a list of members holding a removed one: the same 503, naming the list's column
+        _sql(database_url, "UPDATE claims_claims SET history = '[\"Open\", \"Rejected\"]'")
+        listed = httpx.get(f"{base}/api/claims/{ok.json()['id']}")
+        assert listed.status_code == 503, listed.text
+        body = listed.json()
+        assert (body["column"], body["value"]) == ("claims_claims.history", "Rejected"), body
     print(f"reads of a row holding a removed member: {[r.status_code for r in answers]}")

@@ -145,8 +145,28 @@ def _load_converter(tp: Any, column: Column[Any]) -> Converter | None:
             return None  # the column type decodes elements itself
         (item,) = typing.get_args(core) or (Any,)
         item, _ = _unwrap(item)
-        return decode_list(item)
+        decode = decode_list(item)
+        if decode is not None and isinstance(item, type) and issubclass(item, enum.Enum):
+            return _enum_list_loader(decode, item, column.table.name, column.name)
+        return decode
     return None
+
+
+def _enum_list_loader(
+    decode: Converter, cls: type[enum.Enum], table: str, column: str
+) -> Converter:
+    """A stored list of members, as `_enum_loader` takes one: an element the enum has no member
+    for is `StoredValueUnknown` (the first such element named), not a ValueError's 500."""
+
+    def convert(value: Any) -> Any:
+        try:
+            return decode(value)
+        except ValueError:
+            known = {m.value for m in cls}
+            bad = next(v for v in value if v is not None and v not in known)
+            raise StoredValueUnknown(table, column, bad, cls.__name__) from None
+
+    return convert
 
 
 def _dump_converter(tp: Any) -> Converter | None:
