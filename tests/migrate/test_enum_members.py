@@ -161,7 +161,7 @@ def test_loom_run_refuses_and_reads_answer_503(tmp_path: Path, database_url: str
         # the other rows are still served by id
         assert httpx.get(f"{base}/api/claims/{ok.json()['id']}").status_code == 200
         # a list of members holding a removed one: the same 503, naming the list's column
-        _sql(database_url, "UPDATE claims_claims SET history = '[\"Open\", \"Rejected\"]'")
+        _sql(database_url, 'UPDATE claims_claims SET history = \'["Open", "Rejected"]\'')
         listed = httpx.get(f"{base}/api/claims/{ok.json()['id']}")
         assert listed.status_code == 503, listed.text
         body = listed.json()
