@@ -176,7 +176,8 @@ def _decl_children(node: Node) -> tuple[Node, ...]:
     if isinstance(node, ir.Payload | ir.Event):
         return node.fields
     if isinstance(node, ir.Projection):
-        return (*node.fields, *node.reactions)
+        rule = () if node.filter is None else (node.filter,)
+        return (*node.fields, *node.reactions, *rule)
     if isinstance(node, ir.Context):
         return (
             *node.values,
