@@ -68,6 +68,11 @@ def _top_level_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
     return out
 
 
+# The imports made inside a function on purpose, each for a reason, and counted in the graph as if
+# made at the top: OpenTelemetry is loaded only by a service that traces (docs/observability.md)
+LAZY_IMPORTS = {"loom.runtime.values.tracing": {"loom.runtime.values.traces"}}
+
+
 def _graph(modules: dict[str, Path]) -> dict[str, set[str]]:
     known = set(modules)
     graph: dict[str, set[str]] = {}
@@ -78,7 +83,7 @@ def _graph(modules: dict[str, Path]) -> dict[str, set[str]]:
             for node in _top_level_imports(tree)
             for t in _targets(node, known)
             if t in known and t != name
-        }
+        } | (LAZY_IMPORTS.get(name, set()) & known)
     return graph
 
 
@@ -123,6 +128,8 @@ def _hidden_imports(modules: dict[str, Path]) -> list[str]:
                 elif isinstance(node, ast.ImportFrom) and not node.level:
                     targets = [node.module or ""]
                 else:
+                    continue
+                if set(targets) <= LAZY_IMPORTS.get(name, set()):
                     continue
                 if any(t == "loom" or t.startswith("loom.") for t in targets):
                     out.append(f"{name}:{node.lineno}")

@@ -110,11 +110,14 @@ def _serve(files: list[Path], options: RunSettings, color: Color) -> None:
 
     from loom.runtime import AuthConfigError, ExternError
     from loom.runtime.http.edge_limits import EdgeLimits, log_config
+    from loom.runtime.values.tracing import traces_endpoint
 
     _listenable(options.host, options.port)
     try:
         apply(options)
         held = held_for(options.contexts, options.deployable)
+        if held.deployable is not None:  # its spans' `loom.deployable`, its traces' service name
+            os.environ["LOOM_DEPLOYABLE"] = held.deployable
         set_brokers(options.broker)
         set_apis(options.api)
         limits = EdgeLimits.from_environment()
@@ -156,6 +159,9 @@ def _serve(files: list[Path], options: RunSettings, color: Color) -> None:
         else "  auth: none (every request is anonymous)"
     )
     echo(f"  OpenAPI: http://{host}:{port}/openapi.json   docs: http://{host}:{port}/docs")
+    exported = traces_endpoint()
+    if exported is not None:
+        echo(f"  traces: OTLP/HTTP to {exported}")
     # the protocol named, not uvicorn's pick (httptools when installed): it keeps the limits
     uvicorn.run(
         application,

@@ -230,6 +230,13 @@ class ServiceSettings(BaseSettings):
         "Serve GET /metrics to every caller even when bearer tokens are verified (else it needs "
         "the role admin).",
     )
+    otel_endpoint: str | None = setting(
+        None,
+        "Export OpenTelemetry traces over OTLP/HTTP to this collector base URL (/v1/traces is "
+        "added). Without it the standard OTEL_EXPORTER_OTLP_* variables decide; with neither, "
+        "nothing is traced (docs/observability.md#traces).",
+        metavar="URL",
+    )
     migrate: bool = setting(
         False,
         "Apply pending migrations first; with no migrations/ folder, apply additive changes (new "

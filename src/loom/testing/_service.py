@@ -16,6 +16,7 @@ import httpx
 
 from loom.build.package import build_model, import_package
 from loom.model.ir import Model
+from loom.runtime.values.tracing import providing
 from loom.testing._clock import VirtualClock
 
 if TYPE_CHECKING:
@@ -120,6 +121,7 @@ async def serve(
     settle: bool = True,
     clock: VirtualClock | None = None,
     settings: ServiceSettings | None = None,
+    tracer_provider: Any = None,
 ) -> AsyncIterator[ServiceClient]:
     """Serve the model in-process on `database_url` and yield a client for it (see
     `ServiceClient`: each request returns after every reaction it caused, unless `settle=False`).
@@ -131,7 +133,10 @@ async def serve(
     With `settings`, the service runs with those `loom run` options (`loom.serving.settings`:
     the token verification, the body limit, the lifetimes and waits, the pool), as `loom run`
     gives them: by their `LOOM_*` variables, set for the block. The limits of the connections
-    (URL and header sizes, the timeouts) are uvicorn's, under `loom run` only."""
+    (URL and header sizes, the timeouts) are uvicorn's, under `loom run` only.
+
+    With `tracer_provider` (an OpenTelemetry `TracerProvider`, e.g. with an
+    `InMemorySpanExporter`), the service traces to it (docs/observability.md#traces)."""
     main = build_service(model_files)
     variables = {} if settings is None else settings.variables()
     if clock is not None:
@@ -141,7 +146,7 @@ async def serve(
             stack.enter_context(clock)
         # the variables while the app is built and started, when it reads them: another service
         # served meanwhile (in the block) does not see them
-        with _environment(variables):
+        with _environment(variables), providing(tracer_provider):
             app = main.build_app(database_url)
             await stack.enter_async_context(app.router.lifespan_context(app))
         client = await stack.enter_async_context(ServiceClient(app, main, settle=settle))

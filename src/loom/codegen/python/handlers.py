@@ -81,7 +81,7 @@ def _handler(
     in_types = TypeNames(info, context, imports, mode="input" if command else "query")
     out_types = TypeNames(info, context, imports, mode="output")
     fn = functions.take(naming.ident(handler.name))
-    tag = f"{context.name}: handlers"
+    tag = naming.route_tag(context.name, naming.HANDLERS_TAG)
     alloc = naming.NameAlloc(ROUTE_LOCALS)
     params: list[str] = []
     py: dict[str, str] = {}

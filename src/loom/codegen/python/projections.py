@@ -53,7 +53,7 @@ def emit_projections(info: ModelInfo, context: ir.Context) -> str:
         imports.add(".repositories", store)
         imports.add(".schemas", out)
         snake = naming.snake(p.name)
-        tag = f"{context.name}: projections"
+        tag = naming.route_tag(context.name, naming.PROJECTIONS_TAG)
         key = next(f for f in p.fields if f.name == p.key)
 
         fn = functions.take(f"get_{snake}")

@@ -100,7 +100,7 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
         var = naming.NameAlloc(
             {"id", "request", "service", "work", "body", "limit", "offset"}
         ).take(naming.snake(agg.name))
-        tag = f"{context.name}: {agg.name}"
+        tag = naming.route_tag(context.name, agg.name)
         imports.add(".repositories", repo)
         imports.add(".schemas", out)
         imports.add("uuid", "UUID")
@@ -222,7 +222,7 @@ def _find_routes(
         return []
     cls = info.repository_class(context, agg.name)
     plural = naming.plural_snake(agg.name)
-    tag = f"{context.name}: {agg.name}"
+    tag = naming.route_tag(context.name, agg.name)
     types = TypeNames(info, context, imports, mode="query")
     blocks = []
     for find in repo.finds:
@@ -292,7 +292,7 @@ def _crudish(
     repo = info.repository_class(context, agg.name)
     out = sn.out[agg.name]
     plural = naming.plural_snake(agg.name)
-    tag = f"{context.name}: {agg.name}"
+    tag = naming.route_tag(context.name, agg.name)
     cls = naming.pascal(agg.name)
     imports.add(".domain", cls)
     imports.add("fastapi", "Response")

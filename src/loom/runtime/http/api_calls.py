@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
+from loom.model.telemetry import CONTEXT
 from loom.runtime.http.system_tokens import HEADER as SYSTEM_TOKEN_HEADER
 from loom.runtime.http.system_tokens import SystemTokens
 from loom.runtime.storage.work import parking
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
     # loads it (a tenth of the runtime's import time)
     import httpx
     from starlette.types import ASGIApp
+
+    from loom.runtime.values.traces import Tracer
 
 ENV_PREFIX: Final = "LOOM_API_"
 # the first pause between two attempts of a query; it doubles each time
@@ -197,6 +200,28 @@ class ApiClient:
             )
 
     async def _call(self, request: httpx.Request, answer: Any, retries: int) -> Any:
+        tracer = self._apis.tracer
+        if tracer is None:
+            return await self._attempts(request, answer, retries)
+        r = self.resource
+        attributes = {
+            "http.request.method": request.method,
+            "url.full": str(request.url.copy_with(query=None)),
+            "server.address": request.url.host,
+            CONTEXT: r.context,
+            "loom.resource": r.key,
+        }
+        with tracer.span(f"{request.method} {request.url.path}", tracer.CLIENT, attributes) as span:
+            carrier: dict[str, str] = {}
+            tracer.inject(carrier)  # the callee's server span is this one's child
+            request.headers.update(carrier)
+            try:
+                return await self._attempts(request, answer, retries)
+            except LoomError as exc:
+                tracer.refused(span, exc, exc.status)
+                raise
+
+    async def _attempts(self, request: httpx.Request, answer: Any, retries: int) -> Any:
         deadline = time.monotonic() + self.resource.timeout
         pause = FIRST_BACKOFF_S
         for attempt in range(retries + 1):
@@ -327,6 +352,8 @@ class Apis:
         self._remote: httpx.AsyncClient | None = None
         self.adapters: dict[Any, TypeAdapter[Any]] = {}
         self.retried = 0
+        # the service's spans (`values/traces.py`): a call is a CLIENT span; None: not traced
+        self.tracer: Tracer | None = None
 
     def urls(
         self, local: Sequence[str] | None, given: Mapping[str, str], environ: Mapping[str, str]

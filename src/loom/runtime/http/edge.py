@@ -24,11 +24,12 @@ from __future__ import annotations
 import re
 import sys
 from time import perf_counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from loom.model.telemetry import CORRELATION_ID, TENANT
 from loom.runtime.http.auth import Authenticator, bearer_token
 from loom.runtime.http.health import HEALTH_PATHS
 from loom.runtime.http.problems import problem_for
@@ -39,8 +40,15 @@ from loom.runtime.values.ids import new_id_text
 from loom.runtime.values.logs import _correlation
 from loom.runtime.values.metrics import Metrics
 from loom.runtime.values.principal import ANONYMOUS, Principal, _authorization, _current
+from loom.runtime.values.trace_context import TRACEPARENT, TRACESTATE
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
+    from loom.runtime.values.traces import Tracer
 
 CORRELATION_HEADER = "x-correlation-id"
+_TRACEPARENT, _TRACESTATE = TRACEPARENT.encode(), TRACESTATE.encode()
 _CORRELATION = CORRELATION_HEADER.encode()
 _CONTENT_LENGTH = b"content-length"
 _AUTHORIZATION = b"authorization"
@@ -58,12 +66,14 @@ class EdgeMiddleware:
         authenticator: Authenticator | None,
         system_tokens: SystemTokens | None = None,
         metrics: Metrics | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.authenticator = authenticator
         self.system_tokens = system_tokens
         self.metrics = metrics  # None: not counted (`--no-metrics`)
+        self.tracer = tracer  # None: not traced
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -115,6 +125,9 @@ class EdgeMiddleware:
                 message = {**message, "body": b""}
             await send(message)
 
+        server: tuple[Span, object] | None = None
+        if self.tracer is not None and scope["path"] not in HEALTH_PATHS:
+            server = _server_span(self.tracer, scope, method, correlation_id)
         correlation_token = _correlation.set(correlation_id)
         header_token = _authorization.set(
             authorization.decode("latin-1") if authorization is not None else None
@@ -148,6 +161,8 @@ class EdgeMiddleware:
             response: Any = problem_for(Request(scope), exc)
             await response(scope, receive, send_with_id)
         finally:
+            if server is not None and self.tracer is not None:
+                _end_server_span(self.tracer, server, scope, method, status)
             if metrics is not None and scope["path"] not in HEALTH_PATHS:
                 # the route's template (a bounded label), never the path itself
                 route = getattr(scope.get("route"), "path", "unmatched")
@@ -161,6 +176,48 @@ class EdgeMiddleware:
         if self.system_tokens is None:
             raise Unauthenticated("this service takes no system token", error="invalid_request")
         return self.system_tokens.verify(token.decode("latin-1").strip())
+
+
+def _server_span(
+    tracer: Tracer, scope: Scope, method: str, correlation_id: str
+) -> tuple[Span, object]:
+    """The request's SERVER span, current until `_end_server_span`: a child of the caller's
+    `traceparent` when it sent one, else the root of a new trace. Named `METHOD` until the route
+    is known (OpenTelemetry's HTTP conventions: `METHOD /route/{template}`)."""
+    carrier = {}
+    for name, value in scope["headers"]:
+        if name in (_TRACEPARENT, _TRACESTATE):
+            carrier[name.decode("latin-1")] = value.decode("latin-1")
+    client = scope.get("client")
+    attributes: dict[str, Any] = {
+        "http.request.method": method,
+        "url.path": scope["path"],
+        "url.scheme": scope.get("scheme", "http"),
+        CORRELATION_ID: correlation_id,
+    }
+    if client:
+        attributes["client.address"] = client[0]
+    span = tracer.start(
+        method, tracer.SERVER, attributes, parent=tracer.extract(carrier) if carrier else None
+    )
+    return span, tracer.enter(span)
+
+
+def _end_server_span(
+    tracer: Tracer, server: tuple[Span, object], scope: Scope, method: str, status: int
+) -> None:
+    span, token = server
+    route = getattr(scope.get("route"), "path", None)
+    if route is not None:
+        span.update_name(f"{method} {route}")
+        span.set_attribute("http.route", route)
+    span.set_attribute("http.response.status_code", status)
+    tenant = _current.get().tenant
+    if tenant is not None:
+        span.set_attribute(TENANT, tenant)
+    tracer.answered(span, status)
+    span.end()
+    tracer.leave(token)
 
 
 def _whole_number(value: bytes | None) -> int | None:

@@ -10,7 +10,8 @@ import os
 import socket
 
 from loom.runtime.messaging.listen import Listener
-from loom.runtime.storage.work import UnitHost, Work
+from loom.runtime.storage.hosts import UnitHost
+from loom.runtime.storage.work import Work
 from loom.runtime.values.ids import new_id
 
 

@@ -33,7 +33,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -53,6 +53,10 @@ from loom.runtime.values.faults import Faults
 from loom.runtime.values.ids import new_id
 from loom.runtime.values.logs import log_fact
 from loom.runtime.values.metrics import DEAD_LETTERED, RETRIED
+from loom.runtime.values.tracing import note
+
+if TYPE_CHECKING:
+    from loom.runtime.values.traces import Tracer
 
 
 class ConsumerHost(Units, Protocol):
@@ -67,6 +71,9 @@ class ConsumerHost(Units, Protocol):
 
     @property
     def tenanted(self) -> frozenset[str]: ...
+
+    @property
+    def tracer(self) -> Tracer | None: ...
 
 
 class _Crash(Exception):
@@ -303,6 +310,17 @@ class ConsumerLoop:
                 self._lanes.pop(key, None)
 
     async def _handle(self, received: Received, order: KeyOrder | None) -> None:
+        tracer = self._service.tracer
+        if tracer is None:
+            await self._apply(received, order)
+            return
+        message = received.message
+        with tracer.process(self.consumed.link.transport.kind, message, self.spec.name):
+            if received.delivered > 1:
+                tracer.event("redelivered", {"messaging.delivery.attempt": received.delivered})
+            await self._apply(received, order)
+
+    async def _apply(self, received: Received, order: KeyOrder | None) -> None:
         """Apply one message in its key's turn (retrying in place), dead-letter it past
         `max_attempts`, ack it."""
         consumed, bus = self.consumed, self._service.events
@@ -346,10 +364,12 @@ class ConsumerLoop:
             dead = attempt >= channel.max_attempts
             bus.metrics.failed(channel.name, errors, DEAD_LETTERED if dead else RETRIED)
             if dead:
+                note("dead_lettered", {"messaging.delivery.attempt": attempt})
                 await self._dead_letter(message, error, attempt, order)
                 await self._quietly(received.ack_nowait())
                 return
             delay = channel.backoff.delay(attempt)
+            note("retry_scheduled", {"messaging.delivery.attempt": attempt})
             fields = {**row_fields(message), "attempt": attempt, "error": error}
             retry_at = clock.now() + delay
             log_fact("retry_scheduled", logging.WARNING, {**fields, "retry_at": retry_at})
@@ -541,4 +561,5 @@ def _dead_row(message: Message, error: str, attempt: int) -> dict[str, Any]:
         "delivered_at": None,
         "model_revision": message.model_revision,
         "tenant": message.tenant,
+        "trace_context": message.trace_context,
     }

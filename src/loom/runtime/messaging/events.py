@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from uuid import UUID
 
 from loom.runtime.messaging.key_order import KeyOrder, OutOfOrder
@@ -24,6 +24,9 @@ from loom.runtime.values.logs import _correlation, current_correlation_id, log_f
 from loom.runtime.values.metrics import APPLIED, SKIPPED_DUPLICATE, Metrics
 from loom.runtime.values.principal import _current as _principal
 from loom.runtime.values.principal import system_of
+
+if TYPE_CHECKING:
+    from loom.runtime.values.traces import Tracer
 
 Handler = Callable[[Any], Awaitable[None]]
 # what the logs say for an event, or a service, of no known model revision
@@ -66,6 +69,8 @@ class Delivery:
 class AlreadyHandled(Exception):
     """Raised by `service.reaction()` when this consumer already processed this event; the
     dispatcher treats it as success (`event_skipped_duplicate`)."""
+
+    traced_as_failure = False  # its unit of work's span is not failed (`values/traces.py`)
 
 
 class Undeliverable(Exception):
@@ -151,6 +156,8 @@ class EventBus:
         self._former: dict[str, type[DomainEvent]] = {}
         # the app's instruments (create_app gives the one its /metrics reads)
         self.metrics = Metrics()
+        # the service's spans (`values/traces.py`); None: not traced
+        self.tracer: Tracer | None = None
 
     def subscribe(
         self, event_type: type[DomainEvent], handler: Handler, *, name: str | None = None
@@ -272,9 +279,13 @@ class EventBus:
         errors: list[str] = []
         correlation = _correlation.set(envelope.correlation_id)
         principal = _principal.set(system_of(envelope.tenant))
+        tracer = self.tracer
+        span = None
         try:
             for sub in subs:
                 token = _delivery.set(Delivery(sub.name, envelope, durable, order))
+                if tracer is not None:
+                    span = tracer.reaction(sub.name, envelope.event_type)
                 try:
                     await sub.handler(envelope.event)
                 except OutOfOrder:
@@ -284,17 +295,24 @@ class EventBus:
                     log_fact(
                         "event_skipped_duplicate", logging.INFO, {"handler": sub.name, **where}
                     )
+                    if span is not None:
+                        span[0].add_event("skipped_duplicate")
                 except Exception as exc:  # noqa: BLE001 - a reaction never fails its cause
                     error = f"{type(exc).__name__}: {exc}"
                     errors.append(f"{sub.name}: {error}")
                     fields = {"handler": sub.name, **where, "error": error}
                     log_fact("reactor_failed", logging.ERROR, fields)
+                    if tracer is not None and span is not None:
+                        tracer.ended_with(span, exc)
                 else:
                     if durable:
                         self.metrics.delivered(channel or "", sub.name, APPLIED)
                     log_fact("event_handled", logging.INFO, {"handler": sub.name, **where})
                 finally:
                     _delivery.reset(token)
+                    if tracer is not None and span is not None:
+                        tracer.close(span)
+                        span = None
         finally:
             _principal.reset(principal)
             _correlation.reset(correlation)

@@ -32,6 +32,7 @@ from sqlalchemy import (
     Text,
     Uuid,
     bindparam,
+    case,
     delete,
     func,
     insert,
@@ -50,6 +51,8 @@ from loom.runtime.values import clock
 from loom.runtime.values.codec import encode
 from loom.runtime.values.domain import DomainEvent
 from loom.runtime.values.logs import log_fact
+from loom.runtime.values.trace_context import REDRIVEN
+from loom.runtime.values.tracing import current_stored
 from loom.runtime.values.types import UtcDateTime
 
 
@@ -89,6 +92,9 @@ outbox = Table(
     # a row bound for a broker: its `Loom-Key-Counts` (`messaging/ordering.py`); NULL for every other row,
     # and in rows written before it (their messages are applied unordered across replicas)
     Column("key_counts", String, nullable=True),
+    # the W3C trace context of the span that raised the event (`values/tracing.py`: `traceparent`,
+    # a newline, `tracestate`); NULL when the service did not trace, and in rows from before it
+    Column("trace_context", Text, nullable=True),
     # the relay's claim: pending rows, due first, in event order
     Index("ix___loom_outbox_due", "status", "available_at", "event_id"),
 )
@@ -111,6 +117,7 @@ outbox_queue = LeasedQueue(
         "model_revision",
         "tenant",
         "key_counts",
+        "trace_context",
     ),
 )
 inbox = Table(
@@ -210,6 +217,7 @@ def outbox_rows(
     """The outbox rows of durable events (every column), each with a new envelope stamped with
     `model_revision`."""
     now = clock.now()
+    traced = current_stored()
     rows = []
     for channel, event in items:
         envelope = new_envelope(event, model_revision)
@@ -232,6 +240,7 @@ def outbox_rows(
                 "model_revision": envelope.model_revision,
                 "tenant": envelope.tenant,
                 "key_counts": None,  # stamped by `messaging.ordering.stamped_rows` when it is needed
+                "trace_context": traced,
             }
         )
     return rows
@@ -294,6 +303,13 @@ _DEAD_COLUMNS = (
     outbox.c.tenant,
 )
 
+# a redriven event's delivery starts a new trace, linked to the one that raised it (`Tracer.origin`)
+_REDRIVEN_TRACE = {
+    outbox.c.trace_context: case(
+        (outbox.c.trace_context.is_(None), None),
+        else_=literal(REDRIVEN) + outbox.c.trace_context,
+    )
+}
 _REDRIVEN = (
     outbox.c.event_id,
     outbox.c.event_type,
@@ -364,12 +380,13 @@ class Outbox:
         """Put one dead letter back in the queue (attempts from zero); False if there is none
         (`tenant`: none of that tenant's)."""
         where = (outbox.c.event_id == event_id, *_of_tenant(tenant))
-        stmt = outbox_queue.redrive(*where).returning(*_REDRIVEN)
+        stmt = outbox_queue.redrive(*where).values(_REDRIVEN_TRACE).returning(*_REDRIVEN)
         return bool(await self._redrive(stmt))
 
     async def redrive_all(self) -> int:
         """Put every dead letter back in the queue; answers how many."""
-        return await self._redrive(outbox_queue.redrive().returning(*_REDRIVEN))
+        stmt = outbox_queue.redrive().values(_REDRIVEN_TRACE).returning(*_REDRIVEN)
+        return await self._redrive(stmt)
 
     async def _redrive(self, stmt: Any) -> int:
         units = self._units

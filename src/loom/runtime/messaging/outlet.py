@@ -1,4 +1,4 @@
-"""The messaging side of the service's units of work (`storage.work.Outlet`): which events a durable
+"""The messaging side of the service's units of work (`storage.hosts.Outlet`): which events a durable
 channel carries, their outbox rows (stamped with their key counts when a broker publishes them),
 the inbox row a reaction records first, in-process dispatch, and waking the relay after a commit.
 

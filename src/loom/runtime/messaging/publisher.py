@@ -18,7 +18,7 @@ import logging
 import types
 from collections.abc import Callable, Sequence
 from time import perf_counter
-from typing import Any, Union, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, Union, get_args, get_origin, get_type_hints
 from uuid import UUID
 
 from loom.runtime.messaging.brokers import BrokerLink
@@ -27,6 +27,9 @@ from loom.runtime.messaging.transports.base import Message
 from loom.runtime.values.domain import DomainEvent
 from loom.runtime.values.logs import log_fact
 from loom.runtime.values.metrics import Metrics
+
+if TYPE_CHECKING:
+    from loom.runtime.values.traces import Tracer
 
 _KEY_FIELDS: dict[type, str | None] = {}
 
@@ -80,6 +83,7 @@ def message_of(row: Any, event: DomainEvent) -> Message:
         model_revision=row.model_revision,
         tenant=row.tenant,
         key_counts=row.key_counts,
+        trace_context=row.trace_context,
     )
 
 
@@ -113,12 +117,33 @@ class Publisher:
         rows: Sequence[tuple[Any, DomainEvent]],
         may_go: Callable[[], bool],
         metrics: Metrics,
+        tracer: Tracer | None = None,
     ) -> list[bool]:
         """Publish `rows` (in event order) to `link`'s broker, wave by wave (`waves`); answers
         which were acked. After a wave with a failure (logged once, `publish_failed`), and once
         `may_go()` is false (the relay is stopping or its lease ran out), nothing more is sent:
-        the rows not acked are published again by a later round. `metrics` times each wave."""
+        the rows not acked are published again by a later round. `metrics` times each wave.
+        Traced, each message has a `send <channel>` span (`Tracer.sends`), a child of the trace
+        that raised its event, whose context travels in the message's headers."""
         messages = [message_of(row, event) for row, event in rows]
+        if tracer is None:
+            return await self._publish(link, rows, messages, may_go, metrics)
+        sends = tracer.sends(link.transport.kind, messages)
+        acked: list[bool] = []
+        try:
+            acked = await self._publish(link, rows, messages, may_go, metrics)
+            return acked
+        finally:
+            tracer.sent(sends, acked)
+
+    async def _publish(
+        self,
+        link: BrokerLink,
+        rows: Sequence[tuple[Any, DomainEvent]],
+        messages: list[Message],
+        may_go: Callable[[], bool],
+        metrics: Metrics,
+    ) -> list[bool]:
         acked = [False] * len(rows)
         for wave in waves(messages):
             if not may_go():

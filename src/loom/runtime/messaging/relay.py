@@ -34,13 +34,14 @@ from loom.runtime.messaging.events import EventBus, EventEnvelope, Undeliverable
 from loom.runtime.messaging.listen import Listener
 from loom.runtime.messaging.outbox import DELIVERED, outbox, outbox_queue, row_fields
 from loom.runtime.messaging.publisher import Publisher
+from loom.runtime.storage.hosts import UnitHost
 from loom.runtime.storage.lease import MAX_ERROR
-from loom.runtime.storage.work import UnitHost
 from loom.runtime.values import clock
 from loom.runtime.values.domain import DomainEvent
 from loom.runtime.values.environment import env_number
 from loom.runtime.values.logs import log_fact
 from loom.runtime.values.metrics import DEAD_LETTERED, RETRIED
+from loom.runtime.values.trace_context import LOCAL_SYSTEM
 
 
 class RelayHost(UnitHost, Protocol):
@@ -315,8 +316,9 @@ class Relay:
         """Publish `pending` to `link`'s broker: an acked row's outcome is its local one, a row
         not acked is left (delivered again later: the inbox skips what applied). Answers whether
         the broker took every row it was sent."""
+        service = self._service
         acked = await self._publisher.publish(
-            link, [(r, e) for r, e, _ in pending], may_go, self._service.events.metrics
+            link, [(r, e) for r, e, _ in pending], may_go, service.events.metrics, service.tracer
         )
         for (row, _, errors), ok in zip(pending, acked, strict=True):
             if ok:
@@ -367,7 +369,13 @@ class Relay:
         subs = bus.handlers_for(type(envelope.event))
         if not subs:  # only published: no dispatch here to log (a line per event saved)
             return []
-        return await bus.deliver(envelope, subs, channel=row.channel, attempt=row.attempts + 1)
+        tracer = self._service.tracer
+        if tracer is None:
+            return await bus.deliver(envelope, subs, channel=row.channel, attempt=row.attempts + 1)
+        with tracer.process(LOCAL_SYSTEM, row):
+            if row.attempts:
+                tracer.event("retried", {"messaging.delivery.attempt": row.attempts + 1})
+            return await bus.deliver(envelope, subs, channel=row.channel, attempt=row.attempts + 1)
 
     async def _mark(self, outcomes: Sequence[tuple[Any, list[str]]], left: list[Any]) -> None:
         service = self._service

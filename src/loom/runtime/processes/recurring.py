@@ -44,8 +44,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 from loom.runtime.messaging.claimant import guarded_work
 from loom.runtime.processes.model import Tick
 from loom.runtime.processes.tables import ticks
+from loom.runtime.storage.hosts import UnitHost
 from loom.runtime.storage.mapping import tenant_column
-from loom.runtime.storage.work import UnitHost, Units, Work
+from loom.runtime.storage.work import Units, Work
 from loom.runtime.values import clock
 from loom.runtime.values.ids import new_id
 from loom.runtime.values.logs import log_fact, use_correlation_id
@@ -239,7 +240,19 @@ class TickRunner:
         self, timer: Timer, tick: Tick, seen: datetime | None = None, now: datetime | None = None
     ) -> str | None:
         """Run a tick: claimed ahead already, or (`seen`) claimed now, in the handler's own
-        transaction. "fired", "failed", or None when another claim won."""
+        transaction. "fired", "failed", or None when another claim won. Traced, a tick is the
+        root of a trace of its own (`timer <name>`)."""
+        tracer = self._service.tracer
+        if tracer is None:
+            return await self._tick(timer, tick, seen, now)
+        with tracer.ticked(timer.name) as span:
+            outcome = await self._tick(timer, tick, seen, now)
+            span.set_attribute("loom.outcome", outcome or "claimed_elsewhere")
+            return outcome
+
+    async def _tick(
+        self, timer: Timer, tick: Tick, seen: datetime | None, now: datetime | None
+    ) -> str | None:
         service = self._service
         claim: dict[str, Any] | None = None
         if seen is not None and now is not None:

@@ -368,6 +368,16 @@ class Scheduler:
             error = f"no timeout handler is registered for process {row.process}"
             await self._failed(due, fields, error, 1, None, me)
             return "failed"
+        tracer = service.tracer
+        if tracer is None:
+            return await self._fire_in(row, due, fields, registered, me)
+        with tracer.fired(f"timeout {row.process}.{row.name}", row.trace_context, due):
+            return await self._fire_in(row, due, fields, registered, me)
+
+    async def _fire_in(
+        self, row: Any, due: TimeoutDue, fields: dict[str, Any], registered: Any, me: str | None
+    ) -> str:
+        service = self._service
         params = {"id": row.job_id, "me": me or self.name}
         try:
             principal = system_of(due.tenant)

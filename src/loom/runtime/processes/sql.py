@@ -75,6 +75,7 @@ from loom.runtime.values.errors import ConcurrencyConflict
 from loom.runtime.values.ids import new_id
 from loom.runtime.values.logs import current_correlation_id
 from loom.runtime.values.principal import current_tenant
+from loom.runtime.values.tracing import current_stored
 
 p, t = processes.c, timers.c
 _one = and_(p.process == bindparam("w_process"), p.key == bindparam("w_key"))
@@ -106,7 +107,15 @@ _PENDING = (
     .order_by(t.due_at, t.name)
 )
 _RESET = ("attempts", "status", "last_error", "claimed_by", "claimed_until")
-_REARM = ("job_id", "due_at", "available_at", "correlation_id", "armed_at", *_RESET)
+_REARM = (
+    "job_id",
+    "due_at",
+    "available_at",
+    "correlation_id",
+    "armed_at",
+    "trace_context",
+    *_RESET,
+)
 
 
 def _rearming(stmt: Any) -> Any:
@@ -194,6 +203,7 @@ def _timer_row(
         "armed_at": now,
         "claimed_by": None,
         "claimed_until": None,
+        "trace_context": current_stored(),
     }
 
 
@@ -435,6 +445,7 @@ def _armed(i: int, gate: ColumnElement[bool]) -> Any:
         "armed_at": _AT,
         "claimed_by": null(),
         "claimed_until": null(),
+        "trace_context": _bound(f"trace_{i}", t.trace_context),
     }
     stmt = postgresql.insert(timers).from_select(list(row), select(*row.values()).where(gate))
     return _rearming(stmt)
@@ -465,10 +476,11 @@ def _step_params(
         del params["tn"]
     for i, name in enumerate(drop):
         params[f"drop_{i}"] = name
-    correlation = current_correlation_id()
+    correlation, traced = current_correlation_id(), current_stored()
     for i, timeout in enumerate(arm):
         params[f"job_{i}"] = new_id()
         params[f"name_{i}"] = timeout.name
         params[f"due_{i}"] = timeout.due(instance.updated_at)
         params[f"corr_{i}"] = correlation
+        params[f"trace_{i}"] = traced
     return params

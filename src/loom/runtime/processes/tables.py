@@ -81,6 +81,9 @@ timers = Table(
     Column("armed_at", UtcDateTime, nullable=False),
     Column("claimed_by", String, nullable=True),
     Column("claimed_until", UtcDateTime, nullable=True),
+    # the W3C trace context of the span that armed it (`values/tracing.py`): its firing starts a
+    # new trace linked to that one; NULL when the service did not trace
+    Column("trace_context", Text, nullable=True),
     UniqueConstraint("process", "tenant", "key", "name", name="uq___loom_timers_name"),
     # the scheduler's claim: armed rows, earliest first
     Index("ix___loom_timers_due", "status", "available_at"),

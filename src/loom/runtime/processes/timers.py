@@ -46,6 +46,7 @@ timer_queue = LeasedQueue(
         "due_at",
         "attempts",
         "correlation_id",
+        "trace_context",
     ),
     only=t.process.in_(bindparam("processes", expanding=True)),
 )

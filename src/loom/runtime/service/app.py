@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.dependencies.utils import get_dependant
@@ -21,6 +21,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
+from loom.model.naming import route_element
 from loom.runtime.http.admin import admin_router
 from loom.runtime.http.api_calls import ApiResource, Apis
 from loom.runtime.http.auth import Authenticator, add_bearer_scheme, resolve_auth
@@ -49,12 +50,17 @@ from loom.runtime.storage.dberrors import classify
 from loom.runtime.storage.engine import in_memory_sqlite
 from loom.runtime.storage.pool_metrics import count_pool_waits
 from loom.runtime.storage.replicas import start_replica
+from loom.runtime.storage.statement_spans import trace_statements
 from loom.runtime.values.domain import DomainEvent
 from loom.runtime.values.environment import env_flag, pool_settings
 from loom.runtime.values.errors import LoomError, StartupRefused
 from loom.runtime.values.externs import Externs
 from loom.runtime.values.logs import install_default_handler
 from loom.runtime.values.metrics import Metrics
+from loom.runtime.values.tracing import tracer_for
+
+if TYPE_CHECKING:
+    from loom.runtime.values.traces import Tracer
 from loom.runtime.values.schemas import Problem
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./loom.db"
@@ -146,10 +152,15 @@ class LoomRoute(APIRoute):
             # a router re-creates its routes when included: the check is added once
             if not any(d.dependency is refuse_body for d in given):
                 kwargs["dependencies"] = [*given, Depends(refuse_body)]
+        # the model element it serves, named once (before `super` builds the handler): its
+        # span's name and attributes
+        tags, op_id = kwargs.get("tags"), kwargs.get("operation_id")
+        self.element = route_element(str(tags[0]), op_id) if tags and op_id else None
         super().__init__(path, endpoint, **kwargs)
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         original = super().get_route_handler()
+        element = self.element
 
         async def respond(request: Request) -> Response:
             try:
@@ -159,8 +170,27 @@ class LoomRoute(APIRoute):
                     return problem_for(request, exc)
                 raise
 
+        async def traced(request: Request, tracer: Tracer) -> Response:
+            """The route run inside the span of the model element it serves (`Account.deposit`)."""
+            name, attributes = element or (self.name, {})
+            with tracer.span(name, attributes=attributes) as span:
+                try:
+                    key = request.headers.get(IDEMPOTENCY_KEY)
+                    if key is not None and request.method not in SAFE_METHODS:
+                        return await get_service(request).idempotency.run(request, key, respond)
+                    return await original(request)
+                except Exception as exc:
+                    if isinstance(exc, _HANDLED) or not _has_custom_handler(request, exc):
+                        answer = problem_for(request, exc)
+                        tracer.refused(span, exc, answer.status_code)
+                        return answer
+                    raise
+
         async def handler(request: Request) -> Response:
             request.__class__ = LoomRequest
+            tracer: Tracer | None = getattr(request.app.state, "loom_tracer", None)
+            if tracer is not None:
+                return await traced(request, tracer)
             key = request.headers.get(IDEMPOTENCY_KEY)
             if key is not None and request.method not in SAFE_METHODS:
                 return await get_service(request).idempotency.run(request, key, respond)
@@ -237,6 +267,7 @@ def create_app(
     instance_answers: Mapping[str, Any] | None = None,
     metrics: bool | None = None,
     metrics_public: bool | None = None,
+    tracer_provider: Any = None,
     **fastapi_options: Any,
 ) -> FastAPI:
     """A FastAPI app with the routers, the problem handlers, the X-Correlation-Id middleware and a
@@ -298,11 +329,17 @@ def create_app(
 
     Observability (docs/observability.md): `GET /healthz` and `GET /readyz` always; `GET /metrics`
     unless `metrics=False` (None: off when LOOM_NO_METRICS is set), needing the role `admin` when
-    authentication is configured unless `metrics_public` (None: LOOM_METRICS_PUBLIC).
+    authentication is configured unless `metrics_public` (None: LOOM_METRICS_PUBLIC). Traces
+    (`values/tracing.py`): exported over OTLP/HTTP when LOOM_OTEL_ENDPOINT or the standard
+    OTEL_EXPORTER_OTLP_* variables say where; `tracer_provider` (an OpenTelemetry
+    `TracerProvider`) is used instead when given. LOOM_DEPLOYABLE names the deployable (the
+    `loom.deployable` attribute, and the service's name unless OTEL_SERVICE_NAME gives one).
     """
     ttl = resolve_ttl(idempotency_ttl)
     metrics_on = metrics if metrics is not None else not env_flag("LOOM_NO_METRICS")
     counted = Metrics() if metrics_on else None  # the app's instruments (values/metrics.py)
+    deployable = os.environ.get("LOOM_DEPLOYABLE") or None
+    tracer = tracer_for(deployable or title, deployable=deployable, provider=tracer_provider)
     extern_plan = Externs(extern_module, externs or {})
     relay_settings = resolve_relay_options(relay_options)
     pool = pool_settings()
@@ -340,10 +377,13 @@ def create_app(
             **({} if in_memory_sqlite(url) else pool),
         )
         service.tenanted = frozenset(tenanted)
+        service.tracer = service.events.tracer = tracer
         service.idempotency.ttl = ttl
         if counted is not None:
             service.events.metrics = service.idempotency.metrics = counted
             count_pool_waits(service.engine, counted)
+        if tracer is not None and tracer.sql:
+            trace_statements(service.engine, tracer)
         service.events.model_revision = model_revision
         for event_type in event_types:
             service.events.register(event_type)
@@ -356,6 +396,7 @@ def create_app(
             subscribe(service)
         service.brokers.plan(service.events)
         service.apis = Apis(api_resources, system_tokens)
+        service.apis.tracer = tracer
         return service.apis.urls(contexts, api_urls or {}, os.environ)
 
     async def missing_connections() -> list[str]:
@@ -405,6 +446,8 @@ def create_app(
                 await replica.stop()
         finally:
             await service.dispose()  # stops the scheduler and the relay first
+            if tracer is not None:
+                tracer.flush()  # the spans of the last requests, before the process ends
 
     # The generated routes sit on the app's own router, flat, as if declared with `@app.post`:
     # `include_router` nests each router, and every request (every await in it, too) then pays
@@ -428,6 +471,7 @@ def create_app(
     if counted is not None:
         public = metrics_public if metrics_public is not None else env_flag("LOOM_METRICS_PUBLIC")
         add_metrics_route(app, counted, _service_or_none, public=public)
+    app.state.loom_tracer = tracer  # the routes' spans (`LoomRoute`)
     app.state.loom_externs = extern_plan  # `loom run` preloads them, before its banner
     app.state.loom_missing_connections = missing_connections  # and says these before it too
     authenticator = resolve_auth(auth)
@@ -444,6 +488,7 @@ def create_app(
         authenticator=authenticator,
         system_tokens=system_tokens,
         metrics=counted,
+        tracer=tracer,
     )
     _add_problem_schema(app)
     if asyncapi is not None:

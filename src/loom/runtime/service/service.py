@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import MetaData
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
@@ -37,6 +37,9 @@ from loom.runtime.storage.schema_check import SchemaMismatch, differences, read_
 from loom.runtime.storage.work import Work
 from loom.runtime.values.faults import Faults
 from loom.runtime.values.types import number_keys
+
+if TYPE_CHECKING:
+    from loom.runtime.values.traces import Tracer
 
 __all__ = ["Service", "schema_metadatas"]
 
@@ -95,6 +98,8 @@ class Service:
         # the tenanted contexts served (docs/language.md#tenants): a broker consumer of theirs
         # applies no message without a tenant
         self.tenanted: frozenset[str] = frozenset()
+        # its spans (`values/traces.py`); None: it does not trace (`create_app` sets it)
+        self.tracer: Tracer | None = None
         self.dialect = engine.dialect.name
         self.is_sqlite = self.dialect == "sqlite"
         # PostgreSQL: rows read inside `transaction()` are locked (SELECT ... FOR UPDATE), so

@@ -20,12 +20,11 @@ the request joins that transaction (in a SAVEPOINT of its own) rather than wait 
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from types import TracebackType
-from typing import Any, NoReturn, Protocol, Self
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, Self
 
 from sqlalchemy.exc import StatementError
 from sqlalchemy.ext.asyncio import (
@@ -35,7 +34,7 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from loom.runtime.storage.dberrors import classify, never_sent
-from loom.runtime.storage.engine import UnitEngines
+from loom.runtime.storage.hosts import UnitHost
 from loom.runtime.storage.mapping import DELETED_ATTR, VERSION_ATTR
 from loom.runtime.values.domain import AggregateRoot, DomainEvent, check_event
 from loom.runtime.values.errors import (
@@ -46,61 +45,15 @@ from loom.runtime.values.errors import (
     OutcomeUnknown,
     SchemaChanged,
 )
-from loom.runtime.values.faults import Faults
+
+if TYPE_CHECKING:
+    pass
 
 logger = logging.getLogger("loom.runtime")
 
 # a reaction's first statements, on its unit of work's connection before the body runs: the
 # inbox row of the delivery (raising when a previous delivery already applied it)
 Entry = Callable[[AsyncConnection], Awaitable[None]]
-
-
-class Outlet(Protocol):
-    """Where a unit of work's events go when it ends (the messaging layer's `messaging.outlet.Outlet`)."""
-
-    @property
-    def routes(self) -> Mapping[str, object]:
-        """Event type -> the durable channel carrying it (empty: every event is in-process)."""
-        ...
-
-    async def write(self, conn: AsyncConnection, events: Sequence[DomainEvent]) -> None:
-        """Write the outbox rows of durable `events` on `conn`, inside its transaction."""
-        ...
-
-    async def dispatch(self, events: Sequence[DomainEvent]) -> None:
-        """Run the in-process reactions to `events` (after the commit)."""
-        ...
-
-    def sent(self) -> None:
-        """Outbox rows were committed: wake this process's relay."""
-        ...
-
-
-class UnitHost(Protocol):
-    """What a unit of work needs of the service that opens it."""
-
-    @property
-    def dialect(self) -> str: ...
-
-    @property
-    def lock_reads(self) -> bool: ...
-
-    @property
-    def sqlite_writer(self) -> asyncio.Lock | None: ...
-
-    @property
-    def unit_engines(self) -> UnitEngines: ...
-
-    @property
-    def faults(self) -> Faults: ...
-
-    @property
-    def outlet(self) -> Outlet: ...
-
-    @property
-    def instance_answers(self) -> Mapping[str, Any]:
-        """Process -> the generated model its ended episodes are archived as (`processes.episodes`)."""
-        ...
 
 
 class Units(Protocol):
@@ -152,6 +105,7 @@ class Work:
         "_savepoint",
         "_savepoints",
         "_saves",
+        "_span",
         "_wrote",
         "host",
         "isolation",
@@ -192,6 +146,8 @@ class Work:
         # a later unit of work of a keyed request joins the keyed one's transaction
         self._host: Work | None = None
         self._guest_savepoint: AsyncTransaction | None = None
+        # traced: the unit of work's span, current for its block, and the token that ends that
+        self._span: tuple[Any, object] | None = None
 
     # -- public -----------------------------------------------------------------------------
     def emit(self, event: DomainEvent) -> None:
@@ -217,6 +173,9 @@ class Work:
 
     # -- context manager --------------------------------------------------------------------
     async def __aenter__(self) -> Self:
+        tracer = self.host.tracer
+        if tracer is not None:
+            self._span = tracer.unit_of_work(self._kind(), self.host.dialect, self.isolation)
         if self._entry is not None:
             await self._enter(self._entry)
         else:
@@ -255,12 +214,35 @@ class Work:
         host._pending.extend(pending)
         host._emitted.extend(emitted)
 
+    def _kind(self) -> str:
+        if self._entry is not None:
+            return "reaction"
+        return "transaction" if self.transactional else "autocommit"
+
     async def __aexit__(
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if self._span is None:
+            await self._exit(exc_type, exc)
+            return
+        span = self._span  # kept while the block ends: its commit's span is a child
+        tracer = self.host.tracer
+        assert tracer is not None
+        try:
+            await self._exit(exc_type, exc)
+        except BaseException as raised:
+            tracer.ended_with(span, raised)
+            raise
+        else:
+            tracer.ended_with(span, exc)
+        finally:
+            self._span = None
+            tracer.close(span)
+
+    async def _exit(self, exc_type: type[BaseException] | None, exc: BaseException | None) -> None:
         if self._atomic is not None:  # a save failed between its write and its events
             atomic, self._atomic = self._atomic, None
             await atomic._abandon()
@@ -289,6 +271,7 @@ class Work:
             if durable:  # `emit`ted durable events of an autocommit block: their own transaction
                 atomic = Work(self.host, True, None)
                 atomic._emitted = durable
+                atomic._span = self._span  # its COMMIT is traced as this block's
                 await atomic._commit()
         pending, emitted = self._pending, self._emitted
         if pending or emitted:
@@ -310,7 +293,10 @@ class Work:
                 await self.host.outlet.write(conn, durable)
             if conn is not None:
                 self._conn = None
-                await self._send_commit(conn)
+                if self._span is not None:
+                    await self._traced_commit(conn, self._span)
+                else:
+                    await self._send_commit(conn)
                 if self._wrote or durable:
                     self.host.faults.committed(self._entry is None)
                 await conn.close()
@@ -325,6 +311,12 @@ class Work:
             self._release_writer()
         if durable:
             self.host.outlet.sent()
+
+    async def _traced_commit(self, conn: AsyncConnection, unit: tuple[Any, object]) -> None:
+        tracer = self.host.tracer
+        assert tracer is not None
+        with tracer.commit_span(unit, self.host.dialect, self.isolation):
+            await self._send_commit(conn)
 
     async def _send_commit(self, conn: AsyncConnection) -> None:
         """COMMIT. A failure the database reported (a lost race) means rolled back; any other

@@ -10,9 +10,10 @@ of the one that was current.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -23,7 +24,19 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from loom.runtime.values.tracing import DEPLOYABLE, SQL_VARIABLE, join_stored, split_stored
+from loom.model.telemetry import (
+    CORRELATION_ID,
+    DEPLOYABLE,
+    EVENT,
+    ISOLATION,
+    PROCESS,
+    REACTOR,
+    TENANT,
+    TIMEOUT,
+    TIMER,
+    UNIT_OF_WORK,
+)
+from loom.runtime.values.trace_context import SQL_VARIABLE, join_stored, redriven, split_stored
 
 SERVER, CLIENT, PRODUCER, CONSUMER, INTERNAL = (
     SpanKind.SERVER,
@@ -33,6 +46,10 @@ SERVER, CLIENT, PRODUCER, CONSUMER, INTERNAL = (
     SpanKind.INTERNAL,
 )
 _PROPAGATOR = TraceContextTextMapPropagator()
+# OpenTelemetry's names of the databases (`db.system.name`), by SQLAlchemy dialect
+_DB_SYSTEMS = {"postgresql": "postgresql", "sqlite": "sqlite"}
+# the isolation a transaction gets when its unit of work names none
+_DEFAULT_ISOLATION = {"postgresql": "read committed", "sqlite": "serializable"}
 Attributes = Mapping[str, Any]
 
 
@@ -57,6 +74,8 @@ def current_span_ids() -> tuple[str, str] | None:
 
 class Tracer:
     """A service's spans. `owned`: the provider is the service's, flushed and shut down with it."""
+
+    SERVER, CLIENT, PRODUCER, CONSUMER, INTERNAL = SERVER, CLIENT, PRODUCER, CONSUMER, INTERNAL
 
     def __init__(self, provider: Any, *, deployable: str | None, owned: bool) -> None:
         self.provider = provider
@@ -107,6 +126,138 @@ class Tracer:
             otel_context.detach(token)
             span.end()
 
+    # -- messages -------------------------------------------------------------------------------
+    def sends(self, system: str, messages: list[Any]) -> list[Span]:
+        """A `send <channel>` PRODUCER span per message, a child of the trace context its outbox
+        row stored (the span that raised the event), and each message given the span's own
+        context to carry: the consumer's `process` span is its child, in the same trace."""
+        spans = []
+        for index, message in enumerate(messages):
+            span = self.start(
+                f"send {message.channel}",
+                PRODUCER,
+                {
+                    **_message_attributes(system, message, "send"),
+                    CORRELATION_ID: message.correlation_id,
+                },
+                **self.origin(message.trace_context),
+            )
+            carrier: dict[str, str] = {}
+            _PROPAGATOR.inject(carrier, context=trace.set_span_in_context(span))
+            messages[index] = dataclasses.replace(message, trace_context=join_stored(carrier))
+            spans.append(span)
+        return spans
+
+    @staticmethod
+    def sent(spans: Sequence[Span], acked: Sequence[bool]) -> None:
+        """End the `send` spans: failed for a message the broker did not take."""
+        for index, span in enumerate(spans):
+            if index >= len(acked) or not acked[index]:
+                span.set_status(Status(StatusCode.ERROR, "the broker did not take the message"))
+            span.end()
+
+    def process(self, system: str, message: Any, consumer: str | None = None) -> Any:
+        """The `process <channel>` CONSUMER span of one delivery of a stored event (an outbox
+        row, a broker message), a child of the context it carries (a new trace without one)."""
+        attributes = {
+            **_message_attributes(system, message, "process"),
+            CORRELATION_ID: message.correlation_id,
+        }
+        if consumer is not None:
+            attributes["messaging.consumer.group.name"] = consumer
+        if message.tenant:
+            attributes[TENANT] = message.tenant
+        return self.span(
+            f"process {message.channel}", CONSUMER, attributes, **self.origin(message.trace_context)
+        )
+
+    def reaction(self, name: str, event_type: str) -> tuple[Span, object]:
+        """The span of one reactor's run for one event, current until `close`."""
+        span = self.start(name, INTERNAL, {REACTOR: name, EVENT: event_type})
+        return span, self.enter(span)
+
+    @staticmethod
+    def event(name: str, attributes: Attributes | None = None) -> None:
+        """An event on the current span (a redelivery, an inbox skip, a retry, a dead letter)."""
+        trace.get_current_span().add_event(name, attributes=attributes)
+
+    # -- statements (LOOM_OTEL_SQL) ----------------------------------------------------------------
+    def statement(self, system: str, text: str) -> Span | None:
+        """The span of one database statement inside a recorded span (None outside one)."""
+        if not trace.get_current_span().is_recording():
+            return None
+        operation = text.lstrip().split(None, 1)[0].upper() if text.strip() else ""
+        attributes = {
+            "db.system.name": _DB_SYSTEMS.get(system, system),
+            "db.query.text": text,
+            "db.operation.name": operation,
+        }
+        return self.start(operation or "statement", CLIENT, attributes)
+
+    @staticmethod
+    def statement_failed(span: Span, exc: BaseException) -> None:
+        failed(span, exc)
+        span.end()
+
+    # -- timeouts and timers ----------------------------------------------------------------------
+    def fired(self, name: str, stored: str | None, due: Any) -> AbstractContextManager[Span]:
+        """The span of a fired timeout: the root of a new trace (it runs days later, not as part
+        of the request that armed it), linked to the span that armed it."""
+        attributes = {PROCESS: due.process, TIMEOUT: due.name, CORRELATION_ID: due.correlation_id}
+        if due.tenant is not None:
+            attributes[TENANT] = due.tenant
+        attributes["loom.attempt"] = due.attempt
+        return self.span(
+            name, INTERNAL, attributes, parent=otel_context.Context(), links=self.link_to(stored)
+        )
+
+    def ticked(self, timer: str) -> AbstractContextManager[Span]:
+        """The span of a context timer's tick: the root of a new trace."""
+        return self.span(f"timer {timer}", INTERNAL, {TIMER: timer}, parent=otel_context.Context())
+
+    # -- units of work ----------------------------------------------------------------------------
+    def unit_of_work(
+        self, kind: str, dialect: str, isolation: str | None
+    ) -> tuple[Span, object] | None:
+        """The span of a unit of work (`transaction`, `autocommit`, `reaction`), made current;
+        None outside any span: the relay's and the scheduler's own bookkeeping starts no trace."""
+        if not trace.get_current_span().is_recording():
+            return None
+        attributes = {"db.system.name": _DB_SYSTEMS.get(dialect, dialect), UNIT_OF_WORK: kind}
+        if isolation is not None:
+            attributes[ISOLATION] = isolation
+        span = self.start(kind, INTERNAL, attributes)
+        return span, self.enter(span)
+
+    @staticmethod
+    def ended_with(unit: tuple[Span, object], exc: BaseException | None) -> None:
+        """The unit of work (or reaction) ended with `exc` (None: it went through): a refusal of
+        the model's (a 4xx `LoomError`) is noted, anything else fails the span."""
+        if exc is None:
+            return
+        span = unit[0]
+        span.record_exception(exc)
+        span.set_attribute("error.type", type(exc).__name__)
+        if getattr(exc, "traced_as_failure", getattr(exc, "status", 500) >= 500):
+            span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+
+    @staticmethod
+    def close(unit: tuple[Span, object]) -> None:
+        span, token = unit
+        otel_context.detach(token)  # type: ignore[arg-type]
+        span.end()
+
+    def commit_span(
+        self, unit: tuple[Span, object], dialect: str, isolation: str | None
+    ) -> AbstractContextManager[Span]:
+        """The span of a unit of work's COMMIT, with its isolation level."""
+        attributes = {
+            "db.system.name": _DB_SYSTEMS.get(dialect, dialect),
+            "db.operation.name": "COMMIT",
+            ISOLATION: isolation or _DEFAULT_ISOLATION.get(dialect, "default"),
+        }
+        return self.span("COMMIT", CLIENT, attributes)
+
     def enter(self, span: Span) -> object:
         """Make `span` current until `leave(token)` (for a span opened and closed apart)."""
         return otel_context.attach(trace.set_span_in_context(span))
@@ -115,7 +266,24 @@ class Tracer:
     def leave(token: object) -> None:
         otel_context.detach(token)  # type: ignore[arg-type]
 
-    # -- trace context --------------------------------------------------------------------------
+    # -- HTTP answers -----------------------------------------------------------------------------
+    @staticmethod
+    def answered(span: Span, status: int) -> None:
+        """An HTTP exchange's span ends with `status`: failed when it is a 5xx."""
+        if status >= 500:
+            span.set_status(Status(StatusCode.ERROR))
+            span.set_attribute("error.type", str(status))
+
+    @staticmethod
+    def refused(span: Span, exc: BaseException, status: int) -> None:
+        """`exc` was answered with `status`: recorded on `span`, which failed when the service
+        did (5xx), not when it refused a client's request."""
+        span.record_exception(exc)
+        span.set_attribute("error.type", type(exc).__name__)
+        if status >= 500:
+            span.set_status(Status(StatusCode.ERROR, str(exc)))
+
+    # -- trace context ----------------------------------------------------------------------------
     @staticmethod
     def stored() -> str | None:
         """The current span's context, as an outbox row or a timeout stores it (None: none)."""
@@ -139,12 +307,21 @@ class Tracer:
         return _PROPAGATOR.extract(split_stored(stored), context=otel_context.Context())
 
     @staticmethod
+    def origin(stored: str | None) -> dict[str, Any]:
+        """The `parent` and `links` of the span handling a stored event: a child of the span
+        that raised it, or for a redriven event the root of a new trace linked to that span."""
+        again, stored = redriven(stored)
+        if again:
+            return {"parent": otel_context.Context(), "links": Tracer.link_to(stored)}
+        return {"parent": Tracer.parent_of(stored)}
+
+    @staticmethod
     def link_to(stored: str | None) -> list[Link]:
         """A link to the span a stored context names (none when it names none)."""
         found = trace.get_current_span(Tracer.parent_of(stored)).get_span_context()
         return [Link(found)] if found.is_valid else []
 
-    # -- the service's end ----------------------------------------------------------------------
+    # -- the service's end ------------------------------------------------------------------------
     def flush(self) -> None:
         self.provider.force_flush()
 
@@ -154,23 +331,17 @@ class Tracer:
             self.provider.shutdown()
 
 
+def _message_attributes(system: str, message: Any, operation: str) -> dict[str, Any]:
+    return {
+        "messaging.system": system,
+        "messaging.destination.name": message.channel,
+        "messaging.operation.type": operation,
+        "messaging.message.id": str(message.event_id),
+        EVENT: message.event_type,
+    }
+
+
 def failed(span: Span, exc: BaseException) -> None:
     """Record `exc` on `span` and mark it failed."""
     span.record_exception(exc)
     span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
-
-
-def event(name: str, attributes: Attributes | None = None) -> None:
-    """An event on the current span (a redelivery, an inbox skip, a retry, a dead letter)."""
-    trace.get_current_span().add_event(name, attributes=attributes)
-
-
-def provider_for_tests() -> tuple[TracerProvider, Any]:
-    """A provider recording spans in memory, and its exporter (`get_finished_spans()`)."""
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    return provider, exporter

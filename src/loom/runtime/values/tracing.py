@@ -1,5 +1,5 @@
-"""Traces, the light half (docs/observability.md#traces): whether a service traces, the names of
-its spans' attributes, the stored form of a trace context, and the ids a log line carries.
+"""Traces, the light half (docs/observability.md#traces): whether a service traces, its tracer made
+when it does, the current span's context (for an outbox row, a timeout, a log line).
 
 Tracing is off unless configured: `loom run --otel-endpoint URL` (LOOM_OTEL_ENDPOINT), or the
 standard OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT, unless
@@ -7,40 +7,24 @@ OTEL_TRACES_EXPORTER or OTEL_SDK_DISABLED turns it off. Off, nothing imports Ope
 (`values/traces.py` does, and only this module's `tracer_for` imports it) and every hook in the
 layers above is one `is None` test on the service's tracer.
 
-A trace context is stored (with an outbox row, an armed timeout) as its W3C `traceparent`, then,
-when there is one, a newline and its `tracestate`: a newline is the one separator neither header
-may hold.
+The stored form of a trace context is `values/trace_context.py`'s; the attributes' names are
+`loom.model.telemetry`'s.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from loom.runtime.values.traces import Tracer
 
-TRACEPARENT = "traceparent"
-TRACESTATE = "tracestate"
-SQL_VARIABLE = "LOOM_OTEL_SQL"
-
-# the model's attributes, beside OpenTelemetry's semantic conventions
-CONTEXT = "loom.context"
-AGGREGATE = "loom.aggregate"
-OPERATION = "loom.operation"
-WORKFLOW = "loom.workflow"
-HANDLER = "loom.handler"
-PROJECTION = "loom.projection"
-EVENT = "loom.event"
-REACTOR = "loom.reactor"
-PROCESS = "loom.process"
-TIMEOUT = "loom.timeout"
-DEPLOYABLE = "loom.deployable"
-TENANT = "loom.tenant"
-CORRELATION_ID = "loom.correlation_id"
-
 # a tracer was made in this process: only then can a span be current (`current_ids`)
 _made = False
+# the provider of the apps built inside `providing(...)` (the test kit's `serve(tracer_provider=)`)
+_provided: Any = None
 
 
 def traces_endpoint(given: str | None = None) -> str | None:
@@ -79,6 +63,7 @@ def tracer_for(
     `traces_endpoint(endpoint)`, named `service_name` unless OTEL_SERVICE_NAME says otherwise."""
     global _made
     url = None
+    provider = provider if provider is not None else _provided
     if provider is None:
         url = traces_endpoint(endpoint)
         if url is None:
@@ -92,6 +77,19 @@ def tracer_for(
     return Tracer(exporting_provider(url, service_name), deployable=deployable, owned=True)
 
 
+@contextmanager
+def providing(provider: Any) -> Iterator[None]:
+    """Apps built in this block trace to `provider` (an OpenTelemetry `TracerProvider`) when
+    their `create_app` is given none: how a generated `build_app`, which takes only a URL, is
+    traced to a test's in-memory exporter."""
+    global _provided
+    before, _provided = _provided, provider
+    try:
+        yield
+    finally:
+        _provided = before
+
+
 def current_ids() -> tuple[str, str] | None:
     """The (trace id, span id) of the current span, in hex, for a log line; None outside a
     recorded span (and always when nothing in the process traces)."""
@@ -102,18 +100,19 @@ def current_ids() -> tuple[str, str] | None:
     return current_span_ids()
 
 
-def split_stored(stored: str | None) -> dict[str, str]:
-    """The carrier (`traceparent`, `tracestate`) of a stored trace context (empty for None)."""
-    if not stored:
-        return {}
-    parent, _, state = stored.partition("\n")
-    return {TRACEPARENT: parent, TRACESTATE: state} if state else {TRACEPARENT: parent}
-
-
-def join_stored(carrier: dict[str, str]) -> str | None:
-    """The stored form of a carrier `split_stored` reads back (None when it has no parent)."""
-    parent = carrier.get(TRACEPARENT)
-    if not parent:
+def current_stored() -> str | None:
+    """The current span's trace context in its stored form (None outside a span, and always when
+    nothing in the process traces): what an outbox row or an armed timeout keeps."""
+    if not _made:
         return None
-    state = carrier.get(TRACESTATE)
-    return f"{parent}\n{state}" if state else parent
+    from loom.runtime.values.traces import Tracer
+
+    return Tracer.stored()
+
+
+def note(name: str, attributes: dict[str, Any] | None = None) -> None:
+    """An event on the current span (a retry, a dead letter), when one is being recorded."""
+    if _made:
+        from loom.runtime.values.traces import Tracer
+
+        Tracer.event(name, attributes)

@@ -32,6 +32,7 @@ from loom.runtime.messaging.channels import (
     ConsumerSpec as ConsumerSpec,  # the transports speak of it too
 )
 from loom.runtime.messaging.channels import Retention
+from loom.runtime.values.trace_context import TRACE_HEADERS, join_stored, split_stored
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +54,9 @@ class Message:
     # `Loom-Key-Counts` as the outbox row holds it (None: a row from before it, or a producer
     # that sends none): what ordering across consumer replicas checks (`messaging/ordering.py`)
     key_counts: str | None = None
+    # the W3C trace context of the relay's `send` span (`values/tracing.py`'s stored form),
+    # sent as `traceparent` / `tracestate` beside the `Loom-*` headers; None: not traced
+    trace_context: str | None = None
 
     def headers(self) -> dict[str, str]:
         """The metadata as the `Loom-*` headers (absent values left out)."""
@@ -71,6 +75,8 @@ class Message:
             out[wire.HEADER_TENANT] = self.tenant
         if self.key_counts is not None:
             out[wire.HEADER_KEY_COUNTS] = self.key_counts
+        if self.trace_context is not None:
+            out.update(split_stored(self.trace_context))
         return out
 
     @classmethod
@@ -95,6 +101,9 @@ class Message:
             model_revision=headers.get(wire.HEADER_MODEL_REVISION),
             tenant=headers.get(wire.HEADER_TENANT) or None,
             key_counts=headers.get(wire.HEADER_KEY_COUNTS) or None,
+            trace_context=join_stored(
+                {name: headers[name] for name in TRACE_HEADERS if headers.get(name)}
+            ),
         )
 
     @classmethod
