@@ -58,6 +58,8 @@ class Server:
     start_timeout: float = 60
     #: a file for the server's stdout and stderr (its log lines), else the bench's own
     output: Path | None = None
+    #: folders put first on the server's PYTHONPATH (bench/tracing.py: one hiding OpenTelemetry)
+    first_paths: list[Path] = field(default_factory=list)
 
     @property
     def url(self) -> str:
@@ -66,7 +68,8 @@ class Server:
     def start(self) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("LOOM_JWT")}
         env.update(self.env)
-        env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT)])
+        paths = [*self.first_paths, ROOT / "src", ROOT]
+        env["PYTHONPATH"] = os.pathsep.join(str(p) for p in paths)
         out = None if self.output is None else self.output.open("ab")
         self.process = subprocess.Popen(
             [

@@ -190,18 +190,29 @@ def run(
     """One run on fresh servers: NATS, the databases, each side's two deployables."""
     port = _free_udp_port()
     reference = db == "postgres"
-    with running_nats() as server, databases(db, 4 if reference else 2) as (label, urls, db_pid):
+    with (
+        contextlib.ExitStack() as stack,
+        running_nats() as server,
+        databases(db, 4 if reference else 2) as (label, urls, db_pid),
+    ):
         common = {
             "BENCH_NATS_URL": server.url,
             "BENCH_UDP_PORT": str(port),
             "LOOM_LOG_LEVEL": args.log_level,
         }
+        sink = Server("sink", "bench._otlp_sink:build_app", ROOT, {}) if args.trace else None
+        if sink is not None:
+            sink.start()
+            stack.callback(sink.stop)
         logs = args.logs or server.root  # by default removed with the NATS server's folder
         logs.mkdir(parents=True, exist_ok=True)
         pool = Pool(args.pool_size, args.pool_overflow)
 
         def loom(name: str, url: str) -> Server:
             env = {**common, "BENCH_DATABASE_URL": url, **pool.env("LOOM")}
+            if sink is not None:  # every request and event traced, exported to the sink
+                env["LOOM_OTEL_ENDPOINT"] = sink.url
+                env["OTEL_TRACES_SAMPLER"] = "always_on"
             if args.profile:
                 args.profile.mkdir(parents=True, exist_ok=True)
                 env["BENCH_PROFILE"] = str(args.profile.resolve())
@@ -398,6 +409,13 @@ def main() -> None:
     )
     parser.add_argument(
         "--logs", type=Path, help="a folder to keep the deployables' logs in (default: removed)"
+    )
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="trace Loom's deployables, every request and event, exporting over OTLP/HTTP to a "
+        "local sink (bench/_otlp_sink.py): its cost is the Loom/reference ratios of a run with it "
+        "against a run without (docs/benchmarks.md#traces)",
     )
     parser.add_argument(
         "--profile",

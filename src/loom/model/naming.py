@@ -18,8 +18,6 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from loom.model import telemetry
-
 if TYPE_CHECKING:  # the IR only as a type: `loom run` of a built model never loads it
     from loom.model import ir
 
@@ -189,39 +187,3 @@ def operation_id(owner: str | None, name: str) -> str:
     instance (the owner's name, then a verb of `ROUTE_VERBS` or the operation's or find's name as
     the model spells it); a workflow's or handler's own name for its route (`placeOrder`)."""
     return name if owner is None else f"{owner}_{name}"
-
-
-# the tag groups of routes that are no aggregate's (`route_tag`)
-HANDLERS_TAG, PROJECTIONS_TAG, WORKFLOWS_TAG = "handlers", "projections", "workflows"
-# the model attribute a route's owner is named by, per tag group (an aggregate's otherwise)
-_OWNER_ATTRIBUTE = {
-    HANDLERS_TAG: telemetry.HANDLER,
-    PROJECTIONS_TAG: telemetry.PROJECTION,
-    WORKFLOWS_TAG: telemetry.WORKFLOW,
-}
-
-
-def route_tag(context: str, group: str) -> str:
-    """The OpenAPI tag of a generated route: `Context: Aggregate` for an aggregate's routes,
-    `Context: handlers`, `Context: projections` or `Context: workflows` for the others."""
-    return f"{context}: {group}"
-
-
-def route_element(tag: str, op_id: str) -> tuple[str, dict[str, str]] | None:
-    """The model element a generated route serves, read back from its tag (`route_tag`) and
-    operationId (`operation_id`): the name of its span (`Account.deposit`, `Orders.placeOrder`)
-    and its `loom.*` attributes (docs/observability.md#traces). None for a route Loom did not
-    generate (no `Context: group` tag)."""
-    context, sep, group = tag.partition(": ")
-    if not sep or not context or not group:
-        return None
-    owner, sep, verb = op_id.partition("_")
-    attributes = {telemetry.CONTEXT: context}
-    if group in (HANDLERS_TAG, WORKFLOWS_TAG) and not sep:  # a workflow's or handler's own route
-        attributes[_OWNER_ATTRIBUTE[group]] = op_id
-        return f"{context}.{op_id}", attributes
-    if not sep:
-        return None
-    attributes[_OWNER_ATTRIBUTE.get(group, telemetry.AGGREGATE)] = owner
-    attributes[telemetry.OPERATION] = verb
-    return f"{owner}.{verb}", attributes

@@ -32,7 +32,7 @@ from loom.codegen.python.routes import (
 from loom.codegen.python.schemas import SchemaNames, schema_names, sole_payload
 from loom.codegen.python.type_names import TypeNames
 from loom.codegen.python.wire import domain_to_wire
-from loom.model import ir, naming, walk
+from loom.model import ir, naming, telemetry, walk
 
 
 def emit_handlers(info: ModelInfo, context: ir.Context) -> str:
@@ -81,7 +81,7 @@ def _handler(
     in_types = TypeNames(info, context, imports, mode="input" if command else "query")
     out_types = TypeNames(info, context, imports, mode="output")
     fn = functions.take(naming.ident(handler.name))
-    tag = naming.route_tag(context.name, naming.HANDLERS_TAG)
+    tag = telemetry.route_tag(context.name, telemetry.HANDLERS_TAG)
     alloc = naming.NameAlloc(ROUTE_LOCALS)
     params: list[str] = []
     py: dict[str, str] = {}

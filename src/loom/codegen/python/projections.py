@@ -22,7 +22,7 @@ from loom.codegen.python.routes import (
     route_imports,
     router_line,
 )
-from loom.model import ir, naming
+from loom.model import ir, naming, telemetry
 
 
 def _key_annotation(t: ir.Type, imports: Imports) -> str:
@@ -53,7 +53,7 @@ def emit_projections(info: ModelInfo, context: ir.Context) -> str:
         imports.add(".repositories", store)
         imports.add(".schemas", out)
         snake = naming.snake(p.name)
-        tag = naming.route_tag(context.name, naming.PROJECTIONS_TAG)
+        tag = telemetry.route_tag(context.name, telemetry.PROJECTIONS_TAG)
         key = next(f for f in p.fields if f.name == p.key)
 
         fn = functions.take(f"get_{snake}")

@@ -22,7 +22,7 @@ from loom.codegen.python.schemas import SchemaNames, field_to_domain, schema_nam
 from loom.codegen.python.type_names import TypeNames
 from loom.codegen.python.wire import domain_to_wire
 from loom.codegen.python.wire import wire_to_domain as _wire_to_domain
-from loom.model import ir, naming
+from loom.model import ir, naming, telemetry
 
 # A route takes the app's Service as a parameter (`service: ServiceDep`, an async dependency:
 # FastAPI solves it on the event loop, not in a worker thread).
@@ -100,7 +100,7 @@ def emit_routes(info: ModelInfo, context: ir.Context) -> str:
         var = naming.NameAlloc(
             {"id", "request", "service", "work", "body", "limit", "offset"}
         ).take(naming.snake(agg.name))
-        tag = naming.route_tag(context.name, agg.name)
+        tag = telemetry.route_tag(context.name, agg.name)
         imports.add(".repositories", repo)
         imports.add(".schemas", out)
         imports.add("uuid", "UUID")
@@ -222,7 +222,7 @@ def _find_routes(
         return []
     cls = info.repository_class(context, agg.name)
     plural = naming.plural_snake(agg.name)
-    tag = naming.route_tag(context.name, agg.name)
+    tag = telemetry.route_tag(context.name, agg.name)
     types = TypeNames(info, context, imports, mode="query")
     blocks = []
     for find in repo.finds:
@@ -292,7 +292,7 @@ def _crudish(
     repo = info.repository_class(context, agg.name)
     out = sn.out[agg.name]
     plural = naming.plural_snake(agg.name)
-    tag = naming.route_tag(context.name, agg.name)
+    tag = telemetry.route_tag(context.name, agg.name)
     cls = naming.pascal(agg.name)
     imports.add(".domain", cls)
     imports.add("fastapi", "Response")

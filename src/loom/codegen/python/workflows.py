@@ -36,7 +36,7 @@ from loom.codegen.python.routes import (
 )
 from loom.codegen.python.schemas import http_create, schema_names
 from loom.codegen.python.type_names import TypeNames
-from loom.model import ir, naming, walk
+from loom.model import ir, naming, telemetry, walk
 from loom.model.reserved import EPISODES
 
 
@@ -132,7 +132,7 @@ def _instance_route(
     imports.add(".schemas", out)
     fn = functions.take(f"get_{naming.snake(wf.name)}_instance")
     path = f"/api/workflows/{naming.snake(wf.name)}/instances/{{id}}"
-    tag = naming.route_tag(context.name, naming.WORKFLOWS_TAG)
+    tag = telemetry.route_tag(context.name, telemetry.WORKFLOWS_TAG)
     lines = decorator("get", path, tag, naming.operation_id(wf.name, "getInstance"), imports)
     lines += lay(Group(f"async def {fn}(", ["id: UUID", SERVICE_PARAM], f") -> {out}:"))
     doc = f"an instance of workflow {wf.name} ({where(wf.origin)}), by its {wf.correlation}"
@@ -158,7 +158,7 @@ def _episodes_route(
     store = instances_class(wf)
     fn = functions.take(f"get_{naming.snake(wf.name)}_{EPISODES}")
     path = f"/api/workflows/{naming.snake(wf.name)}/instances/{{id}}/{EPISODES}"
-    tag = naming.route_tag(context.name, naming.WORKFLOWS_TAG)
+    tag = telemetry.route_tag(context.name, telemetry.WORKFLOWS_TAG)
     lines = decorator("get", path, tag, naming.operation_id(wf.name, "listEpisodes"), imports)
     lines += lay(Group(f"async def {fn}(", ["id: UUID", SERVICE_PARAM], ") -> list[Episode]:"))
     doc = f"the episodes of an instance of workflow {wf.name} ({where(wf.origin)}), oldest first"
@@ -182,7 +182,7 @@ def _workflow(
     fn = functions.take(naming.ident(wf.name))
     path = f"/api/workflows/{naming.snake(wf.name)}"
     status = 200 if create.result is not None else 204
-    tag = naming.route_tag(context.name, naming.WORKFLOWS_TAG)
+    tag = telemetry.route_tag(context.name, telemetry.WORKFLOWS_TAG)
     op_id = naming.operation_id(None, wf.name)
     lines = decorator("post", path, tag, op_id, imports, status, walk.calls_api(create.body))
     in_types = TypeNames(info, context, imports, mode="input")

@@ -21,7 +21,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
-from loom.model.naming import route_element
+from loom.model.telemetry import route_element
 from loom.runtime.http.admin import admin_router
 from loom.runtime.http.api_calls import ApiResource, Apis
 from loom.runtime.http.auth import Authenticator, add_bearer_scheme, resolve_auth
@@ -458,6 +458,10 @@ def create_app(
     redoc_url = fastapi_options.pop("redoc_url", "/redoc")
     # the document's version is the model's revision: a client generated from it names the model
     fastapi_options.setdefault("version", model_revision or "unknown")
+    # FastAPI's own OpenTelemetry (its global providers): the service traces itself, to its own
+    # provider, with spans named after the model; FastAPI's would double each request's span,
+    # and asks OpenTelemetry whether it is configured on every request
+    fastapi_options.setdefault("telemetry", {"tracing": False, "metrics": False, "logs": False})
     app = FastAPI(
         title=title,
         lifespan=lifespan,

@@ -3,9 +3,9 @@ when it does, the current span's context (for an outbox row, a timeout, a log li
 
 Tracing is off unless configured: `loom run --otel-endpoint URL` (LOOM_OTEL_ENDPOINT), or the
 standard OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT, unless
-OTEL_TRACES_EXPORTER or OTEL_SDK_DISABLED turns it off. Off, nothing imports OpenTelemetry
-(`values/traces.py` does, and only this module's `tracer_for` imports it) and every hook in the
-layers above is one `is None` test on the service's tracer.
+OTEL_TRACES_EXPORTER or OTEL_SDK_DISABLED turns it off. Off, the OpenTelemetry SDK is never
+imported (`values/traces.py` imports it, and only this module's `tracer_for` imports that) and
+every hook in the layers above is one `is None` test on the service's tracer.
 
 The stored form of a trace context is `values/trace_context.py`'s; the attributes' names are
 `loom.model.telemetry`'s.
