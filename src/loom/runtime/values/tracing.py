@@ -14,15 +14,18 @@ The stored form of a trace context is `values/trace_context.py`'s; the attribute
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from loom.runtime.values.traces import Tracer
 
-# a tracer was made in this process: only then can a span be current (`current_ids`)
-_made = False
+# bound when the first tracer of the process is made (`tracer_for`): until then no span can be
+# current, and these answer None without importing OpenTelemetry
+_ids: Callable[[], tuple[str, str] | None] | None = None
+_stored: Callable[[], str | None] | None = None
+_event: Callable[[str, dict[str, Any] | None], None] | None = None
 # the provider of the apps built inside `providing(...)` (the test kit's `serve(tracer_provider=)`)
 _provided: Any = None
 
@@ -61,16 +64,16 @@ def tracer_for(
     `TracerProvider` the caller configured (a test's in-memory exporter, an app's own set-up),
     used as it is and not shut down with the service; otherwise one exporting over OTLP/HTTP to
     `traces_endpoint(endpoint)`, named `service_name` unless OTEL_SERVICE_NAME says otherwise."""
-    global _made
+    global _ids, _stored, _event
     url = None
     provider = provider if provider is not None else _provided
     if provider is None:
         url = traces_endpoint(endpoint)
         if url is None:
             return None
-    from loom.runtime.values.traces import Tracer, exporting_provider
+    from loom.runtime.values.traces import Tracer, current_span_ids, exporting_provider
 
-    _made = True
+    _ids, _stored, _event = current_span_ids, Tracer.stored, Tracer.event
     if provider is not None:
         return Tracer(provider, deployable=deployable, owned=False)
     assert url is not None
@@ -93,26 +96,16 @@ def providing(provider: Any) -> Iterator[None]:
 def current_ids() -> tuple[str, str] | None:
     """The (trace id, span id) of the current span, in hex, for a log line; None outside a
     recorded span (and always when nothing in the process traces)."""
-    if not _made:
-        return None
-    from loom.runtime.values.traces import current_span_ids
-
-    return current_span_ids()
+    return None if _ids is None else _ids()
 
 
 def current_stored() -> str | None:
     """The current span's trace context in its stored form (None outside a span, and always when
     nothing in the process traces): what an outbox row or an armed timeout keeps."""
-    if not _made:
-        return None
-    from loom.runtime.values.traces import Tracer
-
-    return Tracer.stored()
+    return None if _stored is None else _stored()
 
 
 def note(name: str, attributes: dict[str, Any] | None = None) -> None:
     """An event on the current span (a retry, a dead letter), when one is being recorded."""
-    if _made:
-        from loom.runtime.values.traces import Tracer
-
-        Tracer.event(name, attributes)
+    if _event is not None:
+        _event(name, attributes)
