@@ -118,7 +118,8 @@ def _serve(files: list[Path], options: RunSettings, color: Color) -> None:
         set_brokers(options.broker)
         set_apis(options.api)
         limits = EdgeLimits.from_environment()
-    except (OptionError, ValueError) as exc:  # ValueError: a bad limit of the connections
+        log_setup = log_config()
+    except (OptionError, ValueError) as exc:  # ValueError: a bad limit, a bad log format
         raise _fail(str(exc)) from None
     extern_path(files)
     database_url = options.database_url
@@ -163,7 +164,7 @@ def _serve(files: list[Path], options: RunSettings, color: Color) -> None:
         port=port,
         log_level="info",
         http=limits.protocol(),
-        log_config=log_config(),
+        log_config=log_setup,
     )
 
 
