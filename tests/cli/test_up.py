@@ -98,7 +98,10 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def test_up_starts_each_deployable_and_ctrl_c_stops_them_all(tmp_path: Path) -> None:
+def test_up_starts_each_deployable_and_ctrl_c_stops_them_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("FORCE_COLOR", raising=False)  # writing to a file: no colour
     port = free_ports(4)
     with loom_up(tmp_path, port, PAIR, PAIR_SPLIT, "--log-format", "text") as (proc, log):
         seen = _wait_for(log, proc, "Ctrl-C stops them all.")

@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from loom.cli.output import Color
-from loom.cli.up import Unit, colour_variables
+from loom.cli.output import Color, colour_variables
+from loom.cli.up import Unit
 from loom.runtime.values.log_text import wants_colour
 from loom.serving.settings import ServiceSettings
 from tests.cli.test_up import _wait_for, loom_up

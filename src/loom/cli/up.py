@@ -38,7 +38,15 @@ from typing import IO
 import click
 
 from loom.cli.compile import compile_model, model_files_of
-from loom.cli.output import Color, Format, color_option, fail, files_argument
+from loom.cli.output import (
+    SERVICE_COLOUR,
+    Color,
+    Format,
+    color_option,
+    colour_variables,
+    fail,
+    files_argument,
+)
 from loom.cli.serve import WARNINGS_SHOWN
 from loom.cli.settings_options import settings_options
 from loom.model import ir
@@ -221,17 +229,6 @@ def start(label: str, command: list[str]) -> Child:
     return Child(label, process)
 
 
-def colour_variables(color: Color, out: IO[str]) -> dict[str, str]:
-    """The variables telling each child whether to colour its text log lines: it writes to a
-    pipe, `loom up` to `out` (`--color auto`: colour when `out` is a terminal and NO_COLOR is not
-    set; `always` wins over NO_COLOR, as a command-line choice does)."""
-    if color is Color.never:
-        return {"NO_COLOR": "1", "FORCE_COLOR": ""}
-    if color is Color.always or (out.isatty() and not os.environ.get("NO_COLOR")):
-        return {"FORCE_COLOR": "1", "NO_COLOR": ""}
-    return {}
-
-
 def stop(children: Sequence[Child]) -> None:
     """SIGTERM to each still running, then wait at most STOP_GRACE seconds, then SIGKILL."""
     running = [c for c in children if c.process.poll() is None]
@@ -397,7 +394,7 @@ def up(
     help="NAME=URL: a broker `loom up` does not start (a redis channel source), or one "
     "already running instead of the local NATS server; repeatable, as for `loom run`.",
 )
-@color_option("Colour the diagnostics and, with --log-format text, the log lines.")
+@color_option(SERVICE_COLOUR)
 @settings_options(ServiceSettings)
 def up_command(
     files: tuple[Path, ...],
