@@ -158,7 +158,7 @@ def test_loom_up_tells_its_children_to_colour_when_it_writes_to_a_terminal(
     with open(leader, "rb"), open(follower, "w") as terminal, open(tmp_path / "f", "w") as file:
         assert colour_variables(Color.auto, terminal) == {"FORCE_COLOR": "1", "NO_COLOR": ""}
         assert colour_variables(Color.auto, file) == {}
-        assert colour_variables(Color.never, terminal) == {"NO_COLOR": "1", "FORCE_COLOR": ""}
+        assert colour_variables(Color.never, terminal) == {"NO_COLOR": "1"}
         assert colour_variables(Color.always, file) == {"FORCE_COLOR": "1", "NO_COLOR": ""}
         monkeypatch.setenv("NO_COLOR", "1")
         assert colour_variables(Color.auto, terminal) == {}

@@ -61,9 +61,9 @@ def colour_variables(color: Color, out: IO[str]) -> dict[str, str]:
     NO_COLOR, as a command-line choice does; `auto`, colour when `out` is a terminal and NO_COLOR
     is not set (`loom up`, whose children write to a pipe, passes on that its own `out` is)."""
     if color is Color.never:
-        return {"NO_COLOR": "1", "FORCE_COLOR": ""}
+        return {"NO_COLOR": "1"}  # wins over FORCE_COLOR
     if color is Color.always or (out.isatty() and not os.environ.get("NO_COLOR")):
-        return {"FORCE_COLOR": "1", "NO_COLOR": ""}
+        return {"FORCE_COLOR": "1", "NO_COLOR": ""}  # empty: unset (no-color.org)
     return {}
 
 
