@@ -36,12 +36,14 @@ def test_loom_run_serves_health_and_metrics_and_no_metrics_turns_them_off(
         assert httpx.get(f"{base}/readyz").status_code == 200
 
 
-def test_loom_run_log_format_text_writes_one_readable_line_per_fact(tmp_path: Path) -> None:
+def test_loom_run_log_format_text_writes_one_readable_line_per_fact(
+    tmp_path: Path, database_url: str
+) -> None:
     model = tmp_path / "stock.loom"
     shutil.copy(MODEL, model)
     log = tmp_path / "run.log"
     # --color always: coloured though it writes to a file (`loom up` shows it uncoloured there)
-    args = (str(model), "--log-format", "text", "--color", "always")
+    args = (str(model), "--database-url", database_url, "--log-format", "text", "--color", "always")
     with running(*args, port=free_port(), log_path=log) as base:
         item = httpx.post(f"{base}/api/items", json={"name": "lamp"}).json()["id"]
         r = httpx.post(f"{base}/api/workflows/look", json={"item": item})
