@@ -1,7 +1,8 @@
 """The shapes of the log lines (docs/observability.md#logs): a JSON line written inside a span
 carries the span's trace and span ids (with a real OpenTelemetry SDK provider, the spans read
 back from its in-memory exporter), none outside one; the text layout (`--log-format text`) is one
-readable line, coloured only on a terminal without NO_COLOR; a bad LOOM_LOG_FORMAT is refused."""
+readable line, coloured only on a terminal without NO_COLOR; the default handler writes the layout
+LOOM_LOG_FORMAT asks for on stderr, and a bad one is refused."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import json
 import logging
 import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -200,3 +203,41 @@ def test_a_log_format_it_does_not_know_is_refused(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("LOOM_LOG_FORMAT", "xml")
     with pytest.raises(ValueError, match=r"^LOOM_LOG_FORMAT must be json or text, not 'xml'$"):
         log_format()
+
+
+SERVICE_LOGGING = """
+import logging
+from loom.runtime.values.logs import install_default_handler, log_fact
+from loom.runtime.values.traces import provider_for_tests
+from loom.runtime.values.tracing import tracer_for
+
+install_default_handler()
+provider, exporter = provider_for_tests()
+tracer = tracer_for("shop", provider=provider)
+with tracer.span("Shop.Fulfil.start"):
+    log_fact("event_handled", logging.INFO, {"handler": "Shop.Fulfil.start", "attempt": 1})
+log_fact("event_dispatched", logging.DEBUG, {"event_type": "Shop.OrderPlaced"})
+(span,) = exporter.get_finished_spans()
+print(format(span.context.trace_id, "032x"))
+"""
+
+
+@pytest.mark.parametrize("layout", ["json", "text"])
+def test_the_default_handler_writes_the_layout_asked_for_on_stderr(layout: str) -> None:
+    # a process of its own: the handler is installed only where nothing configured logging
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOM_", "FORCE_COLOR"))}
+    done = subprocess.run(
+        [sys.executable, "-c", SERVICE_LOGGING],
+        env={**env, "LOOM_LOG_FORMAT": layout},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    trace_id = done.stdout.strip()
+    (line,) = done.stderr.splitlines()  # INFO and above (LOOM_LOG_LEVEL)
+    if layout == "json":
+        assert json.loads(line)["trace_id"] == trace_id, line
+    else:
+        said = rf"{CLOCK} INFO  event_handled Shop\.Fulfil\.start attempt=1 trace={trace_id}"
+        assert re.fullmatch(said, line), line
