@@ -29,6 +29,7 @@ from loom.runtime.values.environment import (
     DEFAULT_POOL_SIZE,
     DEFAULT_POOL_TIMEOUT,
 )
+from loom.runtime.values.logs import DEFAULT_FORMAT
 from loom.runtime.values.principal import TENANT_CLAIM
 from loom.serving.settings import (
     RunSettings,
@@ -132,6 +133,7 @@ def run_with(env: dict[str, str], *args: str, cwd: Path) -> subprocess.Completed
         # a size of the right type out of range: the runtime's own reader words it
         ({"LOOM_MAX_BODY_BYTES": "-5"}, [], "error: LOOM_MAX_BODY_BYTES must be a number of"),
         ({}, ["--pool-size", "-2"], "error: LOOM_POOL_SIZE must be a whole number >= 1"),
+        ({}, ["--log-format", "xml"], "error: LOOM_LOG_FORMAT must be json or text, not 'xml'"),
     ],
 )
 def test_a_bad_value_stops_loom_run_in_one_line(
@@ -205,6 +207,7 @@ def test_the_defaults_the_settings_state_are_the_runtimes() -> None:
         "pool_size": DEFAULT_POOL_SIZE,
         "pool_overflow": DEFAULT_POOL_OVERFLOW,
         "pool_timeout": DEFAULT_POOL_TIMEOUT,
+        "log_format": DEFAULT_FORMAT,
     }
     stated = {}
     for name, field in ServiceSettings.model_fields.items():

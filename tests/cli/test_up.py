@@ -98,9 +98,12 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def test_up_starts_each_deployable_and_ctrl_c_stops_them_all(tmp_path: Path) -> None:
+def test_up_starts_each_deployable_and_ctrl_c_stops_them_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("FORCE_COLOR", raising=False)  # writing to a file: no colour
     port = free_ports(4)
-    with loom_up(tmp_path, port, PAIR, PAIR_SPLIT) as (proc, log):
+    with loom_up(tmp_path, port, PAIR, PAIR_SPLIT, "--log-format", "text") as (proc, log):
         seen = _wait_for(log, proc, "Ctrl-C stops them all.")
         left = re.search(r"^Left +(http://127\.0\.0\.1:\d+)  \((\S+)\)$", seen, re.MULTILINE)
         right = re.search(r"^Right +(http://127\.0\.0\.1:\d+)  \((\S+)\)$", seen, re.MULTILINE)
@@ -123,9 +126,15 @@ def test_up_starts_each_deployable_and_ctrl_c_stops_them_all(tmp_path: Path) -> 
     alive = [p for p in children if _alive(p)]
     print(f"children started: {len(children)}, alive after Ctrl-C: {len(alive)}")
     assert not alive, out
-    # the children's output, each line under its deployable's name
-    assert re.search(r"^Left +\| .*Application shutdown complete", out, re.MULTILINE), out
-    assert re.search(r"^Right +\| .*Application shutdown complete", out, re.MULTILINE), out
+    # the children's output, each line under its deployable's name, in the text layout each
+    # was given (--log-format goes to every deployable); no colour: `loom up` writes to a file
+    clock = r"\d\d:\d\d:\d\d\.\d{3}"
+    for name, path in (("Left", "xylos"), ("Right", "yarns")):
+        said = rf"^{name} +\| {clock} INFO  "
+        assert re.search(rf"{said}Application shutdown complete\.$", out, re.MULTILINE), out
+        access = rf'{said}127\.0\.0\.1:\d+ - "POST /api/{path} HTTP/1\.1" 201$'
+        assert re.search(access, out, re.MULTILINE), out
+    assert "\033[" not in out
     assert (tmp_path / "left.db").exists() and (tmp_path / "right.db").exists()
 
 
@@ -163,7 +172,7 @@ def test_loom_up_killed_with_sigkill_leaves_no_service_running(tmp_path: Path) -
 @needs_nats
 def test_up_runs_the_shop_over_nats(tmp_path: Path) -> None:
     port = free_ports(4)
-    with loom_up(tmp_path, port, SHOP, SHOP_SPLIT) as (proc, log):
+    with loom_up(tmp_path, port, SHOP, SHOP_SPLIT, "--log-format", "text") as (proc, log):
         seen = _wait_for(log, proc, "Ctrl-C stops them all.", timeout=120)
         assert re.search(r"^broker +nats://127\.0\.0\.1:\d+ ", seen, re.MULTILINE), seen
         assert len(_children(proc.pid)) == 3  # two services and the broker
@@ -192,8 +201,16 @@ def test_up_runs_the_shop_over_nats(tmp_path: Path) -> None:
         assert charges == len(placed) and len(reservations) == len(placed) and released == 1
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=60) == 0
-    assert not [p for p in children if _alive(p)], log.read_text()
+    out = log.read_text()
+    assert not [p for p in children if _alive(p)], out
     assert (tmp_path / ".loom/up/nats/jetstream").is_dir()
+    # one order followed across the two processes: its correlation id on the lines of each
+    corr = {
+        name: set(re.findall(rf"^{name} +\| .* event_\w+ .* corr=(\S+)", out, re.MULTILINE))
+        for name in ("Orders", "Warehouse")
+    }
+    print(f"correlation ids on both deployables' lines: {len(corr['Orders'] & corr['Warehouse'])}")
+    assert len(corr["Orders"] & corr["Warehouse"]) >= len(placed), out
 
 
 def test_a_model_without_deployables_is_one_loom_run(tmp_path: Path) -> None:

@@ -12,7 +12,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from loom.cli.output import Color, colour_variables
 from loom.cli.up import Unit
+from loom.runtime.values.log_text import wants_colour
 from loom.serving.settings import ServiceSettings
 from tests.cli.test_up import _wait_for, loom_up
 from tests.liveserver import free_ports
@@ -94,6 +96,7 @@ def test_one_extern_module_serves_every_deployable(tmp_path: Path) -> None:
         (["--max-body-bytes", "-1"], "error: LOOM_MAX_BODY_BYTES must be"),
         (["--pool-size", "0"], "error: LOOM_POOL_SIZE must be a whole number >= 1, not '0'"),
         (["--redelivery-wait", "0"], "error: LOOM_REDELIVERY_WAIT must be a number of seconds"),
+        (["--log-format", "xml"], "error: LOOM_LOG_FORMAT must be json or text, not 'xml'"),
         (["--jwt-secret", "short"], "error: "),
         (["--jwt-secret", "s" * 32, "--jwt-public-key", "k.pem"], "error: give --jwt-secret"),
     ],
@@ -143,3 +146,28 @@ def test_the_options_go_to_each_deployable_by_environment_its_port_and_database_
         # where `loom up` says each unit runs, whatever LOOM_PORT / LOOM_DATABASE_URL it inherits
         assert command[command.index("--port") + 1] == str(unit.port), command
         assert command[command.index("--database-url") + 1] == unit.database_url, command
+
+
+def test_loom_up_tells_its_children_to_colour_when_it_writes_to_a_terminal(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # each child writes to a pipe; what `loom up` writes to decides (`--color`, NO_COLOR), and
+    # the child's text log lines read it back (`loom.runtime.values.log_text.wants_colour`)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    leader, follower = os.openpty()
+    with open(leader, "rb"), open(follower, "w") as terminal, open(tmp_path / "f", "w") as file:
+        assert colour_variables(Color.auto, terminal) == {"FORCE_COLOR": "1", "NO_COLOR": ""}
+        assert colour_variables(Color.auto, file) == {}
+        assert colour_variables(Color.never, terminal) == {"NO_COLOR": "1"}
+        assert colour_variables(Color.always, file) == {"FORCE_COLOR": "1", "NO_COLOR": ""}
+        monkeypatch.setenv("NO_COLOR", "1")
+        assert colour_variables(Color.auto, terminal) == {}
+        for color, out, coloured in [
+            (Color.auto, file, False),
+            (Color.always, file, True),
+            (Color.never, terminal, False),
+        ]:
+            with monkeypatch.context() as child:
+                for name, value in colour_variables(color, out).items():
+                    child.setenv(name, value)
+                assert wants_colour(file) is coloured, color  # the child's pipe

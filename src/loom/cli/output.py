@@ -11,7 +11,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import IO, Any, NoReturn
 
 import click
 
@@ -55,6 +55,18 @@ def use_color(color: Color) -> bool:
     return color is Color.always
 
 
+def colour_variables(color: Color, out: IO[str]) -> dict[str, str]:
+    """The variables (`NO_COLOR`, `FORCE_COLOR`) telling a service whether to colour its text log
+    lines (`loom.runtime.values.log_text.wants_colour`) as `--color` says: `always` wins over
+    NO_COLOR, as a command-line choice does; `auto`, colour when `out` is a terminal and NO_COLOR
+    is not set (`loom up`, whose children write to a pipe, passes on that its own `out` is)."""
+    if color is Color.never:
+        return {"NO_COLOR": "1"}  # wins over FORCE_COLOR
+    if color is Color.always or (out.isatty() and not os.environ.get("NO_COLOR")):
+        return {"FORCE_COLOR": "1", "NO_COLOR": ""}  # empty: unset (no-color.org)
+    return {}
+
+
 def files_argument(
     help: str = "The model's .loom files, or a folder of them (one model).",
 ) -> Decorator:
@@ -62,6 +74,10 @@ def files_argument(
     return click.argument(
         "files", nargs=-1, required=True, type=click.Path(path_type=Path), help=help
     )
+
+
+# `--color` of the commands that serve: their log lines too (docs/observability.md#logs)
+SERVICE_COLOUR = "Colour the diagnostics and, with --log-format text, the log lines."
 
 
 def color_option(help: str = "Colour the diagnostics.") -> Decorator:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from loom.cli.output import Color, color_option, files_argument
+from loom.cli.output import SERVICE_COLOUR, Color, color_option, files_argument
 from loom.cli.settings_options import settings_options
 from loom.serving.settings import RunSettings
 
@@ -14,7 +14,7 @@ from loom.serving.settings import RunSettings
 @click.command()
 @files_argument()
 @settings_options(RunSettings)
-@color_option()
+@color_option(SERVICE_COLOUR)
 def run(files: tuple[Path, ...], color: Color, settings: RunSettings) -> None:
     """Build the model into a cache folder and serve it with uvicorn.
 

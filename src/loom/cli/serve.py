@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -15,7 +16,7 @@ from loom.build.cache import cached_build_for, model_names, reuse_build, write_c
 from loom.build.package import BuildError, import_package
 from loom.build.sources import NoModelFiles, model_files, read_model
 from loom.cli.compile import compile_model
-from loom.cli.output import Color, Format, collector_paused, echo
+from loom.cli.output import Color, Format, collector_paused, colour_variables, echo
 from loom.migrate.folder import MigrationsError
 from loom.serving.connections import refuse_unmatched, set_apis, set_brokers
 from loom.serving.database import default_database, safe_url
@@ -121,7 +122,10 @@ def _serve(files: list[Path], options: RunSettings, color: Color) -> None:
         set_brokers(options.broker)
         set_apis(options.api)
         limits = EdgeLimits.from_environment()
-    except (OptionError, ValueError) as exc:  # ValueError: a bad limit of the connections
+        if color is not Color.auto:  # auto: the log lines' own test of their stream
+            os.environ.update(colour_variables(color, sys.stderr))
+        log_setup = log_config()
+    except (OptionError, ValueError) as exc:  # ValueError: a bad limit, a bad log format
         raise _fail(str(exc)) from None
     extern_path(files)
     database_url = options.database_url
@@ -169,7 +173,7 @@ def _serve(files: list[Path], options: RunSettings, color: Color) -> None:
         port=port,
         log_level="info",
         http=limits.protocol(),
-        log_config=log_config(),
+        log_config=log_setup,
     )
 
 

@@ -4,7 +4,9 @@ channel carries events from one deployable to another a local NATS server (JetSt
 storage under `<model folder>/.loom/up/nats/`) is their broker.
 
 It waits until each service answers, prints where each one is, and forwards each child's output
-prefixed by its name. Ctrl-C (SIGINT) or SIGTERM stops the services (SIGTERM, then SIGKILL after
+prefixed by its name (with `--log-format text`, each line with its trace id: one request followed
+across the deployables; in colour when `loom up` writes to a terminal, though each child writes to
+a pipe). Ctrl-C (SIGINT) or SIGTERM stops the services (SIGTERM, then SIGKILL after
 `STOP_GRACE` seconds), then the broker, and exits 0; a child that exits on its own is named with
 its exit code and its last lines, the others are stopped, and the exit code is 1. A `loom up`
 killed with SIGKILL cannot do any of that: its children get SIGTERM from the kernel instead
@@ -36,7 +38,15 @@ from typing import IO
 import click
 
 from loom.cli.compile import compile_model, model_files_of
-from loom.cli.output import Color, Format, color_option, fail, files_argument
+from loom.cli.output import (
+    SERVICE_COLOUR,
+    Color,
+    Format,
+    color_option,
+    colour_variables,
+    fail,
+    files_argument,
+)
 from loom.cli.serve import WARNINGS_SHOWN
 from loom.cli.settings_options import settings_options
 from loom.model import ir
@@ -384,7 +394,7 @@ def up(
     help="NAME=URL: a broker `loom up` does not start (a redis channel source), or one "
     "already running instead of the local NATS server; repeatable, as for `loom run`.",
 )
-@color_option()
+@color_option(SERVICE_COLOUR)
 @settings_options(ServiceSettings)
 def up_command(
     files: tuple[Path, ...],
@@ -397,10 +407,10 @@ def up_command(
     """Run the model's whole system here: every deployable as its own `loom run` process.
 
     Ports from --port up, a SQLite file each beside the model, plus a local NATS server when a
-    channel crosses from one deployable to another. Ctrl-C stops them all. The `loom run` options that
-    are the same for every deployable (--extern, the token options, the limits, the waits, the pool,
-    --migrate) go to each, by their environment variables; a bad value is refused before anything
-    starts.
+    channel crosses from one deployable to another. Ctrl-C stops them all. The `loom run` options
+    that are the same for every deployable (--extern, the token options, the limits, the waits,
+    the pool, --log-format, --migrate) go to each, by their environment variables; a bad value is
+    refused before anything starts. Each line a deployable writes is shown under its name.
 
     Exit codes: 0 stopped by Ctrl-C or SIGTERM; 1 the model has errors, or a service exited on
     its own (the others are then stopped); 2 the command line or the environment is wrong."""
@@ -418,6 +428,7 @@ def up_command(
         # the deployables' calls made as the system verify at one another: one secret for all
         # (a development one, drawn here, unless the command line or the environment gives one)
         os.environ.setdefault(ENV_SERVICE_SECRET, secrets.token_hex(32))
+        os.environ.update(colour_variables(color, sys.stdout))
         refuse_bad_values(paths, model)
         code = up(paths, units, nats=nats, brokers=given_brokers, timeout=timeout)
     except (UpError, OptionError) as exc:

@@ -38,9 +38,9 @@ def extern_path(files: list[Path]) -> None:
 def refuse_bad_values(files: list[Path], model: ir.Model) -> None:
     """OptionError (its sentence the one each deployable's start would refuse with) for a value
     in the environment `apply` set that a service of `model` would refuse when its app is built:
-    a limit, a lifetime, a wait or a pool setting out of range, a token key that does not do, an extern
-    module that does not import or lacks a class or method. `loom up` asks before it starts
-    anything, rather than every deployable refusing on its own."""
+    a limit, a lifetime, a wait or a pool setting out of range, a log format it does not know, a
+    token key that does not do, an extern module that does not import or lacks a class or method.
+    `loom up` asks before it starts anything, rather than every deployable refusing on its own."""
     # the runtime's own readers, one definition of what each accepts; only `loom up` loads them
     from loom.codegen.python.services import externs_required
     from loom.runtime.http.auth import AuthConfigError, resolve_auth
@@ -52,6 +52,7 @@ def refuse_bad_values(files: list[Path], model: ir.Model) -> None:
     from loom.runtime.messaging.relay import resolve_relay_options
     from loom.runtime.values.environment import pool_settings
     from loom.runtime.values.externs import ExternError, load_externs
+    from loom.runtime.values.logs import log_format
 
     required: dict[str, list[str]] = {}
     for context in model.contexts:
@@ -65,6 +66,7 @@ def refuse_bad_values(files: list[Path], model: ir.Model) -> None:
         resolve_relay_options(None)
         redelivery_wait()
         pool_settings()
+        log_format()
         resolve_auth(None)
         SystemTokens.from_env()
         load_externs(None, required)

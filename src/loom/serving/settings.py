@@ -222,6 +222,13 @@ class ServiceSettings(BaseSettings):
         "Seconds a request waits for a database connection before it answers 503.",
         default_text=f"{DEFAULT_POOL_TIMEOUT:g}",
     )
+    log_format: str | None = setting(
+        None,
+        "How the service writes its log lines: json, one JSON object per line (for machines), or "
+        "text, one readable line each, in colour on a terminal (docs/observability.md#logs).",
+        default_text="json",
+        metavar="json|text",
+    )
     no_metrics: bool = setting(
         False, "Serve no GET /metrics and count nothing (docs/observability.md)."
     )

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -39,6 +40,8 @@ from loom.runtime.http.edge import CORRELATION_HEADER
 from loom.runtime.http.problems import PROBLEM_MEDIA_TYPE, problem_json
 from loom.runtime.values.environment import env_number
 from loom.runtime.values.ids import new_id_text
+from loom.runtime.values.log_text import TextLines, wants_colour
+from loom.runtime.values.logs import log_format
 from loom.runtime.values.problem_types import problem_type
 
 LOGGED_URL_CHARS = 200
@@ -293,9 +296,17 @@ class ShortUrls(logging.Filter):
 
 
 def log_config() -> dict[str, Any]:
-    """uvicorn's logging configuration, with `ShortUrls` on its access log."""
+    """uvicorn's logging configuration, with `ShortUrls` on its access log. With
+    `LOOM_LOG_FORMAT=text` its lines take the text layout of Loom's own (the time, the level, the
+    message; the trace id of an access line written inside a span), so a terminal shows one
+    layout; with `json` they stay uvicorn's, which names no event and no trace (ValueError for a
+    bad LOOM_LOG_FORMAT)."""
     config = copy.deepcopy(LOGGING_CONFIG)
     short: Callable[[], logging.Filter] = ShortUrls
     config.setdefault("filters", {})["short_urls"] = {"()": short}
     config["handlers"]["access"]["filters"] = ["short_urls"]
+    if log_format() == "text":
+        text: Callable[..., logging.Formatter] = TextLines
+        for name, stream in (("default", sys.stderr), ("access", sys.stdout)):
+            config["formatters"][name] = {"()": text, "colour": wants_colour(stream)}
     return config

@@ -55,7 +55,7 @@ from loom.runtime.values.domain import DomainEvent
 from loom.runtime.values.environment import env_flag, pool_settings
 from loom.runtime.values.errors import LoomError, StartupRefused
 from loom.runtime.values.externs import Externs
-from loom.runtime.values.logs import install_default_handler
+from loom.runtime.values.logs import install_default_handler, log_format
 from loom.runtime.values.metrics import Metrics
 from loom.runtime.values.tracing import tracer_for
 
@@ -344,6 +344,7 @@ def create_app(
     relay_settings = resolve_relay_options(relay_options)
     pool = pool_settings()
     redelivery = redelivery_wait()  # read now: a bad value refuses the build, not the start
+    log_format()  # likewise (the lifespan's default handler takes it)
     # the secret of the calls the system makes of other contexts' handlers (and takes in)
     system_tokens = SystemTokens.from_env()
     run_relay = relay if relay is not None else os.environ.get("LOOM_RELAY", "").lower() != "off"
