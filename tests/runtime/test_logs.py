@@ -208,11 +208,12 @@ def test_a_log_format_it_does_not_know_is_refused(monkeypatch: pytest.MonkeyPatc
 SERVICE_LOGGING = """
 import logging
 from loom.runtime.values.logs import install_default_handler, log_fact
-from loom.runtime.values.traces import provider_for_tests
 from loom.runtime.values.tracing import tracer_for
+from tests.spans import Recorder
 
 install_default_handler()
-provider, exporter = provider_for_tests()
+recorder = Recorder()
+provider, exporter = recorder.provider, recorder.exporter
 tracer = tracer_for("shop", provider=provider)
 with tracer.span("Shop.Fulfil.start"):
     log_fact("event_handled", logging.INFO, {"handler": "Shop.Fulfil.start", "attempt": 1})
