@@ -10,10 +10,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
 
-from loom.testing import ServiceClient, VirtualClock, serve
+from loom.migrate.serve import prepare_database
+from loom.runtime import SchemaMismatch
+from loom.testing import ServiceClient, VirtualClock, build_service, serve
 from tests.spans import Recorder, attributes, parent_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -195,8 +199,12 @@ async def test_a_fired_timeout_starts_a_trace_linked_to_the_span_that_armed_it(
             assert r.status_code == 204, r.text
             [reactor] = [s for s in spans.spans if s.name.startswith("Billing.Dunning.create")]
             [armed] = [s for s in spans.spans if parent_of(s, spans.spans) is reactor]
+            # the instance keeps the trace context of the step that moved it last
+            assert await _step_context(c) == _ids(armed)
             spans.clear()
             assert await clock.advance(timedelta(days=3, minutes=1)) >= 1
+            [step] = spans.named("transaction")
+            assert await _step_context(c) == _ids(step)
     fired = spans.one("timeout Billing.Dunning.grace")
     assert fired.parent is None  # a trace of its own, days after the request
     assert attributes(fired) | {"loom.correlation_id": "?"} == {
@@ -210,6 +218,20 @@ async def test_a_fired_timeout_starts_a_trace_linked_to_the_span_that_armed_it(
     assert [link.context.span_id for link in fired.links] == [armed.context.span_id]
     assert {parent_of(s, spans.spans) for s in spans.spans if s is not fired} != {None}
     assert spans.orphans() == []
+
+
+async def _step_context(c: ServiceClient) -> tuple[str, str]:
+    """The trace and span id the Dunning instance's row stores."""
+    async with c.service.engine.connect() as conn:
+        query = text("SELECT _trace_context FROM billing_dunning_instances")
+        stored = (await conn.execute(query)).scalar_one()
+    _, trace_id, span_id, _ = stored.split("-")
+    return trace_id, span_id
+
+
+def _ids(span: ReadableSpan) -> tuple[str, str]:
+    assert span.context is not None
+    return format(span.context.trace_id, "032x"), format(span.context.span_id, "016x")
 
 
 async def test_an_api_call_is_a_client_span_whose_callee_continues_the_trace(
@@ -238,3 +260,41 @@ async def test_statements_are_spans_only_when_asked(
     statements = [s for s in spans.spans if "db.query.text" in attributes(s)]
     assert {s.name for s in statements} >= {"INSERT", "SELECT"}
     assert all(parent_of(s, spans.spans) is not None for s in statements)
+
+
+BEFORE_TRACES = [
+    "ALTER TABLE __loom_outbox DROP COLUMN trace_context",
+    "ALTER TABLE __loom_timers DROP COLUMN trace_context",
+    "ALTER TABLE orders_payment_deadline_instances DROP COLUMN _trace_context",
+]
+
+
+async def test_a_database_from_before_traces_is_refused_then_migrated(
+    database_url: str, spans: Recorder
+) -> None:
+    main = build_service(SHOP)
+    async with serve(SHOP, database_url):
+        pass  # the schema, as the new service makes it
+    engine = create_async_engine(database_url)
+    async with engine.begin() as conn:
+        for statement in BEFORE_TRACES:
+            await conn.execute(text(statement))
+    await engine.dispose()
+    with pytest.raises(SchemaMismatch) as refused:
+        async with serve(SHOP, database_url):
+            pass
+    assert sorted(refused.value.diffs) == [
+        "column __loom_outbox.trace_context is missing",
+        "column __loom_timers.trace_context is missing",
+        "column orders_payment_deadline_instances._trace_context is missing",
+    ]
+    notes = await prepare_database(SHOP, main, database_url, "", migrate=True)
+    print("\n".join(notes))
+    assert len(notes) == 3 and all("add column" in n for n in notes)
+    async with serve(SHOP, database_url, tracer_provider=spans.provider, settle=False) as c:
+        await _place(c, False)
+        async with c.service.engine.connect() as conn:
+            stored = (
+                await conn.execute(text("SELECT trace_context FROM __loom_outbox"))
+            ).scalar_one()
+    assert stored is not None and stored.split("-")[1] == _ids(spans.one("autocommit"))[0]

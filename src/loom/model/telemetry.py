@@ -20,6 +20,10 @@ DEPLOYABLE = "loom.deployable"
 TENANT = "loom.tenant"
 CORRELATION_ID = "loom.correlation_id"
 UNIT_OF_WORK = "loom.unit_of_work"
+
+# the column of a workflow instance's table holding the trace context of its last step: no field
+# of its state; a leading underscore, which no model name's column can have
+TRACE_CONTEXT_COLUMN = "_trace_context"
 ISOLATION = "loom.isolation"
 
 

@@ -18,7 +18,7 @@ from loom.codegen.python.literals import py_str
 from loom.codegen.python.model_info import ModelInfo
 from loom.codegen.python.modules import header, module_text, where
 from loom.codegen.python.wire import record_of
-from loom.model import ir, naming
+from loom.model import ir, naming, telemetry
 
 
 def table_var(agg: ir.Aggregate) -> str:
@@ -90,6 +90,10 @@ def _has_zero(f: ir.Field) -> bool:
 
 TENANT = "tenant"
 _TENANT_INFO = 'info={"loom": {"tenant": True}}'
+TRACE_COLUMN = (
+    f"Column({py_str(telemetry.TRACE_CONTEXT_COLUMN)}, Text, nullable=True, "
+    'info={"loom": {"trace": True}})'
+)
 TENANT_COLUMN = f'Column("{TENANT}", String, nullable=False, index=True, {_TENANT_INFO})'
 # the first column of a keyed table's primary key (tenant, key)
 TENANT_KEY_COLUMN = f'Column("{TENANT}", String, primary_key=True, {_TENANT_INFO})'
@@ -169,6 +173,10 @@ def _instance_table(info: ModelInfo, context: ir.Context, wf: Keyed, imports: Im
         ),
         'Column("version", Integer, nullable=False)',
     ]
+    if isinstance(wf, ir.Workflow):
+        # the trace context of its last step (docs/observability.md#traces): no field
+        imports.add("sqlalchemy", "Text")
+        columns.append(TRACE_COLUMN)
     for f in fields:
         if f.name == key.name:
             continue

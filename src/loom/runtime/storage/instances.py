@@ -30,21 +30,33 @@ from typing import Any, ClassVar, Generic, TypeVar
 from sqlalchemy import Table, bindparam, insert, select, update
 from sqlalchemy.exc import StatementError
 
-from loom.runtime.storage.mapping import VERSION_ATTR, Mapper, tenant_column
+from loom.runtime.storage.mapping import VERSION_ATTR, Mapper, tenant_column, trace_column
 from loom.runtime.storage.work import Work
 from loom.runtime.values.errors import ConcurrencyConflict, NotFound
 from loom.runtime.values.principal import current_principal, current_tenant
+from loom.runtime.values.tracing import current_stored
 
 S = TypeVar("S")
 
 
 class _Statements:
-    __slots__ = ("all", "by_key", "by_key_locked", "insert", "mapper", "tenant", "update")
+    __slots__ = (
+        "all",
+        "by_key",
+        "by_key_locked",
+        "insert",
+        "mapper",
+        "tenant",
+        "trace",
+        "update",
+    )
 
     def __init__(self, state: type, table: Table, key: str) -> None:
         self.mapper = Mapper(state, table, key)
         c = table.c
         self.tenant = tenant_column(table)
+        trace = trace_column(table)
+        self.trace = None if trace is None else trace.key
         one = [c[key] == bindparam("_loom_key")]
         if self.tenant is not None:
             one.append(self.tenant == bindparam("_loom_tenant"))
@@ -142,6 +154,8 @@ class Instances(Generic[S]):
         key = d[self.key]
         version = d.get(VERSION_ATTR, 0)
         params = st.mapper.dump(instance)
+        if st.trace is not None:  # the step's span, where to find what moved it last
+            params[st.trace] = current_stored()
         conn = await work._write_connection(None, carry_emits)
         try:
             if version == 0:

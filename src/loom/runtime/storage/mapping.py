@@ -21,6 +21,7 @@ from uuid import UUID
 
 from sqlalchemy import Column, Table
 
+from loom.model.telemetry import TRACE_CONTEXT_COLUMN
 from loom.runtime.values.errors import StoredValueUnknown
 from loom.runtime.values.types import JsonList, decode_list
 
@@ -39,6 +40,14 @@ def tenant_column(table: Table) -> Column[str] | None:
     It is no field of the aggregate: the repository writes and filters it (`storage/repository.py`)."""
     column = table.c.get(TENANT_COLUMN)
     if column is not None and column.info.get("loom", {}).get("tenant"):
+        return column
+    return None
+
+
+def trace_column(table: Table) -> Column[str] | None:
+    """A workflow instance table's `_trace_context` column (its info says so), else None."""
+    column = table.c.get(TRACE_CONTEXT_COLUMN)
+    if column is not None and column.info.get("loom", {}).get("trace"):
         return column
     return None
 
@@ -239,8 +248,9 @@ class Mapper:
         plain: list[tuple[str, str]] = []
         converted: list[tuple[str, str, Converter]] = []
         seen: set[str] = set()
-        tenant = tenant_column(table)
-        stored = [c for c in table.c if c is not tenant]
+        # written by the stores, no fields: compared by identity (`==` builds SQL)
+        apart = {id(tenant_column(table)), id(trace_column(table))}
+        stored = [c for c in table.c if id(c) not in apart]
         for column in stored:
             if column.key == "version":
                 attrs.append(VERSION_ATTR)

@@ -3,7 +3,7 @@
 # Tables of context Billing.
 
 from loom.runtime.types import UtcDateTime
-from sqlalchemy import BigInteger, Boolean, Column, Integer, String, Table, Uuid
+from sqlalchemy import BigInteger, Boolean, Column, Integer, String, Table, Text, Uuid
 
 from .._metadata import metadata
 
@@ -47,6 +47,7 @@ dunning_instances = Table(
         info={"loom": {"field": "subscription"}},
     ),
     Column("version", Integer, nullable=False),
+    Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
     Column(
         "failures",
         BigInteger,
@@ -86,6 +87,7 @@ first_notice_instances = Table(
         info={"loom": {"field": "subscription"}},
     ),
     Column("version", Integer, nullable=False),
+    Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
     Column(
         "ended",
         Boolean,
@@ -119,6 +121,7 @@ hold_instances = Table(
         info={"loom": {"field": "subscription"}},
     ),
     Column("version", Integer, nullable=False),
+    Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
     Column(
         "ended",
         Boolean,
@@ -152,6 +155,7 @@ hold_once_instances = Table(
         info={"loom": {"field": "subscription"}},
     ),
     Column("version", Integer, nullable=False),
+    Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
     Column(
         "ended",
         Boolean,

@@ -3,7 +3,7 @@
 # Tables of context Counter.
 
 from loom.runtime.types import UtcDateTime
-from sqlalchemy import BigInteger, Boolean, Column, Integer, String, Table, Uuid
+from sqlalchemy import BigInteger, Boolean, Column, Integer, String, Table, Text, Uuid
 
 from .._metadata import metadata
 
@@ -23,6 +23,7 @@ tally_instances = Table(
     metadata,
     Column("thing", Uuid, primary_key=True, info={"loom": {"field": "thing"}}),
     Column("version", Integer, nullable=False),
+    Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
     Column(
         "n",
         BigInteger,

@@ -4,7 +4,17 @@
 
 from loom.runtime.times import DurationMicros
 from loom.runtime.types import JsonList, JsonValue, UtcDateTime
-from sqlalchemy import BigInteger, Boolean, Column, Date, Integer, String, Table, Uuid
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Date,
+    Integer,
+    String,
+    Table,
+    Text,
+    Uuid,
+)
 
 from .._metadata import metadata
 from .domain import Window
@@ -80,6 +90,7 @@ payment_deadline_instances = Table(
     metadata,
     Column("booking", Uuid, primary_key=True, info={"loom": {"field": "booking"}}),
     Column("version", Integer, nullable=False),
+    Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
     Column(
         "ended",
         Boolean,

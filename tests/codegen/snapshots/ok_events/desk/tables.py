@@ -2,7 +2,7 @@
 # Do not edit: change the model and rebuild.
 # Tables of context Desk.
 
-from sqlalchemy import BigInteger, Column, Integer, String, Table, Uuid
+from sqlalchemy import BigInteger, Column, Integer, String, Table, Text, Uuid
 
 from .._metadata import metadata
 
@@ -28,6 +28,7 @@ watch_instances = Table(
     metadata,
     Column("ticket", Uuid, primary_key=True, info={"loom": {"field": "ticket"}}),
     Column("version", Integer, nullable=False),
+    Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
     Column(
         "escalations",
         BigInteger,

@@ -3,7 +3,7 @@
 # Tables of context Crm.
 
 from loom.runtime.types import DecimalText, JsonList, UtcDateTime
-from sqlalchemy import BigInteger, Column, Integer, String, Table, Uuid
+from sqlalchemy import BigInteger, Column, Integer, String, Table, Text, Uuid
 
 from .._metadata import metadata
 
@@ -72,6 +72,7 @@ farewell_instances = Table(
     metadata,
     Column("client", Uuid, primary_key=True, info={"loom": {"field": "client"}}),
     Column("version", Integer, nullable=False),
+    Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
     Column(
         "sent",
         BigInteger,

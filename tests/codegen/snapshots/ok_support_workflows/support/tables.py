@@ -9,6 +9,7 @@ from sqlalchemy import (
     Integer,
     String,
     Table,
+    Text,
     UniqueConstraint,
     Uuid,
 )
@@ -54,6 +55,7 @@ fulfill_order_instances = Table(
     metadata,
     Column("ticket", Uuid, primary_key=True, info={"loom": {"field": "ticket"}}),
     Column("version", Integer, nullable=False),
+    Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
     Column(
         "attempts",
         BigInteger,
@@ -70,6 +72,7 @@ adopt_instances = Table(
     metadata,
     Column("ticket", Uuid, primary_key=True, info={"loom": {"field": "ticket"}}),
     Column("version", Integer, nullable=False),
+    Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
     info={"loom": {"origin": "Support.Adopt"}},
 )
 
@@ -79,6 +82,7 @@ ledger_instances = Table(
     metadata,
     Column("ticket", Uuid, primary_key=True, info={"loom": {"field": "ticket"}}),
     Column("version", Integer, nullable=False),
+    Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
     Column(
         "total",
         BigInteger,

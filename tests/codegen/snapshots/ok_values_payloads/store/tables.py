@@ -3,7 +3,7 @@
 # Tables of context Store.
 
 from loom.runtime.types import JsonList, JsonValue
-from sqlalchemy import Column, Integer, String, Table, UniqueConstraint, Uuid
+from sqlalchemy import Column, Integer, String, Table, Text, UniqueConstraint, Uuid
 
 from .._metadata import metadata
 from .domain import Address, Line, Money
@@ -82,6 +82,7 @@ billing_instances = Table(
     metadata,
     Column("order", Uuid, primary_key=True, info={"loom": {"field": "order"}}),
     Column("version", Integer, nullable=False),
+    Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
     Column(
         "charged",
         JsonValue(Money),

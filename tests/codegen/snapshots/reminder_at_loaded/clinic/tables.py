@@ -3,7 +3,7 @@
 # Tables of context Clinic.
 
 from loom.runtime.types import UtcDateTime
-from sqlalchemy import BigInteger, Boolean, Column, Integer, String, Table, Uuid
+from sqlalchemy import BigInteger, Boolean, Column, Integer, String, Table, Text, Uuid
 
 from .._metadata import metadata
 
@@ -40,6 +40,7 @@ reminder_instances = Table(
         info={"loom": {"field": "appointment"}},
     ),
     Column("version", Integer, nullable=False),
+    Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
     Column(
         "sent",
         BigInteger,

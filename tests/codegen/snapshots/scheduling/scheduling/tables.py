@@ -3,7 +3,7 @@
 # Tables of context Scheduling.
 
 from loom.runtime.types import UtcDateTime
-from sqlalchemy import BigInteger, Boolean, Column, Integer, String, Table, Uuid
+from sqlalchemy import BigInteger, Boolean, Column, Integer, String, Table, Text, Uuid
 
 from .._metadata import metadata
 
@@ -71,6 +71,7 @@ confirmation_deadline_instances = Table(
         info={"loom": {"field": "appointment"}},
     ),
     Column("version", Integer, nullable=False),
+    Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
     Column(
         "ended",
         Boolean,
@@ -104,6 +105,7 @@ deposit_hold_instances = Table(
         info={"loom": {"field": "appointment"}},
     ),
     Column("version", Integer, nullable=False),
+    Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
     Column(
         "ended",
         Boolean,
@@ -137,6 +139,7 @@ reminder_instances = Table(
         info={"loom": {"field": "appointment"}},
     ),
     Column("version", Integer, nullable=False),
+    Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
     Column(
         "sent",
         BigInteger,

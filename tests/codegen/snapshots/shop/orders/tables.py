@@ -3,7 +3,7 @@
 # Tables of context Orders.
 
 from loom.runtime.types import UtcDateTime
-from sqlalchemy import BigInteger, Boolean, Column, Integer, String, Table, Uuid
+from sqlalchemy import BigInteger, Boolean, Column, Integer, String, Table, Text, Uuid
 
 from .._metadata import metadata
 
@@ -48,6 +48,7 @@ payment_deadline_instances = Table(
     metadata,
     Column("order", Uuid, primary_key=True, info={"loom": {"field": "order"}}),
     Column("version", Integer, nullable=False),
+    Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
     Column(
         "ended",
         Boolean,

@@ -3,7 +3,7 @@
 # Tables of context Jobs.
 
 from loom.runtime.types import UtcDateTime
-from sqlalchemy import BigInteger, Boolean, Column, Integer, String, Table, Uuid
+from sqlalchemy import BigInteger, Boolean, Column, Integer, String, Table, Text, Uuid
 
 from .._metadata import metadata
 
@@ -53,6 +53,7 @@ deadline_instances = Table(
     metadata,
     Column("job", Uuid, primary_key=True, info={"loom": {"field": "job"}}),
     Column("version", Integer, nullable=False),
+    Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
     Column(
         "started_by_system",
         Boolean,

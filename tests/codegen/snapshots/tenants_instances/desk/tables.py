@@ -3,7 +3,7 @@
 # Tables of context Desk.
 
 from loom.runtime.types import UtcDateTime
-from sqlalchemy import BigInteger, Boolean, Column, Integer, String, Table, Uuid
+from sqlalchemy import BigInteger, Boolean, Column, Integer, String, Table, Text, Uuid
 
 from .._metadata import metadata
 
@@ -50,6 +50,7 @@ escalation_instances = Table(
     Column("tenant", String, primary_key=True, info={"loom": {"tenant": True}}),
     Column("ticket", Uuid, primary_key=True, info={"loom": {"field": "ticket"}}),
     Column("version", Integer, nullable=False),
+    Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
     Column(
         "opened",
         BigInteger,
@@ -85,6 +86,7 @@ hold_instances = Table(
     Column("tenant", String, primary_key=True, info={"loom": {"tenant": True}}),
     Column("ticket", Uuid, primary_key=True, info={"loom": {"field": "ticket"}}),
     Column("version", Integer, nullable=False),
+    Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
     Column(
         "ended",
         Boolean,
