@@ -14,7 +14,7 @@ import gzip
 import threading
 import zlib
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -28,7 +28,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 
-from tests.waiting import until
+from tests.waiting import until, wait_until
 
 T = TypeVar("T")
 TRACES_PATH = "/v1/traces"
@@ -169,8 +169,54 @@ class Receiver:
         try:
             return await until(lambda: condition(self.spans), timeout=timeout, what=what)
         except AssertionError as exc:
-            names = sorted({s.name for s in self.spans})
-            raise AssertionError(f"{exc}\nreceived {len(self.spans)} spans: {names}") from None
+            raise self._failed(exc) from None
+
+    def wait(self, condition: Callable[[list[Span]], T | None], *, timeout: float, what: str) -> T:
+        """`until` for a test off the event loop."""
+        try:
+            return wait_until(lambda: condition(self.spans), timeout=timeout, what=what)
+        except AssertionError as exc:
+            raise self._failed(exc) from None
+
+    def _failed(self, exc: AssertionError) -> AssertionError:
+        names = sorted({s.name for s in self.spans})
+        return AssertionError(f"{exc}\nreceived {len(self.spans)} spans: {names}")
+
+
+def subscribed_in(documents: Iterable[Mapping[str, Any]]) -> dict[str, set[str]]:
+    """event type -> the consumers subscribed to it, by the `x-loom-consumers` of the AsyncAPI
+    documents the deployables serve: the model's subscriptions, as each process runs them."""
+    found: dict[str, set[str]] = defaultdict(set)
+    for document in documents:
+        for operation in document.get("operations", {}).values():
+            for consumer in operation.get("x-loom-consumers", ()):
+                found[consumer["message"]].add(consumer["name"])
+    return dict(found)
+
+
+def missing_reactions(
+    trace: list[Span], events: Iterable[str], subscribed: Mapping[str, set[str]]
+) -> set[tuple[str, str]]:
+    """(event, consumer) for each consumer `subscribed` to one of `events` that did not run, in
+    this trace, in a reactor span under a `process` span of that event: a trace complete by the
+    model answers the empty set."""
+    by_id = {s.span_id: s for s in trace}
+
+    def under_process_of(span: Span, event: str) -> bool:
+        parent = by_id.get(span.parent_id or "")
+        while parent is not None:
+            if parent.kind == "CONSUMER" and parent.attributes.get("loom.event") == event:
+                return True
+            parent = by_id.get(parent.parent_id or "")
+        return False
+
+    ran = {
+        (s.attributes["loom.event"], s.attributes["loom.reactor"])
+        for s in trace
+        if "loom.reactor" in s.attributes and under_process_of(s, s.attributes["loom.event"])
+    }
+    wanted = {(e, c) for e in events for c in subscribed.get(e, ())}
+    return wanted - ran
 
 
 def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:

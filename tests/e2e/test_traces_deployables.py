@@ -19,7 +19,6 @@ exporting its spans over OTLP/HTTP (LOOM_OTEL_ENDPOINT) to a receiver the test r
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,7 +40,7 @@ from tests.chaos.deployables import (
     wait_terminal,
 )
 from tests.conftest import _broker, create_pg_database
-from tests.otlp import Receiver, Span, receiving
+from tests.otlp import Receiver, Span, missing_reactions, receiving, subscribed_in
 from tests.pgcluster import Cluster
 from tests.waiting import until
 
@@ -88,40 +87,13 @@ def traced_shop(folder: Path, databases: dict[str, str], broker: str, receiver: 
 
 
 async def subscriptions(client: httpx.AsyncClient, shop: Shop) -> dict[str, set[str]]:
-    """event type -> the consumers subscribed to it, from every deployable's served AsyncAPI
-    document (its `x-loom-consumers`): the model's subscriptions, as each process runs them."""
-    found: dict[str, set[str]] = defaultdict(set)
+    """The model's subscriptions, from every deployable's served AsyncAPI document."""
+    documents = []
     for server in shop.main:
         r = await client.get(f"{server.base}/asyncapi.json")
         assert r.status_code == 200, r.text
-        for operation in r.json()["operations"].values():
-            for consumer in operation.get("x-loom-consumers", ()):
-                found[consumer["message"]].add(consumer["name"])
-    return dict(found)
-
-
-def missing_reactions(
-    trace: list[Span], events: tuple[str, ...], subscribed: dict[str, set[str]]
-) -> set[tuple[str, str]]:
-    """(event, consumer) for each consumer the model subscribes to an event of the order that did
-    not run, in this trace, in a span under a `process` span of that event."""
-    by_id = {s.span_id: s for s in trace}
-
-    def under_process_of(span: Span, event: str) -> bool:
-        parent = by_id.get(span.parent_id or "")
-        while parent is not None:
-            if parent.kind == "CONSUMER" and parent.attributes.get("loom.event") == event:
-                return True
-            parent = by_id.get(parent.parent_id or "")
-        return False
-
-    ran = {
-        (s.attributes["loom.event"], s.attributes["loom.reactor"])
-        for s in trace
-        if "loom.reactor" in s.attributes and under_process_of(s, s.attributes["loom.event"])
-    }
-    wanted = {(e, c) for e in events for c in subscribed.get(e, ())}
-    return wanted - ran
+        documents.append(r.json())
+    return subscribed_in(documents)
 
 
 def new_root(receiver: Receiver, known: set[str]) -> Span | None:
