@@ -14,6 +14,8 @@ exporting its spans over OTLP/HTTP (LOOM_OTEL_ENDPOINT) to a receiver the test r
 - A consumer killed with SIGKILL while it holds a delivered, unacked message: the message comes
   again after the restart, and its `process` span (with a `redelivered` event) joins the same
   trace.
+- A timeout armed by Orders' reaction fires in a new trace linked to the span that armed it, and
+  its consequences cross to Inventory and back inside that new trace.
 """
 
 from __future__ import annotations
@@ -81,15 +83,26 @@ def receiver() -> Iterator[Receiver]:
         yield r
 
 
-def traced_shop(folder: Path, databases: dict[str, str], broker: str, receiver: Receiver) -> Shop:
+def traced_shop(
+    folder: Path,
+    databases: dict[str, str],
+    broker: str,
+    receiver: Receiver,
+    deadline: str | None = None,
+) -> Shop:
+    """The shop, each deployable exporting to `receiver` (`deadline`: see `shop_model`)."""
     env = {"LOOM_OTEL_ENDPOINT": receiver.url, "OTEL_BSP_SCHEDULE_DELAY": EXPORT_DELAY_MS}
-    return Shop.create(shop_model(folder / "model"), databases, broker, folder, env=env)
+    model = shop_model(folder / "model", deadline=deadline)
+    return Shop.create(model, databases, broker, folder, env=env)
 
 
-async def subscriptions(client: httpx.AsyncClient, shop: Shop) -> dict[str, set[str]]:
-    """The model's subscriptions, from every deployable's served AsyncAPI document."""
+async def subscriptions(
+    client: httpx.AsyncClient, shop: Shop, *servers: Deployable
+) -> dict[str, set[str]]:
+    """The model's subscriptions, from the served AsyncAPI document of each of `servers` (by
+    default every deployable of the shop)."""
     documents = []
-    for server in shop.main:
+    for server in servers or shop.main:
         r = await client.get(f"{server.base}/asyncapi.json")
         assert r.status_code == 200, r.text
         documents.append(r.json())
@@ -291,3 +304,58 @@ async def test_a_message_redelivered_after_kill_9_joins_the_trace(
         "PRODUCER",
         "Orders",
     )
+
+
+@pytest.fixture
+def nats() -> Iterator[NatsServer]:
+    yield from _broker(running_nats, "NATS")
+
+
+async def test_a_fired_timeout_is_a_new_trace_linked_to_the_order_across_deployables(
+    nats: NatsServer, databases: dict[str, str], receiver: Receiver, tmp_path: Path
+) -> None:
+    """The payment deadline shortened to 2s and Payment not started: the deadline, armed by
+    Orders' reaction to OrderPlaced, fires in a new trace linked to the span that armed it
+    (docs/observability.md#traces: a trace of minutes or days is unreadable, a link is followed
+    in one click), and its own consequences cross to Inventory and back in that new trace."""
+    shop = traced_shop(tmp_path, databases, nats.url, receiver, deadline="2s")
+    up = (shop.orders, shop.inventory)
+    try:
+        await shop.start(*up)
+        async with httpx.AsyncClient(timeout=30) as c:
+            subscribed = await subscriptions(c, shop, *up)
+            await place(c, shop, True)
+            fired = await receiver.until(
+                lambda spans: next((s for s in spans if s.name.startswith("timeout ")), None),
+                timeout=TRACE_TIMEOUT,
+                what="the payment deadline's timeout span",
+            )
+            consequences = ("Orders.PaymentTimedOut", "Inventory.ReservationReleased")
+
+            def complete(_: list[Span]) -> list[Span] | None:
+                trace = receiver.trace_of(fired)
+                return None if missing_reactions(trace, consequences, subscribed) else trace
+
+            after = await receiver.until(complete, timeout=TRACE_TIMEOUT, what="its reactions")
+    finally:
+        shop.stop()
+    [order] = [s for s in receiver.spans if s.name == HTTP_ROOT]
+    print(receiver.tree(order.trace_id))
+    print(receiver.tree(fired.trace_id))
+    assert (fired.name, fired.service, fired.parent_id) == (
+        "timeout Orders.PaymentDeadline.payment",
+        "Orders",
+        None,
+    )
+    assert fired.trace_id != order.trace_id
+    [(trace_id, span_id)] = fired.links
+    armed = next(s for s in receiver.spans if s.span_id == span_id)
+    assert trace_id == order.trace_id == armed.trace_id
+    # armed in the unit of work of Orders' reaction that started the deadline
+    by_id = {s.span_id: s for s in receiver.trace_of(order)}
+    assert by_id[armed.parent_id or ""].name == "Orders.PaymentDeadline.create(OrderPlaced)"
+    assert {s.service for s in after} == {"Orders", "Inventory"}
+    assert "Inventory.reserveStock.on(Orders.PaymentTimedOut)" in {
+        s.attributes.get("loom.reactor") for s in after
+    }
+    assert receiver.orphans() == []
