@@ -317,7 +317,10 @@ async def test_a_fired_timeout_is_a_new_trace_linked_to_the_order_across_deploya
     """The payment deadline shortened to 2s and Payment not started: the deadline, armed by
     Orders' reaction to OrderPlaced, fires in a new trace linked to the span that armed it
     (docs/observability.md#traces: a trace of minutes or days is unreadable, a link is followed
-    in one click), and its own consequences cross to Inventory and back in that new trace."""
+    in one click), and its own consequences cross to Inventory and back in that new trace. Then
+    Payment starts: its late answer to the order is in the order's trace, where Inventory's
+    refusals of it are `retry_scheduled` events of one delivery's span, and its dead letter the
+    last; its answer to the release cancels the order in the timeout's trace."""
     shop = traced_shop(tmp_path, databases, nats.url, receiver, deadline="2s")
     up = (shop.orders, shop.inventory)
     try:
@@ -337,6 +340,21 @@ async def test_a_fired_timeout_is_a_new_trace_linked_to_the_order_across_deploya
                 return None if missing_reactions(trace, consequences, subscribed) else trace
 
             after = await receiver.until(complete, timeout=TRACE_TIMEOUT, what="its reactions")
+            # Payment back: its late answer to the order (PaymentFailed) asks Inventory to release
+            # what the timeout released: refused each time, then dead-lettered
+            await shop.start(shop.payment)
+            dead = await receiver.until(
+                lambda spans: next((s for s in spans if "dead_lettered" in s.event_names()), None),
+                timeout=TRACE_TIMEOUT,
+                what="Inventory's dead letter",
+            )
+            cancelled = await receiver.until(
+                lambda _: [
+                    s for s in receiver.trace_of(fired) if s.name.endswith("OrderCancelled)")
+                ],
+                timeout=TRACE_TIMEOUT,
+                what="the order cancelled in the timeout's trace",
+            )
     finally:
         shop.stop()
     [order] = [s for s in receiver.spans if s.name == HTTP_ROOT]
@@ -359,3 +377,13 @@ async def test_a_fired_timeout_is_a_new_trace_linked_to_the_order_across_deploya
         s.attributes.get("loom.reactor") for s in after
     }
     assert receiver.orphans() == []
+    # the retries and the dead letter are events of the one delivery's span, in the order's trace
+    assert (dead.name, dead.service, dead.trace_id) == (
+        "process Payment.Payments",
+        "Inventory",
+        order.trace_id,
+    )
+    attempts = [e.attributes["messaging.delivery.attempt"] for e in dead.events]
+    assert dead.event_names() == ["retry_scheduled"] * 4 + ["dead_lettered"]
+    assert attempts == [1, 2, 3, 4, 5]
+    assert {s.service for s in cancelled} == {"Orders"}
