@@ -311,7 +311,7 @@ def nats() -> Iterator[NatsServer]:
     yield from _broker(running_nats, "NATS")
 
 
-async def test_a_fired_timeout_is_a_new_trace_linked_to_the_order_across_deployables(
+async def test_a_timeout_and_a_redrive_start_traces_linked_to_the_order_across_deployables(
     nats: NatsServer, databases: dict[str, str], receiver: Receiver, tmp_path: Path
 ) -> None:
     """The payment deadline shortened to 2s and Payment not started: the deadline, armed by
@@ -320,7 +320,8 @@ async def test_a_fired_timeout_is_a_new_trace_linked_to_the_order_across_deploya
     in one click), and its own consequences cross to Inventory and back in that new trace. Then
     Payment starts: its late answer to the order is in the order's trace, where Inventory's
     refusals of it are `retry_scheduled` events of one delivery's span, and its dead letter the
-    last; its answer to the release cancels the order in the timeout's trace."""
+    last; its answer to the release cancels the order in the timeout's trace. The dead letter
+    redriven is delivered in a new trace linked to Payment's `send` span, in the order's."""
     shop = traced_shop(tmp_path, databases, nats.url, receiver, deadline="2s")
     up = (shop.orders, shop.inventory)
     try:
@@ -355,6 +356,21 @@ async def test_a_fired_timeout_is_a_new_trace_linked_to_the_order_across_deploya
                 timeout=TRACE_TIMEOUT,
                 what="the order cancelled in the timeout's trace",
             )
+            # the dead letter redriven (the admin route): a delivery in a trace of its own,
+            # linked to the one that raised it
+            listed = await c.get(f"{shop.inventory.base}/api/admin/dead-letters")
+            [letter] = listed.json()["items"]
+            r = await c.post(
+                f"{shop.inventory.base}/api/admin/dead-letters/{letter['event_id']}/redrive"
+            )
+            assert r.status_code == 204, r.text
+            redriven = await receiver.until(
+                lambda spans: next(
+                    (s for s in spans if s.links and s.name.startswith("process")), None
+                ),
+                timeout=TRACE_TIMEOUT,
+                what="the redriven delivery's span",
+            )
     finally:
         shop.stop()
     [order] = [s for s in receiver.spans if s.name == HTTP_ROOT]
@@ -387,3 +403,11 @@ async def test_a_fired_timeout_is_a_new_trace_linked_to_the_order_across_deploya
     assert dead.event_names() == ["retry_scheduled"] * 4 + ["dead_lettered"]
     assert attempts == [1, 2, 3, 4, 5]
     assert {s.service for s in cancelled} == {"Orders"}
+    assert (redriven.name, redriven.service, redriven.parent_id) == (
+        "process Payment.Payments",
+        "Inventory",
+        None,
+    )
+    print(receiver.tree(redriven.trace_id))
+    assert redriven.links == ((order.trace_id, dead.parent_id),)  # Payment's send span
+    assert receiver.orphans() == []
