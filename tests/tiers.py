@@ -58,7 +58,9 @@ SLOW: tuple[str, ...] = (
     "tests/cli/test_run_observability.py",
     "tests/cli/test_timers.py::test_list_and_fire",
     "tests/cli/test_up.py",
+    "tests/cli/test_up_traces.py",
     "tests/e2e/test_shop_deployables.py",
+    "tests/e2e/test_traces_deployables.py",  # the shop's three deployables exporting OTLP
     # openapi-python-client and openapi-typescript (and tsc) on every example's document
     "tests/e2e/test_generated_clients.py",
     # two `loom run` (or a `loom up`) of tenanted deployables calling each other

@@ -139,10 +139,15 @@ class Shop:
         broker: str,
         log_dir: Path,
         lease: float = 3.0,
+        env: dict[str, str] | None = None,
     ) -> Shop:
         # a delivery the broker made but the consumer never got (cut by a kill) comes again
         # after the redelivery wait: short, so that the books wait for it, not for 30 s
-        env = {"LOOM_LOG_LEVEL": "INFO", "LOOM_REDELIVERY_WAIT": str(REDELIVERY_WAIT)}
+        env = {
+            "LOOM_LOG_LEVEL": "INFO",
+            "LOOM_REDELIVERY_WAIT": str(REDELIVERY_WAIT),
+            **(env or {}),
+        }
         orders, inventory, payment = (
             Deployable(model, databases[d], d, broker, lease=lease, log_dir=log_dir, env=env)
             for d in DEPLOYABLES
