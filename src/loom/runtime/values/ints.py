@@ -31,21 +31,40 @@ def beyond(value: Any, path: str = "") -> tuple[str, int] | None:
     """The first int in `value` (itself, an element of a list, a field of a value object or event,
     all the way down) outside the range of an `int`, with its path from `value` (`""`, `[2]`,
     `.amount`); None when every int in it fits."""
+    found = _beyond(value)
+    return None if found is None else (path + found[0], found[1])
+
+
+def _beyond(value: Any) -> tuple[str, int] | None:
+    # the path is spelled only on the way back from an int that does not fit
     kind = type(value)
     if kind is int:
-        return None if INT64_MIN <= value <= INT64_MAX else (path, value)
+        return None if INT64_MIN <= value <= INT64_MAX else ("", value)
     if kind is list or kind is tuple:
         for i, item in enumerate(value):
-            found = beyond(item, f"{path}[{i}]")
+            found = _beyond(item)
             if found is not None:
-                return found
+                return f"[{i}]{found[0]}", found[1]
         return None
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        for f in dataclasses.fields(value):
-            found = beyond(getattr(value, f.name), f"{path}.{f.name}")
-            if found is not None:
-                return found
+    names = _FIELDS.get(kind)
+    if names is None:
+        names = _FIELDS[kind] = _field_names(kind)
+    for name in names:
+        found = _beyond(getattr(value, name))
+        if found is not None:
+            return f".{name}{found[0]}", found[1]
     return None
+
+
+# type -> the fields of its instances when it is a dataclass (an event, a value object), else ():
+# read once per type, not per value (an event is checked at every emit)
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(kind: type) -> tuple[str, ...]:
+    if not dataclasses.is_dataclass(kind):
+        return ()
+    return tuple(f.name for f in dataclasses.fields(kind))
 
 
 def fit(value: T, what: str) -> T:
