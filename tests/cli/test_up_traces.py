@@ -1,4 +1,4 @@
-"""`loom up --otel-endpoint URL` as a user runs it (docs/observability.md#traces): the shop's three
+"""`loom up --otel-endpoint URL --log-format text` as a user runs it (docs/observability.md#traces): the shop's three
 deployables (examples/shop/deployables.loom) and the NATS server `loom up` starts, each deployable
 exporting to the one collector, here the receiver the test runs (tests/otlp.py). A failing order is
 one trace through every deployable, its compensation included, complete by the model (the served
@@ -30,7 +30,7 @@ def test_up_gives_every_deployable_the_collector_and_an_order_is_one_trace(
 ) -> None:
     monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "100")  # each child exports within 0.1 s
     with receiving() as receiver:
-        args = ("--otel-endpoint", receiver.url)
+        args = ("--otel-endpoint", receiver.url, "--log-format", "text")
         with loom_up(tmp_path, free_ports(5), SHOP, SPLIT, *args) as (proc, log):
             seen = _wait_for(log, proc, "Ctrl-C stops them all.", timeout=180)
             bases = dict(re.findall(r"^(\w+) +(http://127\.0\.0\.1:\d+)  \(", seen, re.MULTILINE))
@@ -63,4 +63,12 @@ def test_up_gives_every_deployable_the_collector_and_an_order_is_one_trace(
     assert all(s.attributes.get("loom.deployable") == s.service for s in trace)
     reactors = {s.attributes.get("loom.reactor") for s in trace}
     assert "Orders.settleOrder.on(Payment.OrderCancelled)" in reactors  # the compensation's end
+    # and the lines each deployable wrote about the order carry its trace id: one request is
+    # followed across the processes by it
+    tagged = {
+        name
+        for name in DEPLOYABLES
+        if re.search(rf"^{name} +\|.* trace={order.trace_id}", out, re.M)
+    }
+    assert tagged == set(DEPLOYABLES), out[-3000:]
     print(f"one trace of {len(trace)} spans over {len(DEPLOYABLES)} deployables, no orphan")
