@@ -20,6 +20,8 @@ from sqlalchemy.exc import StatementError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
+from starlette.routing import Match
+from starlette.types import Scope
 
 from loom.model.telemetry import route_element
 from loom.runtime.http.admin import admin_router
@@ -157,6 +159,21 @@ class LoomRoute(APIRoute):
         tags, op_id = kwargs.get("tags"), kwargs.get("operation_id")
         self.element = route_element(str(tags[0]), op_id) if tags and op_id else None
         super().__init__(path, endpoint, **kwargs)
+        # the path up to its first parameter: a request elsewhere cannot match (`matches`)
+        self.literal_prefix = self.path_format.split("{", 1)[0]
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        """No match, at once, for a request whose path does not start with the route's literal
+        prefix: the app's routes are tried in turn, each with a regex and FastAPI's scope lookups
+        otherwise, on every request (the route's regex is anchored on that prefix, so the answer
+        is the same). Under a root path, Starlette's own matching decides."""
+        if (
+            scope["type"] == "http"
+            and not scope.get("root_path")
+            and not scope["path"].startswith(self.literal_prefix)
+        ):
+            return Match.NONE, {}
+        return super().matches(scope)
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         original = super().get_route_handler()
