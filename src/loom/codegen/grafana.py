@@ -136,6 +136,8 @@ def _context_row(layout: _Layout, context: ir.Context) -> None:
             "s",
             (f"max(loom_outbox_oldest_age_seconds{{{label}}})", "oldest waiting (s)"),
             (f"sum(loom_outbox_pending{{{label}}})", "events waiting"),
+            # deployables carrying the channel each read it from the broker: one value each
+            (f"max by (consumer) (loom_broker_pending{{{label}}})", "{{consumer}} not acked"),
         )
     for workflow in context.workflows:
         if workflow.process:

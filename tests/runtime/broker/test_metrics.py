@@ -1,7 +1,7 @@
 """`GET /metrics` of two deployables on a broker (docs/observability.md#metrics), on the in-memory
 broker, NATS and Redis, SQLite and PostgreSQL: each delivery is counted by channel, reactor and
 outcome; the relay's publishes are timed; the producer's outbox lag rises while the broker is
-down and falls to 0 once it is back."""
+down and falls to 0 once it is back; its broker lag while the consuming deployable is down."""
 
 from __future__ import annotations
 
@@ -59,6 +59,39 @@ async def test_deliveries_and_the_lag_while_the_broker_is_down(
         await topology.harness.up()
     await until(partial(lag_is, orders, 0), timeout=30, what="the lag falls to 0 once it is back")
     await until(lambda: _reserved(inventory, 4), timeout=30, what="Inventory applied the later two")
+
+
+async def broker_pending(client: ServiceClient) -> float | None:
+    return sample(await scrape(client), "loom_broker_pending", channel=PLACED, consumer=RESERVE)
+
+
+async def test_the_broker_lag_rises_while_the_consumer_is_down_then_falls_to_zero(
+    topology: Topology, two_urls: tuple[str, str]
+) -> None:
+    """The outbox's lag stays 0 while the consuming deployable is down (the relay handed the
+    events to the broker); the producer's `loom_broker_pending` shows them waiting."""
+    orders = await topology.start(ORDERS, two_urls[0])
+    inventory = await topology.start(INVENTORY, two_urls[1])
+    await stock(inventory, "lamp")
+    await place(orders)
+    await settle_all([orders, inventory])
+    await until(lambda: _is(broker_pending(orders), 0), timeout=20, what="nothing owed at first")
+    await topology.stop(inventory)
+    for _ in range(3):
+        await place(orders)
+    await orders.service.settle()
+    await until(lambda: _is(broker_pending(orders), 3), timeout=20, what="three owed to Inventory")
+    assert await lag_is(orders, 0)  # published: the outbox knows nothing of the consumer
+    print(f"while Inventory is down: {await broker_pending(orders)} pending on the broker")
+    inventory = await topology.start(INVENTORY, two_urls[1])
+    await settle_all([orders, inventory])
+    await until(lambda: _is(broker_pending(orders), 0), timeout=30, what="the lag falls to 0")
+    # counted since its restart: the three that waited
+    await until(lambda: _reserved(inventory, 3), timeout=30, what="Inventory applied the three")
+
+
+async def _is(read: Awaitable[float | None], expected: float) -> bool:
+    return await read == expected
 
 
 async def _counted(client: ServiceClient, reactor: str) -> bool:

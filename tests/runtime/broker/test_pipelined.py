@@ -48,6 +48,9 @@ class Refusing(Transport):
     async def ensure(self, stream: StreamSpec) -> None:
         await self.inner.ensure(stream)
 
+    async def pending(self, spec: ConsumerSpec) -> int:
+        return await self.inner.pending(spec)
+
     async def fetch(
         self, consumer: ConsumerSpec, *, batch: int = 64, timeout: float = 1.0
     ) -> list[Received]:

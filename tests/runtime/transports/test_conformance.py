@@ -91,6 +91,29 @@ async def test_publish_fetch_ack(backend: Backend) -> None:
     assert await settled(transport, RESERVE, ACK_WAIT * 1.2) == []
 
 
+async def test_pending_counts_what_a_consumer_has_not_acked_yet(backend: Backend) -> None:
+    transport = await backend.transport()
+    await transport.ensure(StreamSpec(CHANNEL, "work", (RESERVE, AUDIT)))
+    assert (await transport.pending(RESERVE), await transport.pending(AUDIT)) == (0, 0)
+    for n in range(1, 4):
+        await transport.publish(message(n))
+    await transport.publish(message(4, CANCELLED))  # only AUDIT's
+    assert await transport.pending(AUDIT) == 4  # nobody fetched: the consumer is down
+    # a consumer that skips other types unread may count them until it reads past them (Redis:
+    # a group reads every type of its channel): one more, at most
+    skipped = int(await transport.pending(RESERVE) == 4)
+    assert await transport.pending(RESERVE) == 3 + skipped
+    got = await drain(transport, RESERVE, want=3)
+    assert await transport.pending(RESERVE) == 3 + skipped  # fetched, not acked: still owed
+    for received in got[:2]:
+        await received.ack()
+    assert await transport.pending(RESERVE) == 1 + skipped
+    await got[2].ack()
+    await settled(transport, RESERVE, 0.5)  # reads past what is not its own, if anything
+    assert await transport.pending(RESERVE) == 0
+    assert await transport.pending(AUDIT) == 4  # the other consumer's own count
+
+
 async def test_an_unreachable_broker_or_an_unknown_consumer_is_a_transport_error(
     backend: Backend,
 ) -> None:

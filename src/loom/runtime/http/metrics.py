@@ -23,8 +23,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.responses import Response
 
 from loom.runtime.http.auth import require_admin
+from loom.runtime.messaging.brokers import Brokers
 from loom.runtime.messaging.channels import Channel
-from loom.runtime.messaging.lag import outbox_gauges
+from loom.runtime.messaging.lag import broker_gauges, outbox_gauges
+from loom.runtime.messaging.transports.base import TransportError
 from loom.runtime.processes.gauges import process_gauges
 from loom.runtime.processes.runner import ProcessRunner
 from loom.runtime.storage.pool_metrics import pool_gauges
@@ -48,6 +50,9 @@ class MetricsHost(Protocol):
     def uses_processes(self) -> bool: ...
 
     @property
+    def brokers(self) -> Brokers: ...
+
+    @property
     def processes(self) -> ProcessRunner: ...
 
 
@@ -62,11 +67,13 @@ async def read_gauges(host: MetricsHost) -> list[Gauge]:
         reads.append(outbox_gauges(host.engine, host.channels))
     if host.uses_processes:
         reads.append(process_gauges(host.engine, host.processes.tracked()))
+    if host.brokers.links:
+        reads.append(broker_gauges(host.brokers))
     for read in reads:
         try:
             async with asyncio.timeout(SCRAPE_TIMEOUT):
                 found += await read
-        except (SQLAlchemyError, OSError, TimeoutError) as exc:
+        except (SQLAlchemyError, OSError, TimeoutError, TransportError) as exc:
             log_fact("metrics_gauges_unread", logging.WARNING, {"error": str(exc).split("\n")[0]})
     merged: dict[str, Gauge] = {}
     for gauge in found:

@@ -1,6 +1,7 @@
-"""The outbox's gauges, read at scrape time (docs/observability.md#metrics): per channel, the
-events not delivered yet and the age of the oldest of them (the lag), and the dead letters. One
-query, on the outbox's status index; never per request."""
+"""The gauges of the events' way, read at scrape time (docs/observability.md#metrics): per
+channel, the outbox's events not delivered yet and the age of the oldest of them (the lag), and
+the dead letters (one query, on the outbox's status index); per consumer of a channel on a broker,
+the messages it has not acked (one request to the broker each). Never per request."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from collections.abc import Sequence
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from loom.runtime.messaging.brokers import Brokers
 from loom.runtime.messaging.channels import Channel
 from loom.runtime.messaging.outbox import DEAD, PENDING, outbox
+from loom.runtime.messaging.transports.base import TransportError
 from loom.runtime.values import clock
 from loom.runtime.values.metrics import Gauge, age_seconds
 
@@ -47,3 +50,27 @@ async def outbox_gauges(engine: AsyncEngine, channels: Sequence[Channel]) -> lis
         else:
             dead.values[("event",)] += float(count)
     return [pending, age, dead]
+
+
+async def broker_gauges(brokers: Brokers) -> list[Gauge]:
+    """`loom_broker_pending{channel,consumer}`: for every consumer of every channel this
+    deployable's brokers carry (its own and the other deployables' it publishes to), the messages
+    not acked yet. It grows while a consumer is down, where the outbox's lag stays 0 (the relay
+    handed the events to the broker). A broker that does not answer leaves its consumers out."""
+    pending = Gauge(
+        "loom_broker_pending",
+        "Messages on a broker a consumer has not acked yet (delivered or not), by channel and "
+        "consumer.",
+        ("channel", "consumer"),
+    )
+    for link in brokers.links.values():
+        if not link.ready:
+            continue
+        for stream in link.streams.values():
+            for spec in stream.consumers:
+                try:
+                    count = await link.transport.pending(spec)
+                except TransportError:
+                    break  # the broker does not answer: its consumers are left out
+                pending.values[(spec.channel, spec.name)] = float(count)
+    return [pending]

@@ -214,6 +214,11 @@ class Transport(ABC):
         return None
 
     @abstractmethod
+    async def pending(self, spec: ConsumerSpec) -> int:
+        """How many messages the durable consumer `spec` has not acked yet, fetched or not: its
+        lag on the broker (`GET /metrics` reads it, so a consumer that is down shows)."""
+
+    @abstractmethod
     async def ensure(self, stream: StreamSpec) -> None:
         """Create the channel's stream and its consumers, or leave them as they are; an existing
         consumer whose spec names other event types takes them from its current position on

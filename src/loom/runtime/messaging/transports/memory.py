@@ -127,6 +127,20 @@ class MemoryTransport(Transport):
     async def check(self) -> None:
         self.broker.check_up()
 
+    async def pending(self, spec: ConsumerSpec) -> int:
+        self.broker.check_up()
+        stream = self.broker.stream(spec.channel)
+        consumer = stream.consumers.get(spec.name)
+        if consumer is None:
+            return 0
+        unread = 0
+        for seq in range(consumer.cursor, stream.next_seq):
+            message = stream.messages.get(seq)
+            kind = _type_of(message)
+            if message is not None and (kind is None or kind in consumer.event_types):
+                unread += 1  # a message it will be handed (one naming no type too)
+        return unread + len(consumer.pending)
+
     async def ensure(self, stream: StreamSpec) -> None:
         self.broker.check_up()
         held = self.broker.streams.setdefault(stream.channel, _Stream(stream))
@@ -190,10 +204,7 @@ class MemoryTransport(Transport):
             message = stream.messages.get(seq)
             if message is None:
                 continue
-            if isinstance(message, MalformedMessage):
-                event_type = message.headers.get(wire.HEADER_EVENT_TYPE)
-            else:
-                event_type = message.event_type
+            event_type = _type_of(message)
             if event_type is not None and event_type not in consumer.event_types:
                 consumer.acked.add(seq)  # not this consumer's: as good as done
                 self.drop_consumed(stream, seq)
@@ -214,3 +225,10 @@ class MemoryTransport(Transport):
     async def notify(self) -> None:
         async with self.broker.changed:
             self.broker.changed.notify_all()
+
+
+def _type_of(message: Message | MalformedMessage | None) -> str | None:
+    """The event type a stored message names (None: none, or no message)."""
+    if isinstance(message, MalformedMessage):
+        return message.headers.get(wire.HEADER_EVENT_TYPE)
+    return None if message is None else message.event_type

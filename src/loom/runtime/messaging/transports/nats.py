@@ -164,6 +164,18 @@ class NatsTransport(Transport):
         except _FAILURES as exc:
             raise TransportError(f"NATS flush failed: {exc!r}") from exc
 
+    async def pending(self, spec: ConsumerSpec) -> int:
+        _, js = self._client()
+        stream, durable = wire.stream_name(spec.channel), wire.jetstream_durable(spec.name)
+        try:
+            found = await js.consumer_info(stream, durable)
+        except nats.js.errors.NotFoundError:
+            return 0
+        except _FAILURES as exc:
+            raise TransportError(f"cannot read consumer {spec.name}: {exc!r}") from exc
+        # not delivered yet (of its event types: it filters by subject), and delivered unacked
+        return int(found.num_pending or 0) + int(found.num_ack_pending or 0)
+
     async def ensure(self, stream: StreamSpec) -> None:
         _, js = self._client()
         name = wire.stream_name(stream.channel)

@@ -172,6 +172,23 @@ class RedisTransport(Transport):
         except redis.exceptions.RedisError as exc:
             raise TransportError(f"Redis script failed: {exc}") from exc
 
+    async def pending(self, spec: ConsumerSpec) -> int:
+        """The group's entries not delivered yet (`lag`: of every event type of the channel,
+        the ones the group skips unread included) and delivered unacked (`pending`)."""
+        client = self.client()
+        key = wire.redis_stream_key(spec.channel)
+        try:
+            groups = await client.xinfo_groups(key)
+        except redis.exceptions.ResponseError:  # no such stream yet
+            return 0
+        except redis.exceptions.RedisError as exc:
+            raise TransportError(f"cannot read group {spec.name}: {exc}") from exc
+        for group in groups:
+            name = group.get("name")
+            if (name.decode() if isinstance(name, bytes) else name) == spec.name:
+                return int(group.get("lag") or 0) + int(group.get("pending") or 0)
+        return 0
+
     async def ensure(self, stream: StreamSpec) -> None:
         client = self.client()
         key = wire.redis_stream_key(stream.channel)
