@@ -128,3 +128,12 @@ async def test_a_message_without_a_tenant_is_dead_lettered_not_applied(
     assert (dead["event_id"], dead["tenant"], dead["attempts"]) == (event_id, None, 1)
     assert "no Loom-Tenant header" in dead["last_error"], dead["last_error"]
     assert "tenanted context Ledger" in dead["last_error"]
+    # counted as dead-lettered, though no reactor ran (docs/observability.md#metrics)
+    r = await books.get("/metrics", headers=OPERATOR)
+    assert r.status_code == 200, r.text
+    dead_lettered = [
+        line
+        for line in r.text.splitlines()
+        if line.startswith("loom_deliveries_total{") and 'outcome="dead_lettered"' in line
+    ]
+    assert dead_lettered and all(line.endswith(" 1.0") for line in dead_lettered), dead_lettered

@@ -15,6 +15,7 @@ import pytest
 from loom.runtime import StartupRefused, event_key
 from loom.runtime.transports import Message
 from loom.testing import ServiceClient, settle_all
+from tests.scrape import sample, scrape
 from tests.waiting import until
 
 from .conftest import INVENTORY, ORDERS, Topology, facts
@@ -408,6 +409,15 @@ async def test_a_message_without_loom_metadata_is_dead_lettered_and_consuming_go
     assert 2 <= dead["total"] <= 3
     for letter in dead["items"]:
         assert "no Loom-Event-Id header" in letter["last_error"], letter["last_error"]
+    # and counted as dead-lettered, though no reactor ran (docs/observability.md#metrics)
+    counted = sample(
+        await scrape(inventory),
+        "loom_deliveries_total",
+        channel="Orders.Placed",
+        reactor=RESERVE,
+        outcome="dead_lettered",
+    )
+    assert counted == 2
 
 
 async def test_one_service_with_a_broker_and_no_remote_reader_publishes_nothing(

@@ -251,6 +251,13 @@ class ConsumerLoop:
         self._lane_tasks.add(task)
         task.add_done_callback(self._lane_tasks.discard)
 
+    def _count_dead(self) -> None:
+        """A message dead-lettered before any reactor ran (no Loom relay wrote it, or it names
+        no tenant where one is due) counts as dead-lettered for each of the consumer's reactors."""
+        metrics = self._service.events.metrics
+        for sub in self.consumed.subs:
+            metrics.delivered(self.spec.channel, sub.name, DEAD_LETTERED)
+
     async def _reject(self, received: Received, bad: MalformedMessage) -> None:
         """A message no Loom relay wrote (its metadata is missing): dead-lettered at once, as
         no attempt could apply it, with what the broker held, and acked; the loop goes on."""
@@ -266,6 +273,7 @@ class ConsumerLoop:
         try:
             attempt = max(received.delivered, 1)
             await self._dead_letter(message, f"{self.spec.name}: {bad}", attempt, None)
+            self._count_dead()
             await self._quietly(received.ack_nowait())
             settled = True
         except _Stopped:
@@ -329,6 +337,7 @@ class ConsumerLoop:
         refusal = self._untenanted(message)
         if refusal:
             await self._dead_letter(message, f"{self.spec.name}: {refusal}", attempt, order)
+            self._count_dead()
             await self._quietly(received.ack_nowait())
             return
         while True:
