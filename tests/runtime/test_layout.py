@@ -1,4 +1,5 @@
-"""The layout of `loom.runtime`: no function hides an import, it depends on no other part of Loom
+"""The layout of `loom.runtime`: no function hides an import (but of a subsystem loaded on first
+use, `ON_DEMAND`), it depends on no other part of Loom
 but `loom.model.isolation`, `loom.model.messaging` and `loom.model.wire_decimals`, its modules stay
 small, and it passes `mypy --strict` (with `loom.testing`). That its layers import only downwards
 and nothing forms a cycle is checked by the import contracts of `scripts/lint.sh`."""
@@ -23,6 +24,15 @@ ALLOWED_OUTSIDE = frozenset(
     {"loom.model.isolation", "loom.model.messaging", "loom.model.wire_decimals"}
 )
 MAX_LINES = 600
+# the subsystems a service loads only when its model uses them, so that the start of one that
+# does not pays nothing for them (tests/cli/test_run_imports.py holds it): a function may import
+# these, and only these, of Loom
+ON_DEMAND = (
+    "loom.runtime.processes",
+    "loom.runtime.http.admin",
+    "loom.runtime.http.timer_admin",
+    "loom.runtime.values.traces",
+)
 
 
 def _modules() -> dict[str, ast.Module]:
@@ -58,10 +68,15 @@ def test_no_function_imports_a_loom_or_relative_module() -> None:
                 continue
             for node in ast.walk(fn):
                 if isinstance(node, ast.Import | ast.ImportFrom) and any(
-                    t == "loom" or t.startswith("loom.") for t in _imported(node)
+                    (t == "loom" or t.startswith("loom.")) and not _on_demand(t)
+                    for t in _imported(node)
                 ):
                     found.append(f"{name}.py:{node.lineno} in {fn.name}()")
     assert found == [], "imports inside functions (move them to the top): " + ", ".join(found)
+
+
+def _on_demand(module: str) -> bool:
+    return any(module == m or module.startswith(f"{m}.") for m in ON_DEMAND)
 
 
 def test_the_runtime_depends_on_no_other_part_of_loom() -> None:
@@ -97,3 +112,20 @@ def test_the_runtime_and_the_testing_helpers_pass_mypy_strict() -> None:
         timeout=300,
     )
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_the_runtime_face_names_each_public_name_once_where_it_is_defined() -> None:
+    # `loom.runtime` loads a name's module on first use: its table of homes, its `__all__` and
+    # the imports type checkers read must name the same things
+    face = ast.parse((RUNTIME / "__init__.py").read_text())
+    typed = {
+        alias.name: node.module
+        for node in ast.walk(face)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(f"{PACKAGE}.")
+        for alias in node.names
+    }
+    homes = {name: f"{PACKAGE}.{home}" for name, home in loom.runtime._HOME_OF.items()}
+    assert typed == homes
+    assert sorted(loom.runtime.__all__) == sorted([*homes, *loom.runtime._MODULES])
+    for name in loom.runtime.__all__:  # each resolves (importing its module)
+        assert getattr(loom.runtime, name) is not None, name

@@ -21,7 +21,6 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
-from loom.runtime.http.admin import admin_router
 from loom.runtime.http.api_calls import ApiResource, Apis
 from loom.runtime.http.auth import Authenticator, add_bearer_scheme, resolve_auth
 from loom.runtime.http.body_limit import resolve_max_body_bytes
@@ -35,7 +34,6 @@ from loom.runtime.http.metrics import add_metrics_route
 from loom.runtime.http.problems import install_problem_handlers, problem_for
 from loom.runtime.http.system_tokens import SystemTokens
 from loom.runtime.http.tenants import check_tenanted_auth
-from loom.runtime.http.timer_admin import timers_router
 from loom.runtime.messaging.broker_config import (
     DEFAULT_SOURCE,
     redelivery_wait,
@@ -433,9 +431,15 @@ def create_app(
     authenticator = resolve_auth(auth)
     check_tenanted_auth(tenanted, authenticator)
     app.state.loom_auth = authenticator
+    # the admin routes' modules only for a service that has them: a model without channels or
+    # processes starts without loading them
     if dead_letter_routes if dead_letter_routes is not None else bool(channels) or processes:
+        from loom.runtime.http.admin import admin_router
+
         app.include_router(admin_router(LoomRoute, get_service))
     if processes:
+        from loom.runtime.http.timer_admin import timers_router
+
         app.include_router(timers_router(LoomRoute, get_service))
     install_problem_handlers(app)
     app.add_middleware(
