@@ -117,8 +117,10 @@ class ServiceSettings(BaseModel):
     pydantic model reading its variables itself: pydantic-settings took a hundredth of a second
     of `loom run`'s start to import (docs/benchmarks.md)."""
 
+    # defer_build: a class's validator is built when it first validates (`loom run` never
+    # validates ServiceSettings itself, only RunSettings)
     model_config = ConfigDict(
-        extra="ignore", validate_by_name=True, validate_default=True, frozen=True
+        extra="ignore", validate_by_name=True, validate_default=True, frozen=True, defer_build=True
     )
 
     @model_validator(mode="before")

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, Request
-from fastapi.dependencies.utils import get_dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from sqlalchemy import MetaData, make_url
@@ -138,13 +137,16 @@ class LoomRoute(APIRoute):
     writing route with no body parameter refuses a body (`refuse_body`)."""
 
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        super().__init__(path, endpoint, **kwargs)
         writes = {m.upper() for m in kwargs.get("methods") or ()} & _WRITES
-        if writes and not get_dependant(path=path, call=endpoint).body_params:
+        if writes and not self.dependant.body_params:
             given = list(kwargs.get("dependencies") or ())
             # a router re-creates its routes when included: the check is added once
             if not any(d.dependency is refuse_body for d in given):
+                # made again with it: FastAPI's analysis of the endpoint, done once for every
+                # other route (the few writing routes without a body pay it twice)
                 kwargs["dependencies"] = [*given, Depends(refuse_body)]
-        super().__init__(path, endpoint, **kwargs)
+                super().__init__(path, endpoint, **kwargs)
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         original = super().get_route_handler()
