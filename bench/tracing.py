@@ -7,7 +7,9 @@ own accounts, in alternating rounds (bench/_serving.py):
   PYTHONPATH), as if they were not installed (FastAPI itself imports the API): the reference;
 - `off`: installed, nothing configured: the service as `loom run` serves it by default;
 - `exporting`: every request traced (sampler always on) and exported over OTLP/HTTP to a local
-  endpoint that takes the spans and keeps nothing (bench/_otlp_sink.py, another process).
+  endpoint that takes the spans and keeps nothing (bench/_otlp_sink.py, another process);
+- `sampled`: the same, one trace in ten kept (`OTEL_TRACES_SAMPLER=parentbased_traceidratio`,
+  `OTEL_TRACES_SAMPLER_ARG=0.1`), as a busy service would run.
 
 Figures: requests per second and server CPU per request (the exporter's thread included), each
 as a ratio to `none`. Targets (issue 27): exporting <= 10 % overhead, off <= 2 %.
@@ -42,7 +44,7 @@ from bench._serving import (
 
 BODY = {"amount": 1}
 START = 10**9
-MODES = ("none", "off", "exporting")
+MODES = ("none", "off", "exporting", "sampled")
 
 
 def servers(url: str, build: Path, sink: Server) -> dict[str, Server]:
@@ -55,13 +57,16 @@ def servers(url: str, build: Path, sink: Server) -> dict[str, Server]:
         server.name = mode
         if mode == "none":
             server.first_paths = [ROOT / "bench" / "no_otel"]
-        if mode == "exporting":
+        if mode in ("exporting", "sampled"):
             server.env = {
                 **server.env,
                 "LOOM_OTEL_ENDPOINT": sink.url,
                 "OTEL_TRACES_SAMPLER": "always_on",
                 "OTEL_SERVICE_NAME": "bench",
             }
+        if mode == "sampled":
+            server.env["OTEL_TRACES_SAMPLER"] = "parentbased_traceidratio"
+            server.env["OTEL_TRACES_SAMPLER_ARG"] = "0.1"
         found[mode] = server
     return found
 
@@ -113,8 +118,9 @@ def row(label: str, level: int, result: dict[str, list[Round]]) -> str:
 
 
 HEADER = (
-    "| database | connections | none | off | exporting | off: rate / CPU ratio "
-    "| exporting: rate / CPU ratio |\n|---|---|---|---|---|---|---|"
+    "| database | connections | none | off | exporting | sampled 1/10 | off: rate / CPU ratio "
+    "| exporting: rate / CPU ratio | sampled: rate / CPU ratio |\n"
+    "|---|---|---|---|---|---|---|---|---|"
 )
 
 

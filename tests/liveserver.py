@@ -76,11 +76,17 @@ def running(*args: str, port: int, log_path: Path | None = None) -> Iterator[str
                 time.sleep(0.2)
             yield base
         finally:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop(proc)
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    """Stop a server as Ctrl-C does, killing it if it has not stopped within 20 s."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def refused_start(*args: str, drop_env: str = "LOOM_") -> str:

@@ -68,9 +68,37 @@ def _top_level_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
     return out
 
 
-# The imports made inside a function on purpose, each for a reason, and counted in the graph as if
-# made at the top: OpenTelemetry is loaded only by a service that traces (docs/observability.md)
-LAZY_IMPORTS = {"loom.runtime.values.tracing": {"loom.runtime.values.traces"}}
+# The subsystems a service loads on first use, so that the start of one whose model does not use
+# them pays nothing for them (tests/cli/test_run_imports.py holds it), OpenTelemetry's half only
+# when the service traces: a function may import these, and only these, of Loom. Such an import is
+# an edge of the graph all the same, as if made at the top.
+ON_DEMAND = (
+    "loom.runtime.processes",
+    "loom.runtime.http.admin",
+    "loom.runtime.http.timer_admin",
+    "loom.runtime.values.traces",
+)
+
+
+def on_demand(module: str) -> bool:
+    return any(module == m or module.startswith(f"{m}.") for m in ON_DEMAND)
+
+
+def _on_demand_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """The imports inside functions of the on-demand subsystems."""
+    out: list[ast.Import | ast.ImportFrom] = []
+    for scope in ast.walk(tree):
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(scope):
+                if isinstance(node, ast.Import | ast.ImportFrom) and not getattr(node, "level", 0):
+                    names = (
+                        [a.name for a in node.names]
+                        if isinstance(node, ast.Import)
+                        else [node.module or ""]
+                    )
+                    if all(on_demand(n) for n in names):
+                        out.append(node)
+    return out
 
 
 def _graph(modules: dict[str, Path]) -> dict[str, set[str]]:
@@ -80,10 +108,10 @@ def _graph(modules: dict[str, Path]) -> dict[str, set[str]]:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         graph[name] = {
             t
-            for node in _top_level_imports(tree)
+            for node in [*_top_level_imports(tree), *_on_demand_imports(tree)]
             for t in _targets(node, known)
             if t in known and t != name
-        } | (LAZY_IMPORTS.get(name, set()) & known)
+        }
     return graph
 
 
@@ -129,7 +157,7 @@ def _hidden_imports(modules: dict[str, Path]) -> list[str]:
                     targets = [node.module or ""]
                 else:
                     continue
-                if set(targets) <= LAZY_IMPORTS.get(name, set()):
+                if all(on_demand(t) for t in targets):
                     continue
                 if any(t == "loom" or t.startswith("loom.") for t in targets):
                     out.append(f"{name}:{node.lineno}")

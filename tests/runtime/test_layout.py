@@ -1,5 +1,6 @@
-"""The layout of `loom.runtime`: no function hides an import (but the one `LAZY_IMPORTS` names), it
-depends on no other part of Loom but the `loom.model` modules `ALLOWED_OUTSIDE` names, its modules stay
+"""The layout of `loom.runtime`: no function hides an import (but of a subsystem loaded on first
+use, `ON_DEMAND`), it depends on no other part of Loom but the `loom.model` modules
+`ALLOWED_OUTSIDE` names, its modules stay
 small, and it passes `mypy --strict` (with `loom.testing`). That its layers import only downwards
 and nothing forms a cycle is checked by the import contracts of `scripts/lint.sh`."""
 
@@ -12,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import loom.runtime
-from tests.lang.test_layout import LAZY_IMPORTS
+from tests.lang.test_layout import on_demand
 
 RUNTIME = Path(loom.runtime.__file__).parent
 SRC = RUNTIME.parents[1]
@@ -64,12 +65,10 @@ def test_no_function_imports_a_loom_or_relative_module() -> None:
             if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
             for node in ast.walk(fn):
-                if not isinstance(node, ast.Import | ast.ImportFrom):
-                    continue
-                targets = set(_imported(node))
-                if targets <= LAZY_IMPORTS.get(f"{PACKAGE}.{name[:-3].replace('/', '.')}", set()):
-                    continue
-                if any(t == "loom" or t.startswith("loom.") for t in targets):
+                if isinstance(node, ast.Import | ast.ImportFrom) and any(
+                    (t == "loom" or t.startswith("loom.")) and not on_demand(t)
+                    for t in _imported(node)
+                ):
                     found.append(f"{name}.py:{node.lineno} in {fn.name}()")
     assert found == [], "imports inside functions (move them to the top): " + ", ".join(found)
 
@@ -107,3 +106,20 @@ def test_the_runtime_and_the_testing_helpers_pass_mypy_strict() -> None:
         timeout=300,
     )
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_the_runtime_face_names_each_public_name_once_where_it_is_defined() -> None:
+    # `loom.runtime` loads a name's module on first use: its table of homes, its `__all__` and
+    # the imports type checkers read must name the same things
+    face = ast.parse((RUNTIME / "__init__.py").read_text())
+    typed = {
+        alias.name: node.module
+        for node in ast.walk(face)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(f"{PACKAGE}.")
+        for alias in node.names
+    }
+    homes = {name: f"{PACKAGE}.{home}" for name, home in loom.runtime._HOME_OF.items()}
+    assert typed == homes
+    assert sorted(loom.runtime.__all__) == sorted([*homes, *loom.runtime._MODULES])
+    for name in loom.runtime.__all__:  # each resolves (importing its module)
+        assert getattr(loom.runtime, name) is not None, name

@@ -5,6 +5,7 @@ folder (or reuse an unchanged build), check the database, and serve the service 
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import socket
 import sys
@@ -24,6 +25,7 @@ from loom.serving.held import Held, OptionError, declared_deployables, held_for
 from loom.serving.options import apply, extern_path
 
 if TYPE_CHECKING:
+    from loom.runtime.http.edge_limits import EdgeLimits
     from loom.serving.settings import RunSettings
 
 
@@ -106,9 +108,34 @@ def _listenable(host: str, port: int) -> None:
 
 
 def _serve(files: list[Path], options: RunSettings, color: Color) -> None:
-    # uvicorn and the runtime only now: a refused command line never pays for them
-    import uvicorn
+    # What the start makes (the modules, the app and its routes, the service's tables) lives as
+    # long as the server: the collector stays off while it is made, which it would walk again
+    # and again finding nothing to free (a twentieth of the start), and it is then moved out of
+    # the collector's sight for good (`gc.freeze`), so no later full collection walks it either.
+    with collector_paused():
+        # uvicorn only now: a refused command line never pays for it
+        import uvicorn
 
+        application, limits, log_setup = _ready(files, options, color)
+        gc.freeze()
+    # the protocol named, not uvicorn's pick (httptools when installed): it keeps the limits
+    uvicorn.run(
+        application,
+        host=options.host,
+        port=options.port,
+        log_level="info",
+        http=limits.protocol(),
+        log_config=log_setup,
+    )
+
+
+def _ready(
+    files: list[Path], options: RunSettings, color: Color
+) -> tuple[Any, EdgeLimits, dict[str, Any]]:
+    """Everything before serving: the options checked, the model built (or its build reused),
+    the app made and its database checked, the banner printed. The app, the limits of the
+    connections it is served with, and uvicorn's logging (the `--log-format` asked for)."""
+    # the runtime only now: a refused command line never pays for it
     from loom.runtime import AuthConfigError, ExternError
     from loom.runtime.http.edge_limits import EdgeLimits, log_config
     from loom.runtime.values.tracing import traces_endpoint
@@ -166,15 +193,7 @@ def _serve(files: list[Path], options: RunSettings, color: Color) -> None:
     exported = traces_endpoint()
     if exported is not None:
         echo(f"  traces: OTLP/HTTP to {exported}")
-    # the protocol named, not uvicorn's pick (httptools when installed): it keeps the limits
-    uvicorn.run(
-        application,
-        host=host,
-        port=port,
-        log_level="info",
-        http=limits.protocol(),
-        log_config=log_setup,
-    )
+    return application, limits, log_setup
 
 
 def _refuse_missing_connections(application: Any) -> None:

@@ -51,7 +51,9 @@ __all__ = [
     "apply",
     "apply_unrecorded",
     "database_shape",
+    "read_database",
     "serving_replicas",
+    "shape_on",
     "snapshot_shape",
     "status",
 ]
@@ -187,7 +189,7 @@ def _check_record(record: list[tuple[str, str, bool]], revisions: Sequence[Revis
         )
 
 
-def _database_shape(conn: Connection) -> dict[str, dict[str, ColumnShape]]:
+def shape_on(conn: Connection) -> dict[str, dict[str, ColumnShape]]:
     shape = read_shape(conn)
     shape.pop(VERSION_TABLE, None)
     shape.pop(REPLICAS_TABLE, None)  # Loom's bookkeeping too (storage.replicas)
@@ -200,7 +202,7 @@ async def status(url: str, revisions: Sequence[Revision]) -> Status:
     def read(conn: Connection) -> Status:
         record = _read_record(conn)
         _check_record(record, revisions)
-        actual = _database_shape(conn)
+        actual = shape_on(conn)
         done = len(record)
         baselined = [name for _, name, baseline in record if baseline]
         if done == 0:
@@ -235,7 +237,7 @@ async def apply(url: str, revisions: Sequence[Revision]) -> Applied:
             result.applied.append(revision.name)
         if revisions and (result.applied or result.baselined):
             drift = differences(
-                snapshot_shape(revisions[-1].snapshot()), _database_shape(conn), extra_tables=True
+                snapshot_shape(revisions[-1].snapshot()), shape_on(conn), extra_tables=True
             )
             if drift:
                 raise MigrationsError(
@@ -251,7 +253,7 @@ async def apply(url: str, revisions: Sequence[Revision]) -> Applied:
 def _baseline(conn: Connection, revisions: Sequence[Revision], result: Applied) -> int:
     """How many revisions the database already holds though none is recorded (see the module's
     docstring); they are recorded as applied."""
-    actual = _database_shape(conn)
+    actual = shape_on(conn)
     if not actual or not revisions:
         return 0
     closest: tuple[Revision, list[str]] | None = None
@@ -302,7 +304,7 @@ def _refuse_drift(conn: Connection, last: Revision) -> None:
     """Refuse a database whose tables are not those of the last migration it records: scripts
     written for that schema cannot be run on it, and one folder's numbers recorded by another
     folder's migrations (another deployable's database) would otherwise pass for applied."""
-    drift = differences(snapshot_shape(last.snapshot()), _database_shape(conn), extra_tables=True)
+    drift = differences(snapshot_shape(last.snapshot()), shape_on(conn), extra_tables=True)
     if drift:
         lines = "\n".join(f"  - {d}" for d in drift)
         raise MigrationsError(
@@ -331,7 +333,13 @@ async def serving_replicas(url: str) -> list[ReplicaRow]:
 
 async def database_shape(url: str) -> dict[str, dict[str, ColumnShape]]:
     """The shape of the database's tables (Loom's record of migrations left out)."""
-    return await _on_database(url, lambda conn, _pg: conn.run_sync(_database_shape))
+    return await read_database(url, shape_on)
+
+
+async def read_database(url: str, read: Callable[[Connection], T]) -> T:
+    """`read(connection)` in one transaction on `url`, serialised as the others here; a URL it
+    cannot use or a database that does not answer is `DatabaseUnreachable`."""
+    return await _on_database(url, lambda conn, _pg: conn.run_sync(read))
 
 
 async def apply_unrecorded(url: str, script: Path, expected: Snapshot) -> None:
@@ -341,7 +349,7 @@ async def apply_unrecorded(url: str, script: Path, expected: Snapshot) -> None:
 
     def run(conn: Connection) -> None:
         _run_script(conn, Revision("0000", script))
-        drift = differences(snapshot_shape(expected), _database_shape(conn))
+        drift = differences(snapshot_shape(expected), shape_on(conn))
         if drift:
             raise MigrationsError(
                 "after the changes the database still differs from the model, so nothing was "

@@ -24,16 +24,17 @@ from sqlalchemy.engine import Connection, make_url
 
 from loom.migrate.folder import MigrationsError
 from loom.migrate.snapshot import ColumnSnap, Snapshot
-from loom.migrate.steps import RetireEnum, RewriteEnum, Step
 from loom.runtime import Service
 
-if TYPE_CHECKING:  # the compiler's diagnostics: `loom run`'s check does without them
+if TYPE_CHECKING:  # the compiler's diagnostics and the steps: `loom run`'s check does without them
     from loom.migrate.lint import Finding
+    from loom.migrate.steps import RetireEnum, Step
 
 __all__ = [
     "CODE",
     "Rewrite",
     "Stored",
+    "count_outside",
     "enum_findings",
     "missing_sqlite_file",
     "parse_rewrite",
@@ -90,17 +91,20 @@ async def stored_outside(url: str, snapshot: Snapshot) -> Stored:
     """The values outside their enum's members that the enum columns of `snapshot` hold in the
     database at `url`, with their row counts; {} for a SQLite file not there yet. Raises the
     driver's error when the database does not answer (the callers say it their way)."""
-    columns = _enum_columns(snapshot)
-    if not columns:
-        return {}
-    if missing_sqlite_file(url):
+    if not _enum_columns(snapshot) or missing_sqlite_file(url):
         return {}
     service = Service.from_url(url, MetaData())
     try:
         async with service.engine.connect() as conn:
-            return await conn.run_sync(lambda sync: _count(sync, columns))
+            return await conn.run_sync(lambda sync: count_outside(sync, snapshot))
     finally:
         await service.dispose()
+
+
+def count_outside(conn: Connection, snapshot: Snapshot) -> Stored:
+    """`stored_outside` on a connection open already."""
+    columns = _enum_columns(snapshot)
+    return _count(conn, columns) if columns else {}
 
 
 def missing_sqlite_file(url: str) -> bool:
@@ -142,6 +146,8 @@ def with_retired(
     for each column whose stored values are outside its members with no step about them (its
     last snapshot did not list the members yet). MigrationsError for a rewrite to a member the
     enum does not have, or one no retired member needs."""
+    from loom.migrate.steps import RetireEnum, RewriteEnum
+
     enum_of = {(t, c["name"]): (c, members) for t, c, members in _enum_columns(new)}
     out: list[Step] = []
     retired: set[tuple[str, str]] = set()
@@ -205,6 +211,7 @@ def enum_findings(steps: list[Step], stored: Stored, *, fallback_file: str) -> l
     rewrite replaces."""
     from loom.lang.diagnostics import Diagnostic
     from loom.migrate.lint import Finding, span_at
+    from loom.migrate.steps import RetireEnum
 
     out = []
     for i, step in enumerate(steps):

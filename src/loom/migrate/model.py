@@ -19,19 +19,25 @@ from loom.runtime import Service
 if TYPE_CHECKING:  # the IR only as a type: `loom run` of a built model never loads it
     from loom.model import ir
 
-__all__ = ["locator", "service_metadata", "snapshot_of_build"]
+__all__ = ["locator", "service_metadata", "service_schema", "snapshot_of_build"]
 
 
-def service_metadata(main: ModuleType) -> MetaData:
-    """All the tables of the service of a generated `main` module, on one MetaData: its model's
-    and the runtime's it uses. The service is put together as `create_app` does (its channels,
-    its subscriptions, which register any timeout handler), never connected."""
+def service_schema(main: ModuleType) -> tuple[MetaData, ...]:
+    """The metadatas of the tables of the service of a generated `main` module: its model's and
+    the runtime's it uses. The service is put together as `create_app` does (its channels, its
+    subscriptions, which register any timeout handler), never connected."""
     service = Service.from_url("sqlite://", main.metadata, channels=getattr(main, "CHANNELS", ()))
     subscribe = getattr(main, "subscribe", None)
     if subscribe is not None:
         subscribe(service)
+    return service.schema()
+
+
+def service_metadata(main: ModuleType) -> MetaData:
+    """All the tables of the service of a generated `main` module (`service_schema`), copied onto
+    one MetaData."""
     merged = MetaData()
-    for metadata in service.schema():
+    for metadata in service_schema(main):
         for table in metadata.tables.values():
             table.to_metadata(merged)
     return merged

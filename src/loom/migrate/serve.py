@@ -22,20 +22,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import Connection, make_url
 
 from loom.migrate.database import (
     DatabaseUnreachable,
     apply,
     apply_unrecorded,
-    database_shape,
+    read_database,
+    shape_on,
     snapshot_shape,
     status,
 )
-from loom.migrate.diff import diff
-from loom.migrate.enums import refusal, stored_outside
-from loom.migrate.folder import MigrationsError, folder_for, revisions
-from loom.migrate.model import service_metadata
+from loom.migrate.enums import Stored, count_outside, refusal, stored_outside
+from loom.migrate.folder import MigrationsError, Revision, folder_for, revisions
+from loom.migrate.model import service_schema
 from loom.migrate.snapshot import Snapshot, model_view
 from loom.migrate.tables import snapshot_of
 from loom.runtime.storage.schema_check import ColumnShape, differences
@@ -60,33 +60,37 @@ async def prepare_database(
     held = held or Held()
     # what the suggested commands name: the model's files and the service's flag
     model = " ".join(str(f) for f in files) + held.args()
-    current = snapshot_of(service_metadata(main))
-    lines = await _to_schema(files, url, url_arg, migrate, held, model, current)
-    try:
-        stored = await stored_outside(url, current)
-    except Exception as exc:  # noqa: BLE001 - the check above reached it: say it the same way
-        raise DatabaseUnreachable(f"cannot read the database: {exc}") from None
-    said = refusal(
-        stored, current, model, url_arg, bool(revisions(folder_for(files[0], held.name())))
-    )
+    current = snapshot_of(service_schema(main))
+    folder = folder_for(files[0], held.name())
+    revs = revisions(folder)
+    stored: Stored | None = None
+    if revs:
+        lines = await _with_migrations(folder, revs, url, url_arg, migrate, model, current)
+    else:
+        lines, stored = await _without_migrations(model, url, url_arg, current, migrate=migrate)
+    if stored is None:
+        try:
+            stored = await stored_outside(url, current)
+        except Exception as exc:  # noqa: BLE001 - the check above reached it: say it the same way
+            raise DatabaseUnreachable(f"cannot read the database: {exc}") from None
+    said = refusal(stored, current, model, url_arg, bool(revs))
     if said is not None:
         raise MigrationsError(said)
     return lines
 
 
-async def _to_schema(
-    files: Sequence[Path],
+async def _with_migrations(
+    folder: Path,
+    revs: list[Revision],
     url: str,
     url_arg: str,
     migrate: bool,
-    held: Held,
     model: str,
     current: Snapshot,
 ) -> list[str]:
-    folder = folder_for(files[0], held.name())
-    revs = revisions(folder)
-    if not revs:
-        return await _without_migrations(model, url, url_arg, current, migrate=migrate)
+    # the diff engine only with a folder: a model without one starts without loading it
+    from loom.migrate.diff import diff
+
     head = revs[-1]
     # an open expand's kept columns are the database's, not the model's
     pending_change = diff(model_view(head.snapshot()), current)
@@ -122,14 +126,24 @@ async def _to_schema(
 
 async def _without_migrations(
     model: str, url: str, url_arg: str, current: Snapshot, *, migrate: bool
-) -> list[str]:
+) -> tuple[list[str], Stored | None]:
+    """The lines to print, and the enum values outside their members the database holds when
+    they were read on the same connection as its tables (None: read them now)."""
     expected = snapshot_shape(current)
-    actual = {t: cols for t, cols in (await database_shape(url)).items() if t in expected}
-    if not actual:
-        return []  # a fresh database: the service creates its tables
-    diffs = differences(expected, actual)
+
+    def read(conn: Connection) -> tuple[dict[str, dict[str, ColumnShape]], list[str], Stored]:
+        actual = {t: cols for t, cols in shape_on(conn).items() if t in expected}
+        diffs = differences(expected, actual) if actual else []
+        if not actual or diffs:
+            return actual, diffs, {}  # none of its tables, so none of its rows; or refused
+        try:
+            return actual, diffs, count_outside(conn, current)
+        except Exception as exc:  # noqa: BLE001 - its tables were read: say it as the others
+            raise DatabaseUnreachable(f"cannot read the database: {exc}") from None
+
+    actual, diffs, stored = await read_database(url, read)
     if not diffs:
-        return []
+        return [], stored  # a fresh database (the service creates its tables), or its own
     # the lint's diagnostics come from the compiler's registry: loaded only to plan a change
     from loom.migrate.plan import make_plan
     from loom.migrate.script import render_script
@@ -158,7 +172,7 @@ async def _without_migrations(
         path = Path(tmp) / "run_migrate.py"
         path.write_text(script, encoding="utf-8")
         await apply_unrecorded(url, path, current)
-    return [f"  --migrate: {line}" for line in plan.lines()]
+    return [f"  --migrate: {line}" for line in plan.lines()], None
 
 
 def baseline_advice(model: str, url: str, url_arg: str) -> str:

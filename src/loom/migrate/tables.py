@@ -4,7 +4,7 @@ and column comes from."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Column, Index, MetaData, Table, UniqueConstraint
@@ -105,9 +105,14 @@ def _index(index: Index) -> IndexSnap:
     }
 
 
-def snapshot_of(metadata: MetaData, locate: Locate | None = None) -> Snapshot:
-    """The snapshot of the tables of `metadata`, in name order."""
+def snapshot_of(metadata: MetaData | Sequence[MetaData], locate: Locate | None = None) -> Snapshot:
+    """The snapshot of the tables of `metadata` (or of several, as one schema), in name order."""
+    tables = (
+        metadata.tables
+        if isinstance(metadata, MetaData)
+        else {name: t for each in metadata for name, t in each.tables.items()}
+    )
     return {
         "format": FORMAT,
-        "tables": {name: _table(metadata.tables[name], locate) for name in sorted(metadata.tables)},
+        "tables": {name: _table(tables[name], locate) for name in sorted(tables)},
     }

@@ -231,99 +231,164 @@ HTTP
     Problem                                 the problem+json wire model (OpenAPI component)
 """
 
-from loom.runtime import clock, decimals, functions, functions_sql, ints, times
-from loom.runtime.http.api_calls import ApiResource, BadGateway, GatewayTimeout, UpstreamProblem
-from loom.runtime.http.auth import AuthConfigError, Authenticator, JwtAuth
-from loom.runtime.http.problems import (
-    API_CALL_READ_RESPONSES,
-    API_CALL_RESPONSES,
-    PROBLEM_RESPONSES,
-    READ_PROBLEM_RESPONSES,
-)
-from loom.runtime.http.tenants import require_tenant
-from loom.runtime.messaging.channels import Backoff, Channel
-from loom.runtime.messaging.events import (
-    AlreadyHandled,
-    EventBus,
-    EventEnvelope,
-    current_envelope,
-    log_unrouted,
-)
-from loom.runtime.messaging.outbox import DeadLetter
-from loom.runtime.messaging.publisher import event_key
-from loom.runtime.messaging.transports.base import ConsumerSpec
-from loom.runtime.processes.episodes import Episode, InstanceTimeoutOut, ProcessInstances
-from loom.runtime.processes.model import (
-    Decision,
-    Outcome,
-    ProcessManager,
-    ProcessStateRefused,
-    Tick,
-    Timeout,
-    TimeoutDue,
-)
-from loom.runtime.processes.runner import ProcessRunner
-from loom.runtime.service.app import LoomRoute, ServiceDep, create_app, get_service
-from loom.runtime.service.service import Service
-from loom.runtime.storage.criteria import as_number, int_rem, sql_bool, subject_is, subject_is_not
-from loom.runtime.storage.instances import Instances, instance_version
-from loom.runtime.storage.projections import Rows
-from loom.runtime.storage.repository import Repository
-from loom.runtime.storage.schema_check import SchemaMismatch
-from loom.runtime.storage.work import Work
-from loom.runtime.values.clock import now
-from loom.runtime.values.codec import formerly, wire_names
-from loom.runtime.values.decimals import ArithmeticRefused
-from loom.runtime.values.domain import AggregateRoot, DomainEvent, derived
-from loom.runtime.values.errors import (
-    ConcurrencyConflict,
-    DatabaseUnavailable,
-    DuplicateKey,
-    Forbidden,
-    InvalidValue,
-    LoomError,
-    NotFound,
-    OutcomeUnknown,
-    Overloaded,
-    Refused,
-    StartupRefused,
-    Unauthenticated,
-    Unavailable,
-    authorize,
-    key_not_found,
-    not_found,
-    require,
-)
-from loom.runtime.values.externs import ExternError, load_externs
-from loom.runtime.values.faults import Faults
-from loom.runtime.values.ids import new_id
-from loom.runtime.values.logs import current_correlation_id, log_fact
-from loom.runtime.values.principal import (
-    ANONYMOUS,
-    SYSTEM,
-    Principal,
-    current_principal,
-    current_tenant,
-    use_principal,
-)
-from loom.runtime.values.scaled import DecimalIn, DecimalScaleOut
-from loom.runtime.values.schemas import (
-    TEXT_CHECK,
-    DecimalOut,
-    Int32,
-    Int64,
-    JsonBool,
-    JsonInt64,
-    Page,
-    PageLimit,
-    PageOffset,
-    PatchInput,
-    Problem,
-    QueryBool,
-    QueryInt64,
-    WireDecimal,
-    WireText,
-)
+# The names above load on first use (PEP 562): a service loads the runtime modules its model
+# needs, not every subsystem (a model without processes never imports loom.runtime.processes;
+# tests/cli/test_run_imports.py holds it). `from loom.runtime import X` is unchanged.
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from loom.runtime import clock, decimals, functions, functions_sql, ints, times
+    from loom.runtime.http.api_calls import ApiResource, BadGateway, GatewayTimeout, UpstreamProblem
+    from loom.runtime.http.auth import AuthConfigError, Authenticator, JwtAuth
+    from loom.runtime.http.problems import (
+        API_CALL_READ_RESPONSES,
+        API_CALL_RESPONSES,
+        PROBLEM_RESPONSES,
+        READ_PROBLEM_RESPONSES,
+    )
+    from loom.runtime.http.tenants import require_tenant
+    from loom.runtime.messaging.channels import Backoff, Channel
+    from loom.runtime.messaging.events import (
+        AlreadyHandled,
+        EventBus,
+        EventEnvelope,
+        current_envelope,
+        log_unrouted,
+    )
+    from loom.runtime.messaging.outbox import DeadLetter
+    from loom.runtime.messaging.publisher import event_key
+    from loom.runtime.messaging.transports.base import ConsumerSpec
+    from loom.runtime.processes.episodes import Episode, InstanceTimeoutOut, ProcessInstances
+    from loom.runtime.processes.model import (
+        Decision,
+        Outcome,
+        ProcessManager,
+        ProcessStateRefused,
+        Tick,
+        Timeout,
+        TimeoutDue,
+    )
+    from loom.runtime.processes.runner import ProcessRunner
+    from loom.runtime.service.app import LoomRoute, ServiceDep, create_app, get_service
+    from loom.runtime.service.service import Service
+    from loom.runtime.storage.criteria import (
+        as_number,
+        int_rem,
+        sql_bool,
+        subject_is,
+        subject_is_not,
+    )
+    from loom.runtime.storage.instances import Instances, instance_version
+    from loom.runtime.storage.projections import Rows
+    from loom.runtime.storage.repository import Repository
+    from loom.runtime.storage.schema_check import SchemaMismatch
+    from loom.runtime.storage.work import Work
+    from loom.runtime.values.clock import now
+    from loom.runtime.values.codec import formerly, wire_names
+    from loom.runtime.values.decimals import ArithmeticRefused
+    from loom.runtime.values.domain import AggregateRoot, DomainEvent, derived
+    from loom.runtime.values.errors import (
+        ConcurrencyConflict,
+        DatabaseUnavailable,
+        DuplicateKey,
+        Forbidden,
+        InvalidValue,
+        LoomError,
+        NotFound,
+        OutcomeUnknown,
+        Overloaded,
+        Refused,
+        StartupRefused,
+        Unauthenticated,
+        Unavailable,
+        authorize,
+        key_not_found,
+        not_found,
+        require,
+    )
+    from loom.runtime.values.externs import ExternError, load_externs
+    from loom.runtime.values.faults import Faults
+    from loom.runtime.values.ids import new_id
+    from loom.runtime.values.logs import current_correlation_id, log_fact
+    from loom.runtime.values.principal import (
+        ANONYMOUS,
+        SYSTEM,
+        Principal,
+        current_principal,
+        current_tenant,
+        use_principal,
+    )
+    from loom.runtime.values.scaled import DecimalIn, DecimalScaleOut
+    from loom.runtime.values.schemas import (
+        TEXT_CHECK,
+        DecimalOut,
+        Int32,
+        Int64,
+        JsonBool,
+        JsonInt64,
+        Page,
+        PageLimit,
+        PageOffset,
+        PatchInput,
+        Problem,
+        QueryBool,
+        QueryInt64,
+        WireDecimal,
+        WireText,
+    )
+
+# module (under loom.runtime) -> the public names it defines, space-separated
+_HOMES = {
+    "http.api_calls": "ApiResource BadGateway GatewayTimeout UpstreamProblem",
+    "http.auth": "AuthConfigError Authenticator JwtAuth",
+    "http.problems": (
+        "API_CALL_READ_RESPONSES API_CALL_RESPONSES PROBLEM_RESPONSES READ_PROBLEM_RESPONSES"
+    ),
+    "http.tenants": "require_tenant",
+    "messaging.channels": "Backoff Channel",
+    "messaging.events": "AlreadyHandled EventBus EventEnvelope current_envelope log_unrouted",
+    "messaging.outbox": "DeadLetter",
+    "messaging.publisher": "event_key",
+    "messaging.transports.base": "ConsumerSpec",
+    "processes.episodes": "Episode InstanceTimeoutOut ProcessInstances",
+    "processes.model": (
+        "Decision Outcome ProcessManager ProcessStateRefused Tick Timeout TimeoutDue"
+    ),
+    "processes.runner": "ProcessRunner",
+    "service.app": "LoomRoute ServiceDep create_app get_service",
+    "service.service": "Service",
+    "storage.criteria": "as_number int_rem sql_bool subject_is subject_is_not",
+    "storage.instances": "Instances instance_version",
+    "storage.projections": "Rows",
+    "storage.repository": "Repository",
+    "storage.schema_check": "SchemaMismatch",
+    "storage.work": "Work",
+    "values.clock": "now",
+    "values.codec": "formerly wire_names",
+    "values.decimals": "ArithmeticRefused",
+    "values.domain": "AggregateRoot DomainEvent derived",
+    "values.errors": (
+        "ConcurrencyConflict DatabaseUnavailable DuplicateKey Forbidden InvalidValue LoomError "
+        "NotFound OutcomeUnknown Overloaded Refused StartupRefused Unauthenticated Unavailable "
+        "authorize key_not_found not_found require"
+    ),
+    "values.externs": "ExternError load_externs",
+    "values.faults": "Faults",
+    "values.ids": "new_id",
+    "values.logs": "current_correlation_id log_fact",
+    "values.principal": "ANONYMOUS SYSTEM Principal current_principal current_tenant use_principal",
+    "values.scaled": "DecimalIn DecimalScaleOut",
+    "values.schemas": (
+        "TEXT_CHECK DecimalOut Int32 Int64 JsonBool JsonInt64 Page PageLimit PageOffset "
+        "PatchInput Problem QueryBool QueryInt64 WireDecimal WireText"
+    ),
+}
+_MODULES = ("clock", "decimals", "functions", "functions_sql", "ints", "times")
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names.split()}
 
 __all__ = [
     "ANONYMOUS",
@@ -435,3 +500,19 @@ __all__ = [
     "use_principal",
     "wire_names",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MODULES:
+        value: Any = importlib.import_module(f"loom.runtime.{name}")
+    else:
+        home = _HOME_OF.get(name)
+        if home is None:
+            raise AttributeError(f"module 'loom.runtime' has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"loom.runtime.{home}"), name)
+    globals()[name] = value  # once: later look-ups are plain module attributes
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

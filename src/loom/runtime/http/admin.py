@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 from uuid import UUID
 
 from fastapi import APIRouter, Depends, Query, Response
@@ -26,10 +26,12 @@ from pydantic import BaseModel
 from loom.runtime.http.auth import require_admin
 from loom.runtime.http.problems import PROBLEM_RESPONSES
 from loom.runtime.messaging.outbox import Outbox
-from loom.runtime.processes.timers import TimerQueue
 from loom.runtime.values.errors import NotFound
 from loom.runtime.values.principal import current_principal
 from loom.runtime.values.schemas import Page, PageLimit, PageOffset
+
+if TYPE_CHECKING:  # the processes load with a service that uses them
+    from loom.runtime.processes.timers import TimerQueue
 
 
 class AdminHost(Protocol):

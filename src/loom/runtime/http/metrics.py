@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fastapi import FastAPI, Request
 from sqlalchemy.exc import SQLAlchemyError
@@ -27,11 +27,12 @@ from loom.runtime.messaging.brokers import Brokers
 from loom.runtime.messaging.channels import Channel
 from loom.runtime.messaging.lag import broker_gauges, outbox_gauges
 from loom.runtime.messaging.transports.base import TransportError
-from loom.runtime.processes.gauges import process_gauges
-from loom.runtime.processes.runner import ProcessRunner
 from loom.runtime.storage.pool_metrics import pool_gauges
 from loom.runtime.values.logs import log_fact
 from loom.runtime.values.metrics import Counter, Gauge, Histogram, Metrics
+
+if TYPE_CHECKING:  # the processes load with a service that uses them
+    from loom.runtime.processes.runner import ProcessRunner
 
 METRICS_PATH = "/metrics"
 SCRAPE_TIMEOUT = 2.0  # seconds the database gauges may take
@@ -66,6 +67,8 @@ async def read_gauges(host: MetricsHost) -> list[Gauge]:
     if host.channels:
         reads.append(outbox_gauges(host.engine, host.channels))
     if host.uses_processes:
+        from loom.runtime.processes.gauges import process_gauges
+
         reads.append(process_gauges(host.engine, host.processes.tracked()))
     if host.brokers.links:
         reads.append(broker_gauges(host.brokers))

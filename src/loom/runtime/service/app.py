@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, Request
-from fastapi.dependencies.utils import get_dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from sqlalchemy import MetaData, make_url
@@ -24,7 +23,6 @@ from starlette.routing import Match
 from starlette.types import Scope
 
 from loom.model.telemetry import route_element
-from loom.runtime.http.admin import admin_router
 from loom.runtime.http.api_calls import ApiResource, Apis
 from loom.runtime.http.auth import Authenticator, add_bearer_scheme, resolve_auth
 from loom.runtime.http.body_limit import resolve_max_body_bytes
@@ -38,7 +36,6 @@ from loom.runtime.http.metrics import add_metrics_route
 from loom.runtime.http.problems import install_problem_handlers, problem_for
 from loom.runtime.http.system_tokens import SystemTokens
 from loom.runtime.http.tenants import check_tenanted_auth
-from loom.runtime.http.timer_admin import timers_router
 from loom.runtime.messaging.broker_config import (
     DEFAULT_SOURCE,
     redelivery_wait,
@@ -148,17 +145,20 @@ class LoomRoute(APIRoute):
     writing route with no body parameter refuses a body (`refuse_body`)."""
 
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
-        writes = {m.upper() for m in kwargs.get("methods") or ()} & _WRITES
-        if writes and not get_dependant(path=path, call=endpoint).body_params:
-            given = list(kwargs.get("dependencies") or ())
-            # a router re-creates its routes when included: the check is added once
-            if not any(d.dependency is refuse_body for d in given):
-                kwargs["dependencies"] = [*given, Depends(refuse_body)]
         # the model element it serves, named once (before `super` builds the handler): its
         # span's name and attributes
         tags, op_id = kwargs.get("tags"), kwargs.get("operation_id")
         self.element = route_element(str(tags[0]), op_id) if tags and op_id else None
         super().__init__(path, endpoint, **kwargs)
+        writes = {m.upper() for m in kwargs.get("methods") or ()} & _WRITES
+        if writes and not self.dependant.body_params:
+            given = list(kwargs.get("dependencies") or ())
+            # a router re-creates its routes when included: the check is added once
+            if not any(d.dependency is refuse_body for d in given):
+                # made again with it: FastAPI's analysis of the endpoint, done once for every
+                # other route (the few writing routes without a body pay it twice)
+                kwargs["dependencies"] = [*given, Depends(refuse_body)]
+                super().__init__(path, endpoint, **kwargs)
         # the path up to its first parameter: a request elsewhere cannot match (`matches`)
         self.literal_prefix = self.path_format.split("{", 1)[0]
 
@@ -499,9 +499,15 @@ def create_app(
     authenticator = resolve_auth(auth)
     check_tenanted_auth(tenanted, authenticator)
     app.state.loom_auth = authenticator
+    # the admin routes' modules only for a service that has them: a model without channels or
+    # processes starts without loading them
     if dead_letter_routes if dead_letter_routes is not None else bool(channels) or processes:
+        from loom.runtime.http.admin import admin_router
+
         app.include_router(admin_router(LoomRoute, get_service))
     if processes:
+        from loom.runtime.http.timer_admin import timers_router
+
         app.include_router(timers_router(LoomRoute, get_service))
     install_problem_handlers(app)
     app.add_middleware(

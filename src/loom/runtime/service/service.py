@@ -21,11 +21,6 @@ from loom.runtime.messaging.outbox import Outbox, runtime_metadata
 from loom.runtime.messaging.outlet import Outlet
 from loom.runtime.messaging.relay import Relay
 from loom.runtime.messaging.transports.base import Transport
-from loom.runtime.processes.recurring import Recurring
-from loom.runtime.processes.runner import ProcessRunner
-from loom.runtime.processes.scheduler import Scheduler
-from loom.runtime.processes.tables import process_metadata
-from loom.runtime.processes.timers import TimeoutHandlers, TimerQueue
 from loom.runtime.storage.engine import (
     BEGIN_OPTION,
     SCHEMA_LOCK,
@@ -38,7 +33,11 @@ from loom.runtime.storage.work import Work
 from loom.runtime.values.faults import Faults
 from loom.runtime.values.types import number_keys
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # loaded when a service uses processes: a model without any never imports them
+    from loom.runtime.processes.recurring import Recurring
+    from loom.runtime.processes.runner import ProcessRunner
+    from loom.runtime.processes.scheduler import Scheduler
+    from loom.runtime.processes.timers import TimeoutHandlers, TimerQueue
     from loom.runtime.values.traces import Tracer
 
 __all__ = ["Service", "schema_metadatas"]
@@ -56,6 +55,8 @@ def schema_metadatas(
     if channels:
         out.append(runtime_metadata)
     if processes:
+        from loom.runtime.processes.tables import process_metadata
+
         out.append(process_metadata)
     return tuple(out)
 
@@ -119,13 +120,17 @@ class Service:
         self.brokers = Brokers(contexts, brokers, self.channels)
         self.outlet = Outlet(self.dialect, self.routes, bus, self.brokers, self.relay)
         self.consumers = Consumers(self, **dict(consumer_options or {}))
-        # process managers, timeouts and context timers (loom.runtime.processes)
+        # process managers, timeouts and context timers (loom.runtime.processes): made on first
+        # use, so that a model without them does not import them (`loom run` starts sooner)
         self._uses_processes = processes
-        self.timeouts = TimeoutHandlers()
-        self.recurring = Recurring()
-        self.scheduler = Scheduler(self, **dict(scheduler_options or {}))
-        self.timers = TimerQueue(self, self.scheduler)
+        self._scheduler_options = dict(scheduler_options or {})
+        self._timeouts: TimeoutHandlers | None = None
+        self._recurring: Recurring | None = None
+        self._scheduler: Scheduler | None = None
+        self._timers: TimerQueue | None = None
         self._processes: ProcessRunner | None = None
+        if processes or scheduler_options:
+            self.timers  # noqa: B018 - made now: bad scheduler options refuse the construction
         # Idempotency-Key records (docs/http.md#idempotency-keys); create_app sets the ttl
         self.idempotency = Idempotency(self)
         # the `resource { kind: api }` bindings and their clients (create_app starts them)
@@ -146,12 +151,50 @@ class Service:
     def uses_processes(self) -> bool:
         """Whether the process tables belong to the schema: `processes=True`, or any timeout
         handler or context timer registered."""
-        return self._uses_processes or bool(self.timeouts) or bool(self.recurring)
+        return self._uses_processes or bool(self._timeouts) or bool(self._recurring)
+
+    @property
+    def timeouts(self) -> TimeoutHandlers:
+        """The processes' timeout handlers (`register(process, handler, ...)`)."""
+        if self._timeouts is None:
+            from loom.runtime.processes.timers import TimeoutHandlers
+
+            self._timeouts = TimeoutHandlers()
+        return self._timeouts
+
+    @property
+    def recurring(self) -> Recurring:
+        """The context timers (`register(name, every, handler)`)."""
+        if self._recurring is None:
+            from loom.runtime.processes.recurring import Recurring
+
+            self._recurring = Recurring()
+        return self._recurring
+
+    @property
+    def scheduler(self) -> Scheduler:
+        """What fires due timeouts and context-timer ticks (`scheduler_options` go to it)."""
+        if self._scheduler is None:
+            from loom.runtime.processes.scheduler import Scheduler
+
+            self._scheduler = Scheduler(self, **self._scheduler_options)
+        return self._scheduler
+
+    @property
+    def timers(self) -> TimerQueue:
+        """The armed timeouts: their dead letters, redrives and counts."""
+        if self._timers is None:
+            from loom.runtime.processes.timers import TimerQueue
+
+            self._timers = TimerQueue(self, self.scheduler)
+        return self._timers
 
     @property
     def processes(self) -> ProcessRunner:
         """The service's `ProcessRunner` on the SQL store (`loom.runtime.processes`)."""
         if self._processes is None:
+            from loom.runtime.processes.runner import ProcessRunner
+
             self._uses_processes = True
             self._processes = ProcessRunner(self)
         return self._processes
@@ -217,7 +260,7 @@ class Service:
                     diffs = differences(expected, actual)
                     if diffs:
                         raise SchemaMismatch(diffs)
-        if self.recurring:
+        if self._recurring:
             await self.scheduler.ticks.ensure_rows()  # first ticks `every` from the first start
 
     def api(self, resource: str) -> ApiClient:
@@ -227,7 +270,7 @@ class Service:
     async def dispose(self) -> None:
         await self.apis.close()
         await self.consumers.stop()
-        await self.scheduler.stop()
+        await self.stop_scheduler()
         await self.relay.stop()
         await self.brokers.close_all()
         await self.engine.dispose()
@@ -281,7 +324,8 @@ class Service:
         await self.scheduler.start()
 
     async def stop_scheduler(self) -> None:
-        await self.scheduler.stop()
+        if self._scheduler is not None:  # never made: nothing runs
+            await self._scheduler.stop()
 
     async def settle(self) -> int:
         """Deliver everything due now, the deliveries' own durable events included, and return

@@ -1,0 +1,173 @@
+"""What `loom run` of a model built before has loaded once it served its first request: what the
+model uses, not every subsystem Loom has (docs/benchmarks.md, the start of `loom run`). Each
+module a start stopped importing is named here, so that it cannot creep back.
+
+The server is a real `loom run`, in a child process; after its first 200, a signal makes it write
+the names of its loaded modules.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from loom.cli.output import Color
+from loom.cli.serve import _build
+from loom.serving.held import Held
+from tests.liveserver import free_port, stop
+from tests.waiting import wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+BANKING = ROOT / "examples/banking/banking.loom"
+
+# `loom run ARGS`, writing its modules' names to the file argv[1] on SIGUSR1 (written whole, then
+# renamed: the test never reads half a list)
+SERVE = """
+import json, signal, sys
+from pathlib import Path
+
+out = Path(sys.argv[1])
+
+def dump(signum, frame):
+    out.with_suffix(".part").write_text(json.dumps(sorted(sys.modules)))
+    out.with_suffix(".part").replace(out)
+
+signal.signal(signal.SIGUSR1, dump)
+sys.argv = ["loom", "run", *sys.argv[2:]]
+from loom.cli.main import main
+main()
+"""
+
+# what the banking model (no channel, no process, no API resource, no metrics scrape, tracing
+# off) does not use, and its start loaded before: module -> why it is not needed
+NOT_LOADED = {
+    # a reused build is not compiled again
+    "loom.lang.compiler": "the compiler",
+    "loom.lang.syntax": "the parser",
+    "loom.model.ir": "the compiler's IR",
+    "loom.codegen": "the code generator",
+    # the runtime's face loads a name's module on first use (`loom.runtime.__getattr__`)
+    "loom.runtime.processes": "processes, timeouts and context timers",
+    "loom.runtime.http.timer_admin": "the timer admin routes (a service with processes)",
+    "loom.runtime.http.admin": "the dead-letter routes (a service with channels or processes)",
+    # the migration check of a database with no migrations folder
+    "loom.migrate.diff": "the diff of snapshots (a migrations folder)",
+    "loom.migrate.steps": "the migration steps (a migrations folder)",
+    "loom.migrate.plan": "the plan of a change (a database that differs)",
+    "alembic": "the migrations' operations (applying one)",
+    # `loom run`'s options are a plain pydantic model reading its variables itself
+    "pydantic_settings": "pydantic-settings",
+    "dotenv": ".env files (never read)",
+    # on demand only
+    "prometheus_client": "the metrics' text format (the first scrape of /metrics)",
+    "httpx": "calls of another deployable's API",
+    "nats": "a NATS broker",
+    "redis": "a Redis broker",
+    "jinja2": "templates (nothing of a service renders one)",
+    # tracing is off without an endpoint (docs/observability.md#traces)
+    "loom.runtime.values.traces": "Loom's OpenTelemetry half",
+    "opentelemetry.sdk": "OpenTelemetry's SDK",
+    "opentelemetry.exporter": "the OTLP exporter",
+}
+
+
+def _serve_and_list(model: Path, database_url: str, tmp_path: Path) -> tuple[set[str], str]:
+    """`loom run` of `model`, with no OTEL_* nor LOOM_* variable: the modules it has loaded once
+    it answered GET /api/accounts with a 200, and its output."""
+    port = free_port()
+    listed = tmp_path / "modules.json"
+    log = tmp_path / "server.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "LOOM_"))}
+    args = [str(listed), str(model), "--port", str(port), "--database-url", database_url]
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", SERVE, *args],
+            cwd=tmp_path,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**env, "PYTHONUNBUFFERED": "1"},
+        )
+        try:
+
+            def answered() -> bool:
+                if proc.poll() is not None:
+                    pytest.fail(f"loom run stopped:\n{log.read_text()}")
+                try:
+                    url = f"http://127.0.0.1:{port}/api/accounts"
+                    return httpx.get(url, timeout=5).status_code == 200
+                except httpx.HTTPError:
+                    return False
+
+            wait_until(answered, timeout=60, what="loom run answering GET /api/accounts")
+            proc.send_signal(signal.SIGUSR1)
+            wait_until(listed.exists, timeout=30, what="loom run listing its modules")
+            loaded = set(json.loads(listed.read_text()))
+        finally:
+            stop(proc)
+    return loaded, log.read_text()
+
+
+def _under(loaded: set[str], package: str) -> list[str]:
+    return sorted(m for m in loaded if m == package or m.startswith(f"{package}."))
+
+
+def test_loom_run_of_a_reused_build_serves_without_what_its_model_does_not_use(
+    tmp_path: Path, database_url: str
+) -> None:
+    model = tmp_path / "banking.loom"
+    model.write_text(BANKING.read_text())
+    _build([model], Color.never, Held())  # the build the server reuses
+    loaded, output = _serve_and_list(model, database_url, tmp_path)
+    assert "build: reused" in output, output
+    # what it did load is listed: the runtime, the generated package, the migration check
+    assert {"loom.runtime.service.app", "loom.migrate.serve", "uvicorn"} <= loaded
+    assert any(m.startswith("loom_service_banking") for m in loaded)
+    found = {package: _under(loaded, package) for package in NOT_LOADED}
+    assert not any(found.values()), {
+        f"{package} ({NOT_LOADED[package]})": modules
+        for package, modules in found.items()
+        if modules
+    }
+    # OpenTelemetry with tracing off: FastAPI imports its API itself (`fastapi.telemetry`; the
+    # API is a dependency of FastAPI's), so a plain FastAPI app loads those modules too; Loom
+    # adds none (its SDK, exporter and `values/traces.py` are checked above)
+    assert set(_under(loaded, "opentelemetry")) <= _fastapis_own_opentelemetry()
+
+
+def _fastapis_own_opentelemetry() -> set[str]:
+    """The OpenTelemetry modules a plain FastAPI app with one route has loaded once it answered."""
+    plain = subprocess.run(
+        [sys.executable, "-c", PLAIN_APP],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={k: v for k, v in os.environ.items() if not k.startswith("OTEL_")},
+    )
+    return set(json.loads(plain.stdout.splitlines()[-1]))
+
+
+# a plain FastAPI app with one route, answering one request in process (the test client)
+PLAIN_APP = """
+import json, sys
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+app = FastAPI()
+
+@app.get("/ping")
+async def ping() -> dict[str, str]:
+    return {"ok": "yes"}
+
+with TestClient(app) as client:
+    assert client.get("/ping").status_code == 200
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] == "opentelemetry")))
+"""
