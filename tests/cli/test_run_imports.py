@@ -62,9 +62,6 @@ NOT_LOADED = {
     "loom.migrate.steps": "the migration steps (a migrations folder)",
     "loom.migrate.plan": "the plan of a change (a database that differs)",
     "alembic": "the migrations' operations (applying one)",
-    # `loom run`'s options are a plain pydantic model reading its variables itself
-    "pydantic_settings": "pydantic-settings",
-    "dotenv": ".env files (never read)",
     # on demand only
     "prometheus_client": "the metrics' text format (the first scrape of /metrics)",
     "httpx": "calls of another deployable's API",

@@ -12,14 +12,19 @@ the option); what range a value may take is the runtime's to say, once, when the
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any, TypeVar, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError
 from pydantic.config import JsonDict
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from loom.runtime.values.environment import (
     DEFAULT_POOL_OVERFLOW,
@@ -108,39 +113,30 @@ def value_kind(field: FieldInfo) -> type:
     return kinds[0]  # type: ignore[no-any-return]
 
 
-class ServiceSettings(BaseModel):
-    """The options that are the same for every deployable: `loom run` takes them, `loom up` gives
-    every deployable it starts the same values, and the test kit serves with them.
+class _Environment(EnvSettingsSource):
+    """The environment, without the variable families: `LOOM_BROKER` is a broker's URL, not the
+    list of `--broker` values."""
 
-    Made, they hold the values given (by field name, or by variable for a field with a variable
-    of its own), then those of the environment (`_from_environment`), then the defaults. A plain
-    pydantic model reading its variables itself: pydantic-settings took a hundredth of a second
-    of `loom run`'s start to import (docs/benchmarks.md)."""
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        if extra(field, "family") is not None:
+            return None, field_name, False
+        return super().get_field_value(field, field_name)
+
+
+class ServiceSettings(BaseSettings):
+    """The options that are the same for every deployable: `loom run` takes them, `loom up` gives
+    every deployable it starts the same values, and the test kit serves with them."""
 
     # defer_build: a class's validator is built when it first validates (`loom run` never
     # validates ServiceSettings itself, only RunSettings)
-    model_config = ConfigDict(
-        extra="ignore", validate_by_name=True, validate_default=True, frozen=True, defer_build=True
+    model_config = SettingsConfigDict(
+        env_prefix=PREFIX,
+        env_ignore_empty=True,  # a blank variable is unset, as the runtime reads it
+        extra="ignore",
+        validate_by_name=True,
+        frozen=True,
+        defer_build=True,
     )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_environment(cls, given: Any) -> Any:
-        """The values given, and for each field not given its variable's, when set: named in any
-        case (`loom_port` too), a blank one unset, as the runtime reads it. A variable family is
-        not read here: `LOOM_BROKER` is a broker's URL, not the list of `--broker` values."""
-        if not isinstance(given, Mapping):
-            return given
-        found = {k.lower(): v for k, v in os.environ.items() if v != ""}
-        values = dict(given)
-        for name, field in cls.model_fields.items():
-            alias = field.validation_alias if isinstance(field.validation_alias, str) else None
-            if name in given or alias in given or extra(field, "family") is not None:
-                continue
-            value = found.get(variable(name, field).lower())
-            if value is not None:
-                values[alias or name] = value
-        return values
 
     extern: str | None = setting(
         None,
@@ -256,6 +252,19 @@ class ServiceSettings(BaseModel):
         "Apply pending migrations first; with no migrations/ folder, apply additive changes (new "
         "tables, new optional or defaulted fields) directly.",
     )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # the command line (given as arguments), then the environment: no .env file, no secrets
+        # folder
+        return init_settings, _Environment(settings_cls)
 
     def variables(self) -> dict[str, str]:
         """The environment variables of the service options that have a value: what the
