@@ -133,6 +133,8 @@ def test_loom_run_of_a_reused_build_serves_without_what_its_model_does_not_use(
         for package, modules in found.items()
         if modules
     }
+    if database_url.startswith("sqlite"):  # PostgreSQL's dialect, for a service on PostgreSQL
+        assert _under(loaded, "sqlalchemy.dialects.postgresql") == []
     # OpenTelemetry with tracing off: FastAPI imports its API itself (`fastapi.telemetry`; the
     # API is a dependency of FastAPI's), so a plain FastAPI app loads those modules too; Loom
     # adds none (its SDK, exporter and `values/traces.py` are checked above)

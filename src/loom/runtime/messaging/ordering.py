@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from functools import cache
 from typing import Any, Protocol
 
 from sqlalchemy import (
@@ -28,7 +29,6 @@ from sqlalchemy import (
     select,
     tuple_,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from loom.model import messaging as wire
@@ -36,6 +36,7 @@ from loom.runtime.messaging.channels import Channel
 from loom.runtime.messaging.key_order import KeyOrder, OutOfOrder
 from loom.runtime.messaging.outbox import inbox, outbox_rows, runtime_metadata, write_events
 from loom.runtime.messaging.publisher import event_key
+from loom.runtime.storage.dialects import dialect_insert
 from loom.runtime.values.domain import DomainEvent
 
 
@@ -71,20 +72,18 @@ key_counts = _per_key("__loom_key_counts", "channel", "count")
 key_progress = _per_key("__loom_key_progress", "consumer", "applied")
 
 
-def _insert(dialect: str, table: Table) -> Any:
-    return (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table)
-
-
+@cache
 def _count_upsert(dialect: str) -> Any:
-    stmt = _insert(dialect, key_counts)
+    stmt = dialect_insert(dialect)(key_counts)
     return stmt.on_conflict_do_update(
         index_elements=[key_counts.c.channel, key_counts.c.key, key_counts.c.event_type],
         set_={"count": key_counts.c.count + stmt.excluded["count"]},
     )
 
 
+@cache
 def _progress_upsert(dialect: str) -> Any:
-    stmt = _insert(dialect, key_progress)
+    stmt = dialect_insert(dialect)(key_progress)
     # SQLite's two-argument max() is its greatest()
     greatest = func.greatest if dialect == "postgresql" else func.max
     return stmt.on_conflict_do_update(
@@ -93,12 +92,14 @@ def _progress_upsert(dialect: str) -> Any:
     ).returning(key_progress.c.applied)
 
 
+@cache
 def _entry_of_first() -> Any:
     """PostgreSQL: the inbox row and the progress of a key's first message in one statement
     (one round trip fewer per reaction, the commonest case). The progress is written only when
     the inbox row was: no row back means a previous delivery already applied the event."""
+    insert = dialect_insert("postgresql")
     entered = (
-        postgresql.insert(inbox)
+        insert(inbox)
         .values({c.name: bindparam(c.name, type_=c.type) for c in inbox.c})
         .on_conflict_do_nothing()
         .returning(inbox.c.consumer)
@@ -111,7 +112,7 @@ def _entry_of_first() -> Any:
         bindparam("event_type", type_=progress.event_type.type),
         bindparam("applied", type_=progress.applied.type),
     )
-    stmt = postgresql.insert(key_progress).from_select(
+    stmt = insert(key_progress).from_select(
         [progress.consumer, progress.key, progress.event_type, progress.applied], values
     )
     return stmt.on_conflict_do_update(
@@ -120,9 +121,6 @@ def _entry_of_first() -> Any:
     ).returning(progress.applied)
 
 
-_ENTRY_OF_FIRST = _entry_of_first()
-_COUNT_UPSERTS = {d: _count_upsert(d) for d in ("postgresql", "sqlite")}
-_PROGRESS_UPSERTS = {d: _progress_upsert(d) for d in ("postgresql", "sqlite")}
 # built once: one commit's counts, read back for all its (channel, key) pairs
 _COUNTS_OF = select(
     key_counts.c.channel, key_counts.c.key, key_counts.c.event_type, key_counts.c.count
@@ -157,7 +155,7 @@ async def stamped_rows(
         return rows
     increments = Counter((c, k, t) for _, c, k, t in counted)
     await conn.execute(
-        _COUNT_UPSERTS[producer.dialect],
+        _count_upsert(producer.dialect),
         [
             {"channel": c, "key": k, "event_type": t, "count": n}
             for (c, k, t), n in sorted(increments.items())
@@ -214,7 +212,7 @@ def _progress_params(order: KeyOrder) -> dict[str, Any]:
 async def record_progress(conn: AsyncConnection, dialect: str, order: KeyOrder) -> int:
     """Count `order`'s message as applied by its consumer (never lowering the count); answer
     its type's count now (above the message's own: a later one was applied before it)."""
-    now = (await conn.execute(_PROGRESS_UPSERTS[dialect], _progress_params(order))).scalar_one()
+    now = (await conn.execute(_progress_upsert(dialect), _progress_params(order))).scalar_one()
     order.recorded = True
     return int(now)
 
@@ -224,7 +222,7 @@ async def enter_first(conn: AsyncConnection, order: KeyOrder, inbox_row: dict[st
     one statement, as `claim_turn` would after the inbox row; False (nothing written) when the
     inbox already holds the event."""
     params = {**inbox_row, **_progress_params(order)}
-    now = (await conn.execute(_ENTRY_OF_FIRST, params)).scalar_one_or_none()
+    now = (await conn.execute(_entry_of_first(), params)).scalar_one_or_none()
     if now is None:
         return False
     order.recorded = True

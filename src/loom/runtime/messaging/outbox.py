@@ -17,6 +17,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any, Protocol
 from uuid import UUID
 
@@ -40,11 +41,11 @@ from sqlalchemy import (
     select,
     text,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from loom.runtime.messaging.channels import Channel
 from loom.runtime.messaging.events import UNKNOWN_REVISION, new_envelope
+from loom.runtime.storage.dialects import dialect_insert
 from loom.runtime.storage.lease import MAX_ERROR, LeasedQueue
 from loom.runtime.storage.work import Units
 from loom.runtime.values import clock
@@ -163,18 +164,15 @@ def _numbered(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {f"{c}_{i}": row[c] for i, row in enumerate(rows) for c in _COLUMNS}
 
 
+@cache
 def inbox_insert(dialect: str) -> Any:
     """INSERT ... ON CONFLICT DO NOTHING into the inbox: rowcount 0 means "already processed"."""
-    if dialect == "postgresql":
-        return postgresql.insert(inbox).on_conflict_do_nothing()
-    if dialect == "sqlite":
-        return sqlite.insert(inbox).on_conflict_do_nothing()
-    raise NotImplementedError(f"the inbox needs ON CONFLICT support ({dialect})")
+    return dialect_insert(dialect)(inbox).on_conflict_do_nothing()
 
 
+@cache
 def _dead_letter_upsert(dialect: str) -> Any:
-    dialect_insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    stmt = dialect_insert(outbox)
+    stmt = dialect_insert(dialect)(outbox)
     joined = func.coalesce(outbox.c.last_error, literal("")) + "; " + stmt.excluded.last_error
     return stmt.on_conflict_do_update(
         index_elements=[outbox.c.event_id],
@@ -188,15 +186,12 @@ def _dead_letter_upsert(dialect: str) -> Any:
     )
 
 
-_DEAD_LETTER_UPSERTS = {d: _dead_letter_upsert(d) for d in ("postgresql", "sqlite")}
-
-
 async def write_dead_letter(conn: AsyncConnection, dialect: str, row: dict[str, Any]) -> None:
     """Keep an event a broker consumer of this service gave up on as a `dead` row (every outbox
     column in `row`), so `loom dead-letters` and the admin routes work on it like on any other;
     when another consumer of this service already dead-lettered the same event, its error is
     appended to theirs."""
-    await conn.execute(_DEAD_LETTER_UPSERTS[dialect], row)
+    await conn.execute(_dead_letter_upsert(dialect), row)
 
 
 async def write_events(conn: AsyncConnection, dialect: str, rows: list[dict[str, Any]]) -> None:

@@ -8,7 +8,7 @@ the brokers or the relay above it."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -21,8 +21,6 @@ from loom.runtime.storage.work import Entry
 from loom.runtime.values import clock
 from loom.runtime.values.domain import DomainEvent
 from loom.runtime.values.principal import current_principal
-
-_INBOX_INSERTS: dict[str, Any] = {d: inbox_insert(d) for d in ("postgresql", "sqlite")}
 
 
 class Wakes(Protocol):
@@ -91,7 +89,7 @@ class Outlet:
             if order is not None and order.first and dialect == "postgresql":
                 entered = await enter_first(conn, order, params)
             else:
-                entered = (await conn.execute(_INBOX_INSERTS[dialect], params)).rowcount > 0
+                entered = (await conn.execute(inbox_insert(dialect), params)).rowcount > 0
                 if entered and order is not None:
                     await claim_turn(conn, dialect, order)
             if not entered:

@@ -36,7 +36,6 @@ from typing import Any
 from uuid import UUID
 
 from sqlalchemy import JSON, MetaData, Numeric, String, Text, UniqueConstraint
-from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
@@ -195,6 +194,8 @@ class UtcDateTime(TypeDecorator[datetime]):
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         if dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import TIMESTAMP  # PostgreSQL's only
+
             return dialect.type_descriptor(TIMESTAMP(timezone=True))
         return dialect.type_descriptor(String(32))
 
@@ -286,6 +287,8 @@ class JsonList(TypeDecorator[list[Any]]):
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         if dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import JSONB  # PostgreSQL's only
+
             return dialect.type_descriptor(JSONB())
         return dialect.type_descriptor(JSON())
 
