@@ -19,6 +19,14 @@ if [ "${1:-}" = "test" ]; then
       apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
     fi
   fi
+  # Graphviz's `dot` (Debian's graphviz), which `loom diagram --format svg` runs and the diagram
+  # tests draw every DOT golden file with (tests/codegen/diagrams)
+  if ! command -v dot >/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      echo "Graphviz missing: installing it with apt-get" >&2
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null
+    fi
+  fi
   # node_modules/.installed-lock: the lockfile it was installed from (a changed lock reinstalls)
   stamp=scripts/node/node_modules/.installed-lock
   if command -v npm >/dev/null && ! cmp -s scripts/node/package-lock.json "$stamp"; then
