@@ -10,7 +10,8 @@ extras=""
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".${extras}" 2>&1 \
   | grep -v "is ignored: it is neither a file nor a directory" || true
 # The test suite's Node tools (scripts/node/package.json: openapi-typescript, which
-# tests/e2e/test_generated_clients.py runs on every example's OpenAPI document), from the lockfile,
+# tests/e2e/test_generated_clients.py runs on every example's OpenAPI document, and mermaid, which
+# tests/codegen/diagrams/test_mermaid.py parses the diagrams with), from the lockfile,
 # once: Node and npm are Debian's, installed with apt-get as root when missing.
 if [ "${1:-}" = "test" ]; then
   if ! command -v npm >/dev/null; then

@@ -26,7 +26,8 @@ def context_graph(model: ir.Model) -> Graph:
 
 def _event_edges(model: ir.Model) -> list[Edge]:
     """One arrow per producing context, consuming context and channel (None: no channel), in the
-    order of the first reaction consuming across them; its label names the events."""
+    order of the first reaction consuming across them; its label names the events, in the order
+    the producing context declares them."""
     events: dict[tuple[str, str, ir.Channel | None], list[str]] = {}
     for consumer in consumers(model):
         event = consumer.reaction.event
@@ -35,9 +36,10 @@ def _event_edges(model: ir.Model) -> list[Edge]:
         names = events.setdefault((event.context, consumer.context, channel_of(model, event)), [])
         if event.name not in names:
             names.append(event.name)
+    declared = {(c.name, e.name): i for c in model.contexts for i, e in enumerate(c.events)}
     edges = []
     for (producer, consumer_context, channel), names in events.items():
-        label = ", ".join(names)
+        label = ", ".join(sorted(names, key=lambda n: declared[producer, n]))
         if channel is not None:
             source = f" ({channel.source})" if channel.source else ""
             label = f"{channel.context}.{channel.name}{source}: {label}"

@@ -3,8 +3,9 @@
 
 Mermaid ids take letters, digits and `_` only (a `.` would be read as part of an arrow), so an id
 is written with each other character, and `_` itself, as `_<hex code point>_`:
-`Orders.Fulfilment` -> `Orders_2e_Fulfilment`, `my_ctx` -> `my_5f_ctx`. No two ids map to one
-(docs/diagrams.md, "Node ids"). A group's id is `cluster_` and its escaped id, as Mermaid has one
+`Orders.Fulfilment` -> `Orders_2e_Fulfilment`, `my_ctx` -> `my_5f_ctx`; and a word Mermaid
+reads as a keyword where an id stands has its first letter written so too (`end` -> `_65_nd`).
+No two ids map to one (docs/diagrams.md, "Node ids"). A group's id is `cluster_` and its escaped id, as Mermaid has one
 namespace for nodes and subgraphs (a deployable and its only context are often named alike).
 """
 
@@ -22,11 +23,20 @@ _SHAPES = {
     "end": ('((("', '")))'),
 }
 _INDENT = "    "
+# the words a flowchart or a state diagram does not take as an id (found with Mermaid's parser:
+# tests/codegen/diagrams/test_mermaid.py)
+KEYWORDS = frozenset(
+    ("call", "class", "classDef", "click", "end", "flowchart", "graph", "href", "linkStyle")
+    + ("note", "state", "style", "subgraph")
+)
 
 
 def mermaid_id(loom_id: str) -> str:
     """`loom_id` as a Mermaid id (the module's rule)."""
-    return "".join(c if c in _KEEP else f"_{ord(c):x}_" for c in loom_id)
+    escaped = "".join(c if c in _KEEP else f"_{ord(c):x}_" for c in loom_id)
+    if loom_id in KEYWORDS:
+        return f"_{ord(loom_id[0]):x}_{escaped[1:]}"
+    return escaped
 
 
 def _group_id(loom_id: str) -> str:
