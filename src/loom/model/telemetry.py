@@ -61,3 +61,10 @@ def route_element(tag: str, op_id: str) -> tuple[str, dict[str, str]] | None:
     attributes[_OWNER_ATTRIBUTE.get(group, AGGREGATE)] = owner
     attributes[OPERATION] = verb
     return f"{owner}.{verb}", attributes
+
+
+def qualified(context: str, name: str) -> str:
+    """How the telemetry names a declaration of a context that other contexts' may share the
+    name of: a process (`loom.process`, the `process` label) or a channel (the `channel` label),
+    `Orders.PaymentDeadline`, `Orders.Fulfilment`."""
+    return f"{context}.{name}"

@@ -7,8 +7,10 @@ from __future__ import annotations
 from loom.codegen.diagrams import context_graph, deployables_graph, states_graph
 from loom.codegen.diagrams.graph import Graph
 from loom.codegen.diagrams.mermaid import mermaid_id
+from loom.codegen.python.keyed import process_name
 from loom.lang import compile_sources
 from loom.model import ir
+from tests.codegen.diagrams.test_examples import example
 
 MACHINES = """
 context A {
@@ -149,3 +151,18 @@ def test_mermaid_ids_are_letters_digits_and_escapes_and_never_collide() -> None:
     ids = [mermaid_id(n) for n in names]
     assert len(set(ids)) == len(ids)
     assert all(i.replace("_", "").isalnum() for i in ids)
+
+
+def test_ids_are_the_names_the_generated_services_use() -> None:
+    shop = example("shop")
+    processes = {process_name(w) for c in shop.contexts for w in c.workflows if w.process}
+    machines = states_graph(shop).groups
+    assert processes == {g.id for g in machines if g.label.startswith("process ")}
+    assert [n.id for n in context_graph(shop).nodes] == [c.name for c in shop.contexts]
+    deployables = deployables_graph(shop)
+    assert {n.id for n in deployables.nodes if n.shape == "box"} == {
+        d.name for d in shop.deployables
+    }
+    assert {n.id for n in deployables.nodes if n.shape == "queue"} == {
+        f"{c.name}.{ch.name}" for c in shop.contexts for ch in c.channels
+    }

@@ -10,6 +10,7 @@ from __future__ import annotations
 from loom.codegen.diagrams.graph import Edge, Graph, Group, Node
 from loom.model import ir, walk
 from loom.model.deployables import channel_of, consumers, deployables_of
+from loom.model.telemetry import qualified
 
 
 def context_graph(model: ir.Model) -> Graph:
@@ -42,7 +43,7 @@ def _event_edges(model: ir.Model) -> list[Edge]:
         label = ", ".join(sorted(names, key=lambda n: declared[producer, n]))
         if channel is not None:
             source = f" ({channel.source})" if channel.source else ""
-            label = f"{channel.context}.{channel.name}{source}: {label}"
+            label = f"{qualified(channel.context, channel.name)}{source}: {label}"
         edges.append(Edge(producer, consumer_context, label, dashed=channel is None))
     return edges
 

@@ -15,6 +15,7 @@ from loom.codegen.diagrams.graph import Edge, Graph, Group, Node
 from loom.model import ir
 from loom.model.deployables import consumers_of, deployable_of, deployables_of
 from loom.model.messaging import DEFAULT_BROKER
+from loom.model.telemetry import qualified
 
 IMPLICIT_ID = "model"  # the id of the one implicit deployable, which has no name
 
@@ -35,7 +36,7 @@ def deployables_graph(model: ir.Model) -> Graph:
             if broker is not None and all(g.id != broker for g in graph.groups):
                 kind = f" ({kinds[broker]})" if broker in kinds else ""
                 graph.groups.append(Group(broker, f"broker {broker}{kind}"))
-            channel = f"{ctx.name}.{ch.name}"
+            channel = qualified(ctx.name, ch.name)
             graph.nodes.append(Node(channel, f"{channel}\n{ch.retention}", "queue", broker))
             graph.edges += _channel_edges(model, ch, channel, names)
     graph.edges += _api_edges(model, names)

@@ -20,6 +20,7 @@ from loom.codegen.diagrams.gates import may_run
 from loom.codegen.diagrams.graph import Edge, Graph, Group, Node
 from loom.model import ir, walk
 from loom.model.deployables import event_label
+from loom.model.telemetry import qualified
 
 _START = ":start"  # the suffix of a machine's start pseudo-node (no model name holds a `:`)
 _END = ":end"
@@ -135,7 +136,7 @@ def _moves(
 
 
 def _process_machine(graph: Graph, ctx: ir.Context, workflow: ir.Workflow) -> None:
-    process = f"{ctx.name}.{workflow.name}"  # its `loom.process`
+    process = qualified(ctx.name, workflow.name)  # its `loom.process`
     running, completed = f"{process}.running", f"{process}.completed"
     graph.groups.append(Group(process, f"process {process}"))
     graph.nodes += [
