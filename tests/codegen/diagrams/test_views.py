@@ -92,7 +92,7 @@ def test_an_aggregate_moves_where_its_gates_let_it_and_to_what_it_assigns() -> N
         ("Open", "New", "reset"),
     }
     assert ("A.Thing.status:start", "A.Thing.status.New", "") in arrows(graph)
-    machine = [n.id for n in graph.members("A.Thing.status")]
+    machine = [n.id for n in graph.members()["A.Thing.status"]]
     assert machine == [
         "A.Thing.status:start",
         *(f"A.Thing.status.{m}" for m in ("New", "Held", "Open", "Done")),
@@ -112,7 +112,7 @@ def test_a_process_starts_runs_and_completes_in_a_branch() -> None:
 
 def test_the_context_map_groups_by_deployable_and_labels_channels_and_calls() -> None:
     graph = context_graph(compiled(MAP))
-    assert [(g.id, [n.id for n in graph.members(g.id)]) for g in graph.groups] == [
+    assert [(g.id, [n.id for n in graph.members()[g.id]]) for g in graph.groups] == [
         ("Front", ["Shop", "Catalog"]),
         ("Back", ["Billing"]),
     ]
@@ -134,7 +134,7 @@ def test_a_model_without_deployables_is_one_ungrouped_service() -> None:
 def test_deployables_their_databases_brokers_channels_and_calls() -> None:
     graph = deployables_graph(compiled(MAP))
     assert [(g.id, g.label) for g in graph.groups] == [("Bus", "broker Bus (nats)")]
-    assert [n.id for n in graph.members("Bus")] == ["Shop.Orders"]
+    assert [n.id for n in graph.members()["Bus"]] == ["Shop.Orders"]
     assert arrows(graph) == {
         ("Front", "Front:database", ""),
         ("Back", "Back:database", ""),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from loom.codegen.diagrams.graph import Edge, Graph, Group, Node
 from loom.model import ir, walk
-from loom.model.deployables import channel_of, consumers, deployables_of
+from loom.model.deployables import consumers, deployables_of
 from loom.model.telemetry import qualified
 
 
@@ -29,12 +29,13 @@ def _event_edges(model: ir.Model) -> list[Edge]:
     """One arrow per producing context, consuming context and channel (None: no channel), in the
     order of the first reaction consuming across them; its label names the events, in the order
     the producing context declares them."""
+    carriers = {e: ch for c in model.contexts for ch in c.channels for e in ch.events}
     events: dict[tuple[str, str, ir.Channel | None], list[str]] = {}
     for consumer in consumers(model):
         event = consumer.reaction.event
         if event.context == consumer.context:
             continue  # a context's reactions to its own events: inside its box
-        names = events.setdefault((event.context, consumer.context, channel_of(model, event)), [])
+        names = events.setdefault((event.context, consumer.context, carriers.get(event)), [])
         if event.name not in names:
             names.append(event.name)
     declared = {(c.name, e.name): i for c in model.contexts for i, e in enumerate(c.events)}

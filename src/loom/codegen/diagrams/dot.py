@@ -39,11 +39,12 @@ def render(graph: Graph) -> str:
         f'{_INDENT}node [fontname="Helvetica", fontsize=11];',
         f'{_INDENT}edge [fontname="Helvetica", fontsize=9];',
     ]
-    out += [_INDENT + _node(n) for n in graph.members(None)]
+    members = graph.members()
+    out += [_INDENT + _node(n) for n in members[None]]
     for group in graph.groups:
         out.append(f"{_INDENT}subgraph {quote('cluster_' + group.id)} {{")
         out.append(f"{_INDENT * 2}label={quote(group.label)};")
-        out += [_INDENT * 2 + _node(n) for n in graph.members(group.id)]
+        out += [_INDENT * 2 + _node(n) for n in members[group.id]]
         out.append(f"{_INDENT}}}")
     databases = {n.id for n in graph.nodes if n.shape == "database"}
     for number, edge in enumerate(graph.edges, 1):

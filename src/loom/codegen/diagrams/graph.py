@@ -52,9 +52,10 @@ class Graph:
     nodes: list[Node] = field(default_factory=list)
     edges: list[Edge] = field(default_factory=list)
 
-    def members(self, group: str | None) -> list[Node]:
-        """The nodes drawn in `group` (None: outside every group), in order."""
-        return [n for n in self.nodes if n.group == group]
-
-    def group_of(self, node: str) -> str | None:
-        return next((n.group for n in self.nodes if n.id == node), None)
+    def members(self) -> dict[str | None, list[Node]]:
+        """The nodes drawn in each group (None: outside every group), in order, every group
+        present."""
+        out: dict[str | None, list[Node]] = {None: [], **{g.id: [] for g in self.groups}}
+        for node in self.nodes:
+            out[node.group].append(node)
+        return out

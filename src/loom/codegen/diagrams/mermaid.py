@@ -55,10 +55,11 @@ def render(graph: Graph) -> str:
 
 def _flowchart(graph: Graph) -> list[str]:
     out = ["flowchart LR"]
-    out += [_INDENT + _node(n) for n in graph.members(None)]
+    members = graph.members()
+    out += [_INDENT + _node(n) for n in members[None]]
     for group in graph.groups:
         out.append(f'{_INDENT}subgraph {_group_id(group.id)} ["{_text(group.label)}"]')
-        out += [_INDENT * 2 + _node(n) for n in graph.members(group.id)]
+        out += [_INDENT * 2 + _node(n) for n in members[group.id]]
         out.append(f"{_INDENT}end")
     for edge in graph.edges:
         arrow = "-.->" if edge.dashed else "-->"
@@ -77,14 +78,17 @@ def _states(graph: Graph) -> list[str]:
     pseudo-node is Mermaid's `[*]` inside its composite state."""
     out = ["stateDiagram-v2"]
     pseudo = {n.id for n in graph.nodes if n.shape in ("start", "end")}
+    group_of = {n.id: n.group for n in graph.nodes}
+    transitions: dict[str | None, list[Edge]] = {}
+    for edge in graph.edges:
+        transitions.setdefault(group_of[edge.source], []).append(edge)
+    members = graph.members()
     for group in graph.groups:
         out.append(f'{_INDENT}state "{_text(group.label)}" as {mermaid_id(group.id)} {{')
-        for node in graph.members(group.id):
+        for node in members[group.id]:
             if node.id not in pseudo:
                 out.append(f'{_INDENT * 2}state "{_text(node.label)}" as {mermaid_id(node.id)}')
-        for edge in graph.edges:
-            if graph.group_of(edge.source) == group.id:
-                out.append(_INDENT * 2 + _transition(edge, pseudo))
+        out += [_INDENT * 2 + _transition(e, pseudo) for e in transitions.get(group.id, ())]
         out.append(f"{_INDENT}}}")
     return out
 

@@ -29,9 +29,14 @@ _END = ":end"
 def states_graph(model: ir.Model) -> Graph:
     graph = Graph("states")
     for ctx in model.contexts:
+        creates: dict[str, list[ir.CreateAggregate]] = {}  # by aggregate, read in one walk
+        for s in walk.statements(ctx):
+            if isinstance(s, ir.CreateAggregate):
+                creates.setdefault(s.aggregate, []).append(s)
         for aggregate in ctx.aggregates:
             for field in _state_fields(aggregate):
-                _aggregate_machine(graph, model, ctx, aggregate, field)
+                initial = _initial(model, aggregate, field, creates.get(aggregate.name, []))
+                _aggregate_machine(graph, model, ctx, aggregate, field, initial)
         for workflow in ctx.workflows:
             if workflow.process:
                 _process_machine(graph, ctx, workflow)
@@ -53,7 +58,12 @@ def _state_fields(aggregate: ir.Aggregate) -> list[ir.Field]:
 
 
 def _aggregate_machine(
-    graph: Graph, model: ir.Model, ctx: ir.Context, aggregate: ir.Aggregate, field: ir.Field
+    graph: Graph,
+    model: ir.Model,
+    ctx: ir.Context,
+    aggregate: ir.Aggregate,
+    field: ir.Field,
+    initial: list[str],
 ) -> None:
     assert isinstance(field.type, ir.EnumType)
     members = _enum(model, field.type).members
@@ -61,7 +71,7 @@ def _aggregate_machine(
     graph.groups.append(Group(machine, f"{ctx.name}.{aggregate.name} {field.name}"))
     graph.nodes.append(Node(machine + _START, "", "start", machine))
     graph.nodes += [Node(f"{machine}.{m}", m, "round", machine) for m in members]
-    for m in _initial(model, ctx, aggregate, field):
+    for m in initial:
         graph.edges.append(Edge(machine + _START, f"{machine}.{m}"))
     seen: set[tuple[str, str, str]] = set()
     for op in aggregate.operations:
@@ -95,20 +105,22 @@ def _named(value: ir.Expr | None) -> tuple[str, ...]:
 
 
 def _initial(
-    model: ir.Model, ctx: ir.Context, aggregate: ir.Aggregate, field: ir.Field
+    model: ir.Model,
+    aggregate: ir.Aggregate,
+    field: ir.Field,
+    creates: list[ir.CreateAggregate],
 ) -> list[str]:
     """The members the field may hold when the aggregate is created, in the enum's order: its
-    default, what its factory assigns, and the members `Agg.create(...)` calls give it (only
-    its own context creates it)."""
+    default, what its factory assigns, and the members the `Agg.create(...)` calls of its
+    context (`creates`; only its own context creates it) give it."""
     found = set(_named(field.default))
     if aggregate.factory is not None:
         for s in walk.body(aggregate.factory.body):
             if isinstance(s, ir.Assign) and s.field == field.name:
                 found.update(_named(s.value))
     else:
-        for s in walk.statements(ctx):
-            if isinstance(s, ir.CreateAggregate) and s.aggregate == aggregate.name:
-                found.update(m for name, v in s.args if name == field.name for m in _named(v))
+        for create in creates:
+            found.update(m for name, v in create.args if name == field.name for m in _named(v))
     assert isinstance(field.type, ir.EnumType)
     return [m for m in _enum(model, field.type).members if m in found]
 
