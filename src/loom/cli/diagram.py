@@ -31,7 +31,7 @@ GRAPHVIZ_PACKAGE = "graphviz"  # Debian's package of `dot` (scripts/setup.sh ins
     required=True,
     type=click.Choice([*VIEWS, *_LATER]),
     help="What to draw: context (the context map), states (the state machines), deployables "
-    "(the services, databases, brokers and channels).",
+    "(the services, databases, brokers and channels); flow is not drawn yet.",
 )
 @click.option(
     "--format",

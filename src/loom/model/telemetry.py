@@ -64,7 +64,8 @@ def route_element(tag: str, op_id: str) -> tuple[str, dict[str, str]] | None:
 
 
 def qualified(context: str, name: str) -> str:
-    """How the telemetry names a declaration of a context that other contexts' may share the
-    name of: a process (`loom.process`, the `process` label) or a channel (the `channel` label),
-    `Orders.PaymentDeadline`, `Orders.Fulfilment`."""
+    """How the telemetry names a declaration of a context whose name another context may also
+    give one: a process (`loom.process`, the `process` label), a channel (the `channel` label) or
+    an event type (`loom.event`): `Orders.PaymentDeadline`, `Orders.Fulfilment`,
+    `Orders.OrderPlaced`."""
     return f"{context}.{name}"

@@ -147,7 +147,8 @@ def test_deployables_their_databases_brokers_channels_and_calls() -> None:
 def test_mermaid_ids_are_letters_digits_and_escapes_and_never_collide() -> None:
     assert mermaid_id("Orders.Fulfilment") == "Orders_2e_Fulfilment"
     assert mermaid_id("Orders:database") == "Orders_3a_database"
-    names = ["a_.b", "a._b", "a__b", "a.b", "a_2e_b", "a_b"]
+    assert mermaid_id("end") == "_65_nd" and mermaid_id("End") == "End"  # a Mermaid keyword
+    names = ["a_.b", "a._b", "a__b", "a.b", "a_2e_b", "a_b", "end", "_65_nd", "e_6e_d"]
     ids = [mermaid_id(n) for n in names]
     assert len(set(ids)) == len(ids)
     assert all(i.replace("_", "").isalnum() for i in ids)

@@ -5,8 +5,8 @@ its contexts, with its database; a channel per durable channel, inside a group p
 `channelSource`, or `default` for the channels naming none: the broker a bare `--broker URL`
 gives), an arrow from the deployable publishing to it and one to each deployable consuming from
 it, labelled with the events; a dashed arrow for the calls of another deployable's handlers
-(`resource { kind: api }`). A model with no declared deployable runs its channels in its one
-process, on no broker: they are drawn outside any group.
+(`resource { kind: api }`). A model with no declared deployable runs the channels that name no
+source in its one process, on no broker: they are drawn outside any group.
 """
 
 from __future__ import annotations
@@ -51,15 +51,15 @@ def _channel_edges(
     published: dict[str, list[str]] = {}
     for e in channel.events:
         published.setdefault(names[deployable_of(model, e.context).name], []).append(
-            f"{e.context}.{e.name}"
+            qualified(e.context, e.name)
         )
     consumed: dict[str, list[str]] = {}
     for c in consumers_of(model, channel):
         events = consumed.setdefault(names[deployable_of(model, c.context).name], [])
-        event = f"{c.reaction.event.context}.{c.reaction.event.name}"
+        event = qualified(c.reaction.event.context, c.reaction.event.name)
         if event not in events:
             events.append(event)
-    order = {f"{e.context}.{e.name}": i for i, e in enumerate(channel.events)}
+    order = {qualified(e.context, e.name): i for i, e in enumerate(channel.events)}
     for events in consumed.values():
         events.sort(key=order.__getitem__)
     return [

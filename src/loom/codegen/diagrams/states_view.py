@@ -169,10 +169,12 @@ def _process_machine(graph: Graph, ctx: ir.Context, workflow: ir.Workflow) -> No
         graph.edges.append(Edge(process + _START, running, _with_actions(label, body)))
     for label, body in steps:
         text = _with_actions(label, body)
-        completes = [s for s in walk.body(body) if isinstance(s, ir.CompleteInstance)]
-        if not completes or not any(isinstance(s, ir.CompleteInstance) for s in body):
+        # a `complete` of the body itself always runs (a refusal before it undoes the step)
+        always = any(isinstance(s, ir.CompleteInstance) for s in body)
+        sometimes = any(isinstance(s, ir.CompleteInstance) for s in walk.body(body))
+        if not always:
             graph.edges.append(Edge(running, running, text))
-        if completes:
+        if sometimes:
             graph.edges.append(Edge(running, completed, text))
     if workflow.once:
         graph.edges.append(Edge(completed, process + _END))
