@@ -38,4 +38,6 @@ export LOOM_REQUIRE_POSTGRES=1
 export LOOM_REQUIRE_BROKERS=1
 # and the Node tools setup.sh installs (scripts/node): a missing one fails its test
 export LOOM_REQUIRE_NODE=1
+# and Graphviz's `dot` (setup.sh installs it): a missing one fails the diagram drawing tests
+export LOOM_REQUIRE_GRAPHVIZ=1
 exec .venv/bin/python -m pytest "${tier[@]}" "$@"

@@ -50,6 +50,11 @@ COMMANDS = {
         "Write a Grafana dashboard of the model's metrics: a row per context, a panel per "
         "channel's lag and per process's instances (docs/observability.md).",
     ),
+    "diagram": (
+        "loom.cli.diagram:diagram_command",
+        "Draw a view of the model: its context map, its state machines or its deployables, in "
+        "Mermaid, DOT or SVG (docs/diagrams.md).",
+    ),
     "timers": (
         "loom.cli.timers:timers",
         "List the pending timeouts and context timers of a service, and fire one now "

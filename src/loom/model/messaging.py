@@ -123,3 +123,8 @@ def redis_retry_key(channel: str, consumer: str) -> str:
     """The Redis sorted set of one consumer's entries waiting for a `retry` delay (entry id → due
     time in ms): `loom:Orders.Fulfilment:retry:<consumer>`."""
     return f"{redis_stream_key(channel)}:retry:{consumer}"
+
+
+# how the logs and a diagram name the broker of the channels that name no `source` (the one a
+# bare `--broker URL` gives)
+DEFAULT_BROKER: Final = "default"

@@ -61,3 +61,11 @@ def route_element(tag: str, op_id: str) -> tuple[str, dict[str, str]] | None:
     attributes[_OWNER_ATTRIBUTE.get(group, AGGREGATE)] = owner
     attributes[OPERATION] = verb
     return f"{owner}.{verb}", attributes
+
+
+def qualified(context: str, name: str) -> str:
+    """How the telemetry names a declaration of a context whose name another context may also
+    give one: a process (`loom.process`, the `process` label), a channel (the `channel` label) or
+    an event type (`loom.event`): `Orders.PaymentDeadline`, `Orders.Fulfilment`,
+    `Orders.OrderPlaced`."""
+    return f"{context}.{name}"
