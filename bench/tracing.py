@@ -63,6 +63,9 @@ def servers(url: str, build: Path, sink: Server) -> dict[str, Server]:
                 "LOOM_OTEL_ENDPOINT": sink.url,
                 "OTEL_TRACES_SAMPLER": "always_on",
                 "OTEL_SERVICE_NAME": "bench",
+                # exported within 0.1 s of the round that made them, not during the next
+                # server's round (`settled` waits for that)
+                "OTEL_BSP_SCHEDULE_DELAY": "100",
             }
         if mode == "sampled":
             server.env["OTEL_TRACES_SAMPLER"] = "parentbased_traceidratio"
@@ -88,7 +91,12 @@ async def accounts(server: Server, count: int) -> list[str]:
 
 
 async def measure(
-    by_mode: dict[str, Server], ids: dict[str, list[str]], requests: int, rounds: int, level: int
+    by_mode: dict[str, Server],
+    sink: Server,
+    ids: dict[str, list[str]],
+    requests: int,
+    rounds: int,
+    level: int,
 ) -> dict[str, list[Round]]:
     def call(mode: str):  # type: ignore[no-untyped-def]
         async def deposit(client: httpx.AsyncClient, caller: int, n: int) -> int:
@@ -101,10 +109,25 @@ async def measure(
     out: dict[str, list[Round]] = {mode: [] for mode in MODES}
     for mode in MODES:  # warm-up
         await _round(by_mode[mode], min(200, requests), level, call(mode))
-    for _ in range(rounds):
-        for mode in MODES:
+        await settled(sink)
+    for n in range(rounds):
+        # each round in another order: no mode always runs after the exporting one
+        for mode in MODES[n % len(MODES) :] + MODES[: n % len(MODES)]:
             out[mode].append(await _round(by_mode[mode], requests, level, call(mode)))
+            await settled(sink)
     return out
+
+
+async def settled(sink: Server) -> None:
+    """Wait until the sink took nothing for 0.3 s: the exporters are done with the last round's
+    spans, and their threads take no CPU from the next round."""
+    async with httpx.AsyncClient(base_url=sink.url) as client:
+        last, quiet = None, 0
+        while quiet < 3:
+            now = (await client.get("/count")).json()["exports"]
+            quiet = quiet + 1 if now == last else 0
+            last = now
+            await asyncio.sleep(0.1)
 
 
 def row(label: str, level: int, result: dict[str, list[Round]]) -> str:
@@ -143,7 +166,9 @@ def main() -> None:
             with serving(*by_mode.values(), sink):  # the sink stops last: it takes the last export
                 ids = {m: asyncio.run(accounts(s, max(levels))) for m, s in by_mode.items()}
                 for level in levels:
-                    result = asyncio.run(measure(by_mode, ids, args.requests, args.rounds, level))
+                    result = asyncio.run(
+                        measure(by_mode, sink, ids, args.requests, args.rounds, level)
+                    )
                     rows.append(row(label, level, result))
                     print(rows[-1], flush=True)
                 taken = httpx.get(f"{sink.url}/count").json()
