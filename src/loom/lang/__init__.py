@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from loom.lang.compiler import CompileResult, compile_files, compile_sources
     from loom.lang.diagnostics import Diagnostic, Span
     from loom.lang.render import render_json, render_text
+    from loom.lang.sarif import render_sarif
 
 _HOMES = {
     "REGISTRY": "codes",
@@ -25,6 +26,7 @@ _HOMES = {
     "Span": "diagnostics",
     "render_json": "render",
     "render_text": "render",
+    "render_sarif": "sarif",
 }
 
 __all__ = [
@@ -36,6 +38,7 @@ __all__ = [
     "compile_files",
     "compile_sources",
     "render_json",
+    "render_sarif",
     "render_text",
 ]
 
