@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema_rs
+
 from tests.cli.test_cli import loom
 
 SCHEMA = json.loads((Path(__file__).parent / "data/sarif/sarif-schema-2.1.0.json").read_text())
