@@ -24,6 +24,10 @@ context Shop {
       emit Opened { n: 1 }
     }
   }
+  event Seen { n: int }
+  workflow watch {
+    on(e: Opened) { emit Seen { n: e.n } }
+  }
 }
 """
 BROKEN = """\

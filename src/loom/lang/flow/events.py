@@ -45,7 +45,7 @@ def check_events(flow: Flow, events: dict[EventKey, ir.Event], spans: Spans, sin
         event = events[key]
         for c in consumers:
             if c.kind == "projection":
-                continue  # a read model of what has happened: an empty one misleads no one
+                continue  # a read model: it sets nothing off, and waits for nothing to go on
             sink.report(
                 "loom.event-never-emitted",
                 f"`{c.owner}` of context `{c.context}` reacts to `{_label(key)}`, which nothing "

@@ -62,6 +62,9 @@ class Flow:
     folded: set[EventKey] = field(default_factory=set)  # by an event-sourced workflow's `apply`
     api_calls: list[ApiEdge] = field(default_factory=list)
     units: dict[UnitKey, Body] = field(default_factory=dict)
+    # the contexts with a `resource { kind: api }`: only their bodies can call another's handler,
+    # so only theirs are searched for calls (the expressions of every statement, else)
+    calling: set[str] = field(default_factory=set)
     _sets_off: dict[UnitKey, frozenset[EventKey]] = field(default_factory=dict)
 
     def sets_off(self, body: Body) -> frozenset[EventKey]:
@@ -99,8 +102,9 @@ class Flow:
             yield ("factory", ctx, stmt.aggregate)
         elif isinstance(stmt, ir.CallService):
             yield ("service", ctx, stmt.service, stmt.method)
-        for call in api_calls_of(stmt):
-            yield ("handler", call.target, call.handler)
+        if ctx in self.calling:
+            for call in api_calls_of(stmt):
+                yield ("handler", call.target, call.handler)
 
     def channel_external(self, event: EventKey) -> bool:
         """Whether the event rides a channel placed on a broker (`source:`), which systems outside
@@ -157,6 +161,7 @@ def reaction_body(context: str, owner: str, r: ir.Reaction) -> Body:
 def build(model: ir.Model) -> Flow:
     """The flow of a whole model."""
     flow = Flow(model)
+    flow.calling.update(ctx.name for ctx in model.contexts if ctx.resources)
     for ctx in model.contexts:
         for ch in ctx.channels:
             for ev in ch.events:
@@ -179,8 +184,8 @@ def build(model: ir.Model) -> Flow:
             for stmt in walk.body(body.stmts):
                 if isinstance(stmt, ir.Emit):
                     flow.emits.setdefault((stmt.context, stmt.event), []).append((body, stmt))
-                if isinstance(stmt, ir.Save | ir.SaveInstance):
-                    continue  # no expression, and no origin
+                if ctx.name not in flow.calling or isinstance(stmt, ir.Save | ir.SaveInstance):
+                    continue  # no call of another context's (a Save has no origin either)
                 for call in api_calls_of(stmt):
                     flow.api_calls.append(
                         ApiEdge(ctx.name, call.target, call.resource, stmt.origin)

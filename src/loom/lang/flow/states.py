@@ -13,7 +13,7 @@ counts (an `if` around it is not followed), and a gate it cannot decide may hold
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from loom.lang.diagnostics import Sink
 from loom.lang.flow.spans import Spans
@@ -138,9 +138,8 @@ def state_machines(model: ir.Model) -> list[StateMachine]:
                 initial = _initial(agg, f, enum, creates.get((ctx.name, agg.name), []))
                 if initial is None:
                     continue
-                machine = StateMachine(ctx.name, agg, f, enum, initial, moves, frozenset())
-                reachable = _reach(machine)
-                out.append(StateMachine(ctx.name, agg, f, enum, initial, moves, reachable))
+                unexplored = StateMachine(ctx.name, agg, f, enum, initial, moves, frozenset())
+                out.append(replace(unexplored, reachable=_reach(unexplored)))
     return out
 
 
