@@ -29,10 +29,7 @@ def _live_statements(wf: ir.Workflow, live: set[EventKey]) -> list[ir.Stmt]:
     """The statements of the bodies of `wf` that can run."""
     out: list[ir.Stmt] = []
     scheduled: set[str] = set()
-    pending = []
-    for stmts, runs in _bodies(wf, live):
-        if runs:
-            pending.append(stmts)
+    pending = [stmts for stmts, runs in _bodies(wf, live) if runs]
     timeouts = {t.name: t for t in wf.timeouts}
     while pending:
         stmts = pending.pop()
