@@ -11,7 +11,6 @@ import pytest
 from loom.lang import compile_files, render_text
 from loom.lang.diagnostics import Sink
 from loom.lang.flow import FlowResult, check_flow
-from loom.lang.flow.graph import reaction_body
 from loom.model import ir
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,8 +45,7 @@ def test_the_shop_choreography_as_the_flow_reads_it() -> None:
     # Payment's failure sets off the compensation: Inventory releases, through an operation
     consumers = flow.consumers[("Payment", "PaymentFailed")]
     failed = next(c for c in consumers if c.owner == "reserveStock")
-    body = reaction_body(failed.context, failed.owner, failed.reaction)
-    assert flow.sets_off(body) == {("Inventory", "ReservationReleased")}
+    assert flow.sets_off(failed.body) == {("Inventory", "ReservationReleased")}
     (order,) = result.machines
     assert (order.aggregate.name, order.field.name) == ("Order", "status")
     assert order.initial == {"Pending"} and order.reachable == {"Pending", "Paid", "Cancelled"}

@@ -35,7 +35,7 @@ def check_flow(model: ir.Model, sources: Mapping[str, str], sink: Sink) -> FlowR
     spans = Spans(sources)
     flow = build(model)
     events = event_declarations(model)
-    machines = state_machines(model)
+    machines = state_machines(flow)
     check_events(flow, events, spans, sink)
     check_reaction_loops(flow, spans, sink)
     check_api_cycles(flow, spans, sink)

@@ -14,7 +14,7 @@ from itertools import pairwise
 
 from loom.lang.diagnostics import Sink, Span
 from loom.lang.flow.cycles import components, cycle_through
-from loom.lang.flow.graph import EventKey, Flow, reaction_body
+from loom.lang.flow.graph import EventKey, Flow
 from loom.lang.flow.spans import Spans
 from loom.model import ir
 
@@ -57,7 +57,7 @@ def check_event_cycles(
         for c in consumers:
             if c.kind == "projection":
                 continue
-            for nxt in sorted(flow.sets_off(reaction_body(c.context, c.owner, c.reaction))):
+            for nxt in sorted(flow.sets_off(c.body)):
                 if (key, nxt) not in via:
                     via[(key, nxt)] = (c.context, c.owner, c.reaction)
                     succ.setdefault(key, []).append(nxt)

@@ -4,7 +4,7 @@ nowhere, reactions that nothing sets off, and a reaction that sets itself off ag
 from __future__ import annotations
 
 from loom.lang.diagnostics import Sink
-from loom.lang.flow.graph import Body, EventKey, Flow, reaction_body
+from loom.lang.flow.graph import Body, EventKey, Flow
 from loom.lang.flow.spans import Spans
 from loom.model import ir
 
@@ -66,8 +66,7 @@ def check_reaction_loops(flow: Flow, spans: Spans, sink: Sink) -> None:
         for c in consumers:
             if c.kind == "projection":
                 continue  # a projection emits nothing
-            body = reaction_body(c.context, c.owner, c.reaction)
-            path = _ungated_path(flow, body, key, set())
+            path = _ungated_path(flow, c.body, key, set())
             if path is None:
                 continue
             emit, via = path

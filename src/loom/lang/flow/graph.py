@@ -29,6 +29,19 @@ class Body:
     origin: ir.Origin
     aggregate: str | None = None  # the aggregate whose own operations `CallOwnOperation` calls
     gated: bool = False  # a `when` or `requires` gate may refuse to run it
+    # every statement, nested ones too, in source pre-order: walked once, read by every check
+    flat: tuple[ir.Stmt, ...] = field(default=(), compare=False, repr=False)
+
+
+def body_of(
+    context: str,
+    label: str,
+    stmts: tuple[ir.Stmt, ...],
+    origin: ir.Origin,
+    aggregate: str | None = None,
+    gated: bool = False,
+) -> Body:
+    return Body(context, label, stmts, origin, aggregate, gated, tuple(walk.body(stmts)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +52,7 @@ class Consumer:
     owner: str  # the workflow or projection
     kind: str  # "workflow", "process" or "projection"
     reaction: ir.Reaction
+    body: Body
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +76,8 @@ class Flow:
     folded: set[EventKey] = field(default_factory=set)  # by an event-sourced workflow's `apply`
     api_calls: list[ApiEdge] = field(default_factory=list)
     units: dict[UnitKey, Body] = field(default_factory=dict)
+    # every `Agg.create(…)`, by (context, aggregate): the initial states a create may give
+    creates: dict[tuple[str, str], list[ir.CreateAggregate]] = field(default_factory=dict)
     # the contexts with a `resource { kind: api }`: only their bodies can call another's handler,
     # so only theirs are searched for calls (the expressions of every statement, else)
     calling: set[str] = field(default_factory=set)
@@ -77,7 +93,7 @@ class Flow:
             return frozenset()
         seen.add(id(body))
         out: set[EventKey] = set()
-        for stmt in walk.body(body.stmts):
+        for stmt in body.flat:
             if isinstance(stmt, ir.Emit):
                 out.add((stmt.context, stmt.event))
             for key in self.callees(body, stmt):
@@ -123,39 +139,44 @@ def api_calls_of(stmt: ir.Stmt) -> Iterator[ir.ApiCall]:
 
 
 def bodies(ctx: ir.Context) -> Iterator[tuple[UnitKey | None, Body]]:
-    """Every body of a context, with its unit key when something can call it."""
+    """Every body of a context but its reactions (`build` reads those with their consumers), with
+    its unit key when something can call it."""
     c = ctx.name
     for agg in ctx.aggregates:
         if agg.factory is not None:
             f = agg.factory
             label = f"the factory of `{agg.name}`"
             gated = f.requires is not None
-            yield ("factory", c, agg.name), Body(c, label, f.body, f.origin, agg.name, gated)
+            yield ("factory", c, agg.name), body_of(c, label, f.body, f.origin, agg.name, gated)
         for op in agg.operations:
             label = f"operation `{agg.name}.{op.name}`"
             gated = op.when is not None or op.requires is not None
-            yield ("op", c, agg.name, op.name), Body(c, label, op.body, op.origin, agg.name, gated)
+            yield (
+                ("op", c, agg.name, op.name),
+                body_of(c, label, op.body, op.origin, agg.name, gated),
+            )
     for svc in ctx.services:
         for m in svc.methods:
             label = f"`{svc.name}.{m.name}`"
-            yield ("service", c, svc.name, m.name), Body(c, label, m.body, m.origin)
+            yield ("service", c, svc.name, m.name), body_of(c, label, m.body, m.origin)
     for h in ctx.handlers:
         label = f"{h.kind}Handler `{h.name}`"
-        yield ("handler", c, h.name), Body(c, label, h.body, h.origin, None, h.requires is not None)
+        yield (
+            ("handler", c, h.name),
+            body_of(c, label, h.body, h.origin, None, h.requires is not None),
+        )
     for timer in ctx.timers:
-        yield None, Body(c, f"timer `{timer.name}`", timer.body, timer.origin)
+        yield None, body_of(c, f"timer `{timer.name}`", timer.body, timer.origin)
     for wf in ctx.workflows:
         for create in wf.creates:
-            yield None, Body(c, f"workflow `{wf.name}`", create.body, create.origin)
-        for r in wf.reactions:
-            yield None, reaction_body(c, wf.name, r)
+            yield None, body_of(c, f"workflow `{wf.name}`", create.body, create.origin)
         for t in wf.timeouts:
-            yield None, Body(c, f"`{wf.name}`'s `on timeout {t.name}`", t.body, t.origin)
+            yield None, body_of(c, f"`{wf.name}`'s `on timeout {t.name}`", t.body, t.origin)
 
 
 def reaction_body(context: str, owner: str, r: ir.Reaction) -> Body:
     label = f"`{owner}`'s `{r.kind}({r.event.context}.{r.event.name})`"
-    return Body(context, label, r.body, r.origin)
+    return body_of(context, label, r.body, r.origin)
 
 
 def build(model: ir.Model) -> Flow:
@@ -166,28 +187,34 @@ def build(model: ir.Model) -> Flow:
         for ch in ctx.channels:
             for ev in ch.events:
                 flow.channels[(ev.context, ev.name)] = ch
+        owners: list[tuple[str, str, tuple[ir.Reaction, ...]]] = []
         for wf in ctx.workflows:
-            kind = "process" if wf.process else "workflow"
             flow.folded.update((ctx.name, a.event) for a in wf.applies)
-            for r in wf.reactions:
-                key = (r.event.context, r.event.name)
-                flow.consumers.setdefault(key, []).append(Consumer(ctx.name, wf.name, kind, r))
-        for p in ctx.projections:
-            for r in p.reactions:
-                key = (r.event.context, r.event.name)
-                flow.consumers.setdefault(key, []).append(
-                    Consumer(ctx.name, p.name, "projection", r)
-                )
+            owners.append((wf.name, "process" if wf.process else "workflow", wf.reactions))
+        owners += [(p.name, "projection", p.reactions) for p in ctx.projections]
+        for owner, kind, reactions in owners:
+            for r in reactions:
+                body = reaction_body(ctx.name, owner, r)
+                consumer = Consumer(ctx.name, owner, kind, r, body)
+                flow.consumers.setdefault((r.event.context, r.event.name), []).append(consumer)
+                _read(flow, body)
         for unit, body in bodies(ctx):
             if unit is not None:
                 flow.units[unit] = body
-            for stmt in walk.body(body.stmts):
-                if isinstance(stmt, ir.Emit):
-                    flow.emits.setdefault((stmt.context, stmt.event), []).append((body, stmt))
-                if ctx.name not in flow.calling or isinstance(stmt, ir.Save | ir.SaveInstance):
-                    continue  # no call of another context's (a Save has no origin either)
-                for call in api_calls_of(stmt):
-                    flow.api_calls.append(
-                        ApiEdge(ctx.name, call.target, call.resource, stmt.origin)
-                    )
+            _read(flow, body)
     return flow
+
+
+def _read(flow: Flow, body: Body) -> None:
+    """Note what `body` emits, creates and calls."""
+    calling = body.context in flow.calling
+    for stmt in body.flat:
+        if isinstance(stmt, ir.Emit):
+            flow.emits.setdefault((stmt.context, stmt.event), []).append((body, stmt))
+        elif isinstance(stmt, ir.CreateAggregate):
+            flow.creates.setdefault((body.context, stmt.aggregate), []).append(stmt)
+        if calling and not isinstance(stmt, ir.Save | ir.SaveInstance):  # no origin, no call
+            for call in api_calls_of(stmt):
+                flow.api_calls.append(
+                    ApiEdge(body.context, call.target, call.resource, stmt.origin)
+                )

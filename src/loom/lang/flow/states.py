@@ -13,11 +13,14 @@ counts (an `if` around it is not followed), and a gate it cannot decide may hold
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import cast
 
 from loom.lang.diagnostics import Sink
+from loom.lang.flow.graph import Flow, UnitKey
 from loom.lang.flow.spans import Spans
-from loom.model import ir, walk
+from loom.model import ir
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,18 +32,18 @@ class StateMachine:
     initial: frozenset[str]
     # per operation: the members it assigns to the field (every operation, assigning or not)
     moves: tuple[tuple[ir.Operation, frozenset[str]], ...]
+    # per state: the operations (by name) whose `when` can hold in it
+    runnable: Mapping[str, frozenset[str]]
+    # per state: the states an operation can move it to
+    edges: Mapping[str, frozenset[str]]
     reachable: frozenset[str]
 
     def can_run(self, op: ir.Operation, state: str) -> bool:
-        return op.when is None or may_hold(op.when, self.field.name, state) is not False
+        return op.name in self.runnable[state]
 
     def exits(self, state: str) -> frozenset[str]:
         """The states an operation can move `state` to."""
-        out: set[str] = set()
-        for op, targets in self.moves:
-            if targets and self.can_run(op, state):
-                out |= targets
-        return frozenset(out)
+        return self.edges[state]
 
 
 def may_hold(e: ir.Expr, field: str, state: str) -> bool | None:
@@ -94,74 +97,77 @@ def _members_of(e: ir.Expr | None) -> frozenset[str] | None:
     return None
 
 
-def _assigned(stmts: tuple[ir.Stmt, ...], field: str) -> frozenset[str] | None:
-    """The members `stmts` assign to the field; None when one assignment is not a member."""
-    out: set[str] = set()
-    for stmt in walk.body(stmts):
-        if isinstance(stmt, ir.Assign) and stmt.field == field:
+_Assigned = dict[str, frozenset[str] | None]
+"""Per field, the members a body assigns to it; None when one assignment is not a member."""
+
+
+def _assigned(flat: tuple[ir.Stmt, ...]) -> _Assigned:
+    out: dict[str, set[str] | None] = {}
+    for stmt in flat:
+        if isinstance(stmt, ir.Assign):
             members = _members_of(stmt.value) if stmt.op == ":=" else None
-            if members is None:
-                return None
-            out |= members
-    return frozenset(out)
+            known = out.setdefault(stmt.field, set())
+            if members is None or known is None:
+                out[stmt.field] = None
+            else:
+                known |= members
+    return {f: None if m is None else frozenset(m) for f, m in out.items()}
 
 
-def _created_with(model: ir.Model) -> dict[tuple[str, str], list[ir.CreateAggregate]]:
-    """Every `Agg.create(…)` of the model, by (context, aggregate)."""
-    out: dict[tuple[str, str], list[ir.CreateAggregate]] = {}
-    for ctx in model.contexts:
-        for stmt in walk.statements(ctx):
-            if isinstance(stmt, ir.CreateAggregate):
-                out.setdefault((ctx.name, stmt.aggregate), []).append(stmt)
-    return out
-
-
-def state_machines(model: ir.Model) -> list[StateMachine]:
+def state_machines(flow: Flow) -> list[StateMachine]:
+    model = flow.model
     enums = {(c.name, e.name): e for c in model.contexts for e in c.enums}
-    creates: dict[tuple[str, str], list[ir.CreateAggregate]] | None = None
     out: list[StateMachine] = []
     for ctx in model.contexts:
         for agg in ctx.aggregates:
-            if any(op.extern for op in agg.operations):
+            fields = [
+                f
+                for f in agg.fields
+                if isinstance(f.type, ir.EnumType)
+                and (f.read_only or f.immutable or not agg.crudish)  # else a PATCH may set it
+            ]
+            if not fields or any(op.extern for op in agg.operations):
                 continue
-            for f in agg.fields:
-                if not isinstance(f.type, ir.EnumType) or (
-                    agg.crudish and not (f.read_only or f.immutable)
-                ):
-                    continue
+            ops = [
+                (op, _assigned(_flat(flow, ("op", ctx.name, agg.name, op.name))))
+                for op in agg.operations
+            ]
+            factory = _assigned(_flat(flow, ("factory", ctx.name, agg.name)))
+            for f in fields:
+                assert isinstance(f.type, ir.EnumType)
                 enum = enums.get((f.type.context, f.type.name))
-                moves = _moves(agg, f.name)
-                if enum is None or moves is None or not any(t for _, t in moves):
-                    continue
-                if creates is None:
-                    creates = _created_with(model)
-                initial = _initial(agg, f, enum, creates.get((ctx.name, agg.name), []))
+                moves = tuple((op, assigned.get(f.name, frozenset())) for op, assigned in ops)
+                if enum is None or not any(targets for _, targets in moves):
+                    continue  # not a state machine: no operation moves it
+                if any(targets is None for _, targets in moves):
+                    continue  # an assignment this cannot follow
+                creates = flow.creates.get((ctx.name, agg.name), [])
+                initial = _initial(agg, f, enum, factory, creates)
                 if initial is None:
                     continue
-                unexplored = StateMachine(ctx.name, agg, f, enum, initial, moves, frozenset())
-                out.append(replace(unexplored, reachable=_reach(unexplored)))
+                known = cast(tuple[tuple[ir.Operation, frozenset[str]], ...], moves)
+                out.append(_machine(ctx.name, agg, f, enum, initial, known))
     return out
 
 
-def _moves(agg: ir.Aggregate, field: str) -> tuple[tuple[ir.Operation, frozenset[str]], ...] | None:
-    out = []
-    for op in agg.operations:
-        targets = _assigned(op.body, field)
-        if targets is None:
-            return None
-        out.append((op, targets))
-    return tuple(out)
+def _flat(flow: Flow, unit: UnitKey) -> tuple[ir.Stmt, ...]:
+    body = flow.units.get(unit)
+    return body.flat if body is not None else ()
 
 
 def _initial(
-    agg: ir.Aggregate, f: ir.Field, enum: ir.Enum, creates: list[ir.CreateAggregate]
+    agg: ir.Aggregate,
+    f: ir.Field,
+    enum: ir.Enum,
+    factory: _Assigned,
+    creates: list[ir.CreateAggregate],
 ) -> frozenset[str] | None:
     everything = frozenset(enum.members)
     start: set[str] = set()
     if (default := _member(f.default)) is not None:
         start.add(default)
     if agg.factory is not None:
-        assigned = _assigned(agg.factory.body, f.name)
+        assigned = factory.get(f.name, frozenset())
         return None if assigned is None else frozenset(start | assigned) or None
     if agg.crudish and not f.read_only:
         return everything  # its POST takes the field
@@ -175,46 +181,72 @@ def _initial(
     return frozenset(start) or None
 
 
-def _reach(m: StateMachine) -> frozenset[str]:
-    seen = set(m.initial)
-    queue = deque(sorted(m.initial))
+def _machine(
+    context: str,
+    agg: ir.Aggregate,
+    f: ir.Field,
+    enum: ir.Enum,
+    initial: frozenset[str],
+    moves: tuple[tuple[ir.Operation, frozenset[str]], ...],
+) -> StateMachine:
+    """The machine with its gates read once per state and operation, and its reachable states."""
+    runnable = {
+        state: frozenset(
+            op.name
+            for op, _ in moves
+            if op.when is None or may_hold(op.when, f.name, state) is not False
+        )
+        for state in enum.members
+    }
+    edges = {
+        state: frozenset(t for op, targets in moves if op.name in runnable[state] for t in targets)
+        for state in enum.members
+    }
+    seen = set(initial)
+    queue = deque(sorted(initial))
     while queue:
-        for nxt in m.exits(queue.popleft()):
+        for nxt in edges.get(queue.popleft(), frozenset()):
             if nxt not in seen:
                 seen.add(nxt)
                 queue.append(nxt)
-    return frozenset(seen)
+    return StateMachine(context, agg, f, enum, initial, moves, runnable, edges, frozenset(seen))
 
 
 def check_states(machines: list[StateMachine], spans: Spans, sink: Sink) -> None:
     for m in machines:
         owner = f"`{m.aggregate.name}.{m.field.name}`"
-        field_span = spans.word(m.field.origin, m.field.name)
         for state in m.enum.members:
-            at = spans.member(m.enum.origin, state)
             if state not in m.reachable:
-                sink.report(
-                    "loom.state-unreachable",
+                code, label = "loom.state-unreachable", "unreachable"
+                message = (
                     f"{owner} can never be `{state}`: no operation moves it there from its "
-                    f"initial state ({_names(m.initial)})",
-                    at,
-                    "unreachable",
-                    secondary=[(field_span, "the state field")],
-                    help=f"add an operation that assigns `{m.field.name} := {state}` from a state "
-                    "it can reach (check the `when` gates), or remove the member",
+                    f"initial state ({_names(m.initial)})"
+                )
+                fix = (
+                    f"add an operation that assigns `{m.field.name} := {state}` from a state it "
+                    "can reach (check the `when` gates), or remove the member"
                 )
             elif state not in m.enum.terminal and not (m.exits(state) - {state}):
-                sink.report(
-                    "loom.state-dead-end",
+                code, label = "loom.state-dead-end", "no way out"
+                message = (
                     f"once {owner} is `{state}`, no operation moves it on, and `{state}` is not "
-                    "declared terminal",
-                    at,
-                    "no way out",
-                    secondary=[(field_span, "the state field")],
-                    help=f"if the flow ends there, say so: `{state} terminal` in enum "
-                    f"`{m.enum.name}`; otherwise add an operation whose `when` admits `{state}` "
-                    f"and assigns another state",
+                    "declared terminal"
                 )
+                fix = (
+                    f"if the flow ends there, say so: `{state} terminal` in enum `{m.enum.name}`; "
+                    f"otherwise add an operation whose `when` admits `{state}` and assigns "
+                    "another state"
+                )
+            else:
+                continue
+            sink.report(
+                code,
+                message,
+                spans.member(m.enum.origin, state),
+                label,
+                secondary=[(spans.word(m.field.origin, m.field.name), "the state field")],
+                help=fix,
+            )
 
 
 def _names(states: frozenset[str]) -> str:
