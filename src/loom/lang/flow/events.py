@@ -18,16 +18,15 @@ def event_declarations(model: ir.Model) -> dict[EventKey, ir.Event]:
 
 
 def check_events(flow: Flow, events: dict[EventKey, ir.Event], spans: Spans, sink: Sink) -> None:
-    # A model in which nothing reacts to an event publishes its events for the outside (the
-    # user's Python subscribes to them, or a log keeps them): an event nothing takes is a broken
-    # link only in a chain of reactions. The seeds' Sales context is such a model.
+    # A model in which no workflow reacts to an event publishes its events for the outside (the
+    # user's Python subscribes to them): an event nothing takes is a broken link only in a chain
+    # of reactions. The seeds' Sales context is such a model.
     reacting = any(c.kind != "projection" for cs in flow.consumers.values() for c in cs)
     for key, emits in flow.emits.items() if reacting else ():
-        if key in flow.consumers or key in flow.folded or flow.channel_external(key):
+        taken = key in flow.consumers or key in flow.folded or flow.channel_external(key)
+        event = events.get(key)
+        if taken or event is None:
             continue
-        if key not in events:
-            continue
-        event = events[key]
         sink.report(
             "loom.event-unconsumed",
             f"event `{_label(key)}` is emitted but nothing consumes it: no workflow, process or "

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import cast
 
 from loom.lang.diagnostics import Sink
 from loom.lang.flow.graph import Flow, UnitKey
@@ -145,7 +144,7 @@ def state_machines(flow: Flow) -> list[StateMachine]:
                 initial = _initial(agg, f, enum, factory, creates)
                 if initial is None:
                     continue
-                known = cast(tuple[tuple[ir.Operation, frozenset[str]], ...], moves)
+                known = tuple((op, targets) for op, targets in moves if targets is not None)
                 out.append(_machine(ctx.name, agg, f, enum, initial, known))
     return out
 
