@@ -95,7 +95,10 @@ def _waits_unreachable(
         spans.word(r.origin, r.event.name),
         "never arrives",
         secondary=[
-            (spans.at(op.origin), f"`{m.aggregate.name}.{op.name}` emits it, gated on {why}")
+            (
+                spans.word(op.origin, op.name),
+                f"`{m.aggregate.name}.{op.name}` emits it, gated on {why}",
+            )
             for why, m, op in gates
         ],
         help="fix the gate (or the operations that should lead to its state), or wait for the "
