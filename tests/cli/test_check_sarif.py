@@ -88,3 +88,39 @@ def test_a_clean_model_is_an_empty_run(tmp_path: Path) -> None:
 def test_only_check_offers_sarif() -> None:
     r = loom("timers", "--help")
     assert "sarif" not in r.stdout
+
+
+def test_absolute_paths_are_file_uris_and_other_files_related_locations(tmp_path: Path) -> None:
+    """An absolute file name is a `file:` URI; a secondary span in another file is a related
+    location there (the cycle's second call, in the other context's file)."""
+    first, second = tmp_path / "directory.loom", tmp_path / "dispatch.loom"
+    first.write_text(
+        "context Directory {\n"
+        "  resource dispatch { kind: api  context: Dispatch }\n"
+        "  queryHandler Rank(tech: string): int {\n"
+        "    let n = dispatch.Load(tech: tech)\n"
+        "    return n\n"
+        "  }\n"
+        "}\n"
+    )
+    second.write_text(
+        "context Dispatch {\n"
+        "  resource directory { kind: api  context: Directory }\n"
+        "  queryHandler Load(tech: string): int {\n"
+        "    let n = directory.Rank(tech: tech)\n"
+        "    return n\n"
+        "  }\n"
+        "}\n"
+    )
+    r = loom("check", str(first), str(second), "--format", "sarif", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    log = json.loads(r.stdout)
+    jsonschema_rs.validator_for(SCHEMA).validate(log)
+    (result,) = log["runs"][0]["results"]
+    assert (result["ruleId"], result["level"]) == ("loom.context-cycle", "error")
+    where = result["locations"][0]["physicalLocation"]
+    assert where["artifactLocation"]["uri"] == first.as_uri()
+    assert where["region"]["startLine"] == 4
+    (related,) = result["relatedLocations"]
+    assert related["physicalLocation"]["artifactLocation"]["uri"] == second.as_uri()
+    assert related["message"]["text"] == "`Dispatch` calls `Directory`"
