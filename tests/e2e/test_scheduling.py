@@ -23,6 +23,7 @@ import pytest
 from sqlalchemy import delete, table, update
 
 from loom.testing import ServiceClient, VirtualClock, serve
+from tests.waiting import until
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEDULING = [ROOT / "examples/scheduling/scheduling.loom"]
@@ -208,7 +209,7 @@ async def test_rearming_replaces_the_timeout(app: ServiceClient, clock: VirtualC
     assert (await instance(app, "reminder", a))["sent"] == 0  # the replaced one never fires
     await clock.advance(timedelta(hours=1))
     got = await instance(app, "reminder", a)
-    assert (got["sent"], got["timeouts"], got["ended"]) == (1, [], False)
+    assert (got["sent"], got["timeouts"], got["ended"]) == (1, [], True)  # sent: complete
 
 
 async def test_a_step_that_rolls_back_leaves_the_timers(
@@ -301,3 +302,37 @@ async def test_timer_sweeps_a_deadline_whose_timeout_was_lost(
     assert (await appointment(app, a))["status"] == "Requested"
     await clock.advance(timedelta(minutes=30))  # the hourly sweep
     assert (await appointment(app, a))["status"] == "Expired"
+
+
+async def _notices(app: ServiceClient, a: str) -> dict[str, Any] | None:
+    r = await app.get(f"/api/projections/notices/{a}")
+    return r.json() if r.status_code == 200 else None  # a 404 until the first notice is folded
+
+
+async def test_the_notices_fold_the_expiry_and_the_reminders(
+    app: ServiceClient, clock: VirtualClock
+) -> None:
+    """`Notices` folds the events nothing else takes (loom.event-unconsumed): an expiry, and each
+    reminder sent, which ends its Reminder (loom.process-never-completes)."""
+    expired = await request(app)
+    await clock.advance(timedelta(hours=1))
+    got = await until(
+        lambda: _notices(app, expired), timeout=10, what="the expiry folded into Notices"
+    )
+    assert (got["expired"], got["reminders"]) == (True, 0)
+
+    a = await confirmed(app)
+    for hours in (2, 4):  # a reminder, and, once it ended, the next episode's
+        at = START + timedelta(hours=hours)
+        await ok(await app.post("/api/workflows/reminder", json={"appointment": a, "at": iso(at)}))
+        await clock.advance(timedelta(hours=2))
+    got = await until(
+        lambda: _reminded_twice(app, a), timeout=10, what="two reminders folded into Notices"
+    )
+    assert (got["expired"], got["reminders"]) == (False, 2)
+    assert (await instance(app, "reminder", a))["ended"] is True
+
+
+async def _reminded_twice(app: ServiceClient, a: str) -> dict[str, Any] | None:
+    got = await _notices(app, a)
+    return got if got is not None and got["reminders"] == 2 else None

@@ -125,6 +125,10 @@ def test_edited_models_parse_alike(text: str) -> None:
         "context A { aggregate B { n: int = 1 renamed from m } }",
         "context A { event E renamed from F { a: int renamed from b = 1, c: string } }",
         "context A { enum E { Open renamed from Opened, Shut } }",
+        "context A { enum E { Open, Shut terminal, Gone terminal renamed from Lost, terminal } }",
+        "context A { enum E { terminal terminal } }",  # a member called `terminal`, terminal
+        "context A { enum E { Open terminal terminal } }",
+        "context A { enum E { Open renamed from Opened terminal } }",  # `terminal` comes first
         "",
         # the topology beside the contexts: words, not keywords (tree_to_ast checks them)
         "deployable D { contexts: A, B }\nchannelSource S { kind: nats }\ncontext A { }",

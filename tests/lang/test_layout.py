@@ -181,6 +181,7 @@ def test_the_front_end_imports_nothing_inside_functions() -> None:
 def test_the_front_end_is_split_into_its_passes() -> None:
     """Each pass is a package whose `__init__` holds its one entry function."""
     import loom.lang.check
+    import loom.lang.flow
     import loom.lang.lower
     import loom.lang.names
     import loom.lang.syntax
@@ -189,6 +190,7 @@ def test_the_front_end_is_split_into_its_passes() -> None:
     assert callable(loom.lang.names.resolve)
     assert callable(loom.lang.check.check)
     assert callable(loom.lang.lower.lower)
+    assert callable(loom.lang.flow.check_flow)
     flat = [p.name for p in (SRC / "loom/lang").glob("*.py")]
     assert sorted(flat) == [
         "__init__.py",

@@ -123,7 +123,7 @@ def test_the_deposit_deadline_releases_the_slot() -> None:
     then.then_commands([{"appointment": slot.id, "reason": "deposit-not-received"}])
 
 
-def test_a_reminder_counts_and_emits_without_ending() -> None:
+def test_a_reminder_counts_emits_and_ends() -> None:
     a = uuid4()
     (
         given_process(reminder, {"appointment": a, "sent": 2})
@@ -131,7 +131,7 @@ def test_a_reminder_counts_and_emits_without_ending() -> None:
         .then_state({"appointment": a, "sent": 3})
         .then_commands([{"appointment": a}])
         .then_timeouts([])
-        .then_ended(False)
+        .then_ended()
     )
 
 

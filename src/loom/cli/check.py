@@ -31,7 +31,7 @@ from loom.cli.output import (
 
 @click.command()
 @files_argument()
-@format_option()
+@format_option(sarif=True)
 @color_option("Colour the text output.")
 def check(files: tuple[Path, ...], format: Format, color: Color) -> None:
     """Parse, resolve and type-check a model, and print its diagnostics.

@@ -30,7 +30,7 @@ def compile_model(
     (without `warnings`, only when there are errors: someone printed the warnings already)."""
     # Imported here, not at the top: `loom run` with an unchanged model never loads the compiler,
     # which is most of its start-up time. No cycle hides behind it (loom.lang never imports this).
-    from loom.lang import compile_files, compile_sources, render_json, render_text
+    from loom.lang import compile_files, compile_sources, render_json, render_sarif, render_text
     from loom.migrate.leftovers import leftover_renames  # imports loom.lang: loaded with it
 
     with collector_paused():
@@ -40,6 +40,8 @@ def compile_model(
         result.diagnostics.sort(key=lambda d: d.sort_key())
     if fmt is Format.json:
         echo(render_json(result.diagnostics))
+    elif fmt is Format.sarif:
+        echo(render_sarif(result.diagnostics))
     elif (result.diagnostics and (warnings or not result.ok)) or not quiet_ok:
         text = render_text(result.diagnostics, result.sources, color=use_color(color))
         if text:

@@ -22,6 +22,7 @@ Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 class Format(enum.StrEnum):
     text = "text"
     json = "json"
+    sarif = "sarif"  # `loom check` only (SARIF 2.1.0, for code-scanning tools)
 
 
 class Color(enum.StrEnum):
@@ -86,10 +87,12 @@ def color_option(help: str = "Colour the diagnostics.") -> Decorator:
     )
 
 
-def format_option() -> Decorator:
+def format_option(*, sarif: bool = False) -> Decorator:
+    """`--format text|json`, and `sarif` where the command's output is diagnostics."""
+    choices = list(Format) if sarif else [f for f in Format if f is not Format.sarif]
     return click.option(
         "--format",
-        type=click.Choice(Format),
+        type=click.Choice(choices),
         default=Format.text,
         show_default=True,
         help="Output format.",

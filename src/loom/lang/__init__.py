@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from loom.lang.codes import REGISTRY, CodeInfo
     from loom.lang.compiler import CompileResult, compile_files, compile_sources
     from loom.lang.diagnostics import Diagnostic, Span
-    from loom.lang.render import render_json, render_text
+    from loom.lang.render import render_json, render_sarif, render_text
 
 _HOMES = {
     "REGISTRY": "codes",
@@ -25,6 +25,7 @@ _HOMES = {
     "Span": "diagnostics",
     "render_json": "render",
     "render_text": "render",
+    "render_sarif": "render",
 }
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "compile_files",
     "compile_sources",
     "render_json",
+    "render_sarif",
     "render_text",
 ]
 

@@ -527,5 +527,43 @@ REGISTRY: dict[str, CodeInfo] = {
             _E,
             "a body names an aggregate or repository of another context",
         ),
+        # Flow checks, over the whole lowered model (`loom.lang.flow`)
+        CodeInfo("loom.event-unconsumed", _W, "an event is emitted but nothing consumes it"),
+        CodeInfo(
+            "loom.event-never-emitted",
+            _W,
+            "a reaction takes an event that nothing emits and no channel brings in",
+        ),
+        CodeInfo(
+            "loom.context-cycle",
+            _E,
+            "contexts call one another's API in a cycle (an error), or their events go round in "
+            "one (a warning)",
+        ),
+        CodeInfo(
+            "loom.reaction-loop",
+            _W,
+            "a reaction emits the event it reacts to again, with no gate that can stop it",
+        ),
+        CodeInfo(
+            "loom.state-unreachable",
+            _W,
+            "a state of an aggregate's status enum that no operation can reach",
+        ),
+        CodeInfo(
+            "loom.state-dead-end",
+            _W,
+            "a state with no way out that is not declared `terminal`",
+        ),
+        CodeInfo(
+            "loom.process-never-completes",
+            _W,
+            "a process manager has no path to `complete`",
+        ),
+        CodeInfo(
+            "loom.process-waits-unreachable",
+            _W,
+            "a process waits for an event that only operations whose `when` gate cannot hold emit",
+        ),
     ]
 }

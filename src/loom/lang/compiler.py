@@ -2,7 +2,7 @@
 
 The pipeline is four passes, each one package with one entry function and a typed result:
 `syntax.parse` -> `SyntaxResult`, `names.resolve` -> `Program`, `check.check` -> `Facts`,
-`lower.lower` -> `ir.Model`.
+`lower.lower` -> `ir.Model`; then `flow.check_flow` checks the lowered model's event flow.
 
 This is the boundary the user sees, so it never raises: an unreadable file is a diagnostic, and any
 unexpected exception in a stage becomes `loom.internal-error` instead of a traceback.
@@ -18,6 +18,7 @@ from pathlib import Path
 from loom.lang.check import check
 from loom.lang.check.atomicity import check_atomicity
 from loom.lang.diagnostics import Diagnostic, Sink, Span
+from loom.lang.flow import check_flow
 from loom.lang.lower import lower
 from loom.lang.names import resolve
 from loom.lang.syntax import parse
@@ -95,6 +96,7 @@ def _run(sources: dict[str, str], sink: Sink) -> ir.Model | None:
         return None
     model = lower(prog, facts, sources)
     check_atomicity(model, sources, sink)  # reads the saves lowering placed
+    check_flow(model, sources, sink)  # the whole model's event flow, state machines, processes
     return model
 
 

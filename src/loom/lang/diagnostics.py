@@ -79,11 +79,14 @@ class Diagnostic:
         *,
         secondary: tuple[tuple[Span, str], ...] | list[tuple[Span, str]] = (),
         help: str | None = None,
+        warning: bool = False,
     ) -> Diagnostic:
         # Severity comes from the registry, so an unregistered code fails loudly in tests (and is
-        # turned into loom.internal-error at the compiler boundary in production).
+        # turned into loom.internal-error at the compiler boundary in production). `warning`: the
+        # milder form of a code that is an error in its other form (`loom.context-cycle`).
         info = REGISTRY[code]
-        return Diagnostic(code, message, span, label, tuple(secondary), help, info.severity)
+        severity: Severity = "warning" if warning else info.severity
+        return Diagnostic(code, message, span, label, tuple(secondary), help, severity)
 
     def sort_key(self) -> tuple[str, int, int, str]:
         return (self.span.file, self.span.line, self.span.column, self.code)
@@ -104,9 +107,12 @@ class Sink:
         *,
         secondary: tuple[tuple[Span, str], ...] | list[tuple[Span, str]] = (),
         help: str | None = None,
+        warning: bool = False,
     ) -> None:
         self.items.append(
-            Diagnostic.make(code, message, span, label, secondary=secondary, help=help)
+            Diagnostic.make(
+                code, message, span, label, secondary=secondary, help=help, warning=warning
+            )
         )
 
     @property

@@ -68,6 +68,7 @@ class ModelLowerer:
                     tuple(m for m, _ in d.members),
                     origin(d.span),
                     tuple((d.members[i][0], r.name) for i, r in sorted(d.renamed_from.items())),
+                    tuple(m for m, _ in d.members if m in d.terminal),
                 )
                 for d in decls
                 if isinstance(d, ast.Enum)

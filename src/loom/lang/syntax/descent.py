@@ -96,6 +96,10 @@ class _Descent(Workflows):
         while self.k[self.i] != "}":
             j = self.i
             member: list[Any] = [self.name()]
+            if self.k[self.i] == "terminal":
+                t = self.i
+                self.i += 1
+                member.append(b.terminal_state(self.meta(t), []))
             if self.k[self.i] == RENAMED:
                 member.append(self.renamed())
             ch.append(b.enum_member(self.meta(j), member))

@@ -39,12 +39,18 @@ class DeclarationRules(TokenReader):
         return self.sp(meta)
 
     def enum_member(self, meta: Positions, ch: list[Any]) -> Any:
-        return (str(ch[0]), self.tsp(ch[0]), ch[1] if len(ch) > 1 else None)
+        terminal = any(c == "terminal" for c in ch[1:])
+        renamed = next((c for c in ch[1:] if isinstance(c, ast.Renamed)), None)
+        return (str(ch[0]), self.tsp(ch[0]), renamed, terminal)
+
+    def terminal_state(self, meta: Positions, ch: list[Any]) -> Any:
+        return "terminal"
 
     def enum(self, meta: Positions, ch: list[Any]) -> Any:
-        members = [(name, span) for name, span, _ in ch[1:]]
-        renamed = {i: r for i, (_, _, r) in enumerate(ch[1:]) if r is not None}
-        return ast.Enum(str(ch[0]), self.tsp(ch[0]), members, self.sp(meta), renamed)
+        members = [(name, span) for name, span, _, _ in ch[1:]]
+        renamed = {i: r for i, (_, _, r, _) in enumerate(ch[1:]) if r is not None}
+        terminal = {name for name, _, _, t in ch[1:] if t}
+        return ast.Enum(str(ch[0]), self.tsp(ch[0]), members, self.sp(meta), renamed, terminal)
 
     def renamed(self, meta: Positions, ch: list[Any]) -> Any:
         return ast.Renamed(str(ch[1]), self.tsp(ch[1]))

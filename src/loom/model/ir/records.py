@@ -16,6 +16,8 @@ class Enum:
     origin: Origin
     # `Closed renamed from Shut`: (member, the name it had in the previous model), in member order
     renamed_from: tuple[tuple[str, str], ...] = ()
+    # `Paid terminal`: the members declared terminal states, in member order
+    terminal: tuple[str, ...] = ()
 
     def old_name(self, member: str) -> str | None:
         """The name `member` had in the previous model, None when it was not renamed."""

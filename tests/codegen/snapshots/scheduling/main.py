@@ -10,6 +10,7 @@ from loom.runtime import Backoff, Channel, DomainEvent, Service, create_app
 
 from ._metadata import metadata
 from .scheduling import domain as scheduling_domain
+from .scheduling import projections as scheduling_projections
 from .scheduling import reactions as scheduling_reactions
 from .scheduling import routes as scheduling_routes
 from .scheduling import schemas as scheduling_schemas
@@ -17,7 +18,7 @@ from .scheduling import workflows as scheduling_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "b7aa9a03383b"
+MODEL_REVISION = "c1b207156b1e"
 
 # The durable channels of the model: their events go through the outbox and the relay.
 CHANNELS = [
@@ -62,7 +63,11 @@ def build_app(database_url: str | None = None) -> FastAPI:
     return create_app(
         title="Scheduling",
         metadata=metadata,
-        routers=[scheduling_routes.router, scheduling_workflows.router],
+        routers=[
+            scheduling_routes.router,
+            scheduling_workflows.router,
+            scheduling_projections.router,
+        ],
         database_url=database_url,
         asyncapi=Path(__file__).with_name("asyncapi.json"),
         model_revision=MODEL_REVISION,

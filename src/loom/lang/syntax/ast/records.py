@@ -17,6 +17,8 @@ class Enum:
     span: Span
     # `Closed renamed from Shut`: the members renamed, by their index in `members`
     renamed_from: dict[int, Renamed] = field(default_factory=dict)
+    # `Paid terminal`: the members declared terminal states (a way out is not expected of them)
+    terminal: set[str] = field(default_factory=set)
 
 
 @dataclass(eq=False)

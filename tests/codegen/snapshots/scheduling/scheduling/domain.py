@@ -223,3 +223,12 @@ class ReminderState:
     episode: int = 1
     started_at: datetime | None = None
     ended_at: datetime | None = None
+
+
+@dataclass(kw_only=True)
+class NoticesRow:
+    """a row of projection Notices (scheduling.loom:151)"""
+
+    appointment: AppointmentId
+    expired: bool = False
+    reminders: int = 0

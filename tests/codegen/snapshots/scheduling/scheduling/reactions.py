@@ -13,6 +13,7 @@ from loom.runtime.processes import Tick, Timeout, TimeoutDue
 from .domain import (
     AppointmentCancelled,
     AppointmentConfirmed,
+    AppointmentExpired,
     AppointmentRequested,
     DepositPaid,
     ReminderSent,
@@ -23,6 +24,7 @@ from .repositories import (
     Appointments,
     ConfirmationDeadlineInstances,
     DepositHoldInstances,
+    NoticesRows,
     ReminderInstances,
 )
 
@@ -179,6 +181,27 @@ async def deposit_hold_on_deposit_paid(service: Service, e: DepositPaid) -> None
         await deposit_hold_instances.save(instance)
 
 
+async def notices_on_appointment_expired(
+    service: Service,
+    e: AppointmentExpired,
+) -> None:
+    """projection Notices: on(e: AppointmentExpired) by e.appointment (scheduling.loom:155)"""
+    async with service.reaction() as work:
+        notices_rows = NoticesRows(work)
+        row = await notices_rows.bind(e.appointment)
+        row.expired = True
+        await notices_rows.save(row)
+
+
+async def notices_on_reminder_sent(service: Service, e: ReminderSent) -> None:
+    """projection Notices: on(e: ReminderSent) by e.appointment (scheduling.loom:156)"""
+    async with service.reaction() as work:
+        notices_rows = NoticesRows(work)
+        row = await notices_rows.bind(e.appointment)
+        row.reminders = row.reminders + 1
+        await notices_rows.save(row)
+
+
 async def confirmation_deadline_timeout_deadline(
     service: Service,
     due: TimeoutDue,
@@ -311,6 +334,12 @@ async def reminder_timeout_remind(
         return
     instance.sent = instance.sent + 1
     work.emit(ReminderSent(appointment=instance.appointment))
+    instance.ended = True
+    await service.processes.store.disarm_all(
+        work,
+        process=REMINDER_PROCESS,
+        key=str(instance.appointment),
+    )
     await reminder_instances.save(instance)
 
 
@@ -323,7 +352,7 @@ async def reminder_timeouts(service: Service, due: TimeoutDue, work: Work) -> No
 
 
 async def expire_unconfirmed_timer(service: Service, tick: Tick, work: Work) -> None:
-    """timer expireUnconfirmed every 1h (scheduling.loom:149)"""
+    """timer expireUnconfirmed every 1h (scheduling.loom:160)"""
     appointments = Appointments(work)
     overdue = await appointments.find_all_by_unconfirmed(now())
     for a in overdue:
@@ -358,6 +387,16 @@ def subscribe(service: Service) -> None:
         DepositPaid,
         partial(deposit_hold_on_deposit_paid, service),
         name="Scheduling.DepositHold.on(DepositPaid)",
+    )
+    events.subscribe(
+        AppointmentExpired,
+        partial(notices_on_appointment_expired, service),
+        name="Scheduling.Notices.on(AppointmentExpired)",
+    )
+    events.subscribe(
+        ReminderSent,
+        partial(notices_on_reminder_sent, service),
+        name="Scheduling.Notices.on(ReminderSent)",
     )
     service.timeouts.register(
         CONFIRMATION_DEADLINE_PROCESS,

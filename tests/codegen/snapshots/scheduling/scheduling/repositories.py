@@ -4,7 +4,7 @@
 
 from datetime import datetime
 
-from loom.runtime import ProcessInstances, Repository
+from loom.runtime import ProcessInstances, Repository, Rows
 from sqlalchemy import ColumnElement, and_
 
 from . import tables
@@ -12,6 +12,7 @@ from .domain import (
     Appointment,
     ConfirmationDeadlineState,
     DepositHoldState,
+    NoticesRow,
     ReminderState,
 )
 
@@ -65,3 +66,12 @@ class ReminderInstances(ProcessInstances[ReminderState]):
     key = "appointment"
     workflow = "Reminder"
     process = "Scheduling.Reminder"
+
+
+class NoticesRows(Rows[NoticesRow]):
+    """rows of projection Notices (scheduling.loom:151)"""
+
+    state = NoticesRow
+    table = tables.notices_rows
+    key = "appointment"
+    workflow = "Notices"

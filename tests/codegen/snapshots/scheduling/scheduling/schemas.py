@@ -15,6 +15,7 @@ from .domain import (
     AppointmentStatus,
     ConfirmationDeadlineState,
     DepositHoldState,
+    NoticesRow,
     ReminderState,
 )
 from .ids import AppointmentId
@@ -175,4 +176,23 @@ class ReminderInstanceOut(BaseModel):
             started_at=state.started_at,
             ended_at=state.ended_at,
             timeouts=[InstanceTimeoutOut.model_validate(t) for t in timeouts],
+        )
+
+
+class NoticesOut(BaseModel):
+    """a row of projection Notices as the API answers it (scheduling.loom:151)"""
+
+    appointment: AppointmentId
+    version: int
+    expired: bool
+    reminders: Int64
+
+    @classmethod
+    def from_state(cls, state: NoticesRow) -> Self:
+        """The wire form of a row of projection Notices."""
+        return cls(
+            appointment=state.appointment,
+            version=instance_version(state),
+            expired=state.expired,
+            reminders=state.reminders,
         )

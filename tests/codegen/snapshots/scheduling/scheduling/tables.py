@@ -167,3 +167,29 @@ reminder_instances = Table(
     Column("ended_at", UtcDateTime, nullable=True, info={"loom": {"field": "endedAt"}}),
     info={"loom": {"origin": "Scheduling.Reminder"}},
 )
+
+# rows of projection Notices (scheduling.loom:151)
+notices_rows = Table(
+    "scheduling_notices_rows",
+    metadata,
+    Column(
+        "appointment",
+        Uuid,
+        primary_key=True,
+        info={"loom": {"field": "appointment"}},
+    ),
+    Column("version", Integer, nullable=False),
+    Column(
+        "expired",
+        Boolean,
+        nullable=False,
+        info={"loom": {"field": "expired", "default": False}},
+    ),
+    Column(
+        "reminders",
+        BigInteger,
+        nullable=False,
+        info={"loom": {"field": "reminders", "default": 0}},
+    ),
+    info={"loom": {"origin": "Scheduling.Notices"}},
+)
