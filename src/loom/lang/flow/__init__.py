@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from loom.lang.diagnostics import Sink
 from loom.lang.flow.context_cycles import check_api_cycles, check_event_cycles
 from loom.lang.flow.events import check_events, check_reaction_loops, event_declarations
-from loom.lang.flow.graph import Flow, build
 from loom.lang.flow.processes import check_processes
 from loom.lang.flow.spans import Spans
-from loom.lang.flow.states import StateMachine, check_states, state_machines
+from loom.lang.flow.states import check_states
 from loom.model import ir
+from loom.model.flow import Flow, build
+from loom.model.states import StateMachine, state_machines
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,9 +14,9 @@ from itertools import pairwise
 
 from loom.lang.diagnostics import Sink, Span
 from loom.lang.flow.cycles import components, cycle_through
-from loom.lang.flow.graph import EventKey, Flow
 from loom.lang.flow.spans import Spans
 from loom.model import ir
+from loom.model.flow import EventKey, Flow
 
 
 def check_api_cycles(flow: Flow, spans: Spans, sink: Sink) -> None:

@@ -4,9 +4,9 @@ nowhere, reactions that nothing sets off, and a reaction that sets itself off ag
 from __future__ import annotations
 
 from loom.lang.diagnostics import Sink
-from loom.lang.flow.graph import Body, EventKey, Flow
 from loom.lang.flow.spans import Spans
 from loom.model import ir
+from loom.model.flow import Body, EventKey, Flow
 
 
 def _label(key: EventKey) -> str:

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from loom.lang.diagnostics import Sink
-from loom.lang.flow.graph import EventKey, Flow
 from loom.lang.flow.spans import Spans
-from loom.lang.flow.states import StateMachine
 from loom.model import ir, walk
+from loom.model.flow import EventKey, Flow
+from loom.model.states import StateMachine
 
 
 def _bodies(wf: ir.Workflow, live: set[EventKey]) -> Iterator[tuple[tuple[ir.Stmt, ...], bool]]:
