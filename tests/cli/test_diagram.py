@@ -84,8 +84,12 @@ def test_svg_without_graphviz_names_the_package(tmp_path: Path) -> None:
     ("args", "message"),
     [
         (
-            ["--view", "flow"],
-            "error: the `flow` view is not drawn yet: choose one of context, states, deployables",
+            ["--view", "states", "--from", "Orders.OrderPlaced"],
+            "error: --from narrows the flow view only, not `states`: add --view flow",
+        ),
+        (
+            ["--view", "flow", "--from", "Orders.Nothing"],
+            "error: --from Orders.Nothing: the flow has no such event, route or node",
         ),
         (["--view", "nope"], "'nope' is not one of"),
         (["--view", "context", "--format", "png"], "'png' is not one of"),

@@ -1,5 +1,5 @@
-"""Every diagram in the docs marked `<!-- diagram: PATH --view VIEW -->` right above a
-```` ```mermaid ```` block is what `loom diagram PATH --view VIEW` draws now: a changed model or
+"""Every diagram in the docs marked `<!-- diagram: PATH --view VIEW [--from START] -->` right above
+a ```` ```mermaid ```` block is what `loom diagram PATH --view VIEW` draws now: a changed model or
 drawing fails here until `pytest --update-snapshots` rewrites the block (then review the diff)."""
 
 from __future__ import annotations
@@ -16,27 +16,31 @@ from loom.lang import compile_files
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BLOCK = re.compile(
-    r"<!-- diagram: (?P<path>\S+) --view (?P<view>\w+) -->\n```mermaid\n(?P<body>.*?)```",
+    r"<!-- diagram: (?P<path>\S+) --view (?P<view>\w+)(?: --from (?P<start>.+?))? -->\n"
+    r"```mermaid\n(?P<body>.*?)```",
     re.DOTALL,
 )
 
 
-def drawn(path: str, view: str) -> str:
+def drawn(path: str, view: str, start: str | None) -> str:
     result = compile_files(model_files([ROOT / path]))
     assert result.model is not None, [d.message for d in result.diagnostics]
-    return diagram(result.model, view, "mermaid")
+    text = diagram(result.model, view, "mermaid", start)
+    assert text is not None, f"--from {start} names nothing"
+    return text
 
 
 def test_the_diagrams_doc_shows_the_shop_in_each_view() -> None:
     text = (ROOT / "docs/diagrams.md").read_text()
     views = [(m["path"], m["view"]) for m in BLOCK.finditer(text)]
-    assert views == [("examples/shop", v) for v in ("context", "states", "deployables")]
+    assert views == [("examples/shop", v) for v in ("context", "flow", "states", "deployables")]
 
 
 def block(m: re.Match[str]) -> str:
     """The block `m` as it should read: its marker, then the diagram drawn now."""
-    marker = f"<!-- diagram: {m['path']} --view {m['view']} -->"
-    return f"{marker}\n```mermaid\n{drawn(m['path'], m['view'])}```"
+    start = f" --from {m['start']}" if m["start"] else ""
+    marker = f"<!-- diagram: {m['path']} --view {m['view']}{start} -->"
+    return f"{marker}\n```mermaid\n{drawn(m['path'], m['view'], m['start'])}```"
 
 
 @pytest.mark.parametrize(

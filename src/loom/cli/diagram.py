@@ -19,8 +19,6 @@ from loom.cli.compile import collector_off, compile_model, model_files_of
 from loom.cli.output import Color, Format, color_option, echo, exit_at_once, fail, files_argument
 from loom.codegen.diagrams import RENDERERS, VIEWS, diagram
 
-# the views issue 28 plans that are not drawn yet: asked for, they are refused in one line
-_LATER = ("flow",)
 GRAPHVIZ_PACKAGE = "graphviz"  # Debian's package of `dot` (scripts/setup.sh installs it)
 
 
@@ -29,9 +27,17 @@ GRAPHVIZ_PACKAGE = "graphviz"  # Debian's package of `dot` (scripts/setup.sh ins
 @click.option(
     "--view",
     required=True,
-    type=click.Choice([*VIEWS, *_LATER]),
-    help="What to draw: context (the context map), states (the state machines), deployables "
-    "(the services, databases, brokers and channels); flow is not drawn yet.",
+    type=click.Choice(list(VIEWS)),
+    help="What to draw: context (the context map), flow (event storming: entry points, what they "
+    "run, the events, the reactions), states (the state machines), deployables (the services, "
+    "databases, brokers and channels).",
+)
+@click.option(
+    "--from",
+    "start",
+    metavar="EVENT|ROUTE",
+    help="With --view flow: only what this sets off, an event (`Orders.OrderPlaced`), a route "
+    "(`POST /api/workflows/place_order`) or any node's id.",
 )
 @click.option(
     "--format",
@@ -50,17 +56,27 @@ GRAPHVIZ_PACKAGE = "graphviz"  # Debian's package of `dot` (scripts/setup.sh ins
 )
 @color_option()
 def diagram_command(
-    files: tuple[Path, ...], view: str, fmt: str, output: Path | None, color: Color
+    files: tuple[Path, ...],
+    view: str,
+    start: str | None,
+    fmt: str,
+    output: Path | None,
+    color: Color,
 ) -> None:
-    """Draw a view of the model: its context map, its state machines or its deployables, in
-    Mermaid, DOT or SVG (docs/diagrams.md)."""
-    if view in _LATER:
-        fail(f"the `{view}` view is not drawn yet: choose one of {', '.join(VIEWS)}")
+    """Draw a view of the model: its context map, its event flow, its state machines or its
+    deployables, in Mermaid, DOT or SVG (docs/diagrams.md)."""
+    if start is not None and view != "flow":
+        fail(f"--from narrows the flow view only, not `{view}`: add --view flow")
     collector_off()
     result = compile_model(model_files_of(files), Format.text, color, quiet_ok=True)
     if not result.ok or result.model is None:
         exit_at_once(1)
-    text = diagram(result.model, view, "dot" if fmt == "svg" else fmt)
+    text = diagram(result.model, view, "dot" if fmt == "svg" else fmt, start)
+    if text is None:
+        fail(
+            f"--from {start}: the flow has no such event, route or node (an event is named "
+            "`Context.Event`, a route as `POST /api/workflows/place_order`)"
+        )
     if fmt == "svg":
         text = _svg(text)
     if output is None:

@@ -4,7 +4,15 @@ API calls, the deployables' brokers. Golden files of the examples are test_examp
 
 from __future__ import annotations
 
-from loom.codegen.diagrams import context_graph, deployables_graph, states_graph
+from itertools import pairwise
+
+from loom.codegen.diagrams import (
+    context_graph,
+    deployables_graph,
+    flow_graph,
+    narrowed,
+    states_graph,
+)
 from loom.codegen.diagrams.graph import Graph
 from loom.codegen.diagrams.mermaid import mermaid_id
 from loom.codegen.python.keyed import process_name
@@ -167,3 +175,34 @@ def test_ids_are_the_names_the_generated_services_use() -> None:
     assert {n.id for n in deployables.nodes if n.shape == "queue"} == {
         f"{c.name}.{ch.name}" for c in shop.contexts for ch in c.channels
     }
+
+
+def test_the_shops_flow_reads_as_its_choreography() -> None:
+    """From the order's route: the happy path (reserved, paid, settled) and the compensation
+    (payment failed or timed out: released, cancelled), each hop an arrow of the flow view."""
+    graph = narrowed(flow_graph(example("shop")), "POST /api/workflows/place_order")
+    assert graph is not None
+    hops = {(s, t) for s, t, _ in arrows(graph)}
+    path = [
+        "Orders.placeOrder",
+        "Orders.OrderPlaced",
+        "Inventory.reserveStock.on(Orders.OrderPlaced)",
+        "Inventory.StockReserved",
+        "Payment.takePayment.on(Inventory.StockReserved)",
+        "Payment.PaymentFailed",
+        "Inventory.reserveStock.on(Payment.PaymentFailed)",
+        "Inventory.Reservation.release",
+        "Inventory.ReservationReleased",
+        "Payment.takePayment.on(Inventory.ReservationReleased)",
+        "Payment.OrderCancelled",
+        "Orders.settleOrder.on(Payment.OrderCancelled)",
+        "Orders.Order.cancel",
+    ]
+    assert [hop for hop in pairwise(path) if hop not in hops] == []
+    # the happy path's end, and the timeout that arms on the order
+    assert ("Payment.PaymentSucceeded", "Orders.settleOrder.on(Payment.PaymentSucceeded)") in hops
+    assert ("Orders.settleOrder.on(Payment.PaymentSucceeded)", "Orders.Order.markPaid") in hops
+    schedule = ("Orders.PaymentDeadline.create(OrderPlaced)", "Orders.PaymentDeadline.payment")
+    assert schedule in hops
+    # narrowed: nothing the order's route does not set off
+    assert "Inventory.Stock.restock" not in {n.id for n in graph.nodes}

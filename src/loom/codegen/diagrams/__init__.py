@@ -1,7 +1,8 @@
 """Diagrams of a model (`loom diagram`, docs/diagrams.md): each view builds a `graph.Graph` from
 the IR alone, and each format renders one.
 
-The views: `context` (the context map), `states` (aggregates' and process managers' state
+The views: `context` (the context map), `flow` (event storming: entry points, what they run, the
+events, the reactions to them, onwards), `states` (aggregates' and process managers' state
 machines), `deployables` (the services, their databases, brokers and channels). `svg` is no
 renderer here: the command runs Graphviz's `dot` on the `dot` text.
 """
@@ -14,16 +15,27 @@ from typing import Final
 from loom.codegen.diagrams import dot, mermaid
 from loom.codegen.diagrams.context_view import context_graph
 from loom.codegen.diagrams.deployables_view import deployables_graph
+from loom.codegen.diagrams.flow_view import flow_graph, narrowed
 from loom.codegen.diagrams.graph import Graph
 from loom.codegen.diagrams.states_view import states_graph
 from loom.model import ir
 
 VIEWS: Final[dict[str, Callable[[ir.Model], Graph]]] = {
     "context": context_graph,
+    "flow": flow_graph,
     "states": states_graph,
     "deployables": deployables_graph,
 }
-__all__ = ["RENDERERS", "VIEWS", "context_graph", "deployables_graph", "diagram", "states_graph"]
+__all__ = [
+    "RENDERERS",
+    "VIEWS",
+    "context_graph",
+    "deployables_graph",
+    "diagram",
+    "flow_graph",
+    "narrowed",
+    "states_graph",
+]
 
 RENDERERS: Final[dict[str, Callable[[Graph], str]]] = {
     "mermaid": mermaid.render,
@@ -31,6 +43,10 @@ RENDERERS: Final[dict[str, Callable[[Graph], str]]] = {
 }
 
 
-def diagram(model: ir.Model, view: str, fmt: str) -> str:
-    """The text of `view` of `model` in `fmt` (a key of `VIEWS` and of `RENDERERS`)."""
-    return RENDERERS[fmt](VIEWS[view](model))
+def diagram(model: ir.Model, view: str, fmt: str, start: str | None = None) -> str | None:
+    """The text of `view` of `model` in `fmt` (a key of `VIEWS` and of `RENDERERS`); with `start`,
+    only what that node sets off (`flow_view.narrowed`), None when no node is `start`."""
+    graph: Graph | None = VIEWS[view](model)
+    if start is not None and graph is not None:
+        graph = narrowed(graph, start)
+    return None if graph is None else RENDERERS[fmt](graph)
