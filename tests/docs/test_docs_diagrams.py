@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from loom.build.sources import model_files
-from loom.codegen.diagrams import diagram
+from loom.codegen.diagrams import diagram, flow_from
 from loom.lang import compile_files
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,7 +25,10 @@ BLOCK = re.compile(
 def drawn(path: str, view: str, start: str | None) -> str:
     result = compile_files(model_files([ROOT / path]))
     assert result.model is not None, [d.message for d in result.diagnostics]
-    text = diagram(result.model, view, "mermaid", start)
+    if start is None:
+        return diagram(result.model, view, "mermaid")
+    assert view == "flow", view
+    text = flow_from(result.model, start, "mermaid")
     assert text is not None, f"--from {start} names nothing"
     return text
 

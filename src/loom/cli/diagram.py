@@ -17,7 +17,7 @@ import loom.lang  # noqa: F401
 # isort: on
 from loom.cli.compile import collector_off, compile_model, model_files_of
 from loom.cli.output import Color, Format, color_option, echo, exit_at_once, fail, files_argument
-from loom.codegen.diagrams import RENDERERS, VIEWS, diagram
+from loom.codegen.diagrams import RENDERERS, VIEWS, diagram, flow_from
 
 GRAPHVIZ_PACKAGE = "graphviz"  # Debian's package of `dot` (scripts/setup.sh installs it)
 
@@ -71,7 +71,12 @@ def diagram_command(
     result = compile_model(model_files_of(files), Format.text, color, quiet_ok=True)
     if not result.ok or result.model is None:
         exit_at_once(1)
-    text = diagram(result.model, view, "dot" if fmt == "svg" else fmt, start)
+    drawn = "dot" if fmt == "svg" else fmt
+    text = (
+        diagram(result.model, view, drawn)
+        if start is None
+        else flow_from(result.model, start, drawn)
+    )
     if text is None:
         fail(
             f"--from {start}: the flow has no such event, route or node (an event is named "

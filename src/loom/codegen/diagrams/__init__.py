@@ -32,6 +32,7 @@ __all__ = [
     "context_graph",
     "deployables_graph",
     "diagram",
+    "flow_from",
     "flow_graph",
     "narrowed",
     "states_graph",
@@ -43,10 +44,13 @@ RENDERERS: Final[dict[str, Callable[[Graph], str]]] = {
 }
 
 
-def diagram(model: ir.Model, view: str, fmt: str, start: str | None = None) -> str | None:
-    """The text of `view` of `model` in `fmt` (a key of `VIEWS` and of `RENDERERS`); with `start`,
-    only what that node sets off (`flow_view.narrowed`), None when no node is `start`."""
-    graph: Graph | None = VIEWS[view](model)
-    if start is not None and graph is not None:
-        graph = narrowed(graph, start)
+def diagram(model: ir.Model, view: str, fmt: str) -> str:
+    """The text of `view` of `model` in `fmt` (a key of `VIEWS` and of `RENDERERS`)."""
+    return RENDERERS[fmt](VIEWS[view](model))
+
+
+def flow_from(model: ir.Model, start: str, fmt: str) -> str | None:
+    """The text of what `start` sets off in the flow of `model` (`flow_view.narrowed`), in
+    `fmt`; None when no node is `start`."""
+    graph = narrowed(flow_graph(model), start)
     return None if graph is None else RENDERERS[fmt](graph)
