@@ -52,8 +52,8 @@ COMMANDS = {
     ),
     "diagram": (
         "loom.cli.diagram:diagram_command",
-        "Draw a view of the model: its context map, its state machines or its deployables, in "
-        "Mermaid, DOT or SVG (docs/diagrams.md).",
+        "Draw a view of the model: its context map, its event flow, its state machines or its "
+        "deployables, in Mermaid, DOT or SVG (docs/diagrams.md).",
     ),
     "timers": (
         "loom.cli.timers:timers",
