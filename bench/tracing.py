@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import statistics
 import sys
 import tempfile
@@ -35,6 +36,7 @@ from bench._serving import (
     ROOT,
     Round,
     Server,
+    _free_port,
     _round,
     database,
     expect,
@@ -48,30 +50,32 @@ MODES = ("none", "off", "exporting", "sampled")
 
 
 def servers(url: str, build: Path, sink: Server) -> dict[str, Server]:
-    found = {}
-    for mode in MODES:
-        server = generated_server(
-            url,
-            build,
+    """The four servers of one build (compiled once), each on a port of its own."""
+    built = generated_server(url, build)
+    exporting = {
+        "LOOM_OTEL_ENDPOINT": sink.url,
+        "OTEL_TRACES_SAMPLER": "always_on",
+        "OTEL_SERVICE_NAME": "bench",
+        # exported within 0.1 s of the round that made them, not during the next server's
+        # round (`settled` waits for that)
+        "OTEL_BSP_SCHEDULE_DELAY": "100",
+    }
+    sampled = {
+        **exporting,
+        "OTEL_TRACES_SAMPLER": "parentbased_traceidratio",
+        "OTEL_TRACES_SAMPLER_ARG": "0.1",
+    }
+    env = {"none": {}, "off": {}, "exporting": exporting, "sampled": sampled}
+    return {
+        mode: dataclasses.replace(
+            built,
+            name=mode,
+            port=_free_port(),
+            env={**built.env, **env[mode]},
+            first_paths=[ROOT / "bench" / "no_otel"] if mode == "none" else [],
         )
-        server.name = mode
-        if mode == "none":
-            server.first_paths = [ROOT / "bench" / "no_otel"]
-        if mode in ("exporting", "sampled"):
-            server.env = {
-                **server.env,
-                "LOOM_OTEL_ENDPOINT": sink.url,
-                "OTEL_TRACES_SAMPLER": "always_on",
-                "OTEL_SERVICE_NAME": "bench",
-                # exported within 0.1 s of the round that made them, not during the next
-                # server's round (`settled` waits for that)
-                "OTEL_BSP_SCHEDULE_DELAY": "100",
-            }
-        if mode == "sampled":
-            server.env["OTEL_TRACES_SAMPLER"] = "parentbased_traceidratio"
-            server.env["OTEL_TRACES_SAMPLER_ARG"] = "0.1"
-        found[mode] = server
-    return found
+        for mode in MODES
+    }
 
 
 async def accounts(server: Server, count: int) -> list[str]:

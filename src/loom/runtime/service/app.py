@@ -183,25 +183,26 @@ class LoomRoute(APIRoute):
             try:
                 return await original(request)
             except Exception as exc:
-                if isinstance(exc, _HANDLED) or not _has_custom_handler(request, exc):
-                    return problem_for(request, exc)
-                raise
+                answer = _problem(request, exc)
+                if answer is None:
+                    raise
+                return answer
 
         async def traced(request: Request, tracer: Tracer) -> Response:
             """The route run inside the span of the model element it serves (`Account.deposit`)."""
             name, attributes = element or (self.name, {})
             with tracer.span(name, attributes=attributes) as span:
+                key = request.headers.get(IDEMPOTENCY_KEY)
+                if key is not None and request.method not in SAFE_METHODS:
+                    return await get_service(request).idempotency.run(request, key, respond)
                 try:
-                    key = request.headers.get(IDEMPOTENCY_KEY)
-                    if key is not None and request.method not in SAFE_METHODS:
-                        return await get_service(request).idempotency.run(request, key, respond)
                     return await original(request)
                 except Exception as exc:
-                    if isinstance(exc, _HANDLED) or not _has_custom_handler(request, exc):
-                        answer = problem_for(request, exc)
-                        tracer.refused(span, exc, answer.status_code)
-                        return answer
-                    raise
+                    answer = _problem(request, exc)
+                    if answer is None:
+                        raise
+                    tracer.refused(span, exc, answer.status_code)
+                    return answer
 
         async def handler(request: Request) -> Response:
             request.__class__ = LoomRequest
@@ -215,11 +216,20 @@ class LoomRoute(APIRoute):
             try:
                 return await original(request)
             except Exception as exc:
-                if isinstance(exc, _HANDLED) or not _has_custom_handler(request, exc):
-                    return problem_for(request, exc)
-                raise
+                answer = _problem(request, exc)
+                if answer is None:
+                    raise
+                return answer
 
         return handler
+
+
+def _problem(request: Request, exc: Exception) -> Response | None:
+    """`exc` answered as a problem; None when the app registered a handler of its own for it
+    (the caller raises it again, for that handler)."""
+    if isinstance(exc, _HANDLED) or not _has_custom_handler(request, exc):
+        return problem_for(request, exc)
+    return None
 
 
 def _has_custom_handler(request: Request, exc: Exception) -> bool:

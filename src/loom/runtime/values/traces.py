@@ -46,8 +46,6 @@ SERVER, CLIENT, PRODUCER, CONSUMER, INTERNAL = (
     SpanKind.INTERNAL,
 )
 _PROPAGATOR = TraceContextTextMapPropagator()
-# OpenTelemetry's names of the databases (`db.system.name`), by SQLAlchemy dialect
-_DB_SYSTEMS = {"postgresql": "postgresql", "sqlite": "sqlite"}
 # the isolation a transaction gets when its unit of work names none
 _DEFAULT_ISOLATION = {"postgresql": "read committed", "sqlite": "serializable"}
 Attributes = Mapping[str, Any]
@@ -120,7 +118,7 @@ class Tracer:
         try:
             yield span
         except BaseException as exc:
-            failed(span, exc)
+            recorded(span, exc, True)
             raise
         finally:
             otel_context.detach(token)
@@ -188,7 +186,7 @@ class Tracer:
             return None
         operation = text.lstrip().split(None, 1)[0].upper() if text.strip() else ""
         attributes = {
-            "db.system.name": _DB_SYSTEMS.get(system, system),
+            "db.system.name": system,
             "db.query.text": text,
             "db.operation.name": operation,
         }
@@ -196,7 +194,7 @@ class Tracer:
 
     @staticmethod
     def statement_failed(span: Span, exc: BaseException) -> None:
-        failed(span, exc)
+        recorded(span, exc, True)
         span.end()
 
     # -- timeouts and timers ----------------------------------------------------------------------
@@ -223,7 +221,7 @@ class Tracer:
         None outside any span: the relay's and the scheduler's own bookkeeping starts no trace."""
         if not trace.get_current_span().is_recording():
             return None
-        attributes = {"db.system.name": _DB_SYSTEMS.get(dialect, dialect), UNIT_OF_WORK: kind}
+        attributes = {"db.system.name": dialect, UNIT_OF_WORK: kind}
         if isolation is not None:
             attributes[ISOLATION] = isolation
         span = self.start(kind, INTERNAL, attributes)
@@ -233,13 +231,9 @@ class Tracer:
     def ended_with(unit: tuple[Span, object], exc: BaseException | None) -> None:
         """The unit of work (or reaction) ended with `exc` (None: it went through): a refusal of
         the model's (a 4xx `LoomError`) is noted, anything else fails the span."""
-        if exc is None:
-            return
-        span = unit[0]
-        span.record_exception(exc)
-        span.set_attribute("error.type", type(exc).__name__)
-        if getattr(exc, "traced_as_failure", getattr(exc, "status", 500) >= 500):
-            span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+        if exc is not None:
+            failure = getattr(exc, "traced_as_failure", getattr(exc, "status", 500) >= 500)
+            recorded(unit[0], exc, failure)
 
     @staticmethod
     def close(unit: tuple[Span, object]) -> None:
@@ -252,7 +246,7 @@ class Tracer:
     ) -> AbstractContextManager[Span]:
         """The span of a unit of work's COMMIT, with its isolation level."""
         attributes = {
-            "db.system.name": _DB_SYSTEMS.get(dialect, dialect),
+            "db.system.name": dialect,
             "db.operation.name": "COMMIT",
             ISOLATION: isolation or _DEFAULT_ISOLATION.get(dialect, "default"),
         }
@@ -278,10 +272,7 @@ class Tracer:
     def refused(span: Span, exc: BaseException, status: int) -> None:
         """`exc` was answered with `status`: recorded on `span`, which failed when the service
         did (5xx), not when it refused a client's request."""
-        span.record_exception(exc)
-        span.set_attribute("error.type", type(exc).__name__)
-        if status >= 500:
-            span.set_status(Status(StatusCode.ERROR, str(exc)))
+        recorded(span, exc, status >= 500)
 
     # -- trace context ----------------------------------------------------------------------------
     @staticmethod
@@ -341,7 +332,10 @@ def _message_attributes(system: str, message: Any, operation: str) -> dict[str, 
     }
 
 
-def failed(span: Span, exc: BaseException) -> None:
-    """Record `exc` on `span` and mark it failed."""
+def recorded(span: Span, exc: BaseException, failure: bool) -> None:
+    """Record `exc` on `span` (an event and `error.type`); the span failed when it is a `failure`
+    (a refusal of the model's, a 4xx, is none)."""
     span.record_exception(exc)
-    span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+    span.set_attribute("error.type", type(exc).__name__)
+    if failure:
+        span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
