@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import MetaData
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from loom.model.isolation import ISOLATION_LEVELS
 from loom.runtime.http.api_calls import ApiClient, Apis
@@ -24,8 +24,7 @@ from loom.runtime.messaging.transports.base import Transport
 from loom.runtime.storage.engine import (
     BEGIN_OPTION,
     SCHEMA_LOCK,
-    async_url,
-    install_sqlite_hooks,
+    create_engine,
     unit_engines,
 )
 from loom.runtime.storage.schema_check import SchemaMismatch, differences, read_shape, shape_of
@@ -215,9 +214,7 @@ class Service:
         **engine_options: Any,
     ) -> Service:
         """A service on `url` (`postgresql://` and `sqlite://` get their async drivers)."""
-        engine = create_async_engine(async_url(url), **engine_options)
-        if engine.dialect.name == "sqlite":
-            install_sqlite_hooks(engine)
+        engine = create_engine(url, **engine_options)
         return cls(
             engine,
             metadata,

@@ -48,6 +48,20 @@ def install_sqlite_hooks(engine: AsyncEngine) -> None:
             conn.exec_driver_sql(begin)
 
 
+def create_engine(url: str, **options: Any) -> AsyncEngine:
+    """An async engine on `url` (`async_url`): on aiosqlite, through `OneTripDBAPI`, one trip to
+    aiosqlite's thread per statement; on SQLite, with `install_sqlite_hooks`."""
+    url = async_url(url)
+    if make_url(url).drivername == "sqlite+aiosqlite" and "module" not in options:
+        from loom.runtime.storage.sqlite_driver import one_trip_dbapi
+
+        options["module"] = one_trip_dbapi()
+    engine = create_async_engine(url, **options)
+    if engine.dialect.name == "sqlite":
+        install_sqlite_hooks(engine)
+    return engine
+
+
 def async_url(url: str) -> str:
     """`url` with the async driver Loom uses when it names none."""
     for plain, driver in (
@@ -96,7 +110,9 @@ def _immediate_engine(engine: AsyncEngine) -> AsyncEngine:
     begin with `BEGIN IMMEDIATE`. An engine of its own rather than an `execution_options` view:
     a view joins its event listeners to its parent's, and every statement of every unit of work
     then walks both lists (a tenth of a transfer's Python calls)."""
-    immediate = create_async_engine(engine.url, pool=engine.sync_engine.pool)
+    immediate = create_async_engine(
+        engine.url, pool=engine.sync_engine.pool, module=engine.dialect.loaded_dbapi
+    )
 
     @event.listens_for(immediate.sync_engine, "begin")
     def _begin_immediate(conn: Connection) -> None:
