@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 from loom.model import ir
+from loom.model.telemetry import qualified
 
 SCHEMA_VERSION = 39  # Grafana 10.4 and later read it
 _WIDTH = 24  # Grafana's grid is 24 columns wide
@@ -129,7 +130,7 @@ def _service_row(layout: _Layout) -> None:
 def _context_row(layout: _Layout, context: ir.Context) -> None:
     layout.row(f"Context {context.name}")
     for channel in context.channels:
-        name = f"{context.name}.{channel.name}"
+        name = qualified(context.name, channel.name)
         label = f'channel="{name}", {_JOB}'
         layout.panel(
             f"Channel {name}: lag",
@@ -141,7 +142,7 @@ def _context_row(layout: _Layout, context: ir.Context) -> None:
         )
     for workflow in context.workflows:
         if workflow.process:
-            name = f"{context.name}.{workflow.name}"
+            name = qualified(context.name, workflow.name)
             layout.panel(
                 f"Process {name}: instances",
                 "short",

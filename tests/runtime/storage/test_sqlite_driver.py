@@ -4,7 +4,7 @@ streamed results)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,7 @@ async def engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
 def trips(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The calls queued to aiosqlite's thread, by the name of the function run there."""
     seen: list[str] = []
-    queue = aiosqlite.Connection._execute
+    queue: Callable[..., Awaitable[Any]] = aiosqlite.Connection._execute
 
     async def counted(self: aiosqlite.Connection, fn: Callable[..., Any], *a: Any, **k: Any) -> Any:
         seen.append(getattr(fn, "__name__", repr(fn)))

@@ -29,6 +29,7 @@ from loom.codegen.python.json_schema import REF_PREFIX, Schemas
 from loom.codegen.python.reactions import event_type
 from loom.model import ir, messaging
 from loom.model.deployables import channels_used, consumers
+from loom.model.telemetry import qualified
 
 ASYNCAPI_VERSION = "3.0.0"
 CONTENT_TYPE = "application/json"
@@ -144,7 +145,7 @@ def asyncapi_document(
     operations: dict[str, Any] = {}
     messages: dict[str, Any] = {}
     for ch, received in zip(used, reactions, strict=True):
-        channel = f"{ch.context}.{ch.name}"
+        channel = qualified(ch.context, ch.name)
         sent = [event_type(e) for e in ch.events if e.context in held_set]
         carried = [event_type(e) for e in ch.events]
         channels[channel] = {

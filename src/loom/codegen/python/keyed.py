@@ -7,6 +7,7 @@ from loom.codegen.python.imports import Imports
 from loom.codegen.python.literals import py_str
 from loom.model import ir, naming
 from loom.model.reserved import ENDED, ENDED_AT, EPISODE, STARTED_AT
+from loom.model.telemetry import qualified
 
 Keyed = ir.Workflow | ir.Projection
 
@@ -53,7 +54,7 @@ def keyed_fields(wf: Keyed) -> tuple[ir.Field, ...]:
 
 def process_name(wf: ir.Workflow) -> str:
     """The name a process workflow's timers are kept under: `<Context>.<Workflow>`."""
-    return f"{wf.context}.{wf.name}"
+    return qualified(wf.context, wf.name)
 
 
 def process_constant(wf: ir.Workflow, imports: Imports) -> str:

@@ -12,6 +12,7 @@ from loom.codegen.python.modules import header, module_text
 from loom.codegen.python.reactions import event_type
 from loom.codegen.python.subset import broker_consumers
 from loom.model import ir, naming
+from loom.model.telemetry import qualified
 
 # beside main.py: the AsyncAPI document of the package (`asyncapi.py`), served at /asyncapi.json
 ASYNCAPI_FILE = "asyncapi.json"
@@ -160,8 +161,8 @@ def _channels(info: ModelInfo, channels: list[ir.Channel], imports: Imports) -> 
             [f"initial={_duration(first)}", f"maximum={_duration(cap)}"],
             prefix="backoff=",
         )
-        events = [py_str(f"{e.context}.{e.name}") for e in ch.events]
-        name = py_str(f"{ch.context}.{ch.name}")
+        events = [py_str(qualified(e.context, e.name)) for e in ch.events]
+        name = py_str(qualified(ch.context, ch.name))
         args: list[Doc] = [
             name,
             Group("[", events, "]"),

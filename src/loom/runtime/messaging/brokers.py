@@ -19,6 +19,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from loom.model.messaging import DEFAULT_BROKER
 from loom.runtime.messaging.broker_config import DEFAULT_SOURCE, variable_for
 from loom.runtime.messaging.channels import Channel
 from loom.runtime.messaging.events import EventBus, Subscription
@@ -39,7 +40,7 @@ def context_of(name: str) -> str:
 
 def broker_name(source: str) -> str:
     """A source as the logs name it (`default` for the default broker)."""
-    return source or "default"
+    return source or DEFAULT_BROKER
 
 
 def broker_hint(source: str) -> str:
