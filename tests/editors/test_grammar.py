@@ -32,8 +32,9 @@ from tests.editors.textmate import (
 )
 
 GOLDEN = Path(__file__).parent / "golden"
-# The files whose every token's scopes are kept (tests/editors/golden/NAME.scopes)
-GOLDEN_FILES = ("examples/shop/shop.loom", "examples/shop/deployables.loom", "docs/extern.md")
+# The samples whose every token's scopes are kept (tests/editors/golden/NAME.scopes): files of
+# their own, so an edit of the docs or the examples leaves the golden files alone
+GOLDEN_FILES = ("tests/editors/data/highlight.loom", "tests/editors/data/fences.md")
 # The Markdown file whose ```loom fences are compared with the same text as a `.loom` file
 FENCED = "docs/language.md"
 LOOM = "source.loom"
@@ -94,6 +95,9 @@ def _sources() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def scoped() -> tuple[dict[str, str], dict[str, list[list[Scopes]]]]:
     texts = _sources()
+    texts |= {
+        f: (ROOT / f).read_text(encoding="utf-8") for f in GOLDEN_FILES if f.endswith(".loom")
+    }
     markdown = {
         f: (ROOT / f).read_text(encoding="utf-8")
         for f in {*GOLDEN_FILES, FENCED}
@@ -155,8 +159,8 @@ def test_the_grammar_names_no_word_the_language_does_not_have() -> None:
 
 
 def _render(text: str, lines: list[list[Scopes]]) -> str:
-    """Each line, and under it a caret line per token (spaces aside) with its scopes (the file's
-    own root scope left out)."""
+    """Each line, and under it a caret line per token (its spaces aside) with its scopes (the
+    file's own root scope left out)."""
     out = []
     for line, chars in zip(text.split("\n"), lines, strict=True):
         out.append(line)
@@ -165,8 +169,11 @@ def _render(text: str, lines: list[list[Scopes]]) -> str:
             end = start
             while end < len(chars) and chars[end] == chars[start]:
                 end += 1
-            if line[start:end].strip():
-                out.append(" " * start + "^" * (end - start) + " " + " ".join(chars[start][1:]))
+            word = line[start:end]
+            if word.strip():
+                at = start + len(word) - len(word.lstrip())
+                scopes = " ".join(chars[start][1:]) or "-"  # `-`: the file's root scope only
+                out.append(" " * at + "^" * len(word.strip()) + " " + scopes)
             start = end
     return "\n".join(out) + "\n"
 
