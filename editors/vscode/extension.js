@@ -14,6 +14,9 @@ function workspaceFolders() {
 }
 
 async function start() {
+  // the server is a program of the workspace (its .venv) or of its settings: run it only once the
+  // workspace is trusted (highlighting needs no server)
+  if (!vscode.workspace.isTrusted) return;
   const settings = vscode.workspace.getConfiguration("loom.server");
   const { command, args, cwd } = serverCommand({
     configured: settings.get("path", ""),
@@ -52,12 +55,18 @@ async function start() {
 async function stop() {
   const running = client;
   client = undefined;
-  if (running) await running.stop();
+  try {
+    if (running) await running.stop();
+  } catch {
+    // a server that already exited has nothing left to stop
+  }
 }
 
-async function restart() {
-  await stop();
-  await start();
+// one start or stop at a time: a settings change and the restart command may come together
+let queue = Promise.resolve();
+function restart() {
+  queue = queue.then(stop).then(start, start);
+  return queue;
 }
 
 async function activate(context) {
@@ -67,12 +76,14 @@ async function activate(context) {
       if (e.affectsConfiguration("loom.server")) restart();
     }),
     vscode.workspace.onDidChangeWorkspaceFolders(() => restart()),
+    vscode.workspace.onDidGrantWorkspaceTrust(() => restart()),
   );
-  await start();
+  await restart();
 }
 
 function deactivate() {
-  return stop();
+  queue = queue.then(stop, stop);
+  return queue;
 }
 
 module.exports = { activate, deactivate };

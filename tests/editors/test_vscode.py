@@ -88,6 +88,10 @@ def test_the_vsix_holds_the_extension_and_its_client(vsix: Path) -> None:
     settings = manifest["contributes"]["configuration"]["properties"]
     assert settings["loom.server.path"]["default"] == ""
     assert settings["loom.server.args"]["default"] == ["lsp"]
+    # in Restricted Mode: highlighting, but no program of the workspace run as the server
+    trust = manifest["capabilities"]["untrustedWorkspaces"]
+    assert trust["supported"] == "limited"
+    assert set(trust["restrictedConfigurations"]) == set(settings)
     assert comments == {"lineComment": "//", "blockComment": ["/*", "*/"]}
 
 
