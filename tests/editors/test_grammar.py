@@ -156,6 +156,11 @@ def test_the_grammar_names_no_word_the_language_does_not_have() -> None:
         # escapes first (`\\[` is a bracket), then character classes
         bare = re.sub(r"\[[^\]]*\]", " ", re.sub(r"\\.", " ", pattern))
         assert _words(bare) <= known, pattern
+        # a list of the primitive types or the built-ins, wherever one is, is the whole list
+        for group in re.findall(r"\(\?:([A-Za-z_|]+)\)", pattern):
+            words = set(group.split("|"))
+            assert not words & set(PRIMITIVES) or set(PRIMITIVES) <= words, pattern
+            assert not words & set(BUILTINS) or set(BUILTINS) == words, pattern
 
 
 def _render(text: str, lines: list[list[Scopes]]) -> str:

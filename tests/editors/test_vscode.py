@@ -113,7 +113,12 @@ def test_the_unpacked_client_loads_its_packages(vsix: Path, tmp_path: Path) -> N
       for (const r of [config.wordPattern, rules.increaseIndentPattern, rules.decreaseIndentPattern,
                        ...config.onEnterRules.flatMap((e) => [e.beforeText, e.afterText])])
         if (r !== undefined) new RegExp(r);
-      process.stdout.write("ok");
+      // a line that opens a block indents the next; one that closes it, or a comment, does not
+      const indents = (line) => new RegExp(rules.increaseIndentPattern).test(line);
+      const ok = indents("  aggregate Order {") && indents("    on(e: Paid,") &&
+        !indents("  x := 1 // {") && !indents("  emit Paid { order: id }") &&
+        new RegExp(rules.decreaseIndentPattern).test("  }");
+      process.stdout.write(ok ? "ok" : "indentation rules");
     """
     extension = tmp_path / "extension"
     done = subprocess.run(
