@@ -28,10 +28,12 @@ if [ "${1:-}" = "test" ]; then
       apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null
     fi
   fi
-  # node_modules/.installed-lock: the lockfile it was installed from (a changed lock reinstalls)
-  stamp=scripts/node/node_modules/.installed-lock
-  if command -v npm >/dev/null && ! cmp -s scripts/node/package-lock.json "$stamp"; then
-    npm ci --prefix scripts/node --no-audit --no-fund --loglevel=error >/dev/null
-    cp scripts/node/package-lock.json "$stamp"
+  # The Node tools above (scripts/node) and the VS Code extension's packages (editors/vscode: its
+  # client's vscode-languageclient; @vscode/vsce, which scripts/vsix.sh builds the .vsix with;
+  # vscode-textmate and vscode-oniguruma, which tests/editors tokenise with), each from its
+  # lockfile, once per lockfile (scripts/npm-ci.sh)
+  if command -v npm >/dev/null; then
+    bash scripts/npm-ci.sh scripts/node
+    bash scripts/npm-ci.sh editors/vscode
   fi
 fi

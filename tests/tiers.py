@@ -97,6 +97,12 @@ SLOW: tuple[str, ...] = (
     "tests/property/test_accepted_runs.py::test_accepted_mutant_builds_imports_and_starts",
     "tests/runtime/test_events_relay_pg.py::test_two_relays_apply_1000_events_exactly_once",
     "tests/runtime/test_workflow_runtime.py::test_load_externs",
+    # the VS Code extension: its .vsix built with vsce, and every model text tokenised in Node
+    "tests/editors/test_vscode.py::test_the_vsix_holds_the_extension_and_its_client",
+    "tests/editors/test_vscode.py::test_the_unpacked_client_loads_its_packages",
+    "tests/editors/test_grammar.py::test_every_model_text_is_scoped_as_loom_reads_it",
+    "tests/editors/test_grammar.py::test_golden_scopes",
+    "tests/editors/test_grammar.py::test_loom_fences_of_markdown_are_scoped_as_loom_files",
 )
 
 
