@@ -26,6 +26,7 @@ from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 BANKING = ROOT / "examples/banking/banking.loom"
+SCHEDULING = ROOT / "examples/scheduling/scheduling.loom"
 
 # `loom run ARGS`, writing its modules' names to the file argv[1] on SIGUSR1 (written whole, then
 # renamed: the test never reads half a list)
@@ -75,9 +76,11 @@ NOT_LOADED = {
 }
 
 
-def _serve_and_list(model: Path, database_url: str, tmp_path: Path) -> tuple[set[str], str]:
+def _serve_and_list(
+    model: Path, database_url: str, tmp_path: Path, probe: str = "/api/accounts"
+) -> tuple[set[str], str]:
     """`loom run` of `model`, with no OTEL_* nor LOOM_* variable: the modules it has loaded once
-    it answered GET /api/accounts with a 200, and its output."""
+    it answered GET `probe` with a 200, and its output."""
     port = free_port()
     listed = tmp_path / "modules.json"
     log = tmp_path / "server.log"
@@ -98,12 +101,12 @@ def _serve_and_list(model: Path, database_url: str, tmp_path: Path) -> tuple[set
                 if proc.poll() is not None:
                     pytest.fail(f"loom run stopped:\n{log.read_text()}")
                 try:
-                    url = f"http://127.0.0.1:{port}/api/accounts"
+                    url = f"http://127.0.0.1:{port}{probe}"
                     return httpx.get(url, timeout=5).status_code == 200
                 except httpx.HTTPError:
                     return False
 
-            wait_until(answered, timeout=60, what="loom run answering GET /api/accounts")
+            wait_until(answered, timeout=60, what=f"loom run answering GET {probe}")
             proc.send_signal(signal.SIGUSR1)
             wait_until(listed.exists, timeout=30, what="loom run listing its modules")
             loaded = set(json.loads(listed.read_text()))
@@ -170,3 +173,14 @@ with TestClient(app) as client:
     assert client.get("/ping").status_code == 200
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] == "opentelemetry")))
 """
+
+
+def test_a_service_with_processes_on_sqlite_loads_no_postgresql_dialect(tmp_path: Path) -> None:
+    """Its timers' upserts are built for the database it runs on (`storage.dialects`)."""
+    model = tmp_path / "scheduling.loom"
+    model.write_text(SCHEDULING.read_text())
+    loaded, output = _serve_and_list(
+        model, f"sqlite:///{tmp_path / 'db.sqlite'}", tmp_path, probe="/readyz"
+    )
+    assert _under(loaded, "loom.runtime.processes"), output  # it does run processes
+    assert _under(loaded, "sqlalchemy.dialects.postgresql") == []

@@ -39,11 +39,11 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from sqlalchemy import MetaData, Table, bindparam, select, union, update
-from sqlalchemy.dialects import postgresql, sqlite
 
 from loom.runtime.messaging.claimant import guarded_work
 from loom.runtime.processes.model import Tick
 from loom.runtime.processes.tables import ticks
+from loom.runtime.storage.dialects import dialect_insert
 from loom.runtime.storage.hosts import UnitHost
 from loom.runtime.storage.mapping import tenant_column
 from loom.runtime.storage.work import Units, Work
@@ -109,8 +109,7 @@ class Recurring:
 
 
 def _insert_missing(dialect: str) -> Any:
-    table_insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    return table_insert(ticks).on_conflict_do_nothing()
+    return dialect_insert(dialect)(ticks).on_conflict_do_nothing()
 
 
 class TickHost(UnitHost, Units, Protocol):

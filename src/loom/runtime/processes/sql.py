@@ -35,6 +35,7 @@ it as the system principal of that tenant, so its handler's reads and writes are
 from __future__ import annotations
 
 import builtins
+import functools
 import json
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import replace
@@ -58,7 +59,6 @@ from sqlalchemy import (
     union_all,
     update,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import StatementError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -69,6 +69,7 @@ from loom.runtime.processes.model import Instance, PendingTimeout, Timeout
 from loom.runtime.processes.store import encode_state
 from loom.runtime.processes.tables import ARMED, NO_TENANT, processes, timers
 from loom.runtime.processes.timers import ANNOUNCE, TIMERS_CHANNEL, announcement
+from loom.runtime.storage.dialects import dialect_insert
 from loom.runtime.storage.work import Units, Work
 from loom.runtime.values.domain import DomainEvent
 from loom.runtime.values.errors import ConcurrencyConflict
@@ -127,10 +128,11 @@ def _rearming(stmt: Any) -> Any:
     )
 
 
-_UPSERTS = {
-    "postgresql": _rearming(postgresql.insert(timers)),
-    "sqlite": _rearming(sqlite.insert(timers)),
-}
+@functools.cache
+def _upsert(dialect: str) -> Any:
+    """The rearming INSERT of a timer in `dialect`, built once (its dialect's module loaded only
+    for the database a service runs on: `storage.dialects`)."""
+    return _rearming(dialect_insert(dialect)(timers))
 
 
 def _instance(row: Any) -> Instance:
@@ -260,7 +262,7 @@ class SqlProcessStore:
             if arm:
                 now = instance.updated_at
                 rows = [_timer_row(instance.process, tenant, instance.key, x, now) for x in arm]
-                await self._execute(work, _UPSERTS["sqlite"], rows, target)
+                await self._execute(work, _upsert("sqlite"), rows, target)
             if events:
                 conn = work._conn or await work.connection()
                 await write_durable(conn, self._host.outlet, events)
@@ -317,7 +319,7 @@ class SqlProcessStore:
         """Arm one timeout (replacing the job armed under its name); answers its job id."""
         row = _timer_row(process, self._tenant(process), key, timeout, now)
         service = self._host
-        await self._execute(work, _UPSERTS[service.dialect], row, (process, key))
+        await self._execute(work, _upsert(service.dialect), row, (process, key))
         if service.dialect == "postgresql" and service.scheduler.announces(row["due_at"]):
             wake = {"wake": announcement(process, row["due_at"])}
             await self._execute(work, ANNOUNCE, wake, (process, key))
@@ -447,7 +449,9 @@ def _armed(i: int, gate: ColumnElement[bool]) -> Any:
         "claimed_until": null(),
         "trace_context": _bound(f"trace_{i}", t.trace_context),
     }
-    stmt = postgresql.insert(timers).from_select(list(row), select(*row.values()).where(gate))
+    stmt = dialect_insert("postgresql")(timers).from_select(
+        list(row), select(*row.values()).where(gate)
+    )
     return _rearming(stmt)
 
 
