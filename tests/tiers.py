@@ -58,6 +58,9 @@ SLOW: tuple[str, ...] = (
     "tests/cli/test_run_observability.py",
     "tests/cli/test_timers.py::test_list_and_fire",
     "tests/cli/test_up.py",
+    # `loom init`, then `loom check` and pytest on the project; pip building a wheel
+    "tests/cli/test_init.py::test_the_project_checks_clean_and_its_test_passes_as_written",
+    "tests/cli/test_init.py::test_a_wheel_carries_the_examples_and_init_copies_them_from_it",
     "tests/cli/test_up_traces.py",
     "tests/e2e/test_shop_deployables.py",
     "tests/e2e/test_traces_deployables.py",  # the shop's three deployables exporting OTLP
