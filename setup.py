@@ -23,6 +23,8 @@ class BuildWithExamples(build_py):
             return
         for pattern in SHIPPED:
             for source in sorted(EXAMPLES.glob(f"*/{pattern}")):
+                if not source.is_file() or source.name.startswith("."):  # `.loom/`: a build
+                    continue
                 target = Path(self.build_lib, "loom", "examples", source.relative_to(EXAMPLES))
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(source, target)

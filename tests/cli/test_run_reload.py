@@ -51,6 +51,13 @@ def edit(model: Path, old: str, new: str) -> None:
     model.write_text(text.replace(old, new, 1))
 
 
+def served_after(model: Path, old: str, new: str, url: str, body: dict[str, str]) -> int:
+    """Edit the model, wait until the POST of `body` to `url` is served, and answer its status."""
+    edit(model, old, new)
+    r = wait_until(lambda: answers(url, body), timeout=DEADLINE, what=f"{url} served")
+    return r.status_code
+
+
 def answers(url: str, body: dict[str, str]) -> httpx.Response | None:
     """The answer of a POST, or None while its route is not served (404) or nothing answers."""
     try:
@@ -69,18 +76,15 @@ def test_an_edit_is_served_with_the_data_kept_and_an_error_keeps_the_previous_se
     ada = r.json()
 
     # a field with a default and a new operation
-    edit(
+    renamed = served_after(
         model,
         "    email: string?\n",
         '    email: string?\n    nickname: string = "none"\n\n'
         "    public operation rename(newName: string) { name := newName }\n",
+        f"{base}/api/customers/{ada}/rename",
+        {"newName": "Bea"},
     )
-    renamed = wait_until(
-        lambda: answers(f"{base}/api/customers/{ada}/rename", {"newName": "Bea"}),
-        timeout=DEADLINE,
-        what="the new operation's route answers",
-    )
-    assert renamed.status_code == 204, renamed.text
+    assert renamed == 204
     got = httpx.get(f"{base}/api/customers/{ada}").json()
     assert (got["name"], got["nickname"]) == ("Bea", "none")  # Ada's row, kept and migrated
     if not database_args:
@@ -99,18 +103,15 @@ def test_an_edit_is_served_with_the_data_kept_and_an_error_keeps_the_previous_se
     assert httpx.get(f"{base}/api/customers/{ada}").json()["name"] == "Bea"
 
     # fixed, with one more operation: reloaded
-    edit(
+    done = served_after(
         model,
         'nickname: strin = "none"',
         'nickname: string = "none"\n'
         "    public operation nickname_as(text: string) { nickname := text }",
+        f"{base}/api/customers/{ada}/nickname_as",
+        {"text": "Addy"},
     )
-    done = wait_until(
-        lambda: answers(f"{base}/api/customers/{ada}/nickname_as", {"text": "Addy"}),
-        timeout=DEADLINE,
-        what="the fixed model's new route answers",
-    )
-    assert done.status_code == 204, done.text
+    assert done == 204
     got = httpx.get(f"{base}/api/customers/{ada}").json()
     assert (got["name"], got["nickname"], got["version"]) == ("Bea", "Addy", 3)
 
