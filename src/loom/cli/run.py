@@ -20,7 +20,7 @@ from loom.serving.settings import RunSettings
     is_flag=True,
     help="Rebuild and restart the service whenever a .loom file of the model changes, on the "
     "same port and database, applying additive changes to it as --migrate does; a model with "
-    "errors leaves the previous service serving (docs/cli.md#reload).",
+    "errors leaves the previous service serving (docs/cli.md).",
 )
 def run(files: tuple[Path, ...], color: Color, reload: bool, settings: RunSettings) -> None:
     """Build the model into a cache folder and serve it with uvicorn.
