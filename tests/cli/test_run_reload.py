@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import threading
@@ -226,3 +227,25 @@ def test_a_port_in_use_is_one_sentence(tmp_path: Path) -> None:
         )
     assert r.returncode == 2, r.stdout + r.stderr
     assert r.stderr == f"error: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+
+
+def test_a_service_that_died_is_said_and_started_again_on_the_next_change(tmp_path: Path) -> None:
+    model = tmp_path / "banking.loom"
+    shutil.copy(BANKING, model)
+    log = tmp_path / "run.log"
+    with running(str(model), "--reload", port=free_port(), log_path=log) as base:
+        (pid,) = _pids(log)
+        os.kill(pid, signal.SIGKILL)
+        wait_until(
+            lambda: "reload: the service exited (-9); waiting for a change" in log.read_text(),
+            timeout=DEADLINE,
+            what="the death said",
+        )
+        r = served_after(
+            model,
+            "    email: string?\n",
+            '    email: string?\n    note: string = ""\n',
+            f"{base}/api/workflows/register_customer",
+            {"name": "Ada"},
+        )
+        assert r == 200

@@ -73,7 +73,15 @@ def supervise(paths: Sequence[Path], settings: RunSettings, color: Color) -> int
             return code
         if serving is None:
             echo("reload: the model has errors; waiting for a change", err=True)
-        for changed in _changes(paths, seen):
+        for changed in _polls(paths, seen):
+            if serving is not None and serving.poll() is not None:  # it crashed, or was killed
+                echo(
+                    f"reload: the service exited ({serving.returncode}); waiting for a change",
+                    err=True,
+                )
+                serving = None
+            if not changed:
+                continue
             echo(f"reload: {', '.join(map(str, changed))} changed; rebuilding", err=True)
             started, code = _start(command, env, listener)
             if started is None:
@@ -179,13 +187,14 @@ def _snapshot(paths: Sequence[Path]) -> Snapshot:
     return found
 
 
-def _changes(paths: Sequence[Path], seen: Snapshot) -> Iterator[list[Path]]:
-    """The files that changed, each time some did, once they are still for a poll (an editor
-    may write a file in more than one step)."""
+def _polls(paths: Sequence[Path], seen: Snapshot) -> Iterator[list[Path]]:
+    """At each poll, the model files that changed since the last change (none, mostly), once
+    they are still for a poll (an editor may write a file in more than one step)."""
     while True:
         time.sleep(POLL_INTERVAL)
         now = _snapshot(paths)
         if now == seen:
+            yield []
             continue
         settled = now
         while True:
