@@ -7,6 +7,7 @@ example is offered once it carries its test (`test_<name>.py`)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import click
@@ -37,9 +38,9 @@ README = """\
 A Loom model, made by `loom init --example {name}`: {models}, and `{test}`, its test.
 
 - `loom check .` checks the model and prints its diagnostics (exit 1 on an error).
-- `loom run .{extern}` serves it on http://127.0.0.1:8000 (its API documented at /docs), its data
+- `{run}` serves it on http://127.0.0.1:8000 (its API documented at /docs), its data
   in a SQLite file here.
-- `loom run .{extern} --reload` serves it too, and rebuilds and restarts the service whenever a
+- `{run} --reload` serves it too, and rebuilds and restarts the service whenever a
   `.loom` file changes, keeping the data.
 - `pytest` runs the test: the model's API driven through Loom's test kit, `loom.testing`
   (`pip install pytest` first).
@@ -71,18 +72,22 @@ def project_files(name: str) -> dict[str, str]:
         if p.suffix in (".loom", ".py") and p.is_file()
     }
     models = [n for n in files if n.endswith(".loom")]
-    # a module beside the model that is not its test implements its extern operations
-    externs = [n[:-3] for n in files if n.endswith(".py") and not n.startswith("test_")]
-    extern = "".join(f" --extern {module}" for module in externs)
     files["README.md"] = README.format(
         title=name.capitalize(),
         name=name,
         models=", ".join(f"`{m}`" for m in models),
         test=f"test_{name}.py",
-        extern=extern,
+        run=run_command(files),
     )
     files[".gitignore"] = GITIGNORE
     return files
+
+
+def run_command(files: Iterable[str]) -> str:
+    """How the project is served from its folder: with its extern operations, when a module
+    beside the model, not its test, implements them."""
+    externs = [n[:-3] for n in files if n.endswith(".py") and not n.startswith("test_")]
+    return "loom run ." + "".join(f" --extern {module}" for module in externs)
 
 
 @click.command()
@@ -108,7 +113,10 @@ def init(directory: Path, example: str) -> None:
     DIR must be new or empty: nothing is ever overwritten (exit 2, nothing written)."""
     if directory.exists() and not directory.is_dir():
         fail(f"{directory} is a file, not a folder")
-    there = sorted(p.name for p in directory.iterdir()) if directory.is_dir() else []
+    try:
+        there = sorted(p.name for p in directory.iterdir()) if directory.is_dir() else []
+    except OSError as exc:
+        fail(f"cannot read {directory}: {exc.strerror or exc}")
     if set(there) - _IGNORED:
         shown = ", ".join(there[:3]) + (", …" if len(there) > 3 else "")
         fail(
@@ -124,4 +132,4 @@ def init(directory: Path, example: str) -> None:
         fail(f"cannot write the project into {directory}: {exc.strerror or exc}")
     echo(f"wrote the {example} example into {directory}: {', '.join(files)}")
     where = "" if directory.resolve() == Path.cwd() else f"cd {directory} && "
-    echo(f"next: {where}loom run .   (README.md says more)")
+    echo(f"next: {where}{run_command(files)} --reload   (README.md has the next commands)")

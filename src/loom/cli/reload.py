@@ -89,10 +89,8 @@ def supervise(paths: Sequence[Path], settings: RunSettings, color: Color) -> int
                 why = "the model has errors" if code == 1 else f"the new service exited ({code})"
                 echo(f"reload: {why}; still serving {what}", err=True)
                 continue
-            if serving is not None:
-                serving.send_signal(
-                    signal.SIGTERM
-                )  # it stops taking connections, ends its requests
+            if serving is not None:  # it stops taking connections and ends its requests
+                serving.send_signal(signal.SIGTERM)
                 stopping.append(serving)
             serving = started
             stopping = [p for p in stopping if p.poll() is None]
@@ -123,7 +121,6 @@ def _listen(host: str, port: int) -> socket.socket:
     except OSError:
         listener.close()
         raise
-    listener.set_inheritable(True)
     return listener
 
 
@@ -147,8 +144,7 @@ def _start(
     finally:
         os.close(write)
     try:
-        with contextlib.suppress(InterruptedError):
-            ready = os.read(read, 1)  # a byte: it serves; end of file: it exited
+        ready = os.read(read, 1)  # a byte: it serves; end of file: it exited
     except BaseException:
         _stop([child])
         raise
