@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -98,8 +99,14 @@ def test_a_bad_command_line_is_one_sentence(tmp_path: Path, args: list[str], sai
 def test_a_wheel_carries_the_examples_and_init_copies_them_from_it(tmp_path: Path) -> None:
     # the wheel as pip builds it (in an isolated build environment), then Loom imported from that
     # wheel's files alone: loom init finds the examples inside the package
+    # from a copy of what the build reads: the build leaves its build/ and egg-info in there
+    source = tmp_path / "source"
+    for name in ("src", "examples"):
+        shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns(".*", "*.db"))
+    for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md"):
+        shutil.copy(ROOT / name, source / name)
     code, out = run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(source)],
         tmp_path,
     )
     assert code == 0, out
@@ -122,6 +129,10 @@ def test_a_wheel_carries_the_examples_and_init_copies_them_from_it(tmp_path: Pat
     assert (tmp_path / "project/shop.loom").read_text() == (
         ROOT / "examples/shop/shop.loom"
     ).read_text()
+    # and its test passes on the wheel's test kit
+    pytest_in_project = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    code, out = run(pytest_in_project, tmp_path / "project", env)
+    assert code == 0 and " passed" in out, out
 
 
 VERSION = """
