@@ -152,3 +152,13 @@ def test_the_version_is_the_installed_distributions(tmp_path: Path, args: list[s
     assert code == 0, out
     loaded = set(json.loads(out.splitlines()[-1])[1])
     assert not {"pydantic", "asyncio", "loom.lang", "loom.cli.run", "loom.cli.init"} & loaded
+
+
+def test_the_examples_python_passes_mypy_strict(tmp_path: Path) -> None:
+    # what a project starts with is typed as Loom's own code is
+    files = [str(p) for p in sorted((ROOT / "examples").glob("*/*.py"))]
+    assert len(files) > len(offered())  # every test, and support's externs
+    code, out = run(
+        [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path), *files], ROOT
+    )
+    assert code == 0, out
