@@ -58,6 +58,15 @@ SLOW: tuple[str, ...] = (
     "tests/cli/test_run_observability.py",
     "tests/cli/test_timers.py::test_list_and_fire",
     "tests/cli/test_up.py",
+    # `loom init`, then `loom check` and pytest on the project; pip building a wheel
+    "tests/cli/test_init.py::test_the_project_checks_clean_and_its_test_passes_as_written",
+    "tests/cli/test_init.py::test_a_wheel_carries_the_examples_and_init_copies_them_from_it",
+    "tests/cli/test_init.py::test_the_examples_python_passes_mypy_strict",
+    # `loom run --reload`: a start and one or two rebuilds and restarts
+    "tests/cli/test_run_reload.py::test_an_edit_is_served_with_the_data_kept_and_an_error_keeps_the_previous_service",
+    "tests/cli/test_run_reload.py::test_no_request_fails_while_the_service_is_replaced",
+    "tests/cli/test_run_reload.py::test_a_model_with_errors_at_the_start_is_served_once_fixed",
+    "tests/cli/test_run_reload.py::test_a_service_that_died_is_said_and_started_again_on_the_next_change",
     "tests/cli/test_up_traces.py",
     "tests/e2e/test_shop_deployables.py",
     "tests/e2e/test_traces_deployables.py",  # the shop's three deployables exporting OTLP

@@ -18,6 +18,11 @@ from loom.cli.output import collector_paused, end_now
 # command -> ("module:attribute" of the click command or group, its summary in `loom --help`);
 # each summary is the first sentence of the command's own help (tests/cli/test_main.py)
 COMMANDS = {
+    "init": (
+        "loom.cli.init:init",
+        "Write a new project into DIR: an example model, a README with the next commands, a "
+        ".gitignore and a test that passes as written.",
+    ),
     "check": (
         "loom.cli.check:check",
         "Parse, resolve and type-check a model, and print its diagnostics.",
@@ -60,6 +65,7 @@ COMMANDS = {
         "List the pending timeouts and context timers of a service, and fire one now "
         "(docs/processes.md).",
     ),
+    "version": ("loom.cli.version:version_command", "Print Loom's version."),
 }
 
 
@@ -89,10 +95,29 @@ class LazyGroup(click.Group):
             formatter.write_dl([(name, summary) for name, (_, summary) in self.lazy.items()])
 
 
+def _print_version(ctx: click.Context, _: click.Parameter, asked: bool) -> None:
+    if not asked or ctx.resilient_parsing:
+        return
+    from loom.cli.version import version_line
+
+    click.echo(version_line())
+    ctx.exit(0)
+
+
 app = LazyGroup(
     name="loom",
     help="Loom: check a domain model, generate its FastAPI + SQLAlchemy service, and run it.",
     lazy=COMMANDS,
+    params=[
+        click.Option(
+            ["--version"],
+            is_flag=True,
+            expose_value=False,
+            is_eager=True,
+            callback=_print_version,
+            help="Print Loom's version and exit (as `loom version`).",
+        )
+    ],
 )
 
 

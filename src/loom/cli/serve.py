@@ -18,6 +18,7 @@ from loom.build.package import BuildError, import_package
 from loom.build.sources import NoModelFiles, model_files, read_model
 from loom.cli.compile import compile_model
 from loom.cli.output import Color, Format, collector_paused, colour_variables, echo
+from loom.cli.reload import handed_socket, serve_on
 from loom.migrate.folder import MigrationsError
 from loom.serving.connections import refuse_unmatched, set_apis, set_brokers
 from loom.serving.database import default_database, safe_url
@@ -112,35 +113,35 @@ def _serve(files: list[Path], options: RunSettings, color: Color) -> None:
     # long as the server: the collector stays off while it is made, which it would walk again
     # and again finding nothing to free (a twentieth of the start), and it is then moved out of
     # the collector's sight for good (`gc.freeze`), so no later full collection walks it either.
+    handed = handed_socket()  # a child of `loom run --reload`: it holds the port
     with collector_paused():
         # uvicorn only now: a refused command line never pays for it
         import uvicorn
 
-        application, limits, log_setup = _ready(files, options, color)
+        application, limits, log_setup = _ready(files, options, color, probe=handed is None)
         gc.freeze()
     # the protocol named, not uvicorn's pick (httptools when installed): it keeps the limits
-    uvicorn.run(
-        application,
-        host=options.host,
-        port=options.port,
-        log_level="info",
-        http=limits.protocol(),
-        log_config=log_setup,
-    )
+    how: dict[str, Any] = {"log_level": "info", "http": limits.protocol(), "log_config": log_setup}
+    if handed is None:
+        uvicorn.run(application, host=options.host, port=options.port, **how)
+    else:
+        serve_on(uvicorn.Config(application, host=options.host, port=options.port, **how), *handed)
 
 
 def _ready(
-    files: list[Path], options: RunSettings, color: Color
+    files: list[Path], options: RunSettings, color: Color, *, probe: bool = True
 ) -> tuple[Any, EdgeLimits, dict[str, Any]]:
-    """Everything before serving: the options checked, the model built (or its build reused),
-    the app made and its database checked, the banner printed. The app, the limits of the
-    connections it is served with, and uvicorn's logging (the `--log-format` asked for)."""
+    """Everything before serving: the options checked (the address too, when `probe`: not on a
+    socket handed down), the model built (or its build reused), the app made and its database
+    checked, the banner printed. The app, the limits of the connections it is served with, and
+    uvicorn's logging (the `--log-format` asked for)."""
     # the runtime only now: a refused command line never pays for it
     from loom.runtime import AuthConfigError, ExternError
     from loom.runtime.http.edge_limits import EdgeLimits, log_config
     from loom.runtime.values.tracing import traces_endpoint
 
-    _listenable(options.host, options.port)
+    if probe:
+        _listenable(options.host, options.port)
     try:
         apply(options)
         held = held_for(options.contexts, options.deployable)

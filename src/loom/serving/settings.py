@@ -270,10 +270,13 @@ class ServiceSettings(BaseSettings):
         """The environment variables of the service options that have a value: what the
         runtime reads when the service is built (and what each `loom run` child of `loom up`
         reads back)."""
+        return self._variables(ServiceSettings.model_fields)
+
+    def _variables(self, fields: Mapping[str, FieldInfo]) -> dict[str, str]:
         found: dict[str, str] = {}
-        for name, field in ServiceSettings.model_fields.items():
+        for name, field in fields.items():
             text = _text(getattr(self, name))
-            if text is not None:
+            if text is not None and extra(field, "family") is None:
                 found[variable(name, field)] = text
         return found
 
@@ -320,6 +323,12 @@ class RunSettings(ServiceSettings):
         family="LOOM_API_<CONTEXT>",
         metavar="CONTEXT=URL",
     )
+
+    def all_variables(self) -> dict[str, str]:
+        """The variables of every option that has a value, `loom run`'s own too, the repeated
+        ones (`--broker`, `--api`) aside: how `loom run --reload` hands its options to each
+        `loom run` it starts (as `loom up` does, nothing of them shows in `ps`)."""
+        return self._variables(RunSettings.model_fields)
 
 
 def _text(value: object) -> str | None:
