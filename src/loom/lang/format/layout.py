@@ -38,6 +38,7 @@ _OPERATORS = frozenset(
 # a line that starts after one of these, or with one of those, continues the line before
 _CONTINUED = _OPERATORS - {"!"}
 _CONTINUING = _OPERATORS | {".", "requires", "when", "by", "message", "ignoring", "in", "of"}
+_CONTINUING |= {"immutable", "readOnly", "RENAMED_FROM", "terminal", "with", "for", "every"}
 # words after which `(` opens a parenthesised expression, not a call's or a declaration's list
 _EXPR_WORDS = frozenset(
     {"if", "when", "requires", "return", "in", "by", "precondition", "invariant", "at", "after"}
