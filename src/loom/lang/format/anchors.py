@@ -43,48 +43,92 @@ _RECORDS = (ast.Event, ast.ValueObject, ast.Payload)
 _ONE_BODY = (ast.File, ast.Workflow, ast.Projection, ast.Repository)
 
 
+# `filter X` in these is a member, the list holding X
+_FILTERS = (ast.Projection, ast.Repository)
+
+
 @dataclass(frozen=True)
 class Anchors:
     starts: frozenset[int]  # offsets where a listed item starts
     own_line: frozenset[int]  # offsets that start a line of their own
     binary: frozenset[int]  # offsets of binary operators spelled `-`
     ternary: frozenset[int]  # offsets of a conditional's `?` and `:`
+    # offsets of the `{` of the blocks of an `if` … `else` written over several lines: all broken,
+    # so no `} else if … { x } else { y }` runs on after a broken block
+    broken: frozenset[int]
+
+
+class _Tokens:
+    def __init__(self, offsets: list[int], kinds: list[str]) -> None:
+        self.offsets, self.kinds = offsets, kinds
+
+    def first(self, kind: str, after: int) -> int:
+        """The offset of the first token of `kind` at or after `after` (the tree says there is)."""
+        i = bisect.bisect_left(self.offsets, after)
+        while self.kinds[i] != kind:
+            i += 1
+        return self.offsets[i]
+
+    def before(self, at: int) -> int:
+        return self.offsets[bisect.bisect_left(self.offsets, at) - 1]
 
 
 def anchors(tree: ast.File, offsets: list[int], kinds: list[str]) -> Anchors:
     """The anchors of `tree`, whose tokens start at `offsets` (sorted) with `kinds`."""
+    tokens = _Tokens(offsets, kinds)
     starts: set[int] = set()
     own_line: set[int] = set()
     binary: set[int] = set()
     ternary: set[int] = set()
-
-    def first(kind: str, after: int) -> int:
-        i = bisect.bisect_left(offsets, after)
-        while kinds[i] != kind:  # only closing parentheses lie between: the tree says so
-            i += 1
-        return offsets[i]
-
+    broken: set[int] = set()
+    chained: set[int] = set()  # the `if` of an `else if` of an `if` over several lines
     for node in _nodes(tree):
         if isinstance(node, ast.Binary):
             binary.add(node.op_span.start)
         elif isinstance(node, ast.Ternary):
-            ternary.add(first("?", node.condition.span.end))
-            ternary.add(first(":", node.then.span.end))
+            # only closing parentheses lie between an operand and the operator that follows it
+            ternary.add(tokens.first("?", node.condition.span.end))
+            ternary.add(tokens.first(":", node.then.span.end))
+        elif isinstance(node, ast.If | ast.IfLet) and (
+            node.span.line != node.span.end_line or node.span.start in chained
+        ):
+            broken.update(_if_blocks(node, tokens, chained))
         members: list[int] = []
         for f in dataclasses.fields(node):  # type: ignore[arg-type]
             value = getattr(node, f.name)
             if not isinstance(value, list):
                 continue
-            items = [s for item in value if (s := _start(item)) is not None]
-            starts.update(items)
-            if not isinstance(node, _RECORDS):
-                mine = [_start(x) for x in value if isinstance(x, _OWN_LINE)]
-                members += [s for s in mine if s is not None]
-                if not isinstance(node, _ONE_BODY):
-                    own_line.update(sorted(members)[1:])
-                    members = []
+            starts.update(s for item in value if (s := _start(item)) is not None)
+            if isinstance(node, _RECORDS):
+                continue
+            if isinstance(node, _FILTERS) and f.name == "filters":
+                mine = [tokens.before(s) for x in value if (s := _start(x)) is not None]
+            else:
+                mine = [
+                    s for x in value if isinstance(x, _OWN_LINE) and (s := _start(x)) is not None
+                ]
+            members += mine
+            if not isinstance(node, _ONE_BODY):
+                own_line.update(sorted(members)[1:])
+                members = []
         own_line.update(members if isinstance(node, ast.File) else sorted(members)[1:])
-    return Anchors(frozenset(starts), frozenset(own_line), frozenset(binary), frozenset(ternary))
+    return Anchors(*map(frozenset, (starts, own_line, binary, ternary, broken)))
+
+
+def _if_blocks(node: ast.If | ast.IfLet, tokens: _Tokens, chained: set[int]) -> list[int]:
+    """The offsets of the `{` of `node`'s blocks; an `else if` joins `chained`."""
+    condition = node.condition if isinstance(node, ast.If) else node.source
+    then = tokens.first("{", condition.span.end)
+    out = [then]
+    if node.otherwise is not None:
+        after = node.then[-1].span.end if node.then else then
+        otherwise = tokens.first("else", after)
+        nested = node.otherwise[0] if len(node.otherwise) == 1 else None
+        if nested is not None and tokens.first("{", otherwise) > nested.span.start:
+            chained.add(nested.span.start)  # `else if`
+        else:
+            out.append(tokens.first("{", otherwise))
+    return out
 
 
 def _start(item: object) -> int | None:

@@ -105,9 +105,12 @@ def _breaks(found: list[Item], anchors: Anchors) -> list[int]:
             brk = max(brk, 1)
         elif brk and not prev.comment and _joins(prev, cur):
             brk = 0
-        if cur.start in anchors.own_line and not cur.comment:
-            brk = max(brk, 1)
         breaks[i] = brk
+        if cur.start in anchors.own_line and not cur.comment:
+            lead = i  # a block comment just before a member, on its line, goes with it
+            while lead > 1 and not found[lead].newlines and found[lead - 1].kind == _BLOCK:
+                lead -= 1
+            breaks[lead] = max(breaks[lead], 1)
     for opener, closer in _pairs(found):
         if closer == opener + 1:  # `{ }`, `()`: empty, on one line
             breaks[closer] = 0
@@ -115,8 +118,10 @@ def _breaks(found: list[Item], anchors: Anchors) -> list[int]:
         inner = _partner(found, opener + 1)
         if found[opener].kind != "{" and inner == closer - 1:  # `f({` … `})`
             breaks[opener + 1] = breaks[closer] = 0
-        elif any(breaks[opener + 1 : closer + 1]) or any(
-            found[k].kind == _LINE for k in range(opener + 1, closer)
+        elif (
+            found[opener].start in anchors.broken
+            or any(breaks[opener + 1 : closer + 1])
+            or any(found[k].kind == _LINE for k in range(opener + 1, closer))
         ):
             first = opener + 1
             if found[first].comment and not breaks[first]:  # the opener's trailing comment
@@ -161,7 +166,7 @@ def _partner(found: list[Item], i: int) -> int | None:
 def _render(found: list[Item], breaks: list[int], anchors: Anchors) -> str:
     lines: list[str] = []
     parts: list[str] = []
-    level = 0  # the depth of the line being written
+    level = base = 0  # the depth of the line being written, and of its statement
     stack: list[tuple[int, int]] = []  # per open bracket: (depth inside, depth of its line)
     last_token: Item | None = None
     for i, item in enumerate(found):
@@ -169,12 +174,14 @@ def _render(found: list[Item], breaks: list[int], anchors: Anchors) -> str:
             lines.append("".join(parts))
             if breaks[i] == 2:
                 lines.append("")
-            level = _depth(item, last_token, stack, anchors)
+            level, base = _depth(item, last_token, stack, anchors)
             parts = [INDENT * level]
         elif i:
             parts.append(" " if _space(found[i - 1], item, anchors) else "")
         parts.append(item.text)
-        if item.kind in _OPENERS:
+        if item.kind == "{":  # a block's body is one step deeper than its statement
+            stack.append((base + 1, base))
+        elif item.kind in _OPENERS:  # a list's items, than the line it starts on
             stack.append((level + 1, level))
         elif item.kind in _CLOSERS:
             stack.pop()
@@ -186,13 +193,14 @@ def _render(found: list[Item], breaks: list[int], anchors: Anchors) -> str:
 
 def _depth(
     item: Item, last_token: Item | None, stack: list[tuple[int, int]], anchors: Anchors
-) -> int:
+) -> tuple[int, int]:
+    """The depth of a line starting with `item`, and of the statement it is part of."""
     if item.kind in _CLOSERS:
-        return stack[-1][1]
+        return stack[-1][1], stack[-1][1]
     base = stack[-1][0] if stack else 0
     if item.comment or item.start in anchors.starts or last_token is None:
-        return base
-    return base + (last_token.kind in _CONTINUED or item.kind in _CONTINUING)
+        return base, base
+    return base + (last_token.kind in _CONTINUED or item.kind in _CONTINUING), base
 
 
 def _space(a: Item, b: Item, anchors: Anchors) -> bool:
