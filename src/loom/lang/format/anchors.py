@@ -94,14 +94,14 @@ def anchors(tree: ast.File, offsets: list[int], kinds: list[str]) -> Anchors:
         ):
             broken.update(_if_blocks(node, tokens, chained))
         members: list[int] = []
-        for f in dataclasses.fields(node):  # type: ignore[arg-type]
-            value = getattr(node, f.name)
+        for name in _names(type(node)):
+            value = getattr(node, name)
             if not isinstance(value, list):
                 continue
             starts.update(s for item in value if (s := _start(item)) is not None)
             if isinstance(node, _RECORDS):
                 continue
-            if isinstance(node, _FILTERS) and f.name == "filters":
+            if isinstance(node, _FILTERS) and name == "filters":
                 mine = [tokens.before(s) for x in value if (s := _start(x)) is not None]
             else:
                 mine = [
@@ -145,10 +145,25 @@ def _nodes(node: object) -> Iterator[object]:
     while stack:
         current = stack.pop()
         yield current
-        for f in dataclasses.fields(current):  # type: ignore[arg-type]
-            value = getattr(current, f.name)
+        for name in _names(type(current)):
+            value = getattr(current, name)
             for child in value if isinstance(value, list | tuple) else (value,):
-                if dataclasses.is_dataclass(child) and not isinstance(child, Span | type):
+                if _is_node(child):
                     stack.append(child)
                 elif isinstance(child, tuple):
-                    stack += [x for x in child if dataclasses.is_dataclass(x)]
+                    stack += [x for x in child if _is_node(x)]
+
+
+_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _names(cls: type) -> tuple[str, ...]:
+    """The field names of a node class (looked up once: the walk visits thousands of nodes)."""
+    names = _NAMES.get(cls)
+    if names is None:
+        names = _NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
+
+
+def _is_node(value: object) -> bool:
+    return hasattr(type(value), "__dataclass_fields__") and not isinstance(value, Span)
