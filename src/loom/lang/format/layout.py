@@ -111,12 +111,13 @@ def _breaks(found: list[Item], anchors: Anchors) -> list[int]:
             while lead > 1 and not found[lead].newlines and found[lead - 1].kind == _BLOCK:
                 lead -= 1
             breaks[lead] = max(breaks[lead], 1)
-    for opener, closer in _pairs(found):
+    pairs = _pairs(found)
+    closer_of = dict(pairs)
+    for opener, closer in pairs:
         if closer == opener + 1:  # `{ }`, `()`: empty, on one line
             breaks[closer] = 0
             continue
-        inner = _partner(found, opener + 1)
-        if found[opener].kind != "{" and inner == closer - 1:  # `f({` … `})`
+        if found[opener].kind != "{" and closer_of.get(opener + 1) == closer - 1:  # `f({` … `})`
             breaks[opener + 1] = breaks[closer] = 0
         elif (
             found[opener].start in anchors.broken
@@ -148,19 +149,6 @@ def _pairs(found: list[Item]) -> list[tuple[int, int]]:
         elif item.kind in _CLOSERS:
             out.append((stack.pop(), i))
     return out
-
-
-def _partner(found: list[Item], i: int) -> int | None:
-    """The closer of the opener at `i` (None when `i` is no opener)."""
-    if i >= len(found) or found[i].kind not in _OPENERS:
-        return None
-    depth = 0
-    for k in range(i, len(found)):
-        kind = found[k].kind
-        depth += (kind in _OPENERS) - (kind in _CLOSERS)
-        if depth == 0:
-            return k
-    return None
 
 
 def _render(found: list[Item], breaks: list[int], anchors: Anchors) -> str:
