@@ -1,7 +1,8 @@
 """What the layout needs to know of the syntax tree: where each listed item starts (a line may
 start there without being a continuation), which of those are declarations, members or
-statements that get a line of their own, and which `-`, `?` and `:` tokens are operators (spaced)
-rather than a sign, an optional mark or a label's colon (not spaced).
+statements that get a line of their own, which `-`, `?` and `:` tokens are operators (spaced)
+rather than a sign, an optional mark or a label's colon (not spaced), and which blocks of an
+`if` … `else` are broken over lines.
 
 The tree is walked generically (every dataclass field, every list), so a new node kind needs no
 change here unless it is a new kind of declaration, member or statement (`_OWN_LINE`).
@@ -41,8 +42,6 @@ _OWN_LINE: tuple[type, ...] = (
 _RECORDS = (ast.Event, ast.ValueObject, ast.Payload)
 # whose several lists are the members of one pair of braces
 _ONE_BODY = (ast.File, ast.Workflow, ast.Projection, ast.Repository)
-
-
 # `filter X` in these is a member, the list holding X
 _FILTERS = (ast.Projection, ast.Repository)
 
@@ -51,7 +50,7 @@ _FILTERS = (ast.Projection, ast.Repository)
 class Anchors:
     starts: frozenset[int]  # offsets where a listed item starts
     own_line: frozenset[int]  # offsets that start a line of their own
-    binary: frozenset[int]  # offsets of binary operators spelled `-`
+    binary: frozenset[int]  # offsets of binary operators (a `-` not among them is a sign)
     ternary: frozenset[int]  # offsets of a conditional's `?` and `:`
     # offsets of the `{` of the blocks of an `if` … `else` written over several lines: all broken,
     # so no `} else if … { x } else { y }` runs on after a broken block
