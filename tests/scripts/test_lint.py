@@ -75,6 +75,21 @@ def test_lint_names_each_failed_step(tmp_path: Path) -> None:
         assert f"  - {step}" in run.stderr
 
 
+def test_lint_checks_the_layout_of_the_tracked_loom_files_but_the_skipped(tmp_path: Path) -> None:
+    tree = _tree(tmp_path)
+    (tree / "messy.loom").write_text("context A {\n      event E { n: int }\n}\n")
+    (tree / "bad.loom").write_text("context A {\n")  # does not parse: listed in the skip file
+    (tree / "scripts/fmt-skip.txt").write_text("# skipped\n^bad\\.loom$\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=tree, check=True)
+    subprocess.run([*git, "add", "messy.loom", "bad.loom"], cwd=tree, check=True)
+    run = _run(tree, "lint.sh")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "lint failed in 1 step(s)" in run.stderr
+    assert "  - loom fmt --check (*.loom)" in run.stderr
+    assert "messy.loom" in run.stdout and "bad.loom" not in run.stdout + run.stderr
+
+
 def test_test_script_stops_before_the_tests_on_a_lint_failure(tmp_path: Path) -> None:
     tree = _tree(tmp_path)
     # setup is the real script's job elsewhere; here the linked virtualenv is already set up

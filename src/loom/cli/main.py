@@ -36,6 +36,10 @@ COMMANDS = {
         "loom.cli.up:up_command",
         "Run the model's whole system here: every deployable as its own `loom run` process.",
     ),
+    "fmt": (
+        "loom.cli.fmt:fmt",
+        "Rewrite .loom files in Loom's one canonical layout (docs/cli.md#loom-fmt).",
+    ),
     "fix": (
         "loom.cli.fix:fix",
         "Rewrite .loom files for a language change (codemods; see docs/codemods.md).",

@@ -18,7 +18,7 @@ from .dispatch import workflows as dispatch_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "3ec498338c06"
+MODEL_REVISION = "aef535f5f639"
 
 # The `resource { kind: api }` bindings: calls of other contexts' handlers, in
 # process when this service holds the context, else at LOOM_API_<CONTEXT>.

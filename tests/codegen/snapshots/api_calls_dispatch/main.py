@@ -15,7 +15,7 @@ from .dispatch import workflows as dispatch_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "3ec498338c06"
+MODEL_REVISION = "aef535f5f639"
 
 # The contexts this service holds (one deployable of the model).
 CONTEXTS = ("Dispatch",)

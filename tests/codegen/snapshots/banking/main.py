@@ -13,7 +13,7 @@ from .banking import workflows as banking_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "cc1735201826"
+MODEL_REVISION = "1461de6944c7"
 
 
 def build_app(database_url: str | None = None) -> FastAPI:

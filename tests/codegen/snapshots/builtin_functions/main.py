@@ -14,7 +14,7 @@ from .cover import workflows as cover_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "c616a3d35d71"
+MODEL_REVISION = "263ac5ebfdb2"
 
 
 def build_app(database_url: str | None = None) -> FastAPI:

@@ -17,7 +17,7 @@ from .billing import workflows as billing_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "d61b23b6105c"
+MODEL_REVISION = "05b9544ffc1e"
 
 # The durable channels of the model: their events go through the outbox and the relay.
 CHANNELS = [

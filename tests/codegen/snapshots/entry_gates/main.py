@@ -15,7 +15,7 @@ from .underwriting import workflows as underwriting_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "a5c2b525b28c"
+MODEL_REVISION = "7679f710b6d8"
 
 
 def subscribe(service: Service) -> None:

@@ -17,7 +17,7 @@ from .counter import workflows as counter_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "2dfbe42d2107"
+MODEL_REVISION = "6b0d6fdbf33c"
 
 # The durable channels of the model: their events go through the outbox and the relay.
 CHANNELS = [

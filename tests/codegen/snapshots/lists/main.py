@@ -14,7 +14,7 @@ from .sales import workflows as sales_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "4abd15ee54d5"
+MODEL_REVISION = "b7695f224c3f"
 
 
 def build_app(database_url: str | None = None) -> FastAPI:

@@ -14,7 +14,7 @@ from .support import workflows as support_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "c51f9e54f28b"
+MODEL_REVISION = "7b5a51aa1070"
 
 
 def build_app(

@@ -14,7 +14,7 @@ from .store import workflows as store_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "3a4945ed4325"
+MODEL_REVISION = "d57862c4077a"
 
 
 def build_app(database_url: str | None = None) -> FastAPI:

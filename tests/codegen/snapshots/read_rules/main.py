@@ -20,7 +20,7 @@ from .claims import workflows as claims_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "bc16c27ccb80"
+MODEL_REVISION = "390db36391e4"
 
 # The durable channels of the model: their events go through the outbox and the relay.
 CHANNELS = [

@@ -14,7 +14,7 @@ from .shop import workflows as shop_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "d7909d046233"
+MODEL_REVISION = "a96ba7bf99b1"
 
 
 def build_app(database_url: str | None = None) -> FastAPI:

@@ -13,7 +13,7 @@ from .sales import workflows as sales_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "19670ee87eff"
+MODEL_REVISION = "cb67eabae917"
 
 
 def build_app(database_url: str | None = None) -> FastAPI:

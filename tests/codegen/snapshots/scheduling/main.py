@@ -18,7 +18,7 @@ from .scheduling import workflows as scheduling_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "6f553b4f6731"
+MODEL_REVISION = "c93f65d63159"
 
 # The durable channels of the model: their events go through the outbox and the relay.
 CHANNELS = [

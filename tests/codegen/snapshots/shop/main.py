@@ -26,7 +26,7 @@ from .payment import workflows as payment_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "7f72d8810193"
+MODEL_REVISION = "991fb866be8c"
 
 # The durable channels of the model: their events go through the outbox and the relay.
 CHANNELS = [

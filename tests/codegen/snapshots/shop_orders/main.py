@@ -27,7 +27,7 @@ from .payment import domain as payment_domain
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "7f72d8810193"
+MODEL_REVISION = "991fb866be8c"
 
 # The contexts this service holds (one deployable of the model).
 CONTEXTS = ("Orders",)

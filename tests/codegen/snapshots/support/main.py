@@ -14,7 +14,7 @@ from .support import workflows as support_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "55ffafcbfdc3"
+MODEL_REVISION = "ef30af66dd64"
 
 
 def build_app(

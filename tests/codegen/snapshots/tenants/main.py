@@ -17,7 +17,7 @@ from .catalog import workflows as catalog_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "e59dfbcb4cab"
+MODEL_REVISION = "73bf4cf0f644"
 
 
 def subscribe(service: Service) -> None:

@@ -14,7 +14,7 @@ from .lending import workflows as lending_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "e0ac106dd427"
+MODEL_REVISION = "1121c7aaeedf"
 
 
 def subscribe(service: Service) -> None:

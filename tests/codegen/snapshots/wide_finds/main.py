@@ -14,7 +14,7 @@ from .rooms import workflows as rooms_workflows
 
 # The revision of the model this package was generated from: every event the
 # service writes carries it, and a consumer logs the revision of each it reads.
-MODEL_REVISION = "6cae5521b860"
+MODEL_REVISION = "980f1a2d803c"
 
 
 def build_app(database_url: str | None = None) -> FastAPI:

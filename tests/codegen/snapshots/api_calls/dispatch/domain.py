@@ -15,7 +15,7 @@ from .ids import WorkOrderId
 
 @dataclass(frozen=True, kw_only=True)
 class Opened(DomainEvent):
-    """event Opened (dispatch.loom:61)"""
+    """event Opened (dispatch.loom:69)"""
 
     event_type: ClassVar[str] = "Dispatch.Opened"
     order: WorkOrderId
@@ -24,7 +24,7 @@ class Opened(DomainEvent):
 
 @dataclass(eq=False, kw_only=True)
 class WorkOrder(AggregateRoot):
-    """aggregate WorkOrder (dispatch.loom:52)"""
+    """aggregate WorkOrder (dispatch.loom:57)"""
 
     id: WorkOrderId = field(default_factory=lambda: WorkOrderId(new_id()))
     title: str
@@ -34,18 +34,18 @@ class WorkOrder(AggregateRoot):
 
     @classmethod
     def create(cls, *, title: str, tech: str, level: str, years: int) -> WorkOrder:
-        """WorkOrder.create (dispatch.loom:52): a new WorkOrder"""
+        """WorkOrder.create (dispatch.loom:57): a new WorkOrder"""
         return cls(title=title, tech=tech, level=level, years=years)
 
     def _check_stored(self) -> None:
-        """what saving WorkOrder needs (dispatch.loom:52): ints in range, derived values"""
+        """what saving WorkOrder needs (dispatch.loom:57): ints in range, derived values"""
         ints.fit(self.years, "WorkOrder.years")
 
     def assign(self, name: str) -> None:
-        """operation WorkOrder.assign (dispatch.loom:56)"""
+        """operation WorkOrder.assign (dispatch.loom:61)"""
         self.tech = name
 
     def grade(self, skill: str, y: int) -> None:
-        """operation WorkOrder.grade (dispatch.loom:58)"""
+        """operation WorkOrder.grade (dispatch.loom:63)"""
         self.level = skill
         self.years = y

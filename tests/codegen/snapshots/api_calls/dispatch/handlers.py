@@ -40,7 +40,7 @@ router = APIRouter(route_class=LoomRoute)
     operation_id="Assign",
 )
 async def assign(body: AssignInput, service: ServiceDep) -> str:
-    """commandHandler Assign (dispatch.loom:64): non-transactional: each save commits on its own"""
+    """commandHandler Assign (dispatch.loom:72): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         work_orders = WorkOrders(work)
         t: TechnicianView = await service.api("Dispatch.directory").query(
@@ -63,7 +63,7 @@ async def assign(body: AssignInput, service: ServiceDep) -> str:
     operation_id="Grade",
 )
 async def grade(body: GradeInput, service: ServiceDep) -> None:
-    """commandHandler Grade (dispatch.loom:71): non-transactional: each save commits on its own"""
+    """commandHandler Grade (dispatch.loom:79): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         work_orders = WorkOrders(work)
         skills: list[Skill] = await service.api("Dispatch.directory").query(
@@ -84,7 +84,7 @@ async def grade(body: GradeInput, service: ServiceDep) -> None:
     operation_id="Find",
 )
 async def find(service: ServiceDep, name: Annotated[WireText, Query()]) -> TechnicianId:
-    """queryHandler Find (dispatch.loom:78): read-only"""
+    """queryHandler Find (dispatch.loom:86): read-only"""
     async with service.autocommit():
         found: TechnicianId = await service.api("Dispatch.directory").query(
             "lookup",
@@ -103,7 +103,7 @@ async def find(service: ServiceDep, name: Annotated[WireText, Query()]) -> Techn
     operation_id="Hire",
 )
 async def hire(body: HireInput, service: ServiceDep) -> TechnicianId:
-    """commandHandler Hire (dispatch.loom:83): non-transactional: each save commits on its own"""
+    """commandHandler Hire (dispatch.loom:91): non-transactional: each save commits on its own"""
     async with service.autocommit():
         id: TechnicianId = await service.api("Dispatch.directory").command(
             "register",
@@ -122,7 +122,7 @@ async def hire(body: HireInput, service: ServiceDep) -> TechnicianId:
     operation_id="OpenAndRetire",
 )
 async def open_and_retire(body: OpenAndRetireInput, service: ServiceDep) -> None:
-    """commandHandler OpenAndRetire (dispatch.loom:88): non-transactional: each save commits on its own"""
+    """commandHandler OpenAndRetire (dispatch.loom:96): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         work_orders = WorkOrders(work)
         if body.title != "":
@@ -139,7 +139,7 @@ async def open_and_retire(body: OpenAndRetireInput, service: ServiceDep) -> None
     operation_id="CertifyTech",
 )
 async def certify_tech(body: CertifyTechInput, service: ServiceDep) -> None:
-    """commandHandler CertifyTech (dispatch.loom:94): non-transactional: each save commits on its own"""
+    """commandHandler CertifyTech (dispatch.loom:102): non-transactional: each save commits on its own"""
     async with service.autocommit():
         await service.api("Dispatch.directory").command("certify", {"id": body.tech})
 
@@ -152,7 +152,7 @@ async def certify_tech(body: CertifyTechInput, service: ServiceDep) -> None:
     operation_id="OpenFor",
 )
 async def open_for(body: OpenForInput, service: ServiceDep) -> WorkOrderId:
-    """commandHandler OpenFor (dispatch.loom:97): non-transactional: each save commits on its own"""
+    """commandHandler OpenFor (dispatch.loom:105): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         work_orders = WorkOrders(work)
         o = WorkOrder.create(title=body.title, tech="", level="", years=0)

@@ -13,7 +13,7 @@ from .repositories import WorkOrders
 
 
 async def enrich_on_opened(service: Service, e: Opened) -> None:
-    """workflow Enrich: on(e: Opened) (dispatch.loom:105)"""
+    """workflow Enrich: on(e: Opened) (dispatch.loom:113)"""
     async with service.reaction() as work:
         work_orders = WorkOrders(work)
         o = await work_orders.get_by_id(e.order)

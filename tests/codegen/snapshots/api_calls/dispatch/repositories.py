@@ -9,7 +9,7 @@ from .domain import WorkOrder
 
 
 class WorkOrders(Repository[WorkOrder]):
-    """repository WorkOrders for WorkOrder (dispatch.loom:60)"""
+    """repository WorkOrders for WorkOrder (dispatch.loom:68)"""
 
     aggregate = WorkOrder
     table = tables.work_orders

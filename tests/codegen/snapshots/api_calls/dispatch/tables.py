@@ -6,7 +6,7 @@ from sqlalchemy import BigInteger, Column, Integer, String, Table, Uuid
 
 from .._metadata import metadata
 
-# aggregate WorkOrder (dispatch.loom:52)
+# aggregate WorkOrder (dispatch.loom:57)
 work_orders = Table(
     "dispatch_work_orders",
     metadata,

@@ -7,4 +7,4 @@ from loom.runtime import LoomRoute
 
 router = APIRouter(route_class=LoomRoute)
 
-# workflow Enrich (dispatch.loom:104) has no HTTP entry point
+# workflow Enrich (dispatch.loom:112) has no HTTP entry point

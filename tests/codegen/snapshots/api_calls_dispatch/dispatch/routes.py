@@ -29,7 +29,7 @@ router = APIRouter(route_class=LoomRoute)
     operation_id="WorkOrder_get",
 )
 async def get_work_order(id: UUID, service: ServiceDep) -> WorkOrderOut:
-    """Read one WorkOrder (aggregate WorkOrder, dispatch.loom:52)"""
+    """Read one WorkOrder (aggregate WorkOrder, dispatch.loom:57)"""
     async with service.autocommit() as work:
         work_order = await WorkOrders(work).get_by_id(id)
     return WorkOrderOut.from_aggregate(work_order)
@@ -46,7 +46,7 @@ async def list_work_orders(
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[WorkOrderOut]:
-    """Read a page of WorkOrder (aggregate WorkOrder, dispatch.loom:52)"""
+    """Read a page of WorkOrder (aggregate WorkOrder, dispatch.loom:57)"""
     async with service.autocommit() as work:
         page = await WorkOrders(work).page(limit, offset)
     return page.map(WorkOrderOut.from_aggregate)
@@ -64,7 +64,7 @@ async def work_order_assign(
     body: WorkOrderAssignInput,
     service: ServiceDep,
 ) -> None:
-    """operation WorkOrder.assign (dispatch.loom:56)"""
+    """operation WorkOrder.assign (dispatch.loom:61)"""
     async with service.transaction() as work:
         work_orders = WorkOrders(work)
         work_order = await work_orders.get_by_id(id)
@@ -84,7 +84,7 @@ async def work_order_grade(
     body: WorkOrderGradeInput,
     service: ServiceDep,
 ) -> None:
-    """operation WorkOrder.grade (dispatch.loom:58)"""
+    """operation WorkOrder.grade (dispatch.loom:63)"""
     async with service.transaction() as work:
         work_orders = WorkOrders(work)
         work_order = await work_orders.get_by_id(id)

@@ -13,7 +13,7 @@ from .ids import WorkOrderId
 
 
 class WorkOrderOut(BaseModel):
-    """WorkOrder as the API answers it (aggregate WorkOrder, dispatch.loom:52)"""
+    """WorkOrder as the API answers it (aggregate WorkOrder, dispatch.loom:57)"""
 
     id: WorkOrderId
     version: int
@@ -36,7 +36,7 @@ class WorkOrderOut(BaseModel):
 
 
 class WorkOrderAssignInput(BaseModel):
-    """The body of operation WorkOrder.assign (dispatch.loom:56)"""
+    """The body of operation WorkOrder.assign (dispatch.loom:61)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -44,7 +44,7 @@ class WorkOrderAssignInput(BaseModel):
 
 
 class WorkOrderGradeInput(BaseModel):
-    """The body of operation WorkOrder.grade (dispatch.loom:58)"""
+    """The body of operation WorkOrder.grade (dispatch.loom:63)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -53,7 +53,7 @@ class WorkOrderGradeInput(BaseModel):
 
 
 class AssignInput(BaseModel):
-    """The body of commandHandler Assign (dispatch.loom:64)"""
+    """The body of commandHandler Assign (dispatch.loom:72)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -62,7 +62,7 @@ class AssignInput(BaseModel):
 
 
 class GradeInput(BaseModel):
-    """The body of commandHandler Grade (dispatch.loom:71)"""
+    """The body of commandHandler Grade (dispatch.loom:79)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -71,7 +71,7 @@ class GradeInput(BaseModel):
 
 
 class HireInput(BaseModel):
-    """The body of commandHandler Hire (dispatch.loom:83)"""
+    """The body of commandHandler Hire (dispatch.loom:91)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -79,7 +79,7 @@ class HireInput(BaseModel):
 
 
 class OpenAndRetireInput(BaseModel):
-    """The body of commandHandler OpenAndRetire (dispatch.loom:88)"""
+    """The body of commandHandler OpenAndRetire (dispatch.loom:96)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -88,7 +88,7 @@ class OpenAndRetireInput(BaseModel):
 
 
 class CertifyTechInput(BaseModel):
-    """The body of commandHandler CertifyTech (dispatch.loom:94)"""
+    """The body of commandHandler CertifyTech (dispatch.loom:102)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -96,7 +96,7 @@ class CertifyTechInput(BaseModel):
 
 
 class OpenForInput(BaseModel):
-    """The body of commandHandler OpenFor (dispatch.loom:97)"""
+    """The body of commandHandler OpenFor (dispatch.loom:105)"""
 
     model_config = ConfigDict(extra="forbid")
 

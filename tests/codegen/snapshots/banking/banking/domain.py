@@ -25,7 +25,7 @@ from .ids import AccountId, CustomerId
 
 
 class AccountKind(enum.StrEnum):
-    """enum AccountKind (banking.loom:5)"""
+    """enum AccountKind (banking.loom:4)"""
 
     CHECKING = "Checking"
     SAVINGS = "Savings"
@@ -33,7 +33,7 @@ class AccountKind(enum.StrEnum):
 
 @dataclass(frozen=True, kw_only=True)
 class MoneyWithdrawn(DomainEvent):
-    """event MoneyWithdrawn (banking.loom:53)"""
+    """event MoneyWithdrawn (banking.loom:52)"""
 
     event_type: ClassVar[str] = "Banking.MoneyWithdrawn"
     account: AccountId
@@ -42,7 +42,7 @@ class MoneyWithdrawn(DomainEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class MoneyDeposited(DomainEvent):
-    """event MoneyDeposited (banking.loom:54)"""
+    """event MoneyDeposited (banking.loom:53)"""
 
     event_type: ClassVar[str] = "Banking.MoneyDeposited"
     account: AccountId
@@ -51,7 +51,7 @@ class MoneyDeposited(DomainEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class TransferMade(DomainEvent):
-    """event TransferMade (banking.loom:55)"""
+    """event TransferMade (banking.loom:54)"""
 
     event_type: ClassVar[str] = "Banking.TransferMade"
     __pydantic_config__: ClassVar[ConfigDict] = wire_names(from_="from")
@@ -62,7 +62,7 @@ class TransferMade(DomainEvent):
 
 @dataclass(eq=False, kw_only=True)
 class Customer(AggregateRoot):
-    """aggregate Customer (banking.loom:7)"""
+    """aggregate Customer (banking.loom:6)"""
 
     id: CustomerId = field(default_factory=lambda: CustomerId(new_id()))
     name: str
@@ -70,13 +70,13 @@ class Customer(AggregateRoot):
 
     @classmethod
     def create(cls, *, name: str, email: str | None) -> Customer:
-        """Customer.create (banking.loom:7): a new Customer"""
+        """Customer.create (banking.loom:6): a new Customer"""
         return cls(name=name, email=email)
 
 
 @dataclass(eq=False, kw_only=True)
 class Account(AggregateRoot):
-    """aggregate Account (banking.loom:12)"""
+    """aggregate Account (banking.loom:11)"""
 
     id: AccountId = field(default_factory=lambda: AccountId(new_id()))
     owner: CustomerId
@@ -99,7 +99,7 @@ class Account(AggregateRoot):
         tags: list[str],
         frozen: bool,
     ) -> Account:
-        """Account.create (banking.loom:12): a new Account, its invariants checked"""
+        """Account.create (banking.loom:11): a new Account, its invariants checked"""
         account = cls(
             owner=owner,
             number=number,
@@ -114,17 +114,17 @@ class Account(AggregateRoot):
 
     @property
     def overdrawn(self) -> bool:
-        """derived overdrawn (banking.loom:21)"""
+        """derived overdrawn (banking.loom:20)"""
         return self.balance < 0
 
     def _check_stored(self) -> None:
-        """what saving Account needs (banking.loom:12): ints in range, derived values"""
+        """what saving Account needs (banking.loom:11): ints in range, derived values"""
         ints.fit(self.balance, "Account.balance")
         derived(self, attr="overdrawn", label="derived Account.overdrawn")
 
     def check_invariants(self) -> None:
-        """invariants of Account (banking.loom:12)"""
-        # invariant balance >= 0 (banking.loom:22)
+        """invariants of Account (banking.loom:11)"""
+        # invariant balance >= 0 (banking.loom:21)
         require(
             self.balance >= 0,
             kind="invariant",
@@ -133,11 +133,11 @@ class Account(AggregateRoot):
         )
 
     def _fee(self, amount: int) -> int:
-        """function fee (banking.loom:24)"""
+        """function fee (banking.loom:23)"""
         return 1 if self.kind == AccountKind.SAVINGS else 0
 
     def withdraw(self, amount: int) -> None:
-        """operation Account.withdraw (banking.loom:26)"""
+        """operation Account.withdraw (banking.loom:25)"""
         require(
             amount > 0,
             kind="precondition",
@@ -155,7 +155,7 @@ class Account(AggregateRoot):
         self.check_invariants()
 
     def deposit(self, amount: int) -> None:
-        """operation Account.deposit (banking.loom:34)"""
+        """operation Account.deposit (banking.loom:33)"""
         require(
             not self.frozen,
             kind="state-gate",
@@ -173,12 +173,12 @@ class Account(AggregateRoot):
         self.check_invariants()
 
     def freeze(self) -> None:
-        """operation Account.freeze (banking.loom:40)"""
+        """operation Account.freeze (banking.loom:39)"""
         self.frozen = True
         self.check_invariants()
 
     def close(self) -> None:
-        """operation Account.close (banking.loom:44)"""
+        """operation Account.close (banking.loom:43)"""
         require(
             self.balance == 0,
             kind="state-gate",

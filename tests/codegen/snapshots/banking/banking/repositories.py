@@ -9,14 +9,14 @@ from .domain import Account, Customer
 
 
 class Customers(Repository[Customer]):
-    """repository Customers for Customer (banking.loom:50)"""
+    """repository Customers for Customer (banking.loom:49)"""
 
     aggregate = Customer
     table = tables.customers
 
 
 class Accounts(Repository[Account]):
-    """repository Accounts for Account (banking.loom:51)"""
+    """repository Accounts for Account (banking.loom:50)"""
 
     aggregate = Account
     table = tables.accounts

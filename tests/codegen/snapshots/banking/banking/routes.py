@@ -34,7 +34,7 @@ router = APIRouter(route_class=LoomRoute)
     operation_id="Customer_get",
 )
 async def get_customer(id: UUID, service: ServiceDep) -> CustomerOut:
-    """Read one Customer (aggregate Customer, banking.loom:7)"""
+    """Read one Customer (aggregate Customer, banking.loom:6)"""
     async with service.autocommit() as work:
         customer = await Customers(work).get_by_id(id)
     return CustomerOut.from_aggregate(customer)
@@ -51,7 +51,7 @@ async def list_customers(
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[CustomerOut]:
-    """Read a page of Customer (aggregate Customer, banking.loom:7)"""
+    """Read a page of Customer (aggregate Customer, banking.loom:6)"""
     async with service.autocommit() as work:
         page = await Customers(work).page(limit, offset)
     return page.map(CustomerOut.from_aggregate)
@@ -64,7 +64,7 @@ async def list_customers(
     operation_id="Account_get",
 )
 async def get_account(id: UUID, service: ServiceDep) -> AccountOut:
-    """Read one Account (aggregate Account, banking.loom:12)"""
+    """Read one Account (aggregate Account, banking.loom:11)"""
     async with service.autocommit() as work:
         account = await Accounts(work).get_by_id(id)
     return AccountOut.from_aggregate(account)
@@ -81,7 +81,7 @@ async def list_accounts(
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[AccountOut]:
-    """Read a page of Account (aggregate Account, banking.loom:12)"""
+    """Read a page of Account (aggregate Account, banking.loom:11)"""
     async with service.autocommit() as work:
         page = await Accounts(work).page(limit, offset)
     return page.map(AccountOut.from_aggregate)
@@ -99,7 +99,7 @@ async def account_withdraw(
     body: AccountWithdrawInput,
     service: ServiceDep,
 ) -> None:
-    """operation Account.withdraw (banking.loom:26)"""
+    """operation Account.withdraw (banking.loom:25)"""
     async with service.transaction() as work:
         accounts = Accounts(work)
         account = await accounts.get_by_id(id)
@@ -119,7 +119,7 @@ async def account_deposit(
     body: AccountDepositInput,
     service: ServiceDep,
 ) -> None:
-    """operation Account.deposit (banking.loom:34)
+    """operation Account.deposit (banking.loom:33)
 
     When: !frozen (else 422 state-gate-refused).
     """
@@ -138,7 +138,7 @@ async def account_deposit(
     operation_id="Account_freeze",
 )
 async def account_freeze(id: UUID, service: ServiceDep) -> None:
-    """operation Account.freeze (banking.loom:40)"""
+    """operation Account.freeze (banking.loom:39)"""
     async with service.transaction() as work:
         accounts = Accounts(work)
         account = await accounts.get_by_id(id)
@@ -154,7 +154,7 @@ async def account_freeze(id: UUID, service: ServiceDep) -> None:
     operation_id="Account_close",
 )
 async def account_close(id: UUID, service: ServiceDep) -> None:
-    """operation Account.close (banking.loom:44)
+    """operation Account.close (banking.loom:43)
 
     When: balance == 0 (else 422 state-gate-refused).
     """

@@ -13,7 +13,7 @@ from .ids import AccountId, CustomerId
 
 
 class CustomerOut(BaseModel):
-    """Customer as the API answers it (aggregate Customer, banking.loom:7)"""
+    """Customer as the API answers it (aggregate Customer, banking.loom:6)"""
 
     id: CustomerId
     version: int
@@ -32,7 +32,7 @@ class CustomerOut(BaseModel):
 
 
 class AccountOut(BaseModel):
-    """Account as the API answers it (aggregate Account, banking.loom:12)"""
+    """Account as the API answers it (aggregate Account, banking.loom:11)"""
 
     id: AccountId
     version: int
@@ -63,7 +63,7 @@ class AccountOut(BaseModel):
 
 
 class AccountWithdrawInput(BaseModel):
-    """The body of operation Account.withdraw (banking.loom:26)"""
+    """The body of operation Account.withdraw (banking.loom:25)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -71,7 +71,7 @@ class AccountWithdrawInput(BaseModel):
 
 
 class AccountDepositInput(BaseModel):
-    """The body of operation Account.deposit (banking.loom:34)"""
+    """The body of operation Account.deposit (banking.loom:33)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -79,7 +79,7 @@ class AccountDepositInput(BaseModel):
 
 
 class RegisterCustomerInput(BaseModel):
-    """The body of workflow registerCustomer (banking.loom:58)"""
+    """The body of workflow registerCustomer (banking.loom:57)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -88,7 +88,7 @@ class RegisterCustomerInput(BaseModel):
 
 
 class OpenAccountInput(BaseModel):
-    """The body of workflow openAccount (banking.loom:65)"""
+    """The body of workflow openAccount (banking.loom:64)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -97,7 +97,7 @@ class OpenAccountInput(BaseModel):
 
 
 class TransferInput(BaseModel):
-    """The body of workflow transfer (banking.loom:74)"""
+    """The body of workflow transfer (banking.loom:73)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -107,7 +107,7 @@ class TransferInput(BaseModel):
 
 
 class LooseTransferInput(BaseModel):
-    """The body of workflow looseTransfer (banking.loom:86)"""
+    """The body of workflow looseTransfer (banking.loom:85)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -117,7 +117,7 @@ class LooseTransferInput(BaseModel):
 
 
 class AuditedTransferInput(BaseModel):
-    """The body of workflow auditedTransfer (banking.loom:95)"""
+    """The body of workflow auditedTransfer (banking.loom:94)"""
 
     model_config = ConfigDict(extra="forbid")
 

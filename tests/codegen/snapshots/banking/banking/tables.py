@@ -7,7 +7,7 @@ from sqlalchemy import BigInteger, Boolean, Column, Integer, String, Table, Uuid
 
 from .._metadata import metadata
 
-# aggregate Customer (banking.loom:7)
+# aggregate Customer (banking.loom:6)
 customers = Table(
     "banking_customers",
     metadata,
@@ -18,7 +18,7 @@ customers = Table(
     info={"loom": {"origin": "Banking.Customer"}},
 )
 
-# aggregate Account (banking.loom:12)
+# aggregate Account (banking.loom:11)
 accounts = Table(
     "banking_accounts",
     metadata,

@@ -30,7 +30,7 @@ async def register_customer(
     body: RegisterCustomerInput,
     service: ServiceDep,
 ) -> CustomerId:
-    """workflow registerCustomer (banking.loom:57): non-transactional: each save commits on its own"""
+    """workflow registerCustomer (banking.loom:56): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         customers = Customers(work)
         customer = Customer.create(name=body.name, email=body.email)
@@ -47,7 +47,7 @@ async def register_customer(
     operation_id="openAccount",
 )
 async def open_account(body: OpenAccountInput, service: ServiceDep) -> AccountId:
-    """workflow openAccount (banking.loom:64): non-transactional: each save commits on its own"""
+    """workflow openAccount (banking.loom:63): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         customers = Customers(work)
         accounts = Accounts(work)
@@ -75,7 +75,7 @@ async def open_account(body: OpenAccountInput, service: ServiceDep) -> AccountId
     operation_id="transfer",
 )
 async def transfer(body: TransferInput, service: ServiceDep) -> Int64:
-    """workflow transfer (banking.loom:73): transactional, all-or-nothing"""
+    """workflow transfer (banking.loom:72): transactional, all-or-nothing"""
     async with service.transaction() as work:
         accounts = Accounts(work)
         source = await accounts.get_by_id(body.from_account)
@@ -103,7 +103,7 @@ async def transfer(body: TransferInput, service: ServiceDep) -> Int64:
     operation_id="looseTransfer",
 )
 async def loose_transfer(body: LooseTransferInput, service: ServiceDep) -> None:
-    """workflow looseTransfer (banking.loom:85): non-transactional: each save commits on its own"""
+    """workflow looseTransfer (banking.loom:84): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         accounts = Accounts(work)
         source = await accounts.get_by_id(body.from_account)
@@ -122,7 +122,7 @@ async def loose_transfer(body: LooseTransferInput, service: ServiceDep) -> None:
     operation_id="auditedTransfer",
 )
 async def audited_transfer(body: AuditedTransferInput, service: ServiceDep) -> None:
-    """workflow auditedTransfer (banking.loom:94): transactional(serializable), all-or-nothing"""
+    """workflow auditedTransfer (banking.loom:93): transactional(serializable), all-or-nothing"""
     async with service.transaction(isolation="serializable") as work:
         accounts = Accounts(work)
         require(

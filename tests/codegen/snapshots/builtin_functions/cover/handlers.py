@@ -56,7 +56,7 @@ async def code_starts(
     service: ServiceDep,
     p: Annotated[WireText, Query()],
 ) -> list[PolicyOut]:
-    """queryHandler codeStarts (builtin_functions.loom:36): read-only
+    """queryHandler codeStarts (builtin_functions.loom:39): read-only
 
     Read rule (filter Visible: !hidden && !contains(code, "#")): a caller reads only the Policy
     rows it admits; another is a 404, as an unknown id is, and in no page or list.
@@ -78,7 +78,7 @@ async def long_holder(
     service: ServiceDep,
     n: Annotated[QueryInt64, Query()],
 ) -> list[PolicyOut]:
-    """queryHandler longHolder (builtin_functions.loom:37): read-only
+    """queryHandler longHolder (builtin_functions.loom:43): read-only
 
     Read rule (filter Visible: !hidden && !contains(code, "#")): a caller reads only the Policy
     rows it admits; another is a 404, as an unknown id is, and in no page or list.
@@ -100,7 +100,7 @@ async def shouted(
     service: ServiceDep,
     s: Annotated[WireText, Query()],
 ) -> list[PolicyOut]:
-    """queryHandler shouted (builtin_functions.loom:38): read-only
+    """queryHandler shouted (builtin_functions.loom:47): read-only
 
     Read rule (filter Visible: !hidden && !contains(code, "#")): a caller reads only the Policy
     rows it admits; another is a 404, as an unknown id is, and in no page or list.
@@ -123,7 +123,7 @@ async def issued_on(
     y: Annotated[QueryInt64, Query()],
     md: Annotated[QueryInt64, Query()],
 ) -> list[PolicyOut]:
-    """queryHandler issuedOn (builtin_functions.loom:39): read-only
+    """queryHandler issuedOn (builtin_functions.loom:51): read-only
 
     Read rule (filter Visible: !hidden && !contains(code, "#")): a caller reads only the Policy
     rows it admits; another is a 404, as an unknown id is, and in no page or list.
@@ -146,7 +146,7 @@ async def starts_in(
     y: Annotated[QueryInt64, Query()],
     m: Annotated[QueryInt64, Query()],
 ) -> list[PolicyOut]:
-    """queryHandler startsIn (builtin_functions.loom:40): read-only
+    """queryHandler startsIn (builtin_functions.loom:55): read-only
 
     Read rule (filter Visible: !hidden && !contains(code, "#")): a caller reads only the Policy
     rows it admits; another is a 404, as an unknown id is, and in no page or list.
@@ -169,7 +169,7 @@ async def minutes(
     from_: Annotated[WireDatetime, Query(alias="from")],
     to: Annotated[WireDatetime, Query()],
 ) -> Int64:
-    """queryHandler minutes (builtin_functions.loom:41): read-only"""
+    """queryHandler minutes (builtin_functions.loom:59): read-only"""
     async with service.autocommit():
         result = ints.fit(
             functions.in_minutes(to - from_),
@@ -185,7 +185,7 @@ async def minutes(
     operation_id="seconds",
 )
 async def seconds(service: ServiceDep, d: Annotated[WireDuration, Query()]) -> Int64:
-    """queryHandler seconds (builtin_functions.loom:42): read-only"""
+    """queryHandler seconds (builtin_functions.loom:60): read-only"""
     async with service.autocommit():
         result = ints.fit(functions.in_seconds(d), "the result of queryHandler seconds")
     return result
@@ -202,7 +202,7 @@ async def shifted(
     at: Annotated[WireDatetime, Query()],
     n: Annotated[QueryInt64, Query()],
 ) -> DatetimeOut:
-    """queryHandler shifted (builtin_functions.loom:43): read-only"""
+    """queryHandler shifted (builtin_functions.loom:61): read-only"""
     async with service.autocommit():
         result = functions.add_months(at, n)
     return result
@@ -216,7 +216,7 @@ async def shifted(
     operation_id="Renew",
 )
 async def renew(body: RenewInput, service: ServiceDep) -> None:
-    """commandHandler Renew (builtin_functions.loom:44): non-transactional: each save commits on its own
+    """commandHandler Renew (builtin_functions.loom:62): non-transactional: each save commits on its own
 
     Read rule (filter Visible: !hidden && !contains(code, "#")): a caller reads only the Policy
     rows it admits; another is a 404, as an unknown id is, and in no page or list.

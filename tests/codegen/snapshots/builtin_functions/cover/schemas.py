@@ -93,7 +93,7 @@ class PolicyExtendInput(BaseModel):
 
 
 class RenewInput(BaseModel):
-    """The body of commandHandler Renew (builtin_functions.loom:44)"""
+    """The body of commandHandler Renew (builtin_functions.loom:62)"""
 
     model_config = ConfigDict(extra="forbid")
 

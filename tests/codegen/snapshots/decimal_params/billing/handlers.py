@@ -20,7 +20,7 @@ router = APIRouter(route_class=LoomRoute)
     operation_id="Share",
 )
 async def share(body: ShareInput, service: ServiceDep) -> None:
-    """commandHandler Share (decimal_params.loom:66): non-transactional: each save commits on its own"""
+    """commandHandler Share (decimal_params.loom:69): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         accounts = Accounts(work)
         a = await accounts.get_by_id(body.account)
@@ -36,7 +36,7 @@ async def share(body: ShareInput, service: ServiceDep) -> None:
     operation_id="Retag",
 )
 async def retag(body: RetagInput, service: ServiceDep) -> None:
-    """commandHandler Retag (decimal_params.loom:70): non-transactional: each save commits on its own"""
+    """commandHandler Retag (decimal_params.loom:73): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         accounts = Accounts(work)
         a = await accounts.get_by_id(body.account)
@@ -52,7 +52,7 @@ async def retag(body: RetagInput, service: ServiceDep) -> None:
     operation_id="RequestSplit",
 )
 async def request_split(body: RequestSplitInput, service: ServiceDep) -> None:
-    """commandHandler RequestSplit (decimal_params.loom:74): non-transactional: each save commits on its own"""
+    """commandHandler RequestSplit (decimal_params.loom:77): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         work.emit(
             SplitRequested(account=body.account, total=body.total, parts=body.parts),

@@ -11,7 +11,7 @@ from .repositories import Accounts
 
 
 async def splitter_on_split_requested(service: Service, e: SplitRequested) -> None:
-    """workflow Splitter: on(e: SplitRequested) (decimal_params.loom:79)"""
+    """workflow Splitter: on(e: SplitRequested) (decimal_params.loom:82)"""
     async with service.reaction() as work:
         accounts = Accounts(work)
         a = await accounts.get_by_id(e.account)

@@ -128,7 +128,7 @@ class InvoiceUpdateInput(BaseModel):
 
 
 class SplitInput(BaseModel):
-    """The body of workflow split (decimal_params.loom:40)"""
+    """The body of workflow split (decimal_params.loom:43)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -138,7 +138,7 @@ class SplitInput(BaseModel):
 
 
 class ScaleInput(BaseModel):
-    """The body of workflow scale (decimal_params.loom:48)"""
+    """The body of workflow scale (decimal_params.loom:51)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -148,7 +148,7 @@ class ScaleInput(BaseModel):
 
 
 class InvoiceInput(BaseModel):
-    """The body of workflow invoice (decimal_params.loom:55)"""
+    """The body of workflow invoice (decimal_params.loom:58)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -157,7 +157,7 @@ class InvoiceInput(BaseModel):
 
 
 class ChargeInput(BaseModel):
-    """The body of workflow charge (decimal_params.loom:61)"""
+    """The body of workflow charge (decimal_params.loom:64)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -167,7 +167,7 @@ class ChargeInput(BaseModel):
 
 
 class ShareInput(BaseModel):
-    """The body of commandHandler Share (decimal_params.loom:66)"""
+    """The body of commandHandler Share (decimal_params.loom:69)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -177,7 +177,7 @@ class ShareInput(BaseModel):
 
 
 class RetagInput(BaseModel):
-    """The body of commandHandler Retag (decimal_params.loom:70)"""
+    """The body of commandHandler Retag (decimal_params.loom:73)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -187,7 +187,7 @@ class RetagInput(BaseModel):
 
 
 class RequestSplitInput(BaseModel):
-    """The body of commandHandler RequestSplit (decimal_params.loom:74)"""
+    """The body of commandHandler RequestSplit (decimal_params.loom:77)"""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -24,7 +24,7 @@ router = APIRouter(route_class=LoomRoute)
     operation_id="split",
 )
 async def split(body: SplitInput, service: ServiceDep) -> AccountId:
-    """workflow split (decimal_params.loom:39): non-transactional: each save commits on its own"""
+    """workflow split (decimal_params.loom:42): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         accounts = Accounts(work)
         a = await accounts.get_by_id(body.account)
@@ -42,7 +42,7 @@ async def split(body: SplitInput, service: ServiceDep) -> AccountId:
     operation_id="scale",
 )
 async def scale(body: ScaleInput, service: ServiceDep) -> None:
-    """workflow scale (decimal_params.loom:47): non-transactional: each save commits on its own"""
+    """workflow scale (decimal_params.loom:50): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         accounts = Accounts(work)
         a = await accounts.get_by_id(body.account)
@@ -58,7 +58,7 @@ async def scale(body: ScaleInput, service: ServiceDep) -> None:
     operation_id="invoice",
 )
 async def invoice(body: InvoiceInput, service: ServiceDep) -> InvoiceId:
-    """workflow invoice (decimal_params.loom:54): non-transactional: each save commits on its own"""
+    """workflow invoice (decimal_params.loom:57): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         invoices = Invoices(work)
         i = Invoice.create(amount=decimals.div(body.total, body.parts))
@@ -75,7 +75,7 @@ async def invoice(body: InvoiceInput, service: ServiceDep) -> InvoiceId:
     operation_id="charge",
 )
 async def charge(body: ChargeInput, service: ServiceDep) -> None:
-    """workflow charge (decimal_params.loom:60): non-transactional: each save commits on its own"""
+    """workflow charge (decimal_params.loom:63): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         accounts = Accounts(work)
         a = await accounts.get_by_id(body.account)
@@ -87,4 +87,4 @@ async def charge(body: ChargeInput, service: ServiceDep) -> None:
         await accounts.save(a)
 
 
-# workflow Splitter (decimal_params.loom:78) has no HTTP entry point
+# workflow Splitter (decimal_params.loom:81) has no HTTP entry point

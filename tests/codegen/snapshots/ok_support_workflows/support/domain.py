@@ -24,7 +24,7 @@ class Status(enum.StrEnum):
 
 @dataclass(frozen=True, kw_only=True)
 class Charged(DomainEvent):
-    """event Charged (support_workflows.loom:62)"""
+    """event Charged (support_workflows.loom:68)"""
 
     event_type: ClassVar[str] = "Support.Charged"
     ticket: TicketId
@@ -33,7 +33,7 @@ class Charged(DomainEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class Swept(DomainEvent):
-    """event Swept (support_workflows.loom:63)"""
+    """event Swept (support_workflows.loom:69)"""
 
     event_type: ClassVar[str] = "Support.Swept"
     count: int
@@ -120,7 +120,7 @@ class Ticket(AggregateRoot):
 
 @dataclass(kw_only=True)
 class FulfillOrderState:
-    """state of workflow FulfillOrder (support_workflows.loom:145)"""
+    """state of workflow FulfillOrder (support_workflows.loom:151)"""
 
     ticket: TicketId
     attempts: int = 0
@@ -129,14 +129,14 @@ class FulfillOrderState:
 
 @dataclass(kw_only=True)
 class AdoptState:
-    """state of workflow Adopt (support_workflows.loom:162)"""
+    """state of workflow Adopt (support_workflows.loom:168)"""
 
     ticket: TicketId
 
 
 @dataclass(kw_only=True)
 class LedgerState:
-    """state of workflow Ledger (support_workflows.loom:171)"""
+    """state of workflow Ledger (support_workflows.loom:177)"""
 
     ticket: TicketId
     total: int = 0

@@ -45,7 +45,7 @@ router = APIRouter(route_class=LoomRoute)
     operation_id="EscalateOpen",
 )
 async def escalate_open(body: EscalateOpenInput, service: ServiceDep) -> None:
-    """commandHandler EscalateOpen (support_workflows.loom:65): non-transactional: each save commits on its own
+    """commandHandler EscalateOpen (support_workflows.loom:71): non-transactional: each save commits on its own
 
     Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
     admits; another is a 404, as an unknown id is, and in no page or list.
@@ -68,7 +68,7 @@ async def escalate_open(body: EscalateOpenInput, service: ServiceDep) -> None:
     operation_id="BumpByCode",
 )
 async def bump_by_code(body: BumpByCodeInput, service: ServiceDep) -> None:
-    """commandHandler BumpByCode (support_workflows.loom:68): transactional(serializable)
+    """commandHandler BumpByCode (support_workflows.loom:74): transactional(serializable)
 
     Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
     admits; another is a 404, as an unknown id is, and in no page or list.
@@ -89,7 +89,7 @@ async def bump_by_code(body: BumpByCodeInput, service: ServiceDep) -> None:
     operation_id="CloseTicket",
 )
 async def close_ticket(body: CloseTicketInput, service: ServiceDep) -> TicketId:
-    """commandHandler CloseTicket (support_workflows.loom:71): non-transactional: each save commits on its own
+    """commandHandler CloseTicket (support_workflows.loom:77): non-transactional: each save commits on its own
 
     Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
     admits; another is a 404, as an unknown id is, and in no page or list.
@@ -111,7 +111,7 @@ async def close_ticket(body: CloseTicketInput, service: ServiceDep) -> TicketId:
     operation_id="EscalatePair",
 )
 async def escalate_pair(body: EscalatePairInput, service: ServiceDep) -> bool:
-    """commandHandler EscalatePair (support_workflows.loom:76): non-transactional: each save commits on its own
+    """commandHandler EscalatePair (support_workflows.loom:82): non-transactional: each save commits on its own
 
     Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
     admits; another is a 404, as an unknown id is, and in no page or list.
@@ -136,7 +136,7 @@ async def escalate_pair(body: EscalatePairInput, service: ServiceDep) -> bool:
     operation_id="Purge",
 )
 async def purge(body: PurgeInput, service: ServiceDep) -> None:
-    """commandHandler Purge (support_workflows.loom:83): non-transactional: each save commits on its own
+    """commandHandler Purge (support_workflows.loom:89): non-transactional: each save commits on its own
 
     Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
     admits; another is a 404, as an unknown id is, and in no page or list.
@@ -158,7 +158,7 @@ async def purge(body: PurgeInput, service: ServiceDep) -> None:
     operation_id="Remove",
 )
 async def remove(body: RemoveInput, service: ServiceDep) -> None:
-    """commandHandler Remove (support_workflows.loom:86): non-transactional: each save commits on its own
+    """commandHandler Remove (support_workflows.loom:92): non-transactional: each save commits on its own
 
     Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
     admits; another is a 404, as an unknown id is, and in no page or list.
@@ -177,7 +177,7 @@ async def remove(body: RemoveInput, service: ServiceDep) -> None:
     operation_id="Reopen",
 )
 async def reopen(body: ReopenInput, service: ServiceDep) -> None:
-    """commandHandler Reopen (support_workflows.loom:90): non-transactional: each save commits on its own"""
+    """commandHandler Reopen (support_workflows.loom:96): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.ignoring("NotClosed").get_by_id(body.id)
@@ -193,7 +193,7 @@ async def reopen(body: ReopenInput, service: ServiceDep) -> None:
     operation_id="Notify",
 )
 async def notify(body: NotifyInput, service: ServiceDep) -> None:
-    """commandHandler Notify (support_workflows.loom:94): non-transactional: each save commits on its own
+    """commandHandler Notify (support_workflows.loom:100): non-transactional: each save commits on its own
 
     Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
     admits; another is a 404, as an unknown id is, and in no page or list.
@@ -215,7 +215,7 @@ async def due_tickets(
     service: ServiceDep,
     as_of: Annotated[WireDatetime, Query(alias="asOf")],
 ) -> list[TicketOut]:
-    """queryHandler DueTickets (support_workflows.loom:98): read-only
+    """queryHandler DueTickets (support_workflows.loom:104): read-only
 
     Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
     admits; another is a 404, as an unknown id is, and in no page or list.
@@ -234,7 +234,7 @@ async def due_tickets(
     operation_id="ByCode",
 )
 async def by_code(service: ServiceDep, code: Annotated[WireText, Query()]) -> TicketOut:
-    """queryHandler ByCode (support_workflows.loom:102): read-only
+    """queryHandler ByCode (support_workflows.loom:108): read-only
 
     Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
     admits; another is a 404, as an unknown id is, and in no page or list.
@@ -256,7 +256,7 @@ async def by_code(service: ServiceDep, code: Annotated[WireText, Query()]) -> Ti
     operation_id="OpenCount",
 )
 async def open_count(service: ServiceDep, c: Annotated[WireText, Query()]) -> Int64:
-    """queryHandler OpenCount (support_workflows.loom:105): read-only
+    """queryHandler OpenCount (support_workflows.loom:111): read-only
 
     Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
     admits; another is a 404, as an unknown id is, and in no page or list.
@@ -284,7 +284,7 @@ async def slack(
     code: Annotated[WireText, Query()],
     as_of: Annotated[WireDatetime, Query(alias="asOf")],
 ) -> bool:
-    """queryHandler Slack (support_workflows.loom:111): read-only
+    """queryHandler Slack (support_workflows.loom:117): read-only
 
     Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
     admits; another is a 404, as an unknown id is, and in no page or list.

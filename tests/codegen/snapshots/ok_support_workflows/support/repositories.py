@@ -13,31 +13,31 @@ from .domain import AdoptState, FulfillOrderState, LedgerState, Ticket
 
 
 def not_closed() -> ColumnElement[bool]:
-    """criterion NotClosed of Ticket (support_workflows.loom:43)"""
+    """criterion NotClosed of Ticket (support_workflows.loom:46)"""
     c = tables.tickets.c
     return c.status != "Closed"
 
 
 def due_open(as_of: datetime) -> ColumnElement[bool]:
-    """criterion DueOpen of Ticket (support_workflows.loom:45)"""
+    """criterion DueOpen of Ticket (support_workflows.loom:48)"""
     c = tables.tickets.c
     return and_(c.due_at < as_of, c.status == "Open")
 
 
 def open_for(c_: str) -> ColumnElement[bool]:
-    """criterion OpenFor of Ticket (support_workflows.loom:46)"""
+    """criterion OpenFor of Ticket (support_workflows.loom:49)"""
     c = tables.tickets.c
     return and_(c.customer == c_, c.status == "Open")
 
 
 def all_open() -> ColumnElement[bool]:
-    """criterion AllOpen of Ticket (support_workflows.loom:47)"""
+    """criterion AllOpen of Ticket (support_workflows.loom:50)"""
     c = tables.tickets.c
     return c.status == "Open"
 
 
 class Tickets(Repository[Ticket]):
-    """repository Tickets for Ticket (support_workflows.loom:37)"""
+    """repository Tickets for Ticket (support_workflows.loom:40)"""
 
     aggregate = Ticket
     table = tables.tickets
@@ -76,53 +76,53 @@ class Tickets(Repository[Ticket]):
         )
 
     async def find_by_not_closed(self) -> Ticket | None:
-        """criterion NotClosed (support_workflows.loom:43)"""
+        """criterion NotClosed (support_workflows.loom:46)"""
         return await self.find_one(not_closed())
 
     async def find_all_by_not_closed(self) -> list[Ticket]:
-        """criterion NotClosed (support_workflows.loom:43)"""
+        """criterion NotClosed (support_workflows.loom:46)"""
         return await self.find_all(not_closed())
 
     async def find_by_due_open(self, as_of: datetime) -> Ticket | None:
-        """criterion DueOpen (support_workflows.loom:45)"""
+        """criterion DueOpen (support_workflows.loom:48)"""
         return await self.find_one(due_open(as_of))
 
     async def find_all_by_due_open(self, as_of: datetime) -> list[Ticket]:
-        """criterion DueOpen (support_workflows.loom:45)"""
+        """criterion DueOpen (support_workflows.loom:48)"""
         return await self.find_all(due_open(as_of))
 
     async def find_by_open_for(self, c_: str) -> Ticket | None:
-        """criterion OpenFor (support_workflows.loom:46)"""
+        """criterion OpenFor (support_workflows.loom:49)"""
         return await self.find_one(open_for(c_))
 
     async def find_all_by_open_for(self, c_: str) -> list[Ticket]:
-        """criterion OpenFor (support_workflows.loom:46)"""
+        """criterion OpenFor (support_workflows.loom:49)"""
         return await self.find_all(open_for(c_))
 
     async def find_by_all_open(self) -> Ticket | None:
-        """criterion AllOpen (support_workflows.loom:47)"""
+        """criterion AllOpen (support_workflows.loom:50)"""
         return await self.find_one(all_open())
 
     async def find_all_by_all_open(self) -> list[Ticket]:
-        """criterion AllOpen (support_workflows.loom:47)"""
+        """criterion AllOpen (support_workflows.loom:50)"""
         return await self.find_all(all_open())
 
     async def run_due(self, as_of: datetime) -> list[Ticket]:
-        """retrieval Due (support_workflows.loom:48)"""
+        """retrieval Due (support_workflows.loom:51)"""
         return await self.find_all(due_open(as_of))
 
     async def run_opened(self) -> list[Ticket]:
-        """retrieval Opened (support_workflows.loom:49)"""
+        """retrieval Opened (support_workflows.loom:52)"""
         return await self.find_all(all_open())
 
     async def find_all_by_customer(self, customer: str) -> list[Ticket]:
-        """find byCustomer of Tickets (support_workflows.loom:39)"""
+        """find byCustomer of Tickets (support_workflows.loom:42)"""
         c = self.table.c
         return await self.find_all(c.customer == customer)
 
 
 class FulfillOrderInstances(Instances[FulfillOrderState]):
-    """instances of workflow FulfillOrder (support_workflows.loom:145)"""
+    """instances of workflow FulfillOrder (support_workflows.loom:151)"""
 
     state = FulfillOrderState
     table = tables.fulfill_order_instances
@@ -131,7 +131,7 @@ class FulfillOrderInstances(Instances[FulfillOrderState]):
 
 
 class AdoptInstances(Instances[AdoptState]):
-    """instances of workflow Adopt (support_workflows.loom:162)"""
+    """instances of workflow Adopt (support_workflows.loom:168)"""
 
     state = AdoptState
     table = tables.adopt_instances
@@ -140,7 +140,7 @@ class AdoptInstances(Instances[AdoptState]):
 
 
 class LedgerInstances(Instances[LedgerState]):
-    """instances of workflow Ledger (support_workflows.loom:171)"""
+    """instances of workflow Ledger (support_workflows.loom:177)"""
 
     state = LedgerState
     table = tables.ledger_instances

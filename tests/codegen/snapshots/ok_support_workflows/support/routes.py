@@ -84,7 +84,7 @@ async def find_tickets_by_code(
     code: Annotated[WireText, Query()],
     service: ServiceDep,
 ) -> TicketOut:
-    """find byCode of Tickets (support_workflows.loom:38)
+    """find byCode of Tickets (support_workflows.loom:41)
 
     Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
     admits; another is a 404, as an unknown id is, and in no page or list.
@@ -106,7 +106,7 @@ async def find_tickets_by_customer(
     customer: Annotated[WireText, Query()],
     service: ServiceDep,
 ) -> list[TicketOut]:
-    """find byCustomer of Tickets (support_workflows.loom:39)
+    """find byCustomer of Tickets (support_workflows.loom:42)
 
     Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
     admits; another is a 404, as an unknown id is, and in no page or list.
@@ -127,7 +127,7 @@ async def find_tickets_by_customer_and_due_at(
     due_at: Annotated[WireDatetime, Query(alias="dueAt")],
     service: ServiceDep,
 ) -> TicketOut:
-    """find byCustomerAndDueAt of Tickets (support_workflows.loom:40)
+    """find byCustomerAndDueAt of Tickets (support_workflows.loom:43)
 
     Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
     admits; another is a 404, as an unknown id is, and in no page or list.

@@ -83,7 +83,7 @@ class TicketBumpTwiceInput(BaseModel):
 
 
 class SweepInput(BaseModel):
-    """The body of workflow sweep (support_workflows.loom:117)"""
+    """The body of workflow sweep (support_workflows.loom:123)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -91,7 +91,7 @@ class SweepInput(BaseModel):
 
 
 class OpenTicketInput(BaseModel):
-    """The body of workflow openTicket (support_workflows.loom:131)"""
+    """The body of workflow openTicket (support_workflows.loom:137)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -101,7 +101,7 @@ class OpenTicketInput(BaseModel):
 
 
 class FulfillOrderInput(BaseModel):
-    """The body of workflow FulfillOrder (support_workflows.loom:154)"""
+    """The body of workflow FulfillOrder (support_workflows.loom:160)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -110,7 +110,7 @@ class FulfillOrderInput(BaseModel):
 
 
 class AdoptInput(BaseModel):
-    """The body of workflow Adopt (support_workflows.loom:164)"""
+    """The body of workflow Adopt (support_workflows.loom:170)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -118,7 +118,7 @@ class AdoptInput(BaseModel):
 
 
 class LedgerInput(BaseModel):
-    """The body of workflow Ledger (support_workflows.loom:174)"""
+    """The body of workflow Ledger (support_workflows.loom:180)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -127,7 +127,7 @@ class LedgerInput(BaseModel):
 
 
 class FulfillOrderInstanceOut(BaseModel):
-    """an instance of workflow FulfillOrder as the API answers it (support_workflows.loom:145)"""
+    """an instance of workflow FulfillOrder as the API answers it (support_workflows.loom:151)"""
 
     ticket: TicketId
     version: int
@@ -146,7 +146,7 @@ class FulfillOrderInstanceOut(BaseModel):
 
 
 class AdoptInstanceOut(BaseModel):
-    """an instance of workflow Adopt as the API answers it (support_workflows.loom:162)"""
+    """an instance of workflow Adopt as the API answers it (support_workflows.loom:168)"""
 
     ticket: TicketId
     version: int
@@ -158,7 +158,7 @@ class AdoptInstanceOut(BaseModel):
 
 
 class LedgerInstanceOut(BaseModel):
-    """an instance of workflow Ledger as the API answers it (support_workflows.loom:171)"""
+    """an instance of workflow Ledger as the API answers it (support_workflows.loom:177)"""
 
     ticket: TicketId
     version: int
@@ -175,7 +175,7 @@ class LedgerInstanceOut(BaseModel):
 
 
 class EscalateOpenInput(BaseModel):
-    """The body of commandHandler EscalateOpen (support_workflows.loom:65)"""
+    """The body of commandHandler EscalateOpen (support_workflows.loom:71)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -183,7 +183,7 @@ class EscalateOpenInput(BaseModel):
 
 
 class BumpByCodeInput(BaseModel):
-    """The body of commandHandler BumpByCode (support_workflows.loom:68)"""
+    """The body of commandHandler BumpByCode (support_workflows.loom:74)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -192,7 +192,7 @@ class BumpByCodeInput(BaseModel):
 
 
 class CloseTicketInput(BaseModel):
-    """The body of commandHandler CloseTicket (support_workflows.loom:71)"""
+    """The body of commandHandler CloseTicket (support_workflows.loom:77)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -200,7 +200,7 @@ class CloseTicketInput(BaseModel):
 
 
 class EscalatePairInput(BaseModel):
-    """The body of commandHandler EscalatePair (support_workflows.loom:76)"""
+    """The body of commandHandler EscalatePair (support_workflows.loom:82)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -209,7 +209,7 @@ class EscalatePairInput(BaseModel):
 
 
 class PurgeInput(BaseModel):
-    """The body of commandHandler Purge (support_workflows.loom:83)"""
+    """The body of commandHandler Purge (support_workflows.loom:89)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -217,7 +217,7 @@ class PurgeInput(BaseModel):
 
 
 class RemoveInput(BaseModel):
-    """The body of commandHandler Remove (support_workflows.loom:86)"""
+    """The body of commandHandler Remove (support_workflows.loom:92)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -225,7 +225,7 @@ class RemoveInput(BaseModel):
 
 
 class ReopenInput(BaseModel):
-    """The body of commandHandler Reopen (support_workflows.loom:90)"""
+    """The body of commandHandler Reopen (support_workflows.loom:96)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -233,7 +233,7 @@ class ReopenInput(BaseModel):
 
 
 class NotifyInput(BaseModel):
-    """The body of commandHandler Notify (support_workflows.loom:94)"""
+    """The body of commandHandler Notify (support_workflows.loom:100)"""
 
     model_config = ConfigDict(extra="forbid")
 

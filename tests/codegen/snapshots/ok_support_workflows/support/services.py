@@ -8,22 +8,22 @@ from .domain import Status, Ticket
 
 
 class Escalation:
-    """domainService Escalation (support_workflows.loom:51)"""
+    """domainService Escalation (support_workflows.loom:54)"""
 
     @staticmethod
     def escalate_both(a: Ticket, b: Ticket) -> None:
-        """Escalation.escalateBoth (support_workflows.loom:52)"""
+        """Escalation.escalateBoth (support_workflows.loom:55)"""
         a.escalate()
         b.escalate()
 
     @staticmethod
     def both_open(a: Ticket, b: Ticket) -> bool:
-        """Escalation.bothOpen (support_workflows.loom:53)"""
+        """Escalation.bothOpen (support_workflows.loom:59)"""
         return a.status == Status.OPEN and b.status == Status.OPEN
 
     @staticmethod
     def urgency(a: Ticket, n: int) -> int:
-        """Escalation.urgency (support_workflows.loom:54)"""
+        """Escalation.urgency (support_workflows.loom:60)"""
         base = a.priority + n + a._weight()
         require(
             Escalation.both_open(a, a),

@@ -49,7 +49,7 @@ tickets = Table(
     info={"loom": {"origin": "Support.Ticket"}},
 )
 
-# instances of workflow FulfillOrder (support_workflows.loom:145)
+# instances of workflow FulfillOrder (support_workflows.loom:151)
 fulfill_order_instances = Table(
     "support_fulfill_order_instances",
     metadata,
@@ -66,7 +66,7 @@ fulfill_order_instances = Table(
     info={"loom": {"origin": "Support.FulfillOrder"}},
 )
 
-# instances of workflow Adopt (support_workflows.loom:162)
+# instances of workflow Adopt (support_workflows.loom:168)
 adopt_instances = Table(
     "support_adopt_instances",
     metadata,
@@ -76,7 +76,7 @@ adopt_instances = Table(
     info={"loom": {"origin": "Support.Adopt"}},
 )
 
-# instances of workflow Ledger (support_workflows.loom:171)
+# instances of workflow Ledger (support_workflows.loom:177)
 ledger_instances = Table(
     "support_ledger_instances",
     metadata,

@@ -37,18 +37,18 @@ router = APIRouter(route_class=LoomRoute)
 
 
 def fulfill_order_sla_days(priority: int) -> int:
-    """function FulfillOrder.slaDays (support_workflows.loom:149)"""
+    """function FulfillOrder.slaDays (support_workflows.loom:155)"""
     return 1 if priority > 5 else 5
 
 
 def fulfill_order_twice(n: int) -> int:
-    """function FulfillOrder.twice (support_workflows.loom:150)"""
+    """function FulfillOrder.twice (support_workflows.loom:156)"""
     d = fulfill_order_sla_days(n)
     return d * 2
 
 
 def ledger_apply_charged(state: LedgerState, e: Charged) -> None:
-    """apply(e: Charged) of workflow Ledger (support_workflows.loom:178)"""
+    """apply(e: Charged) of workflow Ledger (support_workflows.loom:184)"""
     state.total = state.total + e.amount
 
 
@@ -60,7 +60,7 @@ def ledger_apply_charged(state: LedgerState, e: Charged) -> None:
     operation_id="sweep",
 )
 async def sweep(body: SweepInput, service: ServiceDep) -> Int64:
-    """workflow sweep (support_workflows.loom:116): transactional, all-or-nothing
+    """workflow sweep (support_workflows.loom:122): transactional, all-or-nothing
 
     Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
     admits; another is a 404, as an unknown id is, and in no page or list.
@@ -89,7 +89,7 @@ async def sweep(body: SweepInput, service: ServiceDep) -> Int64:
     operation_id="openTicket",
 )
 async def open_ticket(body: OpenTicketInput, service: ServiceDep) -> TicketId:
-    """workflow openTicket (support_workflows.loom:130): non-transactional: each save commits on its own
+    """workflow openTicket (support_workflows.loom:136): non-transactional: each save commits on its own
 
     Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
     admits; another is a 404, as an unknown id is, and in no page or list.
@@ -131,7 +131,7 @@ async def open_ticket(body: OpenTicketInput, service: ServiceDep) -> TicketId:
     operation_id="FulfillOrder",
 )
 async def fulfill_order(body: FulfillOrderInput, service: ServiceDep) -> None:
-    """workflow FulfillOrder (support_workflows.loom:145): non-transactional: each save commits on its own
+    """workflow FulfillOrder (support_workflows.loom:151): non-transactional: each save commits on its own
 
     Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
     admits; another is a 404, as an unknown id is, and in no page or list.
@@ -160,7 +160,7 @@ async def fulfill_order(body: FulfillOrderInput, service: ServiceDep) -> None:
     operation_id="Adopt",
 )
 async def adopt(body: AdoptInput, service: ServiceDep) -> None:
-    """workflow Adopt (support_workflows.loom:162): non-transactional: each save commits on its own
+    """workflow Adopt (support_workflows.loom:168): non-transactional: each save commits on its own
 
     Read rule (filter NotClosed: status != Closed): a caller reads only the Ticket rows it
     admits; another is a 404, as an unknown id is, and in no page or list.
@@ -183,7 +183,7 @@ async def adopt(body: AdoptInput, service: ServiceDep) -> None:
     operation_id="Ledger",
 )
 async def ledger(body: LedgerInput, service: ServiceDep) -> None:
-    """workflow Ledger (support_workflows.loom:171): non-transactional: each save commits on its own"""
+    """workflow Ledger (support_workflows.loom:177): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         ledger_instances = LedgerInstances(work)
         instance = await ledger_instances.bind(body.ticket)
@@ -209,7 +209,7 @@ async def get_fulfill_order_instance(
     id: UUID,
     service: ServiceDep,
 ) -> FulfillOrderInstanceOut:
-    """an instance of workflow FulfillOrder (support_workflows.loom:145), by its ticket"""
+    """an instance of workflow FulfillOrder (support_workflows.loom:151), by its ticket"""
     async with service.autocommit() as work:
         instance = await FulfillOrderInstances(work).get(id)
     return FulfillOrderInstanceOut.from_state(instance)
@@ -222,7 +222,7 @@ async def get_fulfill_order_instance(
     operation_id="Adopt_getInstance",
 )
 async def get_adopt_instance(id: UUID, service: ServiceDep) -> AdoptInstanceOut:
-    """an instance of workflow Adopt (support_workflows.loom:162), by its ticket"""
+    """an instance of workflow Adopt (support_workflows.loom:168), by its ticket"""
     async with service.autocommit() as work:
         instance = await AdoptInstances(work).get(id)
     return AdoptInstanceOut.from_state(instance)
@@ -235,7 +235,7 @@ async def get_adopt_instance(id: UUID, service: ServiceDep) -> AdoptInstanceOut:
     operation_id="Ledger_getInstance",
 )
 async def get_ledger_instance(id: UUID, service: ServiceDep) -> LedgerInstanceOut:
-    """an instance of workflow Ledger (support_workflows.loom:171), by its ticket"""
+    """an instance of workflow Ledger (support_workflows.loom:177), by its ticket"""
     async with service.autocommit() as work:
         instance = await LedgerInstances(work).get(id)
     return LedgerInstanceOut.from_state(instance)

@@ -23,7 +23,7 @@ from .ids import CustomerId, OrderId
 
 
 class OrderStatus(enum.StrEnum):
-    """enum OrderStatus (sales.loom:3)"""
+    """enum OrderStatus (sales.loom:2)"""
 
     DRAFT = "Draft"
     CONFIRMED = "Confirmed"
@@ -32,7 +32,7 @@ class OrderStatus(enum.StrEnum):
 
 @dataclass(frozen=True, kw_only=True)
 class OrderPlaced(DomainEvent):
-    """event OrderPlaced (sales.loom:32)"""
+    """event OrderPlaced (sales.loom:31)"""
 
     event_type: ClassVar[str] = "Sales.OrderPlaced"
     order: OrderId
@@ -41,7 +41,7 @@ class OrderPlaced(DomainEvent):
 
 @dataclass(eq=False, kw_only=True)
 class Customer(AggregateRoot):
-    """aggregate Customer (sales.loom:5)"""
+    """aggregate Customer (sales.loom:4)"""
 
     id: CustomerId = field(default_factory=lambda: CustomerId(new_id()))
     name: str
@@ -49,23 +49,23 @@ class Customer(AggregateRoot):
 
     @classmethod
     def create(cls, *, name: str, credit_limit: Decimal) -> Customer:
-        """Customer.create (sales.loom:5): a new Customer, its invariants checked"""
+        """Customer.create (sales.loom:4): a new Customer, its invariants checked"""
         customer = cls(name=name, credit_limit=credit_limit)
         customer.check_invariants()
         return customer
 
     @property
     def display(self) -> str:
-        """derived display (sales.loom:8)"""
+        """derived display (sales.loom:7)"""
         return self.name
 
     def _check_stored(self) -> None:
-        """what saving Customer needs (sales.loom:5): ints in range, derived values"""
+        """what saving Customer needs (sales.loom:4): ints in range, derived values"""
         derived(self, attr="display", label="derived Customer.display")
 
     def check_invariants(self) -> None:
-        """invariants of Customer (sales.loom:5)"""
-        # invariant creditLimit >= 0 (sales.loom:9)
+        """invariants of Customer (sales.loom:4)"""
+        # invariant creditLimit >= 0 (sales.loom:8)
         require(
             self.credit_limit >= 0,
             kind="invariant",
@@ -74,7 +74,7 @@ class Customer(AggregateRoot):
         )
 
     def deduct_credit(self, amount: Decimal) -> None:
-        """operation Customer.deductCredit (sales.loom:11)"""
+        """operation Customer.deductCredit (sales.loom:10)"""
         require(
             amount > 0,
             kind="precondition",
@@ -91,7 +91,7 @@ class Customer(AggregateRoot):
         self.check_invariants()
 
     def add_credit(self, amount: Decimal) -> None:
-        """operation Customer.addCredit (sales.loom:17)"""
+        """operation Customer.addCredit (sales.loom:16)"""
         require(
             amount > 0,
             kind="precondition",
@@ -104,7 +104,7 @@ class Customer(AggregateRoot):
 
 @dataclass(eq=False, kw_only=True)
 class Order(AggregateRoot):
-    """aggregate Order (sales.loom:23)"""
+    """aggregate Order (sales.loom:22)"""
 
     id: OrderId = field(default_factory=lambda: OrderId(new_id()))
     customer_id: CustomerId
@@ -119,5 +119,5 @@ class Order(AggregateRoot):
         status: OrderStatus,
         placed_at: datetime,
     ) -> Order:
-        """Order.create (sales.loom:23): a new Order"""
+        """Order.create (sales.loom:22): a new Order"""
         return cls(customer_id=customer_id, status=status, placed_at=placed_at)

@@ -9,14 +9,14 @@ from .domain import Customer, Order
 
 
 class Customers(Repository[Customer]):
-    """repository Customers for Customer (sales.loom:29)"""
+    """repository Customers for Customer (sales.loom:28)"""
 
     aggregate = Customer
     table = tables.customers
 
 
 class Orders(Repository[Order]):
-    """repository Orders for Order (sales.loom:30)"""
+    """repository Orders for Order (sales.loom:29)"""
 
     aggregate = Order
     table = tables.orders

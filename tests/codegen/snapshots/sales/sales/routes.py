@@ -34,7 +34,7 @@ router = APIRouter(route_class=LoomRoute)
     operation_id="Customer_get",
 )
 async def get_customer(id: UUID, service: ServiceDep) -> CustomerOut:
-    """Read one Customer (aggregate Customer, sales.loom:5)"""
+    """Read one Customer (aggregate Customer, sales.loom:4)"""
     async with service.autocommit() as work:
         customer = await Customers(work).get_by_id(id)
     return CustomerOut.from_aggregate(customer)
@@ -51,7 +51,7 @@ async def list_customers(
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[CustomerOut]:
-    """Read a page of Customer (aggregate Customer, sales.loom:5)"""
+    """Read a page of Customer (aggregate Customer, sales.loom:4)"""
     async with service.autocommit() as work:
         page = await Customers(work).page(limit, offset)
     return page.map(CustomerOut.from_aggregate)
@@ -69,7 +69,7 @@ async def customer_deduct_credit(
     body: CustomerDeductCreditInput,
     service: ServiceDep,
 ) -> None:
-    """operation Customer.deductCredit (sales.loom:11)"""
+    """operation Customer.deductCredit (sales.loom:10)"""
     async with service.transaction() as work:
         customers = Customers(work)
         customer = await customers.get_by_id(id)
@@ -89,7 +89,7 @@ async def customer_add_credit(
     body: CustomerAddCreditInput,
     service: ServiceDep,
 ) -> None:
-    """operation Customer.addCredit (sales.loom:17)"""
+    """operation Customer.addCredit (sales.loom:16)"""
     async with service.transaction() as work:
         customers = Customers(work)
         customer = await customers.get_by_id(id)
@@ -104,7 +104,7 @@ async def customer_add_credit(
     operation_id="Order_get",
 )
 async def get_order(id: UUID, service: ServiceDep) -> OrderOut:
-    """Read one Order (aggregate Order, sales.loom:23)"""
+    """Read one Order (aggregate Order, sales.loom:22)"""
     async with service.autocommit() as work:
         order = await Orders(work).get_by_id(id)
     return OrderOut.from_aggregate(order)
@@ -121,7 +121,7 @@ async def list_orders(
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[OrderOut]:
-    """Read a page of Order (aggregate Order, sales.loom:23)"""
+    """Read a page of Order (aggregate Order, sales.loom:22)"""
     async with service.autocommit() as work:
         page = await Orders(work).page(limit, offset)
     return page.map(OrderOut.from_aggregate)

@@ -13,7 +13,7 @@ from .ids import CustomerId, OrderId
 
 
 class CustomerOut(BaseModel):
-    """Customer as the API answers it (aggregate Customer, sales.loom:5)"""
+    """Customer as the API answers it (aggregate Customer, sales.loom:4)"""
 
     id: CustomerId
     version: int
@@ -34,7 +34,7 @@ class CustomerOut(BaseModel):
 
 
 class CustomerDeductCreditInput(BaseModel):
-    """The body of operation Customer.deductCredit (sales.loom:11)"""
+    """The body of operation Customer.deductCredit (sales.loom:10)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -42,7 +42,7 @@ class CustomerDeductCreditInput(BaseModel):
 
 
 class CustomerAddCreditInput(BaseModel):
-    """The body of operation Customer.addCredit (sales.loom:17)"""
+    """The body of operation Customer.addCredit (sales.loom:16)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -50,7 +50,7 @@ class CustomerAddCreditInput(BaseModel):
 
 
 class OrderOut(BaseModel):
-    """Order as the API answers it (aggregate Order, sales.loom:23)"""
+    """Order as the API answers it (aggregate Order, sales.loom:22)"""
 
     id: OrderId
     version: int
@@ -71,7 +71,7 @@ class OrderOut(BaseModel):
 
 
 class PlaceOrderInput(BaseModel):
-    """The body of workflow placeOrder (sales.loom:36)"""
+    """The body of workflow placeOrder (sales.loom:35)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -80,7 +80,7 @@ class PlaceOrderInput(BaseModel):
 
 
 class TransferCreditInput(BaseModel):
-    """The body of workflow transferCredit (sales.loom:49)"""
+    """The body of workflow transferCredit (sales.loom:48)"""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -7,7 +7,7 @@ from sqlalchemy import Column, Integer, String, Table, Uuid
 
 from .._metadata import metadata
 
-# aggregate Customer (sales.loom:5)
+# aggregate Customer (sales.loom:4)
 customers = Table(
     "sales_customers",
     metadata,
@@ -23,7 +23,7 @@ customers = Table(
     info={"loom": {"origin": "Sales.Customer"}},
 )
 
-# aggregate Order (sales.loom:23)
+# aggregate Order (sales.loom:22)
 orders = Table(
     "sales_orders",
     metadata,

@@ -21,7 +21,7 @@ router = APIRouter(route_class=LoomRoute)
     operation_id="placeOrder",
 )
 async def place_order(body: PlaceOrderInput, service: ServiceDep) -> None:
-    """workflow placeOrder (sales.loom:35): non-transactional: each save commits on its own"""
+    """workflow placeOrder (sales.loom:34): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         customers = Customers(work)
         orders = Orders(work)
@@ -44,7 +44,7 @@ async def place_order(body: PlaceOrderInput, service: ServiceDep) -> None:
     operation_id="transferCredit",
 )
 async def transfer_credit(body: TransferCreditInput, service: ServiceDep) -> None:
-    """workflow transferCredit (sales.loom:48): transactional, all-or-nothing"""
+    """workflow transferCredit (sales.loom:47): transactional, all-or-nothing"""
     async with service.transaction() as work:
         customers = Customers(work)
         require(

@@ -13,7 +13,7 @@ from .repositories import Reservations
 
 
 async def reserve_stock_on_order_placed(service: Service, e: OrderPlaced) -> None:
-    """workflow reserveStock: on(e: Orders.OrderPlaced) (shop.loom:125)"""
+    """workflow reserveStock: on(e: Orders.OrderPlaced) (shop.loom:143)"""
     async with service.reaction() as work:
         reservations = Reservations(work)
         r = Reservation.create(
@@ -27,7 +27,7 @@ async def reserve_stock_on_order_placed(service: Service, e: OrderPlaced) -> Non
 
 
 async def reserve_stock_on_payment_failed(service: Service, e: PaymentFailed) -> None:
-    """workflow reserveStock: on(e: Payment.PaymentFailed) (shop.loom:129)"""
+    """workflow reserveStock: on(e: Payment.PaymentFailed) (shop.loom:147)"""
     async with service.reaction() as work:
         reservations = Reservations(work)
         r = await reservations.get_by_order(e.order)
@@ -39,7 +39,7 @@ async def reserve_stock_on_payment_timed_out(
     service: Service,
     e: PaymentTimedOut,
 ) -> None:
-    """workflow reserveStock: on(e: Orders.PaymentTimedOut) (shop.loom:133)"""
+    """workflow reserveStock: on(e: Orders.PaymentTimedOut) (shop.loom:151)"""
     async with service.reaction() as work:
         reservations = Reservations(work)
         r = await reservations.get_by_order(e.order)

@@ -28,7 +28,7 @@ router = APIRouter(route_class=LoomRoute)
     operation_id="Reservation_get",
 )
 async def get_reservation(id: UUID, service: ServiceDep) -> ReservationOut:
-    """Read one Reservation (aggregate Reservation, shop.loom:111)"""
+    """Read one Reservation (aggregate Reservation, shop.loom:129)"""
     async with service.autocommit() as work:
         reservation = await Reservations(work).get_by_id(id)
     return ReservationOut.from_aggregate(reservation)
@@ -45,7 +45,7 @@ async def list_reservations(
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[ReservationOut]:
-    """Read a page of Reservation (aggregate Reservation, shop.loom:111)"""
+    """Read a page of Reservation (aggregate Reservation, shop.loom:129)"""
     async with service.autocommit() as work:
         page = await Reservations(work).page(limit, offset)
     return page.map(ReservationOut.from_aggregate)

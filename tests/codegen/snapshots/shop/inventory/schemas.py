@@ -13,7 +13,7 @@ from .ids import ReservationId
 
 
 class ReservationOut(BaseModel):
-    """Reservation as the API answers it (aggregate Reservation, shop.loom:111)"""
+    """Reservation as the API answers it (aggregate Reservation, shop.loom:129)"""
 
     id: ReservationId
     version: int

@@ -7,4 +7,4 @@ from loom.runtime import LoomRoute
 
 router = APIRouter(route_class=LoomRoute)
 
-# workflow reserveStock (shop.loom:124) has no HTTP entry point
+# workflow reserveStock (shop.loom:142) has no HTTP entry point

@@ -12,7 +12,7 @@ from .repositories import Charges
 
 
 async def take_payment_on_stock_reserved(service: Service, e: StockReserved) -> None:
-    """workflow takePayment: on(e: Inventory.StockReserved) (shop.loom:159)"""
+    """workflow takePayment: on(e: Inventory.StockReserved) (shop.loom:177)"""
     async with service.reaction() as work:
         charges = Charges(work)
         c = Charge.create(order=e.order, ok=not e.fail_payment)
@@ -27,7 +27,7 @@ async def take_payment_on_reservation_released(
     service: Service,
     e: ReservationReleased,
 ) -> None:
-    """workflow takePayment: on(e: Inventory.ReservationReleased) (shop.loom:167)"""
+    """workflow takePayment: on(e: Inventory.ReservationReleased) (shop.loom:185)"""
     async with service.reaction() as work:
         work.emit(OrderCancelled(order=e.order))
 

@@ -10,18 +10,18 @@ from .domain import Charge
 
 
 class Charges(Repository[Charge]):
-    """repository Charges for Charge (shop.loom:156)"""
+    """repository Charges for Charge (shop.loom:174)"""
 
     aggregate = Charge
     table = tables.charges
     unique = (("order",),)
 
     async def find_by_order(self, order: OrderId) -> Charge | None:
-        """natural key unique (order) of Charge (shop.loom:151)"""
+        """natural key unique (order) of Charge (shop.loom:169)"""
         c = self.table.c
         return await self.find_one(c.order == order)
 
     async def get_by_order(self, order: OrderId) -> Charge:
-        """natural key unique (order) of Charge (shop.loom:151)"""
+        """natural key unique (order) of Charge (shop.loom:169)"""
         c = self.table.c
         return await self.get_one(c.order == order, key={"order": order})

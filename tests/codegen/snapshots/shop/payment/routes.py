@@ -28,7 +28,7 @@ router = APIRouter(route_class=LoomRoute)
     operation_id="Charge_get",
 )
 async def get_charge(id: UUID, service: ServiceDep) -> ChargeOut:
-    """Read one Charge (aggregate Charge, shop.loom:151)"""
+    """Read one Charge (aggregate Charge, shop.loom:169)"""
     async with service.autocommit() as work:
         charge = await Charges(work).get_by_id(id)
     return ChargeOut.from_aggregate(charge)
@@ -45,7 +45,7 @@ async def list_charges(
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[ChargeOut]:
-    """Read a page of Charge (aggregate Charge, shop.loom:151)"""
+    """Read a page of Charge (aggregate Charge, shop.loom:169)"""
     async with service.autocommit() as work:
         page = await Charges(work).page(limit, offset)
     return page.map(ChargeOut.from_aggregate)

@@ -16,7 +16,7 @@ from .ids import ReservationId
 
 @dataclass(frozen=True, kw_only=True)
 class StockReserved(DomainEvent):
-    """event StockReserved (shop.loom:108)"""
+    """event StockReserved (shop.loom:126)"""
 
     event_type: ClassVar[str] = "Inventory.StockReserved"
     __pydantic_config__: ClassVar[ConfigDict] = wire_names(fail_payment="failPayment")
@@ -26,7 +26,7 @@ class StockReserved(DomainEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class ReservationReleased(DomainEvent):
-    """event ReservationReleased (shop.loom:109)"""
+    """event ReservationReleased (shop.loom:127)"""
 
     event_type: ClassVar[str] = "Inventory.ReservationReleased"
     order: OrderId
@@ -34,7 +34,7 @@ class ReservationReleased(DomainEvent):
 
 @dataclass(eq=False, kw_only=True)
 class Reservation(AggregateRoot):
-    """aggregate Reservation (shop.loom:111)"""
+    """aggregate Reservation (shop.loom:129)"""
 
     id: ReservationId = field(default_factory=lambda: ReservationId(new_id()))
     order: OrderId
@@ -51,15 +51,15 @@ class Reservation(AggregateRoot):
         quantity: int,
         released: bool,
     ) -> Reservation:
-        """Reservation.create (shop.loom:111): a new Reservation"""
+        """Reservation.create (shop.loom:129): a new Reservation"""
         return cls(order=order, sku=sku, quantity=quantity, released=released)
 
     def _check_stored(self) -> None:
-        """what saving Reservation needs (shop.loom:111): ints in range, derived values"""
+        """what saving Reservation needs (shop.loom:129): ints in range, derived values"""
         ints.fit(self.quantity, "Reservation.quantity")
 
     def release(self) -> None:
-        """operation Reservation.release (shop.loom:117)"""
+        """operation Reservation.release (shop.loom:135)"""
         require(
             not self.released,
             kind="state-gate",

@@ -10,18 +10,18 @@ from .domain import Reservation
 
 
 class Reservations(Repository[Reservation]):
-    """repository Reservations for Reservation (shop.loom:122)"""
+    """repository Reservations for Reservation (shop.loom:140)"""
 
     aggregate = Reservation
     table = tables.reservations
     unique = (("order",),)
 
     async def find_by_order(self, order: OrderId) -> Reservation | None:
-        """natural key unique (order) of Reservation (shop.loom:111)"""
+        """natural key unique (order) of Reservation (shop.loom:129)"""
         c = self.table.c
         return await self.find_one(c.order == order)
 
     async def get_by_order(self, order: OrderId) -> Reservation:
-        """natural key unique (order) of Reservation (shop.loom:111)"""
+        """natural key unique (order) of Reservation (shop.loom:129)"""
         c = self.table.c
         return await self.get_one(c.order == order, key={"order": order})

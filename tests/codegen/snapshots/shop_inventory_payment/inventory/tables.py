@@ -15,7 +15,7 @@ from sqlalchemy import (
 
 from .._metadata import metadata
 
-# aggregate Reservation (shop.loom:111)
+# aggregate Reservation (shop.loom:129)
 reservations = Table(
     "inventory_reservations",
     metadata,

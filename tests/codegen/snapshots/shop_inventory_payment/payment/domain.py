@@ -15,7 +15,7 @@ from .ids import ChargeId
 
 @dataclass(frozen=True, kw_only=True)
 class PaymentSucceeded(DomainEvent):
-    """event PaymentSucceeded (shop.loom:147)"""
+    """event PaymentSucceeded (shop.loom:165)"""
 
     event_type: ClassVar[str] = "Payment.PaymentSucceeded"
     order: OrderId
@@ -23,7 +23,7 @@ class PaymentSucceeded(DomainEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class PaymentFailed(DomainEvent):
-    """event PaymentFailed (shop.loom:148)"""
+    """event PaymentFailed (shop.loom:166)"""
 
     event_type: ClassVar[str] = "Payment.PaymentFailed"
     order: OrderId
@@ -31,7 +31,7 @@ class PaymentFailed(DomainEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class OrderCancelled(DomainEvent):
-    """event OrderCancelled (shop.loom:149)"""
+    """event OrderCancelled (shop.loom:167)"""
 
     event_type: ClassVar[str] = "Payment.OrderCancelled"
     order: OrderId
@@ -39,7 +39,7 @@ class OrderCancelled(DomainEvent):
 
 @dataclass(eq=False, kw_only=True)
 class Charge(AggregateRoot):
-    """aggregate Charge (shop.loom:151)"""
+    """aggregate Charge (shop.loom:169)"""
 
     id: ChargeId = field(default_factory=lambda: ChargeId(new_id()))
     order: OrderId
@@ -47,5 +47,5 @@ class Charge(AggregateRoot):
 
     @classmethod
     def create(cls, *, order: OrderId, ok: bool) -> Charge:
-        """Charge.create (shop.loom:151): a new Charge"""
+        """Charge.create (shop.loom:169): a new Charge"""
         return cls(order=order, ok=ok)

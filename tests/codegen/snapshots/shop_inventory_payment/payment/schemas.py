@@ -12,7 +12,7 @@ from .ids import ChargeId
 
 
 class ChargeOut(BaseModel):
-    """Charge as the API answers it (aggregate Charge, shop.loom:151)"""
+    """Charge as the API answers it (aggregate Charge, shop.loom:169)"""
 
     id: ChargeId
     version: int

@@ -6,7 +6,7 @@ from sqlalchemy import Boolean, Column, Integer, Table, UniqueConstraint, Uuid
 
 from .._metadata import metadata
 
-# aggregate Charge (shop.loom:151)
+# aggregate Charge (shop.loom:169)
 charges = Table(
     "payment_charges",
     metadata,

@@ -7,4 +7,4 @@ from loom.runtime import LoomRoute
 
 router = APIRouter(route_class=LoomRoute)
 
-# workflow takePayment (shop.loom:158) has no HTTP entry point
+# workflow takePayment (shop.loom:176) has no HTTP entry point

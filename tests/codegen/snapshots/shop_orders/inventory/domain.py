@@ -15,7 +15,7 @@ from ..orders.ids import OrderId
 
 @dataclass(frozen=True, kw_only=True)
 class StockReserved(DomainEvent):
-    """event StockReserved (shop.loom:108)"""
+    """event StockReserved (shop.loom:126)"""
 
     event_type: ClassVar[str] = "Inventory.StockReserved"
     __pydantic_config__: ClassVar[ConfigDict] = wire_names(fail_payment="failPayment")
@@ -25,7 +25,7 @@ class StockReserved(DomainEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class ReservationReleased(DomainEvent):
-    """event ReservationReleased (shop.loom:109)"""
+    """event ReservationReleased (shop.loom:127)"""
 
     event_type: ClassVar[str] = "Inventory.ReservationReleased"
     order: OrderId

@@ -151,7 +151,7 @@ async def order_progress_on_order_placed(service: Service, e: OrderPlaced) -> No
 
 
 async def order_progress_on_stock_reserved(service: Service, e: StockReserved) -> None:
-    """projection OrderProgress: on(e: Inventory.StockReserved) by e.order (shop.loom:92)"""
+    """projection OrderProgress: on(e: Inventory.StockReserved) by e.order (shop.loom:95)"""
     async with service.reaction() as work:
         order_progress_rows = OrderProgressRows(work)
         row = await order_progress_rows.bind(e.order)
@@ -164,7 +164,7 @@ async def order_progress_on_payment_succeeded(
     service: Service,
     e: PaymentSucceeded,
 ) -> None:
-    """projection OrderProgress: on(e: Payment.PaymentSucceeded) by e.order (shop.loom:93)"""
+    """projection OrderProgress: on(e: Payment.PaymentSucceeded) by e.order (shop.loom:99)"""
     async with service.reaction() as work:
         order_progress_rows = OrderProgressRows(work)
         row = await order_progress_rows.bind(e.order)
@@ -174,7 +174,7 @@ async def order_progress_on_payment_succeeded(
 
 
 async def order_progress_on_payment_failed(service: Service, e: PaymentFailed) -> None:
-    """projection OrderProgress: on(e: Payment.PaymentFailed) by e.order (shop.loom:94)"""
+    """projection OrderProgress: on(e: Payment.PaymentFailed) by e.order (shop.loom:103)"""
     async with service.reaction() as work:
         order_progress_rows = OrderProgressRows(work)
         row = await order_progress_rows.bind(e.order)
@@ -187,7 +187,7 @@ async def order_progress_on_reservation_released(
     service: Service,
     e: ReservationReleased,
 ) -> None:
-    """projection OrderProgress: on(e: Inventory.ReservationReleased) by e.order (shop.loom:95)"""
+    """projection OrderProgress: on(e: Inventory.ReservationReleased) by e.order (shop.loom:107)"""
     async with service.reaction() as work:
         order_progress_rows = OrderProgressRows(work)
         row = await order_progress_rows.bind(e.order)
@@ -200,7 +200,7 @@ async def order_progress_on_order_cancelled(
     service: Service,
     e: OrderCancelled,
 ) -> None:
-    """projection OrderProgress: on(e: Payment.OrderCancelled) by e.order (shop.loom:96)"""
+    """projection OrderProgress: on(e: Payment.OrderCancelled) by e.order (shop.loom:111)"""
     async with service.reaction() as work:
         order_progress_rows = OrderProgressRows(work)
         row = await order_progress_rows.bind(e.order)

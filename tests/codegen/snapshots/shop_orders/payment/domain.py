@@ -14,7 +14,7 @@ from ..orders.ids import OrderId
 
 @dataclass(frozen=True, kw_only=True)
 class PaymentSucceeded(DomainEvent):
-    """event PaymentSucceeded (shop.loom:147)"""
+    """event PaymentSucceeded (shop.loom:165)"""
 
     event_type: ClassVar[str] = "Payment.PaymentSucceeded"
     order: OrderId
@@ -22,7 +22,7 @@ class PaymentSucceeded(DomainEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class PaymentFailed(DomainEvent):
-    """event PaymentFailed (shop.loom:148)"""
+    """event PaymentFailed (shop.loom:166)"""
 
     event_type: ClassVar[str] = "Payment.PaymentFailed"
     order: OrderId
@@ -30,7 +30,7 @@ class PaymentFailed(DomainEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class OrderCancelled(DomainEvent):
-    """event OrderCancelled (shop.loom:149)"""
+    """event OrderCancelled (shop.loom:167)"""
 
     event_type: ClassVar[str] = "Payment.OrderCancelled"
     order: OrderId

@@ -15,7 +15,7 @@ from .ids import AgentId, TicketId
 
 
 class Status(enum.StrEnum):
-    """enum Status (support.loom:11)"""
+    """enum Status (support.loom:10)"""
 
     OPEN = "Open"
     BREACHED = "Breached"
@@ -25,7 +25,7 @@ class Status(enum.StrEnum):
 
 @dataclass(frozen=True, kw_only=True)
 class TicketBreached(DomainEvent):
-    """event TicketBreached (support.loom:78)"""
+    """event TicketBreached (support.loom:77)"""
 
     event_type: ClassVar[str] = "Support.TicketBreached"
     ticket: TicketId
@@ -34,7 +34,7 @@ class TicketBreached(DomainEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class Charged(DomainEvent):
-    """event Charged (support.loom:79)"""
+    """event Charged (support.loom:78)"""
 
     event_type: ClassVar[str] = "Support.Charged"
     ticket: TicketId
@@ -43,7 +43,7 @@ class Charged(DomainEvent):
 
 @dataclass(eq=False, kw_only=True)
 class Ticket(AggregateRoot):
-    """aggregate Ticket (support.loom:15)"""
+    """aggregate Ticket (support.loom:14)"""
 
     id: TicketId = field(default_factory=lambda: TicketId(new_id()))
     code: str
@@ -55,7 +55,7 @@ class Ticket(AggregateRoot):
 
     @classmethod
     def create(cls, *, code: str, customer: str, due_at: datetime) -> Ticket:
-        """Ticket.create (support.loom:24): a new Ticket"""
+        """Ticket.create (support.loom:23): a new Ticket"""
         require(
             code != "",
             kind="precondition",
@@ -65,16 +65,16 @@ class Ticket(AggregateRoot):
         return cls(code=code, customer=customer, due_at=due_at)
 
     def _check_stored(self) -> None:
-        """what saving Ticket needs (support.loom:15): ints in range, derived values"""
+        """what saving Ticket needs (support.loom:14): ints in range, derived values"""
         ints.fit(self.touches, "Ticket.touches")
 
     def _slack(self, as_of: datetime) -> bool:
-        """function slack (support.loom:31)"""
+        """function slack (support.loom:30)"""
         late = self.due_at < as_of
         return not late
 
     def flag_breached(self) -> None:
-        """operation Ticket.flagBreached (support.loom:36)"""
+        """operation Ticket.flagBreached (support.loom:35)"""
         require(
             self.status == Status.OPEN,
             kind="state-gate",
@@ -85,7 +85,7 @@ class Ticket(AggregateRoot):
         self._raise_event(TicketBreached(ticket=self.id, code=self.code))
 
     def escalate(self) -> None:
-        """operation Ticket.escalate (support.loom:40)"""
+        """operation Ticket.escalate (support.loom:39)"""
         require(
             self.status != Status.CLOSED,
             kind="state-gate",
@@ -95,7 +95,7 @@ class Ticket(AggregateRoot):
         self.status = Status.ESCALATED
 
     def close(self) -> None:
-        """operation Ticket.close (support.loom:41)"""
+        """operation Ticket.close (support.loom:40)"""
         require(
             self.status != Status.CLOSED,
             kind="state-gate",
@@ -105,7 +105,7 @@ class Ticket(AggregateRoot):
         self.status = Status.CLOSED
 
     def reopen(self, until: datetime) -> None:
-        """operation Ticket.reopen (support.loom:42)"""
+        """operation Ticket.reopen (support.loom:41)"""
         require(
             self.status == Status.CLOSED,
             kind="state-gate",
@@ -116,16 +116,16 @@ class Ticket(AggregateRoot):
         self.due_at = until
 
     def touch(self) -> None:
-        """operation Ticket.touch (support.loom:47)"""
+        """operation Ticket.touch (support.loom:46)"""
         self.touches = self.touches + 1
 
     def notify(self, channel: str) -> None:
-        """operation Ticket.notify (support.loom:49)"""
+        """operation Ticket.notify (support.loom:48)"""
 
 
 @dataclass(eq=False, kw_only=True)
 class Agent(AggregateRoot):
-    """aggregate Agent (support.loom:52)"""
+    """aggregate Agent (support.loom:51)"""
 
     id: AgentId = field(default_factory=lambda: AgentId(new_id()))
     handle: str
@@ -135,18 +135,18 @@ class Agent(AggregateRoot):
 
     @classmethod
     def create(cls, *, handle: str, name: str, load: int, team: str | None) -> Agent:
-        """Agent.create (support.loom:52): a new Agent, its invariants checked"""
+        """Agent.create (support.loom:51): a new Agent, its invariants checked"""
         agent = cls(handle=handle, name=name, load=load, team=team)
         agent.check_invariants()
         return agent
 
     def _check_stored(self) -> None:
-        """what saving Agent needs (support.loom:52): ints in range, derived values"""
+        """what saving Agent needs (support.loom:51): ints in range, derived values"""
         ints.fit(self.load, "Agent.load")
 
     def check_invariants(self) -> None:
-        """invariants of Agent (support.loom:52)"""
-        # invariant load <= 3 (support.loom:58)
+        """invariants of Agent (support.loom:51)"""
+        # invariant load <= 3 (support.loom:57)
         require(
             self.load <= 3,
             kind="invariant",
@@ -155,19 +155,19 @@ class Agent(AggregateRoot):
         )
 
     def take(self) -> None:
-        """operation Agent.take (support.loom:59)"""
+        """operation Agent.take (support.loom:58)"""
         self.load += 1
         self.check_invariants()
 
     def join(self, t: str) -> None:
-        """operation Agent.join (support.loom:60)"""
+        """operation Agent.join (support.loom:59)"""
         self.team = t
         self.check_invariants()
 
 
 @dataclass(kw_only=True)
 class FollowUpState:
-    """state of workflow FollowUp (support.loom:209)"""
+    """state of workflow FollowUp (support.loom:211)"""
 
     ticket: TicketId
     attempts: int = 0
@@ -176,7 +176,7 @@ class FollowUpState:
 
 @dataclass(kw_only=True)
 class LedgerState:
-    """state of workflow Ledger (support.loom:230)"""
+    """state of workflow Ledger (support.loom:232)"""
 
     ticket: TicketId
     total: int = 0

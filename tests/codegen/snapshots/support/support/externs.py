@@ -8,8 +8,8 @@ from .domain import Ticket
 
 
 class TicketExterns(Protocol):
-    """extern operations of aggregate Ticket (support.loom:15): the user's class"""
+    """extern operations of aggregate Ticket (support.loom:14): the user's class"""
 
     def notify(self, ticket: Ticket, channel: str) -> None:
-        """extern operation Ticket.notify (support.loom:49)"""
+        """extern operation Ticket.notify (support.loom:48)"""
         ...

@@ -44,7 +44,7 @@ router = APIRouter(route_class=LoomRoute)
     operation_id="EscalateOpen",
 )
 async def escalate_open(body: EscalateOpenInput, service: ServiceDep) -> None:
-    """commandHandler EscalateOpen (support.loom:88): non-transactional: each save commits on its own"""
+    """commandHandler EscalateOpen (support.loom:90): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.find_by_open_for(body.customer)
@@ -63,7 +63,7 @@ async def escalate_open(body: EscalateOpenInput, service: ServiceDep) -> None:
     operation_id="CloseTicket",
 )
 async def close_ticket(body: CloseTicketInput, service: ServiceDep) -> None:
-    """commandHandler CloseTicket (support.loom:92): non-transactional: each save commits on its own"""
+    """commandHandler CloseTicket (support.loom:94): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_id(body.ticket)
@@ -79,7 +79,7 @@ async def close_ticket(body: CloseTicketInput, service: ServiceDep) -> None:
     operation_id="CloseIfPresent",
 )
 async def close_if_present(body: CloseIfPresentInput, service: ServiceDep) -> None:
-    """commandHandler CloseIfPresent (support.loom:97): non-transactional: each save commits on its own"""
+    """commandHandler CloseIfPresent (support.loom:99): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.find_by_id(body.ticket)
@@ -98,7 +98,7 @@ async def close_if_present(body: CloseIfPresentInput, service: ServiceDep) -> No
     operation_id="CloseByCode",
 )
 async def close_by_code(body: CloseByCodeInput, service: ServiceDep) -> TicketId:
-    """commandHandler CloseByCode (support.loom:101): non-transactional: each save commits on its own"""
+    """commandHandler CloseByCode (support.loom:103): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_code(body.code)
@@ -116,7 +116,7 @@ async def close_by_code(body: CloseByCodeInput, service: ServiceDep) -> TicketId
     operation_id="EscalatePair",
 )
 async def escalate_pair(body: EscalatePairInput, service: ServiceDep) -> None:
-    """commandHandler EscalatePair (support.loom:107): transactional"""
+    """commandHandler EscalatePair (support.loom:109): transactional"""
     async with service.transaction() as work:
         tickets = Tickets(work)
         a = await tickets.get_by_code(body.first)
@@ -140,7 +140,7 @@ async def escalate_pair(body: EscalatePairInput, service: ServiceDep) -> None:
     operation_id="Assign",
 )
 async def assign(body: AssignInput, service: ServiceDep) -> None:
-    """commandHandler Assign (support.loom:114): transactional"""
+    """commandHandler Assign (support.loom:116): transactional"""
     async with service.transaction() as work:
         tickets = Tickets(work)
         agents = Agents(work)
@@ -163,7 +163,7 @@ async def assign(body: AssignInput, service: ServiceDep) -> None:
     operation_id="Notify",
 )
 async def notify(body: NotifyInput, service: ServiceDep) -> None:
-    """commandHandler Notify (support.loom:124): non-transactional: each save commits on its own"""
+    """commandHandler Notify (support.loom:126): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.find_by_code(body.code)
@@ -185,7 +185,7 @@ async def notify(body: NotifyInput, service: ServiceDep) -> None:
     operation_id="Purge",
 )
 async def purge(body: PurgeInput, service: ServiceDep) -> None:
-    """commandHandler Purge (support.loom:128): non-transactional: each save commits on its own"""
+    """commandHandler Purge (support.loom:130): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_code(body.code)
@@ -202,7 +202,7 @@ async def due_tickets(
     service: ServiceDep,
     as_of: Annotated[WireDatetime, Query(alias="asOf")],
 ) -> list[TicketOut]:
-    """queryHandler DueTickets (support.loom:135): read-only"""
+    """queryHandler DueTickets (support.loom:137): read-only"""
     async with service.autocommit() as work:
         tickets = Tickets(work)
         due = await tickets.run_due(as_of)
@@ -220,7 +220,7 @@ async def tickets_of(
     service: ServiceDep,
     customer: Annotated[WireText, Query()],
 ) -> list[TicketOut]:
-    """queryHandler TicketsOf (support.loom:140): read-only"""
+    """queryHandler TicketsOf (support.loom:142): read-only"""
     async with service.autocommit() as work:
         tickets = Tickets(work)
         mine = await tickets.find_all_by_customer(customer)
@@ -239,7 +239,7 @@ async def has_slack(
     code: Annotated[WireText, Query()],
     as_of: Annotated[WireDatetime, Query(alias="asOf")],
 ) -> bool:
-    """queryHandler HasSlack (support.loom:145): read-only"""
+    """queryHandler HasSlack (support.loom:147): read-only"""
     async with service.autocommit() as work:
         tickets = Tickets(work)
         t = await tickets.get_by_code(code)
@@ -257,7 +257,7 @@ async def team_of(
     service: ServiceDep,
     handle: Annotated[WireText, Query()],
 ) -> str | None:
-    """queryHandler TeamOf (support.loom:150): read-only"""
+    """queryHandler TeamOf (support.loom:152): read-only"""
     result: str | None = None
     async with service.autocommit() as work:
         agents = Agents(work)
@@ -273,7 +273,7 @@ async def team_of(
     operation_id="IdleAgents",
 )
 async def idle_agents(service: ServiceDep) -> list[AgentOut]:
-    """queryHandler IdleAgents (support.loom:155): read-only"""
+    """queryHandler IdleAgents (support.loom:157): read-only"""
     async with service.autocommit() as work:
         agents = Agents(work)
         idle = await agents.find_all_by_idle()
@@ -291,7 +291,7 @@ async def echo(
     service: ServiceDep,
     codes: Annotated[list[WireText], Query(default_factory=list)],
 ) -> list[str]:
-    """queryHandler Echo (support.loom:160): read-only"""
+    """queryHandler Echo (support.loom:162): read-only"""
     async with service.autocommit():
         result = codes
     return result

@@ -12,112 +12,112 @@ from .domain import Agent, FollowUpState, LedgerState, Ticket
 
 
 def due_open(as_of: datetime) -> ColumnElement[bool]:
-    """criterion DueOpen of Ticket (support.loom:71)"""
+    """criterion DueOpen of Ticket (support.loom:70)"""
     c = tables.tickets.c
     return and_(c.due_at < as_of, c.status == "Open")
 
 
 def overdue(as_of: datetime) -> ColumnElement[bool]:
-    """criterion Overdue of Ticket (support.loom:72)"""
+    """criterion Overdue of Ticket (support.loom:71)"""
     c = tables.tickets.c
     return c.due_at < as_of
 
 
 def open_for(c_: str) -> ColumnElement[bool]:
-    """criterion OpenFor of Ticket (support.loom:73)"""
+    """criterion OpenFor of Ticket (support.loom:72)"""
     c = tables.tickets.c
     return and_(c.customer == c_, c.status == "Open")
 
 
 def idle() -> ColumnElement[bool]:
-    """criterion Idle of Agent (support.loom:74)"""
+    """criterion Idle of Agent (support.loom:73)"""
     c = tables.agents.c
     return c.load == 0
 
 
 class Tickets(Repository[Ticket]):
-    """repository Tickets for Ticket (support.loom:63)"""
+    """repository Tickets for Ticket (support.loom:62)"""
 
     aggregate = Ticket
     table = tables.tickets
     unique = (("code",),)
 
     async def find_by_code(self, code: str) -> Ticket | None:
-        """natural key unique (code) of Ticket (support.loom:15)"""
+        """natural key unique (code) of Ticket (support.loom:14)"""
         c = self.table.c
         return await self.find_one(c.code == code)
 
     async def get_by_code(self, code: str) -> Ticket:
-        """natural key unique (code) of Ticket (support.loom:15)"""
+        """natural key unique (code) of Ticket (support.loom:14)"""
         c = self.table.c
         return await self.get_one(c.code == code, key={"code": code})
 
     async def find_by_due_open(self, as_of: datetime) -> Ticket | None:
-        """criterion DueOpen (support.loom:71)"""
+        """criterion DueOpen (support.loom:70)"""
         return await self.find_one(due_open(as_of))
 
     async def find_all_by_due_open(self, as_of: datetime) -> list[Ticket]:
-        """criterion DueOpen (support.loom:71)"""
+        """criterion DueOpen (support.loom:70)"""
         return await self.find_all(due_open(as_of))
 
     async def find_by_overdue(self, as_of: datetime) -> Ticket | None:
-        """criterion Overdue (support.loom:72)"""
+        """criterion Overdue (support.loom:71)"""
         return await self.find_one(overdue(as_of))
 
     async def find_all_by_overdue(self, as_of: datetime) -> list[Ticket]:
-        """criterion Overdue (support.loom:72)"""
+        """criterion Overdue (support.loom:71)"""
         return await self.find_all(overdue(as_of))
 
     async def find_by_open_for(self, c_: str) -> Ticket | None:
-        """criterion OpenFor (support.loom:73)"""
+        """criterion OpenFor (support.loom:72)"""
         return await self.find_one(open_for(c_))
 
     async def find_all_by_open_for(self, c_: str) -> list[Ticket]:
-        """criterion OpenFor (support.loom:73)"""
+        """criterion OpenFor (support.loom:72)"""
         return await self.find_all(open_for(c_))
 
     async def run_due(self, as_of: datetime) -> list[Ticket]:
-        """retrieval Due (support.loom:75)"""
+        """retrieval Due (support.loom:74)"""
         return await self.find_all(due_open(as_of))
 
     async def run_late(self, as_of: datetime) -> list[Ticket]:
-        """retrieval Late (support.loom:76)"""
+        """retrieval Late (support.loom:75)"""
         return await self.find_all(overdue(as_of))
 
     async def find_all_by_customer(self, customer: str) -> list[Ticket]:
-        """find byCustomer of Tickets (support.loom:64)"""
+        """find byCustomer of Tickets (support.loom:63)"""
         c = self.table.c
         return await self.find_all(c.customer == customer)
 
 
 class Agents(Repository[Agent]):
-    """repository Agents for Agent (support.loom:66)"""
+    """repository Agents for Agent (support.loom:65)"""
 
     aggregate = Agent
     table = tables.agents
     unique = (("handle",),)
 
     async def find_by_handle(self, handle: str) -> Agent | None:
-        """natural key unique (handle) of Agent (support.loom:52)"""
+        """natural key unique (handle) of Agent (support.loom:51)"""
         c = self.table.c
         return await self.find_one(c.handle == handle)
 
     async def get_by_handle(self, handle: str) -> Agent:
-        """natural key unique (handle) of Agent (support.loom:52)"""
+        """natural key unique (handle) of Agent (support.loom:51)"""
         c = self.table.c
         return await self.get_one(c.handle == handle, key={"handle": handle})
 
     async def find_by_idle(self) -> Agent | None:
-        """criterion Idle (support.loom:74)"""
+        """criterion Idle (support.loom:73)"""
         return await self.find_one(idle())
 
     async def find_all_by_idle(self) -> list[Agent]:
-        """criterion Idle (support.loom:74)"""
+        """criterion Idle (support.loom:73)"""
         return await self.find_all(idle())
 
 
 class FollowUpInstances(Instances[FollowUpState]):
-    """instances of workflow FollowUp (support.loom:209)"""
+    """instances of workflow FollowUp (support.loom:211)"""
 
     state = FollowUpState
     table = tables.follow_up_instances
@@ -126,7 +126,7 @@ class FollowUpInstances(Instances[FollowUpState]):
 
 
 class LedgerInstances(Instances[LedgerState]):
-    """instances of workflow Ledger (support.loom:230)"""
+    """instances of workflow Ledger (support.loom:232)"""
 
     state = LedgerState
     table = tables.ledger_instances

@@ -42,7 +42,7 @@ router = APIRouter(route_class=LoomRoute)
     operation_id="Ticket_get",
 )
 async def get_ticket(id: UUID, service: ServiceDep) -> TicketOut:
-    """Read one Ticket (aggregate Ticket, support.loom:15)"""
+    """Read one Ticket (aggregate Ticket, support.loom:14)"""
     async with service.autocommit() as work:
         ticket = await Tickets(work).get_by_id(id)
     return TicketOut.from_aggregate(ticket)
@@ -59,7 +59,7 @@ async def list_tickets(
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[TicketOut]:
-    """Read a page of Ticket (aggregate Ticket, support.loom:15)"""
+    """Read a page of Ticket (aggregate Ticket, support.loom:14)"""
     async with service.autocommit() as work:
         page = await Tickets(work).page(limit, offset)
     return page.map(TicketOut.from_aggregate)
@@ -75,7 +75,7 @@ async def find_tickets_by_customer(
     customer: Annotated[WireText, Query()],
     service: ServiceDep,
 ) -> list[TicketOut]:
-    """find byCustomer of Tickets (support.loom:64)"""
+    """find byCustomer of Tickets (support.loom:63)"""
     async with service.autocommit() as work:
         found = await Tickets(work).find_all_by_customer(customer)
     return [TicketOut.from_aggregate(x) for x in found]
@@ -93,7 +93,7 @@ async def create_ticket(
     response: Response,
     service: ServiceDep,
 ) -> TicketOut:
-    """crudish create of Ticket (support.loom:15)"""
+    """crudish create of Ticket (support.loom:14)"""
     async with service.autocommit() as work:
         ticket = Ticket.create(
             code=body.code,
@@ -116,7 +116,7 @@ async def update_ticket(
     body: TicketUpdateInput,
     service: ServiceDep,
 ) -> TicketOut:
-    """crudish update of Ticket (support.loom:15): the fields the body names"""
+    """crudish update of Ticket (support.loom:14): the fields the body names"""
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -151,7 +151,7 @@ async def update_ticket(
     operation_id="Ticket_delete",
 )
 async def delete_ticket(id: UUID, service: ServiceDep) -> None:
-    """crudish delete of Ticket (support.loom:15)"""
+    """crudish delete of Ticket (support.loom:14)"""
     async with service.transaction() as work:
         tickets = Tickets(work)
         await tickets.delete(await tickets.get_by_id(id))
@@ -165,7 +165,7 @@ async def delete_ticket(id: UUID, service: ServiceDep) -> None:
     operation_id="Ticket_flagBreached",
 )
 async def ticket_flag_breached(id: UUID, service: ServiceDep) -> None:
-    """operation Ticket.flagBreached (support.loom:36)
+    """operation Ticket.flagBreached (support.loom:35)
 
     When: status == Open (else 422 state-gate-refused).
     """
@@ -184,7 +184,7 @@ async def ticket_flag_breached(id: UUID, service: ServiceDep) -> None:
     operation_id="Ticket_escalate",
 )
 async def ticket_escalate(id: UUID, service: ServiceDep) -> None:
-    """operation Ticket.escalate (support.loom:40)
+    """operation Ticket.escalate (support.loom:39)
 
     When: status != Closed (else 422 state-gate-refused).
     """
@@ -203,7 +203,7 @@ async def ticket_escalate(id: UUID, service: ServiceDep) -> None:
     operation_id="Ticket_close",
 )
 async def ticket_close(id: UUID, service: ServiceDep) -> None:
-    """operation Ticket.close (support.loom:41)
+    """operation Ticket.close (support.loom:40)
 
     When: status != Closed (else 422 state-gate-refused).
     """
@@ -222,7 +222,7 @@ async def ticket_close(id: UUID, service: ServiceDep) -> None:
     operation_id="Ticket_reopen",
 )
 async def ticket_reopen(id: UUID, body: TicketReopenInput, service: ServiceDep) -> None:
-    """operation Ticket.reopen (support.loom:42)
+    """operation Ticket.reopen (support.loom:41)
 
     When: status == Closed (else 422 state-gate-refused).
     """
@@ -241,7 +241,7 @@ async def ticket_reopen(id: UUID, body: TicketReopenInput, service: ServiceDep) 
     operation_id="Ticket_notify",
 )
 async def ticket_notify(id: UUID, body: TicketNotifyInput, service: ServiceDep) -> None:
-    """extern operation Ticket.notify (support.loom:49)"""
+    """extern operation Ticket.notify (support.loom:48)"""
     async with service.transaction() as work:
         tickets = Tickets(work)
         ticket = await tickets.get_by_id(id)
@@ -259,7 +259,7 @@ async def ticket_notify(id: UUID, body: TicketNotifyInput, service: ServiceDep) 
     operation_id="Agent_get",
 )
 async def get_agent(id: UUID, service: ServiceDep) -> AgentOut:
-    """Read one Agent (aggregate Agent, support.loom:52)"""
+    """Read one Agent (aggregate Agent, support.loom:51)"""
     async with service.autocommit() as work:
         agent = await Agents(work).get_by_id(id)
     return AgentOut.from_aggregate(agent)
@@ -276,7 +276,7 @@ async def list_agents(
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[AgentOut]:
-    """Read a page of Agent (aggregate Agent, support.loom:52)"""
+    """Read a page of Agent (aggregate Agent, support.loom:51)"""
     async with service.autocommit() as work:
         page = await Agents(work).page(limit, offset)
     return page.map(AgentOut.from_aggregate)
@@ -292,7 +292,7 @@ async def find_agents_by_handle(
     handle: Annotated[WireText, Query()],
     service: ServiceDep,
 ) -> AgentOut:
-    """find byHandle of Agents (support.loom:67)"""
+    """find byHandle of Agents (support.loom:66)"""
     async with service.autocommit() as work:
         agent = await Agents(work).find_by_handle(handle)
     if agent is None:
@@ -308,7 +308,7 @@ async def find_agents_by_handle(
     operation_id="Agent_take",
 )
 async def agent_take(id: UUID, service: ServiceDep) -> None:
-    """operation Agent.take (support.loom:59)"""
+    """operation Agent.take (support.loom:58)"""
     async with service.transaction() as work:
         agents = Agents(work)
         agent = await agents.get_by_id(id)
@@ -324,7 +324,7 @@ async def agent_take(id: UUID, service: ServiceDep) -> None:
     operation_id="Agent_join",
 )
 async def agent_join(id: UUID, body: AgentJoinInput, service: ServiceDep) -> None:
-    """operation Agent.join (support.loom:60)"""
+    """operation Agent.join (support.loom:59)"""
     async with service.transaction() as work:
         agents = Agents(work)
         agent = await agents.get_by_id(id)

@@ -13,7 +13,7 @@ from .ids import AgentId, TicketId
 
 
 class TicketOut(BaseModel):
-    """Ticket as the API answers it (aggregate Ticket, support.loom:15)"""
+    """Ticket as the API answers it (aggregate Ticket, support.loom:14)"""
 
     id: TicketId
     version: int
@@ -40,7 +40,7 @@ class TicketOut(BaseModel):
 
 
 class TicketCreateInput(BaseModel):
-    """The body of crudish create of Ticket (support.loom:15)"""
+    """The body of crudish create of Ticket (support.loom:14)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -50,7 +50,7 @@ class TicketCreateInput(BaseModel):
 
 
 class TicketUpdateInput(PatchInput):
-    """The body of crudish update of Ticket: any mutable fields (support.loom:15)"""
+    """The body of crudish update of Ticket: any mutable fields (support.loom:14)"""
 
     immutable = ("code",)
     read_only = ("status",)
@@ -62,7 +62,7 @@ class TicketUpdateInput(PatchInput):
 
 
 class TicketReopenInput(BaseModel):
-    """The body of operation Ticket.reopen (support.loom:42)"""
+    """The body of operation Ticket.reopen (support.loom:41)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -70,7 +70,7 @@ class TicketReopenInput(BaseModel):
 
 
 class TicketNotifyInput(BaseModel):
-    """The body of operation Ticket.notify (support.loom:49)"""
+    """The body of operation Ticket.notify (support.loom:48)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -78,7 +78,7 @@ class TicketNotifyInput(BaseModel):
 
 
 class AgentOut(BaseModel):
-    """Agent as the API answers it (aggregate Agent, support.loom:52)"""
+    """Agent as the API answers it (aggregate Agent, support.loom:51)"""
 
     id: AgentId
     version: int
@@ -101,7 +101,7 @@ class AgentOut(BaseModel):
 
 
 class AgentJoinInput(BaseModel):
-    """The body of operation Agent.join (support.loom:60)"""
+    """The body of operation Agent.join (support.loom:59)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -109,7 +109,7 @@ class AgentJoinInput(BaseModel):
 
 
 class HireAgentInput(BaseModel):
-    """The body of workflow hireAgent (support.loom:167)"""
+    """The body of workflow hireAgent (support.loom:169)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -118,7 +118,7 @@ class HireAgentInput(BaseModel):
 
 
 class IntakeInput(BaseModel):
-    """The body of workflow intake (support.loom:175)"""
+    """The body of workflow intake (support.loom:177)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -128,7 +128,7 @@ class IntakeInput(BaseModel):
 
 
 class SweepInput(BaseModel):
-    """The body of workflow sweep (support.loom:186)"""
+    """The body of workflow sweep (support.loom:188)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -136,7 +136,7 @@ class SweepInput(BaseModel):
 
 
 class StrictSweepInput(BaseModel):
-    """The body of workflow strictSweep (support.loom:196)"""
+    """The body of workflow strictSweep (support.loom:198)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -144,7 +144,7 @@ class StrictSweepInput(BaseModel):
 
 
 class LooseSweepInput(BaseModel):
-    """The body of workflow looseSweep (support.loom:202)"""
+    """The body of workflow looseSweep (support.loom:204)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -152,7 +152,7 @@ class LooseSweepInput(BaseModel):
 
 
 class FollowUpInput(BaseModel):
-    """The body of workflow FollowUp (support.loom:221)"""
+    """The body of workflow FollowUp (support.loom:223)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -161,7 +161,7 @@ class FollowUpInput(BaseModel):
 
 
 class LedgerInput(BaseModel):
-    """The body of workflow Ledger (support.loom:234)"""
+    """The body of workflow Ledger (support.loom:236)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -170,7 +170,7 @@ class LedgerInput(BaseModel):
 
 
 class FollowUpInstanceOut(BaseModel):
-    """an instance of workflow FollowUp as the API answers it (support.loom:209)"""
+    """an instance of workflow FollowUp as the API answers it (support.loom:211)"""
 
     ticket: TicketId
     version: int
@@ -189,7 +189,7 @@ class FollowUpInstanceOut(BaseModel):
 
 
 class LedgerInstanceOut(BaseModel):
-    """an instance of workflow Ledger as the API answers it (support.loom:230)"""
+    """an instance of workflow Ledger as the API answers it (support.loom:232)"""
 
     ticket: TicketId
     version: int
@@ -208,7 +208,7 @@ class LedgerInstanceOut(BaseModel):
 
 
 class EscalateOpenInput(BaseModel):
-    """The body of commandHandler EscalateOpen (support.loom:88)"""
+    """The body of commandHandler EscalateOpen (support.loom:90)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -216,7 +216,7 @@ class EscalateOpenInput(BaseModel):
 
 
 class CloseTicketInput(BaseModel):
-    """The body of commandHandler CloseTicket (support.loom:92)"""
+    """The body of commandHandler CloseTicket (support.loom:94)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -224,7 +224,7 @@ class CloseTicketInput(BaseModel):
 
 
 class CloseIfPresentInput(BaseModel):
-    """The body of commandHandler CloseIfPresent (support.loom:97)"""
+    """The body of commandHandler CloseIfPresent (support.loom:99)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -232,7 +232,7 @@ class CloseIfPresentInput(BaseModel):
 
 
 class CloseByCodeInput(BaseModel):
-    """The body of commandHandler CloseByCode (support.loom:101)"""
+    """The body of commandHandler CloseByCode (support.loom:103)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -240,7 +240,7 @@ class CloseByCodeInput(BaseModel):
 
 
 class EscalatePairInput(BaseModel):
-    """The body of commandHandler EscalatePair (support.loom:107)"""
+    """The body of commandHandler EscalatePair (support.loom:109)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -249,7 +249,7 @@ class EscalatePairInput(BaseModel):
 
 
 class AssignInput(BaseModel):
-    """The body of commandHandler Assign (support.loom:114)"""
+    """The body of commandHandler Assign (support.loom:116)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -258,7 +258,7 @@ class AssignInput(BaseModel):
 
 
 class NotifyInput(BaseModel):
-    """The body of commandHandler Notify (support.loom:124)"""
+    """The body of commandHandler Notify (support.loom:126)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -267,7 +267,7 @@ class NotifyInput(BaseModel):
 
 
 class PurgeInput(BaseModel):
-    """The body of commandHandler Purge (support.loom:128)"""
+    """The body of commandHandler Purge (support.loom:130)"""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -6,15 +6,15 @@ from .domain import Status, Ticket
 
 
 class Escalation:
-    """domainService Escalation (support.loom:81)"""
+    """domainService Escalation (support.loom:80)"""
 
     @staticmethod
     def escalate_both(a: Ticket, b: Ticket) -> None:
-        """Escalation.escalateBoth (support.loom:82)"""
+        """Escalation.escalateBoth (support.loom:81)"""
         a.escalate()
         b.escalate()
 
     @staticmethod
     def both_open(a: Ticket, b: Ticket) -> bool:
-        """Escalation.bothOpen (support.loom:83)"""
+        """Escalation.bothOpen (support.loom:85)"""
         return a.status == Status.OPEN and b.status == Status.OPEN

@@ -16,7 +16,7 @@ from sqlalchemy import (
 
 from .._metadata import metadata
 
-# aggregate Ticket (support.loom:15)
+# aggregate Ticket (support.loom:14)
 tickets = Table(
     "support_tickets",
     metadata,
@@ -54,7 +54,7 @@ tickets = Table(
     info={"loom": {"origin": "Support.Ticket"}},
 )
 
-# aggregate Agent (support.loom:52)
+# aggregate Agent (support.loom:51)
 agents = Table(
     "support_agents",
     metadata,
@@ -73,7 +73,7 @@ agents = Table(
     info={"loom": {"origin": "Support.Agent"}},
 )
 
-# instances of workflow FollowUp (support.loom:209)
+# instances of workflow FollowUp (support.loom:211)
 follow_up_instances = Table(
     "support_follow_up_instances",
     metadata,
@@ -95,7 +95,7 @@ follow_up_instances = Table(
     info={"loom": {"origin": "Support.FollowUp"}},
 )
 
-# instances of workflow Ledger (support.loom:230)
+# instances of workflow Ledger (support.loom:232)
 ledger_instances = Table(
     "support_ledger_instances",
     metadata,

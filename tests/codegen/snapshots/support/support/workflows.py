@@ -35,12 +35,12 @@ router = APIRouter(route_class=LoomRoute)
 
 
 def follow_up_sla_days(priority: int) -> int:
-    """function FollowUp.slaDays (support.loom:214)"""
+    """function FollowUp.slaDays (support.loom:216)"""
     return 1 if priority > 5 else 5
 
 
 def follow_up_channel_for(priority: int) -> str:
-    """function FollowUp.channelFor (support.loom:215)"""
+    """function FollowUp.channelFor (support.loom:217)"""
     urgent = priority > 5
     require(
         priority >= 0,
@@ -52,7 +52,7 @@ def follow_up_channel_for(priority: int) -> str:
 
 
 def ledger_apply_charged(state: LedgerState, e: Charged) -> None:
-    """apply(e: Charged) of workflow Ledger (support.loom:239)"""
+    """apply(e: Charged) of workflow Ledger (support.loom:241)"""
     state.total = state.total + e.amount
     state.charges = state.charges + 1
 
@@ -65,7 +65,7 @@ def ledger_apply_charged(state: LedgerState, e: Charged) -> None:
     operation_id="hireAgent",
 )
 async def hire_agent(body: HireAgentInput, service: ServiceDep) -> AgentId:
-    """workflow hireAgent (support.loom:166): non-transactional: each save commits on its own"""
+    """workflow hireAgent (support.loom:168): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         agents = Agents(work)
         a = Agent.create(handle=body.handle, name=body.name, load=0, team=None)
@@ -82,7 +82,7 @@ async def hire_agent(body: HireAgentInput, service: ServiceDep) -> AgentId:
     operation_id="intake",
 )
 async def intake(body: IntakeInput, service: ServiceDep) -> None:
-    """workflow intake (support.loom:174): non-transactional: each save commits on its own"""
+    """workflow intake (support.loom:176): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         tickets = Tickets(work)
         existing = await tickets.find_by_code(body.code)
@@ -106,7 +106,7 @@ async def intake(body: IntakeInput, service: ServiceDep) -> None:
     operation_id="sweep",
 )
 async def sweep(body: SweepInput, service: ServiceDep) -> Int64:
-    """workflow sweep (support.loom:185): transactional, all-or-nothing"""
+    """workflow sweep (support.loom:187): transactional, all-or-nothing"""
     async with service.transaction() as work:
         tickets = Tickets(work)
         due = await tickets.run_due(body.as_of)
@@ -125,7 +125,7 @@ async def sweep(body: SweepInput, service: ServiceDep) -> Int64:
     operation_id="strictSweep",
 )
 async def strict_sweep(body: StrictSweepInput, service: ServiceDep) -> None:
-    """workflow strictSweep (support.loom:195): transactional, all-or-nothing"""
+    """workflow strictSweep (support.loom:197): transactional, all-or-nothing"""
     async with service.transaction() as work:
         tickets = Tickets(work)
         late = await tickets.run_late(body.as_of)
@@ -142,7 +142,7 @@ async def strict_sweep(body: StrictSweepInput, service: ServiceDep) -> None:
     operation_id="looseSweep",
 )
 async def loose_sweep(body: LooseSweepInput, service: ServiceDep) -> None:
-    """workflow looseSweep (support.loom:201): non-transactional: each save commits on its own"""
+    """workflow looseSweep (support.loom:203): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         tickets = Tickets(work)
         late = await tickets.run_late(body.as_of)
@@ -159,7 +159,7 @@ async def loose_sweep(body: LooseSweepInput, service: ServiceDep) -> None:
     operation_id="FollowUp",
 )
 async def follow_up(body: FollowUpInput, service: ServiceDep) -> None:
-    """workflow FollowUp (support.loom:209): transactional, all-or-nothing"""
+    """workflow FollowUp (support.loom:211): transactional, all-or-nothing"""
     async with service.transaction() as work:
         tickets = Tickets(work)
         follow_up_instances = FollowUpInstances(work)
@@ -183,7 +183,7 @@ async def follow_up(body: FollowUpInput, service: ServiceDep) -> None:
     operation_id="Ledger",
 )
 async def ledger(body: LedgerInput, service: ServiceDep) -> None:
-    """workflow Ledger (support.loom:230): non-transactional: each save commits on its own"""
+    """workflow Ledger (support.loom:232): non-transactional: each save commits on its own"""
     async with service.autocommit() as work:
         tickets = Tickets(work)
         ledger_instances = LedgerInstances(work)
@@ -209,7 +209,7 @@ async def ledger(body: LedgerInput, service: ServiceDep) -> None:
     operation_id="FollowUp_getInstance",
 )
 async def get_follow_up_instance(id: UUID, service: ServiceDep) -> FollowUpInstanceOut:
-    """an instance of workflow FollowUp (support.loom:209), by its ticket"""
+    """an instance of workflow FollowUp (support.loom:211), by its ticket"""
     async with service.autocommit() as work:
         instance = await FollowUpInstances(work).get(id)
     return FollowUpInstanceOut.from_state(instance)
@@ -222,7 +222,7 @@ async def get_follow_up_instance(id: UUID, service: ServiceDep) -> FollowUpInsta
     operation_id="Ledger_getInstance",
 )
 async def get_ledger_instance(id: UUID, service: ServiceDep) -> LedgerInstanceOut:
-    """an instance of workflow Ledger (support.loom:230), by its ticket"""
+    """an instance of workflow Ledger (support.loom:232), by its ticket"""
     async with service.autocommit() as work:
         instance = await LedgerInstances(work).get(id)
     return LedgerInstanceOut.from_state(instance)

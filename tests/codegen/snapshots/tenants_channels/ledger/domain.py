@@ -13,7 +13,7 @@ from .ids import AccountId
 
 @dataclass(eq=False, kw_only=True)
 class Account(AggregateRoot):
-    """aggregate Account (tenants_channels.loom:18)"""
+    """aggregate Account (tenants_channels.loom:21)"""
 
     id: AccountId = field(default_factory=lambda: AccountId(new_id()))
     customer: str
@@ -22,15 +22,15 @@ class Account(AggregateRoot):
 
     @classmethod
     def create(cls, *, customer: str, placed: int, total: int) -> Account:
-        """Account.create (tenants_channels.loom:18): a new Account"""
+        """Account.create (tenants_channels.loom:21): a new Account"""
         return cls(customer=customer, placed=placed, total=total)
 
     def _check_stored(self) -> None:
-        """what saving Account needs (tenants_channels.loom:18): ints in range, derived values"""
+        """what saving Account needs (tenants_channels.loom:21): ints in range, derived values"""
         ints.fit(self.placed, "Account.placed")
         ints.fit(self.total, "Account.total")
 
     def book(self, amount: int) -> None:
-        """operation Account.book (tenants_channels.loom:23)"""
+        """operation Account.book (tenants_channels.loom:26)"""
         self.placed = self.placed + 1
         self.total = self.total + amount

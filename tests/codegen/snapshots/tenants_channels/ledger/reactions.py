@@ -11,7 +11,7 @@ from .repositories import Accounts
 
 
 async def book_on_placed(service: Service, e: Placed) -> None:
-    """workflow Book: on(e: Sales.Placed) (tenants_channels.loom:34)"""
+    """workflow Book: on(e: Sales.Placed) (tenants_channels.loom:37)"""
     async with service.reaction() as work:
         accounts = Accounts(work)
         a = await accounts.get_by_customer(e.customer)

@@ -9,18 +9,18 @@ from .domain import Account
 
 
 class Accounts(Repository[Account]):
-    """repository Accounts for Account (tenants_channels.loom:28)"""
+    """repository Accounts for Account (tenants_channels.loom:31)"""
 
     aggregate = Account
     table = tables.accounts
     unique = (("customer",),)
 
     async def find_by_customer(self, customer: str) -> Account | None:
-        """natural key unique (customer) of Account (tenants_channels.loom:18)"""
+        """natural key unique (customer) of Account (tenants_channels.loom:21)"""
         c = self.table.c
         return await self.find_one(c.customer == customer)
 
     async def get_by_customer(self, customer: str) -> Account:
-        """natural key unique (customer) of Account (tenants_channels.loom:18)"""
+        """natural key unique (customer) of Account (tenants_channels.loom:21)"""
         c = self.table.c
         return await self.get_one(c.customer == customer, key={"customer": customer})

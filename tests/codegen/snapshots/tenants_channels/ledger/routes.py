@@ -32,7 +32,7 @@ router = APIRouter(route_class=LoomRoute, dependencies=[Depends(require_tenant)]
     operation_id="Account_get",
 )
 async def get_account(id: UUID, service: ServiceDep) -> AccountOut:
-    """Read one Account (aggregate Account, tenants_channels.loom:18)"""
+    """Read one Account (aggregate Account, tenants_channels.loom:21)"""
     async with service.autocommit() as work:
         account = await Accounts(work).get_by_id(id)
     return AccountOut.from_aggregate(account)
@@ -49,7 +49,7 @@ async def list_accounts(
     limit: Annotated[PageLimit, Query()] = 50,
     offset: Annotated[PageOffset, Query()] = 0,
 ) -> Page[AccountOut]:
-    """Read a page of Account (aggregate Account, tenants_channels.loom:18)"""
+    """Read a page of Account (aggregate Account, tenants_channels.loom:21)"""
     async with service.autocommit() as work:
         page = await Accounts(work).page(limit, offset)
     return page.map(AccountOut.from_aggregate)
@@ -67,7 +67,7 @@ async def create_account(
     response: Response,
     service: ServiceDep,
 ) -> AccountOut:
-    """crudish create of Account (tenants_channels.loom:18)"""
+    """crudish create of Account (tenants_channels.loom:21)"""
     async with service.autocommit() as work:
         account = Account.create(
             customer=body.customer,
@@ -90,7 +90,7 @@ async def update_account(
     body: AccountUpdateInput,
     service: ServiceDep,
 ) -> AccountOut:
-    """crudish update of Account (tenants_channels.loom:18): the fields the body names"""
+    """crudish update of Account (tenants_channels.loom:21): the fields the body names"""
     async with service.transaction() as work:
         accounts = Accounts(work)
         account = await accounts.get_by_id(id)
@@ -118,7 +118,7 @@ async def update_account(
     operation_id="Account_delete",
 )
 async def delete_account(id: UUID, service: ServiceDep) -> None:
-    """crudish delete of Account (tenants_channels.loom:18)"""
+    """crudish delete of Account (tenants_channels.loom:21)"""
     async with service.transaction() as work:
         accounts = Accounts(work)
         await accounts.delete(await accounts.get_by_id(id))

@@ -12,7 +12,7 @@ from .ids import AccountId
 
 
 class AccountOut(BaseModel):
-    """Account as the API answers it (aggregate Account, tenants_channels.loom:18)"""
+    """Account as the API answers it (aggregate Account, tenants_channels.loom:21)"""
 
     id: AccountId
     version: int
@@ -33,7 +33,7 @@ class AccountOut(BaseModel):
 
 
 class AccountCreateInput(BaseModel):
-    """The body of crudish create of Account (tenants_channels.loom:18)"""
+    """The body of crudish create of Account (tenants_channels.loom:21)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -43,7 +43,7 @@ class AccountCreateInput(BaseModel):
 
 
 class AccountUpdateInput(BaseModel):
-    """The body of crudish update of Account: any mutable fields (tenants_channels.loom:18)"""
+    """The body of crudish update of Account: any mutable fields (tenants_channels.loom:21)"""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -14,7 +14,7 @@ from sqlalchemy import (
 
 from .._metadata import metadata
 
-# aggregate Account (tenants_channels.loom:18)
+# aggregate Account (tenants_channels.loom:21)
 accounts = Table(
     "ledger_accounts",
     metadata,

@@ -7,4 +7,4 @@ from loom.runtime import LoomRoute, require_tenant
 
 router = APIRouter(route_class=LoomRoute, dependencies=[Depends(require_tenant)])
 
-# workflow Book (tenants_channels.loom:33) has no HTTP entry point
+# workflow Book (tenants_channels.loom:36) has no HTTP entry point
