@@ -32,6 +32,7 @@ SUBPROCESS = (
     "tests/e2e/test_pool_settings.py::test_loom_run_refuses_a_bad_pool_setting",
     "tests/e2e/test_startup_refusal.py",  # uvicorn on the generated app
     "tests/migrate/test_concurrent_apply.py",  # several `loom migrate` at once
+    "tests/lsp/",  # `loom lsp` as the child process of a pytest-lsp client
 )
 # the helpers that start `loom run` or a broker server: a test calling one, directly, through a
 # helper function of its module or through a fixture, is in that tier

@@ -222,6 +222,8 @@ def _assign(ck: Checker, stmt: ast.Assign, scope: Scope) -> None:
         (m for m in agg.members if isinstance(m, (ast.Field, ast.Derived)) and m.name == name),
         None,
     )
+    if decl is not None:
+        ck.refer(target.span, decl.name_span)
     if name == "id":
         ck.report(
             "loom.assign-to-readonly",

@@ -1,0 +1,104 @@
+"""Quick fixes for the commonest diagnostics, each an edit of the text the diagnostic points at:
+
+- `loom.emit-fields` (an emit leaves fields out): add them, each given the value of the same
+  name (`total: total`), which is what an emit most often passes; the checker says if none is;
+- `loom.operation-bypasses-workflow`: declare the operation `internal` (no route);
+- `loom.unrounded-division`: wrap the value in `round(…, S)`, S the declared scale.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lsprotocol import types as lsp
+
+from loom.lsp.convert import offset_of, position_at
+from loom.lsp.models import Model
+
+_MISSING = re.compile(r"leaves out (.*)\Z", re.M)
+_SCALE = re.compile(r"`decimal\((\d+), (\d+)\)`")
+
+
+def quick_fixes(
+    model: Model, path: str, text: str, params: lsp.CodeActionParams
+) -> list[lsp.CodeAction]:
+    out: list[lsp.CodeAction] = []
+    for d in params.context.diagnostics:
+        edit: lsp.TextEdit | None = None
+        title = ""
+        if d.code == "loom.emit-fields":
+            edit, title = _add_emit_fields(text, d)
+        elif d.code == "loom.operation-bypasses-workflow":
+            edit, title = _make_internal(text, d)
+        elif d.code == "loom.unrounded-division":
+            edit, title = _round(text, d)
+        if edit is not None:
+            out.append(
+                lsp.CodeAction(
+                    title=title,
+                    kind=lsp.CodeActionKind.QuickFix,
+                    diagnostics=[d],
+                    is_preferred=True,
+                    edit=lsp.WorkspaceEdit(changes={params.text_document.uri: [edit]}),
+                )
+            )
+    return out
+
+
+def _add_emit_fields(text: str, d: lsp.Diagnostic) -> tuple[lsp.TextEdit | None, str]:
+    first_line = d.message.split("\n", 1)[0]
+    found = _MISSING.search(first_line)
+    if found is None:
+        return None, ""
+    names = re.findall(r"`([A-Za-z_]\w*)`", found.group(1))
+    start = offset_of(text, d.range.end)
+    opening = text.find("{", start)
+    closing = _matching(text, opening) if opening >= 0 else -1
+    if not names or closing < 0:
+        return None, ""
+    inside = text[opening + 1 : closing]
+    given = inside.strip()
+    lead = "" if not given else ("" if given.endswith(",") else ",")
+    added = ", ".join(f"{n}: {n}" for n in names)
+    # `emit E { a: 1 }` -> `emit E { a: 1, b: b }`; `emit E {}` -> `emit E { b: b }`
+    at = opening + 1 + len(inside.rstrip())
+    new = f"{lead} {added}" + (" " if not given else "")
+    if not given:
+        at, new = opening + 1, f" {added} "
+        return lsp.TextEdit(lsp.Range(position_at(text, at), position_at(text, closing)), new), (
+            f"Add the missing field{'s' if len(names) > 1 else ''}: {', '.join(names)}"
+        )
+    pos = position_at(text, at)
+    return lsp.TextEdit(lsp.Range(pos, pos), new.rstrip()), (
+        f"Add the missing field{'s' if len(names) > 1 else ''}: {', '.join(names)}"
+    )
+
+
+def _matching(text: str, opening: int) -> int:
+    depth = 0
+    for i in range(opening, len(text)):
+        if text[i] == "{":
+            depth += 1
+        elif text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
+
+
+def _make_internal(text: str, d: lsp.Diagnostic) -> tuple[lsp.TextEdit | None, str]:
+    name_at = offset_of(text, d.range.start)
+    keyword = text.rfind("operation", 0, name_at)
+    if keyword < 0 or text[keyword:name_at].strip() != "operation":
+        return None, ""
+    pos = position_at(text, keyword)
+    return lsp.TextEdit(lsp.Range(pos, pos), "internal "), "Declare the operation `internal`"
+
+
+def _round(text: str, d: lsp.Diagnostic) -> tuple[lsp.TextEdit | None, str]:
+    found = _SCALE.search(d.message)
+    if found is None:
+        return None, ""
+    scale = found.group(2)
+    value = text[offset_of(text, d.range.start) : offset_of(text, d.range.end)]
+    return lsp.TextEdit(d.range, f"round({value}, {scale})"), f"Round to {scale} places"

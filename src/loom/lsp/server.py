@@ -1,0 +1,234 @@
+"""The protocol's handlers: each turns its request into a question to the model's index and the
+answer into the protocol's types. What they answer is computed in the modules beside this one.
+
+Diagnostics are published for every file of a model when one of its documents opens, and
+`DEBOUNCE` seconds after the last change (typing a word compiles once). A request about a
+document whose model has a compile pending compiles it first, so no answer reads a stale index.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import traceback
+from collections.abc import Callable
+from typing import TypeVar
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+
+from loom.lsp import actions, completion, hover, symbols
+from loom.lsp.convert import one_based, path_of, to_diagnostic, to_location, uri_of
+from loom.lsp.index import Index, Symbol
+from loom.lsp.models import Model, Models
+
+DEBOUNCE = 0.15  # seconds after the last change before the model is compiled again
+
+_P = TypeVar("_P")
+_R = TypeVar("_R")
+log = logging.getLogger("loom.lsp")
+
+
+class LoomServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("loom", _version())
+        self.models = Models()
+        self.pending: dict[str, asyncio.TimerHandle] = {}  # folder -> its scheduled compile
+
+    def refresh(self, folder: str) -> Model:
+        """Compile a model now and publish its diagnostics, per file (an empty list clears)."""
+        handle = self.pending.pop(folder, None)
+        if handle is not None:
+            handle.cancel()
+        model = self.models.compile(folder)
+        assert model.result is not None
+        by_file: dict[str, list[lsp.Diagnostic]] = {p: [] for p in self.models.files_of(folder)}
+        for d in model.result.diagnostics:
+            by_file.setdefault(d.span.file, []).append(to_diagnostic(d))
+        for path, diagnostics in by_file.items():
+            self.text_document_publish_diagnostics(
+                lsp.PublishDiagnosticsParams(uri=uri_of(path), diagnostics=diagnostics)
+            )
+        return model
+
+    def later(self, folder: str) -> None:
+        handle = self.pending.pop(folder, None)
+        if handle is not None:
+            handle.cancel()
+        loop = asyncio.get_running_loop()
+        self.pending[folder] = loop.call_later(DEBOUNCE, self.refresh, folder)
+
+    def model_at(self, uri: str) -> tuple[str, Model]:
+        path = path_of(uri)
+        folder = self.models.folder_of(path)
+        if folder in self.pending:
+            return path, self.refresh(folder)
+        return path, self.models.model(path)
+
+    def symbol_at(self, uri: str, position: lsp.Position) -> tuple[Index, Symbol] | None:
+        path, model = self.model_at(uri)
+        if model.index is None:
+            return None
+        line, column = one_based(position)
+        sym = model.index.at(path, line, column)
+        return (model.index, sym) if sym is not None else None
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("loom")
+    except PackageNotFoundError:
+        return "0"
+
+
+server = LoomServer()
+
+
+def answering(
+    handler: Callable[[LoomServer, _P], _R | None],
+) -> Callable[[LoomServer, _P], _R | None]:
+    """A handler that fails answers nothing and logs why: no input may crash the server, and an
+    editor shows nothing rather than an error for one request."""
+
+    def run(ls: LoomServer, params: _P) -> _R | None:
+        try:
+            return handler(ls, params)
+        except Exception:  # noqa: BLE001 - the boundary: one bad request, not a dead server
+            log.error("loom lsp: %s failed\n%s", handler.__name__, traceback.format_exc())
+            return None
+
+    run.__name__ = handler.__name__
+    return run
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+@answering
+def did_open(ls: LoomServer, params: lsp.DidOpenTextDocumentParams) -> None:
+    path = path_of(params.text_document.uri)
+    ls.models.buffers[path] = params.text_document.text
+    ls.refresh(ls.models.folder_of(path))
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+@answering
+def did_change(ls: LoomServer, params: lsp.DidChangeTextDocumentParams) -> None:
+    path = path_of(params.text_document.uri)
+    ls.models.buffers[path] = ls.workspace.get_text_document(params.text_document.uri).source
+    ls.later(ls.models.folder_of(path))
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
+@answering
+def did_save(ls: LoomServer, params: lsp.DidSaveTextDocumentParams) -> None:
+    ls.later(ls.models.folder_of(path_of(params.text_document.uri)))
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+@answering
+def did_close(ls: LoomServer, params: lsp.DidCloseTextDocumentParams) -> None:
+    path = path_of(params.text_document.uri)
+    ls.models.buffers.pop(path, None)  # the disk's text is the file's again
+    ls.later(ls.models.folder_of(path))
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
+@answering
+def definition(ls: LoomServer, params: lsp.DefinitionParams) -> list[lsp.Location] | None:
+    found = ls.symbol_at(params.text_document.uri, params.position)
+    if found is None:
+        return None
+    _, sym = found
+    return [to_location(span) for span in (sym.parts or [sym.name_span])]
+
+
+@server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
+@answering
+def references(ls: LoomServer, params: lsp.ReferenceParams) -> list[lsp.Location] | None:
+    found = ls.symbol_at(params.text_document.uri, params.position)
+    if found is None:
+        return None
+    index, sym = found
+    declared = set(sym.parts or [sym.name_span])
+    return [
+        to_location(span)
+        for span in index.uses(sym)
+        if params.context.include_declaration or span not in declared
+    ]
+
+
+@server.feature(lsp.TEXT_DOCUMENT_HOVER)
+@answering
+def on_hover(ls: LoomServer, params: lsp.HoverParams) -> lsp.Hover | None:
+    _, model = ls.model_at(params.text_document.uri)
+    found = ls.symbol_at(params.text_document.uri, params.position)
+    if found is None:
+        return None
+    text = hover.describe(found[1], model, ls.models.text)
+    return lsp.Hover(lsp.MarkupContent(lsp.MarkupKind.Markdown, text))
+
+
+@server.feature(
+    lsp.TEXT_DOCUMENT_COMPLETION,
+    lsp.CompletionOptions(trigger_characters=[".", "{", " "]),
+)
+@answering
+def on_completion(ls: LoomServer, params: lsp.CompletionParams) -> lsp.CompletionList | None:
+    path, model = ls.model_at(params.text_document.uri)
+    items = completion.complete(model.index, path, ls.models.text(path), params.position)
+    return lsp.CompletionList(is_incomplete=False, items=items)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+@answering
+def document_symbols(
+    ls: LoomServer, params: lsp.DocumentSymbolParams
+) -> list[lsp.DocumentSymbol] | None:
+    path, model = ls.model_at(params.text_document.uri)
+    return symbols.outline(model.index, path) if model.index is not None else None
+
+
+@server.feature(lsp.WORKSPACE_SYMBOL)
+@answering
+def workspace_symbols(
+    ls: LoomServer, params: lsp.WorkspaceSymbolParams
+) -> list[lsp.WorkspaceSymbol] | None:
+    for path in list(ls.models.buffers):
+        ls.model_at(uri_of(path))
+    indexes = [m.index for m in ls.models.models.values() if m.index is not None]
+    return symbols.workspace(indexes, params.query)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_PREPARE_RENAME)
+@answering
+def prepare_rename(ls: LoomServer, params: lsp.PrepareRenameParams) -> lsp.Range | None:
+    path, _ = ls.model_at(params.text_document.uri)
+    found = ls.symbol_at(params.text_document.uri, params.position)
+    if found is None:
+        return None
+    return symbols.rename_range(found[0], found[1], path, params.position)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_RENAME)
+@answering
+def rename(ls: LoomServer, params: lsp.RenameParams) -> lsp.WorkspaceEdit | None:
+    found = ls.symbol_at(params.text_document.uri, params.position)
+    if found is None:
+        return None
+    return symbols.rename(found[0], found[1], params.new_name, ls.models.text)
+
+
+@server.feature(
+    lsp.TEXT_DOCUMENT_CODE_ACTION,
+    lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix]),
+)
+@answering
+def code_actions(ls: LoomServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction] | None:
+    path, model = ls.model_at(params.text_document.uri)
+    return actions.quick_fixes(model, path, ls.models.text(path), params)
+
+
+def serve() -> None:
+    """Speak the protocol over stdin and stdout until the client says exit."""
+    server.start_io()

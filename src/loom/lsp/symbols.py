@@ -1,0 +1,145 @@
+"""Symbols: a file's outline, the workspace's symbols, and rename across a model's files.
+
+A rename of what the database or the event store keeps under its name (an aggregate, its fields,
+an event and its fields) also writes `renamed from OLD` on the declaration, as docs/migrations.md
+asks, so the next `loom migrate new` moves the data instead of dropping it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from lsprotocol import types as lsp
+
+from loom.lang.diagnostics import Span
+from loom.lang.syntax import ast
+from loom.lsp.convert import one_based, position_at, to_location, to_range, uri_of
+from loom.lsp.index import Index, Symbol, contains
+
+_KIND = {
+    "context": lsp.SymbolKind.Namespace,
+    "aggregate": lsp.SymbolKind.Class,
+    "value object": lsp.SymbolKind.Struct,
+    "payload": lsp.SymbolKind.Struct,
+    "enum": lsp.SymbolKind.Enum,
+    "enum member": lsp.SymbolKind.EnumMember,
+    "event": lsp.SymbolKind.Event,
+    "field": lsp.SymbolKind.Field,
+    "derived": lsp.SymbolKind.Property,
+    "operation": lsp.SymbolKind.Method,
+    "function": lsp.SymbolKind.Function,
+    "method": lsp.SymbolKind.Method,
+    "find": lsp.SymbolKind.Method,
+    "repository": lsp.SymbolKind.Interface,
+    "workflow": lsp.SymbolKind.Class,
+    "handler": lsp.SymbolKind.Function,
+    "projection": lsp.SymbolKind.Class,
+    "channel": lsp.SymbolKind.Interface,
+    "deployable": lsp.SymbolKind.Module,
+    "channel source": lsp.SymbolKind.Module,
+}
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def kind(sym: Symbol) -> lsp.SymbolKind:
+    return symbol_kind(sym.kind)
+
+
+def symbol_kind(name: str) -> lsp.SymbolKind:
+    return _KIND.get(name, lsp.SymbolKind.Object)
+
+
+def outline(index: Index, path: str) -> list[lsp.DocumentSymbol]:
+    return [_document_symbol(s) for s in index.roots.get(path, [])]
+
+
+def _document_symbol(sym: Symbol) -> lsp.DocumentSymbol:
+    whole = sym.span if contains(sym.span, sym.name_span.line, sym.name_span.column) else None
+    return lsp.DocumentSymbol(
+        name=sym.name,
+        kind=kind(sym),
+        detail=sym.kind,
+        range=to_range(whole or sym.name_span),
+        selection_range=to_range(sym.name_span),
+        children=[_document_symbol(c) for c in sym.children] or None,
+    )
+
+
+def workspace(indexes: list[Index], query: str) -> list[lsp.WorkspaceSymbol]:
+    """The declarations whose name holds the query's letters in order (as editors filter)."""
+    q = query.lower()
+    out: list[lsp.WorkspaceSymbol] = []
+    seen: set[Span] = set()
+    for index in indexes:
+        for sym in index.all_symbols():
+            if sym.name_span in seen or not _fuzzy(q, sym.name.lower()):
+                continue
+            seen.add(sym.name_span)
+            out.append(
+                lsp.WorkspaceSymbol(
+                    name=sym.name,
+                    kind=kind(sym),
+                    location=to_location(sym.name_span),
+                    container_name=sym.container or None,
+                )
+            )
+    return out
+
+
+def _fuzzy(query: str, name: str) -> bool:
+    rest = iter(name)
+    return all(ch in rest for ch in query)
+
+
+def rename_range(index: Index, sym: Symbol, path: str, position: lsp.Position) -> lsp.Range | None:
+    line, column = one_based(position)
+    for span in index.uses(sym):
+        if span.file == path and contains(span, line, column):
+            return to_range(span)
+    return None
+
+
+def rename(
+    index: Index, sym: Symbol, new_name: str, text_of: Callable[[str], str]
+) -> lsp.WorkspaceEdit:
+    if not _NAME.match(new_name):
+        raise ValueError(f"`{new_name}` is not a Loom name")
+    edits: dict[str, list[lsp.TextEdit]] = {}
+    for span in index.uses(sym):
+        edits.setdefault(uri_of(span.file), []).append(lsp.TextEdit(to_range(span), new_name))
+    kept = _keep_data(sym, text_of)
+    if kept is not None:
+        file, offset = kept
+        at = position_at(text_of(file), offset)
+        edits.setdefault(uri_of(file), []).append(
+            lsp.TextEdit(lsp.Range(at, at), f" renamed from {sym.name}")
+        )
+    return lsp.WorkspaceEdit(changes=edits)
+
+
+_MODIFIERS = re.compile(r"(\s*(?:immutable|readOnly)(?![A-Za-z0-9_]))*")
+
+
+def _keep_data(sym: Symbol, text_of: Callable[[str], str]) -> tuple[str, int] | None:
+    """Where `renamed from OLD` goes for a rename that must keep the data (None: it need not,
+    or the declaration says it already)."""
+    node = sym.node
+    if isinstance(node, (ast.Aggregate, ast.Event)) and sym.kind in ("aggregate", "event"):
+        return None if node.renamed_from else (sym.name_span.file, sym.name_span.end)
+    if isinstance(node, ast.Field) and sym.kind == "field" and _persisted(sym):
+        if node.renamed_from is not None:
+            return None
+        # `name: T [immutable] [readOnly] renamed from OLD [= default]`
+        file = sym.name_span.file
+        end = node.type.span.end
+        found = _MODIFIERS.match(text_of(file), end)
+        return file, found.end() if found else end
+    return None
+
+
+def _persisted(sym: Symbol) -> bool:
+    """An aggregate's field (a column) or an event's (in stored events); not a workflow's state,
+    a projection's or a value object's: their renames are not migrated field by field."""
+    return sym.parent is not None and sym.parent.kind in ("aggregate", "event")
