@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 import sys
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -25,6 +25,8 @@ class Editor:
 
     client: LanguageClient
     folder: Path
+    opened: set[str] = field(default_factory=set)
+    version: int = 1  # of the last change sent
 
     def uri(self, name: str) -> str:
         return (self.folder / name).as_uri()

@@ -9,7 +9,6 @@ document whose model has a compile pending compiles it first, so no answer reads
 from __future__ import annotations
 
 import asyncio
-import logging
 import traceback
 from collections.abc import Callable
 from typing import TypeVar
@@ -26,7 +25,6 @@ DEBOUNCE = 0.15  # seconds after the last change before the model is compiled ag
 
 _P = TypeVar("_P")
 _R = TypeVar("_R")
-log = logging.getLogger("loom.lsp")
 
 
 class LoomServer(LanguageServer):
@@ -96,7 +94,13 @@ def answering(
         try:
             return handler(ls, params)
         except Exception:  # noqa: BLE001 - the boundary: one bad request, not a dead server
-            log.error("loom lsp: %s failed\n%s", handler.__name__, traceback.format_exc())
+            # to the editor's log, where a user finds it to report (and the tests look)
+            ls.window_log_message(
+                lsp.LogMessageParams(
+                    lsp.MessageType.Error,
+                    f"loom lsp: {handler.__name__} failed\n{traceback.format_exc()}",
+                )
+            )
             return None
 
     run.__name__ = handler.__name__
