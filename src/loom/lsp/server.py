@@ -1,8 +1,9 @@
 """The protocol's handlers: each turns its request into a question to the model's index and the
 answer into the protocol's types. What they answer is computed in the modules beside this one.
 
-Diagnostics are published for every file of a model when one of its documents opens, and
-`DEBOUNCE` seconds after the last change (typing a word compiles once). A request about a
+Diagnostics are published for every file of a model when one of its documents opens, and after a
+change: at once for a change after a pause, `DEBOUNCE` seconds after the last one while changes
+keep coming (typing a word compiles at its first letter and after its last). A request about a
 document whose model has a compile pending compiles it first, so no answer reads a stale index.
 """
 
@@ -31,7 +32,8 @@ class LoomServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("loom", _version())
         self.models = Models()
-        self.pending: dict[str, asyncio.TimerHandle] = {}  # folder -> its scheduled compile
+        self.pending: dict[str, asyncio.TimerHandle | asyncio.Handle] = {}  # folder -> compile
+        self.compiled: dict[str, float] = {}  # folder -> when its last compile ended (loop time)
 
     def refresh(self, folder: str) -> Model:
         """Compile a model now and publish its diagnostics, per file (an empty list clears)."""
@@ -39,6 +41,7 @@ class LoomServer(LanguageServer):
         if handle is not None:
             handle.cancel()
         model = self.models.compile(folder)
+        self.compiled[folder] = asyncio.get_running_loop().time()
         assert model.result is not None
         by_file: dict[str, list[lsp.Diagnostic]] = {p: [] for p in self.models.files_of(folder)}
         for d in model.result.diagnostics:
@@ -54,7 +57,11 @@ class LoomServer(LanguageServer):
         if handle is not None:
             handle.cancel()
         loop = asyncio.get_running_loop()
-        self.pending[folder] = loop.call_later(DEBOUNCE, self.refresh, folder)
+        if loop.time() - self.compiled.get(folder, 0.0) > DEBOUNCE and handle is None:
+            # after a pause: as soon as the changes already read are applied
+            self.pending[folder] = loop.call_soon(self.refresh, folder)
+        else:
+            self.pending[folder] = loop.call_later(DEBOUNCE, self.refresh, folder)
 
     def model_at(self, uri: str) -> tuple[str, Model]:
         path = path_of(uri)
