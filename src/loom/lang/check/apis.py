@@ -197,6 +197,7 @@ def api_call(
         )
         args_only(ck, call, scope)
         return None
+    ck.refer(mspan, h.name_span)
     label = f"`{res.name}.{method}`"
     result = _signature_type(ck, target, h.result) if h.result is not None else ir.VOID
     refused = False

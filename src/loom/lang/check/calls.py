@@ -321,6 +321,7 @@ def service_call(
         )
         args_only(ck, call, scope)
         return None
+    ck.refer(mspan, m.name_span)
     args = ck.check_args(call, scope, m.params, f"`{svc.name}.{method}`", m.name_span)
     mut = mutated_params(ck, scope, m)
     text = ck.text(call.span)

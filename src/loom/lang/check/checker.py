@@ -48,6 +48,13 @@ class Checker(ABC):
         """`span` names the declaration whose name is at `target`."""
         self.facts.references.append(Reference(span, target))
 
+    def refer_state(self, name: ast.Name, scope: Scope) -> None:
+        """`name` reads or writes a state field of the scope's workflow."""
+        wf = scope.wf
+        declared = next((f for f in wf.state if f.name == name.name), None) if wf else None
+        if declared is not None:
+            self.refer(name.span, declared.name_span)
+
     def type_of(self, t: ast.TypeRef) -> AnyType:
         return self.facts.types.get(t, ERROR)
 

@@ -181,6 +181,7 @@ def _own_operation_call(ck: Checker, stmt: ast.Stmt, scope: Scope) -> bool:
     )
     if op is None:
         return False
+    ck.refer(call.callee.span, op.name_span)
     if op.extern:
         ck.report(
             "loom.invalid-statement",

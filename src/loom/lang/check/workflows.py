@@ -315,6 +315,7 @@ def _check_apply(
 
 
 def state_read(ck: Checker, e: ast.Name, scope: Scope, text: str) -> ir.Expr:
+    ck.refer_state(e, scope)
     t = scope.state[e.name]
     if scope.kind == "function":
         ck.report(
