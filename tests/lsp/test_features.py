@@ -96,6 +96,20 @@ async def test_completion_of_an_aggregate_s_fields_after_a_dot(editor: Editor) -
     assert {"id", "customer", "total", "status", "place", "cancel"} <= labels
 
 
+async def test_completion_of_another_context_s_event_fields(editor: Editor) -> None:
+    text = _text(editor, "billing.loom")
+    editor.open("billing.loom")
+    typed = text.replace("{ order: e.order,", "{ order: e.")
+    labels = await _complete(editor, "billing.loom", typed, _position(typed, "{ order: e."))
+    assert labels == {"order", "total"}
+
+
+async def test_workspace_symbols_of_a_folder_with_no_open_file(editor: Editor) -> None:
+    found = await editor.client.workspace_symbol_async(lsp.WorkspaceSymbolParams(query="Sales"))
+    assert found is not None
+    assert [(s.name, s.kind) for s in found] == [("Sales", lsp.SymbolKind.Interface)]
+
+
 async def test_completion_of_keywords_and_names_in_place(editor: Editor) -> None:
     text = _text(editor, "orders.loom")
     editor.open("orders.loom")

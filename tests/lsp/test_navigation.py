@@ -122,3 +122,24 @@ async def test_references_of_a_context_include_the_deployable(editor: Editor) ->
     assert got is not None
     files = sorted(loc.uri.rsplit("/", 1)[1] for loc in got)
     assert files == ["billing.loom", "billing.loom", "deployables.loom"]
+
+
+async def test_an_incremental_edit_is_applied_to_the_open_text(editor: Editor) -> None:
+    editor.open("orders.loom")
+    await editor.diagnostics("orders.loom")
+    start = editor.at("orders.loom", "total: total }", offset=7)
+    end = lsp.Position(start.line, start.character + len("total"))
+    editor.client.text_document_did_change(
+        lsp.DidChangeTextDocumentParams(
+            text_document=lsp.VersionedTextDocumentIdentifier(
+                uri=editor.uri("orders.loom"), version=2
+            ),
+            content_changes=[
+                lsp.TextDocumentContentChangePartial(
+                    range=lsp.Range(start=start, end=end), text="sum"
+                )
+            ],
+        )
+    )
+    (d,) = await editor.diagnostics("orders.loom", check=bool)
+    assert d.message.startswith("unknown name `sum`")

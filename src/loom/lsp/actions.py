@@ -46,32 +46,24 @@ def quick_fixes(
 
 
 def _add_emit_fields(text: str, d: lsp.Diagnostic) -> tuple[lsp.TextEdit | None, str]:
-    first_line = d.message.split("\n", 1)[0]
-    found = _MISSING.search(first_line)
-    if found is None:
-        return None, ""
-    names = re.findall(r"`([A-Za-z_]\w*)`", found.group(1))
-    start = offset_of(text, d.range.end)
-    opening = text.find("{", start)
+    found = _MISSING.search(d.message.split("\n", 1)[0])
+    names = re.findall(r"`([A-Za-z_]\w*)`", found.group(1)) if found else []
+    opening = text.find("{", offset_of(text, d.range.end))
     closing = _matching(text, opening) if opening >= 0 else -1
     if not names or closing < 0:
         return None, ""
-    inside = text[opening + 1 : closing]
-    given = inside.strip()
-    lead = "" if not given else ("" if given.endswith(",") else ",")
     added = ", ".join(f"{n}: {n}" for n in names)
-    # `emit E { a: 1 }` -> `emit E { a: 1, b: b }`; `emit E {}` -> `emit E { b: b }`
-    at = opening + 1 + len(inside.rstrip())
-    new = f"{lead} {added}" + (" " if not given else "")
-    if not given:
-        at, new = opening + 1, f" {added} "
-        return lsp.TextEdit(lsp.Range(position_at(text, at), position_at(text, closing)), new), (
-            f"Add the missing field{'s' if len(names) > 1 else ''}: {', '.join(names)}"
-        )
-    pos = position_at(text, at)
-    return lsp.TextEdit(lsp.Range(pos, pos), new.rstrip()), (
-        f"Add the missing field{'s' if len(names) > 1 else ''}: {', '.join(names)}"
-    )
+    given = text[opening + 1 : closing].rstrip()
+    if given.strip():
+        # `emit E { a: 1 }` -> `emit E { a: 1, b: b }`: after the last field given
+        at = opening + 1 + len(given)
+        start = end = position_at(text, at)
+        new = ("" if given.endswith(",") else ",") + f" {added}"
+    else:  # `emit E {}` -> `emit E { b: b }`
+        start, end = position_at(text, opening + 1), position_at(text, closing)
+        new = f" {added} "
+    title = f"Add the missing field{'s' if len(names) > 1 else ''}: {', '.join(names)}"
+    return lsp.TextEdit(lsp.Range(start, end), new), title
 
 
 def _matching(text: str, opening: int) -> int:

@@ -109,9 +109,9 @@ def _after_dot(
         ]
     if word in syms.aggregates:
         return [_item("create", lsp.CompletionItemKind.Method, f"factory of {word}")]
-    type_name = _type_of_local(syms, word, before)
-    if type_name in syms.aggregates:
-        agg = syms.aggregates[type_name]
+    home, type_name = _type_of_local(index, syms, word, before)
+    if type_name in home.aggregates:
+        agg = home.aggregates[type_name]
         members: list[lsp.CompletionItem] = [
             _item("id", lsp.CompletionItemKind.Field, f"identity of {type_name}")
         ]
@@ -123,24 +123,31 @@ def _after_dot(
                     _item(m.name, lsp.CompletionItemKind.Method, f"operation of {agg.name}")
                 )
         return members
-    record = syms.events.get(type_name or "") or syms.values.get(type_name or "")
+    record = home.events.get(type_name or "") or home.values.get(type_name or "")
     if record is not None:
         return _fields(record.fields, type_name or "")
     return []
 
 
-def _type_of_local(syms: ContextSymbols, word: str, before: str) -> str | None:
-    """The type a local or parameter was declared with, read from the text above the cursor."""
+def _type_of_local(
+    index: Index | None, syms: ContextSymbols, word: str, before: str
+) -> tuple[ContextSymbols, str | None]:
+    """The type a local or parameter was declared with, read from the text above the cursor, and
+    the context declaring it (`e: Orders.OrderPlaced`: another context's event)."""
     name = re.escape(word)
-    typed = re.findall(rf"\b{name}\s*:\s*(?:[A-Za-z_]\w*\s*\.\s*)?([A-Za-z_]\w*)", before)
+    typed = re.findall(rf"\b{name}\s*:\s*(?:([A-Za-z_]\w*)\s*\.\s*)?([A-Za-z_]\w*)", before)
     bound = re.findall(rf"\blet\s+{name}\s*=\s*([A-Za-z_]\w*)\s*\.\s*(\w+)", before)
     if bound:
         receiver, method = str(bound[-1][0]), str(bound[-1][1])
         if receiver in syms.repositories:
-            return syms.repositories[receiver].aggregate
+            return syms, syms.repositories[receiver].aggregate
         if receiver in syms.aggregates and method == "create":
-            return receiver
-    return str(typed[-1]) if typed else None
+            return syms, receiver
+    if not typed:
+        return syms, None
+    qualifier, type_name = str(typed[-1][0]), str(typed[-1][1])
+    other = index.program.contexts.get(qualifier) if index is not None and qualifier else None
+    return other or syms, type_name
 
 
 def _keywords(depth: int, enclosing: list[Symbol]) -> list[lsp.CompletionItem]:

@@ -207,6 +207,11 @@ def workspace_symbols(
 ) -> list[lsp.WorkspaceSymbol] | None:
     for path in list(ls.models.buffers):
         ls.model_at(uri_of(path))
+    for folder in ls.workspace.folders.values():
+        # a workspace folder that is a model, though none of its files is open
+        root = path_of(folder.uri)
+        if root not in ls.models.models and ls.models.files_of(root):
+            ls.refresh(root)
     indexes = [m.index for m in ls.models.models.values() if m.index is not None]
     return symbols.workspace(indexes, params.query)
 
