@@ -186,6 +186,38 @@ async def test_rename_of_a_field_adds_renamed_from_and_renames_its_uses(editor: 
     assert [d.code for d in compile_sources(sources).diagnostics] == []
 
 
+async def test_rename_of_an_enum_member_keeps_the_stored_values(editor: Editor) -> None:
+    editor.open("orders.loom")
+    got = await editor.client.text_document_rename_async(
+        lsp.RenameParams(
+            text_document=editor.doc("orders.loom"),
+            position=editor.at("orders.loom", "Placed terminal"),
+            new_name="Confirmed",
+        )
+    )
+    assert got is not None and got.changes is not None
+    orders = _apply(_text(editor, "orders.loom"), list(got.changes[editor.uri("orders.loom")]))
+    assert "Confirmed terminal renamed from Placed," in orders
+    assert "status := Confirmed" in orders
+    sources = {"orders.loom": orders, "billing.loom": _text(editor, "billing.loom")}
+    assert [d.code for d in compile_sources(sources).diagnostics] == []
+
+
+async def test_a_rename_to_no_name_is_refused_with_a_message(editor: Editor) -> None:
+    editor.open("orders.loom")
+    got = await editor.client.text_document_rename_async(
+        lsp.RenameParams(
+            text_document=editor.doc("orders.loom"),
+            position=editor.at("orders.loom", "Placed terminal"),
+            new_name="two words",
+        )
+    )
+    assert got is None
+    assert [m.message for m in editor.client.messages] == [
+        "`two words` is not a Loom name: a letter or `_`, then letters, digits or `_`"
+    ]
+
+
 async def _fixes(editor: Editor, name: str, text: str, code: str) -> list[lsp.CodeAction]:
     editor.open(name, text)
     found = await editor.diagnostics(name, check=lambda ds: any(d.code == code for d in ds))

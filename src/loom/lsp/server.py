@@ -229,6 +229,15 @@ def prepare_rename(ls: LoomServer, params: lsp.PrepareRenameParams) -> lsp.Range
 @server.feature(lsp.TEXT_DOCUMENT_RENAME)
 @answering
 def rename(ls: LoomServer, params: lsp.RenameParams) -> lsp.WorkspaceEdit | None:
+    if not symbols.is_name(params.new_name):
+        ls.window_show_message(
+            lsp.ShowMessageParams(
+                lsp.MessageType.Error,
+                f"`{params.new_name}` is not a Loom name: a letter or `_`, then letters, digits "
+                "or `_`",
+            )
+        )
+        return None
     found = ls.symbol_at(params.text_document.uri, params.position)
     if found is None:
         return None

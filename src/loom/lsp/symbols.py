@@ -1,7 +1,7 @@
 """Symbols: a file's outline, the workspace's symbols, and rename across a model's files.
 
 A rename of what the database or the event store keeps under its name (an aggregate, its fields,
-an event and its fields) also writes `renamed from OLD` on the declaration, as docs/migrations.md
+an enum's members, an event and its fields) also writes `renamed from OLD` on the declaration, as docs/migrations.md
 asks, so the next `loom migrate new` moves the data instead of dropping it.
 """
 
@@ -101,11 +101,13 @@ def rename_range(index: Index, sym: Symbol, path: str, position: lsp.Position) -
     return None
 
 
+def is_name(text: str) -> bool:
+    return bool(_NAME.match(text))
+
+
 def rename(
     index: Index, sym: Symbol, new_name: str, text_of: Callable[[str], str]
 ) -> lsp.WorkspaceEdit:
-    if not _NAME.match(new_name):
-        raise ValueError(f"`{new_name}` is not a Loom name")
     edits: dict[str, list[lsp.TextEdit]] = {}
     for span in index.uses(sym):
         edits.setdefault(uri_of(span.file), []).append(lsp.TextEdit(to_range(span), new_name))
@@ -119,6 +121,7 @@ def rename(
     return lsp.WorkspaceEdit(changes=edits)
 
 
+_TERMINAL = re.compile(r"\s*terminal(?![A-Za-z0-9_])")
 _MODIFIERS = re.compile(r"(\s*(?:immutable|readOnly)(?![A-Za-z0-9_]))*")
 
 
@@ -128,6 +131,14 @@ def _keep_data(sym: Symbol, text_of: Callable[[str], str]) -> tuple[str, int] | 
     node = sym.node
     if isinstance(node, (ast.Aggregate, ast.Event)) and sym.kind in ("aggregate", "event"):
         return None if node.renamed_from else (sym.name_span.file, sym.name_span.end)
+    if isinstance(node, ast.Enum) and sym.kind == "enum member":
+        # stored as its name in the columns of the enum: `Shut terminal renamed from Closed`
+        at = next(i for i, (_, span) in enumerate(node.members) if span == sym.name_span)
+        if at in node.renamed_from:
+            return None
+        file = sym.name_span.file
+        found = _TERMINAL.match(text_of(file), sym.name_span.end)
+        return file, found.end() if found else sym.name_span.end
     if isinstance(node, ast.Field) and sym.kind == "field" and _persisted(sym):
         if node.renamed_from is not None:
             return None
