@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from lsprotocol import types as lsp
 
+from loom.lsp.convert import DIAGNOSTICS_DOCS
 from tests.lsp.conftest import Editor
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 async def test_a_clean_model_publishes_no_diagnostics(editor: Editor) -> None:
@@ -24,7 +29,9 @@ async def test_an_edit_reports_the_error_with_its_code_and_docs_link(editor: Edi
     assert d.severity == lsp.DiagnosticSeverity.Error
     assert "did you mean `total`" in d.message
     assert d.code_description is not None
-    assert d.code_description.href.endswith("diagnostics.md#loom.unknown-name")
+    page, _, anchor = d.code_description.href.partition("#")
+    assert page == DIAGNOSTICS_DOCS == (ROOT / "docs" / "diagnostics.md").as_uri()
+    assert f'<a id="{anchor}"></a>' in (ROOT / "docs" / "diagnostics.md").read_text()
     assert d.range.start == editor.at("orders.loom", "total: total }", offset=7)
 
 

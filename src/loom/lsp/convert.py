@@ -11,8 +11,11 @@ from pygls.uris import from_fs_path, to_fs_path
 from loom.lang.diagnostics import Diagnostic, Span
 
 # Where each diagnostic code's section is: docs/diagnostics.md gives each one an anchor named by the
-# code (`<a id="loom.unknown-name">`), so a code's page is this followed by `#` and the code.
-DIAGNOSTICS_DOCS = "https://github.com/loom-lang/loom/blob/main/docs/diagnostics.md"
+# code (`<a id="loom.unknown-name">`), so a code's page is this followed by `#` and the code. The
+# checkout's own copy when Loom runs from one (its docs match its codes), else the published one.
+DIAGNOSTICS_DOCS_URL = "https://github.com/loom-lang/loom/blob/main/docs/diagnostics.md"
+_CHECKOUT_DOCS = Path(__file__).resolve().parents[3] / "docs" / "diagnostics.md"
+DIAGNOSTICS_DOCS = _CHECKOUT_DOCS.as_uri() if _CHECKOUT_DOCS.is_file() else DIAGNOSTICS_DOCS_URL
 
 
 def path_of(uri: str) -> str:

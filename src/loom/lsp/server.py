@@ -34,9 +34,11 @@ class LoomServer(LanguageServer):
         self.models = Models()
         self.pending: dict[str, asyncio.TimerHandle | asyncio.Handle] = {}  # folder -> compile
         self.compiled: dict[str, float] = {}  # folder -> when its last compile ended (loop time)
+        self.published: dict[str, list[lsp.Diagnostic]] = {}  # path -> what the client shows
 
     def refresh(self, folder: str) -> Model:
-        """Compile a model now and publish its diagnostics, per file (an empty list clears)."""
+        """Compile a model now and publish its diagnostics, per file (an empty list clears; a
+        file whose diagnostics are the ones the client shows already is left alone)."""
         handle = self.pending.pop(folder, None)
         if handle is not None:
             handle.cancel()
@@ -47,6 +49,9 @@ class LoomServer(LanguageServer):
         for d in model.result.diagnostics:
             by_file.setdefault(d.span.file, []).append(to_diagnostic(d))
         for path, diagnostics in by_file.items():
+            if self.published.get(path) == diagnostics:
+                continue
+            self.published[path] = diagnostics
             self.text_document_publish_diagnostics(
                 lsp.PublishDiagnosticsParams(uri=uri_of(path), diagnostics=diagnostics)
             )
@@ -59,9 +64,24 @@ class LoomServer(LanguageServer):
         loop = asyncio.get_running_loop()
         if loop.time() - self.compiled.get(folder, 0.0) > DEBOUNCE and handle is None:
             # after a pause: as soon as the changes already read are applied
-            self.pending[folder] = loop.call_soon(self.refresh, folder)
+            self.pending[folder] = loop.call_soon(self.scheduled, folder)
         else:
-            self.pending[folder] = loop.call_later(DEBOUNCE, self.refresh, folder)
+            self.pending[folder] = loop.call_later(DEBOUNCE, self.scheduled, folder)
+
+    def scheduled(self, folder: str) -> None:
+        """`refresh` from the loop's timer, whose failure no request would report."""
+        try:
+            self.refresh(folder)
+        except Exception:  # noqa: BLE001 - the boundary: one failed compile, not a dead server
+            self.log_failure("compiling " + folder)
+
+    def log_failure(self, what: str) -> None:
+        # to the editor's log, where a user finds it to report (and the tests look)
+        self.window_log_message(
+            lsp.LogMessageParams(
+                lsp.MessageType.Error, f"loom lsp: {what} failed\n{traceback.format_exc()}"
+            )
+        )
 
     def model_at(self, uri: str) -> tuple[str, Model]:
         path = path_of(uri)
@@ -101,13 +121,7 @@ def answering(
         try:
             return handler(ls, params)
         except Exception:  # noqa: BLE001 - the boundary: one bad request, not a dead server
-            # to the editor's log, where a user finds it to report (and the tests look)
-            ls.window_log_message(
-                lsp.LogMessageParams(
-                    lsp.MessageType.Error,
-                    f"loom lsp: {handler.__name__} failed\n{traceback.format_exc()}",
-                )
-            )
+            ls.log_failure(handler.__name__)
             return None
 
     run.__name__ = handler.__name__
