@@ -218,6 +218,30 @@ async def test_a_rename_to_no_name_is_refused_with_a_message(editor: Editor) -> 
     ]
 
 
+async def test_while_a_file_does_not_parse(editor: Editor) -> None:
+    # navigation answers from the last text that parsed; a rename, whose edits would be of that
+    # text, is refused
+    text = _text(editor, "orders.loom")
+    editor.open("orders.loom")
+    await editor.diagnostics("orders.loom")
+    editor.change("orders.loom", text.replace("status := Placed", "status := := Placed"), 2)
+    (d,) = await editor.diagnostics("orders.loom", check=bool)
+    assert d.code == "loom.syntax-error"
+    shown = await _hover(editor, "orders.loom", editor.at("orders.loom", "total: int"))
+    assert "total: int" in shown
+    got = await editor.client.text_document_rename_async(
+        lsp.RenameParams(
+            text_document=editor.doc("orders.loom"),
+            position=editor.at("orders.loom", "total: int"),
+            new_name="amount",
+        )
+    )
+    assert got is None
+    assert [m.message for m in editor.client.messages] == [
+        "a file of the model does not parse: fix its syntax error, then rename"
+    ]
+
+
 async def _fixes(editor: Editor, name: str, text: str, code: str) -> list[lsp.CodeAction]:
     editor.open(name, text)
     found = await editor.diagnostics(name, check=lambda ds: any(d.code == code for d in ds))

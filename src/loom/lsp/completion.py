@@ -31,6 +31,7 @@ IN_AGGREGATE = (
     "operation", "function", "derived", "invariant", "unique", "create", "private",
     "internal", "public", "extern", "immutable", "readOnly", "requires", "when",
 )  # fmt: skip
+IN_WORKFLOW = ("create", "on", "apply", "function", "timeout", "requires", "by")
 IN_BODY = (
     "let", "var", "emit", "if", "else", "for", "in", "return", "precondition", "notFound",
     "schedule", "cancel", "complete", "true", "false",
@@ -157,6 +158,8 @@ def _keywords(depth: int, enclosing: list[Symbol]) -> list[lsp.CompletionItem]:
         words = IN_CONTEXT
     elif depth == 2 and enclosing and enclosing[-1].kind == "aggregate":
         words = IN_AGGREGATE
+    elif depth == 2 and enclosing and enclosing[-1].kind == "workflow":
+        words = IN_WORKFLOW
     else:
         words = IN_BODY
     return [_item(w, lsp.CompletionItemKind.Keyword, "keyword") for w in words]

@@ -5,8 +5,6 @@ and `when` rules."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from loom.lang.diagnostics import Span
 from loom.lang.syntax import ast
 from loom.lsp.index import Symbol
@@ -15,8 +13,8 @@ from loom.model import flow
 from loom.model.deployables import deployable_of
 
 
-def describe(sym: Symbol, model: Model, text_of: Callable[[str], str]) -> str:
-    text = text_of(sym.name_span.file)
+def describe(sym: Symbol, model: Model, text: str) -> str:
+    """`text`: of the file declaring `sym`, as the index was built from."""
     parts = [f"```loom\n{signature(sym, text)}\n```"]
     where = f"{sym.kind} in `{sym.container}`" if sym.container else sym.kind
     parts.append(f"*{where}*")

@@ -46,6 +46,7 @@ class Index:
     files: list[ast.File]
     program: Program
     facts: Facts
+    sources: dict[str, str]  # the texts it was built from (its spans are offsets into these)
     symbols: dict[Span, Symbol] = field(default_factory=dict)  # by the name span of each one
     roots: dict[str, list[Symbol]] = field(default_factory=dict)  # per file, in source order
     # every occurrence of a declared name, declarations included: (where, the declaration's key)
@@ -74,11 +75,11 @@ class Index:
         return iter(self.symbols.values())
 
 
-def build_index(stages: Stages) -> Index | None:
+def build_index(stages: Stages, sources: dict[str, str]) -> Index | None:
     """The index of a model whose files parsed (None when one did not: the caller keeps the last)."""
     if stages.program is None or stages.facts is None:
         return None
-    index = Index(stages.files, stages.program, stages.facts)
+    index = Index(stages.files, stages.program, stages.facts, sources)
     _Declarations(index).run()
     _References(index).run()
     return index

@@ -23,6 +23,13 @@ class Model:
     index: Index | None = None  # the last one built (from the last text that parsed)
     model: ir.Model | None = None  # the last error-free one
 
+    @property
+    def stale(self) -> bool:
+        """Whether the index is of older text than the last compile's (a file does not parse)."""
+        return self.index is not None and (
+            self.result is None or self.index.sources != self.result.sources
+        )
+
 
 @dataclass
 class Models:
@@ -61,7 +68,7 @@ class Models:
         model = self.models.setdefault(folder, Model(folder))
         result, stages = analyse_sources(self.sources_of(folder))
         model.result = result
-        index = build_index(stages)
+        index = build_index(stages, result.sources)
         if index is not None:
             model.index = index
         if result.model is not None:

@@ -190,7 +190,8 @@ def on_hover(ls: LoomServer, params: lsp.HoverParams) -> lsp.Hover | None:
     found = ls.symbol_at(params.text_document.uri, params.position)
     if found is None:
         return None
-    text = hover.describe(found[1], model, ls.models.text)
+    index, sym = found
+    text = hover.describe(sym, model, index.sources.get(sym.name_span.file, ""))
     return lsp.Hover(lsp.MarkupContent(lsp.MarkupKind.Markdown, text))
 
 
@@ -252,10 +253,19 @@ def rename(ls: LoomServer, params: lsp.RenameParams) -> lsp.WorkspaceEdit | None
             )
         )
         return None
+    _, model = ls.model_at(params.text_document.uri)
+    if model.stale:
+        ls.window_show_message(
+            lsp.ShowMessageParams(
+                lsp.MessageType.Error,
+                "a file of the model does not parse: fix its syntax error, then rename",
+            )
+        )
+        return None
     found = ls.symbol_at(params.text_document.uri, params.position)
     if found is None:
         return None
-    return symbols.rename(found[0], found[1], params.new_name, ls.models.text)
+    return symbols.rename(found[0], found[1], params.new_name)
 
 
 @server.feature(

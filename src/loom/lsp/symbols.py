@@ -8,7 +8,6 @@ asks, so the next `loom migrate new` moves the data instead of dropping it.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from lsprotocol import types as lsp
 
@@ -105,16 +104,14 @@ def is_name(text: str) -> bool:
     return bool(_NAME.match(text))
 
 
-def rename(
-    index: Index, sym: Symbol, new_name: str, text_of: Callable[[str], str]
-) -> lsp.WorkspaceEdit:
+def rename(index: Index, sym: Symbol, new_name: str) -> lsp.WorkspaceEdit:
     edits: dict[str, list[lsp.TextEdit]] = {}
     for span in index.uses(sym):
         edits.setdefault(uri_of(span.file), []).append(lsp.TextEdit(to_range(span), new_name))
-    kept = _keep_data(sym, text_of)
+    kept = _keep_data(sym, index.sources)
     if kept is not None:
         file, offset = kept
-        at = position_at(text_of(file), offset)
+        at = position_at(index.sources[file], offset)
         edits.setdefault(uri_of(file), []).append(
             lsp.TextEdit(lsp.Range(at, at), f" renamed from {sym.name}")
         )
@@ -125,7 +122,7 @@ _TERMINAL = re.compile(r"\s*terminal(?![A-Za-z0-9_])")
 _MODIFIERS = re.compile(r"(\s*(?:immutable|readOnly)(?![A-Za-z0-9_]))*")
 
 
-def _keep_data(sym: Symbol, text_of: Callable[[str], str]) -> tuple[str, int] | None:
+def _keep_data(sym: Symbol, sources: dict[str, str]) -> tuple[str, int] | None:
     """Where `renamed from OLD` goes for a rename that must keep the data (None: it need not,
     or the declaration says it already)."""
     node = sym.node
@@ -137,7 +134,7 @@ def _keep_data(sym: Symbol, text_of: Callable[[str], str]) -> tuple[str, int] | 
         if at in node.renamed_from:
             return None
         file = sym.name_span.file
-        found = _TERMINAL.match(text_of(file), sym.name_span.end)
+        found = _TERMINAL.match(sources[file], sym.name_span.end)
         return file, found.end() if found else sym.name_span.end
     if isinstance(node, ast.Field) and sym.kind == "field" and _persisted(sym):
         if node.renamed_from is not None:
@@ -145,7 +142,7 @@ def _keep_data(sym: Symbol, text_of: Callable[[str], str]) -> tuple[str, int] | 
         # `name: T [immutable] [readOnly] renamed from OLD [= default]`
         file = sym.name_span.file
         end = node.type.span.end
-        found = _MODIFIERS.match(text_of(file), end)
+        found = _MODIFIERS.match(sources[file], end)
         return file, found.end() if found else end
     return None
 
