@@ -148,14 +148,16 @@ async def test_document_and_workspace_symbols(editor: Editor) -> None:
     ]
 
 
+async def _rename(editor: Editor, at: lsp.Position, new_name: str) -> lsp.WorkspaceEdit | None:
+    return await editor.client.text_document_rename_async(
+        lsp.RenameParams(text_document=editor.doc("orders.loom"), position=at, new_name=new_name)
+    )
+
+
 async def test_rename_across_files_keeps_the_event_s_data(editor: Editor) -> None:
     editor.open("orders.loom")
-    got = await editor.client.text_document_rename_async(
-        lsp.RenameParams(
-            text_document=editor.doc("orders.loom"),
-            position=editor.at("orders.loom", "event OrderPlaced", offset=8),
-            new_name="OrderConfirmed",
-        )
+    got = await _rename(
+        editor, editor.at("orders.loom", "event OrderPlaced", offset=8), "OrderConfirmed"
     )
     assert got is not None and got.changes is not None
     orders = _apply(_text(editor, "orders.loom"), list(got.changes[editor.uri("orders.loom")]))
@@ -171,13 +173,7 @@ async def test_rename_across_files_keeps_the_event_s_data(editor: Editor) -> Non
 
 async def test_rename_of_a_field_adds_renamed_from_and_renames_its_uses(editor: Editor) -> None:
     editor.open("orders.loom")
-    got = await editor.client.text_document_rename_async(
-        lsp.RenameParams(
-            text_document=editor.doc("orders.loom"),
-            position=editor.at("orders.loom", "total: total", offset=9),
-            new_name="amount",
-        )
-    )
+    got = await _rename(editor, editor.at("orders.loom", "total: total", offset=9), "amount")
     assert got is not None and got.changes is not None
     orders = _apply(_text(editor, "orders.loom"), list(got.changes[editor.uri("orders.loom")]))
     assert "    amount: int renamed from total\n" in orders
@@ -188,13 +184,7 @@ async def test_rename_of_a_field_adds_renamed_from_and_renames_its_uses(editor: 
 
 async def test_rename_of_an_enum_member_keeps_the_stored_values(editor: Editor) -> None:
     editor.open("orders.loom")
-    got = await editor.client.text_document_rename_async(
-        lsp.RenameParams(
-            text_document=editor.doc("orders.loom"),
-            position=editor.at("orders.loom", "Placed terminal"),
-            new_name="Confirmed",
-        )
-    )
+    got = await _rename(editor, editor.at("orders.loom", "Placed terminal"), "Confirmed")
     assert got is not None and got.changes is not None
     orders = _apply(_text(editor, "orders.loom"), list(got.changes[editor.uri("orders.loom")]))
     assert "Confirmed terminal renamed from Placed," in orders
@@ -205,13 +195,7 @@ async def test_rename_of_an_enum_member_keeps_the_stored_values(editor: Editor) 
 
 async def test_a_rename_to_no_name_is_refused_with_a_message(editor: Editor) -> None:
     editor.open("orders.loom")
-    got = await editor.client.text_document_rename_async(
-        lsp.RenameParams(
-            text_document=editor.doc("orders.loom"),
-            position=editor.at("orders.loom", "Placed terminal"),
-            new_name="two words",
-        )
-    )
+    got = await _rename(editor, editor.at("orders.loom", "Placed terminal"), "two words")
     assert got is None
     assert [m.message for m in editor.client.messages] == [
         "`two words` is not a Loom name: a letter or `_`, then letters, digits or `_`"
@@ -229,13 +213,7 @@ async def test_while_a_file_does_not_parse(editor: Editor) -> None:
     assert d.code == "loom.syntax-error"
     shown = await _hover(editor, "orders.loom", editor.at("orders.loom", "total: int"))
     assert "total: int" in shown
-    got = await editor.client.text_document_rename_async(
-        lsp.RenameParams(
-            text_document=editor.doc("orders.loom"),
-            position=editor.at("orders.loom", "total: int"),
-            new_name="amount",
-        )
-    )
+    got = await _rename(editor, editor.at("orders.loom", "total: int"), "amount")
     assert got is None
     assert [m.message for m in editor.client.messages] == [
         "a file of the model does not parse: fix its syntax error, then rename"
