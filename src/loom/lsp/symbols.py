@@ -35,6 +35,12 @@ _KIND = {
     "handler": lsp.SymbolKind.Function,
     "projection": lsp.SymbolKind.Class,
     "channel": lsp.SymbolKind.Interface,
+    "criterion": lsp.SymbolKind.Function,
+    "retrieval": lsp.SymbolKind.Function,
+    "domain service": lsp.SymbolKind.Class,
+    "resource": lsp.SymbolKind.Interface,
+    "timer": lsp.SymbolKind.Function,
+    "timeout": lsp.SymbolKind.Function,
     "deployable": lsp.SymbolKind.Module,
     "channel source": lsp.SymbolKind.Module,
 }
