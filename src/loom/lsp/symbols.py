@@ -1,7 +1,7 @@
 """Symbols: a file's outline, the workspace's symbols, and rename across a model's files.
 
-A rename of what the database or the event store keeps under its name (an aggregate, its fields,
-an enum's members, an event and its fields) also writes `renamed from OLD` on the declaration, as docs/migrations.md
+A rename of what the database or the event store keeps under its name (an aggregate, an enum's
+members, an event, the fields of these and of workflows' state and projections) also writes `renamed from OLD` on the declaration, as docs/migrations.md
 asks, so the next `loom migrate new` moves the data instead of dropping it.
 """
 
@@ -154,6 +154,9 @@ def _keep_data(sym: Symbol, sources: dict[str, str]) -> tuple[str, int] | None:
 
 
 def _persisted(sym: Symbol) -> bool:
-    """An aggregate's field (a column) or an event's (in stored events); not a workflow's state,
-    a projection's or a value object's: their renames are not migrated field by field."""
-    return sym.parent is not None and sym.parent.kind in ("aggregate", "event")
+    """A field kept under its name: a column of an aggregate's, a workflow instance's or a
+    projection's table, or a field of stored events (not a value object's: it is stored inside
+    the fields that hold it, under theirs)."""
+    return sym.parent is not None and sym.parent.kind in (
+        "aggregate", "event", "workflow", "projection",
+    )  # fmt: skip
