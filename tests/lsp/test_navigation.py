@@ -150,3 +150,46 @@ async def test_an_incremental_edit_is_applied_to_the_open_text(editor: Editor) -
     )
     (d,) = await editor.diagnostics("orders.loom", check=bool)
     assert d.message.startswith("unknown name `sum`")
+
+
+def _utf16(text: str, needle: str) -> lsp.Position:
+    """Where `needle` starts, in UTF-16 code units (the protocol's default)."""
+    i = text.index(needle)
+    line_start = text.rfind("\n", 0, i) + 1
+    units = len(text[line_start:i].encode("utf-16-le")) // 2
+    return lsp.Position(line=text.count("\n", 0, i), character=units)
+
+
+async def test_columns_are_the_client_s_after_a_character_outside_ascii(editor: Editor) -> None:
+    # the emoji is one character to the compiler and two UTF-16 units to the client
+    text = (
+        (editor.folder / "orders.loom")
+        .read_text()
+        .replace(
+            "      status := OrderStatus.Cancelled",
+            '      precondition customer != "🙂" status := OrderStatus.Canceled',
+        )
+    )
+    editor.open("orders.loom", text)
+    (d,) = await editor.diagnostics("orders.loom", check=bool)
+    assert d.code == "loom.unknown-enum-member"
+    assert d.range.start == _utf16(text, "Canceled")
+    fixed = text.replace("Canceled", "Cancelled")
+    editor.change("orders.loom", fixed, 2)
+    assert await editor.diagnostics("orders.loom", check=lambda ds: not ds) == []
+    got = await editor.client.text_document_definition_async(
+        lsp.DefinitionParams(
+            text_document=editor.doc("orders.loom"), position=_utf16(fixed, "Cancelled\n")
+        )
+    )
+    assert isinstance(got, list)
+    assert [loc.range.start for loc in got] == [_utf16(fixed, "Cancelled terminal")]
+    refs = await editor.client.text_document_references_async(
+        lsp.ReferenceParams(
+            text_document=editor.doc("orders.loom"),
+            position=_utf16(fixed, "Cancelled terminal"),
+            context=lsp.ReferenceContext(include_declaration=False),
+        )
+    )
+    assert refs is not None
+    assert [loc.range.start for loc in refs] == [_utf16(fixed, "Cancelled\n")]

@@ -9,7 +9,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
+import attrs
 from lsprotocol import types as lsp
 
 from loom.lsp.convert import offset_of, position_at
@@ -20,18 +22,25 @@ _SCALE = re.compile(r"`decimal\((\d+), (\d+)\)`")
 
 
 def quick_fixes(
-    model: Model, path: str, text: str, params: lsp.CodeActionParams
+    model: Model,
+    path: str,
+    text: str,
+    params: lsp.CodeActionParams,
+    chars: Callable[[str, lsp.Range], lsp.Range],
 ) -> list[lsp.CodeAction]:
+    """`chars`: a client's range in characters (its diagnostics come back in its units)."""
     out: list[lsp.CodeAction] = []
+    uri = params.text_document.uri
     for d in params.context.diagnostics:
         edit: lsp.TextEdit | None = None
         title = ""
+        here = attrs.evolve(d, range=chars(uri, d.range))
         if d.code == "loom.emit-fields":
-            edit, title = _add_emit_fields(text, d)
+            edit, title = _add_emit_fields(text, here)
         elif d.code == "loom.operation-bypasses-workflow":
-            edit, title = _make_internal(text, d)
+            edit, title = _make_internal(text, here)
         elif d.code == "loom.unrounded-division":
-            edit, title = _round(text, d)
+            edit, title = _round(text, here)
         if edit is not None:
             out.append(
                 lsp.CodeAction(

@@ -14,6 +14,7 @@ import traceback
 from collections.abc import Callable
 from typing import TypeVar
 
+import attrs
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 
@@ -21,6 +22,7 @@ from loom.lsp import actions, completion, hover, symbols
 from loom.lsp.convert import one_based, path_of, to_diagnostic, to_location, uri_of
 from loom.lsp.index import Index, Symbol
 from loom.lsp.models import Model, Models
+from loom.lsp.positions import Columns
 
 DEBOUNCE = 0.15  # seconds after the last change before the model is compiled again
 
@@ -48,12 +50,16 @@ class LoomServer(LanguageServer):
         by_file: dict[str, list[lsp.Diagnostic]] = {p: [] for p in self.models.files_of(folder)}
         for d in model.result.diagnostics:
             by_file.setdefault(d.span.file, []).append(to_diagnostic(d))
+        columns = self.columns
         for path, diagnostics in by_file.items():
             if self.published.get(path) == diagnostics:
                 continue
             self.published[path] = diagnostics
+            uri = uri_of(path)
             self.text_document_publish_diagnostics(
-                lsp.PublishDiagnosticsParams(uri=uri_of(path), diagnostics=diagnostics)
+                lsp.PublishDiagnosticsParams(
+                    uri=uri, diagnostics=columns.outgoing(diagnostics, uri)
+                )
             )
         return model
 
@@ -81,6 +87,12 @@ class LoomServer(LanguageServer):
             lsp.LogMessageParams(
                 lsp.MessageType.Error, f"loom lsp: {what} failed\n{traceback.format_exc()}"
             )
+        )
+
+    @property
+    def columns(self) -> Columns:
+        return Columns(
+            self.workspace.position_encoding or lsp.PositionEncodingKind.Utf16, self.models.text
         )
 
     def model_at(self, uri: str) -> tuple[str, Model]:
@@ -114,12 +126,18 @@ server = LoomServer()
 def answering(
     handler: Callable[[LoomServer, _P], _R | None],
 ) -> Callable[[LoomServer, _P], _R | None]:
-    """A handler that fails answers nothing and logs why: no input may crash the server, and an
+    """A handler with its positions in characters (`positions.Columns` converts at the edge),
+    which, when it fails, answers nothing and logs why: no input may crash the server, and an
     editor shows nothing rather than an error for one request."""
 
     def run(ls: LoomServer, params: _P) -> _R | None:
         try:
-            return handler(ls, params)
+            uri: str = getattr(getattr(params, "text_document", None), "uri", "")
+            position = getattr(params, "position", None)
+            if isinstance(position, lsp.Position):
+                params = attrs.evolve(params, position=ls.columns.incoming(uri, position))  # type: ignore[misc]  # every request with a position is an attrs class
+            answer: _R | None = ls.columns.outgoing(handler(ls, params), uri)
+            return answer
         except Exception:  # noqa: BLE001 - the boundary: one bad request, not a dead server
             ls.log_failure(handler.__name__)
             return None
@@ -275,7 +293,7 @@ def rename(ls: LoomServer, params: lsp.RenameParams) -> lsp.WorkspaceEdit | None
 @answering
 def code_actions(ls: LoomServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction] | None:
     path, model = ls.model_at(params.text_document.uri)
-    return actions.quick_fixes(model, path, ls.models.text(path), params)
+    return actions.quick_fixes(model, path, ls.models.text(path), params, ls.columns.incoming_range)
 
 
 def serve() -> None:
