@@ -29,8 +29,8 @@ def uri_of(path: str) -> str:
 
 
 def to_range(span: Span) -> lsp.Range:
-    # Spans are 1-based with an exclusive end column; LSP positions are 0-based. Columns count
-    # characters, which LSP's UTF-16 units equal outside the astral planes (Loom names are ASCII).
+    # Spans are 1-based with an exclusive end column; LSP positions are 0-based. Both count
+    # characters here: positions.Columns turns them into the client's units.
     return lsp.Range(
         lsp.Position(max(span.line - 1, 0), max(span.column - 1, 0)),
         lsp.Position(max(span.end_line - 1, 0), max(span.end_column - 1, 0)),
