@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,19 +51,23 @@ class Editor:
         )
 
     async def diagnostics(
-        self, name: str, check: object = None, *, timeout: float = 10
-    ) -> Sequence[lsp.Diagnostic]:
+        self,
+        name: str,
+        check: Callable[[Sequence[lsp.Diagnostic]], bool] | None = None,
+        *,
+        timeout: float = 10,
+    ) -> list[lsp.Diagnostic]:
         """The file's diagnostics once published (and, given `check`, once they satisfy it)."""
         uri = self.uri(name)
 
-        def ready() -> Sequence[lsp.Diagnostic] | None:
+        def ready() -> tuple[Sequence[lsp.Diagnostic]] | None:
             found = self.client.diagnostics.get(uri)
-            if found is None or (callable(check) and not check(found)):
+            if found is None or (check is not None and not check(found)):
                 return None
-            return found or [lsp.Diagnostic(lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)), "")]
+            return (found,)  # truthy even when there are none
 
-        got = await until(ready, timeout=timeout, what=f"diagnostics of {name}", interval=0.01)
-        return [d for d in got if d.message]
+        (got,) = await until(ready, timeout=timeout, what=f"diagnostics of {name}", interval=0.01)
+        return list(got)
 
     def at(self, name: str, needle: str, nth: int = 0, offset: int = 0) -> lsp.Position:
         """The position of the `nth` occurrence of `needle` in the file (plus `offset` chars)."""
