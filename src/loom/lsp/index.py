@@ -3,8 +3,8 @@ refers to one, built from what the compiler's passes made (`loom.lang.compiler.S
 
 A declaration is known by the span of its name (its first part's, for a context written in several
 files). References come from the compiler, never re-resolved here: the checker's
-`Facts.references` (names in bodies), `Facts.types` (written types) and the names pass's tables
-(a repository's aggregate, a criterion's, a channel's events, a deployable's contexts).
+`Facts.references` (names in bodies and settings), `Facts.types` (written types) and the names
+pass's `repo_for` (a repository's aggregate).
 """
 
 from __future__ import annotations
@@ -197,27 +197,17 @@ class _References:
         for f in self.index.files:
             for ctx in f.contexts:
                 syms = self.program.contexts.get(ctx.name)
-                if syms is not None:
-                    for d in ctx.decls:
-                        self.decl(syms, d)
-            for dep in f.deployables:
-                for setting in dep.settings:
-                    self.settings_names(setting, None)
-            for source in f.channel_sources:
-                for setting in source.settings:
-                    self.settings_names(setting, None)
-
-    def context_span(self, name: str) -> Span | None:
-        syms = self.program.contexts.get(name)
-        return syms.span if syms is not None else None
+                for d in ctx.decls:
+                    if syms is not None and isinstance(d, ast.Repository):
+                        self.repository(syms, d)
 
     def type_ref(self, t: ast.TypeRef, ty: object) -> None:
         while isinstance(ty, (ir.ListType, ir.OptionalType)):
             ty = ty.element if isinstance(ty, ir.ListType) else ty.inner
-        if t.qualifier is not None and t.qualifier_span is not None:
-            ctx_span = self.context_span(t.qualifier)
-            if ctx_span is not None:
-                self.occur(t.qualifier_span, ctx_span)
+        home_name = getattr(ty, "context", None)
+        if t.qualifier_span is not None and home_name is not None and home_name == t.qualifier:
+            # `Orders.OrderPlaced` resolved to an event of `Orders`: the qualifier names it
+            self.occur(t.qualifier_span, self.program.contexts[home_name].span)
         target: ast.Decl | None = None
         if isinstance(ty, ir.IdType):
             home = self.program.contexts.get(ty.context)
@@ -235,48 +225,8 @@ class _References:
         if target is not None:
             self.occur(t.name_span, target.name_span)
 
-    def decl(self, syms: ContextSymbols, d: ast.Decl) -> None:
-        if isinstance(d, (ast.Repository, ast.Criterion, ast.Retrieval)):
-            agg = syms.aggregates.get(d.aggregate)
-            if agg is not None:
-                self.occur(d.aggregate_span, agg.name_span)
-        if isinstance(d, ast.Repository):
-            for name, span in d.filters:
-                crit = syms.criteria.get(name)
-                if crit is not None:
-                    self.occur(span, crit.name_span)
-        elif isinstance(d, (ast.Channel, ast.Resource)):
-            for setting in d.settings:
-                self.settings_names(setting, syms)
-
-    def settings_names(self, setting: ast.ChannelSetting, syms: ContextSymbols | None) -> None:
-        """The names a setting lists: a channel's events, a deployable's or a resource's
-        contexts, a channel's source."""
-        if not isinstance(setting.value, list):
-            return
-        for qualifier, name, span in setting.value:
-            target: Span | None = None
-            if setting.key in ("contexts", "context"):
-                target = self.context_span(name)
-            elif setting.key == "source":
-                source = self.program.channel_sources.get(name)
-                target = source.name_span if source is not None else None
-            elif setting.key == "carries":
-                home = self.program.contexts.get(qualifier) if qualifier else syms
-                event = home.events.get(name) if home is not None else None
-                target = event.name_span if event is not None else None
-            if target is not None:
-                self.occur(_tail(span, len(name)), target)
-
-
-def _tail(span: Span, length: int) -> Span:
-    """The last `length` characters of a one-line span: the name of `Ctx.Name`."""
-    return Span(
-        span.file,
-        span.end_line,
-        span.end_column - length,
-        span.end_line,
-        span.end_column,
-        span.end - length,
-        span.end,
-    )
+    def repository(self, syms: ContextSymbols, repo: ast.Repository) -> None:
+        """`repository Orders for Order`: the names pass's `repo_for` says which it is for."""
+        agg = syms.aggregates.get(repo.aggregate)
+        if agg is not None and syms.repo_for.get(repo.aggregate) is repo:
+            self.occur(repo.aggregate_span, agg.name_span)

@@ -108,6 +108,7 @@ def _resource(ck: Checker, ctx: ContextSymbols, res: ast.Resource) -> ResourceFa
             )
         else:
             target = named[0]
+            ck.refer(named[1], ck.prog.contexts[target].span)
     timeout = _ranged(
         ck, what, seen.get("timeout"), resources.DEFAULT_TIMEOUT_MS, resources.TIMEOUT_RANGE_MS
     )
