@@ -175,8 +175,8 @@ class ResourceFact:
 
 @dataclass(frozen=True, slots=True)
 class Reference:
-    """A name as written in a body (`span`) and the name of the declaration it resolved to
-    (`target`, that declaration's name span): what an editor's go-to-definition follows."""
+    """A name as written (`span`) and the name of the declaration it resolved to (`target`, that
+    declaration's name span): what an editor's go-to-definition follows (loom.lsp)."""
 
     span: Span
     target: Span
@@ -201,6 +201,8 @@ class Facts:
     projection_keys: dict[ast.Projection, str] = field(default_factory=dict)
     # the parameters of a domain-service method that it calls operations on, in order
     service_mutates: dict[ast.ServiceMethod, tuple[str, ...]] = field(default_factory=dict)
-    # the names of bodies resolved to declarations (fields, enum members, events, operations,
-    # receivers); the names of types are in `types`
+    # the names resolved to declarations, in bodies (fields, enum members, events, operations,
+    # receivers, state, timeouts) and elsewhere (a criterion's aggregate, a repository's filters,
+    # a channel's events and source, the contexts a deployable or a resource names); the names of
+    # types are in `types`, a repository's aggregate in the names pass's `repo_for`
     references: list[Reference] = field(default_factory=list)
