@@ -41,7 +41,10 @@ class Models:
 
     def files_of(self, folder: str) -> list[str]:
         on_disk = [str(p) for p in Path(folder).glob("*.loom") if p.is_file()]
-        open_here = [p for p in self.buffers if str(Path(p).parent) == folder]
+        # an open `.loom` file not saved yet is part of its folder's model already
+        open_here = [
+            p for p in self.buffers if str(Path(p).parent) == folder and p.endswith(".loom")
+        ]
         return sorted(set(on_disk) | set(open_here))
 
     def sources_of(self, folder: str) -> dict[str, str]:
