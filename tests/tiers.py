@@ -32,6 +32,7 @@ SUBPROCESS = (
     "tests/e2e/test_pool_settings.py::test_loom_run_refuses_a_bad_pool_setting",
     "tests/e2e/test_startup_refusal.py",  # uvicorn on the generated app
     "tests/migrate/test_concurrent_apply.py",  # several `loom migrate` at once
+    "tests/lsp/",  # `loom lsp` as the child process of a pytest-lsp client
 )
 # the helpers that start `loom run` or a broker server: a test calling one, directly, through a
 # helper function of its module or through a fixture, is in that tier
@@ -43,6 +44,8 @@ BROKER_STARTERS = {("tests.brokers", "running_nats"), ("tests.brokers", "running
 # Node ids (a file, or a file::test without parameters) measured over ~2 s. An entry naming a test
 # its module no longer defines fails the collection, so the list cannot rot.
 SLOW: tuple[str, ...] = (
+    # 200 fuzz edits replayed through a running `loom lsp`, four requests after each
+    "tests/lsp/test_fuzz.py::test_the_server_answers_after_every_edit",
     # two runs of 2,000 requests against PostgreSQL, counting the pool's new connections
     "tests/e2e/test_pool_settings.py::test_a_steady_load_opens_no_connection_per_request",
     # mypy --strict or ruff over generated code

@@ -64,6 +64,10 @@ COMMANDS = {
         "Draw a view of the model: its context map, its event flow, its state machines or its "
         "deployables, in Mermaid, DOT or SVG (docs/diagrams.md).",
     ),
+    "lsp": (
+        "loom.cli.lsp:lsp",
+        "Serve the Language Server Protocol over stdio, for editors (docs/editors.md).",
+    ),
     "timers": (
         "loom.cli.timers:timers",
         "List the pending timeouts and context timers of a service, and fire one now "

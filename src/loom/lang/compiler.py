@@ -15,13 +15,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from loom.lang.check import check
+from loom.lang.check import Facts, check
 from loom.lang.check.atomicity import check_atomicity
 from loom.lang.diagnostics import Diagnostic, Sink, Span
 from loom.lang.flow import check_flow
 from loom.lang.lower import lower
-from loom.lang.names import resolve
-from loom.lang.syntax import parse
+from loom.lang.names import Program, resolve
+from loom.lang.syntax import ast, parse
 from loom.model import ir
 
 
@@ -34,6 +34,16 @@ class CompileResult:
     @property
     def ok(self) -> bool:
         return not any(d.severity == "error" for d in self.diagnostics)
+
+
+@dataclass
+class Stages:
+    """What each pass made, as far as the compile got: an editor reads declarations, references
+    and types from these (loom.lsp); `loom check` needs only the `CompileResult`."""
+
+    files: list[ast.File] = field(default_factory=list)
+    program: Program | None = None
+    facts: Facts | None = None
 
 
 def compile_files(paths: Sequence[str | Path]) -> CompileResult:
@@ -60,10 +70,16 @@ def compile_sources(sources: Mapping[str, str]) -> CompileResult:
     return _compile(dict(sources), Sink())
 
 
-def _compile(sources: dict[str, str], sink: Sink) -> CompileResult:
+def analyse_sources(sources: Mapping[str, str]) -> tuple[CompileResult, Stages]:
+    """Compile in-memory texts as one model, keeping what each pass made."""
+    stages = Stages()
+    return _compile(dict(sources), Sink(), stages), stages
+
+
+def _compile(sources: dict[str, str], sink: Sink, stages: Stages | None = None) -> CompileResult:
     model: ir.Model | None = None
     try:
-        model = _run(sources, sink)
+        model = _run(sources, sink, stages if stages is not None else Stages())
     except Exception as exc:  # noqa: BLE001 - the boundary: report, never crash
         if _is_recursion(exc):
             # Not a bug: the tree walkers recurse once per nesting level, and Python's stack is
@@ -84,14 +100,15 @@ def _compile(sources: dict[str, str], sink: Sink) -> CompileResult:
     return CompileResult(model, diagnostics, sources)
 
 
-def _run(sources: dict[str, str], sink: Sink) -> ir.Model | None:
+def _run(sources: dict[str, str], sink: Sink, stages: Stages) -> ir.Model | None:
     syntax = parse(sources, sink)
+    stages.files = syntax.files
     if sink.has_errors:
         # A file that did not parse is missing declarations the others may use; checking the rest
         # would mostly report names that are only "unknown" because of the syntax error.
         return None
-    prog = resolve(syntax, sink)
-    facts = check(prog, sources, sink)
+    prog = stages.program = resolve(syntax, sink)
+    facts = stages.facts = check(prog, sources, sink)
     if sink.has_errors:
         return None
     model = lower(prog, facts, sources)

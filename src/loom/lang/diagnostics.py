@@ -25,6 +25,18 @@ class Span:
     start: int = 0
     end: int = 0
 
+    def tail(self, length: int) -> Span:
+        """The last `length` characters of the span (its last line's): `E` of `Ctx.E`."""
+        return Span(
+            self.file,
+            self.end_line,
+            self.end_column - length,
+            self.end_line,
+            self.end_column,
+            self.end - length,
+            self.end,
+        )
+
 
 def _span_init() -> Callable[..., None]:
     """`Span.__init__`, the same parameters setting the same fields. The parser makes one Span per

@@ -108,6 +108,7 @@ def _resource(ck: Checker, ctx: ContextSymbols, res: ast.Resource) -> ResourceFa
             )
         else:
             target = named[0]
+            ck.refer(named[1], ck.prog.contexts[target].span)
     timeout = _ranged(
         ck, what, seen.get("timeout"), resources.DEFAULT_TIMEOUT_MS, resources.TIMEOUT_RANGE_MS
     )
@@ -197,6 +198,7 @@ def api_call(
         )
         args_only(ck, call, scope)
         return None
+    ck.refer(mspan, h.name_span)
     label = f"`{res.name}.{method}`"
     result = _signature_type(ck, target, h.result) if h.result is not None else ir.VOID
     refused = False

@@ -257,6 +257,7 @@ def _readonly_help(b: Binding) -> str:
 def _state_write(ck: Checker, stmt: ast.Assign, target: ast.Name, scope: Scope) -> None:
     wf = scope.wf
     assert wf is not None
+    ck.refer_state(target, scope)
     ft = scope.state[target.name]
     if wf.event_sourced and scope.body != "apply":
         ck.report(

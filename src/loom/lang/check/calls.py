@@ -70,6 +70,9 @@ def classify(ck: Checker, call: ast.Call, scope: Scope, position: str, name: str
         )
         args_only(ck, call, scope)
         return None
+    receiver = ctx.names.get(r)
+    if r not in scope.names and receiver is not None:
+        ck.refer(recv.span, receiver.name_span)
     if r in scope.names:
         return local_call(ck, call, scope, position, scope.names[r], method, mspan)
     if r in ctx.repositories:
@@ -205,6 +208,7 @@ def local_call(
     fns = {f.name: f for f in agg.functions}
     if method in fns and method not in ops:
         f = fns[method]
+        ck.refer(mspan, f.name_span)
         args = ck.check_args(call, scope, f.params, f"function `{agg.name}.{method}`", f.name_span)
         value = ir.FunctionCall(
             method,
@@ -235,6 +239,7 @@ def local_call(
         args_only(ck, call, scope)
         return None
     op = ops[method]
+    ck.refer(mspan, op.name_span)
     args = ck.check_args(call, scope, op.params, f"operation `{agg.name}.{method}`", op.name_span)
     if op.private:
         ck.report(
@@ -316,6 +321,7 @@ def service_call(
         )
         args_only(ck, call, scope)
         return None
+    ck.refer(mspan, m.name_span)
     args = ck.check_args(call, scope, m.params, f"`{svc.name}.{method}`", m.name_span)
     mut = mutated_params(ck, scope, m)
     text = ck.text(call.span)

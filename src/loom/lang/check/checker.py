@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 from loom.lang.check import scales
-from loom.lang.check.facts import Facts
+from loom.lang.check.facts import Facts, Reference
 from loom.lang.check.scope import Binding, Scope
 from loom.lang.diagnostics import Sink, Span
 from loom.lang.names.symbols import ContextSymbols, Program
@@ -43,6 +43,17 @@ class Checker(ABC):
 
     def poison(self, e: ast.Expr) -> ir.Expr:
         return ir.Literal_(None, ERROR, self.text(e.span))  # type: ignore[arg-type]  # ERROR is no ir.Type: it never reaches lowering
+
+    def refer(self, span: Span, target: Span) -> None:
+        """`span` names the declaration whose name is at `target`."""
+        self.facts.references.append(Reference(span, target))
+
+    def refer_state(self, name: ast.Name, scope: Scope) -> None:
+        """`name` reads or writes a state field of the scope's workflow."""
+        wf = scope.wf
+        declared = next((f for f in wf.state if f.name == name.name), None) if wf else None
+        if declared is not None:
+            self.refer(name.span, declared.name_span)
 
     def type_of(self, t: ast.TypeRef) -> AnyType:
         return self.facts.types.get(t, ERROR)

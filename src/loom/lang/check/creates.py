@@ -100,6 +100,7 @@ def create_args(
             ok = False
             ck.expr(arg.value, scope)
             continue
+        ck.refer(arg.name_span, f.name_span)
         pairs.append((f, arg))
     given: dict[str, ir.Expr] = {}
     for f, arg in pairs:

@@ -230,6 +230,7 @@ def _criterion(ck: Checker, ctx: ContextSymbols, c: ast.Criterion) -> None:
             help=did_you_mean(c.aggregate, ctx.aggregates),
         )
         return
+    ck.refer(c.aggregate_span, agg.name_span)
     scope = Scope(ctx, agg, "criterion")
     for p in c.params:
         scope.names.setdefault(p.name, Binding(p.name, ck.type_of(p.type), p.name_span, "param"))
@@ -312,6 +313,7 @@ def _retrieval(ck: Checker, ctx: ContextSymbols, r: ast.Retrieval) -> None:
             help=did_you_mean(r.aggregate, ctx.aggregates),
         )
         return
+    ck.refer(r.aggregate_span, ctx.aggregates[r.aggregate].name_span)
     scope = Scope(ctx, None, "retrieval")
     for p in r.params:
         scope.names.setdefault(

@@ -26,6 +26,7 @@ def check_emit(ck: Checker, stmt: ast.Emit, scope: Scope) -> None:
         for entry in stmt.fields:
             ck.expr(entry.value, scope)
         return
+    ck.refer(stmt.event_span, ev.name_span)
     decls = {p.name: p for p in ev.fields}
     given: dict[str, ast.Arg] = {}
     args: dict[str, ir.Expr] = {}
@@ -55,6 +56,7 @@ def check_emit(ck: Checker, stmt: ast.Emit, scope: Scope) -> None:
             )
             ck.expr(entry.value, scope)
             continue
+        ck.refer(entry.name_span, p.name_span)
         pt = ck.type_of(p.type)
         x = ck.expr(entry.value, scope, pt)
         ck.mismatch(

@@ -282,6 +282,8 @@ def _carries(
                 or f"declare it: `event {name} {{ … }}`",
             )
             continue
+        # `Ctx.Event`: the name is the span's last characters
+        ck.refer(span.tail(len(name)), owner.events[name].name_span)
         event = ir.EventType(name, owner.name)
         if event in here:
             ck.report(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from loom.lang.check import factories, lists, principal, records, times, workflows
 from loom.lang.check.expr_calls import CallTyping
 from loom.lang.check.scope import Scope
-from loom.lang.diagnostics import did_you_mean
+from loom.lang.diagnostics import Span, did_you_mean
 from loom.lang.names.symbols import kind_of
 from loom.lang.syntax import ast
 from loom.lang.types import (
@@ -52,6 +52,10 @@ def _int_literal(e: ast.Expr) -> ast.Literal | None:
     if isinstance(e, ast.Unary) and e.op == "-":
         e = e.operand
     return e if isinstance(e, ast.Literal) and e.kind == "int" else None
+
+
+def _member_span(en: ast.Enum, member: str) -> Span:
+    return next(span for name, span in en.members if name == member)
 
 
 class ExpressionChecker(CallTyping):
@@ -251,14 +255,18 @@ class ExpressionChecker(CallTyping):
         members = self.self_members(scope)
         if n in members and scope.reads_fields:
             kind, t, declared = members[n]
+            if kind != "id":  # `id` is implicit: its "declaration" is the aggregate's name
+                self.refer(e.span, declared)
             if factories.member_read(self, scope, n, kind, t, declared, e.span):
                 return self.poison(e)
             return ir.SelfField(n, t, text, kind)  # type: ignore[arg-type]
         enums = scope.ctx.members.get(n, [])
         want = strip_optional(expected) if expected is not None else None
         if isinstance(want, ir.EnumType) and any(en.name == want.name for en in enums):
+            self.refer(e.span, _member_span(scope.ctx.enums[want.name], n))
             return ir.EnumMember(want.name, n, want, text)
         if len(enums) == 1:
+            self.refer(e.span, _member_span(enums[0], n))
             et = ir.EnumType(enums[0].name, scope.ctx.name)
             return ir.EnumMember(enums[0].name, n, et, text)
         if len(enums) > 1:
@@ -314,6 +322,7 @@ class ExpressionChecker(CallTyping):
             and obj.name not in scope.names
         ):
             en = scope.ctx.enums[obj.name]
+            self.refer(obj.span, en.name_span)
             names = [m for m, _ in en.members]
             if e.name not in names:
                 self.report(
@@ -325,6 +334,7 @@ class ExpressionChecker(CallTyping):
                     or f"its members are {', '.join(f'`{m}`' for m in names)}",
                 )
                 return self.poison(e)
+            self.refer(e.name_span, _member_span(en, e.name))
             return ir.EnumMember(en.name, e.name, ir.EnumType(en.name, scope.ctx.name), text)
         x = self.expr(obj, scope)
         t = x.type
@@ -333,7 +343,9 @@ class ExpressionChecker(CallTyping):
         if isinstance(t, ir.AggregateType):
             members = self.fields_of(scope.ctx, t.name)
             if e.name in members:
-                kind, mt, _ = members[e.name]
+                kind, mt, declared = members[e.name]
+                if kind != "id":
+                    self.refer(e.name_span, declared)
                 return ir.Member(x, e.name, mt, text, kind)  # type: ignore[arg-type]
             self.report(
                 "loom.unknown-field",
@@ -348,6 +360,7 @@ class ExpressionChecker(CallTyping):
             # an event of this context or of another one (events are a context's public surface)
             fields = {p.name: p for p in home.events[t.name].fields}
             if e.name in fields:
+                self.refer(e.name_span, fields[e.name].name_span)
                 return ir.Member(x, e.name, self.type_of(fields[e.name].type), text)  # type: ignore[arg-type]
             self.report(
                 "loom.unknown-field",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from loom.lang.diagnostics import Span
 from loom.lang.syntax import ast
 from loom.lang.types import AnyType
 from loom.model import ir
@@ -172,6 +173,15 @@ class ResourceFact:
     retries: int
 
 
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """A name as written (`span`) and the name of the declaration it resolved to (`target`, that
+    declaration's name span): what an editor's go-to-definition follows (loom.lsp)."""
+
+    span: Span
+    target: Span
+
+
 @dataclass
 class Facts:
     types: dict[ast.TypeRef, AnyType] = field(default_factory=dict)
@@ -191,3 +201,8 @@ class Facts:
     projection_keys: dict[ast.Projection, str] = field(default_factory=dict)
     # the parameters of a domain-service method that it calls operations on, in order
     service_mutates: dict[ast.ServiceMethod, tuple[str, ...]] = field(default_factory=dict)
+    # the names resolved to declarations, in bodies (fields, enum members, events, operations,
+    # receivers, state, timeouts) and elsewhere (a criterion's aggregate, a repository's filters,
+    # a channel's events and source, the contexts a deployable or a resource names); the names of
+    # types are in `types`, a repository's aggregate in the names pass's `repo_for`
+    references: list[Reference] = field(default_factory=list)

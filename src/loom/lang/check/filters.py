@@ -39,7 +39,9 @@ def check_repository_filters(ck: Checker, ctx: ContextSymbols, repo: ast.Reposit
                 help=did_you_mean(name, ctx.criteria)
                 or f"declare it: `criterion {name} of {repo.aggregate} = …`",
             )
-        elif crit.aggregate != repo.aggregate or crit.params:
+            continue
+        ck.refer(span, crit.name_span)
+        if crit.aggregate != repo.aggregate or crit.params:
             why = (
                 f"it selects `{crit.aggregate}`, not `{repo.aggregate}`"
                 if crit.aggregate != repo.aggregate

@@ -181,6 +181,7 @@ def _own_operation_call(ck: Checker, stmt: ast.Stmt, scope: Scope) -> bool:
     )
     if op is None:
         return False
+    ck.refer(call.callee.span, op.name_span)
     if op.extern:
         ck.report(
             "loom.invalid-statement",
@@ -222,6 +223,8 @@ def _assign(ck: Checker, stmt: ast.Assign, scope: Scope) -> None:
         (m for m in agg.members if isinstance(m, (ast.Field, ast.Derived)) and m.name == name),
         None,
     )
+    if decl is not None:
+        ck.refer(target.span, decl.name_span)
     if name == "id":
         ck.report(
             "loom.assign-to-readonly",

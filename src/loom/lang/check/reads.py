@@ -247,6 +247,7 @@ def build_read(
             if isinstance(e, ast.Call):
                 args_only(ck, e, scope)
             return None
+        ck.refer(callee.span, target.name_span)
         if isinstance(target, ast.Criterion) and read_rules.refuse_use(
             ck, target, e.span, f"`{r}.{method}`"
         ):
@@ -284,6 +285,7 @@ def build_read(
         )
         args_only(ck, call, scope)
         return None
+    ck.refer(mspan, f.name_span)
     args = ck.check_args(call, scope, f.params, f"find `{r}.{f.name}`", f.name_span)
     if len(args) != len(f.params):
         return None

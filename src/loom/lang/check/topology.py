@@ -61,6 +61,7 @@ def check_deployables(ck: Checker) -> None:
             )
         for name, span in names or []:
             if name in ck.prog.contexts:
+                ck.refer(span, ck.prog.contexts[name].span)
                 _deploy(ck, dep, name, span, mentions)
             else:
                 _unknown_context(ck, dep, name, span)
@@ -213,7 +214,9 @@ def _channel_source(ck: Checker, ctx: ContextSymbols, ch: ast.Channel) -> None:
         )
         return
     name, span = names[0]
-    if name not in ck.prog.channel_sources:
+    if name in ck.prog.channel_sources:
+        ck.refer(span, ck.prog.channel_sources[name].name_span)
+    else:
         declared = ck.prog.channel_sources
         ck.report(
             "loom.unknown-channel-source",

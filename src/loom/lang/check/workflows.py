@@ -146,6 +146,7 @@ def _check_timeouts(
         return  # each statement was already reported as outside a process
     for s in used:
         if s.name in handlers:
+            ck.refer(s.name_span, handlers[s.name].name_span)
             continue
         if isinstance(s, ast.Schedule):
             ck.report(
@@ -315,6 +316,7 @@ def _check_apply(
 
 
 def state_read(ck: Checker, e: ast.Name, scope: Scope, text: str) -> ir.Expr:
+    ck.refer_state(e, scope)
     t = scope.state[e.name]
     if scope.kind == "function":
         ck.report(
