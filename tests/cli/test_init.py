@@ -103,6 +103,8 @@ def test_a_wheel_carries_the_examples_and_init_copies_them_from_it(tmp_path: Pat
     source = tmp_path / "source"
     for name in ("src", "examples"):
         shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns(".*", "*.db"))
+    (source / "docs").mkdir()
+    shutil.copy(ROOT / "docs/diagnostics.md", source / "docs/diagnostics.md")
     for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md"):
         shutil.copy(ROOT / name, source / name)
     code, out = run(
@@ -124,6 +126,16 @@ def test_a_wheel_carries_the_examples_and_init_copies_them_from_it(tmp_path: Pat
     where = [sys.executable, "-c", "import loom.cli.init as i; print(i.examples_folder())"]
     code, out = run(where, tmp_path, env)
     assert code == 0 and out.strip() == str(installed / "loom" / "examples"), out
+    # the diagnostics' page `loom lsp` links to, the wheel's own copy
+    page = installed / "loom" / "docs" / "diagnostics.md"
+    assert page.read_text() == (ROOT / "docs/diagnostics.md").read_text()
+    where = [
+        sys.executable,
+        "-c",
+        "from loom.lsp.convert import DIAGNOSTICS_DOCS; print(DIAGNOSTICS_DOCS)",
+    ]
+    code, out = run(where, tmp_path, env)
+    assert code == 0 and out.strip() == page.as_uri(), out
     code, out = run([*LOOM, "init", "project", "--example", "shop"], tmp_path, env)
     assert code == 0, out
     assert (tmp_path / "project/shop.loom").read_text() == (

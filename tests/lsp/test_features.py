@@ -5,6 +5,7 @@ from __future__ import annotations
 from lsprotocol import types as lsp
 
 from loom.lang import compile_sources
+from loom.lang.format import format_source
 from tests.lsp.conftest import Editor
 
 
@@ -273,3 +274,26 @@ async def test_quick_fix_rounds_a_division(editor: Editor) -> None:
     assert "share := round(amount / n, 2)" in fixed
     editor.change("billing.loom", fixed, 2)
     assert await editor.diagnostics("billing.loom", check=lambda ds: not ds) == []
+
+
+async def test_formatting_is_loom_fmt_s_layout(editor: Editor) -> None:
+    """The whole document, unsaved changes included, in the layout `loom fmt` writes; a text in
+    that layout already needs no edit; a text that does not parse is left alone."""
+    editor.open("orders.loom")
+    original = _text(editor, "orders.loom")
+    messy = original.replace("\n  ", "\n      ", 3).replace(" = ", "   =   ", 2)
+    assert messy != original
+    editor.change("orders.loom", messy, 2)
+    asked = lsp.DocumentFormattingParams(
+        text_document=editor.doc("orders.loom"),
+        options=lsp.FormattingOptions(tab_size=8, insert_spaces=False),
+    )
+    edits = await editor.client.text_document_formatting_async(asked)
+    assert edits
+    formatted = _apply(messy, edits)
+    assert formatted == format_source(original).text == original
+    editor.change("orders.loom", formatted, 3)
+    unchanged = await editor.client.text_document_formatting_async(asked)
+    assert unchanged is not None and not unchanged
+    editor.change("orders.loom", formatted + "\ncontext {", 4)
+    assert await editor.client.text_document_formatting_async(asked) is None

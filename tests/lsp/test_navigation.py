@@ -110,10 +110,10 @@ async def test_references_of_an_event_across_files(editor: Editor) -> None:
     assert got is not None
     where = sorted((loc.uri.rsplit("/", 1)[1], loc.range.start.line) for loc in got)
     assert where == [
-        ("billing.loom", 10),  # create(e: Orders.OrderPlaced)
-        ("orders.loom", 13),  # emit OrderPlaced
-        ("orders.loom", 24),  # the declaration
-        ("orders.loom", 26),  # channel Sales { carries: OrderPlaced }
+        ("billing.loom", 9),  # create(e: Orders.OrderPlaced)
+        ("orders.loom", 12),  # emit OrderPlaced
+        ("orders.loom", 23),  # the declaration
+        ("orders.loom", 25),  # channel Sales { carries: OrderPlaced }
     ]
 
 

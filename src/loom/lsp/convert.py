@@ -12,10 +12,13 @@ from loom.lang.diagnostics import Diagnostic, Span
 
 # Where each diagnostic code's section is: docs/diagnostics.md gives each one an anchor named by the
 # code (`<a id="loom.unknown-name">`), so a code's page is this followed by `#` and the code. The
-# checkout's own copy when Loom runs from one (its docs match its codes), else the published one.
-DIAGNOSTICS_DOCS_URL = "https://github.com/loom-lang/loom/blob/main/docs/diagnostics.md"
+# checkout's own copy when Loom runs from one, else the copy a wheel carries (`loom/docs/`, written
+# by setup.py): either way the page of the Loom that found the diagnostic, readable offline.
 _CHECKOUT_DOCS = Path(__file__).resolve().parents[3] / "docs" / "diagnostics.md"
-DIAGNOSTICS_DOCS = _CHECKOUT_DOCS.as_uri() if _CHECKOUT_DOCS.is_file() else DIAGNOSTICS_DOCS_URL
+_PACKAGED_DOCS = Path(__file__).resolve().parents[1] / "docs" / "diagnostics.md"
+DIAGNOSTICS_DOCS: str | None = next(
+    (p.as_uri() for p in (_CHECKOUT_DOCS, _PACKAGED_DOCS) if p.is_file()), None
+)
 
 
 def path_of(uri: str) -> str:
@@ -73,7 +76,9 @@ def to_diagnostic(d: Diagnostic) -> lsp.Diagnostic:
         message=message,
         severity=_SEVERITY.get(d.severity, lsp.DiagnosticSeverity.Information),
         code=d.code,
-        code_description=lsp.CodeDescription(href=f"{DIAGNOSTICS_DOCS}#{d.code}"),
+        code_description=(
+            lsp.CodeDescription(href=f"{DIAGNOSTICS_DOCS}#{d.code}") if DIAGNOSTICS_DOCS else None
+        ),
         source="loom",
         related_information=[
             lsp.DiagnosticRelatedInformation(to_location(span), label or "related")

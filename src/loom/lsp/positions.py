@@ -73,6 +73,8 @@ class Columns:
             moved = self._range(uri, value)
         elif isinstance(value, lsp.Location):
             moved = self._location(value)
+        elif isinstance(value, lsp.TextEdit):
+            moved = attrs.evolve(value, range=self._range(uri, value.range))
         elif isinstance(value, lsp.WorkspaceEdit):
             moved = self._edits(value)
         elif isinstance(value, lsp.Diagnostic):

@@ -18,8 +18,9 @@ import attrs
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 
+from loom.lang.format import format_source
 from loom.lsp import actions, completion, hover, symbols
-from loom.lsp.convert import one_based, path_of, to_diagnostic, to_location, uri_of
+from loom.lsp.convert import one_based, path_of, position_at, to_diagnostic, to_location, uri_of
 from loom.lsp.index import Index, Symbol
 from loom.lsp.models import Model, Models
 from loom.lsp.positions import Columns
@@ -294,6 +295,27 @@ def rename(ls: LoomServer, params: lsp.RenameParams) -> lsp.WorkspaceEdit | None
 def code_actions(ls: LoomServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction] | None:
     path, model = ls.model_at(params.text_document.uri)
     return actions.quick_fixes(model, path, ls.models.text(path), params, ls.columns.incoming_range)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
+@answering
+def formatting(ls: LoomServer, params: lsp.DocumentFormattingParams) -> list[lsp.TextEdit] | None:
+    """The document in `loom fmt`'s layout (its options are the client's: the layout has none),
+    as one edit of the whole text; none when it is in that layout already."""
+    path = path_of(params.text_document.uri)
+    text = ls.models.text(path)
+    formatted = format_source(text, path)
+    if formatted.text is None:
+        ls.window_show_message(
+            lsp.ShowMessageParams(
+                lsp.MessageType.Error, "the file does not parse: fix its syntax error, then format"
+            )
+        )
+        return None
+    if formatted.text == text:
+        return []
+    whole = lsp.Range(lsp.Position(0, 0), position_at(text, len(text)))
+    return [lsp.TextEdit(range=whole, new_text=formatted.text)]
 
 
 def serve() -> None:
