@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from lsprotocol import types as lsp
 
 from loom.lang import compile_sources
@@ -13,7 +15,7 @@ def _text(editor: Editor, name: str) -> str:
     return (editor.folder / name).read_text()
 
 
-def _apply(text: str, edits: list[lsp.TextEdit]) -> str:
+def _apply(text: str, edits: Sequence[lsp.TextEdit]) -> str:
     """The text with the edits made (LSP's ranges are of the original text)."""
     lines = text.splitlines(keepends=True)
 
