@@ -76,6 +76,7 @@ ON_DEMAND = (
     "loom.runtime.processes",
     "loom.runtime.http.admin",
     "loom.runtime.http.timer_admin",
+    "loom.runtime.http.process_admin",
     "loom.runtime.values.traces",
     "loom.runtime.storage.sqlite_driver",
 )

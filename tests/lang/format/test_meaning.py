@@ -23,7 +23,9 @@ from tests.lang.test_fuzz import mutated
 from tests.property.corpus import DOC_BLOCK
 
 ROOT = Path(__file__).resolve().parents[3]
-FILES = sorted(p for top in ("examples", "tests", "bench") for p in (ROOT / top).rglob("*.loom"))
+FILES = sorted(
+    p for top in ("examples", "tests", "bench") for p in (ROOT / top).rglob("*.loom") if p.is_file()
+)
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 TEXTS = {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8-sig") for p in FILES} | {
     f"{doc.name}#{n}": m["body"]

@@ -516,9 +516,11 @@ def create_app(
 
         app.include_router(admin_router(LoomRoute, get_service))
     if processes:
+        from loom.runtime.http.process_admin import processes_router
         from loom.runtime.http.timer_admin import timers_router
 
         app.include_router(timers_router(LoomRoute, get_service))
+        app.include_router(processes_router(LoomRoute, get_service))
     install_problem_handlers(app)
     app.add_middleware(
         EdgeMiddleware,
