@@ -33,7 +33,9 @@ def loom(module: str, *args: str) -> subprocess.CompletedProcess[str]:
 def folder(tmp_path: Path) -> Path:
     model = tmp_path / "sales"
     model.mkdir()
-    for f in SALES.glob("*.loom"):  # two files: sales.loom and onboarding.loom
+    for f in (
+        p for p in SALES.glob("*.loom") if p.is_file()
+    ):  # two files: sales.loom and onboarding.loom
         shutil.copy(f, model / f.name)
     return model
 

@@ -339,7 +339,7 @@ def test_docs_example_is_what_the_codemod_writes() -> None:
 
 def _all_models() -> list[Path]:
     found = [
-        *(ROOT / "examples").rglob("*.loom"),
+        *(p for p in (ROOT / "examples").rglob("*.loom") if p.is_file()),
         *(ROOT / "tests" / "lang" / "data").rglob("*.loom"),
     ]
     return sorted(p for p in found if p.is_file())  # not a `.loom/` build folder

@@ -52,14 +52,14 @@ def _examples() -> Iterator[Model]:
 
 
 def _singles(folder: Path) -> Iterator[Model]:
-    for path in sorted(folder.glob("*.loom")):
+    for path in sorted(p for p in folder.glob("*.loom") if p.is_file()):
         yield Model(_rel(path), _files([path]))
 
 
 def _lang_models(folder: Path) -> Iterator[Model]:
     yield from _singles(folder)
     for sub in sorted(p for p in folder.iterdir() if p.is_dir()):
-        direct = len(list(sub.glob("*.loom")))
+        direct = len([p for p in sub.glob("*.loom") if p.is_file()])
         if direct == 0 or direct >= COLLECTION_SIZE:
             yield from _lang_models(sub)
         else:
