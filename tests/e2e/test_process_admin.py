@@ -125,6 +125,15 @@ async def test_an_instance_with_its_timeouts(desk: ServiceClient, still: StillCl
     detail = await ok(await desk.get(f"{FOLLOW_UP}/{ticket}"))
     (nudge,) = detail["timeouts"]
     assert nudge["name"] == "nudge" and nudge["status"] == "armed" and nudge["attempts"] == 0
+    # its process's state machine, as `loom diagram --view states` draws it, its state marked
+    machine = detail["machine"]
+    assert machine["current"] == "Desk.FollowUp.running"
+    assert {n["id"]: n["label"] for n in machine["nodes"] if n["shape"] == "round"} == {
+        "Desk.FollowUp.running": "running",
+        "Desk.FollowUp.completed": "completed",
+    }
+    moves = {(e["source"], e["target"], e["label"]) for e in machine["edges"]}
+    assert ("Desk.FollowUp.running", "Desk.FollowUp.completed", "timeout nudge") in moves
     assert nudge["due_at"] == iso(START + timedelta(hours=1))
 
     still.advance(timedelta(hours=2))  # due, and no scheduler runs here to take it
@@ -135,6 +144,7 @@ async def test_an_instance_with_its_timeouts(desk: ServiceClient, still: StillCl
     assert fired["outcome"] == "fired"
     detail = await ok(await desk.get(f"{FOLLOW_UP}/{ticket}"))
     assert detail["state"] == "completed" and detail["timeouts"] == []
+    assert detail["machine"]["current"] == "Desk.FollowUp.completed"
     assert detail["fields"]["nudges"] == 1 and detail["ended_at"] is not None
     done = await ok(await desk.get(FOLLOW_UP, params={"state": "completed"}))
     assert [i["key"] for i in done["items"]] == [ticket]

@@ -66,6 +66,13 @@ def _aggregate_machine(graph: Graph, machine: StateMachine) -> None:
                     graph.edges.append(Edge(f"{name}.{source}", f"{name}.{target}", op.name))
 
 
+def process_machine(ctx: ir.Context, workflow: ir.Workflow) -> Graph:
+    """The state machine of one process workflow, alone (what the operators' console draws)."""
+    graph = Graph("states")
+    _process_machine(graph, ctx, workflow)
+    return graph
+
+
 def _process_machine(graph: Graph, ctx: ir.Context, workflow: ir.Workflow) -> None:
     process = qualified(ctx.name, workflow.name)  # its `loom.process`
     running, completed = f"{process}.running", f"{process}.completed"

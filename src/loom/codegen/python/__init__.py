@@ -1,8 +1,9 @@
 """The Python back end: IR -> a FastAPI + Pydantic 2 + SQLAlchemy 2 (async Core) service package.
 
 `generate(model, package=...)` returns every file of the package as text, keyed by its path relative
-to the package folder: its Python modules, and `asyncapi.json` (the contract of its durable events,
-which `main.py` serves). Pure and deterministic: the same model gives the same bytes. The generated
+to the package folder: its Python modules, `asyncapi.json` (the contract of its durable events,
+which `main.py` serves) and, for a service with processes, `console.json` (their state machines,
+which the admin routes answer). Pure and deterministic: the same model gives the same bytes. The generated
 code imports its siblings relatively and `loom.runtime` absolutely, so it loads under any name.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from loom.codegen.python.asyncapi import asyncapi_document, asyncapi_text
+from loom.codegen.python.console import CONSOLE_FILE, console_document, console_text
 from loom.codegen.python.domain import emit_domain
 from loom.codegen.python.expressions import SIGNATURES, signatures
 from loom.codegen.python.handlers import emit_handlers
@@ -79,6 +81,8 @@ def _generate(info: ModelInfo) -> dict[str, str]:
     held = None if info.subset is None else info.subset.held
     document = asyncapi_document(info.model, held, title=app_title(info))
     files[ASYNCAPI_FILE] = asyncapi_text(document)
+    if any(w.process for c in info.held() for w in c.workflows):
+        files[CONSOLE_FILE] = console_text(console_document(info.model, held))
     return dict(sorted(files.items()))
 
 

@@ -19,8 +19,9 @@ instances only (`tenant=` cannot widen it) and another tenant's key is a 404.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Literal, Protocol
 from uuid import UUID
 
@@ -36,7 +37,7 @@ from loom.runtime.processes.timers import tenant_of_row
 from loom.runtime.storage.mapping import tenant_column, trace_column
 from loom.runtime.storage.work import Units
 from loom.runtime.values import clock
-from loom.runtime.values.errors import InvalidValue, NotFound
+from loom.runtime.values.errors import InvalidValue, NotFound, StartupRefused
 from loom.runtime.values.schemas import Page, PageLimit, PageOffset
 
 State = Literal["running", "completed"]
@@ -83,8 +84,18 @@ class InstanceOut(BaseModel):
     fields: dict[str, Any]
 
 
+class MachineOut(BaseModel):
+    """The process's state machine as the `states` diagram draws it (the generated package's
+    `console.json`), `current` the id of the node of the instance's state."""
+
+    nodes: list[dict[str, str]]
+    edges: list[dict[str, str]]
+    current: str
+
+
 class InstanceDetailOut(InstanceOut):
     timeouts: list[TimeoutOut]
+    machine: MachineOut | None = None  # null: a process the model does not declare
 
 
 class _Source:
@@ -304,9 +315,38 @@ def _confined(tenant: str | None) -> str | None:
     return own if own is not None else tenant
 
 
-def processes_router(route_class: Any, get_service: Callable[..., ProcessAdminHost]) -> APIRouter:
-    """The process instance routes; `get_service` is the app's service dependency."""
+def read_machines(views: Path | None) -> dict[str, Any]:
+    """The processes' state machines of the generated package's `console.json`, by process; a
+    file that cannot be read refuses the start (it is the package's own: a broken build)."""
+    if views is None:
+        return {}
+    try:
+        machines = json.loads(views.read_text(encoding="utf-8"))["processes"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise StartupRefused(f"the service does not start: cannot read {views}: {exc}") from None
+    if not isinstance(machines, dict):
+        raise StartupRefused(f"the service does not start: {views} holds no processes")
+    return machines
+
+
+def _machine(machines: Mapping[str, Any], instance: InstanceOut) -> MachineOut | None:
+    drawn = machines.get(instance.process)
+    if drawn is None:
+        return None
+    return MachineOut(
+        nodes=drawn["nodes"], edges=drawn["edges"], current=f"{instance.process}.{instance.state}"
+    )
+
+
+def processes_router(
+    route_class: Any,
+    get_service: Callable[..., ProcessAdminHost],
+    console_views: Path | None = None,
+) -> APIRouter:
+    """The process instance routes; `get_service` is the app's service dependency,
+    `console_views` the generated package's `console.json` (`read_machines`)."""
     router = admin_routes(route_class)
+    machines = read_machines(console_views)
 
     @router.get(
         "/api/admin/processes",
@@ -354,7 +394,10 @@ def processes_router(route_class: Any, get_service: Callable[..., ProcessAdminHo
         tenant: str | None = Query(None),
         service: ProcessAdminHost = Depends(get_service),
     ) -> InstanceDetailOut:
-        """One instance: its fields and its timeouts (armed, due, leased or dead)."""
-        return await instance_detail(service, process, key, _confined(tenant))
+        """One instance: its fields, its timeouts (armed, due, leased or dead) and its process's
+        state machine with its state marked."""
+        detail = await instance_detail(service, process, key, _confined(tenant))
+        detail.machine = _machine(machines, detail)
+        return detail
 
     return router

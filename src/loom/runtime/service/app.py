@@ -285,6 +285,7 @@ def create_app(
     idempotency_ttl: timedelta | float | None = None,
     model_revision: str | None = None,
     asyncapi: Path | None = None,
+    console_views: Path | None = None,
     contexts: Sequence[str] | None = None,
     brokers: Mapping[str, Transport] | None = None,
     consumer_options: Mapping[str, Any] | None = None,
@@ -335,7 +336,8 @@ def create_app(
     writes, and logged beside the writer's revision by every consumer (None: "unknown").
 
     `asyncapi` is the AsyncAPI document (a JSON file; the generated package's `asyncapi.json`)
-    served at `GET /asyncapi.json` (docs/http.md#contracts-asyncapi).
+    served at `GET /asyncapi.json` (docs/http.md#contracts-asyncapi). `console_views` (the
+    package's `console.json`) holds the processes' state machines the instance admin route answers.
 
     Deployables (docs/events.md, "Channels on a broker"): `contexts` are the contexts this
     service holds (None: all); `subscribe` subscribes their reactions only. `brokers` maps a
@@ -520,7 +522,7 @@ def create_app(
         from loom.runtime.http.timer_admin import timers_router
 
         app.include_router(timers_router(LoomRoute, get_service))
-        app.include_router(processes_router(LoomRoute, get_service))
+        app.include_router(processes_router(LoomRoute, get_service, console_views))
     install_problem_handlers(app)
     app.add_middleware(
         EdgeMiddleware,

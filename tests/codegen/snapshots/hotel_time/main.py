@@ -38,6 +38,7 @@ def build_app(database_url: str | None = None) -> FastAPI:
         asyncapi=Path(__file__).with_name("asyncapi.json"),
         model_revision=MODEL_REVISION,
         processes=True,
+        console_views=Path(__file__).with_name("console.json"),
         instance_answers=INSTANCE_ANSWERS,
         subscribe=subscribe,
     )

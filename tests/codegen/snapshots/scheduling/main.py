@@ -74,6 +74,7 @@ def build_app(database_url: str | None = None) -> FastAPI:
         channels=CHANNELS,
         event_types=EVENT_TYPES,
         processes=True,
+        console_views=Path(__file__).with_name("console.json"),
         instance_answers=INSTANCE_ANSWERS,
         subscribe=subscribe,
     )

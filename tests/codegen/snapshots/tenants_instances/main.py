@@ -42,6 +42,7 @@ def build_app(database_url: str | None = None) -> FastAPI:
         model_revision=MODEL_REVISION,
         tenanted=["Desk"],
         processes=True,
+        console_views=Path(__file__).with_name("console.json"),
         instance_answers=INSTANCE_ANSWERS,
         subscribe=subscribe,
     )
