@@ -521,6 +521,10 @@ def create_app(
 
         app.include_router(timers_router(LoomRoute, get_service))
         app.include_router(processes_router(LoomRoute, get_service))
+    if not env_flag("LOOM_NO_CONSOLE"):  # the web console at /_loom/ (docs/console.md)
+        from loom.runtime.http.console.routes import add_console
+
+        add_console(app, get_service)
     install_problem_handlers(app)
     app.add_middleware(
         EdgeMiddleware,
