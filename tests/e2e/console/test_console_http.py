@@ -209,6 +209,10 @@ async def test_login_cookie_roles_and_tenants(tenanted: ServiceClient) -> None:
     r = await c.post("/_loom/logout", data={"csrf": csrf_of(page)})
     assert r.status_code == 303 and 'loom_console=""' in r.headers["set-cookie"]
     c.cookies.clear()
+    c.cookies.set("loom_console", "expired-or-forged", path="/_loom")
+    r = await c.get(escalations)  # a cookie that no longer verifies: the form again
+    assert r.status_code == 200 and 'name="token"' in r.text and "globex" not in r.text
+    c.cookies.clear()
 
     # a tenant's administrator, by its Authorization header (a proxy's): its tenant's rows only
     acme_admin = token(sub="ann", tenant="acme", roles=["admin"])

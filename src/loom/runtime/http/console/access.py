@@ -82,7 +82,10 @@ class ConsoleAccess:
         if not principal.is_authenticated:
             if not cookie:
                 raise NotSignedIn
-            principal = self.authenticator.authenticate(cookie)
+            try:
+                principal = self.authenticator.authenticate(cookie)
+            except Unauthenticated:  # expired, or signed by a key no longer used: again
+                raise NotSignedIn from None
             signed_in = True
         admin(principal)
         name = principal.id or "admin"
