@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.liveserver import free_port, running
 
@@ -41,6 +42,17 @@ def missing() -> str | None:
     if not AXE.exists():
         return f"{AXE} is missing (scripts/setup.sh test installs scripts/node)"
     return None
+
+
+def require_browser() -> None:
+    """Skip the caller (a module, at its import, or a test) without chromium or axe-core,
+    unless LOOM_REQUIRE_CHROMIUM=1 (scripts/test.sh): then fail it."""
+    why = missing()
+    if why is None:
+        return
+    if os.environ.get("LOOM_REQUIRE_CHROMIUM"):
+        pytest.fail(why)
+    pytest.skip(why, allow_module_level=True)
 
 
 def launch(playwright: Any) -> Any:

@@ -8,7 +8,6 @@ fail."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,16 +18,12 @@ from tests.e2e.console.browser import (
     NARROW,
     desk_served,
     launch,
-    missing,
     open_ticket,
+    require_browser,
     serious_violations,
 )
 
-why = missing()
-if why is not None:
-    if os.environ.get("LOOM_REQUIRE_CHROMIUM"):
-        raise RuntimeError(why)
-    pytest.skip(why, allow_module_level=True)
+require_browser()
 
 from playwright.sync_api import Page, expect, sync_playwright  # noqa: E402
 

@@ -3,24 +3,17 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from tests.e2e.console.browser import ROOT, missing
+from tests.e2e.console.browser import ROOT, require_browser
 
 SCREENS = ("processes", "instances", "instance", "timers", "dead-letters")
 
 
 def test_the_script_writes_every_screen_at_both_widths(tmp_path: Path) -> None:
-    why = missing()
-    if why is not None:
-        if os.environ.get("LOOM_REQUIRE_CHROMIUM"):
-            pytest.fail(why)
-        pytest.skip(why)
+    require_browser()
     script = ROOT / "scripts/console_screenshots.py"
     r = subprocess.run(
         [sys.executable, str(script), "--out", str(tmp_path)],
