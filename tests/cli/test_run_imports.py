@@ -68,7 +68,8 @@ NOT_LOADED = {
     "httpx": "calls of another deployable's API",
     "nats": "a NATS broker",
     "redis": "a Redis broker",
-    "jinja2": "templates (nothing of a service renders one)",
+    "jinja2": "templates (the console's pages, on its first request)",
+    "loom.runtime.http.console.routes": "the web console's pages (its first request)",
     # tracing is off without an endpoint (docs/observability.md#traces)
     "loom.runtime.values.traces": "Loom's OpenTelemetry half",
     "opentelemetry.sdk": "OpenTelemetry's SDK",

@@ -36,7 +36,7 @@ from loom.runtime.http.console.access import (
     Viewer,
     sign_in,
 )
-from loom.runtime.http.problems import problem_for
+from loom.runtime.http.problems import install_problem_handlers, problem_for
 from loom.runtime.http.process_admin import State, instance_detail, instance_page, process_list
 from loom.runtime.http.timer_admin import fire, timers_page
 from loom.runtime.values import clock
@@ -54,9 +54,20 @@ _templates = Environment(
 )
 
 
-def add_console(app: FastAPI, get_service: Callable[[Request], Any]) -> None:
-    """Mount the console's pages and static files under /_loom/ (`get_service`: the app's)."""
-    access = ConsoleAccess.from_env(getattr(app.state, "loom_auth", None))
+def console_app(service_app: FastAPI, access: ConsoleAccess) -> FastAPI:
+    """The console's pages and static files, mounted at /_loom on `service_app` (whose service
+    they show), built on its first request (`console.mount_console`)."""
+    # the sub-app's own problem answers (a bad query's 422); no OpenAPI document of its own
+    app = FastAPI(
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
+        telemetry={"tracing": False, "metrics": False, "logs": False},
+    )
+    install_problem_handlers(app)
+
+    def get_service(request: Request) -> Any:
+        return service_app.state.loom  # started: the console is served by the running app
 
     def render(
         request: Request, template: str, viewer: Viewer | None, status: int = 200, **values: Any
@@ -106,16 +117,15 @@ def add_console(app: FastAPI, get_service: Callable[[Request], Any]) -> None:
             return refusal(request, exc)
         return RedirectResponse(_back(back, done), status_code=303)
 
-    @app.get(PREFIX, include_in_schema=False)
-    @app.get(f"{PREFIX}/", include_in_schema=False)
+    @app.get("/", include_in_schema=False)
     async def home() -> Response:
         return RedirectResponse(f"{PREFIX}/processes", status_code=303)
 
-    @app.get(f"{PREFIX}/login", include_in_schema=False)
+    @app.get("/login", include_in_schema=False)
     async def login_page(request: Request) -> Response:
         return login_form(request)
 
-    @app.post(f"{PREFIX}/login", include_in_schema=False)
+    @app.post("/login", include_in_schema=False)
     async def login(request: Request) -> Response:
         token = (await _form(request)).get("token", "")
         if request.headers.get("sec-fetch-site", "") in ("cross-site", "same-site"):
@@ -135,7 +145,7 @@ def add_console(app: FastAPI, get_service: Callable[[Request], Any]) -> None:
         )
         return answer
 
-    @app.post(f"{PREFIX}/logout", include_in_schema=False)
+    @app.post("/logout", include_in_schema=False)
     async def logout(request: Request) -> Response:
         async def out(_: Viewer) -> str:
             return "signed out"
@@ -145,14 +155,14 @@ def add_console(app: FastAPI, get_service: Callable[[Request], Any]) -> None:
             answer.delete_cookie(COOKIE, path=PREFIX)
         return answer
 
-    @app.get(f"{PREFIX}/processes", include_in_schema=False)
+    @app.get("/processes", include_in_schema=False)
     async def processes(request: Request) -> Response:
         async def load(viewer: Viewer) -> dict[str, Any]:
             return {"processes": await process_list(get_service(request), viewer.tenant)}
 
         return await screen(request, "processes.html", load)
 
-    @app.get(f"{PREFIX}/processes/{{process}}", include_in_schema=False)
+    @app.get("/processes/{process}", include_in_schema=False)
     async def instances(
         request: Request,
         process: str,
@@ -187,7 +197,7 @@ def add_console(app: FastAPI, get_service: Callable[[Request], Any]) -> None:
 
         return await screen(request, "instances.html", load)
 
-    @app.get(f"{PREFIX}/processes/{{process}}/{{key}}", include_in_schema=False)
+    @app.get("/processes/{process}/{key}", include_in_schema=False)
     async def instance(
         request: Request, process: str, key: str, tenant: str = Query("")
     ) -> Response:
@@ -198,7 +208,7 @@ def add_console(app: FastAPI, get_service: Callable[[Request], Any]) -> None:
 
         return await screen(request, "instance.html", load)
 
-    @app.get(f"{PREFIX}/timers", include_in_schema=False)
+    @app.get("/timers", include_in_schema=False)
     async def timers(request: Request, offset: int = Query(0, ge=0)) -> Response:
         async def load(viewer: Viewer) -> dict[str, Any]:
             items, total = await timers_page(get_service(request), PAGE, offset, viewer.tenant)
@@ -206,7 +216,7 @@ def add_console(app: FastAPI, get_service: Callable[[Request], Any]) -> None:
 
         return await screen(request, "timers.html", load)
 
-    @app.post(f"{PREFIX}/timers/{{id}}/fire", include_in_schema=False)
+    @app.post("/timers/{id}/fire", include_in_schema=False)
     async def fire_timer(request: Request, id: str) -> Response:
         async def run(viewer: Viewer) -> str:
             fired = await fire(get_service(request), id, viewer.tenant)
@@ -214,7 +224,7 @@ def add_console(app: FastAPI, get_service: Callable[[Request], Any]) -> None:
 
         return await act(request, f"{PREFIX}/timers", run)
 
-    @app.get(f"{PREFIX}/dead-letters", include_in_schema=False)
+    @app.get("/dead-letters", include_in_schema=False)
     async def dead_letters(request: Request, offset: int = Query(0, ge=0)) -> Response:
         async def load(viewer: Viewer) -> dict[str, Any]:
             service = get_service(request)
@@ -223,7 +233,7 @@ def add_console(app: FastAPI, get_service: Callable[[Request], Any]) -> None:
 
         return await screen(request, "dead_letters.html", load)
 
-    @app.post(f"{PREFIX}/dead-letters/{{id}}/redrive", include_in_schema=False)
+    @app.post("/dead-letters/{id}/redrive", include_in_schema=False)
     async def redrive_one(request: Request, id: UUID) -> Response:
         async def run(viewer: Viewer) -> str:
             if not await redrive(get_service(request), id, viewer.tenant):
@@ -232,7 +242,8 @@ def add_console(app: FastAPI, get_service: Callable[[Request], Any]) -> None:
 
         return await act(request, f"{PREFIX}/dead-letters", run)
 
-    app.mount(f"{PREFIX}/static", StaticFiles(directory=HERE / "static"), name="loom-console")
+    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+    return app
 
 
 async def _form(request: Request) -> dict[str, str]:
