@@ -1,6 +1,7 @@
 """The console in a real browser (Debian's chromium, Playwright) against `loom run` on SQLite
 (docs/console.md): find an instance, open it, fire its timeout, see it completed, by mouse and by
-keyboard; the read-only console shows no action and refuses a POST; axe-core finds no serious or
+keyboard; signing in with an admin token (an HttpOnly, SameSite=Strict cookie) and out; the
+read-only console shows no action and refuses a POST; axe-core finds no serious or
 critical violation on any screen, on a desktop or 320 px wide.
 
 The tests skip without chromium, unless LOOM_REQUIRE_CHROMIUM=1 (scripts/test.sh), where they
@@ -22,6 +23,7 @@ from tests.e2e.console.browser import (
     require_browser,
     serious_violations,
 )
+from tests.e2e.tokens import SECRET, bearer, token
 
 require_browser()
 
@@ -129,4 +131,35 @@ def test_read_only_shows_no_action_and_refuses_a_post(
         assert r.status == 403 and "read-only" in r.text()
         page.goto(f"{base}/_loom/processes/Desk.FollowUp/{ticket}")
         expect(page.locator("#state")).to_have_text("running")
+        context.close()
+
+
+def test_sign_in_with_an_admin_token(
+    browser: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    folder = tmp_path_factory.mktemp("signed")
+    with desk_served(folder, "--jwt-secret", SECRET) as base:
+        context = browser.new_context(viewport=NARROW)
+        page = context.new_page()
+        page.goto(f"{base}/_loom/timers")
+        expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+        assert serious_violations(page) == []
+        page.get_by_label("Bearer token").fill(bearer(token(sub="ann", roles=["support"])))
+        page.get_by_role("button", name="Sign in").click()
+        expect(page.get_by_role("alert")).to_contain_text("role `admin`")
+        page.get_by_label("Bearer token").fill(bearer(token(sub="ops", roles=["admin"])))
+        page.get_by_role("button", name="Sign in").click()
+        expect(page.get_by_role("heading", name="Processes")).to_be_visible()
+        (cookie,) = context.cookies()
+        assert (cookie["name"], cookie["httpOnly"], cookie["sameSite"]) == (
+            "loom_console",
+            True,
+            "Strict",
+        )
+        assert page.evaluate("document.cookie") == ""  # no script reads the token
+        page.get_by_role("link", name="Timers").click()
+        expect(page.get_by_role("heading", name="Timers")).to_be_visible()
+        page.get_by_role("button", name="Sign out").click()
+        expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+        assert context.cookies() == []
         context.close()

@@ -1,18 +1,21 @@
 """The web console at /_loom/ over HTTP, on SQLite and PostgreSQL (docs/console.md): its screens,
 a timeout fired from its form, the read-only switch, the CSRF guard, loopback-only without a
-token verifier, the login cookie and a tenant administrator's view."""
+token verifier, the login cookie and a tenant administrator's view, a dead timeout redriven."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
+from uuid import UUID
 
 import httpx
 import pytest
+from sqlalchemy import update
 
+from loom.runtime.processes.tables import DEAD, timers
 from loom.testing import ServiceClient, serve
-from tests.e2e.tokens import token, use_secret
+from tests.e2e.tokens import bearer, token, use_secret
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 FOLLOW_UP = "/_loom/processes/Desk.FollowUp"
@@ -171,10 +174,6 @@ async def tenanted(
         yield client
 
 
-def bearer(headers: dict[str, str]) -> str:
-    return headers["Authorization"].removeprefix("Bearer ")
-
-
 async def test_login_cookie_roles_and_tenants(tenanted: ServiceClient) -> None:
     c = tenanted
     key = "11111111-2222-3333-4444-555555555555"
@@ -236,3 +235,37 @@ async def test_login_cookie_roles_and_tenants(tenanted: ServiceClient) -> None:
     assert "tenant acme" in page and key in page
     r = await c.get("/_loom/processes", headers=token(roles=["support"]))
     assert r.status_code == 403
+
+
+async def test_a_dead_timeout_listed_and_redriven(desk: ServiceClient) -> None:
+    ticket = await open_ticket(desk)
+    (job,) = [
+        t["job_id"]
+        for t in (await desk.get("/api/admin/timers")).json()["items"]
+        if t.get("key") == ticket
+    ]
+    # its handler failed every attempt (as the scheduler leaves such a timeout: tables.DEAD)
+    async with desk.service.engine.begin() as conn:
+        await conn.execute(
+            update(timers)
+            .where(timers.c.job_id == UUID(job))
+            .values(status=DEAD, attempts=5, last_error="the printer is on fire")
+        )
+    page = (await desk.get("/_loom/dead-letters")).text
+    assert "Desk.FollowUp.nudge" in page and "the printer is on fire" in page
+    assert f"/_loom/dead-letters/{job}/redrive" in page
+    detail = (await desk.get(f"{FOLLOW_UP}/{ticket}")).text
+    assert 'class="status dead"' in detail and f"/_loom/dead-letters/{job}/redrive" in detail
+    r = await desk.post(
+        f"/_loom/dead-letters/{job}/redrive",
+        data={"csrf": csrf_of(page), "back": "/_loom/dead-letters"},
+    )
+    assert r.status_code == 303 and r.headers["location"] == "/_loom/dead-letters?done=redriven"
+    assert "No dead letter" in (await desk.get("/_loom/dead-letters")).text
+    detail = (await desk.get(f"{FOLLOW_UP}/{ticket}")).text
+    assert 'class="status dead"' not in detail and "Fire now" in detail
+    # a `back` of another site is not followed
+    r = await desk.post(
+        fire_url(detail), data={"csrf": csrf_of(detail), "back": "//evil.example/x"}
+    )
+    assert r.status_code == 303 and r.headers["location"].startswith("/_loom/processes?")

@@ -123,6 +123,8 @@ def console_app(service_app: FastAPI, access: ConsoleAccess) -> FastAPI:
 
     @app.get("/login", include_in_schema=False)
     async def login_page(request: Request) -> Response:
+        if access.authenticator is None:  # nothing to sign in with
+            return RedirectResponse(f"{PREFIX}/processes", status_code=303)
         return login_form(request)
 
     @app.post("/login", include_in_schema=False)
