@@ -62,6 +62,7 @@ def test_find_an_instance_open_it_fire_its_timeout(desk: str, page: Page) -> Non
     expect(page.get_by_text("1–1 of 1")).to_be_visible()
     page.get_by_role("link", name=ticket).click()
     expect(page.locator("#state")).to_have_text("running")
+    assert page.evaluate("typeof htmx") == "object"  # the package's htmx: links swap the body
     page.get_by_role("button", name="Fire now nudge").click()
     expect(page.get_by_role("status")).to_have_text("Done: timeout fired")
     expect(page.locator("#state")).to_have_text("completed")

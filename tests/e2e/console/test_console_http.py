@@ -75,7 +75,10 @@ async def test_screens_and_a_timeout_fired_from_the_detail(desk: ServiceClient) 
     for screen in ("/_loom/timers", "/_loom/dead-letters"):
         r = await desk.get(screen)
         assert r.status_code == 200, (screen, r.text)
-    assert "Desk.sweep" in (await desk.get("/_loom/timers")).text
+    timers = (await desk.get("/_loom/timers")).text
+    assert "Desk.sweep" in timers and "/_loom/timers/Desk.sweep/fire" in timers
+    r = await desk.post("/_loom/timers/Desk.sweep/fire", data={"csrf": csrf_of(timers)})
+    assert r.status_code == 303 and r.headers["location"] == "/_loom/timers?done=timer+fired"
 
 
 async def test_bad_input_is_a_clear_answer(desk: ServiceClient) -> None:
