@@ -238,6 +238,15 @@ async def test_login_cookie_roles_and_tenants(tenanted: ServiceClient) -> None:
     assert "tenant acme" in page and key in page
     r = await c.get("/_loom/processes", headers=token(roles=["support"]))
     assert r.status_code == 403
+    # nor act on another tenant's: globex's timeout is no timeout of acme's admin
+    operator = token(sub="ops", roles=["admin"])
+    pending = (await c.get("/api/admin/timers", headers=operator)).json()["items"]
+    (theirs,) = [t["job_id"] for t in pending if t.get("tenant") == "globex"]
+    form = {"csrf": csrf_of((await c.get("/_loom/timers", headers=acme_admin)).text)}
+    r = await c.post(f"/_loom/timers/{theirs}/fire", data=form, headers=acme_admin)
+    assert r.status_code == 404, r.text
+    pending = (await c.get("/api/admin/timers", headers=operator)).json()["items"]
+    assert theirs in [t["job_id"] for t in pending]  # still armed
 
 
 async def test_a_dead_timeout_listed_and_redriven(desk: ServiceClient) -> None:
@@ -272,3 +281,15 @@ async def test_a_dead_timeout_listed_and_redriven(desk: ServiceClient) -> None:
         fire_url(detail), data={"csrf": csrf_of(detail), "back": "//evil.example/x"}
     )
     assert r.status_code == 303 and r.headers["location"].startswith("/_loom/processes?")
+
+
+async def test_replicas_sharing_a_secret_take_each_other_s_forms(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LOOM_SCHEDULER", "off")
+    monkeypatch.setenv("LOOM_SERVICE_SECRET", "a-service-secret-of-at-least-32-bytes!")
+    desk = [MODELS / "desk_timers.loom"]
+    async with serve(desk, database_url) as one, serve(desk, database_url) as two:
+        form = {"csrf": csrf_of((await one.get("/_loom/timers")).text)}
+        r = await two.post("/_loom/timers/Desk.sweep/fire", data=form)
+        assert r.status_code == 303, r.text

@@ -7,8 +7,8 @@
   request that carries `Authorization: Bearer` (a proxy that adds it) needs no cookie. A token
   that names a tenant is that tenant's administrator: every screen shows its tenant's rows only.
 - Without a verifier: only from a loopback address, unless `--console-public`.
-- Forms: every POST carries a CSRF token (an HMAC of the session under a key drawn when the app
-  is built) and a browser's cross-site POST (`Sec-Fetch-Site: cross-site`) is refused as well.
+- Forms: every POST carries a CSRF token (an HMAC of the session under a key the replicas
+  share, `_form_key`) and a browser's cross-site POST (`Sec-Fetch-Site: cross-site`) is refused as well.
   The cookie alone would stop a cross-site POST, but without a verifier there is no cookie: a
   page on another site could post to the loopback console of the developer reading it.
 """
@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+import os
 import secrets
 from dataclasses import dataclass
 
@@ -62,7 +63,7 @@ class ConsoleAccess:
             authenticator,
             public=env_flag("LOOM_CONSOLE_PUBLIC"),
             read_only=env_flag("LOOM_CONSOLE_READ_ONLY"),
-            key=secrets.token_bytes(32),
+            key=_form_key(),
         )
 
     def viewer(self, request: Request) -> Viewer:
@@ -128,6 +129,17 @@ def sign_in(access: ConsoleAccess, token: str) -> Principal:
     principal = access.authenticator.authenticate(token.strip())
     admin(principal)
     return principal
+
+
+def _form_key() -> bytes:
+    """The key of the CSRF tokens: drawn from a secret the replicas of a deployable share (its
+    service secret, else its JWT secret), so that a form one replica served posts to another;
+    without either, drawn at random (one replica: a restart asks to reload the page)."""
+    for name in ("LOOM_SERVICE_SECRET", "LOOM_JWT_SECRET"):
+        secret = os.environ.get(name)
+        if secret:
+            return hashlib.sha256(b"loom console forms\0" + secret.encode()).digest()
+    return secrets.token_bytes(32)
 
 
 def _loopback(request: Request) -> bool:
