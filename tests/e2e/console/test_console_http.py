@@ -293,3 +293,63 @@ async def test_replicas_sharing_a_secret_take_each_other_s_forms(
         form = {"csrf": csrf_of((await one.get("/_loom/timers")).text)}
         r = await two.post("/_loom/timers/Desk.sweep/fire", data=form)
         assert r.status_code == 303, r.text
+
+
+async def test_every_console_route_refuses_the_hostile(tenanted: ServiceClient) -> None:
+    """Every console route without a token, with a non-admin token, with another tenant's
+    admin token, and (for an action) posted cross-site with the operator's: none shows or
+    touches globex's instance; the count of leaks is printed."""
+    c = tenanted
+    key = "11111111-2222-3333-4444-555555555555"
+    for tenant in ("acme", "globex"):  # acme's: its admin's page has a form (a CSRF token)
+        r = await c.post(
+            "/api/workflows/report", json={"ticket": key}, headers=token(tenant=tenant)
+        )
+        assert r.status_code == 204, r.text
+    operator = token(sub="ops", roles=["admin"])
+    (job,) = [
+        t["job_id"]
+        for t in (await c.get("/api/admin/timers", headers=operator)).json()["items"]
+        if t.get("tenant") == "globex"
+    ]
+    process = "/_loom/processes/Desk.Escalation"
+    reads = [
+        "/_loom/processes",
+        process,
+        f"{process}/{key}?tenant=globex",
+        "/_loom/timers",
+        "/_loom/dead-letters",
+    ]
+    actions = [f"/_loom/timers/{job}/fire", f"/_loom/dead-letters/{job}/redrive"]
+    acme_admin = token(sub="ann", tenant="acme", roles=["admin"])
+    csrf = csrf_of((await c.get("/_loom/timers", headers=acme_admin)).text)
+    callers: dict[str, dict[str, str]] = {
+        "no token": {},
+        "not an admin": token(sub="gus", tenant="globex", roles=["agent"]),
+        "another tenant's admin": acme_admin,
+    }
+    attempts, leaks = 0, []
+    for who, headers in callers.items():
+        for path in reads:
+            attempts += 1
+            r = await c.get(path, headers=headers)
+            if "globex" in r.text.replace("tenant=globex", "") or (
+                who != "another tenant's admin" and r.status_code == 200 and key in r.text
+            ):
+                leaks.append((who, "GET", path, r.status_code))
+        for path in actions:
+            attempts += 1
+            r = await c.post(path, data={"csrf": csrf}, headers=headers)
+            if r.status_code < 400:
+                leaks.append((who, "POST", path, r.status_code))
+    for path in actions:  # the operator's own token, from another site's page
+        attempts += 1
+        r = await c.post(
+            path, data={"csrf": csrf}, headers={**operator, "Sec-Fetch-Site": "cross-site"}
+        )
+        if r.status_code != 403:
+            leaks.append(("cross-site", "POST", path, r.status_code))
+    print(f"console, hostile: {attempts} attempts, leaks: {len(leaks)} {leaks}")
+    assert leaks == []
+    pending = (await c.get("/api/admin/timers", headers=operator)).json()["items"]
+    assert job in [t["job_id"] for t in pending]  # never fired
