@@ -28,6 +28,14 @@ if [ "${1:-}" = "test" ]; then
       apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null
     fi
   fi
+  # Debian's Chromium, which the console's browser tests drive with Playwright
+  # (tests/e2e/console; never a browser Playwright downloads)
+  if ! [ -x /usr/bin/chromium ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      echo "Chromium missing: installing it with apt-get" >&2
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    fi
+  fi
   # The Node tools above (scripts/node) and the VS Code extension's packages (editors/vscode: its
   # client's vscode-languageclient; @vscode/vsce, which scripts/vsix.sh builds the .vsix with;
   # vscode-textmate and vscode-oniguruma, which tests/editors tokenise with), each from its

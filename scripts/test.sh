@@ -40,4 +40,6 @@ export LOOM_REQUIRE_BROKERS=1
 export LOOM_REQUIRE_NODE=1
 # and Graphviz's `dot` (setup.sh installs it): a missing one fails the diagram drawing tests
 export LOOM_REQUIRE_GRAPHVIZ=1
+# and Debian's chromium (setup.sh installs it): a missing one fails the console's browser tests
+export LOOM_REQUIRE_CHROMIUM=1
 exec .venv/bin/python -m pytest "${tier[@]}" "$@"

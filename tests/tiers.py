@@ -33,6 +33,8 @@ SUBPROCESS = (
     "tests/e2e/test_startup_refusal.py",  # uvicorn on the generated app
     "tests/migrate/test_concurrent_apply.py",  # several `loom migrate` at once
     "tests/lsp/",  # `loom lsp` as the child process of a pytest-lsp client
+    "tests/e2e/console/test_console_browser.py",  # Debian's chromium, driven by Playwright
+    "tests/e2e/console/test_screenshots.py",  # scripts/console_screenshots.py
 )
 # the helpers that start `loom run` or a broker server: a test calling one, directly, through a
 # helper function of its module or through a fixture, is in that tier

@@ -68,7 +68,8 @@ NOT_LOADED = {
     "httpx": "calls of another deployable's API",
     "nats": "a NATS broker",
     "redis": "a Redis broker",
-    "jinja2": "templates (nothing of a service renders one)",
+    "jinja2": "templates (the console's pages, on its first request)",
+    "loom.runtime.http.console.routes": "the web console's pages (its first request)",
     # tracing is off without an endpoint (docs/observability.md#traces)
     "loom.runtime.values.traces": "Loom's OpenTelemetry half",
     "opentelemetry.sdk": "OpenTelemetry's SDK",
@@ -127,6 +128,7 @@ def test_loom_run_of_a_reused_build_serves_without_what_its_model_does_not_use(
     _build([model], Color.never, Held())  # the build the server reuses
     loaded, output = _serve_and_list(model, database_url, tmp_path)
     assert "build: reused" in output, output
+    assert "  console: http://127.0.0.1:" in output, output  # served, not yet loaded
     # what it did load is listed: the runtime, the generated package, the migration check
     assert {"loom.runtime.service.app", "loom.migrate.serve", "uvicorn"} <= loaded
     assert any(m.startswith("loom_service_banking") for m in loaded)

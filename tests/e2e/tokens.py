@@ -21,6 +21,11 @@ def token(secret: str = SECRET, /, **claims: Any) -> dict[str, str]:
     return {"Authorization": "Bearer " + jwt.encode(body, secret, algorithm="HS256")}
 
 
+def bearer(headers: dict[str, str]) -> str:
+    """The token of an Authorization header `token` made (what a user pastes in a form)."""
+    return headers["Authorization"].removeprefix("Bearer ")
+
+
 def use_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     """Serve with SECRET as the only JWT setting, whatever the environment says."""
     for name in (

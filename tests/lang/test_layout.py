@@ -77,6 +77,7 @@ ON_DEMAND = (
     "loom.runtime.http.admin",
     "loom.runtime.http.timer_admin",
     "loom.runtime.http.process_admin",
+    "loom.runtime.http.console.routes",
     "loom.runtime.values.traces",
     "loom.runtime.storage.sqlite_driver",
 )

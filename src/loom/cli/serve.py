@@ -191,6 +191,9 @@ def _ready(
         else "  auth: none (every request is anonymous)"
     )
     echo(f"  OpenAPI: http://{host}:{port}/openapi.json   docs: http://{host}:{port}/docs")
+    if not options.no_console:  # docs/console.md
+        mode = " (read-only)" if options.console_read_only else ""
+        echo(f"  console: http://{host}:{port}/_loom/{mode}")
     exported = traces_endpoint()
     if exported is not None:
         echo(f"  traces: OTLP/HTTP to {exported}")

@@ -240,6 +240,17 @@ class ServiceSettings(BaseSettings):
         "Serve GET /metrics to every caller even when bearer tokens are verified (else it needs "
         "the role admin).",
     )
+    no_console: bool = setting(False, "Serve no web console at /_loom/ (docs/console.md).")
+    console_public: bool = setting(
+        False,
+        "Serve the console to every address when no bearer tokens are verified (else only to "
+        "loopback; with tokens verified it needs the role admin either way).",
+    )
+    console_read_only: bool = setting(
+        False,
+        "The console shows and never acts: no fire or redrive button, and its action routes "
+        "answer 403.",
+    )
     otel_endpoint: str | None = setting(
         None,
         "Export OpenTelemetry traces over OTLP/HTTP to this collector base URL (/v1/traces is "

@@ -26,6 +26,7 @@ from loom.model.telemetry import route_element
 from loom.runtime.http.api_calls import ApiResource, Apis
 from loom.runtime.http.auth import Authenticator, add_bearer_scheme, resolve_auth
 from loom.runtime.http.body_limit import resolve_max_body_bytes
+from loom.runtime.http.console import mount_console
 from loom.runtime.http.contracts import add_asyncapi_route
 from loom.runtime.http.docs_ui import add_docs_pages
 from loom.runtime.http.edge import EdgeMiddleware
@@ -523,6 +524,8 @@ def create_app(
 
         app.include_router(timers_router(LoomRoute, get_service))
         app.include_router(processes_router(LoomRoute, get_service, console_views))
+    if not env_flag("LOOM_NO_CONSOLE"):  # the web console at /_loom/ (docs/console.md)
+        mount_console(app)
     install_problem_handlers(app)
     app.add_middleware(
         EdgeMiddleware,
