@@ -28,7 +28,7 @@ from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel
 from sqlalchemy import ColumnElement, RowMapping, Table, func, select
 
-from loom.runtime.http.admin import admin_routes, admin_tenant, problems
+from loom.runtime.http.admin_base import admin_routes, admin_tenant, problems
 from loom.runtime.processes.episodes import COMPLETED, RUNNING
 from loom.runtime.processes.runner import ProcessRunner
 from loom.runtime.processes.tables import ARMED, processes, timers
