@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
+from loom.runtime import clock as clock_
 from loom.testing import ServiceClient, serve
 from tests.e2e.test_admin_outbox import A_ADMIN, MODEL, OPERATOR, A, B, ok, place
+from tests.e2e.test_process_admin import MODELS, StillClock
 from tests.e2e.tokens import use_secret
 
 GROUPS = "/api/admin/dead-letters/groups"
@@ -156,3 +159,57 @@ async def test_archive_of_nothing(ops: ServiceClient) -> None:
     missing = "00000000-0000-0000-0000-000000000000"
     r = await ops.post(f"/api/admin/dead-letters/{missing}/archive", headers=OPERATOR)
     assert r.status_code == 404 and "no dead letter has the id" in r.text
+
+
+@pytest.fixture
+async def refusing(database_url: str, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Any]:
+    monkeypatch.setenv("LOOM_SCHEDULER", "off")  # the test runs the scheduler's rounds
+    clock = StillClock()
+    clock_.set_clock(clock)
+    try:
+        async with serve([MODELS / "desk_refusing_timeout.loom"], database_url) as client:
+            yield client, clock
+    finally:
+        clock_.reset_clock()
+
+
+async def test_dead_timeouts_are_grouped_archived_and_redriven(refusing: Any) -> None:
+    c, clock = refusing
+    tickets = []
+    for _ in range(3):
+        t = await ok(await c.post("/api/workflows/open_ticket", json={"title": "x"}))
+        await ok(await c.post(f"/api/tickets/{t}/close"), 204)  # its nudge is refused: dead
+        tickets.append(t)
+    for _ in range(20):  # each round a day later, past any backoff; bounded, not timed
+        clock.advance(timedelta(days=1))
+        await c.service.scheduler.run_due()
+        if (await ok(await c.get("/api/admin/dead-letters")))["total"] == 3:
+            break
+    (group,) = await ok(await c.get(GROUPS))
+    assert group["count"] == 3
+    assert group["group"] | {"fingerprint": ""} == {
+        "kind": "timeout",
+        "channel": None,
+        "event_type": "nudge",
+        "consumer": "Desk.FollowUp",
+        "fingerprint": "",
+    }
+    archived = group["sample_id"]
+    r = await c.post(f"/api/admin/dead-letters/{archived}/archive")
+    assert r.status_code == 204, r.text
+    (group,) = await ok(await c.get(GROUPS))
+    assert group["count"] == 2
+    done = await ok(await c.post(REDRIVE, json={"group": group["group"]}))
+    assert (done["redriven"], done["missing"], done["batches"]) == (2, 0, 1)
+    page = await ok(await c.get("/api/admin/timers"))
+    assert sum(x["kind"] == "timeout" for x in page["items"]) == 2  # armed again
+    kept = await ok(await c.get("/api/admin/dead-letters", params={"archived": "true"}))
+    assert [(x["kind"], x["job_id"]) for x in kept["items"]] == [("timeout", archived)]
+    job = next(x["job_id"] for x in page["items"] if x["kind"] == "timeout")
+    fired = await ok(await c.post(f"/api/admin/timers/{job}/fire"))
+    audit = (await ok(await c.get("/api/admin/audit")))["items"]
+    assert [(a["action"], a["outcome"]) for a in audit] == [
+        ("fire", fired["outcome"]),
+        ("redrive", "redriven=2 remaining=0"),
+        ("archive", "timeout"),
+    ]
