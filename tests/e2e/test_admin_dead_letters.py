@@ -213,3 +213,23 @@ async def test_dead_timeouts_are_grouped_archived_and_redriven(refusing: Any) ->
         ("redrive", "redriven=2 remaining=0"),
         ("archive", "timeout"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "content"),
+    [
+        ("GET", f"{GROUPS}?archived=maybe", None),
+        ("GET", "/api/admin/dead-letters?archived=2", None),
+        ("GET", "/api/admin/audit?limit=0", None),
+        ("GET", "/api/admin/audit?offset=-1", None),
+        ("POST", REDRIVE, b"not json"),
+        ("POST", REDRIVE, b"[1, 2]"),
+    ],
+)
+async def test_bad_queries_and_bodies_are_problems(
+    ops: ServiceClient, method: str, path: str, content: bytes | None
+) -> None:
+    headers = {**OPERATOR, "Content-Type": "application/json"}
+    r = await ops.request(method, path, content=content, headers=headers)
+    assert r.status_code == 422, r.text
+    assert r.headers["content-type"] == "application/problem+json"

@@ -126,3 +126,12 @@ async def test_a_tenant_admin_sees_its_own_rows_only(ops: ServiceClient) -> None
                 leaked.append(("no admin", who, path, r.status_code, r.text))
     print(f"cross-tenant attempts: {attempts}, leaked: {len(leaked)}")
     assert not leaked, leaked
+
+
+async def test_a_service_without_channels_has_an_empty_outbox(database_url: str) -> None:
+    desk = Path(__file__).resolve().parent / "models" / "desk_timers.loom"
+    async with serve([desk], database_url) as c:
+        assert await ok(await c.get(OUTBOX)) == []
+        assert await ok(await c.post(f"{OUTBOX}/publish-now")) == {"made_due": 0, "pending": 0}
+        audit = (await ok(await c.get("/api/admin/audit")))["items"]
+        assert [(a["action"], a["actor"]) for a in audit] == [("publish-now", "loopback")]

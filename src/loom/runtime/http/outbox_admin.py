@@ -27,7 +27,7 @@ from pydantic import BaseModel
 from sqlalchemy import ColumnElement, and_, func, or_, select, update
 
 from loom.runtime.http.admin_base import admin_routes, admin_tenant, problems
-from loom.runtime.http.audit import write_audit
+from loom.runtime.http.audit import audited, write_audit
 from loom.runtime.messaging.channels import Channel
 from loom.runtime.messaging.outbox import DEAD, PENDING, notify, outbox
 from loom.runtime.messaging.relay import Relay
@@ -68,6 +68,8 @@ def _of(tenant: str | None) -> tuple[ColumnElement[bool], ...]:
 
 async def outbox_view(service: OutboxAdminHost, tenant: str | None) -> list[ChannelOutboxOut]:
     """Each durable channel's pending rows, lag, dead letters and last error (of `tenant`)."""
+    if not service.channels:  # no outbox table: nothing is ever pending
+        return []
     counts = (
         select(
             o.channel,
@@ -116,6 +118,9 @@ async def publish_now(
     service: OutboxAdminHost, request: Request, tenant: str | None
 ) -> PublishedOut:
     """Make the pending rows waiting for a retry due now (of `tenant`), and wake the relays."""
+    if not service.channels:  # no outbox table: nothing to publish
+        await audited(service, request, "publish-now", [], {}, "made_due=0")
+        return PublishedOut(made_due=0, pending=0)
     now = clock.now()
     unleased = or_(o.claimed_until.is_(None), o.claimed_until <= now)
     waiting = and_(o.status == PENDING, o.available_at > now, unleased, *_of(tenant))
