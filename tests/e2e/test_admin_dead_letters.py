@@ -205,6 +205,12 @@ async def test_dead_timeouts_are_grouped_archived_and_redriven(refusing: Any) ->
     assert sum(x["kind"] == "timeout" for x in page["items"]) == 2  # armed again
     kept = await ok(await c.get("/api/admin/dead-letters", params={"archived": "true"}))
     assert [(x["kind"], x["job_id"]) for x in kept["items"]] == [("timeout", archived)]
+    # the instance whose timeout was archived reads without it (the process detail too)
+    key = kept["items"][0]["key"]
+    instance = await ok(await c.get(f"/api/workflows/follow_up/instances/{key}"))
+    assert instance["timeouts"] == []
+    detail = await ok(await c.get(f"/api/admin/processes/Desk.FollowUp/instances/{key}"))
+    assert detail["timeouts"] == []
     job = next(x["job_id"] for x in page["items"] if x["kind"] == "timeout")
     fired = await ok(await c.post(f"/api/admin/timers/{job}/fire"))
     audit = (await ok(await c.get("/api/admin/audit")))["items"]
