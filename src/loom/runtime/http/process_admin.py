@@ -29,11 +29,12 @@ from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel
 from sqlalchemy import ColumnElement, RowMapping, Table, func, select
 
-from loom.runtime.http.admin import admin_routes, admin_tenant, problems
+from loom.runtime.http.admin_base import admin_routes, admin_tenant, problems
 from loom.runtime.processes.episodes import COMPLETED, RUNNING
 from loom.runtime.processes.runner import ProcessRunner
 from loom.runtime.processes.tables import ARMED, processes, timers
 from loom.runtime.processes.timers import tenant_of_row
+from loom.runtime.storage.lease import ARCHIVED
 from loom.runtime.storage.mapping import tenant_column, trace_column
 from loom.runtime.storage.work import Units
 from loom.runtime.values import clock
@@ -282,7 +283,8 @@ async def instance_detail(
                 )
             raise NotFound("ProcessInstance", key, what)
         instance = source.answer(rows[0])
-        armed = select(timers).where(t.process == process, t.key == key).order_by(t.due_at)
+        armed = select(timers).where(t.process == process, t.key == key, t.status != ARCHIVED)
+        armed = armed.order_by(t.due_at)
         if instance.tenant is not None:
             armed = armed.where(t.tenant == instance.tenant)
         found = (await conn.execute(armed)).mappings().all()

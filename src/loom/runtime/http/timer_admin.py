@@ -3,6 +3,8 @@
 
 GET  /api/admin/timers?limit&offset   -> {items, limit, offset, total}
 POST /api/admin/timers/{id}/fire      -> {id, kind, outcome}, or a 404 / 409 problem
+POST /api/admin/timers/{id}/reschedule {due_at} -> {id, kind, due_at} (`timer_changes.py`)
+POST /api/admin/timers/{id}/cancel     -> {id, kind, due_at}, or a 409 for a context timer
 
 The page lists the armed timeouts (`kind: "timeout"`, keyed by `job_id`), earliest due first, then
 the context timers (`kind: "timer"`, keyed by their name, e.g. `Scheduling.expireUnconfirmed`) with
@@ -26,33 +28,28 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 from uuid import UUID
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel
 from sqlalchemy import bindparam, func, select, update
 
-from loom.runtime.http.admin import admin_routes, admin_tenant, problems
-from loom.runtime.processes.scheduler import Scheduler
+from loom.runtime.http.admin_base import admin_routes, admin_tenant, problems
+from loom.runtime.http.audit import audited
+from loom.runtime.http.timer_changes import (
+    RescheduleIn,
+    TimerAdminHost,
+    TimerChangedOut,
+    cancel,
+    job_id,
+    reschedule,
+)
 from loom.runtime.processes.tables import ARMED, ticks, timers
 from loom.runtime.processes.timers import ANNOUNCE, announcement, of_tenant, tenant_of_row
-from loom.runtime.storage.work import Units
 from loom.runtime.values import clock
 from loom.runtime.values.errors import ConcurrencyConflict, NotFound
 from loom.runtime.values.schemas import Page, PageLimit, PageOffset
-
-
-class TimerAdminHost(Units, Protocol):
-    """What the timer routes need of the service: its scheduler (to fire a timer now), its
-    tables, and whether it uses processes at all."""
-
-    @property
-    def scheduler(self) -> Scheduler: ...
-
-    @property
-    def uses_processes(self) -> bool: ...
-
 
 t = timers.c
 k = ticks.c
@@ -142,17 +139,10 @@ async def timers_page(
     return items, n_timeouts + len(tick_rows)
 
 
-def _job_id(id: str) -> UUID | None:
-    try:
-        return UUID(id)
-    except ValueError:
-        return None
-
-
 async def fire(service: TimerAdminHost, id: str, tenant: str | None = None) -> FiredOut:
     """Fire the armed timeout with job id `id`, else the context timer named `id`, now. With
     `tenant`: a timeout of that tenant's instances only (a context timer is the operator's)."""
-    job = _job_id(id)
+    job = job_id(id)
     outcome: str | None = None
     kind: Literal["timeout", "timer"] = "timeout" if job is not None else "timer"
     if service.uses_processes and (tenant is None or await _of(service, job, tenant)):
@@ -182,7 +172,7 @@ async def make_due(service: TimerAdminHost, id: str) -> str | None:
     """Make the armed timeout `id` (a job id), else the context timer named `id`, due now: the
     running services fire it. Answers "timeout", "timer", or None (no such timer)."""
     now = clock.now()
-    job = _job_id(id)
+    job = job_id(id)
     async with service.transaction() as work:
         conn = await work.connection()
         if job is not None:
@@ -222,9 +212,42 @@ def timers_router(route_class: Any, get_service: Callable[..., TimerAdminHost]) 
         responses=problems(401, 403, 404, 409, 413, 422, 500, 503),
         operation_id="admin_fireTimer",
     )
-    async def fire_timer(id: str, service: TimerAdminHost = Depends(get_service)) -> FiredOut:
+    async def fire_timer(
+        id: str, request: Request, service: TimerAdminHost = Depends(get_service)
+    ) -> FiredOut:
         """Fire a pending timeout (its job id) or a context timer (its name) now, once, in this
         service."""
-        return await fire(service, id, admin_tenant())
+        fired = await fire(service, id, admin_tenant())
+        await audited(service, request, "fire", [id], {"kind": fired.kind}, fired.outcome)
+        return fired
+
+    @router.post(
+        "/api/admin/timers/{id}/reschedule",
+        response_model=TimerChangedOut,
+        responses=problems(401, 403, 404, 409, 413, 422, 500, 503),
+        operation_id="admin_rescheduleTimer",
+    )
+    async def reschedule_timer(
+        id: str,
+        body: RescheduleIn,
+        request: Request,
+        service: TimerAdminHost = Depends(get_service),
+    ) -> TimerChangedOut:
+        """Move a pending timeout (its job id) or a context timer's next tick (its name) to
+        `due_at`; a timeout a scheduler is firing right now is a 409."""
+        return await reschedule(service, request, id, body.due_at, admin_tenant())
+
+    @router.post(
+        "/api/admin/timers/{id}/cancel",
+        response_model=TimerChangedOut,
+        responses=problems(401, 403, 404, 409, 413, 422, 500, 503),
+        operation_id="admin_cancelTimer",
+    )
+    async def cancel_timer(
+        id: str, request: Request, service: TimerAdminHost = Depends(get_service)
+    ) -> TimerChangedOut:
+        """Disarm a pending timeout (its job id): it never fires. A context timer cannot be
+        cancelled (409: it ticks by the model's schedule); a timeout being fired is a 409."""
+        return await cancel(service, request, id, admin_tenant())
 
     return router

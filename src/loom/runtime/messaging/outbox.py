@@ -323,12 +323,13 @@ class Outbox:
         self._relay = relay
 
     async def dead_letters(
-        self, limit: int = 50, offset: int = 0, tenant: str | None = None
+        self, limit: int = 50, offset: int = 0, tenant: str | None = None, status: str = DEAD
     ) -> list[DeadLetter]:
-        """Dead letters, oldest event first (`tenant`: only that tenant's)."""
+        """Dead letters, oldest event first (`tenant`: only that tenant's; `status` ARCHIVED:
+        the archived ones)."""
         stmt = (
             select(*_DEAD_COLUMNS)
-            .where(outbox.c.status == DEAD, *_of_tenant(tenant))
+            .where(outbox.c.status == status, *_of_tenant(tenant))
             .order_by(outbox.c.event_id)
             .limit(limit)
             .offset(offset)
@@ -377,6 +378,13 @@ class Outbox:
         where = (outbox.c.event_id == event_id, *_of_tenant(tenant))
         stmt = outbox_queue.redrive(*where).values(_REDRIVEN_TRACE).returning(*_REDRIVEN)
         return bool(await self._redrive(stmt))
+
+    async def redrive_many(self, event_ids: Sequence[UUID], tenant: str | None = None) -> int:
+        """Put these dead letters back in the queue, in one transaction; answers how many were
+        dead (`tenant`: of that tenant)."""
+        where = (outbox.c.event_id.in_(list(event_ids)), *_of_tenant(tenant))
+        stmt = outbox_queue.redrive(*where).values(_REDRIVEN_TRACE).returning(*_REDRIVEN)
+        return await self._redrive(stmt)
 
     async def redrive_all(self) -> int:
         """Put every dead letter back in the queue; answers how many."""

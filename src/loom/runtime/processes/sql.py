@@ -70,6 +70,7 @@ from loom.runtime.processes.store import encode_state
 from loom.runtime.processes.tables import ARMED, NO_TENANT, processes, timers
 from loom.runtime.processes.timers import ANNOUNCE, TIMERS_CHANNEL, announcement
 from loom.runtime.storage.dialects import dialect_insert
+from loom.runtime.storage.lease import ARCHIVED
 from loom.runtime.storage.work import Units, Work
 from loom.runtime.values.domain import DomainEvent
 from loom.runtime.values.errors import ConcurrencyConflict
@@ -104,7 +105,7 @@ _DISARM_SOME = delete(timers).where(_of, t.name.in_(bindparam("names", expanding
 _ARMED = select(t.job_id).where(_named, t.status == ARMED)
 _PENDING = (
     select(t.name, t.job_id, t.due_at, t.attempts, t.status, t.last_error)
-    .where(_of)
+    .where(_of, t.status != ARCHIVED)  # an archived dead letter was set aside by an operator
     .order_by(t.due_at, t.name)
 )
 _RESET = ("attempts", "status", "last_error", "claimed_by", "claimed_until")

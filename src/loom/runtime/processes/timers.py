@@ -11,7 +11,7 @@ still the armed job.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -165,12 +165,13 @@ class TimerQueue:
         self._scheduler = scheduler
 
     async def dead_letters(
-        self, limit: int = 50, offset: int = 0, tenant: str | None = None
+        self, limit: int = 50, offset: int = 0, tenant: str | None = None, status: str = DEAD
     ) -> list[DeadTimeout]:
-        """Dead timeouts, earliest due first (`tenant`: that tenant's instances' only)."""
+        """Dead timeouts, earliest due first (`tenant`: that tenant's instances' only; `status`
+        ARCHIVED: the archived ones)."""
         stmt = (
             select(*_DEAD_COLUMNS)
-            .where(t.status == DEAD, *of_tenant(tenant))
+            .where(t.status == status, *of_tenant(tenant))
             .order_by(t.due_at, t.job_id)
             .limit(limit)
             .offset(offset)
@@ -189,6 +190,11 @@ class TimerQueue:
         """Arm one dead timeout again, due now, attempts from zero; False if there is none
         (`tenant`: none of that tenant's)."""
         return bool(await self._redrive(and_(t.job_id == job_id, *of_tenant(tenant))))
+
+    async def redrive_many(self, job_ids: Sequence[UUID], tenant: str | None = None) -> int:
+        """Arm these dead timeouts again, in one transaction; answers how many were dead
+        (`tenant`: of that tenant's instances)."""
+        return await self._redrive(and_(t.job_id.in_(list(job_ids)), *of_tenant(tenant)))
 
     async def redrive_all(self) -> int:
         """Arm every dead timeout again; answers how many."""

@@ -516,8 +516,14 @@ def create_app(
     # processes starts without loading them
     if dead_letter_routes if dead_letter_routes is not None else bool(channels) or processes:
         from loom.runtime.http.admin import admin_router
+        from loom.runtime.http.audit import audit_router
+        from loom.runtime.http.dead_letter_admin import dead_letter_router
+        from loom.runtime.http.outbox_admin import outbox_router
 
         app.include_router(admin_router(LoomRoute, get_service))
+        app.include_router(dead_letter_router(LoomRoute, get_service))
+        app.include_router(outbox_router(LoomRoute, get_service))
+        app.include_router(audit_router(LoomRoute, get_service))
     if processes:
         from loom.runtime.http.process_admin import processes_router
         from loom.runtime.http.timer_admin import timers_router

@@ -47,7 +47,8 @@ def schema_metadatas(
 ) -> tuple[MetaData, ...]:
     """The schema of a service: the model's tables (`metadata`) and the runtime tables it uses:
     `__loom_idempotency` always, `__loom_outbox` / `__loom_inbox` with channels, and
-    `__loom_processes` / `__loom_timers` / `__loom_ticks` / `__loom_episodes` with processes. The
+    `__loom_processes` / `__loom_timers` / `__loom_ticks` / `__loom_episodes` with processes, and
+    `__loom_audit` (the admin routes' audit log) with either. The
     one answer to which tables a service needs: its start-up and `loom.migrate`'s snapshots both
     ask it."""
     out = [metadata, idempotency_metadata]
@@ -57,6 +58,10 @@ def schema_metadatas(
         from loom.runtime.processes.tables import process_metadata
 
         out.append(process_metadata)
+    if channels or processes:  # the services with admin routes (`service.app`)
+        from loom.runtime.http.audit import audit_metadata
+
+        out.append(audit_metadata)
     return tuple(out)
 
 

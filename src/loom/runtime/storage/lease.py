@@ -21,6 +21,8 @@ from sqlalchemy import ColumnElement, Table, and_, bindparam, or_, select, updat
 from sqlalchemy.sql.dml import ReturningUpdate, Update
 
 MAX_ERROR = 2000  # characters of `last_error` kept
+# a dead row an operator set aside: no longer listed as a dead letter, never redriven
+ARCHIVED = "archived"
 
 
 class LeasedQueue:
