@@ -63,7 +63,13 @@ async def test_screens_and_a_timeout_fired_from_the_detail(desk: ServiceClient) 
 
     detail = (await desk.get(f"{FOLLOW_UP}/{ticket}")).text
     assert 'class="state running"' in detail and "nudge" in detail and "armed" in detail
-    assert 'id="state-machine"' in detail  # the spot the declared states will take
+    # the process's declared machine, this instance's state marked, and what moves it
+    machine = detail[detail.index('id="state-machine"') : detail.index("<h2>Timeouts")]
+    assert "<svg" in machine and 'aria-label="State machine: running, completed.' in machine
+    assert machine.count('aria-current="true"') == 1
+    assert '<g class="state-box current" aria-current="true"><rect' in machine
+    assert "running (this instance)" in machine
+    assert "<td>running</td><td>completed</td><td>timeout nudge</td>" in machine
     here = f"{FOLLOW_UP}/{ticket}"
     form = {"csrf": csrf_of(detail), "back": here}
     r = await desk.post(fire_url(detail), data=form)
@@ -71,6 +77,7 @@ async def test_screens_and_a_timeout_fired_from_the_detail(desk: ServiceClient) 
     assert r.headers["location"] == f"{here}?done=timeout+fired"
     after = (await desk.get(f"{FOLLOW_UP}/{ticket}")).text
     assert 'class="state completed"' in after and "No timeout is armed" in after
+    assert "completed (this instance)" in after and "running (this instance)" not in after
 
     for screen in ("/_loom/timers", "/_loom/dead-letters"):
         r = await desk.get(screen)

@@ -18,6 +18,7 @@ instances only (`tenant=` cannot widen it) and another tenant's key is a 404.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -317,6 +318,7 @@ def _confined(tenant: str | None) -> str | None:
     return own if own is not None else tenant
 
 
+@functools.cache
 def read_machines(views: Path | None) -> dict[str, Any]:
     """The processes' state machines of the generated package's `console.json`, by process; a
     file that cannot be read refuses the start (it is the package's own: a broken build)."""
@@ -331,7 +333,8 @@ def read_machines(views: Path | None) -> dict[str, Any]:
     return machines
 
 
-def _machine(machines: Mapping[str, Any], instance: InstanceOut) -> MachineOut | None:
+def machine_of(machines: Mapping[str, Any], instance: InstanceOut) -> MachineOut | None:
+    """The instance's process's machine (`read_machines`), its state marked; None: none drawn."""
     drawn = machines.get(instance.process)
     if drawn is None:
         return None
@@ -399,7 +402,7 @@ def processes_router(
         """One instance: its fields, its timeouts (armed, due, leased or dead) and its process's
         state machine with its state marked."""
         detail = await instance_detail(service, process, key, _confined(tenant))
-        detail.machine = _machine(machines, detail)
+        detail.machine = machine_of(machines, detail)
         return detail
 
     return router

@@ -530,6 +530,7 @@ def create_app(
 
         app.include_router(timers_router(LoomRoute, get_service))
         app.include_router(processes_router(LoomRoute, get_service, console_views))
+        app.state.loom_console_views = console_views  # the console draws the machines too
     if not env_flag("LOOM_NO_CONSOLE"):  # the web console at /_loom/ (docs/console.md)
         mount_console(app)
     install_problem_handlers(app)

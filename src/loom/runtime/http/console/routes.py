@@ -36,8 +36,16 @@ from loom.runtime.http.console.access import (
     Viewer,
     sign_in,
 )
+from loom.runtime.http.console.machine import draw
 from loom.runtime.http.problems import install_problem_handlers, problem_for
-from loom.runtime.http.process_admin import State, instance_detail, instance_page, process_list
+from loom.runtime.http.process_admin import (
+    State,
+    instance_detail,
+    instance_page,
+    machine_of,
+    process_list,
+    read_machines,
+)
 from loom.runtime.http.timer_admin import fire, timers_page
 from loom.runtime.values import clock
 from loom.runtime.values.errors import LoomError, NotFound
@@ -206,7 +214,10 @@ def console_app(service_app: FastAPI, access: ConsoleAccess) -> FastAPI:
         async def load(viewer: Viewer) -> dict[str, Any]:
             who = viewer.tenant if viewer.tenant is not None else (tenant or None)
             found = await instance_detail(get_service(request), process, key, who)
-            return {"process": process, "instance": found}
+            views = getattr(service_app.state, "loom_console_views", None)
+            machine = machine_of(read_machines(views), found)
+            drawing = draw(machine) if machine is not None else None
+            return {"process": process, "instance": found, "drawing": drawing}
 
         return await screen(request, "instance.html", load)
 
