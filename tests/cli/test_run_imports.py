@@ -58,6 +58,10 @@ NOT_LOADED = {
     "loom.runtime.processes": "processes, timeouts and context timers",
     "loom.runtime.http.timer_admin": "the timer admin routes (a service with processes)",
     "loom.runtime.http.admin": "the dead-letter routes (a service with channels or processes)",
+    "loom.runtime.http.dead_letter_admin": "the dead letters in bulk (idem)",
+    "loom.runtime.http.outbox_admin": "the outbox's routes (idem)",
+    "loom.runtime.http.audit": "the admin actions' audit log (idem)",
+    "loom.runtime.http.process_admin": "the process instances' routes (a service with processes)",
     # the migration check of a database with no migrations folder
     "loom.migrate.diff": "the diff of snapshots (a migrations folder)",
     "loom.migrate.steps": "the migration steps (a migrations folder)",

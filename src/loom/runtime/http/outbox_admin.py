@@ -155,7 +155,7 @@ def outbox_router(route_class: Any, get_service: Callable[..., OutboxAdminHost])
     @router.post(
         "/api/admin/outbox/publish-now",
         response_model=PublishedOut,
-        responses=problems(401, 403, 413, 500, 503),
+        responses=problems(401, 403, 413, 422, 500, 503),
         operation_id="admin_publishOutboxNow",
     )
     async def publish(
