@@ -330,18 +330,7 @@ async def seed(generated: Server, url: str, count: int) -> Accounts:
 
     from bench.reference import accounts as reference_table
 
-    gen: list[str] = []
-    async with httpx.AsyncClient(base_url=generated.url) as client:
-        r = await client.post("/api/workflows/register_customer", json={"name": "Bench"})
-        owner = r.json()
-        for n in range(count):
-            r = await client.post(
-                "/api/workflows/open_account", json={"owner": owner, "number": f"G-{n}"}
-            )
-            gen.append(r.json())
-            expect(
-                await client.post(f"/api/accounts/{gen[-1]}/deposit", json={"amount": START}), 204
-            )
+    gen = await seed_generated(generated, count)
     ref = [uuid.uuid4() for _ in range(count)]
     engine = create_async_engine(url)
     async with engine.begin() as conn:
@@ -354,6 +343,23 @@ async def seed(generated: Server, url: str, count: int) -> Accounts:
         )
     await engine.dispose()
     return Accounts(gen, [str(i) for i in ref])
+
+
+async def seed_generated(generated: Server, count: int) -> list[str]:
+    """`count` accounts of the generated service with a large balance, through its own routes."""
+    gen: list[str] = []
+    async with httpx.AsyncClient(base_url=generated.url) as client:
+        r = await client.post("/api/workflows/register_customer", json={"name": "Bench"})
+        owner = r.json()
+        for n in range(count):
+            r = await client.post(
+                "/api/workflows/open_account", json={"owner": owner, "number": f"G-{n}"}
+            )
+            gen.append(r.json())
+            expect(
+                await client.post(f"/api/accounts/{gen[-1]}/deposit", json={"amount": START}), 204
+            )
+    return gen
 
 
 @dataclass
