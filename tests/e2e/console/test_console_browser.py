@@ -104,6 +104,7 @@ def test_no_serious_accessibility_violation(
         f"/_loom/processes/Desk.FollowUp/{ticket}",
         "/_loom/timers",
         "/_loom/dead-letters",
+        "/_loom/audit",
         "/_loom/processes/Desk.Nothing",
     ):
         page.goto(f"{desk}{path}")

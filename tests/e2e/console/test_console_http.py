@@ -78,6 +78,12 @@ async def test_screens_and_a_timeout_fired_from_the_detail(desk: ServiceClient) 
     after = (await desk.get(f"{FOLLOW_UP}/{ticket}")).text
     assert 'class="state completed"' in after and "No timeout is armed" in after
     assert "completed (this instance)" in after and "running (this instance)" not in after
+    # the console's action is in the audit log, the console's screen and the admin route's alike
+    (row,) = (await desk.get("/api/admin/audit")).json()["items"]
+    assert row["action"] == "fire" and row["parameters"] == {"kind": "timeout", "via": "console"}
+    assert row["outcome"] == "fired" and row["actor"] in ("loopback", "anonymous")
+    log = (await desk.get("/_loom/audit")).text
+    assert '<th scope="row">fire</th>' in log and row["targets"][0] in log
 
     for screen in ("/_loom/timers", "/_loom/dead-letters"):
         r = await desk.get(screen)

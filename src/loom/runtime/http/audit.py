@@ -81,12 +81,14 @@ async def write_audit(
     parameters: Mapping[str, Any] | None = None,
     outcome: str | None = None,
     tenant: str | None = None,
+    who: str | None = None,
 ) -> None:
-    """Record an admin action on `conn` (in its transaction)."""
+    """Record an admin action on `conn` (in its transaction); `who` names the actor when the
+    request's principal does not (the console's user, signed in with its cookie)."""
     row = {
         "audit_id": new_id(),
         "at": clock.now(),
-        "actor": actor(request),
+        "actor": who or actor(request),
         "action": action,
         "targets": json.dumps([str(t) for t in targets]),
         "parameters": json.dumps(dict(parameters or {}), default=str, sort_keys=True),
@@ -104,11 +106,12 @@ async def audited(
     parameters: Mapping[str, Any] | None = None,
     outcome: str | None = None,
     tenant: str | None = None,
+    who: str | None = None,
 ) -> None:
     """Record an admin action that ran in units of work of its own, in a transaction of its own."""
     async with units.transaction() as work:
         conn = await work.connection()
-        await write_audit(conn, request, action, targets, parameters, outcome, tenant)
+        await write_audit(conn, request, action, targets, parameters, outcome, tenant, who)
 
 
 async def audit_page(

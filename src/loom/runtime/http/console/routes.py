@@ -7,6 +7,7 @@ GET  /_loom/processes[/{process}[/{key}]]      -> counts; instances (filters, pa
 GET  /_loom/timers, /_loom/dead-letters        -> the pending timers; the dead letters
 POST /_loom/timers/{id}/fire                   -> fire a timeout or context timer now
 POST /_loom/dead-letters/{id}/redrive          -> redrive a dead letter
+GET  /_loom/audit                              -> the audit log: every admin action (the console's too)
 GET, POST /_loom/login; POST /_loom/logout     -> the token cookie (access.py)
 
 Every POST answers 303 to the page it came from (`back`), with what happened (`done`); htmx
@@ -28,6 +29,7 @@ from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from loom.runtime.http.admin import dead_page, redrive
+from loom.runtime.http.audit import audit_page, audited
 from loom.runtime.http.console.access import (
     COOKIE,
     PREFIX,
@@ -232,7 +234,18 @@ def console_app(service_app: FastAPI, access: ConsoleAccess) -> FastAPI:
     @app.post("/timers/{id}/fire", include_in_schema=False)
     async def fire_timer(request: Request, id: str) -> Response:
         async def run(viewer: Viewer) -> str:
-            fired = await fire(get_service(request), id, viewer.tenant)
+            service = get_service(request)
+            fired = await fire(service, id, viewer.tenant)
+            await audited(
+                service,
+                request,
+                "fire",
+                [id],
+                {"kind": fired.kind, "via": "console"},
+                fired.outcome,
+                viewer.tenant,
+                _who(viewer),
+            )
             return f"{fired.kind} {fired.outcome}"
 
         return await act(request, f"{PREFIX}/timers", run)
@@ -249,11 +262,34 @@ def console_app(service_app: FastAPI, access: ConsoleAccess) -> FastAPI:
     @app.post("/dead-letters/{id}/redrive", include_in_schema=False)
     async def redrive_one(request: Request, id: UUID) -> Response:
         async def run(viewer: Viewer) -> str:
-            if not await redrive(get_service(request), id, viewer.tenant):
+            service = get_service(request)
+            if not await redrive(service, id, viewer.tenant):
                 raise NotFound("DeadLetter", id, f"no dead letter has the id {id}")
+            await audited(
+                service,
+                request,
+                "redrive",
+                [id],
+                {"via": "console"},
+                "redriven=1",
+                viewer.tenant,
+                _who(viewer),
+            )
             return "redriven"
 
         return await act(request, f"{PREFIX}/dead-letters", run)
+
+    @app.get("/audit", include_in_schema=False)
+    async def audit_log(request: Request, offset: int = Query(0, ge=0)) -> Response:
+        async def load(viewer: Viewer) -> dict[str, Any]:
+            service = get_service(request)
+            items: list[Any] = []
+            total = 0
+            if service.channels or service.uses_processes:  # the services that keep one
+                items, total = await audit_page(service, PAGE, offset, viewer.tenant)
+            return _paged(request, items, total, offset)
+
+        return await screen(request, "audit.html", load)
 
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     return app
@@ -264,6 +300,12 @@ async def _form(request: Request) -> dict[str, str]:
     name). Read here rather than by FastAPI's `Form`, which needs python-multipart."""
     body = (await request.body()).decode("utf-8", "replace")
     return dict(parse_qsl(body, keep_blank_values=True))
+
+
+def _who(viewer: Viewer) -> str | None:
+    """The audit log's actor for a console user: its name when a token said who (else the
+    request's address says: `loopback` or `anonymous`)."""
+    return None if viewer.name == "local" else viewer.name
 
 
 def _paged(request: Request, items: list[Any], total: int, offset: int) -> dict[str, Any]:
