@@ -28,7 +28,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel
-from sqlalchemy import ColumnElement, RowMapping, Table, func, select
+from sqlalchemy import ColumnElement, RowMapping, Table, false, func, select
 
 from loom.runtime.http.admin_base import admin_routes, admin_tenant, problems
 from loom.runtime.processes.episodes import COMPLETED, RUNNING
@@ -131,15 +131,15 @@ class _Source:
         if state is not None:
             if self.ended is None:  # a workflow that never ends: every instance runs
                 if state == COMPLETED:
-                    where.append(self.key.is_(None))
+                    where.append(false())
             else:
                 where.append(self.ended.is_(state == COMPLETED))
         if key is not None:
             value = _typed(self.key, key)
-            where.append(self.key == value if value is not None else self.key.is_(None))
+            where.append(self.key == value if value is not None else false())
         if tenant is not None:
             if self.tenant is None:
-                where.append(self.key.is_(None))  # an untenanted process has no tenant's rows
+                where.append(false())  # an untenanted process has no tenant's rows
             else:
                 where.append(self.tenant == tenant)
         if before is not None:
@@ -220,7 +220,7 @@ async def process_list(service: ProcessAdminHost, tenant: str | None) -> list[Pr
     t = timers.c
     async with service.engine.connect() as conn:
         for name, source in _sources(service).items():
-            ended = source.ended if source.ended is not None else func.false()
+            ended = source.ended if source.ended is not None else false()
             rows = await conn.execute(
                 select(ended, func.count())
                 .select_from(source.from_)
