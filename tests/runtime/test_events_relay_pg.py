@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import func, select, text
 
 from loom.runtime import DomainEvent, Service, current_envelope
+from tests.waiting import until
 
 from .events_kit import lines, log_waiter, moving_clock, running
 from .events_service import OrderPlaced, StockReserved, orders, reservations
@@ -162,8 +163,14 @@ async def test_a_round_that_loses_its_connection_is_logged_and_retried(
             assert [r.claimed_by for r in placed] == [b.service.relay.name]  # never marked
             # its lease expires; the redelivery is skipped by the inbox of each reaction
             clock.advance(61)
-            await a.service.settle()
-            assert await a.outbox_count() == 0
+
+            # B's loop, woken after its failed round's pause, may hold the row's new lease
+            # while A settles: A skips it then, and B marks it once delivered
+            async def drained() -> bool:
+                await a.service.settle()
+                return await a.outbox_count() == 0
+
+            await until(drained, timeout=WAIT, what="the outbox drained")
             assert await a.stock(product) == (4, 1)
             assert await a.order_status(order) == "Reserved"
     skipped = {e["handler"] for e in lines(caplog, "event_skipped_duplicate")}

@@ -125,7 +125,7 @@ def _serve(files: list[Path], options: RunSettings, color: Color) -> None:
     if handed is None:
         uvicorn.run(application, host=options.host, port=options.port, **how)
     else:
-        serve_on(uvicorn.Config(application, host=options.host, port=options.port, **how), *handed)
+        serve_on(uvicorn.Config(application, host=options.host, port=options.port, **how), handed)
 
 
 def _ready(
