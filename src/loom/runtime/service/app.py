@@ -26,7 +26,6 @@ from loom.model.telemetry import route_element
 from loom.runtime.http.api_calls import ApiResource, Apis
 from loom.runtime.http.auth import Authenticator, add_bearer_scheme, resolve_auth
 from loom.runtime.http.body_limit import resolve_max_body_bytes
-from loom.runtime.http.console import mount_console
 from loom.runtime.http.contracts import add_asyncapi_route
 from loom.runtime.http.docs_ui import add_docs_pages
 from loom.runtime.http.edge import EdgeMiddleware
@@ -45,6 +44,7 @@ from loom.runtime.messaging.broker_config import (
 from loom.runtime.messaging.channels import Channel
 from loom.runtime.messaging.relay import resolve_relay_options
 from loom.runtime.messaging.transports.base import Transport
+from loom.runtime.service.admin_mount import mount_admin
 from loom.runtime.service.service import Service
 from loom.runtime.storage.dberrors import classify
 from loom.runtime.storage.engine import in_memory_sqlite
@@ -512,27 +512,16 @@ def create_app(
     authenticator = resolve_auth(auth)
     check_tenanted_auth(tenanted, authenticator)
     app.state.loom_auth = authenticator
-    # the admin routes' modules only for a service that has them: a model without channels or
-    # processes starts without loading them
-    if dead_letter_routes if dead_letter_routes is not None else bool(channels) or processes:
-        from loom.runtime.http.admin import admin_router
-        from loom.runtime.http.audit import audit_router
-        from loom.runtime.http.dead_letter_admin import dead_letter_router
-        from loom.runtime.http.outbox_admin import outbox_router
-
-        app.include_router(admin_router(LoomRoute, get_service))
-        app.include_router(dead_letter_router(LoomRoute, get_service))
-        app.include_router(outbox_router(LoomRoute, get_service))
-        app.include_router(audit_router(LoomRoute, get_service))
-    if processes:
-        from loom.runtime.http.process_admin import processes_router
-        from loom.runtime.http.timer_admin import timers_router
-
-        app.include_router(timers_router(LoomRoute, get_service))
-        app.include_router(processes_router(LoomRoute, get_service, console_views))
-        app.state.loom_console_views = console_views  # the console draws the machines too
-    if not env_flag("LOOM_NO_CONSOLE"):  # the web console at /_loom/ (docs/console.md)
-        mount_console(app)
+    mount_admin(
+        app,
+        LoomRoute,
+        get_service,
+        dead_letter_routes=(
+            dead_letter_routes if dead_letter_routes is not None else bool(channels) or processes
+        ),
+        processes=bool(processes),
+        console_views=console_views,
+    )
     install_problem_handlers(app)
     app.add_middleware(
         EdgeMiddleware,
