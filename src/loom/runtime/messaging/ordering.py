@@ -14,7 +14,7 @@ backwards: a late event leaves them as they are.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any, Protocol
 
@@ -27,6 +27,7 @@ from sqlalchemy import (
     bindparam,
     func,
     select,
+    text,
     tuple_,
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -34,7 +35,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from loom.model import messaging as wire
 from loom.runtime.messaging.channels import Channel
 from loom.runtime.messaging.key_order import KeyOrder, OutOfOrder
-from loom.runtime.messaging.outbox import inbox, outbox_rows, runtime_metadata, write_events
+from loom.runtime.messaging.outbox import (
+    NOTIFY_CHANNEL,
+    inbox,
+    outbox,
+    outbox_rows,
+    runtime_metadata,
+    write_events,
+)
 from loom.runtime.messaging.publisher import event_key
 from loom.runtime.storage.dialects import dialect_insert
 from loom.runtime.values.domain import DomainEvent
@@ -121,6 +129,42 @@ def _entry_of_first() -> Any:
     ).returning(progress.applied)
 
 
+@cache
+def _count_upsert_returning(dialect: str) -> Any:
+    return _count_upsert(dialect).returning(key_counts.c.count)
+
+
+def _counts_only(
+    channel: Channel, publishing: Callable[[Channel, str], object | None], types: set[str]
+) -> bool:
+    """Whether `types` are all the types of `channel` this service publishes to a broker: then
+    no other type of a key has a count to read back."""
+    return {t for t in channel.events if publishing(channel, t) is not None} <= types
+
+
+@cache
+def _counted_row() -> Any:
+    """PostgreSQL, one event on a channel that carries no other type this service publishes
+    (`write_durable`'s commonest case): its key's count upserted, its outbox row written with
+    that count as its key counts, and the relays notified, in one round trip. The channel and
+    event type parameters are the row's own; `count_key` is the key."""
+    columns = [c.name for c in outbox.c if c.name != "key_counts"]
+    counts, rows = key_counts.name, outbox.name
+    return text(
+        f"WITH counted AS (INSERT INTO {counts} (channel, key, event_type, count) "
+        "VALUES (:channel, :count_key, :event_type, 1) "
+        "ON CONFLICT (channel, key, event_type) "
+        f"DO UPDATE SET count = {counts}.count + 1 RETURNING count), "
+        f"ins AS (INSERT INTO {rows} ({', '.join(columns)}, key_counts) "
+        f"SELECT {', '.join(f':{c}' for c in columns)}, "
+        "CAST(:event_type AS VARCHAR) || '=' || counted.count FROM counted RETURNING 1) "
+        f"SELECT pg_notify('{NOTIFY_CHANNEL}', '') FROM ins LIMIT 1"
+    ).bindparams(
+        *(bindparam(c, type_=outbox.c[c].type) for c in columns),
+        bindparam("count_key", type_=key_counts.c.key.type),
+    )
+
+
 # built once: one commit's counts, read back for all its (channel, key) pairs
 _COUNTS_OF = select(
     key_counts.c.channel, key_counts.c.key, key_counts.c.event_type, key_counts.c.count
@@ -131,6 +175,16 @@ async def write_durable(
     conn: AsyncConnection, producer: Producer, items: Sequence[tuple[Channel, DomainEvent]]
 ) -> None:
     """Write the outbox rows of the durable events `items` on `conn`, stamped."""
+    if producer.dialect == "postgresql" and len(items) == 1:
+        ((channel, event),) = items
+        publishing, types = producer.publishing, {event.event_type}
+        if publishing(channel, event.event_type) is not None and _counts_only(
+            channel, publishing, types
+        ):
+            (row,) = outbox_rows(items, producer.model_revision)
+            del row["key_counts"]
+            await conn.execute(_counted_row(), {**row, "count_key": event_key(event)})
+            return
     await write_events(conn, producer.dialect, await stamped_rows(conn, producer, items))
 
 
@@ -154,18 +208,26 @@ async def stamped_rows(
     if not counted:
         return rows
     increments = Counter((c, k, t) for _, c, k, t in counted)
-    await conn.execute(
-        _count_upsert(producer.dialect),
-        [
-            {"channel": c, "key": k, "event_type": t, "count": n}
-            for (c, k, t), n in sorted(increments.items())
-        ],
-    )
     pairs = sorted({(c, k) for _, c, k, _ in counted})
-    found = await conn.execute(_COUNTS_OF, {"pairs": pairs})
     totals: dict[tuple[str, str], dict[str, int]] = {pair: {} for pair in pairs}
-    for c, k, t, n in found:
-        totals[c, k][t] = int(n)
+    types = {t for _, _, t in increments}
+    if len(increments) == 1 and _counts_only(items[counted[0][0]][0], publishing, types):
+        # the commonest commit (events of one type, of one key, on a channel this service
+        # publishes no other type of): the upsert answers the key's only count, no read after
+        ((c, k, t), n) = next(iter(increments.items()))
+        params = {"channel": c, "key": k, "event_type": t, "count": n}
+        now = await conn.execute(_count_upsert_returning(producer.dialect), params)
+        totals[c, k][t] = int(now.scalar_one())
+    else:
+        await conn.execute(
+            _count_upsert(producer.dialect),
+            [
+                {"channel": c, "key": k, "event_type": t, "count": n}
+                for (c, k, t), n in sorted(increments.items())
+            ],
+        )
+        for c, k, t, n in await conn.execute(_COUNTS_OF, {"pairs": pairs}):
+            totals[c, k][t] = int(n)
     for (c, k, t), n in increments.items():  # back to the counts before this commit's events
         totals[c, k][t] -= n
     for i, c, k, t in counted:
