@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-import asyncpg
+import asyncpg  # type: ignore[import-untyped]
 import pytest
 from sqlalchemy import make_url, select
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
@@ -84,8 +84,8 @@ async def test_a_channel_of_one_type_counts_each_key_on_its_own(engine: AsyncEng
     two = [(SOLO, Noted(order="a")), (SOLO, Noted(order="a"))]
     assert await stamped(engine, producer, two) == ["T.Noted=3", "T.Noted=4"]
     async with engine.connect() as conn:
-        counts = (await conn.execute(select(key_counts).order_by(key_counts.c.key))).all()
-    assert [(c.key, c.count) for c in counts] == [("a", 4), ("b", 1)]
+        counts = select(key_counts.c.key, key_counts.c.count).order_by(key_counts.c.key)
+        assert [tuple(row) for row in await conn.execute(counts)] == [("a", 4), ("b", 1)]
 
 
 async def test_a_channel_of_several_types_stamps_every_type_of_the_key(
