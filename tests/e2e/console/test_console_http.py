@@ -278,7 +278,7 @@ async def test_a_dead_timeout_listed_and_redriven(desk: ServiceClient) -> None:
         )
     page = (await desk.get("/_loom/dead-letters")).text
     assert "Desk.FollowUp.nudge" in page and "the printer is on fire" in page
-    assert f"/_loom/dead-letters/{job}/redrive" in page
+    assert f"/_loom/dead-letters/redrive?ids={job}" in page  # the redrive dialog first
     detail = (await desk.get(f"{FOLLOW_UP}/{ticket}")).text
     assert 'class="status dead"' in detail and f"/_loom/dead-letters/{job}/redrive" in detail
     r = await desk.post(
