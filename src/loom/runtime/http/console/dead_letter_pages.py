@@ -106,8 +106,11 @@ def add_dead_letter_pages(app: FastAPI, screens: Screens) -> None:
             if gid:  # the group as the viewer sees it now
                 key = (await _group(service, gid, viewer.tenant)).group
                 body = RedriveIn(ids=None, group=key, rate_per_second=rate)
-            else:
-                body = RedriveIn(ids=ids, rate_per_second=rate)
+            else:  # the viewer's dead letters among them: another tenant's is none of its
+                found = await keys_of(service, ids, viewer.tenant)
+                if not found:
+                    raise NotFound("DeadLetter", ids[0], "none of the chosen letters is dead")
+                body = RedriveIn(ids=[i for i in ids if i in found], rate_per_second=rate)
             done = await paced_redrive(service, request, body, viewer.tenant)
             left = f", {done.remaining} left: redrive again" if done.remaining else ""
             missing = f", {done.missing} no longer dead" if done.missing else ""
