@@ -1,6 +1,7 @@
 """Debian's chromium driven by Playwright for the console's tests and its screenshot script
 (scripts/console_screenshots.py): the launch (never a browser Playwright downloads), a `loom run`
-of the desk model with a ticket whose follow-up waits on a timeout, and axe-core's check."""
+of the desk model with a ticket whose follow-up waits on a timeout, and of the operations model
+(outbox, dead letters), and axe-core's check."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.e2e.tokens import SECRET
 from tests.liveserver import free_port, running
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -31,6 +33,7 @@ FLAGS = [
 ]
 AXE = ROOT / "scripts/node/node_modules/axe-core/axe.min.js"
 DESK = ROOT / "tests/e2e/models/desk_timers.loom"
+OPS = ROOT / "tests/e2e/models/console_ops.loom"
 DESKTOP = {"width": 1280, "height": 800}
 NARROW = {"width": 320, "height": 640}
 
@@ -63,11 +66,27 @@ def launch(playwright: Any) -> Any:
 def desk_served(folder: Path, *options: str) -> Iterator[str]:
     """`loom run` of the desk model on a SQLite file in `folder` (its scheduler off: the console
     fires the timeouts), with `options`: its base URL."""
-    model = Path(shutil.copy(DESK, folder / DESK.name))
+    with served(DESK, folder, *options) as base:
+        yield base
+
+
+@contextmanager
+def ops_served(folder: Path) -> Iterator[str]:
+    """`loom run` of the console's operations model (two tenanted contexts over durable
+    channels, a reactor that fails for a customer without an account) verifying tokens signed
+    with the tests' secret: its base URL."""
+    with served(OPS, folder, "--jwt-secret", SECRET) as base:
+        yield base
+
+
+@contextmanager
+def served(source: Path, folder: Path, *options: str) -> Iterator[str]:
+    """`loom run` of the model `source` on a SQLite file in `folder`, its scheduler off."""
+    model = Path(shutil.copy(source, folder / source.name))
     previous = os.environ.get("LOOM_SCHEDULER")
     os.environ["LOOM_SCHEDULER"] = "off"
     try:
-        url = f"sqlite+aiosqlite:///{folder / 'desk.db'}"
+        url = f"sqlite+aiosqlite:///{folder / 'console.db'}"
         with running(str(model), "--database-url", url, *options, port=free_port()) as base:
             yield base
     finally:
