@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.tokens import SECRET
+from tests.e2e.test_admin_outbox import OPERATOR, A
+from tests.e2e.tokens import SECRET, bearer, token
 from tests.liveserver import free_port, running
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -112,3 +114,36 @@ def serious_violations(page: Any) -> list[dict[str, Any]]:
         nodes = [n.get("target") for n in v.get("nodes", [])]
         print(f"axe {v['impact']}: {v['id']}: {v['help']} at {nodes} ({page.url})")
     return serious
+
+
+def until(check: Callable[[], bool], seconds: float = 15.0) -> None:
+    """Poll `check` until it holds, or fail after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "not reached in time"
+        time.sleep(0.05)
+
+
+def dead_count(base: str) -> int:
+    """The dead letters of the service at `base`, every tenant's."""
+    r = httpx.get(f"{base}/api/admin/dead-letters", headers=OPERATOR, timeout=10)
+    return int(r.json()["total"])
+
+
+def place(base: str, customer: str) -> None:
+    """An order placed in acme for `customer` (its Placed event dies without an account)."""
+    body = {"customer": customer, "amount": 5}
+    r = httpx.post(f"{base}/api/orders", json=body, headers=A, timeout=10)
+    r.raise_for_status()
+    placed = httpx.post(f"{base}/api/orders/{r.json()['id']}/place", headers=A, timeout=10)
+    placed.raise_for_status()
+
+
+def sign_in(page: Any, base: str, subject: str) -> None:
+    """Sign in to the console at `base` as an admin named `subject` (its login form)."""
+    from playwright.sync_api import expect
+
+    page.goto(f"{base}/_loom/dead-letters")
+    page.get_by_label("Bearer token").fill(bearer(token(sub=subject, roles=["admin"])))
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="Processes")).to_be_visible()

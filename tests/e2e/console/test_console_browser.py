@@ -12,8 +12,7 @@ fail."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -22,12 +21,16 @@ import pytest
 from tests.e2e.console.browser import (
     DESKTOP,
     NARROW,
+    dead_count,
     desk_served,
     launch,
     open_ticket,
     ops_served,
+    place,
     require_browser,
     serious_violations,
+    sign_in,
+    until,
 )
 from tests.e2e.test_admin_outbox import OPERATOR, A
 from tests.e2e.tokens import SECRET, bearer, token
@@ -178,34 +181,6 @@ def test_sign_in_with_an_admin_token(
         expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
         assert context.cookies() == []
         context.close()
-
-
-def until(check: Callable[[], bool], seconds: float = 15.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, "not reached in time"
-        time.sleep(0.05)
-
-
-def dead_count(base: str) -> int:
-    r = httpx.get(f"{base}/api/admin/dead-letters", headers=OPERATOR, timeout=10)
-    return int(r.json()["total"])
-
-
-def place(base: str, customer: str) -> None:
-    """An order placed in acme for `customer` (its Placed event dies without an account)."""
-    body = {"customer": customer, "amount": 5}
-    r = httpx.post(f"{base}/api/orders", json=body, headers=A, timeout=10)
-    r.raise_for_status()
-    placed = httpx.post(f"{base}/api/orders/{r.json()['id']}/place", headers=A, timeout=10)
-    placed.raise_for_status()
-
-
-def sign_in(page: Page, base: str, subject: str) -> None:
-    page.goto(f"{base}/_loom/dead-letters")
-    page.get_by_label("Bearer token").fill(bearer(token(sub=subject, roles=["admin"])))
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_role("heading", name="Processes")).to_be_visible()
 
 
 def test_reschedule_and_cancel_a_timer(desk: str, page: Page) -> None:
