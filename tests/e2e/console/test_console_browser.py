@@ -226,6 +226,11 @@ def test_redrive_a_group_at_a_rate_see_what_will_run_and_archive(ops: str, page:
     expect(groups.get_by_role("row").filter(has_text="customer zed")).to_have_count(0)
 
     letters = page.get_by_role("region", name="Dead letters table")
+    letters.get_by_role("row").filter(has_text="yul").get_by_role("checkbox").check()
+    page.get_by_role("button", name="Redrive selected").click()  # a selection: its dialog
+    expect(page.get_by_role("heading", name="Redrive 1 dead letter")).to_be_visible()
+    expect(page.locator("#what-will-run")).to_contain_text("Ledger.Account.book")
+    page.get_by_role("link", name="Back to the dead letters").click()
     letters.get_by_role("row").filter(has_text="yul").get_by_role("button", name="Archive").click()
     expect(page.get_by_role("status")).to_have_text("Done: archived")
     page.get_by_role("link", name="Archived").click()
