@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
@@ -29,7 +30,7 @@ class Screens:
     service: Callable[[Request], Any]
     screen: Callable[[Request, str, Load], Awaitable[Response]]
     act: Callable[[Request, str, Run], Awaitable[Response]]
-    views: Callable[[], Any]  # the generated package's `console.json` (a Path), or None
+    views: Callable[[], Path | None]  # the generated package's `console.json`
 
 
 async def fields(request: Request) -> list[tuple[str, str]]:
