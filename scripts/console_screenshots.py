@@ -2,8 +2,10 @@
 docs/console.md: `.venv/bin/python scripts/console_screenshots.py [--out docs/console]`.
 
 It serves the desk model (tests/e2e/models/desk_timers.loom) with `loom run` on a SQLite file,
-opens two tickets (each a follow-up instance waiting on its timeout), fires one from the console,
-and shoots every screen with Debian's chromium (scripts/setup.sh test installs it)."""
+opens two tickets (each a follow-up instance waiting on its timeout), fires one from the console;
+and the operations model (tests/e2e/models/console_ops.loom): a shipment waiting for its retry,
+placements dead for want of an account; then shoots every screen with Debian's chromium
+(scripts/setup.sh test installs it)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,9 @@ import argparse
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
+
+import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the tests' helpers: the browser's launch, `loom run`
@@ -20,11 +25,17 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 from tests.e2e.console.browser import (  # noqa: E402
     DESKTOP,
     NARROW,
+    dead_count,
     desk_served,
     launch,
     missing,
     open_ticket,
+    ops_served,
+    place,
+    sign_in,
+    until,
 )
+from tests.e2e.test_admin_outbox import OPERATOR, A  # noqa: E402
 
 
 def shoot(out: Path) -> list[Path]:
@@ -33,30 +44,61 @@ def shoot(out: Path) -> list[Path]:
         raise SystemExit(why)
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    with tempfile.TemporaryDirectory() as folder, desk_served(Path(folder)) as base:
-        fired, waiting = open_ticket(base, "printer"), open_ticket(base, "scanner")
-        screens = {
-            "processes": "/_loom/processes",
-            "instances": "/_loom/processes/Desk.FollowUp",
-            "instance": f"/_loom/processes/Desk.FollowUp/{waiting}",
-            "timers": "/_loom/timers",
-            "dead-letters": "/_loom/dead-letters",
-        }
-        with sync_playwright() as p:
-            browser = launch(p)
-            page = browser.new_page(viewport=DESKTOP)
-            page.goto(f"{base}/_loom/processes/Desk.FollowUp/{fired}")
-            page.get_by_role("button", name="Fire now nudge").click()
-            page.get_by_role("status").wait_for()
-            for size, viewport in (("desktop", DESKTOP), ("320", NARROW)):
-                page.set_viewport_size(viewport)
-                for name, path in screens.items():
-                    page.goto(f"{base}{path}")
-                    target = out / f"{name}-{size}.png"
-                    page.screenshot(path=str(target), full_page=True)
-                    written.append(target)
-            browser.close()
+    with tempfile.TemporaryDirectory() as folder:
+        for name in ("desk", "ops"):
+            (Path(folder) / name).mkdir()
+        written += _shoot(out, Path(folder))
     return written
+
+
+def _shoot(out: Path, folder: Path) -> list[Path]:
+    written: list[Path] = []
+    with (
+        desk_served(folder / "desk") as base,
+        ops_served(folder / "ops") as ops,
+        sync_playwright() as p,
+    ):
+        fired, waiting = open_ticket(base, "printer"), open_ticket(base, "scanner")
+        timers = httpx.get(f"{base}/api/admin/timers", timeout=10).json()["items"]
+        job = next(t["job_id"] for t in timers if t.get("key") == waiting)
+        group = _troubles(ops)
+        screens = {
+            "processes": (base, "/_loom/processes"),
+            "instances": (base, "/_loom/processes/Desk.FollowUp"),
+            "instance": (base, f"/_loom/processes/Desk.FollowUp/{waiting}"),
+            "timers": (base, "/_loom/timers"),
+            "reschedule": (base, f"/_loom/timers/{job}/reschedule"),
+            "cancel": (base, f"/_loom/timers/{job}/cancel"),
+            "outbox": (ops, "/_loom/outbox"),
+            "dead-letters": (ops, "/_loom/dead-letters"),
+            "redrive": (ops, f"/_loom/dead-letters/redrive?group={group}"),
+        }
+        browser = launch(p)
+        page = browser.new_page(viewport=DESKTOP)
+        page.goto(f"{base}/_loom/processes/Desk.FollowUp/{fired}")
+        page.get_by_role("button", name="Fire now nudge").click()
+        page.get_by_role("status").wait_for()
+        sign_in(page, ops, "ops")
+        for size, viewport in (("desktop", DESKTOP), ("320", NARROW)):
+            page.set_viewport_size(viewport)
+            for name, (at, path) in screens.items():
+                page.goto(f"{at}{path}")
+                target = out / f"{name}-{size}.png"
+                page.screenshot(path=str(target), full_page=True)
+                written.append(target)
+        browser.close()
+    return written
+
+
+def _troubles(ops: str) -> Any:
+    """A shipment waiting for its retry and dead placements at `ops`: the id of their group."""
+    r = httpx.post(f"{ops}/api/orders", json={"customer": "zed", "amount": 5}, headers=A)
+    httpx.post(f"{ops}/api/orders/{r.json()['id']}/ship", headers=A).raise_for_status()
+    for customer in ("zed", "zed", "zed", "yul"):
+        place(ops, customer)
+    until(lambda: dead_count(ops) == 4)
+    groups = httpx.get(f"{ops}/api/admin/dead-letters/groups", headers=OPERATOR, timeout=10)
+    return groups.json()[0]["group_id"]
 
 
 def main() -> None:

@@ -2,7 +2,10 @@
 (docs/console.md): find an instance, open it, fire its timeout, see it completed, by mouse and by
 keyboard; signing in with an admin token (an HttpOnly, SameSite=Strict cookie) and out; the
 read-only console shows no action and refuses a POST; axe-core finds no serious or
-critical violation on any screen, on a desktop or 320 px wide.
+critical violation on any screen, on a desktop or 320 px wide. The action screens: a timer
+rescheduled and cancelled (its confirmation page), a group of dead letters redriven at a rate
+after the dialog showed what will run, one archived, by a signed-in user whose name the audit
+log shows.
 
 The tests skip without chromium, unless LOOM_REQUIRE_CHROMIUM=1 (scripts/test.sh), where they
 fail."""
@@ -12,17 +15,24 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.e2e.console.browser import (
     DESKTOP,
     NARROW,
+    dead_count,
     desk_served,
     launch,
     open_ticket,
+    ops_served,
+    place,
     require_browser,
     serious_violations,
+    sign_in,
+    until,
 )
+from tests.e2e.test_admin_outbox import OPERATOR, A
 from tests.e2e.tokens import SECRET, bearer, token
 
 require_browser()
@@ -41,6 +51,12 @@ def browser() -> Iterator[Any]:
 @pytest.fixture(scope="module")
 def desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with desk_served(tmp_path_factory.mktemp("desk")) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def ops(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with ops_served(tmp_path_factory.mktemp("ops")) as base:
         yield base
 
 
@@ -165,3 +181,100 @@ def test_sign_in_with_an_admin_token(
         expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
         assert context.cookies() == []
         context.close()
+
+
+def test_reschedule_and_cancel_a_timer(desk: str, page: Page) -> None:
+    ticket = open_ticket(desk, "scanner")
+    page.goto(f"{desk}/_loom/timers")
+    row = page.get_by_role("row").filter(has_text=ticket)
+    expect(row.locator(".status")).to_have_text("armed")
+    row.get_by_role("link", name="Reschedule").click()
+    page.get_by_label("In (a delay from now").fill("3h")
+    page.get_by_role("button", name="Reschedule").click()
+    expect(page.get_by_role("status")).to_contain_text("Done: timeout rescheduled to")
+    page.get_by_role("row").filter(has_text=ticket).get_by_role("link", name="Cancel").click()
+    expect(page.get_by_role("heading", name="Cancel Desk.FollowUp.nudge")).to_be_visible()
+    page.get_by_role("link", name="Keep it").click()  # the confirmation's way back
+    expect(page.get_by_role("row").filter(has_text=ticket)).to_have_count(1)
+    page.get_by_role("row").filter(has_text=ticket).get_by_role("link", name="Cancel").click()
+    page.get_by_role("button", name="Cancel the timeout").click()
+    expect(page.get_by_role("status")).to_have_text("Done: timeout cancelled")
+    expect(page.get_by_role("row").filter(has_text=ticket)).to_have_count(0)
+
+
+def test_redrive_a_group_at_a_rate_see_what_will_run_and_archive(ops: str, page: Page) -> None:
+    before = dead_count(ops)
+    for customer in ("zed", "zed", "yul"):
+        place(ops, customer)
+    until(lambda: dead_count(ops) == before + 3)
+    sign_in(page, ops, "olga")
+    page.get_by_role("link", name="Dead letters").click()
+    groups = page.get_by_role("region", name="Groups table")
+    zed = groups.get_by_role("row").filter(has_text="customer zed")
+    expect(zed.get_by_role("cell", name="2", exact=True)).to_be_visible()
+    zed.get_by_role("link", name="Redrive group").click()
+    will_run = page.locator("#what-will-run")
+    expect(will_run).to_contain_text("Ledger.Book.on(Sales.Placed)")
+    expect(will_run).to_contain_text("deployable model")
+    expect(will_run).to_contain_text("Ledger.Account.book")
+    expect(will_run).to_contain_text("when placed >= 0")
+    r = httpx.post(f"{ops}/api/accounts", json={"customer": "zed"}, headers=A, timeout=10)
+    assert r.status_code == 201, r.text  # the cause, fixed
+    page.get_by_label("Rate (letters a second)").fill("1")
+    page.get_by_role("button", name="Redrive 2 at this rate").click()
+    expect(page.get_by_role("status")).to_have_text("Done: 2 redriven at 1/s")
+    expect(groups.get_by_role("row").filter(has_text="customer zed")).to_have_count(0)
+
+    letters = page.get_by_role("region", name="Dead letters table")
+    letters.get_by_role("row").filter(has_text="yul").get_by_role("checkbox").check()
+    page.get_by_role("button", name="Redrive selected").click()  # a selection: its dialog
+    expect(page.get_by_role("heading", name="Redrive 1 dead letter")).to_be_visible()
+    expect(page.locator("#what-will-run")).to_contain_text("Ledger.Account.book")
+    page.get_by_role("link", name="Back to the dead letters").click()
+    letters.get_by_role("row").filter(has_text="yul").get_by_role("button", name="Archive").click()
+    expect(page.get_by_role("status")).to_have_text("Done: archived")
+    page.get_by_role("link", name="Archived").click()
+    expect(page.get_by_role("heading", name="Dead letters (archived)")).to_be_visible()
+    expect(page.get_by_role("region", name="Dead letters table")).to_contain_text("yul")
+    page.get_by_role("link", name="Audit log").click()
+    audit = page.get_by_role("region", name="Audit log table")
+    expect(audit.get_by_role("row").nth(1)).to_contain_text("olga")  # the newest: the archive
+    expect(audit.get_by_role("row").nth(1)).to_contain_text("archive")
+    expect(audit.get_by_role("row").nth(2)).to_contain_text("olga")
+    expect(audit.get_by_role("row").nth(2)).to_contain_text("redrive")
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, NARROW], ids=["desktop", "320px"])
+def test_the_action_screens_have_no_serious_accessibility_violation(
+    desk: str, ops: str, browser: Any, viewport: dict[str, int]
+) -> None:
+    place(ops, "axe")
+    until(lambda: dead_count(ops) >= 1)
+    ticket = open_ticket(desk, "axe")
+    job = next(
+        t["job_id"]
+        for t in httpx.get(f"{desk}/api/admin/timers", timeout=10).json()["items"]
+        if t.get("key") == ticket
+    )
+    id = httpx.get(f"{ops}/api/admin/dead-letters", headers=OPERATOR, timeout=10).json()["items"]
+    context = browser.new_context(viewport=viewport)
+    page = context.new_page()
+    found: dict[str, list[dict[str, Any]]] = {}
+    for base, path in (
+        (desk, f"/_loom/timers/{job}/reschedule"),
+        (desk, f"/_loom/timers/{job}/cancel"),
+        (desk, "/_loom/outbox"),
+        (ops, "/_loom/outbox"),
+        (ops, "/_loom/dead-letters"),
+        (ops, f"/_loom/dead-letters/redrive?ids={id[0]['event_id']}"),
+        (ops, "/_loom/dead-letters?archived=true"),
+    ):
+        if base == ops and not context.cookies():
+            sign_in(page, ops, "axe")
+        page.goto(f"{base}{path}")
+        found[path] = serious_violations(page)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= viewport["width"], (path, width)  # no page scrolls sideways
+    context.close()
+    print(f"axe at {viewport['width']} px: {sum(map(len, found.values()))} serious or critical")
+    assert found == {path: [] for path in found}

@@ -134,12 +134,20 @@ async def test_read_only_hides_the_actions_and_refuses_them(
         ticket = await open_ticket(c)
         detail = (await c.get(f"{FOLLOW_UP}/{ticket}")).text
         assert "read-only" in detail and "Fire now" not in detail
-        assert "Fire now" not in (await c.get("/_loom/timers")).text
+        page = (await c.get("/_loom/timers")).text
+        assert "Fire now" not in page and "Reschedule" not in page and "Cancel" not in page
         timers = (await c.get("/api/admin/timers")).json()["items"]
         job = next(t["job_id"] for t in timers if t.get("key") == ticket)
-        r = await c.post(f"/_loom/timers/{job}/fire", data={"csrf": "0" * 64})
-        assert r.status_code == 403 and "read-only" in r.text, r.text
-        assert r.headers["content-type"] == "application/problem+json"
+        for method, path in (
+            ("POST", f"/_loom/timers/{job}/fire"),
+            ("GET", f"/_loom/timers/{job}/reschedule"),  # the form, the confirmation: none
+            ("GET", f"/_loom/timers/{job}/cancel"),
+            ("POST", f"/_loom/timers/{job}/reschedule"),
+            ("POST", f"/_loom/timers/{job}/cancel"),
+        ):
+            r = await c.request(method, path, data={"csrf": "0" * 64, "delay": "1h"})
+            assert r.status_code == 403 and "read-only" in r.text, (path, r.text)
+            assert r.headers["content-type"] == "application/problem+json"
         assert 'class="state running"' in (await c.get(f"{FOLLOW_UP}/{ticket}")).text
 
 
@@ -278,7 +286,7 @@ async def test_a_dead_timeout_listed_and_redriven(desk: ServiceClient) -> None:
         )
     page = (await desk.get("/_loom/dead-letters")).text
     assert "Desk.FollowUp.nudge" in page and "the printer is on fire" in page
-    assert f"/_loom/dead-letters/{job}/redrive" in page
+    assert f"/_loom/dead-letters/redrive?ids={job}" in page  # the redrive dialog first
     detail = (await desk.get(f"{FOLLOW_UP}/{ticket}")).text
     assert 'class="status dead"' in detail and f"/_loom/dead-letters/{job}/redrive" in detail
     r = await desk.post(
@@ -325,6 +333,11 @@ async def test_every_console_route_refuses_the_hostile(tenanted: ServiceClient) 
         for t in (await c.get("/api/admin/timers", headers=operator)).json()["items"]
         if t.get("tenant") == "globex"
     ]
+    (due,) = [
+        t["due_at"]
+        for t in (await c.get("/api/admin/timers", headers=operator)).json()["items"]
+        if t["job_id"] == job
+    ]
     process = "/_loom/processes/Desk.Escalation"
     reads = [
         "/_loom/processes",
@@ -332,8 +345,15 @@ async def test_every_console_route_refuses_the_hostile(tenanted: ServiceClient) 
         f"{process}/{key}?tenant=globex",
         "/_loom/timers",
         "/_loom/dead-letters",
+        f"/_loom/timers/{job}/reschedule",
+        f"/_loom/timers/{job}/cancel",
     ]
-    actions = [f"/_loom/timers/{job}/fire", f"/_loom/dead-letters/{job}/redrive"]
+    actions = [
+        f"/_loom/timers/{job}/fire",
+        f"/_loom/dead-letters/{job}/redrive",
+        f"/_loom/timers/{job}/reschedule",
+        f"/_loom/timers/{job}/cancel",
+    ]
     acme_admin = token(sub="ann", tenant="acme", roles=["admin"])
     csrf = csrf_of((await c.get("/_loom/timers", headers=acme_admin)).text)
     callers: dict[str, dict[str, str]] = {
@@ -352,17 +372,20 @@ async def test_every_console_route_refuses_the_hostile(tenanted: ServiceClient) 
                 leaks.append((who, "GET", path, r.status_code))
         for path in actions:
             attempts += 1
-            r = await c.post(path, data={"csrf": csrf}, headers=headers)
+            r = await c.post(path, data={"csrf": csrf, "delay": "1h"}, headers=headers)
             if r.status_code < 400:
                 leaks.append((who, "POST", path, r.status_code))
     for path in actions:  # the operator's own token, from another site's page
         attempts += 1
         r = await c.post(
-            path, data={"csrf": csrf}, headers={**operator, "Sec-Fetch-Site": "cross-site"}
+            path,
+            data={"csrf": csrf, "delay": "1h"},
+            headers={**operator, "Sec-Fetch-Site": "cross-site"},
         )
         if r.status_code != 403:
             leaks.append(("cross-site", "POST", path, r.status_code))
     print(f"console, hostile: {attempts} attempts, leaks: {len(leaks)} {leaks}")
     assert leaks == []
     pending = (await c.get("/api/admin/timers", headers=operator)).json()["items"]
-    assert job in [t["job_id"] for t in pending]  # never fired
+    (still,) = [t for t in pending if t["job_id"] == job]  # never fired nor cancelled
+    assert still["due_at"] == due  # nor rescheduled

@@ -9,7 +9,17 @@ from pathlib import Path
 
 from tests.e2e.console.browser import ROOT, require_browser
 
-SCREENS = ("processes", "instances", "instance", "timers", "dead-letters")
+SCREENS = (
+    "processes",
+    "instances",
+    "instance",
+    "timers",
+    "reschedule",
+    "cancel",
+    "outbox",
+    "dead-letters",
+    "redrive",
+)
 
 
 def test_the_script_writes_every_screen_at_both_widths(tmp_path: Path) -> None:

@@ -2,8 +2,9 @@
 
 `generate(model, package=...)` returns every file of the package as text, keyed by its path relative
 to the package folder: its Python modules, `asyncapi.json` (the contract of its durable events,
-which `main.py` serves) and, for a service with processes, `console.json` (their state machines,
-which the admin routes answer). Pure and deterministic: the same model gives the same bytes. The generated
+which `main.py` serves) and, for a service with processes or channels, `console.json` (the
+processes' state machines and what each event sets off, which the admin routes and the console
+answer). Pure and deterministic: the same model gives the same bytes. The generated
 code imports its siblings relatively and `loom.runtime` absolutely, so it loads under any name.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from loom.codegen.python.asyncapi import asyncapi_document, asyncapi_text
-from loom.codegen.python.console import CONSOLE_FILE, console_document, console_text
+from loom.codegen.python.console import CONSOLE_FILE, console_document, console_text, has_console
 from loom.codegen.python.domain import emit_domain
 from loom.codegen.python.expressions import SIGNATURES, signatures
 from loom.codegen.python.handlers import emit_handlers
@@ -81,7 +82,7 @@ def _generate(info: ModelInfo) -> dict[str, str]:
     held = None if info.subset is None else info.subset.held
     document = asyncapi_document(info.model, held, title=app_title(info))
     files[ASYNCAPI_FILE] = asyncapi_text(document)
-    if any(w.process for c in info.held() for w in c.workflows):
+    if has_console(info):
         files[CONSOLE_FILE] = console_text(console_document(info.model, held))
     return dict(sorted(files.items()))
 

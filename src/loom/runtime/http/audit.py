@@ -11,13 +11,17 @@ the same transaction; the others (fire, redrive, publish-now) run through the sc
 outbox's own units of work, and write it right after, with what they did.
 
 A tenant's administrator reads its tenant's rows only; the operator reads every row (`tenant=`
-keeps one tenant's).
+keeps one tenant's). An action the console runs (`acting`) is its signed-in user's, in its
+tenant, and its parameters say `"via": "console"`, whichever admin function writes the row.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -63,6 +67,29 @@ class AuditOut(BaseModel):
     tenant: str | None = None
 
 
+@dataclass(frozen=True)
+class Acting:
+    """Who acts when the request's principal does not say (the console's user, signed in with its
+    cookie: None, the request's address says), in which tenant, and through what."""
+
+    who: str | None
+    tenant: str | None
+    via: str
+
+
+_acting: ContextVar[Acting | None] = ContextVar("loom_audit_acting", default=None)
+
+
+@contextmanager
+def acting(who: str | None, tenant: str | None, via: str) -> Iterator[None]:
+    """The audit rows written in the block are `who`'s (in `tenant`), `"via": via`."""
+    token = _acting.set(Acting(who, tenant, via))
+    try:
+        yield
+    finally:
+        _acting.reset(token)
+
+
 def actor(request: Request) -> str:
     """Who is acting: the token's subject, else "loopback" (a request from this machine) or
     "anonymous"."""
@@ -84,7 +111,13 @@ async def write_audit(
     who: str | None = None,
 ) -> None:
     """Record an admin action on `conn` (in its transaction); `who` names the actor when the
-    request's principal does not (the console's user, signed in with its cookie)."""
+    request's principal does not (the console's user, signed in with its cookie); in an
+    `acting` block, its user, tenant and `via` fill in what the caller does not say."""
+    by = _acting.get()
+    if by is not None:
+        who = who or by.who
+        tenant = tenant if tenant is not None else by.tenant
+        parameters = {**(parameters or {}), "via": by.via}
     row = {
         "audit_id": new_id(),
         "at": clock.now(),

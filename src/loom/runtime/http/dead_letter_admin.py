@@ -184,6 +184,15 @@ async def groups(service: DeadLetterHost, archived: bool, tenant: str | None) ->
     return out
 
 
+async def keys_of(
+    service: DeadLetterHost, ids: list[UUID], tenant: str | None
+) -> dict[UUID, GroupKey]:
+    """The group keys of the dead letters among `ids` (of `tenant`): what a redrive of them
+    would set off (another's, or no dead letter, is left out)."""
+    wanted = set(ids)
+    return {x.id: x.key for x in await _letters(service, DEAD, tenant) if x.id in wanted}
+
+
 async def paced_redrive(
     service: DeadLetterHost, request: Request, body: RedriveIn, tenant: str | None
 ) -> RedriveOut:

@@ -27,8 +27,8 @@ on PostgreSQL, like a redriven dead letter).
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
-from typing import Any, Literal
+from datetime import datetime, timedelta
+from typing import Any, Literal, cast
 from uuid import UUID
 
 from fastapi import APIRouter, Depends, Request
@@ -54,7 +54,18 @@ from loom.runtime.values.schemas import Page, PageLimit, PageOffset
 t = timers.c
 k = ticks.c
 _TIMEOUTS = (
-    select(t.job_id, t.process, t.tenant, t.key, t.name, t.due_at, t.attempts, t.correlation_id)
+    select(
+        t.job_id,
+        t.process,
+        t.tenant,
+        t.key,
+        t.name,
+        t.due_at,
+        t.attempts,
+        t.correlation_id,
+        t.available_at,
+        t.claimed_until,
+    )
     .where(t.status == ARMED)
     .order_by(t.due_at, t.job_id)
     .limit(bindparam("n"))
@@ -72,6 +83,24 @@ _TIMEOUT_DUE_NOW = (
 _TICK_DUE_NOW = update(ticks).where(k.name == bindparam("id")).values(next_at=bindparam("now"))
 
 
+# due for longer than this and not taken by a scheduler: overdue (none runs, or it lags behind)
+OVERDUE_AFTER = timedelta(minutes=1)
+# armed: waiting for its time; due: its time came; overdue: over OVERDUE_AFTER ago; leased: a
+# scheduler (or an operator's fire) is running its handler now
+TimerStatus = Literal["armed", "due", "overdue", "leased"]
+
+
+def timer_status(
+    available_at: datetime, claimed_until: datetime | None, now: datetime
+) -> TimerStatus:
+    """A pending timer's status, as words: the console shows it, not only its colour."""
+    if claimed_until is not None and claimed_until > now:
+        return "leased"
+    if available_at > now:
+        return "armed"
+    return "overdue" if now - available_at > OVERDUE_AFTER else "due"
+
+
 class PendingTimeoutOut(BaseModel):
     kind: Literal["timeout"] = "timeout"
     job_id: UUID
@@ -82,6 +111,7 @@ class PendingTimeoutOut(BaseModel):
     attempts: int
     correlation_id: str | None
     tenant: str | None = None  # a tenanted context's instance's; null: untenanted
+    status: TimerStatus = "armed"
 
 
 class PendingTimerOut(BaseModel):
@@ -89,6 +119,7 @@ class PendingTimerOut(BaseModel):
     timer: str
     due_at: datetime  # its next tick
     last_run_at: datetime | None
+    status: TimerStatus = "armed"  # never leased: a tick is claimed by compare-and-set
 
 
 TimerItem = PendingTimeoutOut | PendingTimerOut
@@ -114,29 +145,58 @@ async def timers_page(
     await service.scheduler.ticks.ensure_rows()  # a timer this service never looked at yet
     items: list[TimerItem] = []
     scoped = of_tenant(tenant)
+    now = clock.now()
     async with service.engine.connect() as conn:
         n_timeouts = int((await conn.execute(_N_TIMEOUTS.where(*scoped))).scalar() or 0)
         found = await conn.execute(_TIMEOUTS.where(*scoped), {"n": limit, "skip": offset})
-        for r in found.all():
-            items.append(
-                PendingTimeoutOut(
-                    job_id=r.job_id,
-                    process=r.process,
-                    key=r.key,
-                    timeout=r.name,
-                    due_at=r.due_at,
-                    attempts=r.attempts,
-                    correlation_id=r.correlation_id,
-                    tenant=tenant_of_row(r.tenant),
-                )
-            )
+        items += [_timeout_out(r, now) for r in found.all()]
         tick_rows = (await conn.execute(_TICKS)).all() if tenant is None else []
     skip = max(0, offset - n_timeouts)
-    for tick in tick_rows[skip : skip + limit - len(items)]:
-        items.append(
-            PendingTimerOut(timer=tick.name, due_at=tick.next_at, last_run_at=tick.last_run_at)
-        )
+    items += [_timer_out(tick, now) for tick in tick_rows[skip : skip + limit - len(items)]]
     return items, n_timeouts + len(tick_rows)
+
+
+async def pending_timer(service: TimerAdminHost, id: str, tenant: str | None) -> TimerItem:
+    """The armed timeout with job id `id` (of `tenant`'s instances when given), else the context
+    timer named `id` (the operator's only); a 404 when there is none."""
+    job = job_id(id)
+    found: Any = None
+    if service.uses_processes and (job is not None or tenant is None):
+        await service.scheduler.ticks.ensure_rows()
+        async with service.engine.connect() as conn:
+            if job is not None:
+                query = _TIMEOUTS.where(t.job_id == job, *of_tenant(tenant))
+                armed = (await conn.execute(query, {"n": 1, "skip": 0})).first()
+                found = _timeout_out(armed, clock.now()) if armed is not None else None
+            else:
+                tick = (await conn.execute(_TICKS.where(k.name == id))).first()
+                found = _timer_out(tick, clock.now()) if tick is not None else None
+    if found is None:
+        raise NotFound("Timer", id, f"no pending timeout or context timer has the id {id}")
+    return cast(TimerItem, found)
+
+
+def _timeout_out(r: Any, now: datetime) -> PendingTimeoutOut:
+    return PendingTimeoutOut(
+        job_id=r.job_id,
+        process=r.process,
+        key=r.key,
+        timeout=r.name,
+        due_at=r.due_at,
+        attempts=r.attempts,
+        correlation_id=r.correlation_id,
+        tenant=tenant_of_row(r.tenant),
+        status=timer_status(r.available_at, r.claimed_until, now),
+    )
+
+
+def _timer_out(tick: Any, now: datetime) -> PendingTimerOut:
+    return PendingTimerOut(
+        timer=tick.name,
+        due_at=tick.next_at,
+        last_run_at=tick.last_run_at,
+        status=timer_status(tick.next_at, None, now),
+    )
 
 
 async def fire(service: TimerAdminHost, id: str, tenant: str | None = None) -> FiredOut:

@@ -32,18 +32,20 @@ def mount_admin(
         from loom.runtime.http.admin import admin_router
         from loom.runtime.http.audit import audit_router
         from loom.runtime.http.dead_letter_admin import dead_letter_router
+        from loom.runtime.http.event_consumers import event_consumers_router
         from loom.runtime.http.outbox_admin import outbox_router
 
         app.include_router(admin_router(route_class, get_service))
         app.include_router(dead_letter_router(route_class, get_service))
         app.include_router(outbox_router(route_class, get_service))
         app.include_router(audit_router(route_class, get_service))
+        app.include_router(event_consumers_router(route_class, console_views))
     if processes:
         from loom.runtime.http.process_admin import processes_router
         from loom.runtime.http.timer_admin import timers_router
 
         app.include_router(timers_router(route_class, get_service))
         app.include_router(processes_router(route_class, get_service, console_views))
-        app.state.loom_console_views = console_views  # the console draws the machines too
+    app.state.loom_console_views = console_views  # the console reads the model's views too
     if not env_flag("LOOM_NO_CONSOLE"):
         mount_console(app)

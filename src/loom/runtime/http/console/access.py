@@ -97,10 +97,7 @@ class ConsoleAccess:
         """A POST of the console's own page: its CSRF token, and no other site's page; and
         none at all when the console is read-only."""
         if viewer.read_only:
-            raise Forbidden(
-                "console: read-only",
-                "the console is read-only (--console-read-only): it takes no action",
-            )
+            raise read_only()
         if request.headers.get("sec-fetch-site", "") in _FOREIGN:
             raise Forbidden("console: same origin", "the console takes no other site's forms")
         if not hmac.compare_digest(token.encode(), viewer.csrf.encode()):
@@ -111,6 +108,13 @@ class ConsoleAccess:
 
     def _csrf(self, session: str) -> str:
         return hmac.new(self.key, session.encode(), hashlib.sha256).hexdigest()
+
+
+def read_only() -> Forbidden:
+    """The refusal of an action (or of a page that leads to one) by a read-only console."""
+    return Forbidden(
+        "console: read-only", "the console is read-only (--console-read-only): it takes no action"
+    )
 
 
 def admin(principal: Principal) -> None:

@@ -4,9 +4,7 @@ the route would, for the same viewer's tenant.
 
 GET  /_loom/                                   -> the processes
 GET  /_loom/processes[/{process}[/{key}]]      -> counts; instances (filters, pages); one instance
-GET  /_loom/timers, /_loom/dead-letters        -> the pending timers; the dead letters
-POST /_loom/timers/{id}/fire                   -> fire a timeout or context timer now
-POST /_loom/dead-letters/{id}/redrive          -> redrive a dead letter
+/_loom/outbox, /_loom/timers…, /_loom/dead-letters…  -> outbox_pages, timer_pages, dead_letter_pages
 GET  /_loom/audit                              -> the audit log: every admin action (the console's too)
 GET, POST /_loom/login; POST /_loom/logout     -> the token cookie (access.py)
 
@@ -20,16 +18,13 @@ from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
-from uuid import UUID
 
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from loom.runtime.http.admin import dead_page, redrive
-from loom.runtime.http.audit import audit_page, audited
+from loom.runtime.http.audit import acting, audit_page
 from loom.runtime.http.console.access import (
     COOKIE,
     PREFIX,
@@ -38,7 +33,11 @@ from loom.runtime.http.console.access import (
     Viewer,
     sign_in,
 )
+from loom.runtime.http.console.dead_letter_pages import add_dead_letter_pages
+from loom.runtime.http.console.kit import PAGE, Screens, back, form, here, link, paged, who
 from loom.runtime.http.console.machine import draw
+from loom.runtime.http.console.outbox_pages import add_outbox_pages
+from loom.runtime.http.console.timer_pages import add_timer_pages
 from loom.runtime.http.problems import install_problem_handlers, problem_for
 from loom.runtime.http.process_admin import (
     State,
@@ -48,12 +47,10 @@ from loom.runtime.http.process_admin import (
     process_list,
     read_machines,
 )
-from loom.runtime.http.timer_admin import fire, timers_page
 from loom.runtime.values import clock
-from loom.runtime.values.errors import LoomError, NotFound
+from loom.runtime.values.errors import LoomError
 
 HERE = Path(__file__).resolve().parent
-PAGE = 20
 # the age filter's choices: instances started more than this many hours ago
 AGES = {"1": "1 hour", "24": "1 day", "168": "1 week"}
 _templates = Environment(
@@ -86,7 +83,7 @@ def console_app(service_app: FastAPI, access: ConsoleAccess) -> FastAPI:
             viewer=viewer,
             prefix=PREFIX,
             path=request.url.path,
-            here=_here(request),
+            here=here(request),
             done=request.query_params.get("done"),
             **values,
         )
@@ -112,20 +109,21 @@ def console_app(service_app: FastAPI, access: ConsoleAccess) -> FastAPI:
             return refusal(request, exc)
         return render(request, template, viewer, **values)
 
-    async def act(request: Request, back: str, run: Callable[[Viewer], Any]) -> Response:
-        """An action of a form: checked (access, CSRF, read-only), run, then back to the page it
-        names (`back`, else `back` here)."""
-        form = await _form(request)
-        back = form.get("back") or back
+    async def act(request: Request, to: str, run: Callable[[Viewer], Any]) -> Response:
+        """An action of a form: checked (access, CSRF, read-only), run (its audit rows the
+        viewer's, via the console), then back to the page it names (`back`, else `to`)."""
+        fields = await form(request)
+        to = fields.get("back") or to
         try:
             viewer = access.viewer(request)
-            access.check_form(request, viewer, form.get("csrf", ""))
-            done = await run(viewer)
+            access.check_form(request, viewer, fields.get("csrf", ""))
+            with acting(who(viewer), viewer.tenant, "console"):
+                done = await run(viewer)
         except NotSignedIn:
             return login_form(request, status=401)
         except LoomError as exc:
             return refusal(request, exc)
-        return RedirectResponse(_back(back, done), status_code=303)
+        return RedirectResponse(back(to, done), status_code=303)
 
     @app.get("/", include_in_schema=False)
     async def home() -> Response:
@@ -139,7 +137,7 @@ def console_app(service_app: FastAPI, access: ConsoleAccess) -> FastAPI:
 
     @app.post("/login", include_in_schema=False)
     async def login(request: Request) -> Response:
-        token = (await _form(request)).get("token", "")
+        token = (await form(request)).get("token", "")
         if request.headers.get("sec-fetch-site", "") in ("cross-site", "same-site"):
             return login_form(request, "sign in on the console's own page", 403)
         try:
@@ -170,7 +168,10 @@ def console_app(service_app: FastAPI, access: ConsoleAccess) -> FastAPI:
     @app.get("/processes", include_in_schema=False)
     async def processes(request: Request) -> Response:
         async def load(viewer: Viewer) -> dict[str, Any]:
-            return {"processes": await process_list(get_service(request), viewer.tenant)}
+            service = get_service(request)
+            if not service.uses_processes:  # no process table to count (a service of channels)
+                return {"processes": []}
+            return {"processes": await process_list(service, viewer.tenant)}
 
         return await screen(request, "processes.html", load)
 
@@ -201,8 +202,8 @@ def console_app(service_app: FastAPI, access: ConsoleAccess) -> FastAPI:
                 "page": PAGE,
                 "filters": query,
                 "ages": AGES,
-                "previous": _link(request.url.path, kept, offset - PAGE) if offset > 0 else None,
-                "next": _link(request.url.path, kept, offset + PAGE)
+                "previous": link(request.url.path, kept, offset - PAGE) if offset > 0 else None,
+                "next": link(request.url.path, kept, offset + PAGE)
                 if offset + PAGE < total
                 else None,
             }
@@ -216,68 +217,11 @@ def console_app(service_app: FastAPI, access: ConsoleAccess) -> FastAPI:
         async def load(viewer: Viewer) -> dict[str, Any]:
             who = viewer.tenant if viewer.tenant is not None else (tenant or None)
             found = await instance_detail(get_service(request), process, key, who)
-            views = getattr(service_app.state, "loom_console_views", None)
-            machine = machine_of(read_machines(views), found)
+            machine = machine_of(read_machines(views(service_app)), found)
             drawing = draw(machine) if machine is not None else None
             return {"process": process, "instance": found, "drawing": drawing}
 
         return await screen(request, "instance.html", load)
-
-    @app.get("/timers", include_in_schema=False)
-    async def timers(request: Request, offset: int = Query(0, ge=0)) -> Response:
-        async def load(viewer: Viewer) -> dict[str, Any]:
-            items, total = await timers_page(get_service(request), PAGE, offset, viewer.tenant)
-            return _paged(request, items, total, offset)
-
-        return await screen(request, "timers.html", load)
-
-    @app.post("/timers/{id}/fire", include_in_schema=False)
-    async def fire_timer(request: Request, id: str) -> Response:
-        async def run(viewer: Viewer) -> str:
-            service = get_service(request)
-            fired = await fire(service, id, viewer.tenant)
-            await audited(
-                service,
-                request,
-                "fire",
-                [id],
-                {"kind": fired.kind, "via": "console"},
-                fired.outcome,
-                viewer.tenant,
-                _who(viewer),
-            )
-            return f"{fired.kind} {fired.outcome}"
-
-        return await act(request, f"{PREFIX}/timers", run)
-
-    @app.get("/dead-letters", include_in_schema=False)
-    async def dead_letters(request: Request, offset: int = Query(0, ge=0)) -> Response:
-        async def load(viewer: Viewer) -> dict[str, Any]:
-            service = get_service(request)
-            items, total = await dead_page(service, PAGE, offset, None, viewer.tenant)
-            return _paged(request, items, total, offset)
-
-        return await screen(request, "dead_letters.html", load)
-
-    @app.post("/dead-letters/{id}/redrive", include_in_schema=False)
-    async def redrive_one(request: Request, id: UUID) -> Response:
-        async def run(viewer: Viewer) -> str:
-            service = get_service(request)
-            if not await redrive(service, id, viewer.tenant):
-                raise NotFound("DeadLetter", id, f"no dead letter has the id {id}")
-            await audited(
-                service,
-                request,
-                "redrive",
-                [id],
-                {"via": "console"},
-                "redriven=1",
-                viewer.tenant,
-                _who(viewer),
-            )
-            return "redriven"
-
-        return await act(request, f"{PREFIX}/dead-letters", run)
 
     @app.get("/audit", include_in_schema=False)
     async def audit_log(request: Request, offset: int = Query(0, ge=0)) -> Response:
@@ -287,52 +231,19 @@ def console_app(service_app: FastAPI, access: ConsoleAccess) -> FastAPI:
             total = 0
             if service.channels or service.uses_processes:  # the services that keep one
                 items, total = await audit_page(service, PAGE, offset, viewer.tenant)
-            return _paged(request, items, total, offset)
+            return paged(request, items, total, offset)
 
         return await screen(request, "audit.html", load)
 
+    screens = Screens(get_service, screen, act, lambda: views(service_app))
+    add_outbox_pages(app, screens)
+    add_timer_pages(app, screens)
+    add_dead_letter_pages(app, screens)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     return app
 
 
-async def _form(request: Request) -> dict[str, str]:
-    """The fields of a console form (urlencoded, as its pages post them; the last of a repeated
-    name). Read here rather than by FastAPI's `Form`, which needs python-multipart."""
-    body = (await request.body()).decode("utf-8", "replace")
-    return dict(parse_qsl(body, keep_blank_values=True))
-
-
-def _who(viewer: Viewer) -> str | None:
-    """The audit log's actor for a console user: its name when a token said who (else the
-    request's address says: `loopback` or `anonymous`)."""
-    return None if viewer.name == "local" else viewer.name
-
-
-def _paged(request: Request, items: list[Any], total: int, offset: int) -> dict[str, Any]:
-    path = request.url.path
-    return {
-        "items": items,
-        "total": total,
-        "offset": offset,
-        "page": PAGE,
-        "previous": _link(path, {}, offset - PAGE) if offset > 0 else None,
-        "next": _link(path, {}, offset + PAGE) if offset + PAGE < total else None,
-    }
-
-
-def _link(path: str, query: dict[str, str], offset: int) -> str:
-    return f"{path}?{urlencode({**query, 'offset': max(0, offset)})}"
-
-
-def _here(request: Request) -> str:
-    """The page's own path and query, where its forms come back to (without `done`)."""
-    query = [(k, v) for k, v in request.query_params.multi_items() if k != "done"]
-    return request.url.path + (f"?{urlencode(query)}" if query else "")
-
-
-def _back(back: str, done: str) -> str:
-    """`back` (a console page, never another site's) with what happened."""
-    if not back.startswith(f"{PREFIX}/") or back.startswith("//"):
-        back = f"{PREFIX}/processes"
-    joiner = "&" if "?" in back else "?"
-    return f"{back}{joiner}{urlencode({'done': done})}"
+def views(service_app: FastAPI) -> Path | None:
+    """The generated package's `console.json`: the model as the console draws it."""
+    found: Path | None = getattr(service_app.state, "loom_console_views", None)
+    return found
