@@ -41,6 +41,8 @@ def shoot(out: Path) -> list[Path]:
             "instance": f"/_loom/processes/Desk.FollowUp/{waiting}",
             "timers": "/_loom/timers",
             "dead-letters": "/_loom/dead-letters",
+            "model": "/_loom/model",
+            "model-flow": "/_loom/model?view=flow",
         }
         with sync_playwright() as p:
             browser = launch(p)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from loom.codegen.python.asyncapi import asyncapi_document, asyncapi_text
-from loom.codegen.python.console import CONSOLE_FILE, console_document, console_text
+from loom.codegen.python.console import CONSOLE_FILE, console_document, console_text, has_console
 from loom.codegen.python.domain import emit_domain
 from loom.codegen.python.expressions import SIGNATURES, signatures
 from loom.codegen.python.handlers import emit_handlers
@@ -81,7 +81,7 @@ def _generate(info: ModelInfo) -> dict[str, str]:
     held = None if info.subset is None else info.subset.held
     document = asyncapi_document(info.model, held, title=app_title(info))
     files[ASYNCAPI_FILE] = asyncapi_text(document)
-    if any(w.process for c in info.held() for w in c.workflows):
+    if has_console(info):
         files[CONSOLE_FILE] = console_text(console_document(info.model, held))
     return dict(sorted(files.items()))
 

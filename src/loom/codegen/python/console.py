@@ -5,6 +5,10 @@ its `loom.process` name, `Desk.FollowUp`), its state machine as the `states` dia
 (`loom.codegen.diagrams.states_view.process_machine`): nodes with their ids, labels and shapes,
 labelled edges. The admin route of an instance answers it with the instance's state marked
 (docs/processes.md#instances-for-operators).
+
+Under `model`, the console's Model screen (`model_section`): the context map and the event flow
+(`loom diagram`'s `context` and `flow` views) of the whole model, and for each node the ids of
+the elements whose live counts it shows (docs/console.md#model).
 """
 
 from __future__ import annotations
@@ -13,11 +17,22 @@ import json
 from collections.abc import Collection
 from typing import Any
 
+from loom.codegen.diagrams.context_view import context_graph
+from loom.codegen.diagrams.flow_view import flow_graph
+from loom.codegen.diagrams.graph import Graph
 from loom.codegen.diagrams.states_view import process_machine
+from loom.codegen.python.model_info import ModelInfo
 from loom.model import ir
+from loom.model.deployables import consumers
 from loom.model.telemetry import qualified
 
 CONSOLE_FILE = "console.json"
+
+
+def has_console(info: ModelInfo) -> bool:
+    """Whether the service gets a `console.json`: it has processes (their machines) or channels
+    (the Model screen's counts); the others have no admin route to count with."""
+    return bool(info.channels()) or any(w.process for c in info.held() for w in c.workflows)
 
 
 def console_document(model: ir.Model, held: Collection[str] | None) -> dict[str, Any]:
@@ -35,7 +50,73 @@ def console_document(model: ir.Model, held: Collection[str] | None) -> dict[str,
                     {"source": e.source, "target": e.target, "label": e.label} for e in graph.edges
                 ],
             }
-    return {"processes": processes}
+    return {"processes": processes, "model": model_section(model)}
+
+
+def model_section(model: ir.Model) -> dict[str, Any]:
+    """The context map and the event flow, each node with `counts`: the ids (as the runtime's
+    telemetry names them: `loom.process`, channel, `loom.event`, `loom.reactor`, a timeout's
+    `Process.name`) whose running instances, pending rows and dead letters it shows, and
+    `screen`: the console page that lists them (null: none). A context counts its processes,
+    channels and reactors; a flow node itself, and the first node of a process (its `create` entry, else its
+    first reaction) that process's instances."""
+    processes = [
+        qualified(c.name, w.name) for c in model.contexts for w in c.workflows if w.process
+    ]
+    carried = {
+        qualified(e.context, e.name) for c in model.contexts for ch in c.channels for e in ch.events
+    }
+    failing = {c.name for c in consumers(model)}  # reactors and timeouts: their dead letters
+    failing |= {
+        f"{qualified(c.name, w.name)}.{t.name}"
+        for c in model.contexts
+        for w in c.workflows
+        for t in w.timeouts
+    }
+    context: dict[str, tuple[list[str], str | None]] = {}
+    for ctx in model.contexts:
+        own = [p for p in processes if p.startswith(ctx.name + ".")]
+        channels = [qualified(ctx.name, ch.name) for ch in ctx.channels]
+        reactors = [c.name for c in consumers(model) if c.context == ctx.name]
+        screen = "processes" if len(own) > 1 else f"processes/{own[0]}" if own else None
+        screen = screen or ("outbox" if channels else "dead-letters" if reactors else None)
+        context[ctx.name] = (own + channels + reactors, screen)
+    graph = flow_graph(model)
+    flow: dict[str, tuple[list[str], str | None]] = {}
+    for n in graph.nodes:
+        screen = "outbox" if n.id in carried else "dead-letters" if n.id in failing else None
+        flow[n.id] = ([n.id], screen)
+    for process in processes:
+        first = next((n.id for n in graph.nodes if _of_process(n.id, process)), None)
+        if first is not None:
+            ids = flow[first][0]
+            flow[first] = ([*ids, process] if process not in ids else ids, f"processes/{process}")
+    return {"context": _graph(context_graph(model), context), "flow": _graph(graph, flow)}
+
+
+def _of_process(node: str, process: str) -> bool:
+    return node == process or node.startswith(process + ".")
+
+
+def _graph(graph: Graph, shown: dict[str, tuple[list[str], str | None]]) -> dict[str, Any]:
+    return {
+        "groups": [{"id": g.id, "label": g.label} for g in graph.groups],
+        "nodes": [
+            {
+                "id": n.id,
+                "label": n.label,
+                "shape": n.shape,
+                "group": n.group,
+                "counts": shown.get(n.id, ([], None))[0],
+                "screen": shown.get(n.id, ([], None))[1],
+            }
+            for n in graph.nodes
+        ],
+        "edges": [
+            {"source": e.source, "target": e.target, "label": e.label, "dashed": e.dashed}
+            for e in graph.edges
+        ],
+    }
 
 
 def console_text(document: dict[str, Any]) -> str:

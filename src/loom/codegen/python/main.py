@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from loom.codegen.python.api_calls import api_resources
-from loom.codegen.python.console import CONSOLE_FILE
+from loom.codegen.python.console import CONSOLE_FILE, has_console
 from loom.codegen.python.imports import Imports
 from loom.codegen.python.keyed import instance_out_class, keyed, process_name
 from loom.codegen.python.layout import Doc, Group, call, lay
@@ -85,8 +85,9 @@ def emit_main(
         # known before the lifespan registers the handlers: it mounts the dead-letter routes,
         # where dead timeouts are listed, and the timer routes
         args.append("processes=True")
-    if any(w.process for c in info.held() for w in c.workflows):
-        # the processes' state machines, which the admin route of an instance answers
+    if has_console(info):
+        # the processes' state machines (the admin route of an instance answers them) and the
+        # console's model diagrams
         args.append(f"console_views=Path(__file__).with_name({py_str(CONSOLE_FILE)})")
     constants = [
         (

@@ -56,6 +56,7 @@ def build_app(
         model_revision=MODEL_REVISION,
         channels=CHANNELS,
         event_types=EVENT_TYPES,
+        console_views=Path(__file__).with_name("console.json"),
         subscribe=subscribe,
         externs={"AccountExterns": ("fee", "annotate")},
         extern_module=extern_module,

@@ -49,5 +49,6 @@ def build_app(database_url: str | None = None) -> FastAPI:
         model_revision=MODEL_REVISION,
         channels=CHANNELS,
         event_types=EVENT_TYPES,
+        console_views=Path(__file__).with_name("console.json"),
         subscribe=subscribe,
     )

@@ -162,5 +162,6 @@ def build_app(database_url: str | None = None) -> FastAPI:
         contexts=CONTEXTS,
         channels=CHANNELS,
         event_types=EVENT_TYPES,
+        console_views=Path(__file__).with_name("console.json"),
         subscribe=subscribe,
     )

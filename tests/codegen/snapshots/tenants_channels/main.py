@@ -56,5 +56,6 @@ def build_app(database_url: str | None = None) -> FastAPI:
         tenanted=["Sales", "Ledger"],
         channels=CHANNELS,
         event_types=EVENT_TYPES,
+        console_views=Path(__file__).with_name("console.json"),
         subscribe=subscribe,
     )

@@ -8,6 +8,7 @@ GET  /_loom/timers, /_loom/dead-letters        -> the pending timers; the dead l
 POST /_loom/timers/{id}/fire                   -> fire a timeout or context timer now
 POST /_loom/dead-letters/{id}/redrive          -> redrive a dead letter
 GET  /_loom/audit                              -> the audit log: every admin action (the console's too)
+GET  /_loom/model[/counts]                     -> the model's diagrams, live counts (model_pages.py)
 GET, POST /_loom/login; POST /_loom/logout     -> the token cookie (access.py)
 
 Every POST answers 303 to the page it came from (`back`), with what happened (`done`); htmx
@@ -39,6 +40,7 @@ from loom.runtime.http.console.access import (
     sign_in,
 )
 from loom.runtime.http.console.machine import draw
+from loom.runtime.http.console.model_pages import add_model_pages
 from loom.runtime.http.problems import install_problem_handlers, problem_for
 from loom.runtime.http.process_admin import (
     State,
@@ -291,6 +293,7 @@ def console_app(service_app: FastAPI, access: ConsoleAccess) -> FastAPI:
 
         return await screen(request, "audit.html", load)
 
+    add_model_pages(app, service_app, screen)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     return app
 
