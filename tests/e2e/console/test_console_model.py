@@ -66,7 +66,7 @@ async def test_counts_change_as_events_wait_and_die(ops: ServiceClient) -> None:
     flow = await c.get("/_loom/model", params={"view": "flow"}, headers=OPERATOR)
     assert flow.status_code == 200 and "text/html" in flow.headers["content-type"]
     page = flow.text
-    assert '<svg class="model" role="img"' in page and 'id="model-counts"' in page
+    assert '<svg class="model" role="group"' in page and 'id="model-counts"' in page
     assert counts_of(page, "Sales.Shipped") == "1 pending"
     assert counts_of(page, PLACED_BY) == "2 dead"
     assert counts_of(page, "Sales.Order.place") is None

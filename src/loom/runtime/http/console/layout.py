@@ -13,11 +13,13 @@ from dataclasses import dataclass
 from html import escape
 
 
-def frame(css: str, label: str, width: float, height: float, body: Iterable[str]) -> str:
+def frame(
+    css: str, label: str, width: float, height: float, body: Iterable[str], role: str = "img"
+) -> str:
     """An SVG drawing of class `css` with an arrow head (`marker-end="url(#<css>-arrow)"`),
-    `label` its accessible name."""
+    `label` its accessible name (a `group` holds links: an `img` has no interactive part)."""
     return (
-        f'<svg class="{css}" role="img" aria-label="{escape(label)}" '
+        f'<svg class="{css}" role="{role}" aria-label="{escape(label)}" '
         f'viewBox="0 0 {width:.0f} {height:.0f}" width="{width:.0f}" height="{height:.0f}" '
         'preserveAspectRatio="xMinYMid meet">'
         f'<defs><marker id="{css}-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
@@ -45,16 +47,20 @@ def box(
     )
 
 
-# a diagram's node box, the space between two columns and two rows, a lane's title and margin
-NODE_W, NODE_H, COL_GAP, ROW_GAP, LANE_TITLE, PAD = 210, 52, 60, 16, 26, 12
+# a diagram's node box (its least width), the space between two columns and two rows, a lane's
+# title and margin; a label's width, about, per character (13 px system-ui) and its box's margin
+NODE_W, NODE_H, COL_GAP, ROW_GAP, LANE_TITLE, PAD = 150, 52, 60, 16, 26, 12
+CHAR_W, LABEL_PAD = 7.6, 24
 
 
 @dataclass(frozen=True)
 class Placed:
-    """Where a diagram's node is drawn: its box's centre."""
+    """Where a diagram's node is drawn: its box's centre and width (its column's: as wide as
+    the longest label in it, so no label is cut)."""
 
     x: float
     y: float
+    w: float
 
 
 @dataclass(frozen=True)
@@ -113,6 +119,13 @@ def lanes(
     """Each group a lane (the nodes of none in a last, untitled one), each node in its rank's
     column, the nodes of one lane and rank one under the other."""
     rank = ranks([str(n["id"]) for n in nodes], edges)
+    columns = max(rank.values(), default=0) + 1
+    widths = [float(NODE_W)] * columns
+    for node in nodes:
+        label = str(node.get("label") or node["id"])
+        column = rank[str(node["id"])]
+        widths[column] = max(widths[column], len(label) * CHAR_W + LABEL_PAD)
+    lefts = [PAD + sum(widths[:i]) + i * COL_GAP for i in range(columns)]
     order = [g["id"] for g in groups] + [None]
     titles = {g["id"]: g["label"] for g in groups}
     stacked: dict[tuple[str | None, int], int] = {}
@@ -134,20 +147,19 @@ def lanes(
         height = title + rows * (NODE_H + ROW_GAP) + ROW_GAP
         for n in members:
             id = str(n["id"])
-            x = PAD + rank[id] * (NODE_W + COL_GAP) + NODE_W / 2
+            w = widths[rank[id]]
             y = top + title + ROW_GAP + row[id] * (NODE_H + ROW_GAP) + NODE_H / 2
-            placed[id] = Placed(x, y)
+            placed[id] = Placed(lefts[rank[id]] + w / 2, y, w)
         drawn.append(Lane(titles.get(group, "") if group is not None else "", top, height))
         top += height + PAD
-    columns = max(rank.values(), default=0) + 1
-    return Layout(placed, drawn, PAD * 2 + columns * NODE_W + (columns - 1) * COL_GAP, top)
+    return Layout(placed, drawn, lefts[-1] + widths[-1] + PAD, top)
 
 
 def arrow(a: Placed, b: Placed, css: str, dashed: bool) -> str:
     """An arrow from box `a` to box `b`: right side to left side when `b` is in a later column,
     else a curve out of `a`'s bottom into `b`'s."""
     if b.x > a.x:
-        x1, x2 = a.x + NODE_W / 2, b.x - NODE_W / 2
+        x1, x2 = a.x + a.w / 2, b.x - b.w / 2
         mid = (x1 + x2) / 2
         d = f"M{x1:.0f},{a.y:.0f} C{mid:.0f},{a.y:.0f} {mid:.0f},{b.y:.0f} {x2:.0f},{b.y:.0f}"
     else:

@@ -15,10 +15,8 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
-from loom.runtime.http.console.layout import NODE_H, NODE_W, PAD, Layout, arrow, box, frame, lanes
+from loom.runtime.http.console.layout import NODE_H, PAD, Layout, arrow, box, frame, lanes
 from loom.runtime.http.model_admin import CountsOut
-
-_LABEL = 27  # the characters of a label a box holds; a longer one is cut, whole in its tooltip
 
 
 @dataclass(frozen=True)
@@ -59,14 +57,13 @@ def drawing(diagram: Mapping[str, Any], layout: Layout, prefix: str, title: str)
     for node in diagram["nodes"]:
         p = at[node["id"]]
         label = node["label"] or node["id"]
-        short = label if len(label) <= _LABEL else label[: _LABEL - 1] + "…"
         css = f'class="node {node["shape"]}" data-node="{escape(node["id"])}"'
-        drawn = box(p.x, p.y, (NODE_W, NODE_H), short, f"{label} ({node['id']})", css, -3)
+        drawn = box(p.x, p.y, (p.w, NODE_H), label, f"{label} ({node['id']})", css, -3)
         href = screen_href(node, prefix)
         if href is not None:
             drawn = f'<a href="{escape(href)}" aria-label="{escape(label)}">{drawn}</a>'
         parts.append(drawn)
-    return frame("model", title, layout.width, layout.height, parts)
+    return frame("model", title, layout.width, layout.height, parts, "group")
 
 
 def counts_layer(
