@@ -14,12 +14,12 @@ the elements whose live counts it shows (docs/console.md#model).
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 from loom.codegen.diagrams.context_view import context_graph
 from loom.codegen.diagrams.flow_view import flow_graph
-from loom.codegen.diagrams.graph import Graph
+from loom.codegen.diagrams.graph import Graph, Node
 from loom.codegen.diagrams.states_view import process_machine
 from loom.codegen.python.model_info import ModelInfo
 from loom.model import ir
@@ -50,16 +50,17 @@ def console_document(model: ir.Model, held: Collection[str] | None) -> dict[str,
                     {"source": e.source, "target": e.target, "label": e.label} for e in graph.edges
                 ],
             }
-    return {"processes": processes, "model": model_section(model)}
+    return {"processes": processes, "model": model_section(model, held)}
 
 
-def model_section(model: ir.Model) -> dict[str, Any]:
-    """The context map and the event flow, each node with `counts`: the ids (as the runtime's
-    telemetry names them: `loom.process`, channel, `loom.event`, `loom.reactor`, a timeout's
-    `Process.name`) whose running instances, pending rows and dead letters it shows, and
-    `screen`: the console page that lists them (null: none). A context counts its processes,
-    channels and reactors; a flow node itself, and the first node of a process (its `create` entry, else its
-    first reaction) that process's instances."""
+def model_section(model: ir.Model, held: Collection[str] | None) -> dict[str, Any]:
+    """The context map and the event flow of the whole model, each node with `counts`: the ids
+    (as the runtime's telemetry names them: `loom.process`, channel, `loom.event`, `loom.reactor`,
+    a timeout's `Process.name`) whose running instances, pending rows and dead letters it shows;
+    `screen`: the console page that lists them (null: none); `held`: whether its context is this
+    service's (`held`, None: all), else it counts nothing here (another deployable holds its
+    rows). A context counts its processes, channels and reactors; a flow node itself, and the
+    first node of a process (its `create` entry, else its first reaction) its instances."""
     processes = [
         qualified(c.name, w.name) for c in model.contexts for w in c.workflows if w.process
     ]
@@ -91,14 +92,21 @@ def model_section(model: ir.Model) -> dict[str, Any]:
         if first is not None:
             ids = flow[first][0]
             flow[first] = ([*ids, process] if process not in ids else ids, f"processes/{process}")
-    return {"context": _graph(context_graph(model), context), "flow": _graph(graph, flow)}
+    here = {c.name for c in model.contexts if held is None or c.name in held}
+    return {
+        "context": _graph(context_graph(model), context, lambda n: n.id in here),
+        "flow": _graph(graph, flow, lambda n: n.group in here),
+    }
 
 
 def _of_process(node: str, process: str) -> bool:
     return node == process or node.startswith(process + ".")
 
 
-def _graph(graph: Graph, shown: dict[str, tuple[list[str], str | None]]) -> dict[str, Any]:
+def _graph(
+    graph: Graph, shown: dict[str, tuple[list[str], str | None]], here: Callable[[Node], bool]
+) -> dict[str, Any]:
+    nothing: tuple[list[str], str | None] = ([], None)
     return {
         "groups": [{"id": g.id, "label": g.label} for g in graph.groups],
         "nodes": [
@@ -107,8 +115,9 @@ def _graph(graph: Graph, shown: dict[str, tuple[list[str], str | None]]) -> dict
                 "label": n.label,
                 "shape": n.shape,
                 "group": n.group,
-                "counts": shown.get(n.id, ([], None))[0],
-                "screen": shown.get(n.id, ([], None))[1],
+                "counts": shown.get(n.id, nothing)[0] if here(n) else [],
+                "screen": shown.get(n.id, nothing)[1] if here(n) else None,
+                "held": here(n),
             }
             for n in graph.nodes
         ],

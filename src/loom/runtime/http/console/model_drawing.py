@@ -57,8 +57,10 @@ def drawing(diagram: Mapping[str, Any], layout: Layout, prefix: str, title: str)
     for node in diagram["nodes"]:
         p = at[node["id"]]
         label = node["label"] or node["id"]
-        css = f'class="node {node["shape"]}" data-node="{escape(node["id"])}"'
-        drawn = box(p.x, p.y, (p.w, NODE_H), label, f"{label} ({node['id']})", css, -3)
+        elsewhere = "" if node.get("held", True) else " elsewhere"
+        css = f'class="node {node["shape"]}{elsewhere}" data-node="{escape(node["id"])}"'
+        where = "" if not elsewhere else ", counted by the deployable that holds it"
+        drawn = box(p.x, p.y, (p.w, NODE_H), label, f"{label} ({node['id']}){where}", css, -3)
         href = screen_href(node, prefix)
         if href is not None:
             drawn = f'<a href="{escape(href)}" aria-label="{escape(label)}">{drawn}</a>'

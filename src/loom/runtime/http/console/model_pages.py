@@ -29,6 +29,7 @@ def add_model_pages(app: FastAPI, service_app: Any, screen: Screen) -> None:
     its loader reads for the viewer (`routes.console_app`)."""
 
     async def load(view: str, viewer: Viewer, swap: bool) -> dict[str, Any]:
+        """The screen's values; `swap`: the poll's (the counts alone, marked to be swapped in)."""
         if view not in VIEWS:
             raise InvalidValue(
                 f"view is one of {', '.join(VIEWS)}, not {view!r}", path="query.view"
@@ -46,7 +47,7 @@ def add_model_pages(app: FastAPI, service_app: Any, screen: Screen) -> None:
         return {
             **values,
             "diagram": diagram,
-            "drawing": drawing(diagram, layout, PREFIX, title),
+            "drawing": None if swap else drawing(diagram, layout, PREFIX, title),
             "layer": counts_layer(diagram, layout, counts, swap),
             "rows": rows(diagram, counts, PREFIX),
         }
