@@ -2,8 +2,9 @@
 
 `generate(model, package=...)` returns every file of the package as text, keyed by its path relative
 to the package folder: its Python modules, `asyncapi.json` (the contract of its durable events,
-which `main.py` serves) and, for a service with processes, `console.json` (their state machines,
-which the admin routes answer). Pure and deterministic: the same model gives the same bytes. The generated
+which `main.py` serves) and, for a service with processes or channels, `console.json` (the
+processes' state machines, which the admin routes answer, and the model's diagrams the console
+draws). Pure and deterministic: the same model gives the same bytes. The generated
 code imports its siblings relatively and `loom.runtime` absolutely, so it loads under any name.
 """
 
