@@ -72,6 +72,8 @@ def _shoot(out: Path, folder: Path) -> list[Path]:
             "outbox": (ops, "/_loom/outbox"),
             "dead-letters": (ops, "/_loom/dead-letters"),
             "redrive": (ops, f"/_loom/dead-letters/redrive?group={group}"),
+            "model": (base, "/_loom/model"),
+            "model-flow": (base, "/_loom/model?view=flow"),
         }
         browser = launch(p)
         page = browser.new_page(viewport=DESKTOP)

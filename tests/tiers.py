@@ -34,6 +34,7 @@ SUBPROCESS = (
     "tests/migrate/test_concurrent_apply.py",  # several `loom migrate` at once
     "tests/lsp/",  # `loom lsp` as the child process of a pytest-lsp client
     "tests/e2e/console/test_console_browser.py",  # Debian's chromium, driven by Playwright
+    "tests/e2e/console/test_console_model_browser.py",  # idem: the Model screen
     "tests/e2e/console/test_screenshots.py",  # scripts/console_screenshots.py
 )
 # the helpers that start `loom run` or a broker server: a test calling one, directly, through a
@@ -46,6 +47,8 @@ BROKER_STARTERS = {("tests.brokers", "running_nats"), ("tests.brokers", "running
 # Node ids (a file, or a file::test without parameters) measured over ~2 s. An entry naming a test
 # its module no longer defines fails the collection, so the list cannot rot.
 SLOW: tuple[str, ...] = (
+    # waits for the Model screen's poll (every 5 s) to bring a new count
+    "tests/e2e/console/test_console_model_browser.py::test_a_node_shows_its_count_follows_it_and_links_to_its_rows",
     # 200 fuzz edits replayed through a running `loom lsp`, four requests after each
     "tests/lsp/test_fuzz.py::test_the_server_answers_after_every_edit",
     # two runs of 2,000 requests against PostgreSQL, counting the pool's new connections

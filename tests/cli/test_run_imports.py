@@ -61,6 +61,7 @@ NOT_LOADED = {
     "loom.runtime.http.dead_letter_admin": "the dead letters in bulk (idem)",
     "loom.runtime.http.outbox_admin": "the outbox's routes (idem)",
     "loom.runtime.http.audit": "the admin actions' audit log (idem)",
+    "loom.runtime.http.model_admin": "the counts on the model's diagrams (idem)",
     "loom.runtime.http.process_admin": "the process instances' routes (a service with processes)",
     # the migration check of a database with no migrations folder
     "loom.migrate.diff": "the diff of snapshots (a migrations folder)",

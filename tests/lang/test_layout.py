@@ -81,6 +81,7 @@ ON_DEMAND = (
     "loom.runtime.http.outbox_admin",
     "loom.runtime.http.audit",
     "loom.runtime.http.event_consumers",
+    "loom.runtime.http.model_admin",
     "loom.runtime.http.console.routes",
     "loom.runtime.values.traces",
     "loom.runtime.storage.sqlite_driver",

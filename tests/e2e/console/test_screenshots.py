@@ -19,6 +19,8 @@ SCREENS = (
     "outbox",
     "dead-letters",
     "redrive",
+    "model",
+    "model-flow",
 )
 
 

@@ -4,7 +4,7 @@
 to the package folder: its Python modules, `asyncapi.json` (the contract of its durable events,
 which `main.py` serves) and, for a service with processes or channels, `console.json` (the
 processes' state machines and what each event sets off, which the admin routes and the console
-answer). Pure and deterministic: the same model gives the same bytes. The generated
+answer, and the model's diagrams the console draws). Pure and deterministic: the same model gives the same bytes. The generated
 code imports its siblings relatively and `loom.runtime` absolutely, so it loads under any name.
 """
 

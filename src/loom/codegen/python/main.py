@@ -87,7 +87,8 @@ def emit_main(
         args.append("processes=True")
     if has_console(info):
         # the processes' state machines, which the admin route of an instance answers, and
-        # what each event sets off, which the console's redrive dialog shows
+        # what each event sets off, which the console's redrive dialog shows, and the model's
+        # diagrams the console draws
         args.append(f"console_views=Path(__file__).with_name({py_str(CONSOLE_FILE)})")
     constants = [
         (

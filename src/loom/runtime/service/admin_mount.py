@@ -23,9 +23,9 @@ def mount_admin(
     processes: bool,
     console_views: Path | None,
 ) -> None:
-    """The admin routes a service has (dead letters, outbox and audit when `dead_letter_routes`:
-    it has channels or processes; timers and process instances when it has `processes`) and the
-    console, unless LOOM_NO_CONSOLE is set."""
+    """The admin routes a service has (dead letters, outbox, audit and the model's counts when
+    `dead_letter_routes`: it has channels or processes; timers and process instances when it has
+    `processes`) and the console, unless LOOM_NO_CONSOLE is set."""
     # each admin module loads only for a service that has its routes: a model without channels
     # or processes starts without loading them
     if dead_letter_routes:
@@ -33,6 +33,7 @@ def mount_admin(
         from loom.runtime.http.audit import audit_router
         from loom.runtime.http.dead_letter_admin import dead_letter_router
         from loom.runtime.http.event_consumers import event_consumers_router
+        from loom.runtime.http.model_admin import model_router
         from loom.runtime.http.outbox_admin import outbox_router
 
         app.include_router(admin_router(route_class, get_service))
@@ -40,12 +41,13 @@ def mount_admin(
         app.include_router(outbox_router(route_class, get_service))
         app.include_router(audit_router(route_class, get_service))
         app.include_router(event_consumers_router(route_class, console_views))
+        app.include_router(model_router(route_class, get_service, console_views))
     if processes:
         from loom.runtime.http.process_admin import processes_router
         from loom.runtime.http.timer_admin import timers_router
 
         app.include_router(timers_router(route_class, get_service))
         app.include_router(processes_router(route_class, get_service, console_views))
-    app.state.loom_console_views = console_views  # the console reads the model's views too
+    app.state.loom_console_views = console_views  # the console draws the machines and the model
     if not env_flag("LOOM_NO_CONSOLE"):
         mount_console(app)

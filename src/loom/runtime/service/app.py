@@ -338,7 +338,8 @@ def create_app(
 
     `asyncapi` is the AsyncAPI document (a JSON file; the generated package's `asyncapi.json`)
     served at `GET /asyncapi.json` (docs/http.md#contracts-asyncapi). `console_views` (the
-    package's `console.json`) holds the processes' state machines the instance admin route answers.
+    package's `console.json`) holds the processes' state machines the instance admin route answers
+    and the model's diagrams the console's Model screen draws (`model_admin`).
 
     Deployables (docs/events.md, "Channels on a broker"): `contexts` are the contexts this
     service holds (None: all); `subscribe` subscribes their reactions only. `brokers` maps a

@@ -11,8 +11,8 @@ drawing, which reads at any width and to a screen reader; the drawing shows wher
 from __future__ import annotations
 
 from dataclasses import dataclass
-from html import escape
 
+from loom.runtime.http.console.layout import box, frame
 from loom.runtime.http.process_admin import MachineOut
 
 _W, _H, _GAP, _PAD = 120, 44, 70, 16  # a state's box, the space between two, the margin
@@ -58,14 +58,7 @@ def draw(machine: MachineOut) -> Drawing:
     current = names.get(machine.current, machine.current)
     states = ", ".join(names[n] for n in order if names[n] not in ("start", "end"))
     title = f"State machine: {states}. This instance is {current}."
-    svg = (
-        f'<svg class="machine" role="img" aria-label="{escape(title)}" '
-        f'viewBox="0 0 {width:.0f} {2 * _MID:.0f}" width="{width:.0f}" height="{2 * _MID:.0f}" '
-        'preserveAspectRatio="xMinYMid meet">'
-        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
-        'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/></marker>'
-        "</defs>" + "".join(parts) + "</svg>"
-    )
+    svg = frame("machine", title, width, 2 * _MID, parts)
     moves = [
         Move(names[e["source"]], names[e["target"]], e["label"])
         for e in machine.edges
@@ -82,13 +75,9 @@ def _node(cx: float, label: str, current: bool) -> str:
             f'<circle class="pseudo-ring" cx="{cx:.0f}" cy="{_MID}" r="{_DOT}"/>'
             f'<circle class="pseudo" cx="{cx:.0f}" cy="{_MID}" r="{_DOT - 4}"/>'
         )
-    mark = ' class="state-box current" aria-current="true"' if current else ' class="state-box"'
-    text = escape(label) + (" (this instance)" if current else "")
-    return (
-        f'<g{mark}><rect x="{cx - _W / 2:.0f}" y="{_MID - _H / 2:.0f}" width="{_W}" '
-        f'height="{_H}" rx="12"/><text x="{cx:.0f}" y="{_MID + 5}" text-anchor="middle">'
-        f"{escape(label)}</text><title>{text}</title></g>"
-    )
+    mark = 'class="state-box current" aria-current="true"' if current else 'class="state-box"'
+    text = label + (" (this instance)" if current else "")
+    return box(cx, _MID, (_W, _H), label, text, mark)
 
 
 def _arrow(x: dict[str, float], names: dict[str, str], source: str, target: str) -> str:
@@ -102,4 +91,4 @@ def _arrow(x: dict[str, float], names: dict[str, str], source: str, target: str)
         bottom = _MID + _H / 2
         a, b = x[source], x[target]
         d = f"M{a:.0f},{bottom:.0f} C{a:.0f},{bottom + 45:.0f} {b:.0f},{bottom + 45:.0f} {b:.0f},{bottom:.0f}"
-    return f'<path class="move" d="{d}" marker-end="url(#arrow)"/>'
+    return f'<path class="move" d="{d}" marker-end="url(#machine-arrow)"/>'

@@ -6,6 +6,7 @@ GET  /_loom/                                   -> the processes
 GET  /_loom/processes[/{process}[/{key}]]      -> counts; instances (filters, pages); one instance
 /_loom/outbox, /_loom/timers…, /_loom/dead-letters…  -> outbox_pages, timer_pages, dead_letter_pages
 GET  /_loom/audit                              -> the audit log: every admin action (the console's too)
+GET  /_loom/model[/counts]                     -> the model's diagrams, live counts (model_pages.py)
 GET, POST /_loom/login; POST /_loom/logout     -> the token cookie (access.py)
 
 Every POST answers 303 to the page it came from (`back`), with what happened (`done`); htmx
@@ -36,6 +37,7 @@ from loom.runtime.http.console.access import (
 from loom.runtime.http.console.dead_letter_pages import add_dead_letter_pages
 from loom.runtime.http.console.kit import PAGE, Screens, back, form, here, link, paged, who
 from loom.runtime.http.console.machine import draw
+from loom.runtime.http.console.model_pages import add_model_pages
 from loom.runtime.http.console.outbox_pages import add_outbox_pages
 from loom.runtime.http.console.timer_pages import add_timer_pages
 from loom.runtime.http.problems import install_problem_handlers, problem_for
@@ -239,6 +241,7 @@ def console_app(service_app: FastAPI, access: ConsoleAccess) -> FastAPI:
     add_outbox_pages(app, screens)
     add_timer_pages(app, screens)
     add_dead_letter_pages(app, screens)
+    add_model_pages(app, service_app, screen)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     return app
 
