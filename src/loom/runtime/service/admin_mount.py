@@ -32,12 +32,14 @@ def mount_admin(
         from loom.runtime.http.admin import admin_router
         from loom.runtime.http.audit import audit_router
         from loom.runtime.http.dead_letter_admin import dead_letter_router
+        from loom.runtime.http.flow_admin import flow_router
         from loom.runtime.http.outbox_admin import outbox_router
 
         app.include_router(admin_router(route_class, get_service))
         app.include_router(dead_letter_router(route_class, get_service))
         app.include_router(outbox_router(route_class, get_service))
         app.include_router(audit_router(route_class, get_service))
+        app.include_router(flow_router(route_class, get_service))
     if processes:
         from loom.runtime.http.process_admin import processes_router
         from loom.runtime.http.timer_admin import timers_router

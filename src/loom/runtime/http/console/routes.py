@@ -38,6 +38,7 @@ from loom.runtime.http.console.access import (
     Viewer,
     sign_in,
 )
+from loom.runtime.http.console.flow_pages import flow_pages
 from loom.runtime.http.console.machine import draw
 from loom.runtime.http.problems import install_problem_handlers, problem_for
 from loom.runtime.http.process_admin import (
@@ -291,6 +292,7 @@ def console_app(service_app: FastAPI, access: ConsoleAccess) -> FastAPI:
 
         return await screen(request, "audit.html", load)
 
+    flow_pages(app, screen, get_service)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     return app
 

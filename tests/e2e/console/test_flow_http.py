@@ -1,0 +1,121 @@
+"""The flow of one correlation (`GET /api/admin/flow/{id}`, the console's `/_loom/flow`) on the
+shop served whole, over HTTP on SQLite and PostgreSQL: every event, reaction and timeout of one
+order in time order, a fired timeout recorded, the links from other screens, a peer that does not
+answer named, and a tenant's administrator confined to its tenant."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loom.testing import ServiceClient, VirtualClock, serve
+from tests.e2e.test_shop_timeout import payment_is_down
+from tests.liveserver import free_port
+
+ROOT = Path(__file__).resolve().parents[3]
+SHOP = [ROOT / "examples/shop/shop.loom"]
+START = datetime(2030, 3, 1, 12, 0, tzinfo=UTC)
+HTML = {"Accept": "text/html"}
+
+
+@pytest.fixture
+async def clock() -> AsyncIterator[VirtualClock]:
+    with VirtualClock(start=START) as c:
+        yield c
+
+
+@pytest.fixture
+async def shop(
+    database_url: str, clock: VirtualClock, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[ServiceClient]:
+    for name in ("LOOM_JWT_SECRET", "LOOM_JWT_PUBLIC_KEY", "LOOM_DEPLOYABLE"):
+        monkeypatch.delenv(name, raising=False)
+    async with serve(SHOP, database_url, clock=clock) as client:
+        yield client
+
+
+async def place(c: ServiceClient, correlation: str) -> str:
+    body = {"sku": "lamp", "quantity": 2, "failPayment": False}
+    r = await c.post(
+        "/api/workflows/place_order", json=body, headers={"X-Correlation-Id": correlation}
+    )
+    assert r.status_code == 200, r.text
+    return str(r.json())
+
+
+async def flow(c: ServiceClient, correlation: str, **params: Any) -> dict[str, Any]:
+    r = await c.get(f"/api/admin/flow/{correlation}", params=params)
+    assert r.status_code == 200, r.text
+    found: dict[str, Any] = r.json()
+    return found
+
+
+def steps(found: dict[str, Any]) -> list[tuple[str, str, str]]:
+    return [(e["kind"], e["name"], e["status"]) for e in found["entries"]]
+
+
+async def test_an_order_paid_in_time_order(shop: ServiceClient) -> None:
+    await place(shop, "order-paid")
+    found = await flow(shop, "order-paid")
+    assert found["correlation_id"] == "order-paid" and found["peers"] == []
+    got = steps(found)
+    print(*got, sep="\n")
+    reactions = [name for kind, name, _ in got if kind == "reaction"]
+    assert "Inventory.reserveStock.on(Orders.OrderPlaced)" in reactions
+    assert "Payment.takePayment.on(Inventory.StockReserved)" in reactions
+    assert (
+        reactions.index("Inventory.reserveStock.on(Orders.OrderPlaced)")
+        < reactions.index("Payment.takePayment.on(Inventory.StockReserved)")
+        < reactions.index("Orders.settleOrder.on(Payment.PaymentSucceeded)")
+    )
+    # a `retention: log` channel keeps its delivered rows: the event itself shows
+    assert ("event", "Payment.PaymentSucceeded", "delivered") in got
+    times = [e["at"] for e in found["entries"]]
+    assert times == sorted(times)
+    settle = next(e for e in found["entries"] if e["name"].startswith("Orders.settleOrder"))
+    assert settle["context"] == "Orders" and settle["detail"] == "applied Payment.PaymentSucceeded"
+    assert settle["causation_id"]  # PaymentSucceeded was raised by a reaction
+    assert (await flow(shop, "another-order"))["entries"] == []
+
+
+async def test_a_fired_timeout_is_in_the_flow(shop: ServiceClient, clock: VirtualClock) -> None:
+    payment_is_down(shop)
+    await place(shop, "order-late")
+    armed = steps(await flow(shop, "order-late"))
+    assert ("timeout", "Orders.PaymentDeadline.payment", "armed") in armed, armed
+    await clock.advance(timedelta(minutes=31))
+    await shop.service.settle()
+    got = steps(await flow(shop, "order-late"))
+    print(*got, sep="\n")
+    fired = ("timeout", "Orders.PaymentDeadline.timeout(payment)", "fired")
+    assert fired in got and ("timeout", "Orders.PaymentDeadline.payment", "armed") not in got
+    released = ("reaction", "Inventory.reserveStock.on(Orders.PaymentTimedOut)", "applied")
+    assert got.index(fired) < got.index(released)
+
+
+async def test_the_console_screen_and_a_silent_peer(
+    shop: ServiceClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    payment_is_down(shop)
+    await place(shop, "order-seen")
+    form = await shop.get("/_loom/flow", headers=HTML)
+    assert form.status_code == 200 and 'name="correlation"' in form.text
+    assert 'href="/_loom/flow" aria-current="page"' in form.text
+    page = (await shop.get("/_loom/flow", params={"correlation": "order-seen"}, headers=HTML)).text
+    assert "Inventory.reserveStock.on(Orders.OrderPlaced)" in page and "peer-silent" not in page
+    # the timers screen links each timeout to its flow
+    timers = (await shop.get("/_loom/timers", headers=HTML)).text
+    assert 'href="/_loom/flow?correlation=order-seen"' in timers
+    # a peer nobody serves: named, and the flow still shows this deployable's part
+    silent = f"http://127.0.0.1:{free_port()}"
+    monkeypatch.setenv("LOOM_API_WAREHOUSE", silent)
+    page = (await shop.get("/_loom/flow", params={"correlation": "order-seen"}, headers=HTML)).text
+    assert f"Peer {silent} did not answer" in page, page
+    assert "Inventory.reserveStock.on(Orders.OrderPlaced)" in page
+    merged = await flow(shop, "order-seen", peers="true")
+    assert [(p["url"], p["answered"]) for p in merged["peers"]] == [(silent, False)]
+    assert merged["entries"] == (await flow(shop, "order-seen"))["entries"]
