@@ -14,6 +14,7 @@ import pytest
 
 from loom.testing import ServiceClient, VirtualClock, serve
 from tests.e2e.test_shop_timeout import payment_is_down
+from tests.e2e.tokens import SECRET, token
 from tests.liveserver import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -119,3 +120,47 @@ async def test_the_console_screen_and_a_silent_peer(
     merged = await flow(shop, "order-seen", peers="true")
     assert [(p["url"], p["answered"]) for p in merged["peers"]] == [(silent, False)]
     assert merged["entries"] == (await flow(shop, "order-seen"))["entries"]
+
+
+TENANTED = [ROOT / "tests/e2e/models/tenants_channels.loom"]
+
+
+async def test_a_tenants_administrator_sees_its_own_flow_only(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in (
+        "LOOM_JWT_PUBLIC_KEY",
+        "LOOM_JWT_AUDIENCE",
+        "LOOM_JWT_ISSUER",
+        "LOOM_TENANT_CLAIM",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LOOM_JWT_SECRET", SECRET)
+    a, a_admin = token(tenant="acme"), token(tenant="acme", roles=["admin"])
+    b_admin, operator = token(tenant="globex", roles=["admin"]), token(roles=["admin"])
+    async with serve(TENANTED, database_url) as c:
+        for who in (a, token(sub="bob", tenant="globex")):
+            r = await c.post("/api/accounts", json={"customer": "c1"}, headers=who)
+            assert r.status_code == 201, r.text
+        body = {"number": "N-1", "customer": "c1", "amount": 10}
+        order = (await c.post("/api/orders", json=body, headers=a)).json()["id"]
+        place = {**a, "X-Correlation-Id": "acme-order"}
+        r = await c.post(f"/api/orders/{order}/place", json={}, headers=place)
+        assert r.status_code < 300, r.text
+        await c.settle()
+        path = "/api/admin/flow/acme-order"
+        mine = (await c.get(path, headers=a_admin)).json()["entries"]
+        assert [(e["kind"], e["name"], e["tenant"]) for e in mine] == [
+            ("reaction", "Ledger.Book.on(Sales.Placed)", "acme")
+        ]
+        assert (await c.get(path, headers=operator)).json()["entries"] == mine
+        # another tenant's administrator, a user without the role, no token at all
+        leaks = 0
+        r = await c.get(path, headers=b_admin)
+        leaks += r.status_code != 200 or r.json()["entries"] != []
+        leaks += (await c.get(path, headers=a)).status_code != 403
+        leaks += (await c.get(path)).status_code != 401
+        page = await c.get("/_loom/flow", params={"correlation": "acme-order"}, headers=b_admin)
+        leaks += page.status_code != 200 or "Ledger.Book" in page.text
+        print(f"flow of another tenant's correlation: 4 attempts, {leaks} leaks")
+        assert leaks == 0

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.e2e.console.browser import ROOT, require_browser
 
-SCREENS = ("processes", "instances", "instance", "timers", "dead-letters")
+SCREENS = ("processes", "instances", "instance", "timers", "dead-letters", "flow")
 
 
 def test_the_script_writes_every_screen_at_both_widths(tmp_path: Path) -> None:
