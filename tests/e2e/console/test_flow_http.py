@@ -14,7 +14,7 @@ import pytest
 
 from loom.testing import ServiceClient, VirtualClock, serve
 from tests.e2e.test_shop_timeout import payment_is_down
-from tests.e2e.tokens import SECRET, token
+from tests.e2e.tokens import token, use_secret
 from tests.liveserver import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -128,14 +128,7 @@ TENANTED = [ROOT / "tests/e2e/models/tenants_channels.loom"]
 async def test_a_tenants_administrator_sees_its_own_flow_only(
     database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name in (
-        "LOOM_JWT_PUBLIC_KEY",
-        "LOOM_JWT_AUDIENCE",
-        "LOOM_JWT_ISSUER",
-        "LOOM_TENANT_CLAIM",
-    ):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("LOOM_JWT_SECRET", SECRET)
+    use_secret(monkeypatch)
     a, a_admin = token(tenant="acme"), token(tenant="acme", roles=["admin"])
     b_admin, operator = token(tenant="globex", roles=["admin"]), token(roles=["admin"])
     async with serve(TENANTED, database_url) as c:
