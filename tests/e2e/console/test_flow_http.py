@@ -157,3 +157,17 @@ async def test_a_tenants_administrator_sees_its_own_flow_only(
         leaks += page.status_code != 200 or "Ledger.Book" in page.text
         print(f"flow of another tenant's correlation: 4 attempts, {leaks} leaks")
         assert leaks == 0
+
+
+async def test_a_deployable_without_processes_shows_its_console(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Flow screen's switcher leads to every deployable's console, some without processes
+    (the shop's Inventory): their Processes screen is empty, and the service goes on answering."""
+    for name in ("LOOM_JWT_SECRET", "LOOM_JWT_PUBLIC_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    async with serve([ROOT / "tests/e2e/models/reactions.loom"], database_url) as c:
+        for path in ("/_loom/processes", "/_loom/timers", "/_loom/flow?correlation=x"):
+            r = await c.get(path, headers=HTML)
+            assert r.status_code == 200, (path, r.text)
+        assert "This service runs no process" in (await c.get("/_loom/processes")).text

@@ -171,7 +171,10 @@ def console_app(service_app: FastAPI, access: ConsoleAccess) -> FastAPI:
     @app.get("/processes", include_in_schema=False)
     async def processes(request: Request) -> Response:
         async def load(viewer: Viewer) -> dict[str, Any]:
-            return {"processes": await process_list(get_service(request), viewer.tenant)}
+            service = get_service(request)
+            if not service.uses_processes:  # no process tables to read (a deployable without)
+                return {"processes": []}
+            return {"processes": await process_list(service, viewer.tenant)}
 
         return await screen(request, "processes.html", load)
 
