@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from loom.runtime.http.flow_admin import local_flow
 from loom.testing import ServiceClient, VirtualClock, serve
 from tests.e2e.test_shop_timeout import payment_is_down
 from tests.e2e.tokens import token, use_secret
@@ -171,3 +172,26 @@ async def test_a_deployable_without_processes_shows_its_console(
             r = await c.get(path, headers=HTML)
             assert r.status_code == 200, (path, r.text)
         assert "This service runs no process" in (await c.get("/_loom/processes")).text
+
+
+async def test_a_call_of_another_context_is_in_the_flow(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A command calling another context's handler (`resource { kind: api }`, in process here):
+    the call is in the flow of its correlation, with the calling context and the called one."""
+    for name in ("LOOM_JWT_SECRET", "LOOM_JWT_PUBLIC_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    model = [ROOT / "tests/runtime/api_calls/dispatch.loom"]
+    async with serve(model, database_url) as c:
+        hired = await c.post(
+            "/api/commands/hire", json={"name": "Ada"}, headers={"X-Correlation-Id": "hire-ada"}
+        )
+        assert hired.status_code == 200, hired.text
+        calls = [
+            (e.name, e.context, e.status, e.detail.split(" (")[0] if e.detail else None)
+            for e in (await local_flow(c.service, "hire-ada", None)).entries
+        ]
+        assert calls == [("POST /api/commands/register", "Dispatch", "ok", "to context Directory")]
+        page = await c.get("/_loom/flow", params={"correlation": "hire-ada"}, headers=HTML)
+        assert "POST /api/commands/register" in page.text and "to context Directory" in page.text
+        assert (await local_flow(c.service, "someone-else", None)).entries == []
