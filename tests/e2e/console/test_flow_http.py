@@ -5,6 +5,8 @@ answer named, and a tenant's administrator confined to its tenant."""
 
 from __future__ import annotations
 
+import socket
+import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -121,6 +123,16 @@ async def test_the_console_screen_and_a_silent_peer(
     merged = await flow(shop, "order-seen", peers="true")
     assert [(p["url"], p["answered"]) for p in merged["peers"]] == [(silent, False)]
     assert merged["entries"] == (await flow(shop, "order-seen"))["entries"]
+    # a peer that takes the connection and never answers: given up after the peer timeout
+    with socket.socket() as mute:
+        mute.bind(("127.0.0.1", 0))
+        mute.listen()
+        monkeypatch.setenv("LOOM_API_WAREHOUSE", f"http://127.0.0.1:{mute.getsockname()[1]}")
+        monkeypatch.setenv("LOOM_FLOW_PEER_TIMEOUT", "0.3")
+        started = time.monotonic()
+        (peer,) = (await flow(shop, "order-seen", peers="true"))["peers"]
+        assert peer["error"] == "did not answer within 0.3s", peer
+        assert time.monotonic() - started < 5
 
 
 TENANTED = [ROOT / "tests/e2e/models/tenants_channels.loom"]
