@@ -9,7 +9,7 @@ From what the runtime keeps anyway (no write of its own):
   archived; a row a `retention: work` channel delivered is deleted, and shows through the
   reactions that applied it), at the time the event occurred;
 - `reaction`: an inbox row: a reaction of this deployable applied the event (its consumer name,
-  `<Context>.<Workflow>.on(<Event>)`), at the time it committed;
+  `<Context>.<Workflow>.on(<Event>)`), at the time it ran (`processed_at`);
 - `timeout`: a process's timeout armed or dead (`__loom_timers`, at its due time) or fired (an
   inbox row the firing transaction wrote, `processes/fired.py`);
 - `call`: a call this service made of another context's handler (`http/call_log.py`: the last

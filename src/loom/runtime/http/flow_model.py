@@ -13,7 +13,7 @@ Kind = Literal["event", "reaction", "timeout", "call"]
 
 
 class FlowEntryOut(BaseModel):
-    at: datetime  # an event's occurrence, a reaction's commit, a timeout's due or fired time
+    at: datetime  # an event's occurrence, a reaction's run, a timeout's due or fired time
     kind: Kind
     deployable: str | None  # null: the service runs the whole model
     context: str | None

@@ -14,11 +14,14 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Mapping
-from typing import Final
+from typing import TYPE_CHECKING, Final
 from urllib.parse import quote
 
 from loom.runtime.http.api_calls import ENV_PREFIX
 from loom.runtime.http.flow_model import FlowOut, PeerOut, in_order
+
+if TYPE_CHECKING:
+    import httpx  # imported where the peers are asked: a service that never does loads none
 
 TIMEOUT_VARIABLE: Final = "LOOM_FLOW_PEER_TIMEOUT"
 DEFAULT_TIMEOUT: Final = 2.0
@@ -87,9 +90,9 @@ def _silent(url: str, error: str) -> PeerOut:
     return PeerOut(url=url, deployable=None, answered=False, error=error)
 
 
-def _detail(answer: object) -> str:
+def _detail(answer: httpx.Response) -> str:
     try:
-        body = answer.json()  # type: ignore[attr-defined]
+        body = answer.json()
     except ValueError:
         return "no problem body"
     return str(body.get("detail", "")) if isinstance(body, dict) else "no problem body"
