@@ -169,6 +169,7 @@ def test_a_stuck_order_redriven_across_three_deployables(shop: dict[str, str], p
             assert r.status_code == 204, r.text
     page.get_by_role("link", name="Inventory", exact=True).click()
     page.get_by_role("link", name="Dead letters").click()
+    expect(page.get_by_role("link", name="Flow of correlation stuck-lamp")).to_be_visible()
     page.get_by_role("button", name=re.compile("^Redrive")).first.click()
     expect(page.get_by_role("status")).to_have_text("Done: redriven")
 
