@@ -207,3 +207,15 @@ async def test_a_call_of_another_context_is_in_the_flow(
         page = await c.get("/_loom/flow", params={"correlation": "hire-ada"}, headers=HTML)
         assert "POST /api/commands/register" in page.text and "to context Directory" in page.text
         assert (await local_flow(c.service, "someone-else", None)).entries == []
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-1", "nan"])
+async def test_a_bad_peer_timeout_stops_the_start(
+    database_url: str, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv("LOOM_FLOW_PEER_TIMEOUT", value)
+    with pytest.raises(ValueError) as refused:
+        async with serve(SHOP, database_url):
+            pass
+    said = f"LOOM_FLOW_PEER_TIMEOUT must be a number of seconds > 0, not {value!r}"
+    assert said in str(refused.value)

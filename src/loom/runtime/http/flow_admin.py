@@ -32,7 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from loom.runtime.http.admin_base import admin_routes, admin_tenant, problems
 from loom.runtime.http.api_calls import Apis
 from loom.runtime.http.flow_model import FlowEntryOut, FlowOut, Kind, deployable, in_order
-from loom.runtime.http.flow_peers import with_peers
+from loom.runtime.http.flow_peers import peer_timeout, with_peers
 from loom.runtime.messaging.channels import Channel
 from loom.runtime.messaging.outbox import TIMEOUT, inbox, outbox
 from loom.runtime.storage.work import Units
@@ -180,7 +180,9 @@ async def local_flow(service: FlowHost, correlation: str, tenant: str | None) ->
 
 
 def flow_router(route_class: Any, get_service: Callable[..., FlowHost]) -> APIRouter:
-    """The flow route; `get_service` is the app's service dependency."""
+    """The flow route; `get_service` is the app's service dependency. A bad
+    LOOM_FLOW_PEER_TIMEOUT stops the build (ValueError)."""
+    peer_timeout()
     router = admin_routes(route_class)
 
     @router.get(

@@ -19,6 +19,7 @@ from urllib.parse import quote
 
 from loom.runtime.http.api_calls import ENV_PREFIX
 from loom.runtime.http.flow_model import FlowOut, PeerOut, in_order
+from loom.runtime.values.environment import env_number
 
 if TYPE_CHECKING:
     import httpx  # imported where the peers are asked: a service that never does loads none
@@ -40,12 +41,11 @@ def peer_urls(environ: Mapping[str, str] | None = None) -> list[str]:
 
 
 def peer_timeout() -> float:
-    raw = os.environ.get(TIMEOUT_VARIABLE, "").strip()
-    try:
-        value = float(raw) if raw else DEFAULT_TIMEOUT
-    except ValueError:
-        return DEFAULT_TIMEOUT
-    return value if value > 0 else DEFAULT_TIMEOUT
+    """How long a peer is waited for (LOOM_FLOW_PEER_TIMEOUT, seconds); ValueError naming the
+    variable when it is no number > 0 (the flow route reads it when it is built: a bad value
+    stops the start)."""
+    value = env_number(TIMEOUT_VARIABLE, float, "a number of seconds > 0", lambda n: n > 0)
+    return DEFAULT_TIMEOUT if value is None else value
 
 
 async def with_peers(found: FlowOut, authorization: str | None) -> FlowOut:
@@ -56,7 +56,11 @@ async def with_peers(found: FlowOut, authorization: str | None) -> FlowOut:
     urls = peer_urls()
     if not urls:
         return found
-    timeout = peer_timeout()
+    try:
+        timeout = peer_timeout()
+    except ValueError as exc:  # a console without the flow route, which refuses it at start
+        peers = [_silent(url, f"not asked: {exc}") for url in urls]
+        return found.model_copy(update={"peers": peers})
     headers = {"Authorization": authorization} if authorization else {}
     path = f"/api/admin/flow/{quote(found.correlation_id, safe='')}"
     async with httpx.AsyncClient(timeout=timeout, follow_redirects=False) as client:
