@@ -3,15 +3,20 @@ docs/console.md: `.venv/bin/python scripts/console_screenshots.py [--out docs/co
 
 It serves the desk model (tests/e2e/models/desk_timers.loom) with `loom run` on a SQLite file,
 opens two tickets (each a follow-up instance waiting on its timeout), fires one from the console;
-and the operations model (tests/e2e/models/console_ops.loom): a shipment waiting for its retry,
-placements dead for want of an account; then shoots every screen with Debian's chromium
-(scripts/setup.sh test installs it)."""
+the operations model (tests/e2e/models/console_ops.loom): a shipment waiting for its retry,
+placements dead for want of an account; and the shop (examples/shop, served whole) for the flow
+of one order; then shoots every screen with Debian's chromium (scripts/setup.sh test installs
+it)."""
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +24,8 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the tests' helpers: the browser's launch, `loom run`
+SHOP = ROOT / "examples/shop/shop.loom"
+ORDER = "order-1042"  # the correlation id of the order whose flow is shown
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 
@@ -36,6 +43,7 @@ from tests.e2e.console.browser import (  # noqa: E402
     until,
 )
 from tests.e2e.test_admin_outbox import OPERATOR, A  # noqa: E402
+from tests.liveserver import free_port, running  # noqa: E402
 
 
 def shoot(out: Path) -> list[Path]:
@@ -45,7 +53,7 @@ def shoot(out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     with tempfile.TemporaryDirectory() as folder:
-        for name in ("desk", "ops"):
+        for name in ("desk", "ops", "shop"):
             (Path(folder) / name).mkdir()
         written += _shoot(out, Path(folder))
     return written
@@ -88,6 +96,13 @@ def _shoot(out: Path, folder: Path) -> list[Path]:
                 target = out / f"{name}-{size}.png"
                 page.screenshot(path=str(target), full_page=True)
                 written.append(target)
+        with shop_served(folder / "shop") as shop:
+            for size, viewport in (("desktop", DESKTOP), ("320", NARROW)):
+                page.set_viewport_size(viewport)
+                page.goto(f"{shop}/_loom/flow?correlation={ORDER}")
+                target = out / f"flow-{size}.png"
+                page.screenshot(path=str(target), full_page=True)
+                written.append(target)
         browser.close()
     return written
 
@@ -101,6 +116,23 @@ def _troubles(ops: str) -> Any:
     until(lambda: dead_count(ops) == 4)
     groups = httpx.get(f"{ops}/api/admin/dead-letters/groups", headers=OPERATOR, timeout=10)
     return groups.json()[0]["group_id"]
+
+
+@contextmanager
+def shop_served(folder: Path) -> Iterator[str]:
+    """`loom run` of the shop whole, an order placed and its flow settled: its base URL."""
+    model = Path(shutil.copy(SHOP, folder / SHOP.name))
+    url = f"sqlite+aiosqlite:///{folder / 'shop.db'}"
+    with running(str(model), "--database-url", url, port=free_port()) as base:
+        body = {"sku": "lamp", "quantity": 2, "failPayment": False}
+        headers = {"X-Correlation-Id": ORDER}
+        httpx.post(f"{base}/api/workflows/place_order", json=body, headers=headers, timeout=10)
+        deadline = time.monotonic() + 30
+        while "Orders.settleOrder" not in httpx.get(f"{base}/api/admin/flow/{ORDER}").text:
+            if time.monotonic() > deadline:
+                raise SystemExit("the shop's order did not settle within 30 s")
+            time.sleep(0.1)
+        yield base
 
 
 def main() -> None:

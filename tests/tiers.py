@@ -35,6 +35,7 @@ SUBPROCESS = (
     "tests/lsp/",  # `loom lsp` as the child process of a pytest-lsp client
     "tests/e2e/console/test_console_browser.py",  # Debian's chromium, driven by Playwright
     "tests/e2e/console/test_console_model_browser.py",  # idem: the Model screen
+    "tests/e2e/console/test_flow_shop.py",  # `loom up` of the shop (NATS), and chromium
     "tests/e2e/console/test_screenshots.py",  # scripts/console_screenshots.py
 )
 # the helpers that start `loom run` or a broker server: a test calling one, directly, through a
@@ -59,6 +60,7 @@ SLOW: tuple[str, ...] = (
     "tests/codegen/test_typed.py::test_generated_package_passes_mypy_strict",
     "tests/runtime/test_layout.py::test_the_runtime_and_the_testing_helpers_pass_mypy_strict",
     # `loom` commands in a child process, or several deployables on NATS
+    "tests/e2e/console/test_flow_shop.py",  # `loom up` of three deployables, a browser: ~11 s
     "tests/cli/test_cli.py::test_run_serves_sqlite_beside_the_model_and_keeps_data",
     "tests/cli/test_dead_letters.py",
     "tests/cli/test_replicas.py",

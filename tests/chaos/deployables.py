@@ -25,7 +25,7 @@ import redis.asyncio as aioredis
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from loom.runtime.messaging.outbox import inbox
+from loom.runtime.messaging.outbox import TIMEOUT, inbox
 
 from .servers import EXAMPLES, Server, copy_model, get_all, outbox_counts
 
@@ -208,11 +208,13 @@ async def wait_terminal(
 
 
 async def inbox_counts(database_url: str) -> Counter[str]:
-    """consumer -> inbox rows, read straight from the database."""
+    """consumer -> inbox rows of the reactions (not the fired timeouts the inbox records too),
+    read straight from the database."""
     engine = create_async_engine(database_url)
     try:
         async with engine.connect() as conn:
-            q = select(inbox.c.consumer, func.count()).group_by(inbox.c.consumer)
+            reactions = inbox.c.kind.is_distinct_from(TIMEOUT)
+            q = select(inbox.c.consumer, func.count()).where(reactions).group_by(inbox.c.consumer)
             return Counter({str(c): int(n) for c, n in (await conn.execute(q)).all()})
     finally:
         await engine.dispose()

@@ -109,6 +109,9 @@ def test_up_starts_each_deployable_and_ctrl_c_stops_them_all(
         right = re.search(r"^Right +(http://127\.0\.0\.1:\d+)  \((\S+)\)$", seen, re.MULTILINE)
         assert left and right, seen
         assert left[1].endswith(str(port)) and right[1].endswith(str(port + 1))
+        # one console URL: the first deployable's, whose Flow screen asks the other
+        one = rf"^console +http://127\.0\.0\.1:{port}/_loom/ \(every deployable"
+        assert re.search(one, seen, re.MULTILINE), seen
         assert left[2] == f"sqlite+aiosqlite:///{tmp_path / 'left.db'}"
         assert "broker" not in seen  # no event crosses: no NATS server
         # each serves its own contexts only, on its own database

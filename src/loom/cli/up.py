@@ -52,6 +52,7 @@ from loom.cli.settings_options import settings_options
 from loom.model import ir
 from loom.model.deployables import crossings
 from loom.runtime.http.system_tokens import ENV_SERVICE_SECRET
+from loom.runtime.values.environment import env_flag
 from loom.serving.connections import parse_brokers
 from loom.serving.database import default_database
 from loom.serving.held import Held, OptionError, declared_deployables
@@ -104,6 +105,13 @@ class Unit:
             if u != self
             for c in u.contexts
         ]
+
+
+def console_line(units: Sequence[Unit], width: int) -> str:
+    """The one console URL: the first deployable's console, whose Flow screen asks every other
+    deployable (each one's `--api` URLs are its peers) and links to each one's console."""
+    every = " (every deployable: its Flow screen asks the others)" if len(units) > 1 else ""
+    return f"{'console':<{width}}  http://127.0.0.1:{units[0].port}/_loom/{every}\n"
 
 
 def check_ports(port: int, count: int) -> None:
@@ -318,7 +326,7 @@ def up(
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     lock = threading.Lock()
     labels = [u.label(files) for u in units]
-    width = max(len(label) for label in [*labels, "nats"])
+    width = max(len(label) for label in [*labels, "console"])
     server: Child | None = None  # the NATS server
     services: list[Child] = []
     store = files[0].resolve().parent / ".loom" / "up" / "nats"
@@ -351,6 +359,8 @@ def up(
                     out.write(f"{label:<{width}}  {where}\n")
                 if broker_url:
                     out.write(f"{'broker':<{width}}  {broker_url}  (JetStream in {store})\n")
+                if not env_flag("LOOM_NO_CONSOLE"):
+                    out.write(console_line(units, width))
                 out.write("Ctrl-C stops them all.\n")
                 out.flush()
         while not stopping.is_set():

@@ -122,6 +122,7 @@ def test_no_serious_accessibility_violation(
         "/_loom/dead-letters",
         "/_loom/audit",
         "/_loom/processes/Desk.Nothing",
+        f"/_loom/flow?correlation={ticket}",
     ):
         page.goto(f"{desk}{path}")
         found[path] = serious_violations(page)

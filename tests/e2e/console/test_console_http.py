@@ -328,8 +328,8 @@ async def test_every_console_route_refuses_the_hostile(tenanted: ServiceClient) 
         )
         assert r.status_code == 204, r.text
     operator = token(sub="ops", roles=["admin"])
-    (job,) = [
-        t["job_id"]
+    ((job, correlation),) = [
+        (t["job_id"], t["correlation_id"])
         for t in (await c.get("/api/admin/timers", headers=operator)).json()["items"]
         if t.get("tenant") == "globex"
     ]
@@ -347,6 +347,7 @@ async def test_every_console_route_refuses_the_hostile(tenanted: ServiceClient) 
         "/_loom/dead-letters",
         f"/_loom/timers/{job}/reschedule",
         f"/_loom/timers/{job}/cancel",
+        f"/_loom/flow?correlation={correlation}",
     ]
     actions = [
         f"/_loom/timers/{job}/fire",

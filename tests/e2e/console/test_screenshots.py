@@ -21,6 +21,7 @@ SCREENS = (
     "redrive",
     "model",
     "model-flow",
+    "flow",
 )
 
 

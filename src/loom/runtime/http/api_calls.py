@@ -32,9 +32,11 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
 from loom.model.telemetry import CONTEXT
+from loom.runtime.http.call_log import Call, CallLog
 from loom.runtime.http.system_tokens import HEADER as SYSTEM_TOKEN_HEADER
 from loom.runtime.http.system_tokens import SystemTokens
 from loom.runtime.storage.work import parking
+from loom.runtime.values import clock
 from loom.runtime.values.errors import LoomError, refused
 from loom.runtime.values.logs import current_correlation_id
 from loom.runtime.values.principal import current_authorization, current_principal
@@ -200,6 +202,29 @@ class ApiClient:
             )
 
     async def _call(self, request: httpx.Request, answer: Any, retries: int) -> Any:
+        """The call, traced when the service traces, kept in the call log (`http/call_log.py`)."""
+        at, started, outcome = clock.now(), time.monotonic(), "ok"
+        try:
+            return await self._traced(request, answer, retries)
+        except LoomError as exc:
+            outcome = f"{exc.status} {exc.detail}"
+            raise
+        finally:
+            r = self.resource
+            self._apis.calls.add(
+                Call(
+                    at=at,
+                    correlation_id=request.headers.get("X-Correlation-Id"),
+                    tenant=current_principal().tenant,
+                    caller=r.owner,
+                    callee=r.context,
+                    request=f"{request.method} {request.url.path}",
+                    outcome=outcome,
+                    ms=round((time.monotonic() - started) * 1000, 1),
+                )
+            )
+
+    async def _traced(self, request: httpx.Request, answer: Any, retries: int) -> Any:
         tracer = self._apis.tracer
         if tracer is None:
             return await self._attempts(request, answer, retries)
@@ -352,6 +377,7 @@ class Apis:
         self._remote: httpx.AsyncClient | None = None
         self.adapters: dict[Any, TypeAdapter[Any]] = {}
         self.retried = 0
+        self.calls = CallLog()  # the calls made, for the flow of a correlation
         # the service's spans (`values/traces.py`): a call is a CLIENT span; None: not traced
         self.tracer: Tracer | None = None
 

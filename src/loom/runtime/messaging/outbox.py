@@ -129,8 +129,20 @@ inbox = Table(
     Column("processed_at", UtcDateTime, nullable=False),
     # the tenant the delivery ran in (NULL: an untenanted event)
     Column("tenant", String, nullable=True),
+    # what the flow of one correlation shows (`http/flow_admin.py`), written with the row the
+    # delivery writes anyway (no statement more): REACTION (an event applied) or TIMEOUT (a
+    # process's timeout fired: `event_id` its job id, `consumer` `<Process>.timeout(<name>)`),
+    # the event's type, correlation, cause and time (a timeout's due time). NULL in rows from
+    # before them.
+    Column("kind", String, nullable=True),
+    Column("event_type", String, nullable=True),
+    Column("correlation_id", String, nullable=True),
+    Column("causation_id", String, nullable=True),
+    Column("occurred_at", UtcDateTime, nullable=True),
     PrimaryKeyConstraint("consumer", "event_id", name="pk___loom_inbox"),
+    Index("ix___loom_inbox_correlation", "correlation_id"),
 )
+REACTION, TIMEOUT = "reaction", "timeout"
 
 _INSERT_OUTBOX = insert(outbox)
 _PG_NOTIFY = text(f"SELECT pg_notify('{NOTIFY_CHANNEL}', '')")

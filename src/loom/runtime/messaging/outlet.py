@@ -16,7 +16,7 @@ from loom.runtime.messaging.brokers import BrokerLink, Brokers
 from loom.runtime.messaging.channels import Channel
 from loom.runtime.messaging.events import AlreadyHandled, Delivery, EventBus
 from loom.runtime.messaging.ordering import claim_turn, enter_first, write_durable
-from loom.runtime.messaging.outbox import inbox_insert
+from loom.runtime.messaging.outbox import REACTION, inbox_insert
 from loom.runtime.storage.work import Entry
 from loom.runtime.values import clock
 from loom.runtime.values.domain import DomainEvent
@@ -78,12 +78,18 @@ class Outlet:
         dialect = self.dialect
 
         async def enter(conn: AsyncConnection) -> None:
-            consumer, event_id = delivery.consumer, delivery.envelope.event_id
+            envelope = delivery.envelope
+            consumer, event_id = delivery.consumer, envelope.event_id
             params = {
                 "consumer": consumer,
                 "event_id": event_id,
                 "processed_at": clock.now(),
                 "tenant": current_principal().tenant,
+                "kind": REACTION,
+                "event_type": envelope.event_type,
+                "correlation_id": envelope.correlation_id,
+                "causation_id": envelope.causation_id,
+                "occurred_at": envelope.occurred_at,
             }
             order = delivery.order
             if order is not None and order.first and dialect == "postgresql":

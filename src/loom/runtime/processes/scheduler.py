@@ -35,13 +35,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from sqlalchemy import bindparam, delete, or_, select, update
+from sqlalchemy import bindparam, or_, select, update
 
 from loom.runtime.messaging.claimant import claimant_name, failure_pause, guarded_work, stop_loop
 from loom.runtime.messaging.listen import Listener
+from loom.runtime.processes.fired import consume
 from loom.runtime.processes.model import TimeoutDue
 from loom.runtime.processes.recurring import TickHost, TickRunner
 from loom.runtime.processes.tables import ARMED, timers
@@ -75,10 +77,14 @@ class SchedulerHost(TickHost, Protocol):
     @property
     def uses_processes(self) -> bool: ...
 
+    @property
+    def channels(self) -> Sequence[object]:
+        """Its durable channels: with any, it keeps an inbox, where a fired timeout is recorded."""
+        ...
+
 
 t = timers.c
 _STILL_MINE = select(t.job_id).where(timer_queue.held_one, t.status == ARMED)
-_CONSUME = delete(timers).where(t.job_id == bindparam("id"))
 # a handler's refusals: decisions over the state it read, made again on any retry (a 409 conflict,
 # a database error or a failed API call may go the other way next time, and are retried)
 DECISIONS = (Refused, Forbidden)
@@ -388,7 +394,7 @@ class Scheduler:
                         log_fact("timeout_stale", logging.INFO, fields)
                         return "stale"
                     await registered.handler(due, work)
-                    await conn.execute(_CONSUME, params)
+                    await consume(conn, service.dialect, row, bool(service.channels))
         except Exception as exc:  # noqa: BLE001 - retried, then dead-lettered
             error = f"{type(exc).__name__}: {exc}"
             # a refusal is the model's decision over what the handler read, the same on every

@@ -33,6 +33,7 @@ def mount_admin(
         from loom.runtime.http.audit import audit_router
         from loom.runtime.http.dead_letter_admin import dead_letter_router
         from loom.runtime.http.event_consumers import event_consumers_router
+        from loom.runtime.http.flow_admin import flow_router
         from loom.runtime.http.model_admin import model_router
         from loom.runtime.http.outbox_admin import outbox_router
 
@@ -42,6 +43,7 @@ def mount_admin(
         app.include_router(audit_router(route_class, get_service))
         app.include_router(event_consumers_router(route_class, console_views))
         app.include_router(model_router(route_class, get_service, console_views))
+        app.include_router(flow_router(route_class, get_service))
     if processes:
         from loom.runtime.http.process_admin import processes_router
         from loom.runtime.http.timer_admin import timers_router

@@ -35,6 +35,7 @@ from loom.runtime.http.console.access import (
     sign_in,
 )
 from loom.runtime.http.console.dead_letter_pages import add_dead_letter_pages
+from loom.runtime.http.console.flow_pages import flow_pages
 from loom.runtime.http.console.kit import PAGE, Screens, back, form, here, link, paged, who
 from loom.runtime.http.console.machine import draw
 from loom.runtime.http.console.model_pages import add_model_pages
@@ -242,6 +243,7 @@ def console_app(service_app: FastAPI, access: ConsoleAccess) -> FastAPI:
     add_timer_pages(app, screens)
     add_dead_letter_pages(app, screens)
     add_model_pages(app, service_app, screen)
+    flow_pages(app, screen, get_service)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     return app
 
