@@ -13,6 +13,7 @@ fail."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -29,6 +30,7 @@ from tests.e2e.console.browser import (
     place,
     require_browser,
     serious_violations,
+    served,
     sign_in,
     until,
 )
@@ -36,6 +38,8 @@ from tests.e2e.test_admin_outbox import OPERATOR, A
 from tests.e2e.tokens import SECRET, bearer, token
 
 require_browser()
+
+ROOT = Path(__file__).resolve().parents[3]
 
 from playwright.sync_api import Page, expect, sync_playwright  # noqa: E402
 
@@ -181,6 +185,38 @@ def test_sign_in_with_an_admin_token(
         page.get_by_role("button", name="Sign out").click()
         expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
         assert context.cookies() == []
+        context.close()
+
+
+def test_a_tenant_administrator_sees_only_its_tenant(
+    browser: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # one correlation key escalated in two tenants; acme's administrator signs in
+    key = "11111111-2222-3333-4444-555555555555"
+    model = ROOT / "tests/e2e/models/tenants_instances.loom"
+    with served(model, tmp_path_factory.mktemp("tenants"), "--jwt-secret", SECRET) as base:
+        for tenant in ("acme", "globex"):
+            r = httpx.post(
+                f"{base}/api/workflows/report", json={"ticket": key}, headers=token(tenant=tenant)
+            )
+            assert r.status_code == 204, r.text
+        context = browser.new_context(viewport=DESKTOP)
+        page = context.new_page()
+        page.goto(f"{base}/_loom/processes/Desk.Escalation")
+        admin = token(sub="ann", tenant="acme", roles=["admin"])
+        page.get_by_label("Bearer token").fill(bearer(admin))
+        page.get_by_role("button", name="Sign in").click()
+        seen: dict[str, str] = {}
+        for screen in ("processes/Desk.Escalation", "timers", "dead-letters", "outbox", "audit"):
+            page.goto(f"{base}/_loom/{screen}")
+            seen[screen] = page.locator("main").inner_text()
+        page.goto(f"{base}/_loom/processes/Desk.Escalation/{key}?tenant=globex")
+        seen["globex's instance"] = page.locator("main").inner_text()
+        leaks = [screen for screen, text in seen.items() if "globex" in text]
+        print(f"screens read by acme's administrator: {len(seen)}, showing globex: {len(leaks)}")
+        assert leaks == []
+        listed = seen["processes/Desk.Escalation"]  # its own instance only, of the two
+        assert key in listed and "1–1 of 1" in listed
         context.close()
 
 
