@@ -1,6 +1,6 @@
 """A database from before the flow of a correlation (SQLite and PostgreSQL): its `__loom_inbox`
-lacks `kind`, `event_type`, `correlation_id`, `causation_id` and `occurred_at` and their index,
-so the service refuses it (`SchemaMismatch`), and `loom run --migrate` adds them; an order placed
+lacks `kind`, `event_type`, `correlation_id`, `causation_id`, `occurred_at` and `subject` and
+their indexes, so the service refuses it (`SchemaMismatch`), and `loom run --migrate` adds them; an order placed
 then shows in `GET /api/admin/flow/{id}` (docs/console.md, "Flow of one correlation")."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from loom.testing import serve
 from tests.liveserver import ROOT, free_port, running
 
 SHOP = ROOT / "examples" / "shop" / "shop.loom"
-FLOW_COLUMNS = ("kind", "event_type", "correlation_id", "causation_id", "occurred_at")
+FLOW_COLUMNS = ("kind", "event_type", "correlation_id", "causation_id", "occurred_at", "subject")
 
 
 async def _before_the_flow(model: Path, url: str) -> None:
@@ -29,7 +29,8 @@ async def _before_the_flow(model: Path, url: str) -> None:
     engine = create_async_engine(url)
     try:
         async with engine.begin() as conn:
-            await conn.execute(text("DROP INDEX ix___loom_inbox_correlation"))
+            for index in ("ix___loom_inbox_correlation", "ix___loom_inbox_subject"):
+                await conn.execute(text(f"DROP INDEX {index}"))
             for column in FLOW_COLUMNS:
                 await conn.execute(text(f"ALTER TABLE __loom_inbox DROP COLUMN {column}"))
     finally:

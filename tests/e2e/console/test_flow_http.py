@@ -101,6 +101,34 @@ async def test_a_fired_timeout_is_in_the_flow(shop: ServiceClient, clock: Virtua
     assert got.index(fired) < got.index(released)
 
 
+async def test_an_instance_lists_the_steps_run_for_it(
+    shop: ServiceClient, clock: VirtualClock
+) -> None:
+    # the instance's timeline: its durable reactions and its fired timeout, in order, and
+    # none of another instance's
+    await place(shop, "order-on-time")
+    payment_is_down(shop)
+    late = await place(shop, "order-late")
+    await clock.advance(timedelta(minutes=31))
+    await shop.service.settle()
+    r = await shop.get(f"/api/admin/processes/Orders.PaymentDeadline/instances/{late}")
+    assert r.status_code == 200, r.text
+    steps = [(s["kind"], s["step"], s["correlation_id"]) for s in r.json()["steps"]]
+    print(*steps, sep="\n")
+    assert steps == [
+        ("reaction", "Orders.PaymentDeadline.create(OrderPlaced)", "order-late"),
+        ("timeout", "Orders.PaymentDeadline.timeout(payment)", "order-late"),
+    ]
+    times = [s["at"] for s in r.json()["steps"]]
+    assert times == sorted(times)
+    page = await shop.get(f"/_loom/processes/Orders.PaymentDeadline/{late}", headers=HTML)
+    assert page.status_code == 200
+    timeline = page.text.split("<h2>Timeline</h2>", 1)[1]
+    assert "Orders.PaymentDeadline.timeout(payment)" in timeline
+    assert 'href="/_loom/flow?correlation=order-late"' in timeline
+    assert "order-on-time" not in timeline
+
+
 async def test_the_console_screen_and_a_silent_peer(
     shop: ServiceClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -153,8 +153,13 @@ def test_a_stuck_order_redriven_across_three_deployables(shop: dict[str, str], p
     expect(current).to_have_count(1)
     expect(current).to_contain_text("running")
 
+    # its timeline: the reaction that started it, on Orders' deployable
+    timeline = page.get_by_role("region", name="Timeline table")
+    expect(timeline).to_contain_text(f"{DEADLINE}.create(OrderPlaced)")
+
     # its flow, from the timeout's link: every deployable asked, the event dead in Inventory
-    page.get_by_role("link", name="Flow of correlation stuck-lamp").click()
+    timeouts = page.get_by_role("region", name="Timeouts table")
+    timeouts.get_by_role("link", name="Flow of correlation stuck-lamp").click()
     expect(page.get_by_role("heading", name="Flow of one correlation")).to_be_visible()
     expect(page.locator("#peer-silent")).to_have_count(0)
     dead = page.locator("tr.flow-event", has_text="Orders.OrderPlaced").filter(has_text="Inventory")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -31,6 +31,8 @@ from pydantic import BaseModel
 from sqlalchemy import ColumnElement, RowMapping, Table, false, func, select
 
 from loom.runtime.http.admin_base import admin_routes, admin_tenant, problems
+from loom.runtime.http.instance_timeline import StepOut, steps_of
+from loom.runtime.messaging.channels import Channel
 from loom.runtime.processes.episodes import COMPLETED, RUNNING
 from loom.runtime.processes.runner import ProcessRunner
 from loom.runtime.processes.tables import ARMED, processes, timers
@@ -48,10 +50,14 @@ _EPISODE_COLUMNS = ("ended", "episode", "started_at", "ended_at")
 
 
 class ProcessAdminHost(Units, Protocol):
-    """What the routes need of the service: its process runner (the tracked instance tables)."""
+    """What the routes need of the service: its process runner (the tracked instance tables),
+    and its channels (with any, it keeps an inbox: the instances' steps)."""
 
     @property
     def processes(self) -> ProcessRunner: ...
+
+    @property
+    def channels(self) -> Sequence[Channel]: ...
 
 
 class ProcessOut(BaseModel):
@@ -97,6 +103,7 @@ class MachineOut(BaseModel):
 
 class InstanceDetailOut(InstanceOut):
     timeouts: list[TimeoutOut]
+    steps: list[StepOut]  # its timeline: the durable reactions and timeouts run for it, in order
     machine: MachineOut | None = None  # null: a process the model does not declare
 
 
@@ -289,8 +296,12 @@ async def instance_detail(
         if instance.tenant is not None:
             armed = armed.where(t.tenant == instance.tenant)
         found = (await conn.execute(armed)).mappings().all()
+        steps = []
+        if service.channels:  # an inbox
+            steps = await steps_of(conn, process, instance.key, instance.tenant)
     now = clock.now()
-    return InstanceDetailOut(**instance.model_dump(), timeouts=[_timeout(r, now) for r in found])
+    timeouts = [_timeout(r, now) for r in found]
+    return InstanceDetailOut(**instance.model_dump(), timeouts=timeouts, steps=steps)
 
 
 def _timeout(row: RowMapping, now: datetime) -> TimeoutOut:

@@ -291,17 +291,19 @@ class Service:
         dispatches its events right after."""
         return Work(self, False, None)
 
-    def reaction(self) -> Work:
+    def reaction(self, *, subject: object = None) -> Work:
         """`async with service.reaction() as work:` the transactional unit of work of the
         handler being run. For a durable delivery it first records (consumer, event_id) in the
         inbox, in the same transaction, and raises `AlreadyHandled` when a previous delivery
         already did: a redelivered event is skipped, never applied twice; for a broker message
         with key counts it then takes the key's turn (`messaging.ordering.claim_turn`). Elsewhere it is
-        `transaction()`."""
+        `transaction()`. `subject`: the key of the process instance the handler works on, which
+        the inbox row records (the instance's timeline, docs/processes.md)."""
         delivery = current_delivery()
         if delivery is None or not delivery.durable:
             return Work(self, True, None)
-        return Work(self, True, None, entry=self.outlet.entry(delivery))
+        key = None if subject is None else str(subject)
+        return Work(self, True, None, entry=self.outlet.entry(delivery, key))
 
     async def start_relay(self) -> None:
         """Run the outbox relay in the background (create_app's lifespan does this)."""
