@@ -236,7 +236,9 @@ def test_a_model_without_deployables_is_one_loom_run(tmp_path: Path) -> None:
                     break
                 assert time.monotonic() < deadline, seen
                 time.sleep(0.2)
-            assert f"bank  http://127.0.0.1:{port}  (sqlite+aiosqlite:///" in seen, seen
+            # the names' column as wide as its widest, `console` included
+            assert f"bank     http://127.0.0.1:{port}  (sqlite+aiosqlite:///" in seen, seen
+            assert f"console  http://127.0.0.1:{port}/_loom/\n" in seen, seen
             assert "broker" not in seen and "nats" not in seen
             assert len(_children(proc.pid)) == 1
             r = httpx.post(
