@@ -197,6 +197,15 @@ CASES = {
         "context A {\n  aggregate B {\n    n: int\n    operation f() { if n > 1 { n := 1 } else "
         "{ n := 2 } }\n  }\n}\n",
     ),
+    "an if on one line with a block that must break: every block of its chain breaks": (
+        "context A { aggregate B { n: int\n operation f() {\n"
+        "if n > 1 { n := 1 } else { n := 2  n := 3 }\n"
+        "if n > 1 { n := 1 } else if n > 2 { n := 2  n := 3 } else { n := 4 } } } }",
+        "context A {\n  aggregate B {\n    n: int\n    operation f() {\n"
+        "      if n > 1 {\n        n := 1\n      } else {\n        n := 2\n        n := 3\n"
+        "      }\n      if n > 1 {\n        n := 1\n      } else if n > 2 {\n        n := 2\n"
+        "        n := 3\n      } else {\n        n := 4\n      }\n    }\n  }\n}\n",
+    ),
     "tabs, carriage returns and `renamed   from` are normalised": (
         "context A {\r\n\tevent E renamed   from D { n: int }\r\n}\r\n",
         "context A {\n  event E renamed from D { n: int }\n}\n",
@@ -210,6 +219,7 @@ CASES = {
 def test_layout(case: str) -> None:
     source, expected = CASES[case]
     assert fmt(source) == expected
+    assert fmt(expected) == expected  # formatting twice changes nothing
 
 
 def test_a_text_that_does_not_parse_is_its_diagnostics() -> None:

@@ -55,6 +55,9 @@ class Anchors:
     # offsets of the `{` of the blocks of an `if` … `else` written over several lines: all broken,
     # so no `} else if … { x } else { y }` runs on after a broken block
     broken: frozenset[int]
+    # per `if` … `else if` … `else` chain, the offsets of the `{` of its blocks: one broken (its
+    # contents need lines of their own) breaks them all, as if written over several lines
+    if_chains: tuple[frozenset[int], ...] = ()
 
 
 class _Tokens:
@@ -79,8 +82,9 @@ def anchors(tree: ast.File, offsets: list[int], kinds: list[str]) -> Anchors:
     own_line: set[int] = set()
     binary: set[int] = set()
     ternary: set[int] = set()
-    broken: set[int] = set()
-    chained: set[int] = set()  # the `if` of an `else if` of an `if` over several lines
+    chains: dict[int, set[int]] = {}  # by the start of its first `if`: the `{` of its blocks
+    chain_of: dict[int, int] = {}  # the start of an `else if`'s `if`: its chain's
+    written_broken: set[int] = set()  # the chains written over several lines
     for node in _nodes(tree):
         if isinstance(node, ast.Binary):
             binary.add(node.op_span.start)
@@ -88,10 +92,14 @@ def anchors(tree: ast.File, offsets: list[int], kinds: list[str]) -> Anchors:
             # only closing parentheses lie between an operand and the operator that follows it
             ternary.add(tokens.first("?", node.condition.span.end))
             ternary.add(tokens.first(":", node.then.span.end))
-        elif isinstance(node, ast.If | ast.IfLet) and (
-            node.span.line != node.span.end_line or node.span.start in chained
-        ):
-            broken.update(_if_blocks(node, tokens, chained))
+        elif isinstance(node, ast.If | ast.IfLet):
+            chain = chain_of.get(node.span.start, node.span.start)
+            blocks, nested = _if_blocks(node, tokens)
+            chains.setdefault(chain, set()).update(blocks)
+            if nested is not None:
+                chain_of[nested] = chain
+            if node.span.line != node.span.end_line:
+                written_broken.add(chain)
         members: list[int] = []
         for name in _names(type(node)):
             value = getattr(node, name)
@@ -111,11 +119,20 @@ def anchors(tree: ast.File, offsets: list[int], kinds: list[str]) -> Anchors:
                 own_line.update(sorted(members)[1:])
                 members = []
         own_line.update(members if isinstance(node, ast.File) else sorted(members)[1:])
-    return Anchors(*map(frozenset, (starts, own_line, binary, ternary, broken)))
+    broken = {b for chain in written_broken for b in chains[chain]}
+    return Anchors(
+        frozenset(starts),
+        frozenset(own_line),
+        frozenset(binary),
+        frozenset(ternary),
+        frozenset(broken),
+        tuple(map(frozenset, chains.values())),
+    )
 
 
-def _if_blocks(node: ast.If | ast.IfLet, tokens: _Tokens, chained: set[int]) -> list[int]:
-    """The offsets of the `{` of `node`'s blocks; an `else if` joins `chained`."""
+def _if_blocks(node: ast.If | ast.IfLet, tokens: _Tokens) -> tuple[list[int], int | None]:
+    """The offsets of the `{` of `node`'s blocks, and the start of its `else if`'s `if` (whose
+    blocks are of the same chain), if it has one."""
     condition = node.condition if isinstance(node, ast.If) else node.source
     then = tokens.first("{", condition.span.end)
     out = [then]
@@ -124,10 +141,9 @@ def _if_blocks(node: ast.If | ast.IfLet, tokens: _Tokens, chained: set[int]) -> 
         otherwise = tokens.first("else", after)
         nested = node.otherwise[0] if len(node.otherwise) == 1 else None
         if nested is not None and tokens.first("{", otherwise) > nested.span.start:
-            chained.add(nested.span.start)  # `else if`
-        else:
-            out.append(tokens.first("{", otherwise))
-    return out
+            return out, nested.span.start  # `else if`
+        out.append(tokens.first("{", otherwise))
+    return out, None
 
 
 def _start(item: object) -> int | None:

@@ -113,24 +113,47 @@ def _breaks(found: list[Item], anchors: Anchors) -> list[int]:
             breaks[lead] = max(breaks[lead], 1)
     pairs = _pairs(found)
     closer_of = dict(pairs)
-    for opener, closer in pairs:
-        if closer == opener + 1:  # `{ }`, `()`: empty, on one line
-            breaks[closer] = 0
-            continue
-        if found[opener].kind != "{" and closer_of.get(opener + 1) == closer - 1:  # `f({` … `})`
-            breaks[opener + 1] = breaks[closer] = 0
-        elif (
-            found[opener].start in anchors.broken
-            or any(breaks[opener + 1 : closer + 1])
-            or any(found[k].kind == _LINE for k in range(opener + 1, closer))
-        ):
-            first = opener + 1
-            if found[first].comment and not breaks[first]:  # the opener's trailing comment
-                first += 1
-            breaks[first] = 1
-            breaks[closer] = 1
+    # the `{` of a broken block of an if, by offset: all the blocks of its chain break
+    forced = set(anchors.broken)
+    block_at = {found[o].start: c for o, c in pairs if found[o].kind == "{"}
+    # to a fixed point: a pair broken may break the pair around it, or an `if`'s other blocks,
+    # which laid out again would then break (formatting twice must change nothing)
+    while True:
+        before, was_forced = list(breaks), len(forced)
+        for opener, closer in pairs:
+            _break_pair(found, breaks, opener, closer, closer_of, forced)
+        for chain in anchors.if_chains:
+            if any(breaks[block_at[b]] for b in chain if b in block_at):
+                forced |= chain
+        if breaks == before and len(forced) == was_forced:
+            break
     breaks[0] = 0
     return breaks
+
+
+def _break_pair(
+    found: list[Item],
+    breaks: list[int],
+    opener: int,
+    closer: int,
+    closer_of: dict[int, int],
+    forced: set[int],
+) -> None:
+    """Lay out the pair `opener` … `closer`: on one line, or broken if it must be."""
+    if closer == opener + 1:  # `{ }`, `()`: empty, on one line
+        breaks[closer] = 0
+    elif found[opener].kind != "{" and closer_of.get(opener + 1) == closer - 1:  # `f({` … `})`
+        breaks[opener + 1] = breaks[closer] = 0
+    elif (
+        found[opener].start in forced
+        or any(breaks[opener + 1 : closer + 1])
+        or any(found[k].kind == _LINE for k in range(opener + 1, closer))
+    ):
+        first = opener + 1
+        if found[first].comment and not breaks[first]:  # the opener's trailing comment
+            first += 1
+        breaks[first] = 1
+        breaks[closer] = 1
 
 
 def _joins(prev: Item, cur: Item) -> bool:
