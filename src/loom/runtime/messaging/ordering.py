@@ -134,12 +134,12 @@ def _count_upsert_returning(dialect: str) -> Any:
     return _count_upsert(dialect).returning(key_counts.c.count)
 
 
-def _counts_only(
-    channel: Channel, publishing: Callable[[Channel, str], object | None], types: set[str]
+def _sole_count(
+    channel: Channel, publishing: Callable[[Channel, str], object | None], event_type: str
 ) -> bool:
-    """Whether `types` are all the types of `channel` this service publishes to a broker: then
-    no other type of a key has a count to read back."""
-    return {t for t in channel.events if publishing(channel, t) is not None} <= types
+    """Whether `event_type` is the one type of `channel` this service publishes to a broker:
+    then a key's counts are that type's count alone, nothing to read back."""
+    return {t for t in channel.events if publishing(channel, t) is not None} == {event_type}
 
 
 @cache
@@ -177,13 +177,11 @@ async def write_durable(
     """Write the outbox rows of the durable events `items` on `conn`, stamped."""
     if producer.dialect == "postgresql" and len(items) == 1:
         ((channel, event),) = items
-        publishing, types = producer.publishing, {event.event_type}
-        if publishing(channel, event.event_type) is not None and _counts_only(
-            channel, publishing, types
-        ):
+        if _sole_count(channel, producer.publishing, event.event_type):
             (row,) = outbox_rows(items, producer.model_revision)
-            del row["key_counts"]
-            await conn.execute(_counted_row(), {**row, "count_key": event_key(event)})
+            del row["key_counts"]  # the statement writes it
+            row["count_key"] = event_key(event)
+            await conn.execute(_counted_row(), row)
             return
     await write_events(conn, producer.dialect, await stamped_rows(conn, producer, items))
 
@@ -210,8 +208,8 @@ async def stamped_rows(
     increments = Counter((c, k, t) for _, c, k, t in counted)
     pairs = sorted({(c, k) for _, c, k, _ in counted})
     totals: dict[tuple[str, str], dict[str, int]] = {pair: {} for pair in pairs}
-    types = {t for _, _, t in increments}
-    if len(increments) == 1 and _counts_only(items[counted[0][0]][0], publishing, types):
+    first, _, _, first_type = counted[0]
+    if len(increments) == 1 and _sole_count(items[first][0], publishing, first_type):
         # the commonest commit (events of one type, of one key, on a channel this service
         # publishes no other type of): the upsert answers the key's only count, no read after
         ((c, k, t), n) = next(iter(increments.items()))
