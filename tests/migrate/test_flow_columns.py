@@ -1,7 +1,8 @@
 """A database from before the flow of a correlation (SQLite and PostgreSQL): its `__loom_inbox`
-lacks `kind`, `event_type`, `correlation_id`, `causation_id`, `occurred_at` and `subject` and
-their indexes, so the service refuses it (`SchemaMismatch`), and `loom run --migrate` adds them; an order placed
-then shows in `GET /api/admin/flow/{id}` (docs/console.md, "Flow of one correlation")."""
+lacks `kind`, `event_type`, `correlation_id`, `causation_id` and `occurred_at` and their index, and
+its process instances their journal (`_steps`), so the service refuses it (`SchemaMismatch`), and
+`loom run --migrate` adds them; an order placed then shows in `GET /api/admin/flow/{id}`
+(docs/console.md, "Flow of one correlation"), and its instance's steps in its timeline."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from loom.testing import serve
 from tests.liveserver import ROOT, free_port, running
 
 SHOP = ROOT / "examples" / "shop" / "shop.loom"
-FLOW_COLUMNS = ("kind", "event_type", "correlation_id", "causation_id", "occurred_at", "subject")
+INSTANCES = "orders_payment_deadline_instances"
+FLOW_COLUMNS = ("kind", "event_type", "correlation_id", "causation_id", "occurred_at")
 
 
 async def _before_the_flow(model: Path, url: str) -> None:
@@ -29,10 +31,10 @@ async def _before_the_flow(model: Path, url: str) -> None:
     engine = create_async_engine(url)
     try:
         async with engine.begin() as conn:
-            for index in ("ix___loom_inbox_correlation", "ix___loom_inbox_subject"):
-                await conn.execute(text(f"DROP INDEX {index}"))
+            await conn.execute(text("DROP INDEX ix___loom_inbox_correlation"))
             for column in FLOW_COLUMNS:
                 await conn.execute(text(f"ALTER TABLE __loom_inbox DROP COLUMN {column}"))
+            await conn.execute(text(f"ALTER TABLE {INSTANCES} DROP COLUMN _steps"))
     finally:
         await engine.dispose()
 
@@ -52,7 +54,7 @@ def test_an_old_inbox_is_refused_then_migrated(
     model = Path(shutil.copy(SHOP, tmp_path / "shop.loom"))
     asyncio.run(_before_the_flow(model, database_url))
     said = asyncio.run(_refused(model, database_url))
-    assert "__loom_inbox" in said, said
+    assert "__loom_inbox" in said and f"{INSTANCES}._steps" in said, said
     args = (str(model), "--database-url", database_url, "--migrate")
     with running(*args, port=free_port()) as base:
         body = {"sku": "lamp", "quantity": 1, "failPayment": False}
@@ -68,3 +70,7 @@ def test_an_old_inbox_is_refused_then_migrated(
             assert time.monotonic() < deadline, names
             time.sleep(0.05)  # a pause between two polls, not a wait for the outcome
         assert "Inventory.reserveStock.on(Orders.OrderPlaced)" in names
+        order = r.json()
+        instance = f"{base}/api/admin/processes/Orders.PaymentDeadline/instances/{order}"
+        steps = [s["step"] for s in httpx.get(instance).json()["steps"]]
+        assert steps[0] == "Orders.PaymentDeadline.create(OrderPlaced)", steps

@@ -24,6 +24,8 @@ UNIT_OF_WORK = "loom.unit_of_work"
 # the column of a workflow instance's table holding the trace context of its last step: no field
 # of its state; a leading underscore, which no model name's column can have
 TRACE_CONTEXT_COLUMN = "_trace_context"
+# and the column holding its journal: the steps that moved it (`loom.runtime.storage.journal`)
+STEPS_COLUMN = "_steps"
 ISOLATION = "loom.isolation"
 
 

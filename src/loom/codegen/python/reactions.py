@@ -18,7 +18,7 @@ qualified when it belongs to another context (`Orders.settleOrder.on(Payment.Pay
 from __future__ import annotations
 
 from loom.codegen.python.bodies import BodyWriter, duration, duration_text, log_fact
-from loom.codegen.python.expressions import Scope, render
+from loom.codegen.python.expressions import Scope
 from loom.codegen.python.imports import Imports
 from loom.codegen.python.keyed import instances_class, instances_table_var, process_constant
 from loom.codegen.python.layout import Doc, Group, call, lay
@@ -253,21 +253,9 @@ def _reaction(
     )
     writer.prepare(reaction.body)
     as_work = " as work" if writer.uses_work(reaction.body) else ""
-    subject = _subject(owner, reaction.body, scope)
-    lines.append(f"    async with service.reaction({subject}){as_work}:")
+    lines.append(f"    async with service.reaction(){as_work}:")
     body = writer.repo_lines(2) + writer.block(reaction.body, 2)
     return lines + (body or ["        pass"])
-
-
-def _subject(owner: ir.Workflow | ir.Projection, body: tuple[ir.Stmt, ...], scope: Scope) -> str:
-    """`subject=<key>` for a process's reaction that first loads its instance: the inbox row of
-    a durable delivery records the key (the instance's timeline on the console)."""
-    if not isinstance(owner, ir.Workflow) or not owner.process or not body:
-        return ""
-    first = body[0]
-    if not isinstance(first, ir.BindInstance | ir.RouteInstance):
-        return ""
-    return f"subject={render(first.key, scope)}"
 
 
 def _subscribe(

@@ -94,6 +94,10 @@ TRACE_COLUMN = (
     f"Column({py_str(telemetry.TRACE_CONTEXT_COLUMN)}, Text, nullable=True, "
     'info={"loom": {"trace": True}})'
 )
+STEPS_COLUMN = (
+    f"Column({py_str(telemetry.STEPS_COLUMN)}, Text, nullable=True, "
+    'info={"loom": {"steps": True}})'
+)
 TENANT_COLUMN = f'Column("{TENANT}", String, nullable=False, index=True, {_TENANT_INFO})'
 # the first column of a keyed table's primary key (tenant, key)
 TENANT_KEY_COLUMN = f'Column("{TENANT}", String, primary_key=True, {_TENANT_INFO})'
@@ -174,9 +178,10 @@ def _instance_table(info: ModelInfo, context: ir.Context, wf: Keyed, imports: Im
         'Column("version", Integer, nullable=False)',
     ]
     if isinstance(wf, ir.Workflow):
-        # the trace context of its last step (docs/observability.md#traces): no field
+        # the trace context of its last step (docs/observability.md#traces) and the journal of
+        # its steps (docs/processes.md#instances-for-operators): no fields
         imports.add("sqlalchemy", "Text")
-        columns.append(TRACE_COLUMN)
+        columns += [TRACE_COLUMN, STEPS_COLUMN]
     for f in fields:
         if f.name == key.name:
             continue

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -32,13 +32,12 @@ from sqlalchemy import ColumnElement, RowMapping, Table, false, func, select
 
 from loom.runtime.http.admin_base import admin_routes, admin_tenant, problems
 from loom.runtime.http.instance_timeline import StepOut, steps_of
-from loom.runtime.messaging.channels import Channel
 from loom.runtime.processes.episodes import COMPLETED, RUNNING
 from loom.runtime.processes.runner import ProcessRunner
 from loom.runtime.processes.tables import ARMED, processes, timers
 from loom.runtime.processes.timers import tenant_of_row
 from loom.runtime.storage.lease import ARCHIVED
-from loom.runtime.storage.mapping import tenant_column, trace_column
+from loom.runtime.storage.mapping import steps_column, tenant_column, trace_column
 from loom.runtime.storage.work import Units
 from loom.runtime.values import clock
 from loom.runtime.values.errors import InvalidValue, NotFound, StartupRefused
@@ -50,14 +49,10 @@ _EPISODE_COLUMNS = ("ended", "episode", "started_at", "ended_at")
 
 
 class ProcessAdminHost(Units, Protocol):
-    """What the routes need of the service: its process runner (the tracked instance tables),
-    and its channels (with any, it keeps an inbox: the instances' steps)."""
+    """What the routes need of the service: its process runner (the tracked instance tables)."""
 
     @property
     def processes(self) -> ProcessRunner: ...
-
-    @property
-    def channels(self) -> Sequence[Channel]: ...
 
 
 class ProcessOut(BaseModel):
@@ -103,7 +98,9 @@ class MachineOut(BaseModel):
 
 class InstanceDetailOut(InstanceOut):
     timeouts: list[TimeoutOut]
-    steps: list[StepOut]  # its timeline: the durable reactions and timeouts run for it, in order
+    # its timeline: the reactions, timeouts and commands that moved it, in order (a generated
+    # process's journal; a store's process manager keeps none)
+    steps: list[StepOut]
     machine: MachineOut | None = None  # null: a process the model does not declare
 
 
@@ -158,6 +155,11 @@ class _Source:
             where.append(self.started < before)
         return where
 
+    def journal(self, row: RowMapping) -> str | None:
+        """The instance's journal (`storage/journal.py`): a generated process's only."""
+        column = None if self.table is None else steps_column(self.table)
+        return None if column is None else row[column.key]
+
     def answer(self, row: RowMapping) -> InstanceOut:
         if self.table is None:
             return InstanceOut(
@@ -168,7 +170,8 @@ class _Source:
                 fields=json.loads(row["state"]) if row["state"] else {},
             )
         fields: dict[str, Any] = {}
-        skip = {self.tenant, trace_column(self.table), self.table.c.get("version")}
+        table = self.table
+        skip = {self.tenant, trace_column(table), steps_column(table), table.c.get("version")}
         for column in self.table.columns:
             if column in skip or column.key in _EPISODE_COLUMNS:
                 continue
@@ -291,16 +294,15 @@ async def instance_detail(
                 )
             raise NotFound("ProcessInstance", key, what)
         instance = source.answer(rows[0])
+        journal = source.journal(rows[0])
         armed = select(timers).where(t.process == process, t.key == key, t.status != ARCHIVED)
         armed = armed.order_by(t.due_at)
         if instance.tenant is not None:
             armed = armed.where(t.tenant == instance.tenant)
         found = (await conn.execute(armed)).mappings().all()
-        steps = []
-        if service.channels:  # an inbox
-            steps = await steps_of(conn, process, instance.key, instance.tenant)
     now = clock.now()
     timeouts = [_timeout(r, now) for r in found]
+    steps = steps_of(journal)
     return InstanceDetailOut(**instance.model_dump(), timeouts=timeouts, steps=steps)
 
 

@@ -139,12 +139,8 @@ inbox = Table(
     Column("correlation_id", String, nullable=True),
     Column("causation_id", String, nullable=True),
     Column("occurred_at", UtcDateTime, nullable=True),
-    # the key of the process instance the step loaded (`values/step_subject.py`): its
-    # timeline on the console's instance page; NULL for a reaction that loads none
-    Column("subject", String, nullable=True),
     PrimaryKeyConstraint("consumer", "event_id", name="pk___loom_inbox"),
     Index("ix___loom_inbox_correlation", "correlation_id"),
-    Index("ix___loom_inbox_subject", "subject"),
 )
 REACTION, TIMEOUT = "reaction", "timeout"
 

@@ -71,10 +71,9 @@ class Outlet:
     def sent(self) -> None:
         self._relay.wake_local()
 
-    def entry(self, delivery: Delivery, subject: str | None = None) -> Entry:
-        """A reaction's first statements for the durable `delivery`: its inbox row (with
-        `subject`, the key of the process instance it works on, if any), and for a broker
-        message with key counts its key's turn (`messaging.ordering.claim_turn`);
+    def entry(self, delivery: Delivery) -> Entry:
+        """A reaction's first statements for the durable `delivery`: its inbox row, and for a
+        broker message with key counts its key's turn (`messaging.ordering.claim_turn`);
         `AlreadyHandled` when a previous delivery already applied it."""
         dialect = self.dialect
 
@@ -91,7 +90,6 @@ class Outlet:
                 "correlation_id": envelope.correlation_id,
                 "causation_id": envelope.causation_id,
                 "occurred_at": envelope.occurred_at,
-                "subject": subject,
             }
             order = delivery.order
             if order is not None and order.first and dialect == "postgresql":

@@ -25,7 +25,7 @@ from loom.runtime.values import clock
 _CONSUME = delete(timers).where(timers.c.job_id == bindparam("id"))
 # the inbox columns a fired timeout fills from parameters of the same name (the event id is
 # the deleted row's job id, the kind TIMEOUT)
-_GIVEN = ("consumer", "processed_at", "tenant", "correlation_id", "occurred_at", "subject")
+_GIVEN = ("consumer", "processed_at", "tenant", "correlation_id", "occurred_at")
 
 
 def consumer_of(process: str, timeout: str) -> str:
@@ -59,7 +59,6 @@ async def consume(conn: AsyncConnection, dialect: str, row: Any, recorded: bool)
         "tenant": tenant_of_row(row.tenant),
         "correlation_id": row.correlation_id,
         "occurred_at": row.due_at,
-        "subject": row.key,
     }
     if dialect == "postgresql":
         await conn.execute(_consume_and_record(), params)

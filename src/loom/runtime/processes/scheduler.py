@@ -43,7 +43,7 @@ from sqlalchemy import bindparam, or_, select, update
 
 from loom.runtime.messaging.claimant import claimant_name, failure_pause, guarded_work, stop_loop
 from loom.runtime.messaging.listen import Listener
-from loom.runtime.processes.fired import consume
+from loom.runtime.processes.fired import consume, consumer_of
 from loom.runtime.processes.model import TimeoutDue
 from loom.runtime.processes.recurring import TickHost, TickRunner
 from loom.runtime.processes.tables import ARMED, timers
@@ -56,6 +56,7 @@ from loom.runtime.processes.timers import (
     tenant_of_row,
     timer_queue,
 )
+from loom.runtime.storage.journal import Step
 from loom.runtime.storage.lease import MAX_ERROR
 from loom.runtime.values import clock
 from loom.runtime.values.errors import Forbidden, Refused
@@ -388,7 +389,14 @@ class Scheduler:
         try:
             principal = system_of(due.tenant)
             with use_correlation_id(due.correlation_id), use_principal(principal):
-                async with service.transaction() as work:
+                work = service.transaction()
+                work.step = Step(
+                    "timeout",
+                    consumer_of(due.process, due.name),
+                    event_id=str(due.job_id),
+                    correlation_id=due.correlation_id,
+                )
+                async with work:
                     conn = await work.connection()
                     if (await conn.execute(_STILL_MINE, params)).first() is None:
                         log_fact("timeout_stale", logging.INFO, fields)

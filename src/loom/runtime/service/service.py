@@ -27,6 +27,7 @@ from loom.runtime.storage.engine import (
     create_engine,
     unit_engines,
 )
+from loom.runtime.storage.journal import Step
 from loom.runtime.storage.schema_check import SchemaMismatch, differences, read_shape, shape_of
 from loom.runtime.storage.work import Work
 from loom.runtime.values.faults import Faults
@@ -291,19 +292,28 @@ class Service:
         dispatches its events right after."""
         return Work(self, False, None)
 
-    def reaction(self, *, subject: object = None) -> Work:
+    def reaction(self) -> Work:
         """`async with service.reaction() as work:` the transactional unit of work of the
         handler being run. For a durable delivery it first records (consumer, event_id) in the
         inbox, in the same transaction, and raises `AlreadyHandled` when a previous delivery
         already did: a redelivered event is skipped, never applied twice; for a broker message
         with key counts it then takes the key's turn (`messaging.ordering.claim_turn`). Elsewhere it is
-        `transaction()`. `subject`: the key of the process instance the handler works on, which
-        the inbox row records (the instance's timeline, docs/processes.md)."""
+        `transaction()`. The instances it saves journal the delivery as their step
+        (`storage/journal.py`)."""
         delivery = current_delivery()
-        if delivery is None or not delivery.durable:
+        if delivery is None:
             return Work(self, True, None)
-        key = None if subject is None else str(subject)
-        return Work(self, True, None, entry=self.outlet.entry(delivery, key))
+        envelope = delivery.envelope
+        step = Step(
+            "reaction",
+            delivery.consumer,
+            envelope.event_type,
+            str(envelope.event_id),
+            envelope.correlation_id,
+        )
+        if not delivery.durable:
+            return Work(self, True, None, step=step)
+        return Work(self, True, None, entry=self.outlet.entry(delivery), step=step)
 
     async def start_relay(self) -> None:
         """Run the outbox relay in the background (create_app's lifespan does this)."""

@@ -30,9 +30,18 @@ from typing import Any, ClassVar, Generic, TypeVar
 from sqlalchemy import Table, bindparam, insert, select, update
 from sqlalchemy.exc import StatementError
 
-from loom.runtime.storage.mapping import VERSION_ATTR, Mapper, tenant_column, trace_column
+from loom.runtime.storage.journal import LINE_PARAM, Step, appended, line
+from loom.runtime.storage.mapping import (
+    VERSION_ATTR,
+    Mapper,
+    steps_column,
+    tenant_column,
+    trace_column,
+)
 from loom.runtime.storage.work import Work
+from loom.runtime.values import clock
 from loom.runtime.values.errors import ConcurrencyConflict, NotFound
+from loom.runtime.values.logs import current_correlation_id
 from loom.runtime.values.principal import current_principal, current_tenant
 from loom.runtime.values.tracing import current_stored
 
@@ -46,6 +55,7 @@ class _Statements:
         "by_key_locked",
         "insert",
         "mapper",
+        "steps",
         "tenant",
         "trace",
         "update",
@@ -57,6 +67,8 @@ class _Statements:
         self.tenant = tenant_column(table)
         trace = trace_column(table)
         self.trace = None if trace is None else trace.key
+        steps = steps_column(table)
+        self.steps = None if steps is None else steps.key
         one = [c[key] == bindparam("_loom_key")]
         if self.tenant is not None:
             one.append(self.tenant == bindparam("_loom_tenant"))
@@ -64,11 +76,10 @@ class _Statements:
         self.by_key_locked = self.by_key.with_for_update()
         self.all = select(*self.mapper.columns).order_by(c[key])
         self.insert = insert(table)
-        self.update = (
-            update(table)
-            .where(*one, c.version == bindparam("_loom_v"))
-            .values(version=c.version + 1)
-        )
+        changed: dict[str, Any] = {"version": c.version + 1}
+        if steps is not None:  # the journal appended in SQL: the save never reads it
+            changed[steps.key] = appended(steps)
+        self.update = update(table).where(*one, c.version == bindparam("_loom_v")).values(changed)
 
     def params(self, key: Any) -> dict[str, Any]:
         """The parameters naming one row: its key, and in a tenanted context the tenant."""
@@ -156,6 +167,9 @@ class Instances(Generic[S]):
         params = st.mapper.dump(instance)
         if st.trace is not None:  # the step's span, where to find what moved it last
             params[st.trace] = current_stored()
+        if st.steps is not None:
+            journaled = line(work.step or self._command(), clock.now())
+            params[st.steps if version == 0 else LINE_PARAM] = journaled
         conn = await work._write_connection(None, carry_emits)
         try:
             if version == 0:
@@ -175,6 +189,12 @@ class Instances(Generic[S]):
         work._wrote = True
         d[VERSION_ATTR] = version + 1
         await work._after_save([], (self.workflow, key))
+
+    def _command(self) -> Step:
+        """The step of a save no delivery or timeout runs: the workflow's own entry, called by a
+        request or by code."""
+        name = getattr(self, "process", None) or self.workflow
+        return Step("command", name, correlation_id=current_correlation_id())
 
 
 def instance_version(instance: Any) -> int:

@@ -21,7 +21,7 @@ from uuid import UUID
 
 from sqlalchemy import Column, Table
 
-from loom.model.telemetry import TRACE_CONTEXT_COLUMN
+from loom.model.telemetry import STEPS_COLUMN, TRACE_CONTEXT_COLUMN
 from loom.runtime.values.errors import StoredValueUnknown
 from loom.runtime.values.types import JsonList, decode_list
 
@@ -48,6 +48,15 @@ def trace_column(table: Table) -> Column[str] | None:
     """A workflow instance table's `_trace_context` column (its info says so), else None."""
     column = table.c.get(TRACE_CONTEXT_COLUMN)
     if column is not None and column.info.get("loom", {}).get("trace"):
+        return column
+    return None
+
+
+def steps_column(table: Table) -> Column[str] | None:
+    """A workflow instance table's `_steps` column, its journal (`storage/journal.py`), else
+    None."""
+    column = table.c.get(STEPS_COLUMN)
+    if column is not None and column.info.get("loom", {}).get("steps"):
         return column
     return None
 
@@ -249,7 +258,7 @@ class Mapper:
         converted: list[tuple[str, str, Converter]] = []
         seen: set[str] = set()
         # written by the stores, no fields: compared by identity (`==` builds SQL)
-        apart = {id(tenant_column(table)), id(trace_column(table))}
+        apart = {id(tenant_column(table)), id(trace_column(table)), id(steps_column(table))}
         stored = [c for c in table.c if id(c) not in apart]
         for column in stored:
             if column.key == "version":

@@ -35,6 +35,7 @@ from sqlalchemy.ext.asyncio import (
 
 from loom.runtime.storage.dberrors import classify, never_sent
 from loom.runtime.storage.hosts import UnitHost
+from loom.runtime.storage.journal import Step
 from loom.runtime.storage.mapping import DELETED_ATTR, VERSION_ATTR
 from loom.runtime.values.domain import AggregateRoot, DomainEvent, check_event
 from loom.runtime.values.errors import (
@@ -109,6 +110,7 @@ class Work:
         "_wrote",
         "host",
         "isolation",
+        "step",
         "transactional",
     )
 
@@ -118,6 +120,7 @@ class Work:
         transactional: bool,
         isolation: str | None,
         entry: Entry | None = None,
+        step: Step | None = None,
     ) -> None:
         self.host = host
         self.transactional = transactional
@@ -133,6 +136,9 @@ class Work:
         # reaction only: records the durable delivery in the inbox (and, for a broker message
         # with key counts, in its consumer's progress) before the body runs
         self._entry = entry
+        # what runs the body (a reaction, a timeout), for the journal of the instances it saves
+        # (`storage/journal.py`); None: a command
+        self.step = step
         # a save or delete was applied (in autocommit, committed at once; set by the repository)
         self._wrote = False
         # what a block that is not all-or-nothing has written for good, (aggregate, id) in order:

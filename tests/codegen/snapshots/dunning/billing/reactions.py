@@ -28,7 +28,7 @@ HOLD_ONCE_PROCESS = "Billing.HoldOnce"
 
 async def dunning_create_payment_failed(service: Service, e: PaymentFailed) -> None:
     """workflow Dunning: create(e: PaymentFailed) by e.subscription (dunning.loom:46)"""
-    async with service.reaction(subject=e.subscription) as work:
+    async with service.reaction() as work:
         dunning_instances = DunningInstances(work)
         instance = await dunning_instances.bind(e.subscription)
         if instance.ended:  # its episode ended: this starter begins the next
@@ -46,7 +46,7 @@ async def dunning_create_payment_failed(service: Service, e: PaymentFailed) -> N
 
 async def dunning_on_payment_received(service: Service, e: PaymentReceived) -> None:
     """workflow Dunning: on(e: PaymentReceived) by e.subscription (dunning.loom:50)"""
-    async with service.reaction(subject=e.subscription) as work:
+    async with service.reaction() as work:
         dunning_instances = DunningInstances(work)
         instance = await dunning_instances.find(e.subscription)
         if instance is None:  # no instance: the event is dropped
@@ -86,7 +86,7 @@ async def first_notice_create_payment_failed(
     e: PaymentFailed,
 ) -> None:
     """workflow FirstNotice: create(e: PaymentFailed) by e.subscription (dunning.loom:63)"""
-    async with service.reaction(subject=e.subscription) as work:
+    async with service.reaction() as work:
         subscriptions = Subscriptions(work)
         first_notice_instances = FirstNoticeInstances(work)
         instance = await first_notice_instances.bind(e.subscription)

@@ -48,6 +48,7 @@ dunning_instances = Table(
     ),
     Column("version", Integer, nullable=False),
     Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
+    Column("_steps", Text, nullable=True, info={"loom": {"steps": True}}),
     Column(
         "failures",
         BigInteger,
@@ -88,6 +89,7 @@ first_notice_instances = Table(
     ),
     Column("version", Integer, nullable=False),
     Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
+    Column("_steps", Text, nullable=True, info={"loom": {"steps": True}}),
     Column(
         "ended",
         Boolean,
@@ -122,6 +124,7 @@ hold_instances = Table(
     ),
     Column("version", Integer, nullable=False),
     Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
+    Column("_steps", Text, nullable=True, info={"loom": {"steps": True}}),
     Column(
         "ended",
         Boolean,
@@ -156,6 +159,7 @@ hold_once_instances = Table(
     ),
     Column("version", Integer, nullable=False),
     Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
+    Column("_steps", Text, nullable=True, info={"loom": {"steps": True}}),
     Column(
         "ended",
         Boolean,

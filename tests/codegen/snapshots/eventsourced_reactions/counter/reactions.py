@@ -20,7 +20,7 @@ TALLY_PROCESS = "Counter.tally"
 
 async def tally_create_poked_(service: Service, e: Poked) -> None:
     """workflow tally: create(e: Poked) by e.thing (eventsourced_reactions.loom:20)"""
-    async with service.reaction(subject=e.thing) as work:
+    async with service.reaction() as work:
         tally_instances = TallyInstances(work)
         instance = await tally_instances.bind(e.thing)
         if instance.ended:  # its episode ended: this starter begins the next
@@ -40,7 +40,7 @@ async def tally_create_poked_(service: Service, e: Poked) -> None:
 
 async def tally_on_nudged(service: Service, e: Nudged) -> None:
     """workflow tally: on(e: Nudged) by e.thing (eventsourced_reactions.loom:24)"""
-    async with service.reaction(subject=e.thing) as work:
+    async with service.reaction() as work:
         tally_instances = TallyInstances(work)
         instance = await tally_instances.find(e.thing)
         if instance is None:  # no instance: the event is dropped

@@ -24,6 +24,7 @@ tally_instances = Table(
     Column("thing", Uuid, primary_key=True, info={"loom": {"field": "thing"}}),
     Column("version", Integer, nullable=False),
     Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
+    Column("_steps", Text, nullable=True, info={"loom": {"steps": True}}),
     Column(
         "n",
         BigInteger,

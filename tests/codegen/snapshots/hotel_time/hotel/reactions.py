@@ -22,7 +22,7 @@ async def payment_deadline_create_booking_held(
     e: BookingHeld,
 ) -> None:
     """workflow PaymentDeadline: create(e: BookingHeld) by e.booking (hotel_time.loom:77)"""
-    async with service.reaction(subject=e.booking) as work:
+    async with service.reaction() as work:
         payment_deadline_instances = PaymentDeadlineInstances(work)
         instance = await payment_deadline_instances.bind(e.booking)
         if instance.ended:  # its episode ended: this starter begins the next
@@ -49,7 +49,7 @@ async def payment_deadline_create_booking_held(
 
 async def payment_deadline_on_booking_paid(service: Service, e: BookingPaid) -> None:
     """workflow PaymentDeadline: on(e: BookingPaid) by e.booking (hotel_time.loom:81)"""
-    async with service.reaction(subject=e.booking) as work:
+    async with service.reaction() as work:
         payment_deadline_instances = PaymentDeadlineInstances(work)
         instance = await payment_deadline_instances.find(e.booking)
         if instance is None:  # no instance: the event is dropped

@@ -29,6 +29,7 @@ watch_instances = Table(
     Column("ticket", Uuid, primary_key=True, info={"loom": {"field": "ticket"}}),
     Column("version", Integer, nullable=False),
     Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
+    Column("_steps", Text, nullable=True, info={"loom": {"steps": True}}),
     Column(
         "escalations",
         BigInteger,

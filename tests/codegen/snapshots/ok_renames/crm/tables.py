@@ -73,6 +73,7 @@ farewell_instances = Table(
     Column("client", Uuid, primary_key=True, info={"loom": {"field": "client"}}),
     Column("version", Integer, nullable=False),
     Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
+    Column("_steps", Text, nullable=True, info={"loom": {"steps": True}}),
     Column(
         "sent",
         BigInteger,

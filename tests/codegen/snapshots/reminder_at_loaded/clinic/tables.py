@@ -41,6 +41,7 @@ reminder_instances = Table(
     ),
     Column("version", Integer, nullable=False),
     Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
+    Column("_steps", Text, nullable=True, info={"loom": {"steps": True}}),
     Column(
         "sent",
         BigInteger,

@@ -38,7 +38,7 @@ async def confirmation_deadline_create_appointment_requested(
     e: AppointmentRequested,
 ) -> None:
     """workflow ConfirmationDeadline: create(e: AppointmentRequested) by e.appointment (scheduling.loom:98)"""
-    async with service.reaction(subject=e.appointment) as work:
+    async with service.reaction() as work:
         confirmation_deadline_instances = ConfirmationDeadlineInstances(work)
         instance = await confirmation_deadline_instances.bind(e.appointment)
         if instance.ended:  # its episode ended: this starter begins the next
@@ -58,7 +58,7 @@ async def confirmation_deadline_on_appointment_confirmed(
     e: AppointmentConfirmed,
 ) -> None:
     """workflow ConfirmationDeadline: on(e: AppointmentConfirmed) by e.appointment (scheduling.loom:101)"""
-    async with service.reaction(subject=e.appointment) as work:
+    async with service.reaction() as work:
         confirmation_deadline_instances = ConfirmationDeadlineInstances(work)
         instance = await confirmation_deadline_instances.find(e.appointment)
         if instance is None:  # no instance: the event is dropped
@@ -98,7 +98,7 @@ async def confirmation_deadline_on_appointment_cancelled(
     e: AppointmentCancelled,
 ) -> None:
     """workflow ConfirmationDeadline: on(e: AppointmentCancelled) by e.appointment (scheduling.loom:105)"""
-    async with service.reaction(subject=e.appointment) as work:
+    async with service.reaction() as work:
         confirmation_deadline_instances = ConfirmationDeadlineInstances(work)
         instance = await confirmation_deadline_instances.find(e.appointment)
         if instance is None:  # no instance: the event is dropped
@@ -129,7 +129,7 @@ async def confirmation_deadline_on_appointment_cancelled(
 
 async def deposit_hold_create_slot_held(service: Service, e: SlotHeld) -> None:
     """workflow DepositHold: create(e: SlotHeld) by e.appointment (scheduling.loom:118)"""
-    async with service.reaction(subject=e.appointment) as work:
+    async with service.reaction() as work:
         deposit_hold_instances = DepositHoldInstances(work)
         instance = await deposit_hold_instances.bind(e.appointment)
         if instance.ended:  # its episode ended: this starter begins the next
@@ -146,7 +146,7 @@ async def deposit_hold_create_slot_held(service: Service, e: SlotHeld) -> None:
 
 async def deposit_hold_on_deposit_paid(service: Service, e: DepositPaid) -> None:
     """workflow DepositHold: on(e: DepositPaid) by e.appointment (scheduling.loom:121)"""
-    async with service.reaction(subject=e.appointment) as work:
+    async with service.reaction() as work:
         deposit_hold_instances = DepositHoldInstances(work)
         instance = await deposit_hold_instances.find(e.appointment)
         if instance is None:  # no instance: the event is dropped

@@ -72,6 +72,7 @@ confirmation_deadline_instances = Table(
     ),
     Column("version", Integer, nullable=False),
     Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
+    Column("_steps", Text, nullable=True, info={"loom": {"steps": True}}),
     Column(
         "ended",
         Boolean,
@@ -106,6 +107,7 @@ deposit_hold_instances = Table(
     ),
     Column("version", Integer, nullable=False),
     Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
+    Column("_steps", Text, nullable=True, info={"loom": {"steps": True}}),
     Column(
         "ended",
         Boolean,
@@ -140,6 +142,7 @@ reminder_instances = Table(
     ),
     Column("version", Integer, nullable=False),
     Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
+    Column("_steps", Text, nullable=True, info={"loom": {"steps": True}}),
     Column(
         "sent",
         BigInteger,

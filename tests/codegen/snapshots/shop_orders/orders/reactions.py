@@ -45,7 +45,7 @@ async def payment_deadline_create_order_placed(
     e: OrderPlaced,
 ) -> None:
     """workflow PaymentDeadline: create(e: OrderPlaced) by e.order (shop.loom:65)"""
-    async with service.reaction(subject=e.order) as work:
+    async with service.reaction() as work:
         payment_deadline_instances = PaymentDeadlineInstances(work)
         instance = await payment_deadline_instances.bind(e.order)
         if instance.ended:  # its episode ended: this starter begins the next
@@ -65,7 +65,7 @@ async def payment_deadline_on_payment_succeeded(
     e: PaymentSucceeded,
 ) -> None:
     """workflow PaymentDeadline: on(e: Payment.PaymentSucceeded) by e.order (shop.loom:68)"""
-    async with service.reaction(subject=e.order) as work:
+    async with service.reaction() as work:
         payment_deadline_instances = PaymentDeadlineInstances(work)
         instance = await payment_deadline_instances.find(e.order)
         if instance is None:  # no instance: the event is dropped
@@ -105,7 +105,7 @@ async def payment_deadline_on_payment_failed(
     e: PaymentFailed,
 ) -> None:
     """workflow PaymentDeadline: on(e: Payment.PaymentFailed) by e.order (shop.loom:72)"""
-    async with service.reaction(subject=e.order) as work:
+    async with service.reaction() as work:
         payment_deadline_instances = PaymentDeadlineInstances(work)
         instance = await payment_deadline_instances.find(e.order)
         if instance is None:  # no instance: the event is dropped

@@ -49,6 +49,7 @@ payment_deadline_instances = Table(
     Column("order", Uuid, primary_key=True, info={"loom": {"field": "order"}}),
     Column("version", Integer, nullable=False),
     Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
+    Column("_steps", Text, nullable=True, info={"loom": {"steps": True}}),
     Column(
         "ended",
         Boolean,

@@ -80,6 +80,7 @@ follow_up_instances = Table(
     Column("ticket", Uuid, primary_key=True, info={"loom": {"field": "ticket"}}),
     Column("version", Integer, nullable=False),
     Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
+    Column("_steps", Text, nullable=True, info={"loom": {"steps": True}}),
     Column(
         "attempts",
         BigInteger,
@@ -102,6 +103,7 @@ ledger_instances = Table(
     Column("ticket", Uuid, primary_key=True, info={"loom": {"field": "ticket"}}),
     Column("version", Integer, nullable=False),
     Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
+    Column("_steps", Text, nullable=True, info={"loom": {"steps": True}}),
     Column(
         "total",
         BigInteger,

@@ -33,7 +33,7 @@ async def watch_on_started(service: Service, e: Started) -> None:
 
 async def deadline_create_started(service: Service, e: Started) -> None:
     """workflow Deadline: create(e: Started) by e.job (system_principal.loom:82)"""
-    async with service.reaction(subject=e.job) as work:
+    async with service.reaction() as work:
         deadline_instances = DeadlineInstances(work)
         instance = await deadline_instances.bind(e.job)
         if instance.ended:  # its episode ended: this starter begins the next

@@ -54,6 +54,7 @@ deadline_instances = Table(
     Column("job", Uuid, primary_key=True, info={"loom": {"field": "job"}}),
     Column("version", Integer, nullable=False),
     Column("_trace_context", Text, nullable=True, info={"loom": {"trace": True}}),
+    Column("_steps", Text, nullable=True, info={"loom": {"steps": True}}),
     Column(
         "started_by_system",
         Boolean,

@@ -25,7 +25,7 @@ HOLD_PROCESS = "Desk.Hold"
 
 async def escalation_create_opened(service: Service, e: Opened) -> None:
     """workflow Escalation: create(e: Opened) by e.ticket (tenants_instances.loom:45)"""
-    async with service.reaction(subject=e.ticket) as work:
+    async with service.reaction() as work:
         escalation_instances = EscalationInstances(work)
         instance = await escalation_instances.bind(e.ticket)
         if instance.ended:  # its episode ended: this starter begins the next
@@ -43,7 +43,7 @@ async def escalation_create_opened(service: Service, e: Opened) -> None:
 
 async def escalation_on_resolved(service: Service, e: Resolved) -> None:
     """workflow Escalation: on(e: Resolved) by e.ticket (tenants_instances.loom:49)"""
-    async with service.reaction(subject=e.ticket) as work:
+    async with service.reaction() as work:
         escalation_instances = EscalationInstances(work)
         instance = await escalation_instances.find(e.ticket)
         if instance is None:  # no instance: the event is dropped
