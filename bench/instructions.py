@@ -14,6 +14,11 @@ of work done, beside the time-based ratios, not instead of them.
 
     .venv/bin/python bench/instructions.py                 # SQLite and PostgreSQL
     .venv/bin/python bench/instructions.py --db sqlite --small 30 --large 230
+
+With `--against no-console` the other server is the same generated service with the web console
+unmounted (`LOOM_NO_CONSOLE=1`, as `loom run --no-console`), answering the same requests: what
+the console costs the request path (issue 30 §2), in instructions rather than in a rate that
+swings with the machine's load (bench/console.py).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from bench._serving import (
     generated_server,
     reference_server,
     seed,
+    seed_generated,
     serving,
 )
 
@@ -64,28 +70,45 @@ def _under_valgrind(server: Server, log: Path) -> Server:
     return server
 
 
-async def _drive(gen: Server, ref: Server, calls: Scenario, requests: int) -> None:
+async def _drive(gen: Server, ref: Server, calls: Scenario, requests: int, same: bool) -> None:
+    """`requests` of the scenario to each server in turn; `same`: the other server is a
+    generated one too, sent the generated calls."""
+    other = calls.generated if same else calls.reference
     async with (
         httpx.AsyncClient(base_url=gen.url, timeout=600) as gc,
         httpx.AsyncClient(base_url=ref.url, timeout=600) as rc,
     ):
         for n in range(1, requests + 1):
             await calls.generated(gc, 0, n)
-            await calls.reference(rc, 0, n)
+            await other(rc, 0, n)
 
 
-def _instructions(kind: str, scenario: str, requests: int) -> tuple[int, int]:
-    """Instructions of the generated and the hand-written server over one run."""
+def _other(url: str, build: Path, against: str) -> Server:
+    """The server the generated one is compared with: the hand-written reference, or the same
+    generated service without the console."""
+    if against == "reference":
+        return reference_server(url)
+    server = generated_server(url, build)
+    server.env["LOOM_NO_CONSOLE"] = "1"
+    return server
+
+
+def _instructions(kind: str, scenario: str, requests: int, against: str) -> tuple[int, int]:
+    """Instructions of the generated server and of the other one (`_other`) over one run."""
     with (
         database(kind) as (_label, url),
         tempfile.TemporaryDirectory() as tmp,
     ):
         logs = Path(tmp)
         gen = _under_valgrind(generated_server(url, logs / "build"), logs / "gen.log")
-        ref = _under_valgrind(reference_server(url), logs / "ref.log")
+        ref = _under_valgrind(_other(url, logs / "other", against), logs / "ref.log")
         with serving(gen, ref):
-            accounts = asyncio.run(seed(gen, url, 2))
-            asyncio.run(_drive(gen, ref, SCENARIOS[scenario](accounts), requests))
+            if against == "reference":
+                accounts = asyncio.run(seed(gen, url, 2))
+            else:  # no reference table: both servers use the generated service's accounts
+                accounts = Accounts(asyncio.run(seed_generated(gen, 2)), [])
+            calls = SCENARIOS[scenario](accounts)
+            asyncio.run(_drive(gen, ref, calls, requests, against != "reference"))
         counts = []
         for log in ("gen.log", "ref.log"):
             found = _REFS.search((logs / log).read_text())
@@ -103,6 +126,7 @@ def main() -> None:
     parser.add_argument("--scenario", choices=["operation", "transfer", "both"], default="both")
     parser.add_argument("--small", type=int, default=50)
     parser.add_argument("--large", type=int, default=350)
+    parser.add_argument("--against", choices=["reference", "no-console"], default="reference")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
@@ -111,8 +135,8 @@ def main() -> None:
     rows = []
     for kind in kinds:
         for scenario in scenarios:
-            g1, r1 = _instructions(kind, scenario, args.small)
-            g2, r2 = _instructions(kind, scenario, args.large)
+            g1, r1 = _instructions(kind, scenario, args.small, args.against)
+            g2, r2 = _instructions(kind, scenario, args.large, args.against)
             n = args.large - args.small
             gen, ref = (g2 - g1) / n, (r2 - r1) / n
             label = "SQLite" if kind == "sqlite" else "PostgreSQL 15"
@@ -121,7 +145,8 @@ def main() -> None:
                 f"| **{gen / ref:.2f}** |"
             )
             print(rows[-1], flush=True)
-    print("\n| database | route | generated | hand-written | ratio |\n|---|---|---|---|---|")
+    other = "hand-written" if args.against == "reference" else "without the console"
+    print(f"\n| database | route | generated | {other} | ratio |\n|---|---|---|---|---|")
     print("\n".join(rows))
 
 

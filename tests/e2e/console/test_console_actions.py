@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote_plus, urlencode
+from urllib.parse import quote, unquote_plus, urlencode
 from uuid import UUID
 
 import pytest
@@ -272,6 +272,41 @@ async def test_timers_rescheduled_and_cancelled(desk: ServiceClient) -> None:
     assert actions[0] == ("reschedule", "console", "timer")
     assert ("cancel", "console", "timeout") in actions
     assert [a for a, *_ in actions].count("reschedule") == 5
+
+
+async def test_an_instance_reschedules_and_cancels_its_timeout_and_comes_back(
+    desk: ServiceClient,
+) -> None:
+    c = desk
+    ticket = await open_ticket(c)
+    instance = f"{FOLLOW_UP}/{ticket}"
+    page = (await c.get(instance)).text
+    (job,) = re.findall(r'href="/_loom/timers/([^/"]+)/reschedule\?back=', page)
+    back = quote(instance)
+    assert f'href="/_loom/timers/{job}/cancel?back={back}"' in page
+    form_page = (await c.get(f"/_loom/timers/{job}/reschedule", params={"back": instance})).text
+    assert f'name="back" value="{instance}"' in form_page
+    r = await c.post(
+        f"/_loom/timers/{job}/reschedule",
+        data={"csrf": csrf_of(form_page), "delay": "3h", "back": instance},
+    )
+    assert r.status_code == 303 and r.headers["location"].startswith(f"{instance}?done=")
+    confirm = (await c.get(f"/_loom/timers/{job}/cancel", params={"back": instance})).text
+    assert f'<a href="{instance}">Keep it</a>' in confirm
+    r = await c.post(
+        f"/_loom/timers/{job}/cancel", data={"csrf": csrf_of(confirm), "back": instance}
+    )
+    assert r.status_code == 303 and r.headers["location"].startswith(f"{instance}?done=")
+    assert "No timeout is armed" in (await c.get(instance)).text
+    # a `back` off the console is not followed: the page goes back to the timers
+    ticket = await open_ticket(c)
+    (job,) = re.findall(
+        r'href="/_loom/timers/([^/"]+)/reschedule\?back=',
+        (await c.get(f"{FOLLOW_UP}/{ticket}")).text,
+    )
+    for elsewhere in ("https://evil.example/", "//evil.example/_loom/x"):
+        got = (await c.get(f"/_loom/timers/{job}/reschedule", params={"back": elsewhere})).text
+        assert 'name="back" value="/_loom/timers"' in got and "evil" not in got
 
 
 async def test_a_signed_in_user_s_name_is_in_the_audit_row(ops: ServiceClient) -> None:

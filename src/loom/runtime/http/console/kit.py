@@ -86,9 +86,15 @@ def here(request: Request) -> str:
     return request.url.path + (f"?{urlencode(query)}" if query else "")
 
 
+def console_page(to: str | None, default: str) -> str:
+    """`to` when it is a page of the console (never another site's), else `default`."""
+    if not to or not to.startswith(f"{PREFIX}/") or to.startswith("//"):
+        return default
+    return to
+
+
 def back(to: str, done: str) -> str:
     """`to` (a console page, never another site's) with what happened."""
-    if not to.startswith(f"{PREFIX}/") or to.startswith("//"):
-        to = f"{PREFIX}/processes"
+    to = console_page(to, f"{PREFIX}/processes")
     joiner = "&" if "?" in to else "?"
     return f"{to}{joiner}{urlencode({'done': done})}"

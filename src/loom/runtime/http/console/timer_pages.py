@@ -22,7 +22,7 @@ from starlette.responses import Response
 
 from loom.runtime.http.audit import audited
 from loom.runtime.http.console.access import PREFIX, Viewer
-from loom.runtime.http.console.kit import PAGE, Screens, form, paged, writable
+from loom.runtime.http.console.kit import PAGE, Screens, console_page, form, paged, writable
 from loom.runtime.http.timer_admin import fire, pending_timer, timers_page
 from loom.runtime.http.timer_changes import cancel, reschedule
 from loom.runtime.values import clock
@@ -65,7 +65,9 @@ def add_timer_pages(app: FastAPI, screens: Screens) -> None:
                     "cancelled; reschedule its next tick instead",
                     path="path.id",
                 )
-            return {"timer": timer, "id": id, "change": change, "now": clock.now()}
+            # where it came from (the timers, or an instance's page), where it goes back to
+            to = console_page(request.query_params.get("back"), TIMERS)
+            return {"timer": timer, "id": id, "change": change, "now": clock.now(), "to": to}
 
         return await screens.screen(request, "timer_change.html", load)
 
