@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 from uuid import UUID
 
-from sqlalchemy import MetaData
+from sqlalchemy import MetaData, select, text
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from loom.runtime import Channel, DomainEvent, Service
+from loom.runtime.http.audit import audit
 from loom.runtime.values.principal import system_of, use_principal
 
 LOOM = [sys.executable, "-m", "loom.cli"]
@@ -62,6 +65,24 @@ async def make_dead_letters(url: str, n: int, tenant: str | None = None) -> list
         await service.dispose()
 
 
+async def audit_rows(url: str) -> list[dict[str, Any]]:
+    """The service's audit log, oldest first."""
+    engine = create_async_engine(url)
+    try:
+        async with engine.connect() as conn:
+            rows = (await conn.execute(select(audit).order_by(audit.c.audit_id))).mappings()
+            return [
+                {
+                    **row,
+                    "targets": json.loads(row["targets"]),
+                    "parameters": json.loads(row["parameters"]),
+                }
+                for row in rows
+            ]
+    finally:
+        await engine.dispose()
+
+
 async def counts(url: str) -> dict[str, int]:
     service = Service.from_url(url, MetaData())
     try:
@@ -101,6 +122,18 @@ async def test_list_and_redrive(database_url: str) -> None:
     assert every.returncode == 0 and every.stdout.strip() == "redriven 1 dead letter(s)"
     assert loom("list", *db).stdout.strip() == "no dead letters"
     assert await counts(database_url) == {"pending": 2, "delivered": 0, "dead": 0}
+    # in the audit log the console shows: this machine's user, through the command line
+    rows = await audit_rows(database_url)
+    print(*rows, sep="\n")
+    assert [(r["action"], r["targets"], r["outcome"]) for r in rows] == [
+        ("redrive", [str(first)], "redriven=1"),
+        ("redrive", [], "redriven=1"),
+    ]
+    assert [r["parameters"] for r in rows] == [
+        {"via": "cli"},
+        {"all": True, "kind": "any", "via": "cli"},
+    ]
+    assert all(r["actor"].endswith(f"@{socket.gethostname()}") for r in rows)
 
 
 async def test_each_dead_letter_shows_its_tenant(database_url: str) -> None:
@@ -197,3 +230,18 @@ def test_a_database_url_naming_no_sqlite_file_is_refused_never_created(tmp_path:
         assert r.stderr.startswith(f"error: no database at {typo}"), (args, r.stderr)
         assert len(r.stderr.splitlines()) == 1 and not r.stdout, r.stderr
         assert not typo.exists(), args
+
+
+async def test_a_database_from_before_the_audit_log_is_redriven_with_a_warning(
+    database_url: str,
+) -> None:
+    (dead,) = await make_dead_letters(database_url, 1)
+    engine = create_async_engine(database_url)
+    async with engine.begin() as conn:
+        await conn.execute(text("DROP TABLE __loom_audit"))
+    await engine.dispose()
+    done = loom("redrive", str(dead), "--database-url", database_url)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"redriven {dead}: the service's relay delivers it again"
+    assert done.stderr.startswith("warning: not audited"), done.stderr
+    assert await counts(database_url) == {"pending": 1, "delivered": 0, "dead": 0}

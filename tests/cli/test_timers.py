@@ -14,6 +14,7 @@ from sqlalchemy import MetaData
 
 from loom.runtime import Service, Work
 from loom.runtime.processes import SqlProcessStore, Tick, Timeout, TimeoutDue
+from tests.cli.test_dead_letters import audit_rows
 
 LOOM = [sys.executable, "-m", "loom.cli"]
 LATER = datetime(2100, 1, 1, tzinfo=UTC)
@@ -74,6 +75,11 @@ async def test_list_and_fire(database_url: str) -> None:
         assert gone.returncode == 1
         assert gone.stderr.strip() == f"error: no pending timeout or context timer has the id {job}"
         assert loom("list", *db).stdout.splitlines()[0] == "1 pending timer(s); 1-1:"
+        rows = await audit_rows(database_url)  # in the audit log the console shows
+        assert [(r["action"], r["targets"], r["parameters"]) for r in rows] == [
+            ("fire", [str(job)], {"kind": "timeout", "via": "cli"}),
+            ("fire", ["Cli.sweep"], {"kind": "timer", "via": "cli"}),
+        ]
     finally:
         await service.dispose()
 

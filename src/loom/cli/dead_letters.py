@@ -12,6 +12,7 @@ import click
 
 from loom.cli.output import Format, fail, format_option
 from loom.cli.service_database import (
+    audit_command,
     database_options,
     model_files_argument,
     on_outbox,
@@ -161,7 +162,18 @@ async def dead_page(service: Any, limit: int, offset: int, kind: Any) -> dict[st
 
 
 async def redrive(service: Any, event_id: Any, kind: Any) -> int:
-    """How many were redriven; for one id, 1 for an event and 2 for a timeout."""
+    """How many were redriven; for one id, 1 for an event and 2 for a timeout. What was
+    redriven is written to the service's audit log (`audit_command`)."""
+    count = await _redrive(service, event_id, kind)
+    if count:
+        targets = [] if event_id is None else [event_id]
+        parameters = {"all": True, "kind": kind or "any"} if event_id is None else {}
+        redriven = 1 if event_id is not None else count
+        await audit_command(service, "redrive", targets, parameters, f"redriven={redriven}")
+    return count
+
+
+async def _redrive(service: Any, event_id: Any, kind: Any) -> int:
     events = bool(service.channels) and kind in (None, "event")
     timeouts = service.uses_processes and kind in (None, "timeout")
     if event_id is None:

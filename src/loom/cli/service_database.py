@@ -94,6 +94,31 @@ def _model_files_of(paths: Sequence[Path]) -> list[Path]:
         return []
 
 
+async def audit_command(
+    service: Any, action: str, targets: Sequence[object], parameters: dict[str, Any], outcome: str
+) -> None:
+    """Write a command's action to the service's admin audit log, as the console's and the
+    admin routes' are: by this machine's user (`user@host`), `"via": "cli"`. A database from
+    before the audit log has no table for it: the action stands, and stderr says it was not
+    audited."""
+    import getpass
+    import socket
+
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from loom.runtime.http.audit import acting, audited
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container's)
+        user = "unknown"
+    with acting(f"{user}@{socket.gethostname()}", None, "cli"):
+        try:
+            await audited(service, None, action, targets, parameters, outcome)
+        except SQLAlchemyError as exc:
+            click.echo(f"warning: not audited ({type(exc).__name__}): {exc}", err=True)
+
+
 async def on_outbox(url: str, action: Callable[[Any], Awaitable[Any]]) -> Any:
     """Run `action(service)` on the tables directly (no model needed): the service has channels
     when the database has an outbox, and processes when it has a timer table; a database where

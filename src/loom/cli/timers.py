@@ -16,6 +16,7 @@ import click
 
 from loom.cli.output import Format, fail, format_option
 from loom.cli.service_database import (
+    audit_command,
     database_options,
     model_files_argument,
     on_outbox,
@@ -41,9 +42,13 @@ async def _page(service: Any, limit: int, offset: int) -> dict[str, Any]:
 
 
 async def _make_due(service: Any, id: str) -> str | None:
+    """Make `id` due now (answers its kind, None when nothing has it), audited as a fire."""
     from loom.runtime.http.timer_admin import make_due
 
-    return await make_due(service, id) if service.uses_processes else None
+    kind = await make_due(service, id) if service.uses_processes else None
+    if kind is not None:
+        await audit_command(service, "fire", [id], {"kind": kind}, "made due")
+    return kind
 
 
 @timers.command("list")

@@ -90,19 +90,20 @@ def acting(who: str | None, tenant: str | None, via: str) -> Iterator[None]:
         _acting.reset(token)
 
 
-def actor(request: Request) -> str:
+def actor(request: Request | None) -> str:
     """Who is acting: the token's subject, else "loopback" (a request from this machine) or
-    "anonymous"."""
+    "anonymous" (no request: a command on the database, which names itself with `acting`)."""
     subject = current_principal().id
     if subject:
         return subject
-    host = request.client.host if request.client is not None else ""
+    client = None if request is None else request.client
+    host = client.host if client is not None else ""
     return "loopback" if host in LOOPBACK_HOSTS else "anonymous"
 
 
 async def write_audit(
     conn: AsyncConnection,
-    request: Request,
+    request: Request | None,
     action: str,
     targets: Sequence[object],
     parameters: Mapping[str, Any] | None = None,
@@ -133,7 +134,7 @@ async def write_audit(
 
 async def audited(
     units: Units,
-    request: Request,
+    request: Request | None,
     action: str,
     targets: Sequence[object],
     parameters: Mapping[str, Any] | None = None,
