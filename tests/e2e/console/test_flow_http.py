@@ -119,6 +119,8 @@ async def test_an_instance_lists_the_steps_run_for_it(
         ("reaction", "Orders.PaymentDeadline.create(OrderPlaced)", "order-late"),
         ("timeout", "Orders.PaymentDeadline.timeout(payment)", "order-late"),
     ]
+    raised = [s["raised"] for s in r.json()["steps"]]
+    assert raised == [[], ["Orders.PaymentTimedOut"]]  # what the timeout's step raised
     times = [s["at"] for s in r.json()["steps"]]
     assert times == sorted(times)
     page = await shop.get(f"/_loom/processes/Orders.PaymentDeadline/{late}", headers=HTML)

@@ -91,6 +91,7 @@ async def test_in_process_and_durable_reactions_are_journaled(
     ]
     assert [s["correlation_id"] for s in found] == ["ada-1", "ada-2"]
     assert all(s["event_id"] for s in found)
+    assert [s["raised"] for s in found] == [[], []]  # the deadline's steps only arm and end
     assert [s["at"] for s in found] == sorted(s["at"] for s in found)
     assert found[1]["at"] >= iso(START + timedelta(minutes=10))
     # the instance has ended: a later event finds nothing to change, saves nothing, adds nothing
@@ -121,11 +122,13 @@ async def test_a_command_and_its_timeout_are_journaled(
         ("timeout", "Scheduling.Reminder.timeout(remind)", None),
     ]
     command, timeout = found
+    assert (command["raised"], timeout["raised"]) == ([], ["Scheduling.ReminderSent"])
     assert (command["correlation_id"], command["event_id"]) == ("front-desk", None)
     assert timeout["correlation_id"] == "front-desk"  # the arming step's
     assert timeout["at"] == iso(START + timedelta(hours=3))
     page = await app.get(f"/_loom/processes/Scheduling.Reminder/{a}", headers=HTML)
-    assert "a command" in page.text.split("<h2>Timeline</h2>", 1)[1]
+    timeline = page.text.split("<h2>Timeline</h2>", 1)[1]
+    assert "a command" in timeline and "<td>Scheduling.ReminderSent</td>" in timeline
 
 
 async def test_the_journal_keeps_the_latest_steps_within_its_bound(

@@ -23,6 +23,8 @@ class StepOut(BaseModel):
     event_type: str | None  # the event it applied (a reaction's)
     event_id: str | None  # the event's id; a timeout's job id; none for a command
     correlation_id: str | None
+    # the events it had raised when it saved the instance: its operations' and its own emits
+    raised: list[str] = []
 
 
 def steps_of(text: str | None) -> list[StepOut]:

@@ -168,7 +168,8 @@ class Instances(Generic[S]):
         if st.trace is not None:  # the step's span, where to find what moved it last
             params[st.trace] = current_stored()
         if st.steps is not None:
-            journaled = line(work.step or self._command(), clock.now())
+            raised = [*work._pending, *work._emitted]
+            journaled = line(work.step or self._command(), clock.now(), raised)
             params[st.steps if version == 0 else LINE_PARAM] = journaled
         conn = await work._write_connection(None, carry_emits)
         try:

@@ -13,6 +13,9 @@ A step is what ran the body that saved the instance (`Step`):
 - `command`: anything else, the workflow's own entry called by a request (`POST
   /api/workflows/reminder`) or by code, named after the process.
 
+With it, the events the step had raised when it saved the instance: the aggregates' events of its
+operations and its own `emit`s (a generated step saves its instance last, so all of them).
+
 The operators' timeline of an instance reads it back (`http/instance_timeline.py`). A step that
 found nothing to change (an event for an instance that has ended) saves nothing, so it is not
 journaled: its inbox row and its trace still say it ran.
@@ -21,6 +24,7 @@ journaled: its inbox row and its trace still say it ran.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -30,6 +34,8 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.types import Integer
+
+from loom.runtime.values.domain import DomainEvent
 
 StepKind = Literal["reaction", "timeout", "command"]
 # past this length an append drops the oldest line: about 30 steps of 250 characters
@@ -50,8 +56,8 @@ class Step:
     correlation_id: str | None = None
 
 
-def line(step: Step, at: datetime) -> str:
-    """The journal's line for `step`, run at `at`."""
+def line(step: Step, at: datetime, raised: Sequence[DomainEvent]) -> str:
+    """The journal's line for `step`, run at `at`, which had raised `raised` by then."""
     entry = {
         "at": at.isoformat(),
         "kind": step.kind,
@@ -59,6 +65,7 @@ def line(step: Step, at: datetime) -> str:
         "event_type": step.event_type,
         "event_id": step.event_id,
         "correlation_id": step.correlation_id,
+        "raised": [event.event_type for event in raised],
     }
     return json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
 
