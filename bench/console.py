@@ -8,6 +8,12 @@ second and server CPU per request, with the console / without. Target: rate rati
 
     .venv/bin/python bench/console.py                      # SQLite and PostgreSQL, 1 and 16 connections
     .venv/bin/python bench/console.py --db sqlite --connections 1 --rounds 3
+    .venv/bin/python bench/console.py --same               # both with the console: the bench's own spread
+
+`--same` serves the console on both servers: the ratio of two identical servers, which is what
+the rate's spread from run to run is made of (an A/A comparison). bench/instructions.py
+`--against no-console` counts the console's cost in instructions instead, which the machine's load
+does not move.
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--connections", default="1,16")
+    parser.add_argument("--same", action="store_true", help="the console on both servers (A/A)")
     args = parser.parse_args()
     levels = [int(c) for c in args.connections.split(",")]
     kinds = ["sqlite", "postgres"] if args.db == "both" else [args.db]
@@ -58,7 +65,8 @@ def main() -> None:
         with database(kind) as (label, url), tempfile.TemporaryDirectory() as build:
             with_console = generated_server(url, Path(build) / "with")
             without = generated_server(url, Path(build) / "without")
-            without.env["LOOM_NO_CONSOLE"] = "1"
+            if not args.same:
+                without.env["LOOM_NO_CONSOLE"] = "1"
             with serving(with_console, without):
                 n = max(levels)
                 accounts = asyncio.run(seed_generated(with_console, 2 * n))
