@@ -145,3 +145,54 @@ async def test_the_hostile_count_nothing(ops: ServiceClient) -> None:
                 leaks.append((who, path, r.status_code))
     print(f"model counts, hostile: {attempts} attempts, leaks: {len(leaks)} {leaks}")
     assert leaks == []
+
+
+# a context whose channel carries an event to a reactor of its own: its dead letter touches two
+# elements of the context's node (the channel and the reactor), and counts once there
+ONE_CONTEXT = """
+context Desk {
+  aggregate Ticket with crudish {
+    customer: string
+    operation raise() { emit Raised { ticket: id, customer: customer } }
+  }
+  aggregate Card with crudish {
+    customer: string
+    raised: int = 0
+    unique(customer)
+    internal operation count() { raised := raised + 1 }
+  }
+  repository Tickets for Ticket { }
+  repository Cards for Card { }
+  event Raised { ticket: Desk.Ticket id, customer: string }
+  channel Raising {
+    carries: Raised
+    maxAttempts: 1
+  }
+  workflow Tally {
+    on(e: Raised) {
+      let c = Cards.getBy(customer: e.customer)
+      c.count()
+    }
+  }
+}
+"""
+
+
+async def test_a_dead_letter_counts_once_on_a_node_showing_two_of_its_elements(
+    database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("LOOM_JWT_SECRET", "LOOM_JWT_PUBLIC_KEY"):  # the loopback operator's
+        monkeypatch.delenv(name, raising=False)
+    model = tmp_path / "desk.loom"
+    model.write_text(ONE_CONTEXT)
+    async with serve([model], database_url) as c:
+        for _ in range(3):  # no card for ada: each dies at once
+            r = await c.post("/api/tickets", json={"customer": "ada"})
+            assert r.status_code == 201, r.text
+            await ok(await c.post(f"/api/tickets/{r.json()['id']}/raise"), 204)
+        await c.service.settle()
+        found = await ok(await c.get(COUNTS))
+    elements, nodes = found["elements"], found["nodes"]
+    print(elements, nodes["Desk"], sep="\n")
+    assert elements["Desk.Raising"]["dead"] == 3 and elements["Desk.Tally.on(Raised)"]["dead"] == 3
+    assert nodes["Desk"] == {"running": 0, "pending": 0, "dead": 3}

@@ -9,14 +9,17 @@ rows), reactor (`loom.reactor`: the dead events it failed on) and timeout (`Proc
 dead letters) that has any; read with the admin functions of the other screens
 (`process_list`, `outbox_view`, `groups`), so a tenant's administrator counts its tenant's rows
 only. `nodes`: each node of the generated package's context map and event flow (`console.json`'s
-`model`, ids as `loom diagram` gives them), the sum over the elements it shows.
+`model`, ids as `loom diagram` gives them): the running and pending of the elements it shows,
+summed, and its dead letters counted once each. A dead letter touches several elements (its
+channel, its event, the reactor that failed; a timeout's process and the timeout): a node showing
+two of them, a context with the channel and the reactor that reads it, counts it once.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -55,11 +58,17 @@ class ModelCountsOut(BaseModel):
     nodes: dict[str, CountsOut]
 
 
+# a group of dead letters: the ids of the elements they touch, and how many they are
+Touched = tuple[frozenset[str], int]
+
+
 async def element_counts(
     service: ModelAdminHost, tenant: str | None
-) -> dict[str, ElementCountsOut]:
-    """The counts of every element that has any (of `tenant`), by its id."""
+) -> tuple[dict[str, ElementCountsOut], list[Touched]]:
+    """The counts of every element that has any (of `tenant`), by its id; and the dead letters'
+    groups, by the elements each touches."""
     out: dict[str, ElementCountsOut] = {}
+    touched: list[Touched] = []
 
     def of(id: str, kind: Kind) -> ElementCountsOut:
         return out.setdefault(id, ElementCountsOut(kind=kind))
@@ -83,27 +92,35 @@ async def element_counts(
                 of(event, "event").pending = int(n)
     for group in await groups(service, False, tenant):
         key = group.group
+        ids = set()
         if key.kind == "event":
             of(key.event_type, "event").dead += group.count
+            ids |= {key.event_type, *([key.channel] if key.channel else [])}
             if key.consumer:
                 of(key.consumer, "reactor").dead += group.count
+                ids.add(key.consumer)
         elif key.consumer:
-            of(f"{key.consumer}.{key.event_type}", "timeout").dead += group.count
-    return {id: out[id] for id in sorted(out)}
+            timeout = f"{key.consumer}.{key.event_type}"
+            of(timeout, "timeout").dead += group.count
+            ids |= {timeout, key.consumer}  # and the process's own dead count
+        touched.append((frozenset(ids), group.count))
+    return {id: out[id] for id in sorted(out)}, touched
 
 
 def node_counts(
-    diagrams: Mapping[str, Any], elements: Mapping[str, CountsOut]
+    diagrams: Mapping[str, Any], elements: Mapping[str, CountsOut], touched: Sequence[Touched]
 ) -> dict[str, CountsOut]:
-    """Each node of the diagrams: the sum of the counts of the elements it shows."""
+    """Each node of the diagrams: the running and pending of the elements it shows, summed, and
+    the dead letters that touch any of them, each once."""
     out: dict[str, CountsOut] = {}
     for view in VIEWS:
         for node in diagrams.get(view, {}).get("nodes", []):
-            shown = [elements[id] for id in node["counts"] if id in elements]
+            ids = set(node["counts"])
+            shown = [elements[id] for id in ids if id in elements]
             out[node["id"]] = CountsOut(
                 running=sum(c.running for c in shown),
                 pending=sum(c.pending for c in shown),
-                dead=sum(c.dead for c in shown),
+                dead=sum(n for group, n in touched if group & ids),
             )
     return out
 
@@ -126,8 +143,8 @@ def read_diagrams(views: Path | None) -> dict[str, Any]:
 async def model_counts(
     service: ModelAdminHost, diagrams: Mapping[str, Any], tenant: str | None
 ) -> ModelCountsOut:
-    elements = await element_counts(service, tenant)
-    return ModelCountsOut(elements=elements, nodes=node_counts(diagrams, elements))
+    elements, touched = await element_counts(service, tenant)
+    return ModelCountsOut(elements=elements, nodes=node_counts(diagrams, elements, touched))
 
 
 def model_router(
