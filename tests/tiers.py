@@ -77,6 +77,7 @@ SLOW: tuple[str, ...] = (
     "tests/cli/test_run_reload.py::test_no_request_fails_while_the_service_is_replaced",
     "tests/cli/test_run_reload.py::test_a_model_with_errors_at_the_start_is_served_once_fixed",
     "tests/cli/test_run_reload.py::test_a_service_that_died_is_said_and_started_again_on_the_next_change",
+    "tests/cli/test_run_reload.py::test_an_edit_of_the_extern_module_is_served",
     "tests/cli/test_up_traces.py",
     "tests/e2e/test_shop_deployables.py",
     "tests/e2e/test_traces_deployables.py",  # the shop's three deployables exporting OTLP

@@ -255,3 +255,28 @@ def test_a_service_that_died_is_said_and_started_again_on_the_next_change(tmp_pa
             {"name": "Ada"},
         )
         assert r == 200
+
+
+def test_an_edit_of_the_extern_module_is_served(tmp_path: Path) -> None:
+    """The extern module (`--extern`) beside the model is watched with it: an edit of its code
+    is served by the next build, on the same port, with the data kept."""
+    for name in ("support.loom", "support_externs.py"):
+        shutil.copy(ROOT / "examples/support" / name, tmp_path / name)
+    model, code = tmp_path / "support.loom", tmp_path / "support_externs.py"
+    log = tmp_path / "run.log"
+    args = (str(model), "--reload", "--extern", "support_externs")
+    with running(*args, port=free_port(), log_path=log) as base:
+        body = {"code": "T-1", "customer": "acme", "dueAt": "2099-01-01T09:00:00Z"}
+        r = httpx.post(f"{base}/api/tickets", json=body, timeout=10)
+        assert r.status_code == 201, r.text
+        ticket = f"{base}/api/tickets/{r.json()['id']}"
+
+        def notified() -> str:
+            r = httpx.post(f"{ticket}/notify", json={"channel": "sms"}, timeout=10)
+            assert r.status_code == 204, r.text
+            return str(httpx.get(ticket, timeout=10).json()["lastNotified"])
+
+        assert notified() == "sms"
+        edit(code, "ticket.last_notified = channel", 'ticket.last_notified = channel + "!"')
+        wait_until(lambda: notified() == "sms!", timeout=DEADLINE, what="the edited extern served")
+    assert "support_externs.py changed; rebuilding" in log.read_text()

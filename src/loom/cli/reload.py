@@ -15,7 +15,9 @@ Watching is polling the model's files (their size and modification time, every
 `POLL_INTERVAL`), not inotify through a native dependency: a model is a handful of files, so a
 poll costs nothing, and it sees edits on any file system, a container's bind mount or a network
 share included, where file events do not always arrive. A folder given is listed again at each
-poll, so a `.loom` file added to it counts too.
+poll, so a `.loom` file added to it counts too. The extern module (`--extern`) is watched with
+them: its file, or every `.py` file of its package, found as `loom run` imports it (beside the
+model, in the working folder, then on the path).
 """
 
 from __future__ import annotations
@@ -78,7 +80,8 @@ def supervise(paths: Sequence[Path], settings: RunSettings, color: Color) -> int
     serving: _Child | None = None
     stopping: list[subprocess.Popen[bytes]] = []
     try:
-        seen = _snapshot(paths)
+        watched = _Watched(paths, settings.extern)
+        seen = watched.snapshot()
         serving, code = _start(command, env, listener)
         if serving is None and code != 1:  # not the model: the command line or the environment
             return code
@@ -86,7 +89,7 @@ def supervise(paths: Sequence[Path], settings: RunSettings, color: Color) -> int
             echo("reload: the model has errors; waiting for a change", err=True)
         else:
             serving.go()
-        for changed in _polls(paths, seen):
+        for changed in _polls(watched, seen):
             if serving is not None and serving.process.poll() is not None:  # crashed, or killed
                 echo(
                     f"reload: the service exited ({serving.process.returncode}); "
@@ -236,33 +239,60 @@ def _stop(children: list[subprocess.Popen[bytes]]) -> None:
             child.wait()
 
 
-def _snapshot(paths: Sequence[Path]) -> Snapshot:
-    """Each model file's size and modification time (none: the folder has no model file now)."""
-    try:
-        files = model_files(paths)
-    except NoModelFiles:
-        return {}
-    found: Snapshot = {}
-    for path in files:
-        with contextlib.suppress(OSError):  # removed meanwhile: it is not in the model now
-            stat = path.stat()
-            found[path] = (stat.st_mtime_ns, stat.st_size)
-    return found
+@dataclass(frozen=True)
+class _Watched:
+    """What is watched, a change to any of it reloads: the model's files and the extern module's."""
+
+    paths: Sequence[Path]
+    extern: str | None
+
+    def files(self) -> list[Path]:
+        try:
+            files = model_files(self.paths)
+        except NoModelFiles:  # the folder has no model file now
+            return []
+        return files + extern_files(files[0].resolve().parent, self.extern)
+
+    def snapshot(self) -> Snapshot:
+        """Each watched file's size and modification time."""
+        found: Snapshot = {}
+        for path in self.files():
+            with contextlib.suppress(OSError):  # removed meanwhile: it is not in the model now
+                stat = path.stat()
+                found[path] = (stat.st_mtime_ns, stat.st_size)
+        return found
 
 
-def _polls(paths: Sequence[Path], seen: Snapshot) -> Iterator[list[Path]]:
-    """At each poll, the model files that changed since the last change (none, mostly), once
+def extern_files(beside: Path, module: str | None) -> list[Path]:
+    """The source of the extern module `module` as `loom run` imports it: beside the model (in
+    `beside`), in the working folder, then on the path: its file, or every `.py` file of its
+    package; none when there is none (`loom run` says so)."""
+    if not module:
+        return []
+    relative = Path(*module.split("."))
+    for folder in (beside, Path.cwd(), *(Path(p) for p in sys.path)):
+        single = folder / relative.parent / f"{relative.name}.py"
+        if single.is_file():
+            return [single]
+        package = folder / relative
+        if (package / "__init__.py").is_file():
+            return sorted(package.rglob("*.py"))
+    return []
+
+
+def _polls(watched: _Watched, seen: Snapshot) -> Iterator[list[Path]]:
+    """At each poll, the watched files that changed since the last change (none, mostly), once
     they are still for a poll (an editor may write a file in more than one step)."""
     while True:
         time.sleep(POLL_INTERVAL)
-        now = _snapshot(paths)
+        now = watched.snapshot()
         if now == seen:
             yield []
             continue
         settled = now
         while True:
             time.sleep(POLL_INTERVAL)
-            settled, now = _snapshot(paths), settled
+            settled, now = watched.snapshot(), settled
             if settled == now:
                 break
         changed = sorted(p for p in settled.keys() | seen.keys() if settled.get(p) != seen.get(p))
