@@ -21,6 +21,7 @@ from click.testing import CliRunner
 from loom.cli.main import app
 from loom.runtime.http.body_limit import DEFAULT_MAX_BODY_BYTES
 from loom.runtime.http.edge_limits import EdgeLimits
+from loom.runtime.http.flow_peers import DEFAULT_TIMEOUT as FLOW_PEER_TIMEOUT
 from loom.runtime.http.idempotency import DEFAULT_TTL
 from loom.runtime.messaging.relay import Relay
 from loom.runtime.transports import NatsTransport
@@ -204,6 +205,7 @@ def test_the_defaults_the_settings_state_are_the_runtimes() -> None:
         "relay_lease": inspect.signature(Relay).parameters["lease"].default.total_seconds(),
         "redelivery_wait": inspect.signature(NatsTransport).parameters["ack_wait"].default,
         "idempotency_ttl": DEFAULT_TTL.total_seconds(),
+        "flow_peer_timeout": FLOW_PEER_TIMEOUT,
         "pool_size": DEFAULT_POOL_SIZE,
         "pool_overflow": DEFAULT_POOL_OVERFLOW,
         "pool_timeout": DEFAULT_POOL_TIMEOUT,

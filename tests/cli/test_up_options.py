@@ -96,6 +96,7 @@ def test_one_extern_module_serves_every_deployable(tmp_path: Path) -> None:
         (["--max-body-bytes", "-1"], "error: LOOM_MAX_BODY_BYTES must be"),
         (["--pool-size", "0"], "error: LOOM_POOL_SIZE must be a whole number >= 1, not '0'"),
         (["--redelivery-wait", "0"], "error: LOOM_REDELIVERY_WAIT must be a number of seconds"),
+        (["--flow-peer-timeout", "0"], "error: LOOM_FLOW_PEER_TIMEOUT must be a number of sec"),
         (["--log-format", "xml"], "error: LOOM_LOG_FORMAT must be json or text, not 'xml'"),
         (["--jwt-secret", "short"], "error: "),
         (["--jwt-secret", "s" * 32, "--jwt-public-key", "k.pem"], "error: give --jwt-secret"),

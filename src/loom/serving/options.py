@@ -46,6 +46,7 @@ def refuse_bad_values(files: list[Path], model: ir.Model) -> None:
     from loom.runtime.http.auth import AuthConfigError, resolve_auth
     from loom.runtime.http.body_limit import resolve_max_body_bytes
     from loom.runtime.http.edge_limits import EdgeLimits
+    from loom.runtime.http.flow_peers import peer_timeout
     from loom.runtime.http.idempotency import resolve_ttl
     from loom.runtime.http.system_tokens import SystemTokens
     from loom.runtime.messaging.broker_config import redelivery_wait
@@ -65,6 +66,7 @@ def refuse_bad_values(files: list[Path], model: ir.Model) -> None:
         resolve_ttl(None)
         resolve_relay_options(None)
         redelivery_wait()
+        peer_timeout()
         pool_settings()
         log_format()
         resolve_auth(None)

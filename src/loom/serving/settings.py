@@ -209,6 +209,13 @@ class ServiceSettings(BaseSettings):
         "deployable.",
         default_text="30",
     )
+    flow_peer_timeout: float | None = setting(
+        None,
+        "How long the console's flow of one correlation waits for each other deployable's answer "
+        "(the --api URLs), in seconds; one that does not answer in time is named, and the flow "
+        "shows the others.",
+        default_text="2",
+    )
     idempotency_ttl: float | None = setting(
         None, "How long an Idempotency-Key is remembered, in seconds.", default_text="86400"
     )
