@@ -30,7 +30,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from sqlalchemy import Table, bindparam, insert, select, update
 from sqlalchemy.exc import StatementError
 
-from loom.runtime.storage.journal import LINE_PARAM, Step, appended, line
+from loom.runtime.storage.journal import LINE_PARAM, Step, appended, line, step_of
 from loom.runtime.storage.mapping import (
     VERSION_ATTR,
     Mapper,
@@ -168,7 +168,7 @@ class Instances(Generic[S]):
         if st.trace is not None:  # the step's span, where to find what moved it last
             params[st.trace] = current_stored()
         if st.steps is not None:
-            journaled = line(work.step or self._command(), clock.now())
+            journaled = line(step_of(work.step) or self._command(), clock.now())
             params[st.steps if version == 0 else LINE_PARAM] = journaled
         conn = await work._write_connection(None, carry_emits)
         try:
