@@ -12,14 +12,15 @@ every Pong row is committed:
 
     instructions/event = instructions between the zeroing and the dump / events
 
-What it does not see: time spent waiting, in the kernel, or lost to cache misses. `--calls` counts
-Python function calls (cProfile) the same way instead, quicker; `--keep DIR` keeps the profiles
-(callgrind's for `callgrind_annotate`, cProfile's for `python -m pstats`). With `--calls` and
-BENCH_OPCODES=<file>, the child counts the bytecodes each Python function executes instead, into
-that file: which Python code runs how much, whatever C it calls.
+What it does not see: time spent waiting, in the kernel, or lost to cache misses. `--measure calls`
+counts Python function calls (cProfile) the same way instead, quicker, and `--measure cpu` the
+Receiver's CPU time (no valgrind: as noisy as the machine); `--keep DIR` keeps the profiles
+(callgrind's for `callgrind_annotate`, cProfile's for `python -m pstats`). With `--measure calls`
+and BENCH_OPCODES=<file>, the child counts the bytecodes each Python function executes instead,
+into that file: which Python code runs how much, whatever C it calls.
 
     .venv/bin/python -m bench.consumer_instructions                        # ~3 min
-    .venv/bin/python -m bench.consumer_instructions --calls --keep /tmp/consumer
+    .venv/bin/python -m bench.consumer_instructions --measure calls --keep /tmp/consumer
 """
 
 from __future__ import annotations
@@ -176,9 +177,14 @@ def _environment(url: str, nats_url: str, log_level: str) -> dict[str, str]:
     }
 
 
+def _callgrind(command: str, pid: int) -> None:
+    subprocess.run(["callgrind_control", command, str(pid)], check=True, capture_output=True)
+
+
 def one(side: str, url: str, nats_url: str, args: argparse.Namespace) -> float:
-    """Instructions (or calls) per event of `side`'s Receiver."""
+    """Instructions (calls, µs of CPU) per event of `side`'s Receiver."""
     from bench._broker_raw import ensure_channel
+    from bench._serving import cpu_seconds
 
     channel = "Sender.Sent" if side == "loom" else REF_CHANNEL
     if side == "reference":
@@ -188,9 +194,9 @@ def one(side: str, url: str, nats_url: str, args: argparse.Namespace) -> float:
         keep.mkdir(parents=True, exist_ok=True)
         command = [sys.executable, "-m", "bench.consumer_instructions", "--child", side]
         profile = keep / f"callgrind.{side}"
-        if args.calls:
+        if args.measure == "calls":
             command += ["--profile", str(keep / f"{side}.prof")]
-        else:
+        elif args.measure == "instructions":
             for old in keep.glob(f"callgrind.{side}*"):
                 old.unlink()
             tool = ["--tool=callgrind", f"--callgrind-out-file={profile}"]
@@ -210,18 +216,16 @@ def one(side: str, url: str, nats_url: str, args: argparse.Namespace) -> float:
                 raise SystemExit(f"the {side} receiver did not start (see {tmp}/log)")
             asyncio.run(_publish(nats_url, channel, args.warm))
             _applied(url, args.warm)
-            if args.calls:
+            cpu = cpu_seconds(proc.pid)
+            if args.measure == "calls":
                 _tell(proc.stdin, "start")
-            else:
-                subprocess.run(
-                    ["callgrind_control", "-z", str(proc.pid)], check=True, capture_output=True
-                )
+            elif args.measure == "instructions":
+                _callgrind("-z", proc.pid)
             asyncio.run(_publish(nats_url, channel, args.events))
             _applied(url, args.warm + args.events)
-            if not args.calls:
-                subprocess.run(
-                    ["callgrind_control", "-d", str(proc.pid)], check=True, capture_output=True
-                )
+            cpu = cpu_seconds(proc.pid) - cpu
+            if args.measure == "instructions":
+                _callgrind("-d", proc.pid)
             _tell(proc.stdin, "stop")
             printed = proc.stdout.read().decode()
             proc.wait(WAIT)
@@ -229,7 +233,9 @@ def one(side: str, url: str, nats_url: str, args: argparse.Namespace) -> float:
             if proc.returncode is None:
                 proc.kill()
                 proc.wait()
-        if args.calls:
+        if args.measure == "cpu":
+            return cpu * 1e6 / args.events
+        if args.measure == "calls":
             found = _CALLS.search(printed)
             assert found is not None, printed
             return int(found.group(1)) / args.events
@@ -247,7 +253,12 @@ def main() -> None:
     )
     parser.add_argument("--warm", type=int, default=100, help="events applied before counting")
     parser.add_argument("--events", type=int, default=500, help="events counted")
-    parser.add_argument("--calls", action="store_true", help="count Python calls (cProfile)")
+    parser.add_argument(
+        "--measure",
+        choices=["instructions", "calls", "cpu"],
+        default="instructions",
+        help="instructions (callgrind), Python calls (cProfile) or CPU time, per event",
+    )
     parser.add_argument("--keep", type=Path, help="a folder to keep the profiles in")
     parser.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES))
     parser.add_argument("--log-level", default="INFO", help="LOOM_LOG_LEVEL of Loom's Receiver")
@@ -260,7 +271,7 @@ def main() -> None:
     from bench.broker import databases
     from tests.brokers import running_nats
 
-    unit = "calls" if args.calls else "instructions"
+    unit = {"instructions": "instructions", "calls": "calls", "cpu": "µs of CPU"}[args.measure]
     per: dict[str, float] = {}
     with running_nats() as server, databases("postgres", len(args.sides)) as (_, urls, _pid):
         for side, url in zip(args.sides, urls, strict=True):
