@@ -299,7 +299,7 @@ class ConsumerLoop:
             while lane and not self._owner.crashed:
                 received, order = lane[0]
                 try:
-                    if self._service.tracer is None:  # no span: one coroutine less a message
+                    if self._service.tracer is None:  # untraced: one coroutine fewer per message
                         await self._apply(received, order)
                     else:
                         await self._traced(received, order)
