@@ -58,8 +58,11 @@ async def consume(url: str, stream: str, durable: str, count: int) -> float:
         await nc.close()
 
 
-def raw_messages(main: Any, events: int) -> list[tuple[str, bytes, dict[str, str]]]:
-    """(subject, payload, headers) of `events` pings, exactly as Loom's relay publishes them."""
+def raw_messages(
+    main: Any, events: int, channel: str = RAW_CHANNEL
+) -> list[tuple[str, bytes, dict[str, str]]]:
+    """(subject, payload, headers) of `events` pings to `channel`, exactly as Loom's relay
+    publishes them (each ping its key's first event)."""
     pinged = main.sender_domain.Pinged
     out = []
     for n in range(events):
@@ -68,16 +71,17 @@ def raw_messages(main: Any, events: int) -> list[tuple[str, bytes, dict[str, str
         message = Message(
             event_id=event_id,
             event_type=EVENT,
-            channel=RAW_CHANNEL,
+            channel=channel,
             payload=encode(event),
             key=str(event.ping),
             correlation_id=event_id,
             causation_id=None,
             occurred_at=clock.now().isoformat(),
             model_revision=main.MODEL_REVISION,
+            key_counts=wire.format_key_counts({EVENT: 1}),
         )
         headers = {"Nats-Msg-Id": event_id, **message.headers()}
-        out.append((wire.event_subject(RAW_CHANNEL, EVENT), message.payload.encode(), headers))
+        out.append((wire.event_subject(channel, EVENT), message.payload.encode(), headers))
     return out
 
 

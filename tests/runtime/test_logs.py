@@ -71,6 +71,29 @@ def _ids(span: Any) -> tuple[str, str]:
     return format(context.trace_id, "032x"), format(context.span_id, "016x")
 
 
+def test_a_json_line_lists_the_known_members_in_their_order_then_the_others_as_given(
+    written: tuple[io.StringIO, logging.Handler],
+) -> None:
+    out, handler = written
+    handler.setFormatter(logging.Formatter("%(funcName)s %(message)s"))
+    fields = {"key": "k1", "attempt": 2, "event": "ignored", "handler": "Shop.Fulfil.start"}
+    for _ in range(2):  # the second line of one shape reads like the first
+        log_fact("retry_scheduled", logging.WARNING, {**fields, "level": "ignored"})
+    log_fact("consumer_crashed", logging.ERROR, {})
+    lines = out.getvalue().splitlines()
+    assert lines[0] == lines[1]
+    caller, text = lines[0].split(" ", 1)
+    assert caller == "log_fact"
+    assert list(json.loads(text).items()) == [
+        ("event", "retry_scheduled"),
+        ("level", "warning"),
+        ("handler", "Shop.Fulfil.start"),
+        ("attempt", 2),
+        ("key", "k1"),
+    ]
+    assert json.loads(lines[2].split(" ", 1)[1]) == {"event": "consumer_crashed", "level": "error"}
+
+
 def test_a_json_line_inside_a_span_carries_its_trace_and_span_ids(
     exported: tuple[Any, InMemorySpanExporter], written: tuple[io.StringIO, logging.Handler]
 ) -> None:
@@ -242,3 +265,34 @@ def test_the_default_handler_writes_the_layout_asked_for_on_stderr(layout: str) 
     else:
         said = rf"{CLOCK} INFO  event_handled Shop\.Fulfil\.start attempt=1 trace={trace_id}"
         assert re.fullmatch(said, line), line
+
+
+LATER_HANDLER = """
+import logging, sys
+from loom.runtime.values.logs import install_default_handler, log_fact
+
+install_default_handler()
+log_fact("event_handled", logging.INFO, {"handler": "A", "attempt": 1})
+later = logging.StreamHandler(sys.stdout)  # the app configures logging after Loom's handler
+later.setFormatter(logging.Formatter("%(name)s %(funcName)s %(message)s"))
+logging.getLogger().addHandler(later)
+log_fact("event_handled", logging.INFO, {"handler": "B", "attempt": 1})
+logging.getLogger().removeHandler(later)
+logging.getLogger("loom").handlers[0].setLevel(logging.ERROR)
+log_fact("event_handled", logging.INFO, {"handler": "C", "attempt": 1})
+"""
+
+
+def test_the_default_handler_writes_the_same_line_whatever_else_the_app_configures() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOM_", "FORCE_COLOR"))}
+    done = subprocess.run(
+        [sys.executable, "-c", LATER_HANDLER],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    line = '{"event": "event_handled", "level": "info", "handler": "%s", "attempt": 1}'
+    assert done.stderr.splitlines() == [line % "A", line % "B"]
+    assert done.stdout.splitlines() == [f"loom.events log_fact {line % 'B'}"]

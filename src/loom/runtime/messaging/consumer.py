@@ -299,7 +299,10 @@ class ConsumerLoop:
             while lane and not self._owner.crashed:
                 received, order = lane[0]
                 try:
-                    await self._handle(received, order)
+                    if self._service.tracer is None:  # untraced: one coroutine fewer per message
+                        await self._apply(received, order)
+                    else:
+                        await self._traced(received, order)
                 except _Stopped:
                     for waiting, _ in list(lane)[1:]:
                         await self._quietly(waiting.retry(0))
@@ -317,11 +320,10 @@ class ConsumerLoop:
             if not lane:
                 self._lanes.pop(key, None)
 
-    async def _handle(self, received: Received, order: KeyOrder | None) -> None:
+    async def _traced(self, received: Received, order: KeyOrder | None) -> None:
+        """`_apply` in the span of the message's processing."""
         tracer = self._service.tracer
-        if tracer is None:
-            await self._apply(received, order)
-            return
+        assert tracer is not None
         message = received.message
         with tracer.process(self.consumed.link.transport.kind, message, self.spec.name):
             if received.delivered > 1:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import MetaData
@@ -16,7 +17,7 @@ from loom.runtime.http.idempotency import Idempotency, idempotency_metadata
 from loom.runtime.messaging.brokers import Brokers
 from loom.runtime.messaging.channels import Channel, route_table
 from loom.runtime.messaging.consumer import Consumers
-from loom.runtime.messaging.events import EventBus, current_delivery
+from loom.runtime.messaging.events import Delivery, EventBus, current_delivery
 from loom.runtime.messaging.outbox import Outbox, runtime_metadata
 from loom.runtime.messaging.outlet import Outlet
 from loom.runtime.messaging.relay import Relay
@@ -303,14 +304,7 @@ class Service:
         delivery = current_delivery()
         if delivery is None:
             return Work(self, True, None)
-        envelope = delivery.envelope
-        step = Step(
-            "reaction",
-            delivery.consumer,
-            envelope.event_type,
-            str(envelope.event_id),
-            envelope.correlation_id,
-        )
+        step = partial(_reaction_step, delivery)
         if not delivery.durable:
             return Work(self, True, None, step=step)
         return Work(self, True, None, entry=self.outlet.entry(delivery), step=step)
@@ -347,3 +341,12 @@ class Service:
         Rows another service holds a live lease on, and retries scheduled later, are not due.
         Answers how many events were delivered."""
         return await self.relay.settle() if self.channels else 0
+
+
+def _reaction_step(delivery: Delivery) -> Step:
+    """The step of a reaction's unit of work, for the journal of the instances it saves."""
+    envelope = delivery.envelope
+    event_id = str(envelope.event_id)
+    return Step(
+        "reaction", delivery.consumer, envelope.event_type, event_id, envelope.correlation_id
+    )

@@ -30,7 +30,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from sqlalchemy import Table, bindparam, insert, select, update
 from sqlalchemy.exc import StatementError
 
-from loom.runtime.storage.journal import LINE_PARAM, Step, appended, line
+from loom.runtime.storage.journal import LINE_PARAM, Step, appended, line, step_of
 from loom.runtime.storage.mapping import (
     VERSION_ATTR,
     Mapper,
@@ -169,7 +169,7 @@ class Instances(Generic[S]):
             params[st.trace] = current_stored()
         if st.steps is not None:
             raised = [*work._pending, *work._emitted]
-            journaled = line(work.step or self._command(), clock.now(), raised)
+            journaled = line(step_of(work.step) or self._command(), clock.now(), raised)
             params[st.steps if version == 0 else LINE_PARAM] = journaled
         conn = await work._write_connection(None, carry_emits)
         try:

@@ -24,10 +24,10 @@ journaled: its inbox row and its trace still say it ran.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 from sqlalchemy import ColumnElement, bindparam, case, func, literal
 from sqlalchemy.ext.compiler import compiles
@@ -54,6 +54,15 @@ class Step:
     event_type: str | None = None  # the event it applied (a reaction's)
     event_id: str | None = None  # the event's id; a timeout's job id
     correlation_id: str | None = None
+
+
+# a unit of work's step, or what makes it when an instance's save first needs it (a reaction's:
+# most reactions save no instance, so none is made for them)
+StepOf: TypeAlias = Step | Callable[[], Step]
+
+
+def step_of(step: StepOf | None) -> Step | None:
+    return step() if callable(step) else step
 
 
 def line(step: Step, at: datetime, raised: Sequence[DomainEvent]) -> str:

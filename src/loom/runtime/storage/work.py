@@ -35,7 +35,7 @@ from sqlalchemy.ext.asyncio import (
 
 from loom.runtime.storage.dberrors import classify, never_sent
 from loom.runtime.storage.hosts import UnitHost
-from loom.runtime.storage.journal import Step
+from loom.runtime.storage.journal import StepOf
 from loom.runtime.storage.mapping import DELETED_ATTR, VERSION_ATTR
 from loom.runtime.values.domain import AggregateRoot, DomainEvent, check_event
 from loom.runtime.values.errors import (
@@ -120,7 +120,7 @@ class Work:
         transactional: bool,
         isolation: str | None,
         entry: Entry | None = None,
-        step: Step | None = None,
+        step: StepOf | None = None,
     ) -> None:
         self.host = host
         self.transactional = transactional

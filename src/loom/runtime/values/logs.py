@@ -76,15 +76,77 @@ def log_fact(fact: str, level: int, fields: dict[str, Any]) -> None:
     if not logger.isEnabledFor(level):
         return
     line: dict[str, Any] = {"event": fact, "level": _LEVELS.get(level, "info")}
-    for key in _ORDER:
-        if key in fields:
-            line[key] = fields[key]
-    for key, value in fields.items():
-        line.setdefault(key, value)
+    shape = tuple(fields)
+    keys = _SHAPES.get(shape)
+    if keys is None:
+        keys = _member_order(shape)
+    line.update(zip(keys, map(fields.__getitem__, keys), strict=True))
     ids = current_ids()  # None at once when nothing in the process traces
     if ids is not None:
         line["trace_id"], line["span_id"] = ids
-    logger.log(level, _ENCODE(line))
+    text = _ENCODE(line)
+    if not _plain_line(text, level):
+        logger.handle(_record(level, text))
+
+
+def _record(level: int, text: str) -> logging.LogRecord:
+    """What `logger.log` makes, less its walk up the stack for the caller, which is always
+    `log_fact`: the record names it (a handler's `%(funcName)s`, `%(pathname)s`)."""
+    return logger.makeRecord(_NAME, level, _FILE, _LINE, text, (), None, _FUNC)
+
+
+def _plain_line(text: str, level: int) -> bool:
+    """Write `text` straight to the stream of the handler `install_default_handler` put in place
+    for JSON lines, when that handler is the only one a record of `loom.events` would reach and
+    nothing would change what it writes (no filter, no record factory, its own formatter): the
+    very bytes it would write, without building a record for it. False (nothing written) when
+    the logging configuration is any other."""
+    handler = _default_json
+    if (
+        handler is None
+        or logger.handlers
+        or logger.filters
+        or not logger.propagate
+        or _loom.handlers != [handler]
+        or _loom.filters
+        or (_loom.propagate and _root.handlers)
+        or handler.filters
+        or handler.formatter is not _JSON_FORMAT
+        or level < handler.level
+        or logging.getLogRecordFactory() is not logging.LogRecord
+    ):
+        return False
+    handler.acquire()
+    try:
+        stream = handler.stream
+        stream.write(text + handler.terminator)
+        stream.flush()
+    except Exception:  # noqa: BLE001 - as the handler would: reported, never raised
+        handler.handleError(_record(level, text))
+    finally:
+        handler.release()
+    return True
+
+
+# the member order of each set of fields seen, in the order given (a fact's fields are few
+# shapes: worked out once each, not once a line); bounded, as a caller could vary its keys
+_SHAPES: dict[tuple[str, ...], tuple[str, ...]] = {}
+_NAME, _FILE, _FUNC = logger.name, log_fact.__code__.co_filename, log_fact.__name__
+_LINE = log_fact.__code__.co_firstlineno
+_loom, _root = logging.getLogger("loom"), logging.getLogger()
+# the handler `install_default_handler` added for JSON lines, and its formatter (None: none added)
+_default_json: logging.StreamHandler[Any] | None = None
+_JSON_FORMAT = logging.Formatter("%(message)s")
+
+
+def _member_order(shape: tuple[str, ...]) -> tuple[str, ...]:
+    """`shape`'s keys in a line's order: those of `_ORDER` first, in that order, then the others
+    as given (never `event` nor `level`, which the line has already)."""
+    rest = (k for k in shape if k not in _ORDER and k not in ("event", "level"))
+    keys = (*(k for k in _ORDER if k in shape), *rest)
+    if len(_SHAPES) < 512:
+        _SHAPES[shape] = keys
+    return keys
 
 
 def _plain(value: Any) -> str:
@@ -117,11 +179,13 @@ def install_default_handler() -> None:
     root, loom = logging.getLogger(), logging.getLogger("loom")
     if root.handlers or loom.handlers:
         return
+    global _default_json
     handler = logging.StreamHandler(sys.stderr)
     if log_format() == "text":
         handler.setFormatter(TextLines(colour=wants_colour(sys.stderr)))
     else:
-        handler.setFormatter(logging.Formatter("%(message)s"))
+        handler.setFormatter(_JSON_FORMAT)
+        _default_json = handler
     loom.addHandler(handler)
     if loom.level == logging.NOTSET:
         level = os.environ.get("LOOM_LOG_LEVEL", "INFO").upper()

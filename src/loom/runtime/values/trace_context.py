@@ -7,9 +7,10 @@ its delivery starts a new trace linked to the stored one."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 TRACEPARENT = "traceparent"
 TRACESTATE = "tracestate"
-TRACE_HEADERS = (TRACEPARENT, TRACESTATE)
 # in front of a stored trace context: the event was redriven (`redriven`)
 REDRIVEN = "redriven\n"
 # `messaging.system` of a delivery from the outbox in this deployable, without a broker
@@ -36,7 +37,7 @@ def split_stored(stored: str | None) -> dict[str, str]:
     return {TRACEPARENT: parent, TRACESTATE: state} if state else {TRACEPARENT: parent}
 
 
-def join_stored(carrier: dict[str, str]) -> str | None:
+def join_stored(carrier: Mapping[str, str]) -> str | None:
     """The stored form of a carrier `split_stored` reads back (None when it has no parent)."""
     parent = carrier.get(TRACEPARENT)
     if not parent:

@@ -32,7 +32,7 @@ from loom.runtime.messaging.channels import (
     ConsumerSpec as ConsumerSpec,  # the transports speak of it too
 )
 from loom.runtime.messaging.channels import Retention
-from loom.runtime.values.trace_context import TRACE_HEADERS, join_stored, split_stored
+from loom.runtime.values.trace_context import join_stored, split_stored
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,9 +101,7 @@ class Message:
             model_revision=headers.get(wire.HEADER_MODEL_REVISION),
             tenant=headers.get(wire.HEADER_TENANT) or None,
             key_counts=headers.get(wire.HEADER_KEY_COUNTS) or None,
-            trace_context=join_stored(
-                {name: headers[name] for name in TRACE_HEADERS if headers.get(name)}
-            ),
+            trace_context=join_stored(headers),  # it reads only the trace headers
         )
 
     @classmethod

@@ -56,10 +56,21 @@ _STREAM_IN_USE = 10058  # JetStream's err_code: a stream of that name exists alr
 _FAILURES = (nats.errors.Error, asyncio.TimeoutError, OSError)
 
 
+def _delivered(msg: Msg) -> int:
+    """`msg.metadata.num_delivered`, read from the ack subject of the common form
+    (`$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<time>.<pending>`)
+    without building the rest of the metadata (two sequence pairs and a time, for one number);
+    any other form is nats-py's to read."""
+    tokens = (msg.reply or "").split(".")
+    if len(tokens) == 9 and tokens[0] == "$JS" and tokens[1] == "ACK":
+        return int(tokens[4])
+    return msg.metadata.num_delivered
+
+
 class _NatsReceived(Received):
     def __init__(self, transport: NatsTransport, channel: str, msg: Msg) -> None:
         self.decoded = Message.decode(channel, msg.headers or {}, msg.data)
-        self.delivered = msg.metadata.num_delivered
+        self.delivered = _delivered(msg)
         self._transport = transport
         self._msg = msg
 

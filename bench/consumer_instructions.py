@@ -1,0 +1,285 @@
+"""Benchmark: CPU instructions per event of the broker consumer, Loom's Receiver of bench/broker.py
+against the hand-written reference's (bench/_broker_ref.py), which does the same work.
+
+Time-based figures of the consumer's CPU move with the machine's load; the instructions a process
+executes per event do not. Each side's Receiver runs alone in a process of its own (its app's
+lifespan, no HTTP server) under valgrind's callgrind, on a fresh database of a throwaway
+PostgreSQL cluster and a throwaway NATS server. This process publishes messages exactly as Loom's
+Sender's relay publishes them (the same payloads and headers, each ping its key's first event) to
+the Receiver's stream: `--warm` of them first, applied before the counters are zeroed
+(`callgrind_control -z`), then `--events`, and the counters are read (`callgrind_control -d`) once
+every Pong row is committed:
+
+    instructions/event = instructions between the zeroing and the dump / events
+
+What it does not see: time spent waiting, in the kernel, or lost to cache misses. `--measure calls`
+counts Python function calls (cProfile) the same way instead, quicker, and `--measure cpu` the
+Receiver's CPU time (no valgrind: as noisy as the machine); `--keep DIR` keeps the profiles
+(callgrind's for `callgrind_annotate`, cProfile's for `python -m pstats`). With `--measure calls`
+and BENCH_OPCODES=<file>, the child counts the bytecodes each Python function executes instead,
+into that file: which Python code runs how much, whatever C it calls.
+
+    .venv/bin/python -m bench.consumer_instructions                        # ~3 min
+    .venv/bin/python -m bench.consumer_instructions --measure calls --keep /tmp/consumer
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import IO, Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
+
+SIDES = ("loom", "reference")
+REF_CHANNEL, REF_CONSUMER = "Ref.Sent", "Ref.consumer"  # bench/broker.py's
+WAIT = 600.0  # seconds: the longest one wait may take (valgrind is slow)
+_TOTALS = re.compile(r"^(?:summary|totals):\s+(\d+)", re.M)
+_CALLS = re.compile(r"^calls (\d+)$", re.M)
+
+
+def child(side: str, profile: str | None) -> None:
+    """The Receiver of `side` in this process: 'ready' once its lifespan started; then, with
+    `profile` (a file, or "" for none), its Python calls are counted from a `start` line on
+    standard input to a `stop` line (printed as `calls N`); it stops at `stop`."""
+    import cProfile
+    import pstats
+
+    if side == "loom":
+        from bench._broker_apps import receiver_app
+    else:
+        from bench._broker_ref import receiver_app
+    app = receiver_app()
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        async with app.router.lifespan_context(app):
+            print("ready", flush=True)
+            profiler = cProfile.Profile()
+            opcodes = os.environ.get("BENCH_OPCODES")  # a file: count bytecodes instead
+            counts: dict[Any, int] = {}
+            while (line := await loop.run_in_executor(None, sys.stdin.readline)).strip() != "stop":
+                if profile is not None and line.strip() == "start":
+                    if opcodes:
+                        _count_opcodes(counts)
+                    else:
+                        profiler.enable()
+            if opcodes:
+                sys.settrace(None)
+                _dump_opcodes(counts, opcodes)
+                print("calls 0", flush=True)
+            elif profile is not None:
+                profiler.disable()
+                stats = pstats.Stats(profiler)
+                print(f"calls {stats.total_calls}", flush=True)  # type: ignore[attr-defined]
+                if profile:
+                    stats.dump_stats(profile)
+
+    asyncio.run(run())
+
+
+def _count_opcodes(counts: dict[Any, int]) -> None:
+    """From now on, in this thread, the bytecodes executed per code object (a diagnosis aid:
+    which Python code runs how much; slow)."""
+
+    def local(frame: Any, event: str, arg: Any) -> Any:
+        if event == "opcode":
+            code = frame.f_code
+            counts[code] = counts.get(code, 0) + 1
+        return local
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        frame.f_trace_opcodes = True
+        return local
+
+    sys.settrace(tracer)
+
+
+def _dump_opcodes(counts: dict[Any, int], path: str) -> None:
+    lines = (
+        f"{n}\t{code.co_filename}:{code.co_firstlineno}:{code.co_qualname}\n"
+        for code, n in sorted(counts.items(), key=lambda item: -item[1])
+    )
+    Path(path).write_text("".join(lines))
+
+
+async def _publish(url: str, channel: str, count: int) -> None:
+    """`count` pings to `channel`, as Loom's relay publishes them (bench/_broker_raw.py)."""
+    import nats
+
+    from bench._broker_raw import raw_messages
+    from loom.testing import build_service
+
+    messages = raw_messages(build_service([ROOT / "bench" / "broker.loom"]), count, channel)
+    nc = await nats.connect(url)
+    try:
+        js = nc.jetstream()
+        acks = [
+            await js.publish_async(subject, payload, headers=headers)
+            for subject, payload, headers in messages
+        ]
+        await asyncio.wait_for(asyncio.gather(*acks), WAIT)
+    finally:
+        await nc.close()
+
+
+async def _pongs(url: str) -> int:
+    """Pong rows committed so far (Loom's table or the reference's, whichever exists)."""
+    import asyncpg  # type: ignore[import-untyped]  # asyncpg ships no type hints
+
+    conn = await asyncpg.connect(url.replace("postgresql+asyncpg", "postgresql"))
+    try:
+        table = await conn.fetchval(
+            "SELECT table_name FROM information_schema.tables WHERE table_name LIKE '%pongs'"
+        )
+        return 0 if table is None else int(await conn.fetchval(f'SELECT count(*) FROM "{table}"'))
+    finally:
+        await conn.close()
+
+
+def _applied(url: str, count: int) -> None:
+    """Until `count` Pong rows are committed (polled from this process, not the Receiver's)."""
+    deadline = time.monotonic() + WAIT
+    while asyncio.run(_pongs(url)) < count:
+        if time.monotonic() > deadline:
+            raise SystemExit("the receiver applied too few messages")
+        time.sleep(0.2)
+
+
+def _tell(stdin: IO[bytes], line: str) -> None:
+    stdin.write(f"{line}\n".encode())
+    stdin.flush()
+
+
+def _environment(url: str, nats_url: str, log_level: str) -> dict[str, str]:
+    from loom.model import messaging as wire
+
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
+        "BENCH_DATABASE_URL": url,
+        "BENCH_NATS_URL": nats_url,
+        "BENCH_UDP_PORT": "9",  # the timing points' datagrams go nowhere (discard)
+        # the same fixed pool on both sides, as bench/broker.py gives them
+        **{f"{p}_POOL_{k}": v for p in ("LOOM", "BENCH") for k, v in (("SIZE", "15"),)},
+        **{f"{p}_POOL_OVERFLOW": "0" for p in ("LOOM", "BENCH")},
+        "BENCH_STREAM": wire.stream_name(REF_CHANNEL),
+        "BENCH_DURABLE": wire.jetstream_durable(REF_CONSUMER),
+        "LOOM_LOG_LEVEL": log_level,
+    }
+
+
+def _callgrind(command: str, pid: int) -> None:
+    subprocess.run(["callgrind_control", command, str(pid)], check=True, capture_output=True)
+
+
+def one(side: str, url: str, nats_url: str, args: argparse.Namespace) -> float:
+    """Instructions (calls, µs of CPU) per event of `side`'s Receiver."""
+    from bench._broker_raw import ensure_channel
+    from bench._serving import cpu_seconds
+
+    channel = "Sender.Sent" if side == "loom" else REF_CHANNEL
+    if side == "reference":
+        asyncio.run(ensure_channel(nats_url, REF_CHANNEL, REF_CONSUMER))
+    with tempfile.TemporaryDirectory() as tmp:
+        keep = Path(tmp) if args.keep is None else args.keep
+        keep.mkdir(parents=True, exist_ok=True)
+        command = [sys.executable, "-m", "bench.consumer_instructions", "--child", side]
+        profile = keep / f"callgrind.{side}"
+        if args.measure == "calls":
+            command += ["--profile", str(keep / f"{side}.prof")]
+        elif args.measure == "instructions":
+            for old in keep.glob(f"callgrind.{side}*"):
+                old.unlink()
+            tool = ["--tool=callgrind", f"--callgrind-out-file={profile}"]
+            command = ["valgrind", *tool, f"--log-file={tmp}/valgrind.log", *command]
+        with (Path(tmp) / "log").open("wb") as log:
+            proc = subprocess.Popen(
+                command,
+                cwd=ROOT,
+                env=_environment(url, nats_url, args.log_level),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+            )
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            if proc.stdout.readline().strip() != b"ready":
+                raise SystemExit(f"the {side} receiver did not start (see {tmp}/log)")
+            asyncio.run(_publish(nats_url, channel, args.warm))
+            _applied(url, args.warm)
+            cpu = cpu_seconds(proc.pid)
+            if args.measure == "calls":
+                _tell(proc.stdin, "start")
+            elif args.measure == "instructions":
+                _callgrind("-z", proc.pid)
+            asyncio.run(_publish(nats_url, channel, args.events))
+            _applied(url, args.warm + args.events)
+            cpu = cpu_seconds(proc.pid) - cpu
+            if args.measure == "instructions":
+                _callgrind("-d", proc.pid)
+            _tell(proc.stdin, "stop")
+            printed = proc.stdout.read().decode()
+            proc.wait(WAIT)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                proc.wait()
+        if args.measure == "cpu":
+            return cpu * 1e6 / args.events
+        if args.measure == "calls":
+            found = _CALLS.search(printed)
+            assert found is not None, printed
+            return int(found.group(1)) / args.events
+        dumps = sorted(keep.glob(f"callgrind.{side}.*"))  # the dump asked for: `<file>.1`
+        found = _TOTALS.search(dumps[0].read_text())
+        assert found is not None
+        return int(found.group(1)) / args.events
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.consumer_instructions",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--warm", type=int, default=100, help="events applied before counting")
+    parser.add_argument("--events", type=int, default=500, help="events counted")
+    parser.add_argument(
+        "--measure",
+        choices=["instructions", "calls", "cpu"],
+        default="instructions",
+        help="instructions (callgrind), Python calls (cProfile) or CPU time, per event",
+    )
+    parser.add_argument("--keep", type=Path, help="a folder to keep the profiles in")
+    parser.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES))
+    parser.add_argument("--log-level", default="INFO", help="LOOM_LOG_LEVEL of Loom's Receiver")
+    parser.add_argument("--child", choices=SIDES, help=argparse.SUPPRESS)
+    parser.add_argument("--profile", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.profile)
+        return
+    from bench.broker import databases
+    from tests.brokers import running_nats
+
+    unit = {"instructions": "instructions", "calls": "calls", "cpu": "µs of CPU"}[args.measure]
+    per: dict[str, float] = {}
+    with running_nats() as server, databases("postgres", len(args.sides)) as (_, urls, _pid):
+        for side, url in zip(args.sides, urls, strict=True):
+            per[side] = one(side, url, server.url, args)
+            print(f"{side}: {per[side]:,.0f} {unit}/event", flush=True)
+    if len(per) == 2:
+        print(f"Loom / reference: {per['loom'] / per['reference']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
