@@ -206,6 +206,8 @@ def test_a_tenant_administrator_sees_only_its_tenant(
         admin = token(sub="ann", tenant="acme", roles=["admin"])
         page.get_by_label("Bearer token").fill(bearer(admin))
         page.get_by_role("button", name="Sign in").click()
+        # signed in once its cookie is set (the page it is sent back to says so): then the rest
+        expect(page.get_by_role("button", name="Sign out")).to_be_visible()
         seen: dict[str, str] = {}
         for screen in ("processes/Desk.Escalation", "timers", "dead-letters", "outbox", "audit"):
             page.goto(f"{base}/_loom/{screen}")
