@@ -35,30 +35,29 @@ Converter = Callable[[Any], Any]
 TENANT_COLUMN = "tenant"
 
 
+def _marked(table: Table, name: str, mark: str) -> Column[str] | None:
+    """`table`'s column `name` when its info marks it as Loom's `mark` (no field), else None."""
+    column = table.c.get(name)
+    if column is not None and column.info.get("loom", {}).get(mark):
+        return column
+    return None
+
+
 def tenant_column(table: Table) -> Column[str] | None:
     """A tenanted context's table's `tenant` column (its info says so), None in any other table.
     It is no field of the aggregate: the repository writes and filters it (`storage/repository.py`)."""
-    column = table.c.get(TENANT_COLUMN)
-    if column is not None and column.info.get("loom", {}).get("tenant"):
-        return column
-    return None
+    return _marked(table, TENANT_COLUMN, "tenant")
 
 
 def trace_column(table: Table) -> Column[str] | None:
     """A workflow instance table's `_trace_context` column (its info says so), else None."""
-    column = table.c.get(TRACE_CONTEXT_COLUMN)
-    if column is not None and column.info.get("loom", {}).get("trace"):
-        return column
-    return None
+    return _marked(table, TRACE_CONTEXT_COLUMN, "trace")
 
 
 def steps_column(table: Table) -> Column[str] | None:
     """A workflow instance table's `_steps` column, its journal (`storage/journal.py`), else
     None."""
-    column = table.c.get(STEPS_COLUMN)
-    if column is not None and column.info.get("loom", {}).get("steps"):
-        return column
-    return None
+    return _marked(table, STEPS_COLUMN, "steps")
 
 
 _EQUAL_MEANS_SAME = frozenset({int, str, bool, UUID})
