@@ -337,7 +337,14 @@ async def seed(generated: Server, url: str, count: int) -> Accounts:
         await conn.execute(
             reference_table.insert(),
             [
-                {"id": i, "version": 1, "number": f"R-{n}", "balance": START, "frozen": 0}
+                {
+                    "id": i,
+                    "version": 1,
+                    "number": f"R-{n}",
+                    "balance": START,
+                    "kind": "checking",
+                    "frozen": 0,
+                }
                 for n, i in enumerate(ref)
             ],
         )

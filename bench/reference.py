@@ -10,6 +10,8 @@ example's `transfer` workflow and `Account.deposit` operation, with nothing of L
   transactions begun with `BEGIN IMMEDIATE` (WAL, a busy timeout) and writers of this process
   queued on an `asyncio.Lock`, since SQLite has one writer at a time and its busy handler sleeps;
 - the same version check (`UPDATE … WHERE id = ? AND version = ?`, a lost race is 409);
+- the same rules: the withdrawal's precondition with the model's `fee` (1 for a savings account,
+  so the account's kind is read), the deposit's state gate (`when !frozen`) and preconditions;
 - the same answers: the source balance of a transfer, 204 for a deposit, Pydantic body models, and
   problem+json (RFC 9457) for every error.
 
@@ -54,11 +56,14 @@ accounts = Table(
     Column("version", Integer, nullable=False),
     Column("number", String, nullable=False),
     Column("balance", BigInteger, nullable=False),
+    Column("kind", String, nullable=False),
     Column("frozen", Integer, nullable=False),
 )
 
 _c = accounts.c
-_BY_ID = select(_c.id, _c.version, _c.balance, _c.frozen).where(_c.id == bindparam("id"))
+# the columns the two routes read: the balance, the kind (a savings account's withdrawal pays a
+# fee, the model's `fee`), the state gate's flag, the version
+_BY_ID = select(_c.id, _c.version, _c.balance, _c.kind, _c.frozen).where(_c.id == bindparam("id"))
 _BY_ID_LOCKED = _BY_ID.with_for_update()
 _UPDATE = (
     update(accounts)
@@ -189,13 +194,15 @@ def build_app(database_url: str | None = None) -> FastAPI:
             # Two reads, like the workflow's two loads (one could fetch both rows at once).
             src = await bank.load(conn, body.from_account)
             dst = await bank.load(conn, body.to_account)
-            if body.amount <= 0 or src.balance < body.amount:
+            fee = 1 if src.kind == "savings" else 0
+            if body.amount <= 0 or src.balance < body.amount + fee:
                 raise ProblemError(422, "precondition-failed", "insufficient funds")
             if dst.frozen:
                 raise ProblemError(422, "state-gate-refused", "account frozen")
-            await bank.store(conn, src, src.balance - body.amount)
+            balance = src.balance - body.amount - fee
+            await bank.store(conn, src, balance)
             await bank.store(conn, dst, dst.balance + body.amount)
-            return int(src.balance - body.amount)
+            return int(balance)
 
     @app.post("/accounts/{id}/deposit", status_code=204)
     async def deposit(id: UUID, body: DepositIn) -> None:

@@ -273,7 +273,8 @@ if TYPE_CHECKING:
         TimeoutDue,
     )
     from loom.runtime.processes.runner import ProcessRunner
-    from loom.runtime.service.app import LoomRoute, ServiceDep, create_app, get_service
+    from loom.runtime.service.app import create_app
+    from loom.runtime.service.routing import LoomRoute, ServiceDep, get_service
     from loom.runtime.service.service import Service
     from loom.runtime.storage.criteria import (
         as_number,
@@ -359,7 +360,8 @@ _HOMES = {
         "Decision Outcome ProcessManager ProcessStateRefused Tick Timeout TimeoutDue"
     ),
     "processes.runner": "ProcessRunner",
-    "service.app": "LoomRoute ServiceDep create_app get_service",
+    "service.app": "create_app",
+    "service.routing": "LoomRoute ServiceDep get_service",
     "service.service": "Service",
     "storage.criteria": "as_number int_rem sql_bool subject_is subject_is_not",
     "storage.instances": "Instances instance_version",

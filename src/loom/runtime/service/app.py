@@ -2,27 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import timedelta
-from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from fastapi import APIRouter, Depends, FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.routing import APIRoute
+from fastapi import APIRouter, FastAPI, Request
 from sqlalchemy import MetaData, make_url
-from sqlalchemy.exc import StatementError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
-from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.responses import Response
-from starlette.routing import Match
-from starlette.types import Scope
 
-from loom.model.telemetry import route_element
 from loom.runtime.http.api_calls import ApiResource, Apis
 from loom.runtime.http.auth import Authenticator, add_bearer_scheme, resolve_auth
 from loom.runtime.http.body_limit import resolve_max_body_bytes
@@ -30,10 +19,9 @@ from loom.runtime.http.contracts import add_asyncapi_route
 from loom.runtime.http.docs_ui import add_docs_pages
 from loom.runtime.http.edge import EdgeMiddleware
 from loom.runtime.http.health import add_health_routes
-from loom.runtime.http.idempotency import HEADER as IDEMPOTENCY_KEY
-from loom.runtime.http.idempotency import SAFE_METHODS, resolve_ttl
+from loom.runtime.http.idempotency import resolve_ttl
 from loom.runtime.http.metrics import add_metrics_route
-from loom.runtime.http.problems import install_problem_handlers, problem_for
+from loom.runtime.http.problems import install_problem_handlers
 from loom.runtime.http.system_tokens import SystemTokens
 from loom.runtime.http.tenants import check_tenanted_auth
 from loom.runtime.messaging.broker_config import (
@@ -45,6 +33,7 @@ from loom.runtime.messaging.channels import Channel
 from loom.runtime.messaging.relay import resolve_relay_options
 from loom.runtime.messaging.transports.base import Transport
 from loom.runtime.service.admin_mount import mount_admin
+from loom.runtime.service.routing import LoomRoute, get_service
 from loom.runtime.service.service import Service
 from loom.runtime.storage.dberrors import classify
 from loom.runtime.storage.engine import in_memory_sqlite
@@ -53,215 +42,18 @@ from loom.runtime.storage.replicas import start_replica
 from loom.runtime.storage.statement_spans import trace_statements
 from loom.runtime.values.domain import DomainEvent
 from loom.runtime.values.environment import env_flag, pool_settings
-from loom.runtime.values.errors import LoomError, StartupRefused
+from loom.runtime.values.errors import StartupRefused
 from loom.runtime.values.externs import Externs
 from loom.runtime.values.logs import install_default_handler, log_format
 from loom.runtime.values.metrics import Metrics
 from loom.runtime.values.tracing import tracer_for
 
 if TYPE_CHECKING:
-    from loom.runtime.values.traces import Tracer
+    pass
 from loom.runtime.values.schemas import Problem
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./loom.db"
 IN_MEMORY_SQLITE = "sqlite+aiosqlite://"  # a service planned, never started: no database needed
-_HANDLED = (
-    LoomError,
-    RequestValidationError,
-    StarletteHTTPException,
-    StatementError,
-    PoolTimeout,
-)
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-# Out of range for every number of a model (an `int` is 64 bits, a `decimal` 50 digits each side).
-_HUGE = 10**100
-
-
-def _parse_int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        # more digits than Python converts (`sys.get_int_max_str_digits`): the number stands for
-        # one out of range, so the member's own check refuses it by name, as it would 10**30
-        return -_HUGE if text.startswith("-") else _HUGE
-
-
-# built once: `json.loads(..., parse_float=...)` builds a decoder on every call
-_DECODER = json.JSONDecoder(
-    parse_float=Decimal, parse_int=_parse_int, parse_constant=_reject_constant
-)
-_WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-
-
-class LoomRequest(Request):
-    """A request whose JSON body keeps every number exact (floats parse as Decimal)."""
-
-    async def json(self) -> Any:
-        if not hasattr(self, "_json"):
-            body = await self.body()
-            try:
-                text = body.decode(json.detect_encoding(body), "surrogatepass")
-                self._json = _DECODER.decode(text)
-            except json.JSONDecodeError:
-                raise
-            # a number whose exponent no Decimal can hold raises InvalidOperation (ArithmeticError)
-            except (ValueError, RecursionError, ArithmeticError) as exc:
-                doc = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
-                raise json.JSONDecodeError(str(exc), doc, 0) from exc
-        return self._json
-
-
-async def refuse_body(request: Request) -> None:
-    """The dependency of a writing route that takes no body (an operation with no parameters): no
-    body, or `{}`. Any other body is refused as a route with parameters refuses it (422: not
-    JSON, not an object, or unknown members), never silently ignored."""
-    if not await request.body():
-        return
-    try:
-        data = await request.json()
-    except json.JSONDecodeError as exc:
-        ctx = {"error": exc.msg}
-        error = {"type": "json_invalid", "loc": ("body",), "msg": exc.msg, "ctx": ctx}
-        raise RequestValidationError([error]) from None
-    if not isinstance(data, dict):
-        msg = "Input should be a valid dictionary or object to extract fields from"
-        raise RequestValidationError(
-            [{"type": "model_attributes_type", "loc": ("body",), "msg": msg}]
-        )
-    if data:
-        msg = "Extra inputs are not permitted"
-        raise RequestValidationError(
-            [{"type": "extra_forbidden", "loc": ("body", name), "msg": msg} for name in data]
-        )
-
-
-class LoomRoute(APIRoute):
-    """Parses JSON bodies with `parse_float=Decimal`, answers every error as problem+json, and
-    applies a mutating request with an `Idempotency-Key` at most once (`http/idempotency.py`). A
-    writing route with no body parameter refuses a body (`refuse_body`)."""
-
-    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
-        # the model element it serves, named once (before `super` builds the handler): its
-        # span's name and attributes
-        tags, op_id = kwargs.get("tags"), kwargs.get("operation_id")
-        self.element = route_element(str(tags[0]), op_id) if tags and op_id else None
-        super().__init__(path, endpoint, **kwargs)
-        writes = {m.upper() for m in kwargs.get("methods") or ()} & _WRITES
-        if writes and not self.dependant.body_params:
-            given = list(kwargs.get("dependencies") or ())
-            # a router re-creates its routes when included: the check is added once
-            if not any(d.dependency is refuse_body for d in given):
-                # made again with it: FastAPI's analysis of the endpoint, done once for every
-                # other route (the few writing routes without a body pay it twice)
-                kwargs["dependencies"] = [*given, Depends(refuse_body)]
-                super().__init__(path, endpoint, **kwargs)
-        # the path up to its first parameter: a request elsewhere cannot match (`matches`)
-        self.literal_prefix = self.path_format.split("{", 1)[0]
-
-    def matches(self, scope: Scope) -> tuple[Match, Scope]:
-        """No match, at once, for a request whose path does not start with the route's literal
-        prefix: the app's routes are tried in turn, each with a regex and FastAPI's scope lookups
-        otherwise, on every request (the route's regex is anchored on that prefix, so the answer
-        is the same). Under a root path, Starlette's own matching decides."""
-        if (
-            scope["type"] == "http"
-            and not scope.get("root_path")
-            and not scope["path"].startswith(self.literal_prefix)
-        ):
-            return Match.NONE, {}
-        return super().matches(scope)
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        original = super().get_route_handler()
-        element = self.element
-
-        async def respond(request: Request) -> Response:
-            try:
-                return await original(request)
-            except Exception as exc:
-                answer = _problem(request, exc)
-                if answer is None:
-                    raise
-                return answer
-
-        async def traced(request: Request, tracer: Tracer) -> Response:
-            """The route run inside the span of the model element it serves (`Account.deposit`)."""
-            name, attributes = element or (self.name, {})
-            with tracer.span(name, attributes=attributes) as span:
-                key = request.headers.get(IDEMPOTENCY_KEY)
-                if key is not None and request.method not in SAFE_METHODS:
-                    return await get_service(request).idempotency.run(request, key, respond)
-                try:
-                    return await original(request)
-                except Exception as exc:
-                    answer = _problem(request, exc)
-                    if answer is None:
-                        raise
-                    tracer.refused(span, exc, answer.status_code)
-                    return answer
-
-        async def handler(request: Request) -> Response:
-            request.__class__ = LoomRequest
-            tracer: Tracer | None = getattr(request.app.state, "loom_tracer", None)
-            if tracer is not None:
-                return await traced(request, tracer)
-            key = request.headers.get(IDEMPOTENCY_KEY)
-            if key is not None and request.method not in SAFE_METHODS:
-                return await get_service(request).idempotency.run(request, key, respond)
-            # the fast path, inlined: no extra await per request
-            try:
-                return await original(request)
-            except Exception as exc:
-                answer = _problem(request, exc)
-                if answer is None:
-                    raise
-                return answer
-
-        return handler
-
-
-def _problem(request: Request, exc: Exception) -> Response | None:
-    """`exc` answered as a problem; None when the app registered a handler of its own for it
-    (the caller raises it again, for that handler)."""
-    if isinstance(exc, _HANDLED) or not _has_custom_handler(request, exc):
-        return problem_for(request, exc)
-    return None
-
-
-def _has_custom_handler(request: Request, exc: Exception) -> bool:
-    handlers = getattr(request.app, "exception_handlers", {})
-    for klass in type(exc).__mro__:
-        if klass is Exception:
-            return False
-        if klass in handlers:
-            return True
-    return False
-
-
-def get_service(request: Request) -> Service:
-    """FastAPI dependency: the app's `Service`."""
-    try:
-        service: Service = request.app.state.loom
-        return service
-    except AttributeError:
-        raise RuntimeError(
-            "the Loom service is not running: start the app's lifespan (create_app sets it up)"
-        ) from None
-
-
-async def _service_of(request: Request) -> Service:
-    """`get_service` as a coroutine: FastAPI solves an async dependency on the event loop, where a
-    plain function would cost a worker-thread hop on every request."""
-    return get_service(request)
-
-
-# a generated route's `service: ServiceDep` parameter: the app's `Service`
-ServiceDep = Annotated[Service, Depends(_service_of)]
 
 
 def create_app(
