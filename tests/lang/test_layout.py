@@ -88,6 +88,7 @@ ON_DEMAND = (
     "loom.runtime.http.console.routes",
     "loom.runtime.values.traces",
     "loom.runtime.storage.sqlite_driver",
+    "loom.runtime.storage.asyncpg_driver",
 )
 
 

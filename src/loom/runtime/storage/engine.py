@@ -50,12 +50,17 @@ def install_sqlite_hooks(engine: AsyncEngine) -> None:
 
 def create_engine(url: str, **options: Any) -> AsyncEngine:
     """An async engine on `url` (`async_url`): on aiosqlite, through `OneTripDBAPI`, one trip to
-    aiosqlite's thread per statement; on SQLite, with `install_sqlite_hooks`."""
+    aiosqlite's thread per statement; on asyncpg, through `LeanDBAPI`, less Python per
+    statement; on SQLite, with `install_sqlite_hooks`."""
     url = async_url(url)
     if make_url(url).drivername == "sqlite+aiosqlite" and "module" not in options:
         from loom.runtime.storage.sqlite_driver import one_trip_dbapi
 
         options["module"] = one_trip_dbapi()
+    elif make_url(url).drivername == "postgresql+asyncpg" and "module" not in options:
+        from loom.runtime.storage.asyncpg_driver import lean_dbapi
+
+        options["module"] = lean_dbapi()
     engine = create_async_engine(url, **options)
     if engine.dialect.name == "sqlite":
         install_sqlite_hooks(engine)
