@@ -184,3 +184,16 @@ def test_row_counts_are_read_as_the_stock_adapter_reads_them(status: str | None)
 def test_row_counts_agree_on_every_command_shape(command: str, numbers: list[int]) -> None:
     status = " ".join([command, *map(str, numbers)])
     assert rowcount_of(status) == _stock_rowcount(status)
+
+
+async def test_descriptions_kept_stay_bounded(engines: tuple[AsyncEngine, AsyncEngine]) -> None:
+    """Statements made per call (here 250 shapes) do not grow a connection's memory without end,
+    and each still answers its own columns."""
+    lean, _ = engines
+    async with lean.connect() as conn:
+        for i in range(250):
+            r = await conn.execute(text(f"SELECT {i} AS c{i}"))
+            assert (list(r.keys()), r.all()) == ([f"c{i}"], [(i,)])
+        raw = await conn.get_raw_connection()
+        kept = len(raw.dbapi_connection._descriptions)  # type: ignore[union-attr]
+    assert 0 < kept <= 200

@@ -239,9 +239,8 @@ _REQUEST = "_loom_request"
 def _served(endpoint: Callable[..., Any]) -> Callable[..., Any]:
     """`endpoint` taking its request where it declares `service: ServiceDep`, and given the
     service from it. FastAPI solves a dependency on every request (a recursive solve with its
-    parameter lookups, cache key and call checks), which measured 3.7 % of the instructions of
-    the banking transfer on PostgreSQL (bench/instructions.py); a request parameter it just
-    passes. An endpoint that takes a request already, or the service twice, keeps the
+    parameter lookups, cache key and call checks), which measured 3 % of the instructions of the
+    banking transfer on PostgreSQL (bench/instructions.py); a request parameter it just passes. An endpoint that takes a request already, or the service twice, keeps the
     dependency, as does anything FastAPI cannot read the signature of."""
     if not inspect.iscoroutinefunction(endpoint):
         return endpoint
