@@ -54,12 +54,10 @@ def _description(attributes: Any) -> list[tuple[Any, ...]] | None:
 
 
 class _LeanCursor(AsyncAdapt_asyncpg_cursor):
+    # client-side only: server-side cursors (`stream()`) keep the adapter's own class
     __slots__ = ()
 
     async def _prepare_and_execute(self, operation: Any, parameters: Any) -> None:
-        if self.server_side:  # pragma: no cover - server-side cursors use their own class
-            await super()._prepare_and_execute(operation, parameters)  # type: ignore[no-untyped-call]
-            return
         adapt: Any = self._adapt_connection
         async with adapt._execute_mutex:
             if adapt._transaction is None:
