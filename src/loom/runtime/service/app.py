@@ -33,6 +33,7 @@ from loom.runtime.messaging.channels import Channel
 from loom.runtime.messaging.relay import resolve_relay_options
 from loom.runtime.messaging.transports.base import Transport
 from loom.runtime.service.admin_mount import mount_admin
+from loom.runtime.service.route_index import index_routes
 from loom.runtime.service.routing import LoomRoute, get_service
 from loom.runtime.service.service import Service
 from loom.runtime.storage.dberrors import classify
@@ -294,6 +295,8 @@ def create_app(
         redoc_url=None,
         **fastapi_options,
     )
+    # a request tries only the routes its path can match, not every route before its own
+    index_routes(app.router)
     add_docs_pages(app, docs_url, redoc_url)
     add_health_routes(app, _service_or_none)
     if counted is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import re
 from collections.abc import Callable, Coroutine
 from decimal import Decimal
 from typing import TYPE_CHECKING, Annotated, Any
@@ -62,6 +63,9 @@ _DECODER = json.JSONDecoder(
     parse_float=Decimal, parse_int=_parse_int, parse_constant=_reject_constant
 )
 _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# a path parameter's converter (Starlette's syntax), and those whose values take no slash
+_CONVERTER = re.compile(r"\{[a-zA-Z_][a-zA-Z0-9_]*(?::([a-zA-Z_][a-zA-Z0-9_]*))?\}")
+_NO_SLASH = frozenset({"", "str", "int", "float", "uuid"})
 
 
 class LoomRequest(Request):
@@ -127,20 +131,30 @@ class LoomRoute(APIRoute):
                 # other route (the few writing routes without a body pay it twice)
                 kwargs["dependencies"] = [*given, Depends(refuse_body)]
                 super().__init__(path, endpoint, **kwargs)
-        # the path up to its first parameter: a request elsewhere cannot match (`matches`)
+        # what a matching path starts and ends with, and how many slashes it has (`matches`):
+        # Starlette's regex is the literal prefix, then the parameters, none of which takes a
+        # slash but `path` (and converters of the app's own), then the literal suffix
         self.literal_prefix = self.path_format.split("{", 1)[0]
+        self.literal_suffix = self.path_format.rsplit("}", 1)[1] if "{" in self.path_format else ""
+        converters = _CONVERTER.findall(self.path)
+        self.slashes = (
+            self.path_format.count("/") if set(converters) <= _NO_SLASH else -1  # -1: any
+        )
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
         """No match, at once, for a request whose path does not start with the route's literal
-        prefix: the app's routes are tried in turn, each with a regex and FastAPI's scope lookups
-        otherwise, on every request (the route's regex is anchored on that prefix, so the answer
-        is the same). Under a root path, Starlette's own matching decides."""
-        if (
-            scope["type"] == "http"
-            and not scope.get("root_path")
-            and not scope["path"].startswith(self.literal_prefix)
-        ):
-            return Match.NONE, {}
+        prefix, end with its literal suffix or have its number of segments: the candidate routes
+        are tried in turn, each with a regex, parameter conversions and FastAPI's scope lookups
+        otherwise (the regex is anchored on both literals and its parameters take no slash, so
+        the answer is the same). Under a root path, Starlette's own matching decides."""
+        if scope["type"] == "http" and not scope.get("root_path"):
+            path: str = scope["path"]
+            if (
+                not path.startswith(self.literal_prefix)
+                or not path.endswith(self.literal_suffix)
+                or (self.slashes >= 0 and path.count("/") != self.slashes)
+            ):
+                return Match.NONE, {}
         return super().matches(scope)
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
