@@ -14,7 +14,8 @@ every Pong row is committed:
 
 What it does not see: time spent waiting, in the kernel, or lost to cache misses. `--measure calls`
 counts Python function calls (cProfile) the same way instead, quicker, and `--measure cpu` the
-Receiver's CPU time (no valgrind: as noisy as the machine); `--keep DIR` keeps the profiles
+Receiver's CPU time (no valgrind: as noisy as the machine), `--measure syscalls` its system calls
+(strace, attached for the counted events; the table is printed); `--keep DIR` keeps the profiles
 (callgrind's for `callgrind_annotate`, cProfile's for `python -m pstats`). With `--measure calls`
 and BENCH_OPCODES=<file>, the child counts the bytecodes each Python function executes instead,
 into that file: which Python code runs how much, whatever C it calls.
@@ -29,6 +30,7 @@ import argparse
 import asyncio
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -44,6 +46,7 @@ REF_CHANNEL, REF_CONSUMER = "Ref.Sent", "Ref.consumer"  # bench/broker.py's
 WAIT = 600.0  # seconds: the longest one wait may take (valgrind is slow)
 _TOTALS = re.compile(r"^(?:summary|totals):\s+(\d+)", re.M)
 _CALLS = re.compile(r"^calls (\d+)$", re.M)
+_SYSCALLS = re.compile(r"^[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?total$", re.M)
 
 
 def child(side: str, profile: str | None) -> None:
@@ -177,6 +180,16 @@ def _environment(url: str, nats_url: str, log_level: str) -> dict[str, str]:
     }
 
 
+def _strace(pid: int, out: Path) -> subprocess.Popen[bytes]:
+    """strace counting the system calls of `pid`'s threads until it gets SIGINT."""
+    tracer = subprocess.Popen(
+        ["strace", "-f", "-c", "-o", str(out), "-p", str(pid)], stderr=subprocess.PIPE
+    )
+    assert tracer.stderr is not None
+    tracer.stderr.readline()  # "strace: Process N attached": counting from here
+    return tracer
+
+
 def _callgrind(command: str, pid: int) -> None:
     subprocess.run(["callgrind_control", command, str(pid)], check=True, capture_output=True)
 
@@ -217,13 +230,19 @@ def one(side: str, url: str, nats_url: str, args: argparse.Namespace) -> float:
             asyncio.run(_publish(nats_url, channel, args.warm))
             _applied(url, args.warm)
             cpu = cpu_seconds(proc.pid)
+            tracer = None
             if args.measure == "calls":
                 _tell(proc.stdin, "start")
+            elif args.measure == "syscalls":
+                tracer = _strace(proc.pid, keep / f"strace.{side}")
             elif args.measure == "instructions":
                 _callgrind("-z", proc.pid)
             asyncio.run(_publish(nats_url, channel, args.events))
             _applied(url, args.warm + args.events)
             cpu = cpu_seconds(proc.pid) - cpu
+            if tracer is not None:
+                tracer.send_signal(signal.SIGINT)
+                tracer.wait(WAIT)
             if args.measure == "instructions":
                 _callgrind("-d", proc.pid)
             _tell(proc.stdin, "stop")
@@ -235,6 +254,12 @@ def one(side: str, url: str, nats_url: str, args: argparse.Namespace) -> float:
                 proc.wait()
         if args.measure == "cpu":
             return cpu * 1e6 / args.events
+        if args.measure == "syscalls":
+            table = (keep / f"strace.{side}").read_text()
+            print(table)
+            found = _SYSCALLS.search(table)
+            assert found is not None, table
+            return int(found.group(1)) / args.events
         if args.measure == "calls":
             found = _CALLS.search(printed)
             assert found is not None, printed
@@ -255,7 +280,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=500, help="events counted")
     parser.add_argument(
         "--measure",
-        choices=["instructions", "calls", "cpu"],
+        choices=["instructions", "calls", "cpu", "syscalls"],
         default="instructions",
         help="instructions (callgrind), Python calls (cProfile) or CPU time, per event",
     )
@@ -271,7 +296,12 @@ def main() -> None:
     from bench.broker import databases
     from tests.brokers import running_nats
 
-    unit = {"instructions": "instructions", "calls": "calls", "cpu": "µs of CPU"}[args.measure]
+    unit = {
+        "instructions": "instructions",
+        "calls": "calls",
+        "cpu": "µs of CPU",
+        "syscalls": "system calls",
+    }[args.measure]
     per: dict[str, float] = {}
     with running_nats() as server, databases("postgres", len(args.sides)) as (_, urls, _pid):
         for side, url in zip(args.sides, urls, strict=True):
