@@ -252,8 +252,12 @@ def receiver_app() -> FastAPI:
         sub = await js.pull_subscribe_bind(durable=durable, stream=stream)
         held: set[asyncio.Task[None]] = set()
         while True:
+            # a task can be done before its done callback has taken it out of `held`: counted
+            # as held, it would make the batch below 0 (nats-py refuses it)
+            held.difference_update([task for task in held if task.done()])
             if len(held) >= MAX_IN_FLIGHT:
                 await asyncio.wait(held, return_when=asyncio.FIRST_COMPLETED)
+                continue
             try:
                 msgs = await sub.fetch(min(MAX_IN_FLIGHT - len(held), 64), timeout=1.0)
             except TimeoutError:  # nats-py raises its own or asyncio's

@@ -14,7 +14,8 @@ every Pong row is committed:
 
 What it does not see: time spent waiting, in the kernel, or lost to cache misses. `--measure calls`
 counts Python function calls (cProfile) the same way instead, quicker, and `--measure cpu` the
-Receiver's CPU time (no valgrind: as noisy as the machine), `--measure syscalls` its system calls
+Receivers' CPU time (no valgrind; both alive, taking turns for `--rounds` of `--events`, since
+the machine's speed moves), `--measure syscalls` its system calls
 (strace, attached for the counted events; the table is printed); `--keep DIR` keeps the profiles
 (callgrind's for `callgrind_annotate`, cProfile's for `python -m pstats`). With `--measure calls`
 and BENCH_OPCODES=<file>, the child counts the bytecodes each Python function executes instead,
@@ -31,6 +32,7 @@ import asyncio
 import os
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -195,9 +197,8 @@ def _callgrind(command: str, pid: int) -> None:
 
 
 def one(side: str, url: str, nats_url: str, args: argparse.Namespace) -> float:
-    """Instructions (calls, µs of CPU) per event of `side`'s Receiver."""
+    """Instructions (calls, system calls) per event of `side`'s Receiver."""
     from bench._broker_raw import ensure_channel
-    from bench._serving import cpu_seconds
 
     channel = "Sender.Sent" if side == "loom" else REF_CHANNEL
     if side == "reference":
@@ -229,7 +230,6 @@ def one(side: str, url: str, nats_url: str, args: argparse.Namespace) -> float:
                 raise SystemExit(f"the {side} receiver did not start (see {tmp}/log)")
             asyncio.run(_publish(nats_url, channel, args.warm))
             _applied(url, args.warm)
-            cpu = cpu_seconds(proc.pid)
             tracer = None
             if args.measure == "calls":
                 _tell(proc.stdin, "start")
@@ -239,7 +239,6 @@ def one(side: str, url: str, nats_url: str, args: argparse.Namespace) -> float:
                 _callgrind("-z", proc.pid)
             asyncio.run(_publish(nats_url, channel, args.events))
             _applied(url, args.warm + args.events)
-            cpu = cpu_seconds(proc.pid) - cpu
             if tracer is not None:
                 tracer.send_signal(signal.SIGINT)
                 tracer.wait(WAIT)
@@ -252,8 +251,6 @@ def one(side: str, url: str, nats_url: str, args: argparse.Namespace) -> float:
             if proc.returncode is None:
                 proc.kill()
                 proc.wait()
-        if args.measure == "cpu":
-            return cpu * 1e6 / args.events
         if args.measure == "syscalls":
             table = (keep / f"strace.{side}").read_text()
             print(table)
@@ -270,6 +267,67 @@ def one(side: str, url: str, nats_url: str, args: argparse.Namespace) -> float:
         return int(found.group(1)) / args.events
 
 
+def cpu_rounds(urls: list[str], nats_url: str, args: argparse.Namespace) -> None:
+    """`--measure cpu`: both Receivers alive at once, taking turns round by round (`--rounds` of
+    `--events` each, the first side alternating), so that the machine's speed, which moves by
+    tens of percent over minutes on a shared host, weighs on both alike; per round each side's
+    CPU time per event, their ratio, and the median of the rounds' ratios."""
+    from bench._broker_raw import ensure_channel
+    from bench._serving import cpu_seconds
+
+    asyncio.run(ensure_channel(nats_url, REF_CHANNEL, REF_CONSUMER))
+    channels = {"loom": "Sender.Sent", "reference": REF_CHANNEL}
+    procs: dict[str, subprocess.Popen[bytes]] = {}
+    applied = dict.fromkeys(SIDES, 0)
+    ratios: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            for side, url in zip(SIDES, urls, strict=True):
+                with (Path(tmp) / f"{side}.log").open("wb") as log:
+                    procs[side] = subprocess.Popen(
+                        [sys.executable, "-m", "bench.consumer_instructions", "--child", side],
+                        cwd=ROOT,
+                        env=_environment(url, nats_url, args.log_level),
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE,
+                        stderr=log,
+                    )
+                stdout = procs[side].stdout
+                assert stdout is not None
+                if stdout.readline().strip() != b"ready":
+                    raise SystemExit(f"the {side} receiver did not start (see {tmp}/{side}.log)")
+            for side, url in zip(SIDES, urls, strict=True):
+                asyncio.run(_publish(nats_url, channels[side], args.warm))
+                applied[side] += args.warm
+                _applied(url, applied[side])
+            for round_ in range(args.rounds):
+                per: dict[str, float] = {}
+                order = SIDES if round_ % 2 == 0 else SIDES[::-1]
+                for side in order:
+                    url = urls[SIDES.index(side)]
+                    before = cpu_seconds(procs[side].pid)
+                    asyncio.run(_publish(nats_url, channels[side], args.events))
+                    applied[side] += args.events
+                    _applied(url, applied[side])
+                    per[side] = (cpu_seconds(procs[side].pid) - before) * 1e6 / args.events
+                ratios.append(per["loom"] / per["reference"])
+                print(
+                    f"round {round_ + 1}: loom {per['loom']:,.0f} µs/event, reference "
+                    f"{per['reference']:,.0f} µs/event, Loom / reference {ratios[-1]:.2f}",
+                    flush=True,
+                )
+        finally:
+            for proc in procs.values():
+                if proc.stdin is not None:
+                    _tell(proc.stdin, "stop")
+                try:
+                    proc.wait(WAIT)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+    print(f"Loom / reference, the median of {len(ratios)} rounds: {statistics.median(ratios):.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         prog="python -m bench.consumer_instructions",
@@ -284,6 +342,7 @@ def main() -> None:
         default="instructions",
         help="instructions (callgrind), Python calls (cProfile) or CPU time, per event",
     )
+    parser.add_argument("--rounds", type=int, default=6, help="with --measure cpu: rounds a side")
     parser.add_argument("--keep", type=Path, help="a folder to keep the profiles in")
     parser.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES))
     parser.add_argument("--log-level", default="INFO", help="LOOM_LOG_LEVEL of Loom's Receiver")
@@ -296,10 +355,13 @@ def main() -> None:
     from bench.broker import databases
     from tests.brokers import running_nats
 
+    if args.measure == "cpu":
+        with running_nats() as server, databases("postgres", len(SIDES)) as (_, urls, _pid):
+            cpu_rounds(urls, server.url, args)
+        return
     unit = {
         "instructions": "instructions",
         "calls": "calls",
-        "cpu": "µs of CPU",
         "syscalls": "system calls",
     }[args.measure]
     per: dict[str, float] = {}
