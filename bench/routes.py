@@ -1,8 +1,10 @@
 """Benchmark: what finding a route costs in one big context.
 
-FastAPI tries an app's routes in turn, so a request to a route declared late pays for every route
-before it. This bench builds `bench/compiler.py`'s one-context model of N aggregates (each with its
-routes: read, list, create, operations; every ten share a workflow), serves it in this process
+FastAPI tries an app's routes in turn, so a request to a route declared late would pay for every
+route before it; the generated service's route index (runtime/service/route_index.py) tries only
+the routes a path can match, and this bench checks that it does. It builds `bench/compiler.py`'s
+one-context model of N aggregates (each with its routes: read, list, create, operations; every
+ten share a workflow), serves it in this process
 (the generated app over ASGI, no server, an in-memory SQLite database) and times the same request,
 `GET /api/<aggregate>s/{id}` of an id that does not exist (a 404 after one query), to the first
 aggregate declared and to the last one. The first is the reference: the same work, found at once.
