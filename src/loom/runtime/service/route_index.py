@@ -43,7 +43,8 @@ def _segments(route: LoomRoute) -> list[str]:
 
 class RouteIndex:
     """The router's dispatch (its `middleware_stack`): the index first, FastAPI's routing for
-    the rest. Rebuilt when the router's routes change (a route added after the app was made)."""
+    the rest. Rebuilt when the router's list of routes is another list or has another length
+    (routes added or removed after the app was made; one replaced in place is not seen)."""
 
     def __init__(self, router: APIRouter) -> None:
         self.router = router
