@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import inspect
 import json
-import re
 from collections.abc import Callable, Coroutine
 from decimal import Decimal
 from typing import TYPE_CHECKING, Annotated, Any
@@ -16,6 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from sqlalchemy.exc import StatementError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
+from starlette.convertors import FloatConvertor, IntegerConvertor, StringConvertor, UUIDConvertor
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import HTTPConnection
 from starlette.responses import Response
@@ -63,9 +63,9 @@ _DECODER = json.JSONDecoder(
     parse_float=Decimal, parse_int=_parse_int, parse_constant=_reject_constant
 )
 _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-# a path parameter's converter (Starlette's syntax), and those whose values take no slash
-_CONVERTER = re.compile(r"\{[a-zA-Z_][a-zA-Z0-9_]*(?::([a-zA-Z_][a-zA-Z0-9_]*))?\}")
-_NO_SLASH = frozenset({"", "str", "int", "float", "uuid"})
+# Starlette's path parameter converters whose values take no slash (not `path`, nor any an app
+# registers itself, even under one of these names)
+_NO_SLASH = (StringConvertor, IntegerConvertor, FloatConvertor, UUIDConvertor)
 
 
 class LoomRequest(Request):
@@ -136,10 +136,8 @@ class LoomRoute(APIRoute):
         # slash but `path` (and converters of the app's own), then the literal suffix
         self.literal_prefix = self.path_format.split("{", 1)[0]
         self.literal_suffix = self.path_format.rsplit("}", 1)[1] if "{" in self.path_format else ""
-        converters = _CONVERTER.findall(self.path)
-        self.slashes = (
-            self.path_format.count("/") if set(converters) <= _NO_SLASH else -1  # -1: any
-        )
+        slash_free = all(type(c) in _NO_SLASH for c in self.param_convertors.values())
+        self.slashes = self.path_format.count("/") if slash_free else -1  # -1: any number
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
         """No match, at once, for a request whose path does not start with the route's literal
