@@ -45,6 +45,7 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
 SIDES = ("loom", "reference")
 REF_CHANNEL, REF_CONSUMER = "Ref.Sent", "Ref.consumer"  # bench/broker.py's
+CHANNELS = {"loom": "Sender.Sent", "reference": REF_CHANNEL}  # each side's Receiver reads
 WAIT = 600.0  # seconds: the longest one wait may take (valgrind is slow)
 _TOTALS = re.compile(r"^(?:summary|totals):\s+(\d+)", re.M)
 _CALLS = re.compile(r"^calls (\d+)$", re.M)
@@ -192,6 +193,22 @@ def _strace(pid: int, out: Path) -> subprocess.Popen[bytes]:
     return tracer
 
 
+def _start_receiver(
+    command: list[str], side: str, env: dict[str, str], log: Path
+) -> subprocess.Popen[bytes]:
+    """`side`'s Receiver started by `command`, once it says it is ready (its errors to `log`)."""
+    with log.open("wb") as errors:
+        proc = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors
+        )
+    assert proc.stdout is not None
+    if proc.stdout.readline().strip() != b"ready":
+        proc.kill()
+        proc.wait()
+        raise SystemExit(f"the {side} receiver did not start (see {log})")
+    return proc
+
+
 def _callgrind(command: str, pid: int) -> None:
     subprocess.run(["callgrind_control", command, str(pid)], check=True, capture_output=True)
 
@@ -200,7 +217,7 @@ def one(side: str, url: str, nats_url: str, args: argparse.Namespace) -> float:
     """Instructions (calls, system calls) per event of `side`'s Receiver."""
     from bench._broker_raw import ensure_channel
 
-    channel = "Sender.Sent" if side == "loom" else REF_CHANNEL
+    channel = CHANNELS[side]
     if side == "reference":
         asyncio.run(ensure_channel(nats_url, REF_CHANNEL, REF_CONSUMER))
     with tempfile.TemporaryDirectory() as tmp:
@@ -215,19 +232,10 @@ def one(side: str, url: str, nats_url: str, args: argparse.Namespace) -> float:
                 old.unlink()
             tool = ["--tool=callgrind", f"--callgrind-out-file={profile}"]
             command = ["valgrind", *tool, f"--log-file={tmp}/valgrind.log", *command]
-        with (Path(tmp) / "log").open("wb") as log:
-            proc = subprocess.Popen(
-                command,
-                cwd=ROOT,
-                env=_environment(url, nats_url, args.log_level),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=log,
-            )
+        env = _environment(url, nats_url, args.log_level)
+        proc = _start_receiver(command, side, env, Path(tmp) / "log")
         assert proc.stdin is not None and proc.stdout is not None
         try:
-            if proc.stdout.readline().strip() != b"ready":
-                raise SystemExit(f"the {side} receiver did not start (see {tmp}/log)")
             asyncio.run(_publish(nats_url, channel, args.warm))
             _applied(url, args.warm)
             tracer = None
@@ -276,39 +284,28 @@ def cpu_rounds(urls: list[str], nats_url: str, args: argparse.Namespace) -> None
     from bench._serving import cpu_seconds
 
     asyncio.run(ensure_channel(nats_url, REF_CHANNEL, REF_CONSUMER))
-    channels = {"loom": "Sender.Sent", "reference": REF_CHANNEL}
+    url_of = dict(zip(SIDES, urls, strict=True))
     procs: dict[str, subprocess.Popen[bytes]] = {}
     applied = dict.fromkeys(SIDES, 0)
     ratios: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            for side, url in zip(SIDES, urls, strict=True):
-                with (Path(tmp) / f"{side}.log").open("wb") as log:
-                    procs[side] = subprocess.Popen(
-                        [sys.executable, "-m", "bench.consumer_instructions", "--child", side],
-                        cwd=ROOT,
-                        env=_environment(url, nats_url, args.log_level),
-                        stdin=subprocess.PIPE,
-                        stdout=subprocess.PIPE,
-                        stderr=log,
-                    )
-                stdout = procs[side].stdout
-                assert stdout is not None
-                if stdout.readline().strip() != b"ready":
-                    raise SystemExit(f"the {side} receiver did not start (see {tmp}/{side}.log)")
-            for side, url in zip(SIDES, urls, strict=True):
-                asyncio.run(_publish(nats_url, channels[side], args.warm))
+            for side, url in url_of.items():
+                command = [sys.executable, "-m", "bench.consumer_instructions", "--child", side]
+                env = _environment(url, nats_url, args.log_level)
+                procs[side] = _start_receiver(command, side, env, Path(tmp) / f"{side}.log")
+            for side, url in url_of.items():
+                asyncio.run(_publish(nats_url, CHANNELS[side], args.warm))
                 applied[side] += args.warm
                 _applied(url, applied[side])
             for round_ in range(args.rounds):
                 per: dict[str, float] = {}
                 order = SIDES if round_ % 2 == 0 else SIDES[::-1]
                 for side in order:
-                    url = urls[SIDES.index(side)]
                     before = cpu_seconds(procs[side].pid)
-                    asyncio.run(_publish(nats_url, channels[side], args.events))
+                    asyncio.run(_publish(nats_url, CHANNELS[side], args.events))
                     applied[side] += args.events
-                    _applied(url, applied[side])
+                    _applied(url_of[side], applied[side])
                     per[side] = (cpu_seconds(procs[side].pid) - before) * 1e6 / args.events
                 ratios.append(per["loom"] / per["reference"])
                 print(
@@ -340,7 +337,8 @@ def main() -> None:
         "--measure",
         choices=["instructions", "calls", "cpu", "syscalls"],
         default="instructions",
-        help="instructions (callgrind), Python calls (cProfile) or CPU time, per event",
+        help="instructions (callgrind), Python calls (cProfile), CPU time or system calls (strace), "
+        "per event",
     )
     parser.add_argument("--rounds", type=int, default=6, help="with --measure cpu: rounds a side")
     parser.add_argument("--keep", type=Path, help="a folder to keep the profiles in")
