@@ -117,6 +117,7 @@ class NatsTransport(Transport):
         self._nc: Client | None = None
         self._js: JetStreamContext | None = None
         self._subs: dict[str, JetStreamContext.PullSubscription] = {}
+        self._idle: set[str] = set()  # consumers whose last fetch found nothing (`fetch`)
 
     async def connect(self) -> None:
         nc = Client()
@@ -147,6 +148,7 @@ class NatsTransport(Transport):
     async def close(self) -> None:
         nc, self._nc, self._js = self._nc, None, None
         self._subs.clear()
+        self._idle.clear()
         if nc is not None:
             await nc.close()
 
@@ -281,18 +283,31 @@ class NatsTransport(Transport):
     async def fetch(
         self, consumer: ConsumerSpec, *, batch: int = 64, timeout: float = 1.0
     ) -> list[Received]:
+        """After a fetch that found nothing, this one asks for a single message. nats-py's batch
+        fetch can take the server's late answer to the fetch before it (its request expired just
+        after the client stopped waiting) for its own, and then leaves a pull request of a whole
+        batch lingering on the server: the next message goes to that request, and the fetch that
+        gets it waits for the rest of the batch until the request expires (up to `timeout`
+        seconds, for a message to an idle consumer). A request for one message ends with it."""
         _, js = self._client()
-        sub = self._subs.get(consumer.name)
+        name = consumer.name
+        sub = self._subs.get(name)
         try:
             if sub is None:
                 sub = await js.pull_subscribe_bind(
-                    durable=wire.jetstream_durable(consumer.name),
+                    durable=wire.jetstream_durable(name),
                     stream=wire.stream_name(consumer.channel),
                 )
-                self._subs[consumer.name] = sub
-            msgs = await sub.fetch(batch, timeout=max(timeout, 0.01))
+                self._subs[name] = sub
+            wanted = 1 if name in self._idle else batch
+            msgs = await sub.fetch(wanted, timeout=max(timeout, 0.01))
         except TimeoutError:  # nats-py's own and asyncio's: nothing came in time
+            self._idle.add(name)
             return []
         except _FAILURES as exc:
-            raise TransportError(f"fetch for {consumer.name} failed: {exc!r}") from exc
+            raise TransportError(f"fetch for {name} failed: {exc!r}") from exc
+        if msgs:
+            self._idle.discard(name)
+        else:
+            self._idle.add(name)
         return [_NatsReceived(self, consumer.channel, msg) for msg in msgs]
