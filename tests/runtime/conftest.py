@@ -1,12 +1,15 @@
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from loom.runtime import Service
+from loom.runtime.messaging.outbox import runtime_metadata
 
 from .sample_service import build_app
 
@@ -28,3 +31,16 @@ async def client(app: Any) -> AsyncIterator[httpx.AsyncClient]:
 @pytest.fixture
 def service(app: Any) -> Service:
     return app.state.loom
+
+
+@contextlib.asynccontextmanager
+async def runtime_tables(url: str) -> AsyncIterator[AsyncEngine]:
+    """An engine on `url` whose database has the runtime's own tables (outbox, inbox, key
+    counts and progress, ...); disposed after."""
+    engine = create_async_engine(url)
+    async with engine.begin() as conn:
+        await conn.run_sync(runtime_metadata.create_all)
+    try:
+        yield engine
+    finally:
+        await engine.dispose()

@@ -13,12 +13,13 @@ from typing import ClassVar
 import asyncpg  # type: ignore[import-untyped]
 import pytest
 from sqlalchemy import make_url, select
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from loom.runtime import DomainEvent
 from loom.runtime.messaging.channels import Channel
 from loom.runtime.messaging.ordering import key_counts, write_durable
-from loom.runtime.messaging.outbox import NOTIFY_CHANNEL, outbox, runtime_metadata
+from loom.runtime.messaging.outbox import NOTIFY_CHANNEL, outbox
+from tests.runtime.conftest import runtime_tables
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,11 +52,8 @@ class Producer:
 
 @pytest.fixture
 async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = create_async_engine(database_url)
-    async with engine.begin() as conn:
-        await conn.run_sync(runtime_metadata.create_all)
-    yield engine
-    await engine.dispose()
+    async with runtime_tables(database_url) as engine:
+        yield engine
 
 
 async def stamped(
@@ -110,17 +108,14 @@ async def test_a_channel_of_several_types_stamps_every_type_of_the_key(
 @pytest.mark.postgres
 async def test_the_one_statement_write_notifies_the_relays(postgres_url: str) -> None:
     # `write_durable`'s single-event path writes the NOTIFY the relays of other replicas wait for
-    engine = create_async_engine(postgres_url)
-    async with engine.begin() as conn:
-        await conn.run_sync(runtime_metadata.create_all)
     url = make_url(postgres_url).set(drivername="postgresql")
-    listener = await asyncpg.connect(url.render_as_string(hide_password=False))
-    woken = asyncio.Event()
-    await listener.add_listener(NOTIFY_CHANNEL, lambda *_: woken.set())
-    try:
-        producer = producer_for(engine, "T.Noted")
-        assert await stamped(engine, producer, [(SOLO, Noted(order="a"))]) == ["T.Noted=1"]
-        await asyncio.wait_for(woken.wait(), timeout=10)
-    finally:
-        await listener.close()
-        await engine.dispose()
+    async with runtime_tables(postgres_url) as engine:
+        listener = await asyncpg.connect(url.render_as_string(hide_password=False))
+        woken = asyncio.Event()
+        await listener.add_listener(NOTIFY_CHANNEL, lambda *_: woken.set())
+        try:
+            producer = producer_for(engine, "T.Noted")
+            assert await stamped(engine, producer, [(SOLO, Noted(order="a"))]) == ["T.Noted=1"]
+            await asyncio.wait_for(woken.wait(), timeout=10)
+        finally:
+            await listener.close()
