@@ -60,6 +60,9 @@ class Server:
     output: Path | None = None
     #: folders put first on the server's PYTHONPATH (bench/tracing.py: one hiding OpenTelemetry)
     first_paths: list[Path] = field(default_factory=list)
+    #: a Loom app, served as `loom run` serves one (bench/_as_loom_run.py: its start frozen);
+    #: else plain `python -m uvicorn`, as the hand-written references
+    as_loom_run: bool = False
 
     @property
     def url(self) -> str:
@@ -71,27 +74,14 @@ class Server:
         paths = [*self.first_paths, ROOT / "src", ROOT]
         env["PYTHONPATH"] = os.pathsep.join(str(p) for p in paths)
         out = None if self.output is None else self.output.open("ab")
+        where = ["--app-dir", str(self.app_dir), "--host", "127.0.0.1", "--port", str(self.port)]
+        where += ["--log-level", "warning"]
+        if self.as_loom_run:
+            serve = ["bench._as_loom_run", self.factory, *where]
+        else:
+            serve = ["uvicorn", "--factory", self.factory, *where, "--no-access-log"]
         self.process = subprocess.Popen(
-            [
-                *self.prefix,
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "--factory",
-                self.factory,
-                "--app-dir",
-                str(self.app_dir),
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-                "--log-level",
-                "warning",
-                "--no-access-log",
-            ],
-            env=env,
-            stdout=out,
-            stderr=out,
+            [*self.prefix, sys.executable, "-m", *serve], env=env, stdout=out, stderr=out
         )
         if out is not None:
             out.close()  # the child holds its own descriptor
@@ -208,8 +198,9 @@ class Pool:
 
 
 def generated_server(url: str, build_dir: Path, pool: Pool = Pool()) -> Server:
-    """The banking example built with `loom build` into build_dir/bank, served by uvicorn, with
-    `pool` as `loom run --pool-size/--pool-overflow` give it (LOOM_POOL_SIZE, LOOM_POOL_OVERFLOW)."""
+    """The banking example built with `loom build` into build_dir/bank, served by uvicorn as
+    `loom run` serves it (its start frozen), with `pool` as `loom run --pool-size/--pool-overflow`
+    give it (LOOM_POOL_SIZE, LOOM_POOL_OVERFLOW)."""
     from loom.build.package import build_model
     from loom.lang import compile_files
 
@@ -217,7 +208,7 @@ def generated_server(url: str, build_dir: Path, pool: Pool = Pool()) -> Server:
     assert result.model is not None, result.diagnostics
     build_model(result.model, build_dir / "bank")
     env = {"LOOM_DATABASE_URL": url, **pool.env("LOOM")}
-    return Server("generated", "bank.main:build_app", build_dir, env)
+    return Server("generated", "bank.main:build_app", build_dir, env, as_loom_run=True)
 
 
 def reference_server(url: str, pool: Pool = Pool()) -> Server:

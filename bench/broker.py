@@ -217,7 +217,8 @@ def run(
                 args.profile.mkdir(parents=True, exist_ok=True)
                 env["BENCH_PROFILE"] = str(args.profile.resolve())
             factory = f"bench._broker_apps:{name.lower()}_app"
-            return Server(name, factory, ROOT, env, output=logs / f"{name.lower()}.log")
+            out = logs / f"{name.lower()}.log"
+            return Server(name, factory, ROOT, env, output=out, as_loom_run=True)
 
         def hand(name: str, url: str) -> Server:
             env = {**common, "BENCH_DATABASE_URL": url, **pool.env("BENCH")}

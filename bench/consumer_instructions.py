@@ -59,11 +59,15 @@ def child(side: str, profile: str | None) -> None:
     import cProfile
     import pstats
 
-    if side == "loom":
+    if side == "loom":  # made as `loom run` makes what it serves (its start frozen)
         from bench._broker_apps import receiver_app
+        from loom.cli.serve import made_to_serve
+
+        app = made_to_serve(receiver_app)
     else:
         from bench._broker_ref import receiver_app
-    app = receiver_app()
+
+        app = receiver_app()
 
     async def run() -> None:
         loop = asyncio.get_running_loop()

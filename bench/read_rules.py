@@ -60,7 +60,7 @@ def build(url: str, build_dir: Path, pool: Pool) -> Server:
     assert result.model is not None, result.diagnostics
     build_model(result.model, build_dir / "rr")
     env = {"LOOM_DATABASE_URL": url, "LOOM_JWT_SECRET": SECRET, **pool.env("LOOM")}
-    return Server("generated", "rr.main:build_app", build_dir, env)
+    return Server("generated", "rr.main:build_app", build_dir, env, as_loom_run=True)
 
 
 async def seed(url: str, build_dir: Path, rows: int) -> None:

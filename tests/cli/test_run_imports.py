@@ -14,12 +14,13 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from loom.cli.output import Color
-from loom.cli.serve import _build
+from loom.cli.serve import SERVING_THRESHOLD, _build
 from loom.serving.held import Held
 from tests.liveserver import free_port, stop
 from tests.waiting import wait_until
@@ -28,16 +29,25 @@ ROOT = Path(__file__).resolve().parents[2]
 BANKING = ROOT / "examples/banking/banking.loom"
 SCHEDULING = ROOT / "examples/scheduling/scheduling.loom"
 
-# `loom run ARGS`, writing its modules' names to the file argv[1] on SIGUSR1 (written whole, then
-# renamed: the test never reads half a list)
+# `loom run ARGS`, writing its modules' names and its collector's state to the file argv[1] on
+# SIGUSR1 (written whole, then renamed: the test never reads half a list)
 SERVE = """
-import json, signal, sys
+import gc, json, signal, sys
 from pathlib import Path
 
 out = Path(sys.argv[1])
 
 def dump(signum, frame):
-    out.with_suffix(".part").write_text(json.dumps(sorted(sys.modules)))
+    from loom.runtime.service.service import Service
+
+    facts = {
+        "modules": sorted(sys.modules),
+        "threshold": gc.get_threshold(),
+        "frozen": gc.get_freeze_count(),
+        # the services the collector walks (`gc.get_objects` lists no frozen object)
+        "services_walked": sum(isinstance(o, Service) for o in gc.get_objects()),
+    }
+    out.with_suffix(".part").write_text(json.dumps(facts))
     out.with_suffix(".part").replace(out)
 
 signal.signal(signal.SIGUSR1, dump)
@@ -87,6 +97,15 @@ def _serve_and_list(
 ) -> tuple[set[str], str]:
     """`loom run` of `model`, with no OTEL_* nor LOOM_* variable: the modules it has loaded once
     it answered GET `probe` with a 200, and its output."""
+    facts, output = _serve_and_dump(model, database_url, tmp_path, probe)
+    return set(facts["modules"]), output
+
+
+def _serve_and_dump(
+    model: Path, database_url: str, tmp_path: Path, probe: str = "/api/accounts"
+) -> tuple[dict[str, Any], str]:
+    """`loom run` of `model`, with no OTEL_* nor LOOM_* variable: what `SERVE` writes once it
+    answered GET `probe` with a 200, and its output."""
     port = free_port()
     listed = tmp_path / "modules.json"
     log = tmp_path / "server.log"
@@ -115,10 +134,10 @@ def _serve_and_list(
             wait_until(answered, timeout=60, what=f"loom run answering GET {probe}")
             proc.send_signal(signal.SIGUSR1)
             wait_until(listed.exists, timeout=30, what="loom run listing its modules")
-            loaded = set(json.loads(listed.read_text()))
+            facts: dict[str, Any] = json.loads(listed.read_text())
         finally:
             stop(proc)
-    return loaded, log.read_text()
+    return facts, log.read_text()
 
 
 def _under(loaded: set[str], package: str) -> list[str]:
@@ -149,6 +168,17 @@ def test_loom_run_of_a_reused_build_serves_without_what_its_model_does_not_use(
     # API is a dependency of FastAPI's), so a plain FastAPI app loads those modules too; Loom
     # adds none (its SDK, exporter and `values/traces.py` are checked above)
     assert set(_under(loaded, "opentelemetry")) <= _fastapis_own_opentelemetry()
+
+
+def test_loom_run_serves_with_its_start_out_of_the_collectors_sight(tmp_path: Path) -> None:
+    # what the start made (the app, and the service its lifespan made) is frozen, and the
+    # collector's first threshold is the serving one (`loom.cli.serve.made_to_serve`)
+    model = tmp_path / "banking.loom"
+    model.write_text(BANKING.read_text())
+    facts, output = _serve_and_dump(model, f"sqlite:///{tmp_path / 'db.sqlite'}", tmp_path)
+    assert facts["frozen"] > 0, output
+    assert facts["services_walked"] == 0, output
+    assert facts["threshold"][0] == SERVING_THRESHOLD, output
 
 
 def _fastapis_own_opentelemetry() -> set[str]:

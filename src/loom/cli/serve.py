@@ -9,9 +9,10 @@ import gc
 import os
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from loom.build.cache import cached_build_for, model_names, reuse_build, write_cached_build
 from loom.build.package import BuildError, import_package
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from loom.runtime.http.edge_limits import EdgeLimits
     from loom.serving.settings import RunSettings
 
+T = TypeVar("T")
 
 # set by `loom up` for its children: it printed the model's warnings already, once
 WARNINGS_SHOWN = "LOOM_UP_WARNINGS_SHOWN"
@@ -108,18 +110,41 @@ def _listenable(host: str, port: int) -> None:
         raise _fail(f"cannot listen on {host}:{port}: {why}") from None
 
 
-def _serve(files: list[Path], options: RunSettings, color: Color) -> None:
-    # What the start makes (the modules, the app and its routes, the service's tables) lives as
-    # long as the server: the collector stays off while it is made, which it would walk again
-    # and again finding nothing to free (a twentieth of the start), and it is then moved out of
-    # the collector's sight for good (`gc.freeze`), so no later full collection walks it either.
-    handed = handed_socket()  # a child of `loom run --reload`: it holds the port
-    with collector_paused():
-        # uvicorn only now: a refused command line never pays for it
-        import uvicorn
+# the collector's first threshold while serving (Python's default: 700). A request or an event
+# allocates and frees a few hundred tracked objects, nearly all freed by their reference counts;
+# with 700, the objects of the requests in flight are walked (and moved on, to be walked again)
+# every few requests, to free next to nothing (a fiftieth of a broker consumer's CPU)
+SERVING_THRESHOLD = 10_000
 
-        application, limits, log_setup = _ready(files, options, color, probe=handed is None)
+
+def made_to_serve(make: Callable[[], T]) -> T:
+    """What `make` makes, made as `loom run` makes what it serves. What the start makes (the
+    modules, the app and its routes) lives as long as the server: the collector stays off while
+    it is made, which it would walk again and again finding nothing to free (a twentieth of the
+    start), and it is then moved out of the collector's sight for good (`gc.freeze`), so no later
+    full collection walks it either (the service's lifespan then freezes what its own start
+    made: `runtime/service/app.py`); from then on the collector runs every `SERVING_THRESHOLD`
+    allocations. The benches serve Loom's apps through it."""
+    with collector_paused():
+        made = make()
         gc.freeze()
+    _, middle, oldest = gc.get_threshold()
+    gc.set_threshold(SERVING_THRESHOLD, middle, oldest)
+    return made
+
+
+def _serve(files: list[Path], options: RunSettings, color: Color) -> None:
+    handed = handed_socket()  # a child of `loom run --reload`: it holds the port
+
+    def ready() -> tuple[Any, EdgeLimits, dict[str, Any]]:
+        # uvicorn only now (a refused command line never pays for it), with the rest of the start
+        import uvicorn  # noqa: F401
+
+        return _ready(files, options, color, probe=handed is None)
+
+    application, limits, log_setup = made_to_serve(ready)
+    import uvicorn  # imported by `ready` already
+
     # the protocol named, not uvicorn's pick (httptools when installed): it keeps the limits
     how: dict[str, Any] = {"log_level": "info", "http": limits.protocol(), "log_config": log_setup}
     if handed is None:
