@@ -27,14 +27,9 @@ def main() -> None:
 
     from loom.cli.serve import made_to_serve
 
-    def make() -> Any:
-        import uvicorn  # noqa: F401 - with the start, as `loom run` imports it
-
-        module, _, name = args.factory.partition(":")
-        return getattr(importlib.import_module(module), name)()
-
-    app = made_to_serve(make)
-    import uvicorn
+    module, _, name = args.factory.partition(":")
+    app: Any = made_to_serve(lambda: getattr(importlib.import_module(module), name)())
+    import uvicorn  # imported by `made_to_serve` already
 
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
 

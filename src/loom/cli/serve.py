@@ -124,8 +124,11 @@ def made_to_serve(make: Callable[[], T]) -> T:
     start), and it is then moved out of the collector's sight for good (`gc.freeze`), so no later
     full collection walks it either (the service's lifespan then freezes what its own start
     made: `runtime/service/app.py`); from then on the collector runs every `SERVING_THRESHOLD`
-    allocations. The benches serve Loom's apps through it."""
+    allocations. uvicorn is imported with the rest of the start (only now: a refused command
+    line never pays for it). The benches serve Loom's apps through it."""
     with collector_paused():
+        import uvicorn  # noqa: F401 - frozen with the start
+
         made = make()
         gc.freeze()
     _, middle, oldest = gc.get_threshold()
@@ -136,14 +139,10 @@ def made_to_serve(make: Callable[[], T]) -> T:
 def _serve(files: list[Path], options: RunSettings, color: Color) -> None:
     handed = handed_socket()  # a child of `loom run --reload`: it holds the port
 
-    def ready() -> tuple[Any, EdgeLimits, dict[str, Any]]:
-        # uvicorn only now (a refused command line never pays for it), with the rest of the start
-        import uvicorn  # noqa: F401
-
-        return _ready(files, options, color, probe=handed is None)
-
-    application, limits, log_setup = made_to_serve(ready)
-    import uvicorn  # imported by `ready` already
+    application, limits, log_setup = made_to_serve(
+        lambda: _ready(files, options, color, probe=handed is None)
+    )
+    import uvicorn  # imported by `made_to_serve` already
 
     # the protocol named, not uvicorn's pick (httptools when installed): it keeps the limits
     how: dict[str, Any] = {"log_level": "info", "http": limits.protocol(), "log_config": log_setup}

@@ -25,12 +25,11 @@ from tests.waiting import until
 async def transport(nats_server: NatsServer) -> AsyncIterator[NatsTransport]:
     backend = NatsBackend(nats_server)
     await backend.clean()
-    made = backend.new()
+    made = await backend.transport()
     assert isinstance(made, NatsTransport)
-    await made.connect()
     await made.ensure(StreamSpec(CHANNEL, "work", (RESERVE,)))
     yield made
-    await made.close()
+    await backend.close()
 
 
 async def test_a_fetch_after_one_that_found_nothing_asks_for_one_message(
