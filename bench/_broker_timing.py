@@ -118,7 +118,7 @@ LEGS = {
     "commit -> reactor start": ("c", "s"),
     "commit -> publish starts (relay wake-up, claim)": ("c", "p"),
     "commit -> claim starts (the relay's wake-up)": ("c", "w"),
-    "claim (one statement, its transaction)": ("w", "k"),
+    "claim (one statement; none for a row handed over in memory)": ("w", "k"),
     "claimed -> publish starts (decode, log)": ("k", "p"),
     "publish -> JetStream's ack": ("p", "a"),
     "publish -> fetched by the consumer": ("p", "f"),

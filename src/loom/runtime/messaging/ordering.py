@@ -35,9 +35,13 @@ from sqlalchemy.sql.elements import BindParameter
 
 from loom.model import messaging as wire
 from loom.runtime.messaging.channels import Channel
+from loom.runtime.messaging.events import EventEnvelope
 from loom.runtime.messaging.key_order import KeyOrder, OutOfOrder
 from loom.runtime.messaging.outbox import (
     NOTIFY_CHANNEL,
+    HandedRow,
+    Lease,
+    handed_rows,
     inbox,
     outbox,
     outbox_rows,
@@ -156,13 +160,15 @@ def _sole_count(
 
 
 @cache
-def _counted_row() -> Any:
+def _counted_row(notify: bool) -> Any:
     """PostgreSQL, one event on a channel that carries no other type this service publishes
     (`write_durable`'s commonest case): its key's count upserted, its outbox row written with
-    that count as its key counts, and the relays notified, in one round trip. The channel and
-    event type parameters are the row's own; `count_key` is the key."""
+    that count as its key counts, and (`notify`) the relays notified, in one round trip; it
+    answers the row's key counts. The channel and event type parameters are the row's own;
+    `count_key` is the key."""
     columns = [c.name for c in outbox.c if c.name != "key_counts"]
     counts, rows = key_counts.name, outbox.name
+    notified = f", pg_notify('{NOTIFY_CHANNEL}', '')" if notify else ""
     return text(
         f"WITH counted AS (INSERT INTO {counts} (channel, key, event_type, count) "
         "VALUES (:channel, :count_key, :event_type, 1) "
@@ -170,8 +176,8 @@ def _counted_row() -> Any:
         f"DO UPDATE SET count = {counts}.count + 1 RETURNING count), "
         f"ins AS (INSERT INTO {rows} ({', '.join(columns)}, key_counts) "
         f"SELECT {', '.join(f':{c}' for c in columns)}, "
-        "CAST(:event_type AS VARCHAR) || '=' || counted.count FROM counted RETURNING 1) "
-        f"SELECT pg_notify('{NOTIFY_CHANNEL}', '') FROM ins LIMIT 1"
+        "CAST(:event_type AS VARCHAR) || '=' || counted.count FROM counted "
+        f"RETURNING key_counts) SELECT key_counts{notified} FROM ins"
     ).bindparams(
         *(bindparam(c, type_=outbox.c[c].type) for c in columns),
         bindparam("count_key", type_=key_counts.c.key.type),
@@ -185,22 +191,37 @@ _COUNTS_OF = select(
 
 
 async def write_durable(
-    conn: AsyncConnection, producer: Producer, items: Sequence[tuple[Channel, DomainEvent]]
-) -> None:
-    """Write the outbox rows of the durable events `items` on `conn`, stamped."""
+    conn: AsyncConnection,
+    producer: Producer,
+    items: Sequence[tuple[Channel, DomainEvent]],
+    lease: Lease | None = None,
+) -> list[HandedRow]:
+    """Write the outbox rows of the durable events `items` on `conn`, stamped. With `lease`, the
+    rows are claimed by it (no NOTIFY: no other relay is to take them) and answered, for the
+    relay holding the lease to take after the commit; without, nothing is answered."""
+    envelopes: list[EventEnvelope] = []
     if producer.dialect == "postgresql" and len(items) == 1:
         ((channel, event),) = items
         if _sole_count(channel, producer.publishing, event.event_type):
-            (row,) = outbox_rows(items, producer.model_revision)
+            (row,) = outbox_rows(items, producer.model_revision, lease, envelopes)
             del row["key_counts"]  # the statement writes it
             row["count_key"] = event_key(event)
-            await conn.execute(_counted_row(), row)
-            return
-    await write_events(conn, producer.dialect, await stamped_rows(conn, producer, items))
+            written = await conn.execute(_counted_row(lease is None), row)
+            if lease is None:
+                return []
+            row["key_counts"] = written.scalar_one()
+            return handed_rows([row], envelopes)
+    rows = await stamped_rows(conn, producer, items, lease, envelopes)
+    await write_events(conn, producer.dialect, rows, notify=lease is None)
+    return [] if lease is None else handed_rows(rows, envelopes)
 
 
 async def stamped_rows(
-    conn: AsyncConnection, producer: Producer, items: Sequence[tuple[Channel, DomainEvent]]
+    conn: AsyncConnection,
+    producer: Producer,
+    items: Sequence[tuple[Channel, DomainEvent]],
+    lease: Lease | None = None,
+    envelopes: list[EventEnvelope] | None = None,
 ) -> list[dict[str, Any]]:
     """`outbox_rows` of `items`, those the relay publishes to a broker stamped with their key
     counts, counted on `conn` inside the caller's transaction.
@@ -209,7 +230,7 @@ async def stamped_rows(
     transactions raising events of one key never count one number twice, nor deadlock; each
     row's counts are then this commit's view: its own types' counts, and the others' as
     committed."""
-    rows = outbox_rows(items, producer.model_revision)
+    rows = outbox_rows(items, producer.model_revision, lease, envelopes)
     publishing = producer.publishing
     counted = [
         (i, channel.name, event_key(event), event.event_type)

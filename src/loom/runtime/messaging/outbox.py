@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 from uuid import UUID
 
 from sqlalchemy import (
@@ -44,7 +44,7 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from loom.runtime.messaging.channels import Channel
-from loom.runtime.messaging.events import UNKNOWN_REVISION, new_envelope
+from loom.runtime.messaging.events import UNKNOWN_REVISION, EventEnvelope, new_envelope
 from loom.runtime.storage.dialects import dialect_insert
 from loom.runtime.storage.lease import MAX_ERROR, LeasedQueue
 from loom.runtime.storage.work import Units
@@ -144,31 +144,69 @@ inbox = Table(
 )
 REACTION, TIMEOUT = "reaction", "timeout"
 
+# (claimed_by, claimed_until): the lease a commit stamps on the rows it hands its own relay
+Lease = tuple[str, datetime]
+
+
+class HandedRow(NamedTuple):
+    """An outbox row a commit of this process wrote leased to its relay, handed to the relay in
+    memory after the commit (`Relay.hand_over`): the columns a claim returns, and the envelope
+    the row was written from (no decoding of the payload it was just encoded into)."""
+
+    event_id: UUID
+    channel: str
+    event_type: str
+    payload: str
+    correlation_id: str
+    causation_id: str | None
+    occurred_at: datetime
+    attempts: int
+    model_revision: str | None
+    tenant: str | None
+    key_counts: str | None
+    trace_context: str | None
+    claimed_until: datetime
+    envelope: EventEnvelope
+
+
+def handed_rows(
+    rows: Sequence[dict[str, Any]], envelopes: Sequence[EventEnvelope]
+) -> list[HandedRow]:
+    """The rows a commit wrote leased (`outbox_rows(..., lease=…)`), as its relay takes them."""
+    return [
+        HandedRow(**{f: row[f] for f in HandedRow._fields if f != "envelope"}, envelope=envelope)
+        for row, envelope in zip(rows, envelopes, strict=True)
+    ]
+
+
 _INSERT_OUTBOX = insert(outbox)
 _PG_NOTIFY = text(f"SELECT pg_notify('{NOTIFY_CHANNEL}', '')")
 
 
 _COLUMNS = tuple(c.name for c in outbox.c)
-_INSERT_AND_NOTIFY: dict[int, Any] = {}
+_INSERTS: dict[tuple[int, bool], Any] = {}
 
 
-def _insert_and_notify(n: int) -> Any:
-    """PostgreSQL: insert n rows and notify in one round trip,
+def _insert_rows(n: int, notify: bool) -> Any:
+    """PostgreSQL: insert n rows, and with `notify` notify in the same round trip,
     `WITH ins AS (INSERT ... RETURNING 1) SELECT pg_notify(...) FROM ins LIMIT 1`
     (a data-modifying CTE always runs to completion, whatever the outer query reads). Written as
     text with typed parameters: SQLAlchemy does not cache the compiled form of a multi-row
     INSERT inside a CTE, and compiling it per commit would cost more than the round trip saved."""
-    found = _INSERT_AND_NOTIFY.get(n)
+    found = _INSERTS.get((n, notify))
     if found is None:
         rows = ", ".join("(" + ", ".join(f":{c}_{i}" for c in _COLUMNS) + ")" for i in range(n))
-        found = text(
-            f"WITH ins AS (INSERT INTO {outbox.name} ({', '.join(_COLUMNS)}) VALUES {rows} "
-            f"RETURNING 1) SELECT pg_notify('{NOTIFY_CHANNEL}', '') FROM ins LIMIT 1"
-        ).bindparams(
+        insert_rows = f"INSERT INTO {outbox.name} ({', '.join(_COLUMNS)}) VALUES {rows}"
+        if notify:
+            insert_rows = (
+                f"WITH ins AS ({insert_rows} RETURNING 1) "
+                f"SELECT pg_notify('{NOTIFY_CHANNEL}', '') FROM ins LIMIT 1"
+            )
+        found = text(insert_rows).bindparams(
             *(bindparam(f"{c}_{i}", type_=outbox.c[c].type) for i in range(n) for c in _COLUMNS)
         )
         if n <= 16:  # the common sizes stay compiled; a huge batch is built once and dropped
-            _INSERT_AND_NOTIFY[n] = found
+            _INSERTS[n, notify] = found
     return found
 
 
@@ -206,28 +244,37 @@ async def write_dead_letter(conn: AsyncConnection, dialect: str, row: dict[str, 
     await conn.execute(_dead_letter_upsert(dialect), row)
 
 
-async def write_events(conn: AsyncConnection, dialect: str, rows: list[dict[str, Any]]) -> None:
+async def write_events(
+    conn: AsyncConnection, dialect: str, rows: list[dict[str, Any]], notify: bool = True
+) -> None:
     """Write outbox rows (`outbox_rows`, stamped by `messaging.ordering.stamped_rows`), in order, on
     `conn` (inside its transaction).
 
-    PostgreSQL also gets a `pg_notify`, which the server delivers only if the transaction
+    PostgreSQL also gets a `pg_notify` (unless the rows are leased to this process's relay, which
+    takes them from memory: `notify` false), which the server delivers only if the transaction
     commits: relays of other replicas wake up exactly when there is something to deliver."""
     if dialect == "postgresql":
-        await conn.execute(_insert_and_notify(len(rows)), _numbered(rows))
+        await conn.execute(_insert_rows(len(rows), notify), _numbered(rows))
     else:
         await conn.execute(_INSERT_OUTBOX, rows)
 
 
 def outbox_rows(
-    items: Sequence[tuple[Channel, DomainEvent]], model_revision: str | None
+    items: Sequence[tuple[Channel, DomainEvent]],
+    model_revision: str | None,
+    lease: Lease | None = None,
+    envelopes: list[EventEnvelope] | None = None,
 ) -> list[dict[str, Any]]:
     """The outbox rows of durable events (every column), each with a new envelope stamped with
-    `model_revision`."""
+    `model_revision` (appended to `envelopes` when given); with `lease`, claimed by it."""
     now = clock.now()
     traced = current_stored()
+    claimed_by, claimed_until = lease or (None, None)
     rows = []
     for channel, event in items:
         envelope = new_envelope(event, model_revision)
+        if envelopes is not None:
+            envelopes.append(envelope)
         rows.append(
             {
                 "event_id": envelope.event_id,
@@ -241,8 +288,8 @@ def outbox_rows(
                 "attempts": 0,
                 "status": PENDING,
                 "last_error": None,
-                "claimed_by": None,
-                "claimed_until": None,
+                "claimed_by": claimed_by,
+                "claimed_until": claimed_until,
                 "delivered_at": None,
                 "model_revision": envelope.model_revision,
                 "tenant": envelope.tenant,

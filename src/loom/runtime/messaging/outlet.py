@@ -16,7 +16,7 @@ from loom.runtime.messaging.brokers import BrokerLink, Brokers
 from loom.runtime.messaging.channels import Channel
 from loom.runtime.messaging.events import AlreadyHandled, Delivery, EventBus
 from loom.runtime.messaging.ordering import claim_turn, enter_first, write_durable
-from loom.runtime.messaging.outbox import REACTION, inbox_insert
+from loom.runtime.messaging.outbox import REACTION, HandedRow, Lease, inbox_insert
 from loom.runtime.storage.work import Entry
 from loom.runtime.values import clock
 from loom.runtime.values.domain import DomainEvent
@@ -27,6 +27,10 @@ class Wakes(Protocol):
     """The relay of this process, as far as committing outbox rows goes."""
 
     def wake_local(self) -> None: ...
+
+    def lease_for_commit(self) -> Lease | None: ...
+
+    def hand_over(self, rows: Sequence[HandedRow]) -> None: ...
 
 
 class Outlet:
@@ -62,14 +66,23 @@ class Outlet:
         routes = self.routes
         return [(routes[event.event_type], event) for event in events]
 
-    async def write(self, conn: AsyncConnection, events: Sequence[DomainEvent]) -> None:
-        await write_durable(conn, self, self.carried(events))
+    async def write(
+        self, conn: AsyncConnection, events: Sequence[DomainEvent]
+    ) -> Sequence[HandedRow]:
+        """Write the outbox rows of `events`: leased to this process's relay when it takes them
+        from memory after the commit (answered, for `sent`), else due for any relay to claim."""
+        return await write_durable(conn, self, self.carried(events), self._relay.lease_for_commit())
 
     async def dispatch(self, events: Sequence[DomainEvent]) -> None:
         await self.events.dispatch(events)
 
-    def sent(self) -> None:
-        self._relay.wake_local()
+    def sent(self, written: Sequence[HandedRow] = ()) -> None:
+        """The rows `write` answered were committed: hand them to the relay (or wake it, for rows
+        written due)."""
+        if written:
+            self._relay.hand_over(written)
+        else:
+            self._relay.wake_local()
 
     def entry(self, delivery: Delivery) -> Entry:
         """A reaction's first statements for the durable `delivery`: its inbox row, and for a

@@ -9,8 +9,16 @@ reschedule or dead-letter the ones that failed. Every mark is guarded by `claime
 that lost its lease changes nothing. A relay that dies between claim and mark leaves rows whose
 lease expires; another round re-claims them and the inbox skips what was already applied.
 
-Wake-ups: the committing unit of work wakes its own service's relay; on PostgreSQL a LISTEN
-connection wakes it on every other replica's commit; polling is the fallback. Any error of a round
+Rows this process commits skip the claim: while the relay runs, a unit of work writes its outbox
+rows already leased to it, and hands them to it in memory once they committed (`hand_over`); the
+relay delivers them as it would claimed rows, with no claim statement and no decoding. While it
+knows of a backlog of due rows of its own (at start, rows it released, more handed rows than it
+holds), commits write their rows due instead, until a claim comes back short: a handed row never
+overtakes a row committed before it. A process killed with rows handed leaves them leased, like a
+relay killed between claim and mark.
+
+Wake-ups: a handed row wakes its relay; on PostgreSQL a LISTEN connection wakes it on every other
+replica's commit of due rows; polling is the fallback. Any error of a round
 (a dropped connection included) is logged as `relay_error` and retried with backoff: it never ends
 the loop.
 """
@@ -32,7 +40,14 @@ from loom.runtime.messaging.channels import Channel, channel_named
 from loom.runtime.messaging.claimant import claimant_name, failure_pause, guarded_work, stop_loop
 from loom.runtime.messaging.events import EventBus, EventEnvelope, Undeliverable
 from loom.runtime.messaging.listen import Listener
-from loom.runtime.messaging.outbox import DELIVERED, outbox, outbox_queue, row_fields
+from loom.runtime.messaging.outbox import (
+    DELIVERED,
+    HandedRow,
+    Lease,
+    outbox,
+    outbox_queue,
+    row_fields,
+)
 from loom.runtime.messaging.publisher import Publisher
 from loom.runtime.storage.hosts import UnitHost
 from loom.runtime.storage.lease import MAX_ERROR
@@ -70,6 +85,11 @@ _LOG_DONE = (
     .where(outbox_queue.held)
     .values(status=DELIVERED, delivered_at=bindparam("at"), claimed_by=None, claimed_until=None)
 )
+
+
+# handed rows a relay holds in memory at most, in batches: beyond, commits write their rows due
+# (a relay that falls behind stops taking more from memory than it can work off soon)
+HELD_BATCHES = 10
 
 
 class _Crash(Exception):
@@ -127,6 +147,13 @@ class Relay:
         self._next_retry: datetime | None = None
         self._publisher = Publisher()
         self._blocked: set[str] = set()  # the brokers that refused a publish in the last round
+        # rows committed by this process, leased to this relay, in commit order (`hand_over`)
+        self._handed: list[HandedRow] = []
+        # rows may be due in the table (a NOTIFY, a poll, a retry): a claim is to run
+        self._due = True
+        # rows committed before the ones commits would hand over now are due (at start, rows
+        # released, a full hand): commits write theirs due until a claim comes back short
+        self._backlog = True
         # rows delivered by every round so far (`loom.testing.settle_all` watches it)
         self.processed = 0
         # the last round left rows because their broker refused a publish
@@ -148,18 +175,37 @@ class Relay:
 
     def wake(self) -> None:
         """Something may be due: run a round now (no-op when the relay is not running)."""
+        self._due = True
         self._wake.set()
 
     def wake_local(self) -> None:
-        """A commit of this service wrote outbox rows. While LISTEN is up, its NOTIFY wakes
+        """A commit of this service wrote due outbox rows. While LISTEN is up, its NOTIFY wakes
         the relay anyway: waking now too would cost an extra, empty round."""
+        self._due = True
         if not self.listening:
             self._wake.set()
+
+    def lease_for_commit(self) -> Lease | None:
+        """The lease a commit of this process stamps on the outbox rows it writes, to hand them
+        over after it (`hand_over`); None while the relay is not running, cannot publish, or
+        holds as many handed rows as it takes: the rows are then written due, for a claim."""
+        if not self.running or self._stopping or self.publish_blocked or self._backlog:
+            return None
+        if len(self._handed) >= HELD_BATCHES * self.batch_size:
+            self._backlog = self._due = True
+            return None
+        return self.name, clock.now() + self.lease
+
+    def hand_over(self, rows: Sequence[HandedRow]) -> None:
+        """`rows`, written with `lease_for_commit`'s lease, were committed: deliver them."""
+        self._handed.extend(rows)
+        self._wake.set()
 
     async def start(self) -> None:
         if self.running or not self._service.channels:
             return
         self._stopping = False
+        self._backlog = self._due = True  # rows committed while it was not running
         if self._listen:
             self._listener = Listener(self._service.engine.url, self.wake, self.poll_interval)
             await self._listener.start()
@@ -172,19 +218,22 @@ class Relay:
         task, self._task = self._task, None
         listener, self._listener = self._listener, None
         await stop_loop(task, listener, timeout)
+        await self._release_handed()
 
     async def settle(self) -> int:
-        """Run rounds until one claims nothing; answers how many rows were delivered."""
+        """Run rounds, the handed rows' first, until a claim finds nothing; answers how many rows
+        were delivered."""
         total = 0
         while True:
             try:
                 async with self._lock:
-                    claimed = await self._round(in_loop=False)
+                    handed = bool(self._handed)
+                    delivered = await (self._handed_round(False) if handed else self._round(False))
             except _Crash:
                 return total
-            if not claimed:
+            total += delivered
+            if not handed and not delivered:
                 return total
-            total += claimed
 
     # -- the loop ---------------------------------------------------------------------------
     async def _run(self) -> None:
@@ -193,12 +242,13 @@ class Relay:
             self._wake.clear()
             try:
                 async with self._lock:
-                    claimed = await self._round(in_loop=True)
+                    delivered, more = await self._next_round()
                 failures = 0
             except _Crash:
                 return
             except Exception as exc:  # noqa: BLE001 - the loop outlives any database trouble
                 failures += 1
+                self._backlog = self._due = True
                 log_fact(
                     "relay_error",
                     logging.ERROR,
@@ -215,10 +265,10 @@ class Relay:
                 # after a pause growing with each refusal in a row (commits do not cut it short)
                 await asyncio.sleep(failure_pause(self._publisher.failures, self.poll_interval))
                 continue
-            if claimed >= self.batch_size:
+            if more:
                 await asyncio.sleep(0)  # more may be due; let requests run between batches
                 continue
-            if claimed and self._wake.is_set() and self.linger:
+            if delivered and self._wake.is_set() and self.linger:
                 # a steady stream (rows this round, and more committed meanwhile): let a batch
                 # gather rather than pay a claim and a mark per row; an idle relay starts at once
                 await asyncio.sleep(self.linger)
@@ -230,8 +280,10 @@ class Relay:
         """Wait for a wake-up, at most `seconds`."""
         if self._stopping:
             return
-        with contextlib.suppress(TimeoutError):
+        try:
             await asyncio.wait_for(self._wake.wait(), timeout=seconds)
+        except TimeoutError:
+            self._due = True  # a poll: rows of a dead relay's lease, retries of other replicas
 
     def _idle_delay(self) -> float:
         """Until the earliest retry this relay scheduled, at most the poll interval. (Retries
@@ -242,15 +294,54 @@ class Relay:
             left = (retry - clock.now()).total_seconds()
             if left <= 0:
                 self._next_retry = None
+                self._due = True
                 return 0.0
             wait = min(wait, left)
         return wait
 
     # -- one round --------------------------------------------------------------------------
+    async def _next_round(self) -> tuple[int, bool]:
+        """The loop's round: the handed rows (older than any due row the relay knows of, which
+        commits write while it knows of some), else a claim when rows may be due. Answers how
+        many rows were delivered, and whether more are waiting."""
+        if self._handed:
+            delivered = await self._handed_round(in_loop=True)
+        elif self._due:
+            delivered = await self._round(in_loop=True)
+        else:
+            return 0, False
+        return delivered, self._due or bool(self._handed)
+
     async def _round(self, in_loop: bool = False) -> int:
         """Claim, deliver (and publish), mark; answers how many rows were delivered (0: nothing
         was due, or nothing could be delivered, so a caller looping on it always ends)."""
+        self._due = False  # before the claim: a wake-up during it sets it again
         rows, until = await self._claim()
+        if len(rows) >= self.batch_size:
+            self._due = True  # a full batch: more may be due
+        else:
+            self._backlog = False  # every due row committed so far is claimed
+        return await self._work(rows, until, in_loop)
+
+    async def _handed_round(self, in_loop: bool) -> int:
+        """Deliver (and publish), mark a batch of the handed rows, in event order."""
+        batch, self._handed = self._handed[: self.batch_size], self._handed[self.batch_size :]
+        batch.sort(key=lambda r: r.event_id)
+        return await self._work(batch, min(r.claimed_until for r in batch), in_loop)
+
+    async def _release_handed(self) -> None:
+        """A stopped relay gives the rows handed to it back to the queue, for the next relay to
+        claim at once (if the database cannot be reached, their lease runs out instead)."""
+        handed, self._handed = self._handed, []
+        if not handed:
+            return
+        params = {"ids": [r.event_id for r in handed], "me": self.name}
+        with contextlib.suppress(Exception):
+            async with guarded_work(self._service) as work:
+                await (await work.connection()).execute(outbox_queue.release, params)
+
+    async def _work(self, rows: Sequence[Any], until: datetime, in_loop: bool) -> int:
+        """Deliver `rows` (claimed or handed, leased until `until`), publish them, mark them."""
         if not rows:
             return 0
         self._crash_point("claim")
@@ -301,6 +392,8 @@ class Relay:
         self.publish_blocked = bool(refused)
         self._crash_point("deliver")
         self._crash_point("publish")
+        if left:
+            self._backlog = self._due = True  # released by the mark: due again
         await self._mark(outcomes, left)
         self.processed += len(outcomes)
         return len(outcomes)
@@ -347,6 +440,8 @@ class Relay:
 
     def _decode(self, row: Any) -> tuple[EventEnvelope | None, str]:
         """The row's envelope, or None and why it cannot be decoded (logged)."""
+        if isinstance(row, HandedRow):
+            return row.envelope, ""
         try:
             envelope = self._service.events.decode_stored(
                 event_id=row.event_id,

@@ -26,16 +26,18 @@ class Outlet(Protocol):
         """Event type -> the durable channel carrying it (empty: every event is in-process)."""
         ...
 
-    async def write(self, conn: AsyncConnection, events: Sequence[DomainEvent]) -> None:
-        """Write the outbox rows of durable `events` on `conn`, inside its transaction."""
+    async def write(self, conn: AsyncConnection, events: Sequence[DomainEvent]) -> Sequence[Any]:
+        """Write the outbox rows of durable `events` on `conn`, inside its transaction; answers
+        what `sent` is to be given once they committed (the messaging layer's, opaque here)."""
         ...
 
     async def dispatch(self, events: Sequence[DomainEvent]) -> None:
         """Run the in-process reactions to `events` (after the commit)."""
         ...
 
-    def sent(self) -> None:
-        """Outbox rows were committed: wake this process's relay."""
+    def sent(self, written: Sequence[Any]) -> None:
+        """Outbox rows were committed (`written`: what `write` answered): this process's relay
+        takes them."""
         ...
 
 

@@ -21,7 +21,7 @@ the request joins that transaction (in a SAVEPOINT of its own) rather than wait 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol, Self
@@ -292,11 +292,12 @@ class Work:
         """Write the outbox rows of durable events, commit, wake the relay. What is left in
         `_pending` / `_emitted` afterwards is for in-process dispatch."""
         durable = self._take_durable(self._pending) + self._take_durable(self._emitted)
+        written: Sequence[Any] = ()
         try:
             conn = self._conn
             if durable:
                 conn = conn or await self._open()
-                await self.host.outlet.write(conn, durable)
+                written = await self.host.outlet.write(conn, durable)
             if conn is not None:
                 self._conn = None
                 if self._span is not None:
@@ -316,7 +317,7 @@ class Work:
             # Before dispatch: handlers may open units of work of their own.
             self._release_writer()
         if durable:
-            self.host.outlet.sent()
+            self.host.outlet.sent(written)
 
     async def _traced_commit(self, conn: AsyncConnection, unit: tuple[Any, object]) -> None:
         tracer = self.host.tracer
