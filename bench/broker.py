@@ -335,10 +335,9 @@ def report(
             print(f"| {what} | {value:.{digits}f} {unit} | | |")
             continue
         other = theirs[what][0]
-        print(
-            f"| {what} | {value:.{digits}f} {unit} | {other:.{digits}f} {unit} "
-            f"| **{value / other:.2f}** |"
-        )
+        # CPU times are read in clock ticks (10 ms): a short run can count none
+        ratio = f"**{value / other:.2f}**" if other else "n/a (too short to count)"
+        print(f"| {what} | {value:.{digits}f} {unit} | {other:.{digits}f} {unit} | {ratio} |")
     floor = statistics.median(rate for rate, _ in raws)
     print(
         f"\nphysical floor, raw nats-py (no HTTP, database, outbox or inbox): {floor:.0f} msgs/s, "
