@@ -196,8 +196,8 @@ class ServiceSettings(BaseSettings):
     )
     relay_lease: float | None = setting(
         None,
-        "How long the outbox relay holds the rows it claimed, in seconds; rows a crashed replica "
-        "held wait that long.",
+        "How long the outbox relay holds the rows it claimed (and those its process's commits "
+        "handed it), in seconds; rows a crashed replica held wait that long.",
         default_text="60",
     )
     redelivery_wait: float | None = setting(
