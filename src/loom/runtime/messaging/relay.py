@@ -13,9 +13,10 @@ Rows this process commits skip the claim: while the relay runs, a unit of work w
 rows already leased to it, and hands them to it in memory once they committed (`hand_over`); the
 relay delivers them as it would claimed rows, with no claim statement and no decoding. While it
 knows of a backlog of due rows of its own (at start, rows it released, more handed rows than it
-holds), commits write their rows due instead, until a claim comes back short: a handed row never
-overtakes a row committed before it. A process killed with rows handed leaves them leased, like a
-relay killed between claim and mark.
+holds), commits write their rows due instead, until a claim comes back short, so a handed row does
+not overtake the due rows before it (but for the row of a transaction still open at that claim;
+broker consumers keep per-key order by the key counts regardless). A process killed with rows
+handed leaves them leased, like a relay killed between claim and mark.
 
 Wake-ups: a handed row wakes its relay; on PostgreSQL a LISTEN connection wakes it on every other
 replica's commit of due rows; polling is the fallback. Any error of a round
