@@ -169,12 +169,15 @@ class HandedRow(NamedTuple):
     envelope: EventEnvelope
 
 
+_HANDED_COLUMNS = HandedRow._fields[:-1]  # every field but the envelope: columns of the row
+
+
 def handed_rows(
     rows: Sequence[dict[str, Any]], envelopes: Sequence[EventEnvelope]
 ) -> list[HandedRow]:
     """The rows a commit wrote leased (`outbox_rows(..., lease=…)`), as its relay takes them."""
     return [
-        HandedRow(**{f: row[f] for f in HandedRow._fields if f != "envelope"}, envelope=envelope)
+        HandedRow._make([*(row[c] for c in _HANDED_COLUMNS), envelope])
         for row, envelope in zip(rows, envelopes, strict=True)
     ]
 

@@ -334,12 +334,9 @@ class Relay:
         """A stopped relay gives the rows handed to it back to the queue, for the next relay to
         claim at once (if the database cannot be reached, their lease runs out instead)."""
         handed, self._handed = self._handed, []
-        if not handed:
-            return
-        params = {"ids": [r.event_id for r in handed], "me": self.name}
-        with contextlib.suppress(Exception):
-            async with guarded_work(self._service) as work:
-                await (await work.connection()).execute(outbox_queue.release, params)
+        if handed:
+            with contextlib.suppress(Exception):
+                await self._mark([], handed)  # released as a round's rows left undelivered
 
     async def _work(self, rows: Sequence[Any], until: datetime, in_loop: bool) -> int:
         """Deliver `rows` (claimed or handed, leased until `until`), publish them, mark them."""
