@@ -63,6 +63,8 @@ class Server:
     #: a Loom app, served as `loom run` serves one (bench/_as_loom_run.py: its start frozen);
     #: else plain `python -m uvicorn`, as the hand-written references
     as_loom_run: bool = False
+    #: the route polled until the server answers: it is served once the app's start is done
+    probe: str = "/openapi.json"
 
     @property
     def url(self) -> str:
@@ -90,7 +92,7 @@ class Server:
             if self.process.poll() is not None:
                 raise SystemExit(f"{self.name} server exited with {self.process.returncode}")
             try:
-                httpx.get(f"{self.url}/openapi.json", timeout=1)
+                httpx.get(f"{self.url}{self.probe}", timeout=1)
                 return
             except httpx.TransportError:
                 time.sleep(0.1)

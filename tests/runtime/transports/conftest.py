@@ -192,6 +192,17 @@ async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
     await made.close()
 
 
+@pytest.fixture
+async def nats_transport(nats_server: NatsServer) -> AsyncIterator[NatsTransport]:
+    """A NATS transport connected to the session's server, on a clean broker."""
+    made = NatsBackend(nats_server)
+    await made.clean()
+    transport = await made.transport()
+    assert isinstance(transport, NatsTransport)
+    yield transport
+    await made.close()
+
+
 async def eventually(attempt: Callable[[], object], *, within: float, what: str) -> float:
     """Call the coroutine function `attempt` until it stops raising TransportError; the seconds
     it took."""

@@ -7,7 +7,7 @@ the server's JetStream API answers, and reads the batch each request of the tran
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import Awaitable
 
 import nats
 import pytest
@@ -16,20 +16,14 @@ from nats.aio.msg import Msg
 from loom.model import messaging as wire
 from loom.runtime.transports import NatsTransport, Received, StreamSpec
 from tests.brokers import NatsServer
-from tests.runtime.transports.conftest import NatsBackend
 from tests.runtime.transports.test_conformance import CHANNEL, RESERVE, message
 from tests.waiting import until
 
 
 @pytest.fixture
-async def transport(nats_server: NatsServer) -> AsyncIterator[NatsTransport]:
-    backend = NatsBackend(nats_server)
-    await backend.clean()
-    made = await backend.transport()
-    assert isinstance(made, NatsTransport)
-    await made.ensure(StreamSpec(CHANNEL, "work", (RESERVE,)))
-    yield made
-    await backend.close()
+async def transport(nats_transport: NatsTransport) -> NatsTransport:
+    await nats_transport.ensure(StreamSpec(CHANNEL, "work", (RESERVE,)))
+    return nats_transport
 
 
 async def test_a_fetch_after_one_that_found_nothing_asks_for_one_message(

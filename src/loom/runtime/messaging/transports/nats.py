@@ -67,6 +67,32 @@ def _delivered(msg: Msg) -> int:
     return msg.metadata.num_delivered
 
 
+class _Client(Client):
+    """nats-py's client, reading message headers with fewer steps: its `_parse_header_lines`
+    tests each header name for whitespace a character at a time in a generator, about 1,500
+    bytecodes for the nine headers of a Loom message: 9 % of a broker consumer's Python per
+    event. This reads them to the very same dict (tests/runtime/transports/test_nats_headers.py
+    compares the two on generated input)."""
+
+    @staticmethod
+    def _parse_header_lines(raw: bytes) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for line in raw.split(b"\r\n"):
+            name, sep, value = line.partition(b":")
+            if not sep:  # an empty line too
+                continue
+            try:
+                key = name.strip().decode("ascii")
+            except UnicodeDecodeError:  # skipped, as nats-py skips it
+                continue
+            # whitespace inside a name: skipped, as nats-py does (`split` breaks a name exactly
+            # where `str.isspace` finds a character, so a name without one comes back whole)
+            if key and key.split() != [key]:
+                continue
+            out[key] = value.strip().decode("utf-8", "replace")
+        return out
+
+
 class _NatsReceived(Received):
     def __init__(self, transport: NatsTransport, channel: str, msg: Msg) -> None:
         self.decoded = Message.decode(channel, msg.headers or {}, msg.data)
@@ -120,7 +146,7 @@ class NatsTransport(Transport):
         self._idle: set[str] = set()  # consumers whose last fetch found nothing (`fetch`)
 
     async def connect(self) -> None:
-        nc = Client()
+        nc = _Client()
 
         async def quiet(error: Exception) -> None:  # reconnects are expected: no error log
             log.debug("nats: %s", error)
