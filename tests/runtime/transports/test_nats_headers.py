@@ -84,5 +84,8 @@ async def test_every_fetched_message_s_headers_are_read_by_the_transport_s_clien
     assert [r.message.event_id for r in got] == ["evt-1", "evt-2", "evt-3", "evt-9"]
     assert [r.message for r in got[:3]] == sent
     assert got[3].message.correlation_id == "caf\u00e9"
-    assert len(read) == 4  # each message's headers, read by the transport's client
-    print(f"header blocks read by the transport's client: {len(read)} of {len(got)} messages")
+    # each message's headers, read by the transport's client (a status answer of the server to
+    # a fetch, with headers of its own, would be read by it too: not counted)
+    ids = [block[wire.HEADER_EVENT_ID] for block in read if wire.HEADER_EVENT_ID in block]
+    assert ids == ["evt-1", "evt-2", "evt-3", "evt-9"]
+    print(f"header blocks read by the transport's client: {len(read)}, for {len(got)} messages")
