@@ -4,9 +4,9 @@ against the hand-written reference's (bench/_broker_ref.py), which does the same
 Time-based figures of the consumer's CPU move with the machine's load; the instructions a process
 executes per event do not. Each side's Receiver runs alone in a process of its own (its app's
 lifespan, no HTTP server) under valgrind's callgrind, on a fresh database of a throwaway
-PostgreSQL cluster and a throwaway NATS server. This process publishes messages exactly as Loom's
-Sender's relay publishes them (the same payloads and headers, each ping its key's first event) to
-the Receiver's stream: `--warm` of them first, applied before the counters are zeroed
+PostgreSQL cluster and a throwaway NATS server. This process publishes messages exactly as each
+side's Sender publishes them in bench/broker.py (Loom's payloads and headers, each ping its key's
+first event; the reference's JSON and its one header) to the Receiver's stream: `--warm` of them first, applied before the counters are zeroed
 (`callgrind_control -z`), then `--events`, and the counters are read (`callgrind_control -d`) once
 every Pong row is committed:
 
@@ -18,8 +18,9 @@ Receivers' CPU time (no valgrind; both alive, taking turns for `--rounds` of `--
 the machine's speed moves), `--measure syscalls` its system calls
 (strace, attached for the counted events; the table is printed); `--keep DIR` keeps the profiles
 (callgrind's for `callgrind_annotate`, cProfile's for `python -m pstats`). With `--measure calls`
-and BENCH_OPCODES=<file>, the child counts the bytecodes each Python function executes instead,
-into that file: which Python code runs how much, whatever C it calls.
+and BENCH_OPCODES=<file>, each child counts the bytecodes each Python function executes instead,
+into <file>.loom and <file>.reference: which Python code runs how much, whatever C it calls (the
+figure printed is then bytecodes per event).
 
     .venv/bin/python -m bench.consumer_instructions                        # ~3 min
     .venv/bin/python -m bench.consumer_instructions --measure calls --keep /tmp/consumer
@@ -84,8 +85,8 @@ def child(side: str, profile: str | None) -> None:
                         profiler.enable()
             if opcodes:
                 sys.settrace(None)
-                _dump_opcodes(counts, opcodes)
-                print("calls 0", flush=True)
+                # the figure is then bytecodes, not calls
+                print(f"calls {_dump_opcodes(counts, f'{opcodes}.{side}')}", flush=True)
             elif profile is not None:
                 profiler.disable()
                 stats = pstats.Stats(profiler)
@@ -113,22 +114,32 @@ def _count_opcodes(counts: dict[Any, int]) -> None:
     sys.settrace(tracer)
 
 
-def _dump_opcodes(counts: dict[Any, int], path: str) -> None:
+def _dump_opcodes(counts: dict[Any, int], path: str) -> int:
+    """`counts` into `path`, the busiest code first; returns their total."""
     lines = (
         f"{n}\t{code.co_filename}:{code.co_firstlineno}:{code.co_qualname}\n"
         for code, n in sorted(counts.items(), key=lambda item: -item[1])
     )
     Path(path).write_text("".join(lines))
+    return sum(counts.values())
 
 
-async def _publish(url: str, channel: str, count: int) -> None:
-    """`count` pings to `channel`, as Loom's relay publishes them (bench/_broker_raw.py)."""
+async def _publish(url: str, side: str, count: int) -> None:
+    """`count` pings to `side`'s Receiver, as its Sender's relay publishes them: Loom's with
+    Loom's payload and headers (bench/_broker_raw.py), the reference's with its JSON and its one
+    `Nats-Msg-Id` header (bench/_broker_ref.py)."""
     import nats
 
     from bench._broker_raw import raw_messages
     from loom.testing import build_service
 
-    messages = raw_messages(build_service([ROOT / "bench" / "broker.loom"]), count, channel)
+    main = build_service([ROOT / "bench" / "broker.loom"])
+    messages = raw_messages(main, count, CHANNELS[side])
+    if side == "reference":
+        messages = [
+            (subject, _ref_payload(payload), {"Nats-Msg-Id": headers["Nats-Msg-Id"]})
+            for subject, payload, headers in messages
+        ]
     nc = await nats.connect(url)
     try:
         js = nc.jetstream()
@@ -139,6 +150,14 @@ async def _publish(url: str, channel: str, count: int) -> None:
         await asyncio.wait_for(asyncio.gather(*acks), WAIT)
     finally:
         await nc.close()
+
+
+def _ref_payload(loom_payload: bytes) -> bytes:
+    """The reference Sender's JSON of the ping whose Loom payload is `loom_payload`."""
+    import json
+
+    event = json.loads(loom_payload)
+    return json.dumps({"ping": event["ping"], "n": event["n"]}).encode()
 
 
 async def _pongs(url: str) -> int:
@@ -221,7 +240,6 @@ def one(side: str, url: str, nats_url: str, args: argparse.Namespace) -> float:
     """Instructions (calls, system calls) per event of `side`'s Receiver."""
     from bench._broker_raw import ensure_channel
 
-    channel = CHANNELS[side]
     if side == "reference":
         asyncio.run(ensure_channel(nats_url, REF_CHANNEL, REF_CONSUMER))
     with tempfile.TemporaryDirectory() as tmp:
@@ -240,7 +258,7 @@ def one(side: str, url: str, nats_url: str, args: argparse.Namespace) -> float:
         proc = _start_receiver(command, side, env, Path(tmp) / "log")
         assert proc.stdin is not None and proc.stdout is not None
         try:
-            asyncio.run(_publish(nats_url, channel, args.warm))
+            asyncio.run(_publish(nats_url, side, args.warm))
             _applied(url, args.warm)
             tracer = None
             if args.measure == "calls":
@@ -249,7 +267,7 @@ def one(side: str, url: str, nats_url: str, args: argparse.Namespace) -> float:
                 tracer = _strace(proc.pid, keep / f"strace.{side}")
             elif args.measure == "instructions":
                 _callgrind("-z", proc.pid)
-            asyncio.run(_publish(nats_url, channel, args.events))
+            asyncio.run(_publish(nats_url, side, args.events))
             _applied(url, args.warm + args.events)
             if tracer is not None:
                 tracer.send_signal(signal.SIGINT)
@@ -299,7 +317,7 @@ def cpu_rounds(urls: list[str], nats_url: str, args: argparse.Namespace) -> None
                 env = _environment(url, nats_url, args.log_level)
                 procs[side] = _start_receiver(command, side, env, Path(tmp) / f"{side}.log")
             for side, url in url_of.items():
-                asyncio.run(_publish(nats_url, CHANNELS[side], args.warm))
+                asyncio.run(_publish(nats_url, side, args.warm))
                 applied[side] += args.warm
                 _applied(url, applied[side])
             for round_ in range(args.rounds):
@@ -307,7 +325,7 @@ def cpu_rounds(urls: list[str], nats_url: str, args: argparse.Namespace) -> None
                 order = SIDES if round_ % 2 == 0 else SIDES[::-1]
                 for side in order:
                     before = cpu_seconds(procs[side].pid)
-                    asyncio.run(_publish(nats_url, CHANNELS[side], args.events))
+                    asyncio.run(_publish(nats_url, side, args.events))
                     applied[side] += args.events
                     _applied(url_of[side], applied[side])
                     per[side] = (cpu_seconds(procs[side].pid) - before) * 1e6 / args.events

@@ -17,12 +17,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from loom.runtime.values.log_text import TextLines, wants_colour
-from loom.runtime.values.logs import log_fact, log_format
+from loom.runtime.values.logs import _ENCODE, _plain, log_fact, log_format
 from loom.runtime.values.tracing import tracer_for
 
 DELIVERED = {
@@ -92,6 +94,46 @@ def test_a_json_line_lists_the_known_members_in_their_order_then_the_others_as_g
         ("key", "k1"),
     ]
     assert json.loads(lines[2].split(" ", 1)[1]) == {"event": "consumer_crashed", "level": "error"}
+
+
+def test_members_given_in_the_line_s_order_are_written_in_it(
+    written: tuple[io.StringIO, logging.Handler],
+) -> None:
+    out, _ = written
+    for _ in range(2):
+        log_fact("event_handled", logging.INFO, DELIVERED)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == lines[1]
+    assert list(json.loads(lines[0]).items()) == [
+        ("event", "event_handled"),
+        ("level", "info"),
+        *DELIVERED.items(),
+    ]
+
+
+# what a line's members may hold: text of every kind (quotes, controls, beyond ASCII, lone
+# surrogates), numbers (NaN among them), truth values, None, times and other objects written as
+# text, and lists and objects of those
+_SCALARS = st.one_of(
+    st.text(),
+    st.integers(),
+    st.floats(),
+    st.booleans(),
+    st.none(),
+    st.datetimes(),
+    st.uuids(),
+    st.decimals(allow_nan=False),
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(st.dictionaries(st.text(), _VALUES, max_size=8))
+def test_a_line_is_the_json_text_the_standard_encoder_writes(line: dict[str, Any]) -> None:
+    assert _ENCODE(line) == json.JSONEncoder(default=_plain, ensure_ascii=False).encode(line)
 
 
 def test_a_json_line_inside_a_span_carries_its_trace_and_span_ids(

@@ -19,7 +19,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime
@@ -77,10 +77,13 @@ def log_fact(fact: str, level: int, fields: dict[str, Any]) -> None:
         return
     line: dict[str, Any] = {"event": fact, "level": _LEVELS.get(level, "info")}
     shape = tuple(fields)
-    keys = _SHAPES.get(shape)
-    if keys is None:
+    keys = _SHAPES.get(shape, _UNSEEN)
+    if keys is _UNSEEN:
         keys = _member_order(shape)
-    line.update(zip(keys, map(fields.__getitem__, keys), strict=True))
+    if keys is None:  # given in the line's order (the common case): copied as they are
+        line.update(fields)
+    else:
+        line.update(zip(keys, map(fields.__getitem__, keys), strict=True))
     ids = current_ids()  # None at once when nothing in the process traces
     if ids is not None:
         line["trace_id"], line["span_id"] = ids
@@ -128,9 +131,11 @@ def _plain_line(text: str, level: int) -> bool:
     return True
 
 
-# the member order of each set of fields seen, in the order given (a fact's fields are few
-# shapes: worked out once each, not once a line); bounded, as a caller could vary its keys
-_SHAPES: dict[tuple[str, ...], tuple[str, ...]] = {}
+# the member order of each set of fields seen, in the order given, None when it is that order (a
+# fact's fields are few shapes: worked out once each, not once a line); bounded, as a caller could
+# vary its keys
+_SHAPES: dict[tuple[str, ...], tuple[str, ...] | None] = {}
+_UNSEEN = ("",)
 _NAME, _FILE, _FUNC = logger.name, log_fact.__code__.co_filename, log_fact.__name__
 _LINE = log_fact.__code__.co_firstlineno
 _loom, _root = logging.getLogger("loom"), logging.getLogger()
@@ -139,22 +144,52 @@ _default_json: logging.StreamHandler[Any] | None = None
 _JSON_FORMAT = logging.Formatter("%(message)s")
 
 
-def _member_order(shape: tuple[str, ...]) -> tuple[str, ...]:
-    """`shape`'s keys in a line's order: those of `_ORDER` first, in that order, then the others
-    as given (never `event` nor `level`, which the line has already)."""
+def _member_order(shape: tuple[str, ...]) -> tuple[str, ...] | None:
+    """`shape`'s keys in a line's order, None when they are in it already: those of `_ORDER`
+    first, in that order, then the others as given (never `event` nor `level`, which the line
+    has already)."""
     rest = (k for k in shape if k not in _ORDER and k not in ("event", "level"))
     keys = (*(k for k in _ORDER if k in shape), *rest)
+    found = None if keys == shape else keys
     if len(_SHAPES) < 512:
-        _SHAPES[shape] = keys
-    return keys
+        _SHAPES[shape] = found
+    return found
 
 
 def _plain(value: Any) -> str:
     return value.isoformat() if isinstance(value, datetime) else str(value)
 
 
-# built once: `json.dumps` with options builds an encoder on every call (a line per event)
-_ENCODE = json.JSONEncoder(default=_plain, ensure_ascii=False).encode
+def _line_encoder() -> Callable[[dict[str, Any]], str]:
+    """The JSON text of a line, as `json.JSONEncoder(default=_plain, ensure_ascii=False).encode`
+    writes it. That method makes the standard library's C encoder anew on every call (a sixth of
+    a line's cost, two lines per event); this makes it once, and falls back to the method where
+    the C encoder is missing or does not write the very same text."""
+    plain = json.JSONEncoder(default=_plain, ensure_ascii=False).encode
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return plain
+    try:  # its arguments, as `JSONEncoder.iterencode` passes them (no check for cycles)
+        chunks = make(
+            None, _plain, json.encoder.encode_basestring, None, ": ", ", ", False, False, True
+        )
+    except TypeError:  # another Python's signature
+        return plain
+
+    def encode(line: dict[str, Any]) -> str:
+        return "".join(chunks(line, 0))
+
+    sample = {"event": 'caf\u00e9 "\n', "n": -1, "x": 1.5, "none": None, "at": datetime(2026, 1, 1)}
+    try:
+        same = encode({**sample, "nested": [sample, True]}) == plain(
+            {**sample, "nested": [sample, True]}
+        )
+    except Exception:  # noqa: BLE001 - any failure: the method, which is known to work
+        same = False
+    return encode if same else plain
+
+
+_ENCODE = _line_encoder()
 
 
 def log_format() -> str:
