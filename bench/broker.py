@@ -337,6 +337,9 @@ def report(
         if theirs is None:
             print(f"| {what} | {value:.{digits}f} {unit} | | |")
             continue
+        if what not in theirs:  # not measured on their side (the Sender's, in some legs)
+            print(f"| {what} | {value:.{digits}f} {unit} | n/a | |")
+            continue
         other = theirs[what][0]
         # CPU times are read in clock ticks (10 ms): a short run can count none
         ratio = f"**{value / other:.2f}**" if other else "n/a (too short to count)"
