@@ -3,9 +3,16 @@ the path inside a list or value object, and the value (a huge one without spelli
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+from uuid import UUID, uuid4
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from loom.runtime import ints
 from loom.runtime.decimals import ArithmeticRefused
@@ -40,3 +47,56 @@ def test_a_value_beyond_64_bits_is_refused_naming_where(value: object, said: str
         ints.fit(value, "Counter.count")
     assert refused.value.detail.startswith(said)
     assert refused.value.status == 422
+
+
+@dataclass(frozen=True)
+class Moved:
+    """An event with a field of every kind an event has."""
+
+    id: UUID
+    note: str
+    urgent: bool
+    reason: str | None
+    price: Decimal
+    at: datetime
+    ratio: float
+    count: int
+    line: Line
+    lines: list[Line]
+
+
+def _first_beyond(value: Any, path: str = "") -> tuple[str, int] | None:
+    """What `ints.beyond` answers, the plain way: every value visited, depth first."""
+    if type(value) is int:
+        return None if ints.INT64_MIN <= value <= ints.INT64_MAX else (path, value)
+    if isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            if (found := _first_beyond(item, f"{path}[{i}]")) is not None:
+                return found
+    if dataclasses.is_dataclass(value):
+        for field in dataclasses.fields(value):
+            if found := _first_beyond(getattr(value, field.name), f"{path}.{field.name}"):
+                return found
+    return None
+
+
+_INTS = st.one_of(st.integers(-5, 5), st.integers(), st.sampled_from([2**63, -(2**63) - 1]))
+
+
+@given(_INTS, _INTS, st.lists(_INTS, max_size=3), st.booleans())
+def test_the_first_int_beyond_64_bits_in_an_event_is_found_whatever_else_it_holds(
+    count: int, quantity: int, more: list[int], urgent: bool
+) -> None:
+    event = Moved(
+        uuid4(),
+        "note",
+        urgent,
+        None,
+        Decimal("1.50"),
+        datetime.now(UTC),
+        0.5,
+        count,
+        Line("a", quantity),
+        [Line("b", q) for q in more],
+    )
+    assert ints.beyond(event) == _first_beyond(event)
