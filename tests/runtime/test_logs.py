@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from loom.runtime.values.log_text import TextLines, wants_colour
-from loom.runtime.values.logs import _ENCODE, _plain, log_fact, log_format
+from loom.runtime.values.logs import _ENCODE, _line_encoder, _plain, log_fact, log_format
 from loom.runtime.values.tracing import tracer_for
 
 DELIVERED = {
@@ -133,7 +133,27 @@ _VALUES = st.recursive(
 
 @given(st.dictionaries(st.text(), _VALUES, max_size=8))
 def test_a_line_is_the_json_text_the_standard_encoder_writes(line: dict[str, Any]) -> None:
+    assert getattr(_ENCODE, "__func__", None) is None  # the C encoder made once, not the method
     assert _ENCODE(line) == json.JSONEncoder(default=_plain, ensure_ascii=False).encode(line)
+
+
+def _refusing(*_args: object) -> object:
+    raise TypeError("another signature")
+
+
+def _writing_otherwise(*_args: object) -> object:
+    return lambda line, _level: ["{}"]
+
+
+@pytest.mark.parametrize(
+    "make", [None, _refusing, _writing_otherwise], ids=["missing", "refusing", "other-text"]
+)
+def test_without_a_c_encoder_that_writes_the_same_text_lines_go_through_the_standard_method(
+    make: object,
+) -> None:
+    encode = _line_encoder(make)
+    assert getattr(encode, "__func__", None) is json.JSONEncoder.encode
+    assert encode({"event": "x", "n": 1}) == '{"event": "x", "n": 1}'
 
 
 def test_a_json_line_inside_a_span_carries_its_trace_and_span_ids(
