@@ -6,9 +6,9 @@ executes per event do not. Each side's Receiver runs alone in a process of its o
 lifespan, no HTTP server) under valgrind's callgrind, on a fresh database of a throwaway
 PostgreSQL cluster and a throwaway NATS server. This process publishes messages exactly as each
 side's Sender publishes them in bench/broker.py (Loom's payloads and headers, each ping its key's
-first event; the reference's JSON and its one header) to the Receiver's stream: `--warm` of them first, applied before the counters are zeroed
-(`callgrind_control -z`), then `--events`, and the counters are read (`callgrind_control -d`) once
-every Pong row is committed:
+first event; the reference's JSON and its one header) to the Receiver's stream: `--warm` of them
+first, applied before the counters are zeroed (`callgrind_control -z`), then `--events`, and the
+counters are read (`callgrind_control -d`) once every Pong row is committed:
 
     instructions/event = instructions between the zeroing and the dump / events
 
@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
+import json
 import os
 import re
 import signal
@@ -131,10 +133,8 @@ async def _publish(url: str, side: str, count: int) -> None:
     import nats
 
     from bench._broker_raw import raw_messages
-    from loom.testing import build_service
 
-    main = build_service([ROOT / "bench" / "broker.loom"])
-    messages = raw_messages(main, count, CHANNELS[side])
+    messages = raw_messages(_broker_service(), count, CHANNELS[side])
     if side == "reference":
         messages = [
             (subject, _ref_payload(payload), {"Nats-Msg-Id": headers["Nats-Msg-Id"]})
@@ -152,10 +152,16 @@ async def _publish(url: str, side: str, count: int) -> None:
         await nc.close()
 
 
+@functools.cache
+def _broker_service() -> Any:
+    """bench/broker.loom built once (every round publishes; the model does not change)."""
+    from loom.testing import build_service
+
+    return build_service([ROOT / "bench" / "broker.loom"])
+
+
 def _ref_payload(loom_payload: bytes) -> bytes:
     """The reference Sender's JSON of the ping whose Loom payload is `loom_payload`."""
-    import json
-
     event = json.loads(loom_payload)
     return json.dumps({"ping": event["ping"], "n": event["n"]}).encode()
 

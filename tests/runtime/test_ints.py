@@ -71,11 +71,13 @@ def _first_beyond(value: Any, path: str = "") -> tuple[str, int] | None:
         return None if ints.INT64_MIN <= value <= ints.INT64_MAX else (path, value)
     if isinstance(value, list | tuple):
         for i, item in enumerate(value):
-            if (found := _first_beyond(item, f"{path}[{i}]")) is not None:
+            found = _first_beyond(item, f"{path}[{i}]")
+            if found is not None:
                 return found
     if dataclasses.is_dataclass(value):
         for field in dataclasses.fields(value):
-            if found := _first_beyond(getattr(value, field.name), f"{path}.{field.name}"):
+            found = _first_beyond(getattr(value, field.name), f"{path}.{field.name}")
+            if found is not None:
                 return found
     return None
 

@@ -111,9 +111,9 @@ def test_members_given_in_the_line_s_order_are_written_in_it(
     ]
 
 
-# what a line's members may hold: text of every kind (quotes, controls, beyond ASCII, lone
-# surrogates), numbers (NaN among them), truth values, None, times and other objects written as
-# text, and lists and objects of those
+# what a line's members may hold: text of every kind (quotes, controls, beyond ASCII), numbers
+# (NaN among them), truth values, None, times and other objects written as text, and lists and
+# objects of those
 _SCALARS = st.one_of(
     st.text(),
     st.integers(),
