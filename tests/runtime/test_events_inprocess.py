@@ -146,6 +146,14 @@ async def test_x_correlation_id_in_and_out(database_url: str, sent: str, kept: b
             assert UUID_TEXT.match(got), got
 
 
+async def test_a_repeated_x_correlation_id_is_read_as_its_last(database_url: str) -> None:
+    async with running(database_url, durable=False) as svc:
+        sent = [("X-Correlation-Id", "first-1"), ("X-Correlation-Id", "last-2")]
+        r = await svc.client.get(f"/api/orders/{UUID(int=1)}", headers=sent)
+        assert r.status_code == 404
+        assert r.headers.get_list("x-correlation-id") == ["last-2"]
+
+
 async def test_every_response_carries_a_correlation_id(database_url: str) -> None:
     async with running(database_url, durable=False) as svc:
         ok = await svc.client.post("/api/products", json={"sku": "A"})

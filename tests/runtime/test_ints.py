@@ -102,3 +102,28 @@ def test_the_first_int_beyond_64_bits_in_an_event_is_found_whatever_else_it_hold
         [Line("b", q) for q in more],
     )
     assert ints.beyond(event) == _first_beyond(event)
+    assert ints.all_fit(event) is (_first_beyond(event) is None)
+
+
+_VALUES = st.recursive(
+    st.one_of(_INTS, st.text(max_size=2), st.none(), st.booleans(), st.decimals(allow_nan=False)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.builds(Line, st.text(max_size=2), _INTS),
+        st.builds(lambda *fields: Pair(*fields), inner, inner),
+    ),
+    max_leaves=8,
+)
+
+
+@dataclass(frozen=True)
+class Pair:
+    left: Any
+    right: Any
+
+
+@given(_VALUES)
+def test_all_fit_answers_what_beyond_does_for_any_value(value: object) -> None:
+    # the fast path steps over leaves and checks ints in place; anything else it hands to the walk
+    assert ints.all_fit(value) is (ints.beyond(value) is None)
+    assert ints.all_fit(value) is (_first_beyond(value) is None)

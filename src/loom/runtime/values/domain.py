@@ -79,5 +79,5 @@ def derived(aggregate: AggregateRoot, attr: str, label: str) -> Any:
 
 def check_event(event: DomainEvent) -> None:
     """Refuse an event carrying an int beyond 64 bits: no consumer could decode it."""
-    if ints.beyond(event) is not None:  # the label is worded only for a refusal
+    if not ints.all_fit(event):  # the label is worded only for a refusal
         ints.fit(event, f"event {event.event_type}")

@@ -10,11 +10,14 @@ result of a handler, an event), so that nothing is saved or answered that could 
 from __future__ import annotations
 
 import dataclasses
+from datetime import date, datetime, timedelta
+from decimal import Decimal
 from typing import Any, TypeVar
+from uuid import UUID
 
 from loom.runtime.values.decimals import ArithmeticRefused
 
-__all__ = ["INT64_MAX", "INT64_MIN", "beyond", "fit"]
+__all__ = ["INT64_MAX", "INT64_MIN", "all_fit", "beyond", "fit"]
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
@@ -55,6 +58,27 @@ def _beyond(value: Any) -> tuple[str, int] | None:
             return f".{name}{found[0]}", found[1]
     return None
 
+
+def all_fit(value: Any) -> bool:
+    """Whether every int in `value` fits: `beyond(value) is None`, answered without a call per
+    field for a dataclass whose fields are ints, strings, ids and other leaves (an event, checked
+    at every emit)."""
+    names = _FIELDS.get(type(value))
+    if names is None:
+        return _beyond(value) is None
+    for name in names:
+        field = getattr(value, name)
+        kind = type(field)
+        if kind is int:
+            if not INT64_MIN <= field <= INT64_MAX:
+                return False
+        elif kind not in _LEAVES and _beyond(field) is not None:
+            return False
+    return True
+
+
+# types that hold no int (`_beyond` would find none in them), so `all_fit` steps over them
+_LEAVES = frozenset({str, bool, float, Decimal, UUID, datetime, date, timedelta, type(None)})
 
 # type -> the fields of its instances when it is a dataclass (an event, a value object), else ():
 # read once per type, not per value (an event is checked at every emit)
