@@ -256,7 +256,7 @@ class Comparison:
 
     @staticmethod
     def _median(rounds: list[Round], attr: str) -> float:
-        return statistics.median(getattr(r, attr) for r in rounds)
+        return float(statistics.median(getattr(r, attr) for r in rounds))
 
     def row(self, label: str, concurrency: int) -> str:
         g_rate, h_rate = self._median(self.generated, "rate"), self._median(self.reference, "rate")

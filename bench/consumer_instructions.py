@@ -246,6 +246,8 @@ def one(side: str, url: str, nats_url: str, args: argparse.Namespace) -> float:
     """Instructions (calls, system calls) per event of `side`'s Receiver."""
     from bench._broker_raw import ensure_channel
 
+    events: int = args.events
+
     if side == "reference":
         asyncio.run(ensure_channel(nats_url, REF_CHANNEL, REF_CONSUMER))
     with tempfile.TemporaryDirectory() as tmp:
@@ -292,15 +294,15 @@ def one(side: str, url: str, nats_url: str, args: argparse.Namespace) -> float:
             print(table)
             found = _SYSCALLS.search(table)
             assert found is not None, table
-            return int(found.group(1)) / args.events
+            return int(found.group(1)) / events
         if args.measure == "calls":
             found = _CALLS.search(printed)
             assert found is not None, printed
-            return int(found.group(1)) / args.events
+            return int(found.group(1)) / events
         dumps = sorted(keep.glob(f"callgrind.{side}.*"))  # the dump asked for: `<file>.1`
         found = _TOTALS.search(dumps[0].read_text())
         assert found is not None
-        return int(found.group(1)) / args.events
+        return int(found.group(1)) / events
 
 
 def cpu_rounds(urls: list[str], nats_url: str, args: argparse.Namespace) -> None:

@@ -26,17 +26,18 @@ import time
 from pathlib import Path
 
 from lsprotocol import types as lsp
-from pygls.lsp.client import BaseLanguageClient
+from pygls.lsp.client import LanguageClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.compiler import write_model  # the same synthetic model as the compiler's bench
+from loom.lsp.server import DEBOUNCE
 
 TARGET_MS = 300.0
 BROKEN = "quantity += m"
 FIXED = "quantity += n"
 
 
-class Client(BaseLanguageClient):
+class Client(LanguageClient):
     def __init__(self) -> None:
         super().__init__("loom-bench", "1")
         self.published: asyncio.Queue[lsp.PublishDiagnosticsParams] = asyncio.Queue()
@@ -48,8 +49,11 @@ async def _shows(client: Client, uri: str, broken: bool, timeout: float = 30) ->
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
-            raise SystemExit("no publication showing the edit within 30 s")
-        got = await asyncio.wait_for(client.published.get(), left)
+            raise SystemExit(f"no publication showing the edit within {timeout:.0f} s")
+        try:
+            got = await asyncio.wait_for(client.published.get(), left)
+        except TimeoutError:
+            raise SystemExit(f"no publication showing the edit within {timeout:.0f} s") from None
         if got.uri != uri:
             continue
         if any(d.code == "loom.unknown-name" for d in got.diagnostics) == broken:
@@ -74,7 +78,8 @@ async def measure(aggregates: int, edits: int, pause: float) -> tuple[list[float
         assert FIXED in text
         client = Client()
 
-        @client.feature(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        # pygls leaves `feature` and `stop` unannotated
+        @client.feature(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)  # type: ignore[untyped-decorator]
         def published(params: lsp.PublishDiagnosticsParams) -> None:
             client.published.put_nowait(params)
 
@@ -117,7 +122,7 @@ async def measure(aggregates: int, edits: int, pause: float) -> tuple[list[float
             typed.append((time.perf_counter() - start) * 1000)
         await client.shutdown_async(None)
         client.exit(None)
-        await client.stop()
+        await client.stop()  # type: ignore[no-untyped-call]
         return after_pause, typed
 
 
@@ -138,6 +143,12 @@ def main() -> None:
     args = parser.parse_args()
     if args.edits < 20:
         parser.error("--edits: at least 20, for a median worth the name")
+    if args.pause <= DEBOUNCE:
+        # A burst that starts within the debounce is compiled only after its last keystroke,
+        # which restores the text: the server, rightly, publishes nothing new to wait for.
+        parser.error(
+            f"--pause: more than the server's debounce ({DEBOUNCE} s), or no edit is after a pause"
+        )
     load = os.getloadavg()
     after_pause, typed = asyncio.run(measure(args.aggregates, args.edits, args.pause))
     print(f"loom lsp, {args.aggregates} aggregates; load average {load[0]:.2f} {load[1]:.2f}")

@@ -36,6 +36,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -110,6 +111,11 @@ async def _service(url: str, **options: Any) -> Service:
     return service
 
 
+def _deciding(decision: Decision[Any]) -> Callable[[Any], Decision[Any]]:
+    """A step that decides `decision` whatever the state."""
+    return lambda _current: decision
+
+
 async def steps(url: str, n: int, rounds: int) -> dict[str, float]:
     """Median steps/s of the process path, of the same three rows by hand, and of the two-row
     floor, taking turns."""
@@ -125,7 +131,7 @@ async def steps(url: str, n: int, rounds: int) -> dict[str, float]:
     upsert = _RAW_TIMER_UPSERT[service.dialect]
     read = _RAW_READ_LOCKED if service.dialect == "postgresql" else _RAW_READ
     rates: dict[str, list[float]] = {"steps": [], "raw": [], "floor": []}
-    paths = {
+    paths: dict[str, Callable[[str], Awaitable[object]]] = {
         "steps": lambda key: service.processes.run(Reminder, key, remind_step(key)),
         "raw": lambda key: _raw_step(service, key, read, upsert),
         "floor": lambda key: _raw_step(service, key, read, None),
@@ -234,7 +240,7 @@ async def lateness(
             after = timedelta(milliseconds=rng.randint(50, 500))
             key = f"late-{other}-{listen}-{i}"
             arm = Decision({"n": 0}, timeouts=[Timeout("remind", after=after)])
-            await arming.processes.run(Reminder, key, lambda current, arm=arm: arm)
+            await arming.processes.run(Reminder, key, _deciding(arm))
             await asyncio.sleep(rng.uniform(0.0, 0.05))  # arrivals spread over time
         await asyncio.wait_for(done.wait(), timeout=120)
     finally:

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The static checks, from the repository root with the project's virtualenv: ruff (lint and format)
-# over everything with the rule set pyproject.toml names, mypy --strict over all of src/loom, and
-# mypy over tests/ with the strict flags its [[tool.mypy.overrides]] in pyproject.toml keeps;
-# `loom fmt --check` over the .loom files.
+# over everything with the rule set pyproject.toml names, mypy --strict over all of src/loom and
+# bench/, mypy over tests/ with the strict flags its [[tool.mypy.overrides]] in pyproject.toml
+# keeps, and `loom fmt --check` over the .loom files.
 # scripts/test.sh runs it before the tests.
 # Every step runs even when an earlier one fails; the script exits non-zero if any failed and names
 # the failed steps last.
@@ -27,6 +27,7 @@ step "mypy --strict (all of src/loom)" "$bin/mypy" --strict src/loom
 # its own cache: the two runs check src/loom under different flags, so one shared cache would be
 # rewritten by each in turn and neither would ever start warm (about 15 s each instead of 1)
 step "mypy (tests/)" "$bin/mypy" --cache-dir .mypy_cache/tests tests
+step "mypy --strict (bench/)" "$bin/mypy" --strict --cache-dir .mypy_cache/bench bench
 # every .loom file of the repository in `loom fmt`'s layout, but those scripts/fmt-skip.txt names
 loom_fmt_check() {
   local skip=scripts/fmt-skip.txt
