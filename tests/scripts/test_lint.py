@@ -40,8 +40,9 @@ def _tree(tmp: Path) -> Path:
         (tmp / "src/loom" / pkg).mkdir(parents=True)
         (tmp / "src/loom" / pkg / "__init__.py").write_text('"""A stub."""\n')
     (tmp / "src/loom/__init__.py").write_text('"""A stub."""\n')
-    (tmp / "tests").mkdir()
-    (tmp / "tests/__init__.py").write_text('"""A stub."""\n')
+    for folder in ("tests", "bench"):
+        (tmp / folder).mkdir()
+        (tmp / folder / "__init__.py").write_text('"""A stub."""\n')
     os.symlink(VENV, tmp / ".venv")
     return tmp
 
@@ -73,6 +74,14 @@ def test_lint_names_each_failed_step(tmp_path: Path) -> None:
     assert "lint failed in 3 step(s)" in run.stderr
     for step in ("ruff check", "ruff format --check", "mypy --strict"):
         assert f"  - {step}" in run.stderr
+
+
+def test_lint_holds_the_benches_to_strict_types(tmp_path: Path) -> None:
+    tree = _tree(tmp_path)
+    (tree / "bench/untyped.py").write_text('"""A bench."""\n\n\ndef f(a):\n    return a\n')
+    run = _run(tree, "lint.sh")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "lint failed in 1 step(s):\n  - mypy --strict (bench/)" in run.stderr
 
 
 def test_lint_checks_the_layout_of_the_tracked_loom_files_but_the_skipped(tmp_path: Path) -> None:
