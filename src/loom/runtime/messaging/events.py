@@ -33,7 +33,8 @@ Handler = Callable[[Any], Awaitable[None]]
 UNKNOWN_REVISION = "unknown"
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen, as `transports.base.Message` is not (why there): made for every event dispatched.
+@dataclass(slots=True)
 class EventEnvelope:
     """Delivery metadata of one event; the domain event itself stays clean.
 
@@ -54,7 +55,7 @@ class EventEnvelope:
     tenant: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: see EventEnvelope
 class Delivery:
     """The handler being run: its consumer name, the envelope, and whether it came from the
     outbox (only durable deliveries can be repeated, so only they record an inbox row); for a

@@ -35,7 +35,10 @@ from loom.runtime.messaging.channels import Retention
 from loom.runtime.values.trace_context import join_stored, split_stored
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen, though nothing assigns to one after it is made: a frozen dataclass's __init__ sets
+# each field through `object.__setattr__`, and with the envelope and delivery (`messaging/
+# events.py`) that was 1.3 % of a broker consumer's instructions an event (docs/benchmarks.md).
+@dataclass(slots=True)
 class Message:
     """One durable event on the wire: its payload (the event's fields as the outbox stores them,
     JSON text) and the metadata travelling beside it. `key` orders: messages of one key reach a
