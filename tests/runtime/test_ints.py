@@ -105,21 +105,21 @@ def test_the_first_int_beyond_64_bits_in_an_event_is_found_whatever_else_it_hold
     assert ints.all_fit(event) is (_first_beyond(event) is None)
 
 
+@dataclass(frozen=True)
+class Pair:
+    left: Any
+    right: Any
+
+
 _VALUES = st.recursive(
     st.one_of(_INTS, st.text(max_size=2), st.none(), st.booleans(), st.decimals(allow_nan=False)),
     lambda inner: st.one_of(
         st.lists(inner, max_size=3),
         st.builds(Line, st.text(max_size=2), _INTS),
-        st.builds(lambda *fields: Pair(*fields), inner, inner),
+        st.builds(Pair, inner, inner),
     ),
     max_leaves=8,
 )
-
-
-@dataclass(frozen=True)
-class Pair:
-    left: Any
-    right: Any
 
 
 @given(_VALUES)
