@@ -12,7 +12,10 @@ counters are read (`callgrind_control -d`) once every Pong row is committed:
 
     instructions/event = instructions between the zeroing and the dump / events
 
-What it does not see: time spent waiting, in the kernel, or lost to cache misses. `--measure calls`
+What it does not see: time spent waiting, in the kernel, or lost to cache misses; `--measure
+misses` counts the misses of a simulated second-level cache of `--l2` KiB per event instead
+(bench/instructions.py's `cache_sim`: the memory an event touches beyond what stays close to the
+core). `--measure calls`
 counts Python function calls (cProfile) the same way instead, quicker, and `--measure cpu` the
 Receivers' CPU time (no valgrind; both alive, taking turns for `--rounds` of `--events`, since
 the machine's speed moves), `--measure syscalls` its system calls
@@ -23,6 +26,7 @@ into <file>.loom and <file>.reference: which Python code runs how much, whatever
 figure printed is then bytecodes per event).
 
     .venv/bin/python -m bench.consumer_instructions                        # ~3 min
+    .venv/bin/python -m bench.consumer_instructions --measure misses       # ~5 min
     .venv/bin/python -m bench.consumer_instructions --measure calls --keep /tmp/consumer
 """
 
@@ -51,6 +55,8 @@ REF_CHANNEL, REF_CONSUMER = "Ref.Sent", "Ref.consumer"  # bench/broker.py's
 CHANNELS = {"loom": "Sender.Sent", "reference": REF_CHANNEL}  # each side's Receiver reads
 WAIT = 600.0  # seconds: the longest one wait may take (valgrind is slow)
 _TOTALS = re.compile(r"^(?:summary|totals):\s+(\d+)", re.M)
+_EVENTS = re.compile(r"^events:(.*)$", re.M)
+_SUMMARY = re.compile(r"^(?:summary|totals):(.*)$", re.M)
 _CALLS = re.compile(r"^calls (\d+)$", re.M)
 _SYSCALLS = re.compile(r"^[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?total$", re.M)
 
@@ -243,8 +249,9 @@ def _callgrind(command: str, pid: int) -> None:
 
 
 def one(side: str, url: str, nats_url: str, args: argparse.Namespace) -> float:
-    """Instructions (calls, system calls) per event of `side`'s Receiver."""
+    """Instructions (second-level misses, calls, system calls) per event of `side`'s Receiver."""
     from bench._broker_raw import ensure_channel
+    from bench.instructions import L2_KIB, cache_sim
 
     events: int = args.events
 
@@ -257,10 +264,12 @@ def one(side: str, url: str, nats_url: str, args: argparse.Namespace) -> float:
         profile = keep / f"callgrind.{side}"
         if args.measure == "calls":
             command += ["--profile", str(keep / f"{side}.prof")]
-        elif args.measure == "instructions":
+        elif args.measure in ("instructions", "misses"):
             for old in keep.glob(f"callgrind.{side}*"):
                 old.unlink()
             tool = ["--tool=callgrind", f"--callgrind-out-file={profile}"]
+            if args.measure == "misses":
+                tool += cache_sim(args.l2 or L2_KIB)
             command = ["valgrind", *tool, f"--log-file={tmp}/valgrind.log", *command]
         env = _environment(url, nats_url, args.log_level)
         proc = _start_receiver(command, side, env, Path(tmp) / "log")
@@ -273,14 +282,14 @@ def one(side: str, url: str, nats_url: str, args: argparse.Namespace) -> float:
                 _tell(proc.stdin, "start")
             elif args.measure == "syscalls":
                 tracer = _strace(proc.pid, keep / f"strace.{side}")
-            elif args.measure == "instructions":
+            elif args.measure in ("instructions", "misses"):
                 _callgrind("-z", proc.pid)
             asyncio.run(_publish(nats_url, side, args.events))
             _applied(url, args.warm + args.events)
             if tracer is not None:
                 tracer.send_signal(signal.SIGINT)
                 tracer.wait(WAIT)
-            if args.measure == "instructions":
+            if args.measure in ("instructions", "misses"):
                 _callgrind("-d", proc.pid)
             _tell(proc.stdin, "stop")
             printed = proc.stdout.read().decode()
@@ -300,9 +309,23 @@ def one(side: str, url: str, nats_url: str, args: argparse.Namespace) -> float:
             assert found is not None, printed
             return int(found.group(1)) / events
         dumps = sorted(keep.glob(f"callgrind.{side}.*"))  # the dump asked for: `<file>.1`
-        found = _TOTALS.search(dumps[0].read_text())
+        dump = dumps[0].read_text()
+        if args.measure == "misses":
+            misses = second_level_misses(dump)
+            print(f"{side}: {misses[1] / events:,.0f} instructions/event", flush=True)
+            return misses[0] / events
+        found = _TOTALS.search(dump)
         assert found is not None
         return int(found.group(1)) / events
+
+
+def second_level_misses(dump: str) -> tuple[int, int]:
+    """The misses of the simulated second-level cache (instruction reads, data reads and data
+    writes) and the instructions, from a callgrind dump made with `cache_sim`."""
+    names, totals = _EVENTS.search(dump), _SUMMARY.search(dump)
+    assert names is not None and totals is not None, "no cache events in the dump"
+    counts = dict(zip(names.group(1).split(), map(int, totals.group(1).split()), strict=True))
+    return counts["ILmr"] + counts["DLmr"] + counts["DLmw"], counts["Ir"]
 
 
 def cpu_rounds(urls: list[str], nats_url: str, args: argparse.Namespace) -> None:
@@ -365,12 +388,15 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=500, help="events counted")
     parser.add_argument(
         "--measure",
-        choices=["instructions", "calls", "cpu", "syscalls"],
+        choices=["instructions", "misses", "calls", "cpu", "syscalls"],
         default="instructions",
-        help="instructions (callgrind), Python calls (cProfile), CPU time or system calls (strace), "
-        "per event",
+        help="instructions (callgrind), second-level cache misses (callgrind's simulation), "
+        "Python calls (cProfile), CPU time or system calls (strace), per event",
     )
     parser.add_argument("--rounds", type=int, default=6, help="with --measure cpu: rounds a side")
+    parser.add_argument(
+        "--l2", type=int, help="with --measure misses: the second level, KiB (1024)"
+    )
     parser.add_argument("--keep", type=Path, help="a folder to keep the profiles in")
     parser.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES))
     parser.add_argument("--log-level", default="INFO", help="LOOM_LOG_LEVEL of Loom's Receiver")
@@ -389,6 +415,7 @@ def main() -> None:
         return
     unit = {
         "instructions": "instructions",
+        "misses": "second-level cache misses",
         "calls": "calls",
         "syscalls": "system calls",
     }[args.measure]
