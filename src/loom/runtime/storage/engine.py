@@ -10,6 +10,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from loom.model.isolation import ISOLATION_LEVELS, ISOLATION_SQL
+from loom.runtime.storage import greenlets
 from loom.runtime.storage.criteria import install_sqlite_functions
 
 BEGIN_OPTION = "loom_begin"
@@ -51,7 +52,9 @@ def install_sqlite_hooks(engine: AsyncEngine) -> None:
 def create_engine(url: str, **options: Any) -> AsyncEngine:
     """An async engine on `url` (`async_url`): on aiosqlite, through `OneTripDBAPI`, one trip to
     aiosqlite's thread per statement; on asyncpg, through `LeanDBAPI`, less Python per
-    statement; on SQLite, with `install_sqlite_hooks`."""
+    statement; on SQLite, with `install_sqlite_hooks`. SQLAlchemy's asyncio API then runs its
+    calls in greenlets it keeps (`storage/greenlets.py`)."""
+    greenlets.install()
     url = async_url(url)
     if make_url(url).drivername == "sqlite+aiosqlite" and "module" not in options:
         from loom.runtime.storage.sqlite_driver import one_trip_dbapi
@@ -92,7 +95,9 @@ def unit_engines(engine: AsyncEngine) -> UnitEngines:
     """The engine each kind of unit of work connects through, by (transactional, isolation):
     views of `engine` sharing its pool, with the connection options a unit of work needs set
     once here, not on each connection (every `execution_options` call on a connection is a
-    round through SQLAlchemy's sync layer)."""
+    round through SQLAlchemy's sync layer). An engine made elsewhere than `create_engine` gets
+    the kept greenlets here."""
+    greenlets.install()
     if engine.dialect.name == "sqlite":  # one writer at a time: no isolation levels to pick
         immediate = _immediate_engine(engine)
         return {
