@@ -113,17 +113,17 @@ def _other(url: str, build: Path, against: str) -> Server:
 
 
 def _instructions(
-    kind: str, scenario: str, requests: int, against: str, misses: int | None
+    kind: str, scenario: str, requests: int, against: str, l2_kib: int | None
 ) -> tuple[int, int]:
-    """Instructions (with `misses`, the misses of a simulated second level of `misses` KiB) of
+    """Instructions (with `l2_kib`, the misses of a simulated second level of that many KiB) of
     the generated server and of the other one (`_other`) over one run."""
     with (
         database(kind) as (_label, url),
         tempfile.TemporaryDirectory() as tmp,
     ):
         logs = Path(tmp)
-        gen = _under_valgrind(generated_server(url, logs / "build"), logs / "gen.log", misses)
-        ref = _under_valgrind(_other(url, logs / "other", against), logs / "ref.log", misses)
+        gen = _under_valgrind(generated_server(url, logs / "build"), logs / "gen.log", l2_kib)
+        ref = _under_valgrind(_other(url, logs / "other", against), logs / "ref.log", l2_kib)
         with serving(gen, ref):
             if against == "reference":
                 accounts = asyncio.run(seed(gen, url, 2))
@@ -133,7 +133,7 @@ def _instructions(
             asyncio.run(_drive(gen, ref, calls, requests, against != "reference"))
         counts = []
         for log in ("gen.log", "ref.log"):
-            found = (_MISSES if misses else _REFS).search((logs / log).read_text())
+            found = (_MISSES if l2_kib else _REFS).search((logs / log).read_text())
             if found is None:
                 raise SystemExit(f"no count in {log}:\n{(logs / log).read_text()}")
             counts.append(int(found.group(1).replace(",", "")))
@@ -161,9 +161,9 @@ def main() -> None:
     rows = []
     for kind in kinds:
         for scenario in scenarios:
-            misses = args.l2 if args.misses else None
-            g1, r1 = _instructions(kind, scenario, args.small, args.against, misses)
-            g2, r2 = _instructions(kind, scenario, args.large, args.against, misses)
+            l2_kib = args.l2 if args.misses else None
+            g1, r1 = _instructions(kind, scenario, args.small, args.against, l2_kib)
+            g2, r2 = _instructions(kind, scenario, args.large, args.against, l2_kib)
             n = args.large - args.small
             gen, ref = (g2 - g1) / n, (r2 - r1) / n
             label = "SQLite" if kind == "sqlite" else "PostgreSQL 15"
