@@ -2,9 +2,9 @@
 
 Each app is served by its own `python -m uvicorn` subprocess (one worker, no access log, the same
 options for both), on the same database, with the same sized connection pool (`Pool`: 15 kept,
-no overflow, unless `--pool-size` / `--pool-overflow` say otherwise). The load client is an httpx async client in this process
-holding `concurrency` keep-alive connections, each driven by one task sending its requests one
-after the other. A round sends a fixed number of requests; rounds alternate between the apps so a
+no overflow, unless `--pool-size` / `--pool-overflow` say otherwise). The load client is in this process
+(`bench/_load.py`, lean: the server, not the client, is what a round loads) holding `concurrency`
+keep-alive connections, each driven by one task sending its requests one after the other. A round sends a fixed number of requests; rounds alternate between the apps so a
 noisy neighbour hurts both alike. Per round: requests per second (wall clock) and the server's CPU
 time per request (user + system time of the server process, from /proc/<pid>/stat).
 """
@@ -28,13 +28,15 @@ from pathlib import Path
 
 import httpx
 
+from bench._load import LoadClient, Response
+
 ROOT = Path(__file__).resolve().parents[1]
 BANKING = ROOT / "examples/banking/banking.loom"
 _TICKS = os.sysconf("SC_CLK_TCK")
 START = 10**12  # every account's opening balance: transfers of 1 never run out
 
 # call(client, caller, n): the n-th request of caller number `caller`, answering its status
-Call = Callable[[httpx.AsyncClient, int, int], Awaitable[int]]
+Call = Callable[[LoadClient, int, int], Awaitable[int]]
 
 
 def _free_port() -> int:
@@ -223,11 +225,11 @@ class Round:
     rate: float  # requests per second
     cpu_ms: float  # server CPU milliseconds per request
     conflicts: int  # 409 answers
+    client_ms: float = 0.0  # the load client's CPU milliseconds per request
 
 
 async def _round(server: Server, requests: int, concurrency: int, call: Call) -> Round:
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(base_url=server.url, limits=limits, timeout=60) as client:
+    async with LoadClient(server.url, concurrency) as client:
         # open every connection before the clock starts
         await asyncio.gather(*(call(client, w, 0) for w in range(concurrency)))
         per_worker = [
@@ -241,12 +243,12 @@ async def _round(server: Server, requests: int, concurrency: int, call: Call) ->
                 if await call(client, w, n) == 409:
                     conflicts += 1
 
-        cpu = server.cpu_seconds()
+        cpu, client_cpu = server.cpu_seconds(), time.process_time()
         start = time.perf_counter()
         await asyncio.gather(*(worker(w) for w in range(concurrency)))
         elapsed = time.perf_counter() - start
-        cpu = server.cpu_seconds() - cpu
-    return Round(requests / elapsed, cpu * 1000 / requests, conflicts)
+        cpu, client_cpu = server.cpu_seconds() - cpu, time.process_time() - client_cpu
+    return Round(requests / elapsed, cpu * 1000 / requests, conflicts, client_cpu * 1000 / requests)
 
 
 @dataclass
@@ -271,6 +273,11 @@ class Comparison:
             f"| **{g_rate / h_rate:.2f}** | {g_cpu:.2f} ms | {h_cpu:.2f} ms "
             f"| **{g_cpu / h_cpu:.2f}** | {g_409} / {h_409} |"
         )
+
+    def client_line(self, label: str, concurrency: int) -> str:
+        """The load client's CPU a request, so a reader sees it was not what a round measured."""
+        g, h = self._median(self.generated, "client_ms"), self._median(self.reference, "client_ms")
+        return f"{label}, {concurrency}: load client CPU/request {g:.2f} ms / {h:.2f} ms"
 
 
 HEADER = (
@@ -298,7 +305,7 @@ async def compare(
     return result
 
 
-def expect(response: httpx.Response, ok: int) -> int:
+def expect(response: Response | httpx.Response, ok: int) -> int:
     """The status, or stop the benchmark on an unexpected answer (a 409 is counted)."""
     if response.status_code not in (ok, 409):
         raise SystemExit(
@@ -394,7 +401,7 @@ def main(title: str, scenario: Callable[[Accounts], Scenario], accounts_per_call
     pool = Pool(args.pool_size, args.pool_overflow)
     levels = [int(c) for c in args.connections.split(",")]
     kinds = ["sqlite", "postgres"] if args.db == "both" else [args.db]
-    rows = []
+    rows, clients = [], []
     for kind in kinds:
         with database(kind) as (label, url), tempfile.TemporaryDirectory() as build:
             gen, ref = generated_server(url, Path(build), pool), reference_server(url, pool)
@@ -412,6 +419,7 @@ def main(title: str, scenario: Callable[[Accounts], Scenario], accounts_per_call
                         )
                     )
                     rows.append(result.row(label, level))
+                    clients.append(result.client_line(label, level))
                     print(rows[-1], flush=True)
     load = Path("/proc/loadavg").read_text().split()[:3]
     print(
@@ -420,3 +428,4 @@ def main(title: str, scenario: Callable[[Accounts], Scenario], accounts_per_call
     )
     print(HEADER)
     print("\n".join(rows))
+    print("\n(generated's rounds / hand-written's)\n" + "\n".join(clients))

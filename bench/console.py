@@ -24,10 +24,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-import httpx
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._load import LoadClient
 from bench._serving import (
     Call,
     compare,
@@ -42,7 +41,7 @@ BODY = {"amount": 1}
 
 
 def deposit(accounts: list[str]) -> Call:
-    async def call(client: httpx.AsyncClient, caller: int, n: int) -> int:
+    async def call(client: LoadClient, caller: int, n: int) -> int:
         return expect(
             await client.post(f"/api/accounts/{accounts[caller]}/deposit", json=BODY), 204
         )

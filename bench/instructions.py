@@ -35,11 +35,10 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-import httpx
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import operation, transfer
+from bench._load import LoadClient
 from bench._serving import (
     Accounts,
     Scenario,
@@ -94,8 +93,8 @@ async def _drive(gen: Server, ref: Server, calls: Scenario, requests: int, same:
     generated one too, sent the generated calls."""
     other = calls.generated if same else calls.reference
     async with (
-        httpx.AsyncClient(base_url=gen.url, timeout=600) as gc,
-        httpx.AsyncClient(base_url=ref.url, timeout=600) as rc,
+        LoadClient(gen.url, 1, timeout=600) as gc,
+        LoadClient(ref.url, 1, timeout=600) as rc,
     ):
         for n in range(1, requests + 1):
             await calls.generated(gc, 0, n)

@@ -16,10 +16,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import httpx
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._load import LoadClient
 from bench._serving import Accounts, Scenario, expect, main
 
 BODY = {"amount": 1}
@@ -28,10 +27,10 @@ BODY = {"amount": 1}
 def scenario(accounts: Accounts) -> Scenario:
     gen, ref = accounts.generated, accounts.reference  # one account per caller
 
-    async def generated(client: httpx.AsyncClient, caller: int, n: int) -> int:
+    async def generated(client: LoadClient, caller: int, n: int) -> int:
         return expect(await client.post(f"/api/accounts/{gen[caller]}/deposit", json=BODY), 204)
 
-    async def reference(client: httpx.AsyncClient, caller: int, n: int) -> int:
+    async def reference(client: LoadClient, caller: int, n: int) -> int:
         return expect(await client.post(f"/accounts/{ref[caller]}/deposit", json=BODY), 204)
 
     return Scenario(generated, reference)

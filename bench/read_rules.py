@@ -28,10 +28,9 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-import httpx
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._load import LoadClient
 from bench._serving import Call, Comparison, Pool, Server, compare, database, expect, serving
 from tests.e2e.tokens import SECRET, token
 
@@ -103,7 +102,7 @@ OWNER: Headers = lambda caller: token(sub=f"user-{caller}")  # noqa: E731
 def page(path: str, who: Headers, total: int | None) -> Call:
     """GET the first page of `path` as `who(caller)`, checking its `total` (when given)."""
 
-    async def call(client: httpx.AsyncClient, caller: int, n: int) -> int:
+    async def call(client: LoadClient, caller: int, n: int) -> int:
         r = await client.get(path, headers=who(caller))
         if total is not None and r.status_code == 200 and r.json()["total"] != total:
             raise SystemExit(f"{path}: total {r.json()['total']}, expected {total}")

@@ -32,6 +32,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._load import LoadClient
 from bench._serving import (
     ROOT,
     Round,
@@ -103,7 +104,7 @@ async def measure(
     level: int,
 ) -> dict[str, list[Round]]:
     def call(mode: str):  # type: ignore[no-untyped-def]
-        async def deposit(client: httpx.AsyncClient, caller: int, n: int) -> int:
+        async def deposit(client: LoadClient, caller: int, n: int) -> int:
             return expect(
                 await client.post(f"/api/accounts/{ids[mode][caller]}/deposit", json=BODY), 204
             )

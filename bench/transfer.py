@@ -15,10 +15,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import httpx
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._load import LoadClient
 from bench._serving import Accounts, Scenario, expect, main
 
 
@@ -35,11 +34,11 @@ def scenario(accounts: Accounts) -> Scenario:
 
     gen_pairs, ref_pairs = pairs(accounts.generated), pairs(accounts.reference)
 
-    async def generated(client: httpx.AsyncClient, caller: int, n: int) -> int:
+    async def generated(client: LoadClient, caller: int, n: int) -> int:
         r = await client.post("/api/workflows/transfer", json=payload(gen_pairs, caller, n))
         return expect(r, 200)
 
-    async def reference(client: httpx.AsyncClient, caller: int, n: int) -> int:
+    async def reference(client: LoadClient, caller: int, n: int) -> int:
         r = await client.post("/transfer", json=payload(ref_pairs, caller, n))
         return expect(r, 200)
 
