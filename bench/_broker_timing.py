@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 
 from bench._broker_raw import WAIT
+from bench._load import LoadClient
 from bench._serving import Processes, Server, cpu_seconds
 
 
@@ -41,7 +42,7 @@ class Side:
             pids["sender"] = self.sender.process.pid
         return Processes(trees, **pids)
 
-    async def ping(self, client: httpx.AsyncClient, n: int) -> None:
+    async def ping(self, client: LoadClient, n: int) -> None:
         response = await client.post(self.ping_path, json={"n": n})
         if response.status_code != 200:
             raise SystemExit(
@@ -141,7 +142,7 @@ class Latency:
         return self.legs["commit -> reactor start"]
 
 
-async def latency(side: Side, client: httpx.AsyncClient, notes: Notes, pings: range) -> Latency:
+async def latency(side: Side, client: LoadClient, notes: Notes, pings: range) -> Latency:
     """Commit -> reactor start of each ping, one at a time: the next is sent 10 ms after the
     previous reaction committed, so the relay and the consumer are idle (latency, not
     queueing)."""
@@ -183,7 +184,7 @@ class Stages:
     cpu_ms: dict[str, float]
 
 
-async def send(side: Side, client: httpx.AsyncClient, pings: range, callers: int) -> None:
+async def send(side: Side, client: LoadClient, pings: range, callers: int) -> None:
     """One ping request per number, `callers` of them at a time."""
 
     async def caller(c: int) -> None:
@@ -193,9 +194,10 @@ async def send(side: Side, client: httpx.AsyncClient, pings: range, callers: int
     await asyncio.gather(*(caller(c) for c in range(callers)))
 
 
-def http_client(server: Server, callers: int) -> httpx.AsyncClient:
-    limits = httpx.Limits(max_connections=callers, max_keepalive_connections=callers)
-    return httpx.AsyncClient(base_url=server.url, limits=limits, timeout=WAIT)
+def http_client(server: Server, callers: int) -> LoadClient:
+    """The load client of `callers` connections (bench/_load.py: as little CPU a request as a
+    client can spend, on the cores the servers share)."""
+    return LoadClient(server.url, callers, timeout=WAIT)
 
 
 async def whole_path(side: Side, notes: Notes, nats_pid: int, pings: range, callers: int) -> Stages:

@@ -105,7 +105,7 @@ class LoadClient:
         data = (head + "\r\n").encode("latin-1") + (body or b"")
         sent = Sent(method, self.base_url + path)
         async with self._slots:
-            reader, writer = self._idle.pop() if self._idle else await self._connect()
+            reader, writer = await self._take()
             try:
                 writer.write(data)
                 async with asyncio.timeout(self._timeout):
@@ -118,6 +118,16 @@ class LoadClient:
             else:
                 self._idle.append((reader, writer))
         return Response(sent, status, answer, content)
+
+    async def _take(self) -> _Stream:
+        """An idle connection the server has not closed meanwhile (uvicorn closes one idle for
+        5 s), else a new one."""
+        while self._idle:
+            reader, writer = self._idle.pop()
+            if not reader.at_eof():
+                return reader, writer
+            self._drop(writer)
+        return await self._connect()
 
     async def _connect(self) -> _Stream:
         reader, writer = await asyncio.open_connection(self._host, self._port)

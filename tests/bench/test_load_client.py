@@ -15,6 +15,7 @@ from starlette.routing import Route
 
 from bench._load import LoadClient, ProtocolError
 from tests.liveserver import free_port
+from tests.waiting import until
 
 
 async def _echo(request: Request) -> Response:
@@ -66,10 +67,9 @@ async def served() -> AsyncIterator[str]:
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(APP, port=port, log_level="warning", lifespan="off"))
     task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()  # it failed to start: raise its error
-        await asyncio.sleep(0.01)
+    await until(lambda: server.started or task.done(), timeout=10, what="uvicorn started")
+    if task.done():
+        task.result()  # it failed to start: raise its error
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
     await task
@@ -115,6 +115,25 @@ async def test_a_connection_the_server_closes_is_not_used_again(served: str) -> 
         second = (await client.get("/port")).json()
     assert (bye.status_code, bye.text) == (200, "bye")
     assert first != second
+
+
+async def test_a_connection_the_server_closed_while_idle_is_replaced() -> None:
+    port = free_port()
+    config = uvicorn.Config(APP, port=port, log_level="warning", lifespan="off")
+    config.timeout_keep_alive = 0.1  # type: ignore[assignment]  # uvicorn takes a float here
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    try:
+        await until(lambda: server.started, timeout=10, what="uvicorn started")
+        async with LoadClient(f"http://127.0.0.1:{port}", 1) as client:
+            first = (await client.get("/port")).json()
+            ((reader, _),) = client._idle
+            await until(reader.at_eof, timeout=10, what="uvicorn hung up the idle connection")
+            second = await client.get("/port")
+        assert second.status_code == 200 and second.json() != first
+    finally:
+        server.should_exit = True
+        await task
 
 
 async def test_an_answer_that_is_not_http_is_an_error_not_a_figure() -> None:
