@@ -2,11 +2,13 @@
 
 Each app is served by its own `python -m uvicorn` subprocess (one worker, no access log, the same
 options for both), on the same database, with the same sized connection pool (`Pool`: 15 kept,
-no overflow, unless `--pool-size` / `--pool-overflow` say otherwise). The load client is in this process
-(`bench/_load.py`, lean: the server, not the client, is what a round loads) holding `concurrency`
-keep-alive connections, each driven by one task sending its requests one after the other. A round sends a fixed number of requests; rounds alternate between the apps so a
-noisy neighbour hurts both alike. Per round: requests per second (wall clock) and the server's CPU
-time per request (user + system time of the server process, from /proc/<pid>/stat).
+no overflow, unless `--pool-size` / `--pool-overflow` say otherwise). The load client runs in
+this process (`bench/_load.py`: lean, so the server, not the client, is what a round loads),
+holding `concurrency` keep-alive connections, each driven by one task sending its requests one
+after the other. A round sends a fixed number of requests; rounds alternate between the apps so a
+noisy neighbour hurts both alike. Per round: requests per second (wall clock), the server's CPU
+time per request (user + system time of the server process, from /proc/<pid>/stat) and the load
+client's.
 """
 
 from __future__ import annotations
