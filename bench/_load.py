@@ -1,7 +1,7 @@
 """The HTTP benches' load client: HTTP/1.1 over kept-alive sockets, with as little work a request
 as a client can do, so the server is what a round measures.
 
-An httpx client was the load client until 2026-12-06. It spends about 2.3 ms of CPU a request in
+An httpx client was the load client until 2026-12-06. It spends 1.4-3.3 ms of CPU a request in
 this process (connection pool, URL and header models, response decoding), as much as the servers
 it loads: with 16 connections it was the busiest process of a round (94-100 % of a core, the
 generated service's main thread at 50-60 %), so a round measured the client, not the server. Like

@@ -227,7 +227,7 @@ class Round:
     rate: float  # requests per second
     cpu_ms: float  # server CPU milliseconds per request
     conflicts: int  # 409 answers
-    client_ms: float = 0.0  # the load client's CPU milliseconds per request
+    client_ms: float  # the load client's CPU milliseconds per request
 
 
 async def _round(server: Server, requests: int, concurrency: int, call: Call) -> Round:

@@ -4,6 +4,7 @@ an answer, and that it keeps its connections, since the benches' figures rest on
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 
 import pytest
@@ -24,7 +25,6 @@ async def _echo(request: Request) -> Response:
             "body": await request.json(),
             "who": request.headers.get("x-who"),
             "type": request.headers.get("content-type"),
-            "port": request.client.port if request.client else None,
         },
         status_code=201,
     )
@@ -62,17 +62,28 @@ APP = Starlette(
 )
 
 
+@contextlib.asynccontextmanager
+async def _uvicorn(keep_alive: float = 5) -> AsyncIterator[str]:
+    """APP served by uvicorn on this loop, idle connections closed after `keep_alive` seconds."""
+    port = free_port()
+    config = uvicorn.Config(APP, port=port, log_level="warning", lifespan="off")
+    config.timeout_keep_alive = keep_alive  # type: ignore[assignment]  # uvicorn takes a float here
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    try:
+        await until(lambda: server.started or task.done(), timeout=10, what="uvicorn started")
+        if task.done():
+            task.result()  # it failed to start: raise its error
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task
+
+
 @pytest.fixture
 async def served() -> AsyncIterator[str]:
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(APP, port=port, log_level="warning", lifespan="off"))
-    task = asyncio.create_task(server.serve())
-    await until(lambda: server.started or task.done(), timeout=10, what="uvicorn started")
-    if task.done():
-        task.result()  # it failed to start: raise its error
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    await task
+    async with _uvicorn() as url:
+        yield url
 
 
 async def test_a_post_sends_its_json_and_headers_and_reads_the_answer(served: str) -> None:
@@ -118,22 +129,12 @@ async def test_a_connection_the_server_closes_is_not_used_again(served: str) -> 
 
 
 async def test_a_connection_the_server_closed_while_idle_is_replaced() -> None:
-    port = free_port()
-    config = uvicorn.Config(APP, port=port, log_level="warning", lifespan="off")
-    config.timeout_keep_alive = 0.1  # type: ignore[assignment]  # uvicorn takes a float here
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    try:
-        await until(lambda: server.started, timeout=10, what="uvicorn started")
-        async with LoadClient(f"http://127.0.0.1:{port}", 1) as client:
-            first = (await client.get("/port")).json()
-            ((reader, _),) = client._idle
-            await until(reader.at_eof, timeout=10, what="uvicorn hung up the idle connection")
-            second = await client.get("/port")
-        assert second.status_code == 200 and second.json() != first
-    finally:
-        server.should_exit = True
-        await task
+    async with _uvicorn(keep_alive=0.1) as url, LoadClient(url, 1) as client:
+        first = (await client.get("/port")).json()
+        ((reader, _),) = client._idle
+        await until(reader.at_eof, timeout=10, what="uvicorn hung up the idle connection")
+        second = await client.get("/port")
+    assert second.status_code == 200 and second.json() != first
 
 
 async def test_an_answer_that_is_not_http_is_an_error_not_a_figure() -> None:
